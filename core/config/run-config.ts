@@ -1,0 +1,162 @@
+// The run config: validated against core/schemas/run-config.schema.json, then resolved (defaults
+// filled in, aliases folded, paths made absolute) into the exact object the runtime receives.
+import Ajv from 'ajv';
+import path from 'node:path';
+import { parse as parseYamlScalar } from 'yaml';
+import runConfigSchema from '../schemas/run-config.schema.json';
+import type { RunConfig } from '../generated/run-config';
+import { schemaProblems, type ConfigProblem } from './schema-problems';
+import { parseSourceDocument, sourceKindOf, type SourceDocument } from './source-document';
+
+export * from '../generated/run-config';
+export { runConfigSchema };
+
+// verbose: errors carry their schema, so unknown-key problems can list the known keys.
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
+export const validateRunConfigSchema = ajv.compile<RunConfig>(runConfigSchema);
+
+/** DeepSpeed's stage numbers, accepted as `fsdp.zero_stage`. */
+export const ZERO_STAGE_STRATEGY = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD'] as const;
+
+/** A run config with every default filled in: what `fsdp-train` and the runtime operate on. */
+export type ResolvedRunConfig = RunConfig & {
+  [K in 'fsdp' | 'mixed_precision' | 'activation_checkpointing' | 'checkpointing' | 'stability' | 'logging' | 'launch' | 'debug']-?: NonNullable<RunConfig[K]>;
+};
+
+export interface LoadedRunConfig {
+  doc: SourceDocument;
+  problems: ConfigProblem[];
+  /** Present when there are no errors. */
+  config?: ResolvedRunConfig;
+}
+
+/** Parses and checks a run config's text. Syntax and schema errors come back as problems, never thrown. */
+export function checkRunConfigText(text: string, fileName: string): { doc: SourceDocument; problems: ConfigProblem[] } {
+  const doc = parseSourceDocument(text, sourceKindOf(fileName));
+  const problems: ConfigProblem[] = doc.syntaxErrors.map((e) => ({
+    severity: 'error' as const,
+    path: [],
+    code: 'syntax',
+    message: e.message,
+    range: e.range,
+  }));
+  if (problems.length === 0) {
+    if (doc.value === undefined || doc.value === null || typeof doc.value !== 'object' || Array.isArray(doc.value)) {
+      problems.push({ severity: 'error', path: [], code: 'schema.type', message: 'a run config must be a mapping with model, data and training sections', range: doc.rangeOf([]) });
+    } else {
+      problems.push(...schemaProblems(validateRunConfigSchema, doc));
+      problems.push(...aliasProblems(doc));
+    }
+  }
+  return { doc, problems };
+}
+
+/**
+ * Loads a run config for running: applies `--set key=value` overrides, validates, resolves.
+ * `baseDir` is the folder relative data and run paths are resolved against (the config's folder).
+ */
+export function loadRunConfig(text: string, fileName: string, overrides: string[] = []): LoadedRunConfig {
+  const checked = checkRunConfigText(text, fileName);
+  if (checked.problems.some((p) => p.severity === 'error') || overrides.length === 0) {
+    return finish(checked.doc, checked.problems, fileName, checked.doc.value);
+  }
+  // Overrides apply to the parsed value; problems they cause point at the override, not the file.
+  const value = structuredClone(checked.doc.value) as Record<string, unknown>;
+  const problems: ConfigProblem[] = [...checked.problems];
+  for (const o of overrides) {
+    const err = applyOverride(value, o);
+    if (err) problems.push({ severity: 'error', path: [], code: 'override', message: err, range: checked.doc.rangeOf([]) });
+  }
+  if (!validateRunConfigSchema(value)) {
+    for (const e of validateRunConfigSchema.errors ?? []) {
+      problems.push({ severity: 'error', path: [], code: `schema.${e.keyword}`, message: `after --set: ${e.instancePath.slice(1).replace(/\//g, '.') || 'config'} ${e.message ?? 'is invalid'}`, range: checked.doc.rangeOf([]) });
+    }
+  }
+  return finish(checked.doc, problems, fileName, value);
+}
+
+function finish(doc: SourceDocument, problems: ConfigProblem[], fileName: string, value: unknown): LoadedRunConfig {
+  if (problems.some((p) => p.severity === 'error')) return { doc, problems };
+  return { doc, problems, config: resolveRunConfig(value as RunConfig, path.dirname(path.resolve(fileName))) };
+}
+
+/**
+ * Fills every default from the schema, folds `zero_stage` into `sharding_strategy`, defaults
+ * `data.seq_len` to `model.max_seq_len`, and makes data paths absolute against `baseDir`.
+ */
+export function resolveRunConfig(config: RunConfig, baseDir: string): ResolvedRunConfig {
+  const resolved = applySchemaDefaults(runConfigSchema, structuredClone(config), runConfigSchema) as ResolvedRunConfig;
+  const fsdp = resolved.fsdp;
+  if (fsdp.zero_stage !== undefined && (config.fsdp?.sharding_strategy === undefined)) {
+    fsdp.sharding_strategy = ZERO_STAGE_STRATEGY[fsdp.zero_stage];
+  }
+  delete fsdp.zero_stage;
+  resolved.data.seq_len ??= resolved.model.max_seq_len;
+  resolved.data.train = path.resolve(baseDir, resolved.data.train);
+  if (resolved.data.val) resolved.data.val = path.resolve(baseDir, resolved.data.val);
+  resolved.logging.runs_dir = path.resolve(baseDir, resolved.logging.runs_dir ?? 'runs');
+  return resolved;
+}
+
+/** Sets `a.b.c=value` in a config object; the value is read as a YAML scalar or flow collection. */
+export function applyOverride(target: Record<string, unknown>, assignment: string): string | undefined {
+  const eq = assignment.indexOf('=');
+  if (eq <= 0) return `--set ${JSON.stringify(assignment)}: expected key=value, e.g. training.max_steps=100`;
+  const keys = assignment.slice(0, eq).split('.');
+  let value: unknown;
+  try {
+    value = parseYamlScalar(assignment.slice(eq + 1));
+  } catch (e) {
+    return `--set ${keys.join('.')}: cannot read the value: ${(e as Error).message}`;
+  }
+  let obj = target;
+  for (const k of keys.slice(0, -1)) {
+    const next = obj[k];
+    if (next === undefined) obj[k] = {};
+    else if (typeof next !== 'object' || next === null || Array.isArray(next)) return `--set ${keys.join('.')}: ${k} is not a section`;
+    obj = obj[k] as Record<string, unknown>;
+  }
+  obj[keys[keys.length - 1]] = value;
+  return undefined;
+}
+
+function aliasProblems(doc: SourceDocument): ConfigProblem[] {
+  const fsdp = (doc.value as RunConfig).fsdp;
+  if (fsdp?.zero_stage === undefined || fsdp.sharding_strategy === undefined) return [];
+  if (ZERO_STAGE_STRATEGY[fsdp.zero_stage] === fsdp.sharding_strategy) return [];
+  return [{
+    severity: 'error',
+    path: ['fsdp', 'zero_stage'],
+    code: 'fsdp.zero-stage-conflict',
+    message: `zero_stage ${fsdp.zero_stage} means ${ZERO_STAGE_STRATEGY[fsdp.zero_stage]}, but sharding_strategy is ${fsdp.sharding_strategy}; give one of them`,
+    range: doc.rangeOf(['fsdp', 'zero_stage'], 'key'),
+  }];
+}
+
+type SchemaNode = { $ref?: string; default?: unknown; type?: string; required?: string[]; properties?: Record<string, SchemaNode> };
+
+/** Fills `default`s of absent keys, and creates absent object sections whose keys have defaults. */
+function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitions: object }): unknown {
+  const schema = deref(node, root);
+  if (!schema.properties || value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const obj = value as Record<string, unknown>;
+  for (const [key, child] of Object.entries(schema.properties)) {
+    const childSchema = deref(child, root);
+    if (obj[key] === undefined) {
+      const def = child.default ?? childSchema.default;
+      if (def !== undefined) obj[key] = structuredClone(def);
+      // An absent section is created so its keys get their defaults, unless it has required keys
+      // (debug.inject_nan): then its absence means "off".
+      else if (childSchema.properties && !childSchema.required?.length) obj[key] = {};
+      else continue;
+    }
+    obj[key] = applySchemaDefaults(child, obj[key], root);
+  }
+  return obj;
+}
+
+function deref(node: SchemaNode, root: { definitions: object }): SchemaNode {
+  if (!node.$ref) return node;
+  const name = node.$ref.replace('#/definitions/', '');
+  return (root.definitions as Record<string, SchemaNode>)[name];
+}

@@ -1,0 +1,174 @@
+// Reads a run's metrics.jsonl incrementally, from a byte offset, so that a watcher that reattaches
+// after a disconnect resumes exactly where it stopped: every complete line is returned once, a
+// partial last line waits for its newline, and a bad line is reported, never thrown.
+import { open } from 'node:fs/promises';
+import { checkMetricsEvent, type MetricsEvent } from './metrics';
+
+export interface RunLogEntry {
+  /** Byte offset of the line's first byte in the file. */
+  offset: number;
+  event: MetricsEvent;
+}
+
+export interface RunLogProblem {
+  /** Byte offset of the bad line's first byte. */
+  offset: number;
+  /** What is wrong, naming the property where it can. */
+  message: string;
+  /** The start of the line, for display. */
+  excerpt: string;
+}
+
+export interface RunLogBatch {
+  entries: RunLogEntry[];
+  problems: RunLogProblem[];
+  /** Offset just past the last complete line: where the next read starts. */
+  offset: number;
+}
+
+const NEWLINE = 0x0a;
+const EXCERPT_CHARS = 120;
+/** A line longer than this is reported and skipped instead of being held in memory. */
+export const MAX_LINE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Turns a byte stream into events. Feed it consecutive chunks (from a file, or from `tail` over ssh);
+ * it holds back an unterminated last line until its newline arrives. `offset` is always the position
+ * of the first byte not yet consumed as part of a complete line.
+ */
+export class RunLogParser {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private skippingLongLine = false;
+  private consumed: number;
+
+  constructor(startOffset = 0) {
+    this.consumed = startOffset;
+  }
+
+  /** Offset where the next complete line starts. */
+  get offset(): number {
+    return this.consumed;
+  }
+
+  /** Bytes received but held back because their line has no newline yet. */
+  get pendingLength(): number {
+    return this.pendingBytes;
+  }
+
+  push(chunk: Uint8Array): RunLogBatch {
+    const entries: RunLogEntry[] = [];
+    const problems: RunLogProblem[] = [];
+    const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let start = 0;
+    for (let nl = buf.indexOf(NEWLINE, start); nl !== -1; nl = buf.indexOf(NEWLINE, start)) {
+      const piece = buf.subarray(start, nl);
+      const lineOffset = this.consumed;
+      const lineBytes = this.pendingBytes + piece.length;
+      if (this.skippingLongLine) {
+        this.skippingLongLine = false;
+      } else {
+        const line = this.pendingBytes ? Buffer.concat([...this.pending, piece]) : piece;
+        this.parseLine(line, lineOffset, entries, problems);
+      }
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.consumed = lineOffset + lineBytes + 1;
+      start = nl + 1;
+    }
+    const rest = buf.subarray(start);
+    if (rest.length > 0 && !this.skippingLongLine) {
+      this.pending.push(Buffer.from(rest)); // copy: the caller may reuse its buffer
+      this.pendingBytes += rest.length;
+      if (this.pendingBytes > MAX_LINE_BYTES) {
+        problems.push({
+          offset: this.consumed,
+          message: `line longer than ${MAX_LINE_BYTES} bytes; skipped`,
+          excerpt: excerptOf(this.pending[0]),
+        });
+        this.skippingLongLine = true;
+        this.pending = [];
+      }
+    } else if (rest.length > 0) {
+      this.pendingBytes += rest.length;
+    }
+    return { entries, problems, offset: this.consumed };
+  }
+
+  private parseLine(line: Buffer, offset: number, entries: RunLogEntry[], problems: RunLogProblem[]): void {
+    const text = line.toString('utf8').trim();
+    if (text.length === 0) return; // blank lines carry nothing and are not an error
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      problems.push({ offset, message: `not valid JSON: ${(e as Error).message}`, excerpt: excerptOf(line) });
+      return;
+    }
+    const error = checkMetricsEvent(value);
+    if (error) {
+      problems.push({ offset, message: error, excerpt: excerptOf(line) });
+      return;
+    }
+    entries.push({ offset, event: value as MetricsEvent });
+  }
+}
+
+/**
+ * Reads a metrics.jsonl file from a byte offset to its current end. Call `read()` again (on a file
+ * watcher event or a timer) to get what was appended since; nothing is returned twice.
+ */
+export class RunLogReader {
+  private readonly parser: RunLogParser;
+  private position: number;
+
+  constructor(readonly path: string, startOffset = 0) {
+    this.parser = new RunLogParser(startOffset);
+    this.position = startOffset;
+  }
+
+  /** Offset just past the last complete line returned. Persist it to resume later. */
+  get offset(): number {
+    return this.parser.offset;
+  }
+
+  async read(chunkBytes = 1 << 20): Promise<RunLogBatch> {
+    const entries: RunLogEntry[] = [];
+    const problems: RunLogProblem[] = [];
+    let file;
+    try {
+      file = await open(this.path, 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries, problems, offset: this.offset };
+      throw e;
+    }
+    try {
+      const { size } = await file.stat();
+      if (size < this.position) {
+        problems.push({
+          offset: this.position,
+          message: `file shrank from ${this.position} to ${size} bytes; it was truncated or replaced, so later reads may miss events`,
+          excerpt: '',
+        });
+        return { entries, problems, offset: this.offset };
+      }
+      const buf = Buffer.allocUnsafe(chunkBytes);
+      for (;;) {
+        const { bytesRead } = await file.read(buf, 0, chunkBytes, this.position);
+        if (bytesRead === 0) break;
+        this.position += bytesRead;
+        const batch = this.parser.push(buf.subarray(0, bytesRead));
+        entries.push(...batch.entries);
+        problems.push(...batch.problems);
+      }
+    } finally {
+      await file.close();
+    }
+    return { entries, problems, offset: this.offset };
+  }
+}
+
+function excerptOf(line: Buffer): string {
+  const text = line.subarray(0, EXCERPT_CHARS * 4).toString('utf8');
+  return text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text;
+}

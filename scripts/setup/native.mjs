@@ -1,0 +1,65 @@
+// Builds the native runtime (library, CLI and Node addon) with cmake-js. This is the package's
+// `install` script, so `npm install` builds it; it is also called by the setup of npm start/test.
+// Skips the build when the sources have not changed since the last successful one.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureSystemPackages } from './system-packages.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const nativeDir = path.join(root, 'native');
+const buildDir = path.join(nativeDir, 'build');
+const stampFile = path.join(buildDir, 'source-hash');
+
+/** Where the build puts its outputs. */
+export const NATIVE_OUTPUTS = {
+  addon: path.join(buildDir, 'Release', 'fsdp_native.node'),
+  cli: path.join(buildDir, 'Release', 'fsdp-train-native'),
+};
+
+export function buildNative({ log = console.log, force = false } = {}) {
+  ensureSystemPackages(['build'], log);
+  const hash = sourceHash();
+  const upToDate = !force && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash && Object.values(NATIVE_OUTPUTS).every(existsSync);
+  if (upToDate) return false;
+  const cmakeJs = path.join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
+  if (!existsSync(cmakeJs)) throw new Error('cmake-js is not installed; run npm install');
+  log('building the native runtime (cmake-js)…');
+  const jobs = String(Math.max(1, os.availableParallelism?.() ?? os.cpus().length));
+  const r = spawnSync(process.execPath, [cmakeJs, 'build', '--directory', nativeDir, '--out', buildDir, '--parallel', jobs, '--log-level', 'warn'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  if (r.status !== 0) throw new Error(`native build failed (exit code ${r.status})`);
+  writeFileSync(stampFile, hash);
+  return true;
+}
+
+/** Hash of everything the native build reads from the repository. */
+function sourceHash() {
+  const h = createHash('sha256');
+  const walk = (dir) => {
+    for (const name of readdirSync(dir).sort()) {
+      const p = path.join(dir, name);
+      if (p === buildDir) continue;
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else h.update(path.relative(nativeDir, p)).update('\0').update(readFileSync(p));
+    }
+  };
+  walk(nativeDir);
+  h.update(process.version); // the addon is built against this Node's API
+  return h.digest('hex');
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    buildNative({ force: process.argv.includes('--force') });
+  } catch (e) {
+    console.error(`fsdp-studio: ${e.message}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,136 @@
+// End-to-end harness: a real VS Code (code-server) with this extension, driven by Debian's
+// Chromium through playwright-core, as a person would use it. Every e2e test opens one session,
+// acts through the UI, asserts on what is on screen, and closes it (tearing everything down).
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import { repoRoot, startCodeServer, type RunningCodeServer } from '../../../scripts/code-server';
+
+export const E2E_OUTPUT = path.join(repoRoot, 'test-output', 'e2e');
+const CHROMIUM = process.env.FSDP_STUDIO_CHROMIUM ?? '/usr/bin/chromium';
+
+export interface SessionOptions {
+  /** Folder to open (default: samples/). */
+  workspace?: string;
+  /** Keep Workspace Trust active and leave the folder untrusted (default: trust everything). */
+  untrusted?: boolean;
+  settings?: Record<string, unknown>;
+  env?: NodeJS.ProcessEnv;
+}
+
+export class VsCodeSession {
+  private constructor(
+    readonly server: RunningCodeServer,
+    private readonly browser: Browser,
+    readonly page: Page,
+    private readonly dataDir: string,
+  ) {}
+
+  static async open(opts: SessionOptions = {}): Promise<VsCodeSession> {
+    const workspace = opts.workspace ?? path.join(repoRoot, 'samples');
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-'));
+    const settings = {
+      // Trusted by default: most tests exercise launching; untrusted tests turn trust back on.
+      'security.workspace.trust.enabled': !!opts.untrusted,
+      'security.workspace.trust.startupPrompt': 'never',
+      'workbench.tips.enabled': false,
+      'window.restoreWindows': 'none',
+      'git.openRepositoryInParentFolders': 'never',
+      ...opts.settings,
+    };
+    const server = await startCodeServer({ workspace, dataDir, settings, env: opts.env });
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      });
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(`${server.url}?folder=${encodeURIComponent(workspace)}`);
+      await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+      const session = new VsCodeSession(server, browser, page, dataDir);
+      await session.waitForExtensionHost();
+      return session;
+    } catch (e) {
+      await browser?.close();
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  /** Waits until the workbench has finished restoring and the status bar is up. */
+  private async waitForExtensionHost(): Promise<void> {
+    await this.page.waitForSelector('.statusbar', { timeout: 60_000 });
+    await this.page.waitForTimeout(500);
+  }
+
+  /**
+   * Opens the command palette and types a query; returns the labels it lists. Retypes the query
+   * until something matches, because contributed commands appear only once the workbench has
+   * scanned the extensions.
+   */
+  async paletteEntries(query: string, timeoutMs = 30_000): Promise<string[]> {
+    const rows = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+    const deadline = Date.now() + timeoutMs;
+    let labels: string[] = [];
+    do {
+      await this.openPalette('');
+      await this.openPalette(query);
+      await rows.first().waitFor({ timeout: 10_000 }).catch(() => undefined);
+      labels = await rows.evaluateAll((els) => els.map((e) => (e.getAttribute('aria-label') ?? e.textContent ?? '').trim()));
+      if (labels.some((l) => l.toLowerCase().includes(query.toLowerCase()))) return labels;
+      await this.page.waitForTimeout(500);
+    } while (Date.now() < deadline);
+    return labels;
+  }
+
+  /** Runs a command by its palette title, "Category: Title". */
+  async runCommand(title: string): Promise<void> {
+    const labels = await this.paletteEntries(title);
+    if (!labels.some((l) => l.includes(title))) throw new Error(`command "${title}" is not in the palette; it lists: ${labels.join(' | ')}`);
+    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: title }).first().click();
+  }
+
+  async closePalette(): Promise<void> {
+    await this.page.keyboard.press('Escape');
+  }
+
+  /** Waits for a notification toast containing `text` and returns its full message. */
+  async waitForNotification(text: string | RegExp, timeoutMs = 30_000): Promise<string> {
+    const toast = this.page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
+    await toast.waitFor({ timeout: timeoutMs });
+    return (await toast.locator('.notification-list-item-message').first().textContent()) ?? '';
+  }
+
+  /** The DOM of the active webview panel (nested iframes in VS Code for the web). */
+  webview(): FrameLocator {
+    return this.page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  }
+
+  /** Saves a screenshot under test-output/e2e/ and returns its path. */
+  async screenshot(name: string): Promise<string> {
+    mkdirSync(E2E_OUTPUT, { recursive: true });
+    const file = path.join(E2E_OUTPUT, `${name}.png`);
+    await this.page.screenshot({ path: file });
+    return file;
+  }
+
+  async close(): Promise<void> {
+    await this.browser.close().catch(() => undefined);
+    await this.server.stop();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  private async openPalette(text: string): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input');
+    if (!(await input.isVisible())) {
+      await this.page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
+      await this.page.keyboard.press('Control+Shift+P');
+      await input.waitFor({ timeout: 20_000 });
+    }
+    await input.fill(`>${text}`);
+  }
+}

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { RunLogParser, RunLogReader, MAX_LINE_BYTES } from '../../core/protocol/run-log-reader';
+import type { MetricsEvent } from '../../core/protocol/metrics';
+
+function stepEvent(step: number, extra: Record<string, unknown> = {}): MetricsEvent {
+  return { v: 1, type: 'step', time: 1_700_000_000 + step, step, loss: 3 - step / 1000, lr: 1e-3, grad_norm: 1.5, tokens_per_s: 1000, step_ms: 12.5, mem_peak: 1 << 20, ...extra } as MetricsEvent;
+}
+const line = (e: unknown) => `${JSON.stringify(e)}\n`;
+
+describe('RunLogParser', () => {
+  it('returns each complete line once and holds back a partial last line until its newline', () => {
+    const p = new RunLogParser();
+    const text = line(stepEvent(1)) + line(stepEvent(2));
+    const cut = text.length - 10;
+    const first = p.push(Buffer.from(text.slice(0, cut)));
+    assert.deepEqual(first.entries.map((e) => (e.event as { step: number }).step), [1]);
+    assert.equal(first.offset, line(stepEvent(1)).length, 'offset stops at the end of the last complete line');
+    assert.equal(p.pendingLength, cut - line(stepEvent(1)).length);
+    const second = p.push(Buffer.from(text.slice(cut)));
+    assert.deepEqual(second.entries.map((e) => (e.event as { step: number }).step), [2]);
+    assert.equal(second.offset, Buffer.byteLength(text));
+    assert.equal(second.entries[0].offset, line(stepEvent(1)).length);
+  });
+
+  it('decodes multi-byte UTF-8 split across chunks', () => {
+    const p = new RunLogParser();
+    const bytes = Buffer.from(line({ v: 1, type: 'log', time: 1, level: 'info', msg: 'Größe 日本 ✓' }));
+    const split = bytes.indexOf(Buffer.from('日')) + 1; // inside a 3-byte character
+    assert.equal(p.push(bytes.subarray(0, split)).entries.length, 0);
+    const { entries, problems } = p.push(bytes.subarray(split));
+    assert.deepEqual(problems, []);
+    assert.equal((entries[0].event as { msg: string }).msg, 'Größe 日本 ✓');
+  });
+
+  it('reports malformed lines with their offsets and keeps going', () => {
+    const p = new RunLogParser();
+    const good = line(stepEvent(1));
+    const bad1 = '{"v":1,"type":"step","step":2\n';
+    const bad2 = line({ v: 1, type: 'step', time: 1, step: 3 }); // missing required fields
+    const bad3 = line({ v: 2, type: 'step' });
+    const bad4 = line({ v: 1, type: 'teleport', time: 1 });
+    const bad5 = '[1,2,3]\n';
+    const { entries, problems } = p.push(Buffer.from(good + bad1 + bad2 + bad3 + bad4 + bad5 + good));
+    assert.equal(entries.length, 2);
+    assert.equal(problems.length, 5);
+    assert.equal(problems[0].offset, good.length);
+    assert.match(problems[0].message, /not valid JSON/);
+    assert.match(problems[1].message, /step event: .*loss/);
+    assert.match(problems[2].message, /unsupported protocol version v=2/);
+    assert.match(problems[3].message, /unknown event type "teleport"/);
+    assert.match(problems[4].message, /not a JSON object/);
+  });
+
+  it('skips a runaway line longer than the limit without holding it in memory', () => {
+    const p = new RunLogParser();
+    const chunk = Buffer.alloc(1 << 20, 0x61);
+    let problems = 0;
+    for (let sent = 0; sent <= MAX_LINE_BYTES; sent += chunk.length) problems += p.push(chunk).problems.length;
+    assert.equal(problems, 1);
+    assert.ok(p.pendingLength > MAX_LINE_BYTES);
+    const after = p.push(Buffer.from(`\n${line(stepEvent(7))}`));
+    assert.deepEqual(after.entries.map((e) => (e.event as { step: number }).step), [7]);
+  });
+
+  it('survives 10,000 randomly corrupted lines: never throws, never returns an event twice, keeps every intact one', () => {
+    let seed = 12345;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const pieces: Buffer[] = [];
+    const intactSteps: number[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      let text = JSON.stringify(stepEvent(i));
+      const corrupt = rand() < 0.5;
+      const mode = Math.floor(rand() * 5);
+      const at = Math.floor(rand() * text.length);
+      if (corrupt) {
+        if (mode === 0) text = text.slice(0, Math.max(1, at)); // truncated
+        else if (mode === 1) text = text.slice(0, at) + String.fromCharCode(0x20 + Math.floor(rand() * 0x5f)) + text.slice(at + 1); // character replaced
+        else if (mode === 2) text = text.replace('"loss":', '"loss":"x"+'); // invalid JSON
+        else if (mode === 3) text = text.replace(/"step":\d+/, '"step":"s"'); // valid JSON, wrong type
+      }
+      const bytes = Buffer.from(`${text}\n`, 'utf8');
+      if (corrupt && mode === 4) bytes[Math.min(at, bytes.length - 2)] = 0xff; // invalid UTF-8
+      pieces.push(bytes);
+      // Whether a corrupted line still happens to be a valid event is the reader's call; the lines
+      // left untouched must all come back.
+      if (!corrupt) intactSteps.push(i);
+    }
+    const all = Buffer.concat(pieces);
+    const p = new RunLogParser();
+    const seen = new Map<number, number>();
+    let problems = 0;
+    for (let pos = 0; pos < all.length; ) {
+      const n = 1 + Math.floor(rand() * 4096);
+      const batch = p.push(all.subarray(pos, pos + n));
+      pos += n;
+      problems += batch.problems.length;
+      for (const e of batch.entries) {
+        assert.ok(!seen.has(e.offset), `event at offset ${e.offset} returned twice`);
+        seen.set(e.offset, (e.event as { step: number }).step);
+      }
+    }
+    const returned = [...seen.values()];
+    for (const s of intactSteps) assert.ok(returned.includes(s), `intact step ${s} was lost`);
+    assert.equal(seen.size + problems, 10_000, 'every line is either an event or a reported problem');
+    assert.equal(p.offset, all.length);
+  });
+});
+
+describe('RunLogReader', () => {
+  let dir: string;
+  beforeEach(async () => (dir = await mkdtemp(path.join(os.tmpdir(), 'runlog-'))));
+  afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+  it('reads what was appended since the last read, and resumes from a saved offset without doubles', async () => {
+    const file = path.join(dir, 'metrics.jsonl');
+    await writeFile(file, line(stepEvent(1)) + line(stepEvent(2)));
+    const reader = new RunLogReader(file);
+    assert.equal((await reader.read()).entries.length, 2);
+    assert.equal((await reader.read()).entries.length, 0, 'nothing new, nothing returned');
+    const half = JSON.stringify(stepEvent(3));
+    await appendFile(file, half.slice(0, 20));
+    assert.equal((await reader.read()).entries.length, 0, 'partial line waits');
+    const saved = reader.offset;
+    await appendFile(file, half.slice(20) + '\n' + line(stepEvent(4)));
+    const more = await reader.read(7); // tiny chunks exercise line reassembly
+    assert.deepEqual(more.entries.map((e) => (e.event as { step: number }).step), [3, 4]);
+    // A new reader (after a reload) starting at the saved offset sees exactly the rest.
+    const resumed = new RunLogReader(file, saved);
+    assert.deepEqual((await resumed.read()).entries.map((e) => (e.event as { step: number }).step), [3, 4]);
+  });
+
+  it('treats a missing file as empty and reports a file that shrank', async () => {
+    const file = path.join(dir, 'metrics.jsonl');
+    const reader = new RunLogReader(file);
+    assert.deepEqual((await reader.read()).entries, []);
+    await writeFile(file, line(stepEvent(1)) + line(stepEvent(2)));
+    await reader.read();
+    await writeFile(file, line(stepEvent(1)));
+    const { problems } = await reader.read();
+    assert.equal(problems.length, 1);
+    assert.match(problems[0].message, /shrank/);
+  });
+});
