@@ -40,7 +40,7 @@ export interface RunStartEvent {
    */
   resumed_from?: string;
   /**
-   * Optimizer steps already done when this (re)start began.
+   * Optimizer steps already done when this (re)start began. A run that resumes from a checkpoint at step S appends a new run_start with start_step S to the same metrics.jsonl: step, eval and checkpoint events after S logged before it came from work that was lost, and readers let the later events of those steps replace them.
    */
   start_step?: number;
   n_params?: number;
