@@ -2,7 +2,8 @@
 // native build, the sample data and the bundles. Each step checks first and does only what is
 // missing, so a second run takes seconds. Uses only Node built-ins until npm packages exist.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureSystemPackages } from './system-packages.mjs';
@@ -31,21 +32,18 @@ export async function setup(purpose, { codeServer = purpose === 'test', log = co
   log(`set-up done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-/** npm ci when node_modules is absent or older than package-lock.json. */
+/**
+ * npm ci when node_modules was not installed from the current package-lock.json. The lock's hash
+ * is recorded after a successful install (npm's own hidden lockfile leaves out optional packages
+ * of other platforms, so it cannot be compared with the lock directly).
+ */
 function ensureNpmPackages(log) {
-  const lock = path.join(root, 'package-lock.json');
-  const installed = path.join(root, 'node_modules', '.package-lock.json');
-  if (existsSync(installed) && sameDependencies(lock, installed)) return;
+  const lockHash = createHash('sha256').update(readFileSync(path.join(root, 'package-lock.json'))).digest('hex');
+  const stamp = path.join(root, 'node_modules', '.fsdp-studio-lock-hash');
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === lockHash) return;
   log('installing npm packages (npm ci)…');
   run(['npm', 'ci', '--no-audit', '--no-fund'], 'npm ci');
-}
-
-function sameDependencies(lockFile, installedFile) {
-  const strip = (f) => {
-    const { packages = {} } = JSON.parse(readFileSync(f, 'utf8'));
-    return JSON.stringify(Object.keys(packages).filter((k) => k).sort().map((k) => [k, packages[k].version]));
-  };
-  return strip(lockFile) === strip(installedFile);
+  writeFileSync(stamp, lockHash);
 }
 
 function ensureSampleData(log) {
