@@ -1,0 +1,118 @@
+// Test data: a process that writes a run directory the way the trainer does (run.json kept up to
+// date, metrics.jsonl appended event by event, to the protocol's schema) at a chosen pace, without
+// training anything. Used where the subject under test is watching, not training: the watch layer
+// over a real sshd, and the benchmarks that need an exact event rate (100 events/s) or a million
+// points. Run: node --import tsx test/harness/synthetic-run.ts --run-dir DIR --steps N [--rate HZ]
+//   [--resume] [--nan-at STEP] [--every-ckpt N]; SIGTERM ends it with run_end "stopped".
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { MetricsEvent } from '../../core/protocol/metrics';
+
+export interface SyntheticRunOptions {
+  runDir: string;
+  steps: number;
+  /** Step events per second (0: as fast as possible). */
+  rate: number;
+  /** Continue the run in runDir from its last checkpoint, appending a run_start with start_step. */
+  resume: boolean;
+  /** Plant a NaN at this step (anomaly with a dump naming layer 1, then run_end failed). */
+  nanAt?: number;
+  checkpointEvery: number;
+}
+
+const plan = { params: 4e6, grads: 4e6, optimizer: 8e6, activations: 2e7, workspace: 1e6, comm: 0, other: 0, total: 3.7e7 };
+
+/** The loss of step s: a decaying curve with deterministic wiggle, so tests can predict any point. */
+export function syntheticLoss(step: number): number {
+  return 2 + 3 * Math.exp(-step / 200) + 0.05 * Math.sin(step * 0.7);
+}
+
+export function parseArgs(argv: string[]): SyntheticRunOptions {
+  const get = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const runDir = get('--run-dir');
+  if (!runDir) throw new Error('--run-dir is required');
+  return {
+    runDir,
+    steps: Number(get('--steps') ?? 100),
+    rate: Number(get('--rate') ?? 50),
+    resume: argv.includes('--resume'),
+    nanAt: get('--nan-at') !== undefined ? Number(get('--nan-at')) : undefined,
+    checkpointEvery: Number(get('--every-ckpt') ?? 25),
+  };
+}
+
+export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
+  mkdirSync(o.runDir, { recursive: true });
+  const metrics = path.join(o.runDir, 'metrics.jsonl');
+  const runId = path.basename(o.runDir);
+  const now = () => Date.now() / 1000;
+  const emit = (e: Record<string, unknown>) => appendFileSync(metrics, `${JSON.stringify({ v: 1, time: now(), ...e } as MetricsEvent)}\n`);
+  const lastCheckpoint = o.resume ? lastCheckpointStep(metrics) : 0;
+  updateManifest(o.runDir, { status: 'running', step: lastCheckpoint, max_steps: o.steps, runtime_version: 'synthetic' });
+  let step = lastCheckpoint;
+  let stopping = false;
+  process.on('SIGTERM', () => (stopping = true));
+  emit({
+    type: 'run_start', run_id: runId, config: { name: 'synthetic', training: { max_steps: o.steps } },
+    world: { size: 1, ranks: [{ rank: 0, host: 'localhost', device: 'cpu', pid: process.pid }] }, memory_plan: plan,
+    ...(o.resume ? { start_step: lastCheckpoint, resumed_from: `checkpoints/step-${lastCheckpoint}` } : {}),
+  });
+  const t0 = Date.now();
+  while (step < o.steps && !stopping) {
+    step++;
+    if (o.rate > 0) {
+      const due = t0 + ((step - lastCheckpoint) * 1000) / o.rate;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+    if (step === o.nanAt) {
+      const dump = `diagnostics/nan-step-${step}.json`;
+      mkdirSync(path.join(o.runDir, 'diagnostics'), { recursive: true });
+      writeFileSync(path.join(o.runDir, dump), JSON.stringify({ step, phase: 'forward', layer: 1, op: 'attn.softmax' }));
+      emit({ type: 'step', step, loss: null, lr: 1e-3, grad_norm: null, tokens_per_s: 1000, step_ms: 10, mem_peak: 3.7e7, skipped: true });
+      emit({ type: 'anomaly', step, kind: 'nan', where: { phase: 'forward', layer: 1, op: 'attn.softmax' }, action: 'stop', dump });
+      emit({ type: 'run_end', status: 'failed', step: step - 1, reason: 'NaN in forward, layer 1 (attn.softmax)' });
+      updateManifest(o.runDir, { status: 'failed', step: step - 1, end_reason: 'NaN' });
+      return;
+    }
+    emit({ type: 'step', step, loss: syntheticLoss(step), lr: 1e-3 * Math.min(1, step / 20), grad_norm: 1 + 1 / step, tokens_per_s: 1000 + (step % 7), step_ms: 10, mem_peak: 3.7e7 + (step % 5) * 1e5 });
+    if (step % o.checkpointEvery === 0) {
+      emit({ type: 'checkpoint', step, path: `checkpoints/step-${step}`, bytes: 1.6e7 });
+      updateManifest(o.runDir, { step });
+    }
+  }
+  const status = stopping ? 'stopped' : 'completed';
+  emit({ type: 'run_end', status, step, ...(stopping ? { reason: 'SIGTERM' } : {}) });
+  updateManifest(o.runDir, { status, step });
+}
+
+/** Keeps the fields the launcher wrote (pids, pgid, command, target): read, merge, rename. */
+function updateManifest(runDir: string, fields: Record<string, unknown>): void {
+  const file = path.join(runDir, 'run.json');
+  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : {
+    v: 1, run_id: path.basename(runDir), created: Date.now() / 1000, config: {}, world: { size: 1 }, host: 'localhost',
+  };
+  writeFileSync(`${file}.tmp`, JSON.stringify({ ...current, ...fields, updated: Date.now() / 1000 }, null, 2));
+  renameSync(`${file}.tmp`, file);
+}
+
+function lastCheckpointStep(metrics: string): number {
+  if (!existsSync(metrics)) return 0;
+  let last = 0;
+  for (const line of readFileSync(metrics, 'utf8').split('\n')) {
+    if (!line.includes('"checkpoint"')) continue;
+    const e = JSON.parse(line) as { type: string; step: number };
+    if (e.type === 'checkpoint') last = e.step;
+  }
+  return last;
+}
+
+if (process.argv[1] && /synthetic-run\.ts$/.test(process.argv[1])) {
+  writeSyntheticRun(parseArgs(process.argv.slice(2))).catch((e) => {
+    console.error(`synthetic-run: ${(e as Error).message}`);
+    process.exit(1);
+  });
+}
