@@ -1,0 +1,175 @@
+// Our native runtime's byte plan, term by term as native/MEMORY.md states it (and as
+// native/src/memory/memory_plan.cc implements it): flat per-unit parameter buffers (embedding,
+// blocks, head) padded to a multiple of the shard degree, float32 masters, gradients and AdamW
+// moments, activations along the forward/backward timeline, communication buffers in reduce_dtype.
+// The runtime plans each phase's peak as a sum of per-category peaks within it, so this model has
+// one backward step. test/native/memory-plan-equivalence.test.ts holds it to the addon's memoryPlan().
+import type { MemoryInput } from '../memory-input';
+import { bytesOf, worldSize } from '../memory-input';
+import type { ModelShape } from '../model-shape';
+import type { FrameworkTerms, TermSpec } from './term-spec';
+
+const FP32 = 4;
+
+/** Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head]. */
+export function unitNumels(m: ModelShape): number[] {
+  const C = m.dModel;
+  const F = m.ffnHidden;
+  const block = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
+  const units = [m.vocabSize * C + m.positionEmbeddings * C];
+  for (let i = 0; i < m.nLayers; i++) units.push(block);
+  units.push(2 * C + (m.tieEmbeddings ? 0 : m.vocabSize * C));
+  return units;
+}
+
+/** The runtime's shard degree: 1 for NO_SHARD, ranks per node for HYBRID_SHARD, else the world. */
+export function runtimeShardDegree(input: MemoryInput): number {
+  if (input.strategy === 'NO_SHARD') return 1;
+  if (input.strategy === 'HYBRID_SHARD') return Math.max(1, input.ranksPerNode ?? input.nprocPerNode);
+  return Math.max(1, worldSize(input));
+}
+
+/** MEMORY.md's activation pieces (bytes) for one micro-batch. */
+export function runtimeActivationSizes(input: MemoryInput) {
+  const m = input.model;
+  const B = input.microBatch;
+  const T = input.seqLen;
+  const N = B * T;
+  const C = m.dModel;
+  const F = m.ffnHidden;
+  const H = m.nHeads;
+  const V = m.vocabSize;
+  const a = bytesOf(input.precision.activation);
+  return {
+    /** R: one residual-stream tensor. */
+    residual: a * N * C,
+    /** I: a block's saved internals: ln1_out, qkv, atty, res2, ln2_out, fc, gelu, attention probabilities, fp32 LayerNorm stats. */
+    block: a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N,
+    /** K_sel: what selective keeps: qkv, atty, res2, fc. */
+    blockSelective: a * (5 * N * C + N * F),
+    /** Hd: final LayerNorm output and stats, float32 logits and per-token losses. */
+    head: a * N * C + 12 * N + 4 * N * V,
+    /** Wb: backward scratch. */
+    workspace: a * (6 * N * C + N * F + B * H * T * T),
+    /** int32 inputs and targets of one batch. */
+    batch: 8 * N,
+  };
+}
+
+/** What each block keeps for backward: 'none' (everything), 'full' (recomputed), 'selective'. */
+export function runtimeBlockRecompute(input: MemoryInput): Array<'none' | 'full' | 'selective'> {
+  const L = input.model.nLayers;
+  const c = input.checkpointing;
+  if (c.policy === 'selective') return Array(L).fill('selective');
+  // every_n checkpoints blocks n-1, 2n-1, … (torchtitan's ac_freq), as the runtime does.
+  if (c.policy === 'every_n') return Array.from({ length: L }, (_, i) => ((i + 1) % c.everyN === 0 ? 'full' : 'none'));
+  return Array(L).fill('none');
+}
+
+export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
+  const m = input.model;
+  const L = m.nLayers;
+  const W = worldSize(input);
+  const D = runtimeShardDegree(input);
+  const p = bytesOf(input.precision.param);
+  const r = bytesOf(input.precision.reduce);
+  // With one shard there is nothing to shard: every strategy behaves as NO_SHARD.
+  const st = D === 1 ? 'NO_SHARD' : input.strategy;
+  const optSharded = st !== 'NO_SHARD';
+  const gradsSharded = st === 'SHARD_GRAD_OP' || st === 'FULL_SHARD' || st === 'HYBRID_SHARD';
+  const paramsSharded = st === 'FULL_SHARD' || st === 'HYBRID_SHARD';
+  const offload = input.offload.optimizer || input.offload.params;
+
+  // Per unit: numel P_u, shard S_u = ceil(P_u / D), padded Pp_u = D · S_u.
+  const P = unitNumels(m);
+  const S = P.map((n) => Math.ceil(n / D));
+  const Pp = S.map((s) => s * D);
+  const sumP = P.reduce((x, y) => x + y, 0);
+  const sumS = S.reduce((x, y) => x + y, 0);
+  const maxP = Math.max(...P);
+  const maxS = Math.max(...S);
+  const maxPp = Math.max(...Pp);
+  const U = P.length;
+  const head = U - 1;
+  const tied = m.tieEmbeddings;
+
+  // Parameters: float32 masters, a compute copy when param_dtype is narrower and parameters are
+  // whole, and for sharded parameters the gathered units (with the one prefetched, and the tied
+  // embedding while the head computes).
+  const master = FP32 * (paramsSharded ? sumS : sumP);
+  const computeCopy = !paramsSharded && p < FP32 ? p * sumP : 0;
+  let gatheredFwd = 0;
+  let gatheredBwd = 0;
+  if (paramsSharded) {
+    const live = (u: number, prefetch: number) => {
+      const set = new Set([u]);
+      if (prefetch >= 0 && prefetch < U) set.add(prefetch);
+      if (u === head && tied) set.add(0);
+      let sum = 0;
+      for (const v of set) sum += Pp[v];
+      return sum;
+    };
+    for (let u = 0; u < U; u++) {
+      gatheredFwd = Math.max(gatheredFwd, live(u, input.fsdp.forwardPrefetch ? u + 1 : -1));
+      gatheredBwd = Math.max(gatheredBwd, live(u, input.fsdp.backwardPrefetch !== 'NONE' ? u - 1 : -1));
+    }
+    gatheredFwd *= p;
+    gatheredBwd *= p;
+  }
+  const masterDevice = paramsSharded && offload ? 0 : master;
+
+  // Gradients: float32, whole or a shard; sharded ones are computed into whole-unit float32
+  // buffers that live until their reduce-scatter (the tied wte's from the head to the embedding).
+  const gradsHeld = FP32 * (gradsSharded ? sumS : sumP);
+  const gradsPersistent = paramsSharded && offload ? 0 : gradsHeld;
+  let gradsTransient = 0;
+  if (gradsSharded) {
+    const g = Math.max(...Pp.slice(1));
+    gradsTransient = FP32 * (tied ? Pp[0] + g : Math.max(g, Pp[0]));
+  }
+
+  const optimizer = 2 * FP32 * (optSharded ? sumS : sumP);
+  const optimizerDevice = offload ? 0 : optimizer;
+
+  // Activations along the timeline: L+1 residual-stream tensors, what each block keeps, and at the
+  // end of forward the larger of the head or the last block's internals.
+  const z = runtimeActivationSizes(input);
+  const keep = runtimeBlockRecompute(input).map((b) => (b === 'none' ? z.block : b === 'selective' ? z.blockSelective : 0));
+  const kept = (L + 1) * z.residual + keep.reduce((x, y) => x + y, 0);
+  const lastKeep = keep[L - 1];
+  const actFwd = kept + Math.max(z.head, z.block - lastKeep);
+  const actBwd = Math.max(kept + z.head, kept - z.residual - lastKeep + z.block);
+
+  // Communication buffers: reduce_dtype copies of a unit's gradient, the reduce-scatter output,
+  // and the param_dtype send buffer of a shard; none with one rank.
+  let commFwd = 0;
+  let commBwd = 0;
+  if (W > 1) {
+    if (!gradsSharded) commBwd += r < FP32 ? r * maxP : 0;
+    else commBwd += (r < FP32 ? r * maxPp : 0) + r * maxS;
+    if (paramsSharded && p < FP32) {
+      commFwd = p * maxS;
+      commBwd += p * maxS;
+    }
+  }
+  const batches = ((input.prefetchBatches ?? 2) + 1) * z.batch;
+
+  const terms: TermSpec[] = [
+    { id: 'params.masters', category: 'params', label: paramsSharded ? `float32 parameter shard (1/${D})` : 'float32 parameters', where: 'device', forward: masterDevice, backward: masterDevice, optimizer: masterDevice },
+    { id: 'params.compute-copy', category: 'params', label: `${input.precision.param} compute copy of the parameters`, where: 'device', forward: computeCopy, backward: computeCopy, optimizer: computeCopy },
+    { id: 'params.gathered', category: 'params', label: 'gathered units (current, prefetched, tied embedding)', where: 'device', forward: gatheredFwd, backward: gatheredBwd, optimizer: 0 },
+    { id: 'grads.held', category: 'grads', label: gradsSharded ? `float32 gradient shard (1/${D})` : 'float32 gradients', where: 'device', forward: gradsPersistent, backward: gradsPersistent, optimizer: gradsPersistent },
+    { id: 'grads.unit', category: 'grads', label: 'whole-unit float32 gradients awaiting reduce-scatter', where: 'device', forward: 0, backward: gradsTransient, optimizer: 0 },
+    { id: 'optimizer.adamw', category: 'optimizer', label: `AdamW moments${optSharded ? ` (1/${D})` : ''}`, where: 'device', forward: optimizerDevice, backward: optimizerDevice, optimizer: optimizerDevice },
+    { id: 'activations.timeline', category: 'activations', label: 'residual stream, saved block internals, head', where: 'device', forward: actFwd, backward: actBwd, optimizer: 0 },
+    { id: 'workspace.backward', category: 'workspace', label: 'backward scratch of one block', where: 'device', forward: 0, backward: z.workspace, optimizer: 0 },
+    { id: 'comm.buffers', category: 'comm', label: `${input.precision.reduce} reduce and ${input.precision.param} gather buffers`, where: 'device', forward: commFwd, backward: commBwd, optimizer: 0 },
+    { id: 'other.batches', category: 'other', label: `token batches (current and ${input.prefetchBatches ?? 2} prefetched)`, where: 'device', forward: batches, backward: batches, optimizer: batches },
+  ];
+  const onHost = (id: string, category: TermSpec['category'], label: string, bytes: number): TermSpec => ({ id, category, label, where: 'host', forward: bytes, backward: bytes, optimizer: bytes });
+  if (master - masterDevice > 0) terms.push(onHost('params.host', 'params', 'float32 parameter shard in host memory', master - masterDevice));
+  if (gradsHeld - gradsPersistent > 0) terms.push(onHost('grads.host', 'grads', 'float32 gradient shard in host memory', gradsHeld - gradsPersistent));
+  if (optimizer - optimizerDevice > 0) terms.push(onHost('optimizer.host', 'optimizer', 'AdamW moments in host memory', optimizer - optimizerDevice));
+  const notes = st !== input.strategy ? [`${input.strategy} over one shard behaves as NO_SHARD`] : [];
+  return { terms: terms.filter((t) => t.where === 'host' || t.forward || t.backward || t.optimizer), backwardSteps: 1, fragmentation: 0, notes };
+}

@@ -1,0 +1,66 @@
+// Reading single fields of DeepSpeed and accelerate configs for an estimate: a wrong type is an
+// error that names the key and its line; "auto" (filled in by Hugging Face at run time) and
+// absence fall back to a default that the estimate's notes mention.
+import type { ConfigPath, SourceDocument } from '../../config/source-document';
+import { locate, type ConfigInputError } from './config-input';
+
+export class FieldReader {
+  /** The first wrong field; reading continues so callers need not check each one. */
+  error: ConfigInputError | undefined;
+
+  constructor(
+    readonly doc: SourceDocument,
+    private readonly fileName: string,
+    readonly notes: string[],
+  ) {}
+
+  get(path: ConfigPath): unknown {
+    let v: unknown = this.doc.value;
+    for (const k of path) {
+      if (v === null || typeof v !== 'object') return undefined;
+      v = (v as Record<string | number, unknown>)[k];
+    }
+    return v;
+  }
+
+  /** A number (DeepSpeed also accepts numeric strings like "5e8"), or the fallback for absent / "auto". */
+  number(path: ConfigPath, fallback: number, what = 'a number'): number {
+    const v = this.get(path);
+    if (v === undefined || v === null) return fallback;
+    if (v === 'auto') {
+      this.notes.push(`${path.join('.')} is "auto"; assumed ${fallback}`);
+      return fallback;
+    }
+    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) return this.fail(path, `expected ${what}, got ${JSON.stringify(v)}`, fallback);
+    return n;
+  }
+
+  integer(path: ConfigPath, fallback: number, min = 0): number {
+    const n = this.number(path, fallback, `an integer ≥ ${min}`);
+    if (!Number.isInteger(n) || n < min) return this.fail(path, `expected an integer ≥ ${min}, got ${JSON.stringify(this.get(path))}`, fallback);
+    return n;
+  }
+
+  boolean(path: ConfigPath, fallback: boolean): boolean {
+    const v = this.get(path);
+    if (v === undefined || v === null) return fallback;
+    if (typeof v === 'boolean') return v;
+    // accelerate writes booleans as YAML, but people also write "true"/"false" strings.
+    if (v === 'true' || v === 'false') return v === 'true';
+    if (v === 'auto') return fallback;
+    return this.fail(path, `expected true or false, got ${JSON.stringify(v)}`, fallback);
+  }
+
+  oneOf<T extends string | number>(path: ConfigPath, values: readonly T[], fallback: T): T {
+    const v = this.get(path);
+    if (v === undefined || v === null) return fallback;
+    if (values.includes(v as T)) return v as T;
+    return this.fail(path, `expected one of ${values.join(', ')}, got ${JSON.stringify(v)}`, fallback);
+  }
+
+  private fail<T>(path: ConfigPath, message: string, fallback: T): T {
+    this.error ??= locate(this.fileName, this.doc, path, message);
+    return fallback;
+  }
+}

@@ -1,0 +1,91 @@
+// The questions asked when a run does not fit (or fits with room to spare): the largest
+// micro-batch a GPU holds, the fewest GPUs that hold the run, and what each knob would save.
+import { estimateMemory } from './estimate';
+import { applyChange, describeChange, type MemoryChange } from './memory-change';
+import type { MemoryEstimate } from './memory-estimate';
+import { SHARDING_STRATEGIES, type MemoryInput } from './memory-input';
+
+const MAX_MICRO_BATCH = 1 << 16;
+const MAX_GPUS = 4096;
+const GPUS_PER_NODE = 8;
+
+function peakOf(input: MemoryInput): number {
+  return estimateMemory(input).peak.total;
+}
+
+/** The largest micro-batch whose peak fits `capacityBytes`; 0 when not even one sequence fits. */
+export function maxMicroBatch(input: MemoryInput, capacityBytes: number): number {
+  const fits = (b: number) => peakOf({ ...input, microBatch: b }) <= capacityBytes;
+  if (!fits(1)) return 0;
+  // Memory grows with the micro-batch: double until it no longer fits, then bisect.
+  let lo = 1;
+  let hi = 2;
+  while (hi <= MAX_MICRO_BATCH && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > MAX_MICRO_BATCH) return lo;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export interface GpuCount {
+  nprocPerNode: number;
+  nnodes: number;
+  estimate: MemoryEstimate;
+}
+
+/**
+ * The fewest GPUs (powers of two, up to 8 per node) whose per-GPU peak fits `capacityBytes`, keeping
+ * the micro-batch; undefined if none up to 4096 does (e.g. NO_SHARD, where more GPUs do not help).
+ */
+export function fewestGpus(input: MemoryInput, capacityBytes: number): GpuCount | undefined {
+  for (let n = 1; n <= MAX_GPUS; n *= 2) {
+    const nprocPerNode = Math.min(n, Math.max(GPUS_PER_NODE, input.nprocPerNode));
+    const nnodes = Math.max(1, n / nprocPerNode);
+    const estimate = estimateMemory({ ...input, nprocPerNode, nnodes });
+    if (estimate.peak.total <= capacityBytes) return { nprocPerNode, nnodes, estimate };
+  }
+  return undefined;
+}
+
+export interface KnobEffect {
+  change: MemoryChange;
+  label: string;
+  peakBytes: number;
+  /** Positive when the change lowers the peak. */
+  savedBytes: number;
+  fits?: boolean;
+}
+
+/** What each knob does to the peak, one change at a time, biggest saving first. */
+export function knobEffects(input: MemoryInput): KnobEffect[] {
+  const base = peakOf(input);
+  const changes: MemoryChange[] = [];
+  for (const s of SHARDING_STRATEGIES) {
+    if (s === input.strategy) continue;
+    if (s === 'HYBRID_SHARD' && (input.nnodes === 1 || input.framework === 'deepspeed')) continue;
+    changes.push({ knob: 'strategy', value: s });
+  }
+  const c = input.checkpointing;
+  for (const value of [{ policy: 'none', everyN: 1 }, { policy: 'selective', everyN: 1 }, { policy: 'every_n', everyN: 1 }] as const) {
+    if (c.policy !== value.policy || (value.policy === 'every_n' && c.everyN !== 1)) changes.push({ knob: 'checkpointing', value: { ...value } });
+  }
+  changes.push({ knob: 'precision', value: input.precision.param === 'float32' ? 'bfloat16' : 'float32' });
+  changes.push({ knob: 'offload', value: !input.offload.optimizer });
+  if (input.microBatch > 1) changes.push({ knob: 'microBatch', value: Math.max(1, Math.floor(input.microBatch / 2)) });
+  if (input.gpu) {
+    const best = maxMicroBatch(input, input.gpu.memoryBytes);
+    if (best > 0 && best !== input.microBatch) changes.push({ knob: 'microBatch', value: best });
+  }
+  return changes
+    .map((change) => {
+      const peakBytes = peakOf(applyChange(input, change));
+      return { change, label: describeChange(change), peakBytes, savedBytes: base - peakBytes, ...(input.gpu ? { fits: peakBytes <= input.gpu.memoryBytes } : {}) };
+    })
+    .sort((a, b) => b.savedBytes - a.savedBytes);
+}

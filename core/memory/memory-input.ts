@@ -1,0 +1,114 @@
+// Everything the memory model needs to know about a training run, independent of which config
+// file it came from. Readers in ./inputs/ build one from our run config, a DeepSpeed config or an
+// accelerate config; the panel edits one directly.
+import type { GpuSpec } from './gpu-presets';
+import type { ModelShape } from './model-shape';
+
+/** Whose memory behaviour is modelled: our native runtime, PyTorch (FSDP / DDP), or DeepSpeed ZeRO. */
+export type Framework = 'fsdp-studio' | 'pytorch' | 'deepspeed';
+
+export type ShardingStrategy = 'NO_SHARD' | 'SHARD_OPTIMIZER' | 'SHARD_GRAD_OP' | 'FULL_SHARD' | 'HYBRID_SHARD';
+export const SHARDING_STRATEGIES: readonly ShardingStrategy[] = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD', 'HYBRID_SHARD'];
+
+export type Dtype = 'float32' | 'bfloat16' | 'float16';
+
+export type CheckpointPolicy = 'none' | 'every_n' | 'selective' | 'auto';
+
+export interface MemoryInput {
+  framework: Framework;
+  /** Where the training tensors live; 'cpu' only for our runtime's CPU backend. */
+  device: 'cuda' | 'cpu';
+  model: ModelShape;
+  seqLen: number;
+  /** Sequences per rank per micro-step. */
+  microBatch: number;
+  gradAccumSteps: number;
+  strategy: ShardingStrategy;
+  nprocPerNode: number;
+  nnodes: number;
+  /** HYBRID_SHARD: ranks per shard group (defaults to nprocPerNode). */
+  ranksPerNode?: number;
+  precision: {
+    /** Parameters as the forward and backward see them. */
+    param: Dtype;
+    /** Gradient communication. */
+    reduce: Dtype;
+    /** Activations and buffers. */
+    activation: Dtype;
+  };
+  checkpointing: {
+    policy: CheckpointPolicy;
+    everyN: number;
+    /** For 'auto': the per-rank budget the plan must fit. */
+    budgetBytes?: number;
+  };
+  offload: { optimizer: boolean; params: boolean };
+  /** A fused (flash) attention kernel keeps no seq × seq matrices. */
+  attention: 'eager' | 'flash';
+  dropout: number;
+  fsdp: { backwardPrefetch: 'BACKWARD_PRE' | 'BACKWARD_POST' | 'NONE'; forwardPrefetch: boolean };
+  ddp: { bucketCapMb: number; gradientAsBucketView: boolean };
+  zero: ZeroSettings;
+  /** Our runtime: batches the data loader reads ahead (data.prefetch_batches, default 2). */
+  prefetchBatches?: number;
+  /** The target the verdict is given for; none means no verdict. */
+  gpu?: GpuSpec;
+}
+
+/** DeepSpeed ZeRO's buffer settings, in elements as DeepSpeed counts them. */
+export interface ZeroSettings {
+  reduceBucketSize: number;
+  allgatherBucketSize: number;
+  prefetchBucketSize: number;
+  maxLiveParameters: number;
+  paramPersistenceThreshold: number;
+  contiguousGradients: boolean;
+}
+
+/** DeepSpeed's documented defaults (deepspeed/runtime/zero/config.py). */
+export const ZERO_DEFAULTS: ZeroSettings = {
+  reduceBucketSize: 5e8,
+  allgatherBucketSize: 5e8,
+  prefetchBucketSize: 5e7,
+  maxLiveParameters: 1e9,
+  paramPersistenceThreshold: 1e5,
+  contiguousGradients: true,
+};
+
+export function bytesOf(dtype: Dtype): number {
+  return dtype === 'float32' ? 4 : 2;
+}
+
+export function worldSize(input: MemoryInput): number {
+  return input.nprocPerNode * input.nnodes;
+}
+
+/** Ranks a parameter, gradient or optimizer shard is divided over. */
+export function shardGroupSize(input: MemoryInput): number {
+  if (input.strategy === 'NO_SHARD') return 1;
+  if (input.strategy === 'HYBRID_SHARD') return Math.min(input.ranksPerNode ?? input.nprocPerNode, worldSize(input));
+  return worldSize(input);
+}
+
+/** A complete input with the defaults people start from: GPT-2 style fp32 FULL_SHARD, one GPU. */
+export function defaultMemoryInput(model: ModelShape, seqLen: number): MemoryInput {
+  return {
+    framework: 'pytorch',
+    device: 'cuda',
+    model,
+    seqLen,
+    microBatch: 1,
+    gradAccumSteps: 1,
+    strategy: 'FULL_SHARD',
+    nprocPerNode: 1,
+    nnodes: 1,
+    precision: { param: 'float32', reduce: 'float32', activation: 'float32' },
+    checkpointing: { policy: 'none', everyN: 1 },
+    offload: { optimizer: false, params: false },
+    attention: 'flash',
+    dropout: 0,
+    fsdp: { backwardPrefetch: 'BACKWARD_PRE', forwardPrefetch: false },
+    ddp: { bucketCapMb: 25, gradientAsBucketView: false },
+    zero: { ...ZERO_DEFAULTS },
+  };
+}

@@ -1,0 +1,32 @@
+// An estimate in a line of words, the same in the inline hint, the CLI and the panel:
+// "≈ 23.4 GiB / GPU (params 3.1 · grads 3.1 · optim 12.5 · act 4.2 · other 0.5) — fits H100 80GB".
+import type { MemoryEstimate } from './memory-estimate';
+
+const GiB = 1024 ** 3;
+
+export function gib(bytes: number, digits = 1): string {
+  return (bytes / GiB).toFixed(digits);
+}
+
+/** Per-rank wording: "GPU" on GPUs, "rank" for CPU runs of our runtime. */
+export function unitOf(estimate: MemoryEstimate): string {
+  return estimate.input.device === 'cuda' ? 'GPU' : 'rank';
+}
+
+export function summaryLine(estimate: MemoryEstimate): string {
+  const p = estimate.peak;
+  const other = p.workspace + p.comm + p.other;
+  const parts = `params ${gib(p.params)} · grads ${gib(p.grads)} · optim ${gib(p.optimizer)} · act ${gib(p.activations)} · other ${gib(other)}`;
+  return `≈ ${gib(p.total)} GiB / ${unitOf(estimate)} (${parts})${verdictSuffix(estimate)}`;
+}
+
+export function verdictText(estimate: MemoryEstimate): string | undefined {
+  const fit = estimate.fit;
+  if (!fit) return undefined;
+  return fit.fits ? `fits ${fit.gpu.name}` : `does not fit ${fit.gpu.name} (${gib(-fit.headroomBytes)} GiB over)`;
+}
+
+function verdictSuffix(estimate: MemoryEstimate): string {
+  const v = verdictText(estimate);
+  return v ? ` — ${v}` : '';
+}
