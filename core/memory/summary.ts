@@ -3,9 +3,15 @@
 import type { MemoryEstimate } from './memory-estimate';
 
 const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
 
 export function gib(bytes: number, digits = 1): string {
   return (bytes / GiB).toFixed(digits);
+}
+
+/** "23.4 GiB", or "111.1 MiB" below a GiB, where tenths of a GiB say little. */
+export function formatBytes(bytes: number): string {
+  return Math.abs(bytes) >= GiB ? `${gib(bytes)} GiB` : `${(bytes / MiB).toFixed(1)} MiB`;
 }
 
 /** Per-rank wording: "GPU" on GPUs, "rank" for CPU runs of our runtime. */
@@ -15,15 +21,17 @@ export function unitOf(estimate: MemoryEstimate): string {
 
 export function summaryLine(estimate: MemoryEstimate): string {
   const p = estimate.peak;
+  const [unit, div] = p.total >= GiB ? ['GiB', GiB] : ['MiB', MiB];
+  const n = (b: number) => (b / div).toFixed(1);
   const other = p.workspace + p.comm + p.other;
-  const parts = `params ${gib(p.params)} · grads ${gib(p.grads)} · optim ${gib(p.optimizer)} · act ${gib(p.activations)} · other ${gib(other)}`;
-  return `≈ ${gib(p.total)} GiB / ${unitOf(estimate)} (${parts})${verdictSuffix(estimate)}`;
+  const parts = `params ${n(p.params)} · grads ${n(p.grads)} · optim ${n(p.optimizer)} · act ${n(p.activations)} · other ${n(other)}`;
+  return `≈ ${n(p.total)} ${unit} / ${unitOf(estimate)} (${parts})${verdictSuffix(estimate)}`;
 }
 
 export function verdictText(estimate: MemoryEstimate): string | undefined {
   const fit = estimate.fit;
   if (!fit) return undefined;
-  return fit.fits ? `fits ${fit.gpu.name}` : `does not fit ${fit.gpu.name} (${gib(-fit.headroomBytes)} GiB over)`;
+  return fit.fits ? `fits ${fit.gpu.name}` : `does not fit ${fit.gpu.name} (${formatBytes(-fit.headroomBytes)} over)`;
 }
 
 function verdictSuffix(estimate: MemoryEstimate): string {

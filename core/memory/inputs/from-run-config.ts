@@ -40,7 +40,8 @@ function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: str
   const input: MemoryInput = {
     ...base,
     framework: options.framework ?? 'fsdp-studio',
-    device: c.launch.device ?? 'cpu',
+    // PyTorch and DeepSpeed estimates are for GPUs, whatever device our runtime would use.
+    device: options.framework && options.framework !== 'fsdp-studio' ? 'cuda' : (c.launch.device ?? 'cpu'),
     microBatch: options.microBatch ?? c.training.batch_size_per_gpu,
     gradAccumSteps: c.training.gradient_accumulation_steps ?? 1,
     strategy,

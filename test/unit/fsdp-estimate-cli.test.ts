@@ -1,0 +1,74 @@
+// `fsdp-estimate` as a person runs it: a real process on real config files.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { estimateMemory } from '../../core/memory/estimate';
+import { findGpu } from '../../core/memory/gpu-presets';
+import { isConfigInputError } from '../../core/memory/inputs/config-input';
+import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
+
+const root = path.join(__dirname, '..', '..');
+const sample = path.join(root, 'samples', 'tiny-cpu.yaml');
+
+function run(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'cli', 'fsdp-estimate.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+describe('fsdp-estimate (command line)', function () {
+  this.timeout(60_000);
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-estimate-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints a table by category and phase, with the peak phase and the summary line', () => {
+    const r = run(sample);
+    assert.equal(r.code, 0, r.err);
+    for (const row of ['params', 'grads', 'optimizer', 'activations', 'workspace', 'comm', 'other', 'total']) assert.match(r.out, new RegExp(`^${row} +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'));
+    assert.match(r.out, /← peak: backward/);
+    assert.match(r.out, /^≈ [\d.]+ MiB \/ rank \(params [\d.]+ · grads/m);
+  });
+
+  it('--json gives bytes per category that sum to the total, the same as the library, and the verdict for --gpu', () => {
+    const r = run(sample, '--json', '--gpu', 'H100', '--nproc', '2');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out);
+    assert.deepEqual(Object.keys(j.bytes), ['params', 'grads', 'optimizer', 'activations', 'workspace', 'comm', 'other', 'total']);
+    const sum = Object.entries(j.bytes).filter(([k]) => k !== 'total').reduce((s, [, v]) => s + (v as number), 0);
+    assert.ok(Math.abs(sum - j.bytes.total) <= 7, `categories sum to ${sum}, total ${j.bytes.total}`);
+    const read = readConfigForEstimate(readFileSync(sample, 'utf8'), sample, { nproc: 2, gpu: 'H100' });
+    assert.ok(!isConfigInputError(read));
+    assert.equal(j.bytes.total, Math.round(estimateMemory(read.input).peak.total));
+    assert.equal(j.run.nprocPerNode, 2);
+    assert.deepEqual([j.fit.gpu, j.fit.fits, j.fit.capacityBytes], ['H100-80GB', true, findGpu('H100')!.memoryBytes]);
+    assert.ok(j.maxMicroBatch > 16);
+  });
+
+  it('estimates a DeepSpeed config with the model and GPU from the command line, and says when it does not fit', () => {
+    const ds = path.join(dir, 'ds_config.json');
+    writeFileSync(ds, JSON.stringify({ train_micro_batch_size_per_gpu: 8, bf16: { enabled: true }, zero_optimization: { stage: 2 } }, null, 2));
+    const r = run(ds, '--model', 'llama-2-7b', '--gpu', 'L4', '--nproc', '2', '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out);
+    assert.equal(j.framework, 'deepspeed');
+    assert.equal(j.model.params, 6_738_415_616);
+    assert.equal(j.fit.fits, false);
+    const table = run(ds, '--model', 'llama-2-7b', '--gpu', 'L4', '--nproc', '2');
+    assert.match(table.out, /does not fit L4 24GB \([\d.]+ GiB over\)/);
+  });
+
+  it('a bad config exits 2 with file, line and key; a bad flag exits 2 with usage', () => {
+    const bad = path.join(dir, 'bad.yaml');
+    writeFileSync(bad, readFileSync(sample, 'utf8').replace('n_heads: 4', 'n_heads: many'));
+    const r = run(bad);
+    assert.equal(r.code, 2);
+    assert.match(r.err, /bad\.yaml:\d+:\d+ model\.n_heads: /);
+    const flag = run(sample, '--gpu', 'tpu');
+    assert.equal(flag.code, 2);
+    assert.match(flag.err, /GPU "tpu" is not known/);
+  });
+});
