@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { MemoryByCategory, MemoryPlan } from '../core/protocol/metrics';
 
 const execFileAsync = promisify(execFile);
 
@@ -16,11 +17,31 @@ export interface DeviceProbe {
   blas: string;
 }
 
-/** The functions the addon exports; later ones are optional until the runtime provides them. */
+/** A problem the runtime finds in a config: `path` is the dotted key (e.g. "model.n_heads"). */
+export interface NativeConfigProblem {
+  path: string;
+  message: string;
+}
+
+/** The runtime's memory plan (native/MEMORY.md): the protocol's MemoryPlan plus what it was made for. */
+export type NativeMemoryPlan = MemoryPlan & {
+  host: MemoryByCategory;
+  phases: { forward: number; backward: number; optimizer: number };
+  activation_checkpointing: { policy: 'none' | 'every_n' | 'selective'; every_n_layers: number };
+  world: { size: number; shard_degree: number; strategy: string };
+  n_params: number;
+};
+
+/**
+ * The functions the addon exports. Each takes a resolved run config (resolveRunConfig); absent
+ * keys take the schema's defaults. smokeStep is optional until the runtime provides it.
+ */
 export interface NativeAddon {
   probeDevices(): DeviceProbe;
-  validateConfig?(config: object): { ok: boolean; errors: Array<{ path: string; message: string }> };
-  memoryPlan?(config: object): Record<string, unknown>;
+  /** The runtime's own checks (relations between keys, what this build runs, the data files). */
+  validateConfig(config: object): { ok: boolean; errors: NativeConfigProblem[]; warnings: NativeConfigProblem[] };
+  /** Bytes per rank by category, without allocating; throws when the config cannot be read. */
+  memoryPlan(config: object): NativeMemoryPlan;
   smokeStep?(config: object): Record<string, unknown>;
 }
 

@@ -90,7 +90,7 @@ export interface MemoryPlan1 {
   phases?: MemoryPhases;
 }
 /**
- * Planned bytes live at the end of each phase.
+ * Planned peak bytes within each phase (native/MEMORY.md).
  */
 export interface MemoryPhases {
   forward?: Bytes;

@@ -260,7 +260,7 @@ export interface ActivationCheckpointingConfig {
    */
   enabled?: boolean;
   /**
-   * every_n: keep only the inputs of every n-th block and recompute the rest. selective: in every block keep matrix-product outputs and recompute the cheap parts (LayerNorm, GELU, softmax). auto: the least recomputation whose planned memory fits memory_budget_gb.
+   * every_n: every n-th block (blocks n-1, 2n-1, …) keeps only its input and recomputes its internals in backward. selective: in every block keep matrix-product outputs and recompute the cheap parts (LayerNorm, GELU, softmax). auto: the least recomputation whose planned memory fits memory_budget_gb.
    */
   policy?: 'every_n' | 'selective' | 'auto';
   /**

@@ -51,6 +51,9 @@ function sourceHash() {
     }
   };
   walk(nativeDir);
+  // The runtime embeds the run-config schema (its defaults), so a schema change rebuilds it.
+  const schema = path.join(root, 'core', 'schemas', 'run-config.schema.json');
+  h.update('schema\0').update(readFileSync(schema));
   h.update(process.version); // the addon is built against this Node's API
   return h.digest('hex');
 }

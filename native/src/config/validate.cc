@@ -1,0 +1,107 @@
+#include "config/validate.h"
+
+#include <string>
+
+#include "data/token_file.h"
+#include "model/ops.h"
+#include "train/activation_policy.h"
+
+namespace fsdp {
+
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+void check_data_file(const RunConfig& c, const std::string& key, const std::string& path, std::vector<ConfigProblem>& out) {
+  TokenFileHeader h;
+  try {
+    h = read_token_file_header(path);
+  } catch (const std::exception& e) {
+    out.push_back({key, std::string(e.what()) + " (prepare it with: node --import tsx samples/prepare-data.ts)"});
+    return;
+  }
+  if (h.vocab_size > static_cast<std::uint32_t>(c.model.vocab_size)) {
+    out.push_back({key, path + " holds token ids up to " + str(h.vocab_size - 1) + " (" + h.tokenizer + " tokenizer) but model.vocab_size is " + str(c.model.vocab_size)});
+  }
+  const std::uint64_t need = static_cast<std::uint64_t>(c.training.batch_size_per_gpu) * c.data.seq_len + 1;
+  if (h.token_count < need) {
+    out.push_back({key, path + " has " + str(static_cast<long long>(h.token_count)) + " tokens, fewer than one batch needs (" + str(c.training.batch_size_per_gpu) + " x " + str(c.data.seq_len) + " + 1)"});
+  }
+}
+
+}  // namespace
+
+std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const ValidateOptions& o) {
+  std::vector<ConfigProblem> out;
+  const auto& m = c.model;
+  if (m.d_model % m.n_heads != 0) out.push_back({"model.n_heads", str(m.n_heads) + " does not divide model.d_model (" + str(m.d_model) + ")"});
+  if (c.data.seq_len > m.max_seq_len) out.push_back({"data.seq_len", str(c.data.seq_len) + " exceeds model.max_seq_len (" + str(m.max_seq_len) + ")"});
+
+  const bool cuda = c.launch.device == "cuda";
+  if (cuda && !o.cuda_built) out.push_back({"launch.device", "cuda: this build of the runtime has no CUDA backend (it is built only where a CUDA toolkit with cuBLAS is found)"});
+  const std::pair<const char*, Dtype> dtypes[] = {{"mixed_precision.param_dtype", c.mixed_precision.param_dtype},
+                                                  {"mixed_precision.reduce_dtype", c.mixed_precision.reduce_dtype},
+                                                  {"mixed_precision.buffer_dtype", c.mixed_precision.buffer_dtype}};
+  for (const auto& [key, d] : dtypes) {
+    if (d != Dtype::float32 && !cuda) out.push_back({key, std::string(dtype_name(d)) + " needs launch.device: cuda (the CPU backend computes in float32)"});
+  }
+
+  if (c.world_size() > 1) {
+    out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",
+                   str(c.world_size()) + " ranks need the multi-process runtime (mpirun), which this build does not have yet; use 1"});
+  }
+  if (c.fsdp.sharding_strategy == ShardingStrategy::HYBRID_SHARD && c.fsdp.ranks_per_node > 0 && c.world_size() % c.fsdp.ranks_per_node != 0) {
+    out.push_back({"fsdp.ranks_per_node", str(c.fsdp.ranks_per_node) + " does not divide the world size (" + str(c.world_size()) + ")"});
+  }
+
+  const auto& ac = c.activation_checkpointing;
+  if (ac.enabled && ac.policy == CheckpointPolicy::automatic) {
+    std::string problem;
+    resolve_activation_policy(c, &problem);
+    if (!problem.empty()) out.push_back({"activation_checkpointing.memory_budget_gb", problem});
+  }
+  if (ac.enabled && ac.policy == CheckpointPolicy::every_n && ac.every_n_layers > m.n_layers) {
+    out.push_back({"activation_checkpointing.every_n_layers", str(ac.every_n_layers) + " exceeds model.n_layers (" + str(m.n_layers) + "): no block is checkpointed", true});
+  }
+
+  if (c.stability.on_nan == "rollback" && c.checkpointing.save_every_n_steps == 0 && c.checkpointing.save_every_minutes == 0) {
+    out.push_back({"stability.on_nan", "rollback needs checkpoints to roll back to: set checkpointing.save_every_n_steps or save_every_minutes"});
+  }
+  if (c.training.warmup_steps > c.training.max_steps) {
+    out.push_back({"training.warmup_steps", str(c.training.warmup_steps) + " exceeds training.max_steps (" + str(c.training.max_steps) + "): the peak learning rate is never reached", true});
+  }
+  if (c.logging.eval_every_n_steps > 0 && c.data.val.empty()) {
+    out.push_back({"logging.eval_every_n_steps", "no data.val: nothing to evaluate on", true});
+  }
+
+  const auto& inj = c.debug.inject_nan;
+  if (inj.enabled) {
+    if (inj.layer >= m.n_layers) out.push_back({"debug.inject_nan.layer", str(inj.layer) + " is not a block (model.n_layers is " + str(m.n_layers) + ")"});
+    if (!inj.op.empty()) {
+      const bool known = inj.phase == "optimizer" ? ops::contains(ops::kParamOps, inj.op) : ops::contains(ops::kBlockOps, inj.op);
+      if (!known) {
+        std::string list;
+        if (inj.phase == "optimizer") for (auto op : ops::kParamOps) list += (list.empty() ? "" : ", ") + std::string(op);
+        else for (auto op : ops::kBlockOps) list += (list.empty() ? "" : ", ") + std::string(op);
+        out.push_back({"debug.inject_nan.op", "\"" + inj.op + "\" is not an op of a block in the " + inj.phase + " phase; one of " + list});
+      }
+    }
+    if (inj.step > c.training.max_steps) out.push_back({"debug.inject_nan.step", str(inj.step) + " is after training.max_steps (" + str(c.training.max_steps) + "): nothing is planted", true});
+  }
+
+  if (o.check_files) {
+    check_data_file(c, "data.train", c.data.train, out);
+    if (!c.data.val.empty()) check_data_file(c, "data.val", c.data.val, out);
+  }
+  return out;
+}
+
+std::vector<ConfigProblem> check_run_config(const nlohmann::json& value, const std::string& base_dir, const ValidateOptions& options, RunConfig* out) {
+  ParsedConfig parsed = parse_run_config(value, base_dir);
+  if (!parsed.ok()) return parsed.problems;
+  auto problems = validate_run_config(parsed.config, options);
+  if (out) *out = std::move(parsed.config);
+  return problems;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,181 @@
+#include "memory/memory_plan.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "model/param_layout.h"
+
+namespace fsdp {
+
+using u64 = std::uint64_t;
+
+ActivationSizes activation_sizes(const RunConfig& c) {
+  const ModelShape s = ModelShape::of(c.model);
+  const u64 B = c.training.batch_size_per_gpu, T = c.data.seq_len, N = B * T;
+  const u64 C = s.C, F = s.F, H = s.H, V = s.V;
+  const u64 a = dtype_bytes(c.mixed_precision.buffer_dtype);
+  ActivationSizes z;
+  z.residual = a * N * C;
+  // ln1_out, qkv (3), atty, res2, ln2_out: 7NC; fch, fcg: 2NF; attention probabilities B H T^2;
+  // LayerNorm means and reciprocal std devs of ln1 and ln2 in float32: 16N.
+  z.block = a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N;
+  z.block_selective = a * (5 * N * C + N * F);  // qkv, atty, res2, fch
+  z.head = a * N * C + 12 * N + 4 * N * V;      // lnf_out, its stats, float32 logits and losses
+  z.workspace = a * (6 * N * C + N * F + B * H * T * T);
+  z.batch = 8 * N;  // int32 inputs and targets
+  return z;
+}
+
+namespace {
+
+u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }
+
+int shard_degree(const RunConfig& c) {
+  const int W = c.world_size();
+  switch (c.fsdp.sharding_strategy) {
+    case ShardingStrategy::NO_SHARD: return 1;
+    case ShardingStrategy::HYBRID_SHARD: return c.fsdp.ranks_per_node > 0 ? c.fsdp.ranks_per_node : c.launch.nproc_per_node;
+    default: return W;
+  }
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
+  MemoryPlan plan;
+  plan.policy = policy;
+  const ParamLayout layout = ParamLayout::of(ModelShape::of(c.model));
+  const int L = c.model.n_layers;
+  const u64 W = c.world_size();
+  const u64 D = std::max(1, shard_degree(c));
+  const u64 p = dtype_bytes(c.mixed_precision.param_dtype);
+  const u64 r = dtype_bytes(c.mixed_precision.reduce_dtype);
+  plan.world_size = static_cast<int>(W);
+  plan.shard_degree = static_cast<int>(D);
+  plan.n_params = layout.total;
+
+  // With one shard there is nothing to shard: every strategy behaves as NO_SHARD (as PyTorch does).
+  const ShardingStrategy st = D == 1 ? ShardingStrategy::NO_SHARD : c.fsdp.sharding_strategy;
+  plan.effective_strategy = strategy_name(st);
+  const bool opt_sharded = st != ShardingStrategy::NO_SHARD;
+  const bool grads_sharded = st == ShardingStrategy::SHARD_GRAD_OP || st == ShardingStrategy::FULL_SHARD || st == ShardingStrategy::HYBRID_SHARD;
+  const bool params_sharded = st == ShardingStrategy::FULL_SHARD || st == ShardingStrategy::HYBRID_SHARD;
+  const bool offload = c.fsdp.cpu_offload;
+
+  // Per unit: numel P_u, shard S_u = ceil(P_u / D), padded Pp_u = D S_u.
+  const std::size_t U = layout.units.size();
+  std::vector<u64> P(U), S(U), Pp(U);
+  u64 sumP = 0, sumS = 0, maxP = 0, maxS = 0, maxPp = 0;
+  for (std::size_t u = 0; u < U; ++u) {
+    P[u] = layout.units[u].numel;
+    S[u] = ceil_div(P[u], D);
+    Pp[u] = S[u] * D;
+    sumP += P[u], sumS += S[u];
+    maxP = std::max(maxP, P[u]), maxS = std::max(maxS, S[u]), maxPp = std::max(maxPp, Pp[u]);
+  }
+  const int emb = 0, head = static_cast<int>(U) - 1;
+  const bool tied = c.model.tie_embeddings;
+
+  // Parameters: float32 masters (full or a shard), a compute copy when param_dtype is narrower,
+  // and for sharded parameters the gathered units in param_dtype.
+  const u64 master = 4 * (params_sharded ? sumS : sumP);
+  const u64 compute_copy = (!params_sharded && p < 4) ? p * sumP : 0;
+  u64 gathered_fwd = 0, gathered_bwd = 0;
+  if (params_sharded) {
+    auto live = [&](int u, int prefetch) {
+      std::vector<int> set{u};
+      if (prefetch >= 0 && prefetch < static_cast<int>(U)) set.push_back(prefetch);
+      if (u == head && tied) set.push_back(emb);
+      std::sort(set.begin(), set.end());
+      set.erase(std::unique(set.begin(), set.end()), set.end());
+      u64 sum = 0;
+      for (int v : set) sum += Pp[v];
+      return sum;
+    };
+    for (int u = 0; u < static_cast<int>(U); ++u) {
+      gathered_fwd = std::max(gathered_fwd, live(u, c.fsdp.forward_prefetch ? u + 1 : -1));
+      gathered_bwd = std::max(gathered_bwd, live(u, c.fsdp.backward_prefetch != "NONE" ? u - 1 : -1));
+    }
+    gathered_fwd *= p, gathered_bwd *= p;
+  }
+  const u64 master_device = (params_sharded && offload) ? 0 : master;
+  const u64 params_persistent = master_device + compute_copy;
+
+  // Gradients: float32, full or a shard; sharded gradients are first computed into full-unit
+  // float32 buffers that live from a unit's backward to its reduce-scatter (the tied wte's from
+  // the head's backward to the embedding's).
+  const u64 grads_held = 4 * (grads_sharded ? sumS : sumP);
+  const u64 grads_persistent = (params_sharded && offload) ? 0 : grads_held;
+  u64 grads_transient = 0;
+  if (grads_sharded) {
+    u64 g = 0;
+    for (std::size_t u = 1; u < U; ++u) g = std::max(g, Pp[u]);
+    grads_transient = 4 * (tied ? Pp[emb] + g : std::max(g, Pp[emb]));
+  }
+
+  const u64 optimizer = 8 * (opt_sharded ? sumS : sumP);
+  const u64 optimizer_device = offload ? 0 : optimizer;
+
+  // Activations along the forward/backward timeline (MEMORY.md, "Activations").
+  const ActivationSizes z = activation_sizes(c);
+  std::vector<u64> keep(L);
+  u64 kept = (static_cast<u64>(L) + 1) * z.residual;
+  for (int i = 0; i < L; ++i) {
+    keep[i] = policy.blocks[i] == BlockRecompute::none ? z.block : policy.blocks[i] == BlockRecompute::selective ? z.block_selective : 0;
+    kept += keep[i];
+  }
+  const u64 last_keep = keep[L - 1];
+  const u64 act_fwd = kept + std::max(z.head, z.block - last_keep);
+  const u64 act_bwd = std::max(kept + z.head, kept - z.residual - last_keep + z.block);
+
+  // Communication buffers (none with one rank).
+  u64 comm_bwd = 0, comm_fwd = 0;
+  if (W > 1) {
+    if (!grads_sharded) comm_bwd += r < 4 ? r * maxP : 0;
+    else comm_bwd += (r < 4 ? r * maxPp : 0) + r * maxS;
+    if (params_sharded && p < 4) comm_fwd = p * maxS, comm_bwd += p * maxS;
+  }
+
+  const u64 other = static_cast<u64>(c.data.prefetch_batches + 1) * z.batch;
+
+  plan.forward = params_persistent + gathered_fwd + grads_persistent + optimizer_device + act_fwd + comm_fwd + other;
+  plan.backward = params_persistent + gathered_bwd + grads_persistent + grads_transient + optimizer_device + act_bwd + z.workspace + comm_bwd + other;
+  plan.optimizer = params_persistent + grads_persistent + optimizer_device + other;
+
+  auto& d = plan.device.bytes;
+  d[static_cast<int>(MemoryCategory::params)] = params_persistent + std::max(gathered_fwd, gathered_bwd);
+  d[static_cast<int>(MemoryCategory::grads)] = grads_persistent + grads_transient;
+  d[static_cast<int>(MemoryCategory::optimizer)] = optimizer_device;
+  d[static_cast<int>(MemoryCategory::activations)] = act_fwd;
+  d[static_cast<int>(MemoryCategory::workspace)] = z.workspace;
+  d[static_cast<int>(MemoryCategory::comm)] = std::max(comm_fwd, comm_bwd);
+  d[static_cast<int>(MemoryCategory::other)] = other;
+  plan.device.total = std::max({plan.forward, plan.backward, plan.optimizer});
+
+  auto& h = plan.host.bytes;
+  h[static_cast<int>(MemoryCategory::params)] = master - master_device;
+  h[static_cast<int>(MemoryCategory::grads)] = grads_held - grads_persistent;
+  h[static_cast<int>(MemoryCategory::optimizer)] = optimizer - optimizer_device;
+  for (u64 b : h) plan.host.total += b;
+  return plan;
+}
+
+MemoryPlan plan_memory(const RunConfig& c) { return plan_memory(c, resolve_activation_policy(c)); }
+
+nlohmann::json MemoryPlan::to_json() const {
+  auto categories = [](const MemoryUsage& m) {
+    nlohmann::json j;
+    for (int i = 0; i < kMemoryCategories; ++i) j[category_name(static_cast<MemoryCategory>(i))] = m.bytes[i];
+    j["total"] = m.total;
+    return j;
+  };
+  nlohmann::json j = categories(device);
+  j["host"] = categories(host);
+  j["phases"] = {{"forward", forward}, {"backward", backward}, {"optimizer", optimizer}};
+  j["activation_checkpointing"] = {{"policy", policy.name}, {"every_n_layers", policy.every_n_layers}};
+  j["world"] = {{"size", world_size}, {"shard_degree", shard_degree}, {"strategy", effective_strategy}};
+  j["n_params"] = n_params;
+  return j;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,45 @@
+// The byte plan of one rank, made from the config before anything is allocated. Every formula is
+// written out in native/MEMORY.md; this file is their one implementation, and the runtime allocates
+// exactly along it (the tests compare the measured peaks with it, category by category).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/run_config.h"
+#include "runtime/allocator.h"
+#include "train/activation_policy.h"
+
+namespace fsdp {
+
+/** Sizes of the activation and workspace pieces (bytes), named as in MEMORY.md. */
+struct ActivationSizes {
+  std::uint64_t residual = 0;         // R: one residual-stream tensor
+  std::uint64_t block = 0;            // I: a block's saved internals
+  std::uint64_t block_selective = 0;  // K_sel: what selective keeps of them
+  std::uint64_t head = 0;             // Hd: final LayerNorm, logits and per-token losses
+  std::uint64_t workspace = 0;        // Wb: backward scratch
+  std::uint64_t batch = 0;            // one batch of input and target token ids
+};
+ActivationSizes activation_sizes(const RunConfig& c);
+
+struct MemoryPlan {
+  MemoryUsage device;  // per category: planned peak; total: the peak phase
+  MemoryUsage host;    // what CPU offload keeps in host memory
+  std::uint64_t forward = 0, backward = 0, optimizer = 0;  // planned peak within each phase
+  ActivationPolicy policy;
+  std::string effective_strategy;  // NO_SHARD when the shard degree is 1
+  int world_size = 1, shard_degree = 1;
+  std::uint64_t n_params = 0;
+
+  /** The MemoryPlan object of core/schemas/metrics-event.schema.json (plus the policy and world). */
+  nlohmann::json to_json() const;
+};
+
+/** The plan for a config with an explicit activation policy (used by auto to try candidates). */
+MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy);
+/** The plan for a config, its activation policy resolved (auto chosen). */
+MemoryPlan plan_memory(const RunConfig& c);
+
+}  // namespace fsdp

@@ -1,0 +1,54 @@
+// Counter-based random numbers: the value at position i of a stream is a pure function of
+// (key, i). Initialisation and dropout draw from streams keyed by what they are for (the seed, the
+// parameter's name, the step, the micro-batch, the layer), so
+//   - results do not depend on thread count or on the order work is done in;
+//   - activation checkpointing replays exactly the same dropout masks when it recomputes a block
+//     (the preserve_rng_state problem of PyTorch cannot arise: there is no RNG state to restore);
+//   - a resumed run needs no RNG state beyond the step counter.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+namespace fsdp {
+
+/** SplitMix64's finaliser: a bijective 64-bit mixer with good avalanche. */
+inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/** Folds a value into a stream key. */
+inline std::uint64_t derive_key(std::uint64_t key, std::uint64_t value) {
+  return mix64(key ^ mix64(value + 0x9e3779b97f4a7c15ULL));
+}
+
+/** FNV-1a of a name, to key streams by parameter names. */
+inline std::uint64_t name_hash(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+class CounterRng {
+ public:
+  explicit CounterRng(std::uint64_t key) : key_(key) {}
+
+  std::uint64_t bits(std::uint64_t i) const { return mix64(key_ + (i + 1) * 0x9e3779b97f4a7c15ULL); }
+
+  /** Uniform in [0, 1) with 24 random bits (exactly representable as a float). */
+  float uniform(std::uint64_t i) const { return static_cast<float>(bits(i) >> 40) * (1.0f / 16777216.0f); }
+
+  /** Standard normal (Box-Muller on two 53-bit uniforms drawn at 2i and 2i+1). */
+  double normal(std::uint64_t i) const {
+    const double u1 = (static_cast<double>(bits(2 * i) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    const double u2 = static_cast<double>(bits(2 * i + 1) >> 11) * (1.0 / 9007199254740992.0);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  std::uint64_t key_;
+};
+
+}  // namespace fsdp

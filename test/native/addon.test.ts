@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadRunConfig } from '../../core/config/run-config';
+import { loadAddon, repoRoot } from './native-build';
+
+const addon = loadAddon();
+
+function tinyCpu(overrides: string[] = []) {
+  const file = path.join(repoRoot, 'samples', 'tiny-cpu.yaml');
+  const loaded = loadRunConfig(readFileSync(file, 'utf8'), file, overrides);
+  assert.ok(loaded.config, JSON.stringify(loaded.problems));
+  return loaded.config;
+}
+
+describe('native addon: validateConfig and memoryPlan', () => {
+  it('accepts samples/tiny-cpu.yaml', () => {
+    const result = addon.validateConfig(tinyCpu());
+    assert.deepEqual(result.errors, []);
+    assert.equal(result.ok, true);
+  });
+
+  it('names the key of a relation the schema cannot check', () => {
+    const result = addon.validateConfig(tinyCpu(['model.n_heads=3', 'data.seq_len=256']));
+    assert.equal(result.ok, false);
+    assert.deepEqual(result.errors.map((e) => e.path), ['model.n_heads', 'data.seq_len']);
+    assert.match(result.errors[0].message, /3 does not divide model.d_model \(128\)/);
+  });
+
+  it('refuses bfloat16 on the CPU backend but still plans it for cuda', () => {
+    const config = tinyCpu(['mixed_precision.param_dtype=bfloat16']);
+    assert.equal(addon.validateConfig(config).errors[0].path, 'mixed_precision.param_dtype');
+    const fp32 = addon.memoryPlan(tinyCpu());
+    const bf16 = addon.memoryPlan(tinyCpu(['mixed_precision.param_dtype=bfloat16', 'launch.device=cuda']));
+    // A bfloat16 compute copy of every parameter joins the float32 masters: 4P + 2P.
+    assert.equal(bf16.params, fp32.params * 1.5);
+  });
+
+  it('plans the categories of native/MEMORY.md for tiny-cpu', () => {
+    const plan = addon.memoryPlan(tinyCpu());
+    const P = plan.n_params;
+    assert.equal(plan.params, 4 * P);
+    assert.equal(plan.grads, 4 * P);
+    assert.equal(plan.optimizer, 8 * P);
+    assert.equal(plan.comm, 0);
+    assert.equal(plan.total, Math.max(plan.phases.forward, plan.phases.backward, plan.phases.optimizer));
+    assert.ok(plan.total < plan.params + plan.grads + plan.optimizer + plan.activations + plan.workspace + plan.other + 1);
+    assert.deepEqual(plan.world, { size: 1, shard_degree: 1, strategy: 'NO_SHARD' });
+  });
+
+  it('shards optimizer state across ranks with FULL_SHARD', () => {
+    const one = addon.memoryPlan(tinyCpu());
+    const four = addon.memoryPlan(tinyCpu(['launch.nproc_per_node=4', 'fsdp.sharding_strategy=FULL_SHARD']));
+    assert.equal(four.world.strategy, 'FULL_SHARD');
+    assert.ok(four.optimizer <= one.optimizer / 4 + 8 * 8, `${four.optimizer} vs ${one.optimizer}`);
+    assert.ok(four.optimizer >= one.optimizer / 4);
+  });
+
+  it('checkpointing every block keeps less activation memory than none, selective in between', () => {
+    const none = addon.memoryPlan(tinyCpu()).activations;
+    const every1 = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.every_n_layers=1'])).activations;
+    const selective = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=selective'])).activations;
+    assert.ok(every1 < selective && selective < none, `every-1 ${every1}, selective ${selective}, none ${none}`);
+  });
+
+  it('auto picks the least recomputation that fits the budget', () => {
+    const none = addon.memoryPlan(tinyCpu());
+    const roomy = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=auto', `activation_checkpointing.memory_budget_gb=${(none.total + 1) / 2 ** 30}`]));
+    assert.equal(roomy.activation_checkpointing.policy, 'none');
+    const tight = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=auto', `activation_checkpointing.memory_budget_gb=${(none.total - 1) / 2 ** 30}`]));
+    assert.notEqual(tight.activation_checkpointing.policy, 'none');
+    assert.ok(tight.total <= none.total - 1);
+    const impossible = tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=auto', 'activation_checkpointing.memory_budget_gb=0.001']);
+    assert.equal(addon.validateConfig(impossible).errors[0].path, 'activation_checkpointing.memory_budget_gb');
+  });
+});
