@@ -1,0 +1,37 @@
+// Softmax cross-entropy over the vocabulary, in place on the logits buffer (as llm.c): forward
+// turns logits into probabilities, backward turns those into the logits' gradient.
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace fsdp {
+
+void CpuBackend::softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V) {
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < N; ++i) {
+    float* row = logits + i * V;
+    const float target_logit = row[targets[i]];
+    float max = -INFINITY;
+    for (long v = 0; v < V; ++v) max = row[v] > max ? row[v] : max;
+    float sum = 0.0f;
+    for (long v = 0; v < V; ++v) {
+      row[v] = std::exp(row[v] - max);
+      sum += row[v];
+    }
+    const float inv = 1.0f / sum;
+    for (long v = 0; v < V; ++v) row[v] *= inv;
+    // log-sum-exp minus the target's logit: finite even where its probability underflows.
+    losses[i] = std::log(sum) + max - target_logit;
+  }
+}
+
+void CpuBackend::softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale) {
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < N; ++i) {
+    float* row = probs + i * V;
+    for (long v = 0; v < V; ++v) row[v] *= scale;
+    row[targets[i]] -= scale;
+  }
+}
+
+}  // namespace fsdp

@@ -1,0 +1,74 @@
+// A pre-LN transformer block: x2 = x + dropout(attention(ln1(x))); out = x2 + dropout(mlp(ln2(x2))).
+// What it keeps for backward depends on its activation checkpointing (train/activation_policy.h):
+// everything, the matrix-product outputs only (selective), or nothing but its input (full
+// recompute). Recomputation replays the same dropout masks (counter-based keys).
+#pragma once
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "model/attention.h"
+#include "model/dims.h"
+#include "model/layernorm.h"
+#include "model/mlp.h"
+#include "model/param_layout.h"
+#include "model/probe.h"
+#include "train/activation_policy.h"
+
+namespace fsdp {
+
+struct BlockWeights {
+  const float *ln1_w, *ln1_b;
+  AttentionWeights attn;
+  const float *ln2_w, *ln2_b;
+  MlpWeights mlp;
+};
+
+struct BlockGrads {
+  float *ln1_w, *ln1_b;
+  AttentionGrads attn;
+  float *ln2_w, *ln2_b;
+  MlpGrads mlp;
+};
+
+BlockWeights block_weights(const UnitLayout& unit, const float* params);
+BlockGrads block_grads(const UnitLayout& unit, float* grads);
+
+/** A block's saved internals (I in MEMORY.md). */
+struct BlockSaved {
+  LayerNormSaved ln1;
+  AttentionSaved attn;
+  Buffer res2;  // the mid-block residual x2
+  LayerNormSaved ln2;
+  MlpSaved mlp;
+  void reset();
+};
+
+/** Backward scratch shared by every block and the head (the workspace of MEMORY.md). */
+struct BackwardWorkspace {
+  Buffer d_res;   // [N, C] gradient of the residual stream
+  Buffer tmp_a;   // [N, C]
+  Buffer tmp_b;   // [N, C]
+  Buffer dqkv;    // [N, 3C]
+  Buffer dprobs;  // [B, H, T, T]
+  Buffer dh;      // [N, F]
+  BackwardWorkspace(Allocator& a, const Dims& d);
+};
+
+struct BlockRun {
+  Backend& be;
+  Dims d;
+  float dropout;
+  std::uint64_t attn_key, mlp_key;  // dropout keys of the two residual branches
+  LayerProbe probe;
+};
+
+/** Runs the block and returns its output; `saved` keeps what `keep` says. */
+Buffer block_forward(const BlockRun& run, BlockSaved& saved, const float* in, const BlockWeights& w, BlockRecompute keep);
+
+/** Brings `saved` back to all internals after a forward with `keep` (no-op for none). */
+void block_recompute(const BlockRun& run, BlockSaved& saved, const float* in, const BlockWeights& w, BlockRecompute keep);
+
+/** ws.d_res holds d(out) on entry and d(in) on return; parameter gradients accumulate. */
+void block_backward(const BlockRun& run, BackwardWorkspace& ws, const BlockSaved& saved, const float* in, const BlockWeights& w, const BlockGrads& g);
+
+}  // namespace fsdp

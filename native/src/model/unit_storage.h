@@ -1,0 +1,29 @@
+// What the model sees of its parameters: the full parameters and gradient buffer of a unit (see
+// model/param_layout.h), valid between the hooks the model calls around that unit's compute. A
+// parallelism layer implements this to gather parameters before a unit runs, free them after,
+// and reduce-scatter gradients after its backward; the model knows nothing of sharding.
+//
+// Contract: between pre_forward(u) and post_forward(u), and between pre_backward(u) and
+// post_backward(u), params(v) and grads(v) are valid for v = u and for every v in
+// layout.units[u].borrows (the head borrows the embeddings' wte when tied). Activation
+// checkpointing recomputes inside pre_backward/post_backward: no second pre_forward.
+#pragma once
+#include <cstddef>
+
+namespace fsdp {
+
+class UnitStorage {
+ public:
+  virtual ~UnitStorage() = default;
+
+  virtual float* params(int unit) = 0;
+  /** Gradients accumulate here across micro-batches until the optimizer step. */
+  virtual float* grads(int unit) = 0;
+
+  virtual void pre_forward(int /*unit*/) {}
+  virtual void post_forward(int /*unit*/) {}
+  virtual void pre_backward(int /*unit*/) {}
+  virtual void post_backward(int /*unit*/) {}
+};
+
+}  // namespace fsdp
