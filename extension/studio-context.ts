@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { registerCheckEnvironment } from './commands/check-environment';
 import { registerLaunchRun } from './commands/launch-run';
+import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { NativeRuntime } from './native-runtime';
 
 export class StudioContext implements vscode.Disposable {
@@ -17,7 +18,7 @@ export class StudioContext implements vscode.Disposable {
   }
 
   async start(): Promise<void> {
-    this.track(registerLaunchRun(this), registerCheckEnvironment(this));
+    this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this));
     this.output.info(`FSDP Studio ${this.extension.extension.packageJSON.version} activated`);
   }
 

@@ -68,22 +68,8 @@ function estimateFixed(input: MemoryInput, notes: string[]): MemoryEstimate {
   const fw = FRAMEWORKS[input.framework](input);
   const specs = fw.terms;
   // Backward: evaluate every step and keep the one where the device holds the most.
-  let bestStep = 0;
-  let bestBytes = -1;
-  for (let step = 0; step < fw.backwardSteps; step++) {
-    let allocated = 0;
-    let outside = 0;
-    for (const t of specs) {
-      if (t.where !== 'device') continue;
-      if (t.outsideAllocator) outside += backwardAt(t, step);
-      else allocated += backwardAt(t, step);
-    }
-    const sum = allocated * (1 + fw.fragmentation) + outside;
-    if (sum > bestBytes) {
-      bestBytes = sum;
-      bestStep = step;
-    }
-  }
+  const backward = backwardTotals(fw);
+  const bestStep = backward.indexOf(Math.max(...backward));
   const terms: MemoryTerm[] = specs.map((t) => ({
     id: t.id,
     category: t.category,
@@ -117,6 +103,41 @@ function estimateFixed(input: MemoryInput, notes: string[]): MemoryEstimate {
     estimate.fit = { gpu: input.gpu, fits: headroomBytes >= 0, headroomBytes };
   }
   return estimate;
+}
+
+/**
+ * Device bytes per rank at every moment the model distinguishes: end of forward, each backward
+ * step, optimizer step. Each is affine in the micro-batch (activations scale with it, nothing else
+ * does), which lets the inverse questions solve for the micro-batch instead of searching.
+ */
+export function deviceTotalsAtMoments(input: MemoryInput): number[] {
+  const fw = FRAMEWORKS[input.framework](input);
+  const at = (bytes: (t: TermSpec) => number) => {
+    let allocated = 0;
+    let outside = 0;
+    for (const t of fw.terms) {
+      if (t.where !== 'device') continue;
+      if (t.outsideAllocator) outside += bytes(t);
+      else allocated += bytes(t);
+    }
+    return allocated * (1 + fw.fragmentation) + outside;
+  };
+  return [at((t) => t.forward), ...backwardTotals(fw), at((t) => t.optimizer)];
+}
+
+function backwardTotals(fw: FrameworkTerms): number[] {
+  const totals: number[] = [];
+  for (let step = 0; step < fw.backwardSteps; step++) {
+    let allocated = 0;
+    let outside = 0;
+    for (const t of fw.terms) {
+      if (t.where !== 'device') continue;
+      if (t.outsideAllocator) outside += backwardAt(t, step);
+      else allocated += backwardAt(t, step);
+    }
+    totals.push(allocated * (1 + fw.fragmentation) + outside);
+  }
+  return totals;
 }
 
 export function describePolicy(c: { policy: CheckpointPolicy; everyN: number }): string {

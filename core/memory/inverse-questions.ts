@@ -1,6 +1,6 @@
 // The questions asked when a run does not fit (or fits with room to spare): the largest
 // micro-batch a GPU holds, the fewest GPUs that hold the run, and what each knob would save.
-import { estimateMemory } from './estimate';
+import { deviceTotalsAtMoments, estimateMemory } from './estimate';
 import { applyChange, describeChange, type MemoryChange } from './memory-change';
 import type { MemoryEstimate } from './memory-estimate';
 import { SHARDING_STRATEGIES, type MemoryInput } from './memory-input';
@@ -17,7 +17,31 @@ function peakOf(input: MemoryInput): number {
 export function maxMicroBatch(input: MemoryInput, capacityBytes: number): number {
   const fits = (b: number) => peakOf({ ...input, microBatch: b }) <= capacityBytes;
   if (!fits(1)) return 0;
-  // Memory grows with the micro-batch: double until it no longer fits, then bisect.
+  let b = input.checkpointing.policy === 'auto' ? searchMicroBatch(fits) : solveMicroBatch(input, capacityBytes);
+  // The solution is exact up to rounding; settle it against real estimates.
+  while (b > 1 && !fits(b)) b--;
+  while (b < MAX_MICRO_BATCH && fits(b + 1)) b++;
+  return b;
+}
+
+/**
+ * Every moment's device total is affine in the micro-batch (bytes = c0 + b·c1), so the largest b
+ * that fits is the smallest (capacity − c0) / c1 over the moments that grow with it.
+ */
+function solveMicroBatch(input: MemoryInput, capacityBytes: number): number {
+  const one = deviceTotalsAtMoments({ ...input, microBatch: 1 });
+  const two = deviceTotalsAtMoments({ ...input, microBatch: 2 });
+  let best = MAX_MICRO_BATCH;
+  for (let j = 0; j < one.length; j++) {
+    const slope = two[j] - one[j];
+    if (slope <= 0) continue;
+    best = Math.min(best, Math.floor((capacityBytes - (one[j] - slope)) / slope));
+  }
+  return Math.max(1, best);
+}
+
+/** `auto` checkpointing changes policy with the batch: double, then bisect. */
+function searchMicroBatch(fits: (b: number) => boolean): number {
   let lo = 1;
   let hi = 2;
   while (hi <= MAX_MICRO_BATCH && fits(hi)) {

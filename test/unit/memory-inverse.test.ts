@@ -17,12 +17,17 @@ function input(over: Partial<MemoryInput> = {}): MemoryInput {
 const peak = (i: MemoryInput) => estimateMemory(i).peak.total;
 
 describe('inverse questions', () => {
-  it('the largest micro-batch fits and one more does not', () => {
+  it('the largest micro-batch fits and one more does not, for every framework and checkpointing', () => {
     const h100 = findGpu('H100-80GB')!;
-    const b = maxMicroBatch(input(), h100.memoryBytes);
-    assert.ok(b > 1);
-    assert.ok(peak(input({ microBatch: b })) <= h100.memoryBytes);
-    assert.ok(peak(input({ microBatch: b + 1 })) > h100.memoryBytes);
+    for (const framework of ['pytorch', 'deepspeed', 'fsdp-studio'] as const) {
+      for (const checkpointing of [{ policy: 'none', everyN: 1 }, { policy: 'every_n', everyN: 2 }, { policy: 'auto', everyN: 1 }] as const) {
+        const i = input({ framework, checkpointing, attention: framework === 'fsdp-studio' ? 'eager' : 'flash', gpu: h100 });
+        const b = maxMicroBatch(i, h100.memoryBytes);
+        assert.ok(b > 1, `${framework} ${checkpointing.policy}: ${b}`);
+        assert.ok(peak({ ...i, microBatch: b }) <= h100.memoryBytes);
+        assert.ok(peak({ ...i, microBatch: b + 1 }) > h100.memoryBytes, `${framework} ${checkpointing.policy}: ${b + 1} fits too`);
+      }
+    }
   });
 
   it('the largest micro-batch is 0 when the model alone does not fit', () => {

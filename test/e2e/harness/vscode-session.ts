@@ -94,6 +94,23 @@ export class VsCodeSession {
     await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: title }).first().click();
   }
 
+  /** Opens a workspace file in an editor by its path relative to the workspace, via Quick Open. */
+  async openFile(relativePath: string): Promise<void> {
+    const name = path.basename(relativePath);
+    await this.openPalette('');
+    const input = this.page.locator('.quick-input-widget input');
+    await input.fill(relativePath);
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: name }).first();
+    await row.waitFor({ timeout: 30_000 });
+    await row.click();
+    await this.page.locator(`.tabs-container .tab[aria-label*="${name}"]`).first().waitFor({ timeout: 30_000 });
+  }
+
+  /** The text of the active editor as rendered (Monaco renders only visible lines). */
+  async editorText(): Promise<string> {
+    return (await this.page.locator('.editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+  }
+
   async closePalette(): Promise<void> {
     await this.page.keyboard.press('Escape');
   }

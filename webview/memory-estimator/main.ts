@@ -1,0 +1,130 @@
+// The "Memory estimator" panel: the config's estimate as stacked bars per phase with the fit
+// verdict, controls to try other knobs (re-estimated here, synchronously, within the frame of the
+// input event), comparisons, and "apply" to write a change back into the config.
+import '@vscode-elements/elements/dist/vscode-button/index.js';
+import { estimateMemory } from '../../core/memory/estimate';
+import { findGpu, hostTarget, type GpuSpec } from '../../core/memory/gpu-presets';
+import { applyChange, describeChange, type MemoryChange } from '../../core/memory/memory-change';
+import type { MemoryInput } from '../../core/memory/memory-input';
+import { summaryLine, verdictText } from '../../core/memory/summary';
+import type { EstimatorConfigMessage, MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
+import { connectToHost } from '../shared/vscode-api';
+import { Comparisons } from './comparisons';
+import { Controls, HOST_TARGET } from './controls';
+import { el, fill } from './dom';
+import { PhaseBars } from './phase-bars';
+import './style.css';
+
+interface PanelState {
+  config?: EstimatorConfigMessage;
+  /** The input as the panel's controls have changed it. */
+  working?: MemoryInput;
+}
+
+const DEFAULT_GPU = 'H100-80GB';
+const host = connectToHost<MemoryEstimatorFromWebview, MemoryEstimatorToWebview, PanelState>();
+let state: PanelState = host.getState() ?? {};
+
+const app = document.getElementById('app')!;
+const title = el('h2', { id: 'title' }, 'Memory estimator');
+const verdict = el('div', { id: 'verdict' });
+const summary = el('div', { id: 'summary' });
+const error = el('div', { id: 'config-error', hidden: '' });
+const notes = el('ul', { id: 'notes' });
+const pending = el('div', { id: 'pending' });
+const message = el('div', { id: 'message', role: 'status' });
+const controls = new Controls((change) => tryChanges([change]));
+const bars = new PhaseBars();
+const comparisons = new Comparisons({ onTry: tryChanges, onApply: apply });
+app.append(title, error, el('div', { class: 'verdict-box' }, verdict, summary), controls.element, pending, message, bars.element, comparisons.element, notes);
+
+host.listen((m) => {
+  if (m.type === 'config') {
+    const keepGpu = state.working?.gpu && state.config?.fileName === m.fileName && !m.input.gpu ? state.working.gpu : undefined;
+    state = { config: m, working: { ...m.input, gpu: keepGpu ?? m.input.gpu ?? defaultTarget(m) } };
+    error.hidden = true;
+    render();
+  } else if (m.type === 'configError') {
+    error.hidden = false;
+    fill(error, m.error);
+    app.classList.add('stale');
+  } else {
+    message.className = m.ok ? 'ok' : 'failed';
+    fill(message, m.message);
+  }
+});
+if (state.working) render();
+
+/** CPU runs of our runtime are checked against this machine's memory, the rest against an H100. */
+function defaultTarget(m: EstimatorConfigMessage): GpuSpec {
+  return m.input.device === 'cpu' ? machineTarget(m, m.input.nprocPerNode) : findGpu(DEFAULT_GPU)!;
+}
+
+function machineTarget(m: EstimatorConfigMessage, ranks: number): GpuSpec {
+  return { ...hostTarget(Math.floor(m.hostMemoryBytes / ranks)), name: `this machine / ${ranks} rank${ranks > 1 ? 's' : ''}` };
+}
+
+function tryChanges(changes: MemoryChange[]): void {
+  if (!state.working || !state.config) return;
+  let input = state.working;
+  for (const c of changes) {
+    if (c.knob === 'gpu' && c.value === HOST_TARGET) input = { ...input, gpu: machineTarget(state.config, input.nprocPerNode) };
+    else input = applyChange(input, c);
+  }
+  // A text field fires input, then change on blur with the same value: redrawing then would
+  // replace the button the pointer is pressing.
+  if (JSON.stringify(input) === JSON.stringify(state.working)) return;
+  state = { ...state, working: input };
+  render();
+}
+
+function apply(change: MemoryChange): void {
+  fill(message, `Applying ${describeChange(change)}…`);
+  message.className = '';
+  host.send({ type: 'apply', change });
+}
+
+function render(): void {
+  const started = performance.now();
+  const input = state.working!;
+  const config = state.config!;
+  const e = estimateMemory(input);
+  app.classList.remove('stale');
+  fill(title, `Memory estimator — ${config.fileName}`, el('span', { class: 'kind' }, config.kind));
+  const fits = e.fit?.fits;
+  verdict.className = fits === undefined ? '' : fits ? 'fits' : 'over';
+  verdict.dataset.fits = String(fits);
+  fill(verdict, verdictText(e) ?? 'no target');
+  fill(summary, summaryLine(e));
+  controls.show(input, input.gpu?.kind === 'host' ? HOST_TARGET : (input.gpu?.id ?? ''));
+  bars.update(e, input.gpu?.memoryBytes, input.gpu?.name);
+  comparisons.update(input, input.gpu?.memoryBytes);
+  renderPending(config.input, input);
+  fill(notes, ...[...config.notes, ...e.notes].map((n) => el('li', {}, n)));
+  host.setState(state);
+  // How long this update took, for the benchmark and tests (the frame budget is 16.7 ms).
+  app.dataset.updateMs = (performance.now() - started).toFixed(2);
+  app.dataset.updates = String(Number(app.dataset.updates ?? 0) + 1);
+}
+
+/** The panel's changes that differ from the config, each with "Apply". */
+function renderPending(from: MemoryInput, to: MemoryInput): void {
+  const changes: MemoryChange[] = [];
+  if (to.microBatch !== from.microBatch) changes.push({ knob: 'microBatch', value: to.microBatch });
+  if (to.strategy !== from.strategy) changes.push({ knob: 'strategy', value: to.strategy });
+  if (to.checkpointing.policy !== from.checkpointing.policy || to.checkpointing.everyN !== from.checkpointing.everyN) {
+    if (to.checkpointing.policy !== 'auto') changes.push({ knob: 'checkpointing', value: { policy: to.checkpointing.policy, everyN: to.checkpointing.everyN } });
+  }
+  if (to.precision.param !== from.precision.param) changes.push({ knob: 'precision', value: to.precision.param === 'float32' ? 'float32' : 'bfloat16' });
+  if (to.offload.optimizer !== from.offload.optimizer) changes.push({ knob: 'offload', value: to.offload.optimizer });
+  if (to.nprocPerNode !== from.nprocPerNode) changes.push({ knob: 'nproc', value: to.nprocPerNode });
+  if (to.gpu && to.gpu.kind === 'gpu' && to.gpu.id !== from.gpu?.id) changes.push({ knob: 'gpu', value: to.gpu.id });
+  fill(
+    pending,
+    ...changes.map((c) => {
+      const button = el('vscode-button', { 'data-knob': c.knob }, `Apply ${describeChange(c)}`);
+      button.addEventListener('click', () => apply(c));
+      return button;
+    }),
+  );
+}
