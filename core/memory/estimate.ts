@@ -33,7 +33,8 @@ function estimateAuto(input: MemoryInput): MemoryEstimate {
     if (budget !== undefined && e.peak.total <= budget) return withAutoNote(e, input, undefined);
     if (!smallest || e.peak.total < smallest.peak.total) smallest = e;
   }
-  const why = budget === undefined ? 'no budget (memory_budget_gb) or target GPU' : 'no policy fits the budget';
+  // Our runtime rejects such a config (native/MEMORY.md); the estimate still shows how close it gets.
+  const why = budget === undefined ? 'no budget (memory_budget_gb) or target GPU' : 'no policy fits the budget, so the runtime would reject this config';
   return withAutoNote(smallest!, input, why);
 }
 
