@@ -1,22 +1,75 @@
-// Sets or removes one key of a YAML or JSON-with-comments config by editing its text in place:
-// the rest of the file (comments, order, formatting) stays byte for byte as it was.
+// Structural edits of a config (set a value, remove an entry, rename a key) turned into text edits
+// that touch only that entry and keep the rest of the file, comments and layout included. Quick
+// fixes are described as structural edits so the same fix works on YAML and JSON; the memory
+// estimator's "apply" uses setConfigValue, which refuses what it should not do silently.
 import * as jsonc from 'jsonc-parser';
 import { isMap, isPair, isScalar, parseDocument, stringify, type Node as YamlNode, type Pair, type YAMLMap } from 'yaml';
 import { sourceKindOf, type ConfigPath, type SourceRange } from './source-document';
+import { isEmptyScalar } from './yaml-document';
+
+export type ConfigEdit =
+  | { kind: 'set'; path: ConfigPath; value: unknown }
+  | { kind: 'remove'; path: ConfigPath }
+  | { kind: 'rename'; path: ConfigPath; to: string };
+
+/** A quick fix: a title for the menu and the edits that make the problem go away. */
+export interface ConfigFix {
+  title: string;
+  edits: ConfigEdit[];
+  /** The fix to apply when there is no doubt which one the user wants. */
+  preferred?: boolean;
+}
+
+/** A replacement of the text between two offsets of the original text. */
+export interface TextReplacement {
+  start: number;
+  end: number;
+  newText: string;
+}
+
+export interface EditOptions {
+  kind: 'yaml' | 'json';
+  yamlVersion?: '1.1' | '1.2';
+}
+
+/** Applies the edits one after the other and returns the new text. */
+export function applyConfigEdits(text: string, edits: readonly ConfigEdit[], options: EditOptions): string {
+  let current = text;
+  for (const edit of edits) {
+    const r = options.kind === 'json' ? jsonEdit(current, edit) : yamlEdit(current, edit, options.yamlVersion ?? '1.2');
+    if (r) current = current.slice(0, r.start) + r.newText + current.slice(r.end);
+  }
+  return current;
+}
 
 export interface TextEdit {
   range: SourceRange;
   newText: string;
 }
 
-/** The text with `path` set to `value` (or removed when `value` is undefined), or why it cannot be. */
+/**
+ * The text with `path` set to `value` (or removed when `value` is undefined), or why it cannot be:
+ * a YAML file with errors, a section where a value is expected, or a key to add inside a flow
+ * mapping ({…}) are refused rather than guessed.
+ */
 export function setConfigValue(text: string, fileName: string, path: ConfigPath, value: unknown): string | { error: string } {
-  return sourceKindOf(fileName) === 'json' ? setJsonValue(text, path, value) : setYamlValue(text, path, value);
+  const kind = sourceKindOf(fileName);
+  if (kind === 'yaml') {
+    const refusal = yamlRefusal(text, path, value);
+    if (refusal) return { error: refusal };
+  }
+  return applyConfigEdits(text, [value === undefined ? { kind: 'remove', path } : { kind: 'set', path, value }], { kind });
 }
 
 /** One edit that turns `before` into `after`: the smallest range where they differ. */
 export function diffEdit(before: string, after: string, positionAt: (offset: number) => SourceRange['start']): TextEdit | undefined {
   if (before === after) return undefined;
+  const r = replacementBetween(before, after);
+  return { range: { start: positionAt(r.start), end: positionAt(r.end) }, newText: r.newText };
+}
+
+/** The one replacement that turns `before` into `after` (common prefix and suffix left alone). */
+export function replacementBetween(before: string, after: string): TextReplacement {
   let start = 0;
   while (start < before.length && start < after.length && before[start] === after[start]) start++;
   let endBefore = before.length;
@@ -25,86 +78,155 @@ export function diffEdit(before: string, after: string, positionAt: (offset: num
     endBefore--;
     endAfter--;
   }
-  return { range: { start: positionAt(start), end: positionAt(endBefore) }, newText: after.slice(start, endAfter) };
+  return { start, end: endBefore, newText: after.slice(start, endAfter) };
 }
 
-function setJsonValue(text: string, path: ConfigPath, value: unknown): string {
-  const indent = /\n([ \t]+)\S/.exec(text)?.[1] ?? '  ';
-  const edits = jsonc.modify(text, path as jsonc.JSONPath, value, {
-    formattingOptions: { insertSpaces: !indent.startsWith('\t'), tabSize: indent.startsWith('\t') ? 1 : indent.length, eol: text.includes('\r\n') ? '\r\n' : '\n' },
-  });
-  return jsonc.applyEdits(text, edits);
-}
+// ---- JSON -------------------------------------------------------------------------------------
 
-function setYamlValue(text: string, path: ConfigPath, value: unknown): string | { error: string } {
-  const doc = parseDocument(text, { keepSourceTokens: false });
-  if (doc.errors.length) return { error: `cannot edit a file with YAML errors (${doc.errors[0].message.split('\n')[0]})` };
-  // Walk down as far as the path exists.
-  let node: YamlNode | null = (doc.contents as YamlNode | null) ?? null;
-  let pair: Pair | undefined;
-  let depth = 0;
-  for (const key of path) {
-    if (!isMap(node)) break;
-    const item = (node as YAMLMap).items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(key)) as Pair | undefined;
-    if (!item) break;
-    pair = item;
-    node = (item.value as YamlNode | null) ?? null;
-    depth++;
+function jsonEdit(text: string, edit: ConfigEdit): TextReplacement | undefined {
+  const path = edit.path as jsonc.JSONPath;
+  if (edit.kind === 'rename') {
+    const root = jsonc.parseTree(text);
+    const key = root && jsonc.findNodeAtLocation(root, path)?.parent?.children?.[0];
+    return key ? { start: key.offset, end: key.offset + key.length, newText: JSON.stringify(edit.to) } : undefined;
   }
-  if (depth === path.length && pair) {
-    if (value === undefined) return removeLine(text, pair);
-    if (node && !isScalar(node)) return { error: `${path.join('.')} is a section, not a value` };
-    const scalar = yamlScalar(value);
-    if (node?.range) return text.slice(0, node.range[0]) + scalar + text.slice(node.range[1]);
+  const formattingOptions = { insertSpaces: !/^\t/m.test(text), tabSize: detectIndent(text), eol: text.includes('\r\n') ? '\r\n' : '\n' };
+  const [change] = jsonc.modify(text, path, edit.kind === 'set' ? edit.value : undefined, { formattingOptions });
+  return change ? { start: change.offset, end: change.offset + change.length, newText: change.content } : undefined;
+}
+
+function detectIndent(text: string): number {
+  const m = /\n( +)\S/.exec(text);
+  return m ? m[1].length : 2;
+}
+
+// ---- YAML -------------------------------------------------------------------------------------
+
+function yamlEdit(text: string, edit: ConfigEdit, version: '1.1' | '1.2'): TextReplacement | undefined {
+  const doc = parseDocument(text, { version, keepSourceTokens: false });
+  const parentPath = edit.path.slice(0, -1);
+  const key = String(edit.path[edit.path.length - 1]);
+  const parent = nodeAt(doc.contents as YamlNode | null, parentPath);
+  const pair = isMap(parent) ? findPair(parent, key) : undefined;
+  if (edit.kind === 'rename') {
+    const r = pair && isScalar(pair.key) ? pair.key.range : undefined;
+    return r ? { start: r[0], end: r[1], newText: edit.to } : undefined;
+  }
+  if (edit.kind === 'remove') return pair && isMap(parent) ? removePair(text, parent, pair) : undefined;
+  const rendered = renderFlow(edit.value, version);
+  if (pair) {
+    const value = pair.value as YamlNode | null;
+    if (value?.range && !isEmptyScalar(value)) return { start: value.range[0], end: value.range[1], newText: rendered };
     const keyEnd = (pair.key as YamlNode).range![1];
     const colon = text.indexOf(':', keyEnd);
-    return text.slice(0, colon + 1) + ' ' + scalar + text.slice(colon + 1).replace(/^[ \t]*/, '');
+    return { start: colon + 1, end: colon + 1, newText: ` ${rendered}` };
   }
-  if (value === undefined) return text; // nothing to remove
-  const rest = path.slice(depth);
-  if (node === null && pair) {
-    // `section:` with nothing under it: add the keys one level deeper than the section's key.
-    const keyStart = (pair.key as YamlNode).range![0];
-    return insertAfterLine(text, keyStart, columnOf(text, keyStart) + 2, rest, value);
+  return insertMissing(text, doc.contents as YamlNode | null, edit.path, edit.value, version);
+}
+
+function yamlRefusal(text: string, path: ConfigPath, value: unknown): string | undefined {
+  const doc = parseDocument(text, { keepSourceTokens: false });
+  if (doc.errors.length) return `cannot edit a file with YAML errors (${doc.errors[0].message.split('\n')[0]})`;
+  if (value === undefined) return undefined;
+  let node: YamlNode | null | undefined = doc.contents as YamlNode | null;
+  let depth = 0;
+  while (depth < path.length && isMap(node)) {
+    const pair = findPair(node, String(path[depth]));
+    if (!pair) break;
+    node = isEmptyScalar(pair.value) ? null : (pair.value as YamlNode | null);
+    depth++;
   }
-  if (node === null) return text + (text.endsWith('\n') || text === '' ? '' : '\n') + nestedLines(0, rest, value) + '\n';
-  if (!isMap(node)) return { error: `${path.slice(0, depth).join('.') || 'the document'} is not a mapping` };
-  const map = node as YAMLMap;
-  if (map.flow) return { error: `${path.slice(0, depth).join('.') || 'the document'} is a flow mapping ({…}); edit it by hand` };
-  const first = map.items[0] as Pair;
-  const last = map.items[map.items.length - 1] as Pair;
-  const indent = columnOf(text, (first.key as YamlNode).range![0]);
-  const lastEnd = ((last.value as YamlNode | null)?.range ?? (last.key as YamlNode).range!)[1];
-  return insertAfterLine(text, Math.max(0, lastEnd - 1), indent, rest, value);
+  if (depth === path.length) return node && !isScalar(node) ? `${path.join('.')} is a section, not a value` : undefined;
+  if (isMap(node) && node.flow) return `${path.slice(0, depth).join('.') || 'the document'} is a flow mapping ({…}); edit it by hand`;
+  return undefined;
 }
 
-/** Inserts the nested keys on new lines after the line containing `offset`. */
-function insertAfterLine(text: string, offset: number, indent: number, rest: ConfigPath, value: unknown): string {
-  let lineEnd = text.indexOf('\n', offset);
-  if (lineEnd < 0) lineEnd = text.length;
-  const eol = text[lineEnd - 1] === '\r' ? '\r\n' : '\n';
-  const at = text[lineEnd - 1] === '\r' ? lineEnd - 1 : lineEnd;
-  return text.slice(0, at) + eol + nestedLines(indent, rest, value) + text.slice(at);
+function nodeAt(root: YamlNode | null, path: ConfigPath): YamlNode | null | undefined {
+  let node: YamlNode | null | undefined = root;
+  for (const segment of path) {
+    if (!isMap(node)) return undefined;
+    const pair = findPair(node, String(segment));
+    if (!pair) return undefined;
+    node = pair.value as YamlNode | null;
+  }
+  return node;
 }
 
-function nestedLines(indent: number, rest: ConfigPath, value: unknown): string {
-  return rest
-    .map((key, i) => `${' '.repeat(indent + 2 * i)}${String(key)}:${i === rest.length - 1 ? ` ${yamlScalar(value)}` : ''}`)
-    .join('\n');
+function findPair(map: YAMLMap, key: string): Pair | undefined {
+  return map.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key) as Pair | undefined;
 }
 
-function removeLine(text: string, pair: Pair): string {
-  const start = text.lastIndexOf('\n', (pair.key as YamlNode).range![0] - 1) + 1;
-  const valueEnd = ((pair.value as YamlNode | null)?.range ?? (pair.key as YamlNode).range!)[1];
-  let end = text.indexOf('\n', Math.max(valueEnd - 1, 0));
-  end = end < 0 ? text.length : end + 1;
-  return text.slice(0, start) + text.slice(end);
+function renderFlow(value: unknown, version: '1.1' | '1.2'): string {
+  return stringify(value, { collectionStyle: 'flow', version, lineWidth: 0 }).trimEnd();
 }
 
-function columnOf(text: string, offset: number): number {
-  return offset - (text.lastIndexOf('\n', offset - 1) + 1);
+function removePair(text: string, parent: YAMLMap, pair: Pair): TextReplacement {
+  const keyStart = (pair.key as YamlNode).range![0];
+  const value = pair.value as YamlNode | null;
+  const valueEnd = value?.range && !isEmptyScalar(value) ? value.range[1] : (pair.key as YamlNode).range![1];
+  if (parent.flow) {
+    // `{a: 1, b: 2}`: take the entry and the comma after it (or the one before, for the last entry).
+    const after = /^\s*,\s*/.exec(text.slice(valueEnd));
+    if (after) return { start: keyStart, end: valueEnd + after[0].length, newText: '' };
+    const before = /,\s*$/.exec(text.slice(0, keyStart));
+    return { start: before ? keyStart - before[0].length : keyStart, end: valueEnd, newText: '' };
+  }
+  // A block entry: whole lines, from the key's line to the end of the value's last line.
+  const lineStart = text.lastIndexOf('\n', keyStart - 1) + 1;
+  const start = /^\s*$/.test(text.slice(lineStart, keyStart)) ? lineStart : keyStart;
+  let end = valueEnd;
+  if (end > 0 && text[end - 1] !== '\n') {
+    const nl = text.indexOf('\n', end);
+    end = nl === -1 ? text.length : nl + 1;
+  }
+  return { start, end, newText: '' };
 }
 
-function yamlScalar(value: unknown): string {
-  return stringify(value).trimEnd();
+/** Adds a missing key (and any missing sections above it) under its nearest existing mapping. */
+function insertMissing(text: string, root: YamlNode | null, path: ConfigPath, value: unknown, version: '1.1' | '1.2'): TextReplacement | undefined {
+  let depth = 0;
+  let node: YamlNode | null | undefined = root;
+  let holder: Pair | undefined;
+  while (depth < path.length - 1 && isMap(node)) {
+    const pair = findPair(node, String(path[depth]));
+    if (!pair) break;
+    holder = pair;
+    node = isEmptyScalar(pair.value) ? null : (pair.value as YamlNode | null);
+    depth++;
+  }
+  const rest = path.slice(depth).map(String);
+  if (isMap(node) && node.flow) {
+    // `{a: 1}`: add `, b: {c: value}` before the closing brace.
+    const nested = rest.slice(1).reduceRight<unknown>((v, k) => ({ [k]: v }), value);
+    const close = text.lastIndexOf('}', node.range![1]);
+    const sep = node.items.length ? ', ' : '';
+    return { start: close, end: close, newText: `${sep}${rest[0]}: ${renderFlow(nested, version)}` };
+  }
+  if (node !== null && node !== undefined && !isMap(node)) return undefined; // a scalar or list is in the way
+  let indent: number;
+  let at: number;
+  if (isMap(node) && node.items.length) {
+    const firstKey = (node.items[0].key as YamlNode).range![0];
+    indent = firstKey - (text.lastIndexOf('\n', firstKey - 1) + 1);
+    const last = node.items[node.items.length - 1];
+    const lastValue = last.value as YamlNode | null;
+    const lastEnd = (lastValue?.range && !isEmptyScalar(lastValue) ? lastValue.range : (last.key as YamlNode).range!)[1];
+    at = lastEnd > 0 && text[lastEnd - 1] === '\n' ? lastEnd : lineEndAfter(text, lastEnd);
+  } else if (holder) {
+    // `section:` with no value yet: the new keys go on the lines below, indented one level more.
+    const keyStart = (holder.key as YamlNode).range![0];
+    indent = keyStart - (text.lastIndexOf('\n', keyStart - 1) + 1) + 2;
+    at = lineEndAfter(text, (holder.key as YamlNode).range![1]);
+  } else {
+    indent = 0;
+    at = text.length;
+  }
+  const lines = rest.map((k, i) => `${' '.repeat(indent + 2 * i)}${k}:${i === rest.length - 1 ? ` ${renderFlow(value, version)}` : ''}`);
+  const lead = at > 0 && text[at - 1] !== '\n' ? '\n' : '';
+  return { start: at, end: at, newText: `${lead}${lines.join('\n')}\n` };
+}
+
+function lineEndAfter(text: string, offset: number): number {
+  const nl = text.indexOf('\n', offset);
+  return nl === -1 ? text.length : nl + 1;
 }

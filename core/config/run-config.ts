@@ -1,19 +1,17 @@
 // The run config: validated against core/schemas/run-config.schema.json, then resolved (defaults
 // filled in, aliases folded, paths made absolute) into the exact object the runtime receives.
-import Ajv from 'ajv';
 import path from 'node:path';
 import { parse as parseYamlScalar } from 'yaml';
 import runConfigSchema from '../schemas/run-config.schema.json';
 import type { RunConfig } from '../generated/run-config';
+import { compileSchema } from './compile-schema';
 import { schemaProblems, type ConfigProblem } from './schema-problems';
 import { parseSourceDocument, sourceKindOf, type SourceDocument } from './source-document';
 
 export * from '../generated/run-config';
 export { runConfigSchema };
 
-// verbose: errors carry their schema, so unknown-key problems can list the known keys.
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-export const validateRunConfigSchema = ajv.compile<RunConfig>(runConfigSchema);
+export const validateRunConfigSchema = compileSchema<RunConfig>(runConfigSchema);
 
 /** DeepSpeed's stage numbers, accepted as `fsdp.zero_stage`. */
 export const ZERO_STAGE_STRATEGY = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD'] as const;

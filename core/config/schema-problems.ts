@@ -2,10 +2,12 @@
 // words and point at the exact key or value: `fsdp.sharding_strategy: "FULL_SHRAD" is not one of
 // NO_SHARD, ...; did you mean "FULL_SHARD"?`.
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ConfigFix } from './config-edits';
 import { closestMatch } from './did-you-mean';
+import { forEachKnownKey, propertyOf, type SchemaNode } from './schema-walk';
 import type { ConfigPath, SourceDocument, SourceRange } from './source-document';
 
-export type ProblemSeverity = 'error' | 'warning' | 'information';
+export type ProblemSeverity = 'error' | 'warning' | 'information' | 'hint';
 
 export interface ConfigProblem {
   severity: ProblemSeverity;
@@ -17,20 +19,70 @@ export interface ConfigProblem {
   code: string;
   /** A replacement the user probably meant (misspelled key or enum value). */
   suggestion?: string;
+  /** Quick fixes; each one, applied, makes this problem go away. */
+  fixes?: ConfigFix[];
 }
 
-export function schemaProblems(validate: ValidateFunction, doc: SourceDocument): ConfigProblem[] {
-  if (doc.value === undefined || validate(doc.value)) return [];
+export interface SchemaCheckOptions {
+  /** The program that reads the file, for messages: "DeepSpeed ignores unknown key …". */
+  tool?: string;
+  /** Check this value instead of `doc.value` (e.g. with placeholders the tool drops taken out). */
+  value?: unknown;
+}
+
+export function schemaProblems(validate: ValidateFunction, doc: SourceDocument, options: SchemaCheckOptions = {}): ConfigProblem[] {
+  const value = 'value' in options ? options.value : doc.value;
+  if (value === undefined || validate(value)) return [];
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
+  const typeErrorAt = new Set((validate.errors ?? []).filter((e) => e.keyword === 'type').map((e) => e.instancePath));
   for (const err of validate.errors ?? []) {
-    const problem = toProblem(err, doc);
+    // "must be an integer" already says what "must be one of 0, 1, 2, 3" would add.
+    if (err.keyword === 'enum' && typeErrorAt.has(err.instancePath)) continue;
+    const problem = toProblem(err, doc, value, options.tool);
     if (!problem) continue;
     const key = `${problem.code}|${problem.path.join('.')}|${problem.message}`;
     if (seen.has(key)) continue;
     seen.add(key);
     problems.push(problem);
   }
+  return problems;
+}
+
+/**
+ * Deprecated keys (schema `deprecated: true`) with their replacement (`x-replaced-by`) and a fix
+ * that switches to it. Giving both the old and the new key is an error when the tool refuses it.
+ */
+export function deprecatedKeyProblems(schema: SchemaNode, doc: SourceDocument, options: { tool?: string; bothIsError?: boolean } = {}): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  forEachKnownKey(schema, doc.value, (path, key, node, value) => {
+    if (!node.deprecated) return;
+    const replacement = node['x-replaced-by'];
+    const parent = path.slice(0, -1);
+    const target = replacement ? [...parent, ...replacement.split('.')] : undefined;
+    const both = !!target && doc.has(target);
+    const fixes: ConfigFix[] = [];
+    if (target && !both) {
+      const mapped = node['x-replacement-value'];
+      if (mapped !== undefined) {
+        fixes.push({ title: value ? `Replace ${key} with ${replacement}: ${JSON.stringify(mapped)}` : `Remove ${key} (false means off)`, preferred: true, edits: value ? [{ kind: 'set', path: target, value: mapped }, { kind: 'remove', path }] : [{ kind: 'remove', path }] });
+      } else if (target.length === path.length) {
+        fixes.push({ title: `Rename ${key} to ${replacement}`, preferred: true, edits: [{ kind: 'rename', path, to: replacement! }] });
+      } else {
+        fixes.push({ title: `Move ${key} to ${replacement}`, preferred: true, edits: [{ kind: 'set', path: target, value }, { kind: 'remove', path }] });
+      }
+    }
+    problems.push({
+      severity: both && options.bothIsError ? 'error' : 'warning',
+      path,
+      code: 'schema.deprecated',
+      message: both
+        ? `"${key}" is deprecated and "${replacement}" is also given${options.bothIsError && options.tool ? `: ${options.tool} refuses both together` : ''}; remove "${key}"`
+        : `"${key}" is deprecated${replacement ? `; use "${replacement}"` : ''}`,
+      range: doc.rangeOf(path, 'key'),
+      fixes: both ? [{ title: `Remove ${key}`, preferred: true, edits: [{ kind: 'remove', path }] }] : fixes,
+    });
+  });
   return problems;
 }
 
@@ -49,23 +101,31 @@ export function pointerToPath(pointer: string): (string | number)[] {
     .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
-function toProblem(err: ErrorObject, doc: SourceDocument): ConfigProblem | undefined {
+function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: string | undefined): ConfigProblem | undefined {
   const path = pointerToPath(err.instancePath);
-  const value = valueAt(doc.value, path);
+  const value = valueAt(root, path);
   const params = err.params as Record<string, unknown>;
   switch (err.keyword) {
     case 'additionalProperties': {
       const key = String(params.additionalProperty);
-      const known = Object.keys((err.parentSchema as { properties?: object } | undefined)?.properties ?? {});
-      const suggestion = closestMatch(key, known);
+      const parent = (err.parentSchema ?? {}) as SchemaNode;
+      // accelerate adds "fsdp_" to fsdp_config keys that lack it: "version" means "fsdp_version".
+      if (propertyOf(parent, key)) return undefined;
+      const known = Object.keys(parent.properties ?? {});
+      const prefix = parent['x-key-prefix'];
+      const suggestion = closestMatch(key, known) ?? (prefix ? closestMatch(prefix + key, known) : undefined);
       const keyPath = [...path, key];
+      const ignored = parent['x-unknown-keys'] === 'ignored';
+      const consequence = tool ? (ignored ? `${tool} ignores it` : `${tool} rejects it`) : '';
+      const hint = suggestion ? `did you mean "${suggestion}"?` : `known keys: ${known.length > 12 ? `${known.slice(0, 12).join(', ')}, … (${known.length} in all)` : known.join(', ')}`;
       return {
-        severity: 'error',
+        severity: ignored ? 'warning' : 'error',
         path: keyPath,
         code: 'schema.unknown-key',
-        message: suggestion ? `unknown key "${key}"; did you mean "${suggestion}"?` : `unknown key "${key}"; known keys: ${known.join(', ')}`,
+        message: `unknown key "${key}"${consequence ? ` (${consequence})` : ''}; ${hint}`,
         range: doc.rangeOf(keyPath, 'key'),
         suggestion,
+        fixes: suggestion && !doc.has([...path, suggestion]) ? [{ title: `Rename to ${suggestion}`, preferred: true, edits: [{ kind: 'rename', path: keyPath, to: suggestion }] }] : undefined,
       };
     }
     case 'required': {
@@ -89,6 +149,7 @@ function toProblem(err: ErrorObject, doc: SourceDocument): ConfigProblem | undef
         message: `${JSON.stringify(value)} is not one of ${list}${suggestion ? `; did you mean "${suggestion}"?` : ''}`,
         range: doc.rangeOf(path),
         suggestion,
+        fixes: suggestion ? [{ title: `Change to ${suggestion}`, preferred: true, edits: [{ kind: 'set', path, value: allowed.find((a) => String(a) === suggestion) }] }] : undefined,
       };
     }
     case 'type':

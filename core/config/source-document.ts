@@ -1,7 +1,8 @@
 // A config file parsed with source positions, YAML or JSON-with-comments alike, so every problem
-// found in the value can point at the exact key or value in the text.
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode, type Pair } from 'yaml';
-import * as jsonc from 'jsonc-parser';
+// found in the value can point at the exact key or value in the text, every edit can touch exactly
+// one entry, and completion and hover know which key the cursor is on.
+import { JsonSourceDocument } from './json-document';
+import { YamlSourceDocument } from './yaml-document';
 
 export type ConfigPath = ReadonlyArray<string | number>;
 
@@ -20,6 +21,17 @@ export interface SourceRange {
 export interface SyntaxProblem {
   message: string;
   range: SourceRange;
+  /** Problems the reader tolerates (PyYAML keeps the last of duplicate keys) are warnings. */
+  severity?: 'warning';
+}
+
+/** What the cursor is on: a key (existing or being typed), or the value of a key. */
+export interface CursorLocation {
+  /** For 'key': the mapping the key belongs to. For 'value': the key whose value it is. */
+  path: ConfigPath;
+  part: 'key' | 'value';
+  /** The word under the cursor that a completion replaces (empty at a blank position). */
+  word: { text: string; start: number; end: number };
 }
 
 export interface SourceDocument {
@@ -32,164 +44,29 @@ export interface SourceDocument {
   rangeOf(path: ConfigPath, part?: 'key' | 'value'): SourceRange;
   /** Whether `path` exists in the document. */
   has(path: ConfigPath): boolean;
+  /** Offsets of the whole entry at `path` (key and value), undefined when absent. */
+  entrySpan(path: ConfigPath): { start: number; end: number } | undefined;
+  /** Offsets of the value at `path`, undefined when absent. */
+  valueSpan(path: ConfigPath): { start: number; end: number } | undefined;
+  /** The key or value at `offset`, for completion and hover. */
+  locate(offset: number): CursorLocation;
   positionAt(offset: number): SourcePosition;
   offsetAt(position: SourcePosition): number;
 }
 
-export function parseSourceDocument(text: string, kind: 'yaml' | 'json'): SourceDocument {
-  return kind === 'yaml' ? new YamlSourceDocument(text) : new JsonSourceDocument(text);
+export interface ParseOptions {
+  /**
+   * YAML version of the reader the file is for. accelerate reads with PyYAML (YAML 1.1), where an
+   * unquoted `no` is the boolean false; our own configs are YAML 1.2.
+   */
+  yamlVersion?: '1.1' | '1.2';
+}
+
+export function parseSourceDocument(text: string, kind: 'yaml' | 'json', options: ParseOptions = {}): SourceDocument {
+  return kind === 'yaml' ? new YamlSourceDocument(text, options.yamlVersion ?? '1.2') : new JsonSourceDocument(text);
 }
 
 /** Chooses the parser by file name: .json/.jsonc/.hjson are JSON with comments, the rest YAML. */
 export function sourceKindOf(fileName: string): 'yaml' | 'json' {
   return /\.(json|jsonc|hjson)$/i.test(fileName) ? 'json' : 'yaml';
-}
-
-abstract class TextPositions {
-  private lineStarts: number[] | undefined;
-  constructor(readonly text: string) {}
-
-  positionAt(offset: number): SourcePosition {
-    const starts = this.starts();
-    const clamped = Math.max(0, Math.min(offset, this.text.length));
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid] <= clamped) lo = mid;
-      else hi = mid - 1;
-    }
-    return { line: lo, character: clamped - starts[lo] };
-  }
-
-  offsetAt(position: SourcePosition): number {
-    const starts = this.starts();
-    if (position.line >= starts.length) return this.text.length;
-    const lineStart = starts[Math.max(0, position.line)];
-    const nextStart = position.line + 1 < starts.length ? starts[position.line + 1] : this.text.length;
-    return Math.min(lineStart + Math.max(0, position.character), nextStart);
-  }
-
-  protected range(start: number, end: number): SourceRange {
-    return { start: this.positionAt(start), end: this.positionAt(end) };
-  }
-
-  private starts(): number[] {
-    if (!this.lineStarts) {
-      const starts = [0];
-      for (let i = 0; i < this.text.length; i++) if (this.text.charCodeAt(i) === 10) starts.push(i + 1);
-      this.lineStarts = starts;
-    }
-    return this.lineStarts;
-  }
-}
-
-class YamlSourceDocument extends TextPositions implements SourceDocument {
-  readonly kind = 'yaml' as const;
-  readonly value: unknown;
-  readonly syntaxErrors: SyntaxProblem[] = [];
-  private readonly contents: YamlNode | null;
-
-  constructor(text: string) {
-    super(text);
-    const doc = parseDocument(text, { lineCounter: new LineCounter(), prettyErrors: false, uniqueKeys: true });
-    for (const err of doc.errors) {
-      this.syntaxErrors.push({ message: err.message.split('\n')[0], range: this.range(err.pos[0], err.pos[1]) });
-    }
-    this.contents = (doc.contents as YamlNode | null) ?? null;
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: 100 });
-    } catch (e) {
-      this.syntaxErrors.push({ message: (e as Error).message, range: this.range(0, 0) });
-    }
-    this.value = value ?? undefined;
-  }
-
-  has(path: ConfigPath): boolean {
-    return this.find(path).depth === path.length;
-  }
-
-  rangeOf(path: ConfigPath, part: 'key' | 'value' = 'value'): SourceRange {
-    const found = this.find(path);
-    if (found.depth === path.length && part === 'key' && found.pair && isScalar(found.pair.key) && found.pair.key.range) {
-      const [s, e] = found.pair.key.range;
-      return this.range(s, e);
-    }
-    if (found.depth < path.length && found.pair && isScalar(found.pair.key) && found.pair.key.range) {
-      // Missing child: point at the parent's key, where the user would add it.
-      const [s, e] = found.pair.key.range;
-      return this.range(s, e);
-    }
-    const r = found.node?.range;
-    if (!r) return this.range(0, 0);
-    return this.range(r[0], r[1]);
-  }
-
-  private find(path: ConfigPath): { node: YamlNode | null; pair: Pair | undefined; depth: number } {
-    let node: YamlNode | null = this.contents;
-    let pair: Pair | undefined;
-    let depth = 0;
-    for (const segment of path) {
-      let next: YamlNode | null | undefined;
-      if (isMap(node)) {
-        const item = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment));
-        if (!item) break;
-        pair = item as Pair;
-        next = (item.value as YamlNode | null) ?? null;
-        if (next === null) {
-          depth++;
-          node = null;
-          break;
-        }
-      } else if (isSeq(node) && typeof segment === 'number') {
-        next = node.items[segment] as YamlNode | undefined;
-        if (!next) break;
-        pair = undefined;
-      } else {
-        break;
-      }
-      node = next;
-      depth++;
-    }
-    if (node === null && pair && depth === path.length) {
-      // `key:` with no value: point at the key.
-      return { node: pair.key as YamlNode, pair, depth };
-    }
-    return { node, pair, depth };
-  }
-}
-
-class JsonSourceDocument extends TextPositions implements SourceDocument {
-  readonly kind = 'json' as const;
-  readonly value: unknown;
-  readonly syntaxErrors: SyntaxProblem[] = [];
-  private readonly root: jsonc.Node | undefined;
-
-  constructor(text: string) {
-    super(text);
-    const errors: jsonc.ParseError[] = [];
-    this.root = jsonc.parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
-    for (const err of errors) {
-      this.syntaxErrors.push({ message: jsonc.printParseErrorCode(err.error), range: this.range(err.offset, err.offset + err.length) });
-    }
-    this.value = this.root ? jsonc.getNodeValue(this.root) : undefined;
-  }
-
-  has(path: ConfigPath): boolean {
-    return !!this.root && !!jsonc.findNodeAtLocation(this.root, path as jsonc.JSONPath);
-  }
-
-  rangeOf(path: ConfigPath, part: 'key' | 'value' = 'value'): SourceRange {
-    if (!this.root) return this.range(0, 0);
-    for (let depth = path.length; depth >= 0; depth--) {
-      const node = jsonc.findNodeAtLocation(this.root, path.slice(0, depth) as jsonc.JSONPath);
-      if (!node) continue;
-      const wantKey = part === 'key' || depth < path.length;
-      const keyNode = node.parent?.type === 'property' ? node.parent.children?.[0] : undefined;
-      const target = wantKey && keyNode ? keyNode : node;
-      return this.range(target.offset, target.offset + target.length);
-    }
-    return this.range(0, 0);
-  }
 }

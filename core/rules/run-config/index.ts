@@ -1,0 +1,20 @@
+// Every run config cross-field rule, in the order their problems are listed.
+import type { ConfigRule } from '../rule';
+import { checkpointIntervalWithinRun, checkpointingPolicyNeedsEnabled, fp16NeedsLossScaling, headsDivideWidth, sequenceFitsModel } from './model-and-schedule';
+import { accumulationWithCpuOffload, hybridShardOneNode, shardingWithOneRank } from './parallelism';
+import { runtimeRejects } from './runtime';
+
+/** Rules on the config as written (they tolerate schema errors). */
+export const runConfigRules: ConfigRule[] = [
+  headsDivideWidth,
+  sequenceFitsModel,
+  shardingWithOneRank,
+  hybridShardOneNode,
+  accumulationWithCpuOffload,
+  fp16NeedsLossScaling,
+  checkpointingPolicyNeedsEnabled,
+  checkpointIntervalWithinRun,
+];
+
+/** Rules that need a schema-valid config. */
+export const validRunConfigRules: ConfigRule[] = [runtimeRejects];

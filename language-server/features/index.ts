@@ -1,0 +1,9 @@
+// The server's features. To add one (e.g. the estimator's inline memory display), write
+// features/<name>.ts exporting a ServerFeature and add it here.
+import { codeActions } from './code-actions';
+import { completion } from './completion';
+import { diagnostics } from './diagnostics';
+import type { ServerFeature } from './feature';
+import { hover } from './hover';
+
+export const FEATURES: ServerFeature[] = [diagnostics, completion, hover, codeActions];
