@@ -47,7 +47,10 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     if (keyRange && (found.depth < path.length || part === 'key')) return this.range(keyRange[0], keyRange[1]);
     const r = found.node?.range;
     if (!r) return this.range(0, 0);
-    return this.range(r[0], r[1]);
+    // A block collection's range runs to the start of the next line; the squiggle should not.
+    let end = r[1];
+    while (end > r[0] && /\s/.test(this.text[end - 1])) end--;
+    return this.range(r[0], end);
   }
 
   entrySpan(path: ConfigPath): { start: number; end: number } | undefined {
