@@ -103,7 +103,7 @@ function detectIndent(text: string): number {
 // ---- YAML -------------------------------------------------------------------------------------
 
 function yamlEdit(text: string, edit: ConfigEdit, version: '1.1' | '1.2'): TextReplacement | undefined {
-  const doc = parseDocument(text, { version, keepSourceTokens: false });
+  const doc = parseDocument(text, { version, keepSourceTokens: false, logLevel: 'error' });
   const parentPath = edit.path.slice(0, -1);
   const key = String(edit.path[edit.path.length - 1]);
   const parent = nodeAt(doc.contents as YamlNode | null, parentPath);
@@ -125,7 +125,7 @@ function yamlEdit(text: string, edit: ConfigEdit, version: '1.1' | '1.2'): TextR
 }
 
 function yamlRefusal(text: string, path: ConfigPath, value: unknown): string | undefined {
-  const doc = parseDocument(text, { keepSourceTokens: false });
+  const doc = parseDocument(text, { keepSourceTokens: false, logLevel: 'error' });
   if (doc.errors.length) return `cannot edit a file with YAML errors (${doc.errors[0].message.split('\n')[0]})`;
   if (value === undefined) return undefined;
   let node: YamlNode | null | undefined = doc.contents as YamlNode | null;
@@ -137,7 +137,9 @@ function yamlRefusal(text: string, path: ConfigPath, value: unknown): string | u
     depth++;
   }
   if (depth === path.length) return node && !isScalar(node) ? `${path.join('.')} is a section, not a value` : undefined;
-  if (isMap(node) && node.flow) return `${path.slice(0, depth).join('.') || 'the document'} is a flow mapping ({…}); edit it by hand`;
+  const where = path.slice(0, depth).join('.') || 'the document';
+  if (isMap(node) && node.flow) return `${where} is a flow mapping ({…}); edit it by hand`;
+  if (node && !isMap(node)) return `${where} is not a mapping`;
   return undefined;
 }
 

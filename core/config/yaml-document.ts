@@ -19,7 +19,8 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
 
   constructor(text: string, version: '1.1' | '1.2') {
     super(text);
-    const doc = parseDocument(text, { lineCounter: new LineCounter(), prettyErrors: false, uniqueKeys: true, version });
+    // logLevel error: the yaml package would otherwise print warnings (e.g. about mapping keys) to stderr.
+    const doc = parseDocument(text, { lineCounter: new LineCounter(), prettyErrors: false, uniqueKeys: true, version, logLevel: 'error' });
     for (const err of doc.errors) {
       const message = err.message.split('\n')[0];
       // PyYAML (YAML 1.1 readers such as accelerate) silently keeps the last of duplicate keys.

@@ -73,7 +73,7 @@ export const RULE_CASES: RuleCase[] = [
     clean: '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}' },
   { name: 'train_batch_size whose inferred split does not divide (world size 4)', file: 'ds_config_infer.json', code: 'deepspeed.batch-size', severity: 'error', settings: WORLD_4,
     marked: '{"train_batch_size": ⟪6⟫, "train_micro_batch_size_per_gpu": 1}', clean: '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1}' },
-  { name: 'neither train_batch_size nor the micro batch', file: 'ds_config_nobatch.json', code: 'deepspeed.batch-size', severity: 'error',
+  { name: 'neither train_batch_size nor the micro batch, launched with deepspeed alone', file: 'ds_config_nobatch.json', code: 'deepspeed.batch-size', severity: 'error', settings: DS_ONLY,
     marked: '⟪{"zero_optimization": {"stage": 1}}⟫', clean: '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}}' },
   { name: 'fp16 and bf16 both enabled', file: 'ds_config_fp.json', code: 'deepspeed.fp16-and-bf16', severity: 'error', fixes: 2,
     marked: '{"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": true}, "bf16": {"enabled": ⟪true⟫}}', clean: '{"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": false}, "bf16": {"enabled": true}}' },

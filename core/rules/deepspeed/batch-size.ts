@@ -23,8 +23,11 @@ export const batchSizeProduct: ConfigRule = {
     if ([tbs, mbs, gas].some((n) => n !== undefined && (n < 1 || !Number.isInteger(n)))) return []; // the schema reports it
     const world = ctx.env.settings.deepspeedWorldSize;
     if (tbs === undefined && mbs === undefined) {
-      if (v[TBS] !== undefined || v[MBS] !== undefined) return [];
-      return [report(ctx, this, { path: [], severity: 'error', message: `give ${TBS} or ${MBS}: DeepSpeed needs at least one of them to size the batch` })];
+      // Frameworks that wrap DeepSpeed (the HF Trainer, Lightning) fill in a missing micro batch;
+      // deepspeed.initialize alone asserts one of them is given.
+      const alone = ctx.env.settings.deepspeedLaunchedWith === 'deepspeed';
+      if (v[TBS] !== undefined || v[MBS] !== undefined || ctx.env.settings.deepspeedLaunchedWith === 'huggingface') return [];
+      return [report(ctx, this, { path: [], severity: alone ? 'error' : 'hint', message: `no ${TBS} or ${MBS}: deepspeed.initialize needs one of them${alone ? '' : ' (wrappers such as the HF Trainer fill in the micro batch)'}` })];
     }
     if (tbs === undefined) return []; // DeepSpeed computes it from the others
     return world ? checkWithWorld(ctx, tbs, mbs, gas, world) : checkDivisible(ctx, tbs, mbs, gas);

@@ -40,7 +40,7 @@ export class LanguageServerClient {
     child.stderr!.on('data', (d) => (stderr += String(d)));
     child.on('exit', (code, signal) => (client.exited = `server exited (code ${code}, signal ${signal}): ${stderr.slice(-2000)}`));
     connection.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => client.onPublish(p));
-    connection.onNotification('window/logMessage', (p: { type: number; message: string }) => client.logs.push(p));
+    connection.onNotification('window/logMessage', (p: { type: number; message: string }) => void client.logs.push(p));
     connection.onRequest('workspace/configuration', (p: { items: Array<{ section?: string }> }) => p.items.map((i) => (i.section === 'fsdp' ? client.settings : null)));
     connection.onRequest('client/registerCapability', () => null);
     connection.listen();
