@@ -119,6 +119,10 @@ function renderPending(from: MemoryInput, to: MemoryInput): void {
   if (to.offload.optimizer !== from.offload.optimizer) changes.push({ knob: 'offload', value: to.offload.optimizer });
   if (to.nprocPerNode !== from.nprocPerNode) changes.push({ knob: 'nproc', value: to.nprocPerNode });
   if (to.gpu && to.gpu.kind === 'gpu' && to.gpu.id !== from.gpu?.id) changes.push({ knob: 'gpu', value: to.gpu.id });
+  // Keep the buttons when the changes are the same: a pointer may be pressing one of them.
+  const key = JSON.stringify(changes);
+  if (pending.dataset.changes === key) return;
+  pending.dataset.changes = key;
   fill(
     pending,
     ...changes.map((c) => {
