@@ -2,7 +2,17 @@
 // error that names the key and its line; "auto" (filled in by Hugging Face at run time) and
 // absence fall back to a default that the estimate's notes mention.
 import type { ConfigPath, SourceDocument } from '../../config/source-document';
-import { locate, type ConfigInputError } from './config-input';
+import type { ModelShape } from '../model-shape';
+import { locate, type ConfigInputError, type ConfigKind } from './config-input';
+import type { EstimateOptions } from './estimate-options';
+import { modelFromOptions } from './model-from-options';
+
+/** The start of reading a config that does not describe its model: the model from the options. */
+export function beginReading(doc: SourceDocument, fileName: string, kind: ConfigKind, options: EstimateOptions): { f: FieldReader; model: { shape: ModelShape; seqLen: number } } | ConfigInputError {
+  const model = modelFromOptions(options);
+  if ('error' in model) return { kind, error: `${fileName}: ${model.error}` };
+  return { f: new FieldReader(doc, fileName, [model.note]), model };
+}
 
 export class FieldReader {
   /** The first wrong field; reading continues so callers need not check each one. */

@@ -2,28 +2,26 @@
 // the distributed type, process and machine counts, mixed precision, and the FSDP or DeepSpeed
 // plugin fields. Model, sequence length, micro-batch and GPU come from the options.
 // Field names as accelerate's docs and its FullyShardedDataParallelPlugin / DeepSpeedPlugin read them.
+import { ZERO_STAGE_STRATEGY } from '../../config/run-config';
 import type { SourceDocument } from '../../config/source-document';
 import { findGpu } from '../gpu-presets';
 import type { MemoryChange } from '../memory-change';
 import { defaultMemoryInput, type Dtype, type MemoryInput, type ShardingStrategy } from '../memory-input';
-import { FieldReader } from './config-fields';
+import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
-import { modelFromOptions } from './model-from-options';
 
 const DISTRIBUTED = ['NO', 'MULTI_GPU', 'FSDP', 'DEEPSPEED', 'MULTI_CPU', 'MULTI_NPU', 'MULTI_XPU', 'MULTI_MLU', 'MULTI_MUSA', 'XLA', 'MEGATRON_LM'] as const;
 // accelerate's FSDP_SHARDING_STRATEGY, in order: the numbers 1…5 it also accepts.
 const FSDP_STRATEGIES = ['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD', 'HYBRID_SHARD', 'HYBRID_SHARD_ZERO2'] as const;
-const ZERO_STRATEGY: readonly ShardingStrategy[] = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD'];
 const FC = 'fsdp_config';
 const DC = 'deepspeed_config';
 
 export function accelerateInput(doc: SourceDocument, fileName: string, options: EstimateOptions): ConfigInputResult {
-  const notes: string[] = [];
-  const f = new FieldReader(doc, fileName, notes);
-  const model = modelFromOptions(options);
-  if ('error' in model) return { kind: 'accelerate', error: `${fileName}: ${model.error}` };
-  notes.push(model.note);
+  const begun = beginReading(doc, fileName, 'accelerate', options);
+  if ('error' in begun) return begun;
+  const { f, model } = begun;
+  const notes = f.notes;
 
   const type = f.oneOf(['distributed_type'], DISTRIBUTED, 'NO');
   const machines = options.nnodes ?? f.integer(['num_machines'], 1, 1);
@@ -57,7 +55,7 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
     forwardPrefetch = f.boolean([FC, 'fsdp_forward_prefetch'], false);
   } else if (type === 'DEEPSPEED') {
     framework = 'deepspeed';
-    strategy = ZERO_STRATEGY[f.oneOf([DC, 'zero_stage'], [0, 1, 2, 3], 2)];
+    strategy = ZERO_STAGE_STRATEGY[f.oneOf([DC, 'zero_stage'], [0, 1, 2, 3], 2)];
     const optim = f.oneOf([DC, 'offload_optimizer_device'], ['none', 'cpu', 'nvme'], 'none');
     const param = f.oneOf([DC, 'offload_param_device'], ['none', 'cpu', 'nvme'], 'none');
     offload = { optimizer: optim !== 'none', params: param !== 'none' };
@@ -94,7 +92,7 @@ function accelerateAssignments(type: string, input: MemoryInput, change: MemoryC
       return [{ option: 'micro_batch', value: change.value }];
     case 'strategy':
       if (type === 'DEEPSPEED') {
-        const stage = ZERO_STRATEGY.indexOf(change.value);
+        const stage = (ZERO_STAGE_STRATEGY as readonly string[]).indexOf(change.value);
         return stage < 0 ? `DeepSpeed has no ${change.value}` : [{ path: [DC, 'zero_stage'], value: stage }];
       }
       if (change.value === 'SHARD_OPTIMIZER') return 'accelerate\'s FSDP has no optimizer-only sharding; use DeepSpeed ZeRO-1';

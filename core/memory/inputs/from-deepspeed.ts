@@ -2,24 +2,22 @@
 // precision, offload and bucket sizes; the model, sequence length, world size and GPU come from
 // the options (a `// fsdp-studio:` comment or the command line). Keys as documented at
 // https://www.deepspeed.ai/docs/config-json/.
+import { ZERO_STAGE_STRATEGY } from '../../config/run-config';
 import type { SourceDocument } from '../../config/source-document';
 import { findGpu } from '../gpu-presets';
 import type { MemoryChange } from '../memory-change';
-import { defaultMemoryInput, ZERO_DEFAULTS, type MemoryInput, type ShardingStrategy } from '../memory-input';
-import { FieldReader } from './config-fields';
+import { defaultMemoryInput, ZERO_DEFAULTS, type MemoryInput } from '../memory-input';
+import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
-import { modelFromOptions } from './model-from-options';
 
-const STRATEGY_OF_STAGE: readonly ShardingStrategy[] = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD'];
 const ZO = 'zero_optimization';
 
 export function deepspeedInput(doc: SourceDocument, fileName: string, options: EstimateOptions): ConfigInputResult {
-  const notes: string[] = [];
-  const f = new FieldReader(doc, fileName, notes);
-  const model = modelFromOptions(options);
-  if ('error' in model) return { kind: 'deepspeed', error: `${fileName}: ${model.error}` };
-  notes.push(model.note);
+  const begun = beginReading(doc, fileName, 'deepspeed', options);
+  if ('error' in begun) return begun;
+  const { f, model } = begun;
+  const notes = f.notes;
 
   const stage = f.oneOf([ZO, 'stage'], [0, 1, 2, 3], 0);
   const gas = f.integer(['gradient_accumulation_steps'], 1, 1);
@@ -52,7 +50,7 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
     framework: options.framework ?? 'deepspeed',
     microBatch: micro,
     gradAccumSteps: gas,
-    strategy: STRATEGY_OF_STAGE[stage],
+    strategy: ZERO_STAGE_STRATEGY[stage],
     nprocPerNode: Math.max(1, Math.round(world / nnodes)),
     nnodes,
     precision: { param: dtype, reduce: comm === 'fp32' ? 'float32' : comm === 'fp16' ? 'float16' : 'bfloat16', activation: dtype },
@@ -85,7 +83,7 @@ function deepspeedAssignments(doc: SourceDocument, input: MemoryInput, change: M
       return out;
     }
     case 'strategy': {
-      const stage = STRATEGY_OF_STAGE.indexOf(change.value);
+      const stage = (ZERO_STAGE_STRATEGY as readonly string[]).indexOf(change.value);
       if (stage < 0) return `DeepSpeed has no ${change.value}`;
       return [{ path: [ZO, 'stage'], value: stage }];
     }
