@@ -1,25 +1,68 @@
 // The one owner of the extension's disposables: commands, output channel, status bar, clients.
 // Features register here; nothing else holds long-lived editor resources.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
+import { registerAttachRun } from './commands/attach-run';
 import { registerCheckEnvironment } from './commands/check-environment';
-import { registerLaunchRun } from './commands/launch-run';
+import { registerLaunchRun, remoteBase } from './commands/launch-run';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
+import { registerOpenRun } from './commands/open-run';
+import { registerResumeRun } from './commands/resume-run';
+import { registerStopRun } from './commands/stop-run';
 import { NativeRuntime } from './native-runtime';
+import { registerLaunchLens } from './run-config-lens';
+import { notifyRunEvents } from './runs/run-notifications';
+import { Runs } from './runs/runs';
+import type { SshMachine } from './runs/ssh-machine';
+import { RunStatusBar } from './views/run-status-bar';
+import { RunsTree } from './views/runs-tree';
+import { CompareRuns } from './webviews/compare-runs';
+import { NanDiagnostics } from './webviews/nan-diagnostics';
+import { RunDashboards } from './webviews/run-dashboard';
 
 export class StudioContext implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
   readonly runtime: NativeRuntime;
+  /** The workspace's runs: registry, machines, watches. */
+  readonly runs: Runs;
+  readonly dashboards: RunDashboards;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(readonly extension: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('FSDP Studio', { log: true });
     this.runtime = new NativeRuntime(extension.extensionPath);
-    this.track(this.output);
+    this.runs = new Runs(extension.storageUri ?? extension.globalStorageUri);
+    this.dashboards = new RunDashboards(extension.extensionUri, this.runs);
+    this.track(this.output, this.runs, this.dashboards);
   }
 
   async start(): Promise<void> {
     this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this));
+    this.track(registerAttachRun(this), registerStopRun(this), registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
+    const tree = new RunsTree(this.runs);
+    this.track(
+      tree,
+      vscode.window.createTreeView('fsdp.runs', { treeDataProvider: tree, showCollapseAll: false }),
+      vscode.commands.registerCommand('fsdp.refreshRuns', () => this.runs.discover()),
+      new RunStatusBar(this.runs),
+      notifyRunEvents(this.runs),
+      new CompareRuns(this.extension.extensionUri, this.runs),
+      new NanDiagnostics(this.extension.extensionUri, this.runs),
+    );
+    void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
     this.output.info(`FSDP Studio ${this.extension.extension.packageJSON.version} activated`);
+  }
+
+  /** The trainer's command-line entry (dist/cli/fsdp-train.js), when this build has it. */
+  trainerCli(): string | undefined {
+    const cli = path.join(this.extension.extensionPath, 'dist', 'cli', 'fsdp-train.js');
+    return existsSync(cli) ? cli : undefined;
+  }
+
+  /** Where runs live on an SSH host: <fsdp.remote.directory>/runs, made absolute there. */
+  async remoteRunsDir(host: string): Promise<string> {
+    return `${await (this.runs.machine(host) as SshMachine).absolute(remoteBase())}/runs`;
   }
 
   /** Registers disposables to be released on deactivation, in reverse order. */

@@ -1,7 +1,15 @@
-// "FSDP: Launch FSDP run": pick a run config, validate it, start the trainer.
+// "FSDP: Launch FSDP run": pick a run config, validate it (schema, then the runtime's own checks),
+// ask when its memory plan exceeds the target's memory, start the trainer detached on the target
+// (this machine or an SSH host) and open its dashboard.
+import path from 'node:path';
 import * as vscode from 'vscode';
-import { checkRunConfigText } from '../../core/config/run-config';
+import { checkRunConfigText, loadRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
 import { formatProblem } from '../../core/config/schema-problems';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { formatBytes } from '../../core/runs/run-history';
+import { launchLocal, launchRemote, worldSize, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
+import { LOCAL } from '../runs/run-machine';
+import type { SshMachine } from '../runs/ssh-machine';
 import { findRunConfigs } from '../run-configs';
 import type { StudioContext } from '../studio-context';
 
@@ -10,12 +18,23 @@ export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
 }
 
 async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promise<void> {
-  if (!vscode.workspace.isTrusted) {
-    void vscode.window.showWarningMessage('Launching a run executes the trainer: trust this workspace first (Workspaces: Manage Workspace Trust).');
-    return;
-  }
-  const uri = preselected ?? (await pickRunConfig());
+  if (!requireTrust('Launching a run executes the trainer')) return;
+  const uri = preselected instanceof vscode.Uri ? preselected : await pickRunConfig();
   if (!uri) return;
+  const config = await loadForLaunch(studio, uri);
+  if (!config) return;
+  if (!(await memoryFits(studio, config))) return;
+  await startRun(studio, { configPath: uri.fsPath, config });
+}
+
+export function requireTrust(what: string): boolean {
+  if (vscode.workspace.isTrusted) return true;
+  void vscode.window.showWarningMessage(`${what}: trust this workspace first (Workspaces: Manage Workspace Trust).`);
+  return false;
+}
+
+/** Reads, checks and resolves a run config; shows what is wrong (file:line key: message) and returns undefined on errors. */
+export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Promise<ResolvedRunConfig | undefined> {
   const rel = vscode.workspace.asRelativePath(uri);
   const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
   const { problems } = checkRunConfigText(text, uri.fsPath);
@@ -24,17 +43,98 @@ async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promi
     for (const p of errors) studio.output.error(formatProblem(rel, p));
     studio.output.show(true);
     void vscode.window.showErrorMessage(`${rel} has ${errors.length} error${errors.length > 1 ? 's' : ''}: ${formatProblem(rel, errors[0])}`);
-    return;
+    return undefined;
   }
-  const capabilities = await studio.runtime.capabilities();
-  if (!capabilities.includes('train')) {
-    const why = studio.runtime.isBuilt()
-      ? 'this build of the native runtime can probe devices but has no trainer yet'
-      : 'the native runtime is not built (run npm install in the extension folder)';
-    void vscode.window.showWarningMessage(`Cannot launch ${rel}: ${why}. The config is valid.`);
-    return;
+  const { config } = loadRunConfig(text, uri.fsPath);
+  if (!config) return undefined;
+  // The runtime's own checks: relations between keys, what this build can run, the data files.
+  const native = studio.runtime.load()?.validateConfig?.(config);
+  if (native && !native.ok) {
+    for (const e of native.errors) studio.output.error(`${rel} ${e.path}: ${e.message}`);
+    studio.output.show(true);
+    void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${native.errors[0]?.path}: ${native.errors[0]?.message}`);
+    return undefined;
   }
-  void vscode.window.showErrorMessage(`Cannot launch ${rel}: launching is not wired to the trainer in this build.`);
+  if (config.launch.target === LOCAL) {
+    const capabilities = await studio.runtime.capabilities();
+    if (!capabilities.includes('train') || !studio.trainerCli()) {
+      const why = studio.runtime.isBuilt() ? 'this build of the native runtime has no trainer yet' : 'the native runtime is not built (run npm install in the extension folder)';
+      void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${why}. The config is valid.`);
+      return undefined;
+    }
+  }
+  return config;
+}
+
+/**
+ * The memory check before a launch: the runtime's plan for one rank against what one rank has on
+ * the target (its GPU, or its share of host memory on the CPU backend). Asks when it does not fit.
+ */
+async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Promise<boolean> {
+  let planned: number | undefined;
+  try {
+    planned = (studio.runtime.load()?.memoryPlan?.(config) as { total?: number } | undefined)?.total;
+  } catch (e) {
+    studio.output.warn(`memory plan unavailable: ${(e as Error).message}`);
+  }
+  if (planned === undefined || config.launch.target !== LOCAL) {
+    // Remote targets: the plan is checked by the runtime on the host when it starts.
+    return true;
+  }
+  const probe = studio.runtime.load()?.probeDevices();
+  if (!probe) return true;
+  const perNode = config.launch.nproc_per_node ?? 1;
+  const capacity = config.launch.device === 'cuda' ? probe.gpus[0]?.memoryBytes : probe.cpu.memoryBytes / perNode;
+  const where = config.launch.device === 'cuda' ? (probe.gpus[0] ? `${probe.gpus[0].name}` : 'no GPU') : `this machine's memory shared by ${perNode} rank${perNode > 1 ? 's' : ''}`;
+  if (capacity === undefined || planned <= capacity) return true;
+  const choice = await vscode.window.showWarningMessage(
+    `The memory plan needs ${formatBytes(planned)} per rank, more than ${where} has (${formatBytes(capacity)}). Launch anyway?`,
+    { modal: true },
+    'Launch anyway',
+  );
+  return choice === 'Launch anyway';
+}
+
+/** Starts (or resumes) a run, registers it and opens its dashboard. */
+export async function startRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun | undefined> {
+  const target = req.config.launch.target ?? LOCAL;
+  const rel = vscode.workspace.asRelativePath(req.configPath);
+  const verb = req.resumeRunDir ? 'Resuming' : 'Launching';
+  let launched: LaunchedRun;
+  try {
+    launched = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `${verb} ${rel}${target === LOCAL ? '' : ` on ${target}`}` },
+      async (progress) => {
+        const report = (message: string) => {
+          progress.report({ message });
+          studio.output.info(`${target}: ${message}`);
+        };
+        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()! }, req, previous);
+        const machine = studio.runs.machine(target) as SshMachine;
+        const base = await machine.absolute(remoteBase());
+        return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, nativeDir: path.join(studio.extension.extensionPath, 'native') }, req, report, previous);
+      },
+    );
+  } catch (e) {
+    studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
+    void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
+    return undefined;
+  }
+  studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSize(req.config)} process(es): ${launched.argv.join(' ')}`);
+  const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: req.config.name ?? launched.runId, configPath: req.configPath, launchedAt: Date.now(), pgid: launched.pgid };
+  studio.runs.remember(record);
+  const watch = studio.runs.watch(record);
+  if (req.resumeRunDir) {
+    await watch.refreshManifest();
+    watch.follow();
+  }
+  studio.dashboards.show(record);
+  return launched;
+}
+
+/** fsdp.remote.directory: where runtimes, data and runs live on SSH hosts. */
+export function remoteBase(): string {
+  return vscode.workspace.getConfiguration('fsdp.remote').get<string>('directory')?.trim() || '~/.fsdp-studio';
 }
 
 async function pickRunConfig(): Promise<vscode.Uri | undefined> {

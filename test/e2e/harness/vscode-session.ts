@@ -111,6 +111,57 @@ export class VsCodeSession {
     return (await this.page.locator('.editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
   }
 
+  /** Picks the item of the open quick pick whose label contains `text` (waits for it to appear). */
+  async pickQuickItem(text: string | RegExp, timeoutMs = 30_000): Promise<void> {
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+    await row.waitFor({ timeout: timeoutMs });
+    await row.click();
+  }
+
+  /** Types into the open quick pick or input box and presses Enter. */
+  async typeIntoQuickInput(text: string): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ timeout: 20_000 });
+    await input.fill(text);
+    await this.page.keyboard.press('Enter');
+  }
+
+  /**
+   * Reloads the window with "Developer: Reload Window", as a person does: the workbench saves its
+   * state (open editors, webview state) first, the extension host restarts, editors are restored.
+   */
+  async reload(): Promise<void> {
+    const loaded = this.page.waitForEvent('load', { timeout: 60_000 });
+    await this.runCommand('Developer: Reload Window');
+    await loaded;
+    await this.page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+    await this.waitForExtensionHost();
+  }
+
+  /**
+   * Evaluates a JavaScript expression in the webviews' pages and returns the first value that is
+   * not undefined (JSON-serialisable), waiting until one gives one. An expression names what it
+   * reads (e.g. a panel's test hook), so it picks its panel among several. An expression, not a
+   * function: tsx compiles the test's functions with helpers that do not exist in the page.
+   */
+  async inWebview<T>(expression: string, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    let lastError: unknown;
+    while (Date.now() < deadline) {
+      // A webview's content frame is the inner fake.html document of its iframe.webview.
+      for (const frame of this.page.frames().filter((f) => f.url().includes('/webview/browser/pre/fake.html'))) {
+        try {
+          const value = await frame.evaluate(expression);
+          if (value !== undefined) return value as T;
+        } catch (e) {
+          lastError = e; // the webview is (re)loading
+        }
+      }
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`no webview answered ${expression} within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message.split('\n')[0]}` : ''}`);
+  }
+
   async closePalette(): Promise<void> {
     await this.page.keyboard.press('Escape');
   }

@@ -1,0 +1,127 @@
+// What the NaN diagnostics view says about an anomaly: the dump file's contents as tables (any
+// list of per-layer records becomes a table, the named layer highlighted; any record of plain
+// fields, such as the batch, a two-column table), the policy's action in words, and the usual
+// fixes that apply to this run's config, each with the config change that makes it.
+import type { AnomalyView, DumpTable, Fix, FixId } from '../panels/diagnostics-messages';
+import type { AnomalyEvent } from '../protocol/metrics';
+import { describeAnomaly } from './run-history';
+
+type Scalar = string | number | boolean | null;
+type Config = { training?: { learning_rate?: number; max_grad_norm?: number }; mixed_precision?: { param_dtype?: string }; stability?: { on_nan?: string } };
+
+/** Columns worth a bar chart, most telling first. */
+const CHART_COLUMNS = ['max_abs', 'absmax', 'abs_max', 'max', 'rms', 'norm', 'grad_norm'];
+const MAX_ROWS = 500;
+
+export function anomalyView(event: AnomalyEvent, dump: unknown, dumpError: string | undefined, config: unknown): AnomalyView {
+  return {
+    event,
+    summary: describeAnomaly(event),
+    policy: policyText(event),
+    ...(event.dump ? { dumpPath: event.dump } : {}),
+    tables: dump === undefined ? [] : dumpTables(dump, event.where.layer),
+    ...(dumpError ? { dumpError } : {}),
+    fixes: fixesFor(event, (config ?? {}) as Config),
+  };
+}
+
+function policyText(e: AnomalyEvent): string {
+  switch (e.action) {
+    case 'stop':
+      return 'The run stopped (stability.on_nan: stop). Its last checkpoint is intact; resume after a fix.';
+    case 'skip':
+      return `The update of step ${e.step} was skipped; training went on with the next batch.`;
+    case 'rollback':
+      return `The run rolled back to the checkpoint of step ${e.rollback_to ?? '?'}, skips the offending batch and continues with a lower learning rate.`;
+    default:
+      return 'Reported only; training went on.';
+  }
+}
+
+/** Tables from a dump of unknown shape: lists of records, and records of plain fields. */
+export function dumpTables(dump: unknown, layer: AnomalyEvent['where']['layer']): DumpTable[] {
+  if (!isRecord(dump)) return [];
+  const tables: DumpTable[] = [];
+  const plain: Array<[string, Scalar]> = [];
+  for (const [key, value] of Object.entries(dump)) {
+    if (Array.isArray(value) && value.length && value.every(isRecord)) tables.push(recordsTable(key, value, layer));
+    else if (isRecord(value)) tables.push(fieldsTable(key, value));
+    else if (Array.isArray(value)) plain.push([key, summarizeArray(value)]);
+    else if (isScalar(value)) plain.push([key, value]);
+  }
+  if (plain.length) tables.unshift({ title: 'dump', columns: ['field', 'value'], rows: plain.map(([k, v]) => [k, show(v)]) });
+  return tables;
+}
+
+function recordsTable(title: string, records: Array<Record<string, unknown>>, layer: AnomalyEvent['where']['layer']): DumpTable {
+  const columns: string[] = [];
+  for (const r of records) for (const [k, v] of Object.entries(r)) if ((isScalar(v) || isRecord(v)) && !columns.includes(k)) columns.push(k);
+  const rows = records.slice(0, MAX_ROWS).map((r) => columns.map((c) => show(r[c] as Scalar | Record<string, unknown> | undefined)));
+  const highlight = layer === undefined || layer === null ? -1 : records.findIndex((r) => r.layer === layer || r.name === layer || r.index === layer);
+  const chartColumn = CHART_COLUMNS.find((c) => columns.includes(c) && records.some((r) => typeof r[c] === 'number'));
+  return { title, columns, rows, ...(chartColumn ? { chartColumn } : {}), ...(highlight >= 0 ? { highlightRow: highlight } : {}) };
+}
+
+function fieldsTable(title: string, fields: Record<string, unknown>): DumpTable {
+  return { title, columns: ['field', 'value'], rows: Object.entries(fields).map(([k, v]) => [k, show(Array.isArray(v) ? summarizeArray(v) : (v as Scalar))]) };
+}
+
+function show(v: Scalar | Record<string, unknown> | undefined): string | number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'number' || typeof v === 'string') return v;
+  if (typeof v === 'boolean') return String(v);
+  return JSON.stringify(v).slice(0, 200);
+}
+
+function summarizeArray(a: unknown[]): string {
+  const head = a.slice(0, 32).map((x) => (typeof x === 'number' || typeof x === 'string' ? x : JSON.stringify(x))).join(', ');
+  return `[${head}${a.length > 32 ? `, … (${a.length} items)` : ''}]`;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isScalar(v: unknown): v is Scalar {
+  return v === null || ['string', 'number', 'boolean'].includes(typeof v);
+}
+
+/** The usual fixes, those that apply to this run's config first. */
+export function fixesFor(e: AnomalyEvent, config: Config): Fix[] {
+  const fixes: Fix[] = [];
+  const lr = config.training?.learning_rate;
+  fixes.push({
+    id: 'lower_lr',
+    title: 'Lower the learning rate',
+    detail: `Too large a step makes activations and the loss blow up${e.where.phase === 'optimizer' ? ', and this one happened in the optimizer' : ''}.${lr !== undefined ? ` Halving it takes training.learning_rate from ${lr} to ${lr / 2}.` : ''}`,
+    ...(lr !== undefined ? { action: 'Halve learning_rate' } : {}),
+  });
+  const clip = config.training?.max_grad_norm;
+  if (clip === undefined || clip === 0 || clip > 1) {
+    fixes.push({ id: 'clip', title: 'Clip gradients', detail: `One large gradient can push weights to Inf. training.max_grad_norm is ${clip ?? 'not set'}; 1.0 is the usual value.`, action: 'Set max_grad_norm: 1.0' });
+  }
+  if (config.mixed_precision?.param_dtype === 'float16') {
+    fixes.push({ id: 'bf16', title: 'Use bfloat16 instead of float16', detail: 'float16 overflows above 65504; bfloat16 has float32\'s range, so activations and gradients do not turn into Inf.', action: 'Switch to bfloat16' });
+  }
+  if (config.stability?.on_nan === 'stop') {
+    fixes.push({ id: 'rollback_policy', title: 'Recover automatically', detail: 'With stability.on_nan: rollback the run reloads its last checkpoint, skips the batch and lowers the learning rate instead of stopping.', action: 'Set on_nan: rollback' });
+  }
+  fixes.push({ id: 'check_data', title: 'Check the data', detail: `A corrupt or out-of-vocabulary batch gives NaN in the ${e.where.phase === 'forward' && (e.where.layer === 'embedding' || e.where.layer === 0) ? 'embedding, as here' : 'first layers'}. The dump shows the batch; re-run samples/prepare-data.ts or check the token file's vocabulary.` });
+  return fixes;
+}
+
+/** The config change a fix makes: a dotted path and its new value. */
+export function fixEdit(id: FixId, config: Config): { path: string[]; value: string | number } | undefined {
+  switch (id) {
+    case 'lower_lr':
+      return config.training?.learning_rate !== undefined ? { path: ['training', 'learning_rate'], value: config.training.learning_rate / 2 } : undefined;
+    case 'clip':
+      return { path: ['training', 'max_grad_norm'], value: 1.0 };
+    case 'bf16':
+      return { path: ['mixed_precision', 'param_dtype'], value: 'bfloat16' };
+    case 'rollback_policy':
+      return { path: ['stability', 'on_nan'], value: 'rollback' };
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,165 @@
+// Everything a run's metrics.jsonl has said so far, folded into per-metric series, chart markers
+// and the facts the dashboard header shows. It applies the protocol's replacement rule: after a
+// resume (run_start with start_step S) or a rollback, the later events of steps already seen
+// replace the lost ones, so the history has every step exactly once.
+import type { AnomalyEvent, LogEvent, MetricsEvent, RunEndEvent, RunStartEvent, StepEvent } from '../protocol/metrics';
+import { StepSeries } from './step-series';
+
+export type MarkerKind = 'checkpoint' | 'skipped' | 'spike' | 'nan' | 'inf';
+
+export interface RunMarker {
+  step: number;
+  kind: MarkerKind;
+  /** One line for a tooltip, e.g. "NaN in backward, layer 2 (attn.softmax)". */
+  label: string;
+}
+
+/** Metrics with one value per optimizer step (from rank 0, or from rank-less step events). */
+export const STEP_METRICS = ['loss', 'lr', 'grad_norm', 'tokens_per_s', 'step_ms', 'mfu', 'time'] as const;
+export type StepMetric = (typeof STEP_METRICS)[number];
+
+const LOG_LINES_KEPT = 200;
+
+export class RunHistory {
+  readonly step: Record<StepMetric, StepSeries>;
+  readonly valLoss = new StepSeries();
+  /** Peak bytes per rank. */
+  readonly memoryByRank = new Map<number, StepSeries>();
+  private markerList: RunMarker[] = [];
+  /** Every anomaly the run reported, including ones from work a resume replaced. */
+  readonly anomalies: AnomalyEvent[] = [];
+  readonly logs: LogEvent[] = [];
+  /** The latest run_start (a resumed run has several). */
+  start: RunStartEvent | undefined;
+  /** The first run_start's time: when the run began. */
+  firstStartTime: number | undefined;
+  end: RunEndEvent | undefined;
+  /** Number of events applied; a cheap change counter for views. */
+  eventCount = 0;
+  private sawWholeRunSteps = false;
+
+  constructor() {
+    this.step = Object.fromEntries(STEP_METRICS.map((m) => [m, new StepSeries()])) as Record<StepMetric, StepSeries>;
+  }
+
+  get markers(): readonly RunMarker[] {
+    return this.markerList;
+  }
+
+  /** Last completed optimizer step, or undefined before the first. */
+  get lastStep(): number | undefined {
+    return this.step.loss.lastStep;
+  }
+
+  apply(event: MetricsEvent): void {
+    this.eventCount++;
+    switch (event.type) {
+      case 'run_start':
+        this.firstStartTime ??= event.time;
+        this.start = event;
+        this.end = undefined;
+        // Work after start_step was lost; its events are replaced by the ones that follow.
+        this.rewindTo((event.start_step ?? 0) + 1);
+        break;
+      case 'step':
+        this.applyStep(event);
+        break;
+      case 'eval':
+        this.valLoss.set(event.step, event.val_loss);
+        break;
+      case 'checkpoint':
+        this.addMarker({ step: event.step, kind: 'checkpoint', label: `checkpoint ${event.path} (${formatBytes(event.bytes)})` });
+        break;
+      case 'anomaly':
+        this.anomalies.push(event);
+        this.addMarker({ step: event.step, kind: event.kind, label: describeAnomaly(event) });
+        break;
+      case 'log':
+        this.logs.push(event);
+        if (this.logs.length > LOG_LINES_KEPT) this.logs.splice(0, this.logs.length - LOG_LINES_KEPT);
+        break;
+      case 'run_end':
+        this.end = event;
+        break;
+    }
+  }
+
+  /** Steps per second over the last `window` steps, from the events' own times. */
+  stepsPerSecond(window = 20): number | undefined {
+    const t = this.step.time;
+    if (t.length < 2) return undefined;
+    const last = t.length - 1;
+    const first = Math.max(0, last - window);
+    const dt = t.values[last] - t.values[first];
+    const ds = t.steps[last] - t.steps[first];
+    return dt > 0 && ds > 0 ? ds / dt : undefined;
+  }
+
+  /** Seconds until max_steps at the recent pace; undefined when unknown or finished. */
+  etaSeconds(maxSteps: number | undefined): number | undefined {
+    const last = this.lastStep;
+    const rate = this.stepsPerSecond();
+    if (this.end || maxSteps === undefined || last === undefined || rate === undefined || last >= maxSteps) return undefined;
+    return (maxSteps - last) / rate;
+  }
+
+  private applyStep(event: StepEvent): void {
+    const rank = event.rank ?? 0;
+    const memory = this.memoryByRank.get(rank) ?? new StepSeries();
+    this.memoryByRank.set(rank, memory);
+    memory.set(event.step, event.mem_peak);
+    // Step metrics come from rank-less (whole-run) events, or from rank 0 where there are none.
+    if (event.rank === undefined) this.sawWholeRunSteps = true;
+    else if (event.rank !== 0 || this.sawWholeRunSteps) return;
+    const last = this.step.loss.lastStep;
+    // A step seen again is a replay after a rollback: the old timeline from here on is void.
+    if (last !== undefined && event.step <= last) this.rewindTo(event.step);
+    const s = this.step;
+    s.loss.set(event.step, event.loss);
+    s.lr.set(event.step, event.lr);
+    s.grad_norm.set(event.step, event.grad_norm);
+    s.tokens_per_s.set(event.step, event.tokens_per_s);
+    s.step_ms.set(event.step, event.step_ms);
+    s.time.set(event.step, event.time);
+    if (event.mfu !== undefined) s.mfu.set(event.step, event.mfu);
+    if (event.skipped) this.addMarker({ step: event.step, kind: 'skipped', label: 'update skipped' });
+  }
+
+  /** Forgets every step-indexed value at or after `step`. Anomaly markers stay: they happened. */
+  private rewindTo(step: number): void {
+    for (const series of Object.values(this.step)) series.truncateFrom(step);
+    this.valLoss.truncateFrom(step);
+    for (const series of this.memoryByRank.values()) series.truncateFrom(step);
+    this.markerList = this.markerList.filter((m) => m.step < step || isAnomalyKind(m.kind));
+  }
+
+  private addMarker(marker: RunMarker): void {
+    const same = this.markerList.findIndex((m) => m.step === marker.step && m.kind === marker.kind);
+    if (same >= 0) this.markerList[same] = marker;
+    else this.markerList.push(marker);
+  }
+}
+
+function isAnomalyKind(kind: MarkerKind): boolean {
+  return kind === 'nan' || kind === 'inf' || kind === 'spike';
+}
+
+/** "NaN in backward, layer 2 (attn.softmax); skipped" — what an anomaly says in one line. */
+export function describeAnomaly(a: AnomalyEvent): string {
+  const what = a.kind === 'spike' ? `${a.metric ?? 'loss'} spike${a.zscore != null ? ` (z=${a.zscore.toFixed(1)})` : ''}` : `${a.kind === 'nan' ? 'NaN' : 'Inf'} in ${a.where.phase}`;
+  const layer = a.where.layer !== undefined && a.where.layer !== null ? `, layer ${a.where.layer}` : '';
+  const op = a.where.op ? ` (${a.where.op})` : '';
+  const action = a.action === 'rollback' && a.rollback_to !== undefined ? `rolled back to step ${a.rollback_to}` : a.action === 'report' ? 'reported' : a.action === 'skip' ? 'update skipped' : 'run stopped';
+  return `${what}${layer}${op}; ${action}`;
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v >= 100 || u === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[u]}`;
+}

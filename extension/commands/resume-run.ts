@@ -1,0 +1,42 @@
+// "FSDP: Resume run": starts a stopped or failed run again in its own run directory with
+// `--resume auto` (the trainer continues from its latest complete checkpoint and appends to the
+// same metrics.jsonl; the dashboard keeps every step once by the protocol's resume rule).
+import * as vscode from 'vscode';
+import type { StudioContext } from '../studio-context';
+import { loadForLaunch, requireTrust, startRun } from './launch-run';
+import { runFromArgument, type RunArgument } from './run-picks';
+
+export function registerResumeRun(studio: StudioContext): vscode.Disposable {
+  return vscode.commands.registerCommand('fsdp.resumeRun', (arg?: RunArgument) => resumeRun(studio, arg));
+}
+
+async function resumeRun(studio: StudioContext, arg: RunArgument): Promise<void> {
+  if (!requireTrust('Resuming a run executes the trainer')) return;
+  const runs = studio.runs;
+  const record = await runFromArgument(runs, arg, {
+    title: 'Resume run',
+    filter: (r) => {
+      const s = runs.existingWatch(`${r.target}:${r.runDir}`)?.status();
+      return s === 'stopped' || s === 'failed';
+    },
+    none: 'No stopped or failed runs to resume.',
+  });
+  if (!record) return;
+  const watch = runs.watch(record);
+  await watch.refreshManifest();
+  if (watch.isLive()) {
+    void vscode.window.showInformationMessage(`${record.runId} is still running.`);
+    return;
+  }
+  const configPath = record.configPath ?? watch.manifest?.config_path;
+  if (!configPath) {
+    void vscode.window.showErrorMessage(`Cannot resume ${record.runId}: its run.json does not say which config it was launched from.`);
+    return;
+  }
+  const uri = vscode.Uri.file(configPath);
+  const config = await loadForLaunch(studio, uri);
+  if (!config) return;
+  // A run resumes where it lives, even if the config's launch.target changed since.
+  config.launch.target = record.target;
+  await startRun(studio, { configPath, config, resumeRunDir: record.runDir }, watch.manifest);
+}

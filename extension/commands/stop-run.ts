@@ -1,0 +1,48 @@
+// "FSDP: Stop run": SIGTERM to the run's process group (the trainer saves what it must and writes
+// run_end "stopped"; mpirun passes the signal to every rank), then SIGKILL if it is still alive.
+import * as vscode from 'vscode';
+import type { StudioContext } from '../studio-context';
+import { runFromArgument, type RunArgument } from './run-picks';
+
+/** How long a run gets to stop by itself before it is killed. */
+const GRACE_MS = 20_000;
+
+export function registerStopRun(studio: StudioContext): vscode.Disposable {
+  return vscode.commands.registerCommand('fsdp.stopRun', (arg?: RunArgument) => stopRun(studio, arg));
+}
+
+async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage('Stopping a run sends signals to its processes: trust this workspace first.');
+    return;
+  }
+  const runs = studio.runs;
+  const record = await runFromArgument(runs, arg, {
+    title: 'Stop run',
+    filter: (r) => runs.existingWatch(`${r.target}:${r.runDir}`)?.isLive() ?? false,
+    none: 'No live runs to stop.',
+  });
+  if (!record) return;
+  const watch = runs.watch(record);
+  await watch.refreshManifest();
+  const pgid = watch.manifest?.pgid ?? record.pgid;
+  if (pgid === undefined) {
+    void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: its run.json names no process group (it was not launched by FSDP Studio).`);
+    return;
+  }
+  const machine = runs.machine(record.target);
+  try {
+    await machine.signal(pgid, 'SIGTERM');
+    studio.output.info(`sent SIGTERM to process group ${pgid} of ${record.runDir} (${record.target})`);
+    const deadline = Date.now() + GRACE_MS;
+    while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false) await new Promise((r) => setTimeout(r, 500));
+    if ((await machine.isAlive(pgid)) === true) {
+      await machine.signal(pgid, 'SIGKILL');
+      studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of SIGTERM: killed (SIGKILL)`);
+    }
+  } catch (e) {
+    void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);
+    return;
+  }
+  watch.poke();
+}

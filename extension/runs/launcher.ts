@@ -1,0 +1,133 @@
+// Launching a run (or resuming one): the run directory, the manifest, the trainer's argument
+// vector — through mpirun when the config asks for several processes — and the detached start on
+// the target. On an SSH host the runtime and the data are installed first (remote-runtime.ts).
+import os from 'node:os';
+import path from 'node:path';
+import type { ResolvedRunConfig } from '../../core/config/run-config';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { RemoteRuntimeInstaller } from './remote-runtime';
+import { LOCAL, type RunMachine, type StartedRun } from './run-machine';
+import type { SshMachine } from './ssh-machine';
+import { runSshChecked, type SshSettings } from './ssh';
+
+export interface LaunchRequest {
+  /** The YAML file on this machine. */
+  configPath: string;
+  /** The same config, resolved (defaults filled, paths absolute on this machine). */
+  config: ResolvedRunConfig;
+  /** Set for a resume: the run directory to continue (on the target). */
+  resumeRunDir?: string;
+}
+
+export interface LaunchedRun extends StartedRun {
+  target: string;
+  runDir: string;
+  runId: string;
+  argv: string[];
+}
+
+/** Where the trainer is on this machine: the extension's CLI, run by the editor's own Node. */
+export interface LocalTrainer {
+  /** dist/cli/fsdp-train.js */
+  cli: string;
+  /** Node (or Electron run as Node) that runs it. */
+  node: string;
+}
+
+export interface RemoteContext {
+  machine: SshMachine;
+  settings: () => SshSettings;
+  /** Absolute folder on the host for runtimes, data and runs (fsdp.remote.directory). */
+  base: string;
+  nativeDir: string;
+}
+
+/** A run id that sorts by time and names the config: tiny-cpu-20261121-153012-4f2a. */
+export function newRunId(name: string | undefined, now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  const slug = (name ?? 'run').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'run';
+  return `${slug}-${stamp}-${Math.random().toString(16).slice(2, 6)}`;
+}
+
+export function worldSize(config: ResolvedRunConfig): number {
+  return (config.launch.nproc_per_node ?? 1) * (config.launch.nnodes ?? 1);
+}
+
+/**
+ * mpirun for several processes. On one host, --oversubscribe (Open MPI otherwise refuses more
+ * ranks than it counts slots, e.g. 4 ranks on 2 cores); as root (containers),
+ * --allow-run-as-root; several nodes take their hosts from the person's MPI host file.
+ */
+export function withMpirun(config: ResolvedRunConfig, argv: string[]): string[] {
+  const n = worldSize(config);
+  if (n <= 1) return argv;
+  const nproc = config.launch.nproc_per_node ?? 1;
+  const nnodes = config.launch.nnodes ?? 1;
+  return [
+    'mpirun', '-n', String(n),
+    ...(nnodes > 1 ? ['--map-by', `ppr:${nproc}:node`] : ['--oversubscribe']),
+    ...(process.getuid?.() === 0 ? ['--allow-run-as-root'] : []),
+    ...argv,
+  ];
+}
+
+export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {
+  const runId = previous?.run_id ?? newRunId(req.config.name);
+  const runDir = req.resumeRunDir ?? path.join(req.config.logging.runs_dir ?? path.join(path.dirname(req.configPath), 'runs'), runId);
+  const trainerArgv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])];
+  const argv = withMpirun(req.config, trainerArgv);
+  const manifest = manifestFor(req, runId, argv, LOCAL, previous);
+  // ELECTRON_RUN_AS_NODE: in desktop VS Code the editor's executable is Electron; this makes it Node.
+  const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1' } });
+  return { ...started, target: LOCAL, runDir, runId, argv };
+}
+
+export async function launchRemote(remote: RemoteContext, req: LaunchRequest, progress: (m: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
+  const { machine } = remote;
+  const installer = new RemoteRuntimeInstaller(machine.target, remote.settings, remote.nativeDir);
+  const runtime = await installer.ensure(remote.base, progress);
+  const runId = previous?.run_id ?? newRunId(req.config.name);
+  const runDir = req.resumeRunDir ?? `${remote.base}/runs/${runId}`;
+  // The config the host runs: this machine's data files replaced by their copies on the host.
+  const config = structuredClone(req.config);
+  config.data.train = await installer.ensureFile(remote.base, req.config.data.train, progress);
+  if (req.config.data.val) config.data.val = await installer.ensureFile(remote.base, req.config.data.val, progress);
+  config.logging.runs_dir = `${remote.base}/runs`;
+  const configFile = `${runDir}/config.json`;
+  if (!req.resumeRunDir) {
+    await runSshChecked(machine.target, ['mkdir', '-p', '--', runDir, { raw: '&&' }, 'cat', { raw: '>' }, configFile], remote.settings(), 'writing the run config', {
+      input: `${JSON.stringify(config, null, 2)}\n`,
+      timeoutMs: 60_000,
+    });
+  }
+  const argv = withMpirun(config, [runtime.binary, '--train', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])]);
+  progress(`starting the run on ${machine.target}…`);
+  const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
+  const started = await machine.start({ runDir, manifest, argv, cwd: runDir });
+  return { ...started, target: machine.target, runDir, runId, argv };
+}
+
+function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
+  const now = Date.now() / 1000;
+  // A resume keeps the run's identity and history fields; its end is no longer the end.
+  const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  const base: RunManifest = previous ? (kept as RunManifest) : {
+    v: 1,
+    run_id: runId,
+    created: now,
+    status: 'starting',
+    config: req.config as unknown as RunManifest['config'],
+    world: { size: worldSize(req.config), nnodes: req.config.launch.nnodes ?? 1, nproc_per_node: req.config.launch.nproc_per_node ?? 1 },
+    host: target === LOCAL ? os.hostname() : target,
+  };
+  return {
+    ...base,
+    ...(req.config.name ? { name: req.config.name } : {}),
+    status: 'starting',
+    updated: now,
+    max_steps: req.config.training.max_steps,
+    config_path: req.configPath,
+    target,
+    command: argv,
+  };
+}

@@ -1,0 +1,139 @@
+// The runtime on an SSH host: on first use the native sources are copied there and built with the
+// host's own CMake and compiler (so the binary fits its CPU, BLAS and CUDA), in a folder named by
+// the sources' content hash — a second launch with the same sources finds it and starts at once.
+// Data files are copied the same way, by content hash, only when the host lacks them.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { runSsh, runSshChecked, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
+
+/** Tools the build and the launch need on the host, with the Debian package that has each. */
+const REQUIRED_TOOLS: Array<[tool: string, pkg: string]> = [
+  ['cmake', 'cmake'],
+  ['c++', 'g++'],
+  ['make', 'make'],
+  ['pkg-config', 'pkg-config'],
+  ['tar', 'tar'],
+  ['setsid', 'util-linux'],
+  ['tail', 'coreutils'],
+];
+/** Libraries the build looks for; named in the message when the configure step fails. */
+const LIBRARY_PACKAGES = 'libopenblas-dev nlohmann-json3-dev zlib1g-dev (and openmpi-bin libopenmpi-dev for several processes)';
+
+export interface RemoteRuntime {
+  /** Absolute path of fsdp-train-native on the host. */
+  binary: string;
+  /** Whether this call built it (false: found in the cache). */
+  built: boolean;
+}
+
+export class RemoteRuntimeInstaller {
+  constructor(
+    private readonly host: string,
+    private readonly settings: () => SshSettings,
+    /** The extension's native/ folder (sources; its build/ is not copied). */
+    private readonly nativeDir: string,
+  ) {}
+
+  /** Makes sure the runtime for these sources is built under `base` (absolute) on the host. */
+  async ensure(base: string, progress: (message: string) => void): Promise<RemoteRuntime> {
+    const hash = sourceHash(this.nativeDir).slice(0, 16);
+    const dir = `${base}/runtime/${hash}`;
+    const binary = `${dir}/build/Release/fsdp-train-native`;
+    const found = await runSsh(this.host, ['test', '-x', binary], this.settings(), { timeoutMs: 60_000 });
+    if (found.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.host} over ssh: ${found.stderr || 'connection failed'}`);
+    if (found.code === 0) return { binary, built: false };
+
+    progress(`checking the build tools on ${this.host}…`);
+    await this.checkTools();
+    const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+    progress(`copying the runtime sources to ${this.host}…`);
+    const archive = await tarOf(this.nativeDir);
+    await runSshChecked(this.host, ['rm', '-rf', '--', tmp, { raw: '&&' }, 'mkdir', '-p', '--', tmp, { raw: '&&' }, 'tar', '-xf', '-', '-C', tmp], this.settings(), 'unpacking the runtime sources', { input: archive, timeoutMs: 300_000 });
+    progress(`building the runtime on ${this.host} with its CMake and compiler (a few minutes, once)…`);
+    const log = `${tmp}/build.log`;
+    const build = await runSsh(
+      this.host,
+      [
+        'cmake', '-S', tmp, '-B', `${tmp}/build`, '-DCMAKE_BUILD_TYPE=Release', { raw: '>' }, log, { raw: '2>&1 &&' },
+        'cmake', '--build', `${tmp}/build`, '--target', 'fsdp-train-native', { raw: '--parallel "$(nproc 2>/dev/null || echo 2)" >>' }, log, { raw: '2>&1 ||' },
+        { raw: '{ tail -n 25' }, log, { raw: '>&2; exit 1; }' },
+      ],
+      this.settings(),
+      { timeoutMs: 30 * 60_000 },
+    );
+    if (build.code !== 0) {
+      await runSsh(this.host, ['rm', '-rf', '--', tmp], this.settings(), { timeoutMs: 60_000 });
+      throw new SshError(`building the runtime on ${this.host} failed. The host needs a C++17 compiler, CMake ≥ 3.18 and the libraries ${LIBRARY_PACKAGES}. The build said:\n${build.stderr}`);
+    }
+    // Publish by rename: a folder under runtime/<hash> is always a complete build. Another window
+    // may have won the race; then its build is as good as ours.
+    await runSshChecked(this.host, ['mv', '-T', '--', tmp, dir, { raw: '2>/dev/null ||' }, 'rm', '-rf', '--', tmp], this.settings(), 'publishing the runtime build', { timeoutMs: 60_000 });
+    return { binary, built: true };
+  }
+
+  /** Copies a local file to `base/data/` unless the host has it (by content hash); returns its remote path. */
+  async ensureFile(base: string, localPath: string, progress: (message: string) => void): Promise<string> {
+    const hash = await fileHash(localPath);
+    const remote = `${base}/data/${hash.slice(0, 16)}-${path.basename(localPath)}`;
+    const found = await runSsh(this.host, ['test', '-f', remote], this.settings(), { timeoutMs: 60_000 });
+    if (found.code === 0) return remote;
+    if (found.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.host} over ssh: ${found.stderr}`);
+    progress(`copying ${path.basename(localPath)} (${(statSync(localPath).size / 2 ** 20).toFixed(1)} MiB) to ${this.host}…`);
+    const tmp = `${remote}.tmp-${process.pid}`;
+    await runSshChecked(
+      this.host,
+      ['mkdir', '-p', '--', `${base}/data`, { raw: '&&' }, 'cat', { raw: '>' }, tmp, { raw: '&&' }, 'mv', '-f', '--', tmp, remote],
+      this.settings(),
+      `copying ${localPath}`,
+      { input: createReadStream(localPath), timeoutMs: 60 * 60_000 },
+    );
+    return remote;
+  }
+
+  private async checkTools(): Promise<void> {
+    const script = REQUIRED_TOOLS.map(([tool]) => `command -v ${tool} >/dev/null 2>&1 || echo ${tool}`).join('; ');
+    const out = await runSshChecked(this.host, [{ raw: script }], this.settings(), 'checking build tools', { timeoutMs: 60_000 });
+    const missing = out.toString().split('\n').map((l) => l.trim()).filter(Boolean);
+    if (missing.length) {
+      const pkgs = REQUIRED_TOOLS.filter(([t]) => missing.includes(t)).map(([, p]) => p);
+      throw new SshError(`${this.host} lacks ${missing.join(', ')}, needed to build and start the runtime there. On Debian or Ubuntu: sudo apt-get install ${[...new Set(pkgs)].join(' ')} ${LIBRARY_PACKAGES.split(' (')[0]}`);
+    }
+  }
+}
+
+/** Content hash of the runtime's sources: every file under native/ except the build folder. */
+export function sourceHash(nativeDir: string): string {
+  const h = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const p = path.join(dir, name);
+      if (dir === nativeDir && name === 'build') continue;
+      if (statSync(p).isDirectory()) walk(p);
+      else h.update(path.relative(nativeDir, p)).update('\0').update(readFileSync(p));
+    }
+  };
+  walk(nativeDir);
+  return h.digest('hex');
+}
+
+function fileHash(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const h = createHash('sha256');
+    createReadStream(file).on('data', (b) => h.update(b)).on('error', reject).on('end', () => resolve(h.digest('hex')));
+  });
+}
+
+/** A tar archive of the sources, made by the system tar (argv only; build/ excluded). */
+function tarOf(nativeDir: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const tar = spawn('tar', ['-C', nativeDir, '--exclude=./build', '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let err = '';
+    tar.stdout.on('data', (b: Buffer) => out.push(b));
+    tar.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    tar.once('error', (e) => reject(new Error(`cannot run tar: ${e.message}`)));
+    tar.once('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`tar of ${nativeDir} failed: ${err}`))));
+  });
+}

@@ -1,0 +1,68 @@
+// A machine runs live on: this one, or an SSH host. Everything the editor does to a run goes
+// through this interface, so watching, stopping and resuming read the same for both. No vscode
+// here: these modules are tested directly against real processes and a real sshd.
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { RunLogBatch } from '../../core/protocol/run-log-reader';
+
+/** Where a run lives: "local", or the SSH host alias it was launched on. */
+export type TargetName = string;
+export const LOCAL: TargetName = 'local';
+
+/** The connection of a watch, as the UI shows it. */
+export type ConnectionState =
+  | { state: 'connecting' }
+  | { state: 'live' }
+  /** The connection dropped; the next attempt is at `retryAt` (epoch ms). */
+  | { state: 'reconnecting'; attempt: number; retryAt: number; reason: string }
+  | { state: 'closed' };
+
+export interface FollowHandlers {
+  /** Events parsed from metrics.jsonl, in file order; `offset` is where the next read starts. */
+  batch(batch: RunLogBatch): void;
+  connection(state: ConnectionState): void;
+}
+
+/** A tail of metrics.jsonl that resumes at its last complete line after any interruption. */
+export interface Follower {
+  /** Offset just past the last complete line delivered. */
+  readonly offset: number;
+  /** Reads what has been appended now, instead of at the next notification or poll. */
+  poke(): void;
+  stop(): void;
+}
+
+/** How to start a trainer detached on a machine. */
+export interface DetachedStart {
+  /** The run directory (created if missing); run.json is written there with the process ids. */
+  runDir: string;
+  /** The manifest to write before the trainer starts; pids and pgid are filled in on the machine. */
+  manifest: RunManifest;
+  /** Argument vector of the trainer (or mpirun). */
+  argv: string[];
+  /** Working directory of the trainer. */
+  cwd: string;
+  env?: Record<string, string>;
+}
+
+export interface StartedRun {
+  pid: number;
+  /** The run's process group: its own session, so it outlives the editor and the connection. */
+  pgid: number;
+}
+
+export interface RunMachine {
+  readonly target: TargetName;
+  /** run.json of a run directory, undefined when absent; throws with a readable message when invalid or unreachable. */
+  readManifest(runDir: string): Promise<RunManifest | undefined>;
+  /** A file of the run, at most `maxBytes` (diagnostic dumps, logs). */
+  readFile(file: string, maxBytes: number): Promise<Buffer>;
+  /** Run directories directly under `runsDir` (those holding a run.json). */
+  listRunDirs(runsDir: string): Promise<string[]>;
+  /** `pid`: the run's leading process, where known; a remote tail ends with it instead of lingering. */
+  follow(metricsFile: string, offset: number, handlers: FollowHandlers, pid?: number): Follower;
+  start(spec: DetachedStart): Promise<StartedRun>;
+  /** Whether any process of the group is alive; undefined when it cannot be told (unreachable). */
+  isAlive(pgid: number): Promise<boolean | undefined>;
+  /** Sends a signal to the whole process group. */
+  signal(pgid: number, signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<void>;
+}

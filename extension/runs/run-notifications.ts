@@ -1,0 +1,45 @@
+// Notifications for what needs a person's attention: a NaN or Inf, a loss spike, a failure, and
+// completion. Only for events written while the editor watches — attaching to an old run does not
+// replay its history as a burst of pop-ups.
+import * as vscode from 'vscode';
+import { describeAnomaly } from '../../core/runs/run-history';
+import type { Runs } from './runs';
+import type { RunWatch } from './run-watch';
+import { runTitle } from '../views/run-labels';
+
+/** Events older than this when read are history, not news. */
+const FRESH_S = 30;
+
+export function notifyRunEvents(runs: Runs): vscode.Disposable {
+  return runs.onDidAppend(({ watch, entries }) => {
+    const now = Date.now() / 1000;
+    for (const { event } of entries) {
+      if (now - event.time > FRESH_S) continue;
+      const name = title(runs, watch);
+      if (event.type === 'anomaly') {
+        const text = `${name}: ${describeAnomaly(event)} at step ${event.step}.`;
+        const show = event.kind === 'spike' ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
+        void show(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
+          if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
+          if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+        });
+      } else if (event.type === 'run_end') {
+        if (event.status === 'completed') {
+          const loss = watch.history.step.loss.lastValue;
+          void vscode.window.showInformationMessage(`${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`, 'Open dashboard').then((pick) => {
+            if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+          });
+        } else if (event.status === 'failed') {
+          void vscode.window.showErrorMessage(`${name} failed at step ${event.step}: ${event.reason ?? 'no reason given'}.`, 'Open dashboard').then((pick) => {
+            if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+          });
+        }
+      }
+    }
+  });
+}
+
+function title(runs: Runs, watch: RunWatch): string {
+  const record = runs.registry.get(watch.key);
+  return record ? runTitle(record, watch) : watch.ref.runDir;
+}

@@ -1,0 +1,176 @@
+// Watching one run: its manifest, its metrics.jsonl folded into a RunHistory from the first byte,
+// the connection state, and whether its processes are still alive. Dashboards, the runs view and
+// the status bar all read the same RunWatch, so they never disagree.
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { RunLogEntry, RunLogProblem } from '../../core/protocol/run-log-reader';
+import { RunHistory } from '../../core/runs/run-history';
+import type { ConnectionState, Follower, RunMachine, TargetName } from './run-machine';
+
+export interface RunRef {
+  /** "local" or an SSH host alias. */
+  target: TargetName;
+  /** Absolute path of the run directory on the target. */
+  runDir: string;
+}
+
+export function runKey(ref: RunRef): string {
+  return `${ref.target}:${ref.runDir}`;
+}
+
+export type RunStatus = 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'unknown';
+
+export interface RunWatchChange {
+  /** Events appended since the last change (empty for connection or status changes). */
+  entries: RunLogEntry[];
+}
+
+const PROBLEMS_KEPT = 50;
+/** How often a live run's processes are checked (a crash writes no run_end). */
+const LIVENESS_MS = { local: 3000, ssh: 15000 };
+
+export class RunWatch {
+  readonly history = new RunHistory();
+  manifest: RunManifest | undefined;
+  connection: ConnectionState = { state: 'closed' };
+  readonly problems: RunLogProblem[] = [];
+  /** Set when the run's processes are gone but it never said it ended. */
+  vanished: string | undefined;
+  /** Why the manifest could not be read, if it could not. */
+  manifestError: string | undefined;
+  private follower: Follower | undefined;
+  private offset = 0;
+  private liveness: NodeJS.Timeout | undefined;
+  private checking = false;
+  private disposed = false;
+  private readonly listeners = new Set<(change: RunWatchChange) => void>();
+
+  constructor(readonly ref: RunRef, readonly machine: RunMachine) {}
+
+  get key(): string {
+    return runKey(this.ref);
+  }
+
+  get metricsFile(): string {
+    return `${this.ref.runDir}/metrics.jsonl`;
+  }
+
+  /** Registers a listener for new events and state changes; returns its disposer. */
+  onChange(listener: (change: RunWatchChange) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Reads the manifest and follows metrics.jsonl from where this watch stopped (first: byte 0). */
+  async start(): Promise<void> {
+    await this.refreshManifest();
+    this.follow();
+  }
+
+  /** Starts following again, e.g. after a resume appended to a finished run's log. */
+  follow(): void {
+    if (this.disposed || this.follower) return;
+    this.vanished = undefined;
+    this.follower = this.machine.follow(this.metricsFile, this.offset, {
+      batch: (batch) => {
+        this.offset = batch.offset;
+        for (const e of batch.entries) this.history.apply(e.event);
+        if (batch.problems.length) {
+          this.problems.push(...batch.problems);
+          this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
+        }
+        if (this.history.end) this.stopFollowing();
+        this.emit(batch.entries);
+      },
+      connection: (state) => {
+        this.connection = state;
+        this.emit([]);
+      },
+    }, this.manifest?.pgid);
+    this.scheduleLiveness();
+  }
+
+  status(): RunStatus {
+    if (this.history.end) return this.history.end.status;
+    const m = this.manifest?.status;
+    if (m === 'completed' || m === 'failed' || m === 'stopped') return m;
+    if (this.vanished) return 'failed';
+    if (this.history.start) return 'running';
+    if (m) return m;
+    return 'unknown';
+  }
+
+  /** Why the run ended, in words, when it did not complete. */
+  endReason(): string | undefined {
+    return this.history.end?.reason ?? this.manifest?.end_reason ?? this.vanished;
+  }
+
+  isLive(): boolean {
+    const s = this.status();
+    return s === 'starting' || s === 'running';
+  }
+
+  async refreshManifest(): Promise<void> {
+    try {
+      this.manifest = await this.machine.readManifest(this.ref.runDir);
+      this.manifestError = undefined;
+    } catch (e) {
+      this.manifestError = (e as Error).message;
+    }
+  }
+
+  /** Reads what was appended now (local runs; ssh tails deliver by themselves). */
+  poke(): void {
+    this.follower?.poke();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.stopFollowing();
+    this.listeners.clear();
+  }
+
+  private stopFollowing(): void {
+    clearTimeout(this.liveness);
+    this.liveness = undefined;
+    const f = this.follower;
+    this.follower = undefined;
+    f?.stop();
+  }
+
+  private scheduleLiveness(): void {
+    clearTimeout(this.liveness);
+    const every = this.machine.target === 'local' ? LIVENESS_MS.local : LIVENESS_MS.ssh;
+    this.liveness = setTimeout(() => void this.checkLiveness(), every);
+  }
+
+  /** A run whose process group is gone without a run_end crashed or was killed. */
+  private async checkLiveness(): Promise<void> {
+    if (this.disposed || !this.follower || this.checking) return;
+    this.checking = true;
+    try {
+      await this.refreshManifest();
+      const pgid = this.manifest?.pgid;
+      if (pgid !== undefined && this.isLive()) {
+        const alive = await this.machine.isAlive(pgid);
+        if (alive === false) {
+          // Its last lines may still be on their way: read, wait a moment, then decide.
+          this.follower?.poke();
+          await new Promise((r) => setTimeout(r, 1500));
+          await this.refreshManifest();
+          if (this.isLive() && !this.disposed) {
+            this.vanished = `the trainer's processes (group ${pgid}) ended without reporting the end of the run; see stderr.log in the run folder`;
+            this.stopFollowing();
+          }
+        }
+      }
+      this.emit([]);
+    } finally {
+      this.checking = false;
+      if (this.follower) this.scheduleLiveness();
+    }
+  }
+
+  private emit(entries: RunLogEntry[]): void {
+    for (const l of this.listeners) l({ entries });
+  }
+}

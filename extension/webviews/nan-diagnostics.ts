@@ -1,0 +1,157 @@
+// The NaN diagnostics view, host side: for each anomaly a run reported, where it happened, the
+// dump's per-layer statistics and batch, what the policy did, and the usual fixes — applied to the
+// run's config file as an ordinary (undoable) edit when the person asks.
+import * as vscode from 'vscode';
+import { parseDocument } from 'yaml';
+import type { AnomalyView, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview, FixId } from '../../core/panels/diagnostics-messages';
+import { anomalyView, fixEdit } from '../../core/runs/anomaly-report';
+import { runFromArgument, type RunArgument } from '../commands/run-picks';
+import type { RunRecord } from '../runs/run-registry';
+import { runKey, type RunWatch } from '../runs/run-watch';
+import type { Runs } from '../runs/runs';
+import { runTitle } from '../views/run-labels';
+import { PanelHost } from './panel-host';
+
+export const DIAGNOSTICS_VIEW_TYPE = 'fsdp.nanDiagnostics';
+const MAX_DUMP_BYTES = 16 * 2 ** 20;
+const SPEC = { viewType: DIAGNOSTICS_VIEW_TYPE, title: 'NaN diagnostics', bundle: 'nan-diagnostics' };
+
+export class NanDiagnostics implements vscode.Disposable {
+  private readonly open = new Map<string, DiagnosticsPanel>();
+  private readonly disposables: vscode.Disposable[];
+
+  constructor(private readonly extensionUri: vscode.Uri, private readonly runs: Runs) {
+    this.disposables = [
+      vscode.commands.registerCommand('fsdp.showDiagnostics', (arg?: RunArgument) => this.show(arg)),
+      vscode.window.registerWebviewPanelSerializer(DIAGNOSTICS_VIEW_TYPE, {
+        deserializeWebviewPanel: async (panel, state: DiagnosticsState | undefined) => {
+          const record = state && this.runs.registry.get(runKey(state));
+          if (!record) {
+            panel.dispose();
+            return;
+          }
+          this.track(record, new PanelHost(panel, this.extensionUri, SPEC));
+        },
+      }),
+    ];
+  }
+
+  private async show(arg: RunArgument): Promise<void> {
+    const record = await runFromArgument(this.runs, arg, {
+      title: 'NaN diagnostics',
+      filter: (r) => (this.runs.existingWatch(runKey(r))?.history.anomalies.length ?? 0) > 0,
+      none: 'No run in this workspace has reported a NaN, Inf or spike.',
+    });
+    if (!record) return;
+    const existing = this.open.get(runKey(record));
+    if (existing) existing.reveal();
+    else this.track(record, PanelHost.create(this.extensionUri, { ...SPEC, title: `NaN diagnostics: ${runTitle(record)}` }));
+  }
+
+  private track(record: RunRecord, host: PanelHost<DiagnosticsToWebview, DiagnosticsFromWebview>): void {
+    const key = runKey(record);
+    const panel = new DiagnosticsPanel(host, this.runs.watch(record), record);
+    this.open.set(key, panel);
+    host.onDidDispose(() => {
+      if (this.open.get(key) === panel) this.open.delete(key);
+    });
+  }
+
+  dispose(): void {
+    for (const p of this.open.values()) p.dispose();
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+class DiagnosticsPanel {
+  private selected: number | undefined;
+  private seen = -1;
+  private readonly dumps = new Map<string, { dump?: unknown; error?: string }>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly host: PanelHost<DiagnosticsToWebview, DiagnosticsFromWebview>, private readonly watch: RunWatch, private readonly record: RunRecord) {
+    const sub = watch.onChange(() => {
+      if (watch.history.anomalies.length !== this.seen) void this.send();
+    });
+    this.disposables.push(
+      { dispose: () => sub.dispose() },
+      host.onReady(() => {
+        host.clearQueue();
+        void this.send();
+      }),
+      host.onMessage((m) => void this.receive(m)),
+      host.onDidDispose(() => this.dispose()),
+    );
+  }
+
+  reveal(): void {
+    this.host.reveal();
+  }
+
+  private async receive(m: DiagnosticsFromWebview): Promise<void> {
+    if (m.type === 'select') {
+      this.selected = m.index;
+      await this.send();
+    } else if (m.type === 'fix') {
+      await this.applyFix(m.id);
+    } else if (m.type === 'openDump') {
+      const dump = this.watch.history.anomalies[m.index]?.dump;
+      if (dump && this.record.target === 'local') await vscode.window.showTextDocument(vscode.Uri.file(`${this.record.runDir}/${dump}`));
+    }
+  }
+
+  private async send(): Promise<void> {
+    const anomalies = this.watch.history.anomalies;
+    this.seen = anomalies.length;
+    const config = this.watch.history.start?.config ?? this.watch.manifest?.config;
+    const views: AnomalyView[] = [];
+    for (const a of anomalies) {
+      const d = a.dump ? await this.readDump(a.dump) : {};
+      views.push(anomalyView(a, d.dump, d.error, config));
+    }
+    this.host.post({
+      type: 'diagnostics',
+      run: { target: this.record.target, runDir: this.record.runDir, name: runTitle(this.record, this.watch) },
+      anomalies: views,
+      selected: Math.min(this.selected ?? views.length - 1, views.length - 1),
+    });
+  }
+
+  private async readDump(rel: string): Promise<{ dump?: unknown; error?: string }> {
+    const cached = this.dumps.get(rel);
+    if (cached) return cached;
+    let result: { dump?: unknown; error?: string };
+    try {
+      const bytes = await this.watch.machine.readFile(rel.startsWith('/') ? rel : `${this.record.runDir}/${rel}`, MAX_DUMP_BYTES);
+      result = { dump: JSON.parse(bytes.toString('utf8')) };
+    } catch (e) {
+      result = { error: `cannot read the dump ${rel}: ${(e as Error).message}` };
+    }
+    this.dumps.set(rel, result);
+    return result;
+  }
+
+  /** Edits the config the run was launched from; the change shows in the editor, undoable. */
+  private async applyFix(id: FixId): Promise<void> {
+    const configPath = this.record.configPath ?? this.watch.manifest?.config_path;
+    const edit = fixEdit(id, (this.watch.history.start?.config ?? {}) as Parameters<typeof fixEdit>[1]);
+    if (!configPath || !edit) {
+      void vscode.window.showInformationMessage(configPath ? 'This fix has no automatic edit.' : 'The run does not say which config it was launched from.');
+      return;
+    }
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(configPath));
+    const yaml = parseDocument(doc.getText());
+    yaml.setIn(edit.path, edit.value);
+    const whole = new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length));
+    const we = new vscode.WorkspaceEdit();
+    we.replace(doc.uri, whole, yaml.toString());
+    await vscode.workspace.applyEdit(we);
+    await vscode.window.showTextDocument(doc);
+    void vscode.window.showInformationMessage(`${vscode.workspace.asRelativePath(doc.uri)}: set ${edit.path.join('.')} to ${edit.value}. Save it and resume or relaunch the run.`);
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0)) d.dispose();
+    this.host.dispose();
+  }
+}

@@ -1,0 +1,183 @@
+// The watch layer against real processes and a real sshd on 127.0.0.1: runs started detached in
+// their own session, followed from byte offsets, stopped by process group, resumed, and watched
+// through ssh connections that are cut mid-run — every step arrives exactly once.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from '../../scripts/code-server';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { LocalMachine } from '../../extension/runs/local-machine';
+import type { ConnectionState, RunMachine } from '../../extension/runs/run-machine';
+import { RunWatch } from '../../extension/runs/run-watch';
+import { SshMachine } from '../../extension/runs/ssh-machine';
+import { LoopbackSshd } from '../harness/sshd';
+import { syntheticLoss } from '../harness/synthetic-run';
+
+const SYNTHETIC = path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts');
+
+function manifestFor(runDir: string, target: string): RunManifest {
+  return { v: 1, run_id: path.basename(runDir).replace(/[^A-Za-z0-9._-]/g, '_'), created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target };
+}
+
+async function startSynthetic(machine: RunMachine, runDir: string, args: string[]) {
+  const argv = [process.execPath, '--import', 'tsx', SYNTHETIC, '--run-dir', runDir, ...args];
+  return machine.start({ runDir, manifest: manifestFor(runDir, machine.target), argv, cwd: repoRoot });
+}
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function stepsOf(watch: RunWatch): number[] {
+  return [...watch.history.step.loss.steps];
+}
+
+function assertEveryStepOnce(watch: RunWatch, n: number): void {
+  assert.deepEqual(stepsOf(watch), Array.from({ length: n }, (_, i) => i + 1));
+  const values = watch.history.step.loss.values;
+  for (let i = 0; i < n; i++) assert.equal(values[i], syntheticLoss(i + 1), `loss of step ${i + 1}`);
+}
+
+/** Session id of a process, from /proc: the detached run leads its own session. */
+function sessionOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+}
+
+describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
+  this.timeout(120_000);
+  let tmp: string;
+  const watches: RunWatch[] = [];
+  const watch = (machine: RunMachine, runDir: string) => {
+    const w = new RunWatch({ target: machine.target, runDir }, machine);
+    watches.push(w);
+    return w;
+  };
+
+  beforeEach(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'fsdp-watch-'));
+  });
+  afterEach(() => {
+    for (const w of watches.splice(0)) w.dispose();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  describe('on this machine', () => {
+    const local = new LocalMachine();
+
+    it('starts a run in its own session, records pid and process group in run.json, and reads every step once', async () => {
+      const runDir = path.join(tmp, 'runs', 'r1');
+      const started = await startSynthetic(local, runDir, ['--steps', '60', '--rate', '200']);
+      assert.equal(sessionOf(started.pid), started.pid, 'the run leads its own session');
+      const w = watch(local, runDir);
+      await w.start();
+      await until('run_end', () => !!w.history.end);
+      assertEveryStepOnce(w, 60);
+      await w.refreshManifest();
+      assert.equal(w.manifest?.pgid, started.pgid);
+      assert.deepEqual(w.manifest?.pids, [started.pid]);
+      assert.equal(w.manifest?.status, 'completed', 'the trainer kept the launcher fields and set its status');
+      assert.equal(w.status(), 'completed');
+    });
+
+    it('stops a run through its process group, then a resume continues with each step once', async () => {
+      const runDir = path.join(tmp, 'runs', 'r2');
+      const started = await startSynthetic(local, runDir, ['--steps', '100', '--rate', '100', '--every-ckpt', '10']);
+      const w = watch(local, runDir);
+      await w.start();
+      await until('step 35', () => (w.history.lastStep ?? 0) >= 35);
+      await local.signal(started.pgid, 'SIGTERM');
+      await until('run_end', () => !!w.history.end);
+      assert.equal(w.status(), 'stopped');
+      const stoppedAt = w.history.lastStep!;
+      await until('process group gone', async () => !(await local.isAlive(started.pgid)));
+      await startSynthetic(local, runDir, ['--steps', '100', '--rate', '400', '--every-ckpt', '10', '--resume']);
+      w.follow();
+      await until('resumed run_end', () => w.history.end?.status === 'completed');
+      assert.ok(stoppedAt > 30);
+      assertEveryStepOnce(w, 100);
+    });
+
+    it('reports a run whose processes died without a run_end as failed', async () => {
+      const runDir = path.join(tmp, 'runs', 'r3');
+      const started = await startSynthetic(local, runDir, ['--steps', '1000', '--rate', '50']);
+      const w = watch(local, runDir);
+      await w.start();
+      await until('step 5', () => (w.history.lastStep ?? 0) >= 5);
+      await local.signal(started.pgid, 'SIGKILL');
+      await until('vanished', () => w.status() === 'failed', 20_000);
+      assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
+    });
+  });
+
+  describe('over ssh', () => {
+    let sshd: LoopbackSshd;
+    let ssh: SshMachine;
+
+    before(async () => {
+      sshd = await LoopbackSshd.start();
+      ssh = new SshMachine(sshd.alias, () => ({ configFile: sshd.clientConfig }));
+    });
+    after(async () => {
+      await sshd?.stop();
+    });
+
+    it('launches on the host detached, survives cut connections, and delivers every step exactly once', async () => {
+      // A run folder whose name a shell would love to misread.
+      const runDir = path.join(tmp, `runs dir`, `it's a "run"; $(touch pwned) \`id\``);
+      const started = await startSynthetic(ssh, runDir, ['--steps', '300', '--rate', '60']);
+      // $! is known as soon as the remote shell forks; setsid runs in the child a moment later.
+      await until('the remote run leads its own session', () => sessionOf(started.pid) === started.pid, 5000);
+      const w = watch(ssh, runDir);
+      const states: ConnectionState['state'][] = [];
+      w.onChange(() => {
+        if (states[states.length - 1] !== w.connection.state) states.push(w.connection.state);
+      });
+      await w.start();
+      let cuts = 0;
+      for (const at of [40, 110, 180]) {
+        await until(`step ${at}`, () => (w.history.lastStep ?? 0) >= at);
+        assert.ok(sshd.killConnections() > 0, 'there was a connection to cut');
+        cuts++;
+      }
+      await until('run_end', () => !!w.history.end, 90_000);
+      assert.equal(cuts, 3);
+      assert.ok(states.filter((s) => s === 'reconnecting').length >= 3, `connection states: ${states.join(' → ')}`);
+      assertEveryStepOnce(w, 300);
+      assert.equal(w.problems.length, 0, JSON.stringify(w.problems));
+      assert.ok(!existsSync(path.join(tmp, 'pwned')) && !existsSync(path.join(repoRoot, 'pwned')), 'nothing in the path was executed');
+      assert.equal((await ssh.readManifest(runDir))?.pgid, started.pgid);
+    });
+
+    it('attaches to a finished remote run from the start and stops a live one by its group', async () => {
+      const runDir = path.join(tmp, 'runs', 'remote-stop');
+      const started = await startSynthetic(ssh, runDir, ['--steps', '10000', '--rate', '50']);
+      const w = watch(ssh, runDir);
+      await w.start();
+      await until('step 10', () => (w.history.lastStep ?? 0) >= 10);
+      assert.equal(await ssh.isAlive(started.pgid), true);
+      await ssh.signal(started.pgid, 'SIGTERM');
+      await until('run_end', () => !!w.history.end);
+      assert.equal(w.status(), 'stopped');
+      const again = watch(ssh, runDir);
+      await again.start();
+      await until('second watch read to the end', () => !!again.history.end);
+      assert.deepEqual(stepsOf(again), stepsOf(w));
+      assert.deepEqual(await ssh.listRunDirs(path.join(tmp, 'runs')), [runDir]);
+    });
+
+    it('refuses hostile host aliases before anything runs', async () => {
+      const marker = path.join(tmp, 'alias-pwned');
+      for (const alias of [`x; touch ${marker}`, `$(touch ${marker})`, '-oProxyCommand=touch /tmp/x', 'a b']) {
+        const m = new SshMachine(alias, () => ({ configFile: sshd.clientConfig }));
+        await assert.rejects(m.readManifest(tmp), /SSH host .* (has characters|starts with)/);
+      }
+      assert.ok(!existsSync(marker));
+    });
+  });
+});
