@@ -64,7 +64,8 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
   }
 
   it('attaches from the palette, fills the loss chart live, and after a reload shows the whole history once', async () => {
-    await startSynthetic('live-run', ['--steps', '600', '--rate', '15']);
+    // Long enough to be still running after a slow reload on a loaded machine; killed in after().
+    await startSynthetic('live-run', ['--steps', '5000', '--rate', '12']);
     vscode = await VsCodeSession.open({ workspace });
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('live-run');
