@@ -15,6 +15,8 @@ import type { RuntimeValidation } from './runtime-validation';
 export interface FsdpSettings {
   files?: { associations?: Record<string, ConfigAssociation> };
   deepspeed?: { worldSize?: number | null; launchedWith?: AnalysisSettings['deepspeedLaunchedWith'] };
+  /** The memory estimate's target for configs that name no GPU (features/memory-hints.ts). */
+  estimator?: { gpu?: string | null };
 }
 
 /** Extra problems a feature contributes to a document's diagnostics (e.g. the memory estimate). */
@@ -44,6 +46,11 @@ export class ConfigServer {
     const analysis = this.analyse(doc, settings);
     this.analyses.set(uri, { version: doc.version, settings, analysis });
     return analysis;
+  }
+
+  /** The `fsdp` settings of an open document (empty until first fetched). */
+  settingsOf(uri: string): FsdpSettings {
+    return this.settings.get(uri) ?? {};
   }
 
   /** Problems of the analysis plus those the features contribute: what diagnostics show. */

@@ -1,8 +1,7 @@
 // "FSDP: Open memory estimator": the panel for the config in the active editor (or the one the
 // inline hint was on, or one picked from the workspace's run, DeepSpeed and accelerate configs).
 import * as vscode from 'vscode';
-import { parseSourceDocument, sourceKindOf } from '../../core/config/source-document';
-import { configKindOf } from '../../core/memory/inputs/read-config';
+import { recogniseConfig } from '../../core/config/document-kind';
 import type { StudioContext } from '../studio-context';
 import { MemoryEstimatorPanel } from '../webviews/memory-estimator-panel';
 
@@ -22,7 +21,7 @@ function activeConfig(): vscode.Uri | undefined {
 }
 
 function kindOf(text: string, fileName: string): string | undefined {
-  return configKindOf(parseSourceDocument(text, sourceKindOf(fileName)).value);
+  return recogniseConfig(fileName, text);
 }
 
 async function pickConfig(): Promise<vscode.Uri | undefined> {

@@ -5,5 +5,6 @@ import { completion } from './completion';
 import { diagnostics } from './diagnostics';
 import type { ServerFeature } from './feature';
 import { hover } from './hover';
+import { memoryHints } from './memory-hints';
 
-export const FEATURES: ServerFeature[] = [diagnostics, completion, hover, codeActions];
+export const FEATURES: ServerFeature[] = [diagnostics, completion, hover, codeActions, memoryHints];

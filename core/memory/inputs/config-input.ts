@@ -1,10 +1,11 @@
 // What reading a config for an estimate gives: the input, where the config sets each knob (for
 // "apply" and to place the inline hint), and how to write a change back.
+import type { ConfigKind } from '../../config/document-kind';
 import type { ConfigPath, SourceDocument, SourceRange } from '../../config/source-document';
 import type { MemoryChange } from '../memory-change';
 import type { MemoryInput } from '../memory-input';
 
-export type ConfigKind = 'run-config' | 'deepspeed' | 'accelerate';
+export type { ConfigKind };
 
 /**
  * One thing to write to make a change: a key of the config (`value` undefined removes it), or a
@@ -19,6 +20,8 @@ export interface ConfigMemoryInput {
   input: MemoryInput;
   /** Where the inline hint goes: the line of the section that decides most of the memory. */
   anchor: SourceRange;
+  /** Where a "does not fit" problem points: the micro-batch, if the config has it. */
+  fitAnchor: SourceRange;
   /** Assumptions made for what the config does not say. */
   notes: string[];
   /** The keys to set for a change, or why this config cannot express it. */

@@ -83,7 +83,7 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has(['distributed_type']) ? ['distributed_type'] : [];
-  return { kind: 'accelerate', doc, input, anchor: doc.rangeOf(anchorPath, 'key'), notes, assignmentsFor: (change) => accelerateAssignments(type, input, change) };
+  return { kind: 'accelerate', doc, input, anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(anchorPath, 'key'), notes, assignmentsFor: (change) => accelerateAssignments(type, input, change) };
 }
 
 function accelerateAssignments(type: string, input: MemoryInput, change: MemoryChange): ConfigAssignment[] | string {

@@ -71,7 +71,8 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
   if (options.nproc === undefined) notes.push(world > 1 ? `${world} GPUs, from train_batch_size ÷ (micro-batch × accumulation)` : '1 GPU assumed (say how many with nproc=… in a "fsdp-studio:" comment or --nproc)');
   if (options.checkpointing === undefined) notes.push('no activation checkpointing assumed (it is set in model code; say checkpointing=every_n in the comment if you use it)');
   const anchorPath = doc.has([ZO]) ? [ZO] : doc.has(['train_micro_batch_size_per_gpu']) ? ['train_micro_batch_size_per_gpu'] : [];
-  return { kind: 'deepspeed', doc, input, anchor: doc.rangeOf(anchorPath, 'key'), notes, assignmentsFor: (change) => deepspeedAssignments(doc, input, change) };
+  const fitPath = doc.has(['train_micro_batch_size_per_gpu']) ? ['train_micro_batch_size_per_gpu'] : anchorPath;
+  return { kind: 'deepspeed', doc, input, anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(fitPath, 'key'), notes, assignmentsFor: (change) => deepspeedAssignments(doc, input, change) };
 }
 
 function deepspeedAssignments(doc: SourceDocument, input: MemoryInput, change: MemoryChange): ConfigAssignment[] | string {

@@ -25,6 +25,7 @@ export function runConfigInput(text: string, fileName: string, options: Estimate
     doc,
     input,
     anchor: doc.rangeOf(['model'], 'key'),
+    fitAnchor: doc.rangeOf(['training', 'batch_size_per_gpu'], 'key'),
     notes,
     assignmentsFor: (change) => runConfigAssignments(doc, change),
   };

@@ -7,7 +7,7 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
-import type { CodeAction, CompletionItem, CompletionList, Diagnostic, Hover, InitializeResult, Position, PublishDiagnosticsParams, Range } from 'vscode-languageserver-protocol';
+import type { CodeAction, CodeLens, CompletionItem, CompletionList, Diagnostic, Hover, InitializeResult, Position, PublishDiagnosticsParams, Range } from 'vscode-languageserver-protocol';
 
 export const repoRoot = path.resolve(__dirname, '../../..');
 const SERVER = path.join(repoRoot, 'dist', 'language-server.js');
@@ -98,6 +98,10 @@ export class LanguageServerClient {
 
   async hover(uri: string, position: Position): Promise<Hover | null> {
     return this.connection.sendRequest<Hover | null>('textDocument/hover', { textDocument: { uri }, position });
+  }
+
+  async codeLenses(uri: string): Promise<CodeLens[]> {
+    return (await this.connection.sendRequest<CodeLens[] | null>('textDocument/codeLens', { textDocument: { uri } })) ?? [];
   }
 
   async codeActions(uri: string, range: Range, diagnostics: Diagnostic[]): Promise<CodeAction[]> {

@@ -1,0 +1,83 @@
+// The estimate of a config as the editor shows it inline: the hint's title, and, when it does not
+// fit the target, a warning with the changes that would make it fit as quick fixes. Used by the
+// language server (language-server/features/memory-hints.ts); pure, so it is tested without one.
+import type { ConfigEdit, ConfigFix } from '../config/config-edits';
+import type { ConfigKind } from '../config/document-kind';
+import type { ConfigProblem } from '../config/schema-problems';
+import { estimateMemory } from './estimate';
+import { findGpu, hostTarget } from './gpu-presets';
+import { isConfigInputError, type ConfigAssignment, type ConfigMemoryInput } from './inputs/config-input';
+import { readConfigForEstimate } from './inputs/read-config';
+import { knobEffects, maxMicroBatch } from './inverse-questions';
+import type { MemoryEstimate } from './memory-estimate';
+import type { MemoryInput } from './memory-input';
+import { formatBytes, summaryLine, unitOf } from './summary';
+
+export interface ConfigMemory {
+  read: ConfigMemoryInput;
+  estimate: MemoryEstimate;
+  /** "≈ 23.4 GiB / GPU (params 3.1 · …) — fits H100 80GB". */
+  title: string;
+  /** When the peak exceeds the target. */
+  problem?: ConfigProblem;
+}
+
+export interface TargetDefaults {
+  /** The GPU of configs that name none (setting fsdp.estimator.gpu). */
+  gpu?: string;
+  /** This machine's memory: the target of CPU runs of our runtime that name no GPU. */
+  hostMemoryBytes?: number;
+}
+
+export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}): ConfigMemory | { error: string } {
+  const read = readConfigForEstimate(text, fileName, {}, kind);
+  if (isConfigInputError(read)) return { error: read.error };
+  const input = withDefaultTarget(read.input, defaults);
+  const estimate = estimateMemory(input);
+  const assumed = read.notes.find((n) => n.includes('assumed (say which'));
+  const title = `${summaryLine(estimate)}${assumed ? ` — for ${input.model.name}, assumed: add "fsdp-studio: model=…"` : ''}`;
+  return { read, estimate, title, ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}) };
+}
+
+function withDefaultTarget(input: MemoryInput, defaults: TargetDefaults): MemoryInput {
+  if (input.gpu) return input;
+  const gpu = defaults.gpu ? findGpu(defaults.gpu) : undefined;
+  if (gpu) return { ...input, gpu };
+  if (input.device === 'cpu' && defaults.hostMemoryBytes) {
+    return { ...input, gpu: { ...hostTarget(Math.floor(defaults.hostMemoryBytes / input.nprocPerNode)), name: `this machine's memory / ${input.nprocPerNode} rank${input.nprocPerNode > 1 ? 's' : ''}` } };
+  }
+  return input;
+}
+
+function doesNotFit(read: ConfigMemoryInput, e: MemoryEstimate): ConfigProblem {
+  const fit = e.fit!;
+  const input = e.input;
+  const best = maxMicroBatch(input, fit.gpu.memoryBytes);
+  const fitting = knobEffects(input).filter((k) => k.fits);
+  const ideas = [
+    best > 0 ? `micro-batch ${best} fits` : 'not even micro-batch 1 fits',
+    ...fitting.filter((k) => k.change.knob !== 'microBatch').slice(0, 3).map((k) => `${k.label} fits (≈ ${formatBytes(k.peakBytes)})`),
+  ];
+  // The least disruptive fix first: the largest micro-batch that fits, then the biggest savings.
+  const ordered = [...fitting.filter((k) => k.change.knob === 'microBatch').sort((a, b) => b.peakBytes - a.peakBytes), ...fitting.filter((k) => k.change.knob !== 'microBatch')];
+  const fixes: ConfigFix[] = [];
+  for (const k of ordered) {
+    const assignments = read.assignmentsFor(k.change);
+    // Quick fixes edit the config's own keys; what only the fsdp-studio comment can say is left to the panel.
+    if (typeof assignments === 'string' || !assignments.every(isKeyAssignment)) continue;
+    const edits = assignments.map((a): ConfigEdit => (a.value === undefined ? { kind: 'remove', path: a.path } : { kind: 'set', path: a.path, value: a.value }));
+    fixes.push({ title: `Memory: ${k.label} (≈ ${formatBytes(k.peakBytes)} per ${unitOf(e)}, fits ${fit.gpu.name})`, edits, ...(fixes.length === 0 ? { preferred: true } : {}) });
+  }
+  return {
+    severity: 'warning',
+    path: [],
+    code: 'memory.does-not-fit',
+    message: `needs ≈ ${formatBytes(e.peak.total)} per ${unitOf(e)} at its peak (${e.peakPhase}), ${formatBytes(-fit.headroomBytes)} more than ${fit.gpu.name} has; ${ideas.join('; ')}`,
+    range: read.fitAnchor,
+    fixes,
+  };
+}
+
+function isKeyAssignment(a: ConfigAssignment): a is Extract<ConfigAssignment, { path: unknown }> {
+  return 'path' in a;
+}

@@ -1,0 +1,104 @@
+// The memory estimate inline, through the real language server over stdio: a CodeLens on every
+// recognised config, updated as the text changes; a warning with quick fixes when it does not fit.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Diagnostic } from 'vscode-languageserver-protocol';
+import { LanguageServerClient, repoRoot } from './harness/language-server-client';
+import { applyTextEdits } from './harness/marked-text';
+
+const sample = readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8');
+const DS = `// fsdp-studio: model=gpt2-355m gpu=L4
+{
+  "train_micro_batch_size_per_gpu": 16,
+  "bf16": { "enabled": true },
+  "zero_optimization": { "stage": 0 }
+}
+`;
+
+const memoryWarnings = (ds: Diagnostic[]) => ds.filter((d) => d.code === 'memory.does-not-fit');
+
+describe('language server over stdio: memory estimate inline', function () {
+  this.timeout(60_000);
+  let server: LanguageServerClient;
+  beforeEach(async () => {
+    server = await LanguageServerClient.start({ settings: {} });
+  });
+  afterEach(async () => server.stop());
+
+  // The sample itself: the runtime's own check (through the addon) wants its data files to exist.
+  const sampleUri = pathToFileURL(path.join(repoRoot, 'samples', 'tiny-cpu.yaml')).href;
+
+  it('puts a CodeLens with the estimate on a run config\'s model section; it opens the panel', async () => {
+    const uri = sampleUri;
+    assert.deepEqual(await server.open(uri, sample), []);
+    const lenses = await server.codeLenses(uri);
+    assert.equal(lenses.length, 1);
+    const modelLine = sample.split('\n').findIndex((l) => l.startsWith('model:'));
+    assert.deepEqual(lenses[0].range, { start: { line: modelLine, character: 0 }, end: { line: modelLine, character: 5 } });
+    // samples/tiny-cpu.yaml's plan, native/MEMORY.md's worked example: backward 116 445 184 B = 111.1 MiB.
+    assert.match(lenses[0].command!.title, /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory \/ 1 rank$/);
+    assert.deepEqual([lenses[0].command!.command, lenses[0].command!.arguments], ['fsdp.openMemoryEstimator', [uri]]);
+  });
+
+  it('updates the estimate as the config is edited', async () => {
+    const uri = sampleUri;
+    await server.open(uri, sample);
+    const before = (await server.codeLenses(uri))[0].command!.title;
+    await server.change(uri, sample.replace('batch_size_per_gpu: 16', 'batch_size_per_gpu: 64'));
+    const after = (await server.codeLenses(uri))[0].command!.title;
+    const total = (t: string) => Number(/^≈ ([\d.]+) MiB/.exec(t)![1]);
+    assert.ok(total(after) > 3 * total(before), `${before} → ${after}`);
+  });
+
+  it('warns at the micro-batch when a DeepSpeed config does not fit its GPU; the quick fix makes it fit', async () => {
+    const uri = 'file:///w/ds_config.json';
+    const warnings = memoryWarnings(await server.open(uri, DS));
+    assert.equal(warnings.length, 1);
+    const w = warnings[0];
+    assert.equal(w.severity, 2);
+    assert.deepEqual(w.range, { start: { line: 2, character: 2 }, end: { line: 2, character: 34 } });
+    assert.match(String(w.message), /^needs ≈ [\d.]+ GiB per GPU at its peak \(\w+\), [\d.]+ GiB more than L4 24GB has; micro-batch \d+ fits/);
+    const lens = (await server.codeLenses(uri))[0].command!.title;
+    assert.match(lens, /does not fit L4 24GB/);
+
+    const actions = await server.codeActions(uri, w.range, [w]);
+    const preferred = actions.find((a) => a.isPreferred);
+    assert.ok(preferred, `no preferred fix among ${actions.map((a) => a.title).join(' | ')}`);
+    assert.match(preferred.title, /^Memory: micro-batch \d+ \(≈ [\d.]+ GiB per GPU, fits L4 24GB\)$/);
+    const fixed = applyTextEdits(DS, preferred.edit!.changes![uri]);
+    assert.ok(fixed.startsWith('// fsdp-studio: model=gpt2-355m gpu=L4\n{\n  "train_micro_batch_size_per_gpu": '));
+    assert.deepEqual(memoryWarnings(await server.change(uri, fixed)), []);
+    assert.match((await server.codeLenses(uri))[0].command!.title, /— fits L4 24GB$/);
+  });
+
+  it('every quick fix it offers makes the warning go away', async () => {
+    const uri = 'file:///w/ds_config.json';
+    const [w] = memoryWarnings(await server.open(uri, DS));
+    const actions = await server.codeActions(uri, w.range, [w]);
+    assert.ok(actions.length >= 2, actions.map((a) => a.title).join(' | '));
+    for (const a of actions) {
+      const fixed = applyTextEdits(DS, a.edit!.changes![uri]);
+      assert.deepEqual(memoryWarnings(await server.change(uri, fixed)), [], `after "${a.title}"`);
+    }
+  });
+
+  it('takes the target from fsdp.estimator.gpu when the config names none', async () => {
+    const uri = 'file:///w/ds_config.json';
+    const text = DS.replace(' gpu=L4', '');
+    await server.open(uri, text);
+    assert.doesNotMatch((await server.codeLenses(uri))[0].command!.title, /fits/);
+    await server.setSettings({ estimator: { gpu: 'H200' } }, [{ uri, text }]);
+    assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB$/);
+  });
+
+  it('shows no estimate for a config with errors, and says when the model is assumed', async () => {
+    const bad = 'file:///w/bad.fsdp.yaml';
+    await server.open(bad, sample.replace('n_heads: 4', 'n_heads: four'));
+    assert.deepEqual(await server.codeLenses(bad), []);
+    const ds = 'file:///w/ds_config.json';
+    await server.open(ds, '{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}');
+    assert.match((await server.codeLenses(ds))[0].command!.title, /— for GPT-2 124M, assumed: add "fsdp-studio: model=…"$/);
+  });
+});
