@@ -9,7 +9,7 @@ import { hostTarget } from '../core/memory/gpu-presets';
 import { isConfigInputError, type ConfigMemoryInput } from '../core/memory/inputs/config-input';
 import { parseOptionWords, type EstimateOptions } from '../core/memory/inputs/estimate-options';
 import { readConfigForEstimate } from '../core/memory/inputs/read-config';
-import { maxMicroBatch } from '../core/memory/inverse-questions';
+import { fewestGpus, maxMicroBatch } from '../core/memory/inverse-questions';
 import { MEMORY_CATEGORIES, PHASES, type MemoryEstimate } from '../core/memory/memory-estimate';
 import { worldSize } from '../core/memory/memory-input';
 import { parameterCounts } from '../core/memory/model-shape';
@@ -97,6 +97,7 @@ function asJson(file: string, read: ConfigMemoryInput, e: MemoryEstimate) {
     host: { perRank: Math.round(e.host.perRank), perNode: Math.round(e.host.perNode) },
     fit: e.fit ? { gpu: e.fit.gpu.id, capacityBytes: e.fit.gpu.memoryBytes, fits: e.fit.fits, headroomBytes: Math.round(e.fit.headroomBytes) } : null,
     maxMicroBatch: e.fit ? maxMicroBatch(i, e.fit.gpu.memoryBytes) : null,
+    fewestGpus: e.fit && e.fit.gpu.kind === 'gpu' ? gpusNeeded(e) : null,
     notes: [...read.notes, ...e.notes],
   };
 }
@@ -120,10 +121,19 @@ function table(file: string, read: ConfigMemoryInput, e: MemoryEstimate): string
   if (e.fit) {
     const b = maxMicroBatch(i, e.fit.gpu.memoryBytes);
     lines.push(b > 0 ? `largest micro-batch that fits ${e.fit.gpu.name}: ${b}` : `not even micro-batch 1 fits ${e.fit.gpu.name}`);
+    if (!e.fit.fits && e.fit.gpu.kind === 'gpu') {
+      const n = gpusNeeded(e);
+      lines.push(n ? `fewest ${e.fit.gpu.name} GPUs that fit it (${i.strategy}): ${n.total} (${n.nprocPerNode} per node × ${n.nnodes})` : `more ${e.fit.gpu.name} GPUs do not make it fit with ${i.strategy}`);
+    }
   }
   const notes = [...read.notes, ...e.notes];
   if (notes.length) lines.push('', ...notes.map((n) => `note: ${n}`));
   return lines.join('\n');
+}
+
+function gpusNeeded(e: MemoryEstimate): { total: number; nprocPerNode: number; nnodes: number } | null {
+  const found = fewestGpus(e.input, e.fit!.gpu.memoryBytes);
+  return found ? { total: found.nprocPerNode * found.nnodes, nprocPerNode: found.nprocPerNode, nnodes: found.nnodes } : null;
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));

@@ -61,6 +61,18 @@ describe('fsdp-estimate (command line)', function () {
     assert.match(table.out, /does not fit L4 24GB \([\d.]+ GiB over\)/);
   });
 
+  it('says how many GPUs a config needs when one does not hold it, and that many do', () => {
+    const ds = path.join(dir, 'zero3.json');
+    writeFileSync(ds, JSON.stringify({ train_micro_batch_size_per_gpu: 1, bf16: { enabled: true }, zero_optimization: { stage: 3 } }));
+    const one = JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--json').out);
+    assert.equal(one.fit.fits, false);
+    const n = one.fewestGpus.total as number;
+    assert.ok(n > 1);
+    assert.equal(JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--nproc', String(n), '--json').out).fit.fits, true);
+    assert.equal(JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--nproc', String(n / 2), '--json').out).fit.fits, false);
+    assert.match(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB').out, new RegExp(`fewest A100 40GB GPUs that fit it \\(FULL_SHARD\\): ${n} `));
+  });
+
   it('a bad config exits 2 with file, line and key; a bad flag exits 2 with usage', () => {
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, readFileSync(sample, 'utf8').replace('n_heads: 4', 'n_heads: many'));

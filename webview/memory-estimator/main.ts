@@ -6,7 +6,9 @@ import { estimateMemory } from '../../core/memory/estimate';
 import { findGpu, hostTarget, type GpuSpec } from '../../core/memory/gpu-presets';
 import { applyChange, describeChange, type MemoryChange } from '../../core/memory/memory-change';
 import type { MemoryInput } from '../../core/memory/memory-input';
-import { summaryLine, verdictText } from '../../core/memory/summary';
+import { fewestGpus } from '../../core/memory/inverse-questions';
+import type { MemoryEstimate } from '../../core/memory/memory-estimate';
+import { formatBytes, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
 import type { EstimatorConfigMessage, MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
 import { connectToHost } from '../shared/vscode-api';
 import { Comparisons } from './comparisons';
@@ -95,7 +97,7 @@ function render(): void {
   verdict.className = fits === undefined ? '' : fits ? 'fits' : 'over';
   verdict.dataset.fits = String(fits);
   fill(verdict, verdictText(e) ?? 'no target');
-  fill(summary, summaryLine(e));
+  fill(summary, summaryLine(e), ...extraLines(e));
   controls.show(input, input.gpu?.kind === 'host' ? HOST_TARGET : (input.gpu?.id ?? ''));
   bars.update(e, input.gpu?.memoryBytes, input.gpu?.name);
   comparisons.update(input, input.gpu?.memoryBytes);
@@ -105,6 +107,17 @@ function render(): void {
   // How long this update took, for the benchmark and tests (the frame budget is 16.7 ms).
   app.dataset.updateMs = (performance.now() - started).toFixed(2);
   app.dataset.updates = String(Number(app.dataset.updates ?? 0) + 1);
+}
+
+/** Host memory under offload, and how many GPUs would hold a run that does not fit. */
+function extraLines(e: MemoryEstimate): HTMLElement[] {
+  const lines: HTMLElement[] = [];
+  if (e.host.perRank > 0) lines.push(el('div', { id: 'host-memory' }, `host memory (offload): ${formatBytes(e.host.perRank)} per ${unitOf(e)}, ${formatBytes(e.host.perNode)} per node`));
+  if (e.fit && !e.fit.fits && e.fit.gpu.kind === 'gpu') {
+    const n = fewestGpus(e.input, e.fit.gpu.memoryBytes);
+    lines.push(el('div', { id: 'fewest-gpus' }, n ? `fits on ${n.nprocPerNode * n.nnodes} × ${e.fit.gpu.name} with ${e.input.strategy} (${n.nprocPerNode} per node × ${n.nnodes})` : `more GPUs do not make it fit with ${e.input.strategy}`));
+  }
+  return lines;
 }
 
 /** The panel's changes that differ from the config, each with "Apply". */
