@@ -15,7 +15,7 @@ const FRAMEWORKS: Record<Framework, (input: MemoryInput) => FrameworkTerms> = {
 };
 
 export function estimateMemory(input: MemoryInput): MemoryEstimate {
-  if (input.checkpointing.policy !== 'auto') return estimateFixed(input, []);
+  if (input.checkpointing.policy !== 'auto') return estimateFixed(input);
   return estimateAuto(input);
 }
 
@@ -31,12 +31,12 @@ function estimateAuto(input: MemoryInput): MemoryEstimate {
   // Only the peak decides; the full estimate is made once, for the chosen policy.
   for (const c of checkpointCandidates(input)) {
     const peak = Math.max(...deviceTotalsAtMoments({ ...input, checkpointing: { ...input.checkpointing, ...c } }));
-    if (budget !== undefined && peak <= budget) return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...c } }, []), input, undefined);
+    if (budget !== undefined && peak <= budget) return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...c } }), input, undefined);
     if (!smallest || peak < smallest.peak) smallest = { policy: c, peak };
   }
   // Our runtime rejects such a config (native/MEMORY.md); the estimate still shows how close it gets.
   const why = budget === undefined ? 'no budget (memory_budget_gb) or target GPU' : 'no policy fits the budget, so the runtime would reject this config';
-  return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...smallest!.policy } }, []), input, why);
+  return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...smallest!.policy } }), input, why);
 }
 
 function withAutoNote(e: MemoryEstimate, input: MemoryInput, problem: string | undefined): MemoryEstimate {
@@ -66,7 +66,7 @@ export function checkpointCandidates(input: MemoryInput): FixedPolicy[] {
   return candidates.map((c, i) => ({ c, i, k: cost(c) })).sort((a, b) => a.k - b.k || a.i - b.i).map((x) => x.c);
 }
 
-function estimateFixed(input: MemoryInput, notes: string[]): MemoryEstimate {
+function estimateFixed(input: MemoryInput): MemoryEstimate {
   const fw = FRAMEWORKS[input.framework](input);
   const specs = fw.terms;
   // Backward: evaluate every step and keep the one where the device holds the most.
@@ -98,7 +98,7 @@ function estimateFixed(input: MemoryInput, notes: string[]): MemoryEstimate {
     allocatorPeak,
     host: { perRank: hostPerRank, perNode: hostPerRank * input.nprocPerNode },
     checkpointing: { policy: input.checkpointing.policy === 'auto' ? 'none' : input.checkpointing.policy, everyN: input.checkpointing.everyN },
-    notes: [...notes, ...fw.notes],
+    notes: [...fw.notes],
   };
   if (input.gpu) {
     const headroomBytes = input.gpu.memoryBytes - estimate.peak.total;

@@ -43,10 +43,6 @@ export function hostTarget(memoryBytes: number): GpuSpec {
   return { id: 'host', name: 'host memory', memoryBytes, kind: 'host' };
 }
 
-export function gpuNames(): string[] {
-  return GPU_PRESETS.map((g) => g.id);
-}
-
 function squash(s: string): string {
   return s.toLowerCase().replace(/[^a-z0-9]/g, '').replace(/geforce/, '');
 }

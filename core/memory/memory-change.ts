@@ -12,8 +12,6 @@ export type MemoryChange =
   | { knob: 'nproc'; value: number }
   | { knob: 'gpu'; value: string };
 
-export type Knob = MemoryChange['knob'];
-
 export function applyChange(input: MemoryInput, change: MemoryChange): MemoryInput {
   switch (change.knob) {
     case 'microBatch':

@@ -27,12 +27,12 @@ export interface BlockActivations {
 }
 
 /** Whether block i (0-based) is checkpointed: every_n checkpoints blocks n-1, 2n-1, … (torchtitan's ac_freq). */
-export function isCheckpointed(input: MemoryInput, block: number): boolean {
+function isCheckpointed(input: MemoryInput, block: number): boolean {
   const c = input.checkpointing;
   return c.policy === 'every_n' && (block + 1) % c.everyN === 0;
 }
 
-export function savedByBlock(input: MemoryInput, acts: BlockActivations, block: number): number {
+function savedByBlock(input: MemoryInput, acts: BlockActivations, block: number): number {
   if (input.checkpointing.policy === 'selective') return acts.selectiveBlock;
   return isCheckpointed(input, block) ? acts.blockInput : acts.fullBlock;
 }

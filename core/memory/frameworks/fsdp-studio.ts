@@ -12,7 +12,7 @@ import type { FrameworkTerms, TermSpec } from './term-spec';
 const FP32 = 4;
 
 /** Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head]. */
-export function unitNumels(m: ModelShape): number[] {
+function unitNumels(m: ModelShape): number[] {
   const C = m.dModel;
   const F = m.ffnHidden;
   const block = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
@@ -23,14 +23,14 @@ export function unitNumels(m: ModelShape): number[] {
 }
 
 /** The runtime's shard degree: 1 for NO_SHARD, ranks per node for HYBRID_SHARD, else the world. */
-export function runtimeShardDegree(input: MemoryInput): number {
+function runtimeShardDegree(input: MemoryInput): number {
   if (input.strategy === 'NO_SHARD') return 1;
   if (input.strategy === 'HYBRID_SHARD') return Math.max(1, input.ranksPerNode ?? input.nprocPerNode);
   return Math.max(1, worldSize(input));
 }
 
 /** MEMORY.md's activation pieces (bytes) for one micro-batch. */
-export function runtimeActivationSizes(input: MemoryInput) {
+function runtimeActivationSizes(input: MemoryInput) {
   const m = input.model;
   const B = input.microBatch;
   const T = input.seqLen;
@@ -57,7 +57,7 @@ export function runtimeActivationSizes(input: MemoryInput) {
 }
 
 /** What each block keeps for backward: 'none' (everything), 'full' (recomputed), 'selective'. */
-export function runtimeBlockRecompute(input: MemoryInput): Array<'none' | 'full' | 'selective'> {
+function runtimeBlockRecompute(input: MemoryInput): Array<'none' | 'full' | 'selective'> {
   const L = input.model.nLayers;
   const c = input.checkpointing;
   if (c.policy === 'selective') return Array(L).fill('selective');
