@@ -6,10 +6,12 @@ import * as vscode from 'vscode';
 import { registerAttachRun } from './commands/attach-run';
 import { registerCheckEnvironment } from './commands/check-environment';
 import { registerLaunchRun, remoteBase } from './commands/launch-run';
+import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { registerOpenRun } from './commands/open-run';
 import { registerResumeRun } from './commands/resume-run';
 import { registerStopRun } from './commands/stop-run';
+import { startConfigLanguageClient } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
 import { notifyRunEvents } from './runs/run-notifications';
@@ -38,7 +40,7 @@ export class StudioContext implements vscode.Disposable {
   }
 
   async start(): Promise<void> {
-    this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this));
+    this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
     this.track(registerAttachRun(this), registerStopRun(this), registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
     const tree = new RunsTree(this.runs);
     this.track(
@@ -51,6 +53,7 @@ export class StudioContext implements vscode.Disposable {
       new NanDiagnostics(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
+    this.track(await startConfigLanguageClient(this));
     this.output.info(`FSDP Studio ${this.extension.extension.packageJSON.version} activated`);
   }
 

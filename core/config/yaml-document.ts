@@ -1,7 +1,7 @@
 // YAML parsed with the `yaml` package's CST-backed document, so every key and value keeps its
 // offsets. Block-style YAML being typed is often not yet valid, so locating the cursor falls back
 // to reading indentation when the parsed tree has no node there.
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode, type Pair } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, parseDocument, type Node as YamlNode, type Pair } from 'yaml';
 import type { ConfigPath, CursorLocation, SourceDocument, SourceRange, SyntaxProblem } from './source-document';
 import { TextPositions } from './text-positions';
 
@@ -20,7 +20,7 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
   constructor(text: string, version: '1.1' | '1.2') {
     super(text);
     // logLevel error: the yaml package would otherwise print warnings (e.g. about mapping keys) to stderr.
-    const doc = parseDocument(text, { lineCounter: new LineCounter(), prettyErrors: false, uniqueKeys: true, version, logLevel: 'error' });
+    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, version, logLevel: 'error' });
     for (const err of doc.errors) {
       const message = err.message.split('\n')[0];
       // PyYAML (YAML 1.1 readers such as accelerate) silently keeps the last of duplicate keys.

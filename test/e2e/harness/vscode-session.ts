@@ -162,6 +162,33 @@ export class VsCodeSession {
     throw new Error(`no webview answered ${expression} within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message.split('\n')[0]}` : ''}`);
   }
 
+  /** The problem squiggles (error, warning) rendered in the active editor. */
+  squiggles(severity: 'error' | 'warning' = 'error') {
+    return this.page.locator(`.editor-instance .squiggly-${severity}`);
+  }
+
+  /**
+   * Moves the cursor to the next problem in the active editor (F8) and returns the message its
+   * peek shows; the peek is closed again.
+   */
+  async nextProblem(): Promise<string> {
+    await this.page.locator('.editor-instance .view-lines').first().click();
+    await this.page.keyboard.press('F8');
+    const peek = this.page.locator('.marker-widget .descriptioncontainer').first();
+    await peek.waitFor({ timeout: 20_000 });
+    const message = (await peek.innerText()).trim();
+    await this.page.keyboard.press('Escape');
+    return message;
+  }
+
+  /** Opens the quick-fix menu at the cursor (Ctrl+.) and applies the fix titled `title`. */
+  async applyQuickFix(title: string): Promise<void> {
+    await this.page.keyboard.press('Control+.');
+    const item = this.page.locator('.action-widget .monaco-list-row', { hasText: title }).first();
+    await item.waitFor({ timeout: 20_000 });
+    await item.click();
+  }
+
   async closePalette(): Promise<void> {
     await this.page.keyboard.press('Escape');
   }

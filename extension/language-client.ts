@@ -1,0 +1,32 @@
+// Starts the config language server (dist/language-server.js) for YAML and JSON files. The client
+// only connects the editor: which files are configs, and everything about them, is the server's.
+import path from 'node:path';
+import type * as vscode from 'vscode';
+import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import type { StudioContext } from './studio-context';
+
+export async function startConfigLanguageClient(studio: StudioContext): Promise<vscode.Disposable> {
+  const module = path.join(studio.extension.extensionPath, 'dist', 'language-server.js');
+  const serverOptions: ServerOptions = {
+    run: { module, transport: TransportKind.ipc },
+    debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6011'] } },
+  };
+  const clientOptions: LanguageClientOptions = {
+    // The server decides by name and content which of these are configs; it leaves the rest alone.
+    documentSelector: ['yaml', 'json', 'jsonc'].flatMap((language) => [
+      { scheme: 'file', language },
+      { scheme: 'untitled', language },
+    ]),
+    synchronize: { configurationSection: 'fsdp' },
+    initializationOptions: { nativeAddonPath: studio.runtime.addonPath },
+  };
+  const client = new LanguageClient('fsdpConfigs', 'FSDP Studio config checks', serverOptions, clientOptions);
+  try {
+    await client.start();
+    studio.output.info('config language server started');
+  } catch (e) {
+    // The rest of the extension works without config checks; say why they are missing.
+    studio.output.error(`the config language server did not start: ${(e as Error).message}`);
+  }
+  return { dispose: () => void client.stop().catch(() => undefined) };
+}
