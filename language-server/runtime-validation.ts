@@ -3,16 +3,17 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type { RuntimeVerdict } from '../core/rules/rule';
 
 export interface RuntimeValidation {
   /** Present when the addon is loaded and has validateConfig. */
-  validateConfig?: (resolved: object) => Array<{ path: string; message: string }>;
+  validateConfig?: (resolved: object) => RuntimeVerdict;
   /** Why runtime validation is on or off, for the log. */
   status: string;
 }
 
 interface AddonWithValidation {
-  validateConfig?(config: object): { ok: boolean; errors: Array<{ path: string; message: string }> };
+  validateConfig?(config: object): { ok: boolean; errors?: RuntimeVerdict['errors']; warnings?: RuntimeVerdict['warnings'] };
 }
 
 /** The default addon location, relative to the bundled server (dist/language-server.js). */
@@ -33,6 +34,9 @@ export function loadRuntimeValidation(addonPath: string): RuntimeValidation {
   if (typeof validate !== 'function') return { status: `runtime validation off: ${addonPath} has no validateConfig` };
   return {
     status: `runtime validation on: ${addonPath}`,
-    validateConfig: (resolved) => validate.call(addon, resolved).errors ?? [],
+    validateConfig: (resolved) => {
+      const r = validate.call(addon, resolved);
+      return { errors: r.errors ?? [], warnings: r.warnings ?? [] };
+    },
   };
 }

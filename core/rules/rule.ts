@@ -23,7 +23,13 @@ export interface AnalysisEnvironment {
   /** Reads a file a config refers to (accelerate's deepspeed_config_file); undefined when unreadable. */
   readFile?: (absolutePath: string) => string | undefined;
   /** The runtime's own check of a resolved run config (the native addon's validateConfig), when built. */
-  validateRunConfig?: (resolved: object) => Array<{ path: string; message: string }>;
+  validateRunConfig?: (resolved: object) => RuntimeVerdict;
+}
+
+/** What the runtime says of a config: errors it refuses to run, warnings it would run with. */
+export interface RuntimeVerdict {
+  errors: Array<{ path: string; message: string }>;
+  warnings: Array<{ path: string; message: string }>;
 }
 
 export interface RuleContext {

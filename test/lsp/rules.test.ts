@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Diagnostic } from 'vscode-languageserver-protocol';
-import { fileUri, LanguageServerClient } from './harness/language-server-client';
+import { fileUri, LanguageServerClient, repoRoot } from './harness/language-server-client';
 import { applyTextEdits, parseMarked } from './harness/marked-text';
 import { REFERENCED_FILES, RULE_CASES, type RuleCase } from './rule-cases';
 
@@ -23,12 +23,16 @@ describe('language server over stdio: every rule, triggered and not, with its ex
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** One server per distinct settings, shared by the cases that use them. */
+  /**
+   * One server per distinct settings, shared by the cases that use them. These cases check the
+   * schemas and rules, so the runtime's own check (which also wants real data files and a build
+   * that runs several ranks) is left out; test/lsp/runtime-validation.test.ts covers it.
+   */
   async function serverFor(c: RuleCase): Promise<LanguageServerClient> {
     const key = JSON.stringify(c.settings ?? {});
     let s = servers.get(key);
     if (!s) {
-      s = await LanguageServerClient.start({ settings: c.settings ?? {} });
+      s = await LanguageServerClient.start({ settings: c.settings ?? {}, nativeAddonPath: path.join(repoRoot, 'native', 'build', 'Release', 'absent-for-rule-tests.node') });
       servers.set(key, s);
     }
     return s;

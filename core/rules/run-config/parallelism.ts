@@ -8,14 +8,16 @@ export function worldSize(ctx: RuleContext): number | undefined {
   return typeof perNode === 'number' && typeof nodes === 'number' ? perNode * nodes : undefined;
 }
 
+const STRATEGIES = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD', 'HYBRID_SHARD'];
+
 /** The sharding strategy the config asks for explicitly (sharding_strategy or zero_stage), if any. */
 function explicitStrategy(ctx: RuleContext): { strategy: string; path: string[] } | undefined {
   const fsdp = ctx.value.fsdp;
   if (!isObject(fsdp)) return undefined;
-  if (typeof fsdp.sharding_strategy === 'string') return { strategy: fsdp.sharding_strategy, path: ['fsdp', 'sharding_strategy'] };
+  // An unknown name is the schema's to report; only real strategies behave as anything.
+  if (typeof fsdp.sharding_strategy === 'string') return STRATEGIES.includes(fsdp.sharding_strategy) ? { strategy: fsdp.sharding_strategy, path: ['fsdp', 'sharding_strategy'] } : undefined;
   const stage = asNumber(fsdp.zero_stage);
-  const names = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD'];
-  return stage !== undefined && names[stage] ? { strategy: names[stage], path: ['fsdp', 'zero_stage'] } : undefined;
+  return stage !== undefined && Number.isInteger(stage) && stage >= 0 && stage <= 3 ? { strategy: STRATEGIES[stage], path: ['fsdp', 'zero_stage'] } : undefined;
 }
 
 export const shardingWithOneRank: ConfigRule = {

@@ -1,9 +1,11 @@
 // "Any config the runtime itself rejects": the native runtime validates the resolved config with
 // the same code that runs it (the addon's validateConfig), so its verdict is the ground truth. It is
-// asked only about schema-valid configs, since it receives the resolved (defaults filled) config.
+// asked only about schema-valid configs, since it receives the resolved (defaults filled) config,
+// and only for runs on this machine: a run on an SSH host is checked by that host's runtime, with
+// its own data files and build.
 import path from 'node:path';
 import { resolveRunConfig, type RunConfig } from '../../config/run-config';
-import { report, type ConfigRule } from '../rule';
+import { report, valueAt, type ConfigRule, type RuleContext, type RuntimeVerdict } from '../rule';
 
 export const runtimeRejects: ConfigRule = {
   code: 'run.runtime',
@@ -11,19 +13,25 @@ export const runtimeRejects: ConfigRule = {
   source: 'native/src/addon/addon.cc: validateConfig',
   check(ctx) {
     const validate = ctx.env.validateRunConfig;
-    if (!validate) return [];
+    const target = valueAt(ctx.value, ['launch', 'target']);
+    if (!validate || (target !== undefined && target !== 'local')) return [];
     const resolved = resolveRunConfig(ctx.value as unknown as RunConfig, path.dirname(path.resolve(ctx.fileName)));
-    let errors: Array<{ path: string; message: string }>;
+    let verdict: RuntimeVerdict;
     try {
-      errors = validate(resolved);
+      verdict = validate(resolved);
     } catch (e) {
       return [report(ctx, this, { path: [], severity: 'warning', message: `the runtime's config check failed: ${(e as Error).message}` })];
     }
-    return errors.map((err) => {
-      const keys = err.path ? err.path.split('.').filter(Boolean) : [];
-      // The runtime may name a key the file leaves to its default: point at the nearest one present.
-      while (keys.length && !ctx.doc.has(keys)) keys.pop();
-      return report(ctx, this, { path: keys, severity: 'error', message: `the runtime rejects this config: ${err.path ? `${err.path}: ` : ''}${err.message}` });
-    });
+    return [
+      ...verdict.errors.map((p) => problem(ctx, p, 'error', 'the runtime rejects this config')),
+      ...verdict.warnings.map((p) => problem(ctx, p, 'warning', 'the runtime warns')),
+    ];
   },
 };
+
+function problem(ctx: RuleContext, p: { path: string; message: string }, severity: 'error' | 'warning', lead: string) {
+  const keys = p.path ? p.path.split('.').filter(Boolean) : [];
+  // The runtime may name a key the file leaves to its default: point at the nearest one present.
+  while (keys.length && !ctx.doc.has(keys)) keys.pop();
+  return report(ctx, runtimeRejects, { path: keys, severity, message: `${lead}: ${p.path ? `${p.path}: ` : ''}${p.message}` });
+}

@@ -169,24 +169,33 @@ export class VsCodeSession {
 
   /**
    * Moves the cursor to the next problem in the active editor (F8) and returns the message its
-   * peek shows; the peek is closed again.
+   * peek shows; the peek stays open (Escape closes it).
    */
   async nextProblem(): Promise<string> {
     await this.page.locator('.editor-instance .view-lines').first().click();
     await this.page.keyboard.press('F8');
     const peek = this.page.locator('.marker-widget .descriptioncontainer').first();
     await peek.waitFor({ timeout: 20_000 });
-    const message = (await peek.innerText()).trim();
-    await this.page.keyboard.press('Escape');
-    return message;
+    return (await peek.innerText()).trim();
   }
 
-  /** Opens the quick-fix menu at the cursor (Ctrl+.) and applies the fix titled `title`. */
+  /**
+   * Opens the quick-fix menu at the cursor (Ctrl+.) and applies the fix titled `title`, choosing it
+   * with the keyboard as a person would (the menu's overlay takes mouse clicks meant for the page).
+   */
   async applyQuickFix(title: string): Promise<void> {
     await this.page.keyboard.press('Control+.');
-    const item = this.page.locator('.action-widget .monaco-list-row', { hasText: title }).first();
-    await item.waitFor({ timeout: 20_000 });
-    await item.click();
+    await this.page.locator('.action-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20_000 });
+    const rows = await this.page.locator('.action-widget .monaco-list-row').count();
+    for (let i = 0; i <= rows; i++) {
+      const focused = await this.page.locator('.action-widget .monaco-list-row.focused').first().getAttribute('aria-label').catch(() => null);
+      if (focused === title) {
+        await this.page.keyboard.press('Enter');
+        return;
+      }
+      await this.page.keyboard.press('ArrowDown');
+    }
+    throw new Error(`the quick-fix menu has no "${title}"`);
   }
 
   async closePalette(): Promise<void> {
