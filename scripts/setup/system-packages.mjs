@@ -12,6 +12,9 @@ export const PACKAGES = {
   codeServer: ['libkrb5-dev', 'ripgrep'],
   // End-to-end and SSH tests: a real browser and a real sshd on loopback.
   test: ['chromium', 'openssh-server', 'openssh-client', 'procps'],
+  // PyTorch on the CPU, only to regenerate the reference fixtures (npm run fixtures:reference) and
+  // test their harness (npm run test:reference); npm test reads the committed fixtures without it.
+  reference: ['python3-torch', 'python3-numpy'],
 };
 
 /** Installs the packages of the given purposes that are not installed yet. */

@@ -22,10 +22,11 @@ double scheduled_lr(const TrainingConfig& t, long step) {
   const double warmup = static_cast<double>(t.warmup_steps);
 
   if (t.schedule == "one_cycle") {
-    // As PyTorch's OneCycleLR: start at peak / 25, rise along a cosine over the warmup (30% of the
-    // steps when warmup_steps is 0), then fall along a cosine to the floor.
+    // As PyTorch's OneCycleLR: step 1 runs at peak / 25, the rate rises along a cosine to the peak
+    // at step `rise` (the warmup, or 30% of the steps when warmup_steps is 0), then falls along a
+    // cosine to the floor at the last step. (Checked against OneCycleLR by the reference fixtures.)
     const double rise = warmup > 0 ? warmup : std::max(1.0, std::round(0.3 * total));
-    if (s <= rise) return cosine(peak / 25.0, peak, s / rise);
+    if (s <= rise) return rise > 1 ? cosine(peak / 25.0, peak, (s - 1) / (rise - 1)) : peak;
     return cosine(peak, floor, (s - rise) / std::max(1.0, total - rise));
   }
   if (warmup > 0 && s <= warmup) return peak * s / warmup;
