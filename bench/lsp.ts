@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   }
 
   const server = await LanguageServerClient.start();
-  const results: Array<{ name: string; problems: number; analysisMs: ReturnType<typeof stats>; analysisCpuMs: ReturnType<typeof stats>; diagnosticsMs: ReturnType<typeof stats>; completionMs: ReturnType<typeof stats>; completionItems: number }> = [];
+  const results: Array<{ name: string; problems: number; problemCodes: string[]; analysisMs: ReturnType<typeof stats>; analysisCpuMs: ReturnType<typeof stats>; diagnosticsMs: ReturnType<typeof stats>; completionMs: ReturnType<typeof stats>; completionItems: number }> = [];
   try {
     for (const d of docs) {
       const first = await server.open(d.uri, d.text);
@@ -106,7 +106,7 @@ async function main(): Promise<void> {
           analysisCpu.push((cpu.user + cpu.system) / 1000);
         }
       }
-      results.push({ name: d.name, problems: first.length, analysisMs: stats(analysis), analysisCpuMs: stats(analysisCpu), diagnosticsMs: stats(diag), completionMs: stats(comp), completionItems: items });
+      results.push({ name: d.name, problems: first.length, problemCodes: [...new Set(first.map((p) => String(p.code)))], analysisMs: stats(analysis), analysisCpuMs: stats(analysisCpu), diagnosticsMs: stats(diag), completionMs: stats(comp), completionItems: items });
     }
   } finally {
     await server.stop();
@@ -131,7 +131,9 @@ async function main(): Promise<void> {
     '',
     '| config | problems | diagnostics median | diagnostics p95 (≤ 20) | completion median | completion p95 (≤ 10) | analysis alone, wall p95 | analysis alone, CPU median / p95 |',
     '|---|---|---|---|---|---|---|---|',
-    ...results.map((r) => `| ${r.name} | ${r.problems} | ${r.diagnosticsMs.median} | ${r.diagnosticsMs.p95} | ${r.completionMs.median} | ${r.completionMs.p95} | ${r.analysisMs.p95} | ${r.analysisCpuMs.median} / ${r.analysisCpuMs.p95} |`),
+    ...results.map((r) => `| ${r.name} | ${r.problems} (${r.problemCodes.join(', ')}) | ${r.diagnosticsMs.median} | ${r.diagnosticsMs.p95} | ${r.completionMs.median} | ${r.completionMs.p95} | ${r.analysisMs.p95} | ${r.analysisCpuMs.median} / ${r.analysisCpuMs.p95} |`),
+    '',
+    'The problems are real and part of the work timed: the run config is written for 8 × H100 and this machine\'s runtime (validateConfig, on) refuses CUDA, bfloat16 and 8 ranks here; the DeepSpeed config uses a deprecated key.',
     '',
     'Diagnostics: from sending textDocument/didChange (whole text) to receiving its textDocument/publishDiagnostics. Completion: textDocument/completion request to response, at a key inside a section. Analysis alone: parse, schema and rules in this process; its CPU time (process.cpuUsage) is not inflated by other processes on the shared cores, its wall time is.',
     '',

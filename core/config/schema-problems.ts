@@ -194,7 +194,8 @@ function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: s
   }
 }
 
-function valueAt(root: unknown, path: ConfigPath): unknown {
+/** The value at `path` in a parsed config, or undefined where the path does not exist. */
+export function valueAt(root: unknown, path: ConfigPath): unknown {
   let v: unknown = root;
   for (const seg of path) {
     if (v === null || typeof v !== 'object') return undefined;

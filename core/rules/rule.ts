@@ -2,6 +2,7 @@
 // source that says why (a documentation page or the tool's own code) so hover can show it.
 import type { ConfigFix } from '../config/config-edits';
 import type { ConfigProblem, ProblemSeverity } from '../config/schema-problems';
+export { valueAt } from '../config/schema-problems';
 import type { ConfigPath, SourceDocument } from '../config/source-document';
 
 /** Settings that change what a rule concludes; the editor's `fsdp.*` settings. */
@@ -61,16 +62,6 @@ export interface Finding {
 /** A problem of `rule` at `path`, its range taken from the document. */
 export function report(ctx: RuleContext, rule: Pick<ConfigRule, 'code'>, f: Finding): ConfigProblem {
   return { severity: f.severity, path: f.path, code: rule.code, message: f.message, range: ctx.doc.rangeOf(f.path, f.part ?? 'value'), fixes: f.fixes };
-}
-
-/** The value at `path`, or undefined. */
-export function valueAt(root: unknown, path: ConfigPath): unknown {
-  let v: unknown = root;
-  for (const seg of path) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string | number, unknown>)[seg];
-  }
-  return v;
 }
 
 export function isObject(v: unknown): v is Record<string, unknown> {
