@@ -7,8 +7,6 @@ export type ConfigKind = 'run-config' | 'deepspeed' | 'accelerate';
 /** What a user may associate a glob with: a kind, or "none" to leave matching files alone. */
 export type ConfigAssociation = ConfigKind | 'none';
 
-export const CONFIG_KINDS: readonly ConfigKind[] = ['run-config', 'deepspeed', 'accelerate'];
-
 export function recogniseConfig(fileName: string, text: string, associations: Record<string, ConfigAssociation> = {}): ConfigKind | undefined {
   const normalised = fileName.replace(/\\/g, '/');
   for (const [glob, kind] of Object.entries(associations)) {

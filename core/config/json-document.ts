@@ -38,12 +38,6 @@ export class JsonSourceDocument extends TextPositions implements SourceDocument 
     return this.range(0, 0);
   }
 
-  entrySpan(path: ConfigPath): { start: number; end: number } | undefined {
-    const node = this.node(path);
-    const entry = node?.parent?.type === 'property' ? node.parent : node;
-    return entry ? { start: entry.offset, end: entry.offset + entry.length } : undefined;
-  }
-
   valueSpan(path: ConfigPath): { start: number; end: number } | undefined {
     const node = this.node(path);
     return node ? { start: node.offset, end: node.offset + node.length } : undefined;

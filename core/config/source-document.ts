@@ -44,8 +44,6 @@ export interface SourceDocument {
   rangeOf(path: ConfigPath, part?: 'key' | 'value'): SourceRange;
   /** Whether `path` exists in the document. */
   has(path: ConfigPath): boolean;
-  /** Offsets of the whole entry at `path` (key and value), undefined when absent. */
-  entrySpan(path: ConfigPath): { start: number; end: number } | undefined;
   /** Offsets of the value at `path`, undefined when absent. */
   valueSpan(path: ConfigPath): { start: number; end: number } | undefined;
   /** The key or value at `offset`, for completion and hover. */

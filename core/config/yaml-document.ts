@@ -54,13 +54,6 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     return this.range(r[0], end);
   }
 
-  entrySpan(path: ConfigPath): { start: number; end: number } | undefined {
-    const found = this.find(path);
-    if (found.depth !== path.length || !found.pair || !isScalar(found.pair.key) || !found.pair.key.range) return undefined;
-    const value = found.pair.value as YamlNode | null;
-    return { start: found.pair.key.range[0], end: value?.range && !isEmptyScalar(value) ? value.range[1] : found.pair.key.range[1] };
-  }
-
   valueSpan(path: ConfigPath): { start: number; end: number } | undefined {
     const found = this.find(path);
     const value = found.pair?.value as YamlNode | null | undefined;

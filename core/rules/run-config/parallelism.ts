@@ -23,7 +23,7 @@ function explicitStrategy(ctx: RuleContext): { strategy: string; path: string[] 
 export const shardingWithOneRank: ConfigRule = {
   code: 'run.sharding-one-rank',
   why: 'Sharding divides state across ranks; with a world size of 1 every shard is the whole model and the run behaves as NO_SHARD (PyTorch FSDP switches to NO_SHARD with a warning for the same reason).',
-  source: 'torch/distributed/fsdp/_init_utils.py: _init_core_state ("FSDP is switching to use NO_SHARD instead of ... since the world size is 1")',
+  source: 'torch/distributed/fsdp/_init_utils.py (its warning "FSDP is switching to use NO_SHARD instead of ... since the world size is 1")',
   check(ctx) {
     const s = explicitStrategy(ctx);
     if (!s || s.strategy === 'NO_SHARD' || worldSize(ctx) !== 1) return [];
