@@ -58,7 +58,7 @@ export class Comparisons {
       this.gpuCells.set(gpu.id, entry);
       gpus.append(row);
     }
-    const knobs = el('table', { id: 'knob-table', class: 'grid' }, el('thead', {}, el('tr', {}, el('th', {}, 'change'), el('th', {}, 'peak'), el('th', {}, 'saves'), el('th', {}, ''))), this.knobBody);
+    const knobs = el('table', { id: 'knob-table', class: 'grid' }, el('thead', {}, el('tr', {}, el('th', {}, 'change'), el('th', {}, 'peak'), el('th', {}, 'Δ peak'), el('th', {}, ''))), this.knobBody);
     this.element = el(
       'div',
       { class: 'comparisons' },
