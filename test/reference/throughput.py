@@ -1,0 +1,210 @@
+"""Throughput baselines (issue 9, part 3): GPT-2 124M at sequences of 1024 in bf16 on one GPU, in
+PyTorch eager with SDPA flash attention and with torch.compile — tokens/s, MFU and peak memory at
+the largest micro-batch that fits. These are the numbers the CUDA backend has to beat; it can run
+this script and its own benchmark side by side in one call (README.md here).
+
+On a GPU machine:  python3 test/reference/throughput.py --out "$OUT/throughput"
+On a CPU it runs as a dry run (small shapes, eager only, ``"dry_run": true``) to exercise the code;
+its timings are a CPU's, not baselines, and it never writes into test/fixtures/throughput/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
+
+import torch
+
+from fixture_file import cpu_model, invocation, write_json
+from gpt import Gpt, GptShape, initialise, loss_of
+from measure_memory import nvidia_driver, slug
+from memory_grid import PRESETS
+
+FORMAT = "fsdp-studio/throughput-baseline/v1"
+THROUGHPUT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "throughput"
+
+# Dense bf16 tensor-core peaks from the vendors' data sheets (no sparsity), by device-name part.
+PEAK_BF16_FLOPS: list[tuple[str, float, str]] = [
+    ("H200", 989.4e12, "NVIDIA H200 data sheet: 1979 TFLOPS bf16 with sparsity, 989.4 dense"),
+    ("H100 PCIe", 756.5e12, "NVIDIA H100 PCIe data sheet: 1513 TFLOPS bf16 with sparsity, 756.5 dense"),
+    ("H100", 989.4e12, "NVIDIA H100 SXM data sheet: 1979 TFLOPS bf16 with sparsity, 989.4 dense"),
+    ("A100", 312e12, "NVIDIA A100 data sheet: 312 TFLOPS bf16 dense"),
+]
+
+
+def training_flops_per_token(s: GptShape, seq_len: int) -> float:
+    """As native/src/model/flops.h: 3 x forward, the matrix products of every block and the LM head
+    plus causal attention (the half it computes): 3 (L (2 (4C^2 + 2CF) + 2CT) + 2VC)."""
+    C, F, L, V = s.d_model, s.ffn_hidden, s.n_layers, s.vocab_size
+    return 3.0 * (L * (2.0 * (4 * C * C + 2 * C * F) + 2.0 * C * seq_len) + 2.0 * V * C)
+
+
+def peak_flops(device_name: str) -> tuple[float, str] | None:
+    for part, flops, source in PEAK_BF16_FLOPS:
+        if part in device_name:
+            return flops, source
+    return None
+
+
+def largest_fitting(candidates: list[int], fits: Callable[[int], bool]) -> tuple[int | None, dict[int, bool]]:
+    """The largest candidate (ascending) that fits, trying upwards until the first that does not."""
+    tried: dict[int, bool] = {}
+    best = None
+    for mb in sorted(candidates):
+        tried[mb] = fits(mb)
+        if not tried[mb]:
+            break
+        best = mb
+    return best, tried
+
+
+def flash_only() -> ContextManager[Any]:
+    """Restricts SDPA to the flash kernel where PyTorch can say so (2.3+), so a baseline is not
+    silently measured with another kernel."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # type: ignore[import-not-found]
+    except ImportError:
+        return contextlib.nullcontext()
+    return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+
+
+class Trainer:
+    """A model, its AdamW and one random batch, stepping with bf16 autocast."""
+
+    def __init__(self, shape: GptShape, micro_batch: int, seq_len: int, device: torch.device, compiled: bool) -> None:
+        sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+        self.model = Gpt(shape, attention="sdpa" if sdpa else "eager").to(device)
+        initialise(self.model, 1234, 0.02)
+        self.forward: Callable[[torch.Tensor], torch.Tensor] = torch.compile(self.model) if compiled else self.model  # type: ignore[attr-defined]
+        fused = {"fused": True} if device.type == "cuda" else {}
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4, **fused)
+        g = torch.Generator(device=device).manual_seed(0)
+        tokens = torch.randint(0, shape.vocab_size, (micro_batch, seq_len + 1), device=device, generator=g)
+        self.inputs, self.targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        self.device = device
+
+    def step(self) -> float:
+        """One optimizer step; returns its wall time in seconds (device synchronised)."""
+        sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
+        sync()
+        t0 = time.perf_counter()
+        with flash_only(), torch.autocast(self.device.type, dtype=torch.bfloat16):
+            loss = loss_of(self.forward(self.inputs), self.targets)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        sync()
+        return time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def released(device: torch.device) -> Iterator[None]:
+    """Frees what a trial allocated, also when it ran out of memory."""
+    try:
+        yield
+    finally:
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+
+
+def fits(shape: GptShape, seq_len: int, device: torch.device) -> Callable[[int], bool]:
+    def attempt(mb: int) -> bool:
+        with released(device):
+            try:
+                Trainer(shape, mb, seq_len, device, compiled=False).step()
+                return True
+            except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
+                if "out of memory" not in str(e):
+                    raise
+                return False
+    return attempt
+
+
+def measure(shape: GptShape, seq_len: int, micro_batch: int, device: torch.device, compiled: bool, warmup: int, steps: int,
+            peak: tuple[float, str] | None) -> dict[str, Any]:
+    with released(device):
+        t = Trainer(shape, micro_batch, seq_len, device, compiled)
+        first = t.step()  # compiles, when compiling
+        for _ in range(warmup - 1):
+            t.step()
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        times = [t.step() for _ in range(steps)]
+        tokens = micro_batch * seq_len
+        tokens_per_s = tokens * steps / sum(times)
+        result: dict[str, Any] = {
+            "tokens_per_s": round(tokens_per_s, 1),
+            "step_ms_mean": round(1e3 * statistics.fmean(times), 3),
+            "step_ms_median": round(1e3 * statistics.median(times), 3),
+            "step_ms_min": round(1e3 * min(times), 3),
+            "first_step_s": round(first, 3),
+            "mfu": round(training_flops_per_token(shape, seq_len) * tokens_per_s / peak[0], 4) if peak else None,
+        }
+        if device.type == "cuda":
+            result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+            result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+        return result
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=sorted(PRESETS), default="gpt2-124m")
+    parser.add_argument("--seq", type=int, default=1024)
+    parser.add_argument("--micro-batches", default="4,8,12,16,24,32,40,48,56,64", help="candidates, comma-separated")
+    parser.add_argument("--modes", default="eager,compile", help="eager and/or compile")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    modes = args.modes.split(",")
+    if not set(modes) <= {"eager", "compile"}:
+        parser.error(f"--modes {args.modes}: each must be eager or compile")
+    cuda = torch.cuda.is_available()
+    out_dir = args.out.resolve()
+    if not cuda and (out_dir == THROUGHPUT_FIXTURES or THROUGHPUT_FIXTURES in out_dir.parents):
+        parser.error(f"--out {args.out}: no GPU here; a dry run never writes into {THROUGHPUT_FIXTURES}")
+    if "compile" in modes and not hasattr(torch, "compile"):
+        parser.error(f"--modes compile: torch.compile needs PyTorch >= 2.0; this is {torch.__version__}")
+
+    device = torch.device("cuda" if cuda else "cpu")
+    shape = PRESETS[args.model].shape()
+    name = torch.cuda.get_device_name() if cuda else f"cpu ({cpu_model()})"
+    peak = peak_flops(name) if cuda else None
+    doc: dict[str, Any] = {
+        "format": FORMAT, "device": name, "date": datetime.date.today().isoformat(), "command": " ".join(invocation()),
+        "torch": torch.__version__, "cuda": torch.version.cuda, "driver": nvidia_driver() if cuda else None,
+        "model": {"preset": args.model, **shape.__dict__}, "seq_len": args.seq,
+        "precision": "torch.autocast(bfloat16), fp32 master weights, AdamW(fused=True) on CUDA",
+        "attention": "F.scaled_dot_product_attention restricted to the flash kernel" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "eager softmax(QK^T)V (no SDPA in this PyTorch)",
+        "flops_per_token": training_flops_per_token(shape, args.seq),
+        "flops_formula": "3 (L (2 (4C^2 + 2CF) + 2CT) + 2VC), as native/src/model/flops.h",
+        "peak_flops": peak[0] if peak else None, "peak_flops_source": peak[1] if peak else None,
+    }
+    if not cuda:
+        doc["dry_run"] = True
+    best, tried = largest_fitting([int(x) for x in args.micro_batches.split(",")], fits(shape, args.seq, device))
+    doc["micro_batch_search"] = {str(k): "fits" if v else "out of memory" for k, v in tried.items()}
+    if best is None:
+        parser.error(f"no micro-batch of {args.micro_batches} fits")
+    doc["micro_batch"] = best
+    doc["results"] = {}
+    path = out_dir / f"{slug(name)}-{doc['date']}{'' if cuda else '-dry-run'}.json"
+    for mode in modes:
+        doc["results"][mode] = measure(shape, args.seq, best, device, mode == "compile", args.warmup, args.steps, peak)
+        print(f"{mode}: {doc['results'][mode]}", flush=True)
+        write_json(path, doc)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
