@@ -5,6 +5,7 @@ import { autoValues } from './auto-values';
 import { batchSizeProduct } from './batch-size';
 import { lambNeedsDynamicScaling, oneBitWithZero } from './optimizer';
 import { ampConflicts, dynamicLossScale, fp16AndBf16, masterWeightsNeedZero } from './precision';
+import { schedulerParameters } from './scheduler';
 import { allreduceSumWithStage3, booleanZeroSection, nvmeNeedsPath, offloadNeedsStage, partialOffloadNeedsStage3, stage3KeysBelowStage3 } from './zero';
 
 export const deepspeedRules: ConfigRule[] = [
@@ -21,6 +22,7 @@ export const deepspeedRules: ConfigRule[] = [
   allreduceSumWithStage3,
   oneBitWithZero,
   lambNeedsDynamicScaling,
+  schedulerParameters,
   contiguousCheckpointing,
   autoValues,
 ];
