@@ -19,7 +19,7 @@ export function anomalyView(event: AnomalyEvent, dump: unknown, dumpError: strin
     summary: describeAnomaly(event),
     policy: policyText(event),
     ...(event.dump ? { dumpPath: event.dump } : {}),
-    tables: dump === undefined ? [] : dumpTables(dump, event.where.layer),
+    tables: dump === undefined ? [] : isNativeDump(dump) ? nativeDumpTables(dump, event, vocabSize(config)) : dumpTables(dump, event.where.layer),
     ...(dumpError ? { dumpError } : {}),
     fixes: fixesFor(event, (config ?? {}) as Config),
   };
@@ -36,6 +36,58 @@ function policyText(e: AnomalyEvent): string {
     default:
       return 'Reported only; training went on.';
   }
+}
+
+/** The runtime's dump (native/src/diagnostics/nan_dump.cc): where, the batch's token ids, per-op statistics. */
+interface NativeDump {
+  format: 'fsdp-studio-nan-dump';
+  step: number;
+  tokens?: number[][];
+  stats?: Array<{ phase: string; kind: string; layer: number | string; op: string; name: string; mean: number | null; std: number | null; max_abs: number | null; nonfinite: number }>;
+}
+
+function isNativeDump(d: unknown): d is NativeDump {
+  return isRecord(d) && d.format === 'fsdp-studio-nan-dump';
+}
+
+const STAT_COLUMNS = ['phase', 'kind', 'layer', 'op', 'name', 'mean', 'std', 'max_abs', 'nonfinite'] as const;
+const TOKENS_SHOWN = 32;
+
+function nativeDumpTables(d: NativeDump, e: AnomalyEvent, vocab: number | undefined): DumpTable[] {
+  const tables: DumpTable[] = [];
+  const stats = d.stats ?? [];
+  if (stats.length) {
+    // The op that first held a non-finite value: the one the anomaly names, else the first that did.
+    let first = stats.findIndex((r) => r.nonfinite > 0 && r.phase === e.where.phase && r.layer === e.where.layer && r.op === e.where.op);
+    if (first < 0) first = stats.findIndex((r) => r.nonfinite > 0);
+    tables.push({
+      title: 'Per-op statistics of the step, re-run with checks',
+      columns: [...STAT_COLUMNS],
+      rows: stats.slice(0, MAX_ROWS).map((r) => STAT_COLUMNS.map((c) => show(r[c] as Scalar))),
+      chartColumn: 'max_abs',
+      ...(first >= 0 && first < MAX_ROWS ? { highlightRow: first } : {}),
+    });
+  }
+  const batches = d.tokens ?? [];
+  if (batches.length) {
+    // Byte-level data reads as text: showing it makes a corrupt batch obvious at a glance.
+    const asText = vocab !== undefined && vocab <= 256;
+    tables.push({
+      title: 'The batch',
+      columns: ['micro-batch', 'tokens', `first ${TOKENS_SHOWN} token ids`, ...(asText ? ['as text'] : [])],
+      rows: batches.map((ids, i) => [i, ids.length, ids.slice(0, TOKENS_SHOWN).join(' '), ...(asText ? [bytesAsText(ids.slice(0, 120))] : [])]),
+    });
+  }
+  return tables;
+}
+
+function bytesAsText(ids: number[]): string {
+  return ids.map((b) => (b >= 32 && b < 127 ? String.fromCharCode(b) : b === 10 ? '⏎' : '·')).join('');
+}
+
+function vocabSize(config: unknown): number | undefined {
+  const v = (config as { model?: { vocab_size?: unknown } } | undefined)?.model?.vocab_size;
+  return typeof v === 'number' ? v : undefined;
 }
 
 /** Tables from a dump of unknown shape: lists of records, and records of plain fields. */

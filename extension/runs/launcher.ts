@@ -100,7 +100,7 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
       timeoutMs: 60_000,
     });
   }
-  const argv = withMpirun(config, [runtime.binary, '--train', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])]);
+  const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])]);
   progress(`starting the run on ${machine.target}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
   const started = await machine.start({ runDir, manifest, argv, cwd: runDir });

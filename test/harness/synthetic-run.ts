@@ -69,9 +69,15 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
     if (step === o.nanAt) {
-      const dump = `diagnostics/nan-step-${step}.json`;
+      const dump = `diagnostics/step-${String(step).padStart(8, '0')}-nan.json`;
       mkdirSync(path.join(o.runDir, 'diagnostics'), { recursive: true });
-      writeFileSync(path.join(o.runDir, dump), JSON.stringify({ step, phase: 'forward', layer: 1, op: 'attn.softmax' }));
+      // The runtime's dump format (native/src/diagnostics/nan_dump.cc), with made-up statistics.
+      const stat = (layer: number, op: string, maxAbs: number | null, nonfinite: number) => ({ phase: 'forward', kind: 'activation', layer, op, name: `${op}.out`, mean: maxAbs === null ? null : 0.01, std: maxAbs === null ? null : 1, max_abs: maxAbs, nonfinite });
+      writeFileSync(path.join(o.runDir, dump), JSON.stringify({
+        format: 'fsdp-studio-nan-dump', version: 1, step, where: { phase: 'forward', layer: 1, op: 'attn.softmax' },
+        tokens: [[...'Synthetic batch text'].map((c) => c.charCodeAt(0))],
+        stats: [stat(0, 'attn.softmax', 0.9, 0), stat(0, 'mlp.gelu', 3.2, 0), stat(1, 'attn.softmax', null, 4096)],
+      }));
       emit({ type: 'step', step, loss: null, lr: 1e-3, grad_norm: null, tokens_per_s: 1000, step_ms: 10, mem_peak: 3.7e7, skipped: true });
       emit({ type: 'anomaly', step, kind: 'nan', where: { phase: 'forward', layer: 1, op: 'attn.softmax' }, action: 'stop', dump });
       emit({ type: 'run_end', status: 'failed', step: step - 1, reason: 'NaN in forward, layer 1 (attn.softmax)' });

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
+import { detachedStartArgv } from '../../extension/runs/detached-start';
+import { newRunId, withMpirun } from '../../extension/runs/launcher';
+import { RunRegistry } from '../../extension/runs/run-registry';
+import { sshArgv } from '../../extension/runs/ssh';
+import { sshConfigHosts } from '../../extension/runs/ssh-hosts';
+
+function config(launch: object): ResolvedRunConfig {
+  return resolveRunConfig({ model: { d_model: 8, n_layers: 1, n_heads: 1, vocab_size: 256, max_seq_len: 8 }, data: { train: 'x.tok' }, training: { batch_size_per_gpu: 1, max_steps: 1 }, launch } as never, '/tmp');
+}
+
+describe('launch plan', () => {
+  it('names runs by config and time, safe as a folder name', () => {
+    const id = newRunId('my run; $(x)', new Date('2026-11-21T15:30:12Z'));
+    assert.match(id, /^my-run-x-20261121-153012-[0-9a-f]{4}$/);
+    assert.match(newRunId(undefined), /^run-\d{8}-\d{6}-/);
+  });
+
+  it('starts through mpirun only for several processes', () => {
+    assert.deepEqual(withMpirun(config({ nproc_per_node: 1 }), ['t']), ['t']);
+    const argv = withMpirun(config({ nproc_per_node: 4 }), ['t', 'a b']);
+    assert.deepEqual(argv.slice(0, 4), ['mpirun', '-n', '4', '--oversubscribe']);
+    assert.deepEqual(argv.slice(-2), ['t', 'a b']);
+    assert.deepEqual(withMpirun(config({ nproc_per_node: 2, nnodes: 3 }), ['t']).slice(0, 5), ['mpirun', '-n', '6', '--map-by', 'ppr:2:node']);
+  });
+
+  it('the detached start writes run.json with its own pid, then execs the argument vector as it is', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-start-'));
+    try {
+      const manifest = { v: 1 as const, run_id: 'r', created: 1, status: 'starting' as const, config: { note: `it's "quoted" $(x) %s \\n` }, world: { size: 1 }, host: 'h' };
+      const argv = detachedStartArgv(manifest, path.join(dir, 'run.json'), ['/bin/sh', '-c', 'echo "$$ $1"', 'sh', 'a b;c']);
+      const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      const [pid, arg] = r.stdout.trim().split(' ');
+      const written = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
+      assert.deepEqual(written.pids, [Number(pid)], 'the exec keeps the pid that run.json names');
+      assert.equal(written.pgid, Number(pid));
+      assert.deepEqual(written.config, manifest.config);
+      assert.equal(arg, 'a');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('passes ssh options, then --, then the host, then one quoted remote command', () => {
+    const argv = sshArgv('gpu-box', ['tail', '-c', '+1', { path: '~/runs/a b/metrics.jsonl' }], { configFile: '/x/ssh config' });
+    assert.deepEqual(argv.slice(0, 2), ['-F', '/x/ssh config']);
+    assert.equal(argv.at(-3), '--');
+    assert.equal(argv.at(-2), 'gpu-box');
+    assert.equal(argv.at(-1), `tail -c +1 "$HOME"/'runs/a b/metrics.jsonl'`);
+    assert.throws(() => sshArgv('-oProxyCommand=x', ['true'], {}), /starts with "-"/);
+  });
+
+  it('lists concrete hosts of an ssh config, following Include, skipping patterns', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-sshcfg-'));
+    try {
+      const inc = path.join(dir, 'more');
+      writeFileSync(inc, 'Host extra-box\n  HostName 10.0.0.2\n');
+      writeFileSync(path.join(dir, 'config'), `Host gpu-a gpu-b *.corp !bad\n  User me\nInclude ${inc}\nHost=tight\nMatch host x\n`);
+      assert.deepEqual(sshConfigHosts(path.join(dir, 'config')), ['gpu-a', 'gpu-b', 'extra-box', 'tight']);
+      assert.deepEqual(sshConfigHosts(path.join(dir, 'absent')), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the runs registry on disk across instances and replaces records by run', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-reg-'));
+    try {
+      const file = path.join(dir, 'sub', 'runs.json');
+      const a = new RunRegistry(file);
+      const key = a.put({ target: 'gpu-box', runDir: '/r/1', runId: '1', launchedAt: 5 });
+      a.put({ target: 'local', runDir: '/r/2', runId: '2' });
+      a.put({ target: 'gpu-box', runDir: '/r/1', runId: '1', pgid: 77 });
+      const b = new RunRegistry(file);
+      assert.deepEqual(b.get(key), { target: 'gpu-box', runDir: '/r/1', runId: '1', launchedAt: 5, pgid: 77 });
+      b.remove(key);
+      assert.deepEqual(new RunRegistry(file).list().map((r) => r.runId), ['2']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
