@@ -1,7 +1,6 @@
 // "FSDP: Launch FSDP run": pick a run config, validate it (schema, then the runtime's own checks),
 // ask when its memory plan exceeds the target's memory, start the trainer detached on the target
 // (this machine or an SSH host) and open its dashboard.
-import path from 'node:path';
 import * as vscode from 'vscode';
 import { checkRunConfigText, loadRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
 import { formatProblem } from '../../core/config/schema-problems';
@@ -112,7 +111,7 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
         if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()! }, req, previous);
         const machine = studio.runs.machine(target) as SshMachine;
         const base = await machine.absolute(remoteBase());
-        return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, nativeDir: path.join(studio.extension.extensionPath, 'native') }, req, report, previous);
+        return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, previous);
       },
     );
   } catch (e) {

@@ -39,7 +39,8 @@ export interface RemoteContext {
   settings: () => SshSettings;
   /** Absolute folder on the host for runtimes, data and runs (fsdp.remote.directory). */
   base: string;
-  nativeDir: string;
+  /** The extension's root: the runtime's sources are copied from there. */
+  extensionRoot: string;
 }
 
 /** A run id that sorts by time and names the config: tiny-cpu-20261121-153012-4f2a. */
@@ -84,7 +85,7 @@ export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, re
 
 export async function launchRemote(remote: RemoteContext, req: LaunchRequest, progress: (m: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
   const { machine } = remote;
-  const installer = new RemoteRuntimeInstaller(machine.target, remote.settings, remote.nativeDir);
+  const installer = new RemoteRuntimeInstaller(machine.target, remote.settings, remote.extensionRoot);
   const runtime = await installer.ensure(remote.base, progress);
   const runId = previous?.run_id ?? newRunId(req.config.name);
   const runDir = req.resumeRunDir ?? `${remote.base}/runs/${runId}`;

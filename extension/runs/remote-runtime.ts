@@ -28,19 +28,25 @@ export interface RemoteRuntime {
   built: boolean;
 }
 
+/**
+ * What the runtime's CMake build reads, relative to the extension root: the native sources and
+ * the config schema it embeds (native/CMakeLists.txt reads ../core/schemas). build/ is not copied.
+ */
+export const RUNTIME_SOURCES = ['native', 'core/schemas'];
+
 export class RemoteRuntimeInstaller {
   constructor(
     private readonly host: string,
     private readonly settings: () => SshSettings,
-    /** The extension's native/ folder (sources; its build/ is not copied). */
-    private readonly nativeDir: string,
+    /** The extension's root folder, holding RUNTIME_SOURCES. */
+    private readonly root: string,
   ) {}
 
   /** Makes sure the runtime for these sources is built under `base` (absolute) on the host. */
   async ensure(base: string, progress: (message: string) => void): Promise<RemoteRuntime> {
-    const hash = sourceHash(this.nativeDir).slice(0, 16);
+    const hash = sourceHash(this.root).slice(0, 16);
     const dir = `${base}/runtime/${hash}`;
-    const binary = `${dir}/build/Release/fsdp-train-native`;
+    const binary = `${dir}/native/build/Release/fsdp-train-native`;
     const found = await runSsh(this.host, ['test', '-x', binary], this.settings(), { timeoutMs: 60_000 });
     if (found.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.host} over ssh: ${found.stderr || 'connection failed'}`);
     if (found.code === 0) return { binary, built: false };
@@ -49,15 +55,15 @@ export class RemoteRuntimeInstaller {
     await this.checkTools();
     const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
     progress(`copying the runtime sources to ${this.host}…`);
-    const archive = await tarOf(this.nativeDir);
+    const archive = await tarOf(this.root);
     await runSshChecked(this.host, ['rm', '-rf', '--', tmp, { raw: '&&' }, 'mkdir', '-p', '--', tmp, { raw: '&&' }, 'tar', '-xf', '-', '-C', tmp], this.settings(), 'unpacking the runtime sources', { input: archive, timeoutMs: 300_000 });
     progress(`building the runtime on ${this.host} with its CMake and compiler (a few minutes, once)…`);
     const log = `${tmp}/build.log`;
     const build = await runSsh(
       this.host,
       [
-        'cmake', '-S', tmp, '-B', `${tmp}/build`, '-DCMAKE_BUILD_TYPE=Release', { raw: '>' }, log, { raw: '2>&1 &&' },
-        'cmake', '--build', `${tmp}/build`, '--target', 'fsdp-train-native', { raw: '--parallel "$(nproc 2>/dev/null || echo 2)" >>' }, log, { raw: '2>&1 ||' },
+        'cmake', '-S', `${tmp}/native`, '-B', `${tmp}/native/build`, '-DCMAKE_BUILD_TYPE=Release', { raw: '>' }, log, { raw: '2>&1 &&' },
+        'cmake', '--build', `${tmp}/native/build`, '--target', 'fsdp-train-native', { raw: '--parallel "$(nproc 2>/dev/null || echo 2)" >>' }, log, { raw: '2>&1 ||' },
         { raw: '{ tail -n 25' }, log, { raw: '>&2; exit 1; }' },
       ],
       this.settings(),
@@ -103,18 +109,18 @@ export class RemoteRuntimeInstaller {
   }
 }
 
-/** Content hash of the runtime's sources: every file under native/ except the build folder. */
-export function sourceHash(nativeDir: string): string {
+/** Content hash of the runtime's sources (RUNTIME_SOURCES under `root`, without build/). */
+export function sourceHash(root: string): string {
   const h = createHash('sha256');
   const walk = (dir: string) => {
     for (const name of readdirSync(dir).sort()) {
       const p = path.join(dir, name);
-      if (dir === nativeDir && name === 'build') continue;
+      if (name === 'build' && dir === path.join(root, 'native')) continue;
       if (statSync(p).isDirectory()) walk(p);
-      else h.update(path.relative(nativeDir, p)).update('\0').update(readFileSync(p));
+      else h.update(path.relative(root, p)).update('\0').update(readFileSync(p));
     }
   };
-  walk(nativeDir);
+  for (const folder of RUNTIME_SOURCES) walk(path.join(root, folder));
   return h.digest('hex');
 }
 
@@ -125,15 +131,15 @@ function fileHash(file: string): Promise<string> {
   });
 }
 
-/** A tar archive of the sources, made by the system tar (argv only; build/ excluded). */
-function tarOf(nativeDir: string): Promise<Buffer> {
+/** A tar archive of the runtime's sources, made by the system tar (argv only; build/ excluded). */
+function tarOf(root: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const tar = spawn('tar', ['-C', nativeDir, '--exclude=./build', '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const tar = spawn('tar', ['-C', root, '--exclude=./native/build', '-cf', '-', ...RUNTIME_SOURCES.map((f) => `./${f}`)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let err = '';
     tar.stdout.on('data', (b: Buffer) => out.push(b));
     tar.stderr.on('data', (b: Buffer) => (err += b.toString()));
     tar.once('error', (e) => reject(new Error(`cannot run tar: ${e.message}`)));
-    tar.once('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`tar of ${nativeDir} failed: ${err}`))));
+    tar.once('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`tar of the runtime sources in ${root} failed: ${err}`))));
   });
 }

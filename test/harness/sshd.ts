@@ -13,6 +13,8 @@ const SSHD = '/usr/sbin/sshd';
 export interface LoopbackSshdOptions {
   /** Host alias written into the client config (default fsdp-loopback). */
   alias?: string;
+  /** Environment of remote sessions (sshd's SetEnv), e.g. a PATH without some tool. */
+  setEnv?: Record<string, string>;
 }
 
 export class LoopbackSshd {
@@ -53,6 +55,7 @@ export class LoopbackSshd {
         'MaxStartups 100',
         'MaxSessions 100',
         'LogLevel VERBOSE',
+        ...Object.entries(opts.setEnv ?? {}).map(([k, v]) => `SetEnv ${k}=${v}`),
       ].join('\n') + '\n',
     );
     writeFileSync(
