@@ -42,16 +42,20 @@ export function downsampleToView(xs: ArrayLike<number>, ys: ArrayLike<number>, r
   let i = first;
   // Points outside [min, max] (at most one each side) go through as they are.
   while (i < end && xs[i] < min) push(i++);
+  let col = 0;
+  const picks = new Int32Array(5);
   while (i < end && xs[i] <= max) {
-    const col = Math.min(cols - 1, Math.floor(((xs[i] - min) / span) * cols));
+    // The column of xs[i]; columns advance monotonically, so no division per point.
+    while (col < cols - 1 && xs[i] >= min + ((col + 1) * span) / cols) col++;
+    const colEnd = col === cols - 1 ? max : min + ((col + 1) * span) / cols;
     const colStart = i;
     let lo = -1;
     let hi = -1;
-    let sawGap = false;
-    for (; i < end && xs[i] <= max && Math.min(cols - 1, Math.floor(((xs[i] - min) / span) * cols)) === col; i++) {
+    let gap = -1;
+    for (; i < end && (xs[i] < colEnd || (col === cols - 1 && xs[i] <= max)); i++) {
       const v = ys[i];
-      if (!Number.isFinite(v)) {
-        sawGap = true;
+      if (v !== v || v === Infinity || v === -Infinity) {
+        if (gap < 0) gap = i;
         continue;
       }
       if (lo < 0 || v < ys[lo]) lo = i;
@@ -59,16 +63,16 @@ export function downsampleToView(xs: ArrayLike<number>, ys: ArrayLike<number>, r
     }
     const last = i - 1;
     // A non-finite value inside a column is kept as a gap, so a NaN never disappears by zooming out.
-    const picks = [colStart, lo, hi, last];
-    if (sawGap) picks.push(firstNonFinite(ys, colStart, i));
-    const unique = [...new Set(picks.filter((p) => p >= 0))].sort((a, b) => a - b);
-    for (const p of unique) push(p);
+    // In index order, each once; an insertion sort of at most five, without allocating.
+    let n = 0;
+    for (const p of [colStart, lo, hi, gap, last]) {
+      if (p < 0) continue;
+      let k = n++;
+      while (k > 0 && picks[k - 1] > p) picks[k] = picks[--k];
+      picks[k] = p;
+    }
+    for (let k = 0; k < n; k++) if (k === 0 || picks[k] !== picks[k - 1]) push(picks[k]);
   }
   while (i < end) push(i++);
   return out;
-}
-
-function firstNonFinite(ys: ArrayLike<number>, from: number, to: number): number {
-  for (let i = from; i < to; i++) if (!Number.isFinite(ys[i])) return i;
-  return -1;
 }

@@ -13,8 +13,14 @@ import { maxStepsOf, runTitle } from '../views/run-labels';
 import { PanelHost, type PanelSpec } from './panel-host';
 
 export const DASHBOARD_VIEW_TYPE = 'fsdp.runDashboard';
-/** Frames per second the host sends at most: smooth to the eye, cheap at 100 events/s. */
+/** Shortest time between frames (20 per second at most): smooth to the eye. */
 const FRAME_MS = 50;
+/**
+ * A frame costs the host time to build (downsampling every series: ~80 ms at a million points
+ * here); the next one waits this many times as long, so a live run never takes more than a
+ * fifth of a core for its dashboard however long it gets.
+ */
+const COST_FACTOR = 4;
 const DEFAULT_SMOOTHING = 0.6;
 
 function spec(title: string): PanelSpec {
@@ -77,6 +83,8 @@ class RunDashboard implements vscode.Disposable {
   private view: ChartView;
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
+  private lastFrameAt = 0;
+  private lastFrameCost = 0;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly disposed = new vscode.EventEmitter<void>();
   readonly onDidDispose = this.disposed.event;
@@ -127,18 +135,23 @@ class RunDashboard implements vscode.Disposable {
   }
 
   private schedule(): void {
+    const wait = Math.max(FRAME_MS, COST_FACTOR * this.lastFrameCost) - (Date.now() - this.lastFrameAt);
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       // A hidden panel's webview is gone; it asks for a full frame when shown again.
       if (this.host.panel.visible) this.sendFrame();
-    }, FRAME_MS);
+    }, Math.max(0, wait));
   }
 
+  /** Builds and posts a frame now (zoom and smoothing changes do not wait for the throttle). */
   private sendFrame(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    const t0 = Date.now();
     const { charts, markers, extent, totalPoints } = this.charts.build(this.view);
     this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header: dashboardHeader(this.watch, this.record), charts, markers, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing });
+    this.lastFrameAt = Date.now();
+    this.lastFrameCost = this.lastFrameAt - t0;
   }
 
   dispose(): void {

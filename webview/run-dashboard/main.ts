@@ -128,10 +128,33 @@ function onFrame(frame: DashboardFrameMessage): void {
   }
 }
 
+/** Resolved by the next draw of the loss chart: how long a zoom took from request to pixels. */
+let drawWaiters: Array<(t: FrameTiming) => void> = [];
+
 function recordTiming(drawMs: number): void {
   if (!last) return;
-  timings.push({ seq: last.seq, lastStep: last.header.step ?? null, receivedAt, drawnAt: Date.now(), drawMs });
+  const t = { seq: last.seq, lastStep: last.header.step ?? null, receivedAt, drawnAt: Date.now(), drawMs };
+  timings.push(t);
   if (timings.length > 5000) timings.splice(0, timings.length - 5000);
+  const waiters = drawWaiters;
+  drawWaiters = [];
+  for (const w of waiters) w(t);
+}
+
+/** Zooms as a person would and resolves when the host's answer is drawn (benchmarks use it). */
+function zoomAndMeasure(r: XRange | null): Promise<{ roundTripMs: number; drawMs: number; points: number }> {
+  const requestedAt = Date.now();
+  const seq = last?.seq ?? 0;
+  return new Promise((resolve) => {
+    const wait = (t: FrameTiming) => {
+      if (t.seq <= seq) drawWaiters.push(wait);
+      else resolve({ roundTripMs: t.drawnAt - requestedAt, drawMs: t.drawMs, points: charts.get('loss')?.points().x.length ?? 0 });
+    };
+    drawWaiters.push(wait);
+    range = r;
+    saveState();
+    sendView();
+  });
 }
 
 function renderHeader(h: DashboardHeader): void {
@@ -189,6 +212,7 @@ Object.assign(window, {
     points: (id: ChartId) => charts.get(id)?.points(),
     timings: () => timings.slice(),
     header: () => last?.header,
+    zoom: zoomAndMeasure,
   },
 });
 
