@@ -49,6 +49,9 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
   before(() => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-ws-'));
   });
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') await vscode?.screenshot(`failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`);
+  });
   after(async () => {
     await vscode?.close();
     for (const pgid of started) await local.signal(pgid, 'SIGKILL');
@@ -94,6 +97,7 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     await vscode!.pickQuickItem('nan-run');
     const where = await vscode!.inWebview<Record<string, string>>(
       `document.getElementById('where-layer') ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
+      60_000,
     );
     assert.deepEqual(where, { layer: '1', phase: 'forward', op: 'attn.softmax' });
     await vscode!.screenshot('watch-nan-diagnostics');
