@@ -25,7 +25,7 @@ from typing import Any, Callable, ContextManager
 
 import torch
 
-from fixture_file import invocation, write_json
+from fixture_file import cpu_model, invocation, write_json
 from gpt import Gpt, initialise
 from memory_grid import GRIDS, Point
 from memory_phases import CudaCounters, MemoryCounters, NoCounters, measure_three_steps
@@ -94,8 +94,6 @@ def header(cuda: bool) -> dict[str, Any]:
                     "cuda": torch.version.cuda, "cuda_context_bytes": total - free,
                     "cuda_context_method": "mem_get_info() used after torch.cuda.init() and one 8x8 matmul, cache emptied"})
     else:
-        from fixture_file import cpu_model
-
         doc.update({"device": f"cpu ({cpu_model()})", "dry_run": True,
                     "notes": "DRY RUN on a CPU: nothing measured (no allocator counters); the loop, wrappers and writer ran. " + NOTES})
     doc["points"], doc["skipped"] = [], []

@@ -35,7 +35,7 @@ def decayed_names(model: nn.Module) -> set[str]:
     return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
 
 
-def adamw(model: Gpt, training: Mapping[str, Any], foreach: bool | None = None) -> torch.optim.AdamW:
+def adamw(model: Gpt, training: Mapping[str, Any]) -> torch.optim.AdamW:
     """torch.optim.AdamW over one parameter group per (learning-rate factor, decay) pair.
 
     Each group's ``lr`` is the peak rate times its factor, so a scheduler that multiplies every
@@ -55,7 +55,6 @@ def adamw(model: Gpt, training: Mapping[str, Any], foreach: bool | None = None) 
         lr=peak,
         betas=(float(betas[0]), float(betas[1])),
         eps=float(training.get("eps", 1e-8)),
-        foreach=foreach,
     )
 
 
