@@ -6,8 +6,18 @@
 //   fsdp-train-native --probe                 CPU, memory, GPUs (JSON)
 //   fsdp-train-native --check CONFIG.json     the runtime's own checks; exit 2 on errors
 //   fsdp-train-native --plan CONFIG.json      the memory plan (JSON, native/MEMORY.md)
+//   fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops F]
+//                                             train: events to DIR/metrics.jsonl and stdout,
+//                                             DIR/run.json kept current, checkpoints in DIR
 //
-// CONFIG "-" reads standard input. Exit codes: 0 ok, 1 failure, 2 bad arguments or config.
+// CONFIG "-" reads standard input. Exit codes: 0 completed, 1 failed (a NaN the policy stopped
+// on, an unusable checkpoint, an I/O error), 2 bad arguments or config, 128 + N stopped by
+// signal N (SIGINT, SIGTERM: the run stops after the current step and saves a checkpoint).
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -18,15 +28,21 @@
 #include "config/validate.h"
 #include "memory/memory_plan.h"
 #include "runtime/device_probe.h"
+#include "train/trainer.h"
 
 namespace {
 
 constexpr int kExitConfig = 2;
 
 int usage() {
-  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json\n";
+  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json\n"
+               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops FLOPS]\n";
   return kExitConfig;
 }
+
+std::atomic<int> g_stop_signal{0};
+
+void on_stop_signal(int signo) { g_stop_signal.store(signo); }
 
 int print_probe() {
   const fsdp::DeviceProbe p = fsdp::probe_devices();
@@ -48,7 +64,7 @@ int print_probe() {
 
 // What this build can do, so the editor can tell a partial build from a missing one.
 int print_version() {
-  nlohmann::json out = {{"name", "fsdp-train-native"}, {"version", "0.1.0"}, {"capabilities", {"probe", "check", "plan"}}};
+  nlohmann::json out = {{"name", "fsdp-train-native"}, {"version", "0.1.0"}, {"capabilities", {"probe", "check", "plan", "train"}}};
   std::cout << out.dump() << "\n";
   return 0;
 }
@@ -86,9 +102,68 @@ int print_plan(const std::string& path) {
   return 0;
 }
 
+int train(int argc, char** argv) {
+  std::string config_path, run_dir, resume;
+  double peak_flops = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--config" && has_value) config_path = argv[++i];
+    else if (a == "--run-dir" && has_value) run_dir = argv[++i];
+    else if (a == "--resume" && has_value) resume = argv[++i];
+    else if (a == "--peak-flops" && has_value) peak_flops = std::atof(argv[++i]);
+    else {
+      std::cerr << "fsdp-train-native: unknown or incomplete argument " << a << "\n";
+      return usage();
+    }
+  }
+  if (config_path.empty() || run_dir.empty()) return usage();
+  fsdp::RunConfig config;
+  if (!load_config(config_path, true, config)) return kExitConfig;
+
+  // Stop after the current step, leaving a checkpoint and a run_end event behind.
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  fsdp::TrainerOptions options;
+  options.run_dir = run_dir;
+  options.resume = resume;
+  options.peak_flops = peak_flops;
+  options.stop = &g_stop_signal;
+  try {
+    fsdp::Trainer trainer(config, options);
+    const fsdp::RunResult r = trainer.run();
+    if (r.status == fsdp::RunStatus::failed) std::cerr << "fsdp-train-native: run failed: " << r.reason << "\n";
+    switch (r.status) {
+      case fsdp::RunStatus::completed: return 0;
+      case fsdp::RunStatus::failed: return 1;
+      case fsdp::RunStatus::stopped: return 128 + g_stop_signal.load();
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+  }
+  return 1;
+}
+
 }  // namespace
 
+/**
+ * OpenMP threads that spin while waiting take the cores OpenBLAS and the other kernels need, and
+ * on a small shared machine that costs several times the step time. libgomp reads its wait
+ * policy only when it loads, so without one in the environment the program runs itself again
+ * with OMP_WAIT_POLICY=passive. Set OMP_WAIT_POLICY (e.g. to active) to choose otherwise.
+ */
+void ensure_openmp_wait_policy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure; then run with the default policy
+}
+
 int main(int argc, char** argv) {
+  ensure_openmp_wait_policy(argv);
   const std::string cmd = argc >= 2 ? argv[1] : "";
   if (cmd == "--probe" && argc == 2) return print_probe();
   if (cmd == "--version" && argc == 2) return print_version();
@@ -97,5 +172,6 @@ int main(int argc, char** argv) {
     fsdp::RunConfig config;
     return load_config(argv[2], true, config) ? 0 : kExitConfig;
   }
+  if (cmd == "--config" || cmd == "--run-dir") return train(argc, argv);
   return usage();
 }

@@ -14,15 +14,18 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   for (long i = 0; i < N; ++i) {
     const float* xi = x + i * C;
     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
     for (long c = 0; c < C; ++c) s += xi[c];
     const float m = s / C;
     float v = 0.0f;
+#pragma omp simd reduction(+ : v)
     for (long c = 0; c < C; ++c) {
       const float d = xi[c] - m;
       v += d * d;
     }
     const float r = 1.0f / std::sqrt(v / C + kEps);
     float* oi = out + i * C;
+#pragma omp simd
     for (long c = 0; c < C; ++c) oi[c] = (xi[c] - m) * r * w[c] + b[c];
     mean[i] = m;
     rstd[i] = r;
@@ -38,6 +41,7 @@ void CpuBackend::layernorm_backward(float* dx, float* dw, float* db, const float
     const float* di = dout + i * C;
     const float m = mean[i], r = rstd[i];
     float dnorm_mean = 0.0f, dnorm_xhat_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_xhat_mean)
     for (long c = 0; c < C; ++c) {
       const float dnorm = di[c] * w[c];
       dnorm_mean += dnorm;
@@ -46,6 +50,7 @@ void CpuBackend::layernorm_backward(float* dx, float* dw, float* db, const float
     dnorm_mean /= C;
     dnorm_xhat_mean /= C;
     float* dxi = dx + i * C;
+#pragma omp simd
     for (long c = 0; c < C; ++c) {
       const float xhat = (xi[c] - m) * r;
       dxi[c] += r * (di[c] * w[c] - dnorm_mean - xhat * dnorm_xhat_mean);

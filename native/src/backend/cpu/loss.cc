@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vector_math.h"
 
 namespace fsdp {
 
@@ -12,13 +13,16 @@ void CpuBackend::softmax_xent_forward(float* losses, float* logits, const std::i
     float* row = logits + i * V;
     const float target_logit = row[targets[i]];
     float max = -INFINITY;
+#pragma omp simd reduction(max : max)
     for (long v = 0; v < V; ++v) max = row[v] > max ? row[v] : max;
     float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
     for (long v = 0; v < V; ++v) {
-      row[v] = std::exp(row[v] - max);
+      row[v] = expf(row[v] - max);
       sum += row[v];
     }
     const float inv = 1.0f / sum;
+#pragma omp simd
     for (long v = 0; v < V; ++v) row[v] *= inv;
     // log-sum-exp minus the target's logit: finite even where its probability underflows.
     losses[i] = std::log(sum) + max - target_logit;
@@ -29,6 +33,7 @@ void CpuBackend::softmax_xent_backward(float* probs, const std::int32_t* targets
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < N; ++i) {
     float* row = probs + i * V;
+#pragma omp simd
     for (long v = 0; v < V; ++v) row[v] *= scale;
     row[targets[i]] -= scale;
   }

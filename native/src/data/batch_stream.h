@@ -1,0 +1,68 @@
+// The training data as a stream of micro-batches. Sequence j of a token file is tokens
+// [jT, jT + T] (inputs are the first T, targets the last T); each epoch visits the sequences in a
+// new seeded order (data/sequence_order.h) in batches of B, and drops the n mod B left over
+// (a different few each epoch), so every micro-batch is full and the mean loss over micro-steps
+// is the mean over tokens. A micro-batch is a pure function of its position in the stream — the
+// one integer a checkpoint stores.
+//
+// A background thread fills a ring of prefetch_batches + 1 batch buffers (MEMORY.md "other")
+// ahead of the step that consumes them; with prefetch_batches 0 batches are read on demand.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/token_file.h"
+#include "model/gpt.h"
+#include "runtime/allocator.h"
+
+namespace fsdp {
+
+class BatchStream {
+ public:
+  BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch);
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+
+  /** The micro-batch at position(), valid until the next call; advances the position. */
+  Batch next();
+  /** Micro-batches consumed so far. */
+  std::uint64_t position() const { return position_; }
+  /** Continue from `position` (resume, rollback, skipping a batch). */
+  void seek(std::uint64_t position);
+
+  std::uint64_t sequences() const { return sequences_; }
+  std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
+
+  /** Writes micro-batch `position` of a stream into inputs/targets (B*T each). */
+  static void read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
+                   std::int32_t* targets);
+
+ private:
+  void produce();
+  void start_thread();
+  void stop_thread();
+  void fill(std::uint64_t position, int slot);
+
+  std::shared_ptr<const TokenFile> file_;
+  long B_, T_;
+  bool shuffle_;
+  std::uint64_t seed_;
+  int slots_;
+  std::uint64_t sequences_ = 0, batches_per_epoch_ = 0;
+  std::vector<Buffer> ring_;  // per slot: inputs[B*T] then targets[B*T], int32
+
+  std::uint64_t position_ = 0;  // next batch the consumer takes
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t filled_ = 0;  // batches [position_, filled_) are ready in their slots
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fsdp

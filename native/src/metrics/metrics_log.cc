@@ -1,0 +1,58 @@
+#include "metrics/metrics_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "runtime/files.h"
+
+namespace fsdp {
+
+namespace {
+constexpr int kProtocolVersion = 1;
+
+void write_all(int fd, const std::string& s) {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("cannot write metrics: ") + std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+}
+}  // namespace
+
+nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : echo_(echo_to_stdout) {
+  if (path.empty()) return;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error(path + ": cannot open for appending: " + std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsLog::write(nlohmann::json event) {
+  nlohmann::json line = {{"v", kProtocolVersion}, {"type", event["type"]}, {"time", unix_time()}};
+  for (auto& [k, v] : event.items()) {
+    if (k == "type") continue;
+    line[k] = v.is_number_float() && !std::isfinite(v.get<double>()) ? nlohmann::json(nullptr) : v;
+  }
+  const std::string text = line.dump() + "\n";
+  if (fd_ >= 0) write_all(fd_, text);
+  if (echo_) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+void MetricsLog::log(const std::string& level, const std::string& msg) { write({{"type", "log"}, {"level", level}, {"msg", msg}}); }
+
+}  // namespace fsdp

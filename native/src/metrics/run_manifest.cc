@@ -1,0 +1,49 @@
+#include "metrics/run_manifest.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/files.h"
+
+namespace fsdp {
+
+RunManifest::RunManifest(const std::string& run_dir, const nlohmann::json& config, int world_size)
+    : path_((std::filesystem::path(run_dir) / "run.json").string()) {
+  std::ifstream in(path_);
+  if (in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    doc_ = nlohmann::json::parse(text.str(), nullptr, false);
+  }
+  if (!doc_.is_object()) {
+    const std::string id = std::filesystem::path(run_dir).filename().string();
+    doc_ = {{"v", 1},
+            {"run_id", id.empty() ? "run" : id},
+            {"name", config.value("name", "run")},
+            {"created", unix_time()},
+            {"status", "starting"},
+            {"config", config},
+            {"world", {{"size", world_size}}},
+            {"host", host_name()},
+            {"target", "local"},
+            {"pids", {::getpid()}}};
+  }
+  run_id_ = doc_.value("run_id", "run");
+  // pids: the launcher first (fsdp-train, when it started this process), then the runtime.
+  nlohmann::json pids = nlohmann::json::array();
+  const nlohmann::json& old = doc_["pids"];
+  if (old.is_array() && !old.empty() && old[0].is_number_integer() && old[0].get<long>() == static_cast<long>(::getppid())) pids.push_back(old[0]);
+  pids.push_back(::getpid());
+  doc_["pids"] = pids;
+}
+
+void RunManifest::update(const nlohmann::json& fields) {
+  for (auto& [k, v] : fields.items()) doc_[k] = v;
+  doc_["updated"] = unix_time();
+  write_file_atomically(path_, doc_.dump(2) + "\n");
+}
+
+}  // namespace fsdp

@@ -1,0 +1,125 @@
+// The trainer's handling of non-finite values (stability.on_nan): locate, dump, then stop, skip
+// the update, or roll back to the last good checkpoint, skip the offending batch and cut the
+// learning rate.
+#include <filesystem>
+
+#include "checkpoint/checkpoint.h"
+#include "diagnostics/nan_dump.h"
+#include "runtime/files.h"
+#include "train/trainer.h"
+
+#include <cmath>
+
+namespace fsdp {
+
+namespace {
+
+std::string describe(const nlohmann::json& where) {
+  std::string s = where.value("phase", "?");
+  if (where.contains("layer") && !where["layer"].is_null()) s += where["layer"].is_number() ? " layer " + where["layer"].dump() : " " + where["layer"].get<std::string>();
+  if (where.contains("op") && where["op"].is_string()) s += " " + where["op"].get<std::string>();
+  if (where.contains("param") && where["param"].is_string()) s += " (" + where["param"].get<std::string>() + ")";
+  return s;
+}
+
+}  // namespace
+
+std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers& n, std::uint64_t first_position, const Planting* planted) {
+  // Re-run the step with every op checked: the first non-finite output names the place.
+  const int L = static_cast<int>(layout_.shape.L);
+  state_->zero_grads();
+  StepInspector inspector(*backend_, planted, true, L);
+  std::vector<std::vector<std::int32_t>> tokens;
+  run_micro_batches(step, first_position, &inspector, &tokens);
+  state_->zero_grads();
+
+  nlohmann::json where;
+  bool is_nan = std::isnan(n.loss) || std::isnan(n.grad_norm);
+  if (const auto& f = inspector.first_forward()) {
+    where = {{"phase", "forward"}, {"layer", layer_name(f->layer, L)}, {"op", f->op}};
+    is_nan = f->is_nan;
+  } else if (const auto& b = inspector.first_backward()) {
+    where = {{"phase", "backward"}, {"layer", layer_name(b->layer, L)}, {"op", b->op}, {"param", b->param.empty() ? nlohmann::json(nullptr) : nlohmann::json(b->param)}};
+    is_nan = b->is_nan;
+  } else {
+    // The re-run stayed finite: the value did not come from an op of this step.
+    where = {{"phase", std::isfinite(n.loss) ? "backward" : "loss"}, {"layer", nullptr}, {"op", nullptr}};
+  }
+  const std::string dump = write_nan_dump(options_.run_dir, {step, where, tokens, inspector.stats(), L});
+  return apply_nan_policy(step, n, where, is_nan ? "nan" : "inf", dump);
+}
+
+std::optional<RunResult> Trainer::handle_bad_update(long step, const StepNumbers& n, const NonfiniteUpdate& bad) {
+  const int L = static_cast<int>(layout_.shape.L);
+  nlohmann::json where = {{"phase", "optimizer"}, {"layer", nullptr}, {"op", nullptr}, {"param", bad.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(bad.param)}};
+  NanDump dump{step, nlohmann::json(), {}, {}, L};
+  if (bad.unit >= 0) {
+    const UnitLayout& unit = layout_.units[bad.unit];
+    where["layer"] = layer_name(unit.kind == UnitKind::block ? unit.layer : unit.kind == UnitKind::embedding ? -1 : L, L);
+    // Statistics of the unit's parameters and gradients the update was computed from.
+    const LocalShard sh = state_->local(bad.unit);
+    for (const auto& seg : unit.segments) {
+      if (seg.name == bad.param) where["op"] = seg.op;
+      if (seg.offset < sh.offset || seg.offset + seg.numel > sh.offset + sh.count) continue;
+      dump.stats.push_back({"optimizer", "param", unit.layer, seg.op, seg.name, backend_->stats(sh.params + seg.offset - sh.offset, seg.numel)});
+      dump.stats.push_back({"optimizer", "param_grad", unit.layer, seg.op, seg.name, backend_->stats(sh.grads + seg.offset - sh.offset, seg.numel)});
+    }
+  }
+  dump.where = where;
+  state_->zero_grads();
+  return apply_nan_policy(step, n, where, "nan", write_nan_dump(options_.run_dir, dump));
+}
+
+std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers& n, const nlohmann::json& where, const std::string& kind, const std::string& dump) {
+  const auto& stab = config_.stability;
+  std::string action = stab.on_nan;
+  std::string reason = kind + " at step " + std::to_string(step) + " in " + describe(where);
+  nlohmann::json anomaly = {{"type", "anomaly"}, {"step", step}, {"kind", kind}, {"where", where}, {"dump", dump}};
+
+  if (action == "rollback") {
+    std::string target;
+    long target_step = -1;
+    for (const auto& [s, dir] : list_checkpoints(checkpoint_dir())) {
+      if (verify_checkpoint(dir).empty()) {
+        target = dir, target_step = s;
+        break;
+      }
+    }
+    if (st_.rollbacks >= stab.max_rollbacks) {
+      action = "stop";
+      reason += "; stability.max_rollbacks (" + std::to_string(stab.max_rollbacks) + ") reached";
+    } else if (target.empty()) {
+      action = "stop";
+      reason += "; no complete checkpoint to roll back to";
+    } else {
+      anomaly["action"] = "rollback";
+      anomaly["rollback_to"] = target_step;
+      log_->write(anomaly);
+      // What the rollback changes survives it: more rollbacks, a smaller rate, one more skipped batch.
+      const double lr_factor = st_.lr_factor * stab.rollback_lr_factor;
+      const int rollbacks = st_.rollbacks + 1;
+      std::set<long> skips = st_.skip_batches_at;
+      skips.insert(step);
+      st_.from_json(load_checkpoint(target, layout_, *state_));
+      st_.lr_factor = lr_factor;
+      st_.rollbacks = rollbacks;
+      st_.skip_batches_at = std::move(skips);
+      stream_->seek(st_.data_position);
+      log_->log("warn", reason + ": rolled back to " + target + ", skipping the batch of step " + std::to_string(step) +
+                            ", learning rate x" + std::to_string(st_.lr_factor));
+      write_run_start(target);
+      return std::nullopt;
+    }
+  }
+  anomaly["action"] = action;
+  log_->write(anomaly);
+  if (action == "skip") {
+    // The update is dropped; the step counts, so the schedule and the data move on.
+    st_.step = step;
+    write_step(step, n.loss, n.lr, n.grad_norm, seconds_since(n.started), true);
+    return std::nullopt;
+  }
+  return RunResult{RunStatus::failed, st_.step, reason};
+}
+
+}  // namespace fsdp

@@ -1,0 +1,104 @@
+// Runs `fsdp-train` (the real CLI and the real native trainer) on small configs over the sample
+// corpus, and reads back what a run leaves: metrics.jsonl through RunLogReader, run.json.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
+import { RunLogReader, type RunLogProblem } from '../../core/protocol/run-log-reader';
+import type { MetricsEvent, MetricsEventOf } from '../../core/protocol/metrics';
+import { repoRoot } from './native-build';
+
+export const sampleData = path.join(repoRoot, 'samples', 'data');
+const cliShim = path.join(repoRoot, 'bin', 'fsdp-train.mjs');
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), `fsdp-${prefix}-`));
+}
+
+/** A small run config over the byte-level fortunes data: fast enough for many runs in a test. */
+export function smallConfig(overrides: Record<string, Record<string, unknown>> = {}): Record<string, unknown> {
+  const base: Record<string, Record<string, unknown>> = {
+    model: { d_model: 32, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32 },
+    data: { train: path.join(sampleData, 'fortunes-byte-train.tok'), val: path.join(sampleData, 'fortunes-byte-val.tok'), seq_len: 32 },
+    training: { batch_size_per_gpu: 4, max_steps: 12, learning_rate: 0.003, warmup_steps: 2, seed: 7 },
+    fsdp: { sharding_strategy: 'NO_SHARD' },
+    checkpointing: { save_every_n_steps: 0, keep_last_n: 3 },
+    logging: { eval_batches: 2 },
+    launch: { threads_per_rank: 2 },
+  };
+  for (const [section, values] of Object.entries(overrides)) base[section] = { ...base[section], ...values };
+  return { name: 'small', ...base };
+}
+
+export function writeConfig(dir: string, config: Record<string, unknown>, name = 'run.json'): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+export interface TrainResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `fsdp-train ARGS`; `onLine` sees each stdout line as it arrives (it may kill the run). */
+export function startTrain(args: string[], onLine?: (line: string, child: ChildProcess) => void): { child: ChildProcess; done: Promise<TrainResult> } {
+  const child = spawn(process.execPath, [cliShim, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let pending = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d;
+    pending += d;
+    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      onLine?.(line, child);
+    }
+  });
+  child.stderr!.on('data', (d: Buffer) => (stderr += d));
+  const done = new Promise<TrainResult>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+
+export function train(args: string[]): Promise<TrainResult> {
+  return startTrain(args).done;
+}
+
+export interface RunRecord {
+  events: MetricsEvent[];
+  problems: RunLogProblem[];
+  manifest: RunManifest;
+}
+
+/** Everything a run folder holds, read as the extension reads it; throws on a bad run.json. */
+export async function readRun(runDir: string): Promise<RunRecord> {
+  const batch = await new RunLogReader(path.join(runDir, 'metrics.jsonl')).read();
+  const parsed = parseRunManifest(readFileSync(path.join(runDir, 'run.json'), 'utf8'));
+  if ('error' in parsed) throw new Error(parsed.error);
+  return { events: batch.entries.map((e) => e.event), problems: batch.problems, manifest: parsed.manifest };
+}
+
+export function eventsOf<T extends MetricsEvent['type']>(events: MetricsEvent[], type: T): MetricsEventOf<T>[] {
+  return events.filter((e): e is MetricsEventOf<T> => e.type === type);
+}
+
+/**
+ * The loss of every step as the protocol defines the run's history: when a later run_start says
+ * the run restarted from step S, the events of steps after S logged before it are replaced.
+ */
+export function lossHistory(events: MetricsEvent[]): Map<number, number | null> {
+  const losses = new Map<number, number | null>();
+  for (const e of events) {
+    if (e.type === 'run_start') for (const step of [...losses.keys()]) if (step > (e.start_step ?? 0)) losses.delete(step);
+    if (e.type === 'step') losses.set(e.step, e.loss);
+  }
+  return losses;
+}
+
+export function exists(file: string): boolean {
+  return existsSync(file);
+}
