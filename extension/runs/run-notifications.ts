@@ -11,10 +11,22 @@ import { runTitle } from '../views/run-labels';
 const FRESH_S = 30;
 
 export function notifyRunEvents(runs: Runs): vscode.Disposable {
-  return runs.onDidAppend(({ watch, entries }) => {
+  // A crash writes no run_end: the watch notices the processes are gone instead. Only runs seen
+  // alive in this window are news; a run that died while the editor was closed is just shown so.
+  const vanished = new Set<string>();
+  const seenAlive = new Set<string>();
+  const crashes = runs.onDidChange((watch) => {
+    if (!watch?.vanished || vanished.has(watch.key) || !seenAlive.has(watch.key)) return;
+    vanished.add(watch.key);
+    void vscode.window.showErrorMessage(`${title(runs, watch)} stopped unexpectedly: ${watch.vanished}.`, 'Open dashboard').then((pick) => {
+      if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+    });
+  });
+  const events = runs.onDidAppend(({ watch, entries }) => {
     const now = Date.now() / 1000;
     for (const { event } of entries) {
       if (now - event.time > FRESH_S) continue;
+      seenAlive.add(watch.key);
       const name = title(runs, watch);
       if (event.type === 'anomaly') {
         const text = `${name}: ${describeAnomaly(event)} at step ${event.step}.`;
@@ -37,6 +49,7 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
       }
     }
   });
+  return vscode.Disposable.from(crashes, events);
 }
 
 function title(runs: Runs, watch: RunWatch): string {
