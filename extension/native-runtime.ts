@@ -32,9 +32,25 @@ export type NativeMemoryPlan = MemoryPlan & {
   n_params: number;
 };
 
+/** One forward/backward of the configured model on a tiny random batch (no training, no data files). */
+export interface SmokeStepResult {
+  /** null when not finite. */
+  loss: number | null;
+  /** ln(vocab_size): what an untrained model should give. */
+  expected_loss: number;
+  grad_norm: number;
+  init_ms: number;
+  forward_backward_ms: number;
+  tokens: number;
+  n_params: number;
+  mem_peak: number;
+  backend: string;
+  threads: number;
+}
+
 /**
  * The functions the addon exports. Each takes a resolved run config (resolveRunConfig); absent
- * keys take the schema's defaults. smokeStep is optional until the runtime provides it.
+ * keys take the schema's defaults.
  */
 export interface NativeAddon {
   probeDevices(): DeviceProbe;
@@ -42,7 +58,8 @@ export interface NativeAddon {
   validateConfig(config: object): { ok: boolean; errors: NativeConfigProblem[]; warnings: NativeConfigProblem[] };
   /** Bytes per rank by category, without allocating; throws when the config cannot be read. */
   memoryPlan(config: object): NativeMemoryPlan;
-  smokeStep?(config: object): Record<string, unknown>;
+  /** Runs off the editor's thread; rejects with the runtime's problems for a config it cannot run. */
+  smokeStep(config: object): Promise<SmokeStepResult>;
 }
 
 export class NativeRuntime {

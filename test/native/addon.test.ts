@@ -74,3 +74,20 @@ describe('native addon: validateConfig and memoryPlan', () => {
     assert.equal(addon.validateConfig(impossible).errors[0].path, 'activation_checkpointing.memory_budget_gb');
   });
 });
+
+describe('native addon: smokeStep', function () {
+  this.timeout(60_000);
+
+  it('runs one forward/backward of tiny-cpu off the main thread: an untrained loss near ln V', async () => {
+    const result = await addon.smokeStep(tinyCpu());
+    assert.equal(result.backend, 'cpu');
+    assert.ok(result.loss !== null && Math.abs(result.loss - result.expected_loss) < 0.5, `loss ${result.loss}, ln V ${result.expected_loss}`);
+    assert.ok(result.grad_norm > 0);
+    assert.equal(result.tokens, 16);
+    assert.equal(result.n_params, addon.memoryPlan(tinyCpu()).n_params);
+  });
+
+  it('rejects a config the runtime cannot run, naming the key', async () => {
+    await assert.rejects(addon.smokeStep(tinyCpu(['model.n_heads=3'])), /model\.n_heads: 3 does not divide/);
+  });
+});

@@ -9,6 +9,7 @@
 #include "config/validate.h"
 #include "memory/memory_plan.h"
 #include "runtime/device_probe.h"
+#include "train/smoke_step.h"
 
 namespace {
 
@@ -79,10 +80,57 @@ Napi::Value MemoryPlan(const Napi::CallbackInfo& info) {
   return from_json(info.Env(), fsdp::plan_memory(parsed.config).to_json());
 }
 
+// smokeStep(config) -> Promise of {loss, expected_loss, grad_norm, init_ms, forward_backward_ms,
+// tokens, n_params, mem_peak, backend, threads}: one forward/backward on a tiny random batch,
+// off the editor's JavaScript thread. Rejects with the runtime's own problems for a config it
+// cannot run.
+class SmokeStepWorker final : public Napi::AsyncWorker {
+ public:
+  SmokeStepWorker(Napi::Env env, fsdp::RunConfig config) : Napi::AsyncWorker(env), config_(std::move(config)), deferred_(env) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      result_ = fsdp::smoke_step(config_);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override { deferred_.Resolve(from_json(Env(), result_)); }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  fsdp::RunConfig config_;
+  Napi::Promise::Deferred deferred_;
+  json result_;
+};
+
+Napi::Value SmokeStep(const Napi::CallbackInfo& info) {
+  fsdp::ValidateOptions options;
+  options.check_files = false;  // random tokens: the data files are not read
+  options.cuda_built = fsdp::probe_devices().cuda_built;
+  fsdp::RunConfig config;
+  const auto problems = fsdp::check_run_config(config_argument(info), "", options, &config);
+  if (fsdp::has_errors(problems)) {
+    std::string msg = "smokeStep: the runtime cannot run this config:";
+    for (const auto& p : problems)
+      if (!p.warning) msg += "\n  " + fsdp::format_problem("config", p);
+    Napi::Promise::Deferred refused(info.Env());
+    refused.Reject(Napi::Error::New(info.Env(), msg).Value());
+    return refused.Promise();
+  }
+  auto* worker = new SmokeStepWorker(info.Env(), std::move(config));
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probeDevices", Napi::Function::New(env, ProbeDevices));
   exports.Set("validateConfig", Napi::Function::New(env, ValidateConfig));
   exports.Set("memoryPlan", Napi::Function::New(env, MemoryPlan));
+  exports.Set("smokeStep", Napi::Function::New(env, SmokeStep));
   return exports;
 }
 

@@ -2,7 +2,7 @@
 
 namespace fsdp {
 
-ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout) : be_(be) {
+ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state) : be_(be) {
   Allocator& a = be.allocator();
   units_.resize(layout.units.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -11,7 +11,7 @@ ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout) : be_(b
     units_[u].params = a.allocate(MemoryCategory::params, bytes);
     units_[u].grads = a.allocate(MemoryCategory::grads, bytes);
   }
-  for (std::size_t u = 0; u < units_.size(); ++u) {
+  for (std::size_t u = 0; u < units_.size() && with_optimizer_state; ++u) {
     const std::size_t bytes = sizeof(float) * layout.units[u].numel;
     units_[u].m = a.allocate(MemoryCategory::optimizer, bytes);
     units_[u].v = a.allocate(MemoryCategory::optimizer, bytes);

@@ -1,5 +1,6 @@
 // One process holding every unit whole (NO_SHARD, world size 1): full float32 parameters,
-// gradients and AdamW moments per unit, allocated up front as MEMORY.md plans them.
+// gradients and AdamW moments per unit, allocated up front as MEMORY.md plans them. Without
+// optimizer state (a smoke step that never updates), local(u).m and .v are null.
 #pragma once
 #include <vector>
 
@@ -11,7 +12,7 @@ namespace fsdp {
 
 class ReplicatedState final : public ModelState {
  public:
-  ReplicatedState(Backend& be, const ParamLayout& layout);
+  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true);
 
   float* params(int unit) override { return units_[unit].params.f32(); }
   float* grads(int unit) override { return units_[unit].grads.f32(); }
