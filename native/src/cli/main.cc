@@ -6,6 +6,7 @@
 //   fsdp-train-native --probe                 CPU, memory, GPUs (JSON)
 //   fsdp-train-native --check CONFIG.json     the runtime's own checks; exit 2 on errors
 //   fsdp-train-native --plan CONFIG.json      the memory plan (JSON, native/MEMORY.md)
+//   fsdp-train-native --sgemm-peak [N]        OpenBLAS sgemm FLOP/s on N x N (default 2048): MFU's peak
 //   fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops F]
 //                                             train: events to DIR/metrics.jsonl and stdout,
 //                                             DIR/run.json kept current, checkpoints in DIR
@@ -26,8 +27,11 @@
 
 #include "config/load.h"
 #include "config/validate.h"
+#include "backend/backend.h"
 #include "memory/memory_plan.h"
 #include "runtime/device_probe.h"
+#include "runtime/peak_flops.h"
+#include "runtime/threads.h"
 #include "train/trainer.h"
 
 namespace {
@@ -35,7 +39,7 @@ namespace {
 constexpr int kExitConfig = 2;
 
 int usage() {
-  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json\n"
+  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N]\n"
                "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops FLOPS]\n";
   return kExitConfig;
 }
@@ -99,6 +103,14 @@ int print_plan(const std::string& path) {
   for (const auto& p : parsed.problems) std::cerr << fsdp::format_problem(path, p) << "\n";
   if (!parsed.ok()) return kExitConfig;
   std::cout << fsdp::plan_memory(parsed.config).to_json().dump(2) << "\n";
+  return 0;
+}
+
+int print_sgemm_peak(long n) {
+  fsdp::use_threads(fsdp::resolve_threads(0, 1));
+  auto backend = fsdp::make_backend("cpu");
+  const double flops = fsdp::measure_sgemm_flops(*backend, n, 5);
+  std::cout << nlohmann::json{{"n", n}, {"repeats", 5}, {"threads", fsdp::current_threads()}, {"flops", flops}}.dump() << "\n";
   return 0;
 }
 
@@ -172,6 +184,7 @@ int main(int argc, char** argv) {
     fsdp::RunConfig config;
     return load_config(argv[2], true, config) ? 0 : kExitConfig;
   }
+  if (cmd == "--sgemm-peak" && argc <= 3) return print_sgemm_peak(argc == 3 ? std::atol(argv[2]) : 2048);
   if (cmd == "--config" || cmd == "--run-dir") return train(argc, argv);
   return usage();
 }

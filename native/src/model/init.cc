@@ -21,8 +21,15 @@ void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t cou
       case ParamInit::normal_residual: {
         const double std = s.init == ParamInit::normal ? init_std : init_std / std::sqrt(2.0 * static_cast<double>(n_layers));
         const CounterRng rng(derive_key(seed, name_hash(s.name)));
+        // Element k of the tensor is normal(k): walk the pairs covering [first, first + n).
+        const std::size_t pairs_begin = first / 2, pairs_end = (first + n + 1) / 2;
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(std * rng.normal(first + i));
+        for (std::size_t p = pairs_begin; p < pairs_end; ++p) {
+          double even, odd;
+          rng.normal_pair(p, &even, &odd);
+          if (2 * p >= first && 2 * p < first + n) out[2 * p - first] = static_cast<float>(std * even);
+          if (2 * p + 1 >= first && 2 * p + 1 < first + n) out[2 * p + 1 - first] = static_cast<float>(std * odd);
+        }
         break;
       }
     }

@@ -40,11 +40,23 @@ class CounterRng {
   /** Uniform in [0, 1) with 24 random bits (exactly representable as a float). */
   float uniform(std::uint64_t i) const { return static_cast<float>(bits(i) >> 40) * (1.0f / 16777216.0f); }
 
-  /** Standard normal (Box-Muller on two 53-bit uniforms drawn at 2i and 2i+1). */
+  /**
+   * Standard normals in pairs: Box-Muller on the 53-bit uniforms drawn at 2p and 2p + 1 gives
+   * elements 2p (cosine) and 2p + 1 (sine) — one logarithm and one square root per two values.
+   */
+  void normal_pair(std::uint64_t p, double* even, double* odd) const {
+    const double u1 = (static_cast<double>(bits(2 * p) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    const double u2 = static_cast<double>(bits(2 * p + 1) >> 11) * (1.0 / 9007199254740992.0);
+    const double r = std::sqrt(-2.0 * std::log(u1)), a = 6.283185307179586 * u2;
+    *even = r * std::cos(a);
+    *odd = r * std::sin(a);
+  }
+
+  /** Standard normal number i of the stream (element i of normal_pair(i / 2)). */
   double normal(std::uint64_t i) const {
-    const double u1 = (static_cast<double>(bits(2 * i) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-    const double u2 = static_cast<double>(bits(2 * i + 1) >> 11) * (1.0 / 9007199254740992.0);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    double even, odd;
+    normal_pair(i / 2, &even, &odd);
+    return i % 2 == 0 ? even : odd;
   }
 
  private:

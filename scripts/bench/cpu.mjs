@@ -1,0 +1,158 @@
+// `npm run bench:cpu`: the native runtime's speed on this machine's CPU.
+//  1. OpenBLAS sgemm peak (2048^3, both threads), measured in this same run: MFU's denominator.
+//  2. samples/tiny-cpu.yaml: tokens/s, achieved GFLOP/s, MFU, and the wall-clock time from the
+//     start of `fsdp-train` to a validation loss below the corpus's unigram entropy.
+//  3. A GPT-2-124M-shaped model (V 50257, d 768, 12 layers, 12 heads) at short sequence (T 128,
+//     micro-batch 8) on the GPT-2-tokenised corpus: tokens/s, GFLOP/s, MFU (target >= 50%).
+//  4. Activation checkpointing (none / every-2 / every-1 / selective) on the 124M shape at T 256:
+//     measured peak memory and tokens/s.
+// Writes bench/results/cpu-<date>.json and .md with the machine, the load and this command.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setup, root } from '../setup/index.mjs';
+
+await setup('start', { codeServer: false });
+const native = path.join(root, 'native', 'build', 'Release', 'fsdp-train-native');
+const cli = path.join(root, 'bin', 'fsdp-train.mjs');
+const data = path.join(root, 'samples', 'data');
+const work = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-cpu-'));
+const GiB = 2 ** 30;
+const load = () => os.loadavg()[0];
+
+function sgemmPeak() {
+  // Best of three: the peak this BLAS reaches on these cores under the load of the moment.
+  const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(native, ['--sgemm-peak', '2048'], { encoding: 'utf8' })).flops);
+  return Math.max(...runs);
+}
+
+/** Runs fsdp-train on a config file; resolves to the events of its metrics.jsonl and the wall time. */
+function train(configFile, extraArgs = []) {
+  const runDir = path.join(work, `run-${Math.random().toString(36).slice(2)}`);
+  const t0 = Date.now() / 1000;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, configFile, '--run-dir', runDir, ...extraArgs], { stdio: ['ignore', 'ignore', 'inherit'] });
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`fsdp-train ${configFile} exited with ${code}`));
+      const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      resolve({ events, started: t0, ended: Date.now() / 1000 });
+    });
+  });
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** Throughput of the steps after the first `warmup` (the first ones fault in memory and caches). */
+function throughput(events, warmup, peak) {
+  const start = events.find((e) => e.type === 'run_start');
+  const steps = events.filter((e) => e.type === 'step').slice(warmup);
+  const stepMs = median(steps.map((s) => s.step_ms));
+  const tokensPerStep = steps[0].tokens_per_s * steps[0].step_ms / 1000;
+  const tokensPerS = tokensPerStep / (stepMs / 1000);
+  const flops = tokensPerS * start.flops_per_token;
+  return { steps_measured: steps.length, step_ms_median: stepMs, tokens_per_s: tokensPerS, gflops: flops / 1e9, mfu: flops / peak, mem_peak: steps[0].mem_peak, mem_peak_by_category: steps[0].mem_peak_by_category, flops_per_token: start.flops_per_token };
+}
+
+function writeConfig(name, config) {
+  const file = path.join(work, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ name, ...config }, null, 2));
+  return file;
+}
+
+const gpt2Model = { d_model: 768, n_layers: 12, n_heads: 12, vocab_size: 50257, max_seq_len: 1024 };
+function gpt2Config(name, seqLen, batch, steps, extra = {}) {
+  return writeConfig(name, {
+    model: gpt2Model,
+    data: { train: path.join(data, 'fortunes-gpt2-train.tok'), seq_len: seqLen },
+    training: { batch_size_per_gpu: batch, max_steps: steps, learning_rate: 0.0006, warmup_steps: 2 },
+    fsdp: { sharding_strategy: 'NO_SHARD' },
+    checkpointing: { save_final: false },
+    ...extra,
+  });
+}
+
+const loadAtStart = load();
+console.error('bench:cpu: sgemm peak…');
+const peakBefore = sgemmPeak();
+
+console.error('bench:cpu: samples/tiny-cpu.yaml…');
+const entropy = JSON.parse(readFileSync(path.join(data, 'fortunes-byte-val.stats.json'), 'utf8')).unigram_entropy_nats;
+const tinyArgs = ['--set', 'logging.eval_every_n_steps=5', '--set', 'checkpointing.save_every_n_steps=0'];
+const tiny = await train(path.join(root, 'samples', 'tiny-cpu.yaml'), tinyArgs);
+const belowEntropy = tiny.events.find((e) => e.type === 'eval' && e.val_loss < entropy);
+const tinyEvals = tiny.events.filter((e) => e.type === 'eval');
+
+console.error('bench:cpu: GPT-2 124M shape, T 128…');
+const gpt2 = await train(gpt2Config('gpt2-124m-t128', 128, 8, 6));
+
+console.error('bench:cpu: activation checkpointing…');
+const policies = [
+  ['none', { enabled: false }],
+  ['every-2', { enabled: true, policy: 'every_n', every_n_layers: 2 }],
+  ['every-1', { enabled: true, policy: 'every_n', every_n_layers: 1 }],
+  ['selective', { enabled: true, policy: 'selective' }],
+];
+const checkpointing = [];
+for (const [name, ac] of policies) {
+  const r = await train(gpt2Config(`gpt2-124m-t256-${name}`, 256, 4, 4, { activation_checkpointing: ac }));
+  checkpointing.push({ policy: name, ...r });
+}
+
+const peakAfter = sgemmPeak();
+const peak = Math.max(peakBefore, peakAfter);
+const result = {
+  date: new Date().toISOString(),
+  command: 'npm run bench:cpu',
+  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim(),
+  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memory_gib: +(os.totalmem() / GiB).toFixed(1), node: process.version, blas: JSON.parse(execFileSync(native, ['--probe'], { encoding: 'utf8' })).blas },
+  load_average_1min: { start: loadAtStart, end: load() },
+  sgemm_peak_flops: { before: peakBefore, after: peakAfter, used: peak },
+  tiny_cpu: {
+    ...throughput(tiny.events, 3, peak),
+    unigram_entropy: entropy,
+    seconds_to_val_below_entropy: belowEntropy ? belowEntropy.time - tiny.started : null,
+    step_of_val_below_entropy: belowEntropy?.step ?? null,
+    final_val_loss: tinyEvals.at(-1)?.val_loss,
+    wall_seconds: tiny.ended - tiny.started,
+  },
+  gpt2_124m_t128: throughput(gpt2.events, 2, peak),
+  activation_checkpointing: checkpointing.map((c) => ({ policy: c.policy, ...throughput(c.events, 1, peak) })),
+};
+rmSync(work, { recursive: true, force: true });
+
+const day = result.date.slice(0, 10);
+const out = path.join(root, 'bench', 'results');
+mkdirSync(out, { recursive: true });
+writeFileSync(path.join(out, `cpu-${day}.json`), JSON.stringify(result, null, 2) + '\n');
+const mib = (b) => (b / 2 ** 20).toFixed(1);
+const t = result.tiny_cpu, g = result.gpt2_124m_t128;
+const md = `# Native runtime on the CPU, ${day}
+
+Command: \`${result.command}\` (commit ${result.commit}). Machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${result.machine.memory_gib} GiB, ${result.machine.blas}.
+1-minute load average: ${result.load_average_1min.start.toFixed(2)} at the start, ${result.load_average_1min.end.toFixed(2)} at the end (the machine is shared; every figure below is under that load, the sgemm peak included).
+
+OpenBLAS sgemm peak (2048³, best of 3, ${result.machine.cores} threads): ${(result.sgemm_peak_flops.before / 1e9).toFixed(1)} GFLOP/s before, ${(result.sgemm_peak_flops.after / 1e9).toFixed(1)} after; MFU below is against the higher, ${(peak / 1e9).toFixed(1)} GFLOP/s.
+
+| run | tokens/s | GFLOP/s | MFU | step ms (median) | peak memory MiB |
+|---|---:|---:|---:|---:|---:|
+| samples/tiny-cpu.yaml (B 16, T 128) | ${t.tokens_per_s.toFixed(0)} | ${t.gflops.toFixed(1)} | ${(100 * t.mfu).toFixed(1)}% | ${t.step_ms_median.toFixed(1)} | ${mib(t.mem_peak)} |
+| GPT-2 124M shape (B 8, T 128) | ${g.tokens_per_s.toFixed(0)} | ${g.gflops.toFixed(1)} | ${(100 * g.mfu).toFixed(1)}% | ${g.step_ms_median.toFixed(0)} | ${mib(g.mem_peak)} |
+
+Target for the 124M shape: MFU ≥ 50% of the sgemm peak — ${g.mfu >= 0.5 ? 'met' : 'NOT met'}.
+
+tiny-cpu: validation loss ${t.step_of_val_below_entropy === null ? 'never went' : `went below the unigram entropy (${t.unigram_entropy.toFixed(3)} nats/token) at step ${t.step_of_val_below_entropy}, ${t.seconds_to_val_below_entropy.toFixed(1)} s after \`fsdp-train\` started`} (evaluating every 5 steps); final validation loss ${t.final_val_loss.toFixed(3)} after ${t.wall_seconds.toFixed(1)} s in all.
+
+## Activation checkpointing (GPT-2 124M shape, B 4, T 256, 4 steps)
+
+| policy | peak memory MiB | activations MiB | tokens/s | vs none |
+|---|---:|---:|---:|---:|
+${result.activation_checkpointing.map((c) => `| ${c.policy} | ${mib(c.mem_peak)} | ${mib(c.mem_peak_by_category.activations)} | ${c.tokens_per_s.toFixed(0)} | ${(100 * c.tokens_per_s / result.activation_checkpointing[0].tokens_per_s).toFixed(0)}% |`).join('\n')}
+
+Peak memory is the runtime allocator's measured peak of a step (equal to the plan, native/MEMORY.md).
+`;
+writeFileSync(path.join(out, `cpu-${day}.md`), md);
+console.log(md);
