@@ -52,6 +52,17 @@ describe('fsdp-train: the command line', function () {
     assert.equal(r.stdout.trim().split('\n').length, events.length);
   });
 
+  it('saves checkpoints by time with checkpointing.save_every_minutes', async () => {
+    const runDir = path.join(dir, 'run');
+    // 0.0001 minutes is 6 ms: more than one step of this model takes, so nearly every step saves.
+    const config = writeConfig(dir, smallConfig({ checkpointing: { save_every_minutes: 0.0001, save_final: false, keep_last_n: 2 } }));
+    const r = await train([config, '--run-dir', runDir]);
+    assert.equal(r.code, 0, r.stderr);
+    const saved = eventsOf((await readRun(runDir)).events, 'checkpoint');
+    assert.ok(saved.length >= 3, `only ${saved.length} checkpoints in 12 steps`);
+    assert.ok(saved.every((c, i) => i === 0 || c.step > saved[i - 1].step));
+  });
+
   it('stops after the current step on SIGTERM, saving a checkpoint, exit code 143', async () => {
     const runDir = path.join(dir, 'run');
     const config = writeConfig(dir, smallConfig({ training: { max_steps: 100000 }, checkpointing: { save_every_n_steps: 0 } }));
