@@ -120,7 +120,7 @@ void compare_training(const ModelShape& shape, float dropout, int steps) {
       const auto fast_grads = fast.grads_as_double();
       for (std::size_t u = 0; u < grads.size(); ++u) EXPECT_LT(relative_error(fast_grads[u], grads[u]), 1e-4) << fast.layout.units[u].name;
     }
-    ASSERT_FALSE(adamw.step(*fast.state, step, lr, 1.0f).has_value());
+    ASSERT_FALSE(adamw.step(*fast.state, step, lr, 1.0f, 1.0).has_value());
     reference::adamw_step(fast.layout, params, grads, m, v, step, lr, t.beta1, t.beta2, t.eps, t.weight_decay, t.layer_lr_decay, 1.0);
   }
 }

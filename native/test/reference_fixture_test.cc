@@ -152,7 +152,7 @@ class FastReplay final : public Replay {
     // As Trainer::train_step: the factor is handed to AdamW as a float.
     const double max_norm = f_.config.training.max_grad_norm;
     const float clip = max_norm > 0 && grad_norm > max_norm ? static_cast<float>(max_norm / (grad_norm + 1e-6)) : 1.0f;
-    const auto bad = adamw_.step(state_, t, lr, clip);
+    const auto bad = adamw_.step(state_, t, lr, clip, grad_norm);
     EXPECT_FALSE(bad.has_value()) << "non-finite update at step " << t;
     return clip;
   }

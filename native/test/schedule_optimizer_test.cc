@@ -67,7 +67,7 @@ TEST(AdamWGroups, DecaysMatrixWeightsOnlyAndScalesRatesByLayer) {
   AdamW adamw(fast.be, fast.layout, t);
   std::vector<std::vector<float>> before;
   for (int u = 0; u < fast.state->unit_count(); ++u) before.emplace_back(fast.state->params(u), fast.state->params(u) + fast.layout.units[u].numel);
-  ASSERT_FALSE(adamw.step(*fast.state, 1, 0.1, 1.0f).has_value());
+  ASSERT_FALSE(adamw.step(*fast.state, 1, 0.1, 1.0f, 1.0).has_value());
   const double L = 3;
   for (int u = 0; u < fast.state->unit_count(); ++u) {
     const UnitLayout& unit = fast.layout.units[u];
@@ -87,13 +87,13 @@ TEST(AdamWGroups, RefusesAnUpdateThatIsNotFiniteAndNamesTheParameter) {
   TrainingConfig t;
   AdamW adamw(fast.be, fast.layout, t);
   const UpdatePoison poison{2, "mlp.fc.weight"};
-  const auto bad = adamw.step(*fast.state, 1, 0.1, 1.0f, &poison);
+  const auto bad = adamw.step(*fast.state, 1, 0.1, 1.0f, 1.0, &poison);
   ASSERT_TRUE(bad.has_value());
   EXPECT_EQ(bad->param, "blocks.1.mlp.fc.weight");
   EXPECT_EQ(bad->count, 1u);
   // Nothing was written: not even the finite part of the update.
   EXPECT_EQ(0, std::memcmp(before.data(), fast.state->params(2), before.size() * sizeof(float)));
-  EXPECT_FALSE(adamw.step(*fast.state, 1, 0.1, 1.0f).has_value());
+  EXPECT_FALSE(adamw.step(*fast.state, 1, 0.1, 1.0f, 1.0).has_value());
   EXPECT_NE(0, std::memcmp(before.data(), fast.state->params(2), before.size() * sizeof(float)));
 }
 

@@ -31,7 +31,26 @@ void AdamW::for_each_range(ModelState& state, long step, double lr, float grad_s
   }
 }
 
-std::optional<NonfiniteUpdate> AdamW::step(ModelState& state, long t, double lr, float grad_scale, const UpdatePoison* poison) {
+namespace {
+
+/**
+ * Whether the update is finite without looking: with finite parameters and moments (every applied
+ * update was finite, and checkpoints are checked), every clipped gradient |g| <= the clipped norm,
+ * so g^2 cannot overflow float32 below 1e18; Adam's step m_hat / (sqrt(v_hat) + eps) is bounded
+ * by (1 - beta1) / sqrt(1 - beta2) per bias-corrected step; and lr, eps and the decay are finite.
+ */
+bool certainly_finite(double lr, float grad_scale, double grad_norm, const TrainingConfig& t) {
+  return std::isfinite(grad_norm) && grad_norm * grad_scale < 1e18 && std::isfinite(lr) && t.eps > 0 && std::isfinite(t.weight_decay);
+}
+
+}  // namespace
+
+std::optional<NonfiniteUpdate> AdamW::step(ModelState& state, long t, double lr, float grad_scale, double grad_norm, const UpdatePoison* poison) {
+  if (!poison && certainly_finite(lr, grad_scale, grad_norm, t_)) {
+    for_each_range(state, t, lr, grad_scale, nullptr, [&](int, const ParamSegment&, const AdamWArgs& a) { be_.adamw_apply(a); });
+    state.after_optimizer_step();
+    return std::nullopt;
+  }
   std::optional<NonfiniteUpdate> bad;
   for_each_range(state, t, lr, grad_scale, poison, [&](int u, const ParamSegment& seg, const AdamWArgs& a) {
     const std::uint64_t n = be_.adamw_check(a);

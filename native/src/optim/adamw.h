@@ -34,9 +34,11 @@ class AdamW {
   /**
    * The update of optimizer step `t` (1-based count of applied updates) at learning rate `lr`, with
    * gradients multiplied by `grad_scale` (clipping). Applies it only when every new value is
-   * finite; otherwise writes nothing and returns where it was not.
+   * finite; otherwise writes nothing and returns where it was not. `grad_norm` (before clipping)
+   * lets it skip the checking pass when the update is finite by construction.
    */
-  std::optional<NonfiniteUpdate> step(ModelState& state, long t, double lr, float grad_scale, const UpdatePoison* poison = nullptr);
+  std::optional<NonfiniteUpdate> step(ModelState& state, long t, double lr, float grad_scale, double grad_norm,
+                                      const UpdatePoison* poison = nullptr);
 
  private:
   template <class F>

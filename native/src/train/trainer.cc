@@ -261,7 +261,7 @@ Trainer::StepOutcome Trainer::train_step(long step) {
     const auto& inj = config_.debug.inject_nan;
     const bool poisoning = inj.enabled && inj.phase == "optimizer" && inj.step == step && !(inj.once && planted_steps_.count(step));
     if (poisoning) poison = {layout_.block_unit(inj.layer), (inj.op.empty() ? std::string(ops::kDefaultOptimizer) : inj.op) + ".weight"};
-    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, poisoning ? &poison : nullptr);
+    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm, poisoning ? &poison : nullptr);
     if (poisoning) remember_planted(step);
     if (bad) {
       out.end = handle_bad_update(step, {loss, lr, grad_norm, t0}, *bad);
