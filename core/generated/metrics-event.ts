@@ -117,6 +117,10 @@ export interface StepEvent {
   tokens_per_s: number;
   step_ms: number;
   /**
+   * CPU time the rank's process used during the step, all threads together: the step's work whatever else the machine is doing.
+   */
+  cpu_ms?: number;
+  /**
    * A size in bytes.
    */
   mem_peak: number;

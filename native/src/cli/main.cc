@@ -109,8 +109,8 @@ int print_plan(const std::string& path) {
 int print_sgemm_peak(long n) {
   fsdp::use_threads(fsdp::resolve_threads(0, 1));
   auto backend = fsdp::make_backend("cpu");
-  const double flops = fsdp::measure_sgemm_flops(*backend, n, 5);
-  std::cout << nlohmann::json{{"n", n}, {"repeats", 5}, {"threads", fsdp::current_threads()}, {"flops", flops}}.dump() << "\n";
+  const fsdp::SgemmSpeed s = fsdp::measure_sgemm(*backend, n, 5);
+  std::cout << nlohmann::json{{"n", n}, {"repeats", 5}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops}}.dump() << "\n";
   return 0;
 }
 

@@ -18,6 +18,9 @@ double unix_time();
 /** Seconds elapsed since t0 on the monotonic clock. */
 double seconds_since(std::chrono::steady_clock::time_point t0);
 
+/** CPU seconds this process has used, all threads together: work done, whatever the machine's load. */
+double process_cpu_seconds();
+
 std::string host_name();
 
 }  // namespace fsdp

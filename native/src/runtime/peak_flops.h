@@ -5,7 +5,12 @@
 
 namespace fsdp {
 
-/** Best FLOP/s of `repeats` n x n x n float32 matrix products on the backend. */
-double measure_sgemm_flops(Backend& be, long n = 1024, int repeats = 3);
+struct SgemmSpeed {
+  double flops = 0;      // best FLOP/s by the wall clock
+  double cpu_flops = 0;  // best FLOP per CPU-second, times the threads: the peak on an unloaded machine
+};
+
+/** Best speed of `repeats` n x n x n float32 matrix products on the backend. */
+SgemmSpeed measure_sgemm(Backend& be, long n = 1024, int repeats = 3);
 
 }  // namespace fsdp

@@ -62,7 +62,7 @@ std::string Trainer::checkpoint_dir() const {
 RunResult Trainer::run() {
   std::string resumed_from;
   try {
-    peak_flops_ = options_.peak_flops > 0 ? options_.peak_flops : measure_sgemm_flops(*backend_);
+    peak_flops_ = options_.peak_flops > 0 ? options_.peak_flops : measure_sgemm(*backend_).flops;
     train_file_ = std::make_shared<TokenFile>(config_.data.train);
     if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val);
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
@@ -215,6 +215,7 @@ double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepP
 
 Trainer::StepOutcome Trainer::train_step(long step) {
   const auto t0 = std::chrono::steady_clock::now();
+  step_cpu_start_ = process_cpu_seconds();
   Allocator& alloc = backend_->allocator();
   alloc.reset_peak();
   if (st_.skip_batches_at.count(step)) {
@@ -291,6 +292,7 @@ void Trainer::write_step(long step, double loss, double lr, double grad_norm, do
                       {"grad_norm", finite_or_null(grad_norm)},
                       {"tokens_per_s", tokens / seconds},
                       {"step_ms", 1000.0 * seconds},
+                      {"cpu_ms", 1000.0 * (process_cpu_seconds() - step_cpu_start_)},
                       {"mem_peak", peak.total},
                       {"mem_peak_by_category", by_category},
                       {"flops_per_s", flops},
