@@ -89,12 +89,11 @@ class Backend {
 
   // --- whole-buffer helpers ---------------------------------------------------------------------
   virtual void fill(float* x, std::size_t n, float value) = 0;
-  virtual void scale(float* x, std::size_t n, float s) = 0;
   virtual void copy(float* dst, const float* src, std::size_t n) = 0;
   /** Sum in double with a fixed order. */
   virtual double sum(const float* x, std::size_t n) = 0;
   virtual double sum_squares(const float* x, std::size_t n) = 0;
-  virtual std::uint64_t count_nonfinite(const float* x, std::size_t n) = 0;
+  /** Mean, std and max |x| over the finite values, and the count of the others (diagnostics). */
   virtual TensorStats stats(const float* x, std::size_t n) = 0;
 
   // --- optimizer --------------------------------------------------------------------------------

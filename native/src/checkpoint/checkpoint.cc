@@ -165,6 +165,18 @@ class StateFileReader {
   std::ifstream in_;
 };
 
+/** The state file's per-unit sections in their order: parameters, then AdamW's two moments. */
+template <class F>
+void for_each_unit_section(const ParamLayout& layout, ModelState& state, F&& f) {
+  for (int u = 0; u < state.unit_count(); ++u) {
+    const LocalShard sh = state.local(u);
+    const std::size_t bytes = sizeof(float) * sh.count;
+    f(layout.units[u].name + "/params", sh.params, bytes);
+    f(layout.units[u].name + "/adam_m", sh.m, bytes);
+    f(layout.units[u].name + "/adam_v", sh.v, bytes);
+  }
+}
+
 }  // namespace
 
 SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohmann::json& trainer_state, const ParamLayout& layout, ModelState& state,
@@ -185,13 +197,7 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
   StateFileWriter w((tmp_dir / name).string());
   const std::string meta_text = meta.dump();
   w.section("meta", meta_text.data(), meta_text.size());
-  for (int u = 0; u < state.unit_count(); ++u) {
-    const LocalShard sh = state.local(u);
-    const std::size_t bytes = sizeof(float) * sh.count;
-    w.section(layout.units[u].name + "/params", sh.params, bytes);
-    w.section(layout.units[u].name + "/adam_m", sh.m, bytes);
-    w.section(layout.units[u].name + "/adam_v", sh.v, bytes);
-  }
+  for_each_unit_section(layout, state, [&](const std::string& section, const float* data, std::size_t bytes) { w.section(section, data, bytes); });
   const auto [file_bytes, file_crc32] = w.finish();
 
   // The manifest is the completion marker: written last, after every state file is on disk.
@@ -254,13 +260,7 @@ nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layou
                                layout.units[u].name + " (" + std::to_string(layout.units[u].numel) + ")");
     }
   }
-  for (int u = 0; u < state.unit_count(); ++u) {
-    const LocalShard sh = state.local(u);
-    const std::size_t bytes = sizeof(float) * sh.count;
-    r.section(layout.units[u].name + "/params", sh.params, bytes);
-    r.section(layout.units[u].name + "/adam_m", sh.m, bytes);
-    r.section(layout.units[u].name + "/adam_v", sh.v, bytes);
-  }
+  for_each_unit_section(layout, state, [&](const std::string& section, float* data, std::size_t bytes) { r.section(section, data, bytes); });
   return meta["trainer"];
 }
 

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -73,34 +74,36 @@ int print_version() {
   return 0;
 }
 
-/** Reads and checks a config; prints problems as "FILE key: message". Returns false on errors. */
-bool load_config(const std::string& path, bool check_files, fsdp::RunConfig& config) {
-  nlohmann::json value;
+/** The config file's JSON, or nothing after printing why it cannot be read. */
+std::optional<nlohmann::json> read_config(const std::string& path) {
   try {
-    value = fsdp::read_config_file(path);
+    return fsdp::read_config_file(path);
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
-    return false;
+    return std::nullopt;
   }
+}
+
+std::string shown(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+/** Reads and checks a config; prints problems as "FILE key: message". Returns false on errors. */
+bool load_config(const std::string& path, bool check_files, fsdp::RunConfig& config) {
+  const auto value = read_config(path);
+  if (!value) return false;
   fsdp::ValidateOptions options;
   options.check_files = check_files;
   options.cuda_built = fsdp::probe_devices().cuda_built;
-  const auto problems = fsdp::check_run_config(value, fsdp::config_base_dir(path), options, &config);
-  for (const auto& p : problems) std::cerr << fsdp::format_problem(path == "-" ? "<stdin>" : path, p) << "\n";
+  const auto problems = fsdp::check_run_config(*value, fsdp::config_base_dir(path), options, &config);
+  for (const auto& p : problems) std::cerr << fsdp::format_problem(shown(path), p) << "\n";
   return !fsdp::has_errors(problems);
 }
 
 int print_plan(const std::string& path) {
-  nlohmann::json value;
-  try {
-    value = fsdp::read_config_file(path);
-  } catch (const std::exception& e) {
-    std::cerr << e.what() << "\n";
-    return kExitConfig;
-  }
+  const auto value = read_config(path);
+  if (!value) return kExitConfig;
   // A plan can be made for configs this build cannot run (cuda, bfloat16, several ranks).
-  const fsdp::ParsedConfig parsed = fsdp::parse_run_config(value, fsdp::config_base_dir(path));
-  for (const auto& p : parsed.problems) std::cerr << fsdp::format_problem(path, p) << "\n";
+  const fsdp::ParsedConfig parsed = fsdp::parse_run_config(*value, fsdp::config_base_dir(path));
+  for (const auto& p : parsed.problems) std::cerr << fsdp::format_problem(shown(path), p) << "\n";
   if (!parsed.ok()) return kExitConfig;
   std::cout << fsdp::plan_memory(parsed.config).to_json().dump(2) << "\n";
   return 0;
@@ -160,8 +163,6 @@ int train(int argc, char** argv) {
   return 1;
 }
 
-}  // namespace
-
 /**
  * OpenMP threads that spin while waiting take the cores OpenBLAS and the other kernels need, and
  * on a small shared machine that costs several times the step time. libgomp reads its wait
@@ -173,6 +174,8 @@ void ensure_openmp_wait_policy(char** argv) {
   setenv("OMP_WAIT_POLICY", "passive", 1);
   execv("/proc/self/exe", argv);  // returns only on failure; then run with the default policy
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ensure_openmp_wait_policy(argv);

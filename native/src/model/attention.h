@@ -8,13 +8,13 @@
 
 namespace fsdp {
 
-struct AttentionWeights {
-  const float *qkv_w, *qkv_b, *proj_w, *proj_b;
+/** The layer's parameter tensors (T = const float) or their gradients (T = float). */
+template <class T>
+struct AttentionParams {
+  T *qkv_w, *qkv_b, *proj_w, *proj_b;
 };
-
-struct AttentionGrads {
-  float *qkv_w, *qkv_b, *proj_w, *proj_b;
-};
+using AttentionWeights = AttentionParams<const float>;
+using AttentionGrads = AttentionParams<float>;
 
 struct AttentionSaved {
   Buffer qkv, probs, y;

@@ -2,33 +2,6 @@
 
 namespace fsdp {
 
-namespace {
-
-template <class Ptr>
-Ptr at(const UnitLayout& u, Ptr base, const char* name) {
-  return base + u.segment(name).offset;
-}
-
-}  // namespace
-
-BlockWeights block_weights(const UnitLayout& u, const float* p) {
-  return {at(u, p, "ln1.weight"),
-          at(u, p, "ln1.bias"),
-          {at(u, p, "attn.qkv.weight"), at(u, p, "attn.qkv.bias"), at(u, p, "attn.proj.weight"), at(u, p, "attn.proj.bias")},
-          at(u, p, "ln2.weight"),
-          at(u, p, "ln2.bias"),
-          {at(u, p, "mlp.fc.weight"), at(u, p, "mlp.fc.bias"), at(u, p, "mlp.fc2.weight"), at(u, p, "mlp.fc2.bias")}};
-}
-
-BlockGrads block_grads(const UnitLayout& u, float* g) {
-  return {at(u, g, "ln1.weight"),
-          at(u, g, "ln1.bias"),
-          {at(u, g, "attn.qkv.weight"), at(u, g, "attn.qkv.bias"), at(u, g, "attn.proj.weight"), at(u, g, "attn.proj.bias")},
-          at(u, g, "ln2.weight"),
-          at(u, g, "ln2.bias"),
-          {at(u, g, "mlp.fc.weight"), at(u, g, "mlp.fc.bias"), at(u, g, "mlp.fc2.weight"), at(u, g, "mlp.fc2.bias")}};
-}
-
 void BlockSaved::reset() {
   ln1.reset();
   attn.qkv.reset(), attn.probs.reset(), attn.y.reset();

@@ -16,22 +16,28 @@
 
 namespace fsdp {
 
-struct BlockWeights {
-  const float *ln1_w, *ln1_b;
-  AttentionWeights attn;
-  const float *ln2_w, *ln2_b;
-  MlpWeights mlp;
+/** A block's parameter tensors (T = const float) or their gradients (T = float). */
+template <class T>
+struct BlockParams {
+  T *ln1_w, *ln1_b;
+  AttentionParams<T> attn;
+  T *ln2_w, *ln2_b;
+  MlpParams<T> mlp;
 };
+using BlockWeights = BlockParams<const float>;
+using BlockGrads = BlockParams<float>;
 
-struct BlockGrads {
-  float *ln1_w, *ln1_b;
-  AttentionGrads attn;
-  float *ln2_w, *ln2_b;
-  MlpGrads mlp;
-};
-
-BlockWeights block_weights(const UnitLayout& unit, const float* params);
-BlockGrads block_grads(const UnitLayout& unit, float* grads);
+/** Where each tensor of a block unit is in a flat buffer laid out as `unit` (parameters or gradients). */
+template <class T>
+BlockParams<T> block_params(const UnitLayout& unit, T* base) {
+  auto at = [&](const char* name) { return base + unit.segment(name).offset; };
+  return {at("ln1.weight"),
+          at("ln1.bias"),
+          {at("attn.qkv.weight"), at("attn.qkv.bias"), at("attn.proj.weight"), at("attn.proj.bias")},
+          at("ln2.weight"),
+          at("ln2.bias"),
+          {at("mlp.fc.weight"), at("mlp.fc.bias"), at("mlp.fc2.weight"), at("mlp.fc2.bias")}};
+}
 
 /** A block's saved internals (I in MEMORY.md). */
 struct BlockSaved {

@@ -64,7 +64,7 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   for (int i = 0; i < L; ++i) {
     const int u = layout_.block_unit(i);
     storage_.pre_forward(u);
-    res[i + 1] = block_forward(run_of(i), saved[i], res[i].f32(), block_weights(layout_.units[u], storage_.params(u)), policy_.blocks[i]);
+    res[i + 1] = block_forward(run_of(i), saved[i], res[i].f32(), block_params<const float>(layout_.units[u], storage_.params(u)), policy_.blocks[i]);
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);
@@ -94,9 +94,9 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
     const int u = layout_.block_unit(i);
     storage_.pre_backward(u);
     const BlockRun run = run_of(i);
-    const BlockWeights w = block_weights(layout_.units[u], storage_.params(u));
+    const BlockWeights w = block_params<const float>(layout_.units[u], storage_.params(u));
     block_recompute(run, saved[i], res[i].f32(), w, policy_.blocks[i]);
-    block_backward(run, ws, saved[i], res[i].f32(), w, block_grads(layout_.units[u], storage_.grads(u)));
+    block_backward(run, ws, saved[i], res[i].f32(), w, block_params(layout_.units[u], storage_.grads(u)));
     saved[i].reset();
     res[i].reset();
     storage_.post_backward(u);
@@ -133,7 +133,7 @@ double Gpt::evaluate(const Batch& batch, float* logits) {
     const int u = layout_.block_unit(i);
     storage_.pre_forward(u);
     BlockSaved saved;
-    x = block_forward({be_, d, 0.0f, 0, 0, none}, saved, x.f32(), block_weights(layout_.units[u], storage_.params(u)), BlockRecompute::full);
+    x = block_forward({be_, d, 0.0f, 0, 0, none}, saved, x.f32(), block_params<const float>(layout_.units[u], storage_.params(u)), BlockRecompute::full);
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);

@@ -7,13 +7,13 @@
 
 namespace fsdp {
 
-struct MlpWeights {
-  const float *fc_w, *fc_b, *fc2_w, *fc2_b;
+/** The layer's parameter tensors (T = const float) or their gradients (T = float). */
+template <class T>
+struct MlpParams {
+  T *fc_w, *fc_b, *fc2_w, *fc2_b;
 };
-
-struct MlpGrads {
-  float *fc_w, *fc_b, *fc2_w, *fc2_b;
-};
+using MlpWeights = MlpParams<const float>;
+using MlpGrads = MlpParams<float>;
 
 struct MlpSaved {
   Buffer h, g;

@@ -1,5 +1,6 @@
 // Names of the operations inside a block, as diagnostics report them ("layer 3 attn.softmax") and
-// as debug.inject_nan.op names them. Forward order; backward visits them in reverse.
+// as debug.inject_nan.op names them. Forward order; backward visits them in reverse. Outside the
+// blocks: "embed" (layer "embedding"), "ln_f", "lm_head" and "softmax_xent" (layer "head").
 #pragma once
 #include <array>
 #include <string_view>
@@ -11,9 +12,6 @@ inline constexpr std::array<std::string_view, 9> kBlockOps = {
 
 /** Ops that own parameters (what the optimizer phase of inject_nan can name). */
 inline constexpr std::array<std::string_view, 6> kParamOps = {"ln1", "attn.qkv", "attn.proj", "ln2", "mlp.fc", "mlp.fc2"};
-
-/** Ops outside the blocks. */
-inline constexpr std::string_view kEmbed = "embed", kFinalLn = "ln_f", kLmHead = "lm_head", kLoss = "softmax_xent";
 
 inline constexpr std::string_view kDefaultForward = "attn.softmax", kDefaultBackward = "mlp.fc2", kDefaultOptimizer = "attn.qkv";
 

@@ -21,7 +21,6 @@ struct ModelShape {
   long long S = 0;  // max_seq_len: rows of the position embedding
   bool tied = true;
 
-  long long head_size() const { return C / H; }
   static ModelShape of(const ModelConfig& m);
 };
 

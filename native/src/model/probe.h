@@ -62,8 +62,6 @@ class LayerProbe {
     else if (k == 1) probe_->backward_output({layer_, op}, din, n, {view(0)});
     else probe_->backward_output({layer_, op}, din, n, {});
   }
-  bool active() const { return probe_ != nullptr; }
-
  private:
   StepProbe* probe_;
   int layer_;

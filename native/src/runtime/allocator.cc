@@ -49,8 +49,6 @@ Buffer Allocator::allocate(MemoryCategory category, std::size_t bytes) {
   if (!p) {
     p = system_allocate(bytes);
     if (!p) throw std::bad_alloc();
-    std::lock_guard<std::mutex> lock(mu_);
-    reserved_ += bytes;
   }
   std::lock_guard<std::mutex> lock(mu_);
   const int c = static_cast<int>(category);
@@ -88,17 +86,9 @@ void Allocator::reset_peak() {
   peak_ = live_;
 }
 
-std::uint64_t Allocator::reserved() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return reserved_;
-}
-
 void Allocator::release_cache() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [bytes, p] : cache_) {
-    system_free(p);
-    reserved_ -= bytes;
-  }
+  for (auto& entry : cache_) system_free(entry.second);
   cache_.clear();
 }
 

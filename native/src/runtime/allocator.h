@@ -66,8 +66,6 @@ class Allocator {
   MemoryUsage peak() const;
   /** Peaks restart from what is live now (called at the start of every step). */
   void reset_peak();
-  /** Bytes held from the system: live plus cached. */
-  std::uint64_t reserved() const;
   /** Gives cached (free) blocks back to the system. */
   void release_cache();
 
@@ -82,7 +80,6 @@ class Allocator {
   mutable std::mutex mu_;  // the data loader's prefetch thread allocates too
   std::unordered_multimap<std::size_t, void*> cache_;
   MemoryUsage live_, peak_;
-  std::uint64_t reserved_ = 0;
 };
 
 /** Host memory (the CPU backend's device memory, and pinned-free host memory for CPU offload). */

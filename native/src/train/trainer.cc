@@ -49,7 +49,12 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
   manifest_ = std::make_unique<RunManifest>(options_.run_dir, config_.resolved, config_.world_size());
   flops_per_token_ = training_flops_per_token(layout_.shape, config_.data.seq_len);
   std::ifstream planted((fs::path(options_.run_dir) / "diagnostics" / "injected.json").string());
-  if (planted) planted_steps_ = nlohmann::json::parse(planted, nullptr, false).get<std::set<long>>();
+  if (planted) {
+    const nlohmann::json steps = nlohmann::json::parse(planted, nullptr, false);
+    if (steps.is_array())
+      for (const auto& s : steps)
+        if (s.is_number_integer()) planted_steps_.insert(s.get<long>());
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -11,7 +11,7 @@
 #include <cblas.h>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/vector_math.h"
+#include "backend/cpu/softmax_row.h"
 
 namespace fsdp {
 
@@ -38,20 +38,8 @@ void CpuBackend::attention_probs(float* probs, const float* qkv, long B, long T,
       small_gemm(false, true, T, T, hs, scale, q, C3, q + C, C3, 0.0f, p, T);
       for (long t = 0; t < T; ++t) {
         float* row = p + t * T;
-        const long n = t + 1;
-        float max = -INFINITY;
-#pragma omp simd reduction(max : max)
-        for (long u = 0; u < n; ++u) max = row[u] > max ? row[u] : max;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (long u = 0; u < n; ++u) {
-          row[u] = expf(row[u] - max);
-          sum += row[u];
-        }
-        const float inv = 1.0f / sum;
-#pragma omp simd
-        for (long u = 0; u < n; ++u) row[u] *= inv;
-        for (long u = n; u < T; ++u) row[u] = 0.0f;
+        softmax_in_place(row, t + 1);
+        for (long u = t + 1; u < T; ++u) row[u] = 0.0f;
       }
     }
   }

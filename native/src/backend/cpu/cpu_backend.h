@@ -39,11 +39,9 @@ class CpuBackend final : public Backend {
   void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale) override;
 
   void fill(float* x, std::size_t n, float value) override;
-  void scale(float* x, std::size_t n, float s) override;
   void copy(float* dst, const float* src, std::size_t n) override;
   double sum(const float* x, std::size_t n) override;
   double sum_squares(const float* x, std::size_t n) override;
-  std::uint64_t count_nonfinite(const float* x, std::size_t n) override;
   TensorStats stats(const float* x, std::size_t n) override;
 
   std::uint64_t adamw_check(const AdamWArgs& a) override;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/vector_math.h"
+#include "backend/cpu/softmax_row.h"
 
 namespace fsdp {
 
@@ -12,20 +12,8 @@ void CpuBackend::softmax_xent_forward(float* losses, float* logits, const std::i
   for (long i = 0; i < N; ++i) {
     float* row = logits + i * V;
     const float target_logit = row[targets[i]];
-    float max = -INFINITY;
-#pragma omp simd reduction(max : max)
-    for (long v = 0; v < V; ++v) max = row[v] > max ? row[v] : max;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (long v = 0; v < V; ++v) {
-      row[v] = expf(row[v] - max);
-      sum += row[v];
-    }
-    const float inv = 1.0f / sum;
-#pragma omp simd
-    for (long v = 0; v < V; ++v) row[v] *= inv;
     // log-sum-exp minus the target's logit: finite even where its probability underflows.
-    losses[i] = std::log(sum) + max - target_logit;
+    losses[i] = softmax_in_place(row, V) - target_logit;
   }
 }
 

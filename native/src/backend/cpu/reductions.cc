@@ -33,11 +33,6 @@ void CpuBackend::fill(float* x, std::size_t n, float value) {
   for (std::size_t i = 0; i < n; ++i) x[i] = value;
 }
 
-void CpuBackend::scale(float* x, std::size_t n, float s) {
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < n; ++i) x[i] *= s;
-}
-
 void CpuBackend::copy(float* dst, const float* src, std::size_t n) {
 #pragma omp parallel for schedule(static)
   for (std::size_t c = 0; c < n; c += kChunk) std::memcpy(dst + c, src + c, sizeof(float) * (c + kChunk < n ? kChunk : n - c));
@@ -57,13 +52,6 @@ double CpuBackend::sum_squares(const float* x, std::size_t n) {
     for (std::size_t i = lo; i < hi; ++i) s += static_cast<double>(x[i]) * x[i];
     return s;
   });
-}
-
-std::uint64_t CpuBackend::count_nonfinite(const float* x, std::size_t n) {
-  std::uint64_t count = 0;
-#pragma omp parallel for schedule(static) reduction(+ : count)
-  for (std::size_t i = 0; i < n; ++i) count += is_finite(x[i]) ? 0 : 1;
-  return count;
 }
 
 TensorStats CpuBackend::stats(const float* x, std::size_t n) {
