@@ -14,13 +14,13 @@ export type ProtocolVersion = 1;
  */
 export type Time = number;
 /**
- * The runtime's byte plan for one rank, made before any allocation. device is what lives on the compute device; host is what CPU offload keeps in host memory (on the CPU backend, the same memory).
- */
-export type MemoryPlan = MemoryByCategory & MemoryPlan1;
-/**
  * A size in bytes.
  */
 export type Bytes = number;
+/**
+ * The runtime's byte plan for one rank, made before any allocation. device is what lives on the compute device; host is what CPU offload keeps in host memory (on the CPU backend, the same memory).
+ */
+export type MemoryPlan = MemoryByCategory & MemoryPlan1;
 
 export interface RunStartEvent {
   v: ProtocolVersion;
@@ -63,6 +63,9 @@ export interface World {
   size: number;
   ranks: RankInfo[];
 }
+/**
+ * One rank of the run. mem_resident (mem_resident_host: in host memory, what fsdp.cpu_offload keeps there) is what the rank held when training started (model and optimizer state, data ring), measured by the runtime's allocator.
+ */
 export interface RankInfo {
   rank: number;
   host: string;
@@ -71,6 +74,8 @@ export interface RankInfo {
    */
   device: string;
   pid?: number;
+  mem_resident?: MemoryByCategory;
+  mem_resident_host?: MemoryByCategory;
 }
 /**
  * Bytes per rank by category. total is what the rank holds at its peak phase, which can be less than the sum of the categories.
@@ -125,6 +130,7 @@ export interface StepEvent {
    */
   mem_peak: number;
   mem_peak_by_category?: MemoryByCategory;
+  mem_peak_host_by_category?: MemoryByCategory;
   loss_scale?: number;
   /**
    * Achieved model FLOP/s of this rank.
@@ -202,6 +208,10 @@ export interface AnomalyLocation {
    * Backward: the parameter whose gradient was first non-finite.
    */
   param?: string | null;
+  /**
+   * Multi-rank runs: the rank whose batch or shard held the value first.
+   */
+  rank?: number;
 }
 export interface LogEvent {
   v: ProtocolVersion;

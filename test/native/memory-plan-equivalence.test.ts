@@ -68,6 +68,8 @@ function grid(): GridPoint[] {
         points.push(point(size, { fsdp: { ...fsdp, cpu_offload: true }, launch: { nproc_per_node: nproc } }, `${strategy} ×${nproc} offload`));
       }
       points.push(point(size, { fsdp: { sharding_strategy: strategy, forward_prefetch: true, backward_prefetch: 'NONE' }, launch: { nproc_per_node: 4 } }, `${strategy} ×4 forward prefetch only`));
+      // Gradients held whole across micro-steps (no_sync) when they are sharded.
+      points.push(point(size, { fsdp: { sharding_strategy: strategy }, training: { batch_size_per_gpu: size.batch, max_steps: 10, learning_rate: 0.001, gradient_accumulation_steps: 4 }, launch: { nproc_per_node: 4 } }, `${strategy} ×4 accumulating 4 micro-steps`));
     }
     for (const ac of CHECKPOINTING) {
       for (const strategy of ['NO_SHARD', 'FULL_SHARD'] as const) {

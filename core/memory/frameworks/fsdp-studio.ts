@@ -120,10 +120,16 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
 
   // Gradients: float32, whole or a shard; sharded ones are computed into whole-unit float32
   // buffers that live until their reduce-scatter (the tied wte's from the head to the embedding).
+  // Under gradient accumulation nothing is reduced before the final micro-step (no_sync): every
+  // unit's buffer lives from the first micro-step's backward on, through the forwards between.
   const gradsHeld = FP32 * (gradsSharded ? sumS : sumP);
   const gradsPersistent = paramsSharded && offload ? 0 : gradsHeld;
   let gradsTransient = 0;
-  if (gradsSharded) {
+  let gradsUnsynced = 0;
+  if (gradsSharded && input.gradAccumSteps > 1) {
+    gradsUnsynced = FP32 * Pp.reduce((x, y) => x + y, 0);
+    gradsTransient = gradsUnsynced;
+  } else if (gradsSharded) {
     const g = Math.max(...Pp.slice(1));
     gradsTransient = FP32 * (tied ? Pp[0] + g : Math.max(g, Pp[0]));
   }
@@ -159,7 +165,7 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
     { id: 'params.compute-copy', category: 'params', label: `${input.precision.param} compute copy of the parameters`, where: 'device', forward: computeCopy, backward: computeCopy, optimizer: computeCopy },
     { id: 'params.gathered', category: 'params', label: 'gathered units (current, prefetched, tied embedding)', where: 'device', forward: gatheredFwd, backward: gatheredBwd, optimizer: 0 },
     { id: 'grads.held', category: 'grads', label: gradsSharded ? `float32 gradient shard (1/${D})` : 'float32 gradients', where: 'device', forward: gradsPersistent, backward: gradsPersistent, optimizer: gradsPersistent },
-    { id: 'grads.unit', category: 'grads', label: 'whole-unit float32 gradients awaiting reduce-scatter', where: 'device', forward: 0, backward: gradsTransient, optimizer: 0 },
+    { id: 'grads.unit', category: 'grads', label: gradsUnsynced ? 'whole-unit float32 gradients accumulated until the last micro-step (no_sync)' : 'whole-unit float32 gradients awaiting reduce-scatter', where: 'device', forward: gradsUnsynced, backward: gradsTransient, optimizer: 0 },
     { id: 'optimizer.adamw', category: 'optimizer', label: `AdamW moments${optSharded ? ` (1/${D})` : ''}`, where: 'device', forward: optimizerDevice, backward: optimizerDevice, optimizer: optimizerDevice },
     { id: 'activations.timeline', category: 'activations', label: 'residual stream, saved block internals, head', where: 'device', forward: actFwd, backward: actBwd, optimizer: 0 },
     { id: 'workspace.backward', category: 'workspace', label: 'backward scratch of one block', where: 'device', forward: 0, backward: z.workspace, optimizer: 0 },

@@ -38,6 +38,12 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual Allocator& allocator() = 0;
+  /**
+   * Host memory for what fsdp.cpu_offload keeps off the device (MEMORY.md "host"), counted apart
+   * from allocator(). On the CPU backend it is the same kind of memory, reported apart all the
+   * same; a GPU backend gives pinned memory here.
+   */
+  virtual Allocator& host_allocator() { return host_memory_; }
 
   // --- matrix products: C = alpha op(A) op(B) + beta C --------------------------------------
   virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda,
@@ -100,6 +106,9 @@ class Backend {
   /** Count of parameters whose update would not be finite; writes nothing. */
   virtual std::uint64_t adamw_check(const AdamWArgs& a) = 0;
   virtual void adamw_apply(const AdamWArgs& a) = 0;
+
+ private:
+  HostAllocator host_memory_;
 };
 
 /** The backend for launch.device ("cpu"); throws std::runtime_error for one this build lacks. */

@@ -10,10 +10,19 @@
 //   fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops F]
 //                                             train: events to DIR/metrics.jsonl and stdout,
 //                                             DIR/run.json kept current, checkpoints in DIR
+//   fsdp-train-native --allreduce-check       under mpirun: sums known values across the ranks
+//                                             and checks every collective's result (JSON)
+//   fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR
+//                                             a sharded checkpoint as one full one (OUT_DIR/step-N)
+//
+// Several processes: mpirun -n N fsdp-train-native --config … (or srun), with launch.nproc_per_node
+// x launch.nnodes = N; `npx fsdp-train --nproc N CONFIG` runs mpirun for you. Every rank runs the
+// same command; rank 0 writes the run folder.
 //
 // CONFIG "-" reads standard input. Exit codes: 0 completed, 1 failed (a NaN the policy stopped
-// on, an unusable checkpoint, an I/O error), 2 bad arguments or config, 128 + N stopped by
-// signal N (SIGINT, SIGTERM: the run stops after the current step and saves a checkpoint).
+// on, an unusable checkpoint, an I/O error, a rank that died), 2 bad arguments or config, 128 + N
+// stopped by signal N (SIGINT, SIGTERM, and SIGUSR1, which mpirun forwards to every rank: the run
+// stops after the current step and saves a checkpoint).
 #include <unistd.h>
 
 #include <atomic>
@@ -26,22 +35,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint.h"
 #include "config/load.h"
 #include "config/validate.h"
 #include "backend/backend.h"
 #include "memory/memory_plan.h"
+#include "parallel/allreduce_check.h"
 #include "runtime/device_probe.h"
+#include "runtime/files.h"
 #include "runtime/peak_flops.h"
 #include "runtime/threads.h"
 #include "train/trainer.h"
+#ifdef FSDP_MPI_BUILT
+#include "parallel/mpi/mpi_collectives.h"
+#endif
 
 namespace {
 
 constexpr int kExitConfig = 2;
 
 int usage() {
-  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N]\n"
-               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops FLOPS]\n";
+  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N] | --allreduce-check\n"
+               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops FLOPS]\n"
+               "       fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR\n";
   return kExitConfig;
 }
 
@@ -69,32 +85,38 @@ int print_probe() {
 
 // What this build can do, so the editor can tell a partial build from a missing one.
 int print_version() {
-  nlohmann::json out = {{"name", "fsdp-train-native"}, {"version", "0.1.0"}, {"capabilities", {"probe", "check", "plan", "train"}}};
+  nlohmann::json capabilities = {"probe", "check", "plan", "train", "export-checkpoint"};
+#ifdef FSDP_MPI_BUILT
+  capabilities.push_back("mpi");
+  capabilities.push_back("allreduce-check");
+#endif
+  nlohmann::json out = {{"name", "fsdp-train-native"}, {"version", "0.1.0"}, {"capabilities", capabilities}};
   std::cout << out.dump() << "\n";
   return 0;
 }
 
-/** The config file's JSON, or nothing after printing why it cannot be read. */
-std::optional<nlohmann::json> read_config(const std::string& path) {
+/** The config file's JSON, or nothing after printing (when `report`) why it cannot be read. */
+std::optional<nlohmann::json> read_config(const std::string& path, bool report = true) {
   try {
     return fsdp::read_config_file(path);
   } catch (const std::exception& e) {
-    std::cerr << e.what() << "\n";
+    if (report) std::cerr << e.what() << "\n";
     return std::nullopt;
   }
 }
 
 std::string shown(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
-/** Reads and checks a config; prints problems as "FILE key: message". Returns false on errors. */
-bool load_config(const std::string& path, bool check_files, fsdp::RunConfig& config) {
-  const auto value = read_config(path);
+/** Reads and checks a config; prints problems as "FILE key: message" when `report`. Returns false on errors. */
+bool load_config(const std::string& path, bool check_files, fsdp::RunConfig& config, bool report = true) {
+  const auto value = read_config(path, report);
   if (!value) return false;
   fsdp::ValidateOptions options;
   options.check_files = check_files;
   options.cuda_built = fsdp::probe_devices().cuda_built;
   const auto problems = fsdp::check_run_config(*value, fsdp::config_base_dir(path), options, &config);
-  for (const auto& p : problems) std::cerr << fsdp::format_problem(shown(path), p) << "\n";
+  if (report)
+    for (const auto& p : problems) std::cerr << fsdp::format_problem(shown(path), p) << "\n";
   return !fsdp::has_errors(problems);
 }
 
@@ -117,6 +139,39 @@ int print_sgemm_peak(long n) {
   return 0;
 }
 
+/** The job's ranks when an MPI launcher started this process; null for one process. */
+struct Job {
+#ifdef FSDP_MPI_BUILT
+  std::unique_ptr<fsdp::MpiSession> session;
+#endif
+  std::unique_ptr<fsdp::Collectives> world;
+};
+
+Job join_job(int* argc, char*** argv) {
+  Job job;
+#ifdef FSDP_MPI_BUILT
+  if (fsdp::launched_by_mpi()) {
+    job.session = std::make_unique<fsdp::MpiSession>(argc, argv);
+    job.world = job.session->world();
+  }
+#else
+  (void)argc, (void)argv;
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK")) {
+    std::cerr << "fsdp-train-native: started by an MPI launcher, but this build has no MPI (install libopenmpi-dev and rebuild: node scripts/setup/native.mjs --force)\n";
+    std::exit(kExitConfig);
+  }
+#endif
+  return job;
+}
+
+/** The launcher that started this job (fsdp-train sets it), when it runs on this host. */
+int launcher_pid() {
+  const char* pid = std::getenv("FSDP_LAUNCHER_PID");
+  const char* host = std::getenv("FSDP_LAUNCHER_HOST");
+  if (!pid || !host || fsdp::host_name() != host) return 0;
+  return std::atoi(pid);
+}
+
 int train(int argc, char** argv) {
   std::string config_path, run_dir, resume;
   double peak_flops = 0;
@@ -133,8 +188,11 @@ int train(int argc, char** argv) {
     }
   }
   if (config_path.empty() || run_dir.empty()) return usage();
+  Job job = join_job(&argc, &argv);
+  const bool rank0 = !job.world || job.world->rank() == 0;
   fsdp::RunConfig config;
-  if (!load_config(config_path, true, config)) return kExitConfig;
+  // Every rank reads the config (the same answer everywhere); rank 0 alone reports its problems.
+  if (!load_config(config_path, true, config, rank0)) return kExitConfig;
 
   // Stop after the current step, leaving a checkpoint and a run_end event behind.
   struct sigaction sa {};
@@ -142,25 +200,48 @@ int train(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);  // what mpirun forwards to every rank without stopping them itself
 
   fsdp::TrainerOptions options;
   options.run_dir = run_dir;
   options.resume = resume;
   options.peak_flops = peak_flops;
   options.stop = &g_stop_signal;
+  options.world = job.world.get();
+  if (rank0) options.launcher_pid = launcher_pid();
   try {
     fsdp::Trainer trainer(config, options);
     const fsdp::RunResult r = trainer.run();
-    if (r.status == fsdp::RunStatus::failed) std::cerr << "fsdp-train-native: run failed: " << r.reason << "\n";
+    if (r.status == fsdp::RunStatus::failed && rank0) std::cerr << "fsdp-train-native: run failed: " << r.reason << "\n";
     switch (r.status) {
       case fsdp::RunStatus::completed: return 0;
       case fsdp::RunStatus::failed: return 1;
       case fsdp::RunStatus::stopped: return 128 + g_stop_signal.load();
     }
   } catch (const std::exception& e) {
-    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+    std::cerr << "fsdp-train-native: " << (job.world && job.world->size() > 1 ? "rank " + std::to_string(job.world->rank()) + ": " : "") << e.what() << "\n";
   }
   return 1;
+}
+
+int allreduce_check(int argc, char** argv) {
+  Job job = join_job(&argc, &argv);
+  fsdp::SingleProcess alone;
+  fsdp::Collectives& world = job.world ? *job.world : alone;
+  const nlohmann::json result = fsdp::check_collectives(world);
+  if (world.rank() == 0) std::cout << result.dump() << "\n";
+  return result.value("ok", false) ? 0 : 1;
+}
+
+int export_checkpoint(const std::string& from, const std::string& to) {
+  try {
+    const fsdp::SavedCheckpoint c = fsdp::export_checkpoint(from, to);
+    std::cout << nlohmann::json{{"path", c.path}, {"step", c.step}, {"bytes", c.bytes}}.dump() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 /**
@@ -188,6 +269,8 @@ int main(int argc, char** argv) {
     return load_config(argv[2], true, config) ? 0 : kExitConfig;
   }
   if (cmd == "--sgemm-peak" && argc <= 3) return print_sgemm_peak(argc == 3 ? std::atol(argv[2]) : 2048);
+  if (cmd == "--allreduce-check" && argc == 2) return allreduce_check(argc, argv);
+  if (cmd == "--export-checkpoint" && argc == 4) return export_checkpoint(argv[2], argv[3]);
   if (cmd == "--config" || cmd == "--run-dir") return train(argc, argv);
   return usage();
 }

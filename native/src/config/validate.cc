@@ -46,9 +46,9 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
     if (d != Dtype::float32 && !cuda) out.push_back({key, std::string(dtype_name(d)) + " needs launch.device: cuda (the CPU backend computes in float32)"});
   }
 
-  if (c.world_size() > 1) {
+  if (c.world_size() > 1 && !o.mpi_built) {
     out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",
-                   str(c.world_size()) + " ranks need the multi-process runtime (mpirun), which this build does not have yet; use 1"});
+                   str(c.world_size()) + " ranks need MPI, which this build of the runtime was made without: install libopenmpi-dev and rebuild (node scripts/setup/native.mjs --force), or use 1"});
   }
   if (c.fsdp.sharding_strategy == ShardingStrategy::HYBRID_SHARD && c.fsdp.ranks_per_node > 0 && c.world_size() % c.fsdp.ranks_per_node != 0) {
     out.push_back({"fsdp.ranks_per_node", str(c.fsdp.ranks_per_node) + " does not divide the world size (" + str(c.world_size()) + ")"});

@@ -11,6 +11,11 @@ namespace fsdp {
 struct ValidateOptions {
   bool check_files = true;  // open the token files' headers
   bool cuda_built = false;  // what this build can run
+#ifdef FSDP_MPI_BUILT
+  bool mpi_built = true;
+#else
+  bool mpi_built = false;
+#endif
 };
 
 std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const ValidateOptions& options);

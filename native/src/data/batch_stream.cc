@@ -12,13 +12,16 @@ std::uint64_t sequence_count(const TokenFile& f, long T) { return f.size() > 0 ?
 
 }  // namespace
 
-BatchStream::BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch)
-    : file_(std::move(file)), B_(B), T_(T), shuffle_(shuffle), seed_(seed), slots_(prefetch + 1) {
+BatchStream::BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch,
+                         int rank, int ranks)
+    : file_(std::move(file)), B_(B), T_(T), shuffle_(shuffle), seed_(seed), slots_(prefetch + 1), rank_(rank), ranks_(ranks) {
   sequences_ = sequence_count(*file_, T);
-  batches_per_epoch_ = sequences_ / static_cast<std::uint64_t>(B);
+  const std::uint64_t global = static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(ranks);
+  batches_per_epoch_ = sequences_ / global;
   if (batches_per_epoch_ == 0) {
     throw std::runtime_error(file_->path() + ": " + std::to_string(file_->size()) + " tokens make " + std::to_string(sequences_) +
-                             " sequences of " + std::to_string(T) + ", fewer than one batch of " + std::to_string(B));
+                             " sequences of " + std::to_string(T) + ", fewer than one batch of " + std::to_string(global) +
+                             (ranks > 1 ? " (" + std::to_string(ranks) + " ranks x " + std::to_string(B) + ")" : ""));
   }
   // One buffer per slot holding inputs then targets: (prefetch + 1) x 8 B T bytes, as planned.
   for (int s = 0; s < slots_; ++s) {
@@ -30,10 +33,13 @@ BatchStream::BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file
 BatchStream::~BatchStream() { stop_thread(); }
 
 void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
-                       std::int32_t* targets) {
+                       std::int32_t* targets, int rank, int ranks) {
   const std::uint64_t n = sequence_count(file, T);
-  const std::uint64_t per_epoch = n / static_cast<std::uint64_t>(B);
-  const std::uint64_t epoch = position / per_epoch, first = (position % per_epoch) * static_cast<std::uint64_t>(B);
+  const std::uint64_t global = static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(ranks);
+  const std::uint64_t per_epoch = n / global;
+  // The epoch comes from the position: each rank reshuffles at the same batch, by construction.
+  const std::uint64_t epoch = position / per_epoch;
+  const std::uint64_t first = (position % per_epoch) * global + static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(B);
   const SequenceOrder order(n, shuffle, seed, epoch);
   const std::uint16_t* tokens = file.tokens();
   for (long b = 0; b < B; ++b) {
@@ -47,7 +53,7 @@ void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std:
 
 void BatchStream::fill(std::uint64_t position, int slot) {
   std::int32_t* in = ring_[slot].i32();
-  read(*file_, B_, T_, shuffle_, seed_, position, in, in + B_ * T_);
+  read(*file_, B_, T_, shuffle_, seed_, position, in, in + B_ * T_, rank_, ranks_);
 }
 
 Batch BatchStream::next() {

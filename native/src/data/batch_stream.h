@@ -5,6 +5,11 @@
 // is the mean over tokens. A micro-batch is a pure function of its position in the stream — the
 // one integer a checkpoint stores.
 //
+// With several ranks the stream is a distributed sampler: micro-batch p of the run is a global
+// batch of ranks x B sequences, and rank r reads the r-th B of them. Every rank follows the same
+// seeded order, each epoch's order is a function of the position alone (no set_epoch to forget),
+// and the run sees the sequences one process with a batch of ranks x B would.
+//
 // A background thread fills a ring of prefetch_batches + 1 batch buffers (MEMORY.md "other")
 // ahead of the step that consumes them; with prefetch_batches 0 batches are read on demand.
 #pragma once
@@ -24,7 +29,9 @@ namespace fsdp {
 
 class BatchStream {
  public:
-  BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch);
+  /** rank, ranks: this rank's part of every global batch (the distributed sampler). */
+  BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch, int rank = 0,
+              int ranks = 1);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
@@ -39,9 +46,9 @@ class BatchStream {
   std::uint64_t sequences() const { return sequences_; }
   std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
 
-  /** Writes micro-batch `position` of a stream into inputs/targets (B*T each). */
+  /** Writes rank's part of micro-batch `position` of a stream into inputs/targets (B*T each). */
   static void read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
-                   std::int32_t* targets);
+                   std::int32_t* targets, int rank = 0, int ranks = 1);
 
  private:
   void produce();
@@ -54,6 +61,7 @@ class BatchStream {
   bool shuffle_;
   std::uint64_t seed_;
   int slots_;
+  int rank_, ranks_;
   std::uint64_t sequences_ = 0, batches_per_epoch_ = 0;
   std::vector<Buffer> ring_;  // per slot: inputs[B*T] then targets[B*T], int32
 

@@ -103,11 +103,16 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
 
   // Gradients: float32, full or a shard; sharded gradients are first computed into full-unit
   // float32 buffers that live from a unit's backward to its reduce-scatter (the tied wte's from
-  // the head's backward to the embedding's).
+  // the head's backward to the embedding's). Under gradient accumulation nothing is reduced
+  // before the final micro-step (no_sync), so every unit's buffer lives from the first
+  // micro-step's backward to the final one's reduce-scatter, through the forwards between.
   const u64 grads_held = 4 * (grads_sharded ? sumS : sumP);
   const u64 grads_persistent = (params_sharded && offload) ? 0 : grads_held;
-  u64 grads_transient = 0;
-  if (grads_sharded) {
+  u64 grads_transient = 0, grads_unsynced = 0;
+  if (grads_sharded && c.training.gradient_accumulation_steps > 1) {
+    for (std::size_t u = 0; u < U; ++u) grads_unsynced += 4 * Pp[u];
+    grads_transient = grads_unsynced;
+  } else if (grads_sharded) {
     u64 g = 0;
     for (std::size_t u = 1; u < U; ++u) g = std::max(g, Pp[u]);
     grads_transient = 4 * (tied ? Pp[emb] + g : std::max(g, Pp[emb]));
@@ -138,7 +143,7 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
 
   const u64 other = static_cast<u64>(c.data.prefetch_batches + 1) * z.batch;
 
-  plan.forward = params_persistent + gathered_fwd + grads_persistent + optimizer_device + act_fwd + comm_fwd + other;
+  plan.forward = params_persistent + gathered_fwd + grads_persistent + grads_unsynced + optimizer_device + act_fwd + comm_fwd + other;
   plan.backward = params_persistent + gathered_bwd + grads_persistent + grads_transient + optimizer_device + act_bwd + z.workspace + comm_bwd + other;
   plan.optimizer = params_persistent + grads_persistent + optimizer_device + other;
 

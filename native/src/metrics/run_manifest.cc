@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "runtime/files.h"
+#include "runtime/peer_watch.h"
 
 namespace fsdp {
 
@@ -32,12 +34,18 @@ RunManifest::RunManifest(const std::string& run_dir, const nlohmann::json& confi
             {"pids", {::getpid()}}};
   }
   run_id_ = doc_.value("run_id", "run");
-  // pids: the launcher first (fsdp-train, when it started this process), then the runtime.
+  // pids: the launcher first (fsdp-train, when it started this process, directly or through
+  // mpirun), then the runtime.
   nlohmann::json pids = nlohmann::json::array();
   const nlohmann::json& old = doc_["pids"];
-  if (old.is_array() && !old.empty() && old[0].is_number_integer() && old[0].get<long>() == static_cast<long>(::getppid())) pids.push_back(old[0]);
+  if (old.is_array() && !old.empty() && old[0].is_number_integer() && is_ancestor(old[0].get<int>())) pids.push_back(old[0]);
   pids.push_back(::getpid());
   doc_["pids"] = pids;
+}
+
+void RunManifest::add_pids(const std::vector<int>& pids) {
+  for (int pid : pids)
+    if (std::find(doc_["pids"].begin(), doc_["pids"].end(), nlohmann::json(pid)) == doc_["pids"].end()) doc_["pids"].push_back(pid);
 }
 
 void RunManifest::update(const nlohmann::json& fields) {

@@ -3,6 +3,7 @@
 // launcher's pid); when the runtime is started directly it creates it. Every write is atomic.
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,9 @@ class RunManifest {
 
   /** Sets fields (merged into the top level) and writes the file. */
   void update(const nlohmann::json& fields);
+
+  /** Adds process ids to `pids` (the job's other ranks on this host), written with the next update. */
+  void add_pids(const std::vector<int>& pids);
 
  private:
   std::string path_, run_id_;

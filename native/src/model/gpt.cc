@@ -24,14 +24,20 @@ struct HeadParams {
   float *dln_w, *dln_b, *dlm;
 };
 
-HeadParams head_params(const ParamLayout& layout, UnitStorage& storage) {
+/** The head's parameters, and with_grads their gradients (which exist only in backward under sharded gradients). */
+HeadParams head_params(const ParamLayout& layout, UnitStorage& storage, bool with_grads) {
   const UnitLayout& head = layout.units[layout.head_unit()];
   const int lm_unit = layout.shape.tied ? layout.embedding_unit() : layout.head_unit();
   const std::size_t lm_offset = layout.shape.tied ? layout.units[0].segment("embedding.wte").offset : head.segment("lm_head.weight").offset;
   float* p = storage.params(layout.head_unit());
-  float* g = storage.grads(layout.head_unit());
-  return {p + head.segment("final_ln.weight").offset, p + head.segment("final_ln.bias").offset, storage.params(lm_unit) + lm_offset,
-          g + head.segment("final_ln.weight").offset, g + head.segment("final_ln.bias").offset, storage.grads(lm_unit) + lm_offset};
+  HeadParams hp{p + head.segment("final_ln.weight").offset, p + head.segment("final_ln.bias").offset, storage.params(lm_unit) + lm_offset, nullptr, nullptr, nullptr};
+  if (with_grads) {
+    float* g = storage.grads(layout.head_unit());
+    hp.dln_w = g + head.segment("final_ln.weight").offset;
+    hp.dln_b = g + head.segment("final_ln.bias").offset;
+    hp.dlm = storage.grads(lm_unit) + lm_offset;
+  }
+  return hp;
 }
 
 }  // namespace
@@ -42,10 +48,12 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   const long N = d.N(), C = d.C;
   const int L = static_cast<int>(s.L), emb = layout_.embedding_unit(), head = layout_.head_unit();
   Allocator& alloc = be_.allocator();
+  // Every dropout site masks N C elements; this batch's start in its global batch offsets them.
+  const std::uint64_t skip = static_cast<std::uint64_t>(batch.first_sequence) * static_cast<std::uint64_t>(batch.T * C);
+  auto site_key = [&](int site) { return advance_key(dropout_site_key(dropout_key, site), skip); };
   auto run_of = [&](int i) {
     const int u = layout_.block_unit(i);
-    return BlockRun{be_, d, dropout_, dropout_site_key(dropout_key, 1 + 2 * i), dropout_site_key(dropout_key, 2 + 2 * i),
-                    LayerProbe(probe, i, &layout_.units[u], storage_.grads(u))};
+    return BlockRun{be_, d, dropout_, site_key(1 + 2 * i), site_key(2 + 2 * i), LayerProbe(probe, i, &layout_.units[u], storage_.grads(u))};
   };
 
   // Forward: the residual stream res[0..L] and each block's saved internals.
@@ -57,7 +65,7 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
     const float* p = storage_.params(emb);
     res[0] = alloc.allocate(MemoryCategory::activations, sizeof(float) * N * C);
     embedding_forward(be_, res[0].f32(), batch.inputs, {p + e.segment("embedding.wte").offset, p + e.segment("embedding.wpe").offset}, d.B, d.T, C,
-                      dropout_, dropout_site_key(dropout_key, 0));
+                      dropout_, site_key(0));
     LayerProbe(probe, -1, &e, storage_.grads(emb)).forward("embed", res[0].f32(), N * C);
   }
   storage_.post_forward(emb);
@@ -68,19 +76,19 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);
-  const LayerProbe head_probe(probe, L, &layout_.units[head], storage_.grads(head));
-  HeadParams hp = head_params(layout_, storage_);
+  HeadParams hp = head_params(layout_, storage_, false);
   LayerNormSaved lnf;
   layernorm_forward(be_, lnf, res[L].f32(), hp.ln_w, hp.ln_b, N, C);
-  head_probe.forward("ln_f", lnf.out.f32(), N * C);
+  LayerProbe(probe, L, &layout_.units[head], nullptr).forward("ln_f", lnf.out.f32(), N * C);
   LossSaved loss_saved;
-  const double loss = loss_forward(be_, loss_saved, lnf.out.f32(), hp.lm, batch.targets, d, head_probe);
+  const double loss = loss_forward(be_, loss_saved, lnf.out.f32(), hp.lm, batch.targets, d, LayerProbe(probe, L, &layout_.units[head], nullptr));
   storage_.post_forward(head);
 
   // Backward.
   BackwardWorkspace ws(alloc, d);
   storage_.pre_backward(head);
-  hp = head_params(layout_, storage_);
+  hp = head_params(layout_, storage_, true);
+  const LayerProbe head_probe(probe, L, &layout_.units[head], storage_.grads(head));
   loss_backward(be_, ws.tmp_b.f32(), hp.dlm, loss_saved, lnf.out.f32(), hp.lm, batch.targets, grad_scale, d, head_probe);
   head_probe.backward_in("ln_f", ws.tmp_b.f32(), N * C);
   be_.fill(ws.d_res.f32(), N * C, 0.0f);
@@ -108,7 +116,7 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
     const LayerProbe emb_probe(probe, -1, &e, g);
     emb_probe.backward_in("embed", ws.d_res.f32(), N * C);
     embedding_backward(be_, {g + e.segment("embedding.wte").offset, g + e.segment("embedding.wpe").offset}, ws.d_res.f32(), batch.inputs, d.B, d.T,
-                       C, dropout_, dropout_site_key(dropout_key, 0));
+                       C, dropout_, site_key(0));
     emb_probe.backward_out("embed", nullptr, 0);
   }
   storage_.post_backward(emb);
@@ -137,7 +145,7 @@ double Gpt::evaluate(const Batch& batch, float* logits) {
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);
-  const HeadParams hp = head_params(layout_, storage_);
+  const HeadParams hp = head_params(layout_, storage_, false);
   LayerNormSaved lnf;
   layernorm_forward(be_, lnf, x.f32(), hp.ln_w, hp.ln_b, N, C);
   x.reset();

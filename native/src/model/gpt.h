@@ -19,6 +19,12 @@ struct Batch {
   const std::int32_t* inputs = nullptr;
   const std::int32_t* targets = nullptr;
   long B = 0, T = 0;
+  /**
+   * Where the batch's first sequence sits in the global batch it is part of (rank x B with several
+   * ranks). Dropout masks are drawn by position in the global batch, so they do not depend on
+   * how a global batch is split across ranks.
+   */
+  long first_sequence = 0;
 };
 
 class Gpt {

@@ -4,8 +4,9 @@
 // and reduce-scatter gradients after its backward; the model knows nothing of sharding.
 //
 // Contract: between pre_forward(u) and post_forward(u), and between pre_backward(u) and
-// post_backward(u), params(v) and grads(v) are valid for v = u and for every v in
-// layout.units[u].borrows (the head borrows the embeddings' wte when tied). Activation
+// post_backward(u), params(v) is valid for v = u and for every v in layout.units[u].borrows (the
+// head borrows the embeddings' wte when tied); grads(v) is valid between pre_backward(u) and
+// post_backward(u) only (sharded gradients have no whole-unit buffer in forward). Activation
 // checkpointing recomputes inside pre_backward/post_backward: no second pre_forward.
 #pragma once
 #include <cstddef>

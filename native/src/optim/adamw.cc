@@ -48,7 +48,7 @@ bool certainly_finite(double lr, float grad_scale, double grad_norm, const Train
 std::optional<NonfiniteUpdate> AdamW::step(ModelState& state, long t, double lr, float grad_scale, double grad_norm, const UpdatePoison* poison) {
   if (!poison && certainly_finite(lr, grad_scale, grad_norm, t_)) {
     for_each_range(state, t, lr, grad_scale, nullptr, [&](int, const ParamSegment&, const AdamWArgs& a) { be_.adamw_apply(a); });
-    state.after_optimizer_step();
+    state.publish_params();
     return std::nullopt;
   }
   std::optional<NonfiniteUpdate> bad;
@@ -60,10 +60,10 @@ std::optional<NonfiniteUpdate> AdamW::step(ModelState& state, long t, double lr,
   });
   // Every rank must agree: one rank's non-finite update refuses the step everywhere.
   double count = bad ? static_cast<double>(bad->count) : 0.0;
-  state.collectives().all_reduce(&count, 1);
+  state.collectives().all_reduce(&count, 1, CommType::f64);
   if (count > 0) return bad ? bad : NonfiniteUpdate{-1, "", static_cast<std::uint64_t>(count)};
   for_each_range(state, t, lr, grad_scale, poison, [&](int, const ParamSegment&, const AdamWArgs& a) { be_.adamw_apply(a); });
-  state.after_optimizer_step();
+  state.publish_params();
   return std::nullopt;
 }
 

@@ -2,7 +2,8 @@
 
 namespace fsdp {
 
-ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state) : be_(be) {
+ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state, Collectives* world, bool offload)
+    : be_(be), world_(world ? world : &alone_) {
   Allocator& a = be.allocator();
   units_.resize(layout.units.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -11,10 +12,11 @@ ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool wi
     units_[u].params = a.allocate(MemoryCategory::params, bytes);
     units_[u].grads = a.allocate(MemoryCategory::grads, bytes);
   }
+  Allocator& moments = offload ? be.host_allocator() : a;
   for (std::size_t u = 0; u < units_.size() && with_optimizer_state; ++u) {
     const std::size_t bytes = sizeof(float) * layout.units[u].numel;
-    units_[u].m = a.allocate(MemoryCategory::optimizer, bytes);
-    units_[u].v = a.allocate(MemoryCategory::optimizer, bytes);
+    units_[u].m = moments.allocate(MemoryCategory::optimizer, bytes);
+    units_[u].v = moments.allocate(MemoryCategory::optimizer, bytes);
     be.fill(units_[u].m.f32(), units_[u].numel, 0.0f);
     be.fill(units_[u].v.f32(), units_[u].numel, 0.0f);
   }
@@ -26,8 +28,23 @@ LocalShard ReplicatedState::local(int unit) {
   return {u.params.f32(), u.grads.f32(), u.m.f32(), u.v.f32(), 0, u.numel};
 }
 
+LocalShard ReplicatedState::owned(int unit) {
+  // Replicas own equal blocks of each unit, cut as a sharded strategy over the same ranks would
+  // cut it: the gradient norm then adds the same partial sums whatever the strategy.
+  const int W = world_->size(), r = world_->rank();
+  LocalShard s = local(unit);
+  const Blocks blocks{(s.count + W - 1) / W, s.count};
+  const std::size_t at = blocks.offset(r);
+  return {s.params + at, s.grads + at, s.m ? s.m + at : nullptr, s.v ? s.v + at : nullptr, at, blocks.count(r)};
+}
+
 void ReplicatedState::zero_grads() {
   for (auto& u : units_) be_.fill(u.grads.f32(), u.numel, 0.0f);
+}
+
+void ReplicatedState::post_backward(int unit) {
+  // The gradients of the mean over ranks: each rank's backward was scaled by 1 / world size.
+  if (sync_ && world_->size() > 1) world_->all_reduce(units_[unit].grads.f32(), units_[unit].numel, CommType::f32);
 }
 
 }  // namespace fsdp

@@ -1,6 +1,8 @@
-// One process holding every unit whole (NO_SHARD, world size 1): full float32 parameters,
-// gradients and AdamW moments per unit, allocated up front as MEMORY.md plans them. Without
-// optimizer state (a smoke step that never updates), local(u).m and .v are null.
+// Every unit whole on every rank (NO_SHARD; DDP when there are several ranks): full float32
+// parameters, gradients and AdamW moments per unit, allocated up front as MEMORY.md plans them.
+// With several ranks each unit's gradients are all-reduced right after its backward on the final
+// micro-step. Without optimizer state (a smoke step that never updates), local(u).m and .v are
+// null. With fsdp.cpu_offload the moments live in the backend's host memory.
 #pragma once
 #include <vector>
 
@@ -12,14 +14,18 @@ namespace fsdp {
 
 class ReplicatedState final : public ModelState {
  public:
-  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true);
+  /** world: the ranks that replicate the model; nullptr for one process. */
+  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true, Collectives* world = nullptr, bool offload = false);
 
   float* params(int unit) override { return units_[unit].params.f32(); }
   float* grads(int unit) override { return units_[unit].grads.f32(); }
   int unit_count() const override { return static_cast<int>(units_.size()); }
   LocalShard local(int unit) override;
-  Collectives& collectives() override { return world_; }
+  LocalShard owned(int unit) override;
+  Collectives& collectives() override { return *world_; }
   void zero_grads() override;
+  void set_gradient_sync(bool sync) override { sync_ = sync; }
+  void post_backward(int unit) override;
 
  private:
   struct Unit {
@@ -27,8 +33,10 @@ class ReplicatedState final : public ModelState {
     std::size_t numel = 0;
   };
   Backend& be_;
-  SingleProcess world_;
+  SingleProcess alone_;
+  Collectives* world_;
   std::vector<Unit> units_;
+  bool sync_ = true;
 };
 
 }  // namespace fsdp

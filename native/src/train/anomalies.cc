@@ -1,14 +1,16 @@
 // The trainer's handling of non-finite values (stability.on_nan): locate, dump, then stop, skip
 // the update, or roll back to the last good checkpoint, skip the offending batch and cut the
-// learning rate.
+// learning rate. With several ranks the value may come from one rank's batch or shard: every rank
+// re-runs the step, the lowest rank that found where it started says so (and writes the dump),
+// and every rank then applies the same policy.
+#include <cmath>
 #include <filesystem>
 
 #include "checkpoint/checkpoint.h"
 #include "diagnostics/nan_dump.h"
+#include "parallel/agreement.h"
 #include "runtime/files.h"
 #include "train/trainer.h"
-
-#include <cmath>
 
 namespace fsdp {
 
@@ -22,6 +24,15 @@ std::string describe(const nlohmann::json& where) {
   return s;
 }
 
+/** What one rank found, {where, is_nan} (null: nothing), as every rank will use it; and the rank that found it. */
+std::pair<int, nlohmann::json> shared_finding(Collectives& world, const nlohmann::json& mine) {
+  const auto [rank, text] = first_nonempty(world, mine.is_null() ? "" : mine.dump());
+  if (rank < 0) return {0, nullptr};
+  nlohmann::json finding = nlohmann::json::parse(text);
+  if (world.size() > 1) finding["where"]["rank"] = rank;
+  return {rank, finding};
+}
+
 }  // namespace
 
 std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers& n, std::uint64_t first_position, const Planting* planted) {
@@ -33,20 +44,23 @@ std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers&
   run_micro_batches(step, first_position, &inspector, &tokens);
   state_->zero_grads();
 
-  nlohmann::json where;
-  bool is_nan = std::isnan(n.loss) || std::isnan(n.grad_norm);
+  nlohmann::json found;
   if (const auto& f = inspector.first_forward()) {
-    where = {{"phase", "forward"}, {"layer", layer_name(f->layer, L)}, {"op", f->op}};
-    is_nan = f->is_nan;
+    found = {{"where", {{"phase", "forward"}, {"layer", layer_name(f->layer, L)}, {"op", f->op}}}, {"is_nan", f->is_nan}};
   } else if (const auto& b = inspector.first_backward()) {
-    where = {{"phase", "backward"}, {"layer", layer_name(b->layer, L)}, {"op", b->op}, {"param", b->param.empty() ? nlohmann::json(nullptr) : nlohmann::json(b->param)}};
-    is_nan = b->is_nan;
-  } else {
-    // The re-run stayed finite: the value did not come from an op of this step.
-    where = {{"phase", std::isfinite(n.loss) ? "backward" : "loss"}, {"layer", nullptr}, {"op", nullptr}};
+    found = {{"where", {{"phase", "backward"}, {"layer", layer_name(b->layer, L)}, {"op", b->op}, {"param", b->param.empty() ? nlohmann::json(nullptr) : nlohmann::json(b->param)}}},
+             {"is_nan", b->is_nan}};
   }
-  const std::string dump = write_nan_dump(options_.run_dir, {step, where, tokens, inspector.stats(), L});
-  return apply_nan_policy(step, n, where, is_nan ? "nan" : "inf", dump);
+  auto [finder, finding] = shared_finding(*world_, found);
+  if (finding.is_null()) {
+    // The re-run stayed finite: the value did not come from an op of this step.
+    finding = {{"where", {{"phase", std::isfinite(n.loss) ? "backward" : "loss"}, {"layer", nullptr}, {"op", nullptr}}},
+               {"is_nan", std::isnan(n.loss) || std::isnan(n.grad_norm)}};
+  }
+  std::string dump;
+  if (world_->rank() == finder) dump = write_nan_dump(options_.run_dir, {step, finding["where"], tokens, inspector.stats(), L});
+  dump = broadcast_string(*world_, dump, finder);
+  return apply_nan_policy(step, n, finding["where"], finding["is_nan"].get<bool>() ? "nan" : "inf", dump);
 }
 
 std::optional<RunResult> Trainer::handle_bad_update(long step, const StepNumbers& n, const NonfiniteUpdate& bad) {
@@ -65,9 +79,17 @@ std::optional<RunResult> Trainer::handle_bad_update(long step, const StepNumbers
       dump.stats.push_back({"optimizer", "param_grad", unit.layer, seg.op, seg.name, backend_->stats(sh.grads + seg.offset - sh.offset, seg.numel)});
     }
   }
-  dump.where = where;
+  // Under sharded optimizer state the bad values are in some ranks' shards only.
+  auto [finder, finding] = shared_finding(*world_, bad.unit >= 0 ? nlohmann::json{{"where", where}, {"is_nan", true}} : nlohmann::json());
+  if (!finding.is_null()) where = finding["where"];
+  std::string path;
+  if (world_->rank() == finder) {
+    dump.where = where;
+    path = write_nan_dump(options_.run_dir, dump);
+  }
+  path = broadcast_string(*world_, path, finder);
   state_->zero_grads();
-  return apply_nan_policy(step, n, where, "nan", write_nan_dump(options_.run_dir, dump));
+  return apply_nan_policy(step, n, where, "nan", path);
 }
 
 std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers& n, const nlohmann::json& where, const std::string& kind, const std::string& dump) {
@@ -77,13 +99,11 @@ std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers&
   nlohmann::json anomaly = {{"type", "anomaly"}, {"step", step}, {"kind", kind}, {"where", where}, {"dump", dump}};
 
   if (action == "rollback") {
-    std::string target;
+    const std::string target = newest_usable_checkpoint();
     long target_step = -1;
-    for (const auto& [s, dir] : list_checkpoints(checkpoint_dir())) {
-      if (verify_checkpoint(dir).empty()) {
-        target = dir, target_step = s;
-        break;
-      }
+    if (!target.empty()) {
+      for (const auto& [s, dir] : list_checkpoints(checkpoint_dir()))
+        if (dir == target) target_step = s;
     }
     if (st_.rollbacks >= stab.max_rollbacks) {
       action = "stop";
@@ -100,11 +120,10 @@ std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers&
       const int rollbacks = st_.rollbacks + 1;
       std::set<long> skips = st_.skip_batches_at;
       skips.insert(step);
-      st_.from_json(load_checkpoint(target, layout_, *state_));
+      load(target);
       st_.lr_factor = lr_factor;
       st_.rollbacks = rollbacks;
       st_.skip_batches_at = std::move(skips);
-      stream_->seek(st_.data_position);
       log_->log("warn", reason + ": rolled back to " + target + ", skipping the batch of step " + std::to_string(step) +
                             ", learning rate x" + std::to_string(st_.lr_factor));
       write_run_start(target);

@@ -1,11 +1,16 @@
 // The training run: builds the runtime's pieces from the config, then steps the optimizer
 // max_steps times — micro-batches with gradient accumulation, global-norm clipping, NaN/Inf and
 // spike handling, evaluation, checkpoints — writing the metrics protocol and keeping run.json
-// current. One process, one rank; the parallelism layer (ModelState) is where sharding plugs in.
+// current. Every rank of a multi-process job runs one Trainer: the parallelism layer (ModelState,
+// parallel/strategy.h) is where sharding plugs in, each rank reads its part of every global batch,
+// and every decision that ends or branches the run is agreed between the ranks (one rank deciding
+// alone would leave the others waiting in a collective). Rank 0 alone writes the run folder's
+// events, run.json and checkpoint manifests; step events carry every rank's memory and time.
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -21,6 +26,8 @@
 #include "model/gpt.h"
 #include "optim/adamw.h"
 #include "parallel/model_state.h"
+#include "parallel/single_process.h"
+#include "runtime/peer_watch.h"
 #include "train/trainer_state.h"
 
 namespace fsdp {
@@ -29,8 +36,10 @@ struct TrainerOptions {
   std::string run_dir;
   std::string resume;             // "", "auto", or a checkpoint folder
   double peak_flops = 0;          // FLOP/s for MFU; 0 measures sgemm at start
-  bool echo_metrics = true;       // also write events to standard output
+  bool echo_metrics = true;       // also write events to standard output (rank 0)
   const std::atomic<int>* stop = nullptr;  // set (to the signal number) to stop after the current step
+  Collectives* world = nullptr;   // the job's ranks (started by mpirun or srun); null: one process
+  int launcher_pid = 0;           // the process that started the job (fsdp-train), watched by rank 0; 0: none
 };
 
 enum class RunStatus { completed, failed, stopped };
@@ -49,11 +58,15 @@ class Trainer {
 
  private:
   struct StepOutcome;
+  std::string set_up();
   void start(const std::string& resumed_from);
   std::string resume_point();
+  std::string newest_usable_checkpoint();
+  void load(const std::string& path);
   void initialise_parameters();
   StepOutcome train_step(long step);
   double run_micro_batches(long step, std::uint64_t first_position, StepProbe* probe, std::vector<std::vector<std::int32_t>>* tokens);
+  double mean_over_ranks(double local);
   /** What a step measured, for the events about it. */
   struct StepNumbers {
     double loss, lr, grad_norm;
@@ -67,12 +80,17 @@ class Trainer {
   void evaluate(long step);
   void save(long step);
   void finish(const RunResult& r);
+  void update_manifest(const nlohmann::json& fields);
+  void watch_peers(const std::vector<WatchedProcess>& peers);
   std::optional<Planting> planting_for(long step) const;
   void remember_planted(long step);
   std::string checkpoint_dir() const;
+  bool rank0() const { return world_->rank() == 0; }
 
   RunConfig config_;
   TrainerOptions options_;
+  SingleProcess alone_;
+  Collectives* world_;
   std::unique_ptr<Backend> backend_;
   ParamLayout layout_;
   MemoryPlan plan_;
@@ -82,7 +100,9 @@ class Trainer {
   std::shared_ptr<const TokenFile> train_file_, val_file_;
   std::unique_ptr<BatchStream> stream_;
   std::unique_ptr<MetricsLog> log_;
-  std::unique_ptr<RunManifest> manifest_;
+  std::unique_ptr<RunManifest> manifest_;  // rank 0 only
+  std::mutex manifest_mu_;                 // the peer watch's thread may end the run while the main thread updates it
+  std::unique_ptr<PeerWatch> peer_watch_;
   TrainerState st_;
   std::set<long> planted_steps_;
   double peak_flops_ = 0, flops_per_token_ = 0;

@@ -14,7 +14,8 @@ namespace fsdp {
 struct TrainerState {
   long step = 0;                    // optimizer steps completed (applied or skipped)
   long adam_t = 0;                  // updates applied: AdamW's bias-correction count
-  std::uint64_t data_position = 0;  // micro-batches consumed from the training stream
+  std::uint64_t data_position = 0;  // global micro-batches consumed from the training stream
+  std::uint64_t global_micro_batch = 0;  // sequences in one (ranks x batch_size_per_gpu); 0: not recorded
   double lr_factor = 1.0;           // product of rollback_lr_factor over the rollbacks so far
   int rollbacks = 0;
   std::set<long> skip_batches_at;   // steps whose batches a rollback skips
@@ -26,6 +27,7 @@ struct TrainerState {
     return {{"step", step},
             {"adam_t", adam_t},
             {"data_position", data_position},
+            {"global_micro_batch", global_micro_batch},
             {"lr_factor", lr_factor},
             {"rollbacks", rollbacks},
             {"skip_batches_at", skip_batches_at},
@@ -36,6 +38,7 @@ struct TrainerState {
     step = j.at("step").get<long>();
     adam_t = j.at("adam_t").get<long>();
     data_position = j.at("data_position").get<std::uint64_t>();
+    global_micro_batch = j.value("global_micro_batch", std::uint64_t{0});  // absent before several ranks could train
     lr_factor = j.at("lr_factor").get<double>();
     rollbacks = j.at("rollbacks").get<int>();
     skip_batches_at = j.at("skip_batches_at").get<std::set<long>>();
