@@ -84,6 +84,43 @@ TEST(BatchStream, YieldsNextTokenTargetsAndTheSameBatchesWithOrWithoutPrefetch) 
   EXPECT_EQ(prefetched.position(), 41u);
 }
 
+TEST(BatchStream, SplitsEveryGlobalBatchAcrossRanksWithoutOverlapAndReshufflesPerEpoch) {
+  // 200 sequences of 10: each one's first token ((10 j) mod 251) names it.
+  TempDir dir;
+  const std::string path = write_tokens(dir.path, 2001);
+  TokenFile file(path);
+  const long B = 3, T = 10;
+  const int ranks = 4;
+  const std::uint64_t per_epoch = 200 / (B * ranks);  // 16 global batches of 12; 8 sequences left out each epoch
+  auto first_tokens = [&](std::uint64_t position, long b, int rank, int of) {
+    std::vector<std::int32_t> in(b * T), tg(b * T);
+    BatchStream::read(file, b, T, true, 5, position, in.data(), tg.data(), rank, of);
+    std::vector<std::int32_t> out;
+    for (long i = 0; i < b; ++i) out.push_back(in[i * T]);
+    return out;
+  };
+  for (const std::uint64_t position : std::vector<std::uint64_t>{0, 7, per_epoch, per_epoch + 3}) {
+    // The ranks' parts, in rank order, are the batch one process with a batch of ranks x B reads.
+    std::vector<std::int32_t> joined;
+    for (int r = 0; r < ranks; ++r) {
+      const auto part = first_tokens(position, B, r, ranks);
+      joined.insert(joined.end(), part.begin(), part.end());
+    }
+    EXPECT_EQ(joined, first_tokens(position, B * ranks, 0, 1)) << "position " << position;
+    EXPECT_EQ(std::set<std::int32_t>(joined.begin(), joined.end()).size(), joined.size()) << "a sequence read twice at position " << position;
+  }
+  // The next epoch is another order, reached from the position alone (nothing like set_epoch to call).
+  EXPECT_NE(first_tokens(0, B, 2, ranks), first_tokens(per_epoch, B, 2, ranks));
+  // A stream of one rank's part yields exactly what read() says for that rank.
+  HostAllocator alloc;
+  BatchStream stream(alloc, std::make_shared<const TokenFile>(path), B, T, true, 5, 2, 1, ranks);
+  EXPECT_EQ(stream.batches_per_epoch(), per_epoch);
+  for (std::uint64_t p = 0; p < 3; ++p) {
+    const Batch b = stream.next();
+    EXPECT_EQ(std::vector<std::int32_t>({b.inputs[0], b.inputs[T], b.inputs[2 * T]}), first_tokens(p, B, 1, ranks));
+  }
+}
+
 TEST(TokenFile, ReportsACorruptedFileByPath) {
   TempDir dir;
   const std::string path = write_tokens(dir.path, 500);
