@@ -1,8 +1,9 @@
 // How multi-process jobs start and stop: `fsdp-train --nproc N` runs mpirun itself; mpirun started
 // by a person around the runtime (or around fsdp-train, as the editor's launcher does) trains the
 // same; the all-reduce check "FSDP: Check environment" runs; a config whose world does not match
-// the job is refused with a message that says what to change; Ctrl-C stops every rank after the
-// same step with a checkpoint; and killing the launcher outright still ends the job.
+// the job is refused with a message that says what to change; SIGTERM to fsdp-train, or Ctrl-C to
+// its whole process group, stops every rank after the same step with a checkpoint; and killing
+// the launcher outright still ends the job.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -101,6 +102,30 @@ describe('multi-process jobs: starting, checking, refusing and stopping them', f
     const resumed = await train([config, '--nproc', '2', '--run-dir', runDir, '--resume', 'auto', '--set', `training.max_steps=${end.step + 2}`]);
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.equal(eventsOf((await readRun(runDir)).events, 'run_start').at(-1)!.start_step, end.step);
+  });
+
+  it('stops every rank with a checkpoint when the whole process group gets the signal (Ctrl-C in a terminal, the editor\'s stop)', async () => {
+    const runDir = path.join(dir, 'group-stopped');
+    const config = writeConfig(dir, shardedConfig({ ranks: 2, strategy: 'FULL_SHARD', extra: { training: { max_steps: 100000 } } }), 'group.json');
+    let sent = false;
+    const { done } = startTrain(
+      [config, '--nproc', '2', '--run-dir', runDir],
+      (line, child) => {
+        if (sent || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
+        sent = true;
+        // fsdp-train, mpirun and every rank receive it at once.
+        process.kill(-child.pid!, 'SIGINT');
+      },
+      { detached: true },
+    );
+    const r = await done;
+    assert.ok(sent, r.stderr);
+    assert.equal(r.code, 130, r.stderr);
+    const { events, manifest } = await readRun(runDir);
+    const end = eventsOf(events, 'run_end').at(-1)!;
+    assert.equal(end.status, 'stopped');
+    assert.equal(eventsOf(events, 'checkpoint').at(-1)!.step, end.step);
+    assert.equal(manifest.status, 'stopped');
   });
 
   it('ends the job when its launcher is killed outright, saying so in run.json', async () => {

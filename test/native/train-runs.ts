@@ -44,9 +44,12 @@ export interface TrainResult {
   stderr: string;
 }
 
-/** Starts `fsdp-train ARGS`; `onLine` sees each stdout line as it arrives (it may kill the run). */
-export function startTrain(args: string[], onLine?: (line: string, child: ChildProcess) => void): { child: ChildProcess; done: Promise<TrainResult> } {
-  const child = spawn(process.execPath, [cliShim, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `fsdp-train ARGS`; `onLine` sees each stdout line as it arrives (it may kill the run).
+ * `detached`: in a process group of its own, as a terminal's foreground job or the editor's launch.
+ */
+export function startTrain(args: string[], onLine?: (line: string, child: ChildProcess) => void, opts: { detached?: boolean } = {}): { child: ChildProcess; done: Promise<TrainResult> } {
+  const child = spawn(process.execPath, [cliShim, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
   let stdout = '';
   let stderr = '';
   let pending = '';
