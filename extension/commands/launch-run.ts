@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { checkRunConfigText, loadRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
 import { formatProblem } from '../../core/config/schema-problems';
+import { checkHostAlias } from '../../core/remote/remote-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { formatBytes } from '../../core/runs/run-history';
 import { launchLocal, launchRemote, worldSize, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
@@ -46,6 +47,11 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   }
   const { config } = loadRunConfig(text, uri.fsPath);
   if (!config) return undefined;
+  const badHost = config.launch.target !== LOCAL ? checkHostAlias(config.launch.target ?? '') : undefined;
+  if (badHost) {
+    void vscode.window.showErrorMessage(`Cannot launch ${rel}: launch.target: ${badHost}.`);
+    return undefined;
+  }
   // The runtime's own checks: relations between keys, what this build can run, the data files.
   const native = studio.runtime.load()?.validateConfig?.(config);
   if (native && !native.ok) {

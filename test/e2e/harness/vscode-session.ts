@@ -4,7 +4,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import { chromium, type Browser, type Frame, type FrameLocator, type Page } from 'playwright-core';
 import { repoRoot, startCodeServer, type RunningCodeServer } from '../../../scripts/code-server';
 
 export const E2E_OUTPUT = path.join(repoRoot, 'test-output', 'e2e');
@@ -196,6 +196,21 @@ export class VsCodeSession {
       await this.page.keyboard.press('ArrowDown');
     }
     throw new Error(`the quick-fix menu has no "${title}"`);
+  }
+
+  /**
+   * The content frame of a webview (to click in it): the first whose page makes `expression`
+   * truthy, by default the first webview there is.
+   */
+  async webviewFrame(expression = 'true', timeoutMs = 30_000): Promise<Frame> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      for (const frame of this.page.frames().filter((f) => f.url().includes('/webview/browser/pre/fake.html'))) {
+        if (await frame.evaluate(`!!(${expression})`).catch(() => false)) return frame;
+      }
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`no webview with ${expression} within ${timeoutMs} ms`);
   }
 
   async closePalette(): Promise<void> {

@@ -1,0 +1,181 @@
+// Launching for real in a real VS Code: samples/tiny-cpu.yaml started from the palette trains with
+// the native runtime while its dashboard fills; a window reload mid-run brings back the whole
+// history (no gap, no double); Stop and Resume from the dashboard continue the run with every step
+// once; a copy of the config with debug.inject_nan shows the layer in the NaN diagnostics view;
+// hostile names (paths with spaces, quotes, `;`, `$()`, a hostile SSH host) run nothing they should not.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { LocalMachine } from '../../extension/runs/local-machine';
+import { repoRoot } from '../../scripts/code-server';
+import { VsCodeSession } from './harness/vscode-session';
+
+interface ChartPoints {
+  x: number[];
+  series: Array<{ label: string; y: Array<number | null> }>;
+}
+
+const SAMPLES = path.join(repoRoot, 'samples');
+
+function lossPoints(vscode: VsCodeSession, runId?: string): Promise<ChartPoints> {
+  const guard = runId ? `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} && ` : '';
+  return vscode.inWebview<ChartPoints>(`${guard}window.fsdpDashboard?.points('loss') || undefined`, 60_000);
+}
+
+async function header(vscode: VsCodeSession): Promise<{ runId: string; status: string; step?: number; canStop: boolean; canResume: boolean }> {
+  return vscode.inWebview('window.fsdpDashboard?.header()', 60_000);
+}
+
+async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v).slice(0, 300)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** The loss of each step as the trainer wrote it (the last write of a step wins, as the protocol says). */
+function lossesWritten(runDir: string): Map<number, number | null> {
+  const out = new Map<number, number | null>();
+  for (const line of readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const e = JSON.parse(line) as { type: string; step?: number; loss?: number | null; start_step?: number; rank?: number };
+    if (e.type === 'run_start' && e.start_step !== undefined) for (const s of [...out.keys()]) if (s > e.start_step) out.delete(s);
+    if (e.type === 'step' && (e.rank ?? 0) === 0) out.set(e.step!, e.loss ?? null);
+  }
+  return out;
+}
+
+/** The chart shows steps 1..n, each once, each with the loss the trainer wrote. */
+function assertChartMatchesLog(p: ChartPoints, runDir: string, what: string): void {
+  const written = lossesWritten(runDir);
+  const n = p.x.length;
+  assert.ok(n > 0, `${what}: no points`);
+  assert.deepEqual(p.x, Array.from({ length: n }, (_, i) => i + 1), `${what}: steps 1..${n} without gaps or doubles`);
+  const raw = p.series.find((s) => s.label === 'loss')!;
+  raw.y.forEach((v, i) => assert.equal(v, written.get(i + 1), `${what}: loss of step ${i + 1}`));
+}
+
+function runDirOf(runsDir: string, runId: string): string {
+  const dir = path.join(runsDir, runId);
+  assert.ok(existsSync(path.join(dir, 'run.json')), `no run folder ${dir}`);
+  return dir;
+}
+
+describe('e2e: launch, watch, stop, resume and diagnose real training runs', function () {
+  this.timeout(15 * 60_000);
+  let vscode: VsCodeSession | undefined;
+  const created: string[] = [];
+  const local = new LocalMachine();
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') await vscode?.screenshot(`failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`);
+  });
+  after(async () => {
+    await vscode?.close();
+    for (const dir of created) {
+      const pgid = (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { pgid?: number }).pgid;
+      if (pgid) await local.signal(pgid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('launches samples/tiny-cpu.yaml from the palette; the loss chart fills; a reload mid-run shows the whole history; Stop and Resume keep every step once', async () => {
+    const runsDir = path.join(SAMPLES, 'runs');
+    const before = new Set(existsSync(runsDir) ? readdirSync(runsDir) : []);
+    vscode = await VsCodeSession.open({ workspace: SAMPLES });
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('tiny-cpu.yaml');
+    const first = await until('a run to start', () => header(vscode!), (h) => !!h.runId && (h.step ?? 0) >= 3, 180_000);
+    const runDir = runDirOf(runsDir, first.runId);
+    created.push(runDir);
+    assert.ok(!before.has(first.runId), 'a new run folder');
+    const filling = await lossPoints(vscode, first.runId);
+    assertChartMatchesLog(filling, runDir, 'while filling');
+    await vscode.screenshot('launch-tiny-cpu-live');
+
+    await vscode.reload();
+    const restored = await until('the restored dashboard', () => lossPoints(vscode!, first.runId), (p) => p.x.length > filling.x.length, 120_000);
+    assertChartMatchesLog(restored, runDir, 'after the reload');
+
+    // Stop from the dashboard: the trainer saves and ends with run_end "stopped".
+    await until('Stop to be offered', () => header(vscode!), (h) => h.canStop, 30_000);
+    await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-stop').click();
+    const stopped = await until('the run to stop', () => header(vscode!), (h) => h.status === 'stopped', 120_000);
+    assert.ok(stopped.canResume);
+    await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-resume').click();
+    const resumed = await until('the resumed run to complete', () => header(vscode!), (h) => h.status === 'completed', 600_000);
+    const final = await lossPoints(vscode, first.runId);
+    assertChartMatchesLog(final, runDir, 'after stop and resume');
+    assert.equal(final.x.length, resumed.step);
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string; pgid: number; max_steps: number };
+    assert.equal(manifest.status, 'completed');
+    assert.equal(final.x.length, manifest.max_steps);
+    await vscode.screenshot('launch-tiny-cpu-completed');
+  });
+
+  it('a copy of the config with debug.inject_nan: the NaN diagnostics view names the layer', async () => {
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as Record<string, any>;
+    config.name = 'tiny-cpu-nan';
+    config.data.train = path.join(SAMPLES, config.data.train);
+    config.data.val = path.join(SAMPLES, config.data.val);
+    config.debug = { inject_nan: { step: 4, layer: 2, phase: 'forward', op: 'attn.softmax' } };
+    config.stability = { on_nan: 'stop' };
+    const file = path.join(SAMPLES, 'tiny-cpu-nan.e2e.yaml');
+    writeFileSync(file, stringify(config));
+    try {
+      await vscode!.runCommand('FSDP: Launch FSDP run');
+      await vscode!.pickQuickItem('tiny-cpu-nan.e2e.yaml');
+      await vscode!.waitForNotification(/NaN in forward, layer 2/, 300_000);
+      const h = await header(vscode!);
+      created.push(runDirOf(path.join(SAMPLES, 'runs'), h.runId));
+      await vscode!.runCommand('FSDP: Show NaN diagnostics');
+      await vscode!.pickQuickItem('tiny-cpu-nan');
+      const where = await vscode!.inWebview<Record<string, string>>(
+        `document.getElementById('where-layer') ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
+        60_000,
+      );
+      assert.deepEqual(where, { layer: '2', phase: 'forward', op: 'attn.softmax' });
+      const highlighted = await vscode!.inWebview<string>(`document.querySelector('tr.highlight')?.textContent`, 30_000);
+      assert.match(highlighted, /attn\.softmax/);
+      await vscode!.screenshot('launch-nan-diagnostics');
+    } finally {
+      rmSync(file, { force: true });
+    }
+  });
+
+  it('hostile names: a config in a folder named with spaces, quotes, ; and $() runs as named; a hostile SSH host runs nothing', async () => {
+    await vscode?.close();
+    const workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-hostile-'));
+    const folder = path.join(workspace, `it's a "dir"; $(touch PWNED) \`touch PWNED2\``);
+    mkdirSync(folder, { recursive: true });
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as Record<string, any>;
+    config.name = 'hostile';
+    config.data.train = path.join(SAMPLES, config.data.train);
+    config.data.val = path.join(SAMPLES, config.data.val);
+    config.training.max_steps = 3;
+    config.checkpointing = { save_every_n_steps: 0, save_final: false };
+    writeFileSync(path.join(folder, `run $(touch PWNED3); 'x'.yaml`), stringify(config));
+    writeFileSync(path.join(workspace, 'evil-host.yaml'), stringify({ ...config, name: 'evil', launch: { ...config.launch, target: `x;touch ${path.join(workspace, 'PWNED4')}` } }));
+    try {
+      vscode = await VsCodeSession.open({ workspace });
+      await vscode.runCommand('FSDP: Launch FSDP run');
+      await vscode.pickQuickItem("'x'.yaml");
+      await vscode.waitForNotification(/hostile completed at step 3/, 300_000);
+      await vscode.runCommand('FSDP: Launch FSDP run');
+      await vscode.pickQuickItem('evil-host.yaml');
+      await vscode.waitForNotification(/SSH host .* has characters a host alias cannot have/, 60_000);
+      const leftovers = [workspace, folder, repoRoot, SAMPLES, os.homedir()].flatMap((d) => readdirSync(d).filter((n) => n.startsWith('PWNED')));
+      assert.deepEqual(leftovers, [], 'nothing in the names was executed');
+      assert.ok(readdirSync(path.join(folder, 'runs')).length === 1, 'the run folder is next to the config, in the hostile folder');
+    } finally {
+      await vscode?.close();
+      vscode = undefined;
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+});
