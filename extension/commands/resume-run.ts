@@ -28,6 +28,23 @@ async function resumeRun(studio: StudioContext, arg: RunArgument): Promise<void>
     void vscode.window.showInformationMessage(`${record.runId} is still running.`);
     return;
   }
+  // A run that was just stopped may still be saving its checkpoint: resuming before its processes
+  // are gone would race it for the run folder.
+  const pgid = watch.manifest?.pgid;
+  const machine = runs.machine(record.target);
+  if (pgid !== undefined && (await machine.isAlive(pgid))) {
+    const gone = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Waiting for ${record.runId} to finish stopping…` }, async () => {
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+        if (!(await machine.isAlive(pgid))) return true;
+      }
+      return false;
+    });
+    if (!gone) {
+      void vscode.window.showErrorMessage(`Cannot resume ${record.runId}: its processes (group ${pgid}) are still running. Stop it first.`);
+      return;
+    }
+    await watch.refreshManifest();
+  }
   const configPath = record.configPath ?? watch.manifest?.config_path;
   if (!configPath) {
     void vscode.window.showErrorMessage(`Cannot resume ${record.runId}: its run.json does not say which config it was launched from.`);

@@ -104,7 +104,8 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
   const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])]);
   progress(`starting the run on ${machine.target}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
-  const started = await machine.start({ runDir, manifest, argv, cwd: runDir });
+  // Passive OpenMP waiting: spinning idle threads slow a run down on a host's shared cores.
+  const started = await machine.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });
   return { ...started, target: machine.target, runDir, runId, argv };
 }
 

@@ -78,7 +78,9 @@ export class RunWatch {
           this.problems.push(...batch.problems);
           this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
         }
-        if (this.history.end) this.stopFollowing();
+        // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
+        // lines — keeps following: its run_start comes after them.)
+        if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) this.stopFollowing();
         this.emit(batch.entries);
       },
       connection: (state) => {

@@ -50,7 +50,10 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-ws-'));
   });
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed') await vscode?.screenshot(`failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`);
+    if (this.currentTest?.state !== 'failed' || !vscode) return;
+    const name = `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`;
+    await vscode.screenshot(name);
+    console.error(`notifications at the failure: ${await vscode.notificationsText()}; logs in ${vscode.saveLogs(`${name}-logs`)}`);
   });
   after(async () => {
     await vscode?.close();

@@ -10,6 +10,14 @@ import { freePort } from '../../scripts/code-server';
 
 const SSHD = '/usr/sbin/sshd';
 
+/**
+ * The "remote" folder (fsdp.remote.directory) the SSH tests share: the runtime built there by the
+ * first-use test is found by the launch tests through its content hash, so one `npm test` builds
+ * it once. Kept between runs only as a cache; the first-use test always rebuilds. Its name has
+ * spaces, as real home folders sometimes do.
+ */
+export const SHARED_REMOTE_BASE = path.join(os.tmpdir(), `fsdp-studio test remote ${process.getuid?.() ?? 0}`);
+
 export interface LoopbackSshdOptions {
   /** Host alias written into the client config (default fsdp-loopback). */
   alias?: string;

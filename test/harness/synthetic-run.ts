@@ -55,6 +55,12 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
   let step = lastCheckpoint;
   let stopping = false;
   process.on('SIGTERM', () => (stopping = true));
+  // As the runtime does, a resume says so in a log line before its run_start: a reader must not
+  // take lines after an earlier run_end for the end of the run.
+  if (o.resume) {
+    emit({ type: 'log', level: 'info', msg: `resumed from checkpoints/step-${lastCheckpoint} at step ${lastCheckpoint}` });
+    await new Promise((r) => setTimeout(r, 500)); // loading the checkpoint takes a moment
+  }
   emit({
     type: 'run_start', run_id: runId, config: { name: 'synthetic', training: { max_steps: o.steps } },
     world: { size: 1, ranks: [{ rank: 0, host: 'localhost', device: 'cpu', pid: process.pid }] }, memory_plan: plan,

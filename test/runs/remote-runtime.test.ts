@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { RemoteRuntimeInstaller, sourceHash } from '../../extension/runs/remote-runtime';
 import { repoRoot } from '../../scripts/code-server';
-import { LoopbackSshd } from '../harness/sshd';
+import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
 
 
 describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
@@ -20,11 +20,13 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
 
   before(async () => {
     sshd = await LoopbackSshd.start();
-    base = mkdtempSync(path.join(os.tmpdir(), 'fsdp remote base '));
+    base = SHARED_REMOTE_BASE;
+    // First use: no runtime of these sources on the host yet (the launch tests reuse this build).
+    rmSync(path.join(base, 'runtime'), { recursive: true, force: true });
+    rmSync(path.join(base, 'data'), { recursive: true, force: true });
   });
   after(async () => {
     await sshd?.stop();
-    rmSync(base, { recursive: true, force: true });
   });
 
   it('builds the runtime on first use with the host tools, then finds it by content hash', async () => {

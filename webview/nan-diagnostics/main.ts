@@ -94,7 +94,7 @@ function renderTable(t: DumpTable): HTMLElement {
   const table = el('table');
   const head = el('tr');
   for (const c of t.columns) head.append(el('th', c));
-  if (t.chartColumn) head.append(el('th', t.chartColumn));
+  if (t.chartColumn) head.append(el('th', `${t.chartColumn}, log scale`));
   table.append(head);
   const ci = t.chartColumn ? t.columns.indexOf(t.chartColumn) : -1;
   const magnitudes = ci >= 0 ? t.rows.map((r) => (typeof r[ci] === 'number' ? Math.abs(r[ci] as number) : 0)) : [];

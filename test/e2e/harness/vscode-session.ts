@@ -1,7 +1,7 @@
 // End-to-end harness: a real VS Code (code-server) with this extension, driven by Debian's
 // Chromium through playwright-core, as a person would use it. Every e2e test opens one session,
 // acts through the UI, asserts on what is on screen, and closes it (tearing everything down).
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Frame, type FrameLocator, type Page } from 'playwright-core';
@@ -131,9 +131,11 @@ export class VsCodeSession {
    * state (open editors, webview state) first, the extension host restarts, editors are restored.
    */
   async reload(): Promise<void> {
-    const loaded = this.page.waitForEvent('load', { timeout: 60_000 });
+    // A mark in the old document: the reload is done when a document without it is up (a 'load'
+    // event alone can come from the old page before it navigates away).
+    await this.page.evaluate('window.__fsdpBeforeReload = true');
     await this.runCommand('Developer: Reload Window');
-    await loaded;
+    await this.page.waitForFunction('!window.__fsdpBeforeReload', undefined, { timeout: 60_000, polling: 200 });
     await this.page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
     await this.waitForExtensionHost();
   }
@@ -222,6 +224,19 @@ export class VsCodeSession {
     const toast = this.page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
     await toast.waitFor({ timeout: timeoutMs });
     return (await toast.locator('.notification-list-item-message').first().textContent()) ?? '';
+  }
+
+  /** Copies VS Code's logs (extension hosts, output channels) to test-output/e2e/<name>/, for failure reports. */
+  saveLogs(name: string): string {
+    const dest = path.join(E2E_OUTPUT, name);
+    rmSync(dest, { recursive: true, force: true });
+    cpSync(path.join(this.dataDir, 'user-data', 'logs'), dest, { recursive: true });
+    return dest;
+  }
+
+  /** The text of every notification on screen, for failure reports. */
+  async notificationsText(): Promise<string> {
+    return (await this.page.locator('.notifications-toasts').allInnerTexts().catch(() => [])).join(' | ').replace(/\s+/g, ' ');
   }
 
   /** The DOM of the active webview panel (nested iframes in VS Code for the web). */
