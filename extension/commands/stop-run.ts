@@ -1,6 +1,8 @@
-// "FSDP: Stop run": SIGTERM to the run's process group (the trainer saves what it must and writes
-// run_end "stopped"; mpirun passes the signal to every rank), then SIGKILL if it is still alive.
+// "FSDP: Stop run": the graceful stop signal to the run's process group (SIGTERM, or SIGUSR1 where
+// mpirun leads the group: it forwards that one to every rank instead of aborting them); the trainer
+// saves a checkpoint and writes run_end "stopped". SIGKILL if it is still alive after a grace period.
 import * as vscode from 'vscode';
+import { gracefulStopSignal } from '../runs/launcher';
 import type { StudioContext } from '../studio-context';
 import { runFromArgument, type RunArgument } from './run-picks';
 
@@ -32,13 +34,14 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
   }
   const machine = runs.machine(record.target);
   try {
-    await machine.signal(pgid, 'SIGTERM');
-    studio.output.info(`sent SIGTERM to process group ${pgid} of ${record.runDir} (${record.target})`);
+    const stop = gracefulStopSignal(watch.manifest?.command);
+    await machine.signal(pgid, stop);
+    studio.output.info(`sent ${stop} to process group ${pgid} of ${record.runDir} (${record.target})`);
     const deadline = Date.now() + GRACE_MS;
     while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false) await new Promise((r) => setTimeout(r, 500));
     if ((await machine.isAlive(pgid)) === true) {
       await machine.signal(pgid, 'SIGKILL');
-      studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of SIGTERM: killed (SIGKILL)`);
+      studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${stop}: killed (SIGKILL)`);
     }
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);

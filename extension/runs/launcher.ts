@@ -4,6 +4,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
+import { GRACEFUL_STOP_SIGNAL, mpirunArgv } from '../../core/launch/mpirun';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { RemoteRuntimeInstaller } from './remote-runtime';
 import { LOCAL, type RunMachine, type StartedRun } from './run-machine';
@@ -55,28 +56,31 @@ export function worldSize(config: ResolvedRunConfig): number {
 }
 
 /**
- * mpirun for several processes. On one host, --oversubscribe (Open MPI otherwise refuses more
- * ranks than it counts slots, e.g. 4 ranks on 2 cores); as root (containers),
- * --allow-run-as-root; several nodes take their hosts from the person's MPI host file.
+ * The runtime's argument vector on an SSH host: through mpirun (core/launch/mpirun.ts, the one place
+ * that command is made) when the config asks for several processes. On this machine the CLI
+ * fsdp-train starts mpirun itself, so a local run is never wrapped: a stop signal to its process
+ * group then reaches fsdp-train, which stops the ranks gracefully (mpirun, sent SIGTERM directly,
+ * would abort them without a checkpoint).
  */
-export function withMpirun(config: ResolvedRunConfig, argv: string[]): string[] {
-  const n = worldSize(config);
-  if (n <= 1) return argv;
-  const nproc = config.launch.nproc_per_node ?? 1;
-  const nnodes = config.launch.nnodes ?? 1;
-  return [
-    'mpirun', '-n', String(n),
-    ...(nnodes > 1 ? ['--map-by', `ppr:${nproc}:node`] : ['--oversubscribe']),
-    ...(process.getuid?.() === 0 ? ['--allow-run-as-root'] : []),
-    ...argv,
-  ];
+export function withMpirun(config: ResolvedRunConfig, argv: string[], exported: string[] = []): string[] {
+  if (worldSize(config) <= 1) return argv;
+  const world = { nprocPerNode: config.launch.nproc_per_node ?? 1, nnodes: config.launch.nnodes ?? 1 };
+  return mpirunArgv(world, argv, { asRoot: process.getuid?.() === 0, exported });
+}
+
+/**
+ * The signal that stops a run after its current step, with a checkpoint: mpirun forwards only
+ * SIGUSR1 to the ranks without aborting them; fsdp-train and a lone runtime take SIGTERM.
+ */
+export function gracefulStopSignal(command: readonly string[] | undefined): 'SIGTERM' | typeof GRACEFUL_STOP_SIGNAL {
+  return command?.[0] === 'mpirun' ? GRACEFUL_STOP_SIGNAL : 'SIGTERM';
 }
 
 export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {
   const runId = previous?.run_id ?? newRunId(req.config.name);
   const runDir = req.resumeRunDir ?? path.join(req.config.logging.runs_dir ?? path.join(path.dirname(req.configPath), 'runs'), runId);
-  const trainerArgv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])];
-  const argv = withMpirun(req.config, trainerArgv);
+  // Several processes: fsdp-train runs mpirun itself (see withMpirun).
+  const argv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])];
   const manifest = manifestFor(req, runId, argv, LOCAL, previous);
   // ELECTRON_RUN_AS_NODE: in desktop VS Code the editor's executable is Electron; this makes it Node.
   const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1' } });
@@ -101,7 +105,7 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
       timeoutMs: 60_000,
     });
   }
-  const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])]);
+  const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])], ['OMP_WAIT_POLICY']);
   progress(`starting the run on ${machine.target}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
   // Passive OpenMP waiting: spinning idle threads slow a run down on a host's shared cores.

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
 import { RunLogReader } from '../../core/protocol/run-log-reader';
 import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
-import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type RunMachine, type StartedRun } from './run-machine';
+import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
 
 /** Poll interval when file watching says nothing; watching normally reports within milliseconds. */
 const POLL_MS = 1000;
@@ -88,7 +88,7 @@ export class LocalMachine implements RunMachine {
     }
   }
 
-  async signal(pgid: number, signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<void> {
+  async signal(pgid: number, signal: StopSignal): Promise<void> {
     try {
       process.kill(-pgid, signal);
     } catch (e) {

@@ -50,6 +50,9 @@ export interface StartedRun {
   pgid: number;
 }
 
+/** Signals the editor sends a run's process group (SIGUSR1: the graceful stop mpirun forwards). */
+export type StopSignal = 'SIGTERM' | 'SIGUSR1' | 'SIGKILL' | 'SIGINT';
+
 export interface RunMachine {
   readonly target: TargetName;
   /** run.json of a run directory, undefined when absent; throws with a readable message when invalid or unreachable. */
@@ -64,5 +67,5 @@ export interface RunMachine {
   /** Whether any process of the group is alive; undefined when it cannot be told (unreachable). */
   isAlive(pgid: number): Promise<boolean | undefined>;
   /** Sends a signal to the whole process group. */
-  signal(pgid: number, signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<void>;
+  signal(pgid: number, signal: StopSignal): Promise<void>;
 }

@@ -6,7 +6,7 @@ import { parseRunManifest, type RunManifest } from '../../core/protocol/run-mani
 import { RunLogParser } from '../../core/protocol/run-log-reader';
 import type { RemoteWord } from '../../core/remote/remote-command';
 import { detachedStartArgv } from './detached-start';
-import type { DetachedStart, Follower, FollowHandlers, RunMachine, StartedRun } from './run-machine';
+import type { DetachedStart, Follower, FollowHandlers, RunMachine, StartedRun, StopSignal } from './run-machine';
 import { runSsh, runSshChecked, spawnSsh, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
 
 /** Delays between reconnection attempts, in ms; the last repeats. */
@@ -93,7 +93,7 @@ export class SshMachine implements RunMachine {
     return r.code === 0;
   }
 
-  async signal(pgid: number, signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<void> {
+  async signal(pgid: number, signal: StopSignal): Promise<void> {
     const r = await runSsh(this.target, ['kill', '-s', signal.slice(3), '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to stop the run: ${r.stderr}`);
   }

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { resolveRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
 import { detachedStartArgv } from '../../extension/runs/detached-start';
-import { newRunId, withMpirun } from '../../extension/runs/launcher';
+import { gracefulStopSignal, newRunId, withMpirun } from '../../extension/runs/launcher';
 import { RunRegistry } from '../../extension/runs/run-registry';
 import { sshArgv } from '../../extension/runs/ssh';
 import { sshConfigHosts } from '../../extension/runs/ssh-hosts';
@@ -21,12 +21,20 @@ describe('launch plan', () => {
     assert.match(newRunId(undefined), /^run-\d{8}-\d{6}-/);
   });
 
-  it('starts through mpirun only for several processes', () => {
+  it('starts the runtime on a host through mpirun only for several processes, unbound, passing the named environment', () => {
     assert.deepEqual(withMpirun(config({ nproc_per_node: 1 }), ['t']), ['t']);
-    const argv = withMpirun(config({ nproc_per_node: 4 }), ['t', 'a b']);
+    const argv = withMpirun(config({ nproc_per_node: 4 }), ['t', 'a b'], ['OMP_WAIT_POLICY']);
     assert.deepEqual(argv.slice(0, 4), ['mpirun', '-n', '4', '--oversubscribe']);
+    assert.ok(argv.join(' ').includes('--bind-to none'), argv.join(' '));
+    assert.ok(argv.join(' ').includes('-x OMP_WAIT_POLICY'), argv.join(' '));
     assert.deepEqual(argv.slice(-2), ['t', 'a b']);
     assert.deepEqual(withMpirun(config({ nproc_per_node: 2, nnodes: 3 }), ['t']).slice(0, 5), ['mpirun', '-n', '6', '--map-by', 'ppr:2:node']);
+  });
+
+  it('stops a run led by mpirun with SIGUSR1 (forwarded to the ranks, not an abort), any other with SIGTERM', () => {
+    assert.equal(gracefulStopSignal(['mpirun', '-n', '2', 'fsdp-train-native']), 'SIGUSR1');
+    assert.equal(gracefulStopSignal(['/usr/bin/node', 'dist/cli/fsdp-train.js', 'c.yaml']), 'SIGTERM');
+    assert.equal(gracefulStopSignal(undefined), 'SIGTERM');
   });
 
   it('the detached start writes run.json with its own pid, then execs the argument vector as it is', () => {
