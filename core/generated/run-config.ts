@@ -384,6 +384,10 @@ export interface LaunchConfig {
    */
   threads_per_rank?: number;
   /**
+   * launch.device cuda, float32 runs: matrix products on TF32 tensor cores (about 1e-3 relative error, several times faster); no effect on bfloat16/float16 compute.
+   */
+  tf32?: boolean;
+  /**
    * GPU model of the target, for memory estimates (e.g. "H100-80GB").
    */
   gpu?: string;

@@ -1,14 +1,61 @@
 #include "backend/backend.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "backend/cpu/cpu_backend.h"
+#include "runtime/half.h"
+
+#ifdef FSDP_WITH_CUDA
+#include "backend/cuda/cuda_backend_factory.h"
+#endif
 
 namespace fsdp {
 
-std::unique_ptr<Backend> make_backend(const std::string& device) {
-  if (device == "cpu") return std::make_unique<CpuBackend>();
-  throw std::runtime_error("launch.device: " + device + ": this build of the runtime has no such backend");
+std::size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::bf16: return "bfloat16";
+    case DType::f16: return "float16";
+  }
+  return "?";
+}
+
+void Backend::upload(void* device_dst, const void* host_src, std::size_t bytes) { std::memcpy(device_dst, host_src, bytes); }
+void Backend::download(void* host_dst, const void* device_src, std::size_t bytes) { std::memcpy(host_dst, device_src, bytes); }
+
+std::vector<float> Backend::to_host_f32(const void* x, DType dtype, std::size_t n) {
+  std::vector<float> out(n);
+  if (dtype == DType::f32) {
+    download(out.data(), x, n * sizeof(float));
+    return out;
+  }
+  std::vector<std::uint16_t> bits(n);
+  download(bits.data(), x, n * sizeof(std::uint16_t));
+  for (std::size_t i = 0; i < n; ++i) out[i] = dtype == DType::bf16 ? bf16_to_float(bits[i]) : f16_to_float(bits[i]);
+  return out;
+}
+
+bool cuda_backend_built() {
+#ifdef FSDP_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
+  if (device == "cpu") {
+    if (options.compute != DType::f32) throw std::runtime_error(std::string("launch.device: cpu computes in float32, not ") + dtype_name(options.compute));
+    return std::make_unique<CpuBackend>();
+  }
+#ifdef FSDP_WITH_CUDA
+  if (device == "cuda") return make_cuda_backend(options);
+#endif
+  throw std::runtime_error("launch.device: " + device + ": this build of the runtime has no such backend" +
+                           (device == "cuda" ? " (it is built only where a CUDA toolkit with cuBLAS is found)" : ""));
 }
 
 }  // namespace fsdp

@@ -1,6 +1,18 @@
 // The compute primitives the model and the optimizer are written in. A backend is chosen at run
-// time from launch.device; only "cpu" exists so far (backend/cpu/), a CUDA one will implement the
-// same interface. Pointers are to the backend's own memory (from allocator()).
+// time from launch.device: "cpu" (backend/cpu/) or "cuda" (backend/cuda/, compiled only where a
+// CUDA toolkit with cuBLAS is found). Pointers are to the backend's own memory (from allocator()):
+// host memory on the CPU, device memory on a GPU; upload()/download() cross between the two.
+//
+// Precision: parameters, gradients and optimizer state are float32 everywhere. Activations, and
+// the copies of the weights the matrix products read, are in the backend's compute_dtype():
+// float32 on the CPU, mixed_precision.param_dtype on CUDA (bfloat16/float16 with float32 masters).
+// Pointers to such tensors are `void*` (as in cuBLAS and NCCL) and the comment says which dtype.
+// LayerNorm statistics, logits, losses and the attention's softmax state stay float32.
+//
+// The layer-level operations (linear, layernorm, attention, ...) are what a backend may fuse: the
+// CUDA backend runs attention as one flash-style kernel that never forms the T×T matrix, while the
+// CPU backend composes them from its own primitives (backend/cpu/cpu_backend.h) and keeps the
+// probabilities, so its numbers do not depend on this interface.
 //
 // Conventions: row-major; weights in PyTorch's (out, in) layout; N rows of C channels; "+=" in a
 // comment means the function accumulates into that output. Every kernel is deterministic for a
@@ -9,11 +21,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/allocator.h"
 
 namespace fsdp {
+
+/** Element types of tensors a backend computes on. */
+enum class DType : std::uint8_t { f32, bf16, f16 };
+std::size_t dtype_bytes(DType t);
+const char* dtype_name(DType t);
 
 struct TensorStats {
   double mean = 0, std = 0, max_abs = 0;
@@ -33,6 +52,27 @@ struct AdamWArgs {
   std::int64_t poison = -1;            // debug.inject_nan: index whose update is made NaN
 };
 
+/**
+ * A look inside an attention while it runs (the NaN locator's "attn.softmax" and "attn.out"):
+ * forward, the softmax state right after it is computed and before the values use it; backward,
+ * the gradient that flows into the softmax. A tap may plant a NaN there. The state is what the
+ * backend keeps: the probabilities [B, H, T, T] on the CPU, the rows' log-sum-exp [B, H, T] on CUDA.
+ */
+class AttentionTap {
+ public:
+  virtual ~AttentionTap() = default;
+  virtual void softmax_state(float* state, std::size_t n) = 0;
+  virtual void softmax_grad(float* grad, std::size_t n) = 0;
+};
+
+/** What a GPU reports about itself with every step (NVML and the runtime's own bookkeeping). */
+struct DeviceReadings {
+  std::optional<double> util_percent, temperature_c;
+  std::optional<std::uint64_t> mem_used, mem_total;  // the whole device, as NVML sees it
+  std::uint64_t context_bytes = 0;                   // the CUDA context, outside the allocator
+  std::uint64_t library_workspace_bytes = 0;         // cuBLAS(Lt) workspace, outside the allocator
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -45,62 +85,106 @@ class Backend {
    */
   virtual Allocator& host_allocator() { return host_memory_; }
 
-  // --- matrix products: C = alpha op(A) op(B) + beta C --------------------------------------
+  // --- where memory lives ---------------------------------------------------------------------
+  /** True when allocator() hands out host memory (the CPU backend). */
+  virtual bool host_memory() const { return true; }
+  /**
+   * Memory the data loader fills on the host: allocator() itself on the CPU (the plan counts the
+   * batches there, "other"), pinned host memory on a GPU (the model copies each batch over).
+   */
+  virtual Allocator& batch_allocator() { return allocator(); }
+  virtual void upload(void* device_dst, const void* host_src, std::size_t bytes);
+  virtual void download(void* host_dst, const void* device_src, std::size_t bytes);
+  /** Waits until every queued operation is done (for timing). */
+  virtual void synchronize() {}
+  /** n elements of x (in dtype) as float32 on the host. */
+  std::vector<float> to_host_f32(const void* x, DType dtype, std::size_t n);
+
+  // --- precision --------------------------------------------------------------------------------
+  virtual DType compute_dtype() const { return DType::f32; }
+  /** dst[n] (compute dtype) = src[n] (float32), rounded to nearest even. */
+  virtual void cast_from_f32(void* dst, const float* src, std::size_t n) = 0;
+  /** Peak FLOP/s of the device in compute_dtype() for MFU; 0 when unknown (the trainer measures). */
+  virtual double nominal_peak_flops() const { return 0; }
+  /** Device readings for step events; none on the CPU. */
+  virtual std::optional<DeviceReadings> readings() { return std::nullopt; }
+
+  // --- float32 matrix products: C = alpha op(A) op(B) + beta C ----------------------------------
   virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda,
                     const float* b, long ldb, float beta, float* c, long ldc) = 0;
-  /** out[N, O] = b broadcast over rows (the start of a linear layer's output). */
-  virtual void bias_fill(float* out, const float* b, long N, long O) = 0;
-  /** db[O] += column sums of dout[N, O]. */
-  virtual void bias_backward(float* db, const float* dout, long N, long O) = 0;
 
-  // --- embedding ------------------------------------------------------------------------------
+  // --- linear layers: out[N, O] = in[N, I] W[O, I]^T + b[O] (b may be null) ---------------------
+  /** in, W, b in compute dtype; out in out_dtype (the compute dtype, or float32 for the bias-free logits). */
+  virtual void linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N, long I, long O) = 0;
+  /** h = in W^T + b and g = GELU(h), all compute dtype: the MLP's first layer (fused on CUDA). */
+  virtual void linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I, long O) = 0;
+  /**
+   * din[N, I] = dout W (overwritten, or added when accumulate_din; skipped when null; compute dtype);
+   * dw[O, I] += dout^T in and db[O] += column sums of dout (float32; db skipped when null).
+   * dout is in dout_dtype (compute dtype, or float32 for the logits' gradient).
+   */
+  virtual void linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout, DType dout_dtype, const void* in,
+                               const void* w, long N, long I, long O) = 0;
+
+  // --- embedding (tokens in this backend's memory; wte, wpe in compute dtype) --------------------
   /** out[B*T, C] = wte[token] + wpe[t]. */
-  virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, long B, long T, long C) = 0;
-  /** dwte[token] += dout, dwpe[t] += dout. */
-  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, long B, long T, long C) = 0;
+  virtual void embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B, long T, long C) = 0;
+  /** dwte[token] += dout, dwpe[t] += dout (float32). */
+  virtual void embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B, long T, long C) = 0;
 
-  // --- layer normalisation (eps 1e-5) ---------------------------------------------------------
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, long N, long C) = 0;
-  /** dx += ..., dw += ..., db += ... */
-  virtual void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
-                                  const float* mean, const float* rstd, long N, long C) = 0;
+  // --- layer normalisation (eps 1e-5); x, out, w, b in compute dtype; mean, rstd float32 ---------
+  virtual void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N, long C) = 0;
+  /** dx += ... (compute dtype), dw += ..., db += ... (float32). */
+  virtual void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w, const float* mean,
+                                  const float* rstd, long N, long C) = 0;
+  /** sum = residual + dropout(x), then out = layernorm(sum): the middle of a pre-LN block. */
+  virtual void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x, float p,
+                                          std::uint64_t key, const void* w, const void* b, long N, long C) = 0;
 
   // --- causal multi-head attention core (qkv[B*T, 3C] = q | k | v, heads of C/H channels) ----
-  /** probs[B, H, T, T] = softmax(q k^T / sqrt(C/H)) over positions <= the query's (zero above). */
-  virtual void attention_probs(float* probs, const float* qkv, long B, long T, long C, long H) = 0;
-  /** out[B*T, C] = probs v, per head. */
-  virtual void attention_values(float* out, const float* probs, const float* qkv, long B, long T, long C, long H) = 0;
-  /** dprobs = dout v^T (overwritten); the v part of dqkv = probs^T dout (overwritten). */
-  virtual void attention_values_backward(float* dprobs, float* dqkv, const float* dout, const float* probs, const float* qkv, long B, long T,
-                                         long C, long H) = 0;
-  /** The q and k parts of dqkv (overwritten) from dprobs; dprobs is used as scratch. */
-  virtual void attention_probs_backward(float* dqkv, float* dprobs, const float* probs, const float* qkv, long B, long T, long C, long H) = 0;
+  /** float32 elements of the softmax state one attention keeps for backward (see AttentionTap). */
+  virtual std::size_t attention_state_size(long B, long T, long H) const = 0;
+  /** float32 elements of scratch attention_backward needs. */
+  virtual std::size_t attention_scratch_size(long B, long T, long H) const = 0;
+  /** y[B*T, C] = softmax(q k^T / sqrt(C/H), causal) v per head; writes the softmax state. */
+  virtual void attention_forward(void* y, float* state, const void* qkv, long B, long T, long C, long H, AttentionTap* tap) = 0;
+  /** Only the softmax state of attention_forward, recomputed from a kept qkv (selective checkpointing). */
+  virtual void attention_state(float* state, const void* qkv, long B, long T, long C, long H) = 0;
+  /** dqkv[B*T, 3C] (overwritten) from dy, the saved qkv, y and state; scratch as sized above. */
+  virtual void attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y, const float* state, long B, long T,
+                                  long C, long H, AttentionTap* tap) = 0;
 
-  // --- GELU (tanh approximation, as GPT-2) ----------------------------------------------------
-  virtual void gelu_forward(float* out, const float* in, std::size_t n) = 0;
+  // --- GELU (tanh approximation, as GPT-2), compute dtype --------------------------------------
+  virtual void gelu_forward(void* out, const void* in, std::size_t n) = 0;
   /** d = d * gelu'(in), in place. */
-  virtual void gelu_backward(float* d, const float* in, std::size_t n) = 0;
+  virtual void gelu_backward(void* d, const void* in, std::size_t n) = 0;
 
-  // --- dropout, by a counter-based mask keyed by `key` (runtime/rng.h) --------------------------
+  // --- dropout, by a counter-based mask keyed by `key` (runtime/rng.h), compute dtype -------------
   /** out = residual + dropout(x); out may alias x. p = 0 is a plain sum. */
-  virtual void dropout_residual(float* out, const float* residual, const float* x, std::size_t n, float p, std::uint64_t key) = 0;
+  virtual void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key) = 0;
   /** out = dropout(x) with the same mask (out may alias x). */
-  virtual void dropout(float* out, const float* x, std::size_t n, float p, std::uint64_t key) = 0;
+  virtual void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) = 0;
 
-  // --- softmax cross-entropy -------------------------------------------------------------------
+  // --- softmax cross-entropy (float32 logits) ---------------------------------------------------
   /** logits[N, V] become probabilities in place; losses[N] = -log p[target]. */
   virtual void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V) = 0;
   /** probs[N, V] become dlogits = (probs - onehot(target)) * scale, in place. */
   virtual void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale) = 0;
 
-  // --- whole-buffer helpers ---------------------------------------------------------------------
+  // --- whole-buffer helpers (float32 unless a dtype is given) -----------------------------------
   virtual void fill(float* x, std::size_t n, float value) = 0;
+  /** bytes of x set to zero (0.0 in every dtype). */
+  virtual void zero(void* x, std::size_t bytes) = 0;
   virtual void copy(float* dst, const float* src, std::size_t n) = 0;
   /** Sum in double with a fixed order. */
   virtual double sum(const float* x, std::size_t n) = 0;
   virtual double sum_squares(const float* x, std::size_t n) = 0;
   /** Mean, std and max |x| over the finite values, and the count of the others (diagnostics). */
   virtual TensorStats stats(const float* x, std::size_t n) = 0;
+  /** Statistics of a tensor in any dtype (activations in compute dtype). */
+  virtual TensorStats stats(const void* x, DType dtype, std::size_t n) = 0;
+  /** x[index] = value (debug.inject_nan plants its NaN with this). */
+  virtual void set_element(void* x, DType dtype, std::size_t index, float value) = 0;
 
   // --- optimizer --------------------------------------------------------------------------------
   /** Count of parameters whose update would not be finite; writes nothing. */
@@ -111,7 +195,20 @@ class Backend {
   HostAllocator host_memory_;
 };
 
-/** The backend for launch.device ("cpu"); throws std::runtime_error for one this build lacks. */
-std::unique_ptr<Backend> make_backend(const std::string& device);
+/** Bytes of n elements in the backend's compute dtype (an activation tensor). */
+inline std::size_t compute_bytes(const Backend& be, std::size_t n) { return dtype_bytes(be.compute_dtype()) * n; }
+
+/** How a backend is set up: from mixed_precision.param_dtype, launch.tf32 and the rank's GPU. */
+struct BackendOptions {
+  DType compute = DType::f32;
+  bool tf32 = false;     // float32 matrix products on TF32 tensor cores (CUDA)
+  int device_index = 0;  // which GPU (CUDA)
+};
+
+/** The backend for launch.device ("cpu", or "cuda" in a CUDA build); throws std::runtime_error for one this build lacks. */
+std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options = {});
+
+/** Whether this build has the CUDA backend (CMake found a toolkit with cuBLAS). */
+bool cuda_backend_built();
 
 }  // namespace fsdp

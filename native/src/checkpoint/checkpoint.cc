@@ -193,6 +193,30 @@ struct UnitSection {
 };
 constexpr UnitSection kUnitSections[] = {{"/params", &LocalShard::params}, {"/adam_m", &LocalShard::m}, {"/adam_v", &LocalShard::v}};
 
+/** n floats of a GPU's memory seen through host memory (with no GPU, the floats themselves). */
+class HostCopy {
+ public:
+  HostCopy(Backend* device, std::size_t n) : device_(device), n_(n) {
+    if (device_) host_.resize(n);
+  }
+  /** The floats at p, readable on the host. */
+  const float* from(const float* p) {
+    if (!device_) return p;
+    device_->download(host_.data(), p, sizeof(float) * n_);
+    return host_.data();
+  }
+  /** Where to write floats that upload() then moves to p. */
+  float* to(float* p) { return device_ ? host_.data() : p; }
+  void upload(float* p) {
+    if (device_) device_->upload(p, host_.data(), sizeof(float) * n_);
+  }
+
+ private:
+  Backend* device_;
+  std::size_t n_;
+  std::vector<float> host_;
+};
+
 /** A unit's range in one state file: elements [offset, offset + count) of the unit. */
 struct StoredRange {
   std::size_t offset = 0, count = 0;
@@ -299,7 +323,8 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
       w.section("meta", meta_text.data(), meta_text.size());
       for (int u = 0; u < state.unit_count(); ++u) {
         const LocalShard sh = state.owned(u);
-        for (const auto& section : kUnitSections) w.section(layout.units[u].name + section.suffix, sh.*section.field, sizeof(float) * sh.count);
+        HostCopy host(state.device(), sh.count);
+        for (const auto& section : kUnitSections) w.section(layout.units[u].name + section.suffix, host.from(sh.*section.field), sizeof(float) * sh.count);
       }
       const auto [file_bytes, file_crc32] = w.finish();
       record[0] = 1, record[1] = static_cast<double>(file_bytes), record[2] = file_crc32;
@@ -391,7 +416,12 @@ nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layou
         const std::size_t lo = std::max(want.offset, have.offset), hi = std::min(want.offset + want.count, have.offset + have.count);
         if (lo >= hi) continue;
         StateFileReader r(file.path);
-        for (const auto& section : kUnitSections) r.floats(layout.units[u].name + section.suffix, lo - have.offset, hi - lo, want.*section.field + (lo - want.offset));
+        HostCopy host(state.device(), hi - lo);
+        for (const auto& section : kUnitSections) {
+          float* dst = want.*section.field + (lo - want.offset);
+          r.floats(layout.units[u].name + section.suffix, lo - have.offset, hi - lo, host.to(dst));
+          host.upload(dst);
+        }
         covered += hi - lo;
       }
       if (covered != want.count) {

@@ -88,6 +88,7 @@ struct LoggingConfig {
 struct LaunchConfig {
   std::string target = "local", device = "cpu";
   int nproc_per_node = 1, nnodes = 1, threads_per_rank = 0;
+  bool tf32 = false;  // CUDA float32 matrix products on TF32 tensor cores
 };
 
 struct InjectNanConfig {

@@ -45,7 +45,23 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
   for (const auto& [key, d] : dtypes) {
     if (d != Dtype::float32 && !cuda) out.push_back({key, std::string(dtype_name(d)) + " needs launch.device: cuda (the CPU backend computes in float32)"});
   }
+  if (cuda && c.mixed_precision.buffer_dtype != c.mixed_precision.param_dtype) {
+    // The CUDA backend keeps activations in the compute dtype, as the memory plan's buffer_dtype counts them.
+    out.push_back({"mixed_precision.buffer_dtype", std::string(dtype_name(c.mixed_precision.buffer_dtype)) + " differs from param_dtype (" +
+                                                       dtype_name(c.mixed_precision.param_dtype) + "): the CUDA backend computes activations in param_dtype"});
+  }
+  if (cuda && m.n_heads > 0 && m.d_model % m.n_heads == 0) {
+    const int hs = m.d_model / m.n_heads;
+    if (hs != 32 && hs != 64 && hs != 128) {
+      out.push_back({"model.n_heads", "head size " + str(hs) + " (d_model / n_heads): the CUDA attention kernels are compiled for 32, 64 and 128"});
+    }
+  }
 
+  if (cuda && c.world_size() > 1) {
+    // NcclCollectives exists (backend/cuda/nccl_collectives.h) but the strategies do not use it yet.
+    out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",
+                   str(c.world_size()) + " ranks on cuda: the sharding strategies do not run over NCCL yet; use 1 rank per CUDA run"});
+  }
   if (c.world_size() > 1 && !o.mpi_built) {
     out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",
                    str(c.world_size()) + " ranks need MPI, which this build of the runtime was made without: install libopenmpi-dev and rebuild (node scripts/setup/native.mjs --force), or use 1"});

@@ -42,9 +42,9 @@ class StepInspector final : public StepProbe {
   /** plant: null for none. check: find the first non-finite value and collect statistics. */
   StepInspector(Backend& be, const Planting* plant, bool check, int n_layers);
 
-  void forward_output(const OpSite& site, float* out, std::size_t n) override;
-  void backward_input(const OpSite& site, float* dout, std::size_t n) override;
-  void backward_output(const OpSite& site, const float* din, std::size_t n, std::initializer_list<ParamGradView> params) override;
+  void forward_output(const OpSite& site, void* out, std::size_t n, DType dtype) override;
+  void backward_input(const OpSite& site, void* dout, std::size_t n, DType dtype) override;
+  void backward_output(const OpSite& site, const void* din, std::size_t n, DType dtype, std::initializer_list<ParamGradView> params) override;
 
   const std::optional<FirstNonfinite>& first_forward() const { return forward_; }
   const std::optional<FirstNonfinite>& first_backward() const { return backward_; }
@@ -53,6 +53,7 @@ class StepInspector final : public StepProbe {
 
  private:
   bool plant_here(const char* phase, const OpSite& site) const;
+  bool first_is_nan(const void* x, DType dtype, std::size_t n);
   Backend& be_;
   const Planting* plant_;
   bool check_;

@@ -16,7 +16,7 @@
 
 namespace fsdp {
 
-/** A block's parameter tensors (T = const float) or their gradients (T = float). */
+/** A block's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T = float). */
 template <class T>
 struct BlockParams {
   T *ln1_w, *ln1_b;
@@ -24,19 +24,30 @@ struct BlockParams {
   T *ln2_w, *ln2_b;
   MlpParams<T> mlp;
 };
-using BlockWeights = BlockParams<const float>;
+using BlockWeights = BlockParams<const void>;
 using BlockGrads = BlockParams<float>;
 
-/** Where each tensor of a block unit is in a flat buffer laid out as `unit` (parameters or gradients). */
-template <class T>
-BlockParams<T> block_params(const UnitLayout& unit, T* base) {
-  auto at = [&](const char* name) { return base + unit.segment(name).offset; };
+/** Each tensor of a block unit, where `at(name)` says it is. */
+template <class T, class At>
+BlockParams<T> block_params_at(At at) {
   return {at("ln1.weight"),
           at("ln1.bias"),
           {at("attn.qkv.weight"), at("attn.qkv.bias"), at("attn.proj.weight"), at("attn.proj.bias")},
           at("ln2.weight"),
           at("ln2.bias"),
           {at("mlp.fc.weight"), at("mlp.fc.bias"), at("mlp.fc2.weight"), at("mlp.fc2.bias")}};
+}
+
+/** Where each tensor of a block unit is in a flat float32 buffer laid out as `unit` (parameters or gradients). */
+template <class T>
+BlockParams<T> block_params(const UnitLayout& unit, T* base) {
+  return block_params_at<T>([&](const char* name) { return base + unit.segment(name).offset; });
+}
+
+/** The weights in a unit's compute-dtype copy (UnitStorage::compute_params). */
+inline BlockWeights block_weights(const UnitLayout& unit, const void* compute, DType dtype) {
+  return block_params_at<const void>(
+      [&](const char* name) -> const void* { return static_cast<const char*>(compute) + unit.segment(name).offset * dtype_bytes(dtype); });
 }
 
 /** A block's saved internals (I in MEMORY.md). */
@@ -51,13 +62,14 @@ struct BlockSaved {
 
 /** Backward scratch shared by every block and the head (the workspace of MEMORY.md). */
 struct BackwardWorkspace {
+  // In compute dtype, but dprobs: the backend's attention scratch (float32).
   Buffer d_res;   // [N, C] gradient of the residual stream
   Buffer tmp_a;   // [N, C]
   Buffer tmp_b;   // [N, C]
   Buffer dqkv;    // [N, 3C]
-  Buffer dprobs;  // [B, H, T, T]
+  Buffer dprobs;  // CPU: [B, H, T, T]
   Buffer dh;      // [N, F]
-  BackwardWorkspace(Allocator& a, const Dims& d);
+  BackwardWorkspace(Backend& be, const Dims& d);
 };
 
 struct BlockRun {
@@ -69,12 +81,12 @@ struct BlockRun {
 };
 
 /** Runs the block and returns its output; `saved` keeps what `keep` says. */
-Buffer block_forward(const BlockRun& run, BlockSaved& saved, const float* in, const BlockWeights& w, BlockRecompute keep);
+Buffer block_forward(const BlockRun& run, BlockSaved& saved, const void* in, const BlockWeights& w, BlockRecompute keep);
 
 /** Brings `saved` back to all internals after a forward with `keep` (no-op for none). */
-void block_recompute(const BlockRun& run, BlockSaved& saved, const float* in, const BlockWeights& w, BlockRecompute keep);
+void block_recompute(const BlockRun& run, BlockSaved& saved, const void* in, const BlockWeights& w, BlockRecompute keep);
 
 /** ws.d_res holds d(out) on entry and d(in) on return; parameter gradients accumulate. */
-void block_backward(const BlockRun& run, BackwardWorkspace& ws, const BlockSaved& saved, const float* in, const BlockWeights& w, const BlockGrads& g);
+void block_backward(const BlockRun& run, BackwardWorkspace& ws, const BlockSaved& saved, const void* in, const BlockWeights& w, const BlockGrads& g);
 
 }  // namespace fsdp

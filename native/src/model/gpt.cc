@@ -20,17 +20,20 @@ Gpt::Gpt(Backend& be, const ParamLayout& layout, UnitStorage& storage, float dro
 namespace {
 
 struct HeadParams {
-  const float *ln_w, *ln_b, *lm;
+  const void *ln_w, *ln_b, *lm;  // compute dtype
   float *dln_w, *dln_b, *dlm;
 };
 
-/** The head's parameters, and with_grads their gradients (which exist only in backward under sharded gradients). */
-HeadParams head_params(const ParamLayout& layout, UnitStorage& storage, bool with_grads) {
+const void* offset_by(const void* base, std::size_t elements, DType t) { return static_cast<const char*>(base) + elements * dtype_bytes(t); }
+
+/** The head's parameters (compute dtype), and with_grads their gradients (which exist only in backward under sharded gradients). */
+HeadParams head_params(const ParamLayout& layout, UnitStorage& storage, DType t, bool with_grads) {
   const UnitLayout& head = layout.units[layout.head_unit()];
   const int lm_unit = layout.shape.tied ? layout.embedding_unit() : layout.head_unit();
   const std::size_t lm_offset = layout.shape.tied ? layout.units[0].segment("embedding.wte").offset : head.segment("lm_head.weight").offset;
-  float* p = storage.params(layout.head_unit());
-  HeadParams hp{p + head.segment("final_ln.weight").offset, p + head.segment("final_ln.bias").offset, storage.params(lm_unit) + lm_offset, nullptr, nullptr, nullptr};
+  const void* p = storage.compute_params(layout.head_unit());
+  HeadParams hp{offset_by(p, head.segment("final_ln.weight").offset, t), offset_by(p, head.segment("final_ln.bias").offset, t),
+                offset_by(storage.compute_params(lm_unit), lm_offset, t), nullptr, nullptr, nullptr};
   if (with_grads) {
     float* g = storage.grads(layout.head_unit());
     hp.dln_w = g + head.segment("final_ln.weight").offset;
@@ -40,6 +43,35 @@ HeadParams head_params(const ParamLayout& layout, UnitStorage& storage, bool wit
   return hp;
 }
 
+EmbeddingWeights embedding_weights(const ParamLayout& layout, UnitStorage& storage, DType t) {
+  const UnitLayout& e = layout.units[layout.embedding_unit()];
+  const void* p = storage.compute_params(layout.embedding_unit());
+  return {offset_by(p, e.segment("embedding.wte").offset, t), offset_by(p, e.segment("embedding.wpe").offset, t)};
+}
+
+/** The micro-batch's token ids where the backend reads them: as given on the CPU, copied to the GPU. */
+class DeviceTokens {
+ public:
+  DeviceTokens(Backend& be, const Batch& batch) {
+    const std::size_t n = static_cast<std::size_t>(batch.B * batch.T);
+    if (be.host_memory()) {
+      inputs_ = batch.inputs, targets_ = batch.targets;
+      return;
+    }
+    // One buffer for inputs then targets, like a slot of the data loader's ring (MEMORY.md "other").
+    ids_ = be.allocator().allocate(MemoryCategory::other, 2 * sizeof(std::int32_t) * n);
+    be.upload(ids_.i32(), batch.inputs, sizeof(std::int32_t) * n);
+    be.upload(ids_.i32() + n, batch.targets, sizeof(std::int32_t) * n);
+    inputs_ = ids_.i32(), targets_ = ids_.i32() + n;
+  }
+  const std::int32_t* inputs() const { return inputs_; }
+  const std::int32_t* targets() const { return targets_; }
+
+ private:
+  Buffer ids_;
+  const std::int32_t *inputs_ = nullptr, *targets_ = nullptr;
+};
+
 }  // namespace
 
 double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t dropout_key, StepProbe* probe) {
@@ -48,52 +80,52 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   const long N = d.N(), C = d.C;
   const int L = static_cast<int>(s.L), emb = layout_.embedding_unit(), head = layout_.head_unit();
   Allocator& alloc = be_.allocator();
+  const DType act = be_.compute_dtype();
+  const DeviceTokens tokens(be_, batch);
   // Every dropout site masks N C elements; this batch's start in its global batch offsets them.
   const std::uint64_t skip = static_cast<std::uint64_t>(batch.first_sequence) * static_cast<std::uint64_t>(batch.T * C);
   auto site_key = [&](int site) { return advance_key(dropout_site_key(dropout_key, site), skip); };
   auto run_of = [&](int i) {
     const int u = layout_.block_unit(i);
-    return BlockRun{be_, d, dropout_, site_key(1 + 2 * i), site_key(2 + 2 * i), LayerProbe(probe, i, &layout_.units[u], storage_.grads(u))};
+    return BlockRun{be_, d, dropout_, site_key(1 + 2 * i), site_key(2 + 2 * i), LayerProbe(probe, i, &layout_.units[u], storage_.grads(u), act)};
   };
+  auto weights_of = [&](int u) { return block_weights(layout_.units[u], storage_.compute_params(u), act); };
 
   // Forward: the residual stream res[0..L] and each block's saved internals.
   std::vector<Buffer> res(L + 1);
   std::vector<BlockSaved> saved(L);
   storage_.pre_forward(emb);
   {
-    const UnitLayout& e = layout_.units[emb];
-    const float* p = storage_.params(emb);
-    res[0] = alloc.allocate(MemoryCategory::activations, sizeof(float) * N * C);
-    embedding_forward(be_, res[0].f32(), batch.inputs, {p + e.segment("embedding.wte").offset, p + e.segment("embedding.wpe").offset}, d.B, d.T, C,
-                      dropout_, site_key(0));
-    LayerProbe(probe, -1, &e, storage_.grads(emb)).forward("embed", res[0].f32(), N * C);
+    res[0] = alloc.allocate(MemoryCategory::activations, compute_bytes(be_, N * C));
+    embedding_forward(be_, res[0].data(), tokens.inputs(), embedding_weights(layout_, storage_, act), d.B, d.T, C, dropout_, site_key(0));
+    LayerProbe(probe, -1, &layout_.units[emb], storage_.grads(emb), act).forward("embed", res[0].data(), N * C);
   }
   storage_.post_forward(emb);
   for (int i = 0; i < L; ++i) {
     const int u = layout_.block_unit(i);
     storage_.pre_forward(u);
-    res[i + 1] = block_forward(run_of(i), saved[i], res[i].f32(), block_params<const float>(layout_.units[u], storage_.params(u)), policy_.blocks[i]);
+    res[i + 1] = block_forward(run_of(i), saved[i], res[i].data(), weights_of(u), policy_.blocks[i]);
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);
-  HeadParams hp = head_params(layout_, storage_, false);
+  HeadParams hp = head_params(layout_, storage_, act, false);
   LayerNormSaved lnf;
-  layernorm_forward(be_, lnf, res[L].f32(), hp.ln_w, hp.ln_b, N, C);
-  LayerProbe(probe, L, &layout_.units[head], nullptr).forward("ln_f", lnf.out.f32(), N * C);
+  layernorm_forward(be_, lnf, res[L].data(), hp.ln_w, hp.ln_b, N, C);
+  LayerProbe(probe, L, &layout_.units[head], nullptr, act).forward("ln_f", lnf.out.data(), N * C);
   LossSaved loss_saved;
-  const double loss = loss_forward(be_, loss_saved, lnf.out.f32(), hp.lm, batch.targets, d, LayerProbe(probe, L, &layout_.units[head], nullptr));
+  const double loss = loss_forward(be_, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), d, LayerProbe(probe, L, &layout_.units[head], nullptr, act));
   storage_.post_forward(head);
 
   // Backward.
-  BackwardWorkspace ws(alloc, d);
+  BackwardWorkspace ws(be_, d);
   storage_.pre_backward(head);
-  hp = head_params(layout_, storage_, true);
-  const LayerProbe head_probe(probe, L, &layout_.units[head], storage_.grads(head));
-  loss_backward(be_, ws.tmp_b.f32(), hp.dlm, loss_saved, lnf.out.f32(), hp.lm, batch.targets, grad_scale, d, head_probe);
-  head_probe.backward_in("ln_f", ws.tmp_b.f32(), N * C);
-  be_.fill(ws.d_res.f32(), N * C, 0.0f);
-  layernorm_backward(be_, ws.d_res.f32(), hp.dln_w, hp.dln_b, ws.tmp_b.f32(), res[L].f32(), lnf, hp.ln_w, N, C);
-  head_probe.backward_out("ln_f", ws.d_res.f32(), N * C);
+  hp = head_params(layout_, storage_, act, true);
+  const LayerProbe head_probe(probe, L, &layout_.units[head], storage_.grads(head), act);
+  loss_backward(be_, ws.tmp_b.data(), hp.dlm, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), grad_scale, d, head_probe);
+  head_probe.backward_in("ln_f", ws.tmp_b.data(), N * C);
+  be_.zero(ws.d_res.data(), ws.d_res.bytes());
+  layernorm_backward(be_, ws.d_res.data(), hp.dln_w, hp.dln_b, ws.tmp_b.data(), res[L].data(), lnf, hp.ln_w, N, C);
+  head_probe.backward_out("ln_f", ws.d_res.data(), N * C);
   loss_saved.reset();
   lnf.reset();
   res[L].reset();
@@ -102,9 +134,9 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
     const int u = layout_.block_unit(i);
     storage_.pre_backward(u);
     const BlockRun run = run_of(i);
-    const BlockWeights w = block_params<const float>(layout_.units[u], storage_.params(u));
-    block_recompute(run, saved[i], res[i].f32(), w, policy_.blocks[i]);
-    block_backward(run, ws, saved[i], res[i].f32(), w, block_params(layout_.units[u], storage_.grads(u)));
+    const BlockWeights w = weights_of(u);
+    block_recompute(run, saved[i], res[i].data(), w, policy_.blocks[i]);
+    block_backward(run, ws, saved[i], res[i].data(), w, block_params(layout_.units[u], storage_.grads(u)));
     saved[i].reset();
     res[i].reset();
     storage_.post_backward(u);
@@ -113,10 +145,10 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   {
     const UnitLayout& e = layout_.units[emb];
     float* g = storage_.grads(emb);
-    const LayerProbe emb_probe(probe, -1, &e, g);
-    emb_probe.backward_in("embed", ws.d_res.f32(), N * C);
-    embedding_backward(be_, {g + e.segment("embedding.wte").offset, g + e.segment("embedding.wpe").offset}, ws.d_res.f32(), batch.inputs, d.B, d.T,
-                       C, dropout_, site_key(0));
+    const LayerProbe emb_probe(probe, -1, &e, g, act);
+    emb_probe.backward_in("embed", ws.d_res.data(), N * C);
+    embedding_backward(be_, {g + e.segment("embedding.wte").offset, g + e.segment("embedding.wpe").offset}, ws.d_res.data(), tokens.inputs(), d.B,
+                       d.T, C, dropout_, site_key(0));
     emb_probe.backward_out("embed", nullptr, 0);
   }
   storage_.post_backward(emb);
@@ -128,29 +160,27 @@ double Gpt::evaluate(const Batch& batch, float* logits) {
   const Dims d{batch.B, batch.T, s.C, s.H, s.F, s.V};
   const long N = d.N(), C = d.C;
   const int L = static_cast<int>(s.L), emb = layout_.embedding_unit(), head = layout_.head_unit();
-  const LayerProbe none(nullptr, 0, nullptr, nullptr);
+  const DType act = be_.compute_dtype();
+  const LayerProbe none(nullptr, 0, nullptr, nullptr, act);
+  const DeviceTokens tokens(be_, batch);
   storage_.pre_forward(emb);
-  Buffer x = be_.allocator().allocate(MemoryCategory::activations, sizeof(float) * N * C);
-  {
-    const UnitLayout& e = layout_.units[emb];
-    const float* p = storage_.params(emb);
-    embedding_forward(be_, x.f32(), batch.inputs, {p + e.segment("embedding.wte").offset, p + e.segment("embedding.wpe").offset}, d.B, d.T, C, 0.0f, 0);
-  }
+  Buffer x = be_.allocator().allocate(MemoryCategory::activations, compute_bytes(be_, N * C));
+  embedding_forward(be_, x.data(), tokens.inputs(), embedding_weights(layout_, storage_, act), d.B, d.T, C, 0.0f, 0);
   storage_.post_forward(emb);
   for (int i = 0; i < L; ++i) {
     const int u = layout_.block_unit(i);
     storage_.pre_forward(u);
     BlockSaved saved;
-    x = block_forward({be_, d, 0.0f, 0, 0, none}, saved, x.f32(), block_params<const float>(layout_.units[u], storage_.params(u)), BlockRecompute::full);
+    x = block_forward({be_, d, 0.0f, 0, 0, none}, saved, x.data(), block_weights(layout_.units[u], storage_.compute_params(u), act), BlockRecompute::full);
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);
-  const HeadParams hp = head_params(layout_, storage_, false);
+  const HeadParams hp = head_params(layout_, storage_, act, false);
   LayerNormSaved lnf;
-  layernorm_forward(be_, lnf, x.f32(), hp.ln_w, hp.ln_b, N, C);
+  layernorm_forward(be_, lnf, x.data(), hp.ln_w, hp.ln_b, N, C);
   x.reset();
   LossSaved loss_saved;
-  const double loss = loss_forward(be_, loss_saved, lnf.out.f32(), hp.lm, batch.targets, d, none, logits);
+  const double loss = loss_forward(be_, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), d, none, logits);
   storage_.post_forward(head);
   return loss;
 }

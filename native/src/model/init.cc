@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/backend.h"
 #include "runtime/rng.h"
 
 namespace fsdp {
@@ -34,6 +35,18 @@ void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t cou
       }
     }
   }
+}
+
+}  // namespace fsdp
+
+namespace fsdp {
+
+void init_unit_range_on(Backend& be, const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std,
+                        long long n_layers) {
+  if (be.host_memory()) return init_unit_range(unit, offset, count, dst, seed, init_std, n_layers);
+  std::vector<float> host(count);
+  init_unit_range(unit, offset, count, host.data(), seed, init_std, n_layers);
+  be.upload(dst, host.data(), sizeof(float) * count);
 }
 
 }  // namespace fsdp

@@ -14,3 +14,13 @@ namespace fsdp {
 void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std, long long n_layers);
 
 }  // namespace fsdp
+
+namespace fsdp {
+
+class Backend;
+
+/** init_unit_range into the backend's memory: through a host copy when that memory is a GPU's. */
+void init_unit_range_on(Backend& be, const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std,
+                        long long n_layers);
+
+}  // namespace fsdp

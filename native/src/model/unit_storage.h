@@ -17,7 +17,13 @@ class UnitStorage {
  public:
   virtual ~UnitStorage() = default;
 
+  /** The float32 parameters (masters). */
   virtual float* params(int unit) = 0;
+  /**
+   * The parameters as the matrix products read them, in the backend's compute dtype: the masters
+   * themselves in float32, else a copy cast from them (FSDP's param_dtype; MEMORY.md compute_copy).
+   */
+  virtual const void* compute_params(int unit) { return params(unit); }
   /** Gradients accumulate here across micro-batches until the optimizer step. */
   virtual float* grads(int unit) = 0;
 

@@ -11,6 +11,7 @@ ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool wi
     units_[u].numel = layout.units[u].numel;
     units_[u].params = a.allocate(MemoryCategory::params, bytes);
     units_[u].grads = a.allocate(MemoryCategory::grads, bytes);
+    if (be.compute_dtype() != DType::f32) units_[u].compute = a.allocate(MemoryCategory::params, compute_bytes(be, units_[u].numel));
   }
   Allocator& moments = offload ? be.host_allocator() : a;
   for (std::size_t u = 0; u < units_.size() && with_optimizer_state; ++u) {
@@ -23,8 +24,19 @@ ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool wi
   zero_grads();
 }
 
+const void* ReplicatedState::compute_params(int unit) {
+  Unit& u = units_[unit];
+  if (u.compute.empty()) return u.params.f32();
+  if (u.stale) {
+    be_.cast_from_f32(u.compute.data(), u.params.f32(), u.numel);
+    u.stale = false;
+  }
+  return u.compute.data();
+}
+
 LocalShard ReplicatedState::local(int unit) {
   Unit& u = units_[unit];
+  u.stale = true;  // the caller may write the masters
   return {u.params.f32(), u.grads.f32(), u.m.f32(), u.v.f32(), 0, u.numel};
 }
 

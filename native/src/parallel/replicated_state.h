@@ -3,6 +3,9 @@
 // With several ranks each unit's gradients are all-reduced right after its backward on the final
 // micro-step. Without optimizer state (a smoke step that never updates), local(u).m and .v are
 // null. With fsdp.cpu_offload the moments live in the backend's host memory.
+// When the backend computes in bfloat16/float16, each unit also keeps a copy of its parameters in
+// that dtype (MEMORY.md compute_copy), cast again from the masters after anything may have
+// written them through local() (the optimizer, initialisation, a checkpoint load).
 #pragma once
 #include <vector>
 
@@ -18,11 +21,13 @@ class ReplicatedState final : public ModelState {
   ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true, Collectives* world = nullptr, bool offload = false);
 
   float* params(int unit) override { return units_[unit].params.f32(); }
+  const void* compute_params(int unit) override;
   float* grads(int unit) override { return units_[unit].grads.f32(); }
   int unit_count() const override { return static_cast<int>(units_.size()); }
   LocalShard local(int unit) override;
   LocalShard owned(int unit) override;
   Collectives& collectives() override { return *world_; }
+  Backend* device() override { return be_.host_memory() ? nullptr : &be_; }
   void zero_grads() override;
   void set_gradient_sync(bool sync) override { sync_ = sync; }
   void post_backward(int unit) override;
@@ -30,6 +35,8 @@ class ReplicatedState final : public ModelState {
  private:
   struct Unit {
     Buffer params, grads, m, v;
+    Buffer compute;      // params in the backend's compute dtype (empty in float32)
+    bool stale = true;   // compute does not yet hold the current masters
     std::size_t numel = 0;
   };
   Backend& be_;

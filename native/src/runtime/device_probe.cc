@@ -6,6 +6,10 @@
 #include <fstream>
 #include <thread>
 
+#ifdef FSDP_WITH_CUDA
+#include "backend/cuda/cuda_backend_factory.h"
+#endif
+
 extern "C" char* openblas_get_config(void);
 
 namespace fsdp {
@@ -35,6 +39,10 @@ DeviceProbe probe_devices() {
   if (pages > 0 && page_size > 0) p.cpu.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
   p.cpu.model_name = cpu_model_name();
   p.blas = std::string("OpenBLAS ") + openblas_get_config();
+#ifdef FSDP_WITH_CUDA
+  p.cuda_built = true;
+  p.gpus = probe_gpus();
+#endif
   return p;
 }
 

@@ -10,13 +10,25 @@
 #include <cstdint>
 #include <string_view>
 
+// The mixers are callable from CUDA kernels too, so GPU dropout draws the CPU's masks.
+#ifdef __CUDACC__
+#define FSDP_HOST_DEVICE __host__ __device__
+#else
+#define FSDP_HOST_DEVICE
+#endif
+
 namespace fsdp {
 
 /** SplitMix64's finaliser: a bijective 64-bit mixer with good avalanche. */
-inline std::uint64_t mix64(std::uint64_t z) {
+FSDP_HOST_DEVICE inline std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+/** CounterRng(key).uniform(i), as a free function for GPU kernels (the same arithmetic). */
+FSDP_HOST_DEVICE inline float counter_uniform(std::uint64_t key, std::uint64_t i) {
+  return static_cast<float>(mix64(key + (i + 1) * 0x9e3779b97f4a7c15ULL) >> 40) * (1.0f / 16777216.0f);
 }
 
 /** Folds a value into a stream key. */

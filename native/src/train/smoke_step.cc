@@ -11,15 +11,16 @@
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "train/activation_policy.h"
+#include "train/backend_options.h"
 
 namespace fsdp {
 
 nlohmann::json smoke_step(const RunConfig& config, long max_tokens) {
-  auto backend = make_backend(config.launch.device);
+  auto backend = make_backend(config.launch.device, backend_options(config));
   const ParamLayout layout = ParamLayout::of(ModelShape::of(config.model));
   const auto t0 = std::chrono::steady_clock::now();
   ReplicatedState state(*backend, layout, false);
-  for (int u = 0; u < state.unit_count(); ++u) init_unit_range(layout.units[u], 0, layout.units[u].numel, state.params(u), config.training.seed, config.model.init_std, layout.shape.L);
+  for (int u = 0; u < state.unit_count(); ++u) init_unit_range_on(*backend, layout.units[u], 0, layout.units[u].numel, state.params(u), config.training.seed, config.model.init_std, layout.shape.L);
   const double init_ms = 1000.0 * seconds_since(t0);
 
   const long T = std::min<long>(config.data.seq_len, max_tokens);

@@ -23,6 +23,7 @@
 #include "runtime/peak_flops.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
+#include "train/backend_options.h"
 
 namespace fsdp {
 
@@ -37,6 +38,16 @@ namespace {
  */
 std::uint64_t step_dropout_key(std::uint32_t seed, long step) {
   return derive_key(derive_key(derive_key(seed, 0xd20900d7ULL), static_cast<std::uint64_t>(step)), 0);
+}
+
+/** NVML's and the runtime's readings of the GPU, as step events carry them (`gpu`). */
+nlohmann::json device_readings_json(const DeviceReadings& r) {
+  nlohmann::json j = {{"context_bytes", r.context_bytes}, {"library_workspace_bytes", r.library_workspace_bytes}};
+  if (r.util_percent) j["util"] = *r.util_percent;
+  if (r.mem_used) j["mem_used"] = *r.mem_used;
+  if (r.mem_total) j["mem_total"] = *r.mem_total;
+  if (r.temperature_c) j["temp_c"] = *r.temperature_c;
+  return j;
 }
 
 const char* status_name(RunStatus s) { return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped"; }
@@ -73,7 +84,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
       world_(options_.world ? options_.world : &alone_),
       st_(config.stability.spike_zscore, config.stability.spike_window) {
   use_threads(resolve_threads(config_.launch.threads_per_rank, config_.launch.nproc_per_node));
-  backend_ = make_backend(config_.launch.device);
+  backend_ = make_backend(config_.launch.device, backend_options(config_));
   layout_ = ParamLayout::of(ModelShape::of(config_.model));
   plan_ = plan_memory(config_);
   // The run folder is rank 0's: events, run.json and checkpoint manifests come from it alone.
@@ -85,6 +96,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     log_ = std::make_unique<MetricsLog>("", false);
   }
   flops_per_token_ = training_flops_per_token(layout_.shape, config_.data.seq_len);
+  scaler_ = LossScaler(backend_->compute_dtype() == DType::f16);
   std::ifstream planted((fs::path(options_.run_dir) / "diagnostics" / "injected.json").string());
   if (planted) {
     const nlohmann::json steps = nlohmann::json::parse(planted, nullptr, false);
@@ -173,15 +185,18 @@ std::string Trainer::set_up() {
   }
   error = first_failure(*world_, error);
   if (!error.empty()) return error;
-  // Rank 0 measures sgemm while the others wait (measured together they would share the cores).
-  peak_flops_ = options_.peak_flops > 0 ? options_.peak_flops : rank0() ? measure_sgemm(*backend_).flops : 0.0;
+  // MFU against the device's datasheet peak in the compute dtype where the backend knows it (GPUs);
+  // else rank 0 measures sgemm while the others wait (measured together they would share the cores).
+  peak_flops_ = options_.peak_flops > 0 ? options_.peak_flops
+                : backend_->nominal_peak_flops() > 0 ? backend_->nominal_peak_flops()
+                : rank0() ? measure_sgemm(*backend_).flops : 0.0;
   world_->broadcast(&peak_flops_, sizeof peak_flops_, 0);
   try {
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
     state_ = make_model_state(*backend_, layout_, config_, plan_, *world_);
     model_ = std::make_unique<Gpt>(*backend_, layout_, *state_, static_cast<float>(config_.model.dropout), plan_.policy);
     optimizer_ = std::make_unique<AdamW>(*backend_, layout_, config_.training);
-    stream_ = std::make_unique<BatchStream>(backend_->allocator(), train_file_, config_.training.batch_size_per_gpu, config_.data.seq_len,
+    stream_ = std::make_unique<BatchStream>(backend_->batch_allocator(), train_file_, config_.training.batch_size_per_gpu, config_.data.seq_len,
                                             config_.data.shuffle, config_.training.seed, config_.data.prefetch_batches, world_->rank(), world_->size());
   } catch (const std::exception& e) {
     error = e.what();
@@ -240,7 +255,7 @@ void Trainer::load(const std::string& path) {
 void Trainer::initialise_parameters() {
   for (int u = 0; u < state_->unit_count(); ++u) {
     const LocalShard sh = state_->local(u);
-    init_unit_range(layout_.units[u], sh.offset, sh.count, sh.params, config_.training.seed, config_.model.init_std, layout_.shape.L);
+    init_unit_range_on(*backend_, layout_.units[u], sh.offset, sh.count, sh.params, config_.training.seed, config_.model.init_std, layout_.shape.L);
   }
   state_->publish_params();
   st_.global_micro_batch = static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
@@ -299,7 +314,7 @@ void Trainer::write_run_start(const std::string& resumed_from) {
                       {"n_params", layout_.total},
                       {"flops_per_token", flops_per_token_},
                       {"peak_flops", peak_flops_},
-                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_->name()}, {"blas", probe.blas}, {"threads", current_threads()}}}};
+                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_->name()}, {"compute_dtype", dtype_name(backend_->compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()}}}};
   if (manifest_) e["run_id"] = manifest_->run_id();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;
   log_->write(e);
@@ -366,7 +381,9 @@ double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepP
     state_->set_gradient_sync(micro == micro_steps - 1);
     // Each micro-batch adds the gradient of loss / (micro_steps x ranks): summed over the micro-steps
     // and reduced over the ranks, the step's gradient is that of the mean over the global batch.
-    const float scale = 1.0f / (static_cast<float>(micro_steps) * static_cast<float>(ranks));
+    // Under float16 the gradients also carry the loss scale until the optimizer divides it out.
+    const float scale = scaler_.enabled() ? static_cast<float>(scaler_.scale() / (static_cast<double>(micro_steps) * ranks))
+                                          : 1.0f / (static_cast<float>(micro_steps) * static_cast<float>(ranks));
     loss += model_->forward_backward(batch, scale, step_dropout_key(config_.training.seed, step), probe);
   }
   return mean_over_ranks(loss / micro_steps);
@@ -393,10 +410,18 @@ Trainer::StepOutcome Trainer::train_step(long step) {
   const double loss = run_micro_batches(step, first_position, inspector.get(), nullptr);
   st_.data_position = stream_->position();
   if (inspector && inspector->planted()) remember_planted(step);
-  const double grad_norm = state_->grad_norm(*backend_);
+  const double grad_norm = state_->grad_norm(*backend_) / scaler_.scale();
 
   // The loss and the norm are the same on every rank: the branches below are taken together.
   StepOutcome out;
+  if (scaler_.enabled() && std::isfinite(loss) && !std::isfinite(grad_norm)) {
+    // float16 overflow, not a fault of the model: skip the update with a smaller scale.
+    scaler_.update(false);
+    state_->zero_grads();
+    st_.step = step;
+    write_step(step, loss, lr, grad_norm, seconds_since(t0), true);
+    return out;
+  }
   if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
     out.end = handle_nonfinite(step, {loss, lr, grad_norm, t0}, first_position, plant ? &*plant : nullptr);
     return out;
@@ -417,18 +442,21 @@ Trainer::StepOutcome Trainer::train_step(long step) {
 
   if (!skip) {
     const double max_norm = config_.training.max_grad_norm;
-    const float clip = max_norm > 0 && grad_norm > max_norm ? static_cast<float>(max_norm / (grad_norm + 1e-6)) : 1.0f;
+    const float clip = scaler_.enabled() ? static_cast<float>((max_norm > 0 && grad_norm > max_norm ? max_norm / (grad_norm + 1e-6) : 1.0) / scaler_.scale())
+                       : max_norm > 0 && grad_norm > max_norm ? static_cast<float>(max_norm / (grad_norm + 1e-6)) : 1.0f;
     UpdatePoison poison;
     const auto& inj = config_.debug.inject_nan;
     const bool poisoning = inj.enabled && inj.phase == "optimizer" && inj.step == step && !(inj.once && planted_steps_.count(step));
     if (poisoning) poison = {layout_.block_unit(inj.layer), (inj.op.empty() ? std::string(ops::kDefaultOptimizer) : inj.op) + ".weight"};
-    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm, poisoning ? &poison : nullptr);
+    // The norm of the gradients as stored: under float16 they still carry the loss scale.
+    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm * scaler_.scale(), poisoning ? &poison : nullptr);
     if (poisoning) remember_planted(step);
     if (bad) {
       out.end = handle_bad_update(step, {loss, lr, grad_norm, t0}, *bad);
       return out;
     }
     ++st_.adam_t;
+    scaler_.update(true);
     st_.loss_spikes.add(loss);
     st_.grad_norm_spikes.add(grad_norm);
   }
@@ -449,6 +477,8 @@ void Trainer::write_step(long step, double loss, double lr, double grad_norm, do
   const std::vector<double> all = W > 1 ? gather_values(*world_, mine) : mine;
   if (!rank0()) return;
   const bool offload = plan_.host.total > 0;
+  std::optional<nlohmann::json> gpu;
+  if (const auto r = backend_->readings()) gpu = device_readings_json(*r);  // this rank's GPU
   const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len * config_.training.gradient_accumulation_steps;
   // flops_per_s and mfu are one rank's; tokens_per_s counts the tokens of `ranks` ranks.
   auto event = [&](const MemoryUsage& device, const MemoryUsage& host, double secs, double cpu_secs, int ranks) {
@@ -467,6 +497,8 @@ void Trainer::write_step(long step, double loss, double lr, double grad_norm, do
                         {"mfu", peak_flops_ > 0 ? flops / peak_flops_ : 0.0}};
     if (offload) e["mem_peak_host_by_category"] = by_category(host);
     if (skipped) e["skipped"] = true;
+    if (scaler_.enabled()) e["loss_scale"] = scaler_.scale();
+    if (gpu) e["gpu"] = *gpu;
     return e;
   };
   const std::size_t per_rank = mine.size();
@@ -494,7 +526,7 @@ void Trainer::write_step(long step, double loss, double lr, double grad_norm, do
 void Trainer::evaluate(long step) {
   if (!val_file_) return;
   const long B = config_.training.batch_size_per_gpu, T = config_.data.seq_len;
-  Buffer ids = backend_->allocator().allocate(MemoryCategory::other, 8 * static_cast<std::size_t>(B * T));
+  Buffer ids = backend_->batch_allocator().allocate(MemoryCategory::other, 8 * static_cast<std::size_t>(B * T));
   double total = 0;
   const int batches = config_.logging.eval_batches;
   for (int k = 0; k < batches; ++k) {

@@ -28,6 +28,7 @@
 #include "parallel/model_state.h"
 #include "parallel/single_process.h"
 #include "runtime/peer_watch.h"
+#include "train/loss_scaler.h"
 #include "train/trainer_state.h"
 
 namespace fsdp {
@@ -109,6 +110,7 @@ class Trainer {
   double last_save_time_ = 0, last_manifest_time_ = 0;
   double step_cpu_start_ = 0;  // process CPU seconds when the current step began
   long last_saved_step_ = -1;
+  LossScaler scaler_{false};  // float16 compute only
 };
 
 }  // namespace fsdp

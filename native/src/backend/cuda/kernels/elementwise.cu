@@ -1,0 +1,241 @@
+// Elementwise kernels: casts, fills, GELU, dropout (+ residual), bias epilogues and the bias
+// gradient. Each has a 16-byte vector path (8 bfloat16 or 4 float32 a load) where the pointers
+// and the length allow it, and a scalar path otherwise.
+#include "backend/cuda/kernels/common.cuh"
+#include "backend/cuda/kernels/kernels.h"
+#include "runtime/rng.h"
+
+namespace fsdp::cuda {
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+
+__device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kCubic * x * x * x))); }
+
+__device__ __forceinline__ float gelu_grad(float x) {
+  const float th = tanhf(kSqrt2OverPi * (x + kCubic * x * x * x));
+  const float sech2 = 1.0f - th * th;
+  return 0.5f * (1.0f + th) + 0.5f * x * sech2 * kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+}
+
+/** Grid-stride loop over packs of T, with the op applied per element index and value. */
+template <class T, class Op>
+__global__ void pack_kernel(std::size_t packs, Op op) {
+  for (std::size_t p = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; p < packs; p += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    op(p * Pack<T>::kSize);
+}
+
+template <class Op>
+__global__ void scalar_kernel(std::size_t n, Op op) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    op(i);
+}
+
+template <class T>
+__global__ void cast_kernel(T* dst, const float* src, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = from_f<T>(src[i]);
+}
+
+template <class T>
+struct GeluForward {
+  T* out;
+  const T* in;
+  __device__ void operator()(std::size_t i) const {
+    const Pack<T> x = Pack<T>::load(in + i);
+    Pack<T> y;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::kSize; ++k) y.v[k] = from_f<T>(gelu(to_f(x.v[k])));
+    y.store(out + i);
+  }
+};
+
+template <class T>
+struct GeluBackward {
+  T* d;
+  const T* in;
+  __device__ void operator()(std::size_t i) const {
+    const Pack<T> x = Pack<T>::load(in + i);
+    Pack<T> g = Pack<T>::load(d + i);
+#pragma unroll
+    for (int k = 0; k < Pack<T>::kSize; ++k) g.v[k] = from_f<T>(to_f(g.v[k]) * gelu_grad(to_f(x.v[k])));
+    g.store(d + i);
+  }
+};
+
+/** out = residual + mask(x) (residual may be null: plain dropout), masks from counter_uniform. */
+template <class T>
+struct DropoutPack {
+  T* out;
+  const T* residual;
+  const T* x;
+  float p, keep_scale;
+  std::uint64_t key;
+  __device__ void operator()(std::size_t i) const {
+    const Pack<T> xv = Pack<T>::load(x + i);
+    Pack<T> r;
+    if (residual) r = Pack<T>::load(residual + i);
+    Pack<T> o;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::kSize; ++k) {
+      const float kept = p == 0.0f ? to_f(xv.v[k]) : (counter_uniform(key, i + k) >= p ? to_f(xv.v[k]) * keep_scale : 0.0f);
+      o.v[k] = from_f<T>((residual ? to_f(r.v[k]) : 0.0f) + kept);
+    }
+    o.store(out + i);
+  }
+};
+
+template <class T>
+struct DropoutScalar {
+  T* out;
+  const T* residual;
+  const T* x;
+  float p, keep_scale;
+  std::uint64_t key;
+  __device__ void operator()(std::size_t i) const {
+    const float xv = to_f(x[i]);
+    const float kept = p == 0.0f ? xv : (counter_uniform(key, i) >= p ? xv * keep_scale : 0.0f);
+    out[i] = from_f<T>((residual ? to_f(residual[i]) : 0.0f) + kept);
+  }
+};
+
+template <class T>
+void run_dropout(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key, cudaStream_t s) {
+  const float keep_scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+  if (packable(n, sizeof(T), {out, residual, x})) {
+    const std::size_t packs = n / Pack<T>::kSize;
+    pack_kernel<T><<<blocks_for(packs, kThreads), kThreads, 0, s>>>(
+        packs, DropoutPack<T>{static_cast<T*>(out), static_cast<const T*>(residual), static_cast<const T*>(x), p, keep_scale, key});
+  } else {
+    scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(
+        n, DropoutScalar<T>{static_cast<T*>(out), static_cast<const T*>(residual), static_cast<const T*>(x), p, keep_scale, key});
+  }
+  check_launch("dropout");
+}
+
+template <class T>
+__global__ void bias_act_kernel(T* out, T* gelu_pre, const float* b, long N, long O) {
+  const std::size_t n = static_cast<std::size_t>(N) * O;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float v = to_f(out[i]) + (b ? b[i % O] : 0.0f);
+    if (gelu_pre) {
+      gelu_pre[i] = from_f<T>(v);
+      out[i] = from_f<T>(gelu(to_f(from_f<T>(v))));  // GELU of the stored (rounded) pre-activation, as the unfused path
+    } else {
+      out[i] = from_f<T>(v);
+    }
+  }
+}
+
+// Bias gradient: block (x, y) sums rows y*R .. of 32 columns at x; then one pass adds the row-block
+// partials in order. Deterministic for any N.
+constexpr int kBiasRows = 256;
+
+template <class T>
+__global__ void bias_partial_kernel(float* partial, const T* dout, long N, long O) {
+  const long col = blockIdx.x * 32L + threadIdx.x;
+  const long r0 = blockIdx.y * static_cast<long>(kBiasRows);
+  __shared__ float acc[8][33];
+  float sum = 0.0f;
+  if (col < O) {
+    for (long r = r0 + threadIdx.y; r < r0 + kBiasRows && r < N; r += blockDim.y) sum += to_f(dout[r * O + col]);
+  }
+  acc[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < O) {
+    float total = 0.0f;
+    for (int k = 0; k < 8; ++k) total += acc[k][threadIdx.x];
+    partial[blockIdx.y * O + col] = total;
+  }
+}
+
+__global__ void bias_finish_kernel(float* db, const float* partial, long row_blocks, long O) {
+  const long col = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  if (col >= O) return;
+  float total = 0.0f;
+  for (long k = 0; k < row_blocks; ++k) total += partial[k * O + col];
+  db[col] += total;
+}
+
+}  // namespace
+
+void cast_from_f32(void* dst, DType t, const float* src, std::size_t n, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    cast_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(static_cast<T*>(dst), src, n);
+  );
+  check_launch("cast_from_f32");
+}
+
+void fill(float* x, std::size_t n, float value, cudaStream_t s) {
+  scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { x[i] = value; });
+  check_launch("fill");
+}
+
+void set_element(void* x, DType t, std::size_t index, float value, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    T* p = static_cast<T*>(x) + index;
+    scalar_kernel<<<1, 32, 0, s>>>(1, [=] __device__(std::size_t) { *p = from_f<T>(value); });
+  );
+  check_launch("set_element");
+}
+
+void gelu_forward(void* out, const void* in, std::size_t n, DType t, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    T* o = static_cast<T*>(out);
+    const T* x = static_cast<const T*>(in);
+    if (packable(n, sizeof(T), {out, in})) {
+      const std::size_t packs = n / Pack<T>::kSize;
+      pack_kernel<T><<<blocks_for(packs, kThreads), kThreads, 0, s>>>(packs, GeluForward<T>{o, x});
+    } else {
+      scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { o[i] = from_f<T>(gelu(to_f(x[i]))); });
+    }
+  );
+  check_launch("gelu_forward");
+}
+
+void gelu_backward(void* d, const void* in, std::size_t n, DType t, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    T* g = static_cast<T*>(d);
+    const T* x = static_cast<const T*>(in);
+    if (packable(n, sizeof(T), {d, in})) {
+      const std::size_t packs = n / Pack<T>::kSize;
+      pack_kernel<T><<<blocks_for(packs, kThreads), kThreads, 0, s>>>(packs, GeluBackward<T>{g, x});
+    } else {
+      scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { g[i] = from_f<T>(to_f(g[i]) * gelu_grad(to_f(x[i]))); });
+    }
+  );
+  check_launch("gelu_backward");
+}
+
+void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key, DType t, cudaStream_t s) {
+  FSDP_DISPATCH(t, T, run_dropout<T>(out, residual, x, n, p, key, s));
+}
+
+void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key, DType t, cudaStream_t s) {
+  FSDP_DISPATCH(t, T, run_dropout<T>(out, nullptr, x, n, p, key, s));
+}
+
+void bias_act(void* out, void* gelu_pre, const float* b, long N, long O, DType t, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    bias_act_kernel<T><<<blocks_for(static_cast<std::size_t>(N) * O, kThreads), kThreads, 0, s>>>(static_cast<T*>(out), static_cast<T*>(gelu_pre), b, N, O);
+  );
+  check_launch("bias_act");
+}
+
+std::size_t bias_backward_scratch(long N, long O) { return static_cast<std::size_t>((N + kBiasRows - 1) / kBiasRows) * O; }
+
+void bias_backward(float* db, const void* dout, DType dout_t, long N, long O, float* scratch, cudaStream_t s) {
+  const long row_blocks = (N + kBiasRows - 1) / kBiasRows;
+  FSDP_DISPATCH(dout_t, T,
+    bias_partial_kernel<T><<<dim3(static_cast<unsigned>((O + 31) / 32), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
+        scratch, static_cast<const T*>(dout), N, O);
+  );
+  check_launch("bias_backward (partials)");
+  bias_finish_kernel<<<static_cast<unsigned>((O + 255) / 256), 256, 0, s>>>(db, scratch, row_blocks, O);
+  check_launch("bias_backward");
+}
+
+}  // namespace fsdp::cuda

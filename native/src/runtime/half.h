@@ -1,0 +1,42 @@
+// 16-bit floats on the host, as bit patterns: bfloat16 (the top half of a float32) and IEEE
+// float16. For reading GPU tensors back (diagnostics, tests); the GPU converts with its own
+// instructions.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace fsdp {
+
+inline float bits_to_float(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline std::uint32_t float_to_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+inline float bf16_to_float(std::uint16_t h) { return bits_to_float(static_cast<std::uint32_t>(h) << 16); }
+
+/** Round to nearest even, as the GPU's __float2bfloat16; NaN stays NaN. */
+inline std::uint16_t float_to_bf16(float f) {
+  const std::uint32_t u = float_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline float f16_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (man << 13));  // Inf, NaN
+  if (exp != 0) return bits_to_float(sign | ((exp + 112u) << 23) | (man << 13));
+  if (man == 0) return bits_to_float(sign);
+  // Subnormal: value = man * 2^-24.
+  const float v = static_cast<float>(man) * (1.0f / 16777216.0f);
+  return sign ? -v : v;
+}
+
+}  // namespace fsdp
