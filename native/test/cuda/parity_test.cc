@@ -58,7 +58,7 @@ struct Trained {
     const double loss = gpt->forward_backward(batch, 1.0f, 0);
     const double norm = state->grad_norm(*be);
     const float clip = norm > 1.0 ? static_cast<float>(1.0 / (norm + 1e-6)) : 1.0f;
-    EXPECT_FALSE(adamw->step(*state, t, 3e-3, clip).has_value());
+    EXPECT_FALSE(adamw->step(*state, t, 3e-3, clip, norm).has_value());
     return loss;
   }
 
