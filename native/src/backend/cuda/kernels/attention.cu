@@ -26,6 +26,19 @@ struct Shape {
   float scale;  // 1 / sqrt(head size)
 };
 
+/**
+ * Rows r0 .. r0 + rows of one head's slice of a row-major tensor into shared memory as float32:
+ * dst[j * stride + i] = src[(r0 + j) * row_stride + col + i], zero past the sequence's end.
+ */
+template <class T, int HS>
+__device__ __forceinline__ void load_rows(float* dst, int stride, const T* src, long row_stride, long col, long r0, int rows, long T_) {
+  for (int e = threadIdx.x; e < rows * HS; e += blockDim.x) {
+    const long r = r0 + e / HS;
+    const int i = e % HS;
+    dst[(e / HS) * stride + i] = r < T_ ? to_f(src[r * row_stride + col + i]) : 0.0f;
+  }
+}
+
 template <class T, int HS>
 __global__ void forward_kernel(T* y, float* lse, const T* qkv, Shape sh, bool given_lse) {
   extern __shared__ float smem[];
@@ -51,12 +64,8 @@ __global__ void forward_kernel(T* y, float* lse, const T* qkv, Shape sh, bool gi
   const long last = (q0 + kQueryRows < sh.T ? q0 + kQueryRows : sh.T) - 1;
   for (long k0 = 0; k0 <= last; k0 += kKeyRows) {
     __syncthreads();
-    for (int e = threadIdx.x; e < kKeyRows * HS; e += blockDim.x) {
-      const long u = k0 + e / HS;
-      const int i = e % HS;
-      Ks[e] = u < sh.T ? to_f(base[u * C3 + sh.C + h * HS + i]) : 0.0f;
-      Vs[e] = u < sh.T ? to_f(base[u * C3 + 2 * sh.C + h * HS + i]) : 0.0f;
-    }
+    load_rows<T, HS>(Ks, HS, base, C3, sh.C + h * HS, k0, kKeyRows, sh.T);
+    load_rows<T, HS>(Vs, HS, base, C3, 2 * sh.C + h * HS, k0, kKeyRows, sh.T);
     __syncthreads();
     if (!active || k0 > t) continue;
     const int n = static_cast<int>(t - k0 + 1 < kKeyRows ? t - k0 + 1 : kKeyRows);
@@ -126,12 +135,8 @@ __global__ void dkdv_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse
   const T* base = qkv + b * sh.T * C3;
   const T* dyb = dy + b * sh.T * sh.C;
 
-  for (int e = threadIdx.x; e < kKeyBlock * HS; e += blockDim.x) {
-    const long r = k0 + e / HS;
-    const int i = e % HS;
-    Ks[(e / HS) * P + i] = r < sh.T ? to_f(base[r * C3 + sh.C + h * HS + i]) : 0.0f;
-    Vs[(e / HS) * P + i] = r < sh.T ? to_f(base[r * C3 + 2 * sh.C + h * HS + i]) : 0.0f;
-  }
+  load_rows<T, HS>(Ks, P, base, C3, sh.C + h * HS, k0, kKeyBlock, sh.T);
+  load_rows<T, HS>(Vs, P, base, C3, 2 * sh.C + h * HS, k0, kKeyBlock, sh.T);
   float dk[HS], dv[HS];
 #pragma unroll
   for (int i = 0; i < HS; ++i) dk[i] = dv[i] = 0.0f;
@@ -140,12 +145,8 @@ __global__ void dkdv_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse
 
   for (long t0 = (k0 / kQueryTile) * kQueryTile; t0 < sh.T; t0 += kQueryTile) {
     __syncthreads();
-    for (int e = threadIdx.x; e < kQueryTile * HS; e += blockDim.x) {
-      const long t = t0 + e / HS;
-      const int i = e % HS;
-      Qs[e] = t < sh.T ? to_f(base[t * C3 + h * HS + i]) : 0.0f;
-      Ds[e] = t < sh.T ? to_f(dyb[t * sh.C + h * HS + i]) : 0.0f;
-    }
+    load_rows<T, HS>(Qs, HS, base, C3, h * HS, t0, kQueryTile, sh.T);
+    load_rows<T, HS>(Ds, HS, dyb, sh.C, h * HS, t0, kQueryTile, sh.T);
     for (int e = threadIdx.x; e < kQueryTile; e += blockDim.x) {
       const long t = t0 + e;
       Ls[e] = t < sh.T ? lse[bh * sh.T + t] : 0.0f;
@@ -198,12 +199,8 @@ __global__ void dq_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, 
   const long C3 = 3 * sh.C;
   const T* base = qkv + b * sh.T * C3;
   const T* dyb = dy + b * sh.T * sh.C;
-  for (int e = threadIdx.x; e < kQueryRows * HS; e += blockDim.x) {
-    const long r = q0 + e / HS;
-    const int i = e % HS;
-    Qs[(e / HS) * P + i] = r < sh.T ? to_f(base[r * C3 + h * HS + i]) : 0.0f;
-    Ds[(e / HS) * P + i] = r < sh.T ? to_f(dyb[r * sh.C + h * HS + i]) : 0.0f;
-  }
+  load_rows<T, HS>(Qs, P, base, C3, h * HS, q0, kQueryRows, sh.T);
+  load_rows<T, HS>(Ds, P, dyb, sh.C, h * HS, q0, kQueryRows, sh.T);
   const bool active = t < sh.T;
   const float L = active ? lse[bh * sh.T + t] : 0.0f, E = active ? delta[bh * sh.T + t] : 0.0f;
   float dq[HS];
@@ -214,12 +211,8 @@ __global__ void dq_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, 
   const long last = (q0 + kQueryRows < sh.T ? q0 + kQueryRows : sh.T) - 1;
   for (long k0 = 0; k0 <= last; k0 += kKeyRows) {
     __syncthreads();
-    for (int e = threadIdx.x; e < kKeyRows * HS; e += blockDim.x) {
-      const long u = k0 + e / HS;
-      const int i = e % HS;
-      Ks[e] = u < sh.T ? to_f(base[u * C3 + sh.C + h * HS + i]) : 0.0f;
-      Vs[e] = u < sh.T ? to_f(base[u * C3 + 2 * sh.C + h * HS + i]) : 0.0f;
-    }
+    load_rows<T, HS>(Ks, HS, base, C3, sh.C + h * HS, k0, kKeyRows, sh.T);
+    load_rows<T, HS>(Vs, HS, base, C3, 2 * sh.C + h * HS, k0, kKeyRows, sh.T);
     __syncthreads();
     if (!active || k0 > t) continue;
     const int n = static_cast<int>(t - k0 + 1 < kKeyRows ? t - k0 + 1 : kKeyRows);
