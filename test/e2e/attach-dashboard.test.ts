@@ -50,10 +50,7 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-ws-'));
   });
   afterEach(async function () {
-    if (this.currentTest?.state !== 'failed' || !vscode) return;
-    const name = `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`;
-    await vscode.screenshot(name);
-    console.error(`notifications at the failure: ${await vscode.notificationsText()}; logs in ${vscode.saveLogs(`${name}-logs`)}`);
+    await vscode?.reportFailure(this.currentTest);
   });
   after(async () => {
     await vscode?.close();

@@ -30,7 +30,7 @@ describe('e2e: config checks (language server) in a real VS Code', function () {
     vscode = await VsCodeSession.open({ workspace });
   });
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed') await vscode?.screenshot(`config-checks-failed-${this.currentTest.title.slice(0, 30).replace(/\W+/g, '-')}`);
+    await vscode?.reportFailure(this.currentTest);
   });
   after(async () => {
     await vscode?.close();

@@ -73,10 +73,7 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
   const local = new LocalMachine();
 
   afterEach(async function () {
-    if (this.currentTest?.state !== 'failed' || !vscode) return;
-    const name = `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`;
-    await vscode.screenshot(name);
-    console.error(`notifications at the failure: ${await vscode.notificationsText()}; logs in ${vscode.saveLogs(`${name}-logs`)}`);
+    await vscode?.reportFailure(this.currentTest);
   });
   after(async () => {
     await vscode?.close();

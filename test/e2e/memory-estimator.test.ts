@@ -21,7 +21,7 @@ describe('e2e: memory estimator panel', function () {
     vscode = await VsCodeSession.open({ workspace });
   });
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed') await vscode?.screenshot(`memory-estimator-failed-${this.currentTest.title.slice(0, 30).replace(/\W+/g, '-')}`);
+    await vscode?.reportFailure(this.currentTest);
   });
   after(async () => {
     await vscode?.close();

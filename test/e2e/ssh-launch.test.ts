@@ -47,10 +47,7 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-ssh-ws-'));
   });
   afterEach(async function () {
-    if (this.currentTest?.state !== 'failed' || !vscode) return;
-    const name = `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, '-')}`;
-    await vscode.screenshot(name);
-    console.error(`notifications at the failure: ${await vscode.notificationsText()}; logs in ${vscode.saveLogs(`${name}-logs`)}`);
+    await vscode?.reportFailure(this.currentTest);
   });
   after(async () => {
     await vscode?.close();

@@ -252,6 +252,17 @@ export class VsCodeSession {
     return file;
   }
 
+  /**
+   * For an afterEach hook: when the test failed, a screenshot, the notifications on screen and VS
+   * Code's logs, saved under test-output/e2e/failed-<title>.
+   */
+  async reportFailure(test: { title: string; state?: string } | undefined): Promise<void> {
+    if (test?.state !== 'failed') return;
+    const name = `failed-${test.title.slice(0, 40).replace(/\W+/g, '-')}`;
+    await this.screenshot(name);
+    console.error(`notifications at the failure: ${await this.notificationsText()}; logs in ${this.saveLogs(`${name}-logs`)}`);
+  }
+
   async close(): Promise<void> {
     await this.browser.close().catch(() => undefined);
     await this.server.stop();
