@@ -11,6 +11,7 @@ import { parse, stringify } from 'yaml';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { VsCodeSession } from './harness/vscode-session';
+import { untilValue as until } from '../harness/until';
 
 interface ChartPoints {
   x: number[];
@@ -26,16 +27,6 @@ function lossPoints(vscode: VsCodeSession, runId?: string): Promise<ChartPoints>
 
 async function header(vscode: VsCodeSession): Promise<{ runId: string; status: string; step?: number; canStop: boolean; canResume: boolean }> {
   return vscode.inWebview('window.fsdpDashboard?.header()', 60_000);
-}
-
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 /** The loss of each step as the trainer wrote it (the last write of a step wins, as the protocol says). */

@@ -11,6 +11,7 @@ import { parse, stringify } from 'yaml';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
 import { VsCodeSession } from './harness/vscode-session';
+import { untilValue as until } from '../harness/until';
 
 interface ChartPoints {
   x: number[];
@@ -25,16 +26,6 @@ interface Header {
 }
 
 const SAMPLES = path.join(repoRoot, 'samples');
-
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mid-run', function () {
   this.timeout(20 * 60_000);

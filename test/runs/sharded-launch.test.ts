@@ -15,6 +15,7 @@ import { RunWatch } from '../../extension/runs/run-watch';
 import { SshMachine } from '../../extension/runs/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
+import { until as untilHeld } from '../harness/until';
 
 const STEPS = 40;
 const TRAINER = { node: process.execPath, cli: path.join(repoRoot, 'dist', 'cli', 'fsdp-train.js') };
@@ -45,13 +46,7 @@ function checkpointSteps(runDir: string): number[] {
   return readdirSync(path.join(runDir, 'checkpoints')).filter((n) => /^step-\d+$/.test(n)).map((n) => Number(n.slice(5)));
 }
 
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) => untilHeld(what, cond, timeoutMs);
 
 /**
  * Launch, stop as "FSDP: Stop run" does (the graceful signal for the run's command, to its process

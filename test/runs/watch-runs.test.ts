@@ -13,6 +13,7 @@ import { RunWatch } from '../../extension/runs/run-watch';
 import { SshMachine } from '../../extension/runs/ssh-machine';
 import { LoopbackSshd } from '../harness/sshd';
 import { syntheticLoss } from '../harness/synthetic-run';
+import { until as untilHeld } from '../harness/until';
 
 const SYNTHETIC = path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts');
 
@@ -25,14 +26,6 @@ async function startSynthetic(machine: RunMachine, runDir: string, args: string[
   return machine.start({ runDir, manifest: manifestFor(runDir, machine.target), argv, cwd: repoRoot });
 }
 
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 function stepsOf(watch: RunWatch): number[] {
   return [...watch.history.step.loss.steps];
 }
@@ -42,6 +35,8 @@ function assertEveryStepOnce(watch: RunWatch, n: number): void {
   const values = watch.history.step.loss.values;
   for (let i = 0; i < n; i++) assert.equal(values[i], syntheticLoss(i + 1), `loss of step ${i + 1}`);
 }
+
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000) => untilHeld(what, cond, timeoutMs);
 
 /** Session id of a process, from /proc: the detached run leads its own session. */
 function sessionOf(pid: number): number {
