@@ -33,6 +33,8 @@ export class CompareRuns implements vscode.Disposable {
   }
 
   private async pickAndShow(): Promise<void> {
+    // Runs written into the workspace since the last look are comparable too, as in Attach.
+    await this.runs.discover();
     const records = await pickRuns(this.runs, { title: 'Compare runs: pick two or more', none: 'No runs in this workspace yet: launch or attach to some first.' }, true);
     if (records.length === 0) return;
     this.panel?.dispose();

@@ -1,7 +1,8 @@
 // Attach and watch in a real VS Code: a run that is already writing its run folder (test data from
 // the synthetic writer; the launch tests run the real trainer) is attached from the palette; the
 // dashboard's loss chart fills; a window reload mid-run brings the whole history back with no gap
-// and no double; a planted NaN shows in the diagnostics view with its layer.
+// and no double; a planted NaN shows in the diagnostics view with its layer; two finished runs are
+// compared on one chart, raw and smoothed, and the comparison is restored after a reload.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
+import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
 
 interface ChartPoints {
@@ -101,5 +103,42 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     );
     assert.deepEqual(where, { layer: '1', phase: 'forward', op: 'attn.softmax' });
     await vscode!.screenshot('watch-nan-diagnostics');
+  });
+
+  it('compares two runs: both losses on one chart, raw at smoothing 0, EMA above it, and the comparison survives a reload', async () => {
+    const short = await startSynthetic('cmp-short', ['--steps', '40', '--rate', '0']);
+    const long = await startSynthetic('cmp-long', ['--steps', '80', '--rate', '0']);
+    for (const dir of [short, long]) await until(`${path.basename(dir)} to complete`, async () => (await local.readManifest(dir))?.status, (status) => status === 'completed', 60_000);
+    vscode ??= await VsCodeSession.open({ workspace });
+    await vscode.runCommand('FSDP: Compare runs');
+    await vscode.pickQuickItem('cmp-short');
+    await vscode.pickQuickItem('cmp-long');
+    await vscode.page.keyboard.press('Enter');
+
+    type Compared = Array<{ label: string; status: string }>;
+    const compared = (n: number) => until('the comparison', () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000), (r) => r.length === n && r.every((x) => x.status === 'completed'), 60_000);
+    const runs = await compared(2);
+    assert.deepEqual(runs.map((r) => r.label.split(' ')[0]).sort(), ['cmp-long', 'cmp-short']);
+
+    // Smoothing 0: each run's own loss, step by step, on one step axis.
+    await vscode.inWebview(`(() => { const s = document.getElementById('smoothing'); s.value = '0'; s.dispatchEvent(new Event('input')); return true; })()`);
+    const raw = await until('the raw losses', () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'), (p) => p.x.length === 80 && p.series.length === 2 && p.series.every((s) => Math.abs((s.y[1] as number) - syntheticLoss(2)) < 1e-9), 30_000);
+    assert.deepEqual(raw.x, Array.from({ length: 80 }, (_, i) => i + 1));
+    for (const s of raw.series) {
+      const steps = s.label.startsWith('cmp-short') ? 40 : 80;
+      s.y.forEach((v, i) => {
+        if (i < steps) assert.ok(Math.abs((v as number) - syntheticLoss(i + 1)) < 1e-9, `${s.label} step ${i + 1}: ${v}`);
+        else assert.ok(v === null || v === undefined, `${s.label} has no step ${i + 1}: ${v}`);
+      });
+    }
+
+    // Smoothing 0.6: the debiased EMA starts at the first loss and then departs from the raw line.
+    await vscode.inWebview(`(() => { const s = document.getElementById('smoothing'); s.value = '0.6'; s.dispatchEvent(new Event('input')); return true; })()`);
+    const smooth = await until('the smoothed losses', () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'), (p) => p.series.length === 2 && Math.abs((p.series[0].y[5] as number) - syntheticLoss(6)) > 1e-6, 30_000);
+    for (const s of smooth.series) assert.ok(Math.abs((s.y[0] as number) - syntheticLoss(1)) < 1e-9, `${s.label} starts at the first loss`);
+    await vscode.screenshot('compare-runs');
+
+    await vscode.reload();
+    assert.equal((await compared(2)).length, 2, 'the comparison is restored with both runs after a reload');
   });
 });
