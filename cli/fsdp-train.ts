@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
 import { formatProblem } from '../core/config/schema-problems';
-import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, worldSizeOf } from '../core/launch/mpirun';
+import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../core/launch/mpirun';
 import { latestRunOf, markEndedWithoutRunEnd, newRunId, prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
@@ -125,13 +125,9 @@ export async function main(argv: string[]): Promise<number> {
   const configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile, '--run-dir', runDir, ...resumeArgs];
-  const code = worldSize(config) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
+  const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
   if (code > 128 || code === 1) markEndedWithoutRunEnd(runDir, code > 128 ? `the runtime ended by signal ${code - 128}` : 'the job ended with a failure before the runtime said why');
   return code;
-}
-
-function worldSize(config: ResolvedRunConfig): number {
-  return worldSizeOf({ nprocPerNode: config.launch.nproc_per_node!, nnodes: config.launch.nnodes! });
 }
 
 function missingRuntime(native: string): number {
@@ -173,9 +169,8 @@ function runNative(native: string, argv: string[], opts: { stdin?: string } = {}
  * The ranks watch this process (FSDP_LAUNCHER_PID) and end the job if it is killed outright.
  */
 function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number> {
-  const world = { nprocPerNode: config.launch.nproc_per_node!, nnodes: config.launch.nnodes! };
   const env = { ...runtimeEnv(), FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname() };
-  const argv = mpirunArgv(world, nativeArgv, { asRoot: process.getuid?.() === 0, exported: ['OMP_WAIT_POLICY', 'FSDP_LAUNCHER_PID', 'FSDP_LAUNCHER_HOST'] });
+  const argv = mpirunArgv(runWorld(config), nativeArgv, { asRoot: process.getuid?.() === 0, exported: ['OMP_WAIT_POLICY', 'FSDP_LAUNCHER_PID', 'FSDP_LAUNCHER_HOST'] });
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'], env, detached: true });
     let stopSignal: NodeJS.Signals | undefined;

@@ -14,6 +14,8 @@
 // A graceful stop goes to mpirun as SIGUSR1, which it forwards to every rank (each saves and
 // stops after the current step); SIGTERM or SIGINT make mpirun abort the ranks within seconds.
 
+import type { ResolvedRunConfig } from '../config/run-config';
+
 export interface MpirunWorld {
   nprocPerNode: number;
   nnodes: number;
@@ -24,8 +26,22 @@ export function worldSizeOf(w: MpirunWorld): number {
   return w.nprocPerNode * w.nnodes;
 }
 
+/** The job a run config asks for: launch.nproc_per_node ranks on each of launch.nnodes hosts. */
+export function runWorld(config: Pick<ResolvedRunConfig, 'launch'>): MpirunWorld {
+  return { nprocPerNode: config.launch.nproc_per_node ?? 1, nnodes: config.launch.nnodes ?? 1 };
+}
+
 /** What mpirun sends to the ranks for "stop after this step", and what aborts them. */
 export const GRACEFUL_STOP_SIGNAL = 'SIGUSR1';
+
+/**
+ * The signal that stops a run started by `command` after its current step, with a checkpoint:
+ * mpirun forwards only SIGUSR1 to the ranks without aborting them; fsdp-train and a lone runtime
+ * take SIGTERM.
+ */
+export function gracefulStopSignal(command: readonly string[] | undefined): 'SIGTERM' | typeof GRACEFUL_STOP_SIGNAL {
+  return command?.[0] === 'mpirun' ? GRACEFUL_STOP_SIGNAL : 'SIGTERM';
+}
 
 /**
  * mpirun's argument vector around `argv` (the runtime and its arguments). `exported`: environment

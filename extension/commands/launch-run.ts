@@ -7,7 +7,8 @@ import { formatProblem } from '../../core/config/schema-problems';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { formatBytes } from '../../core/runs/run-history';
-import { launchLocal, launchRemote, worldSize, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
+import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
+import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
 import { LOCAL } from '../runs/run-machine';
 import type { SshMachine } from '../runs/ssh-machine';
 import { findRunConfigs } from '../run-configs';
@@ -125,7 +126,7 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
     void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
     return undefined;
   }
-  studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSize(req.config)} process(es): ${launched.argv.join(' ')}`);
+  studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSizeOf(runWorld(req.config))} process(es): ${launched.argv.join(' ')}`);
   const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: req.config.name ?? launched.runId, configPath: req.configPath, launchedAt: Date.now(), pgid: launched.pgid };
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);

@@ -4,7 +4,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
-import { GRACEFUL_STOP_SIGNAL, mpirunArgv } from '../../core/launch/mpirun';
+import { mpirunArgv, runWorld, worldSizeOf } from '../../core/launch/mpirun';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { RemoteRuntimeInstaller } from './remote-runtime';
 import { LOCAL, type RunMachine, type StartedRun } from './run-machine';
@@ -51,10 +51,6 @@ export function newRunId(name: string | undefined, now = new Date()): string {
   return `${slug}-${stamp}-${Math.random().toString(16).slice(2, 6)}`;
 }
 
-export function worldSize(config: ResolvedRunConfig): number {
-  return (config.launch.nproc_per_node ?? 1) * (config.launch.nnodes ?? 1);
-}
-
 /**
  * The runtime's argument vector on an SSH host: through mpirun (core/launch/mpirun.ts, the one place
  * that command is made) when the config asks for several processes. On this machine the CLI
@@ -63,17 +59,9 @@ export function worldSize(config: ResolvedRunConfig): number {
  * would abort them without a checkpoint).
  */
 export function withMpirun(config: ResolvedRunConfig, argv: string[], exported: string[] = []): string[] {
-  if (worldSize(config) <= 1) return argv;
-  const world = { nprocPerNode: config.launch.nproc_per_node ?? 1, nnodes: config.launch.nnodes ?? 1 };
+  const world = runWorld(config);
+  if (worldSizeOf(world) <= 1) return argv;
   return mpirunArgv(world, argv, { asRoot: process.getuid?.() === 0, exported });
-}
-
-/**
- * The signal that stops a run after its current step, with a checkpoint: mpirun forwards only
- * SIGUSR1 to the ranks without aborting them; fsdp-train and a lone runtime take SIGTERM.
- */
-export function gracefulStopSignal(command: readonly string[] | undefined): 'SIGTERM' | typeof GRACEFUL_STOP_SIGNAL {
-  return command?.[0] === 'mpirun' ? GRACEFUL_STOP_SIGNAL : 'SIGTERM';
 }
 
 export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {
@@ -117,13 +105,14 @@ function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: 
   const now = Date.now() / 1000;
   // A resume keeps the run's identity and history fields; its end is no longer the end.
   const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  const world = runWorld(req.config);
   const base: RunManifest = previous ? (kept as RunManifest) : {
     v: 1,
     run_id: runId,
     created: now,
     status: 'starting',
     config: req.config as unknown as RunManifest['config'],
-    world: { size: worldSize(req.config), nnodes: req.config.launch.nnodes ?? 1, nproc_per_node: req.config.launch.nproc_per_node ?? 1 },
+    world: { size: worldSizeOf(world), nnodes: world.nnodes, nproc_per_node: world.nprocPerNode },
     host: target === LOCAL ? os.hostname() : target,
   };
   return {

@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { loadRunConfig } from '../../core/config/run-config';
-import { gracefulStopSignal, launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../extension/runs/launcher';
+import { gracefulStopSignal } from '../../core/launch/mpirun';
+import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../extension/runs/launcher';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import type { RunMachine } from '../../extension/runs/run-machine';
 import { RunWatch } from '../../extension/runs/run-watch';
