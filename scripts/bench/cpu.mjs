@@ -11,43 +11,22 @@
 // The machine is shared, so each speed is given twice: by the wall clock, and by the CPU time the
 // process used (the step event's cpu_ms; sgemm's CPU time likewise), which is what the same work
 // takes on cores nobody else uses. MFU compares like with like: wall with wall, CPU with CPU.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setup, root } from '../setup/index.mjs';
+import { load, median, provenance, scratchFolder, train as trainIn, writeResults } from './native-bench.mjs';
 
 await setup('start', { codeServer: false });
 const native = path.join(root, 'native', 'build', 'Release', 'fsdp-train-native');
-const cli = path.join(root, 'bin', 'fsdp-train.mjs');
 const data = path.join(root, 'samples', 'data');
-const work = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-cpu-'));
-const GiB = 2 ** 30;
-const load = () => os.loadavg()[0];
+const work = scratchFolder('cpu');
+const train = (configFile, extraArgs) => trainIn(work, configFile, extraArgs);
 
 function sgemmPeak() {
   // Best of three: the peak this BLAS reaches on these cores under the load of the moment.
   const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(native, ['--sgemm-peak', '2048'], { encoding: 'utf8' })));
   return { wall: Math.max(...runs.map((r) => r.flops)), cpu: Math.max(...runs.map((r) => r.cpu_flops)) };
-}
-
-/** Runs fsdp-train on a config file; resolves to the events of its metrics.jsonl and the wall time. */
-function train(configFile, extraArgs = []) {
-  const runDir = path.join(work, `run-${Math.random().toString(36).slice(2)}`);
-  const t0 = Date.now() / 1000;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, configFile, '--run-dir', runDir, ...extraArgs], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`fsdp-train ${configFile} exited with ${code}`));
-      const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-      resolve({ events, started: t0, ended: Date.now() / 1000 });
-    });
-  });
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 /** Throughput of the steps after the first `warmup` (the first ones fault in memory and caches). */
@@ -127,8 +106,7 @@ const peak = { wall: Math.max(peakBefore.wall, peakAfter.wall), cpu: Math.max(pe
 const result = {
   date: new Date().toISOString(),
   command: 'npm run bench:cpu',
-  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim(),
-  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memory_gib: +(os.totalmem() / GiB).toFixed(1), node: process.version, blas: JSON.parse(execFileSync(native, ['--probe'], { encoding: 'utf8' })).blas },
+  ...provenance({ blas: JSON.parse(execFileSync(native, ['--probe'], { encoding: 'utf8' })).blas }),
   load_average_1min: { start: loadAtStart, end: load() },
   sgemm_peak_flops: { before: peakBefore, after: peakAfter, used: peak },
   tiny_cpu: {
@@ -145,9 +123,6 @@ const result = {
 rmSync(work, { recursive: true, force: true });
 
 const day = result.date.slice(0, 10);
-const out = path.join(root, 'bench', 'results');
-mkdirSync(out, { recursive: true });
-writeFileSync(path.join(out, `cpu-${day}.json`), JSON.stringify(result, null, 2) + '\n');
 const mib = (b) => (b / 2 ** 20).toFixed(1);
 const t = result.tiny_cpu, g = result.gpt2_124m_t128;
 const tinySteps = tiny.events.filter((e) => e.type === 'step').length;
@@ -178,5 +153,5 @@ ${result.activation_checkpointing.map((c) => `| ${c.policy} | ${mib(c.mem_peak)}
 
 Peak memory is the runtime allocator's measured peak of a step (equal to the plan, native/MEMORY.md).
 `;
-writeFileSync(path.join(out, `cpu-${day}.md`), md);
+writeResults('cpu', result, md);
 console.log(md);

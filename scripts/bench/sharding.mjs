@@ -11,18 +11,17 @@
 // One thread per rank: 1 rank uses one core, 2 ranks both, and 4 ranks oversubscribe this
 // machine's 2 cores twice over (mpirun --oversubscribe), so at 4 ranks every collective also waits
 // for a rank the scheduler has not run yet: the 4-rank overheads are an upper bound.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setup, root } from '../setup/index.mjs';
+import { load, median, provenance, scratchFolder, train as trainIn, writeResults } from './native-bench.mjs';
 
 await setup('start', { codeServer: false });
-const native = path.join(root, 'native', 'build', 'Release', 'fsdp-train-native');
-const cli = path.join(root, 'bin', 'fsdp-train.mjs');
 const data = path.join(root, 'samples', 'data');
-const work = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-sharding-'));
-const load = () => os.loadavg()[0];
+const work = scratchFolder('sharding');
+/** Runs fsdp-train --nproc N; resolves to the events of its metrics.jsonl. */
+const train = async (configFile, ranks, extraArgs) => (await trainIn(work, configFile, ['--nproc', String(ranks), ...extraArgs])).events;
 
 const GLOBAL_BATCH = 8;
 const STEPS = 12;
@@ -59,23 +58,6 @@ function writeConfig(name, ranks, fsdp) {
   };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
-}
-
-/** Runs fsdp-train --nproc N; resolves to the events of its metrics.jsonl. */
-function train(configFile, ranks, extraArgs) {
-  const runDir = path.join(work, `run-${Math.random().toString(36).slice(2)}`);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, configFile, '--nproc', String(ranks), '--run-dir', runDir, ...extraArgs], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`fsdp-train ${configFile} --nproc ${ranks} exited with ${code}`));
-      resolve(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
-    });
-  });
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 /** Per rank: peak bytes by category over the run's steps (device and host), and the resident model state. */
@@ -137,17 +119,13 @@ for (const r of runs) {
 const result = {
   date: new Date().toISOString(),
   command: 'npm run bench:sharding',
-  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim(),
-  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memory_gib: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version, mpi: execFileSync('mpirun', ['--version'], { encoding: 'utf8' }).split('\n')[0] },
+  ...provenance({ mpi: execFileSync('mpirun', ['--version'], { encoding: 'utf8' }).split('\n')[0] }),
   load_average_1min: { start: loadAtStart, end: load() },
   setup: { model: 'd_model 256, 4 layers, 4 heads, byte vocabulary (256), T 64, float32', global_batch: GLOBAL_BATCH, steps: STEPS, warmup_steps_excluded: WARMUP, rounds: ROUNDS, threads_per_rank: 1 },
   runs,
 };
 
 const day = result.date.slice(0, 10);
-const out = path.join(root, 'bench', 'results');
-mkdirSync(out, { recursive: true });
-writeFileSync(path.join(out, `sharding-${day}.json`), JSON.stringify(result, null, 2) + '\n');
 const kib = (b) => (b / 1024).toFixed(0);
 const pct = (x) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(0)}%`;
 /** One row per rank, or one row "all" when every rank measured the same. */
@@ -185,5 +163,5 @@ ${STRATEGIES.map(([label]) => `| ${label} | ${RANKS.map((n) => {
 
 At 1 rank every strategy has nothing to shard or communicate (a shard is the whole unit, the plan's effective strategy is NO_SHARD): the 1-rank column does the same work in every row, so its spread is the noise floor of these figures.
 `;
-writeFileSync(path.join(out, `sharding-${day}.md`), md);
+writeResults('sharding', result, md);
 console.log(md);
