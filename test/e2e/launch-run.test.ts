@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import { repoRoot } from '../../scripts/code-server';
+import { lossesWritten } from './harness/losses-written';
 import { VsCodeSession } from './harness/vscode-session';
 import { untilValue as until } from '../harness/until';
 
@@ -27,18 +28,6 @@ function lossPoints(vscode: VsCodeSession, runId?: string): Promise<ChartPoints>
 
 async function header(vscode: VsCodeSession): Promise<{ runId: string; status: string; step?: number; canStop: boolean; canResume: boolean }> {
   return vscode.inWebview('window.fsdpDashboard?.header()', 60_000);
-}
-
-/** The loss of each step as the trainer wrote it (the last write of a step wins, as the protocol says). */
-function lossesWritten(runDir: string): Map<number, number | null> {
-  const out = new Map<number, number | null>();
-  for (const line of readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const e = JSON.parse(line) as { type: string; step?: number; loss?: number | null; start_step?: number; rank?: number };
-    if (e.type === 'run_start' && e.start_step !== undefined) for (const s of [...out.keys()]) if (s > e.start_step) out.delete(s);
-    if (e.type === 'step' && (e.rank ?? 0) === 0) out.set(e.step!, e.loss ?? null);
-  }
-  return out;
 }
 
 /** The chart shows steps 1..n, each once, each with the loss the trainer wrote. */

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
+import { lossesWritten } from './harness/losses-written';
 import { VsCodeSession } from './harness/vscode-session';
 import { untilValue as until } from '../harness/until';
 
@@ -84,7 +85,7 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     const done = await until('the run to complete', header, (h) => h.status === 'completed', 10 * 60_000);
     await vscode.screenshot('ssh-run-completed');
 
-    const written = stepsWritten(path.join(runDir, 'metrics.jsonl'));
+    const written = lossesWritten(runDir);
     const chart = await vscode.inWebview<ChartPoints>('window.fsdpDashboard?.points("loss")');
     assert.equal(done.step, config.training.max_steps);
     assertEveryStepOnce(chart, written, 'after three cut connections');
@@ -94,16 +95,6 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     assertEveryStepOnce(again, written, 'after a reload');
   });
 });
-
-function stepsWritten(metrics: string): Map<number, number | null> {
-  const out = new Map<number, number | null>();
-  for (const line of readFileSync(metrics, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const e = JSON.parse(line) as { type: string; step?: number; loss?: number | null };
-    if (e.type === 'step') out.set(e.step!, e.loss ?? null);
-  }
-  return out;
-}
 
 function assertEveryStepOnce(p: ChartPoints, written: Map<number, number | null>, what: string): void {
   assert.deepEqual(p.x, Array.from({ length: written.size }, (_, i) => i + 1), `${what}: steps 1..${written.size}, no gap, no double`);
