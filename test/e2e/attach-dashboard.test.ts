@@ -95,6 +95,9 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     await vscode!.runCommand('FSDP: Attach to run');
     await vscode!.pickQuickItem('nan-run');
     await vscode!.waitForNotification(/NaN in forward, layer 1 \(attn\.softmax\)/, 60_000);
+    // The dashboard's webview takes focus when it has loaded, which would close a quick pick opened
+    // before that: wait for it first.
+    await vscode!.inWebview<boolean>(`window.fsdpDashboard?.header()?.runId === 'nan-run' || undefined`, 60_000);
     await vscode!.runCommand('FSDP: Show NaN diagnostics');
     await vscode!.pickQuickItem('nan-run');
     const where = await vscode!.inWebview<Record<string, string>>(
