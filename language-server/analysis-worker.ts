@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { analyseConfig } from '../core/config/config-analysis';
 import type { ConfigKind } from '../core/config/document-kind';
 import type { ConfigProblem } from '../core/config/schema-problems';
+import { shownProblems } from '../core/config/shown-problems';
 import type { AnalysisSettings } from '../core/rules/rule';
 import { loadRuntimeValidation } from './runtime-validation';
 
@@ -51,7 +52,8 @@ export function runAnalysisWorker(): void {
         },
         validateRunConfig: runtime.validateConfig,
       });
-      result = { id: req.id, problems: analysis.problems };
+      // Only what is shown crosses to the main thread: 100,000 problems would take it a while to receive.
+      result = { id: req.id, problems: shownProblems(analysis.problems) };
     } catch (e) {
       result = { id: req.id, error: (e as Error).stack ?? String(e) };
     }

@@ -4,6 +4,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ConfigFix } from './config-edits';
 import { closestMatch } from './did-you-mean';
+import { MAX_SHOWN_PROBLEMS, moreProblems } from './shown-problems';
 import { forEachKnownKey, propertyOf, type SchemaNode } from './schema-walk';
 import type { ConfigPath, SourceDocument, SourceRange } from './source-document';
 
@@ -21,6 +22,8 @@ export interface ConfigProblem {
   suggestion?: string;
   /** Quick fixes; each one, applied, makes this problem go away. */
   fixes?: ConfigFix[];
+  /** For the summary problem `problems.more`: how many problems it stands for, and their codes. */
+  more?: { count: number; codes: string[] };
 }
 
 export interface SchemaCheckOptions {
@@ -39,9 +42,18 @@ export function schemaProblems(validate: ValidateFunction, doc: SourceDocument, 
   // "Did you mean" compares a key with every known one: worth it for typos, not for the 100,000
   // unknown keys of a generated file, so only the first SUGGESTION_BUDGET get a suggestion.
   const budget = { suggestions: SUGGESTION_BUDGET };
+  // Beyond what a front end shows (shown-problems.ts), errors are only counted: positions and
+  // messages for 100,000 of them were most of the work and the memory of a generated file's check.
+  let hidden = 0;
+  const hiddenCodes = new Set<string>();
   for (const err of validate.errors ?? []) {
     // "must be an integer" already says what "must be one of 0, 1, 2, 3" would add.
     if (err.keyword === 'enum' && typeErrorAt.has(err.instancePath)) continue;
+    if (problems.length >= 2 * MAX_SHOWN_PROBLEMS) {
+      hidden++;
+      hiddenCodes.add(err.keyword === 'additionalProperties' ? 'schema.unknown-key' : `schema.${err.keyword}`);
+      continue;
+    }
     const problem = toProblem(err, doc, value, options.tool, budget);
     if (!problem) continue;
     const key = `${problem.code}|${problem.path.join('.')}|${problem.message}`;
@@ -49,6 +61,7 @@ export function schemaProblems(validate: ValidateFunction, doc: SourceDocument, 
     seen.add(key);
     problems.push(problem);
   }
+  if (hidden > 0) problems.push(moreProblems(hidden, [...hiddenCodes], problems[problems.length - 1].range));
   return problems;
 }
 

@@ -52,28 +52,30 @@ function deepestYaml(text: string): number | undefined {
     let end = text.indexOf('\n', start);
     if (end < 0) end = text.length;
     let i = start;
-    while (i < end && text[i] === ' ') i++;
-    if (i < end && text[i] !== '#' && flow === 0) {
+    while (i < end && text.charCodeAt(i) === SPACE) i++;
+    if (i < end && text.charCodeAt(i) !== HASH && flow === 0) {
       while (indents.length && indents[indents.length - 1] >= i - start) indents.pop();
       indents.push(i - start);
     }
     let dashes = 0;
-    while (flow === 0 && text[i] === '-' && (text[i + 1] === ' ' || i + 1 === end)) {
+    while (flow === 0 && text.charCodeAt(i) === DASH && (text.charCodeAt(i + 1) === SPACE || i + 1 === end)) {
       dashes++;
       i += 2;
-      while (i < end && text[i] === ' ') i++;
+      while (i < end && text.charCodeAt(i) === SPACE) i++;
     }
     if (indents.length + dashes > MAX_NESTING) return i;
     for (; i < end; i++) {
-      const c = text[i];
-      const atTokenStart = i === start || ' \t[{,:'.includes(text[i - 1]);
-      if ((c === '"' || c === "'") && atTokenStart) {
-        for (i++; i < end && text[i] !== c; i++) if (c === '"' && text[i] === '\\') i++;
-      } else if (c === '#' && (i === start || text[i - 1] === ' ')) {
-        break;
-      } else if (c === '[' || c === '{') {
+      const c = text.charCodeAt(i);
+      // Most characters are none of these: one comparison chain per character.
+      if (c > BRACE_CLOSE || (c !== QUOTE && c !== APOSTROPHE && c !== HASH && c !== BRACKET_OPEN && c !== BRACKET_CLOSE && c !== BRACE_OPEN && c !== BRACE_CLOSE)) continue;
+      if (c === QUOTE || c === APOSTROPHE) {
+        if (i > start && !TOKEN_STARTS.has(text.charCodeAt(i - 1))) continue;
+        for (i++; i < end && text.charCodeAt(i) !== c; i++) if (c === QUOTE && text.charCodeAt(i) === BACKSLASH) i++;
+      } else if (c === HASH) {
+        if (i === start || text.charCodeAt(i - 1) === SPACE) break;
+      } else if (c === BRACKET_OPEN || c === BRACE_OPEN) {
         if (indents.length + dashes + ++flow > MAX_NESTING) return i;
-      } else if ((c === ']' || c === '}') && flow > 0) {
+      } else if (flow > 0) {
         flow--;
       }
     }
@@ -81,6 +83,19 @@ function deepestYaml(text: string): number | undefined {
   }
   return undefined;
 }
+
+const SPACE = 0x20;
+const HASH = 0x23;
+const DASH = 0x2d;
+const QUOTE = 0x22;
+const APOSTROPHE = 0x27;
+const BACKSLASH = 0x5c;
+const BRACKET_OPEN = 0x5b;
+const BRACKET_CLOSE = 0x5d;
+const BRACE_OPEN = 0x7b;
+const BRACE_CLOSE = 0x7d;
+/** Characters after which a quote opens a string: the start of a token. */
+const TOKEN_STARTS = new Set([SPACE, 0x09, BRACKET_OPEN, BRACE_OPEN, 0x2c, 0x3a]);
 
 /** A text that was not parsed: one syntax problem, no value, nothing to locate but the word at the cursor. */
 export class UnreadDocument extends TextPositions implements SourceDocument {
