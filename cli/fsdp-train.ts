@@ -112,23 +112,43 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const resume = args.values.resume;
+  const runsDir = config.logging.runs_dir!;
   let runDir = args.values['run-dir'] ? path.resolve(args.values['run-dir']) : undefined;
-  if (!runDir && resume === 'auto') runDir = latestRunOf(config.logging.runs_dir!, config.name ?? 'run');
-  runDir ??= path.join(config.logging.runs_dir!, newRunId(config.name ?? 'run'));
+  let configFile: string | undefined;
+  try {
+    if (!runDir && resume === 'auto') runDir = latestRunOf(runsDir, config.name ?? 'run');
+    runDir ??= path.join(runsDir, newRunId(config.name ?? 'run'));
+    if (rank === undefined || rank === 0) configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
+  } catch (e) {
+    console.error(`fsdp-train: ${runFolderProblem(e as NodeJS.ErrnoException, runDir, args.values['run-dir'] ? '--run-dir' : 'logging.runs_dir')}`);
+    return EXIT_CONFIG;
+  }
   const resumeArgs = resume ? ['--resume', resume === 'auto' ? 'auto' : path.resolve(resume)] : [];
 
   if (rank !== undefined) {
-    if (rank === 0) prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
     // The other ranks may start before rank 0 has written config.json: each hands its own copy.
     return runNative(native, ['--config', '-', '--run-dir', runDir, ...resumeArgs], { stdin: JSON.stringify(config) });
   }
 
-  const configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
-  const nativeArgs = [native, '--config', configFile, '--run-dir', runDir, ...resumeArgs];
+  const nativeArgs = [native, '--config', configFile!, '--run-dir', runDir, ...resumeArgs];
   const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
-  if (code > 128 || code === 1) markEndedWithoutRunEnd(runDir, code > 128 ? `the runtime ended by signal ${code - 128}` : 'the job ended with a failure before the runtime said why');
+  if (code > 128 || code === 1) {
+    const reason = abortedBy ? `aborted by a second ${abortedBy}` : code > 128 ? `the runtime ended by signal ${code - 128}` : 'the job ended with a failure before the runtime said why';
+    markEndedWithoutRunEnd(runDir, reason);
+  }
   return code;
+}
+
+/** Why the run folder cannot be made, naming the path and the setting that chose it. */
+function runFolderProblem(e: NodeJS.ErrnoException, runDir: string | undefined, setting: string): string {
+  const where = e.path ?? runDir ?? '';
+  const why =
+    e.code === 'ENOTDIR' || e.code === 'EEXIST' ? 'a file is in the way where a folder must be'
+    : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied'
+    : e.code === 'ENOSPC' ? 'the disk is full'
+    : e.message;
+  return `cannot create the run folder ${runDir ?? ''} (${setting}): ${where}: ${why}${e.code ? ` (${e.code})` : ''}`;
 }
 
 function missingRuntime(native: string): number {
@@ -141,24 +161,42 @@ function runtimeEnv(): NodeJS.ProcessEnv {
   return { ...process.env, OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive' };
 }
 
-/** Runs the native binary with inherited output; resolves to its exit code (128 + N for signal N). */
+/** The signal that aborted the run (a second SIGINT or SIGTERM), for run.json's reason. */
+let abortedBy: NodeJS.Signals | undefined;
+
+/**
+ * Runs the native binary with inherited output; resolves to its exit code (128 + N for signal N).
+ * The first SIGINT or SIGTERM is passed on (the runtime stops after the step and saves a
+ * checkpoint); a second one aborts it at once, as the usage text says. A terminal's Ctrl-C also
+ * reaches the runtime itself (same process group), which takes any number of stops as one.
+ */
 function runNative(native: string, argv: string[], opts: { stdin?: string } = {}): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'inherit', 'inherit'], env: runtimeEnv() });
     if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
-    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-    const onInt = forward('SIGINT');
-    const onTerm = forward('SIGTERM');
-    process.on('SIGINT', onInt);
-    process.on('SIGTERM', onTerm);
+    let stopSignal: NodeJS.Signals | undefined;
+    const onStop = (signal: NodeJS.Signals) => {
+      if (!stopSignal) {
+        stopSignal = signal;
+        console.error(`fsdp-train: ${signal}: stopping after the current step (again to abort)`);
+        child.kill(signal);
+      } else {
+        abortedBy = signal;
+        console.error(`fsdp-train: ${signal} again: aborting`);
+        child.kill('SIGKILL');
+      }
+    };
+    process.on('SIGINT', onStop);
+    process.on('SIGTERM', onStop);
     child.on('error', (e) => {
       console.error(`fsdp-train: cannot start ${native}: ${e.message}`);
       resolve(1);
     });
     child.on('exit', (code, signal) => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      resolve(code ?? 128 + (signal ? os.constants.signals[signal] : 0));
+      process.off('SIGINT', onStop);
+      process.off('SIGTERM', onStop);
+      if (abortedBy && signal === 'SIGKILL') resolve(128 + os.constants.signals[abortedBy]);
+      else resolve(code ?? 128 + (signal ? os.constants.signals[signal] : 0));
     });
   });
 }

@@ -42,7 +42,11 @@ export function checkRunConfigText(text: string, fileName: string): { doc: Sourc
     if (doc.value === undefined || doc.value === null || typeof doc.value !== 'object' || Array.isArray(doc.value)) {
       problems.push({ severity: 'error', path: [], code: 'schema.type', message: 'a run config must be a mapping with model, data and training sections', range: doc.rangeOf([]) });
     } else {
-      problems.push(...schemaProblems(validateRunConfigSchema, doc));
+      const nonFinite = nonFiniteProblems(doc);
+      const at = new Set(nonFinite.map((p) => p.path.join('.')));
+      problems.push(...nonFinite);
+      // A range check of the same number ("must be > 0, got null") adds nothing to "must be finite".
+      problems.push(...schemaProblems(validateRunConfigSchema, doc).filter((p) => !at.has(p.path.join('.'))));
       problems.push(...aliasProblems(doc));
     }
   }
@@ -62,7 +66,7 @@ export function loadRunConfig(text: string, fileName: string, overrides: string[
   const value = structuredClone(checked.doc.value) as Record<string, unknown>;
   const problems: ConfigProblem[] = [...checked.problems];
   for (const o of overrides) {
-    const err = applyOverride(value, o);
+    const err = applyOverride(value, o) ?? nonFiniteInOverride(value, o);
     if (err) problems.push({ severity: 'error', path: [], code: 'override', message: err, range: checked.doc.rangeOf([]) });
   }
   if (!validateRunConfigSchema(value)) {
@@ -101,6 +105,9 @@ export function applyOverride(target: Record<string, unknown>, assignment: strin
   const eq = assignment.indexOf('=');
   if (eq <= 0) return `--set ${JSON.stringify(assignment)}: expected key=value, e.g. training.max_steps=100`;
   const keys = assignment.slice(0, eq).split('.');
+  // Keys that would reach Object.prototype instead of a config section.
+  const hostile = keys.find((k) => k === '__proto__' || k === 'constructor' || k === 'prototype' || k === '');
+  if (hostile !== undefined) return `--set ${keys.join('.')}: ${hostile ? `"${hostile}" is not a config key` : 'an empty key'}`;
   let value: unknown;
   try {
     value = parseYamlScalar(assignment.slice(eq + 1));
@@ -109,13 +116,43 @@ export function applyOverride(target: Record<string, unknown>, assignment: strin
   }
   let obj = target;
   for (const k of keys.slice(0, -1)) {
-    const next = obj[k];
+    const next = Object.hasOwn(obj, k) ? obj[k] : undefined;
     if (next === undefined) obj[k] = {};
     else if (typeof next !== 'object' || next === null || Array.isArray(next)) return `--set ${keys.join('.')}: ${k} is not a section`;
     obj = obj[k] as Record<string, unknown>;
   }
   obj[keys[keys.length - 1]] = value;
   return undefined;
+}
+
+/**
+ * YAML's .inf, -.inf and .nan are numbers JSON cannot hold: the resolved config.json would say
+ * null, and the runtime would report "got null" at the run folder's file instead of the user's.
+ * Every number of a run config must be finite; each one that is not is reported where it is written.
+ */
+function nonFiniteProblems(doc: SourceDocument): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value: doc.value, path: [] }];
+  while (stack.length) {
+    const { value, path: at } = stack.pop()!;
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      problems.push({ severity: 'error', path: at, code: 'schema.type', message: `must be a finite number, got ${describeNonFinite(value)}`, range: doc.rangeOf(at) });
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...at, Array.isArray(value) ? Number(k) : k] });
+    }
+  }
+  return problems.reverse();
+}
+
+function nonFiniteInOverride(value: Record<string, unknown>, assignment: string): string | undefined {
+  const key = assignment.slice(0, assignment.indexOf('='));
+  let v: unknown = value;
+  for (const k of key.split('.')) v = v !== null && typeof v === 'object' && Object.hasOwn(v, k) ? (v as Record<string, unknown>)[k] : undefined;
+  return typeof v === 'number' && !Number.isFinite(v) ? `--set ${key}: must be a finite number, got ${describeNonFinite(v)}` : undefined;
+}
+
+function describeNonFinite(x: number): string {
+  return Number.isNaN(x) ? '.nan (not a number)' : x > 0 ? '.inf (infinity)' : '-.inf (minus infinity)';
 }
 
 function aliasProblems(doc: SourceDocument): ConfigProblem[] {

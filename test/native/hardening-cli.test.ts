@@ -1,0 +1,66 @@
+// Issue 19, item 10, through the real fsdp-train: a second Ctrl-C aborts as the usage text says,
+// `learning_rate: .inf` is reported at the user's file (not as "got null" in the run folder's
+// config.json), and a runs_dir that is a file is reported by name instead of an uncaught ENOTDIR.
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
+
+describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', function () {
+  this.timeout(180_000);
+  let dir: string;
+  beforeEach(() => (dir = tempDir('hardening-cli')));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('aborts on a second Ctrl-C instead of finishing the step and saving (exit 130, run.json says so)', async () => {
+    const runDir = path.join(dir, 'run');
+    // Steps long enough that the graceful stop (finish the step, save) cannot end before the second signal.
+    const config = writeConfig(dir, smallConfig({ model: { d_model: 256, n_layers: 6, n_heads: 4, max_seq_len: 128 }, data: { seq_len: 128 }, training: { max_steps: 100_000, batch_size_per_gpu: 8 }, checkpointing: { save_every_n_steps: 0, save_final: true } }));
+    let sent = 0;
+    let stepsAtFirst = 0;
+    // A terminal's Ctrl-C goes to the foreground process group: the CLI and the runtime together.
+    const { child, done } = startTrain([config, '--run-dir', runDir], (line, c) => {
+      if (sent > 0 || !line.includes('"type":"step"')) return;
+      sent = 1;
+      stepsAtFirst = Number(/"step":(\d+)/.exec(line)![1]);
+      process.kill(-c.pid!, 'SIGINT');
+      setTimeout(() => {
+        sent = 2;
+        process.kill(-c.pid!, 'SIGINT');
+      }, 150);
+    }, { detached: true });
+    const r = await done;
+    assert.equal(sent, 2, r.stderr);
+    assert.equal(r.code, 130, r.stderr);
+    assert.match(r.stderr, /SIGINT: stopping after the current step \(again to abort\)[\s\S]*SIGINT again: aborting/);
+    const { events, manifest } = await readRun(runDir);
+    assert.deepEqual(eventsOf(events, 'run_end'), [], 'the runtime was aborted, not stopped gracefully');
+    assert.deepEqual(eventsOf(events, 'checkpoint'), []);
+    assert.ok(eventsOf(events, 'step').length <= stepsAtFirst + 1);
+    assert.equal(manifest.status, 'failed');
+    assert.equal((manifest as { end_reason?: string }).end_reason, 'aborted by a second SIGINT');
+    assert.equal(child.exitCode, 130);
+  });
+
+  it('reports learning_rate: .inf at the line of the user\'s file', async () => {
+    const file = path.join(dir, 'inf.fsdp.yaml');
+    writeFileSync(file, `model: {d_model: 32, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32}\ndata: {train: x.tok}\ntraining:\n  batch_size_per_gpu: 4\n  max_steps: 5\n  learning_rate: .inf\n`);
+    const r = await train([file, '--run-dir', path.join(dir, 'run')]);
+    assert.equal(r.code, 2);
+    assert.equal(r.stderr.trim(), `${path.relative(process.cwd(), file)}:6:18 training.learning_rate: must be a finite number, got .inf (infinity)`);
+    const set = await train([writeConfig(dir, smallConfig()), '--set', 'training.learning_rate=-.inf', '--run-dir', path.join(dir, 'run')]);
+    assert.equal(set.code, 2);
+    assert.match(set.stderr, /--set training\.learning_rate: must be a finite number, got -\.inf \(minus infinity\)/);
+  });
+
+  it('refuses a runs_dir that is a file, naming it (no uncaught ENOTDIR)', async () => {
+    const runs = path.join(dir, 'runs');
+    writeFileSync(runs, 'not a folder');
+    for (const extra of [[], ['--resume', 'auto']]) {
+      const r = await train([writeConfig(dir, smallConfig({ logging: { runs_dir: runs } })), ...extra]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.doesNotMatch(r.stderr, /    at |Error: ENOTDIR/);
+      assert.match(r.stderr, new RegExp(`^fsdp-train: cannot create the run folder .* \\(logging\\.runs_dir\\): ${runs.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*: a file is in the way where a folder must be \\(ENOTDIR\\)`));
+    }
+  });
+});
