@@ -13,15 +13,18 @@ import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
 import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../core/launch/mpirun';
+import { killSession } from './train/job-processes';
+import { rankCountProblem } from './train/rank-limits';
 import { latestRunOf, markEndedWithoutRunEnd, newRunId, prepareRunDirectory } from './train/run-directory';
 
-const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
+const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|CHECKPOINT] [--plan]
        fsdp-train --export-checkpoint CHECKPOINT OUT_DIR
 
 CONFIG is a run config (YAML or JSON). --set overrides a key (--set training.max_steps=100).
 --nproc N: N ranks on this machine (launch.nproc_per_node), started with mpirun; with
-launch.nnodes > 1 mpirun places them by your MPI host file. --ranks-per-node N: HYBRID_SHARD's
+launch.nnodes > 1 mpirun places them by your MPI host file. More ranks than this machine has cores
+(GPUs for launch.device cuda) are refused unless --oversubscribe. --ranks-per-node N: HYBRID_SHARD's
 shard groups (fsdp.ranks_per_node), to emulate nodes on one machine.
 --run-dir: the run folder (default: <logging.runs_dir>/<name>-<time>-<id>/).
 --resume auto: continue from the newest complete checkpoint of --run-dir (default: the latest
@@ -52,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
         'run-dir': { type: 'string' },
         resume: { type: 'string' },
         plan: { type: 'boolean' },
+        oversubscribe: { type: 'boolean' },
         'export-checkpoint': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -87,6 +91,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     overrides.push(`${key}=${value}`);
   }
+  if (args.values.oversubscribe) overrides.push('launch.oversubscribe=true');
   const configPath = path.resolve(args.positionals[0]);
   let text: string;
   try {
@@ -109,6 +114,14 @@ export async function main(argv: string[]): Promise<number> {
   if (rank !== undefined && !args.values['run-dir']) {
     console.error('fsdp-train: started by mpirun or srun: give --run-dir, so that every rank writes to the same run folder');
     return EXIT_CONFIG;
+  }
+
+  if (rank === undefined) {
+    const tooMany = rankCountProblem(config, native);
+    if (tooMany) {
+      console.error(`fsdp-train: ${tooMany}`);
+      return EXIT_CONFIG;
+    }
   }
 
   const resume = args.values.resume;
@@ -219,7 +232,10 @@ function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number
         console.error(`fsdp-train: ${signal}: stopping after the current step (again to abort)`);
         child.kill(GRACEFUL_STOP_SIGNAL);
       } else {
-        child.kill('SIGTERM');
+        // Aborted: every process of mpirun's session, ranks included (each has its own group).
+        abortedBy = signal;
+        console.error(`fsdp-train: ${signal} again: aborting the job`);
+        if (child.pid !== undefined) killSession(child.pid);
       }
     };
     process.on('SIGINT', onStop);
@@ -232,8 +248,11 @@ function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number
       process.off('SIGINT', onStop);
       process.off('SIGTERM', onStop);
       const status = code ?? 128 + (signal ? os.constants.signals[signal] : 0);
+      // Ranks left behind by an mpirun that ended (killed, or failed before it could end them).
+      if (child.pid !== undefined) killSession(child.pid);
       // The ranks report the forwarded SIGUSR1; say the signal that was sent to the run.
-      resolve(stopSignal && status > 128 ? 128 + os.constants.signals[stopSignal] : status);
+      if (abortedBy) resolve(128 + os.constants.signals[abortedBy]);
+      else resolve(stopSignal && status > 128 ? 128 + os.constants.signals[stopSignal] : status);
     });
   });
 }

@@ -376,6 +376,10 @@ export interface LaunchConfig {
    */
   nproc_per_node?: number;
   /**
+   * Run more ranks on this machine than it has cores (CPU) or GPUs (cuda); refused otherwise, since they share them and slow the whole job down.
+   */
+  oversubscribe?: boolean;
+  /**
    * Nodes (hosts) in the run.
    */
   nnodes?: number;

@@ -43,6 +43,9 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
       await machine.signal(pgid, 'SIGKILL');
       studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${stop}: killed (SIGKILL)`);
     }
+    // mpirun gives each rank a process group of its own (group id = its pid), outside the one
+    // above: the ranks run.json lists are ended too, whatever state they are in.
+    for (const pid of watch.manifest?.pids ?? []) if (pid !== pgid && (await machine.isAlive(pid)) === true) await machine.signal(pid, 'SIGKILL');
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);
     return;

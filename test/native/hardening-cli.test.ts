@@ -1,9 +1,12 @@
-// Issue 19, item 10, through the real fsdp-train: a second Ctrl-C aborts as the usage text says,
-// `learning_rate: .inf` is reported at the user's file (not as "got null" in the run folder's
-// config.json), and a runs_dir that is a file is reported by name instead of an uncaught ENOTDIR.
+// Issue 19, items 5 and 10, through the real fsdp-train: more ranks than cores are refused unless
+// asked for; a second Ctrl-C aborts as the usage text says, a multi-rank job's every process
+// included (even a frozen rank); `learning_rate: .inf` is reported at the user's file (not as
+// "got null" in the run folder's config.json); a runs_dir that is a file is reported by name.
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { until } from '../harness/until';
 import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 
 describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', function () {
@@ -42,6 +45,42 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     assert.equal(child.exitCode, 130);
   });
 
+  it('refuses more ranks than this machine has cores unless --oversubscribe asks for them', async () => {
+    const cores = os.availableParallelism();
+    for (const n of [cores + 1, 1000]) {
+      const started = Date.now();
+      const r = await train([writeConfig(dir, smallConfig()), '--nproc', String(n), '--run-dir', path.join(dir, `run-${n}`)]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr.trim(), `fsdp-train: launch.nproc_per_node is ${n} but this machine has ${cores} cores: ranks beyond that share cores and slow the whole job down. Use at most ${cores}, or run them anyway with --oversubscribe (launch.oversubscribe: true)`);
+      assert.ok(Date.now() - started < 30_000);
+    }
+    const asked = await train([writeConfig(dir, smallConfig({ training: { max_steps: 2 } })), '--nproc', String(cores + 1), '--oversubscribe', '--run-dir', path.join(dir, 'asked')]);
+    assert.equal(asked.code, 0, asked.stderr);
+  });
+
+  it('aborts a multi-rank job on a second SIGTERM, ending every process of it, a frozen rank included', async () => {
+    const runDir = path.join(dir, 'job');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' } }));
+    let pids: number[] = [];
+    let signalled = false;
+    const { child, done } = startTrain([config, '--nproc', '2', '--run-dir', runDir], (line, c) => {
+      if (signalled || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
+      signalled = true;
+      pids = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids;
+      process.kill(pids.at(-1)!, 'SIGSTOP'); // the last rank freezes: a graceful stop cannot finish
+      c.kill('SIGTERM');
+      setTimeout(() => c.kill('SIGTERM'), 500);
+    });
+    const r = await done;
+    assert.ok(signalled, r.stderr);
+    assert.equal(r.code, 143, r.stderr);
+    assert.match(r.stderr, /SIGTERM again: aborting the job/);
+    const ranks = pids.slice(1);
+    assert.ok(ranks.length >= 2, JSON.stringify(pids));
+    await until('every rank of the job has ended', () => ranks.every((pid) => !alive(pid)), 20_000);
+    assert.equal(child.exitCode, 143);
+  });
+
   it('reports learning_rate: .inf at the line of the user\'s file', async () => {
     const file = path.join(dir, 'inf.fsdp.yaml');
     writeFileSync(file, `model: {d_model: 32, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32}\ndata: {train: x.tok}\ntraining:\n  batch_size_per_gpu: 4\n  max_steps: 5\n  learning_rate: .inf\n`);
@@ -64,3 +103,17 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     }
   });
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A zombie has ended; only its parent has not reaped it yet.
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}

@@ -84,7 +84,7 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
     const config = writeConfig(dir, shardedConfig(withCheckpoints({ ranks: 4, strategy: 'FULL_SHARD' })), 'killed.json');
     let killedAt = 0;
     let victim = 0;
-    const { done } = startTrain([config, '--nproc', '4', '--run-dir', runDir], (line) => {
+    const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
       if (killedAt || !line.includes('"type":"step"') || !line.includes('"step":5,')) return;
       // Rank 2's pid, from the run_start every rank reported to.
       const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').find((l) => l.includes('"type":"run_start"'))!;
@@ -105,7 +105,7 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
     assert.equal(manifest.status, 'failed');
     assert.match(manifest.end_reason ?? '', /rank 2/);
 
-    const resumed = await train([config, '--nproc', '4', '--run-dir', runDir, '--resume', 'auto']);
+    const resumed = await train([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir, '--resume', 'auto']);
     assert.equal(resumed.code, 0, resumed.stderr);
     const { events: all, losses } = await outcomeOf(runDir);
     assert.equal(eventsOf(all, 'run_start').at(-1)!.start_step, 4);
