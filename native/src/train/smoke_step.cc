@@ -10,7 +10,7 @@
 #include "runtime/files.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
-#include "train/activation_policy.h"
+#include "memory/activation_choice.h"
 #include "train/backend_options.h"
 
 namespace fsdp {

@@ -1,10 +1,10 @@
-#include "config/validate.h"
+#include "validation/validate.h"
 
 #include <string>
 
 #include "data/token_file.h"
 #include "model/ops.h"
-#include "train/activation_policy.h"
+#include "memory/activation_choice.h"
 
 namespace fsdp {
 
