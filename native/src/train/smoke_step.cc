@@ -11,7 +11,7 @@
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "memory/activation_choice.h"
-#include "train/backend_options.h"
+#include "backend/backend_options.h"
 
 namespace fsdp {
 

@@ -47,7 +47,8 @@ nlohmann::json by_category(const MemoryUsage& m) {
 StepEvents::StepEvents(RunFolder& folder, Collectives& world, Backend& backend, const RunConfig& config, const MemoryPlan& plan, double flops_per_token)
     : folder_(folder), world_(world), backend_(backend), config_(config), plan_(plan), flops_per_token_(flops_per_token) {}
 
-void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params, const std::string& resumed_from) {
+void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params, const std::string& resumed_from,
+                           const std::string& collectives) {
   nlohmann::json world_ranks = nlohmann::json::array();
   for (const auto& r : ranks) {
     world_ranks.push_back({{"rank", r.rank}, {"host", r.host}, {"device", config_.launch.device}, {"pid", r.pid},
@@ -62,7 +63,8 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                       {"n_params", n_params},
                       {"flops_per_token", flops_per_token_},
                       {"peak_flops", peak_flops_},
-                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()}}}};
+                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()},
+                                   {"collectives", collectives}}}};
   if (folder_.writer()) e["run_id"] = folder_.run_id();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;
   folder_.write(e);

@@ -36,8 +36,8 @@ class StepEvents {
   void set_peak_flops(double flops) { peak_flops_ = flops; }
   double peak_flops() const { return peak_flops_; }
 
-  /** run_start: the config, the world (ranks from gather_job), the plan, where the run starts. */
-  void run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params, const std::string& resumed_from);
+  /** run_start: the config, the world (ranks from gather_job), the plan, where the run starts, what the device collectives are. */
+  void run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params, const std::string& resumed_from, const std::string& collectives);
   /** A step begins: peaks are measured from here, and the process's CPU time. */
   void step_begins();
   /** The step's events, when logging.every_n_steps (or a skip, or the last step) asks for them. */

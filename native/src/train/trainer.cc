@@ -12,7 +12,7 @@
 #include "runtime/peak_flops.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
-#include "train/backend_options.h"
+#include "backend/backend_options.h"
 #include "train/step_end_vote.h"
 
 namespace fsdp {
@@ -127,8 +127,9 @@ std::string Trainer::set_up() {
   world_->broadcast(&peak, sizeof peak, 0);
   events_->set_peak_flops(peak);
   try {
+    device_world_ = device_collectives(*backend_, *world_, config_.launch.collectives);
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
-    state_ = make_model_state(*backend_, layout_, config_, plan_, *world_);
+    state_ = make_model_state(*backend_, layout_, config_, plan_, *world_, *device_world_.world);
     checkpoints_ = std::make_unique<Checkpoints>(config_.checkpointing, *folder_, *world_, layout_, *state_);
     model_ = std::make_unique<Gpt>(*backend_, layout_, *state_, static_cast<float>(config_.model.dropout), plan_.policy);
     optimizer_ = std::make_unique<AdamW>(*backend_, layout_, config_.training);
@@ -191,7 +192,7 @@ void Trainer::write_run_start(const std::string& resumed_from) {
     watch_->at_step(st_.step);
     folder_->add_pids(pids);
   }
-  events_->run_start(ranks, st_.step, layout_.total, resumed_from);
+  events_->run_start(ranks, st_.step, layout_.total, resumed_from, device_world_.kind);
 }
 
 void Trainer::write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped) {

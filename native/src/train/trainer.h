@@ -24,6 +24,7 @@
 #include "memory/memory_plan.h"
 #include "model/gpt.h"
 #include "optim/adamw.h"
+#include "parallel/device_collectives.h"
 #include "parallel/model_state.h"
 #include "parallel/single_process.h"
 #include "train/checkpoints.h"
@@ -85,8 +86,9 @@ class Trainer {
   RunConfig config_;
   TrainerOptions options_;
   SingleProcess alone_;
-  Collectives* world_;
+  Collectives* world_;  // control: every rank, host values (votes, agreement, losses, norms)
   std::unique_ptr<Backend> backend_;
+  DeviceCollectives device_world_;  // what the model state's buffers go through (NCCL, MPI through pinned memory, or world_)
   ParamLayout layout_;
   MemoryPlan plan_;
   std::unique_ptr<RunFolder> folder_;
