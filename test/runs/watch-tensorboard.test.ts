@@ -108,7 +108,7 @@ describe('watching TensorBoard log folders (real writer process, real sshd on 12
       await w.start();
       let cuts = 0;
       for (const at of [40, 120, 200]) {
-        await until(`step ${at}`, () => (w.history.lastStep ?? 0) >= at, 60_000);
+        await until(`step ${at}, connected`, () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live', 60_000);
         if (sshd.killConnections() > 0) cuts++;
       }
       await exited(writer);
