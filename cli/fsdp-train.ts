@@ -13,7 +13,8 @@ import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
 import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../core/launch/mpirun';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId, prepareRunDirectory } from './train/run-directory';
+import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../core/launch/run-folder';
+import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|CHECKPOINT] [--plan]
