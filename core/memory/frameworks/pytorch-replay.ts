@@ -115,18 +115,21 @@ class Replay implements TensorLog {
       this.alloc('cublas', CUBLASLT_WORKSPACE_BYTES);
       this.alloc('cublas', ws);
     }
+    // model.to(device): every parameter in module order (embeddings, blocks, final norm, head), fp32.
     const t = this.t;
-    const unitTensors = [...Array.from({ length: this.L }, () => t.block), [...t.embedding, ...t.finalNorm, ...t.head]];
-    const offload = this.fsdp && this.input.offload.params;
-    for (const tensors of unitTensors) {
-      // model.to(device): full fp32 parameters; fully_shard then keeps a 1/G shard of each (dim 0 padded to G).
-      const full = tensors.map((n) => this.alloc('params', n * 4));
-      let local = full;
-      if (this.fsdp) {
-        local = tensors.map((n) => this.alloc('params', Math.ceil(n / this.G) * 4, 0, offload));
-        for (const id of full) this.free(id);
+    const full = (ns: number[]) => ns.map((n) => this.alloc('params', n * 4));
+    const embedding = full(t.embedding);
+    for (let i = 0; i < this.L; i++) this.units.push({ tensors: t.block, local: full(t.block), gathered: [], grads: [], rsState: 0 });
+    const tail = full([...t.finalNorm, ...t.head]);
+    this.units.push({ tensors: [...t.embedding, ...t.finalNorm, ...t.head], local: [...embedding, ...tail], gathered: [], grads: [], rsState: 0 });
+    if (this.fsdp) {
+      // fully_shard per block, then at the root: each parameter becomes a 1/G shard (dim 0 padded to G).
+      const offload = this.input.offload.params;
+      for (const unit of this.units) {
+        const shards = unit.tensors.map((n) => this.alloc('params', Math.ceil(n / this.G) * 4, 0, offload));
+        for (const id of unit.local) this.free(id);
+        unit.local = shards;
       }
-      this.units.push({ tensors, local, gathered: [], grads: [], rsState: 0 });
     }
     const N = worldSize(this.input);
     if (!this.fsdp && N > 1 && this.input.strategy === 'NO_SHARD') {
@@ -227,7 +230,7 @@ class Replay implements TensorLog {
     // LM head: the input gradient and the weight gradient (the tied embedding's first contribution).
     const gHead = this.alloc('actGrads', s.t * s.C * s.a);
     const headWeight = V * m.dModel;
-    const headGrad = this.paramGrad('head', headWeight, this.units[this.L]);
+    const headGrad = this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
     if (m.headBias) this.paramGrad('head.bias', V, this.units[this.L]);
     this.free(gLogits);
     this.free(tail.lnOut);
@@ -289,7 +292,7 @@ class Replay implements TensorLog {
     this.free(dense);
     this.free(headGrad);
     if (this.fsdp) root.grads = [...root.grads.filter((id) => id !== dense && id !== headGrad), sum];
-    else this.grads.set('root.head', sum);
+    else this.grads.set('root.wte', sum);
   }
 
   /**
@@ -421,13 +424,24 @@ class Replay implements TensorLog {
     const host = this.input.offload.optimizer || (this.fsdp && this.input.offload.params);
     const N = worldSize(this.input);
     const share = this.input.strategy === 'SHARD_OPTIMIZER' ? N : this.G;
-    const locals = this.units.flatMap((u) => u.tensors.map((n) => Math.ceil(n / share)));
+    const t = this.t;
+    const order = [...t.embedding, ...Array.from({ length: this.L }, () => t.block).flat(), ...t.finalNorm, ...t.head];
+    const locals = order.map((n) => Math.ceil(n / share));
     if (first) for (const n of locals) this.optimizerState.push(this.alloc('optimizer', n * 4, 0, host), this.alloc('optimizer', n * 4, 0, host));
     const step = locals.map((n) => this.alloc('optimizerStep', n * 4, 0, host));
-    for (const id of step) this.free(id);
-    for (const id of this.grads.values()) this.free(id);
+    // The intermediates' Python list is dropped last item first; zero_grad then goes in parameter order.
+    for (const id of step.reverse()) this.free(id);
+    for (const id of [...this.grads.entries()].sort((a, b) => gradOrder(a[0]) - gradOrder(b[0])).map((e) => e[1])) this.free(id);
     this.grads.clear();
   }
+}
+
+/** Where a gradient's key falls in parameter order: embeddings, blocks 0…L−1, final norm and head (FSDP: a unit's buffer goes with its last parameter). */
+function gradOrder(key: string): number {
+  const [where, name] = key.split('.');
+  if (where === 'root') return name === 'wte' ? -2 : name === 'wpe' ? -1 : 1e9;
+  if (where === 'rs') return Number(name);
+  return Number(where) * 2 + (name === 'mlp' ? 1 : 0);
 }
 
 interface Tail {
