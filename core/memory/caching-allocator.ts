@@ -87,7 +87,8 @@ class FreeBlocks {
 export class CachingAllocator {
   private readonly small = new FreeBlocks();
   private readonly large = new FreeBlocks();
-  private readonly live = new Map<number, Block>();
+  /** Live blocks by tensor id (ids are small consecutive integers). */
+  private live: Array<Block | undefined> = [];
   private nextAddr = 0;
   /** Bytes in blocks handed out (block sizes, as allocated_bytes counts them). */
   allocated = 0;
@@ -118,16 +119,16 @@ export class CachingAllocator {
       pool.insert(rest);
     }
     block.allocated = true;
-    this.live.set(id, block);
+    this.live[id] = block;
     this.allocated += block.size;
     this.peakAllocated = Math.max(this.peakAllocated, this.allocated);
     return block.size;
   }
 
   free(id: number): void {
-    const block = this.live.get(id);
+    const block = this.live[id];
     if (!block) throw new Error(`caching allocator replay: tensor ${id} freed twice or never allocated`);
-    this.live.delete(id);
+    this.live[id] = undefined;
     this.allocated -= block.size;
     block.allocated = false;
     const pool = block.small ? this.small : this.large;

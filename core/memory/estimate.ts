@@ -16,9 +16,24 @@ const FRAMEWORKS: Record<Framework, (input: MemoryInput) => FrameworkTerms | Fra
 
 /** A framework's model in the one shape the estimator works with: each phase's highest moment. */
 function frameworkMoments(input: MemoryInput): FrameworkMoments {
+  // The same input is estimated again and again (hint, diagnostics, panel, inverse questions); a
+  // PyTorch replay costs milliseconds, so recent answers are kept.
+  const key = JSON.stringify(input);
+  const hit = recent.get(key);
+  if (hit) {
+    recent.delete(key);
+    recent.set(key, hit);
+    return hit;
+  }
   const fw = FRAMEWORKS[input.framework](input);
-  return 'phasePeaks' in fw ? fw : fromTermSpecs(fw);
+  const moments = 'phasePeaks' in fw ? fw : fromTermSpecs(fw);
+  recent.set(key, moments);
+  if (recent.size > RECENT) recent.delete(recent.keys().next().value!);
+  return moments;
 }
+
+const RECENT = 256;
+const recent = new Map<string, FrameworkMoments>();
 
 export function estimateMemory(input: MemoryInput): MemoryEstimate {
   if (input.checkpointing.policy !== 'auto') return estimateFixed(input);

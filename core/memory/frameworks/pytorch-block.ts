@@ -271,12 +271,16 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept): v
     gK = log.alloc('actGrads', t * kvDim * a);
     log.free(gScores);
   } else {
-    // dq, dk, dv and the kernel's fp32 row sums.
+    // dq, dk, dv and the kernel's fp32 row sums; FlashAttention-2 (bf16/fp16) also accumulates dq
+    // in fp32, with the sequence rounded up to 128.
     gQ = log.alloc('actGrads', t * qDim * a);
     gK = log.alloc('actGrads', t * kvDim * a);
     gV = log.alloc('actGrads', t * kvDim * a);
-    const rowSums = log.alloc('actGrads', s.batch * s.H * Math.ceil(s.seq / 32) * 32 * 4);
+    const rows = a === 4 ? Math.ceil(s.seq / 32) * 32 : Math.ceil(s.seq / 128) * 128;
+    const rowSums = log.alloc('actGrads', s.batch * s.H * rows * 4);
+    const dqAccum = a === 4 ? 0 : log.alloc('actGrads', s.batch * rows * qDim * 4);
     log.free(gAttn);
+    log.free(dqAccum);
     log.free(rowSums);
     free('attnOut');
     free('lse');

@@ -4,8 +4,9 @@
 // Rather than adding up formulas, the run is replayed tensor by tensor (./pytorch-replay.ts) through
 // a replay of the CUDA caching allocator (../caching-allocator.ts): the bytes of every term at each
 // phase's highest moment, torch.cuda.max_memory_allocated (blocks as the allocator hands them out)
-// and max_memory_reserved (the segments it had to cudaMalloc). Steps 2–3 are measured, as the
-// harness does: step 1 creates the optimizer state.
+// and max_memory_reserved (the segments it had to cudaMalloc). Two steps are replayed: step 1
+// creates the optimizer state, step 2 is what the harness measures (its steps 2 and 3 are alike,
+// and reserved memory no longer grows after step 2).
 import { CachingAllocator } from '../caching-allocator';
 import type { MemoryCategory, Phase } from '../memory-estimate';
 import { shardGroupSize, type MemoryInput } from '../memory-input';
@@ -13,7 +14,7 @@ import { processOverheads } from './gpu-overheads';
 import { REPLAY_TERMS, replayTraining, type ReplayPhase, type ReplaySink, type ReplayTerm } from './pytorch-replay';
 import type { FrameworkMoments, TermInfo } from './term-spec';
 
-const STEPS = 3;
+const STEPS = 2;
 
 export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const fsdp = input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
@@ -69,7 +70,11 @@ class MeasuringSink implements ReplaySink {
   readonly totals: number[] = [];
   hostPeak = 0;
   private readonly live: number[];
-  private readonly sizes = new Map<number, { bytes: number; term: number; host: boolean }>();
+  // Per tensor id (small consecutive integers): bytes, and term index (−1: host, −2: freed).
+  private bytesOf = new Float64Array(1024);
+  private termOf = new Int8Array(1024).fill(-2);
+  private readonly termIndex = Object.fromEntries(REPLAY_TERMS.map((t, i) => [t, i])) as Record<ReplayTerm, number>;
+  private readonly termCount: number;
   private requested = 0;
   private host = 0;
   private measuring = false;
@@ -80,58 +85,69 @@ class MeasuringSink implements ReplaySink {
     this.allocator = cuda ? new CachingAllocator() : undefined;
     this.live = new Array<number>(termCount).fill(0);
     const empty = () => ({ allocated: -1, bytes: new Array<number>(termCount).fill(0) });
+    this.termCount = termCount;
     this.best = { forward: empty(), backward: empty(), optimizer: empty() };
   }
 
   alloc(id: number, bytes: number, term: ReplayTerm, stream: number, host: boolean): void {
-    const index = REPLAY_TERMS.indexOf(term);
-    this.sizes.set(id, { bytes, term: index, host });
+    if (id >= this.bytesOf.length) this.grow(id);
+    this.bytesOf[id] = bytes;
     if (host) {
+      this.termOf[id] = -1;
       this.host += bytes;
-      this.hostPeak = Math.max(this.hostPeak, this.host);
+      if (this.host > this.hostPeak) this.hostPeak = this.host;
       return;
     }
+    const index = this.termIndex[term];
+    this.termOf[id] = index;
     this.live[index] += bytes;
     this.requested += bytes;
     if (this.allocator) this.allocator.malloc(id, bytes, stream);
-    if (!this.measuring || this.phaseNow === 'setup') return;
-    const allocated = this.allocator ? this.allocator.allocated : this.requested;
-    this.totals.push(this.requested);
-    const best = this.best[this.phaseNow];
-    if (allocated > best.allocated) {
-      best.allocated = allocated;
-      best.bytes = this.live.slice();
-    }
+    if (this.measuring) this.moment();
   }
 
   free(id: number): void {
-    const t = this.sizes.get(id);
-    if (!t) throw new Error(`memory replay: tensor ${id} freed twice`);
-    this.sizes.delete(id);
-    if (t.host) {
-      this.host -= t.bytes;
+    const term = this.termOf[id];
+    if (term === -2) throw new Error(`memory replay: tensor ${id} freed twice`);
+    this.termOf[id] = -2;
+    const bytes = this.bytesOf[id];
+    if (term === -1) {
+      this.host -= bytes;
       return;
     }
-    this.live[t.term] -= t.bytes;
-    this.requested -= t.bytes;
+    this.live[term] -= bytes;
+    this.requested -= bytes;
     this.allocator?.free(id);
   }
 
   phase(step: number, phase: ReplayPhase): void {
-    // Phase peaks from the last step (steps 2 and 3 are alike); allocator peaks from step 2 on.
+    // Phase peaks and the allocator's allocated peak from step 2; reserved memory from the start.
     if (step === 2 && this.step !== 2) this.allocator?.resetPeaks();
     this.step = step;
-    this.measuring = step === STEPS;
     this.phaseNow = phase;
-    if (this.measuring && phase !== 'setup') {
-      // A phase starts where the last ended: its first moment is what is already live.
-      const best = this.best[phase];
-      const allocated = this.allocator ? this.allocator.allocated : this.requested;
-      if (allocated > best.allocated) {
-        best.allocated = allocated;
-        best.bytes = this.live.slice();
-      }
+    this.measuring = step === STEPS && phase !== 'setup';
+    // A phase starts where the last ended: its first moment is what is already live.
+    if (this.measuring) this.moment();
+  }
+
+  private moment(): void {
+    const allocated = this.allocator ? this.allocator.allocated : this.requested;
+    this.totals.push(this.requested);
+    const best = this.best[this.phaseNow as Phase];
+    if (allocated > best.allocated) {
+      best.allocated = allocated;
+      for (let i = 0; i < this.termCount; i++) best.bytes[i] = this.live[i];
     }
   }
-}
 
+  private grow(id: number): void {
+    let n = this.bytesOf.length;
+    while (n <= id) n *= 2;
+    const bytes = new Float64Array(n);
+    bytes.set(this.bytesOf);
+    const terms = new Int8Array(n).fill(-2);
+    terms.set(this.termOf);
+    this.bytesOf = bytes;
+    this.termOf = terms;
+  }
+}
