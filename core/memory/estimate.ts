@@ -48,16 +48,15 @@ export function estimateMemory(input: MemoryInput): MemoryEstimate {
  */
 function estimateAuto(input: MemoryInput): MemoryEstimate {
   const budget = input.checkpointing.budgetBytes ?? input.gpu?.memoryBytes;
-  let smallest: { policy: FixedPolicy; peak: number } | undefined;
-  // Only the peak decides; the full estimate is made once, for the chosen policy.
+  let smallest: MemoryEstimate | undefined;
   for (const c of checkpointCandidates(input)) {
-    const peak = Math.max(...deviceTotalsAtMoments({ ...input, checkpointing: { ...input.checkpointing, ...c } }));
-    if (budget !== undefined && peak <= budget) return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...c } }), input, undefined);
-    if (!smallest || peak < smallest.peak) smallest = { policy: c, peak };
+    const e = estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...c } });
+    if (budget !== undefined && e.peak.total <= budget) return withAutoNote(e, input, undefined);
+    if (!smallest || e.peak.total < smallest.peak.total) smallest = e;
   }
   // Our runtime rejects such a config (native/MEMORY.md); the estimate still shows how close it gets.
   const why = budget === undefined ? 'no budget (memory_budget_gb) or target GPU' : 'no policy fits the budget, so the runtime would reject this config';
-  return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...smallest!.policy } }), input, why);
+  return withAutoNote(smallest!, input, why);
 }
 
 function withAutoNote(e: MemoryEstimate, input: MemoryInput, problem: string | undefined): MemoryEstimate {
