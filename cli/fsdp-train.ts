@@ -1,11 +1,11 @@
-// `npx fsdp-train CONFIG [--nproc N] [--set key=value]... [--run-dir DIR] [--resume auto|PATH] [--plan]`:
+// `npx fsdp-train CONFIG [--nproc N] [--set key=value]... [--run-dir DIR] [--resume auto|never|PATH] [--plan]`:
 // validates and resolves a run config, creates the run folder (runs/<run-id>/ with config.json and
 // run.json), and runs the native trainer `fsdp-train-native` on it — by argument vector, never a
 // shell — forwarding SIGINT/SIGTERM and exiting with its exit code. With several ranks
 // (launch.nproc_per_node x launch.nnodes, --nproc sets the first) it starts them with mpirun
 // (core/launch/mpirun.ts). The extension's launcher starts runs through this same command.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,10 +16,11 @@ import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf }
 import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../core/launch/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
+import { lockRunFolder } from './train/run-folder-lock';
 import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
-                  [--resume auto|CHECKPOINT] [--plan]
+                  [--resume auto|never|CHECKPOINT] [--plan]
        fsdp-train --export-checkpoint CHECKPOINT OUT_DIR
 
 CONFIG is a run config (YAML or JSON). --set overrides a key (--set training.max_steps=100).
@@ -29,7 +30,10 @@ launch.nnodes > 1 mpirun places them by your MPI host file. More ranks than this
 shard groups (fsdp.ranks_per_node), to emulate nodes on one machine.
 --run-dir: the run folder (default: <logging.runs_dir>/<name>-<time>-<id>/).
 --resume auto: continue from the newest complete checkpoint of --run-dir (default: the latest
-run of this config's name), with any number of ranks; --resume CHECKPOINT: from that folder.
+run of this config's name), with any number of ranks; it stops with an error when every
+checkpoint there is unusable. --resume never: start over from step 0 (checkpoints already there
+are set aside in checkpoints/previous-TIME/, never deleted). --resume CHECKPOINT: from that folder.
+One trainer per run folder: a second one is refused with the first one's pid and host.
 --plan: print the runtime's memory plan (bytes per rank, native/MEMORY.md) and exit.
 --export-checkpoint: write a sharded checkpoint as one full checkpoint (OUT_DIR/step-N).
 Under mpirun or srun (started by you) each rank runs this command; give --run-dir.
@@ -132,12 +136,21 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (!runDir && resume === 'auto') runDir = latestRunOf(runsDir, config.name ?? 'run');
     runDir ??= path.join(runsDir, newRunId(config.name ?? 'run'));
-    if (rank === undefined || rank === 0) configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
+    if (rank === undefined || rank === 0) {
+      mkdirSync(runDir, { recursive: true });
+      // Before anything is written into it: one trainer per run folder (cli/train/run-folder-lock.ts).
+      const busy = lockRunFolder(native, runDir);
+      if (busy) {
+        console.error(`fsdp-train: ${busy}`);
+        return 1;
+      }
+      configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
+    }
   } catch (e) {
     console.error(`fsdp-train: ${runFolderProblem(e as NodeJS.ErrnoException, runDir, args.values['run-dir'] ? '--run-dir' : 'logging.runs_dir')}`);
     return EXIT_CONFIG;
   }
-  const resumeArgs = resume ? ['--resume', resume === 'auto' ? 'auto' : path.resolve(resume)] : [];
+  const resumeArgs = resume ? ['--resume', resume === 'auto' || resume === 'never' ? resume : path.resolve(resume)] : [];
 
   if (rank !== undefined) {
     // The other ranks may start before rank 0 has written config.json: each hands its own copy.

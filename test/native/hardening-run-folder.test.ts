@@ -1,13 +1,33 @@
-// Issue 19, items 3, 4, 8 and 10, through the real CLI and trainer: what a run folder holds stays
-// consistent whatever happened to it before — a torn last line of metrics.jsonl, another trainer on
-// the same folder, checkpoints that are all unusable, a full disk.
+// Issue 19, items 3, 4, 8, 9 and 10, through the real CLI and trainer: what a run folder holds
+// stays consistent whatever happened to it — a torn last line of metrics.jsonl, a second trainer
+// on the same folder, checkpoints that are all unusable, a checkpoint from beyond max_steps, a disk
+// that fills up (a real 8 MiB tmpfs).
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, truncateSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { eventsOf, readRun, smallConfig, tempDir, train, writeConfig } from './train-runs';
+import { nativeCli } from './native-build';
+import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
+
+const quote = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Every file under dir with its bytes, to show that nothing was touched. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out.set(path.relative(dir, p), readFileSync(p).toString('base64'));
+    }
+  };
+  walk(dir);
+  return out;
+}
 
 describe('fsdp-train: the run folder stays consistent', function () {
-  this.timeout(180_000);
+  this.timeout(300_000);
   let dir: string;
   beforeEach(() => (dir = tempDir('hardening-run-folder')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,5 +46,144 @@ describe('fsdp-train: the run folder stays consistent', function () {
     assert.equal(eventsOf(events, 'run_start').length, 2, 'the resumed run_start was not merged into the torn line');
     assert.deepEqual(eventsOf(events, 'step').map((e) => e.step), [1, 2, 3, 4, 5, 6]);
     assert.ok(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').endsWith('\n'));
+  });
+
+  it('refuses a second trainer on a run folder in use, naming the first one\'s pid and host, and touches nothing', async () => {
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, checkpointing: { save_every_n_steps: 5 } }));
+    let first: { pid: number } | undefined;
+    let before: Map<string, string> | undefined;
+    const second: { code: number | null; stderr: string }[] = [];
+    const { done } = startTrain([config, '--run-dir', runDir], (line, child) => {
+      if (first || !line.includes('"type":"step"') || !line.includes('"step":7,')) return;
+      first = { pid: child.pid! };
+      // The first trainer pauses between checkpoints: its folder must not change while the others try.
+      const runtime = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids.at(-1)!;
+      process.kill(runtime, 'SIGSTOP');
+      before = snapshot(runDir);
+      const other = writeConfig(dir, smallConfig({ model: { d_model: 64 }, training: { max_steps: 3 } }), 'other.json');
+      const viaCli = spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'fsdp-train.mjs'), other, '--run-dir', runDir], { encoding: 'utf8' });
+      second.push({ code: viaCli.status, stderr: viaCli.stderr });
+      // The runtime started by hand, without fsdp-train, is refused the same way.
+      const direct = spawnSync(nativeCli, ['--config', path.join(runDir, 'config.json'), '--run-dir', runDir], { encoding: 'utf8' });
+      second.push({ code: direct.status, stderr: direct.stderr });
+      assert.deepEqual(snapshot(runDir), before, 'the refused trainers changed the folder');
+      process.kill(runtime, 'SIGCONT');
+      child.kill('SIGTERM');
+    });
+    const r = await done;
+    assert.ok(first, r.stderr);
+    const held = new RegExp(`${quote(runDir)} is in use by another trainer: pid ${first.pid} on host ${quote(os.hostname())} since [0-9: -]+ holds ${quote(path.join(runDir, 'run.lock'))}`);
+    assert.equal(second[0].code, 1, second[0].stderr);
+    assert.match(second[0].stderr, held);
+    assert.equal(second[1].code, 1, second[1].stderr);
+    assert.match(second[1].stderr, held);
+    // The first run went on and stopped as asked, its own checkpoints and history intact.
+    assert.equal(r.code, 143, r.stderr);
+    const { events, manifest } = await readRun(runDir);
+    assert.equal(manifest.status, 'stopped');
+    assert.equal(eventsOf(events, 'run_start').length, 1);
+    assert.equal((JSON.parse(readFileSync(path.join(runDir, 'config.json'), 'utf8')) as { model: { d_model: number } }).model.d_model, 32);
+  });
+
+  it('takes over the lock a killed trainer left behind', async () => {
+    const runDir = path.join(dir, 'run');
+    mkdirSync(runDir);
+    // What a SIGKILLed trainer leaves: the lock file naming it; the kernel released its lock.
+    writeFileSync(path.join(runDir, 'run.lock'), `${process.pid + 1_000_000} ${os.hostname()} 1700000000\n`);
+    const r = await train([writeConfig(dir, smallConfig({ training: { max_steps: 2 } })), '--run-dir', runDir]);
+    assert.equal(r.code, 0, r.stderr);
+  });
+
+  it('--resume auto stops with an error naming every unusable checkpoint; --resume never starts over and deletes none', async () => {
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 6 }, checkpointing: { save_every_n_steps: 2, keep_last_n: 3 } }));
+    assert.equal((await train([config, '--run-dir', runDir])).code, 0);
+    const ckpts = path.join(runDir, 'checkpoints');
+    truncateSync(path.join(ckpts, 'step-00000006', 'rank-00000.bin'), 100);
+    writeFileSync(path.join(ckpts, 'step-00000004', 'manifest.json'), '{"format": "fsdp-studio-checkpoint", "complete": tru');
+    appendFileSync(path.join(ckpts, 'step-00000002', 'rank-00000.bin'), 'x');
+    const before = snapshot(ckpts);
+    const metricsBefore = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8');
+    const r = await train([config, '--run-dir', runDir, '--resume', 'auto']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /--resume auto: none of the 3 checkpoints in .*checkpoints can be loaded:/);
+    assert.match(r.stderr, /step-00000006: .*step-00000006\/rank-00000\.bin: 100 bytes, the manifest says \d+ \(truncated\)/);
+    assert.match(r.stderr, /step-00000004: .*step-00000004\/manifest\.json: not valid JSON/);
+    assert.match(r.stderr, /step-00000002: .*step-00000002\/rank-00000\.bin: \d+ bytes, the manifest says \d+ \(truncated\)/);
+    assert.match(r.stderr, /Nothing was started and nothing deleted\. To start over from step 0 instead, run with --resume never/);
+    assert.deepEqual(snapshot(ckpts), before, 'a checkpoint was changed or deleted');
+    const { events, manifest } = await readRun(runDir);
+    assert.equal(eventsOf(events, 'run_start').length, 1, 'no second history in metrics.jsonl');
+    assert.ok(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').startsWith(metricsBefore));
+    assert.equal(manifest.status, 'failed');
+
+    const again = await train([config, '--run-dir', runDir, '--resume', 'never']);
+    assert.equal(again.code, 0, again.stderr);
+    const aside = readdirSync(ckpts).filter((n) => n.startsWith('previous-'));
+    assert.equal(aside.length, 1);
+    assert.deepEqual(snapshot(path.join(ckpts, aside[0])), new Map([...before].map(([k, v]) => [k, v])), 'the unusable checkpoints are kept, byte for byte');
+    assert.deepEqual(readdirSync(ckpts).filter((n) => n.startsWith('step-')).sort(), ['step-00000002', 'step-00000004', 'step-00000006']);
+    const { events: all } = await readRun(runDir);
+    assert.equal(eventsOf(all, 'run_start').at(-1)?.start_step ?? 0, 0);
+  });
+
+  it('refuses a checkpoint from beyond training.max_steps instead of "completing" without a step', async () => {
+    const runDir = path.join(dir, 'run');
+    assert.equal((await train([writeConfig(dir, smallConfig({ training: { max_steps: 4 }, checkpointing: { save_every_n_steps: 4 } })), '--run-dir', runDir])).code, 0);
+    const r = await train([writeConfig(dir, smallConfig({ training: { max_steps: 2 } }), 'shorter.json'), '--run-dir', runDir, '--resume', 'auto']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /step-00000004: saved at step 4, beyond training\.max_steps \(2\): raise training\.max_steps to continue it/);
+  });
+
+  describe('on a full disk (an 8 MiB tmpfs)', () => {
+    let disk: string;
+    before(function () {
+      disk = path.join(os.tmpdir(), `fsdp-full-disk-${process.pid}`);
+      mkdirSync(disk, { recursive: true });
+      const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', disk], { encoding: 'utf8' });
+      if (mount.status !== 0) {
+        rmSync(disk, { recursive: true, force: true });
+        // Mounting needs root (or CAP_SYS_ADMIN); without it there is no disk here that can be filled safely.
+        this.skip();
+      }
+    });
+    after(() => {
+      if (existsSync(disk)) {
+        spawnSync('umount', [disk]);
+        rmSync(disk, { recursive: true, force: true });
+      }
+    });
+
+    it('fails with errno and path, leaves run.json "failed" (disk full) and no temporary files, and resumes once there is room', async () => {
+      const runDir = path.join(disk, 'run');
+      const filler = path.join(disk, 'filler');
+      const config = writeConfig(dir, smallConfig({ training: { max_steps: 8 }, checkpointing: { save_every_n_steps: 2, keep_last_n: 2 } }));
+      let filled = false;
+      const { done } = startTrain([config, '--run-dir', runDir], (line) => {
+        if (filled || !line.includes('"type":"checkpoint"')) return;
+        filled = true;
+        // The disk fills up (another job's output): 16 KiB left, far less than a checkpoint.
+        const { bavail, bsize } = statfsSync(disk);
+        execFileSync('fallocate', ['-l', String(Math.max(0, bavail * bsize - 16 * 1024)), filler]);
+      });
+      const r = await done;
+      assert.ok(filled);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`${quote(runDir)}/checkpoints/\\.tmp-step-00000004-\\d+/rank-00000\\.bin: write failed: No space left on device`));
+      assert.doesNotMatch(r.stderr, /    at |Error: ENOSPC/);
+      const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string; end_reason: string };
+      assert.equal(manifest.status, 'failed');
+      assert.match(manifest.end_reason, /^disk full: .*No space left on device/);
+      assert.deepEqual(readdirSync(runDir).filter((n) => n.includes('.tmp')), [], 'a temporary run.json was left behind');
+      assert.deepEqual(readdirSync(path.join(runDir, 'checkpoints')), ['step-00000002'], 'the failed save was not cleaned up');
+      // Room again: the run resumes from its last checkpoint and completes.
+      rmSync(filler);
+      const resumed = await train([config, '--run-dir', runDir, '--resume', 'auto']);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      const { manifest: after } = await readRun(runDir);
+      assert.equal(after.status, 'completed');
+      assert.equal(after.step, 8);
+    });
   });
 });

@@ -56,7 +56,12 @@ std::uint64_t complete_folder(const fs::path& tmp_dir, const fs::path& final_dir
     // A rolled-back run saves the same step again: the new checkpoint replaces the old one.
     const fs::path old = final_dir.parent_path() / (".old-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
     fs::rename(final_dir, old);
-    fs::rename(tmp_dir, final_dir);
+    try {
+      fs::rename(tmp_dir, final_dir);
+    } catch (...) {
+      fs::rename(old, final_dir);  // the old checkpoint stays where it was
+      throw;
+    }
     fs::remove_all(old);
   } else {
     fs::rename(tmp_dir, final_dir);
@@ -132,7 +137,8 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
   if (rank == 0) {
     try {
       fs::create_directories(dir);
-      fs::remove_all(tmp_dir);
+      // The space of an earlier failed save is needed for this one.
+      remove_unfinished_writes(dir);
       fs::create_directories(tmp_dir);
     } catch (const std::exception& e) {
       error = e.what();
@@ -140,6 +146,15 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
   }
   error = first_failure(world, error);
   if (!error.empty()) throw std::runtime_error(error);
+  // From here a failure (a full disk) removes what this save wrote, so that the run can still
+  // write its end and the disk is not left full.
+  const auto abandon = [&](const std::string& why) {
+    if (rank == 0) {
+      std::error_code ec;
+      fs::remove_all(tmp_dir, ec);
+    }
+    throw std::runtime_error(why);
+  };
 
   // This rank's file: what it owns of every unit (a replica that owns nothing writes none).
   bool owns = rank == 0;
@@ -168,7 +183,7 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
     }
   }
   error = first_failure(world, error);
-  if (!error.empty()) throw std::runtime_error(error);
+  if (!error.empty()) abandon(error);
 
   // The manifest is the completion marker: rank 0 writes it once every file is on disk.
   const std::vector<double> records = gather_values(world, {record[0], record[1], record[2]});
@@ -187,7 +202,7 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
     }
   }
   error = first_failure(world, error);
-  if (!error.empty()) throw std::runtime_error(error);
+  if (!error.empty()) abandon(error);
   return {final_dir.string(), step, total};
 }
 
@@ -294,14 +309,18 @@ std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& di
 void prune_checkpoints(const std::string& dir, int keep_last_n) {
   const auto all = list_checkpoints(dir);
   for (std::size_t i = static_cast<std::size_t>(keep_last_n); i < all.size(); ++i) fs::remove_all(all[i].second);
+  remove_unfinished_writes(dir);
+}
+
+void remove_unfinished_writes(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return;
-  // Folders of writes that never finished (a process killed while saving): one process writes
-  // here at a time, and it is past its own save, so every such folder is stale.
+  std::vector<fs::path> stale;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".old-", 0) == 0) fs::remove_all(e.path(), ec);
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".old-", 0) == 0) stale.push_back(e.path());
   }
+  for (const auto& p : stale) fs::remove_all(p, ec);
 }
 
 }  // namespace fsdp

@@ -51,4 +51,11 @@ std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& di
 /** Removes complete checkpoints beyond the newest keep_last_n, and temporary folders of unfinished writes. */
 void prune_checkpoints(const std::string& dir, int keep_last_n);
 
+/**
+ * Removes the temporary folders of writes that never finished (.tmp-*, .old-*: a process killed
+ * or a disk that filled while saving). One trainer writes a run folder at a time (its lock), so
+ * every such folder is stale; left behind, one can hold the disk full for every later save.
+ */
+void remove_unfinished_writes(const std::string& dir);
+
 }  // namespace fsdp

@@ -7,13 +7,14 @@
 //   fsdp-train-native --check CONFIG.json     the runtime's own checks; exit 2 on errors
 //   fsdp-train-native --plan CONFIG.json      the memory plan (JSON, native/MEMORY.md)
 //   fsdp-train-native --sgemm-peak [N]        OpenBLAS sgemm FLOP/s on N x N (default 2048): MFU's peak
-//   fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops F]
+//   fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] [--peak-flops F]
 //                                             train: events to DIR/metrics.jsonl and stdout,
 //                                             DIR/run.json kept current, checkpoints in DIR
 //   fsdp-train-native --allreduce-check       under mpirun: sums known values across the ranks
 //                                             and checks every collective's result (JSON)
 //   fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR
 //                                             a sharded checkpoint as one full one (OUT_DIR/step-N)
+//   fsdp-train-native --lock-run-folder FD PID  fsdp-train's run-folder lock (train/run_folder_lock.h)
 //
 // Several processes: mpirun -n N fsdp-train-native --config … (or srun), with launch.nproc_per_node
 // x launch.nnodes = N; `npx fsdp-train --nproc N CONFIG` runs mpirun for you. Every rank runs the
@@ -45,6 +46,7 @@
 #include "runtime/files.h"
 #include "runtime/peak_flops.h"
 #include "runtime/threads.h"
+#include "train/run_folder_lock.h"
 #include "train/trainer.h"
 #ifdef FSDP_MPI_BUILT
 #include "parallel/mpi/mpi_collectives.h"
@@ -56,7 +58,7 @@ constexpr int kExitConfig = 2;
 
 int usage() {
   std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N] | --allreduce-check\n"
-               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|CHECKPOINT] [--peak-flops FLOPS]\n"
+               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] [--peak-flops FLOPS]\n"
                "       fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR\n";
   return kExitConfig;
 }
@@ -245,6 +247,23 @@ int export_checkpoint(const std::string& from, const std::string& to) {
 }
 
 /**
+ * For fsdp-train, before it writes a run folder: locks the lock file it opened and passed as `fd`
+ * on behalf of `holder_pid` (the lock belongs to the open file, which fsdp-train keeps for the
+ * run's life). Exit 0 when taken; 3, with the holder on standard output, when another holds it.
+ */
+int lock_run_folder(int fd, int holder_pid) {
+  try {
+    std::string holder;
+    if (fsdp::lock_run_folder_fd(fd, holder_pid, &holder)) return 0;
+    std::cout << holder << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+/**
  * OpenMP threads that spin while waiting take the cores OpenBLAS and the other kernels need, and
  * on a small shared machine that costs several times the step time. libgomp reads its wait
  * policy only when it loads, so without one in the environment the program runs itself again
@@ -271,6 +290,7 @@ int main(int argc, char** argv) {
   if (cmd == "--sgemm-peak" && argc <= 3) return print_sgemm_peak(argc == 3 ? std::atol(argv[2]) : 2048);
   if (cmd == "--allreduce-check" && argc == 2) return allreduce_check(argc, argv);
   if (cmd == "--export-checkpoint" && argc == 4) return export_checkpoint(argv[2], argv[3]);
+  if (cmd == "--lock-run-folder" && argc == 4) return lock_run_folder(std::atoi(argv[2]), std::atoi(argv[3]));
   if (cmd == "--config" || cmd == "--run-dir") return train(argc, argv);
   return usage();
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,7 +52,15 @@ void RunManifest::add_pids(const std::vector<int>& pids) {
 void RunManifest::update(const nlohmann::json& fields) {
   for (auto& [k, v] : fields.items()) doc_[k] = v;
   doc_["updated"] = unix_time();
-  write_file_atomically(path_, doc_.dump(2) + "\n");
+  const std::string text = doc_.dump(2) + "\n";
+  try {
+    write_file_atomically(path_, text);
+  } catch (const FileError& e) {
+    if (e.err() != ENOSPC && e.err() != EDQUOT) throw;
+    // A full disk has no room for the temporary copy; the blocks run.json frees when truncated
+    // hold its new text (about as long), so that the run's status is still written.
+    write_file_in_place(path_, text);
+  }
 }
 
 }  // namespace fsdp

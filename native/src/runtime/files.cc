@@ -15,7 +15,33 @@ namespace fsdp {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const char* what) { throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno)); }
+[[noreturn]] void fail(const std::string& path, const char* what) {
+  const int err = errno;
+  throw FileError(path + ": " + what + ": " + std::strerror(err), err);
+}
+
+/** Writes all of bytes to fd, then fsyncs; on failure closes fd, and throws naming `path`. */
+void write_and_sync(int fd, const std::string& path, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      errno = err;
+      fail(path, "write failed");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    fail(path, "fsync failed");
+  }
+  if (::close(fd) != 0) fail(path, "close failed");
+}
 
 const char* kind_of(mode_t mode) {
   if (S_ISDIR(mode)) return "a folder";
@@ -82,23 +108,20 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(tmp, "cannot create");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      fail(tmp, "write failed");
-    }
-    done += static_cast<std::size_t>(n);
+  try {
+    write_and_sync(fd, tmp, bytes);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "rename failed");
+  } catch (...) {
+    ::unlink(tmp.c_str());  // no run.json.tmp-PID left behind (a full disk)
+    throw;
   }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail(tmp, "fsync failed");
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "rename failed");
   sync_path(std::filesystem::path(path).parent_path().string());
+}
+
+void write_file_in_place(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path, "cannot open for writing");
+  write_and_sync(fd, path, bytes);
 }
 
 double unix_time() {

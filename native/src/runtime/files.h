@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace fsdp {
@@ -35,8 +36,27 @@ class ReadOnlyFile {
   std::uint64_t size_ = 0;
 };
 
-/** Writes `bytes` to `path` atomically (temporary file in the same folder, fsync, rename, fsync of the folder). */
+/** A file operation that failed: what, the path and the errno (ENOSPC: the disk is full). */
+class FileError : public std::runtime_error {
+ public:
+  FileError(const std::string& what, int err) : std::runtime_error(what), err_(err) {}
+  int err() const { return err_; }
+
+ private:
+  int err_;
+};
+
+/**
+ * Writes `bytes` to `path` atomically (temporary file in the same folder, fsync, rename, fsync of
+ * the folder). Throws FileError naming the path and the errno; the temporary file is removed.
+ */
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+/**
+ * Rewrites a small file where it is (truncate, write, fsync): for a full disk, where the temporary
+ * copy of write_file_atomically finds no room but the blocks the old content frees suffice.
+ */
+void write_file_in_place(const std::string& path, const std::string& bytes);
 
 /** fsync of a file or folder by path; throws std::runtime_error naming the path. */
 void sync_path(const std::string& path);

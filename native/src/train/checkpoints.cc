@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
+#include <stdexcept>
 
 #include "checkpoint/checkpoint.h"
 #include "parallel/agreement.h"
@@ -19,9 +21,55 @@ Checkpoints::Checkpoints(const CheckpointingConfig& config, RunFolder& folder, C
 }
 
 std::string Checkpoints::resume_point(const std::string& resume) {
-  const std::string path = resume == "auto" ? newest_usable() : resume;
+  if (resume != "auto" && resume != "never" && !resume.empty()) return resume;
+  // Rank 0 looks, so that every rank starts from the same place (or fails the same way).
+  std::string path, error;
+  if (world_.rank() == 0) {
+    try {
+      if (resume == "auto") path = newest_usable_or_why(&error);
+      else set_aside_previous();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  error = broadcast_string(world_, error, 0);
+  if (!error.empty()) throw std::runtime_error(error);
+  path = broadcast_string(world_, path, 0);
   if (path.empty() && resume == "auto") folder_.log("info", "--resume auto: no complete checkpoint in " + dir_ + "; starting from step 0");
   return path;
+}
+
+std::string Checkpoints::newest_usable_or_why(std::string* error) {
+  // Leftovers of writes that never finished hold disk space and are never loaded: gone first.
+  remove_unfinished_writes(dir_);
+  std::string why;
+  const auto all = list_checkpoints(dir_);
+  for (const auto& [step, dir] : all) {
+    const std::string problem = verify_checkpoint(dir);
+    if (problem.empty()) return dir;
+    folder_.log("warn", "checkpoint " + dir + " is unusable and was not loaded: " + problem);
+    why += "\n  " + dir + ": " + problem;
+  }
+  // Starting from step 0 here would overwrite them and append a second history to metrics.jsonl.
+  if (!all.empty()) {
+    *error = "--resume auto: none of the " + std::to_string(all.size()) + " checkpoints in " + dir_ + " can be loaded:" + why +
+             "\nNothing was started and nothing deleted. To start over from step 0 instead, run with --resume never (they are set aside, not deleted)";
+  }
+  return "";
+}
+
+void Checkpoints::set_aside_previous() {
+  remove_unfinished_writes(dir_);
+  const auto all = list_checkpoints(dir_);
+  if (all.empty()) return;
+  // A run that starts over would overwrite and prune them: they move, whole, out of its way.
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  const fs::path aside = fs::path(dir_) / ("previous-" + std::string(stamp));
+  fs::create_directories(aside);
+  for (const auto& [step, dir] : all) fs::rename(dir, aside / fs::path(dir).filename());
+  folder_.log("info", "starting from step 0: the " + std::to_string(all.size()) + " checkpoints already in " + dir_ + " are set aside in " + aside.string());
 }
 
 std::string Checkpoints::newest_usable() {

@@ -26,8 +26,10 @@ class Checkpoints {
 
   /**
    * The checkpoint a run starts from: for --resume auto the newest complete one that verifies
-   * (rank 0 looks; every rank gets the same; unusable ones are logged and passed over), for a
-   * path that path, for "" none. Empty when there is none.
+   * (rank 0 looks; every rank gets the same; unusable ones are logged and passed over), and an
+   * error naming each one and why when there are checkpoints but none verifies; for a path that
+   * path; for "" or "never" none, the checkpoints already there set aside (previous-TIME/), never
+   * deleted. Empty when there is none.
    */
   std::string resume_point(const std::string& resume);
   /** The newest checkpoint that verifies whole, on every rank ("" when none). */
@@ -52,6 +54,9 @@ class Checkpoints {
   void restart_clock();
 
  private:
+  std::string newest_usable_or_why(std::string* error);
+  void set_aside_previous();
+
   const CheckpointingConfig& config_;
   RunFolder& folder_;
   Collectives& world_;

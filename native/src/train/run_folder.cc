@@ -1,5 +1,6 @@
 #include "train/run_folder.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "runtime/files.h"
@@ -14,6 +15,8 @@ RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool write
     return;
   }
   std::filesystem::create_directories(dir_);
+  // Before anything is written: a second trainer on this folder stops here (run_folder_lock.h).
+  lock_ = std::make_unique<RunFolderLock>(dir_);
   log_ = std::make_unique<MetricsLog>((std::filesystem::path(dir_) / "metrics.jsonl").string(), echo);
   manifest_ = std::make_unique<RunManifest>(dir_, config.resolved, config.world_size());
   last_progress_ = unix_time();
@@ -48,8 +51,21 @@ void RunFolder::end(RunStatus status, long step, const std::string& reason) {
   nlohmann::json fields = {{"status", status_name(status)}, {"step", step}};
   if (!reason.empty()) e["reason"] = reason, fields["end_reason"] = reason;
   std::lock_guard<std::mutex> lock(mu_);
-  log_->write(e);
-  if (manifest_) manifest_->update(fields);
+  // run.json says how the run ended even when metrics.jsonl cannot take the event (a full disk).
+  std::string lost;
+  try {
+    log_->write(e);
+  } catch (const std::exception& x) {
+    lost = x.what();
+  }
+  if (manifest_) {
+    try {
+      manifest_->update(fields);
+    } catch (const std::exception& x) {
+      std::fprintf(stderr, "fsdp-train-native: the run's end could not be written to run.json: %s\n", x.what());
+    }
+  }
+  if (!lost.empty()) std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written: %s\n", lost.c_str());
 }
 
 }  // namespace fsdp

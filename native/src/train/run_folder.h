@@ -16,6 +16,7 @@
 #include "config/run_config.h"
 #include "metrics/metrics_log.h"
 #include "metrics/run_manifest.h"
+#include "train/run_folder_lock.h"
 
 namespace fsdp {
 
@@ -53,6 +54,7 @@ class RunFolder {
   std::string dir_;
   bool writer_;
   std::mutex mu_;
+  std::unique_ptr<RunFolderLock> lock_;  // writer only: held for the run's life
   std::unique_ptr<MetricsLog> log_;
   std::unique_ptr<RunManifest> manifest_;  // writer only
   double last_progress_ = 0;

@@ -13,6 +13,7 @@
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "backend/backend_options.h"
+#include "train/run_failure.h"
 #include "train/step_end_vote.h"
 
 namespace fsdp {
@@ -73,6 +74,18 @@ RunResult Trainer::run() {
     finish(r);
     return r;
   }
+  try {
+    return run_steps(resumed_from);
+  } catch (const std::exception& e) {
+    // A fault the loop did not expect (a full disk under a save or an event, a bad token id):
+    // the run still ends in run.json and metrics.jsonl, as failed, with the fault's words.
+    RunResult r{RunStatus::failed, st_.step, failure_reason(e)};
+    finish(r, /*together=*/false);
+    return r;
+  }
+}
+
+RunResult Trainer::run_steps(const std::string& resumed_from) {
   start(resumed_from);
 
   RunResult result{RunStatus::completed, st_.step, ""};
@@ -142,7 +155,17 @@ std::string Trainer::set_up() {
 }
 
 void Trainer::load(const std::string& path) {
-  st_.from_json(checkpoints_->load(path));
+  const nlohmann::json saved = checkpoints_->load(path);
+  try {
+    st_.from_json(saved);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": the trainer state: " + e.what());
+  }
+  // A checkpoint from beyond the end would "complete" at once without a step.
+  if (st_.step > config_.training.max_steps) {
+    throw std::runtime_error(path + ": saved at step " + std::to_string(st_.step) + ", beyond training.max_steps (" + std::to_string(config_.training.max_steps) +
+                             "): raise training.max_steps to continue it");
+  }
   // Positions count global micro-batches. A run with another global micro-batch (ranks x
   // batch_size_per_gpu) continues at the same sequence when the count divides evenly.
   const std::uint64_t global = static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
@@ -326,12 +349,14 @@ void Trainer::save(long step) {
   checkpoints_->save(step, st_.to_json());
 }
 
-void Trainer::finish(const RunResult& r) {
+void Trainer::finish(const RunResult& r, bool together) {
   folder_->end(r.status, r.step, r.reason);
   // Ranks now leave one by one: that is no longer a rank dying. No rank leaves before rank 0 has
   // written the end (mpirun stops the others as soon as one exits with a failure code).
   if (watch_) watch_->stop();
-  world_->barrier();
+  // A fault may have reached this rank alone (rank 0's writes): the others may be in another
+  // collective, so a barrier could wait forever; this rank's failing exit ends the job instead.
+  if (together) world_->barrier();
 }
 
 }  // namespace fsdp

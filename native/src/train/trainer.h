@@ -80,7 +80,9 @@ class Trainer {
   void write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped);
   void evaluate(long step);
   void save(long step);
-  void finish(const RunResult& r);
+  /** together: every rank ends here (agreed), so they wait for each other before leaving. */
+  void finish(const RunResult& r, bool together = true);
+  RunResult run_steps(const std::string& resumed_from);
   bool rank0() const { return world_->rank() == 0; }
 
   RunConfig config_;
