@@ -162,7 +162,14 @@ export async function main(argv: string[]): Promise<number> {
   const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
   // A run that ended without saying so itself is failed in run.json, with the exit that ended it
   // (a no-op when the runtime wrote its own end).
-  if (code !== 0) markEndedWithoutRunEnd(runDir, exitReason(code));
+  if (code !== 0) {
+    try {
+      markEndedWithoutRunEnd(runDir, exitReason(code));
+    } catch (e) {
+      // A full disk may refuse even this; say so instead of a stack trace.
+      console.error(`fsdp-train: could not mark ${path.join(runDir, 'run.json')} as ended: ${(e as Error).message}`);
+    }
+  }
   return code;
 }
 
