@@ -20,7 +20,7 @@ import { lockRunFolder } from './train/run-folder-lock';
 import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
-                  [--resume auto|never|CHECKPOINT] [--plan]
+                  [--resume auto|never|CHECKPOINT] [--no-memory-check] [--plan]
        fsdp-train --export-checkpoint CHECKPOINT OUT_DIR
 
 CONFIG is a run config (YAML or JSON). --set overrides a key (--set training.max_steps=100).
@@ -34,6 +34,8 @@ run of this config's name), with any number of ranks; it stops with an error whe
 checkpoint there is unusable. --resume never: start over from step 0 (checkpoints already there
 are set aside in checkpoints/previous-TIME/, never deleted). --resume CHECKPOINT: from that folder.
 One trainer per run folder: a second one is refused with the first one's pid and host.
+A run whose memory plan does not fit this machine (MemAvailable, the memory cgroup's limit, GPU
+memory) is refused before it allocates; --no-memory-check (launch.check_memory: false) tries anyway.
 --plan: print the runtime's memory plan (bytes per rank, native/MEMORY.md) and exit.
 --export-checkpoint: write a sharded checkpoint as one full checkpoint (OUT_DIR/step-N).
 Under mpirun or srun (started by you) each rank runs this command; give --run-dir.
@@ -61,6 +63,7 @@ export async function main(argv: string[]): Promise<number> {
         resume: { type: 'string' },
         plan: { type: 'boolean' },
         oversubscribe: { type: 'boolean' },
+        'no-memory-check': { type: 'boolean' },
         'export-checkpoint': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -97,6 +100,7 @@ export async function main(argv: string[]): Promise<number> {
     overrides.push(`${key}=${value}`);
   }
   if (args.values.oversubscribe) overrides.push('launch.oversubscribe=true');
+  if (args.values['no-memory-check']) overrides.push('launch.check_memory=false');
   const configPath = path.resolve(args.positionals[0]);
   let text: string;
   try {

@@ -376,6 +376,10 @@ export interface LaunchConfig {
    */
   nproc_per_node?: number;
   /**
+   * Before the first allocation, compare the memory plan with the memory this machine has (MemAvailable, the memory cgroup's limit, each GPU's memory) and refuse a run that cannot fit, with the numbers; false runs it anyway.
+   */
+  check_memory?: boolean;
+  /**
    * Run more ranks on this machine than it has cores (CPU) or GPUs (cuda); refused otherwise, since they share them and slow the whole job down.
    */
   oversubscribe?: boolean;

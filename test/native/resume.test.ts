@@ -112,12 +112,16 @@ describe('native runtime: determinism, SIGKILL and resume, damaged checkpoints',
     assert.equal(r.code, 1);
     assert.ok(r.stderr.includes(file), r.stderr);
     assert.match(r.stderr, /truncated.*not loaded/);
-    // --resume auto passes over it and over a checkpoint whose manifest (the completion marker) is missing.
+    // --resume auto passes over it and over a checkpoint whose manifest (the completion marker) is
+    // missing; with none left it stops naming both (issue 19), and --resume never starts over.
     unlinkSync(path.join(runDir, 'checkpoints', 'step-00000003', 'manifest.json'));
     const auto = await train([config, '--run-dir', runDir, '--resume', 'auto']);
-    assert.equal(auto.code, 0, auto.stderr);
+    assert.equal(auto.code, 1, auto.stderr);
+    assert.match(auto.stderr, /--resume auto: none of the 2 checkpoints .* can be loaded:[\s\S]*step-00000006[\s\S]*step-00000003.*not completed/);
+    const never = await train([config, '--run-dir', runDir, '--resume', 'never']);
+    assert.equal(never.code, 0, never.stderr);
     const { events } = await readRun(runDir);
     assert.ok(eventsOf(events, 'log').some((e) => e.msg.includes('step-00000003') && e.msg.includes('not completed')));
-    assert.equal(eventsOf(events, 'run_start').at(-1)!.start_step, 0);
+    assert.equal(eventsOf(events, 'run_start').at(-1)!.start_step ?? 0, 0);
   });
 });

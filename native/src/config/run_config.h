@@ -90,6 +90,7 @@ struct LaunchConfig {
   int nproc_per_node = 1, nnodes = 1, threads_per_rank = 0;
   bool tf32 = false;  // CUDA float32 matrix products on TF32 tensor cores
   std::string collectives = "auto";  // device buffers' collectives: auto | nccl | mpi (parallel/device_collectives.h)
+  bool check_memory = true;  // refuse a plan that does not fit this host's memory (train/memory_check.h)
 };
 
 struct InjectNanConfig {

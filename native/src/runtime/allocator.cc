@@ -1,5 +1,6 @@
 #include "runtime/allocator.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -32,6 +33,18 @@ void Buffer::reset() {
   bytes_ = 0;
 }
 
+AllocationError::AllocationError(MemoryCategory category, std::size_t bytes, const MemoryUsage& live) {
+  auto size = [](std::uint64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, b >= (1ull << 30) ? "%.2f GiB" : "%.1f MiB", b >= (1ull << 30) ? static_cast<double>(b) / (1ull << 30) : static_cast<double>(b) / (1ull << 20));
+    return std::string(buf);
+  };
+  message_ = "out of memory: " + std::to_string(bytes) + " bytes (" + size(bytes) + ") for " + category_name(category) + " could not be allocated, with " +
+             size(live.total) + " live (";
+  for (int k = 0; k < kMemoryCategories; ++k) message_ += (k ? ", " : "") + std::string(category_name(static_cast<MemoryCategory>(k))) + " " + size(live.bytes[k]);
+  message_ += ")";
+}
+
 Allocator::~Allocator() = default;
 
 Buffer Allocator::allocate(MemoryCategory category, std::size_t bytes) {
@@ -48,7 +61,7 @@ Buffer Allocator::allocate(MemoryCategory category, std::size_t bytes) {
   }
   if (!p) {
     p = system_allocate(bytes);
-    if (!p) throw std::bad_alloc();
+    if (!p) throw AllocationError(category, bytes, live());
   }
   std::lock_guard<std::mutex> lock(mu_);
   const int c = static_cast<int>(category);

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <new>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +29,19 @@ struct MemoryUsage {
 };
 
 class Allocator;
+
+/**
+ * An allocation the system refused: what it was for and how many bytes, with what was live then,
+ * instead of a bare std::bad_alloc. Still a std::bad_alloc for those who catch that.
+ */
+class AllocationError : public std::bad_alloc {
+ public:
+  AllocationError(MemoryCategory category, std::size_t bytes, const MemoryUsage& live);
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
 
 /** Owner of one allocation; returns it to its allocator when destroyed. Move-only. */
 class Buffer {

@@ -13,6 +13,8 @@
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "backend/backend_options.h"
+#include "runtime/device_probe.h"
+#include "train/memory_check.h"
 #include "train/run_failure.h"
 #include "train/step_end_vote.h"
 
@@ -124,6 +126,11 @@ std::string Trainer::set_up() {
       throw std::runtime_error(options_.world ? asked + " but the job has " + std::to_string(world_->size()) + " ranks: set launch.nproc_per_node to match (npx fsdp-train --nproc N sets it and starts mpirun)"
                                               : asked + " but this process was not started by mpirun or srun: run npx fsdp-train --nproc " +
                                                     std::to_string(config_.world_size()) + " CONFIG, or mpirun -n " + std::to_string(config_.world_size()) + " fsdp-train-native …");
+    }
+    // Before the first allocation: a plan this machine cannot hold is refused with the numbers.
+    if (config_.launch.check_memory) {
+      const std::string shortfall = memory_shortfall(plan_, config_, host_memory(), probe_devices());
+      if (!shortfall.empty()) throw std::runtime_error(shortfall);
     }
     train_file_ = std::make_shared<TokenFile>(config_.data.train, static_cast<std::uint32_t>(config_.model.vocab_size));
     if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val, static_cast<std::uint32_t>(config_.model.vocab_size));
