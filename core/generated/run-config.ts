@@ -376,6 +376,10 @@ export interface LaunchConfig {
    */
   nproc_per_node?: number;
   /**
+   * Seconds a rank may wait in one collective before the job is ended, naming the rank that did not arrive (frozen, stopped, stuck). 0: 20 times the longest step so far, at least 300 s.
+   */
+  collective_timeout_s?: number;
+  /**
    * Before the first allocation, compare the memory plan with the memory this machine has (MemAvailable, the memory cgroup's limit, each GPU's memory) and refuse a run that cannot fit, with the numbers; false runs it anyway.
    */
   check_memory?: boolean;

@@ -274,6 +274,7 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   la.tf32 = r.boolean("launch.tf32");
   la.collectives = r.one_of("launch.collectives", {"auto", "nccl", "mpi"});
   la.check_memory = r.boolean("launch.check_memory", true);
+  la.collective_timeout_s = r.number("launch.collective_timeout_s", 0);
 
   auto& inj = c.debug.inject_nan;
   if (r.has("debug.inject_nan")) {

@@ -1,6 +1,9 @@
 #include "train/trainer.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "model/flops.h"
@@ -42,6 +45,11 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
       options_(std::move(options)),
       world_(options_.world ? options_.world : &alone_),
       st_(config.stability.spike_zscore, config.stability.spike_window) {
+  if (world_->size() > 1) {
+    // Every collective of the job is timed, for the watchdog (collective_watchdog.h).
+    watched_world_ = std::make_unique<WatchedCollectives>(*world_, clock_);
+    world_ = watched_world_.get();
+  }
   use_threads(resolve_threads(config_.launch.threads_per_rank, config_.launch.nproc_per_node));
   backend_ = make_backend(config_.launch.device, backend_options(config_));
   layout_ = ParamLayout::of(ModelShape::of(config_.model));
@@ -92,7 +100,10 @@ RunResult Trainer::run_steps(const std::string& resumed_from) {
 
   RunResult result{RunStatus::completed, st_.step, ""};
   for (long step = st_.step + 1; step <= config_.training.max_steps; step = st_.step + 1) {
+    const auto step_start = std::chrono::steady_clock::now();
     StepOutcome out = train_step(step);
+    if (watchdog_) watchdog_->step_took(seconds_since(step_start));
+    completed_step_.store(st_.step);
     if (watch_) watch_->at_step(st_.step);
     if (out.end) {
       result = *out.end;
@@ -148,6 +159,10 @@ std::string Trainer::set_up() {
   events_->set_peak_flops(peak);
   try {
     device_world_ = device_collectives(*backend_, *world_, config_.launch.collectives);
+    if (device_world_.owned && watched_world_) {
+      watched_device_ = std::make_unique<WatchedCollectives>(*device_world_.world, clock_);
+      device_world_.world = watched_device_.get();
+    }
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
     state_ = make_model_state(*backend_, layout_, config_, plan_, *world_, *device_world_.world);
     checkpoints_ = std::make_unique<Checkpoints>(config_.checkpointing, *folder_, *world_, layout_, *state_);
@@ -213,6 +228,16 @@ void Trainer::start(const std::string& resumed_from) {
 void Trainer::write_run_start(const std::string& resumed_from) {
   // Every rank's host, pid and resident memory (model state and data ring, before any step).
   const std::vector<JobRank> ranks = gather_job(*world_, *backend_);
+  if (world_->size() > 1 && !watchdog_) {
+    watchdog_ = std::make_unique<CollectiveWatchdog>(ranks, world_->rank(), clock_, config_.launch.collective_timeout_s, [this](const std::string& reason) {
+      // The main thread waits in a collective that will not complete: this thread ends the job.
+      if (rank0()) folder_->end(RunStatus::failed, completed_step_.load(), reason);
+      std::fprintf(stderr, "fsdp-train-native: rank %d: %s\n", world_->rank(), reason.c_str());
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(1);
+    });
+  }
   if (rank0() && !watch_) {
     // Rank 0 watches the ranks it can see (those on its own host) and the job's launcher.
     std::vector<WatchedProcess> watched = watchable(ranks, options_.launcher_pid);
@@ -364,6 +389,7 @@ void Trainer::finish(const RunResult& r, bool together) {
   // A fault may have reached this rank alone (rank 0's writes): the others may be in another
   // collective, so a barrier could wait forever; this rank's failing exit ends the job instead.
   if (together) world_->barrier();
+  if (watchdog_) watchdog_->stop();
 }
 
 }  // namespace fsdp

@@ -27,7 +27,9 @@
 #include "parallel/device_collectives.h"
 #include "parallel/model_state.h"
 #include "parallel/single_process.h"
+#include "parallel/watched_collectives.h"
 #include "train/checkpoints.h"
+#include "train/collective_watchdog.h"
 #include "train/job_watch.h"
 #include "train/loss_scaler.h"
 #include "train/nan_planting.h"
@@ -89,8 +91,11 @@ class Trainer {
   TrainerOptions options_;
   SingleProcess alone_;
   Collectives* world_;  // control: every rank, host values (votes, agreement, losses, norms)
+  CollectiveClock clock_;  // where this rank is in its collectives, for the watchdog
+  std::unique_ptr<WatchedCollectives> watched_world_;  // world_ when the job has several ranks
   std::unique_ptr<Backend> backend_;
   DeviceCollectives device_world_;  // what the model state's buffers go through (NCCL, MPI through pinned memory, or world_)
+  std::unique_ptr<WatchedCollectives> watched_device_;  // device_world_.world when it is not world_
   ParamLayout layout_;
   MemoryPlan plan_;
   std::unique_ptr<RunFolder> folder_;
@@ -99,6 +104,8 @@ class Trainer {
   std::unique_ptr<ModelState> state_;
   std::unique_ptr<Checkpoints> checkpoints_;
   std::unique_ptr<JobWatch> watch_;  // rank 0
+  std::unique_ptr<CollectiveWatchdog> watchdog_;  // every rank of a job of several
+  std::atomic<long> completed_step_{0};  // for the run_end the watchdog may write
   std::unique_ptr<Gpt> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::shared_ptr<const TokenFile> train_file_, val_file_;

@@ -1,0 +1,59 @@
+// Issue 19, item 7, with real mpirun and four real ranks: a rank that freezes (SIGSTOP) no longer
+// leaves the others spinning in a collective forever; the watchdog ends the job within the
+// configured timeout, naming the rank that did not arrive, in stderr, run_end and run.json.
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { until } from '../harness/until';
+import { readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
+
+describe('fsdp-train: a frozen rank ends the job, named', function () {
+  this.timeout(240_000);
+  let dir: string;
+  let stopped: number | undefined;
+  beforeEach(() => (dir = tempDir('hardening-collectives')));
+  afterEach(() => {
+    if (stopped) {
+      try {
+        process.kill(stopped, 'SIGKILL');
+      } catch {
+        // ended with the job
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ends a 4-rank job whose rank 2 is stopped, naming rank 2, within the collective timeout', async () => {
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' }, launch: { threads_per_rank: 1, collective_timeout_s: 5 } }));
+    let frozenAt = 0;
+    const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
+      if (stopped || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
+      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').map((l) => (l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined)).find((e) => e?.type === 'run_start');
+      stopped = start!.world!.ranks.find((r) => r.rank === 2)!.pid;
+      frozenAt = Date.now();
+      process.kill(stopped, 'SIGSTOP');
+    });
+    const r = await done;
+    assert.ok(stopped, r.stderr);
+    const took = (Date.now() - frozenAt) / 1000;
+    assert.equal(r.code, 1, r.stderr);
+    const named = new RegExp(`rank 2 \\(pid ${stopped} on [^)]+\\) is stopped \\(SIGSTOP or a debugger\\) and did not arrive`);
+    assert.match(r.stderr, /rank 0: rank 0 has waited \d+ s in a collective that did not complete \(the timeout is 5 s, launch\.collective_timeout_s\)/);
+    assert.match(r.stderr, named);
+    assert.ok(took < 90, `the job ended ${took} s after the rank froze`);
+    const { events, manifest } = await readRun(runDir);
+    const end = events.at(-1);
+    assert.ok(end?.type === 'run_end' && end.status === 'failed' && named.test(end.reason ?? ''), JSON.stringify(end));
+    assert.equal(manifest.status, 'failed');
+    // Nothing of the job is left, the stopped rank included.
+    await until('the stopped rank has ended', () => {
+      try {
+        process.kill(stopped!, 0);
+        return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${stopped}/stat`, 'utf8'));
+      } catch {
+        return true;
+      }
+    }, 20_000);
+  });
+});
