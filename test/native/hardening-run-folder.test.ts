@@ -3,7 +3,7 @@
 // on the same folder, checkpoints that are all unusable, a checkpoint from beyond max_steps, a disk
 // that fills up (a real 8 MiB tmpfs).
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -163,9 +163,13 @@ describe('fsdp-train: the run folder stays consistent', function () {
       const { done } = startTrain([config, '--run-dir', runDir], (line) => {
         if (filled || !line.includes('"type":"checkpoint"')) return;
         filled = true;
-        // The disk fills up (another job's output): 16 KiB left, far less than a checkpoint.
-        const { bavail, bsize } = statfsSync(disk);
-        execFileSync('fallocate', ['-l', String(Math.max(0, bavail * bsize - 16 * 1024)), filler]);
+        // The disk fills up (another job's output): 64 KiB left, far less than a checkpoint. The
+        // trainer goes on writing meanwhile, so a size that no longer fits is measured again.
+        for (let attempt = 0; attempt < 20; attempt++) {
+          const { bavail, bsize } = statfsSync(disk);
+          const r = spawnSync('fallocate', ['-l', String(Math.max(0, bavail * bsize - 64 * 1024)), filler]);
+          if (r.status === 0) break;
+        }
       });
       const r = await done;
       assert.ok(filled);
