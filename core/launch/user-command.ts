@@ -93,9 +93,18 @@ export function readCommand(argv: string[]): UserCommand {
  * takes SIGTERM as "stop the workers", and the workers, in the same group, get it directly too —
  * a script that catches it saves and exits. The supervisor records the run as stopped.
  */
-export function stopSignalOf(_launcher: LauncherKind): 'SIGTERM' {
-  return 'SIGTERM';
+export function stopSignalOf(launcher: LauncherKind): 'SIGTERM' {
+  return STOP_SIGNALS[launcher];
 }
+
+const STOP_SIGNALS: Record<LauncherKind, 'SIGTERM'> = {
+  torchrun: 'SIGTERM', // the elastic agent stops its workers and exits
+  accelerate: 'SIGTERM', // runs torchrun (several processes) or the script itself
+  deepspeed: 'SIGTERM', // its runner's handler terminates the workers
+  mpi: 'SIGTERM', // mpirun forwards it to the ranks, then ends them
+  python: 'SIGTERM',
+  other: 'SIGTERM',
+};
 
 /** Ranks the whole command starts, when known: the launcher's options, or nproc for plain python. */
 export function worldSizeOfCommand(c: UserCommand, nprocForPython = 1): number | undefined {
