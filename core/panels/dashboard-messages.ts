@@ -4,6 +4,7 @@
 import type { Points, XRange } from '../runs/downsample';
 import type { RunMarker } from '../runs/run-history';
 import type { PanelReadyMessage } from './panel-protocol';
+import type { ScalarTagGroupsMessage, ScalarTagsFrame } from './scalar-tags-messages';
 
 export type ChartId = 'loss' | 'lr' | 'grad_norm' | 'tokens_per_s' | 'mfu' | 'memory';
 
@@ -62,6 +63,8 @@ export interface DashboardFrameMessage {
   /** Steps stored in the host (before downsampling). */
   totalPoints: number;
   smoothing: number;
+  /** Every scalar tag, grouped by prefix (webview/run-dashboard/scalar-tags.ts). */
+  tags?: ScalarTagsFrame;
 }
 
 export type DashboardToWebview = DashboardFrameMessage;
@@ -73,7 +76,8 @@ export type DashboardFromWebview =
   /** The range the charts show (null: follow the whole run) and their width in pixels. */
   | { type: 'view'; range: XRange | null; width: number }
   | { type: 'smoothing'; weight: number }
-  | { type: 'action'; action: DashboardAction };
+  | { type: 'action'; action: DashboardAction }
+  | ScalarTagGroupsMessage;
 
 /** Webview state kept across hide/show and reloads (getState/setState). */
 export interface DashboardState {
@@ -81,6 +85,8 @@ export interface DashboardState {
   runDir: string;
   smoothing: number;
   range: XRange | null;
+  /** Scalar tag groups the person closed. */
+  closedTagGroups?: string[];
 }
 
 // ---- Compare runs ----

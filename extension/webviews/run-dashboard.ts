@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import type { DashboardFromWebview, DashboardHeader, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
 import { DashboardCharts, type ChartView } from '../../core/runs/dashboard-charts';
+import { buildScalarTags } from '../../core/runs/scalar-tag-charts';
 import { clampSmoothing } from '../../core/runs/smoothing';
 import type { RunRecord } from '../runs/run-registry';
 import type { RunWatch } from '../runs/run-watch';
@@ -85,6 +86,7 @@ class RunDashboard implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
   private lastFrameAt = 0;
   private lastFrameCost = 0;
+  private closedTagGroups: Set<string>;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly disposed = new vscode.EventEmitter<void>();
   readonly onDidDispose = this.disposed.event;
@@ -98,6 +100,7 @@ class RunDashboard implements vscode.Disposable {
   ) {
     this.charts = new DashboardCharts(watch.history);
     this.view = { range: state?.range ?? null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING) };
+    this.closedTagGroups = new Set(state?.closedTagGroups ?? []);
     const subscription = watch.onChange(() => this.schedule());
     this.disposables.push(
       { dispose: () => subscription.dispose() },
@@ -131,6 +134,10 @@ class RunDashboard implements vscode.Disposable {
       case 'action':
         void vscode.commands.executeCommand(ACTION_COMMANDS[m.action], this.watch.key);
         break;
+      case 'tagGroups':
+        this.closedTagGroups = new Set(m.closed);
+        this.sendFrame();
+        break;
     }
   }
 
@@ -149,7 +156,7 @@ class RunDashboard implements vscode.Disposable {
     this.timer = undefined;
     const t0 = Date.now();
     const { charts, markers, extent, totalPoints } = this.charts.build(this.view);
-    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header: dashboardHeader(this.watch, this.record), charts, markers, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing });
+    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header: dashboardHeader(this.watch, this.record), charts, markers, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing, tags: buildScalarTags(this.watch.history, this.view, this.closedTagGroups) });
     this.lastFrameAt = Date.now();
     this.lastFrameCost = this.lastFrameAt - t0;
   }
@@ -200,6 +207,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord): DashboardHe
 }
 
 interface ConfigShape {
+  command?: string[];
+  launcher?: string;
   model?: { d_model?: number; n_layers?: number; n_heads?: number; vocab_size?: number };
   data?: { seq_len?: number };
   training?: { batch_size_per_gpu?: number; gradient_accumulation_steps?: number; learning_rate?: number; schedule?: string };
@@ -210,6 +219,8 @@ interface ConfigShape {
 
 function configSummary(c: ConfigShape, nParams: number | undefined, worldSize: number | undefined): Array<[string, string]> {
   const out: Array<[string, string]> = [];
+  // A person's own command (a launch spec): what ran, and on how many ranks.
+  if (Array.isArray(c.command)) return [['command', c.command.join(' ')], ['world', `${worldSize ?? 1} rank${(worldSize ?? 1) > 1 ? 's' : ''}${c.launcher ? ` (${c.launcher})` : ''}`]];
   const m = c.model;
   if (m) out.push(['model', `${m.n_layers ?? '?'} layers × d${m.d_model ?? '?'}, ${m.n_heads ?? '?'} heads${nParams ? `, ${formatCount(nParams)} params` : ''}`]);
   out.push(['world', `${worldSize ?? 1} × ${c.launch?.device ?? 'cpu'}${c.fsdp?.sharding_strategy ? `, ${c.fsdp.sharding_strategy}` : ''}${c.mixed_precision?.param_dtype ? `, ${c.mixed_precision.param_dtype}` : ''}`]);

@@ -7,6 +7,7 @@ import type { ChartId, DashboardAction, DashboardFrameMessage, DashboardFromWebv
 import type { XRange } from '../../core/runs/downsample';
 import { connectToHost } from '../shared/vscode-api';
 import { StepChart } from '../shared/step-chart';
+import { ScalarTagsSection } from './scalar-tags';
 import './style.css';
 
 const host = connectToHost<DashboardFromWebview, DashboardToWebview, DashboardState>();
@@ -64,6 +65,17 @@ app.innerHTML = `
   </div>`;
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+let closedTagGroups = saved?.closedTagGroups ?? [];
+const scalarTags = new ScalarTagsSection({
+  closed: closedTagGroups,
+  onClosedChange: (closed) => {
+    closedTagGroups = closed;
+    saveState();
+    host.send({ type: 'tagGroups', closed });
+  },
+  onRange: (r) => changeRange(r),
+});
+$('charts').after(scalarTags.element);
 const slider = $<HTMLInputElement>('smoothing');
 slider.value = String(smoothing);
 $('smoothing-value').textContent = smoothing.toFixed(2);
@@ -97,7 +109,7 @@ function chartWidth(): number {
 }
 
 function saveState(): void {
-  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range });
+  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range, closedTagGroups });
 }
 
 function onFrame(frame: DashboardFrameMessage): void {
@@ -126,6 +138,7 @@ function onFrame(frame: DashboardFrameMessage): void {
     // Markers (checkpoints, skipped steps, spikes, NaN) on the loss chart, where they are read.
     chart.update(c.series, range, c.id === 'loss' ? frame.markers : []);
   }
+  scalarTags.update(frame.tags, range);
 }
 
 /** Resolved by the next draw of the loss chart: how long a zoom took from request to pixels. */
@@ -203,6 +216,7 @@ function formatDuration(s: number): string {
 
 new ResizeObserver(() => {
   for (const c of charts.values()) c.resize();
+  scalarTags.resize();
   changeRange(range);
 }).observe($('charts'));
 
@@ -213,6 +227,7 @@ Object.assign(window, {
     timings: () => timings.slice(),
     header: () => last?.header,
     zoom: zoomAndMeasure,
+    tags: () => scalarTags.snapshot(),
   },
 });
 
