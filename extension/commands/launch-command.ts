@@ -7,11 +7,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { recogniseConfig } from '../../core/config/document-kind';
-import { loadLaunchSpec, type ResolvedLaunchSpec } from '../../core/config/launch-spec';
+import { loadLaunchSpec } from '../../core/config/launch-spec';
+import { launchMemoryNote } from '../../core/launch/launch-memory';
 import { formatProblem } from '../../core/config/schema-problems';
 import { commandForConfig } from '../../core/launch/user-command';
-import { configMemory } from '../../core/memory/config-memory';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { launchCommandLocal, launchCommandRemote } from '../runs/command-launcher';
 import type { LaunchedRun } from '../runs/launcher';
@@ -41,7 +40,8 @@ export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, rel
   }
   // A run starts again where it lives, even if the spec's target changed since.
   if (relaunch) spec.target = relaunch.target;
-  const memory = memoryNote(spec);
+  const gpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
+  const memory = launchMemoryNote(spec, readLocal, { ...(gpu ? { gpu } : {}), hostMemoryBytes: os.totalmem() });
   if (memory?.doesNotFit) {
     const choice = await vscode.window.showWarningMessage(`${memory.text}. Launch anyway?`, { modal: true }, 'Launch anyway');
     if (choice !== 'Launch anyway') return undefined;
@@ -120,20 +120,6 @@ export async function launchConfigWithScript(studio: StudioContext, uri: vscode.
   await vscode.workspace.fs.writeFile(specUri, Buffer.from(body));
   await vscode.window.showTextDocument(specUri, { preview: false });
   await launchSpecFile(studio, specUri);
-}
-
-/** The memory estimate of the config a spec names (spec.config, or the command's --config_file/--deepspeed). */
-export function memoryNote(spec: ResolvedLaunchSpec): { text: string; doesNotFit: boolean } | undefined {
-  const named = spec.config ?? (spec.command.configFile && spec.target === LOCAL ? path.resolve(spec.cwd, spec.command.configFile) : undefined);
-  const text = named ? readLocal(named) : undefined;
-  if (!named || text === undefined) return undefined;
-  const kind = recogniseConfig(named, text);
-  if (!kind || kind === 'launch-spec') return undefined;
-  const gpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
-  const m = configMemory(kind, text, named, { ...(gpu ? { gpu } : {}), hostMemoryBytes: os.totalmem() });
-  const name = path.basename(named);
-  if ('error' in m) return { text: `${name}: no memory estimate (${m.error})`, doesNotFit: false };
-  return { text: m.problem ? `${name}: ${m.problem.message}` : `${name}: ${m.title}`, doesNotFit: !!m.problem };
 }
 
 function readLocal(file: string): string | undefined {

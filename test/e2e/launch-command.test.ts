@@ -3,9 +3,10 @@
 // the palette through a launch spec — its loss fills the dashboard and the "all scalars" section, a
 // reload mid-run keeps every step once, Stop stops every rank after the same step, Resume continues
 // with every step once, and the NaN diagnostics view names the module where a NaN was planted. The
-// same over a real sshd on 127.0.0.1. And a TensorBoard log folder of the workspace, attached.
+// same over a real sshd on 127.0.0.1. A DeepSpeed config launched with its launcher around the
+// script picked. And a TensorBoard log folder of the workspace, attached.
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalMachine } from '../../extension/runs/local-machine';
@@ -23,12 +24,29 @@ interface ChartPoints {
 interface Header {
   runId: string;
   status: string;
+  reason?: string;
   step?: number;
   target: string;
   canStop: boolean;
   canResume: boolean;
   summary: Array<[string, string]>;
 }
+const PUBLIC_ZERO3 = path.join(__dirname, '..', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json');
+
+/** The "FSDP Studio" output channel's log, from a copy of VS Code's logs. */
+function outputLog(logs: string): string {
+  const found: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.includes('FSDP Studio')) found.push(readFileSync(p, 'utf8'));
+    }
+  };
+  walk(logs);
+  return found.join('\n');
+}
+
 interface TagsSnapshot {
   groups: Array<{ group: string; open: boolean; tags: string[]; drawnIn: Record<string, string> }>;
   points: Record<string, { x: number[] }>;
@@ -186,6 +204,20 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     assert.ok(at, out);
     assert.match(out, new RegExp(`rank 1: stopped after step ${at}`));
     assertEveryStepOnce(await lossOf(h.runId), runDir, 'stopped, over ssh');
+  });
+
+  it('a DeepSpeed config: launched with deepspeed around the script picked, its memory estimate shown first (deepspeed itself is not installed here: the run fails saying so)', async () => {
+    copyFileSync(PUBLIC_ZERO3, path.join(workspace, 'ds_config.json'));
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ds_config.json');
+    await vscode.pickQuickItem('train.py');
+    const h = await until('the run to end', header, (x) => x.runId?.startsWith('ds_config-') && x.status === 'failed', 120_000);
+    assert.match(h.reason ?? '', /cannot start deepspeed/);
+    const written = readFileSync(path.join(workspace, 'ds_config.fsdp-launch.yaml'), 'utf8');
+    assert.match(written, /^command: \["deepspeed","--num_gpus","1","train.py","--deepspeed","ds_config.json"\]$/m);
+    assert.match(written, /^config: "ds_config.json"$/m);
+    const log = outputLog(vscode.saveLogs('launch-deepspeed'));
+    assert.match(log, /ds_config\.json: ≈ [\d.]+ GiB \/ GPU/, 'the memory estimate was shown before the launch');
   });
 
   it('attaches to a TensorBoard log folder of the workspace: its loss in the loss chart, its tags in groups', async () => {
