@@ -1,8 +1,10 @@
-// Causal multi-head attention without the T×T matrix (the FlashAttention-2 algorithm, on CUDA
-// cores): forward streams key/value tiles through shared memory with an online softmax and keeps
-// only each row's log-sum-exp; backward recomputes the probabilities tile by tile, once for dK and
-// dV (a thread per key) and once for dQ (a thread per query), so every gradient is a sum in a fixed
-// order with no atomics. Accumulation in float32 for every dtype. Head sizes are template
+// Causal multi-head attention without the T×T matrix. bfloat16 and float16 run on tensor cores
+// (flash_forward.cu, flash_backward.cu) wherever the tensors are 16-byte aligned; this file holds
+// the entry points, the delta kernel, and the float32 kernels on CUDA cores (the FlashAttention-2
+// algorithm): forward streams key/value tiles through shared memory with an online softmax and
+// keeps only each row's log-sum-exp; backward recomputes the probabilities tile by tile, once for
+// dK and dV (a thread per key) and once for dQ (a thread per query), so every gradient is a sum in
+// a fixed order with no atomics. Accumulation in float32 for every dtype. Head sizes are template
 // arguments (registers hold a row), compiled for 32, 64 and 128.
 //
 // Layout: qkv[B*T, 3C] with head h's q at columns h*hs, k at C + h*hs, v at 2C + h*hs;
@@ -278,6 +280,11 @@ bool with_head_size(long hs, F&& f) {
   }
 }
 
+/** Whether a call goes to the tensor-core kernels: their dtypes and sizes, and 16-byte rows (cp.async, vector stores). */
+bool on_tensor_cores(DType t, long C, long H, long B, std::initializer_list<const void*> ptrs) {
+  return flash_attention_supports(t, C / H, B * H) && packable(static_cast<std::size_t>(C), dtype_bytes(t), ptrs);
+}
+
 void unsupported(long hs) {
   throw std::invalid_argument("cuda attention: head size " + std::to_string(hs) + " (d_model / n_heads) is not compiled; supported: 32, 64, 128");
 }
@@ -287,6 +294,7 @@ void unsupported(long hs) {
 bool attention_supports(long head_size) { return head_size == 32 || head_size == 64 || head_size == 128; }
 
 void attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s) {
+  if (on_tensor_cores(t, C, H, B, {y, qkv})) return flash_attention_forward(y, lse, qkv, B, T, C, H, given_lse, t, s);
   const Shape sh = shape_of(B, T, C, H);
   FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) { forward<E, decltype(hs)::value>(y, lse, qkv, sh, given_lse, s); })) unsupported(C / H));
   check_launch("attention_forward");
@@ -301,6 +309,7 @@ void attention_backward_delta(float* delta, const void* dy, const void* y, long 
 
 void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H, DType t,
                         cudaStream_t s) {
+  if (on_tensor_cores(t, C, H, B, {dqkv, dy, qkv})) return flash_attention_backward(dqkv, dy, qkv, lse, delta, B, T, C, H, t, s);
   const Shape sh = shape_of(B, T, C, H);
   FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) { backward<E, decltype(hs)::value>(dqkv, dy, qkv, lse, delta, sh, s); })) unsupported(C / H));
   check_launch("attention_backward (dQ)");

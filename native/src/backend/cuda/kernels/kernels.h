@@ -63,6 +63,19 @@ void attention_backward_delta(float* delta, const void* dy, const void* y, long 
 void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H, DType t,
                         cudaStream_t s);
 
+// --- flash_forward.cu, flash_backward.cu: the same attention on tensor cores ------------------
+/**
+ * Whether the tensor-core kernels take a call: bfloat16 or float16, head size 32, 64 or 128, at
+ * most 65535 sequence-heads (the grid's y). attention_forward/backward use them then (and when the
+ * tensors are 16-byte aligned), the float32 CUDA-core kernels otherwise.
+ */
+bool flash_attention_supports(DType t, long head_size, long batch_heads);
+/** attention_forward's contract, on tensor cores (flash_attention_supports must hold). */
+void flash_attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s);
+/** attention_backward's contract, on tensor cores: dK/dV by key tiles, dQ by query tiles, no atomics. */
+void flash_attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H,
+                              DType t, cudaStream_t s);
+
 // --- loss.cu ------------------------------------------------------------------------------------
 void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V, cudaStream_t s);
 void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale, cudaStream_t s);
