@@ -169,6 +169,34 @@ void cast_from_f32(void* dst, DType t, const float* src, std::size_t n, cudaStre
   check_launch("cast_from_f32");
 }
 
+void copy_rows(void* dst, long dst_ld, DType dst_t, const void* src, long src_ld, DType src_t, long N, long cols, cudaStream_t s) {
+  const std::size_t n = static_cast<std::size_t>(N) * static_cast<std::size_t>(cols);
+  FSDP_DISPATCH(dst_t, D,
+    FSDP_DISPATCH(src_t, S,
+      D* d = static_cast<D*>(dst);
+      const S* x = static_cast<const S*>(src);
+      scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) {
+        const long r = static_cast<long>(i / cols), c = static_cast<long>(i % cols);
+        d[r * dst_ld + c] = from_f<D>(to_f(x[r * src_ld + c]));
+      });
+    )
+  );
+  check_launch("copy_rows");
+}
+
+void scale(void* x, DType t, std::size_t n, float factor, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    T* p = static_cast<T*>(x);
+    scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { p[i] = from_f<T>(to_f(p[i]) * factor); });
+  );
+  check_launch("scale");
+}
+
+void add_to(float* dst, const float* src, std::size_t n, cudaStream_t s) {
+  scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { dst[i] += src[i]; });
+  check_launch("add_to");
+}
+
 void fill(float* x, std::size_t n, float value, cudaStream_t s) {
   scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { x[i] = value; });
   check_launch("fill");
