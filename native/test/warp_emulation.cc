@@ -1,5 +1,7 @@
 #include "warp_emulation.h"
 
+#include "half_rounding.h"
+
 #include <ucontext.h>
 
 #include <cstring>
@@ -167,57 +169,10 @@ std::vector<std::string> launch(Dim3 grid, int threads, std::size_t shared_bytes
   return reports;
 }
 
-std::uint16_t bf16_bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);  // quiet NaN
-  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float bf16_value(std::uint16_t bits) {
-  const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-
-std::uint16_t half_bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  const std::uint32_t sign = (u >> 16) & 0x8000u;
-  const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);
-  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (a < 0x38800000u) {
-    // Subnormal (or zero) in half: value / 2^-24, rounded to nearest even.
-    float f;
-    std::memcpy(&f, &a, sizeof f);
-    const float scaled = f * 16777216.0f;  // exact: a power of two
-    float r = std::nearbyint(scaled);      // the default rounding mode: to nearest even
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(r));
-  }
-  const std::uint32_t rounded = a + 0xfffu + ((a >> 13) & 1u);
-  return static_cast<std::uint16_t>(sign | (((rounded >> 13) - (112u << 10)) & 0x7fffu));
-}
-
-float half_value(std::uint16_t bits) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
-  const std::uint32_t e = (bits >> 10) & 0x1fu, m = bits & 0x3ffu;
-  float x;
-  if (e == 0) {
-    x = std::ldexp(static_cast<float>(m), -24);
-  } else if (e == 31) {
-    x = m ? NAN : INFINITY;
-  } else {
-    const std::uint32_t u = ((e + 112u) << 23) | (m << 13);
-    std::memcpy(&x, &u, sizeof x);
-  }
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  u |= sign;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+std::uint16_t bf16_bits(float x) { return float_to_bf16(x); }
+float bf16_value(std::uint16_t bits) { return bf16_to_float(bits); }
+std::uint16_t half_bits(float x) { return test::float_to_f16(x); }
+float half_value(std::uint16_t bits) { return f16_to_float(bits); }
 
 }  // namespace fsdp::emulation
 
