@@ -126,8 +126,17 @@ export async function main(argv: string[]): Promise<number> {
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile, '--run-dir', runDir, ...resumeArgs];
   const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
-  if (code > 128 || code === 1) markEndedWithoutRunEnd(runDir, code > 128 ? `the runtime ended by signal ${code - 128}` : 'the job ended with a failure before the runtime said why');
+  // A run that ended without saying so itself is failed in run.json, with the exit that ended it
+  // (a no-op when the runtime wrote its own end).
+  if (code !== 0) markEndedWithoutRunEnd(runDir, exitReason(code));
   return code;
+}
+
+function exitReason(code: number): string {
+  if (code > 128) return `the runtime ended by signal ${code - 128}`;
+  if (code === EXIT_CONFIG) return `the runtime refused the config before the first step (exit ${code})`;
+  if (code === 1) return 'the job ended with a failure before the runtime said why';
+  return `the runtime exited with status ${code}`;
 }
 
 function missingRuntime(native: string): number {

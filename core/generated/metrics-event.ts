@@ -53,6 +53,14 @@ export interface RunStartEvent {
    */
   peak_flops?: number;
   /**
+   * Where peak_flops comes from, in words: the device's datasheet, this machine's sgemm measured now or cached (with when), or --peak-flops.
+   */
+  peak_source?: string;
+  /**
+   * A size in bytes.
+   */
+  host_memory?: number;
+  /**
    * Runtime build facts: version, backend, BLAS, threads.
    */
   runtime?: {

@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, watch, type FSWatcher } from 'node:fs';
 import { open, readdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
 import { RunLogReader } from '../../core/protocol/run-log-reader';
@@ -30,11 +31,12 @@ export class LocalMachine implements RunMachine {
     return parsed.manifest;
   }
 
-  async readFile(file: string, maxBytes: number): Promise<Buffer> {
+  async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
     const handle = await open(file, 'r');
     try {
+      const start = tail ? Math.max(0, (await handle.stat()).size - maxBytes) : 0;
       const buf = Buffer.alloc(maxBytes);
-      const { bytesRead } = await handle.read(buf, 0, maxBytes, 0);
+      const { bytesRead } = await handle.read(buf, 0, maxBytes, start);
       return buf.subarray(0, bytesRead);
     } finally {
       await handle.close();
@@ -86,6 +88,18 @@ export class LocalMachine implements RunMachine {
     } catch (e) {
       return (e as NodeJS.ErrnoException).code === 'EPERM';
     }
+  }
+
+  async processesAlive(pids: number[], host: string): Promise<boolean | undefined> {
+    if (host !== os.hostname()) return undefined;
+    return pids.some((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (e) {
+        return (e as NodeJS.ErrnoException).code === 'EPERM';
+      }
+    });
   }
 
   async signal(pgid: number, signal: StopSignal): Promise<void> {

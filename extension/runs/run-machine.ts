@@ -57,8 +57,8 @@ export interface RunMachine {
   readonly target: TargetName;
   /** run.json of a run directory, undefined when absent; throws with a readable message when invalid or unreachable. */
   readManifest(runDir: string): Promise<RunManifest | undefined>;
-  /** A file of the run, at most `maxBytes` (diagnostic dumps, logs). */
-  readFile(file: string, maxBytes: number): Promise<Buffer>;
+  /** A file of the run, at most `maxBytes` (diagnostic dumps, logs): its start, or with `tail` its end. */
+  readFile(file: string, maxBytes: number, tail?: boolean): Promise<Buffer>;
   /** Run directories directly under `runsDir` (those holding a run.json). */
   listRunDirs(runsDir: string): Promise<string[]>;
   /** `pid`: the run's leading process, where known; a remote tail ends with it instead of lingering. */
@@ -66,6 +66,12 @@ export interface RunMachine {
   start(spec: DetachedStart): Promise<StartedRun>;
   /** Whether any process of the group is alive; undefined when it cannot be told (unreachable). */
   isAlive(pgid: number): Promise<boolean | undefined>;
+  /**
+   * Whether any of these processes is alive on the machine named `host` (run.json's host): for
+   * runs started without a process group of their own (fsdp-train in a terminal). Undefined when
+   * this machine is not that host, or it cannot be told.
+   */
+  processesAlive(pids: number[], host: string): Promise<boolean | undefined>;
   /** Sends a signal to the whole process group. */
   signal(pgid: number, signal: StopSignal): Promise<void>;
 }

@@ -1,8 +1,10 @@
 // Watching one run: its manifest, its metrics.jsonl folded into a RunHistory from the first byte,
 // the connection state, and whether its processes are still alive. Dashboards, the runs view and
 // the status bar all read the same RunWatch, so they never disagree.
+import os from 'node:os';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry, RunLogProblem } from '../../core/protocol/run-log-reader';
+import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
 import { RunHistory } from '../../core/runs/run-history';
 import type { ConnectionState, Follower, RunMachine, TargetName } from './run-machine';
 
@@ -27,14 +29,22 @@ export interface RunWatchChange {
 const PROBLEMS_KEPT = 50;
 /** How often a live run's processes are checked (a crash writes no run_end). */
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
+/** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
+const TAIL_BYTES = 4096;
+const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
 export class RunWatch {
   readonly history = new RunHistory();
   manifest: RunManifest | undefined;
   connection: ConnectionState = { state: 'closed' };
   readonly problems: RunLogProblem[] = [];
-  /** Set when the run's processes are gone but it never said it ended. */
+  /**
+   * Set when the run ended without a run_end: its processes are gone, or its launcher wrote the
+   * exit into run.json (a runtime killed by a signal, a config refused before the first step).
+   */
   vanished: string | undefined;
+  /** The person pressed Stop on this run (its "stopped by signal 15" is then their own doing). */
+  stopRequested = false;
   /** Why the manifest could not be read, if it could not. */
   manifestError: string | undefined;
   private follower: Follower | undefined;
@@ -92,7 +102,10 @@ export class RunWatch {
   }
 
   status(): RunStatus {
-    if (this.history.end) return this.history.end.status;
+    const end = this.history.end;
+    // run.json rewritten as live after the log's last end is a resume starting.
+    const resuming = end && this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time;
+    if (end && !resuming) return end.status;
     const m = this.manifest?.status;
     if (m === 'completed' || m === 'failed' || m === 'stopped') return m;
     if (this.vanished) return 'failed';
@@ -103,7 +116,8 @@ export class RunWatch {
 
   /** Why the run ended, in words, when it did not complete. */
   endReason(): string | undefined {
-    return this.history.end?.reason ?? this.manifest?.end_reason ?? this.vanished;
+    if (this.stopRequested && this.status() === 'stopped') return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
+    return this.vanished ?? this.history.end?.reason ?? this.manifest?.end_reason;
   }
 
   isLive(): boolean {
@@ -145,24 +159,25 @@ export class RunWatch {
     this.liveness = setTimeout(() => void this.checkLiveness(), every);
   }
 
-  /** A run whose process group is gone without a run_end crashed or was killed. */
+  /**
+   * A run that ended without a run_end crashed, was killed, or was refused before it began: its
+   * process group (or, for runs started without one, its pids) is gone, or its launcher marked it
+   * ended in run.json. Every run gets this check, whoever started it.
+   */
   private async checkLiveness(): Promise<void> {
     if (this.disposed || !this.follower || this.checking) return;
     this.checking = true;
     try {
       await this.refreshManifest();
-      const pgid = this.manifest?.pgid;
-      if (pgid !== undefined && this.isLive()) {
-        const alive = await this.machine.isAlive(pgid);
-        if (alive === false) {
-          // Its last lines may still be on their way: read, wait a moment, then decide.
-          this.follower?.poke();
-          await new Promise((r) => setTimeout(r, 1500));
-          await this.refreshManifest();
-          if (this.isLive() && !this.disposed) {
-            this.vanished = `the trainer's processes (group ${pgid}) ended without reporting the end of the run; see stderr.log in the run folder`;
-            this.stopFollowing();
-          }
+      if ((this.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
+        // Its last lines may still be on their way: read, wait a moment, then decide.
+        this.follower?.poke();
+        await new Promise((r) => setTimeout(r, 1500));
+        await this.refreshManifest();
+        // A long log still being read may hold the end: only the file's last line tells.
+        if (!this.disposed && (this.isLive() || this.endedWithoutRunEnd()) && !(await this.logEndsWithRunEnd())) {
+          this.vanished = await this.describeEnd();
+          this.stopFollowing();
         }
       }
       this.emit([]);
@@ -170,6 +185,45 @@ export class RunWatch {
       this.checking = false;
       if (this.follower) this.scheduleLiveness();
     }
+  }
+
+  /** run.json says the run ended, but the log has no run_end for it. */
+  private endedWithoutRunEnd(): boolean {
+    const m = this.manifest;
+    return !!m && ENDED.has(m.status) && !this.history.end && !this.vanished;
+  }
+
+  private async logEndsWithRunEnd(): Promise<boolean> {
+    const tail = await this.machine.readFile(this.metricsFile, TAIL_BYTES, true).catch(() => Buffer.alloc(0));
+    const last = tail.toString('utf8').trimEnd().split('\n').pop() ?? '';
+    try {
+      return (JSON.parse(last) as { type?: unknown }).type === 'run_end';
+    } catch {
+      return false;
+    }
+  }
+
+  private async processesAlive(): Promise<boolean | undefined> {
+    const m = this.manifest;
+    if (!m) return undefined;
+    if (m.pgid !== undefined) return this.machine.isAlive(m.pgid);
+    if (m.pids?.length) return this.machine.processesAlive(m.pids, m.host);
+    return undefined;
+  }
+
+  private async describeEnd(): Promise<string> {
+    const stderrTail = await this.machine
+      .readFile(`${this.ref.runDir}/stderr.log`, TAIL_BYTES, true)
+      .then((b) => b.toString('utf8'))
+      .catch(() => undefined);
+    const m = this.manifest;
+    return describeEndWithoutRunEnd({
+      ...(m && ENDED.has(m.status) && m.end_reason ? { manifestReason: m.end_reason } : {}),
+      ...(m?.pgid !== undefined ? { pgid: m.pgid } : {}),
+      ...(this.history.start ? { start: this.history.start } : {}),
+      ...(this.machine.target === 'local' ? { machineMemory: os.totalmem() } : {}),
+      ...(stderrTail ? { stderrTail } : {}),
+    });
   }
 
   private emit(entries: RunLogEntry[]): void {

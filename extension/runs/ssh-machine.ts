@@ -46,8 +46,8 @@ export class SshMachine implements RunMachine {
     return parsed.manifest;
   }
 
-  async readFile(file: string, maxBytes: number): Promise<Buffer> {
-    return runSshChecked(this.target, ['head', '-c', String(maxBytes), '--', { path: file }], this.settings(), `reading ${file}`, { timeoutMs: 60_000 });
+  async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
+    return runSshChecked(this.target, [tail ? 'tail' : 'head', '-c', String(maxBytes), '--', { path: file }], this.settings(), `reading ${file}`, { timeoutMs: 60_000 });
   }
 
   async listRunDirs(runsDir: string): Promise<string[]> {
@@ -91,6 +91,16 @@ export class SshMachine implements RunMachine {
     const r = await runSsh(this.target, ['kill', '-s', '0', '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) return undefined;
     return r.code === 0;
+  }
+
+  async processesAlive(pids: number[], host: string): Promise<boolean | undefined> {
+    const ids = pids.filter((p) => Number.isInteger(p) && p > 0).map(String);
+    if (ids.length === 0) return false;
+    // Exit 3: the host's name is not run.json's (another node of a cluster sharing the folder).
+    const r = await runSsh(this.target, [{ raw: 'test "$(hostname)" =' }, host, { raw: '|| exit 3; for p in' }, ...ids, { raw: '; do kill -s 0 "$p" 2>/dev/null && exit 0; done; exit 1' }], this.settings(), { timeoutMs: 30_000 });
+    if (r.code === 0) return true;
+    if (r.code === 1) return false;
+    return undefined;
   }
 
   async signal(pgid: number, signal: StopSignal): Promise<void> {
