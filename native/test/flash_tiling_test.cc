@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/kernels/flash_tiling.h"
+#include "half_rounding.h"
 #include "runtime/rng.h"
 
 namespace fsdp::test {
@@ -136,6 +137,20 @@ TEST(FlashTiling, Bfloat16RoundsToNearestEven) {
     EXPECT_EQ(bits(r) & 0xffffu, 0u);
     EXPECT_LE(std::fabs(r - x), std::ldexp(std::fabs(x), -8));  // within half a unit in the last of 8 bits
   }
+}
+
+TEST(FlashTiling, Float16RoundsToNearestEvenWithSubnormalsAndOverflow) {
+  // The host rounding the float16 kernel tests build their inputs and references with (half_rounding.h).
+  EXPECT_EQ(round_f16(1.0f + std::ldexp(1.0f, -11)), 1.0f);                             // halfway: to even
+  EXPECT_EQ(round_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 1.0f + std::ldexp(1.0f, -9));  // halfway: up to even
+  EXPECT_EQ(round_f16(65504.0f), 65504.0f);
+  EXPECT_EQ(round_f16(65520.0f), INFINITY);
+  EXPECT_EQ(round_f16(std::ldexp(1.0f, -25)), 0.0f);                   // half a subnormal unit: to even (0)
+  EXPECT_EQ(round_f16(3 * std::ldexp(1.0f, -25)), std::ldexp(1.0f, -23));  // one and a half: to two units
+  EXPECT_EQ(round_f16(-2.5f), -2.5f);
+  EXPECT_TRUE(std::isnan(round_f16(NAN)));
+  EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_f16(-0.0f), 0x8000);
 }
 
 }  // namespace
