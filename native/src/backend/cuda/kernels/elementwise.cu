@@ -145,8 +145,9 @@ __global__ void bias_act_kernel(T* out, T* gelu_pre, const float* b, long N, lon
   }
 }
 
-// Bias gradient: block (x, y) sums rows y*R .. of 32 columns at x; then one pass adds the row-block
-// partials in order. Deterministic for any N.
+// Bias gradient: block (x, y) sums rows y*R .. of its columns; then one pass adds the row-block
+// partials in order. Deterministic for any N. Where the rows allow, a thread reads 16 bytes (a pack
+// of 8 bfloat16 or 4 float32 columns) per row, so a warp reads whole 512-byte row segments.
 constexpr int kBiasRows = 256;
 
 template <class T>
@@ -164,6 +165,34 @@ __global__ void bias_partial_kernel(float* partial, const T* dout, long N, long 
     float total = 0.0f;
     for (int k = 0; k < 8; ++k) total += acc[k][threadIdx.x];
     partial[blockIdx.y * O + col] = total;
+  }
+}
+
+/** As bias_partial_kernel, a pack of K columns a thread: 32 x K columns a block (O a multiple of K, rows 16-byte aligned). */
+template <class T>
+__global__ void bias_partial_pack_kernel(float* partial, const T* dout, long N, long O) {
+  constexpr int K = Pack<T>::kSize;
+  const long col = (blockIdx.x * 32L + threadIdx.x) * K;
+  const long r0 = blockIdx.y * static_cast<long>(kBiasRows);
+  __shared__ float acc[8][32 * K + 1];
+  float sum[K] = {};
+  if (col < O) {
+    for (long r = r0 + threadIdx.y; r < r0 + kBiasRows && r < N; r += blockDim.y) {
+      const Pack<T> d = Pack<T>::load(dout + r * O + col);
+#pragma unroll
+      for (int k = 0; k < K; ++k) sum[k] += to_f(d.v[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) acc[threadIdx.y][threadIdx.x * K + k] = sum[k];
+  __syncthreads();
+  // 256 threads sum the 32 K columns over the 8 row groups, in group order.
+  for (int c = threadIdx.y * 32 + threadIdx.x; c < 32 * K; c += 256) {
+    const long out_col = blockIdx.x * 32L * K + c;
+    if (out_col >= O) continue;
+    float total = 0.0f;
+    for (int k = 0; k < 8; ++k) total += acc[k][c];
+    partial[blockIdx.y * O + out_col] = total;
   }
 }
 
@@ -277,8 +306,14 @@ std::size_t bias_backward_scratch(long N, long O) { return static_cast<std::size
 void bias_backward(float* db, const void* dout, DType dout_t, long N, long O, float* scratch, cudaStream_t s) {
   const long row_blocks = (N + kBiasRows - 1) / kBiasRows;
   FSDP_DISPATCH(dout_t, T,
-    bias_partial_kernel<T><<<dim3(static_cast<unsigned>((O + 31) / 32), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
-        scratch, static_cast<const T*>(dout), N, O);
+    if (packable(static_cast<std::size_t>(O), sizeof(T), {dout})) {
+      const long cols = 32L * Pack<T>::kSize;
+      bias_partial_pack_kernel<T><<<dim3(static_cast<unsigned>((O + cols - 1) / cols), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
+          scratch, static_cast<const T*>(dout), N, O);
+    } else {
+      bias_partial_kernel<T><<<dim3(static_cast<unsigned>((O + 31) / 32), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
+          scratch, static_cast<const T*>(dout), N, O);
+    }
   );
   check_launch("bias_backward (partials)");
   bias_finish_kernel<<<static_cast<unsigned>((O + 255) / 256), 256, 0, s>>>(db, scratch, row_blocks, O);
