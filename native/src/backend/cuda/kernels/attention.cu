@@ -119,6 +119,30 @@ __global__ void delta_kernel(float* delta, const T* dy, const T* y, Shape sh, in
   if (lane == 0) delta[(b * sh.H + h) * sh.T + t] = acc;
 }
 
+/**
+ * The same with 16-byte packs: G = hs / K lanes per (row, head), each summing one pack of K
+ * channels at a time, then the G partial sums added by shuffles in a fixed order.
+ */
+template <class T>
+__global__ void delta_pack_kernel(float* delta, const T* dy, const T* y, Shape sh, int hs) {
+  constexpr int K = Pack<T>::kSize;
+  const int G = hs / K < 32 ? hs / K : 32;  // lanes per (row, head): a power of two
+  const long item = (blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x) / G;
+  const int part = threadIdx.x % G;
+  const long rows = sh.B * sh.T * sh.H;
+  const long h = item % sh.H, bt = item / sh.H;
+  float acc = 0.0f;
+  if (item < rows) {
+    for (int i = part * K; i < hs; i += G * K) {
+      const Pack<T> a = Pack<T>::load(dy + bt * sh.C + h * hs + i), c = Pack<T>::load(y + bt * sh.C + h * hs + i);
+#pragma unroll
+      for (int k = 0; k < K; ++k) acc += to_f(a.v[k]) * to_f(c.v[k]);
+    }
+  }
+  for (int o = G / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (item < rows && part == 0) delta[(bt / sh.T * sh.H + h) * sh.T + bt % sh.T] = acc;
+}
+
 /** dK and dV: a thread per key u, visiting every query t >= u in tiles. */
 template <class T, int HS>
 __global__ void dkdv_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, Shape sh) {
@@ -302,8 +326,16 @@ void attention_forward(void* y, float* lse, const void* qkv, long B, long T, lon
 
 void attention_backward_delta(float* delta, const void* dy, const void* y, long B, long T, long C, long H, DType t, cudaStream_t s) {
   const Shape sh = shape_of(B, T, C, H);
-  const std::size_t threads = static_cast<std::size_t>(B * T * H) * 32;
-  FSDP_DISPATCH(t, E, delta_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(C / H)));
+  const long hs = C / H;
+  FSDP_DISPATCH(t, E,
+    const long lanes = hs / Pack<E>::kSize < 32 ? hs / Pack<E>::kSize : 32;
+    if (hs % Pack<E>::kSize == 0 && (lanes & (lanes - 1)) == 0 && packable(static_cast<std::size_t>(C), sizeof(E), {dy, y})) {
+      const std::size_t threads = static_cast<std::size_t>(B * T * H) * static_cast<std::size_t>(lanes);
+      delta_pack_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
+    } else {
+      const std::size_t threads = static_cast<std::size_t>(B * T * H) * 32;
+      delta_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
+    });
   check_launch("attention_backward_delta");
 }
 
