@@ -171,7 +171,7 @@ std::vector<std::string> launch(Dim3 grid, int threads, std::size_t shared_bytes
 
 std::uint16_t bf16_bits(float x) { return float_to_bf16(x); }
 float bf16_value(std::uint16_t bits) { return bf16_to_float(bits); }
-std::uint16_t half_bits(float x) { return test::float_to_f16(x); }
+std::uint16_t half_bits(float x) { return float_to_f16(x); }
 float half_value(std::uint16_t bits) { return f16_to_float(bits); }
 
 }  // namespace fsdp::emulation

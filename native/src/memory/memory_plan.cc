@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/cuda/padded_vocab.h"
+#include "memory/activation_choice.h"
 #include "model/param_layout.h"
 
 namespace fsdp {
