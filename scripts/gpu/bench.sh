@@ -10,5 +10,5 @@
 # measured, the GPU machine's copy has no .git), kernels.json, profile.md and the logs.
 set -uo pipefail
 source "$(dirname "$0")/build.sh"
-python3 "$ROOT/scripts/gpu/bench_runs.py" --cli "$CLI" --kernel-bench "$BUILD/Release/fsdp-kernel-bench" --out "$OUT" \
+FSDP_BENCH_COMMAND="bash scripts/gpu/bench.sh $*" python3 "$ROOT/scripts/gpu/bench_runs.py" --cli "$CLI" --kernel-bench "$BUILD/Release/fsdp-kernel-bench" --out "$OUT" \
   --reference "$ROOT/test/reference/throughput.py" "$@"

@@ -25,6 +25,7 @@ import glob
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -113,14 +114,21 @@ def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], 
 
 
 def matmul_peak(reference: Path, out: Path, timeout: float) -> dict[str, Any] | None:
-    p = subprocess.run([sys.executable, str(reference), "--measure-peak", "--out", str(out / "throughput")], capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run([sys.executable, str(reference), "--measure-peak", "--out", str(out / "throughput")], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
     files = sorted(glob.glob(str(out / "throughput" / "matmul-peak-*.json")))
     return json.loads(Path(files[-1]).read_text()) if p.returncode == 0 and files else None
 
 
 def kernel_bench(binary: Path, out: Path, timeout: float) -> list[dict[str, Any]] | dict[str, str]:
     path = out / "kernels.json"
-    p = subprocess.run([str(binary), "--json", str(path), "--reps", "10"], capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run([str(binary), "--json", str(path), "--reps", "10"], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"{binary}: {e}"}
     (out / "kernels.log").write_text(p.stdout + p.stderr)
     print(p.stdout, flush=True)
     return json.loads(path.read_text()) if p.returncode == 0 and path.exists() else {"error": (p.stdout + p.stderr)[-800:]}
@@ -238,6 +246,12 @@ def write(doc: dict[str, Any], out: Path) -> None:
         md += ["## Profile (Nsight Compute, 2 steps of GPT-2 124M, B16, T1024): profile.md", ""]
     if doc.get("skipped"):
         md += ["## Not run in this call", "", *[f"- {s}" for s in doc["skipped"]], ""]
+    errors = [f"- {part}: {doc[part]['error'].strip()[-400:]}" for part in ("kernels", "profile") if isinstance(doc.get(part), dict) and doc[part].get("error")]
+    errors += [f"- PyTorch {key}: {r['pytorch']['error'].strip()[-400:]}" for key, r in doc.get("throughput", {}).items() if (r.get("pytorch") or {}).get("error")]
+    errors += [f"- native {key}: nothing ran ({json.dumps(r['native'].get('tried'))[:400]})" for key, r in doc.get("throughput", {}).items()
+               if r.get("native", {}).get("micro_batch") is None]
+    if errors:
+        md += ["## Errors", "", *errors, ""]
     text = "\n".join(md) + "\n"
     for name in (f"gpu-{doc['date']}", "bench-gpu"):
         (out / f"{name}.json").write_text(json.dumps(doc, indent=2))
@@ -259,7 +273,8 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=330.0, help="seconds this benchmark may take; parts that would not fit are skipped")
     args = ap.parse_args()
     budget = Budget(args.budget_s)
-    doc: dict[str, Any] = {"date": datetime.date.today().isoformat(), "command": " ".join(["scripts/gpu/bench.sh", *sys.argv[1:]]),
+    command = os.environ.get("FSDP_BENCH_COMMAND") or " ".join([sys.argv[0], *sys.argv[1:]])
+    doc: dict[str, Any] = {"date": datetime.date.today().isoformat(), "command": command,
                            "commit": os.environ.get("FSDP_COMMIT", "unknown (set FSDP_COMMIT)"), "load_average": [round(x, 2) for x in os.getloadavg()],
                            "host": platform.node(), "precision": "bfloat16 compute, float32 masters", "throughput": {}, "skipped": []}
     env = Path(args.out / "environment.txt")
@@ -274,6 +289,14 @@ def main() -> int:
         return 0 if isinstance(doc["kernels"], list) else 1
 
     work = Path(tempfile.mkdtemp(prefix="fsdp-bench-"))
+    try:
+        return measure_all(args, doc, budget, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_all(args: argparse.Namespace, doc: dict[str, Any], budget: Budget, work: Path) -> int:
+    """Throughput, then (--all) kernels and the profile, in the order that keeps the issue's numbers first."""
     tokens = write_tokens(work / "train.tok", 4_000_000, 50257, seed=2)
     configs = [(m, int(s)) for s in args.seqs.split(",") for m in args.models.split(",")]
     if not args.skip_pytorch:
