@@ -1,8 +1,8 @@
 // The tiling logic of the tensor-core attention kernels (backend/cuda/kernels/flash_tiling.h), on
 // its own: the schedules visit every causal (query, key) pair exactly once and no other, a tile
 // declared mask-free has every pair visible, the online softmax over tiles equals the two-pass
-// softmax (rows with nothing visible included), and bfloat16 rounding is to nearest even. The
-// kernels built on it are run in flash_emulated_test.cc.
+// softmax (rows with nothing visible included); and the host rounding to bfloat16 and float16 the
+// kernel tests use is to nearest even. The kernels built on it are run in flash_emulated_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -123,17 +123,17 @@ TEST(FlashTiling, Bfloat16RoundsToNearestEven) {
     std::memcpy(&u, &x, sizeof u);
     return u;
   };
-  EXPECT_EQ(flash::round_bf16(1.0f), 1.0f);
+  EXPECT_EQ(round_bf16(1.0f), 1.0f);
   // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to even (1). 1 + 3 * 2^-8 is halfway up: to 1 + 2^-6.
-  EXPECT_EQ(flash::round_bf16(1.0f + std::ldexp(1.0f, -8)), 1.0f);
-  EXPECT_EQ(flash::round_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 1.0f + std::ldexp(1.0f, -6));
-  EXPECT_EQ(flash::round_bf16(-2.5f), -2.5f);
-  EXPECT_TRUE(std::isnan(flash::round_bf16(NAN)));
-  EXPECT_EQ(flash::round_bf16(INFINITY), INFINITY);
+  EXPECT_EQ(round_bf16(1.0f + std::ldexp(1.0f, -8)), 1.0f);
+  EXPECT_EQ(round_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_EQ(round_bf16(-2.5f), -2.5f);
+  EXPECT_TRUE(std::isnan(round_bf16(NAN)));
+  EXPECT_EQ(round_bf16(INFINITY), INFINITY);
   const CounterRng rng(4);
   for (int i = 0; i < 1000; ++i) {
     const float x = 100.0f * (rng.uniform(i) - 0.5f);
-    const float r = flash::round_bf16(x);
+    const float r = round_bf16(x);
     EXPECT_EQ(bits(r) & 0xffffu, 0u);
     EXPECT_LE(std::fabs(r - x), std::ldexp(std::fabs(x), -8));  // within half a unit in the last of 8 bits
   }

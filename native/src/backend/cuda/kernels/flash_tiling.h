@@ -1,10 +1,11 @@
 // The tiling of the tensor-core attention kernels (flash_forward.cu, flash_backward.cu) in plain
 // C++ that nvcc and the host compiler both compile: which key tiles a query tile visits and in
 // which order, which pairs of tiles need the element mask (the diagonal and the ragged last tile),
-// the causal/ragged mask itself, the online-softmax update, and bfloat16 rounding. The kernels call
-// these functions; the CPU model of the kernels (native/test/flash_model.h) calls the same ones, so
-// the logic that decides what is summed, in which order and what is masked is tested on any machine
-// (native/test/flash_tiling_test.cc) against the reference attention.
+// the causal/ragged mask itself, and the online-softmax update. The kernels call
+// these functions, so the logic that decides what is summed, in which order and what is masked is
+// tested on any machine: alone (native/test/flash_tiling_test.cc), and inside the kernels run on
+// the CPU emulation of a thread block (native/test/flash_emulated_test.cc, P and dS rounded to the
+// compute dtype where the kernels round them) against the reference attention.
 //
 // Conventions: T positions; a query tile is kQueryTile rows starting at a multiple of it; key tiles
 // are kKeyTile columns. Scores are kept in the log2 domain (s * scale * log2 e) so the kernels use
@@ -12,7 +13,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #if defined(__CUDACC__)
@@ -118,20 +118,6 @@ bool with_head_size(long hs, F&& f) {
     case 128: f(std::integral_constant<int, 128>{}); return true;
     default: return false;
   }
-}
-
-/**
- * float32 -> bfloat16 -> float32, round to nearest even, as the kernels' __float2bfloat16_rn does
- * where they round a P or dS tile for the next product (the host model's rounding; NaN stays NaN).
- */
-inline float round_bf16(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
-  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  float r;
-  std::memcpy(&r, &u, sizeof r);
-  return r;
 }
 
 }  // namespace fsdp::flash
