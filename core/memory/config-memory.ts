@@ -7,6 +7,7 @@ import type { ConfigProblem } from '../config/schema-problems';
 import { estimateMemory } from './estimate';
 import { findGpu, hostTarget } from './gpu-presets';
 import { isConfigInputError, type ConfigAssignment, type ConfigMemoryInput } from './inputs/config-input';
+import type { ModelOrigin, ModelSource } from './inputs/model-from-options';
 import { readConfigForEstimate } from './inputs/read-config';
 import { knobEffects, maxMicroBatch } from './inverse-questions';
 import type { MemoryEstimate } from './memory-estimate';
@@ -29,14 +30,23 @@ export interface TargetDefaults {
   hostMemoryBytes?: number;
 }
 
-export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}): ConfigMemory | { error: string } {
-  const read = readConfigForEstimate(text, fileName, {}, kind);
+export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}, source?: ModelSource): ConfigMemory | { error: string } {
+  const read = readConfigForEstimate(text, fileName, {}, kind, source);
   if (isConfigInputError(read)) return { error: read.error };
   const input = withDefaultTarget(read.input, defaults);
   const estimate = estimateMemory(input);
-  const assumed = read.notes.find((n) => n.includes('assumed (say which'));
-  const title = `${summaryLine(estimate)}${assumed ? ` — for ${input.model.name}, assumed: add "fsdp-studio: model=…"` : ''}`;
+  const model = read.kind === 'run-config' ? undefined : modelWords(read.model);
+  const title = `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`;
   return { read, estimate, title, ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}) };
+}
+
+/** "for meta-llama/Llama-3.1-8B (8.03 B parameters, Hugging Face cache, named by train.sh:3)". */
+export function modelWords(m: ModelOrigin | undefined): string | undefined {
+  if (!m) return undefined;
+  if (m.assumed) return `for ${m.name}, assumed: add "fsdp-studio: model=…"`;
+  const cached = /[\\/]models--[^\\/]+[\\/]snapshots[\\/]/.test(m.from);
+  const from = m.from === 'preset' || m.from === 'custom' ? m.from : cached ? 'Hugging Face cache' : m.from.split(/[\\/]/).slice(-2).join('/');
+  return `for ${m.name} (${(m.parameters / 1e9).toFixed(2)} B parameters, ${from}${m.namedBy ? `, named by ${m.namedBy}` : ''})`;
 }
 
 function withDefaultTarget(input: MemoryInput, defaults: TargetDefaults): MemoryInput {

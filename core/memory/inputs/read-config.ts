@@ -9,8 +9,13 @@ import { findOptionComment, mergeOptions, type EstimateOptions } from './estimat
 import { accelerateInput } from './from-accelerate';
 import { deepspeedInput } from './from-deepspeed';
 import { runConfigInput } from './from-run-config';
+import type { ModelSource } from './model-from-options';
 
-export function readConfigForEstimate(text: string, fileName: string, options: EstimateOptions = {}, kind: ConfigKind | undefined = recogniseConfig(fileName, text)): ConfigInputResult {
+/**
+ * `source` finds models beyond the presets (Hugging Face folders and cache, models named beside the
+ * config); callers that can read files pass one (inputs/hf-model.ts), the webview does not.
+ */
+export function readConfigForEstimate(text: string, fileName: string, options: EstimateOptions = {}, kind: ConfigKind | undefined = recogniseConfig(fileName, text), source?: ModelSource): ConfigInputResult {
   const comment = findOptionComment(text);
   const doc = parseSourceDocument(text, sourceKindOf(fileName), kind ? { yamlVersion: yamlVersionOf(kind) } : {});
   if (comment?.problems.length) {
@@ -22,9 +27,9 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
     case 'run-config':
       return runConfigInput(text, fileName, merged);
     case 'deepspeed':
-      return deepspeedInput(doc, fileName, merged);
+      return deepspeedInput(doc, fileName, merged, source);
     case 'accelerate':
-      return accelerateInput(doc, fileName, merged);
+      return accelerateInput(doc, fileName, merged, source);
     default: {
       const why = doc.syntaxErrors.length ? `cannot be parsed (${doc.syntaxErrors[0].message})` : 'is not a run config (model, data, training), a DeepSpeed config or an accelerate config';
       return { error: `${fileName} ${why}` };
