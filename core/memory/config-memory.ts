@@ -4,6 +4,7 @@
 import type { ConfigEdit, ConfigFix } from '../config/config-edits';
 import type { ConfigKind } from '../config/document-kind';
 import type { ConfigProblem } from '../config/schema-problems';
+import type { SourceRange } from '../config/source-document';
 import { estimateMemory } from './estimate';
 import { findGpu, hostTarget } from './gpu-presets';
 import { isConfigInputError, type ConfigAssignment, type ConfigMemoryInput } from './inputs/config-input';
@@ -30,9 +31,9 @@ export interface TargetDefaults {
   hostMemoryBytes?: number;
 }
 
-export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}, source?: ModelSource): ConfigMemory | { error: string } {
+export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}, source?: ModelSource): ConfigMemory | { error: string; range?: SourceRange } {
   const read = readConfigForEstimate(text, fileName, {}, kind, source);
-  if (isConfigInputError(read)) return { error: read.error };
+  if (isConfigInputError(read)) return { error: read.error, ...(read.range ? { range: read.range } : {}) };
   const input = withDefaultTarget(read.input, defaults);
   const estimate = estimateMemory(input);
   const model = read.kind === 'run-config' ? undefined : modelWords(read.model);

@@ -23,13 +23,19 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
     return { error: `${fileName}:${pos.line + 1}:${pos.character + 1} fsdp-studio comment: ${comment.problems.map((p) => p.message).join('; ')}`, range: { start: pos, end: pos } };
   }
   const merged = mergeOptions(comment?.options, options);
+  // A model the comment names but nothing provides is a problem of the comment.
+  const atComment = (r: ConfigInputResult): ConfigInputResult => {
+    if (!('error' in r) || r.range || !comment?.options.model || !/model "/.test(r.error)) return r;
+    const pos = doc.positionAt(comment.offset);
+    return { ...r, range: { start: pos, end: pos } };
+  };
   switch (kind) {
     case 'run-config':
       return runConfigInput(text, fileName, merged);
     case 'deepspeed':
-      return deepspeedInput(doc, fileName, merged, source);
+      return atComment(deepspeedInput(doc, fileName, merged, source));
     case 'accelerate':
-      return accelerateInput(doc, fileName, merged, source);
+      return atComment(accelerateInput(doc, fileName, merged, source));
     default: {
       const why = doc.syntaxErrors.length ? `cannot be parsed (${doc.syntaxErrors[0].message})` : 'is not a run config (model, data, training), a DeepSpeed config or an accelerate config';
       return { error: `${fileName} ${why}` };
