@@ -13,7 +13,7 @@ import { readConfigForEstimate } from './inputs/read-config';
 import { knobEffects, maxMicroBatch } from './inverse-questions';
 import type { MemoryEstimate } from './memory-estimate';
 import type { MemoryInput } from './memory-input';
-import { formatBytes, summaryLine, unitOf } from './summary';
+import { formatBytes, formatParameters, summaryLine, unitOf } from './summary';
 
 export interface ConfigMemory {
   read: ConfigMemoryInput;
@@ -47,7 +47,7 @@ export function modelWords(m: ModelOrigin | undefined): string | undefined {
   if (m.assumed) return `for ${m.name}, assumed: add "fsdp-studio: model=…"`;
   const cached = /[\\/]models--[^\\/]+[\\/]snapshots[\\/]/.test(m.from);
   const from = m.from === 'preset' || m.from === 'custom' ? m.from : cached ? 'Hugging Face cache' : m.from.split(/[\\/]/).slice(-2).join('/');
-  return `for ${m.name} (${(m.parameters / 1e9).toFixed(2)} B parameters, ${from}${m.namedBy ? `, named by ${m.namedBy}` : ''})`;
+  return `for ${m.name} (${formatParameters(m.parameters)} parameters, ${from}${m.namedBy ? `, named by ${m.namedBy}` : ''})`;
 }
 
 function withDefaultTarget(input: MemoryInput, defaults: TargetDefaults): MemoryInput {

@@ -40,3 +40,8 @@ function verdictSuffix(estimate: MemoryEstimate): string {
   const v = verdictText(estimate);
   return v ? ` — ${v}` : '';
 }
+
+/** "8.03 B" from a billion on, else "124.4 M": how many parameters a model has, in words. */
+export function formatParameters(n: number): string {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : `${(n / 1e6).toFixed(1)} M`;
+}

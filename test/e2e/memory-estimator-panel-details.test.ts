@@ -83,7 +83,7 @@ describe('e2e: memory estimator details in a light theme', function () {
     assert.ok(background.reduce((s, v) => s + v, 0) > 600, `a light theme (background ${colours.background})`);
     assert.ok(ratio >= 4.5, `verdict ${colours.text} on ${colours.background}: ${ratio.toFixed(2)}:1`);
     assert.match(await web.locator('#scope').innerText(), /^per rank — 1 rank, NO_SHARD, our runtime$/);
-    assert.match(await web.locator('#model-origin').innerText(), /^model: the model section, 0\.00 B parameters, from tiny-cpu\.yaml \(model:\)$/);
+    assert.match(await web.locator('#model-origin').innerText(), /^model: the model section, 0\.8 M parameters, from tiny-cpu\.yaml \(model:\)$/);
     await vscode.screenshot('memory-estimator-light-theme');
 
     // Four ranks share this machine: the heading and the target say so.

@@ -84,7 +84,7 @@ describe('language server over stdio: memory estimate inline', function () {
     const fixed = applyTextEdits(DS, preferred.edit!.changes![uri]);
     assert.ok(fixed.startsWith('// fsdp-studio: model=gpt2-355m gpu=L4\n{\n  "train_micro_batch_size_per_gpu": '));
     assert.deepEqual(memoryWarnings(await server.change(uri, fixed)), []);
-    assert.match((await server.codeLenses(uri))[0].command!.title, /— fits L4 24GB — for GPT-2 355M \(0\.35 B parameters, preset\)$/);
+    assert.match((await server.codeLenses(uri))[0].command!.title, /— fits L4 24GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
   });
 
   it('every quick fix it offers makes the warning go away', async () => {
@@ -104,7 +104,7 @@ describe('language server over stdio: memory estimate inline', function () {
     await server.open(uri, text);
     assert.doesNotMatch((await server.codeLenses(uri))[0].command!.title, /fits/);
     await server.setSettings({ estimator: { gpu: 'H200' } }, [{ uri, text }]);
-    assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB — for GPT-2 355M \(0\.35 B parameters, preset\)$/);
+    assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
   });
 
   it('shows no estimate for a config with errors, and says when the model is assumed', async () => {

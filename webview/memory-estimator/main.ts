@@ -9,7 +9,7 @@ import type { MemoryInput } from '../../core/memory/memory-input';
 import { fewestGpus } from '../../core/memory/inverse-questions';
 import type { MemoryEstimate } from '../../core/memory/memory-estimate';
 import { parameterCounts } from '../../core/memory/model-shape';
-import { formatBytes, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
+import { formatBytes, formatParameters, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
 import type { EstimatorConfigMessage, MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
 import { connectToHost } from '../shared/vscode-api';
 import { Comparisons } from './comparisons';
@@ -146,7 +146,7 @@ function scopeText(e: MemoryEstimate): string {
 /** Which model, and from where: the config's model section, a preset, or a Hugging Face config.json. */
 function originText(config: EstimatorConfigMessage, input: MemoryInput): string {
   const m = config.model;
-  const params = `${(parameterCounts(input.model).total / 1e9).toFixed(2)} B parameters`;
+  const params = `${formatParameters(parameterCounts(input.model).total)} parameters`;
   if (!m) return `model: ${input.model.name}, ${params}`;
   if (m.assumed) return `model: ${m.name}, ${params} — assumed: name it with model=… in a "fsdp-studio:" comment`;
   const from = m.from === 'preset' ? 'a preset' : m.from === 'custom' ? 'the comment\'s numbers' : m.from;

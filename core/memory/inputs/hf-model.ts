@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { shapeFromHfConfig } from '../hf-config';
 import { parameterCounts } from '../model-shape';
+import { formatParameters } from '../summary';
 import type { ModelChoice, ModelSource } from './model-from-options';
 
 export interface HfLookup {
@@ -77,8 +78,8 @@ function readHfConfig(file: string, name: string, from: string): ModelChoice {
   }
   const model = shapeFromHfConfig(json, name);
   if ('error' in model) return { error: `${file}: ${model.error}` };
-  const billions = (parameterCounts(model.shape).total / 1e9).toFixed(2);
-  return { shape: model.shape, seqLen: model.seqLen, note: `model: ${name} (${model.family}, ${billions} B parameters) ${from}`, source: { name, from: file, parameters: parameterCounts(model.shape).total } };
+  const params = formatParameters(parameterCounts(model.shape).total);
+  return { shape: model.shape, seqLen: model.seqLen, note: `model: ${name} (${model.family}, ${params} parameters) ${from}`, source: { name, from: file, parameters: parameterCounts(model.shape).total } };
 }
 
 const KEYS = ['model_name_or_path', 'pretrained_model_name_or_path', 'base_model', 'model_id'];
