@@ -88,7 +88,7 @@ describe('estimate inputs: DeepSpeed ds_config.json', () => {
   it('tells an unknown model preset apart from a custom model', () => {
     const r = readConfigForEstimate('// fsdp-studio: model=gpt5\n{"train_micro_batch_size_per_gpu": 1}', 'ds.json');
     assert.ok(isConfigInputError(r));
-    assert.match(r.error, /model "gpt5" is not a preset; presets: gpt2-124m/);
+    assert.match(r.error, /model "gpt5" is not a preset \(gpt2-124m, .*\), a folder with a config\.json, or a model in the local Hugging Face cache$/);
     const custom = ok(readConfigForEstimate('// fsdp-studio: layers=4 d_model=256 heads=4 vocab=1000 style=llama\n{"train_micro_batch_size_per_gpu": 1}', 'ds.json'));
     assert.deepEqual([custom.input.model.nLayers, custom.input.model.mlp, custom.input.model.tieEmbeddings], [4, 'swiglu', false]);
   });
@@ -136,7 +136,21 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
     assert.deepEqual(parseOptionWords(['micro_batch=zero', 'colour=red']).problems.map((p) => p.key), ['micro_batch', 'colour']);
     const bad = readConfigForEstimate('# fsdp-studio: nproc=-1\ndistributed_type: FSDP\n', 'acc.yaml');
     assert.ok(isConfigInputError(bad));
-    assert.match(bad.error, /^acc\.yaml:1:1 fsdp-studio comment: nproc: expected an integer ≥ 1/);
+    assert.match(bad.error, /^acc\.yaml:1:1 fsdp-studio comment: nproc: expected an integer from 1 to 4,096, got "-1"/);
+  });
+
+  it('refuses GPU sizes and lengths no run has: gpu=0GiB, seq_len=10¹², micro-batches past 65,536', () => {
+    const words = (w: string) => parseOptionWords([w]).problems.map((p) => p.message);
+    assert.deepEqual(words('gpu=0GiB'), ['gpu: a GPU of 0GiB cannot hold a training run; give a size from 1 GiB to 16 TiB']);
+    assert.deepEqual(words('gpu=100000GiB'), ['gpu: a GPU of 100000GiB cannot hold a training run; give a size from 1 GiB to 16 TiB']);
+    assert.deepEqual(words('gpu=48GiB'), []);
+    assert.deepEqual(words('seq_len=1000000000000'), ['seq_len: expected an integer from 1 to 10,000,000, got "1000000000000"']);
+    assert.deepEqual(words('seq_len=1e12'), ['seq_len: expected an integer from 1 to 10,000,000, got "1e12"']);
+    assert.deepEqual(words('micro_batch=65537'), ['micro_batch: expected an integer from 1 to 65,536, got "65537"']);
+    // A run config's own launch.gpu is held to the same.
+    const run = readConfigForEstimate(readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8').replace('device: cpu', 'device: cuda\n  gpu: 0GiB'), 'run.fsdp.yaml');
+    assert.ok(isConfigInputError(run));
+    assert.match(run.error, /launch\.gpu: a GPU of 0GiB cannot hold a training run/);
   });
 
   it('sets a setting in the comment, adding the comment if absent', () => {
