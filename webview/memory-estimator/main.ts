@@ -121,17 +121,24 @@ function render(): void {
 
 /**
  * The what-if tables take dozens of estimates (a PyTorch one replays the run: milliseconds each), so
- * they are filled after the frame that shows the estimate, and a newer change supersedes them.
+ * they are filled after the frame that shows the estimate, a few estimates at a time between frames,
+ * and a newer change supersedes them.
  */
 let comparisonsFor = 0;
+const SLICE_MS = 8;
 function scheduleComparisons(input: MemoryInput): void {
   const generation = ++comparisonsFor;
   app.dataset.comparisons = 'pending';
-  setTimeout(() => {
+  const steps = comparisons.steps(input, input.gpu?.memoryBytes);
+  const run = () => {
     if (generation !== comparisonsFor) return;
-    comparisons.update(input, input.gpu?.memoryBytes);
-    app.dataset.comparisons = 'done';
-  }, 0);
+    const started = performance.now();
+    while (steps.length && performance.now() - started < SLICE_MS) steps.shift()!();
+    if (steps.length) requestAnimationFrame(() => setTimeout(run, 0));
+    else app.dataset.comparisons = 'done';
+  };
+  // After the frame that shows the estimate.
+  requestAnimationFrame(() => setTimeout(run, 0));
 }
 
 /** Whose memory the numbers are: "per GPU — 4 GPUs (4 per node × 1), FULL_SHARD, PyTorch". */
