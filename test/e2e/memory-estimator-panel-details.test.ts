@@ -3,7 +3,7 @@
 // numbers are for; no knob is offered that changes nothing or jumps to an absurd micro-batch; the
 // inline estimate stays, marked stale, while the config has an error elsewhere.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -40,6 +40,9 @@ describe('e2e: memory estimator details in a light theme', function () {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-memory-light-'));
     copyFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), path.join(workspace, 'tiny-cpu.yaml'));
     symlinkSync(path.join(repoRoot, 'samples', 'data'), path.join(workspace, 'data'));
+    // The sample widened to 48 blocks of 2048 (2.4 B parameters, ~39 GiB of fp32 weights, gradients
+    // and moments): more than this machine has.
+    writeFileSync(path.join(workspace, 'too-big.yaml'), readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8').replace(/d_model: \d+/, 'd_model: 2048').replace(/n_layers: \d+/, 'n_layers: 48'));
     vscode = await VsCodeSession.open({ workspace, settings: { 'workbench.colorTheme': 'Default Light Modern' } });
   });
   afterEach(async function () {
@@ -105,4 +108,20 @@ describe('e2e: memory estimator details in a light theme', function () {
     }
     await vscode.screenshot('memory-estimator-knobs');
   });
+
+  it('asks before launching a config that does not fit this machine, with "Don\'t launch" as the default button', async () => {
+    await vscode.openFile('too-big.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('too-big.yaml');
+    const dialog = vscode.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: 60_000 });
+    assert.match(await dialog.innerText(), /The memory plan needs [\d.]+ GiB per rank, more than this machine's memory/);
+    const focused = await vscode.page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText?.trim());
+    assert.equal(focused, "Don't launch", 'Enter takes the safe choice');
+    await vscode.screenshot('launch-does-not-fit-dialog');
+    await vscode.page.keyboard.press('Enter');
+    await dialog.waitFor({ state: 'detached', timeout: 10_000 });
+    assert.ok(!existsSync(path.join(workspace, 'runs')), 'nothing was launched');
+  });
 });
+
