@@ -1,9 +1,9 @@
 // Reading configs for an estimate: our run config, DeepSpeed and accelerate configs, the
 // `fsdp-studio:` comment, and errors that name the key and its line.
 import assert from 'node:assert/strict';
+import { findGpu, GPU_PRESETS } from '../../core/memory/gpu-presets';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { findGpu } from '../../core/memory/gpu-presets';
 import { isConfigInputError, type ConfigInputResult, type ConfigMemoryInput } from '../../core/memory/inputs/config-input';
 import { findOptionComment, parseOptionWords, setOptionInText } from '../../core/memory/inputs/estimate-options';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
@@ -175,3 +175,18 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
     assert.match(r.error, /is not a run config .* a DeepSpeed config or an accelerate config/);
   });
 });
+
+describe('GPU presets: one definition of capacity', () => {
+  it('every preset is the memory CUDA reports as usable (not nvidia-smi\'s total, not the marketing size), with its compute capability', () => {
+    const MiB = 1024 * 1024;
+    // nvidia-smi's memory.total for each (what the presets used to mix with nominal sizes).
+    const smi: Record<string, number> = { 'A100-40GB': 40960, 'A100-80GB': 81920, 'H100-80GB': 81559, 'H200-141GB': 143771, 'L4-24GB': 23034, 'RTX4090-24GB': 24564 };
+    for (const g of GPU_PRESETS) {
+      assert.ok(g.memoryBytes <= smi[g.id] * MiB, `${g.name}: ${g.memoryBytes} is above nvidia-smi's ${smi[g.id]} MiB`);
+      assert.ok(g.computeCapability && g.computeCapability >= 8, `${g.name}: compute capability`);
+    }
+    assert.ok(findGpu('A100-80GB')!.memoryBytes < 81920 * MiB, 'the A100 80GB is not its nominal 80 GiB');
+    assert.equal(findGpu('H100-80GB')!.memoryBytes, 85_017_493_504, 'as measured on the H100 (test/fixtures/measured)');
+  });
+});
+
