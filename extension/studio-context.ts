@@ -22,6 +22,7 @@ import { RunsTree } from './views/runs-tree';
 import { CompareRuns } from './webviews/compare-runs';
 import { NanDiagnostics } from './webviews/nan-diagnostics';
 import { RunDashboards } from './webviews/run-dashboard';
+import { SpikeViews } from './webviews/spike-view';
 
 export class StudioContext implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
@@ -51,6 +52,7 @@ export class StudioContext implements vscode.Disposable {
       notifyRunEvents(this.runs),
       new CompareRuns(this.extension.extensionUri, this.runs),
       new NanDiagnostics(this.extension.extensionUri, this.runs),
+      new SpikeViews(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
     this.track(await startConfigLanguageClient(this));
