@@ -38,8 +38,9 @@ export interface DashboardHeader {
   problems: number;
   /** NaN and Inf reports (the NaN diagnostics view). */
   anomalies: number;
-  /** Loss spikes and grad-norm excursions (the spike view). */
+  /** Loss spikes and grad-norm excursions (the spike view), and how many of them are loss spikes. */
   spikes: number;
+  lossSpikes: number;
   canStop: boolean;
   canResume: boolean;
 }

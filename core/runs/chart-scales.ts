@@ -66,3 +66,55 @@ export function formatElapsedTick(seconds: number): string {
   if (a < 86400 * 2) return `${sign}${Math.floor(a / 3600)}:${pad(Math.floor((a % 3600) / 60))}:${pad(a % 60)}`;
   return `${sign}${Math.floor(a / 86400)} d ${Math.floor((a % 86400) / 3600)} h`;
 }
+
+export type AxisUnit = 'number' | 'bytes' | 'per_s' | 'ratio';
+
+/** Tick steps of a bytes axis: powers of two of B, KiB, MiB, GiB, TiB (32 MiB, 64 MiB, not 38.1 MiB). */
+export const BYTE_INCREMENTS: number[] = (() => {
+  const out: number[] = [];
+  for (let u = 0; u <= 4; u++) for (let m = 1; m < 1024; m *= 2) out.push(m * 1024 ** u);
+  out.push(1024 ** 5);
+  return out;
+})();
+
+/** Decimals needed to write `step` exactly (0.25 → 2, 2.5 → 1, 20 → 0). */
+function decimalsOf(step: number): number {
+  let d = 0;
+  while (d < 12 && Math.abs(Math.round(step * 10 ** d) - step * 10 ** d) > 1e-6) d++;
+  return d;
+}
+
+/**
+ * Labels of one axis's ticks, with as many digits as the tick step needs, so neighbouring ticks
+ * never read the same (1000, 1002, 1004 tokens/s, not 1.0k three times).
+ */
+export function tickLabels(unit: AxisUnit, values: number[], step: number): string[] {
+  const finite = values.filter(Number.isFinite);
+  const top = Math.max(0, ...finite.map(Math.abs));
+  const inc = step > 0 && Number.isFinite(step) ? step : top || 1;
+  const fixed = (scale: number, suffix: string) => {
+    const d = decimalsOf(inc / scale);
+    return values.map((v) => (Number.isFinite(v) ? `${(v / scale).toFixed(d)}${suffix}` : ''));
+  };
+  switch (unit) {
+    case 'bytes': {
+      const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+      let u = 0;
+      while (top >= 1024 ** (u + 1) && u < units.length - 1) u++;
+      return fixed(1024 ** u, ` ${units[u]}`);
+    }
+    case 'per_s':
+      return top >= 1e6 ? fixed(1e6, 'M') : top >= 1e4 ? fixed(1e3, 'k') : fixed(1, '');
+    case 'ratio': {
+      const d = decimalsOf(inc * 100);
+      return values.map((v) => (Number.isFinite(v) ? `${(v * 100).toFixed(d)}%` : ''));
+    }
+    default: {
+      if (top === 0 || (top >= 1e-2 && top < 1e5)) return fixed(1, '');
+      // Very small or large: a mantissa with the digits the step needs, trailing zeros dropped.
+      const exp = Math.floor(Math.log10(top));
+      const d = decimalsOf(inc / 10 ** exp);
+      return values.map((v) => (Number.isFinite(v) ? (v === 0 ? '0' : v.toExponential(d).replace(/\.?0+e/, 'e')) : ''));
+    }
+  }
+}

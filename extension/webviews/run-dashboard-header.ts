@@ -48,6 +48,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     problems: watch.problems.length,
     anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
     spikes: spikes.length,
+    lossSpikes: spikes.filter((s) => s.metric === 'loss').length,
     canStop: live,
     canResume: !live && status !== 'completed' && status !== 'unknown',
   };

@@ -6,6 +6,7 @@ import type { ChartOptions } from '../../core/panels/dashboard-messages';
 import type { XRange } from '../../core/runs/downsample';
 import { isXAxisMode, type XAxisMode } from '../../core/runs/x-axis';
 import { ChartCard } from '../shared/chart-card';
+import { PALETTE } from '../shared/step-chart';
 import { connectToHost } from '../shared/vscode-api';
 import '../run-dashboard/style.css';
 import './style.css';
@@ -84,8 +85,11 @@ function render(m: CompareFrameMessage): void {
   list.replaceChildren(
     ...m.runs.map((r, i) => {
       const li = document.createElement('li');
-      li.className = `run-${i}`;
-      li.textContent = `${r.label} — ${r.status}${r.step !== undefined ? ` · step ${r.step}` : ''}${r.loss !== undefined ? ` · loss ${r.loss === null ? 'NaN' : r.loss.toFixed(4)}` : ''}`;
+      // The run's colour on every chart (the charts give the i-th series the i-th palette colour).
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = `var(${PALETTE[i % PALETTE.length]})`;
+      li.append(swatch, `${r.label} — ${r.status}${r.step !== undefined ? ` · step ${r.step}` : ''}${r.loss !== undefined ? ` · loss ${r.loss === null ? 'NaN' : r.loss.toFixed(4)}` : ''}`);
       return li;
     }),
   );

@@ -66,7 +66,8 @@ export function renderHeader(h: DashboardHeader): void {
   $('action-resume').hidden = !h.canResume;
   $('action-diagnostics').hidden = h.anomalies === 0;
   $('action-spikes').hidden = h.spikes === 0;
-  $('action-spikes').textContent = `Spikes (${h.spikes})`;
+  const gradNorm = h.spikes - h.lossSpikes;
+  $('action-spikes').textContent = `Spikes (${[h.lossSpikes ? `${h.lossSpikes} loss` : '', gradNorm ? `${gradNorm} grad norm` : ''].filter(Boolean).join(', ')})`;
   tick();
 }
 

@@ -6,7 +6,7 @@
 // never computes the points itself: it reports the range it wants and the host sends them.
 import uPlot from 'uplot';
 import type { ChartFrame, ChartMarker, ChartSeries, XAxisFrame } from '../../core/panels/chart-messages';
-import { clippedRange, DURATION_INCREMENTS, formatElapsedTick, forLogAxis, STEP_INCREMENTS } from '../../core/runs/chart-scales';
+import { BYTE_INCREMENTS, clippedRange, DURATION_INCREMENTS, formatElapsedTick, forLogAxis, STEP_INCREMENTS, tickLabels } from '../../core/runs/chart-scales';
 import type { XRange } from '../../core/runs/downsample';
 import { chartPng } from './chart-png';
 
@@ -28,7 +28,7 @@ export interface YOptions {
   clip: boolean;
 }
 
-const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
+export const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
 export const MARKER_COLOURS: Record<ChartMarker['kind'], string> = {
   checkpoint: '--vscode-charts-blue',
   skipped: '--vscode-charts-orange',
@@ -81,7 +81,7 @@ export class StepChart {
     const labels = (axis._values ?? []).map(String);
     this.measure.font = axisFont();
     const widest = Math.max(0, ...labels.map((l) => this.measure.measureText(l).width));
-    return { labels, size: axis._size ?? 0, widest, min: u.scales.y.min ?? NaN, max: u.scales.y.max ?? NaN, log: this.y.log };
+    return { labels, size: axis._size ?? 0, widest, min: u.scales.y.min ?? NaN, max: u.scales.y.max ?? NaN, log: u.scales.y.distr === 3 };
   }
 
   /** For tests: the x axis's tick labels and values. */
@@ -177,7 +177,9 @@ export class StepChart {
         },
         {
           stroke: fg, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
-          values: (_u, vals) => vals.map((v) => (v == null ? '' : format(v))),
+          // Neighbouring ticks never read the same: digits follow the tick step (a log axis's ticks stand alone).
+          values: (_u: uPlot, vals: number[], _axis: number, _space: number, incr: number) => (log ? vals.map((v) => (v == null ? '' : format(v))) : tickLabels(this.opts.unit, vals, incr)),
+          ...(this.opts.unit === 'bytes' && !log ? { incrs: BYTE_INCREMENTS } : {}),
           // As wide as the widest label needs: ")5.4 MiB" is never cut.
           size: (_u, values) => this.axisSize(values),
         },
@@ -329,6 +331,6 @@ export function formatterFor(unit: Unit): (v: number) => string {
     case 'ratio':
       return (v) => `${Number((v * 100).toPrecision(3))}%`;
     default:
-      return (v) => (v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5) ? v.toExponential(2) : String(Number(v.toPrecision(4))));
+      return (v) => (v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5) ? v.toExponential(2).replace(/\.?0+e/, 'e') : String(Number(v.toPrecision(4))));
   }
 }
