@@ -207,6 +207,9 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     await vscode.screenshot('watch-spike-view');
 
     const spikeFrame = await vscode.webviewFrame('window.fsdpSpikes?.spikes()');
+    // Excursions clipping absorbed are folded away under the loss spikes.
+    assert.equal(await spikeFrame.locator('.spike-list button.grad_norm').first().isVisible(), false);
+    await spikeFrame.locator('.grad-group summary').click();
     await spikeFrame.locator('.spike-list button.grad_norm').first().click();
     const gradFacts = await until('the grad-norm excursion', () => vscode.inWebview<Record<string, string>>('window.fsdpSpikes?.facts()'), (f) => f.metric === 'gradient norm (before clipping)', 30_000);
     assert.equal(gradFacts.value, '2.493');

@@ -12,6 +12,7 @@ const host = connectToHost<SpikeFromWebview, SpikeToWebview, SpikeState>();
 const app = document.getElementById('app')!;
 const cards = new Map<string, ChartCard>();
 let last: SpikeFrameMessage | undefined;
+let openGroup = false;
 
 app.innerHTML = `
   <h1 id="spikes-title">Spikes</h1>
@@ -40,13 +41,26 @@ function render(m: SpikeFrameMessage): void {
   host.setState({ target: m.run.target, runDir: m.run.runDir, ...(shown ? { step: shown.step } : {}) });
   $('spikes-title').textContent = `Spikes — ${m.run.name}`;
   const list = $('spike-list');
-  list.replaceChildren(
-    ...m.spikes.map((s, i) => {
-      const b = el('button', `step ${s.step}: ${s.summary}`, `spike ${s.metric} ${s.alert}${i === m.selected ? ' selected' : ''}`);
-      b.addEventListener('click', () => host.send({ type: 'select', index: i }));
-      return b;
-    }),
-  );
+  const button = (s: SpikeEntry, i: number) => {
+    const b = el('button', `step ${s.step}: ${s.summary}`, `spike ${s.metric} ${s.alert}${i === m.selected ? ' selected' : ''}`);
+    b.addEventListener('click', () => host.send({ type: 'select', index: i }));
+    return b;
+  };
+  const loss = m.spikes.flatMap((s, i) => (s.metric === 'loss' ? [button(s, i)] : []));
+  const grad = m.spikes.flatMap((s, i) => (s.metric === 'grad_norm' ? [button(s, i)] : []));
+  list.replaceChildren(...loss);
+  if (!loss.length && m.spikes.length) list.append(el('p', 'No loss spike.', 'muted'));
+  if (grad.length) {
+    // Excursions clipping absorbed are many in a long run and need nothing: folded unless looked at.
+    const group = el('details', undefined, 'grad-group');
+    group.open = !loss.length || shown?.metric === 'grad_norm' || openGroup;
+    group.addEventListener('toggle', () => (openGroup = group.open));
+    const clipped = m.spikes.filter((s) => s.metric === 'grad_norm' && s.alert === 'marker').length;
+    const buttons = el('div', undefined, 'grad-buttons');
+    buttons.append(...grad);
+    group.append(el('summary', `${grad.length} gradient-norm excursion${grad.length > 1 ? 's' : ''}${clipped ? `, ${clipped === grad.length ? 'all' : clipped} absorbed by clipping` : ''}`), buttons);
+    list.append(group);
+  }
   $('spike-detail').hidden = !shown;
   if (!shown) {
     list.replaceChildren(el('p', 'This run has no loss spike and no grad-norm excursion.', 'muted'));
