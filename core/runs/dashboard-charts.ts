@@ -11,7 +11,7 @@ import { SmoothedSeries } from './smoothing';
 import { clippingOf, describeSpike, SpikeFinder } from './spikes';
 import { upperBound } from './sorted-search';
 import type { StepSeries } from './step-series';
-import { SeriesTimes, seriesPoints, type XAxisMode } from './x-axis';
+import { SeriesTimes, seriesPoints, seriesPointsMany, type XAxisMode } from './x-axis';
 
 export interface ChartView {
   /** Visible x range, in the units of `xAxis`; null follows the whole run. */
@@ -53,9 +53,10 @@ export class DashboardCharts {
     // A measured series: raw, and its EMA beside it when smoothing is on.
     const measured = (label: string, s: StepSeries): ChartSeries[] => {
       if (view.smoothing <= 0) return [plain(label, s)];
+      const [raw, ema] = seriesPointsMany(s.steps, () => this.timesOf(s), [s.values, this.smoothedOf(s).values(view.smoothing)], mode, range, width, origin);
       return [
-        { ...plain(label, s), role: 'raw' },
-        { label: `${label} (EMA ${view.smoothing.toFixed(2)})`, points: points(s, this.smoothedOf(s).values(view.smoothing)), role: 'smoothed', colourOf: label },
+        { label, points: raw, role: 'raw' },
+        { label: `${label} (EMA ${view.smoothing.toFixed(2)})`, points: ema, role: 'smoothed', colourOf: label },
       ];
     };
     const loss = h.step.loss;

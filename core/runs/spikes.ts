@@ -85,21 +85,35 @@ export function spikeFromAnomaly(event: AnomalyEvent, config: unknown): Spike {
  * The watch's loss rule at one point: the spike, or undefined. `before` holds the preceding finite
  * values, oldest first. The level is the median of the last few (a falling loss is judged against
  * where it is now, not where it was); the noise is the median step-to-step change, which a trend
- * does not inflate the way a spread around the mean would.
+ * does not inflate the way a spread around the mean would. Runs over every step of a run (a
+ * million on attach), so it allocates nothing and looks at the noise only after the cheap test.
  */
 export function judgeLoss(step: number, value: number, before: ArrayLike<number>): Spike | undefined {
   const n = before.length;
   if (!Number.isFinite(value) || n < LOSS_MIN_HISTORY) return undefined;
-  const baseline = median(Array.from({ length: Math.min(LOSS_LEVEL_STEPS, n) }, (_, i) => before[n - 1 - i]));
-  const noise = median(Array.from({ length: n - 1 }, (_, i) => Math.abs(before[i + 1] - before[i])));
-  if (!(baseline > 0) || value < LOSS_RATIO * baseline || value - baseline < LOSS_NOISES * noise) return undefined;
+  const k = Math.min(LOSS_LEVEL_STEPS, n);
+  for (let i = 0; i < k; i++) levelScratch[i] = before[n - 1 - i];
+  const baseline = sortedMedian(levelScratch, k);
+  if (!(baseline > 0) || value < LOSS_RATIO * baseline) return undefined;
+  const diffs = n - 1 <= diffScratch.length ? diffScratch : new Float64Array(n - 1);
+  for (let i = 0; i < n - 1; i++) diffs[i] = Math.abs(before[i + 1] - before[i]);
+  const noise = sortedMedian(diffs, n - 1);
+  if (value - baseline < LOSS_NOISES * noise) return undefined;
   return { step, metric: 'loss', value, baseline, ratio: value / baseline, source: 'watch', action: 'report', alert: 'warning' };
 }
 
-function median(values: number[]): number {
-  const sorted = values.sort((a, b) => a - b);
-  const n = sorted.length;
-  return n % 2 ? sorted[(n - 1) >> 1] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+const levelScratch = new Float64Array(LOSS_LEVEL_STEPS);
+const diffScratch = new Float64Array(LOSS_WINDOW);
+
+/** The median of a[0..k), sorting it in place (an insertion sort: k is at most a few dozen). */
+function sortedMedian(a: Float64Array, k: number): number {
+  for (let i = 1; i < k; i++) {
+    const v = a[i];
+    let j = i;
+    while (j > 0 && a[j - 1] > v) a[j] = a[--j];
+    a[j] = v;
+  }
+  return k % 2 ? a[(k - 1) >> 1] : (a[k / 2 - 1] + a[k / 2]) / 2;
 }
 
 /**
@@ -180,26 +194,23 @@ export function lossSpikes(loss: StepSeries, from = 0, earlier: readonly Spike[]
   const values = loss.values;
   const out: Spike[] = [];
   const window: number[] = [];
-  const flagged: boolean[] = [];
-  const earlierSteps = new Set(earlier.map((s) => s.step));
+  // Finite values seen since the last spike (a spike within the last few: judge nothing yet).
+  let sinceSpike = Infinity;
+  const lastEarlier = earlier.length ? earlier[earlier.length - 1].step : -Infinity;
   // The window before `from`: the finite values just before it.
   for (let i = from - 1; i >= 0 && window.length < LOSS_WINDOW; i--) {
     if (!Number.isFinite(values[i])) continue;
+    if (steps[i] === lastEarlier) sinceSpike = window.length;
     window.unshift(values[i]);
-    flagged.unshift(earlierSteps.has(steps[i]));
   }
   for (let i = from; i < values.length; i++) {
     const v = values[i];
     if (!Number.isFinite(v)) continue;
-    const recent = flagged.slice(-LOSS_LEVEL_STEPS).some(Boolean);
-    const spike = recent ? undefined : judgeLoss(steps[i], v, window);
+    const spike = sinceSpike < LOSS_LEVEL_STEPS ? undefined : judgeLoss(steps[i], v, window);
     if (spike) out.push(spike);
+    sinceSpike = spike ? 0 : sinceSpike + 1;
     window.push(v);
-    flagged.push(!!spike);
-    if (window.length > LOSS_WINDOW) {
-      window.shift();
-      flagged.shift();
-    }
+    if (window.length > LOSS_WINDOW) window.shift();
   }
   return out;
 }

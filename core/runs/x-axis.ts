@@ -2,7 +2,7 @@
 // (TensorBoard's STEP / WALL / RELATIVE). Every series is stored by step; its x values in the time
 // modes come from the run's own step times (the step events' `time`), looked up once per point and
 // kept, extended as the run grows and recomputed when a resume or rollback rewrote steps.
-import { downsampleToView, type Points, type XRange } from './downsample';
+import { downsampleManyToView, type Points, type XRange } from './downsample';
 import { upperBound } from './sorted-search';
 import type { StepSeries } from './step-series';
 
@@ -73,10 +73,15 @@ export class SeriesTimes {
  * (elapsed mode) is the run's start time, subtracted after downsampling so nothing is copied.
  */
 export function seriesPoints(steps: Float64Array, times: (() => Float64Array) | undefined, values: ArrayLike<number>, mode: XAxisMode, range: XRange | undefined, width: number, origin: number): Points {
-  if (mode === 'step' || !times) return downsampleToView(steps, values, range, width);
+  return seriesPointsMany(steps, times, [values], mode, range, width, origin)[0];
+}
+
+/** The same for several value arrays over the same steps (a metric and its EMA), columns found once. */
+export function seriesPointsMany(steps: Float64Array, times: (() => Float64Array) | undefined, values: Array<ArrayLike<number>>, mode: XAxisMode, range: XRange | undefined, width: number, origin: number): Points[] {
+  if (mode === 'step' || !times) return downsampleManyToView(steps, values, range, width);
   const shift = mode === 'elapsed' ? origin : 0;
   const shifted = range ? { min: range.min + shift, max: range.max + shift } : undefined;
-  const points = downsampleToView(times(), values, shifted, width);
-  if (shift) for (let i = 0; i < points.x.length; i++) points.x[i] -= shift;
-  return points;
+  const all = downsampleManyToView(times(), values, shifted, width);
+  if (shift) for (const points of all) for (let i = 0; i < points.x.length; i++) points.x[i] -= shift;
+  return all;
 }
