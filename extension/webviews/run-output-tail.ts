@@ -41,7 +41,7 @@ export class RunOutputTail {
 
   private async start(stream: LogStream, generation: number): Promise<void> {
     const file = `${this.runDir}/${stream}.log`;
-    let size = 0;
+    let size: number;
     try {
       ({ size } = await this.machine.readFileFrom(file, 0, 0));
     } catch (e) {

@@ -161,6 +161,7 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     const smooth = await until('the smoothed losses', () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'), (p) => p.series.length === 2 && Math.abs((p.series[0].y[5] as number) - syntheticLoss(6)) > 1e-6, 30_000);
     for (const s of smooth.series) assert.ok(Math.abs((s.y[0] as number) - syntheticLoss(1)) < 1e-9, `${s.label} starts at the first loss`);
     await vscode.screenshot('compare-runs');
+    await vscode.screenshotEditor('docs-compare-runs');
 
     // The same set again shows its tab; another set opens another.
     const compareTabs = () => vscode!.page.locator('.tabs-container .tab', { hasText: 'Compare' }).count();

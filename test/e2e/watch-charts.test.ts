@@ -102,6 +102,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     assert.match(texts.elapsed, /^\d+ s elapsed$|^\d+ min \d\d s elapsed$/);
     assert.match(texts.tokens, /^\d+(\.\d+)?K tokens$/);
     await vscode.screenshot('watch-dashboard-charts');
+    await vscode.screenshotEditor('docs-dashboard');
   });
 
   it('sizes y labels to fit, ticks steps at whole numbers, and offers a log axis and outlier clipping', async () => {
@@ -156,6 +157,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     const before = lastStep(first.stdout);
     await until('new output', () => inDashboard<{ stdout: string }>('rich-run', 'window.fsdpDashboard.log()'), (l) => lastStep(l.stdout) >= before + 10, 30_000);
     await vscode.screenshot('watch-dashboard-log');
+    await vscode.screenshotEditor('docs-dashboard-log');
     await frame.locator('#tab-charts').click();
   });
 
@@ -205,6 +207,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     assert.match(facts.value, /^\d+\.\d{1,3}$/, `rounded: ${facts.value}`);
     assert.ok(await vscode.page.locator('.tabs-container .tab', { hasText: 'Spikes: rich-run' }).first().isVisible(), 'the tab is titled Spikes, not NaN diagnostics');
     await vscode.screenshot('watch-spike-view');
+    await vscode.screenshotEditor('docs-spike-view');
 
     const spikeFrame = await vscode.webviewFrame('window.fsdpSpikes?.spikes()');
     // Excursions clipping absorbed are folded away under the loss spikes.
@@ -225,6 +228,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     const first = await until('the first-step phase', phase, (t) => t.startsWith('Running the first step…'), 60_000);
     assert.match(first, /— model and data ready \(124\.44M parameters, 1 rank\)$/);
     await vscode.screenshot('watch-dashboard-first-step');
+    await vscode.screenshotEditor('docs-dashboard-first-step');
     const saving = await until('the save phase', phase, (t) => t.startsWith('Saving the checkpoint of step 30…'), 60_000);
     assert.ok(saving);
     await until('the save to end', phase, (t) => t === '', 30_000);
