@@ -262,7 +262,10 @@ class Replay implements TensorLog {
     if (this.fsdp) {
       this.reduceScatter(this.units[this.L]);
       // The root's final callback waits for the last reduce-scatter and frees its input.
-      for (const u of this.units) (this.free(u.rsState), (u.rsState = 0));
+      for (const u of this.units) {
+        this.free(u.rsState);
+        u.rsState = 0;
+      }
     }
     this.free(tail.logits); // `del logits, loss` after backward
   }
@@ -395,7 +398,11 @@ class Replay implements TensorLog {
    */
   private reduceScatter(unit: Unit): void {
     this.reshard(unit);
-    for (const u of this.units) if (u.rsState) (this.free(u.rsState), (u.rsState = 0));
+    for (const u of this.units) {
+      if (!u.rsState) continue;
+      this.free(u.rsState);
+      u.rsState = 0;
+    }
     const numel = unit.tensors.reduce((s, n) => s + n, 0);
     const padded = unit.tensors.reduce((s, n) => s + Math.ceil(n / this.G) * this.G, 0);
     unit.rsState = this.alloc('reduceScatter', padded * this.r);
