@@ -195,7 +195,12 @@ function renderConnection(): void {
   else if (c.state === 'reconnecting') {
     const s = Math.max(0, Math.ceil((c.retryAt - Date.now()) / 1000));
     el.textContent = `connection lost (${c.reason}); reconnecting in ${s} s, attempt ${c.attempt}`;
-  } else el.textContent = c.state === 'live' ? 'live' : c.state === 'connecting' ? 'connecting…' : '';
+  } else {
+    // "live" is about the run: an ended run's file may still be watched, but nothing is live.
+    const running = last?.header.status === 'running' || last?.header.status === 'starting';
+    el.textContent = c.state === 'live' && running ? 'live' : c.state === 'connecting' ? 'connecting…' : '';
+    if (!running && c.state === 'live') el.dataset.state = 'closed';
+  }
 }
 setInterval(() => {
   renderConnection();
