@@ -1,11 +1,14 @@
-// The dashboard's log tab, host side, against real files on this machine: the tail of a long log
-// (from a line start), then what is appended, each byte once; whole characters only.
+// The dashboard's log tab, host side, against real files on this machine and over a real sshd on
+// 127.0.0.1: the tail of a long log (from a line start), then what is appended, each byte once;
+// whole characters only.
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalMachine } from '../../extension/runs/local-machine';
+import { SshMachine } from '../../extension/runs/ssh-machine';
 import { RunOutputTail, textLines, type OutputChunk } from '../../extension/webviews/run-output-tail';
+import { LoopbackSshd } from '../harness/sshd';
 import { until } from '../harness/until';
 
 describe('run output tail (the Log tab)', () => {
@@ -51,5 +54,39 @@ describe('run output tail (the Log tab)', () => {
     const out = e.push(long.subarray(0, 70_001)).entries.join('');
     assert.ok(out.length > 0 && !out.includes('\ufffd'), 'whole characters');
     assert.equal(Buffer.byteLength(out) % 2, 0);
+  });
+
+  describe('over ssh', function () {
+    this.timeout(60_000);
+    let sshd: LoopbackSshd;
+    before(async () => {
+      sshd = await LoopbackSshd.start();
+    });
+    after(async () => {
+      await sshd?.stop();
+    });
+
+    it('reads a remote log from an offset with its size, and follows it through the reconnecting tail', async () => {
+      const ssh = new SshMachine(sshd.alias, () => ({ configFile: sshd.clientConfig }));
+      // A folder name a shell would misread.
+      const runDir = path.join(dir, `it's a "run"; $(touch pwned)`);
+      assert.deepEqual(await ssh.readFileFrom(path.join(runDir, 'stdout.log'), 0, 100), { data: Buffer.alloc(0), size: 0 }, 'absent: empty');
+      mkdirSync(runDir);
+      writeFileSync(path.join(runDir, 'stdout.log'), 'first line\nsecond line\n');
+      const { data, size } = await ssh.readFileFrom(path.join(runDir, 'stdout.log'), 6, 4);
+      assert.deepEqual([data.toString(), size], ['line', 23]);
+      const chunks: OutputChunk[] = [];
+      const tail = new RunOutputTail(ssh, runDir, (c) => chunks.push(c));
+      tail.follow();
+      try {
+        const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+        await until('the remote log', () => text() === 'first line\nsecond line\n', 30_000);
+        appendFileSync(path.join(runDir, 'stdout.log'), 'third\n');
+        await until('the appended line', () => text() === 'first line\nsecond line\nthird\n', 30_000);
+      } finally {
+        tail.stop();
+      }
+      assert.ok(!existsSync(path.join(dir, 'pwned')) && !existsSync('pwned'), 'nothing ran');
+    });
   });
 });
