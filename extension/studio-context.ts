@@ -15,6 +15,7 @@ import { startConfigLanguageClient } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
 import { notifyRunEvents } from './runs/run-notifications';
+import { notifySpikes } from './runs/spike-notifications';
 import { Runs } from './runs/runs';
 import type { SshMachine } from './runs/ssh-machine';
 import { RunStatusBar } from './views/run-status-bar';
@@ -50,6 +51,7 @@ export class StudioContext implements vscode.Disposable {
       vscode.commands.registerCommand('fsdp.refreshRuns', () => this.runs.discover()),
       new RunStatusBar(this.runs),
       notifyRunEvents(this.runs),
+      notifySpikes(this.runs),
       new CompareRuns(this.extension.extensionUri, this.runs),
       new NanDiagnostics(this.extension.extensionUri, this.runs),
       new SpikeViews(this.extension.extensionUri, this.runs),

@@ -221,7 +221,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
   });
 
   it('shows in the header what a run is doing before its first step and while it saves a checkpoint', async () => {
-    await startSynthetic('slow-start', ['--rich', '--steps', '400', '--rate', '10', '--first-step-after', '10', '--every-ckpt', '30', '--save-ms', '6000']);
+    await startSynthetic('slow-start', ['--rich', '--steps', '400', '--rate', '10', '--first-step-after', '10', '--every-ckpt', '30', '--save-ms', '6000', '--loss-spike-at', '40', '--grad-spike-every', '25']);
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('slow-start');
     const phase = () => inDashboard<string>('slow-start', `document.getElementById('run-phase').hidden ? '' : document.getElementById('run-phase-text').textContent`);
@@ -232,5 +232,14 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     const saving = await until('the save phase', phase, (t) => t.startsWith('Saving the checkpoint of step 30…'), 60_000);
     assert.ok(saving);
     await until('the save to end', phase, (t) => t === '', 30_000);
+  });
+
+  it('warns of a loss spike as it happens, and of no grad-norm excursion clipping absorbed', async () => {
+    // slow-start (above) jumps at step 40 and has grad-norm excursions every 25 steps.
+    const toast = await vscode.waitForNotification(/slow-start: loss \d\.\d× its recent level/, 60_000);
+    assert.match(toast, /^slow-start: loss \d\.\d× its recent level \(\d+\.\d{1,3} → \d+\.\d{1,3}\) at step 40\.$/);
+    await until('step 80 of slow-start', () => inDashboard<{ step: number }>('slow-start', 'window.fsdpDashboard.header()'), (h) => h.step >= 80, 60_000);
+    const all = await vscode.notificationsText();
+    assert.doesNotMatch(all, /grad_norm|gradient norm/, `no toast for a clipped grad norm: ${all}`);
   });
 });
