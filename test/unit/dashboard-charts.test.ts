@@ -59,6 +59,15 @@ describe('DashboardCharts', () => {
     assert.match(memory.note!, /dashed: the plan/);
   });
 
+  it('on a GPU, draws the memory NVML says is in use as its own line', () => {
+    const h = history(3);
+    for (let s = 4; s <= 6; s++) h.apply({ v: 1, type: 'step', time: T0 + 20 + s, step: s, loss: 1, lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1000, gpu: { mem_used: 7e9 + s, util: 97 } } as MetricsEvent);
+    const memory = chart(new DashboardCharts(h).build(view()).charts, 'memory');
+    const nvml = memory.series.find((s) => s.label === 'GPU memory used (NVML)')!;
+    assert.deepEqual(nvml.points, { x: [4, 5, 6], y: [7e9 + 4, 7e9 + 5, 7e9 + 6] });
+    assert.match(memory.note!, /GPU memory in use/);
+  });
+
   it('draws memory per rank for multi-rank runs', () => {
     const { charts } = new DashboardCharts(history(10, 3)).build(view());
     const memory = chart(charts, 'memory');
