@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd } from '../harness/sshd';
-import { syntheticLoss, writeSyntheticRun } from '../harness/synthetic-run';
+import { parseArgs, syntheticLoss, writeSyntheticRun } from '../harness/synthetic-run';
 import { fileVersionRecord, scalarRecord, tensorScalarRecord } from '../harness/tensorboard-file';
 
 const STRICT = path.join(repoRoot, 'test', 'fixtures', 'tensorboard', 'janosh-tensorboard-reducer', 'tests', 'runs', 'strict', 'run_1');
@@ -39,7 +39,7 @@ describe('fsdp-runs show (command line)', function () {
 
   it('a run folder: the native metrics as tags, its end, and problems by file and offset', async () => {
     const runDir = path.join(dir, 'runs', 'native-like');
-    await writeSyntheticRun({ runDir, steps: 40, rate: 0, resume: false, checkpointEvery: 100 });
+    await writeSyntheticRun(parseArgs(['--run-dir', runDir, '--steps', '40', '--rate', '0', '--every-ckpt', '100']));
     writeFileSync(path.join(runDir, 'metrics.jsonl'), '{"v":1,"type":"step","time":1}\n', { flag: 'a' });
     const json = JSON.parse(run('show', runDir, '--json').out);
     assert.deepEqual(Object.keys(json.tags), ['train/loss', 'train/lr', 'train/grad_norm', 'train/tokens_per_s', 'train/step_ms']);
