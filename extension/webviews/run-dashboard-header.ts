@@ -44,7 +44,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
     connection: c.state === 'reconnecting' ? c : { state: c.state },
-    summary: configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
+    summary: watch.ref.format === 'tensorboard' ? [['logs', `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`]] : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
     problems: watch.problems.length,
     anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
     spikes: spikes.length,
