@@ -46,7 +46,7 @@ function configure(build: string, args: string[]): string {
 function cudaFlags(build: string): string {
   if (ninja) {
     const text = readFileSync(path.join(build, 'build.ninja'), 'utf8');
-    const rule = /build CMakeFiles\/fsdp_runtime\.dir\/src\/backend\/cuda\/kernels\/adamw\.cu\.o:[^\n]*\n((?:  [^\n]*\n)*)/.exec(text);
+    const rule = /build CMakeFiles\/fsdp_runtime\.dir\/src\/backend\/cuda\/kernels\/adamw\.cu\.o:[^\n]*\n((?: {2}[^\n]*\n)*)/.exec(text);
     assert.ok(rule, 'build.ninja has no rule for fsdp_runtime\'s kernels/adamw.cu');
     return rule[1];
   }
