@@ -5,6 +5,7 @@ memory); everything above the collectives is the same code NCCL runs under. Chec
   - on every run, every rank's measured peak per category equals the plan (float32, bfloat16 with
     16-bit reductions and gathers, cpu_offload through pinned host memory, HYBRID_SHARD);
   - a 2-rank CUDA run SIGKILLed mid-run resumes (--resume auto) bit for bit;
+  - a 4-rank CUDA checkpoint resumes on 2 ranks and on the CPU with the uninterrupted continuation;
   - launch.collectives: nccl on ranks that share a GPU is refused, naming them;
   - --allreduce-check on GPU buffers, one process and two;
   - `fsdp-train --nproc 2` with launch.device: cuda, where Node.js and the repository's node_modules are.
@@ -148,6 +149,27 @@ def sigkill_resume(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
             {"killed_after_step": killed_at, "resumed_from": resumed, "differing_steps": sorted(s for s in want if got.get(s) != want[s]), "stderr": err if code else ""})
 
 
+def resharding(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
+    """FULL_SHARD on 4 ranks saves step 4; resumed from it on 2 ranks (the GPU) and 1 (the CPU backend),
+    steps 5-8 continue as the 4-rank run did (within 1e-6 on the GPU, the CPU/GPU parity bound 1e-5 on the CPU)."""
+    cfg = sharded(tokens, 4, "FULL_SHARD", steps=8, extra={"checkpointing": {"save_every_n_steps": 4, "save_final": False}})
+    code, events, err = run(cli, cfg, work / "reshard-4", ranks=4)
+    if code != 0:
+        c.check("a 4-rank checkpoint resumes on 2 ranks and on the CPU", False, err)
+        return
+    want = losses(events)
+    checkpoint = work / "reshard-4" / "checkpoints" / "step-00000004"
+    for ranks, device, bound in ((2, DEVICE, 1e-6), (1, "cpu", 1e-5)):
+        resumed = sharded(tokens, ranks, "FULL_SHARD" if ranks > 1 else "NO_SHARD", steps=8)
+        resumed["launch"]["device"] = device
+        code, events, err = run(cli, resumed, work / f"reshard-{ranks}-{device}", ranks=ranks, extra=["--resume", str(checkpoint)])
+        got = losses(events)
+        ok = code == 0 and sorted(got) == [5, 6, 7, 8]
+        worst = max((abs(got[s] - want[s]) / abs(want[s]) for s in got), default=math.inf) if ok else math.inf
+        c.check(f"a 4-rank {DEVICE} checkpoint resumes on {ranks} rank{'s' if ranks > 1 else ''} ({device}) with the uninterrupted continuation", ok and worst <= bound,
+                {"worst_relative": worst, "bound": bound, "steps": sorted(got), "stderr": err if code else ""})
+
+
 def collectives(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     cfg = sharded(tokens, 2, "FULL_SHARD")
     cfg["launch"]["collectives"] = "nccl"
@@ -205,7 +227,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="fsdp-gpu-multirank-"))
     tokens = write_tokens(work / "train.tok", 200_000, SMALL["vocab"], seed=2)
     c = Checks()
-    for part in (strategies, sigkill_resume, collectives) if QUICK else (strategies, memory_variants, sigkill_resume, collectives):
+    for part in (strategies, sigkill_resume, collectives) if QUICK else (strategies, memory_variants, sigkill_resume, resharding, collectives):
         try:
             part(c, args.cli, tokens, work)
         except Exception as e:
