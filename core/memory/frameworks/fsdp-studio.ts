@@ -15,10 +15,11 @@ const FP32 = 4;
 // The CUDA backend's scratch in backward, by its kernels' row blocking (native/MEMORY.md).
 const CUDA_BIAS_ROWS = 256;
 const CUDA_LAYERNORM_ROWS = 128;
+const CUDA_VOCAB_ALIGNMENT = 128;
 
-/** The vocabulary the LM head's logits have (model.vocab_size). */
+/** The vocabulary the LM head's logits have: model.vocab_size, on CUDA padded to a multiple of 128 (native/src/backend/cuda/padded_vocab.h). */
 function headVocab(input: MemoryInput): number {
-  return input.model.vocabSize;
+  return input.device === 'cuda' ? Math.ceil(input.model.vocabSize / CUDA_VOCAB_ALIGNMENT) * CUDA_VOCAB_ALIGNMENT : input.model.vocabSize;
 }
 
 /** Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head]. */
@@ -57,8 +58,8 @@ function runtimeActivationSizes(input: MemoryInput) {
     residual: a * N * C,
     /** K_sel: what selective keeps: qkv, atty, res2, fc. */
     blockSelective: a * (5 * N * C + N * F),
-    /** Hd: final LayerNorm output and stats, float32 logits and per-token losses. */
-    head: a * N * C + 12 * N + 4 * N * Vh,
+    /** Hd: final LayerNorm output and stats, per-token losses, and the classifier's state: float32 probabilities on the CPU, compute-dtype logits with the vocabulary padded to a multiple of 128 on CUDA. */
+    head: a * N * C + 12 * N + (input.device === 'cuda' ? p : 4) * N * Vh,
     /** int32 inputs and targets of one batch. */
     batch,
   };
@@ -75,14 +76,16 @@ function runtimeActivationSizes(input: MemoryInput) {
   }
   // CUDA: each attention row's float32 log-sum-exp (and in backward its float32 row term), the
   // backend's largest transient scratch on top of the block's; the device holds the batch in use.
-  const headCast = p < FP32 ? p * N * Vh : 0;
+  // The classifier's vocabulary tail (V mod 128 rows) in backward: W's rows zero-padded (param_dtype) and their float32 gradient rows.
+  const tail = Vh - Math.floor(m.vocabSize / CUDA_VOCAB_ALIGNMENT) * CUDA_VOCAB_ALIGNMENT;
+  const classifier = (p + FP32) * tail * C;
   const bias = 4 * Math.ceil(N / CUDA_BIAS_ROWS) * Math.max(3 * C, F);
   const layernorm = 4 * Math.ceil(N / CUDA_LAYERNORM_ROWS) * 2 * C;
   const embedding = 4 * (3 * N + 1);
   return {
     ...common,
     block: a * (7 * N * C + 2 * N * F) + 4 * B * H * T + 16 * N,
-    workspace: a * (6 * N * C + N * F) + 4 * B * H * T + Math.max(headCast, bias, layernorm, embedding),
+    workspace: a * (6 * N * C + N * F) + 4 * B * H * T + Math.max(classifier, bias, layernorm, embedding),
     batches: batch,
   };
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/cuda/padded_vocab.h"
 #include "memory/activation_choice.h"
 #include "model/param_layout.h"
 
@@ -25,7 +26,9 @@ constexpr u64 kCublasLtWorkspace = u64{32} << 20;
 
 }  // namespace
 
-std::uint64_t head_vocab(const RunConfig& c) { return static_cast<u64>(c.model.vocab_size); }
+std::uint64_t head_vocab(const RunConfig& c) {
+  return static_cast<u64>(plans_cuda(c) ? padded_vocab(c.model.vocab_size) : c.model.vocab_size);
+}
 
 ActivationSizes activation_sizes(const RunConfig& c) {
   const ModelShape s = ModelShape::of(c.model);
@@ -36,7 +39,9 @@ ActivationSizes activation_sizes(const RunConfig& c) {
   ActivationSizes z;
   z.residual = a * N * C;
   z.block_selective = a * (5 * N * C + N * F);  // qkv, atty, res2, fch
-  z.head = a * N * C + 12 * N + 4 * N * Vh;     // lnf_out, its stats, float32 logits and losses
+  // lnf_out, its stats and the losses, the classifier's state: float32 probabilities on the CPU; on
+  // CUDA the logits in the compute dtype, rows padded to a multiple of 128 (backend/cuda/classifier.cc).
+  z.head = a * N * C + 12 * N + (plans_cuda(c) ? p : 4) * N * Vh;
   z.batch = 8 * N;                               // int32 inputs and targets
   if (!plans_cuda(c)) {
     // ln1_out, qkv (3), atty, res2, ln2_out: 7NC; fch, fcg: 2NF; attention probabilities B H T^2;
@@ -51,11 +56,14 @@ ActivationSizes activation_sizes(const RunConfig& c) {
   // the one batch being computed.
   z.block = a * (7 * N * C + 2 * N * F) + 4 * B * H * T + 16 * N;
   const u64 base = a * (6 * N * C + N * F) + 4 * B * H * T;
-  const u64 head_cast = p < 4 ? p * N * Vh : 0;  // the logits' float32 gradient cast for the LM head's products
+  // The classifier's tail of the vocabulary (V mod 128 rows) in backward: W's rows zero-padded to 128
+  // (param_dtype) and their float32 gradient rows (backend/cuda/classifier.cc).
+  const u64 tail = Vh - static_cast<u64>(c.model.vocab_size) / kVocabAlignment * kVocabAlignment;
+  const u64 classifier = (p + 4) * tail * C;
   const u64 bias = 4 * ceil_div(N, kBiasRows) * std::max(3 * C, F);
   const u64 layernorm = 4 * ceil_div(N, kLayerNormRows) * 2 * C;
   const u64 embedding = 4 * (3 * N + 1);
-  z.workspace = base + std::max({head_cast, bias, layernorm, embedding});
+  z.workspace = base + std::max({classifier, bias, layernorm, embedding});
   z.batches = z.batch;
   return z;
 }

@@ -29,7 +29,7 @@ struct ActivationSizes {
 };
 ActivationSizes activation_sizes(const RunConfig& c);
 
-/** The vocabulary the LM head's logits have (model.vocab_size). */
+/** The vocabulary the LM head's logits have: model.vocab_size, on CUDA padded to a multiple of 128. */
 std::uint64_t head_vocab(const RunConfig& c);
 
 /** Whether the plan is made for the CUDA backend (launch.device: cuda). */
