@@ -6,8 +6,12 @@ import { Worker } from 'node:worker_threads';
 import type { ConfigProblem } from '../core/config/schema-problems';
 import type { CheckRequest, CheckResult, WorkerOptions } from './analysis-worker';
 
-/** Documents longer than this go to the large lane, and get no main-thread analysis (completion, hover): 256 Ki characters, ten times a long real config. */
-export const LARGE_DOCUMENT_CHARS = 256 * 1024;
+/**
+ * Documents longer than this go to the large lane and get no analysis on the main thread
+ * (completion, hover, quick fixes): 64 Ki characters, three times a long real config (a commented
+ * 500-line one is about 20 KB), where this thread's analysis stays within some tens of ms.
+ */
+export const LARGE_DOCUMENT_CHARS = 64 * 1024;
 
 type Job = { uri: string; request: Omit<CheckRequest, 'id'>; resolve: (p: ConfigProblem[] | undefined) => void };
 

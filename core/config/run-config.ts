@@ -132,13 +132,29 @@ export function applyOverride(target: Record<string, unknown>, assignment: strin
  */
 function nonFiniteProblems(doc: SourceDocument): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value: doc.value, path: [] }];
-  while (stack.length) {
-    const { value, path: at } = stack.pop()!;
+  // Values still to look at, each with its key and the index of its container in `entered`; a path
+  // is made only for a number that is not finite (100,000 keys would otherwise make 100,000 arrays).
+  const values: unknown[] = [doc.value];
+  const keys: Array<string | number> = [''];
+  const containers: number[] = [-1];
+  const entered: Array<{ key: string | number; parent: number }> = [];
+  while (values.length) {
+    const value = values.pop();
+    const key = keys.pop()!;
+    const parent = containers.pop()!;
     if (typeof value === 'number' && !Number.isFinite(value)) {
+      const at: Array<string | number> = [];
+      for (let c = parent; c > 0; c = entered[c].parent) at.unshift(entered[c].key);
+      if (parent >= 0) at.push(key);
       problems.push({ severity: 'error', path: at, code: 'schema.type', message: `must be a finite number, got ${describeNonFinite(value)}`, range: doc.rangeOf(at) });
     } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...at, Array.isArray(value) ? Number(k) : k] });
+      const me = entered.push({ key, parent }) - 1;
+      const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+      for (const [k, v] of entries) {
+        values.push(v);
+        keys.push(k);
+        containers.push(me);
+      }
     }
   }
   return problems.reverse();
