@@ -98,7 +98,7 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     for (const extra of [[], ['--resume', 'auto']]) {
       const r = await train([writeConfig(dir, smallConfig({ logging: { runs_dir: runs } })), ...extra]);
       assert.equal(r.code, 2, r.stderr);
-      assert.doesNotMatch(r.stderr, /    at |Error: ENOTDIR/);
+      assert.doesNotMatch(r.stderr, / {4}at |Error: ENOTDIR/);
       assert.match(r.stderr, new RegExp(`^fsdp-train: cannot create the run folder .* \\(logging\\.runs_dir\\): ${runs.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*: a file is in the way where a folder must be \\(ENOTDIR\\)`));
     }
   });

@@ -176,7 +176,7 @@ describe('fsdp-train: the run folder stays consistent', function () {
       assert.equal(r.code, 1, r.stderr);
       // The save after the disk filled (step 4, or 6 when the trainer was quicker than the filler) failed.
       assert.match(r.stderr, new RegExp(`${quote(runDir)}/checkpoints/\\.tmp-step-\\d{8}-\\d+/rank-00000\\.bin: write failed: No space left on device`));
-      assert.doesNotMatch(r.stderr, /    at |Error: ENOSPC/);
+      assert.doesNotMatch(r.stderr, / {4}at |Error: ENOSPC/);
       const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string; end_reason: string };
       assert.equal(manifest.status, 'failed');
       assert.match(manifest.end_reason, /^disk full: .*No space left on device/);
