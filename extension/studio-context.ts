@@ -5,10 +5,12 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { registerAttachRun } from './commands/attach-run';
 import { registerCheckEnvironment } from './commands/check-environment';
+import { registerDeleteRun } from './commands/delete-run';
 import { registerLaunchRun, remoteBase } from './commands/launch-run';
 import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { registerOpenRun } from './commands/open-run';
+import { registerRenameRun } from './commands/rename-run';
 import { registerResumeRun } from './commands/resume-run';
 import { registerStopRun } from './commands/stop-run';
 import { startConfigLanguageClient } from './language-client';
@@ -41,7 +43,8 @@ export class StudioContext implements vscode.Disposable {
 
   async start(): Promise<void> {
     this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
-    this.track(registerAttachRun(this), registerStopRun(this), registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
+    this.track(registerAttachRun(this), registerStopRun(this), ...registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
+    this.track(registerDeleteRun(this), registerRenameRun(this));
     const tree = new RunsTree(this.runs);
     this.track(
       tree,

@@ -11,6 +11,7 @@ import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
 import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
 import { LOCAL } from '../runs/run-machine';
 import type { SshMachine } from '../runs/ssh-machine';
+import { otherConfigKind } from '../run-config-lens';
 import { findRunConfigs } from '../run-configs';
 import type { StudioContext } from '../studio-context';
 
@@ -22,6 +23,8 @@ async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promi
   if (!requireTrust('Launching a run executes the trainer')) return;
   const uri = preselected instanceof vscode.Uri ? preselected : await pickRunConfig();
   if (!uri) return;
+  const otherKind = await otherConfigKind(uri);
+  if (otherKind) return void vscode.window.showErrorMessage(otherKind);
   const config = await loadForLaunch(studio, uri);
   if (!config) return;
   if (!(await memoryFits(studio, config))) return;

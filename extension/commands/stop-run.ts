@@ -33,6 +33,9 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
     return;
   }
   const machine = runs.machine(record.target);
+  // Its end then reads "stopped with Stop", not the signal's number in red.
+  watch.stopRequested = true;
+  runs.remember({ ...record, stopRequestedAt: Date.now() });
   try {
     const stop = gracefulStopSignal(watch.manifest?.command);
     await machine.signal(pgid, stop);

@@ -3,7 +3,7 @@
 // trainer started in its own session and stopped through its process group.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, watch, type FSWatcher } from 'node:fs';
-import { open, readdir, readFile } from 'node:fs/promises';
+import { open, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
@@ -100,6 +100,11 @@ export class LocalMachine implements RunMachine {
         return (e as NodeJS.ErrnoException).code === 'EPERM';
       }
     });
+  }
+
+  async removeRunDir(runDir: string): Promise<void> {
+    if (!existsSync(path.join(runDir, 'run.json'))) throw new Error(`${runDir} is not a run folder (it has no run.json): not deleted`);
+    await rm(runDir, { recursive: true, force: true });
   }
 
   async signal(pgid: number, signal: StopSignal): Promise<void> {

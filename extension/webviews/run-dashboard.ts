@@ -177,7 +177,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord): DashboardHe
   const maxSteps = watch.manifest?.max_steps ?? maxStepsOf(config);
   const status = watch.status();
   const reason = watch.endReason();
-  const eta = h.etaSeconds(maxSteps);
+  // A run that ended without run_end has no ETA (and no "live"): it is over.
+  const eta = watch.isLive() ? h.etaSeconds(maxSteps) : undefined;
   const c = watch.connection;
   const lastLoss = h.step.loss.lastValue;
   return {

@@ -168,6 +168,8 @@ function renderHeader(h: DashboardHeader): void {
   $('run-eta').textContent = h.etaSeconds !== undefined ? `ETA ${formatDuration(h.etaSeconds)}` : '';
   $('run-problems').textContent = h.problems ? `${h.problems} unreadable log line${h.problems > 1 ? 's' : ''}` : '';
   $('run-reason').textContent = h.reason ?? '';
+  // A stop the person asked for is not an error.
+  $('run-reason').className = h.status === 'failed' ? 'error' : '';
   $('run-summary').innerHTML = '';
   for (const [k, v] of h.summary) {
     const dt = document.createElement('dt');
