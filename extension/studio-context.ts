@@ -17,6 +17,7 @@ import { startConfigLanguageClient } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
 import { notifyRunEvents } from './runs/run-notifications';
+import { showCheckpointProgress } from './runs/run-progress';
 import { Runs } from './runs/runs';
 import type { SshMachine } from './runs/ssh-machine';
 import { RunStatusBar } from './views/run-status-bar';
@@ -52,6 +53,7 @@ export class StudioContext implements vscode.Disposable {
       vscode.commands.registerCommand('fsdp.refreshRuns', () => this.runs.discover()),
       new RunStatusBar(this.runs),
       notifyRunEvents(this.runs),
+      showCheckpointProgress(this.runs),
       new CompareRuns(this.extension.extensionUri, this.runs),
       new NanDiagnostics(this.extension.extensionUri, this.runs),
     );
