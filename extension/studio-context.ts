@@ -10,6 +10,7 @@ import { registerLaunchRun, remoteBase } from './commands/launch-run';
 import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { registerOpenRun } from './commands/open-run';
+import { registerPrepareSampleData } from './commands/prepare-sample-data';
 import { registerRenameRun } from './commands/rename-run';
 import { registerResumeRun } from './commands/resume-run';
 import { registerStopRun } from './commands/stop-run';
@@ -45,7 +46,7 @@ export class StudioContext implements vscode.Disposable {
   async start(): Promise<void> {
     this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
     this.track(registerAttachRun(this), registerStopRun(this), ...registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
-    this.track(registerDeleteRun(this), registerRenameRun(this));
+    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this));
     const tree = new RunsTree(this.runs);
     this.track(
       tree,

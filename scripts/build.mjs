@@ -21,6 +21,8 @@ const common = {
 const nodeEntries = {
   extension: 'extension/extension.ts',
   'language-server': 'language-server/server.ts',
+  // Run by the extension's "Prepare the sample data" quick fix, in a process of its own.
+  'prepare-data': 'samples/prepare-data.ts',
 };
 for (const name of existsSync(path.join(root, 'cli')) ? readdirSync(path.join(root, 'cli')) : []) {
   if (name.endsWith('.ts')) nodeEntries[`cli/${name.slice(0, -3)}`] = `cli/${name}`;
