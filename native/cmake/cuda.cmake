@@ -69,6 +69,10 @@ if(FSDP_CUDA AND CUDAToolkit_FOUND AND FSDP_CUBLASLT_INCLUDE AND FSDP_CUBLASLT_L
     list(REMOVE_ITEM sources ${FSDP_CUDA_NCCL_SOURCES})
   endif()
   target_sources(fsdp_runtime PRIVATE ${sources})
+  # A target takes CMAKE_CUDA_ARCHITECTURES when it is created, and fsdp_runtime was created before
+  # CUDA was enabled here: without this its CUDA_ARCHITECTURES is empty and CMake refuses to
+  # generate (the first GPU host's build failed so; test/native/cuda-configure.test.ts guards it).
+  set_target_properties(fsdp_runtime PROPERTIES CUDA_ARCHITECTURES "${FSDP_CUDA_ARCHITECTURES}")
   target_include_directories(fsdp_runtime PRIVATE ${FSDP_CUBLASLT_INCLUDE})
   target_compile_options(fsdp_runtime PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda -lineinfo -O3>)
   target_compile_definitions(fsdp_runtime PUBLIC FSDP_WITH_CUDA)

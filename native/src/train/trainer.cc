@@ -178,8 +178,8 @@ std::string Trainer::set_up() {
                                               : asked + " but this process was not started by mpirun or srun: run npx fsdp-train --nproc " +
                                                     std::to_string(config_.world_size()) + " CONFIG, or mpirun -n " + std::to_string(config_.world_size()) + " fsdp-train-native …");
     }
-    train_file_ = std::make_shared<TokenFile>(config_.data.train);
-    if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val);
+    train_file_ = std::make_shared<TokenFile>(config_.data.train, static_cast<std::uint32_t>(config_.model.vocab_size));
+    if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val, static_cast<std::uint32_t>(config_.model.vocab_size));
   } catch (const std::exception& e) {
     error = e.what();
   }
