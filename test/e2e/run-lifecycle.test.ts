@@ -62,6 +62,7 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     writeFileSync(path.join(workspace, 'long.fsdp.yaml'), runConfig('long', { max_steps: 100_000 }));
     writeFileSync(path.join(workspace, 'quick.fsdp.yaml'), runConfig('quick', { max_steps: 12 }));
     writeFileSync(path.join(workspace, 'typo.fsdp.yaml'), runConfig('typo', { max_steps: 12 }, 'data/fortunes-byte-trian.tok'));
+    writeFileSync(path.join(workspace, 'fresh.fsdp.yaml'), runConfig('fresh', { max_steps: 12 }, 'prepared/fortunes-byte-train.tok'));
     writeFileSync(path.join(workspace, 'accelerate_config.yaml'), 'compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 2\nmixed_precision: bf16\n');
     writeFileSync(path.join(workspace, 'notes.yaml'), 'todo:\n  - write the report\n');
     vscode = await VsCodeSession.open({ workspace });
@@ -108,6 +109,19 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     assert.match(await vscode.editorText(), /train: data\/fortunes-byte-train\.tok/);
     await vscode.screenshot('lifecycle-data-file-fixed');
     await vscode.page.keyboard.press('Control+S');
+  });
+
+  it('a sample data file never prepared: the quick fix "Prepare the sample data" makes it, with progress', async () => {
+    await vscode.openFile('fresh.fsdp.yaml');
+    await vscode.squiggles('error').first().waitFor({ timeout: 30_000 });
+    assert.match(await vscode.nextProblem(), /prepared\/fortunes-byte-train\.tok/);
+    await vscode.page.keyboard.press('Escape');
+    await vscode.applyQuickFix('Prepare the sample data (Debian\'s fortunes corpus, byte tokenizer) in prepared');
+    await vscode.waitForNotification(/Sample data ready/, 120_000);
+    assert.ok(existsSync(path.join(workspace, 'prepared', 'fortunes-byte-train.tok')));
+    // The runtime's check reads the file again on the next analysis.
+    await vscode.page.keyboard.type(' ');
+    await vscode.page.waitForFunction(() => document.querySelectorAll('.editor-instance .squiggly-error').length === 0, undefined, { timeout: 30_000 });
   });
 
   it('shows progress until the first step; a runtime killed by signal 9 is failed everywhere, with the memory hint and Open log', async () => {
