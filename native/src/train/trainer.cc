@@ -185,11 +185,14 @@ std::string Trainer::set_up() {
   }
   error = first_failure(*world_, error);
   if (!error.empty()) return error;
-  // MFU against the device's datasheet peak in the compute dtype where the backend knows it (GPUs);
-  // else rank 0 measures sgemm while the others wait (measured together they would share the cores).
-  peak_flops_ = options_.peak_flops > 0 ? options_.peak_flops
-                : backend_->nominal_peak_flops() > 0 ? backend_->nominal_peak_flops()
-                : rank0() ? measure_sgemm(*backend_).flops : 0.0;
+  // MFU against a true peak (runtime/peak_flops.h): the datasheet's on GPUs, else this machine's
+  // sgemm peak, cached per machine; rank 0 finds it while the others wait (measured together they
+  // would share the cores).
+  if (rank0()) {
+    const PeakFlops peak = machine_peak_flops(*backend_, options_.peak_flops);
+    peak_flops_ = peak.flops;
+    peak_source_ = peak.source;
+  }
   world_->broadcast(&peak_flops_, sizeof peak_flops_, 0);
   try {
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
@@ -314,6 +317,8 @@ void Trainer::write_run_start(const std::string& resumed_from) {
                       {"n_params", layout_.total},
                       {"flops_per_token", flops_per_token_},
                       {"peak_flops", peak_flops_},
+                      {"peak_source", peak_source_},
+                      {"host_memory", probe.cpu.memory_bytes},
                       {"runtime", {{"version", "0.1.0"}, {"backend", backend_->name()}, {"compute_dtype", dtype_name(backend_->compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()}}}};
   if (manifest_) e["run_id"] = manifest_->run_id();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;

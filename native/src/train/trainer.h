@@ -107,6 +107,7 @@ class Trainer {
   TrainerState st_;
   std::set<long> planted_steps_;
   double peak_flops_ = 0, flops_per_token_ = 0;
+  std::string peak_source_;  // rank 0's: where peak_flops_ comes from, in words
   double last_save_time_ = 0, last_manifest_time_ = 0;
   double step_cpu_start_ = 0;  // process CPU seconds when the current step began
   long last_saved_step_ = -1;
