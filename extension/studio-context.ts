@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { registerAttachRun } from './commands/attach-run';
+import { registerBuildRuntime } from './commands/build-runtime';
 import { registerCheckEnvironment } from './commands/check-environment';
 import { registerDeleteRun } from './commands/delete-run';
 import { registerLaunchRun, remoteBase } from './commands/launch-run';
@@ -14,9 +15,10 @@ import { registerPrepareSampleData } from './commands/prepare-sample-data';
 import { registerRenameRun } from './commands/rename-run';
 import { registerResumeRun } from './commands/resume-run';
 import { registerStopRun } from './commands/stop-run';
-import { startConfigLanguageClient } from './language-client';
+import { startConfigLanguageClient, type ConfigChecks } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
+import { LocalRuntime } from './runs/local-runtime';
 import { notifyRunEvents } from './runs/run-notifications';
 import { showCheckpointProgress } from './runs/run-progress';
 import { Runs } from './runs/runs';
@@ -30,14 +32,18 @@ import { RunDashboards } from './webviews/run-dashboard';
 export class StudioContext implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
   readonly runtime: NativeRuntime;
+  /** Where the native runtime is on this machine, and its build on first use. */
+  readonly localRuntime: LocalRuntime;
   /** The workspace's runs: registry, machines, watches. */
   readonly runs: Runs;
   readonly dashboards: RunDashboards;
   private readonly disposables: vscode.Disposable[] = [];
+  private configChecks: ConfigChecks | undefined;
 
   constructor(readonly extension: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('FSDP Studio', { log: true });
-    this.runtime = new NativeRuntime(extension.extensionPath);
+    this.localRuntime = new LocalRuntime(extension.extensionPath);
+    this.runtime = new NativeRuntime(extension.extensionPath, this.localRuntime.dir);
     this.runs = new Runs(extension.storageUri ?? extension.globalStorageUri);
     this.dashboards = new RunDashboards(extension.extensionUri, this.runs);
     this.track(this.output, this.runs, this.dashboards);
@@ -46,7 +52,7 @@ export class StudioContext implements vscode.Disposable {
   async start(): Promise<void> {
     this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
     this.track(registerAttachRun(this), registerStopRun(this), ...registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
-    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this));
+    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this), registerBuildRuntime(this));
     const tree = new RunsTree(this.runs);
     this.track(
       tree,
@@ -59,7 +65,8 @@ export class StudioContext implements vscode.Disposable {
       new NanDiagnostics(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
-    this.track(await startConfigLanguageClient(this));
+    this.configChecks = await startConfigLanguageClient(this);
+    this.track(this.configChecks);
     this.output.info(`FSDP Studio ${this.extension.extension.packageJSON.version} activated`);
   }
 
@@ -67,6 +74,11 @@ export class StudioContext implements vscode.Disposable {
   trainerCli(): string | undefined {
     const cli = path.join(this.extension.extensionPath, 'dist', 'cli', 'fsdp-train.js');
     return existsSync(cli) ? cli : undefined;
+  }
+
+  /** Restarts the config checks (the language server reads the addon at start-up). */
+  async restartConfigChecks(): Promise<void> {
+    await this.configChecks?.restart();
   }
 
   /** Where runs live on an SSH host: <fsdp.remote.directory>/runs, made absolute there. */

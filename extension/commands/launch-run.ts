@@ -14,6 +14,7 @@ import { showStartProgress } from '../runs/run-progress';
 import type { SshMachine } from '../runs/ssh-machine';
 import { otherConfigKind } from '../run-config-lens';
 import { findRunConfigs } from '../run-configs';
+import { ensureRuntimeBuilt } from './build-runtime';
 import { rangeOfKeyPath, showConfigProblem, showLaunchFailure } from './launch-problems';
 import type { StudioContext } from '../studio-context';
 
@@ -58,6 +59,8 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
     void showConfigProblem(uri, `Cannot launch ${rel}: launch.target: ${badHost}.`, rangeOfKeyPath(text, uri.fsPath, 'launch.target'));
     return undefined;
   }
+  // An installed extension builds its runtime here on first use (with progress, naming what is missing).
+  if (config.launch.target === LOCAL && !(await ensureRuntimeBuilt(studio))) return undefined;
   // The runtime's own checks: relations between keys, what this build can run, the data files.
   const native = studio.runtime.load()?.validateConfig?.(config);
   if (native && !native.ok) {
@@ -120,7 +123,7 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
           progress.report({ message });
           studio.output.info(`${target}: ${message}`);
         };
-        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()! }, req, previous);
+        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()!, native: studio.localRuntime.binary }, req, previous);
         const machine = studio.runs.machine(target) as SshMachine;
         const base = await machine.absolute(remoteBase());
         return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, previous);

@@ -35,6 +35,8 @@ export interface LocalTrainer {
   cli: string;
   /** Node (or Electron run as Node) that runs it. */
   node: string;
+  /** fsdp-train-native, where the CLI would not find it by itself (an installed extension's build). */
+  native?: string;
 }
 
 export interface RemoteContext {
@@ -73,7 +75,7 @@ export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, re
   const argv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : []), ...(req.overrides ?? []).flatMap((o) => ['--set', o])];
   const manifest = manifestFor(req, runId, argv, LOCAL, previous);
   // ELECTRON_RUN_AS_NODE: in desktop VS Code the editor's executable is Electron; this makes it Node.
-  const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1' } });
+  const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1', ...(trainer.native ? { FSDP_TRAIN_NATIVE: trainer.native } : {}) } });
   return { ...started, target: LOCAL, runDir, runId, argv };
 }
 
