@@ -25,7 +25,7 @@ export async function ensureRuntimeBuilt(studio: StudioContext): Promise<boolean
   }
   const started = Date.now();
   try {
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'FSDP Studio: building the native runtime for this machine' }, (progress) =>
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'FSDP Studio: building the native runtime' }, (progress) =>
       runtime.ensure((message) => {
         progress.report({ message });
         studio.output.info(`native runtime build: ${message}`);

@@ -70,7 +70,7 @@ describe('e2e: the .vsix, installed into a clean code-server, launches a run', f
 
     await vscode.openFile('first.fsdp.yaml');
     await vscode.page.locator('.editor-instance .codelens-decoration a', { hasText: 'Launch' }).first().click();
-    await vscode.waitForNotification(/building the native runtime for this machine/, 60_000);
+    await vscode.waitForNotification(/FSDP Studio: building the native runtime/, 60_000);
     await vscode.screenshot('vsix-building-runtime');
     // A failed build says so in a toast: stop waiting then, with what it said.
     const done = await until(
