@@ -11,8 +11,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
 import { formatProblem } from '../core/config/schema-problems';
+import { shownProblems } from '../core/config/shown-problems';
 import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../core/launch/mpirun';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId, prepareRunDirectory } from './train/run-directory';
+import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../core/launch/run-folder';
+import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|CHECKPOINT] [--plan]
@@ -96,7 +98,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const shown = path.relative(process.cwd(), configPath) || configPath;
   const loaded = loadRunConfig(text, configPath, overrides);
-  for (const p of loaded.problems) console.error(formatProblem(shown, p));
+  for (const p of shownProblems(loaded.problems)) console.error(formatProblem(shown, p));
   if (!loaded.config) return EXIT_CONFIG;
   const config = loaded.config;
 

@@ -1,18 +1,24 @@
-// Watching one run: its manifest, its metrics.jsonl folded into a RunHistory from the first byte,
-// the connection state, and whether its processes are still alive. Dashboards, the runs view and
-// the status bar all read the same RunWatch, so they never disagree.
+// Watching one run: its manifest, what it logs folded into a RunHistory from the first byte — its
+// metrics.jsonl, and the TensorBoard event files of a person's own command or of a TensorBoard log
+// folder attached as a run — the connection state, and whether its processes are still alive.
+// Dashboards, the runs view and the status bar all read the same RunWatch, so they never disagree.
 import os from 'node:os';
+import { metricsDecoder } from '../../core/protocol/metrics-decoder';
+import type { RecordProblem } from '../../core/protocol/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import type { RunLogEntry, RunLogProblem } from '../../core/protocol/run-log-reader';
+import type { RunLogEntry } from '../../core/protocol/run-log-reader';
 import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
 import { RunHistory } from '../../core/runs/run-history';
+import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
 import type { ConnectionState, Follower, RunMachine, TargetName } from './run-machine';
 
 export interface RunRef {
   /** "local" or an SSH host alias. */
   target: TargetName;
-  /** Absolute path of the run directory on the target. */
+  /** Absolute path of the run directory on the target (or of a TensorBoard log folder). */
   runDir: string;
+  /** "tensorboard": runDir is a TensorBoard log folder (one run), not a run folder with run.json. */
+  format?: 'tensorboard';
 }
 
 export function runKey(ref: RunRef): string {
@@ -29,6 +35,10 @@ export interface RunWatchChange {
 const PROBLEMS_KEPT = 50;
 /** How often a live run's processes are checked (a crash writes no run_end). */
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
+/** After a run's end, its event files get this long to deliver their last records. */
+const LOGS_DRAIN_MS = { local: 300, ssh: 3000 };
+/** A launched command's event files are those changed from a little before it was created. */
+const SINCE_SLACK_S = 60;
 /** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
 const TAIL_BYTES = 4096;
 const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
@@ -37,7 +47,7 @@ export class RunWatch {
   readonly history = new RunHistory();
   manifest: RunManifest | undefined;
   connection: ConnectionState = { state: 'closed' };
-  readonly problems: RunLogProblem[] = [];
+  readonly problems: RecordProblem[] = [];
   /**
    * Set when the run ended without a run_end: its processes are gone, or its launcher wrote the
    * exit into run.json (a runtime killed by a signal, a config refused before the first step).
@@ -48,6 +58,10 @@ export class RunWatch {
   /** Why the manifest could not be read, if it could not. */
   manifestError: string | undefined;
   private follower: Follower | undefined;
+  private logFolder: LogFolderFollower | undefined;
+  private readonly logProgress = newLogFolderProgress();
+  private logConnection: ConnectionState = { state: 'closed' };
+  private metricsConnection: ConnectionState = { state: 'closed' };
   private offset = 0;
   private liveness: NodeJS.Timeout | undefined;
   private checking = false;
@@ -78,27 +92,68 @@ export class RunWatch {
 
   /** Starts following again, e.g. after a resume appended to a finished run's log. */
   follow(): void {
-    if (this.disposed || this.follower) return;
+    if (this.disposed || this.follower || this.logFolder) return;
     this.vanished = undefined;
-    this.follower = this.machine.follow(this.metricsFile, this.offset, {
-      batch: (batch) => {
-        this.offset = batch.offset;
-        for (const e of batch.entries) this.history.apply(e.event);
-        if (batch.problems.length) {
-          this.problems.push(...batch.problems);
-          this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
-        }
-        // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
-        // lines — keeps following: its run_start comes after them.)
-        if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) this.stopFollowing();
-        this.emit(batch.entries);
-      },
-      connection: (state) => {
-        this.connection = state;
-        this.emit([]);
-      },
-    }, this.manifest?.pgid);
-    this.scheduleLiveness();
+    const pid = this.manifest?.pgid;
+    if (this.ref.format !== 'tensorboard') {
+      this.follower = this.machine.follow(this.metricsFile, metricsDecoder, this.offset, {
+        batch: (batch) => {
+          this.offset = batch.offset;
+          for (const e of batch.entries) this.history.apply(e.event);
+          this.keepProblems(batch.problems);
+          // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
+          // lines — keeps following: its run_start comes after them.)
+          if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) this.stopFollowing();
+          if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
+        },
+        connection: (state) => this.setConnection('metrics', state),
+      }, pid);
+    }
+    const logs = this.logFolderOptions();
+    if (logs) {
+      this.logFolder = new LogFolderFollower(this.machine, logs.dir, logs.options, this.logProgress, {
+        batch: (_file, batch) => {
+          for (const s of batch.entries) this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+          this.keepProblems(batch.problems);
+          if (batch.entries.length || batch.problems.length) this.emit([]);
+        },
+        connection: (state) => this.setConnection('logs', state),
+      });
+    }
+    if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
+  }
+
+  /** The TensorBoard folder this run's scalars come from, if any. */
+  private logFolderOptions(): { dir: string; options: LogFolderOptions } | undefined {
+    if (this.ref.format === 'tensorboard') return { dir: this.ref.runDir, options: { depth: 0 } };
+    const dir = this.manifest?.logs?.tensorboard;
+    if (!dir) return undefined;
+    // A launched command writes where it likes below its folder (runs/<date>_<host>/, version_N/):
+    // its own files are those written since it was created.
+    const created = this.manifest?.created;
+    return { dir, options: { depth: 3, ...(created !== undefined ? { since: created - SINCE_SLACK_S } : {}), ...(this.manifest?.pgid ? { pid: this.manifest.pgid } : {}) } };
+  }
+
+  /** The event files this watch reads. */
+  get logFiles(): string[] {
+    return this.logFolder?.files ?? [...this.logProgress.offsets.keys()];
+  }
+
+  private keepProblems(problems: RecordProblem[]): void {
+    if (!problems.length) return;
+    this.problems.push(...problems);
+    this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
+  }
+
+  /** The watch's connection: its metrics.jsonl's, unless its logs' is worse (or it has only logs). */
+  private setConnection(which: 'metrics' | 'logs', state: ConnectionState): void {
+    if (which === 'metrics') this.metricsConnection = state;
+    else this.logConnection = state;
+    const rank = (s: ConnectionState) => ({ reconnecting: 3, connecting: 2, live: 1, closed: 0 })[s.state];
+    const primary = this.ref.format === 'tensorboard' ? this.logConnection : this.metricsConnection;
+    const logs = this.logFolder ? this.logConnection : undefined;
+    this.connection = logs && primary.state !== 'closed' && rank(logs) > rank(primary) ? logs : primary;
+    this.emit([]);
   }
 
   status(): RunStatus {
@@ -137,6 +192,7 @@ export class RunWatch {
   /** Reads what was appended now (local runs; ssh tails deliver by themselves). */
   poke(): void {
     this.follower?.poke();
+    this.logFolder?.poke();
   }
 
   dispose(): void {
@@ -151,6 +207,14 @@ export class RunWatch {
     const f = this.follower;
     this.follower = undefined;
     f?.stop();
+    // The run's event files may still hold its last records: read them, then let go.
+    const logs = this.logFolder;
+    this.logFolder = undefined;
+    if (logs) {
+      logs.poke();
+      if (this.disposed) logs.stop();
+      else setTimeout(() => logs.stop(), this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh);
+    }
   }
 
   private scheduleLiveness(): void {

@@ -15,8 +15,13 @@
 namespace fsdp::test {
 
 struct TempFolder {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / ("fsdp-gtest-" + std::to_string(::getpid()) + "-f" + std::to_string(counter++));
-  TempFolder() { std::filesystem::create_directories(path); }
+  std::filesystem::path path;
+  /** in_memory: under /dev/shm where there is one (fuzz tests write thousands of small files). */
+  explicit TempFolder(bool in_memory = false) {
+    const std::filesystem::path base = in_memory && std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+    path = base / ("fsdp-gtest-" + std::to_string(::getpid()) + "-f" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
   ~TempFolder() {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);

@@ -147,7 +147,7 @@ TEST(BatchStream, ChecksEveryIdAsItBuildsABatchAndReportsItFromThePrefetchThread
 }
 
 TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {
-  TempFolder dir;
+  TempFolder dir(true);
   const auto tokens = counting(160, 250);
   const std::string good = test::token_file_bytes(tokens);
   const std::string path = (dir.path / "mutant.tok").string();
