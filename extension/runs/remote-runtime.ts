@@ -58,6 +58,7 @@ export class RemoteRuntimeInstaller {
     );
     if (build.code !== 0) {
       await runSsh(this.host, ['rm', '-rf', '--', tmp], this.settings(), { timeoutMs: 60_000 });
+      if (build.code === SSH_CONNECTION_FAILED) throw new SshError(`the connection to ${this.host} dropped while the runtime was being built there (${build.stderr || 'no message'}); launch again to build it anew`);
       throw new SshError(buildFailureMessage(`on ${this.host}`, build.stderr));
     }
     // Publish by rename: a folder under runtime/<hash> is always a complete build. Another window
