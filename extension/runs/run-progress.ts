@@ -51,7 +51,8 @@ export function showCheckpointProgress(runs: Runs): vscode.Disposable {
     if (watch.stopRequested || !checkpointExpectedAfter(last.step, config)) return;
     saving.add(watch.key);
     const step = last.step;
-    const saved = (events: MetricsEvent[]) => events.some((e) => (e.type === 'checkpoint' && e.step >= step) || e.type === 'run_end') || !watch.isLive();
+    // Read from the watch's state, not from the events of one batch: no arrival can slip between two waits.
+    const saved = () => watch.history.markers.some((m) => m.kind === 'checkpoint' && m.step >= step) || !!watch.history.end || !watch.isLive();
     const quick = waitFor(watch, saved, SAVE_NOTICE_AFTER_MS);
     void quick.then(async (done) => {
       if (!done) {

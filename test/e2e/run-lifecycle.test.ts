@@ -3,7 +3,8 @@
 // notification until the first step; a trainer killed by signal 9 shown as failed everywhere
 // (toast with Open log / Resume, runs view, status bar, dashboard) with the memory hint; one toast
 // for a NaN; a completed run continued for N more steps; Stop not shown as an error; runs of one
-// name told apart; rename and delete from the runs view.
+// name told apart; rename and delete from the runs view. The tests share one session and run in
+// order (the last one meets the "long" run the signal-9 test left, to tell two of that name apart).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -54,6 +55,19 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
   const runDirOf = (runId: string) => path.join(workspace, 'runs', runId);
   const toasts = (text: RegExp) => vscode.page.locator('.notifications-toasts .notification-toast', { hasText: text });
   const treeRow = (label: string | RegExp) => vscode.page.locator('.pane-body .monaco-list-row', { hasText: label });
+  /**
+   * Chooses `item` from a row's context menu until `opened` (what the item opens) shows: the runs
+   * view refreshes its rows as runs change, which can close a menu under the pointer.
+   */
+  const fromContextMenu = async (row: ReturnType<typeof treeRow>, item: string, opened: string) => {
+    for (let attempt = 1; ; attempt++) {
+      await row.click({ button: 'right' });
+      await vscode.page.locator('.context-view .action-label', { hasText: item }).click({ timeout: 10_000 }).catch(() => undefined);
+      if (await vscode.page.locator(opened).first().waitFor({ timeout: 5000 }).then(() => true, () => false)) return;
+      if (attempt === 3) throw new Error(`the context menu's "${item}" did not open ${opened}`);
+      await vscode.page.keyboard.press('Escape');
+    }
+  };
 
   before(async () => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-life-'));
@@ -157,6 +171,22 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     await vscode.page.locator('.tabs-container .tab[aria-label*="stderr.log"]').first().waitFor({ timeout: 30_000 });
   });
 
+  it('a checkpoint save that takes seconds shows a progress notification until it is saved', async () => {
+    const runDir = runDirOf('slow-save');
+    const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, '--steps', '400', '--rate', '20', '--every-ckpt', '20', '--save-ms', '8000'];
+    await local.start({ runDir, argv, cwd: repoRoot, manifest: { v: 1, run_id: 'slow-save', name: 'slow-save', created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' } });
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('slow-save');
+    await vscode.waitForNotification(/slow-save: saving the checkpoint of step 20/, 60_000);
+    const checkpoints = () => readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"checkpoint"')).length;
+    assert.equal(checkpoints(), 0, 'shown while the save is under way');
+    await vscode.screenshot('lifecycle-checkpoint-progress');
+    await until('the save notification to close', () => toasts(/saving the checkpoint of step 20/).count(), (n) => n === 0, 30_000);
+    assert.ok(checkpoints() >= 1, 'closed when the checkpoint was saved');
+    assert.equal(manifestOf(runDir).status, 'running', 'not by the end of the run');
+    await local.signal(manifestOf(runDir).pgid!, 'SIGTERM');
+  });
+
   it('a NaN that stops a run raises one toast, not two', async () => {
     const runDir = runDirOf('nan-run');
     const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, '--steps', '200', '--rate', '50', '--nan-at', '30'];
@@ -205,13 +235,11 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     await vscode.screenshot('lifecycle-twins-and-stop');
 
     // Rename the completed run, then delete it with its folder.
-    await row.click({ button: 'right' });
-    await vscode.page.locator('.context-view .action-label', { hasText: 'Rename run…' }).click();
+    await fromContextMenu(row, 'Rename run…', '.quick-input-widget input');
     await vscode.typeIntoQuickInput('quick, continued');
     const renamed = treeRow(/^quick, continued/).first();
     await renamed.waitFor({ timeout: 20_000 });
-    await renamed.click({ button: 'right' });
-    await vscode.page.locator('.context-view .action-label', { hasText: 'Delete run…' }).click();
+    await fromContextMenu(renamed, 'Delete run…', '.monaco-dialog-box');
     await vscode.page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Delete run and folder' }).click();
     await until('the run folder to be gone', async () => existsSync(runDir), (there) => !there, 20_000);
     await until('the row to be gone', () => treeRow(/^quick, continued/).count(), (n) => n === 0, 20_000);

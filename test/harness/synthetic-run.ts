@@ -3,7 +3,7 @@
 // training anything. Used where the subject under test is watching, not training: the watch layer
 // over a real sshd, and the benchmarks that need an exact event rate (100 events/s) or a million
 // points. Run: node --import tsx test/harness/synthetic-run.ts --run-dir DIR --steps N [--rate HZ]
-//   [--resume] [--nan-at STEP] [--every-ckpt N]; SIGTERM ends it with run_end "stopped".
+//   [--resume] [--nan-at STEP] [--every-ckpt N] [--save-ms MS]; SIGTERM ends it with run_end "stopped".
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { MetricsEvent } from '../../core/protocol/metrics';
@@ -18,6 +18,8 @@ export interface SyntheticRunOptions {
   /** Plant a NaN at this step (anomaly with a dump naming layer 1, then run_end failed). */
   nanAt?: number;
   checkpointEvery: number;
+  /** How long a checkpoint takes to save (the checkpoint event comes that much after its step). */
+  saveMs: number;
 }
 
 const plan = { params: 4e6, grads: 4e6, optimizer: 8e6, activations: 2e7, workspace: 1e6, comm: 0, other: 0, total: 3.7e7 };
@@ -41,6 +43,7 @@ export function parseArgs(argv: string[]): SyntheticRunOptions {
     resume: argv.includes('--resume'),
     nanAt: get('--nan-at') !== undefined ? Number(get('--nan-at')) : undefined,
     checkpointEvery: Number(get('--every-ckpt') ?? 25),
+    saveMs: Number(get('--save-ms') ?? 0),
   };
 }
 
@@ -62,7 +65,7 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
     await new Promise((r) => setTimeout(r, 500)); // loading the checkpoint takes a moment
   }
   emit({
-    type: 'run_start', run_id: runId, config: { name: 'synthetic', training: { max_steps: o.steps } },
+    type: 'run_start', run_id: runId, config: { name: 'synthetic', training: { max_steps: o.steps }, checkpointing: { save_every_n_steps: o.checkpointEvery, save_final: false } },
     world: { size: 1, ranks: [{ rank: 0, host: 'localhost', device: 'cpu', pid: process.pid }] }, memory_plan: plan,
     ...(o.resume ? { start_step: lastCheckpoint, resumed_from: `checkpoints/step-${lastCheckpoint}` } : {}),
   });
@@ -92,6 +95,7 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
     }
     emit({ type: 'step', step, loss: syntheticLoss(step), lr: 1e-3 * Math.min(1, step / 20), grad_norm: 1 + 1 / step, tokens_per_s: 1000 + (step % 7), step_ms: 10, mem_peak: 3.7e7 + (step % 5) * 1e5 });
     if (step % o.checkpointEvery === 0) {
+      if (o.saveMs > 0) await new Promise((r) => setTimeout(r, o.saveMs));
       emit({ type: 'checkpoint', step, path: `checkpoints/step-${step}`, bytes: 1.6e7 });
       updateManifest(o.runDir, { step });
     }
