@@ -21,6 +21,7 @@ import { registerLaunchLens } from './run-config-lens';
 import { LocalRuntime } from './runs/local-runtime';
 import { notifyRunEvents } from './runs/run-notifications';
 import { showCheckpointProgress } from './runs/run-progress';
+import { notifySpikes } from './runs/spike-notifications';
 import { Runs } from './runs/runs';
 import type { SshMachine } from './runs/ssh-machine';
 import { RunStatusBar } from './views/run-status-bar';
@@ -28,6 +29,7 @@ import { RunsTree } from './views/runs-tree';
 import { CompareRuns } from './webviews/compare-runs';
 import { NanDiagnostics } from './webviews/nan-diagnostics';
 import { RunDashboards } from './webviews/run-dashboard';
+import { SpikeViews } from './webviews/spike-view';
 
 export class StudioContext implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
@@ -61,8 +63,10 @@ export class StudioContext implements vscode.Disposable {
       new RunStatusBar(this.runs),
       notifyRunEvents(this.runs),
       showCheckpointProgress(this.runs),
+      notifySpikes(this.runs),
       new CompareRuns(this.extension.extensionUri, this.runs),
       new NanDiagnostics(this.extension.extensionUri, this.runs),
+      new SpikeViews(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
     this.configChecks = await startConfigLanguageClient(this);

@@ -1,5 +1,5 @@
-// Notifications for what needs a person's attention: a NaN or Inf, a loss spike, a failure, and
-// completion — one toast per event, each with the actions that follow from it. Only for events
+// Notifications for what needs a person's attention: a NaN or Inf, a failure, and completion
+// (spikes: spike-notifications.ts) — one toast per event, each with the actions that follow from it. Only for events
 // written while the editor watches — attaching to an old run does not replay its history as a
 // burst of pop-ups.
 import * as vscode from 'vscode';
@@ -40,7 +40,8 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
       }
       if (now - event.time > FRESH_S) continue;
       seenAlive.add(watch.key);
-      if (event.type === 'anomaly') {
+      // Spikes are told by the one spike rule (spike-notifications.ts): loss first, clipped grad norms as markers.
+      if (event.type === 'anomaly' && event.kind !== 'spike') {
         if (event.action === 'stop') stoppedByAnomaly.add(watch.key);
         showAnomaly(watch, title(runs, watch), event);
       } else if (event.type === 'run_end') {
@@ -54,8 +55,7 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
 
 function showAnomaly(watch: RunWatch, name: string, event: AnomalyEvent): void {
   const text = `${name}: ${describeAnomaly(event)} at step ${event.step}.`;
-  const show = event.kind === 'spike' ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
-  void show(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
+  void vscode.window.showErrorMessage(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
     if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
     if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
   });

@@ -173,7 +173,7 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
 
   it('a checkpoint save that takes seconds shows a progress notification until it is saved', async () => {
     const runDir = runDirOf('slow-save');
-    const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, '--steps', '400', '--rate', '20', '--every-ckpt', '20', '--save-ms', '8000'];
+    const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, '--steps', '400', '--rate', '20', '--every-ckpt', '20', '--save-ms', '8000', '--rich'];
     await local.start({ runDir, argv, cwd: repoRoot, manifest: { v: 1, run_id: 'slow-save', name: 'slow-save', created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' } });
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('slow-save');

@@ -2,6 +2,7 @@
 import type { ConfigRule } from '../rule';
 import { checkpointIntervalWithinRun, checkpointingPolicyNeedsEnabled, fp16NeedsLossScaling, headsDivideWidth, sequenceFitsModel } from './model-and-schedule';
 import { accumulationWithCpuOffload, hybridShardOneNode, shardingWithOneRank } from './parallelism';
+import { learningRateTooHigh } from './optimizer';
 import { runtimeRejects } from './runtime';
 
 /** Rules on the config as written (they tolerate schema errors). */
@@ -14,6 +15,7 @@ export const runConfigRules: ConfigRule[] = [
   fp16NeedsLossScaling,
   checkpointingPolicyNeedsEnabled,
   checkpointIntervalWithinRun,
+  learningRateTooHigh,
 ];
 
 /** Rules that need a schema-valid config. */
