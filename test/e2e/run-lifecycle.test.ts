@@ -62,7 +62,15 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
   const fromContextMenu = async (row: ReturnType<typeof treeRow>, item: string, opened: string) => {
     for (let attempt = 1; ; attempt++) {
       await row.click({ button: 'right' });
-      await vscode.page.locator('.context-view .action-label', { hasText: item }).click({ timeout: 10_000 }).catch(() => undefined);
+      const menu = vscode.page.locator('.context-view .monaco-menu');
+      await menu.locator('.action-label', { hasText: item }).first().waitFor({ timeout: 10_000 });
+      // Chosen with the keyboard, as applyQuickFix does: the menu's overlay can swallow clicks.
+      for (let i = 0; i < 12; i++) {
+        await vscode.page.keyboard.press('ArrowDown');
+        const focused = await menu.locator('.action-item.focused .action-label').first().textContent().catch(() => '');
+        if (focused?.trim() === item) break;
+      }
+      await vscode.page.keyboard.press('Enter');
       if (await vscode.page.locator(opened).first().waitFor({ timeout: 5000 }).then(() => true, () => false)) return;
       if (attempt === 3) throw new Error(`the context menu's "${item}" did not open ${opened}`);
       await vscode.page.keyboard.press('Escape');
