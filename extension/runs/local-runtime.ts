@@ -3,10 +3,11 @@
 // first use with this machine's CMake and compiler — as it does on SSH hosts (remote-runtime.ts;
 // both share runtime-build.ts) — into a cache folder named by the sources' content hash, so every
 // window and every later version with the same sources finds it at once. No vscode here.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { accessSync, constants, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { BUILD_FACTS_SCRIPT, cmakeDefinitions, missingLibrariesMessage, parseBuildFacts, type BuildFacts } from './remote-build-facts';
 import { BUILD_TOOLS, buildFailureMessage, cmakeSteps, missingToolsMessage, sourceHash } from './runtime-build';
 
 export const TRAINER_BINARY = 'fsdp-train-native';
@@ -58,16 +59,22 @@ export class LocalRuntime {
     progress('checking the build tools…');
     const missing = BUILD_TOOLS.map(([tool]) => tool).filter((tool) => !onPath(tool));
     if (missing.length) throw new Error(missingToolsMessage('This machine', missing));
+    // The same probe as on SSH hosts: the libraries (named with this distribution's package), and
+    // a GPU machine's architectures and PyTorch's cuBLASLt/NCCL for its CUDA backend.
+    const facts = await buildFacts();
+    const lacking = missingLibrariesMessage('This machine', facts);
+    if (lacking) throw new Error(lacking);
     const final = path.dirname(this.dir);
     const tmp = `${final}.tmp-${process.pid}-${Date.now()}`;
     mkdirSync(tmp, { recursive: true });
     const log = path.join(tmp, 'build.log');
     const jobs = Math.max(1, os.availableParallelism?.() ?? os.cpus().length);
-    const [configure, compile] = cmakeSteps(path.join(this.extensionRoot, 'native'), path.join(tmp, 'build'), TARGETS, jobs, {
-      FSDP_NODE_API_HEADERS: path.join(this.extensionRoot, 'dist', 'native-headers'),
+    const [configure, compile] = cmakeSteps(path.join(this.extensionRoot, 'native'), path.join(tmp, 'build'), TARGETS, jobs, [
+      `-DFSDP_NODE_API_HEADERS=${path.join(this.extensionRoot, 'dist', 'native-headers')}`,
       // The tests are not shipped: a machine with GoogleTest must not look for them.
-      CMAKE_DISABLE_FIND_PACKAGE_GTest: 'ON',
-    });
+      '-DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON',
+      ...cmakeDefinitions(facts),
+    ]);
     try {
       progress('configuring the build (CMake)…');
       await run(configure, log, () => undefined);
@@ -93,6 +100,13 @@ export class LocalRuntime {
     }
     if (!this.isBuilt()) throw new Error(`the build finished but ${this.binary} or ${this.addon} is missing`);
   }
+}
+
+/** remote-build-facts.ts's probe, run by this machine's sh. */
+function buildFacts(): Promise<BuildFacts> {
+  return new Promise((resolve) => {
+    execFile('sh', ['-c', BUILD_FACTS_SCRIPT], { timeout: 60_000 }, (_e, stdout) => resolve(parseBuildFacts(stdout ?? '')));
+  });
 }
 
 /** Runs argv, its output appended to `log` and each line given to `onLine`; rejects on failure. */

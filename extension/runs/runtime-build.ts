@@ -2,7 +2,8 @@
 // machine for an installed extension (local-runtime.ts) — the same way: the sources the build
 // reads, their content hash (a build folder is named by it, so a second use finds it), the tools
 // and Debian packages it needs, the CMake steps, and a message naming the packages a failed
-// build lacks. No vscode here: tested directly.
+// build lacks (what a probe of the machine cannot tell: remote-build-facts.ts probes the libraries).
+// No vscode here: tested directly.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -58,11 +59,11 @@ export function missingToolsMessage(where: string, missing: string[], tools: Arr
 
 /**
  * The two CMake commands (configure, build) that build `targets` from `sourceDir` (the native
- * folder) into `buildDir`, outputs in `buildDir/Release`; `defines` are extra -D settings.
+ * folder) into `buildDir`, outputs in `buildDir/Release`; `defines` are extra -DNAME=VALUE arguments.
  */
-export function cmakeSteps(sourceDir: string, buildDir: string, targets: string[], jobs: number, defines: Record<string, string> = {}): string[][] {
+export function cmakeSteps(sourceDir: string, buildDir: string, targets: string[], jobs: number, defines: string[] = []): string[][] {
   return [
-    ['cmake', '-S', sourceDir, '-B', buildDir, '-DCMAKE_BUILD_TYPE=Release', ...Object.entries(defines).map(([k, v]) => `-D${k}=${v}`)],
+    ['cmake', '-S', sourceDir, '-B', buildDir, '-DCMAKE_BUILD_TYPE=Release', ...defines],
     ['cmake', '--build', buildDir, ...targets.flatMap((t) => ['--target', t]), '--parallel', String(jobs)],
   ];
 }
