@@ -1,14 +1,15 @@
 // "Launch" where a config can be launched, and nowhere else: the CodeLens at the top of a run
-// config and the editor-title button, shown by the context key `fsdp.launchableEditor` for the
-// active editor. A file is recognised as core/config/document-kind.ts does for the language server
-// (fsdp.files.associations, then the name, then the keys at the top), so a DeepSpeed or accelerate
-// config, or any other YAML file, gets neither.
+// config or a launch spec (*.fsdp-launch.yaml, a person's own command) and the editor-title button,
+// shown by the context key `fsdp.launchableEditor` for the active editor. A file is recognised as
+// core/config/document-kind.ts does for the language server (fsdp.files.associations, then the
+// name, then the keys at the top), so a DeepSpeed or accelerate config, or any other YAML file,
+// gets neither.
 import * as vscode from 'vscode';
 import { recogniseConfig, type ConfigAssociation, type ConfigKind } from '../core/config/document-kind';
 
 export const LAUNCHABLE_CONTEXT = 'fsdp.launchableEditor';
 /** Kinds of config "Launch FSDP run" starts. */
-const LAUNCHABLE: ReadonlySet<ConfigKind> = new Set(['run-config']);
+const LAUNCHABLE: ReadonlySet<ConfigKind> = new Set(['run-config', 'launch-spec']);
 /** Re-checks the active editor this long after its last edit (the keys at the top may change). */
 const EDIT_SETTLE_MS = 300;
 
@@ -50,13 +51,4 @@ export function registerLaunchLens(): vscode.Disposable {
     vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('fsdp.files.associations') && update()),
     { dispose: () => clearTimeout(pending) },
   );
-}
-
-/** Why `uri` cannot be launched as a run config when it is another kind of config; undefined otherwise. */
-export async function otherConfigKind(uri: vscode.Uri): Promise<string | undefined> {
-  const document = await vscode.workspace.openTextDocument(uri);
-  const kind = configKindOf(document);
-  if (kind === undefined || LAUNCHABLE.has(kind)) return undefined;
-  const what = kind === 'deepspeed' ? 'a DeepSpeed config' : 'an accelerate config';
-  return `${vscode.workspace.asRelativePath(uri)} is ${what}, not a run config: "Launch FSDP run" starts run configs (with model, data and training sections).`;
 }

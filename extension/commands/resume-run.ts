@@ -9,6 +9,7 @@ import type { RunRecord } from '../runs/run-registry';
 import type { RunWatch } from '../runs/run-watch';
 import type { StudioContext } from '../studio-context';
 import { runTitle } from '../views/run-labels';
+import { relaunchCommand } from './launch-command';
 import { loadForLaunch, requireTrust, startRun } from './launch-run';
 import { runFromArgument, type RunArgument } from './run-picks';
 
@@ -102,6 +103,11 @@ async function endedWatch(studio: StudioContext, record: RunRecord, verb: string
 
 /** Starts the run again in its folder from its latest checkpoint; `maxSteps` raises training.max_steps. */
 async function restart(studio: StudioContext, record: RunRecord, watch: RunWatch, maxSteps?: number): Promise<void> {
+  // It runs again: an earlier Stop is history.
+  watch.stopRequested = false;
+  studio.runs.remember({ ...record, stopRequestedAt: undefined });
+  // A person's own command starts again from its launch spec, in the same run folder.
+  if (watch.manifest?.kind === 'command') return relaunchCommand(studio, record, watch.manifest);
   const configPath = record.configPath ?? watch.manifest?.config_path;
   if (!configPath) {
     void vscode.window.showErrorMessage(`Cannot restart ${record.runId}: its run.json does not say which config it was launched from.`);
@@ -116,8 +122,5 @@ async function restart(studio: StudioContext, record: RunRecord, watch: RunWatch
     config.training.max_steps = maxSteps;
     overrides.push(`training.max_steps=${maxSteps}`);
   }
-  // It runs again: an earlier Stop is history.
-  watch.stopRequested = false;
-  studio.runs.remember({ ...record, stopRequestedAt: undefined });
   await startRun(studio, { configPath, config, resumeRunDir: record.runDir, ...(overrides.length ? { overrides } : {}) }, watch.manifest);
 }
