@@ -18,8 +18,15 @@ export interface SlurmJob {
   name?: string;
   /** "exit:signal" as sacct reports it. */
   exitCode?: string;
-  from: 'squeue' | 'sacct';
+  /** record: run.json's slurm.final_state, kept by the editor once it saw the job end. */
+  from: 'squeue' | 'sacct' | 'record';
 }
+
+/**
+ * The state of a job neither squeue nor sacct knows (any more), on a cluster without accounting:
+ * it ended while no one watched. The run folder says how.
+ */
+export const GONE = 'GONE';
 
 /** A run's status once the job behind it is known (run-watch.ts RunStatus has the same words). */
 export type JobRunStatus = 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted';
@@ -131,6 +138,8 @@ export function jobRunStatus(job: SlurmJob, run: RunFacts): JobRunStatus {
       return end?.status ?? run.end?.status ?? 'failed';
     case 'FAILED':
       return end?.status ?? 'failed';
+    case GONE:
+      return run.end?.status ?? 'failed';
     default:
       return 'failed'; // NODE_FAIL, BOOT_FAIL, OUT_OF_MEMORY, REVOKED
   }
@@ -161,6 +170,8 @@ export function jobReason(job: SlurmJob, status: JobRunStatus, now = Date.now() 
       return `${id} ran out of memory`;
     case 'FAILED':
       return status === 'failed' ? `${id} failed${job.exitCode ? ` (exit ${job.exitCode})` : ''}${job.reason ? `: ${job.reason}` : ''}` : undefined;
+    case GONE:
+      return status === 'failed' ? `${id} is no longer known to SLURM and the trainer did not report the end of the run; see slurm-${job.id}.out in the run folder` : undefined;
     case 'COMPLETED':
       return status === 'failed' ? `${id} ended without the trainer reporting the end of the run; see slurm-${job.id}.out in the run folder` : undefined;
     default:

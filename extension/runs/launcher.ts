@@ -101,7 +101,7 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
   return { ...started, target: machine.target, runDir, runId, argv };
 }
 
-function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
+export function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
   const now = Date.now() / 1000;
   // A resume keeps the run's identity and history fields; its end is no longer the end.
   const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);

@@ -24,9 +24,12 @@ export interface PartitionInfo {
 
 export class SlurmError extends Error {}
 
+/** A job as squeue or sacct report it; undefined: neither knows it; 'unreachable': could not ask. */
+export type JobAnswer = SlurmJob | undefined | 'unreachable';
+
 export class SlurmCluster {
   private accountingOffUntil = 0;
-  private queued = new Map<string, Array<(job: SlurmJob | undefined) => void>>();
+  private queued = new Map<string, Array<(job: JobAnswer) => void>>();
   private flushing: NodeJS.Immediate | undefined;
 
   constructor(readonly host: LoginHost) {}
@@ -56,8 +59,8 @@ export class SlurmCluster {
     await this.checked(['scancel', jobId], `cancelling job ${jobId}`);
   }
 
-  /** The job's state, or undefined when neither squeue nor sacct knows it (any more). */
-  job(jobId: string): Promise<SlurmJob | undefined> {
+  /** The job's state; undefined when neither squeue nor sacct knows it (any more). */
+  job(jobId: string): Promise<JobAnswer> {
     return new Promise((resolve) => {
       const waiting = this.queued.get(jobId) ?? [];
       waiting.push(resolve);
@@ -109,7 +112,7 @@ export class SlurmCluster {
       found = await this.jobs([...batch.keys()]);
     } catch {
       // Unreachable or failing: nothing is known this time; the next poll asks again.
-      for (const waiters of batch.values()) for (const w of waiters) w(undefined);
+      for (const waiters of batch.values()) for (const w of waiters) w('unreachable');
       return;
     }
     for (const [id, waiters] of batch) for (const w of waiters) w(found.get(id));

@@ -45,11 +45,6 @@ export class LocalSlurm {
     return { SLURM_CONF: this.conf };
   }
 
-  /** The job-completion log (jobcomp/filetxt): what `sacct --completion` reads. */
-  get jobcompLog(): string {
-    return path.join(this.dir, 'jobcomp.log');
-  }
-
   static async start(opts: LocalSlurmOptions = {}): Promise<LocalSlurm> {
     for (const tool of ['/usr/sbin/munged', '/usr/sbin/slurmctld', '/usr/sbin/slurmd']) {
       if (!existsSync(tool)) throw new Error(`${tool} is missing: the SLURM tests need Debian's slurm-wlm and munge (scripts/setup/system-packages.mjs)`);
@@ -78,7 +73,8 @@ export class LocalSlurm {
           `SlurmctldPort=${ctldPort}`,
           `SlurmdPort=${slurmdPort}`,
           'AuthType=auth/munge',
-          `AuthInfo=socket=${file('munge/munge.socket')}`,
+          // cred_expire: a requeued job waits this long before it may start again (120 s by default).
+          `AuthInfo=socket=${file('munge/munge.socket')},cred_expire=10`,
           'CredType=cred/munge',
           `StateSaveLocation=${file('state')}`,
           `SlurmdSpoolDir=${file('spool')}`,
@@ -89,10 +85,8 @@ export class LocalSlurm {
           'ProctrackType=proctrack/linuxproc',
           'TaskPlugin=task/none',
           'JobAcctGatherType=jobacct_gather/none',
-          // No slurmdbd here (it needs a MariaDB server): job completion records in a text file,
-          // which `sacct --completion` reads; squeue covers jobs the controller still holds.
-          'JobCompType=jobcomp/filetxt',
-          `JobCompLoc=${file('jobcomp.log')}`,
+          // No accounting storage (slurmdbd needs a MariaDB server): sacct says so, and jobs are
+          // followed with squeue and the run folder, as on a cluster without accounting.
           'SelectType=select/cons_tres',
           'SelectTypeParameters=CR_Core',
           'SlurmdParameters=config_overrides',
@@ -101,7 +95,7 @@ export class LocalSlurm {
           `MinJobAge=${opts.minJobAgeS ?? 300}`,
           // Schedule and estimate start times promptly: tests wait on them.
           'SchedulerType=sched/backfill',
-          'SchedulerParameters=bf_interval=1,sched_min_interval=100000',
+          'SchedulerParameters=bf_interval=1,sched_interval=2,sched_min_interval=100000',
           // A job killed by its time limit or scancel gets a few seconds for its graceful stop.
           'KillWait=10',
           'InactiveLimit=0',

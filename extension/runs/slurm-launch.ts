@@ -1,0 +1,107 @@
+// Launching a run on SLURM: the runtime and the data where the job's nodes find them (the shared
+// filesystem of the login host), the run folder with config.json, run.json and the batch script
+// (job.sbatch), then the submission. The job is submitted held and released only once run.json
+// names it, so the trainer never starts before the run knows its job (it reads run.json as it
+// starts and keeps what it finds). Resume submits the same script again with --resume auto.
+import type { ResolvedRunConfig } from '../../core/config/run-config';
+import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from '../../core/launch/slurm-script';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { manifestFor, newRunId, type LaunchRequest } from './launcher';
+import { writeHostFile } from './login-host';
+import { RemoteRuntimeInstaller } from './remote-runtime';
+import { LOCAL } from './run-machine';
+import type { SlurmCluster } from './slurm-cluster';
+import type { SshSettings } from './ssh';
+
+/** Where a run's files live on the cluster, and the config as the job's nodes see it. */
+export interface SlurmPlacement {
+  /** fsdp-train-native on the shared filesystem. */
+  binary: string;
+  /** The folder that holds run folders. */
+  runsDir: string;
+  /** The config with the data paths the nodes read. */
+  config: ResolvedRunConfig;
+}
+
+export type PlaceRun = (config: ResolvedRunConfig, progress: (message: string) => void) => Promise<SlurmPlacement>;
+
+export interface SlurmLaunchTarget {
+  cluster: SlurmCluster;
+  place: PlaceRun;
+}
+
+export interface LaunchedSlurmRun {
+  target: string;
+  runDir: string;
+  runId: string;
+  jobId: string;
+  /** The batch script in the run folder. */
+  script: string;
+  /** sbatch's argument vector, as it was run. */
+  argv: string[];
+}
+
+/** This machine is the login host: its own runtime build and data, the runs folder of the config. */
+export function placeHere(binary: string, defaultRunsDir: string): PlaceRun {
+  return async (config) => ({ binary, runsDir: config.logging.runs_dir ?? defaultRunsDir, config: structuredClone(config) });
+}
+
+/**
+ * A login host over SSH: the runtime built there from the extension's sources (by content hash,
+ * as for an SSH run) and the data copied by content; both under `base` on its shared filesystem.
+ */
+export function placeOverSsh(host: string, settings: () => SshSettings, base: string, extensionRoot: string): PlaceRun {
+  return async (local, progress) => {
+    const installer = new RemoteRuntimeInstaller(host, settings, extensionRoot);
+    const runtime = await installer.ensure(base, progress);
+    const config = structuredClone(local);
+    config.data.train = await installer.ensureFile(base, local.data.train, progress);
+    if (local.data.val) config.data.val = await installer.ensureFile(base, local.data.val, progress);
+    return { binary: runtime.binary, runsDir: `${base}/runs`, config };
+  };
+}
+
+export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest, progress: (message: string) => void, previous?: RunManifest): Promise<LaunchedSlurmRun> {
+  const { cluster } = target;
+  const host = cluster.host;
+  const runId = previous?.run_id ?? newRunId(req.config.name);
+  const resume = req.resumeRunDir !== undefined;
+  let runDir: string;
+  let config = req.config;
+  if (resume) {
+    // The run's own config.json and job.sbatch, as they were: the checkpoint was made with them.
+    runDir = req.resumeRunDir!;
+  } else {
+    const place = await target.place(req.config, progress);
+    runDir = `${place.runsDir.replace(/\/+$/, '')}/${runId}`;
+    config = { ...place.config, logging: { ...place.config.logging, runs_dir: place.runsDir } };
+    progress('writing the run folder and the batch script…');
+    await writeHostFile(host, `${runDir}/config.json`, `${JSON.stringify(config, null, 2)}\n`);
+    const script = batchScript({
+      shape: slurmJobShape(config),
+      runDir,
+      rankArgv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir],
+      about: [`FSDP Studio run ${runId}`, `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
+    });
+    await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
+  }
+  const scriptPath = `${runDir}/${BATCH_SCRIPT}`;
+  const argv = sbatchArgv(scriptPath, { hold: false, resume });
+  const jobs = previous?.slurm?.jobs ?? [];
+  const manifest: RunManifest = { ...manifestFor({ ...req, config }, runId, argv, host.target, previous), slurm: { script: BATCH_SCRIPT, jobs } };
+  delete manifest.pids;
+  delete manifest.pgid;
+  await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+
+  progress(`submitting to SLURM${host.target === LOCAL ? '' : ` on ${host.target}`}…`);
+  const jobId = await cluster.submitHeld(scriptPath, resume);
+  try {
+    manifest.slurm = { script: BATCH_SCRIPT, job_id: jobId, jobs: [...jobs, jobId] };
+    await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+    await cluster.release(jobId);
+  } catch (e) {
+    await cluster.cancel(jobId).catch(() => undefined);
+    throw new Error(`job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`);
+  }
+  return { target: host.target, runDir, runId, jobId, script: scriptPath, argv };
+}
