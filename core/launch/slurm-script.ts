@@ -82,6 +82,22 @@ export function slurmJobShape(config: Pick<ResolvedRunConfig, 'launch' | 'name'>
   };
 }
 
+/**
+ * A Slurm time limit in seconds: minutes, "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS";
+ * undefined for none, UNLIMITED, or what is not a time.
+ */
+export function timeLimitSeconds(limit: unknown): number | undefined {
+  if (typeof limit === 'number') return Number.isInteger(limit) && limit > 0 ? limit * 60 : undefined;
+  if (typeof limit !== 'string') return undefined;
+  const m = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(limit.trim());
+  if (!m) return undefined;
+  const [days, a, b, c] = [m[1], m[2], m[3], m[4]].map((x) => (x === undefined ? undefined : Number(x)));
+  if (days !== undefined) return days * 86400 + a! * 3600 + (b ?? 0) * 60 + (c ?? 0);
+  if (c !== undefined) return a! * 3600 + b! * 60 + c;
+  if (b !== undefined) return a! * 60 + b;
+  return a! * 60;
+}
+
 /** One line of a batch script, as a value: what it says, not how it is quoted. */
 export type ScriptLine =
   | { comment: string }

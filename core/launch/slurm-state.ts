@@ -179,6 +179,13 @@ export function jobReason(job: SlurmJob, status: JobRunStatus, now = Date.now() 
   }
 }
 
+/** The job in a few words for a status line: "job 42 · waiting for resources · expected to start at 12:10". */
+export function jobSummary(job: SlurmJob, status: JobRunStatus, now = Date.now() / 1000): string {
+  if (status !== 'queued') return `job ${job.id}`;
+  const why = job.state === 'PENDING' ? waitingFor(job.reason).replace(/ \(.*\)$/, '') : job.state.toLowerCase().replace(/_/g, ' ');
+  return [`job ${job.id}`, why, ...(job.startTime && job.startTime > now ? [`expected to start ${clockTime(job.startTime, now)}`] : [])].join(' · ');
+}
+
 /** Slurm's pending reasons people meet most, said plainly; others as Slurm names them. */
 function waitingFor(reason: string | undefined): string {
   switch (reason) {

@@ -12,6 +12,7 @@ import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from 
 import { LOCAL } from '../runs/run-machine';
 import type { SshMachine } from '../runs/ssh-machine';
 import { findRunConfigs } from '../run-configs';
+import { onSlurm, slurmMemoryFits, startSlurmRun } from './slurm-runs';
 import type { StudioContext } from '../studio-context';
 
 export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
@@ -24,6 +25,10 @@ async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promi
   if (!uri) return;
   const config = await loadForLaunch(studio, uri);
   if (!config) return;
+  if (onSlurm(config)) {
+    if (await slurmMemoryFits(studio, config, uri.fsPath)) await startSlurmRun(studio, { configPath: uri.fsPath, config });
+    return;
+  }
   if (!(await memoryFits(studio, config))) return;
   await startRun(studio, { configPath: uri.fsPath, config });
 }
@@ -103,6 +108,11 @@ async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Pro
 
 /** Starts (or resumes) a run, registers it and opens its dashboard. */
 export async function startRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun | undefined> {
+  // A SLURM run resumes as a SLURM job, whatever its config says now.
+  if (onSlurm(req.config) || previous?.slurm) {
+    await startSlurmRun(studio, req, previous);
+    return undefined;
+  }
   const target = req.config.launch.target ?? LOCAL;
   const rel = vscode.workspace.asRelativePath(req.configPath);
   const verb = req.resumeRunDir ? 'Resuming' : 'Launching';

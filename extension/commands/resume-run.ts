@@ -17,13 +17,13 @@ async function resumeRun(studio: StudioContext, arg: RunArgument): Promise<void>
     title: 'Resume run',
     filter: (r) => {
       const s = runs.existingWatch(`${r.target}:${r.runDir}`)?.status();
-      return s === 'stopped' || s === 'failed';
+      return s === 'stopped' || s === 'failed' || s === 'cancelled' || s === 'timed-out' || s === 'preempted';
     },
-    none: 'No stopped or failed runs to resume.',
+    none: 'No stopped, failed or cancelled runs to resume.',
   });
   if (!record) return;
   const watch = runs.watch(record);
-  await watch.refreshManifest();
+  await watch.refreshJob();
   if (watch.isLive()) {
     void vscode.window.showInformationMessage(`${record.runId} is still running.`);
     return;

@@ -51,8 +51,10 @@ function assertEveryStepOnce(watch: RunWatch, last: number): void {
 async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, machine: RunMachine, dir: string, runDirOf: (l: LaunchedSlurmRun) => string): Promise<void> {
   const steps = 80;
   const req = slurmRunConfig(dir, { steps, jobName: HOSTILE, extra: [`--comment=${HOSTILE}`] });
-  // A job that takes every CPU of the node for 5 minutes: ours queues behind it.
-  const blocker = slurm.check(['sbatch', '--parsable', `--ntasks=${slurm.cpus}`, '--time=5', '--wrap', 'sleep 300']).trim();
+  // The runtime in place first (over SSH: built on first use, minutes), so the queueing is ours.
+  await target.place(req.config, () => undefined);
+  // A job that takes every CPU of the node: ours queues behind it.
+  const blocker = slurm.check(['sbatch', '--parsable', `--ntasks=${slurm.cpus}`, '--time=10', '--wrap', 'sleep 600']).trim();
   await until('the blocker to run', () => slurm.jobState(blocker) === 'RUNNING');
   const first = await launchSlurm(target, req, () => undefined);
   const runDir = runDirOf(first);

@@ -1,6 +1,7 @@
 // Every run config cross-field rule, in the order their problems are listed.
 import type { ConfigRule } from '../rule';
 import { checkpointIntervalWithinRun, checkpointingPolicyNeedsEnabled, fp16NeedsLossScaling, headsDivideWidth, sequenceFitsModel } from './model-and-schedule';
+import { hostsMatchNodes, slurmDirectivesOwnKeys, slurmGpusPerTask, slurmOrHosts, slurmSignalWithinLimit } from './cluster';
 import { accumulationWithCpuOffload, hybridShardOneNode, shardingWithOneRank } from './parallelism';
 import { runtimeRejects } from './runtime';
 
@@ -14,6 +15,11 @@ export const runConfigRules: ConfigRule[] = [
   fp16NeedsLossScaling,
   checkpointingPolicyNeedsEnabled,
   checkpointIntervalWithinRun,
+  slurmOrHosts,
+  hostsMatchNodes,
+  slurmGpusPerTask,
+  slurmDirectivesOwnKeys,
+  slurmSignalWithinLimit,
 ];
 
 /** Rules that need a schema-valid config. */

@@ -1,0 +1,105 @@
+// The editor's side of SLURM runs: submitting (after the memory check for the job's shape),
+// stopping and resuming by job id, with progress, messages and the batch script shown. The work
+// itself is in extension/runs/slurm-*.ts, which the tests drive against a real SLURM.
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { ResolvedRunConfig } from '../../core/config/run-config';
+import { jobMemoryCheck } from '../../core/launch/slurm-memory';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { LaunchRequest } from '../runs/launcher';
+import { LOCAL } from '../runs/run-machine';
+import type { RunRecord } from '../runs/run-registry';
+import type { RunWatch } from '../runs/run-watch';
+import { stopSlurmJob } from '../runs/slurm-control';
+import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../runs/slurm-launch';
+import type { SshMachine } from '../runs/ssh-machine';
+import type { StudioContext } from '../studio-context';
+import { remoteBase } from './launch-run';
+
+/** Whether a config is launched as a SLURM job. */
+export function onSlurm(config: ResolvedRunConfig): boolean {
+  return config.launch.slurm !== undefined;
+}
+
+/**
+ * The memory check for the job's shape: the estimator's per-rank peak at its world size against the
+ * partition's GPU (or a node's memory per task on the CPU). Asks when it does not fit; says in the
+ * output what it compared, or why it could not.
+ */
+export async function slurmMemoryFits(studio: StudioContext, config: ResolvedRunConfig, configPath: string): Promise<boolean> {
+  const target = config.launch.target ?? LOCAL;
+  let check;
+  try {
+    const partition = await studio.runs.cluster(target).partition(config.launch.slurm?.partition);
+    const text = Buffer.from(await vscode.workspace.fs.readFile(vscode.Uri.file(configPath))).toString('utf8');
+    check = jobMemoryCheck(text, configPath, config, partition);
+  } catch (e) {
+    studio.output.warn(`memory check before submitting: ${(e as Error).message}`);
+    return true;
+  }
+  studio.output.info(`memory check before submitting: ${check.message}`);
+  if (check.fits !== false) return true;
+  const choice = await vscode.window.showWarningMessage(`The job's memory estimate ${check.message}. Submit anyway?`, { modal: true }, 'Submit anyway');
+  return choice === 'Submit anyway';
+}
+
+/** Submits (or resubmits, for a resume) a run to SLURM, registers it and opens its dashboard. */
+export async function startSlurmRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedSlurmRun | undefined> {
+  const target = req.config.launch.target ?? LOCAL;
+  const rel = vscode.workspace.asRelativePath(req.configPath);
+  const verb = req.resumeRunDir ? 'Resubmitting' : 'Submitting';
+  let launched: LaunchedSlurmRun;
+  try {
+    launched = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${verb} ${rel} to SLURM${target === LOCAL ? '' : ` on ${target}`}` }, async (progress) => {
+      const report = (message: string) => {
+        progress.report({ message });
+        studio.output.info(`${target}: ${message}`);
+      };
+      const cluster = studio.runs.cluster(target);
+      if (target === LOCAL) return launchSlurm({ cluster, place: placeHere(studio.runtime.cliPath, path.join(path.dirname(req.configPath), 'runs')) }, req, report, previous);
+      const base = await (studio.runs.machine(target) as SshMachine).absolute(remoteBase());
+      return launchSlurm({ cluster, place: placeOverSsh(target, () => studio.runs.sshSettings(), base, studio.extension.extensionPath) }, req, report, previous);
+    });
+  } catch (e) {
+    studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
+    void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
+    return undefined;
+  }
+  studio.output.info(`submitted ${launched.runId} as job ${launched.jobId} on ${target}: ${launched.argv.join(' ')}`);
+  const record: RunRecord = { target, runDir: launched.runDir, runId: launched.runId, name: req.config.name ?? launched.runId, configPath: req.configPath, launchedAt: Date.now() };
+  studio.runs.remember(record);
+  const watch = studio.runs.watch(record);
+  if (req.resumeRunDir) {
+    await watch.refreshJob();
+    watch.follow();
+  }
+  studio.dashboards.show(record);
+  void vscode.window.showInformationMessage(`${record.name}: job ${launched.jobId} submitted${target === LOCAL ? '' : ` on ${target}`}.`, 'Show batch script').then((pick) => {
+    if (pick) void showBatchScript(studio, record, launched.script);
+  });
+  return launched;
+}
+
+/** Opens a run's batch script: the file itself here, its text from the login host otherwise. */
+export async function showBatchScript(studio: StudioContext, record: RunRecord, script: string): Promise<void> {
+  const doc = record.target === LOCAL
+    ? await vscode.workspace.openTextDocument(vscode.Uri.file(script))
+    : await vscode.workspace.openTextDocument({ language: 'shellscript', content: (await studio.runs.machine(record.target).readFile(script, 1 << 20)).toString('utf8') });
+  await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true });
+}
+
+/** "Stop run" for a SLURM run: cancel it while it waits; the graceful stop, then scancel after the grace, while it runs. */
+export async function stopSlurmRun(studio: StudioContext, record: RunRecord, watch: RunWatch): Promise<void> {
+  const jobId = watch.manifest!.slurm!.job_id!;
+  const grace = (watch.manifest?.config as { launch?: { slurm?: { stop_grace_s?: number } } } | undefined)?.launch?.slurm?.stop_grace_s ?? 120;
+  try {
+    const outcome = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping job ${jobId}` }, (progress) =>
+      stopSlurmJob(studio.runs.cluster(record.target), jobId, grace, (message) => progress.report({ message })),
+    );
+    studio.output.info(`stop ${record.runDir} (job ${jobId} on ${record.target}): ${outcome}`);
+    if (outcome === 'cancelled-after-grace') void vscode.window.showWarningMessage(`Job ${jobId} did not stop within ${grace} s of the stop signal: cancelled (scancel); its last checkpoint may be older.`);
+  } catch (e) {
+    void vscode.window.showErrorMessage(`Cannot stop job ${jobId}: ${(e as Error).message}`);
+  }
+  await watch.refreshJob();
+}
