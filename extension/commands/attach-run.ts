@@ -8,9 +8,11 @@ import type { RunRecord } from '../runs/run-registry';
 import { runKey } from '../runs/run-watch';
 import { sshConfigHosts } from '../runs/ssh-hosts';
 import type { StudioContext } from '../studio-context';
+import { pickSlurmJob } from './attach-slurm';
 import { runSummary, runTitle, targetTitle } from '../views/run-labels';
 
 const ON_HOST = '$(remote) Runs on an SSH host…';
+const SLURM_JOBS = '$(server-process) Your jobs on a SLURM login host…';
 const OTHER_HOST = '$(edit) Another host (type its alias)…';
 
 type Item = vscode.QuickPickItem & { record?: RunRecord; host?: string };
@@ -32,11 +34,11 @@ async function attachRun(studio: StudioContext): Promise<void> {
     return { label: runTitle(record, watch), description: `${targetTitle(record.target)} · ${runSummary(watch)}`, detail: record.runDir, record };
   });
   known.sort((a, b) => (b.record!.launchedAt ?? 0) - (a.record!.launchedAt ?? 0));
-  qp.items = [...known, { label: ON_HOST, alwaysShow: true }];
+  qp.items = [...known, { label: ON_HOST, alwaysShow: true }, { label: SLURM_JOBS, alwaysShow: true }];
   qp.show();
   try {
     const first = await accepted(qp);
-    const record = first?.record ?? (first ? await remoteRun(studio, qp) : undefined);
+    const record = first?.record ?? (first?.label === SLURM_JOBS ? await pickSlurmJob(studio, qp, accepted) : first ? await remoteRun(studio, qp) : undefined);
     if (!record) return;
     runs.remember(record);
     studio.dashboards.show(record);

@@ -8,6 +8,7 @@ import { checkHostAlias } from '../../core/remote/remote-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { formatBytes } from '../../core/runs/run-history';
 import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
+import { launchHosts } from '../runs/hosts-launch';
 import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
 import { LOCAL } from '../runs/run-machine';
 import type { SshMachine } from '../runs/ssh-machine';
@@ -53,7 +54,9 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   }
   const { config } = loadRunConfig(text, uri.fsPath);
   if (!config) return undefined;
-  const badHost = config.launch.target !== LOCAL ? checkHostAlias(config.launch.target ?? '') : undefined;
+  // A run across launch.hosts lives on the first of them.
+  if (config.launch.hosts) config.launch.target = config.launch.hosts[0];
+  const badHost = [config.launch.target ?? '', ...(config.launch.hosts ?? [])].filter((h) => h !== LOCAL).map(checkHostAlias).find(Boolean);
   if (badHost) {
     void vscode.window.showErrorMessage(`Cannot launch ${rel}: launch.target: ${badHost}.`);
     return undefined;
@@ -126,6 +129,10 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
           studio.output.info(`${target}: ${message}`);
         };
         if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()! }, req, previous);
+        if (req.config.launch.hosts) {
+          const machine = (alias: string) => studio.runs.machine(alias) as SshMachine;
+          return launchHosts({ settings: () => studio.runs.sshSettings(), base: remoteBase(), extensionRoot: studio.extension.extensionPath, machine }, req, report, previous);
+        }
         const machine = studio.runs.machine(target) as SshMachine;
         const base = await machine.absolute(remoteBase());
         return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, previous);
