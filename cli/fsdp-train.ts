@@ -11,8 +11,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
 import { formatProblem } from '../core/config/schema-problems';
+import { shownProblems } from '../core/config/shown-problems';
 import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../core/launch/mpirun';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId, prepareRunDirectory } from './train/run-directory';
+import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../core/launch/run-folder';
+import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|CHECKPOINT] [--plan]
@@ -96,7 +98,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const shown = path.relative(process.cwd(), configPath) || configPath;
   const loaded = loadRunConfig(text, configPath, overrides);
-  for (const p of loaded.problems) console.error(formatProblem(shown, p));
+  for (const p of shownProblems(loaded.problems)) console.error(formatProblem(shown, p));
   if (!loaded.config) return EXIT_CONFIG;
   const config = loaded.config;
 
@@ -126,8 +128,17 @@ export async function main(argv: string[]): Promise<number> {
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile, '--run-dir', runDir, ...resumeArgs];
   const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
-  if (code > 128 || code === 1) markEndedWithoutRunEnd(runDir, code > 128 ? `the runtime ended by signal ${code - 128}` : 'the job ended with a failure before the runtime said why');
+  // A run that ended without saying so itself is failed in run.json, with the exit that ended it
+  // (a no-op when the runtime wrote its own end).
+  if (code !== 0) markEndedWithoutRunEnd(runDir, exitReason(code));
   return code;
+}
+
+function exitReason(code: number): string {
+  if (code > 128) return `the runtime ended by signal ${code - 128}`;
+  if (code === EXIT_CONFIG) return `the runtime refused the config before the first step (exit ${code})`;
+  if (code === 1) return 'the job ended with a failure before the runtime said why';
+  return `the runtime exited with status ${code}`;
 }
 
 function missingRuntime(native: string): number {

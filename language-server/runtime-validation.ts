@@ -10,6 +10,8 @@ export interface RuntimeValidation {
   validateConfig?: (resolved: object) => RuntimeVerdict;
   /** Why runtime validation is on or off, for the log. */
   status: string;
+  /** The addon's path, for the analysis threads to load their own copy. */
+  addonPath?: string;
 }
 
 interface AddonWithValidation {
@@ -34,6 +36,7 @@ export function loadRuntimeValidation(addonPath: string): RuntimeValidation {
   if (typeof validate !== 'function') return { status: `runtime validation off: ${addonPath} has no validateConfig` };
   return {
     status: `runtime validation on: ${addonPath}`,
+    addonPath,
     validateConfig: (resolved) => {
       const r = validate.call(addon, resolved);
       return { errors: r.errors ?? [], warnings: r.warnings ?? [] };

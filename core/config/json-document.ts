@@ -56,8 +56,39 @@ export class JsonSourceDocument extends TextPositions implements SourceDocument 
     return { path, part: 'value', word: this.wordAt(offset) };
   }
 
+  /**
+   * The node at `path`, as jsonc.findNodeAtLocation finds it (the first property of a name) but
+   * through a per-object index: that function scans an object's properties on every lookup, which
+   * made a problem per key of a 100k-key config quadratic.
+   */
   private node(path: ConfigPath): jsonc.Node | undefined {
-    return this.root ? jsonc.findNodeAtLocation(this.root, path as jsonc.JSONPath) : undefined;
+    let node = this.root;
+    for (const segment of path) {
+      if (!node) return undefined;
+      if (typeof segment === 'string') {
+        if (node.type !== 'object') return undefined;
+        node = this.propertiesOf(node).get(segment);
+      } else {
+        if (node.type !== 'array' || segment < 0 || segment >= (node.children?.length ?? 0)) return undefined;
+        node = node.children![segment];
+      }
+    }
+    return node;
+  }
+
+  private readonly propertyIndex = new WeakMap<jsonc.Node, Map<string, jsonc.Node>>();
+
+  private propertiesOf(object: jsonc.Node): Map<string, jsonc.Node> {
+    let index = this.propertyIndex.get(object);
+    if (!index) {
+      index = new Map();
+      for (const prop of object.children ?? []) {
+        const [key, value] = prop.children ?? [];
+        if (prop.children?.length === 2 && typeof key.value === 'string' && !index.has(key.value)) index.set(key.value, value);
+      }
+      this.propertyIndex.set(object, index);
+    }
+    return index;
   }
 
   // DeepSpeed loads JSON with a hook that raises on duplicate keys, and YAML refuses them; a plain

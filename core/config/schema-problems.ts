@@ -36,10 +36,13 @@ export function schemaProblems(validate: ValidateFunction, doc: SourceDocument, 
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   const typeErrorAt = new Set((validate.errors ?? []).filter((e) => e.keyword === 'type').map((e) => e.instancePath));
+  // "Did you mean" compares a key with every known one: worth it for typos, not for the 100,000
+  // unknown keys of a generated file, so only the first SUGGESTION_BUDGET get a suggestion.
+  const budget = { suggestions: SUGGESTION_BUDGET };
   for (const err of validate.errors ?? []) {
     // "must be an integer" already says what "must be one of 0, 1, 2, 3" would add.
     if (err.keyword === 'enum' && typeErrorAt.has(err.instancePath)) continue;
-    const problem = toProblem(err, doc, value, options.tool);
+    const problem = toProblem(err, doc, value, options.tool, budget);
     if (!problem) continue;
     const key = `${problem.code}|${problem.path.join('.')}|${problem.message}`;
     if (seen.has(key)) continue;
@@ -101,7 +104,9 @@ export function pointerToPath(pointer: string): (string | number)[] {
     .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
-function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: string | undefined): ConfigProblem | undefined {
+const SUGGESTION_BUDGET = 1000;
+
+function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: string | undefined, budget: { suggestions: number }): ConfigProblem | undefined {
   const path = pointerToPath(err.instancePath);
   const value = valueAt(root, path);
   const params = err.params as Record<string, unknown>;
@@ -113,7 +118,7 @@ function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: s
       if (propertyOf(parent, key)) return undefined;
       const known = Object.keys(parent.properties ?? {});
       const prefix = parent['x-key-prefix'];
-      const suggestion = closestMatch(key, known) ?? (prefix ? closestMatch(prefix + key, known) : undefined);
+      const suggestion = budget.suggestions-- > 0 ? (closestMatch(key, known) ?? (prefix ? closestMatch(prefix + key, known) : undefined)) : undefined;
       const keyPath = [...path, key];
       const ignored = parent['x-unknown-keys'] === 'ignored';
       const consequence = tool ? (ignored ? `${tool} ignores it` : `${tool} rejects it`) : '';

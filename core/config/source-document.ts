@@ -2,6 +2,7 @@
 // found in the value can point at the exact key or value in the text, every edit can touch exactly
 // one entry, and completion and hover know which key the cursor is on.
 import { JsonSourceDocument } from './json-document';
+import { beyondLimits, UnreadDocument } from './unread-document';
 import { YamlSourceDocument } from './yaml-document';
 
 export type ConfigPath = ReadonlyArray<string | number>;
@@ -60,8 +61,17 @@ export interface ParseOptions {
   yamlVersion?: '1.1' | '1.2';
 }
 
+/** Parses within the limits of unread-document.ts; a text beyond them is one syntax problem, never a thrown error. */
 export function parseSourceDocument(text: string, kind: 'yaml' | 'json', options: ParseOptions = {}): SourceDocument {
-  return kind === 'yaml' ? new YamlSourceDocument(text, options.yamlVersion ?? '1.2') : new JsonSourceDocument(text);
+  const beyond = beyondLimits(text, kind);
+  if (beyond) return new UnreadDocument(text, kind, beyond);
+  try {
+    return kind === 'yaml' ? new YamlSourceDocument(text, options.yamlVersion ?? '1.2') : new JsonSourceDocument(text);
+  } catch (e) {
+    // A stack the limits did not foresee (a parser's own recursion): still a problem, not a crash.
+    if (e instanceof RangeError) return new UnreadDocument(text, kind, { message: `the file cannot be read: ${e.message} (nested too deeply?)`, offset: 0 });
+    throw e;
+  }
 }
 
 /** Chooses the parser by file name: .json/.jsonc/.hjson are JSON with comments, the rest YAML. */

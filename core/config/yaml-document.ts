@@ -1,7 +1,7 @@
 // YAML parsed with the `yaml` package's CST-backed document, so every key and value keeps its
 // offsets. Block-style YAML being typed is often not yet valid, so locating the cursor falls back
 // to reading indentation when the parsed tree has no node there.
-import { isMap, isPair, isScalar, isSeq, parseDocument, type Node as YamlNode, type Pair } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, parseDocument, type Node as YamlNode, type Pair, type YAMLMap } from 'yaml';
 import type { ConfigPath, CursorLocation, SourceDocument, SourceRange, SyntaxProblem } from './source-document';
 import { TextPositions } from './text-positions';
 
@@ -20,14 +20,12 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
   constructor(text: string, version: '1.1' | '1.2') {
     super(text);
     // logLevel error: the yaml package would otherwise print warnings (e.g. about mapping keys) to stderr.
-    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, version, logLevel: 'error' });
-    for (const err of doc.errors) {
-      const message = err.message.split('\n')[0];
-      // PyYAML (YAML 1.1 readers such as accelerate) silently keeps the last of duplicate keys.
-      if (err.code === 'DUPLICATE_KEY' && version === '1.1') this.syntaxErrors.push({ message: `${message}: PyYAML keeps only the last value`, range: this.range(err.pos[0], err.pos[1]), severity: 'warning' });
-      else this.syntaxErrors.push({ message, range: this.range(err.pos[0], err.pos[1]) });
-    }
+    // uniqueKeys false: the package compares each key with every earlier one of its mapping
+    // (quadratic: minutes for 100k keys); duplicates are found below with one set per mapping.
+    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: false, version, logLevel: 'error' });
+    for (const err of doc.errors) this.syntaxErrors.push({ message: err.message.split('\n')[0], range: this.range(err.pos[0], err.pos[1]) });
     this.contents = (doc.contents as YamlNode | null) ?? null;
+    this.reportDuplicateKeys(version);
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: 100 });
@@ -36,6 +34,9 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     }
     this.value = value ?? undefined;
   }
+
+  /** Each mapping's pairs by key (the first of duplicates, as lookups by key found it), built when first asked. */
+  private readonly pairsByKey = new WeakMap<YAMLMap, Map<string, Pair>>();
 
   has(path: ConfigPath): boolean {
     return this.find(path).depth === path.length;
@@ -125,6 +126,47 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     return path;
   }
 
+  private pairOf(map: YAMLMap, key: string): Pair | undefined {
+    let index = this.pairsByKey.get(map);
+    if (!index) {
+      index = new Map();
+      for (const p of map.items) if (isPair(p) && isScalar(p.key) && !index.has(String(p.key.value))) index.set(String(p.key.value), p as Pair);
+      this.pairsByKey.set(map, index);
+    }
+    return index.get(key);
+  }
+
+  /**
+   * Keys given twice in one mapping (scalars of the same value, as the yaml package compares
+   * them): an error for YAML 1.2 readers; a warning for YAML 1.1 ones (PyYAML, as accelerate reads
+   * its config), which silently keep the last. Walks the tree with a stack, not recursion, so any
+   * depth the parser accepted is fine here.
+   */
+  private reportDuplicateKeys(version: '1.1' | '1.2'): void {
+    const stack: unknown[] = [this.contents];
+    while (stack.length) {
+      const node = stack.pop();
+      if (isMap(node)) {
+        const seen = new Set<unknown>();
+        for (const item of node.items) {
+          if (!isPair(item)) continue;
+          const key = item.key;
+          if (isScalar(key) && key.range) {
+            if (seen.has(key.value)) {
+              const range = this.range(key.range[0], key.range[1]);
+              if (version === '1.1') this.syntaxErrors.push({ message: 'Map keys must be unique: PyYAML keeps only the last value', range, severity: 'warning' });
+              else this.syntaxErrors.push({ message: 'Map keys must be unique', range });
+            }
+            seen.add(key.value);
+          }
+          stack.push(item.value);
+        }
+      } else if (isSeq(node)) {
+        for (const item of node.items) stack.push(item);
+      }
+    }
+  }
+
   private find(path: ConfigPath): Found {
     let node: YamlNode | null = this.contents;
     let pair: Pair | undefined;
@@ -132,7 +174,7 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     for (const segment of path) {
       let next: YamlNode | null | undefined;
       if (isMap(node)) {
-        const item = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment));
+        const item = this.pairOf(node, String(segment));
         if (!item) break;
         pair = item as Pair;
         next = isEmptyScalar(item.value) ? null : ((item.value as YamlNode | null) ?? null);

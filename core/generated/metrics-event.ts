@@ -4,7 +4,14 @@
  * One line of a run's metrics.jsonl: an append-only event log that is the run's source of truth. Every event carries the protocol version v and its type. Readers ignore properties they do not know, so adding an optional property does not change v.
  */
 export type MetricsEvent =
-  RunStartEvent | StepEvent | EvalEvent | CheckpointEvent | AnomalyEvent | LogEvent | RunEndEvent;
+  | RunStartEvent
+  | StepEvent
+  | EvalEvent
+  | CheckpointEvent
+  | AnomalyEvent
+  | LogEvent
+  | RunEndEvent
+  | ScalarsEvent;
 /**
  * Metrics protocol version.
  */
@@ -22,6 +29,9 @@ export type Bytes = number;
  */
 export type MemoryPlan = MemoryByCategory & MemoryPlan1;
 
+/**
+ * A run (or a resume of it) begins. memory_plan is the native runtime's; a person's own training command has none.
+ */
 export interface RunStartEvent {
   v: ProtocolVersion;
   type: 'run_start';
@@ -34,7 +44,7 @@ export interface RunStartEvent {
     [k: string]: unknown | undefined;
   };
   world: World;
-  memory_plan: MemoryPlan;
+  memory_plan?: MemoryPlan;
   /**
    * Checkpoint this run resumed from.
    */
@@ -52,6 +62,14 @@ export interface RunStartEvent {
    * Peak FLOP/s of one rank's device, the denominator of MFU.
    */
   peak_flops?: number;
+  /**
+   * Where peak_flops comes from, in words: the device's datasheet, this machine's sgemm measured now or cached (with when), or --peak-flops.
+   */
+  peak_source?: string;
+  /**
+   * A size in bytes.
+   */
+  host_memory?: number;
   /**
    * Runtime build facts: version, backend, BLAS, threads.
    */
@@ -228,4 +246,20 @@ export interface RunEndEvent {
   status: 'completed' | 'failed' | 'stopped';
   step: number;
   reason?: string;
+}
+/**
+ * Named scalars of one step, as a person's own training script logs them (fsdp_studio.log(step, loss=…, **scalars)): tags as they chose them (train/loss, lr, …); the dashboard recognises the usual names and shows every tag.
+ */
+export interface ScalarsEvent {
+  v: ProtocolVersion;
+  type: 'scalars';
+  time: Time;
+  step: number;
+  /**
+   * Tag to value; null when the value was not finite.
+   */
+  values: {
+    [k: string]: number | null | undefined;
+  };
+  rank?: number;
 }

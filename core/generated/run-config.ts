@@ -388,6 +388,10 @@ export interface LaunchConfig {
    */
   tf32?: boolean;
   /**
+   * launch.device cuda with several ranks: how the GPUs' buffers are communicated. nccl: NCCL, one GPU per rank; mpi: MPI through pinned host memory (no NCCL needed; ranks may share a GPU); auto: NCCL where the runtime has it and no two ranks share a GPU, else mpi. The CPU backend always uses MPI.
+   */
+  collectives?: 'auto' | 'nccl' | 'mpi';
+  /**
    * GPU model of the target, for memory estimates (e.g. "H100-80GB").
    */
   gpu?: string;

@@ -64,6 +64,11 @@ export interface RunManifest {
    * The argument vector that started the run.
    */
   command?: string[];
+  /**
+   * What runs: the native runtime (absent or "native"), or a person's own training command ("command": torchrun, accelerate launch, deepspeed, python …) started from a launch spec, whose supervisor keeps this file current.
+   */
+  kind?: 'native' | 'command';
+  logs?: ManifestLogs;
   resumed_from?: string;
   end_reason?: string;
   runtime_version?: string;
@@ -73,6 +78,15 @@ export interface ManifestWorld {
   size: number;
   nnodes?: number;
   nproc_per_node?: number;
+}
+/**
+ * Where the run writes logs besides metrics.jsonl, as absolute paths on its host.
+ */
+export interface ManifestLogs {
+  /**
+   * Folder of TensorBoard event files (events.out.tfevents.*) the run writes, directly or in subfolders made after it started.
+   */
+  tensorboard?: string;
 }
 /**
  * A run submitted to SLURM: its batch script and jobs. Written by the launcher (before submission, then with the job id), and by the editor once it saw the last job end.

@@ -3,16 +3,37 @@
 // adds fragmentation, and gives the verdict. Pure and fast: one estimate is well under 1 ms.
 import { deepspeedTerms } from './frameworks/deepspeed';
 import { fsdpStudioTerms } from './frameworks/fsdp-studio';
-import { pytorchTerms } from './frameworks/pytorch';
-import type { FrameworkTerms, TermSpec } from './frameworks/term-spec';
+import { pytorchMoments } from './frameworks/pytorch';
+import type { FrameworkMoments, FrameworkTerms, TermSpec } from './frameworks/term-spec';
 import { emptyCategoryBytes, MEMORY_CATEGORIES, PHASES, type CategoryBytes, type MemoryEstimate, type MemoryTerm, type Phase, type PhaseEstimate } from './memory-estimate';
 import type { CheckpointPolicy, Framework, MemoryInput } from './memory-input';
 
-const FRAMEWORKS: Record<Framework, (input: MemoryInput) => FrameworkTerms> = {
+const FRAMEWORKS: Record<Framework, (input: MemoryInput) => FrameworkTerms | FrameworkMoments> = {
   'fsdp-studio': fsdpStudioTerms,
-  pytorch: pytorchTerms,
+  pytorch: pytorchMoments,
   deepspeed: deepspeedTerms,
 };
+
+/** A framework's model in the one shape the estimator works with: each phase's highest moment. */
+function frameworkMoments(input: MemoryInput): FrameworkMoments {
+  // The same input is estimated again and again (hint, diagnostics, panel, inverse questions); a
+  // PyTorch replay costs milliseconds, so recent answers are kept.
+  const key = JSON.stringify(input);
+  const hit = recent.get(key);
+  if (hit) {
+    recent.delete(key);
+    recent.set(key, hit);
+    return hit;
+  }
+  const fw = FRAMEWORKS[input.framework](input);
+  const moments = 'phasePeaks' in fw ? fw : fromTermSpecs(fw);
+  recent.set(key, moments);
+  if (recent.size > RECENT) recent.delete(recent.keys().next().value!);
+  return moments;
+}
+
+const RECENT = 256;
+const recent = new Map<string, FrameworkMoments>();
 
 export function estimateMemory(input: MemoryInput): MemoryEstimate {
   if (input.checkpointing.policy !== 'auto') return estimateFixed(input);
@@ -27,16 +48,15 @@ export function estimateMemory(input: MemoryInput): MemoryEstimate {
  */
 function estimateAuto(input: MemoryInput): MemoryEstimate {
   const budget = input.checkpointing.budgetBytes ?? input.gpu?.memoryBytes;
-  let smallest: { policy: FixedPolicy; peak: number } | undefined;
-  // Only the peak decides; the full estimate is made once, for the chosen policy.
+  let smallest: MemoryEstimate | undefined;
   for (const c of checkpointCandidates(input)) {
-    const peak = Math.max(...deviceTotalsAtMoments({ ...input, checkpointing: { ...input.checkpointing, ...c } }));
-    if (budget !== undefined && peak <= budget) return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...c } }), input, undefined);
-    if (!smallest || peak < smallest.peak) smallest = { policy: c, peak };
+    const e = estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...c } });
+    if (budget !== undefined && e.peak.total <= budget) return withAutoNote(e, input, undefined);
+    if (!smallest || e.peak.total < smallest.peak.total) smallest = e;
   }
   // Our runtime rejects such a config (native/MEMORY.md); the estimate still shows how close it gets.
   const why = budget === undefined ? 'no budget (memory_budget_gb) or target GPU' : 'no policy fits the budget, so the runtime would reject this config';
-  return withAutoNote(estimateFixed({ ...input, checkpointing: { ...input.checkpointing, ...smallest!.policy } }), input, why);
+  return withAutoNote(smallest!, input, why);
 }
 
 function withAutoNote(e: MemoryEstimate, input: MemoryInput, problem: string | undefined): MemoryEstimate {
@@ -67,27 +87,33 @@ export function checkpointCandidates(input: MemoryInput): FixedPolicy[] {
 }
 
 function estimateFixed(input: MemoryInput): MemoryEstimate {
-  const fw = FRAMEWORKS[input.framework](input);
-  const specs = fw.terms;
-  // Backward: evaluate every step and keep the one where the device holds the most.
-  const backward = backwardTotals(fw);
-  const bestStep = backward.indexOf(Math.max(...backward));
-  const terms: MemoryTerm[] = specs.map((t) => ({
+  const fw = frameworkMoments(input);
+  const terms: MemoryTerm[] = fw.terms.map((t, i) => ({
     id: t.id,
     category: t.category,
     label: t.label,
     where: t.where,
     ...(t.outsideAllocator ? { outsideAllocator: true } : {}),
-    bytes: { forward: t.forward, backward: backwardAt(t, bestStep), optimizer: t.optimizer },
+    bytes: { forward: fw.phasePeaks.forward.bytes[i], backward: fw.phasePeaks.backward.bytes[i], optimizer: fw.phasePeaks.optimizer.bytes[i] },
   }));
-  if (fw.fragmentation > 0) terms.push(fragmentationTerm(terms, fw.fragmentation));
+  const inAllocator = (phase: Phase) => terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
+  let allocatorPeak = Math.max(...PHASES.map(inAllocator));
+  if (fw.allocator) {
+    // The allocator hands out whole blocks: what it counts as allocated exceeds the tensors' bytes.
+    const rounding = { forward: 0, backward: 0, optimizer: 0 };
+    for (const phase of PHASES) rounding[phase] = Math.max(0, fw.phasePeaks[phase].allocated - inAllocator(phase));
+    terms.push({ id: 'other.block-rounding', category: 'other', label: 'caching allocator blocks larger than the tensors in them (512-byte rounding, unsplit remainders ≤ 1 MiB)', where: 'device', bytes: rounding });
+    allocatorPeak = fw.allocator.allocatedPeak;
+    // Reserved segments the allocator holds beyond its allocated peak: what nvidia-smi adds.
+    const cache = Math.max(0, fw.allocator.reservedPeak - allocatorPeak);
+    terms.push({ id: 'other.allocator-cache', category: 'other', label: 'cached but unused allocator segments at the peak (block sizes that do not fit, the reduce-scatter stream\'s own pool)', where: 'device', outsideAllocator: true, bytes: { forward: cache, backward: cache, optimizer: cache } });
+  }
 
   const phases: PhaseEstimate[] = PHASES.map((phase) => ({ phase, bytes: sumByCategory(terms, phase) }));
   const categoryPeaks = emptyCategoryBytes();
   for (const c of MEMORY_CATEGORIES) categoryPeaks[c] = Math.max(...phases.map((p) => p.bytes[c]));
   const peakEntry = phases.reduce((a, b) => (b.bytes.total > a.bytes.total ? b : a));
-  const allocatorPeak = Math.max(...PHASES.map((phase) => terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0)));
-  const hostPerRank = Math.max(...PHASES.map((phase) => terms.filter((t) => t.where === 'host').reduce((s, t) => s + t.bytes[phase], 0)));
+  const hostPerRank = fw.hostPeak;
   const estimate: MemoryEstimate = {
     input,
     terms,
@@ -96,6 +122,7 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
     peak: peakEntry.bytes,
     categoryPeaks: { ...categoryPeaks, total: peakEntry.bytes.total },
     allocatorPeak,
+    ...(fw.allocator ? { reservedPeak: fw.allocator.reservedPeak } : {}),
     host: { perRank: hostPerRank, perNode: hostPerRank * input.nprocPerNode },
     checkpointing: { policy: input.checkpointing.policy === 'auto' ? 'none' : input.checkpointing.policy, everyN: input.checkpointing.everyN },
     notes: [...fw.notes],
@@ -108,38 +135,41 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
 }
 
 /**
- * Device bytes per rank at every moment the model distinguishes: end of forward, each backward
- * step, optimizer step. Each is affine in the micro-batch (activations scale with it, nothing else
- * does), which lets the inverse questions solve for the micro-batch instead of searching.
+ * Device bytes per rank at every moment the model distinguishes. Each is affine in the micro-batch
+ * (activations scale with it, nothing else does), which lets the inverse questions solve for the
+ * micro-batch instead of searching.
  */
 export function deviceTotalsAtMoments(input: MemoryInput): number[] {
-  const fw = FRAMEWORKS[input.framework](input);
-  const at = (bytes: (t: TermSpec) => number) => {
-    let allocated = 0;
-    let outside = 0;
-    for (const t of fw.terms) {
-      if (t.where !== 'device') continue;
-      if (t.outsideAllocator) outside += bytes(t);
-      else allocated += bytes(t);
-    }
-    return allocated * (1 + fw.fragmentation) + outside;
-  };
-  return [at((t) => t.forward), ...backwardTotals(fw), at((t) => t.optimizer)];
+  return frameworkMoments(input).momentTotals;
 }
 
-function backwardTotals(fw: FrameworkTerms): number[] {
-  const totals: number[] = [];
-  for (let step = 0; step < fw.backwardSteps; step++) {
+/** Phase-shaped terms (end of forward, each backward step, optimizer step) as moments. */
+function fromTermSpecs(fw: FrameworkTerms): FrameworkMoments {
+  const at = (bytes: (t: TermSpec) => number) => fw.terms.map(bytes);
+  const total = (v: number[]) => {
     let allocated = 0;
     let outside = 0;
-    for (const t of fw.terms) {
-      if (t.where !== 'device') continue;
-      if (t.outsideAllocator) outside += backwardAt(t, step);
-      else allocated += backwardAt(t, step);
-    }
-    totals.push(allocated * (1 + fw.fragmentation) + outside);
+    fw.terms.forEach((t, i) => {
+      if (t.where !== 'device') return;
+      if (t.outsideAllocator) outside += v[i];
+      else allocated += v[i];
+    });
+    return { allocated, total: allocated * (1 + fw.fragmentation) + outside };
+  };
+  const forward = at((t) => t.forward);
+  const optimizer = at((t) => t.optimizer);
+  const backward: number[][] = [];
+  for (let step = 0; step < fw.backwardSteps; step++) backward.push(at((t) => backwardAt(t, step)));
+  const best = backward.reduce((a, b) => (total(b).total > total(a).total ? b : a));
+  const terms = fw.terms.map(({ id, category, label, where, outsideAllocator }) => ({ id, category, label, where, ...(outsideAllocator ? { outsideAllocator } : {}) }));
+  const phasePeaks = { forward: { bytes: forward, allocated: total(forward).allocated }, backward: { bytes: best, allocated: total(best).allocated }, optimizer: { bytes: optimizer, allocated: total(optimizer).allocated } };
+  if (fw.fragmentation > 0) {
+    // The caching allocator rounds and splits blocks; reserved memory exceeds allocated by a margin.
+    terms.push({ id: 'other.fragmentation', category: 'other', label: `allocator fragmentation margin (${Math.round(fw.fragmentation * 100)}% of allocated)`, where: 'device', outsideAllocator: true });
+    for (const phase of PHASES) phasePeaks[phase].bytes = [...phasePeaks[phase].bytes, fw.fragmentation * phasePeaks[phase].allocated];
   }
-  return totals;
+  const host = Math.max(...[forward, ...backward, optimizer].map((v) => fw.terms.reduce((s, t, i) => s + (t.where === 'host' ? v[i] : 0), 0)));
+  return { terms, phasePeaks, momentTotals: [forward, ...backward, optimizer].map((v) => total(v).total), hostPeak: host, notes: fw.notes };
 }
 
 export function describePolicy(c: { policy: CheckpointPolicy; everyN: number }): string {
@@ -150,19 +180,6 @@ export function describePolicy(c: { policy: CheckpointPolicy; everyN: number }):
 
 function backwardAt(t: TermSpec, step: number): number {
   return typeof t.backward === 'number' ? t.backward : t.backward(step);
-}
-
-/** The caching allocator rounds and splits blocks; reserved memory exceeds allocated by a margin. */
-function fragmentationTerm(terms: MemoryTerm[], fraction: number): MemoryTerm {
-  const of = (phase: Phase) => fraction * terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
-  return {
-    id: 'other.fragmentation',
-    category: 'other',
-    label: `allocator fragmentation margin (${Math.round(fraction * 100)}% of allocated)`,
-    where: 'device',
-    outsideAllocator: true,
-    bytes: { forward: of('forward'), backward: of('backward'), optimizer: of('optimizer') },
-  };
 }
 
 function sumByCategory(terms: MemoryTerm[], phase: Phase): CategoryBytes {

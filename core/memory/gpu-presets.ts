@@ -1,5 +1,15 @@
-// GPU targets. Capacities are the totals `nvidia-smi --query-gpu=memory.total` reports (MiB),
-// which is what a process can see, not the marketing figure: an "80 GB" H100 shows 81559 MiB.
+// GPU targets. A capacity is what a CUDA process can use: the device's total as CUDA reports it
+// (cudaMemGetInfo, torch.cuda.get_device_properties().total_memory), which is below nvidia-smi's
+// memory.total by what the driver keeps (ECC, row remapping: 480 MiB on the H100 measured here).
+// What must fit in it is the caching allocator's reserved peak plus the CUDA context (the estimate's
+// peak), which is what nvidia-smi shows as used. Sources, one per preset:
+// - H100 80GB: 85,017,493,504 bytes, measured (test/fixtures/measured, cudaMemGetInfo, driver 580.159);
+// - A100 80GB: 81,049 MiB, CUDA "Total global mem" of an A100 80GB PCIe (ekondis/mixbench#47);
+// - A100 40GB: 42,298,834,944 bytes, deviceQuery of an A100-SXM4-40GB (bottlerocket-os/bottlerocket#3873);
+// - RTX 4090: 24,563 MiB, torch total_memory (public device dump);
+// - H200 141GB, L4: nvidia-smi's total (143,771 / 23,034 MiB; no CUDA-reported total at hand, so up
+//   to ~0.5–0.9 GiB optimistic).
+// computeCapability decides cuBLAS's default workspace (32 MiB per handle on 9.x/10.x, else 8.125 MiB).
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
@@ -9,15 +19,17 @@ export interface GpuSpec {
   memoryBytes: number;
   /** CUDA context, cuBLAS workspace and fragmentation are modelled for GPUs, not for the host. */
   kind: 'gpu' | 'host';
+  /** major.minor; absent for custom sizes and the host. */
+  computeCapability?: number;
 }
 
 export const GPU_PRESETS: readonly GpuSpec[] = [
-  { id: 'A100-40GB', name: 'A100 40GB', memoryBytes: 40960 * MiB, kind: 'gpu' },
-  { id: 'A100-80GB', name: 'A100 80GB', memoryBytes: 81920 * MiB, kind: 'gpu' },
-  { id: 'H100-80GB', name: 'H100 80GB', memoryBytes: 81559 * MiB, kind: 'gpu' },
-  { id: 'H200-141GB', name: 'H200 141GB', memoryBytes: 143771 * MiB, kind: 'gpu' },
-  { id: 'L4-24GB', name: 'L4 24GB', memoryBytes: 23034 * MiB, kind: 'gpu' },
-  { id: 'RTX4090-24GB', name: 'RTX 4090 24GB', memoryBytes: 24564 * MiB, kind: 'gpu' },
+  { id: 'A100-40GB', name: 'A100 40GB', memoryBytes: 42_298_834_944, kind: 'gpu', computeCapability: 8.0 },
+  { id: 'A100-80GB', name: 'A100 80GB', memoryBytes: 81_049 * MiB, kind: 'gpu', computeCapability: 8.0 },
+  { id: 'H100-80GB', name: 'H100 80GB', memoryBytes: 85_017_493_504, kind: 'gpu', computeCapability: 9.0 },
+  { id: 'H200-141GB', name: 'H200 141GB', memoryBytes: 143_771 * MiB, kind: 'gpu', computeCapability: 9.0 },
+  { id: 'L4-24GB', name: 'L4 24GB', memoryBytes: 23_034 * MiB, kind: 'gpu', computeCapability: 8.9 },
+  { id: 'RTX4090-24GB', name: 'RTX 4090 24GB', memoryBytes: 24_563 * MiB, kind: 'gpu', computeCapability: 8.9 },
 ];
 
 /**

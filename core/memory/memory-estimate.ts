@@ -49,8 +49,10 @@ export interface MemoryEstimate {
   peak: CategoryBytes;
   /** Each category's own highest value over the phases (total: the peak). */
   categoryPeaks: CategoryBytes;
-  /** The framework allocator's own peak (no context, no NCCL, no fragmentation). */
+  /** The framework allocator's own peak (no context, no NCCL, no cached segments): torch.cuda.max_memory_allocated. */
   allocatorPeak: number;
+  /** The caching allocator's reserved peak (torch.cuda.max_memory_reserved), where it is replayed. */
+  reservedPeak?: number;
   /** Offloaded bytes in host memory. */
   host: { perRank: number; perNode: number };
   /** The policy in effect; for 'auto', the one chosen. */

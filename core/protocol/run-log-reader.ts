@@ -1,7 +1,10 @@
 // Reads a run's metrics.jsonl incrementally, from a byte offset, so that a watcher that reattaches
 // after a disconnect resumes exactly where it stopped: every complete line is returned once, a
-// partial last line waits for its newline, and a bad line is reported, never thrown.
-import { open } from 'node:fs/promises';
+// partial last line waits for its newline, and a bad line is reported, never thrown. A line longer
+// than MAX_LINE_BYTES is reported and skipped however the bytes arrive (one rule for any chunk
+// size); a file that shrank or was rewritten under the reader is read again from its start, and
+// what was returned already is not returned twice.
+import { open, type FileHandle } from 'node:fs/promises';
 import { checkMetricsEvent, type MetricsEvent } from './metrics';
 
 export interface RunLogEntry {
@@ -56,6 +59,11 @@ export class RunLogParser {
     return this.pendingBytes;
   }
 
+  /** The held-back bytes themselves (none while a runaway line is being skipped). */
+  heldBytes(): Buffer {
+    return this.skippingLongLine ? Buffer.alloc(0) : Buffer.concat(this.pending);
+  }
+
   push(chunk: Uint8Array): RunLogBatch {
     const entries: RunLogEntry[] = [];
     const problems: RunLogProblem[] = [];
@@ -67,6 +75,9 @@ export class RunLogParser {
       const lineBytes = this.pendingBytes + piece.length;
       if (this.skippingLongLine) {
         this.skippingLongLine = false;
+      } else if (lineBytes > MAX_LINE_BYTES) {
+        // Whole in one chunk: the same rule as a line that arrives in pieces.
+        problems.push({ offset: lineOffset, message: `line longer than ${MAX_LINE_BYTES} bytes; skipped`, excerpt: excerptOf(this.pendingBytes ? this.pending[0] : piece) });
       } else {
         const line = this.pendingBytes ? Buffer.concat([...this.pending, piece]) : piece;
         this.parseLine(line, lineOffset, entries, problems);
@@ -119,8 +130,13 @@ export class RunLogParser {
  * watcher event or a timer) to get what was appended since; nothing is returned twice.
  */
 export class RunLogReader {
-  private readonly parser: RunLogParser;
+  private parser: RunLogParser;
   private position: number;
+  /** The latest `time` among the events returned, and the lines returned at that time: what a re-read must not return again. */
+  private latestTime = -Infinity;
+  private linesAtLatestTime = new Set<string>();
+  /** While reading a rewritten file again up to this offset, events already returned are dropped. */
+  private rereadUntil = -1;
 
   constructor(readonly path: string, startOffset = 0) {
     this.parser = new RunLogParser(startOffset);
@@ -144,13 +160,19 @@ export class RunLogReader {
     }
     try {
       const { size } = await file.stat();
-      if (size < this.position) {
-        problems.push({
-          offset: this.position,
-          message: `file shrank from ${this.position} to ${size} bytes; it was truncated or replaced, so later reads may miss events`,
-          excerpt: '',
-        });
-        return { entries, problems, offset: this.offset };
+      const held = this.parser.heldBytes();
+      if (held.length > 0 && !held.equals(await bytesAt(file, this.parser.offset, held.length))) {
+        // The unterminated last line was cut or replaced (a resumed trainer truncates it): read on from the last complete line.
+        this.parser = new RunLogParser(this.parser.offset);
+        this.position = this.parser.offset;
+      }
+      if (size < this.parser.offset || !(await endsLine(file, this.parser.offset))) {
+        // Truncated or rewritten: read it all again, returning only what was not returned yet.
+        const what = size < this.parser.offset ? `the file shrank from ${this.parser.offset} to ${size} bytes (truncated or replaced)` : 'the file was rewritten under the reader';
+        problems.push({ offset: this.parser.offset, message: `${what}; read again from its start, returning only events not returned yet`, excerpt: '' });
+        this.rereadUntil = size;
+        this.parser = new RunLogParser(0);
+        this.position = 0;
       }
       const buf = Buffer.allocUnsafe(chunkBytes);
       for (;;) {
@@ -158,14 +180,44 @@ export class RunLogReader {
         if (bytesRead === 0) break;
         this.position += bytesRead;
         const batch = this.parser.push(buf.subarray(0, bytesRead));
-        entries.push(...batch.entries);
+        for (const entry of batch.entries) if (this.isNew(entry)) entries.push(entry);
         problems.push(...batch.problems);
       }
+      if (this.position >= this.rereadUntil) this.rereadUntil = -1;
     } finally {
       await file.close();
     }
     return { entries, problems, offset: this.offset };
   }
+
+  /**
+   * Every event carries the time it was written, and a file only grows in time: after a rewrite,
+   * an event is new if it is later than the latest returned, or as late but not among the lines
+   * returned at that time. Holding one time and its few lines keeps this O(1) in memory.
+   */
+  private isNew(entry: RunLogEntry): boolean {
+    const time = (entry.event as { time?: unknown }).time;
+    if (typeof time !== 'number') return this.rereadUntil < 0;
+    const key = JSON.stringify(entry.event);
+    if (this.rereadUntil >= 0 && (time < this.latestTime || (time === this.latestTime && this.linesAtLatestTime.has(key)))) return false;
+    if (time > this.latestTime) {
+      this.latestTime = time;
+      this.linesAtLatestTime = new Set();
+    }
+    if (time === this.latestTime) this.linesAtLatestTime.add(key);
+    return true;
+  }
+}
+
+/** Whether the byte before `offset` is a newline (or offset is 0): the reader's place is still a line start. */
+async function endsLine(file: FileHandle, offset: number): Promise<boolean> {
+  return offset === 0 || (await bytesAt(file, offset - 1, 1))[0] === NEWLINE;
+}
+
+async function bytesAt(file: FileHandle, offset: number, length: number): Promise<Buffer> {
+  const buf = Buffer.alloc(length);
+  const { bytesRead } = await file.read(buf, 0, length, offset);
+  return buf.subarray(0, bytesRead);
 }
 
 function excerptOf(line: Buffer): string {

@@ -1,8 +1,12 @@
 // Everything a run's metrics.jsonl has said so far, folded into per-metric series, chart markers
 // and the facts the dashboard header shows. It applies the protocol's replacement rule: after a
 // resume (run_start with start_step S) or a rollback, the later events of steps already seen
-// replace the lost ones, so the history has every step exactly once.
+// replace the lost ones, so the history has every step exactly once. Every scalar, whoever logged
+// it (native step events, the companion's scalars events, TensorBoard event files), is also kept
+// per tag in `scalars`; tags that mean what a native chart shows share that chart's series.
 import type { AnomalyEvent, LogEvent, MetricsEvent, RunEndEvent, RunStartEvent, StepEvent } from '../protocol/metrics';
+import { ScalarHistory } from './scalar-history';
+import { NATIVE_TAGS, recogniseTag, type RecognisedMetric } from './scalar-tags';
 import { StepSeries } from './step-series';
 
 export type MarkerKind = 'checkpoint' | 'skipped' | 'spike' | 'nan' | 'inf';
@@ -23,6 +27,12 @@ const LOG_LINES_KEPT = 200;
 export class RunHistory {
   readonly step: Record<StepMetric, StepSeries>;
   readonly valLoss = new StepSeries();
+  /** When each validation loss was logged. */
+  private readonly valLossTimes = new StepSeries();
+  /** Every scalar tag: the native metrics under NATIVE_TAGS, and whatever else the run logged. */
+  readonly scalars = new ScalarHistory();
+  /** The tag each recognised metric is drawn from (the first tag that meant it). */
+  private readonly boundTags = new Map<RecognisedMetric, string>();
   /** Peak bytes per rank. */
   readonly memoryByRank = new Map<number, StepSeries>();
   private markerList: RunMarker[] = [];
@@ -46,9 +56,14 @@ export class RunHistory {
     return this.markerList;
   }
 
-  /** Last completed optimizer step, or undefined before the first. */
+  /** Last completed optimizer step (of the loss, else of any scalar), or undefined before the first. */
   get lastStep(): number | undefined {
-    return this.step.loss.lastStep;
+    return this.step.loss.lastStep ?? this.scalars.lastStep();
+  }
+
+  /** The tag a recognised metric is drawn from, if the run logged one. */
+  tagOf(metric: RecognisedMetric): string | undefined {
+    return this.boundTags.get(metric);
   }
 
   apply(event: MetricsEvent): void {
@@ -58,14 +73,21 @@ export class RunHistory {
         this.firstStartTime ??= event.time;
         this.start = event;
         this.end = undefined;
-        // Work after start_step was lost; its events are replaced by the ones that follow.
-        this.rewindTo((event.start_step ?? 0) + 1);
+        // Work after start_step was lost; its events are replaced by the ones that follow. A run
+        // that does not say (a person's own command, relaunched) keeps its history: whatever steps
+        // it logs again replace the old ones by the series' own rule.
+        if (event.start_step !== undefined) this.rewindTo(event.start_step + 1);
         break;
       case 'step':
         this.applyStep(event);
         break;
       case 'eval':
+        this.bindTag('val_loss', NATIVE_TAGS.val_loss);
         this.valLoss.set(event.step, event.val_loss);
+        this.valLossTimes.set(event.step, event.time);
+        break;
+      case 'scalars':
+        for (const [tag, value] of Object.entries(event.values)) this.applyScalar(tag, event.step, value ?? null, event.time);
         break;
       case 'checkpoint':
         this.addMarker({ step: event.step, kind: 'checkpoint', label: `checkpoint ${event.path} (${formatBytes(event.bytes)})` });
@@ -103,6 +125,29 @@ export class RunHistory {
     return (maxSteps - last) / rate;
   }
 
+  /**
+   * One scalar from any source. A tag seen for the first time that means a native chart's metric
+   * (and that metric has no tag yet) is drawn in that chart.
+   */
+  applyScalar(tag: string, step: number, value: number | null, wallTime: number): void {
+    this.eventCount++;
+    if (!this.scalars.get(tag)) {
+      const metric = recogniseTag(tag);
+      if (metric && !this.boundTags.has(metric)) this.bindTag(metric, tag);
+    }
+    this.scalars.add(tag, step, value, wallTime);
+  }
+
+  /** Makes `tag` the source of a recognised metric: its values live in that chart's series. */
+  private bindTag(metric: RecognisedMetric, tag: string): void {
+    if (this.boundTags.has(metric)) return;
+    this.boundTags.set(metric, tag);
+    const values = metric === 'val_loss' ? this.valLoss : this.step[metric];
+    // The loss's wall times are the run's step times (steps per second, ETA).
+    const times = metric === 'val_loss' ? this.valLossTimes : metric === 'loss' ? this.step.time : new StepSeries();
+    this.scalars.bind(tag, values, times);
+  }
+
   private applyStep(event: StepEvent): void {
     const rank = event.rank ?? 0;
     const memory = this.memoryByRank.get(rank) ?? new StepSeries();
@@ -114,6 +159,7 @@ export class RunHistory {
     const last = this.step.loss.lastStep;
     // A step seen again is a replay after a rollback: the old timeline from here on is void.
     if (last !== undefined && event.step <= last) this.rewindTo(event.step);
+    if (!this.boundTags.has('loss')) this.bindNativeSteps();
     const s = this.step;
     s.loss.set(event.step, event.loss);
     s.lr.set(event.step, event.lr);
@@ -125,10 +171,20 @@ export class RunHistory {
     if (event.skipped) this.addMarker({ step: event.step, kind: 'skipped', label: 'update skipped' });
   }
 
+  /** The native step events' metrics as scalar tags, sharing their series and their step times. */
+  private bindNativeSteps(): void {
+    for (const metric of ['loss', 'lr', 'grad_norm', 'tokens_per_s', 'step_ms', 'mfu'] as const) {
+      this.boundTags.set(metric, NATIVE_TAGS[metric]);
+      this.scalars.bind(NATIVE_TAGS[metric], this.step[metric], this.step.time);
+    }
+  }
+
   /** Forgets every step-indexed value at or after `step`. Anomaly markers stay: they happened. */
   private rewindTo(step: number): void {
     for (const series of Object.values(this.step)) series.truncateFrom(step);
     this.valLoss.truncateFrom(step);
+    this.valLossTimes.truncateFrom(step);
+    this.scalars.truncateFrom(step);
     for (const series of this.memoryByRank.values()) series.truncateFrom(step);
     this.markerList = this.markerList.filter((m) => m.step < step || isAnomalyKind(m.kind));
   }

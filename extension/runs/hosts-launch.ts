@@ -6,7 +6,8 @@
 import { spawnSync } from 'node:child_process';
 import { mpirunArgv, runWorld } from '../../core/launch/mpirun';
 import { checkHostAlias } from '../../core/remote/remote-command';
-import { manifestFor, newRunId, type LaunchedRun, type LaunchRequest } from './launcher';
+import { newRunId } from '../../core/launch/run-folder';
+import { manifestFor, type LaunchedRun, type LaunchRequest } from './launcher';
 import { RemoteRuntimeInstaller } from './remote-runtime';
 import { SshMachine } from './ssh-machine';
 import { runSshChecked, SshError, type SshSettings } from './ssh';

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { mpirunArgv, runWorld, worldSizeOf } from '../../core/launch/mpirun';
+import { newRunId, startingManifest } from '../../core/launch/run-folder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { RemoteRuntimeInstaller } from './remote-runtime';
 import { LOCAL, type RunMachine, type StartedRun } from './run-machine';
@@ -42,13 +43,6 @@ export interface RemoteContext {
   base: string;
   /** The extension's root: the runtime's sources are copied from there. */
   extensionRoot: string;
-}
-
-/** A run id that sorts by time and names the config: tiny-cpu-20261121-153012-4f2a. */
-export function newRunId(name: string | undefined, now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  const slug = (name ?? 'run').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'run';
-  return `${slug}-${stamp}-${Math.random().toString(16).slice(2, 6)}`;
 }
 
 /**
@@ -102,27 +96,16 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
 }
 
 export function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
-  const now = Date.now() / 1000;
-  // A resume keeps the run's identity and history fields; its end is no longer the end.
-  const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
   const world = runWorld(req.config);
-  const base: RunManifest = previous ? (kept as RunManifest) : {
-    v: 1,
-    run_id: runId,
-    created: now,
-    status: 'starting',
-    config: req.config as unknown as RunManifest['config'],
+  return startingManifest({
+    runId,
+    ...(req.config.name ? { name: req.config.name } : {}),
+    config: req.config as unknown as Record<string, unknown>,
+    configPath: req.configPath,
     world: { size: worldSizeOf(world), nnodes: world.nnodes, nproc_per_node: world.nprocPerNode },
     host: target === LOCAL ? os.hostname() : target,
-  };
-  return {
-    ...base,
-    ...(req.config.name ? { name: req.config.name } : {}),
-    status: 'starting',
-    updated: now,
-    max_steps: req.config.training.max_steps,
-    config_path: req.configPath,
     target,
     command: argv,
-  };
+    maxSteps: req.config.training.max_steps,
+  }, previous);
 }

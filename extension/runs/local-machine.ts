@@ -1,17 +1,15 @@
-// Runs on this machine: files read directly, metrics.jsonl followed by watching its folder (with a
-// slow poll as a safety net, since file watching can miss events on some file systems), the
-// trainer started in its own session and stopped through its process group.
+// Runs on this machine: files read directly, growing files followed by watching their folder
+// (local-follower.ts), the trainer started in its own session and stopped through its process group.
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, watch, type FSWatcher } from 'node:fs';
-import { open, readdir, readFile } from 'node:fs/promises';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { open, readdir, readFile, stat } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import type { DecoderFactory } from '../../core/protocol/record-decoder';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
-import { RunLogReader } from '../../core/protocol/run-log-reader';
 import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
-import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
-
-/** Poll interval when file watching says nothing; watching normally reports within milliseconds. */
-const POLL_MS = 1000;
+import { LocalFollower } from './local-follower';
+import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type ListedFile, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
 
 export class LocalMachine implements RunMachine {
   readonly target = LOCAL;
@@ -30,11 +28,12 @@ export class LocalMachine implements RunMachine {
     return parsed.manifest;
   }
 
-  async readFile(file: string, maxBytes: number): Promise<Buffer> {
+  async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
     const handle = await open(file, 'r');
     try {
+      const start = tail ? Math.max(0, (await handle.stat()).size - maxBytes) : 0;
       const buf = Buffer.alloc(maxBytes);
-      const { bytesRead } = await handle.read(buf, 0, maxBytes, 0);
+      const { bytesRead } = await handle.read(buf, 0, maxBytes, start);
       return buf.subarray(0, bytesRead);
     } finally {
       await handle.close();
@@ -51,8 +50,30 @@ export class LocalMachine implements RunMachine {
     return names.map((n) => path.join(runsDir, n)).filter((d) => existsSync(path.join(d, 'run.json'))).sort();
   }
 
-  follow(metricsFile: string, offset: number, handlers: FollowHandlers): Follower {
-    return new LocalFollower(metricsFile, offset, handlers);
+  follow<R>(file: string, decoder: DecoderFactory<R>, offset: number, handlers: FollowHandlers<R>): Follower {
+    return new LocalFollower(file, decoder, offset, handlers);
+  }
+
+  async listFiles(dir: string, prefix: string, depth: number): Promise<ListedFile[]> {
+    const found: ListedFile[] = [];
+    const walk = async (d: string, level: number): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(d, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        const p = path.join(d, e.name);
+        if (e.isDirectory() && level < depth) await walk(p, level + 1);
+        else if (e.isFile() && e.name.startsWith(prefix)) {
+          const s = await stat(p).catch(() => undefined);
+          if (s) found.push({ path: p, bytes: s.size, mtime: s.mtimeMs / 1000 });
+        }
+      }
+    };
+    await walk(dir, 0);
+    return found.sort((a, b) => a.path.localeCompare(b.path));
   }
 
   async start(spec: DetachedStart): Promise<StartedRun> {
@@ -88,79 +109,23 @@ export class LocalMachine implements RunMachine {
     }
   }
 
+  async processesAlive(pids: number[], host: string): Promise<boolean | undefined> {
+    if (host !== os.hostname()) return undefined;
+    return pids.some((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (e) {
+        return (e as NodeJS.ErrnoException).code === 'EPERM';
+      }
+    });
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
     try {
       process.kill(-pgid, signal);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
-    }
-  }
-}
-
-class LocalFollower implements Follower {
-  private readonly reader: RunLogReader;
-  private watcher: FSWatcher | undefined;
-  private readonly timer: NodeJS.Timeout;
-  private reading = false;
-  private again = false;
-  private stopped = false;
-
-  constructor(private readonly file: string, offset: number, private readonly handlers: FollowHandlers) {
-    this.reader = new RunLogReader(file, offset);
-    this.timer = setInterval(() => this.poke(), POLL_MS);
-    handlers.connection({ state: 'live' });
-    this.poke();
-  }
-
-  get offset(): number {
-    return this.reader.offset;
-  }
-
-  poke(): void {
-    if (this.stopped) return;
-    this.ensureWatcher();
-    if (this.reading) {
-      this.again = true;
-      return;
-    }
-    this.reading = true;
-    void this.reader
-      .read()
-      .then((batch) => {
-        if (!this.stopped && (batch.entries.length || batch.problems.length)) this.handlers.batch(batch);
-      })
-      .catch((e: Error) => {
-        if (!this.stopped) this.handlers.batch({ entries: [], problems: [{ offset: this.offset, message: `cannot read ${this.file}: ${e.message}`, excerpt: '' }], offset: this.offset });
-      })
-      .finally(() => {
-        this.reading = false;
-        if (this.again) {
-          this.again = false;
-          this.poke();
-        }
-      });
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearInterval(this.timer);
-    this.watcher?.close();
-    this.handlers.connection({ state: 'closed' });
-  }
-
-  /** Watches the folder, not the file: the file may not exist yet, or be replaced. */
-  private ensureWatcher(): void {
-    if (this.watcher) return;
-    try {
-      this.watcher = watch(path.dirname(this.file), (_event, name) => {
-        if (!name || name === path.basename(this.file)) this.poke();
-      });
-      this.watcher.on('error', () => {
-        this.watcher?.close();
-        this.watcher = undefined; // the poll keeps going and re-creates it
-      });
-    } catch {
-      /* folder not there yet: the poll retries */
     }
   }
 }

@@ -1,8 +1,8 @@
 // A machine runs live on: this one, or an SSH host. Everything the editor does to a run goes
 // through this interface, so watching, stopping and resuming read the same for both. No vscode
 // here: these modules are tested directly against real processes and a real sshd.
+import type { DecodedBatch, DecoderFactory } from '../../core/protocol/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import type { RunLogBatch } from '../../core/protocol/run-log-reader';
 
 /** Where a run lives: "local", or the SSH host alias it was launched on. */
 export type TargetName = string;
@@ -16,19 +16,30 @@ export type ConnectionState =
   | { state: 'reconnecting'; attempt: number; retryAt: number; reason: string }
   | { state: 'closed' };
 
-export interface FollowHandlers {
-  /** Events parsed from metrics.jsonl, in file order; `offset` is where the next read starts. */
-  batch(batch: RunLogBatch): void;
+export interface FollowHandlers<R> {
+  /** Records decoded from the file, in file order; `offset` is where the next read starts. */
+  batch(batch: DecodedBatch<R>): void;
   connection(state: ConnectionState): void;
 }
 
-/** A tail of metrics.jsonl that resumes at its last complete line after any interruption. */
+/**
+ * A transport of a growing file (metrics.jsonl, a TensorBoard event file) through a decoder, that
+ * resumes at its last complete record after any interruption.
+ */
 export interface Follower {
-  /** Offset just past the last complete line delivered. */
+  /** Offset just past the last complete record delivered. */
   readonly offset: number;
   /** Reads what has been appended now, instead of at the next notification or poll. */
   poke(): void;
   stop(): void;
+}
+
+export interface ListedFile {
+  /** Absolute path on the machine. */
+  path: string;
+  bytes: number;
+  /** Seconds since the Unix epoch. */
+  mtime: number;
 }
 
 /** How to start a trainer detached on a machine. */
@@ -57,15 +68,30 @@ export interface RunMachine {
   readonly target: TargetName;
   /** run.json of a run directory, undefined when absent; throws with a readable message when invalid or unreachable. */
   readManifest(runDir: string): Promise<RunManifest | undefined>;
-  /** A file of the run, at most `maxBytes` (diagnostic dumps, logs). */
-  readFile(file: string, maxBytes: number): Promise<Buffer>;
+  /** A file of the run, at most `maxBytes` (diagnostic dumps, logs): its start, or with `tail` its end. */
+  readFile(file: string, maxBytes: number, tail?: boolean): Promise<Buffer>;
   /** Run directories directly under `runsDir` (those holding a run.json). */
   listRunDirs(runsDir: string): Promise<string[]>;
-  /** `pid`: the run's leading process, where known; a remote tail ends with it instead of lingering. */
-  follow(metricsFile: string, offset: number, handlers: FollowHandlers, pid?: number): Follower;
+  /**
+   * Follows a growing file from `offset` through a decoder. `pid`: the run's leading process,
+   * where known; a remote tail ends with it instead of lingering.
+   */
+  follow<R>(file: string, decoder: DecoderFactory<R>, offset: number, handlers: FollowHandlers<R>, pid?: number): Follower;
+  /**
+   * Files under `dir` whose names start with `prefix`, in `dir` itself and in subfolders down to
+   * `depth` levels, with their sizes and modification times: the event files of a TensorBoard log
+   * folder, which appear as a run goes. An absent folder has none.
+   */
+  listFiles(dir: string, prefix: string, depth: number): Promise<ListedFile[]>;
   start(spec: DetachedStart): Promise<StartedRun>;
   /** Whether any process of the group is alive; undefined when it cannot be told (unreachable). */
   isAlive(pgid: number): Promise<boolean | undefined>;
+  /**
+   * Whether any of these processes is alive on the machine named `host` (run.json's host): for
+   * runs started without a process group of their own (fsdp-train in a terminal). Undefined when
+   * this machine is not that host, or it cannot be told.
+   */
+  processesAlive(pids: number[], host: string): Promise<boolean | undefined>;
   /** Sends a signal to the whole process group. */
   signal(pgid: number, signal: StopSignal): Promise<void>;
 }

@@ -1,10 +1,16 @@
-// Watching one run: its manifest, its metrics.jsonl folded into a RunHistory from the first byte,
-// the connection state, and whether its processes are still alive. Dashboards, the runs view and
-// the status bar all read the same RunWatch, so they never disagree.
+// Watching one run: its manifest, what it logs folded into a RunHistory from the first byte — its
+// metrics.jsonl, and the TensorBoard event files of a person's own command or of a TensorBoard log
+// folder attached as a run — the connection state, and whether its processes are still alive.
+// Dashboards, the runs view and the status bar all read the same RunWatch, so they never disagree.
+import os from 'node:os';
 import { jobActive, jobReason, jobRunStatus, type RunFacts, type SlurmJob } from '../../core/launch/slurm-state';
+import { metricsDecoder } from '../../core/protocol/metrics-decoder';
+import type { RecordProblem } from '../../core/protocol/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import type { RunLogEntry, RunLogProblem } from '../../core/protocol/run-log-reader';
+import type { RunLogEntry } from '../../core/protocol/run-log-reader';
+import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
 import { RunHistory } from '../../core/runs/run-history';
+import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
 import type { ConnectionState, Follower, RunMachine, TargetName } from './run-machine';
 import type { SlurmCluster } from './slurm-cluster';
 import { goneJob, jobOfRecord, recordJobEnd } from './slurm-run';
@@ -12,8 +18,10 @@ import { goneJob, jobOfRecord, recordJobEnd } from './slurm-run';
 export interface RunRef {
   /** "local" or an SSH host alias. */
   target: TargetName;
-  /** Absolute path of the run directory on the target. */
+  /** Absolute path of the run directory on the target (or of a TensorBoard log folder). */
   runDir: string;
+  /** "tensorboard": runDir is a TensorBoard log folder (one run), not a run folder with run.json. */
+  format?: 'tensorboard';
 }
 
 export function runKey(ref: RunRef): string {
@@ -31,19 +39,35 @@ export interface RunWatchChange {
 const PROBLEMS_KEPT = 50;
 /** How often a live run's processes are checked (a crash writes no run_end). */
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
+/** After a run's end, its event files get this long to deliver their last records. */
+const LOGS_DRAIN_MS = { local: 300, ssh: 3000 };
+/** A launched command's event files are those changed from a little before it was created. */
+const SINCE_SLACK_S = 60;
+/** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
+const TAIL_BYTES = 4096;
+const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
 export class RunWatch {
   readonly history = new RunHistory();
   manifest: RunManifest | undefined;
   connection: ConnectionState = { state: 'closed' };
-  readonly problems: RunLogProblem[] = [];
-  /** Set when the run's processes are gone but it never said it ended. */
+  readonly problems: RecordProblem[] = [];
+  /**
+   * Set when the run ended without a run_end: its processes are gone, or its launcher wrote the
+   * exit into run.json (a runtime killed by a signal, a config refused before the first step).
+   */
   vanished: string | undefined;
+  /** The person pressed Stop on this run (its "stopped by signal 15" is then their own doing). */
+  stopRequested = false;
   /** Why the manifest could not be read, if it could not. */
   manifestError: string | undefined;
   /** The SLURM job behind the run (run.json's slurm.job_id) as last reported; undefined for other runs. */
   job: SlurmJob | undefined;
   private follower: Follower | undefined;
+  private logFolder: LogFolderFollower | undefined;
+  private readonly logProgress = newLogFolderProgress();
+  private logConnection: ConnectionState = { state: 'closed' };
+  private metricsConnection: ConnectionState = { state: 'closed' };
   private offset = 0;
   private liveness: NodeJS.Timeout | undefined;
   private checking = false;
@@ -76,7 +100,7 @@ export class RunWatch {
   /** Reads the manifest and, for a SLURM run, asks about its current job (after a stop or a resubmission). */
   async refreshJob(): Promise<void> {
     await this.refreshManifest();
-    const jobId = this.cluster ? this.manifest?.slurm?.job_id : undefined;
+    const jobId = this.jobId();
     if (!jobId) return;
     await this.checkJob(jobId);
     this.emit([]);
@@ -85,32 +109,76 @@ export class RunWatch {
 
   /** Starts following again, e.g. after a resume appended to a finished run's log. */
   follow(): void {
-    if (this.disposed || this.follower) return;
+    if (this.disposed || this.follower || this.logFolder) return;
     this.vanished = undefined;
-    this.follower = this.machine.follow(this.metricsFile, this.offset, {
-      batch: (batch) => {
-        this.offset = batch.offset;
-        for (const e of batch.entries) this.history.apply(e.event);
-        if (batch.problems.length) {
-          this.problems.push(...batch.problems);
-          this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
-        }
-        // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
-        // lines — keeps following: its run_start comes after them.)
-        if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) this.stopFollowing();
-        this.emit(batch.entries);
-      },
-      connection: (state) => {
-        this.connection = state;
-        this.emit([]);
-      },
-    }, this.manifest?.pgid);
-    this.scheduleLiveness();
+    const pid = this.manifest?.pgid;
+    if (this.ref.format !== 'tensorboard') {
+      this.follower = this.machine.follow(this.metricsFile, metricsDecoder, this.offset, {
+        batch: (batch) => {
+          this.offset = batch.offset;
+          for (const e of batch.entries) this.history.apply(e.event);
+          this.keepProblems(batch.problems);
+          // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
+          // lines — keeps following: its run_start comes after them.)
+          if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) this.stopFollowing();
+          if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
+        },
+        connection: (state) => this.setConnection('metrics', state),
+      }, pid);
+    }
+    const logs = this.logFolderOptions();
+    if (logs) {
+      this.logFolder = new LogFolderFollower(this.machine, logs.dir, logs.options, this.logProgress, {
+        batch: (_file, batch) => {
+          for (const s of batch.entries) this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+          this.keepProblems(batch.problems);
+          if (batch.entries.length || batch.problems.length) this.emit([]);
+        },
+        connection: (state) => this.setConnection('logs', state),
+      });
+    }
+    if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
+  }
+
+  /** The TensorBoard folder this run's scalars come from, if any. */
+  private logFolderOptions(): { dir: string; options: LogFolderOptions } | undefined {
+    if (this.ref.format === 'tensorboard') return { dir: this.ref.runDir, options: { depth: 0 } };
+    const dir = this.manifest?.logs?.tensorboard;
+    if (!dir) return undefined;
+    // A launched command writes where it likes below its folder (runs/<date>_<host>/, version_N/):
+    // its own files are those written since it was created.
+    const created = this.manifest?.created;
+    return { dir, options: { depth: 3, ...(created !== undefined ? { since: created - SINCE_SLACK_S } : {}), ...(this.manifest?.pgid ? { pid: this.manifest.pgid } : {}) } };
+  }
+
+  /** The event files this watch reads. */
+  get logFiles(): string[] {
+    return this.logFolder?.files ?? [...this.logProgress.offsets.keys()];
+  }
+
+  private keepProblems(problems: RecordProblem[]): void {
+    if (!problems.length) return;
+    this.problems.push(...problems);
+    this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
+  }
+
+  /** The watch's connection: its metrics.jsonl's, unless its logs' is worse (or it has only logs). */
+  private setConnection(which: 'metrics' | 'logs', state: ConnectionState): void {
+    if (which === 'metrics') this.metricsConnection = state;
+    else this.logConnection = state;
+    const rank = (s: ConnectionState) => ({ reconnecting: 3, connecting: 2, live: 1, closed: 0 })[s.state];
+    const primary = this.ref.format === 'tensorboard' ? this.logConnection : this.metricsConnection;
+    const logs = this.logFolder ? this.logConnection : undefined;
+    this.connection = logs && primary.state !== 'closed' && rank(logs) > rank(primary) ? logs : primary;
+    this.emit([]);
   }
 
   status(): RunStatus {
     if (this.job) return jobRunStatus(this.job, this.runFacts());
-    if (this.history.end) return this.history.end.status;
+    const end = this.history.end;
+    // run.json rewritten as live after the log's last end is a resume starting.
+    const resuming = end && this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time;
+    if (end && !resuming) return end.status;
     const m = this.manifest?.status;
     if (m === 'completed' || m === 'failed' || m === 'stopped') return m;
     if (this.vanished) return 'failed';
@@ -121,9 +189,10 @@ export class RunWatch {
 
   /** Why the run ended, in words, when it did not complete. */
   endReason(): string | undefined {
+    if (this.stopRequested && this.status() === 'stopped') return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
     const fromJob = this.job && jobReason(this.job, jobRunStatus(this.job, this.runFacts()));
     if (fromJob) return fromJob;
-    return this.history.end?.reason ?? this.manifest?.end_reason ?? this.vanished;
+    return this.vanished ?? this.history.end?.reason ?? this.manifest?.end_reason;
   }
 
   isLive(): boolean {
@@ -143,6 +212,7 @@ export class RunWatch {
   /** Reads what was appended now (local runs; ssh tails deliver by themselves). */
   poke(): void {
     this.follower?.poke();
+    this.logFolder?.poke();
   }
 
   dispose(): void {
@@ -161,6 +231,14 @@ export class RunWatch {
     const f = this.follower;
     this.follower = undefined;
     f?.stop();
+    // The run's event files may still hold its last records: read them, then let go.
+    const logs = this.logFolder;
+    this.logFolder = undefined;
+    if (logs) {
+      logs.poke();
+      if (this.disposed) logs.stop();
+      else setTimeout(() => logs.stop(), this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh);
+    }
   }
 
   private scheduleLiveness(): void {
@@ -169,9 +247,14 @@ export class RunWatch {
     this.liveness = setTimeout(() => void this.checkLiveness(), every);
   }
 
+  /** The run's SLURM job, when it was submitted to one and the target can be asked. */
+  private jobId(): string | undefined {
+    return this.cluster ? this.manifest?.slurm?.job_id : undefined;
+  }
+
   /** Whether the run's SLURM job is to be asked about: it has one that may not have ended. */
   private watchesJob(): boolean {
-    return !this.disposed && !!this.cluster && !!this.manifest?.slurm?.job_id && (!this.job || jobActive(this.job));
+    return !this.disposed && !!this.jobId() && (!this.job || jobActive(this.job));
   }
 
   private runFacts(): RunFacts {
@@ -190,8 +273,7 @@ export class RunWatch {
     const job = asked ?? jobOfRecord(this.manifest!) ?? goneJob(jobId);
     this.job = job;
     if (jobActive(job)) {
-      const s = this.status();
-      if (!this.follower && (s === 'starting' || s === 'running' || s === 'queued')) this.follow();
+      if (!this.follower && this.isLive()) this.follow();
       return;
     }
     // Its last lines may still be on their way: read, wait a moment, then stop following.
@@ -205,30 +287,31 @@ export class RunWatch {
     }
   }
 
-  /** A run whose process group is gone without a run_end crashed or was killed. */
+  /**
+   * A run that ended without a run_end crashed, was killed, or was refused before it began: its
+   * process group (or, for runs started without one, its pids) is gone, or its launcher marked it
+   * ended in run.json. Every run gets this check, whoever started it.
+   */
   private async checkLiveness(): Promise<void> {
     if (this.disposed || this.checking || (!this.follower && !this.watchesJob())) return;
     this.checking = true;
     try {
       await this.refreshManifest();
-      const jobId = this.cluster ? this.manifest?.slurm?.job_id : undefined;
+      const jobId = this.jobId();
       if (jobId) {
         await this.checkJob(jobId);
         this.emit([]);
         return;
       }
-      const pgid = this.manifest?.pgid;
-      if (pgid !== undefined && this.isLive()) {
-        const alive = await this.machine.isAlive(pgid);
-        if (alive === false) {
-          // Its last lines may still be on their way: read, wait a moment, then decide.
-          this.follower?.poke();
-          await new Promise((r) => setTimeout(r, 1500));
-          await this.refreshManifest();
-          if (this.isLive() && !this.disposed) {
-            this.vanished = `the trainer's processes (group ${pgid}) ended without reporting the end of the run; see stderr.log in the run folder`;
-            this.stopFollowing();
-          }
+      if ((this.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
+        // Its last lines may still be on their way: read, wait a moment, then decide.
+        this.follower?.poke();
+        await new Promise((r) => setTimeout(r, 1500));
+        await this.refreshManifest();
+        // A long log still being read may hold the end: only the file's last line tells.
+        if (!this.disposed && (this.isLive() || this.endedWithoutRunEnd()) && !(await this.logEndsWithRunEnd())) {
+          this.vanished = await this.describeEnd();
+          this.stopFollowing();
         }
       }
       this.emit([]);
@@ -236,6 +319,45 @@ export class RunWatch {
       this.checking = false;
       if (this.follower || this.watchesJob()) this.scheduleLiveness();
     }
+  }
+
+  /** run.json says the run ended, but the log has no run_end for it. */
+  private endedWithoutRunEnd(): boolean {
+    const m = this.manifest;
+    return !!m && ENDED.has(m.status) && !this.history.end && !this.vanished;
+  }
+
+  private async logEndsWithRunEnd(): Promise<boolean> {
+    const tail = await this.machine.readFile(this.metricsFile, TAIL_BYTES, true).catch(() => Buffer.alloc(0));
+    const last = tail.toString('utf8').trimEnd().split('\n').pop() ?? '';
+    try {
+      return (JSON.parse(last) as { type?: unknown }).type === 'run_end';
+    } catch {
+      return false;
+    }
+  }
+
+  private async processesAlive(): Promise<boolean | undefined> {
+    const m = this.manifest;
+    if (!m) return undefined;
+    if (m.pgid !== undefined) return this.machine.isAlive(m.pgid);
+    if (m.pids?.length) return this.machine.processesAlive(m.pids, m.host);
+    return undefined;
+  }
+
+  private async describeEnd(): Promise<string> {
+    const stderrTail = await this.machine
+      .readFile(`${this.ref.runDir}/stderr.log`, TAIL_BYTES, true)
+      .then((b) => b.toString('utf8'))
+      .catch(() => undefined);
+    const m = this.manifest;
+    return describeEndWithoutRunEnd({
+      ...(m && ENDED.has(m.status) && m.end_reason ? { manifestReason: m.end_reason } : {}),
+      ...(m?.pgid !== undefined ? { pgid: m.pgid } : {}),
+      ...(this.history.start ? { start: this.history.start } : {}),
+      ...(this.machine.target === 'local' ? { machineMemory: os.totalmem() } : {}),
+      ...(stderrTail ? { stderrTail } : {}),
+    });
   }
 
   private emit(entries: RunLogEntry[]): void {

@@ -6,7 +6,8 @@
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from '../../core/launch/slurm-script';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { manifestFor, newRunId, type LaunchRequest } from './launcher';
+import { newRunId } from '../../core/launch/run-folder';
+import { manifestFor, type LaunchRequest } from './launcher';
 import { writeHostFile } from './login-host';
 import { RemoteRuntimeInstaller } from './remote-runtime';
 import { LOCAL } from './run-machine';

@@ -1,20 +1,13 @@
-// Runs on an SSH host. metrics.jsonl is followed by `tail -c +OFFSET -F` over the user's ssh, so
-// a reconnect asks for exactly the bytes after the last complete line it has: nothing is lost or
-// read twice however often the connection drops. Reconnection backs off and says when it retries.
-import type { ChildProcess } from 'node:child_process';
+// Runs on an SSH host, through the user's own ssh. Growing files are followed by a reconnecting
+// `tail -c +OFFSET -F` (ssh-follower.ts), so nothing is lost or read twice however often the
+// connection drops.
+import type { DecoderFactory } from '../../core/protocol/record-decoder';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
-import { RunLogParser } from '../../core/protocol/run-log-reader';
 import type { RemoteWord } from '../../core/remote/remote-command';
 import { detachedStartArgv } from './detached-start';
-import type { DetachedStart, Follower, FollowHandlers, RunMachine, StartedRun, StopSignal } from './run-machine';
-import { runSsh, runSshChecked, spawnSsh, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
-
-/** Delays between reconnection attempts, in ms; the last repeats. */
-export const RECONNECT_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 15000, 30000];
-/** A connection that stayed up this long (or delivered data) resets the backoff. */
-const STABLE_MS = 5000;
-/** Printed by the remote side once it runs: the connection is up even before any data. */
-const READY = 'fsdp-studio-tail-ready';
+import type { DetachedStart, Follower, FollowHandlers, ListedFile, RunMachine, StartedRun, StopSignal } from './run-machine';
+import { runSsh, runSshChecked, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
+import { SshFollower } from './ssh-follower';
 
 export class SshMachine implements RunMachine {
   private homeDir: Promise<string> | undefined;
@@ -46,8 +39,8 @@ export class SshMachine implements RunMachine {
     return parsed.manifest;
   }
 
-  async readFile(file: string, maxBytes: number): Promise<Buffer> {
-    return runSshChecked(this.target, ['head', '-c', String(maxBytes), '--', { path: file }], this.settings(), `reading ${file}`, { timeoutMs: 60_000 });
+  async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
+    return runSshChecked(this.target, [tail ? 'tail' : 'head', '-c', String(maxBytes), '--', { path: file }], this.settings(), `reading ${file}`, { timeoutMs: 60_000 });
   }
 
   async listRunDirs(runsDir: string): Promise<string[]> {
@@ -61,8 +54,25 @@ export class SshMachine implements RunMachine {
     return out.toString('utf8').split('\0').filter(Boolean).map((name) => `${runsDir.replace(/\/+$/, '')}/${name}`).sort();
   }
 
-  follow(metricsFile: string, offset: number, handlers: FollowHandlers, pid?: number): Follower {
-    return new SshFollower(this.target, metricsFile, offset, handlers, this.settings, pid);
+  follow<R>(file: string, decoder: DecoderFactory<R>, offset: number, handlers: FollowHandlers<R>, pid?: number): Follower {
+    // Text (metrics.jsonl) compresses by an order of magnitude; TensorBoard records little.
+    return new SshFollower(this.target, file, decoder, offset, handlers, this.settings, { pid, compress: file.endsWith('.jsonl') });
+  }
+
+  async listFiles(dir: string, prefix: string, depth: number): Promise<ListedFile[]> {
+    // find prints "path\0size\0mtime\0" per file; a folder that is not there lists nothing.
+    const r = await runSsh(
+      this.target,
+      [{ raw: 'test -d' }, { path: dir }, { raw: '|| exit 0; find' }, { path: dir }, '-maxdepth', String(depth + 1), '-type', 'f', '-name', `${prefix}*`, '-printf', '%p\\0%s\\0%T@\\0'],
+      this.settings(),
+      { timeoutMs: 60_000 },
+    );
+    if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} over ssh: ${r.stderr || 'connection failed'}`);
+    if (r.code !== 0) throw new SshError(`listing ${dir} on ${this.target} failed: ${r.stderr}`);
+    const fields = r.stdout.toString('utf8').split('\0');
+    const found: ListedFile[] = [];
+    for (let i = 0; i + 2 < fields.length; i += 3) found.push({ path: fields[i], bytes: Number(fields[i + 1]), mtime: Number(fields[i + 2]) });
+    return found.sort((a, b) => a.path.localeCompare(b.path));
   }
 
   async start(spec: DetachedStart): Promise<StartedRun> {
@@ -93,102 +103,18 @@ export class SshMachine implements RunMachine {
     return r.code === 0;
   }
 
+  async processesAlive(pids: number[], host: string): Promise<boolean | undefined> {
+    const ids = pids.filter((p) => Number.isInteger(p) && p > 0).map(String);
+    if (ids.length === 0) return false;
+    // Exit 3: the host's name is not run.json's (another node of a cluster sharing the folder).
+    const r = await runSsh(this.target, [{ raw: 'test "$(hostname)" =' }, host, { raw: '|| exit 3; for p in' }, ...ids, { raw: '; do kill -s 0 "$p" 2>/dev/null && exit 0; done; exit 1' }], this.settings(), { timeoutMs: 30_000 });
+    if (r.code === 0) return true;
+    if (r.code === 1) return false;
+    return undefined;
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
     const r = await runSsh(this.target, ['kill', '-s', signal.slice(3), '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to stop the run: ${r.stderr}`);
   }
-}
-
-class SshFollower implements Follower {
-  private parser: RunLogParser;
-  private child: ChildProcess | undefined;
-  private retry: NodeJS.Timeout | undefined;
-  private attempt = 0;
-  private stopped = false;
-
-  constructor(
-    private readonly host: string,
-    private readonly file: string,
-    offset: number,
-    private readonly handlers: FollowHandlers,
-    private readonly settings: () => SshSettings,
-    private readonly pid: number | undefined,
-  ) {
-    this.parser = new RunLogParser(offset);
-    this.connect();
-  }
-
-  get offset(): number {
-    return this.parser.offset;
-  }
-
-  /** tail delivers appended bytes as they come; there is nothing to read early. */
-  poke(): void {}
-
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.retry);
-    this.child?.kill('SIGTERM');
-    this.handlers.connection({ state: 'closed' });
-  }
-
-  private connect(): void {
-    this.handlers.connection({ state: 'connecting' });
-    // A fresh parser at the last complete line: a partial line from the dropped connection is
-    // read again whole, never glued to what the new connection sends.
-    this.parser = new RunLogParser(this.parser.offset);
-    const parser = this.parser;
-    const startedAt = Date.now();
-    let stable = false;
-    let stderr = '';
-    let child: ChildProcess;
-    try {
-      child = spawnSsh(
-        this.host,
-        // --pid: a tail orphaned by a dropped connection ends with the run instead of lingering.
-        [{ raw: `echo ${READY} >&2; exec tail -c` }, `+${parser.offset + 1}`, '-F', ...(this.pid ? [`--pid=${this.pid}`] : []), '--', { path: this.file }],
-        this.settings(),
-        ['-o', 'Compression=yes'], // metrics are JSON text: an order of magnitude less to send
-      );
-    } catch (e) {
-      this.scheduleReconnect((e as Error).message);
-      return;
-    }
-    this.child = child;
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (this.stopped || parser !== this.parser) return;
-      stable = true;
-      const batch = parser.push(chunk);
-      if (batch.entries.length || batch.problems.length) this.handlers.batch(batch);
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      stderr += b.toString();
-      if (stderr.includes(READY)) {
-        stderr = stderr.replace(`${READY}\n`, '');
-        this.handlers.connection({ state: 'live' });
-      }
-      if (stderr.length > 8000) stderr = stderr.slice(-4000);
-    });
-    child.once('error', (e) => stderr += e.message);
-    child.once('close', (code) => {
-      if (this.child === child) this.child = undefined;
-      if (this.stopped) return;
-      if (stable || Date.now() - startedAt > STABLE_MS) this.attempt = 0;
-      const why = lastLine(stderr) || (code === SSH_CONNECTION_FAILED ? 'connection closed' : `tail exited with code ${code}`);
-      this.scheduleReconnect(why);
-    });
-  }
-
-  private scheduleReconnect(reason: string): void {
-    const delay = RECONNECT_DELAYS_MS[Math.min(this.attempt, RECONNECT_DELAYS_MS.length - 1)];
-    this.attempt++;
-    this.handlers.connection({ state: 'reconnecting', attempt: this.attempt, retryAt: Date.now() + delay, reason });
-    this.retry = setTimeout(() => {
-      if (!this.stopped) this.connect();
-    }, delay);
-  }
-}
-
-function lastLine(text: string): string {
-  return text.trim().split('\n').filter((l) => !l.includes('has become inaccessible') && !l.includes('has appeared')).pop()?.trim() ?? '';
 }

@@ -10,7 +10,7 @@ export const codeActions: ServerFeature = {
     server.connection.onCodeAction((params) => {
       const analysis = server.analysisOf(params.textDocument.uri);
       if (!analysis) return [];
-      const problems = server.problemsOf(analysis);
+      const problems = server.publishedProblems(params.textDocument.uri);
       const actions: CodeAction[] = [];
       for (const d of params.context.diagnostics) {
         if (d.source !== DIAGNOSTIC_SOURCE) continue;

@@ -26,7 +26,7 @@ export const hover: ServerFeature = {
         if (node.default !== undefined) lines.push(`Default: \`${JSON.stringify(node.default)}\``);
         sections.push(lines.join('\n\n'));
       }
-      for (const p of server.problemsOf(analysis).filter((q) => contains(q.range, params.position))) {
+      for (const p of server.publishedProblems(params.textDocument.uri).filter((q) => contains(q.range, params.position))) {
         const rule = ruleInfo(p.code);
         sections.push([`**${p.severity}** (${p.code}): ${p.message}`, rule?.why, rule ? `Source: ${rule.source}` : undefined].filter(Boolean).join('\n\n'));
       }

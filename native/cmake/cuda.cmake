@@ -1,25 +1,30 @@
-# The CUDA backend (src/backend/cuda/) and its compile check.
+# The CUDA backend (src/backend/cuda/), the GPU collectives (src/parallel/cuda/) and their compile check.
 #
 # The backend is built only where a CUDA toolkit (nvcc, the runtime) and cuBLASLt are found: in the
 # toolkit itself, or in NVIDIA's pip wheels (the ones PyTorch installs) under FSDP_CUDA_LIBS_ROOT,
-# e.g. .../site-packages/nvidia. NCCL likewise (optional: without it there are no NCCL collectives).
-# NVML is opened at run time (libnvidia-ml.so.1 comes with the driver), so it needs nothing here.
+# e.g. .../site-packages/nvidia. NCCL likewise (optional: without it device collectives go through
+# MPI and pinned host memory). NVML is opened at run time (libnvidia-ml.so.1 comes with the
+# driver), so it needs nothing here.
 #
-# Where nvcc is found, fsdp_cuda_kernels_check (not built by default) compiles every kernel file for
-# each architecture of FSDP_CUDA_ARCHITECTURES and every host file of the backend that does not
-# need a missing library, and writes cuda-check/report.json: what it compiled, and what it could
-# not and why. test/native/cuda-compile-check.test.ts builds it.
+# Where nvcc is found, fsdp_cuda_kernels_check (not built by default) compiles every .cu file for
+# each architecture of FSDP_CUDA_ARCHITECTURES; every host file of the backend and of the GPU
+# collectives; every runtime file with an FSDP_WITH_CUDA branch, with that branch on; and the GPU
+# tests (test/cuda/) — all but what needs a missing library — and writes cuda-check/report.json:
+# what it compiled, and what it could not and why. test/native/cuda-compile-check.test.ts builds
+# it; test/native/cuda-configure.test.ts configures the backend path against stand-in libraries.
 option(FSDP_CUDA "Build the CUDA backend where a CUDA toolkit with cuBLAS is found" ON)
 set(FSDP_CUDA_LIBS_ROOT "" CACHE PATH "Folder of NVIDIA's pip wheels (site-packages/nvidia) to find cuBLASLt and NCCL in")
 set(FSDP_CUDA_ARCHITECTURES "80;90" CACHE STRING "GPU architectures (compute capabilities) the kernels are compiled for")
 
 set(FSDP_CUDA_DIR ${CMAKE_SOURCE_DIR}/src/backend/cuda)
-file(GLOB FSDP_CUDA_KERNELS CONFIGURE_DEPENDS ${FSDP_CUDA_DIR}/kernels/*.cu)
-file(GLOB FSDP_CUDA_HOST_SOURCES CONFIGURE_DEPENDS ${FSDP_CUDA_DIR}/*.cc)
-file(GLOB FSDP_CUDA_HEADERS CONFIGURE_DEPENDS ${FSDP_CUDA_DIR}/*.h ${FSDP_CUDA_DIR}/kernels/*.h ${FSDP_CUDA_DIR}/kernels/*.cuh)
+set(FSDP_CUDA_COMM_DIR ${CMAKE_SOURCE_DIR}/src/parallel/cuda)
+file(GLOB FSDP_CUDA_KERNELS CONFIGURE_DEPENDS ${FSDP_CUDA_DIR}/kernels/*.cu ${FSDP_CUDA_DIR}/*.cu)
+file(GLOB FSDP_CUDA_HOST_SOURCES CONFIGURE_DEPENDS ${FSDP_CUDA_DIR}/*.cc ${FSDP_CUDA_COMM_DIR}/*.cc)
+file(GLOB FSDP_CUDA_HEADERS CONFIGURE_DEPENDS ${FSDP_CUDA_DIR}/*.h ${FSDP_CUDA_DIR}/kernels/*.h ${FSDP_CUDA_DIR}/kernels/*.cuh ${FSDP_CUDA_COMM_DIR}/*.h
+     ${CMAKE_SOURCE_DIR}/src/parallel/*.h)
 # The only files that include cuBLAS's or NCCL's headers: everything else compiles without them.
 set(FSDP_CUDA_CUBLAS_SOURCES ${FSDP_CUDA_DIR}/cublaslt_matmul.cc)
-set(FSDP_CUDA_NCCL_SOURCES ${FSDP_CUDA_DIR}/nccl_collectives.cc)
+set(FSDP_CUDA_NCCL_SOURCES ${FSDP_CUDA_COMM_DIR}/nccl_collectives.cc ${CMAKE_SOURCE_DIR}/test/cuda/nccl_test.cc)
 
 find_package(CUDAToolkit QUIET)
 
@@ -68,7 +73,12 @@ if(FSDP_CUDA AND CUDAToolkit_FOUND AND FSDP_CUBLASLT_INCLUDE AND FSDP_CUBLASLT_L
   else()
     list(REMOVE_ITEM sources ${FSDP_CUDA_NCCL_SOURCES})
   endif()
+  target_include_directories(fsdp_runtime PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   target_sources(fsdp_runtime PRIVATE ${sources})
+  # A target takes CMAKE_CUDA_ARCHITECTURES when it is created, and fsdp_runtime was created before
+  # CUDA was enabled here: without this its CUDA_ARCHITECTURES is empty and CMake refuses to
+  # generate (the first GPU host's build failed so; test/native/cuda-configure.test.ts guards it).
+  set_target_properties(fsdp_runtime PROPERTIES CUDA_ARCHITECTURES "${FSDP_CUDA_ARCHITECTURES}")
   target_include_directories(fsdp_runtime PRIVATE ${FSDP_CUBLASLT_INCLUDE})
   target_compile_options(fsdp_runtime PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda -lineinfo -O3>)
   target_compile_definitions(fsdp_runtime PUBLIC FSDP_WITH_CUDA)
@@ -101,26 +111,56 @@ if(CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE)
   set(compiled)
   set(skipped)
   foreach(file ${FSDP_CUDA_KERNELS})
-    get_filename_component(name ${file} NAME)
-    add_custom_command(OUTPUT ${check_dir}/${name}.o
-                       COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -std=c++17 --extended-lambda ${gencode} ${common_includes} -c ${file} -o ${check_dir}/${name}.o
+    file(RELATIVE_PATH name ${FSDP_CUDA_DIR} ${file})
+    string(REPLACE "/" "_" object ${name})
+    add_custom_command(OUTPUT ${check_dir}/${object}.o
+                       COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -std=c++17 --extended-lambda ${gencode} ${common_includes} -c ${file} -o ${check_dir}/${object}.o
                        DEPENDS ${file} ${depends} COMMENT "nvcc (${FSDP_CUDA_ARCHITECTURES}): ${name}" VERBATIM)
-    list(APPEND outputs ${check_dir}/${name}.o)
-    list(APPEND compiled "\"kernels/${name}\"")
+    list(APPEND outputs ${check_dir}/${object}.o)
+    list(APPEND compiled "\"${name}\"")
   endforeach()
-  foreach(file ${FSDP_CUDA_HOST_SOURCES})
-    get_filename_component(name ${file} NAME)
+  # Host files of the backend and the GPU collectives; runtime files with an FSDP_WITH_CUDA branch
+  # (compiled with it on); the GPU tests. Each is named in the report by its path under native/.
+  file(GLOB_RECURSE runtime_sources ${CMAKE_SOURCE_DIR}/src/*.cc)
+  set(cuda_branch_sources)
+  foreach(file ${runtime_sources})
+    if(file MATCHES "/src/(backend/cuda|parallel/cuda)/")
+      continue()
+    endif()
+    file(STRINGS ${file} cuda_lines REGEX "FSDP_WITH_CUDA")
+    if(cuda_lines)
+      list(APPEND cuda_branch_sources ${file})
+    endif()
+  endforeach()
+  file(GLOB FSDP_CUDA_TEST_CHECK_SOURCES ${CMAKE_SOURCE_DIR}/test/cuda/*.cc)
+  find_package(GTest QUIET)
+  foreach(file ${FSDP_CUDA_HOST_SOURCES} ${cuda_branch_sources} ${FSDP_CUDA_TEST_CHECK_SOURCES})
+    file(RELATIVE_PATH name ${CMAKE_SOURCE_DIR} ${file})
+    string(REGEX REPLACE "^src/backend/cuda/" "" name ${name})
+    string(REPLACE "/" "_" object ${name})
     set(extra)
     set(reason "")
+    if(file IN_LIST cuda_branch_sources OR file IN_LIST FSDP_CUDA_TEST_CHECK_SOURCES)
+      list(APPEND extra -DFSDP_WITH_CUDA)
+      if(FSDP_NCCL_INCLUDE)
+        list(APPEND extra -DFSDP_WITH_NCCL -I${FSDP_NCCL_INCLUDE})
+      endif()
+    endif()
+    if(file IN_LIST FSDP_CUDA_TEST_CHECK_SOURCES)
+      list(APPEND extra -I${CMAKE_SOURCE_DIR}/test -DFSDP_REFERENCE_FIXTURES="")
+      if(NOT GTest_FOUND)
+        set(reason "needs gtest/gtest.h (GoogleTest), which is not installed")
+      endif()
+    endif()
     if(file IN_LIST FSDP_CUDA_CUBLAS_SOURCES)
       if(FSDP_CUBLASLT_INCLUDE)
-        set(extra -I${FSDP_CUBLASLT_INCLUDE})
+        list(APPEND extra -I${FSDP_CUBLASLT_INCLUDE})
       else()
         set(reason "needs cublasLt.h (cuBLASLt), which is not in this CUDA toolkit nor under FSDP_CUDA_LIBS_ROOT")
       endif()
     elseif(file IN_LIST FSDP_CUDA_NCCL_SOURCES)
       if(FSDP_NCCL_INCLUDE)
-        set(extra -I${FSDP_NCCL_INCLUDE})
+        list(APPEND extra -I${FSDP_NCCL_INCLUDE})
       else()
         set(reason "needs nccl.h (NCCL), which is not in this CUDA toolkit nor under FSDP_CUDA_LIBS_ROOT")
       endif()
@@ -129,10 +169,10 @@ if(CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE)
       list(APPEND skipped "{\"file\": \"${name}\", \"reason\": \"${reason}\"}")
       continue()
     endif()
-    add_custom_command(OUTPUT ${check_dir}/${name}.o
-                       COMMAND ${CMAKE_CXX_COMPILER} -std=c++17 -Wall -Wextra -Werror ${common_includes} ${extra} -c ${file} -o ${check_dir}/${name}.o
+    add_custom_command(OUTPUT ${check_dir}/${object}.o
+                       COMMAND ${CMAKE_CXX_COMPILER} -std=c++17 -Wall -Wextra -Werror ${common_includes} ${extra} -c ${file} -o ${check_dir}/${object}.o
                        DEPENDS ${file} ${depends} COMMENT "c++: ${name}" VERBATIM)
-    list(APPEND outputs ${check_dir}/${name}.o)
+    list(APPEND outputs ${check_dir}/${object}.o)
     list(APPEND compiled "\"${name}\"")
   endforeach()
   list(JOIN compiled ", " compiled_json)

@@ -1,7 +1,7 @@
 // Reading run configs: schema defaults, aliases, and errors that name the key.
 #include <gtest/gtest.h>
 
-#include "config/validate.h"
+#include "validation/validate.h"
 #include "test_config.h"
 
 namespace fsdp {

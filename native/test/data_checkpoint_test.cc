@@ -62,7 +62,7 @@ struct TempDir {
 
 TEST(BatchStream, YieldsNextTokenTargetsAndTheSameBatchesWithOrWithoutPrefetch) {
   TempDir dir;
-  auto file = std::make_shared<const TokenFile>(write_tokens(dir.path, 1001));
+  auto file = std::make_shared<const TokenFile>(write_tokens(dir.path, 1001), 256);
   HostAllocator alloc;
   BatchStream prefetched(alloc, file, 3, 10, true, 9, 2), direct(alloc, file, 3, 10, true, 9, 0);
   EXPECT_EQ(prefetched.sequences(), 100u);
@@ -88,7 +88,7 @@ TEST(BatchStream, SplitsEveryGlobalBatchAcrossRanksWithoutOverlapAndReshufflesPe
   // 200 sequences of 10: each one's first token ((10 j) mod 251) names it.
   TempDir dir;
   const std::string path = write_tokens(dir.path, 2001);
-  TokenFile file(path);
+  TokenFile file(path, 256);
   const long B = 3, T = 10;
   const int ranks = 4;
   const std::uint64_t per_epoch = 200 / (B * ranks);  // 16 global batches of 12; 8 sequences left out each epoch
@@ -113,7 +113,7 @@ TEST(BatchStream, SplitsEveryGlobalBatchAcrossRanksWithoutOverlapAndReshufflesPe
   EXPECT_NE(first_tokens(0, B, 2, ranks), first_tokens(per_epoch, B, 2, ranks));
   // A stream of one rank's part yields exactly what read() says for that rank.
   HostAllocator alloc;
-  BatchStream stream(alloc, std::make_shared<const TokenFile>(path), B, T, true, 5, 2, 1, ranks);
+  BatchStream stream(alloc, std::make_shared<const TokenFile>(path, 256), B, T, true, 5, 2, 1, ranks);
   EXPECT_EQ(stream.batches_per_epoch(), per_epoch);
   for (std::uint64_t p = 0; p < 3; ++p) {
     const Batch b = stream.next();
@@ -130,7 +130,7 @@ TEST(TokenFile, ReportsACorruptedFileByPath) {
     f.put('\x7f');
   }
   try {
-    TokenFile bad(path);
+    TokenFile bad(path, 256);
     FAIL() << "a corrupted token file was accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path + ": checksum mismatch"), std::string::npos) << e.what();

@@ -47,7 +47,7 @@ describe('e2e: config checks (language server) in a real VS Code', function () {
     await vscode.page.keyboard.press('Escape');
     await vscode.applyQuickFix('Change to NO_SHARD');
     await vscode.page.waitForFunction(() => document.querySelectorAll('.editor-instance .squiggly-error').length === 0, undefined, { timeout: 30_000 });
-    assert.match(await vscode.editorText(), /^  sharding_strategy: NO_SHARD$/m);
+    assert.match(await vscode.editorText(), /^ {2}sharding_strategy: NO_SHARD$/m);
     await vscode.screenshot('config-checks-fixed');
     await vscode.page.keyboard.press('Control+S');
     const file = path.join(workspace, 'broken.fsdp.yaml');

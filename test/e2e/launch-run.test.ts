@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import type { RunConfig } from '../../core/generated/run-config';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { lossesWritten } from './harness/losses-written';
@@ -99,10 +100,10 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
   });
 
   it('a copy of the config with debug.inject_nan: the NaN diagnostics view names the layer', async () => {
-    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as Record<string, any>;
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as RunConfig;
     config.name = 'tiny-cpu-nan';
     config.data.train = path.join(SAMPLES, config.data.train);
-    config.data.val = path.join(SAMPLES, config.data.val);
+    config.data.val = path.join(SAMPLES, config.data.val!);
     config.debug = { inject_nan: { step: 4, layer: 2, phase: 'forward', op: 'attn.softmax' } };
     config.stability = { on_nan: 'stop' };
     const file = path.join(SAMPLES, 'tiny-cpu-nan.e2e.yaml');
@@ -133,10 +134,10 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-hostile-'));
     const folder = path.join(workspace, `it's a "dir"; $(touch PWNED) \`touch PWNED2\``);
     mkdirSync(folder, { recursive: true });
-    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as Record<string, any>;
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as RunConfig;
     config.name = 'hostile';
     config.data.train = path.join(SAMPLES, config.data.train);
-    config.data.val = path.join(SAMPLES, config.data.val);
+    config.data.val = path.join(SAMPLES, config.data.val!);
     config.training.max_steps = 3;
     config.checkpointing = { save_every_n_steps: 0, save_final: false };
     writeFileSync(path.join(folder, `run $(touch PWNED3); 'x'.yaml`), stringify(config));

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import type { RunConfig } from '../../core/generated/run-config';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
 import { lossesWritten } from './harness/losses-written';
@@ -55,11 +56,11 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
   });
 
   it('launches on the host, survives three cut connections with every step once, and a reload re-attaches to the whole history', async () => {
-    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as Record<string, any>;
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as RunConfig;
     config.name = 'tiny-ssh';
     config.data.train = path.join(SAMPLES, config.data.train);
-    config.data.val = path.join(SAMPLES, config.data.val);
-    config.launch.target = 'gpu-box';
+    config.data.val = path.join(SAMPLES, config.data.val!);
+    config.launch = { ...config.launch, target: 'gpu-box' };
     writeFileSync(path.join(workspace, 'tiny-ssh.yaml'), stringify(config));
     vscode = await VsCodeSession.open({
       workspace,

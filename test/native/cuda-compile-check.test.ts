@@ -1,8 +1,10 @@
-// The CUDA backend compile check (native/cmake/cuda.cmake, target fsdp_cuda_kernels_check): on a
-// machine with nvcc, every kernel file compiles for every architecture of FSDP_CUDA_ARCHITECTURES
-// (sm_80 and sm_90) and every host file of the backend compiles, except the ones that need a
-// library this machine lacks (cuBLASLt, NCCL), which the report names with the reason. Without
-// nvcc there is nothing to compile, and the test says so.
+// The CUDA compile check (native/cmake/cuda.cmake, target fsdp_cuda_kernels_check): on a machine
+// with nvcc, every .cu file of the backend compiles for every architecture of
+// FSDP_CUDA_ARCHITECTURES (sm_80 and sm_90); every host file of the backend and of the GPU
+// collectives (parallel/cuda/), every runtime file with an FSDP_WITH_CUDA branch (with it on) and
+// every GPU test compiles — except the ones that need a library this machine lacks (cuBLASLt,
+// NCCL), which the report names with the reason. Without nvcc there is nothing to compile, and
+// the test says so.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -10,7 +12,10 @@ import path from 'node:path';
 import { repoRoot } from './native-build';
 
 const cmakeBuild = path.join(repoRoot, 'native', 'build');
-const cudaSources = path.join(repoRoot, 'native', 'src', 'backend', 'cuda');
+const nativeDir = path.join(repoRoot, 'native');
+const cudaSources = path.join(nativeDir, 'src', 'backend', 'cuda');
+const commSources = path.join(nativeDir, 'src', 'parallel', 'cuda');
+const gpuTests = path.join(nativeDir, 'test', 'cuda');
 const report = path.join(cmakeBuild, 'cuda-check', 'report.json');
 
 interface CheckReport {
@@ -37,31 +42,40 @@ describe('native runtime: CUDA backend compile check', function () {
     }
   });
 
-  it('compiles every kernel for sm_80 and sm_90 and every host file whose libraries are here', () => {
+  it('compiles every kernel for sm_80 and sm_90, and every host file, CUDA branch and GPU test whose libraries are here', () => {
     const r = spawnSync('cmake', ['--build', cmakeBuild, '--target', 'fsdp_cuda_kernels_check', '--parallel', '2'], { encoding: 'utf8' });
     assert.equal(r.status, 0, `the compile check failed:\n${(r.stdout + r.stderr).slice(-8000)}`);
     const check = JSON.parse(readFileSync(report, 'utf8')) as CheckReport;
     assert.deepEqual(check.architectures, ['80', '90']);
 
-    const kernels = readdirSync(path.join(cudaSources, 'kernels')).filter((f) => f.endsWith('.cu')).map((f) => `kernels/${f}`);
-    const hosts = readdirSync(cudaSources).filter((f) => f.endsWith('.cc'));
-    assert.ok(kernels.length >= 7, `kernel files: ${kernels.join(', ')}`);
+    const kernels = [
+      ...readdirSync(path.join(cudaSources, 'kernels')).filter((f) => f.endsWith('.cu')).map((f) => `kernels/${f}`),
+      ...readdirSync(cudaSources).filter((f) => f.endsWith('.cu')),
+    ];
+    // Host files as the report names them: the backend's by file name, the others by path under native/.
+    const hosts = new Map<string, string>();
+    for (const f of readdirSync(cudaSources).filter((f) => f.endsWith('.cc'))) hosts.set(f, path.join(cudaSources, f));
+    for (const f of readdirSync(commSources).filter((f) => f.endsWith('.cc'))) hosts.set(`src/parallel/cuda/${f}`, path.join(commSources, f));
+    for (const f of readdirSync(gpuTests).filter((f) => f.endsWith('.cc'))) hosts.set(`test/cuda/${f}`, path.join(gpuTests, f));
+    for (const f of ['src/parallel/device_collectives.cc', 'src/backend/backend.cc']) hosts.set(f, path.join(nativeDir, f));
+    assert.ok(kernels.length >= 8, `kernel files: ${kernels.join(', ')}`);
     for (const k of kernels) assert.ok(check.compiled.includes(k), `${k} was not compiled`);
     // Every host file is either compiled or skipped for a library it really includes.
-    for (const h of hosts) {
-      const skip = check.skipped.find((s) => s.file === h);
+    for (const [name, file] of hosts) {
+      const skip = check.skipped.find((s) => s.file === name);
       if (!skip) {
-        assert.ok(check.compiled.includes(h), `${h} was neither compiled nor skipped`);
+        assert.ok(check.compiled.includes(name), `${name} was neither compiled nor skipped`);
         continue;
       }
-      const text = readFileSync(path.join(cudaSources, h), 'utf8');
-      const needs = /#include <(cublasLt|nccl)\.h>/.exec(text)?.[1];
-      assert.ok(needs, `${h} was skipped but includes neither cublasLt.h nor nccl.h`);
-      assert.match(skip.reason, new RegExp(`${needs}\\.h`));
+      const text = readFileSync(file, 'utf8');
+      const needs = /#include <(cublasLt|nccl)\.h>|#include "parallel\/cuda\/(nccl)_collectives\.h"/.exec(text);
+      assert.ok(needs, `${name} was skipped but includes neither cublasLt.h nor nccl.h`);
+      assert.match(skip.reason, new RegExp(`${needs[1] ?? needs[2]}\\.h`));
     }
-    // No file outside the two isolated ones may need cuBLAS or NCCL.
-    for (const h of hosts.filter((f) => check.compiled.includes(f))) {
-      assert.doesNotMatch(readFileSync(path.join(cudaSources, h), 'utf8'), /#include <(cublas|nccl)/, `${h} includes cuBLAS or NCCL`);
+    // No file outside the isolated ones may need cuBLAS or NCCL.
+    for (const [name, file] of hosts) {
+      if (!check.compiled.includes(name)) continue;
+      assert.doesNotMatch(readFileSync(file, 'utf8'), /#include <(cublas|nccl)/, `${name} includes cuBLAS or NCCL`);
     }
     console.log(`    compiled with nvcc ${check.cuda_version}: ${check.compiled.join(', ')}`);
     for (const s of check.skipped) console.log(`    not compiled here: ${s.file}: ${s.reason}`);

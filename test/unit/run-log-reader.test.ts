@@ -144,3 +144,62 @@ describe('RunLogReader', () => {
     assert.match(problems[0].message, /shrank/);
   });
 });
+
+// Issue 19, item 10: one rule for a huge line whatever the read size, and a file truncated or
+// rewritten under the reader read again from its start without dropping or doubling events.
+describe('RunLogReader: huge lines and files changed under it', () => {
+  let dir: string;
+  beforeEach(async () => (dir = await mkdtemp(path.join(os.tmpdir(), 'runlog-'))));
+  afterEach(async () => rm(dir, { recursive: true, force: true }));
+  const steps = (b: { entries: Array<{ event: unknown }> }) => b.entries.map((e) => (e.event as { step: number }).step);
+
+  for (const chunk of [1 << 20, 32 << 20]) {
+    it(`skips and reports a 10 MB line the same way with ${chunk >> 20} MB reads`, async () => {
+      const file = path.join(dir, 'metrics.jsonl');
+      const huge = line({ ...stepEvent(2), note: 'x'.repeat(10 << 20) });
+      await writeFile(file, line(stepEvent(1)) + huge + line(stepEvent(3)));
+      const batch = await new RunLogReader(file).read(chunk);
+      assert.deepEqual(steps(batch), [1, 3]);
+      assert.deepEqual(batch.problems.map((p) => [p.offset, p.message]), [[line(stepEvent(1)).length, `line longer than ${MAX_LINE_BYTES} bytes; skipped`]]);
+    });
+  }
+
+  it('reads a file truncated to its first lines again, returning only the events appended since', async () => {
+    const file = path.join(dir, 'metrics.jsonl');
+    const first = [1, 2, 3, 4, 5, 6].map((s) => line(stepEvent(s)));
+    await writeFile(file, first.join(''));
+    const reader = new RunLogReader(file);
+    assert.deepEqual(steps(await reader.read()), [1, 2, 3, 4, 5, 6]);
+    await writeFile(file, first.slice(0, 3).join('') + line(stepEvent(7)) + line(stepEvent(8)));
+    const again = await reader.read();
+    assert.deepEqual(steps(again), [7, 8]);
+    assert.match(again.problems[0].message, /^the file shrank from \d+ to \d+ bytes \(truncated or replaced\); read again from its start/);
+    await appendFile(file, line(stepEvent(9)));
+    assert.deepEqual(steps(await reader.read()), [9]);
+  });
+
+  it('reads a file emptied and refilled past its old size again, instead of resuming mid-line', async () => {
+    const file = path.join(dir, 'metrics.jsonl');
+    await writeFile(file, line(stepEvent(1)) + line(stepEvent(2)));
+    const reader = new RunLogReader(file);
+    assert.deepEqual(steps(await reader.read()), [1, 2]);
+    await writeFile(file, [10, 11, 12, 13].map((s) => line(stepEvent(s, { note: 'a longer line than before' }))).join(''));
+    const batch = await reader.read();
+    assert.deepEqual(steps(batch), [10, 11, 12, 13]);
+    assert.deepEqual(batch.problems.map((p) => p.message), ['the file was rewritten under the reader; read again from its start, returning only events not returned yet']);
+  });
+
+  it('goes on from the last complete line when a resumed writer cuts an unterminated last line', async () => {
+    const file = path.join(dir, 'metrics.jsonl');
+    const complete = line(stepEvent(1)) + line(stepEvent(2));
+    await writeFile(file, complete + JSON.stringify(stepEvent(3)).slice(0, 40));
+    const reader = new RunLogReader(file);
+    assert.deepEqual(steps(await reader.read()), [1, 2]);
+    // The resumed trainer truncates the partial line, then appends (longer than what was cut).
+    await writeFile(file, complete + line(stepEvent(3, { time: 1_700_000_100, note: 'written again after the resume' })) + line(stepEvent(4, { time: 1_700_000_101 })));
+    const batch = await reader.read();
+    assert.deepEqual(steps(batch), [3, 4]);
+    assert.equal((batch.entries[0].event as { time: number }).time, 1_700_000_100, 'step 3 as written again, not spliced onto the cut bytes');
+    assert.deepEqual(batch.problems, []);
+  });
+});

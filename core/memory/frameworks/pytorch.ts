@@ -1,112 +1,153 @@
-// PyTorch training memory: DDP for NO_SHARD, ZeroRedundancyOptimizer for SHARD_OPTIMIZER, and
-// FSDP2 (`fully_shard`, one unit per block plus the root) for the sharded strategies, with AdamW
-// (foreach, the default on CUDA) and zero_grad(set_to_none=True).
-import { parameterCounts } from '../model-shape';
-import { bytesOf, shardGroupSize, worldSize, type MemoryInput } from '../memory-input';
-import { activationTerms } from './activation-terms';
-import { CACHING_ALLOCATOR_FRAGMENTATION, pytorchProcessTerms } from './gpu-overheads';
-import { pytorchActivations } from './pytorch-activations';
-import { constantTerm, type FrameworkTerms, type TermSpec } from './term-spec';
+// PyTorch training memory: plain PyTorch (autocast for bf16) and DDP for NO_SHARD,
+// ZeroRedundancyOptimizer for SHARD_OPTIMIZER, FSDP2 (`fully_shard`, one unit per block plus the
+// root) for the sharded strategies; AdamW (foreach) and zero_grad(set_to_none=True).
+// Rather than adding up formulas, the run is replayed tensor by tensor (./pytorch-replay.ts) through
+// a replay of the CUDA caching allocator (../caching-allocator.ts): the bytes of every term at each
+// phase's highest moment, torch.cuda.max_memory_allocated (blocks as the allocator hands them out)
+// and max_memory_reserved (the segments it had to cudaMalloc). Two steps are replayed: step 1
+// creates the optimizer state, step 2 is what the harness measures (its steps 2 and 3 are alike,
+// and reserved memory no longer grows after step 2).
+import { CachingAllocator } from '../caching-allocator';
+import type { MemoryCategory, Phase } from '../memory-estimate';
+import { shardGroupSize, type MemoryInput } from '../memory-input';
+import { processOverheads } from './gpu-overheads';
+import { REPLAY_TERMS, replayTraining, type ReplayPhase, type ReplaySink, type ReplayTerm } from './pytorch-replay';
+import type { FrameworkMoments, TermInfo } from './term-spec';
 
-const FP32 = 4;
+const STEPS = 2;
 
-export function pytorchTerms(input: MemoryInput): FrameworkTerms {
-  const counts = parameterCounts(input.model);
-  const L = input.model.nLayers;
-  const P = counts.total;
-  const G = shardGroupSize(input);
-  const N = worldSize(input);
-  const p = bytesOf(input.precision.param);
+export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const fsdp = input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
+  const G = shardGroupSize(input);
+  const terms = REPLAY_TERMS.map((t) => termInfo(t, input, fsdp, G));
+  const sink = new MeasuringSink(terms.length, input.device === 'cuda');
+  replayTraining(input, sink, STEPS);
   const notes: string[] = [];
-  const terms: TermSpec[] = [];
-
-  // Parameters: FSDP keeps fp32 shards; DDP and ZeRO-1 keep full fp32 replicas.
-  const localParams = fsdp ? P / G : P;
-  const paramsOnHost = fsdp && input.offload.params;
-  terms.push(constantTerm('params.master', 'params', fsdp ? `fp32 parameter shard (1/${G})` : 'fp32 parameters', localParams * FP32, paramsOnHost ? 'host' : 'device'));
-  if (!fsdp && p < FP32) {
-    // autocast caches the low-precision casts of the matrix weights; linear layers save them for backward.
-    const matrixWeights = L * counts.block + input.model.vocabSize * input.model.dModel;
-    terms.push({ id: 'params.autocast-copies', category: 'params', label: `${input.precision.param} weight casts kept by autocast`, where: 'device', forward: matrixWeights * p, backward: matrixWeights * p, optimizer: 0 });
-  }
-
-  // Gradients: fp32 like the parameters, allocated as backward produces them and freed by
-  // zero_grad(set_to_none=True) — present in forward only while accumulating micro-steps.
-  const localGrads = fsdp ? P / G : P;
-  const gradsOnHost = fsdp && input.offload.params;
-  const bucketView = !fsdp && N > 1 && input.ddp.gradientAsBucketView;
-  if (!bucketView) {
-    const headGrads = counts.head + counts.finalNorm;
-    terms.push({
-      id: 'grads.fp32',
-      category: 'grads',
-      label: fsdp ? `fp32 gradient shard (1/${G})` : 'fp32 gradients',
-      where: gradsOnHost ? 'host' : 'device',
-      forward: input.gradAccumSteps > 1 ? localGrads * FP32 : 0,
-      backward: (step) => (input.gradAccumSteps > 1 ? localGrads : Math.min(localGrads, ((fsdp ? 0 : headGrads) + step * counts.block) / (fsdp ? G : 1))) * FP32,
-      optimizer: localGrads * FP32,
-    });
-  }
-
-  // AdamW: exp_avg and exp_avg_sq in fp32; ZeRO-1 and FSDP shard them.
-  const localOptim = input.strategy === 'NO_SHARD' ? P : P / G;
-  const optimOnHost = input.offload.optimizer || paramsOnHost;
-  terms.push(constantTerm('optimizer.adamw', 'optimizer', 'AdamW moments (exp_avg, exp_avg_sq), fp32', localOptim * 2 * FP32, optimOnHost ? 'host' : 'device'));
-  // foreach AdamW materialises one intermediate as large as the parameters it updates (sqrt of exp_avg_sq).
-  terms.push({ id: 'workspace.optimizer', category: 'workspace', label: 'foreach AdamW intermediate', where: optimOnHost ? 'host' : 'device', forward: 0, backward: 0, optimizer: localOptim * FP32 });
-  if (input.offload.optimizer && !fsdp) notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');
-
-  terms.push(...(fsdp ? fsdpBuffers(input, counts, G) : ddpBuffers(input, P, N)));
-  terms.push(...activationTerms(input, pytorchActivations(input)));
-  terms.push(...pytorchProcessTerms(input, input.strategy === 'HYBRID_SHARD' ? 2 : 1));
   if (fsdp) notes.push('FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward');
-  return { terms, backwardSteps: L + 1, fragmentation: input.device === 'cuda' ? CACHING_ALLOCATOR_FRAGMENTATION : 0, notes };
+  if (input.offload.optimizer && !fsdp) notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');
+  const process = processOverheads(input, input.strategy === 'HYBRID_SHARD' ? 2 : 1);
+  return {
+    terms: [...terms, ...process.map((p) => p.info)],
+    phasePeaks: Object.fromEntries((['forward', 'backward', 'optimizer'] as const).map((ph) => {
+      const best = sink.best[ph];
+      return [ph, { bytes: [...best.bytes, ...process.map((p) => p.bytes)], allocated: best.allocated }];
+    })) as FrameworkMoments['phasePeaks'],
+    momentTotals: sink.totals.map((x) => x + process.reduce((s, p) => s + (p.info.outsideAllocator ? p.bytes : 0), 0)),
+    allocator: input.device === 'cuda' ? { allocatedPeak: sink.allocator!.peakAllocated, reservedPeak: sink.allocator!.peakReserved } : undefined,
+    hostPeak: sink.hostPeak,
+    notes,
+  };
 }
 
-/**
- * FSDP's gathered units and gradient buffers: at most two block units gathered in forward (the
- * one computing and the one prefetched, as limit_all_gathers / FSDP2's implicit prefetch allow),
- * the root unit gathered from its first use in forward until the end of backward; in backward
- * the current unit's unsharded gradient, its reduce_dtype copy and the reduce-scatter output.
- * SHARD_GRAD_OP keeps every unit gathered from forward until its backward.
- */
-function fsdpBuffers(input: MemoryInput, counts: ReturnType<typeof parameterCounts>, G: number): TermSpec[] {
-  const L = input.model.nLayers;
-  const p = bytesOf(input.precision.param);
-  const r = bytesOf(input.precision.reduce);
-  const unit = counts.block * p;
-  const root = counts.root * p;
-  const blocksAt = (step: number) => L - step + 1; // units not yet through backward, incl. the current one
-  let gatheredForward: number;
-  let gatheredBackward: (step: number) => number;
-  if (input.strategy === 'SHARD_GRAD_OP') {
-    gatheredForward = root + L * unit;
-    gatheredBackward = (step) => root + (step === 0 ? L : blocksAt(step)) * unit;
-  } else {
-    const inFlight = Math.min(L, 2);
-    const bwdInFlight = input.fsdp.backwardPrefetch === 'BACKWARD_PRE' ? Math.min(L, 2) : 1;
-    gatheredForward = root + inFlight * unit;
-    gatheredBackward = (step) => root + (step === 0 ? bwdInFlight - 1 : Math.min(bwdInFlight, blocksAt(step))) * unit;
+function termInfo(t: ReplayTerm, input: MemoryInput, fsdp: boolean, G: number): TermInfo {
+  const shard = fsdp ? ` (1/${G})` : '';
+  const table: Record<ReplayTerm, [string, MemoryCategory, string]> = {
+    params: ['params.master', 'params', fsdp ? `fp32 parameter shard${shard}` : 'fp32 parameters'],
+    autocast: ['params.autocast-copies', 'params', 'bf16 weight copies autocast makes (kept by each linear until its backward)'],
+    grads: ['grads.fp32', 'grads', fsdp ? `fp32 gradient shard${shard}, written by the reduce-scatter` : 'fp32 gradients (.grad), and a tied embedding\'s two contributions and their sum'],
+    gradsUnsharded: ['grads.unsharded', 'grads', `unsharded ${input.precision.param} gradients of the units in backward (before their reduce-scatter)`],
+    optimizer: ['optimizer.adamw', 'optimizer', `AdamW moments (exp_avg, exp_avg_sq), fp32${fsdp || input.strategy === 'SHARD_OPTIMIZER' ? ', sharded' : ''}`],
+    optimizerStep: ['workspace.optimizer', 'workspace', 'foreach AdamW intermediate (sqrt of exp_avg_sq, one per parameter)'],
+    saved: ['activations.saved', 'activations', `tensors saved for backward by ${input.model.nLayers} blocks, the final norm and the embeddings`],
+    recompute: ['activations.recompute', 'activations', 'a checkpointed block\'s activations (and autocast weight copies) recomputed for its backward'],
+    actGrads: ['activations.grads', 'activations', 'gradients of activations and temporaries while an op runs'],
+    logits: ['activations.logits', 'activations', 'logits, the fp32 log-softmax the loss keeps, and their gradients'],
+    gathered: ['comm.gathered', 'comm', `parameters gathered in ${input.precision.param} (the root unit, the block computing${G > 1 ? ', the all-gather in flight' : ''})`],
+    reduceScatter: ['comm.reduce-scatter', 'comm', `reduce-scatter input in ${input.precision.reduce} (a unit's, kept until the next unit's)`],
+    ddpBuckets: ['comm.ddp-buckets', 'comm', `DDP gradient buckets (${input.ddp.bucketCapMb} MB each, all gradients)`],
+    cublas: ['workspace.cublas', 'workspace', 'cuBLAS workspaces (the forward thread\'s and autograd\'s) and cuBLASLt\'s'],
+    batch: ['other.batch', 'other', 'token ids and targets (int64)'],
+  };
+  const [id, category, label] = table[t];
+  const where = (t === 'params' && fsdp && input.offload.params) || ((t === 'optimizer' || t === 'optimizerStep') && (input.offload.optimizer || (fsdp && input.offload.params))) ? 'host' : 'device';
+  return { id, category, label, where };
+}
+
+/** Tracks bytes per term, the caching allocator, and each phase's highest moment in the last step. */
+class MeasuringSink implements ReplaySink {
+  readonly allocator: CachingAllocator | undefined;
+  readonly best: Record<Phase, { allocated: number; bytes: number[] }>;
+  readonly totals: number[] = [];
+  hostPeak = 0;
+  private readonly live: number[];
+  // Per tensor id (small consecutive integers): bytes, and term index (−1: host, −2: freed).
+  private bytesOf = new Float64Array(1024);
+  private termOf = new Int8Array(1024).fill(-2);
+  private readonly termIndex = Object.fromEntries(REPLAY_TERMS.map((t, i) => [t, i])) as Record<ReplayTerm, number>;
+  private readonly termCount: number;
+  private requested = 0;
+  private host = 0;
+  private measuring = false;
+  private step = 0;
+  private phaseNow: ReplayPhase = 'setup';
+
+  constructor(termCount: number, cuda: boolean) {
+    this.allocator = cuda ? new CachingAllocator() : undefined;
+    this.live = new Array<number>(termCount).fill(0);
+    const empty = () => ({ allocated: -1, bytes: new Array<number>(termCount).fill(0) });
+    this.termCount = termCount;
+    this.best = { forward: empty(), backward: empty(), optimizer: empty() };
   }
-  const unitGrad = counts.block * (p + (r !== p ? r : 0)) + (counts.block / G) * r;
-  return [
-    { id: 'comm.gathered', category: 'comm', label: 'all-gathered parameters (root unit and block units in flight)', where: 'device', forward: gatheredForward, backward: gatheredBackward, optimizer: 0 },
-    {
-      id: 'comm.reduce-scatter',
-      category: 'comm',
-      label: 'unsharded gradients being reduce-scattered (root unit for all of backward, current block unit)',
-      where: 'device',
-      forward: 0,
-      backward: (step) => counts.root * p + (step === 0 ? 0 : unitGrad),
-      optimizer: 0,
-    },
-  ];
-}
 
-/** DDP's gradient buckets hold every gradient once more (unless gradients are views into them). */
-function ddpBuffers(input: MemoryInput, P: number, N: number): TermSpec[] {
-  if (N === 1) return [];
-  const label = input.ddp.gradientAsBucketView ? 'DDP gradient buckets (gradients are views into them)' : `DDP gradient buckets (${input.ddp.bucketCapMb} MB each, all gradients)`;
-  return [constantTerm('comm.ddp-buckets', 'comm', label, P * FP32)];
+  alloc(id: number, bytes: number, term: ReplayTerm, stream: number, host: boolean): void {
+    if (id >= this.bytesOf.length) this.grow(id);
+    this.bytesOf[id] = bytes;
+    if (host) {
+      this.termOf[id] = -1;
+      this.host += bytes;
+      if (this.host > this.hostPeak) this.hostPeak = this.host;
+      return;
+    }
+    const index = this.termIndex[term];
+    this.termOf[id] = index;
+    this.live[index] += bytes;
+    this.requested += bytes;
+    if (this.allocator) this.allocator.malloc(id, bytes, stream);
+    if (this.measuring) this.moment();
+  }
+
+  free(id: number): void {
+    const term = this.termOf[id];
+    if (term === -2) throw new Error(`memory replay: tensor ${id} freed twice`);
+    this.termOf[id] = -2;
+    const bytes = this.bytesOf[id];
+    if (term === -1) {
+      this.host -= bytes;
+      return;
+    }
+    this.live[term] -= bytes;
+    this.requested -= bytes;
+    this.allocator?.free(id);
+  }
+
+  phase(step: number, phase: ReplayPhase): void {
+    // Phase peaks and the allocator's allocated peak from step 2; reserved memory from the start.
+    if (step === 2 && this.step !== 2) this.allocator?.resetPeaks();
+    this.step = step;
+    this.phaseNow = phase;
+    this.measuring = step === STEPS && phase !== 'setup';
+    // A phase starts where the last ended: its first moment is what is already live.
+    if (this.measuring) this.moment();
+  }
+
+  private moment(): void {
+    const allocated = this.allocator ? this.allocator.allocated : this.requested;
+    this.totals.push(this.requested);
+    const best = this.best[this.phaseNow as Phase];
+    if (allocated > best.allocated) {
+      best.allocated = allocated;
+      for (let i = 0; i < this.termCount; i++) best.bytes[i] = this.live[i];
+    }
+  }
+
+  private grow(id: number): void {
+    let n = this.bytesOf.length;
+    while (n <= id) n *= 2;
+    const bytes = new Float64Array(n);
+    bytes.set(this.bytesOf);
+    const terms = new Int8Array(n).fill(-2);
+    terms.set(this.termOf);
+    this.bytesOf = bytes;
+    this.termOf = terms;
+  }
 }

@@ -4,6 +4,7 @@
 import { yamlVersionOf } from '../../config/config-analysis';
 import { recogniseConfig } from '../../config/document-kind';
 import { parseSourceDocument, sourceKindOf } from '../../config/source-document';
+import { UnreadDocument } from '../../config/unread-document';
 import type { ConfigInputResult, ConfigKind } from './config-input';
 import { findOptionComment, mergeOptions, type EstimateOptions } from './estimate-options';
 import { accelerateInput } from './from-accelerate';
@@ -16,6 +17,11 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
   if (comment?.problems.length) {
     const pos = doc.positionAt(comment.offset);
     return { error: `${fileName}:${pos.line + 1}:${pos.character + 1} fsdp-studio comment: ${comment.problems.map((p) => p.message).join('; ')}`, range: { start: pos, end: pos } };
+  }
+  if (doc instanceof UnreadDocument) {
+    // Too large or too deeply nested to read (config/unread-document.ts): no estimate from defaults.
+    const { range, message } = doc.syntaxErrors[0];
+    return { error: `${fileName}:${range.start.line + 1}:${range.start.character + 1} ${message}`, range };
   }
   const merged = mergeOptions(comment?.options, options);
   switch (kind) {

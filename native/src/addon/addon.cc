@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/validate.h"
+#include "validation/validate.h"
 #include "memory/memory_plan.h"
 #include "runtime/device_probe.h"
 #include "train/smoke_step.h"

@@ -38,6 +38,22 @@ std::vector<float> Backend::to_host_f32(const void* x, DType dtype, std::size_t 
   return out;
 }
 
+// On host memory the conversions run here; a device backend overrides them (this fallback would
+// go through the host, correct but slow).
+void Backend::from_f32(void* dst, DType to, const float* src, std::size_t n) {
+  std::vector<float> x(n);
+  download(x.data(), src, sizeof(float) * n);
+  if (to == DType::f32) return upload(dst, x.data(), sizeof(float) * n);
+  std::vector<std::uint16_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i) bits[i] = to == DType::bf16 ? float_to_bf16(x[i]) : float_to_f16(x[i]);
+  upload(dst, bits.data(), sizeof(std::uint16_t) * n);
+}
+
+void Backend::to_f32(float* dst, const void* src, DType from, std::size_t n) {
+  const std::vector<float> x = to_host_f32(src, from, n);
+  upload(dst, x.data(), sizeof(float) * n);
+}
+
 bool cuda_backend_built() {
 #ifdef FSDP_WITH_CUDA
   return true;

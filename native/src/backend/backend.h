@@ -104,10 +104,24 @@ class Backend {
   virtual DType compute_dtype() const { return DType::f32; }
   /** dst[n] (compute dtype) = src[n] (float32), rounded to nearest even. */
   virtual void cast_from_f32(void* dst, const float* src, std::size_t n) = 0;
+  /**
+   * dst[n] in `to` = src[n] (float32), rounded to nearest even; a copy when `to` is float32. With
+   * to_f32 below: gradients reduced in a 16-bit reduce_dtype, parameters gathered in param_dtype.
+   * Either pointer may be this backend's host_allocator() memory (cpu_offload).
+   */
+  virtual void from_f32(void* dst, DType to, const float* src, std::size_t n);
+  /** dst[n] (float32) = src[n] in `from`. */
+  virtual void to_f32(float* dst, const void* src, DType from, std::size_t n);
   /** Peak FLOP/s of the device in compute_dtype() for MFU; 0 when unknown (the trainer measures). */
   virtual double nominal_peak_flops() const { return 0; }
   /** Device readings for step events; none on the CPU. */
   virtual std::optional<DeviceReadings> readings() { return std::nullopt; }
+
+  // --- what collectives need of a device ----------------------------------------------------------
+  /** The queue the backend computes on, for collectives to order their work after (a cudaStream_t on CUDA); null on the CPU. */
+  virtual void* compute_queue() { return nullptr; }
+  /** The device this backend drives, unique on its host (a GPU's PCI bus id); "" on the CPU. */
+  virtual std::string device_id() const { return ""; }
 
   // --- float32 matrix products: C = alpha op(A) op(B) + beta C ----------------------------------
   virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda,

@@ -37,7 +37,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "config/load.h"
-#include "config/validate.h"
+#include "validation/validate.h"
 #include "backend/backend.h"
 #include "memory/memory_plan.h"
 #include "parallel/allreduce_check.h"

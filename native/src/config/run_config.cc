@@ -273,6 +273,7 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   la.nnodes = static_cast<int>(r.integer("launch.nnodes", 1, 1));
   la.threads_per_rank = static_cast<int>(r.integer("launch.threads_per_rank", 0));
   la.tf32 = r.boolean("launch.tf32");
+  la.collectives = r.one_of("launch.collectives", {"auto", "nccl", "mpi"});
 
   auto& inj = c.debug.inject_nan;
   if (r.has("debug.inject_nan")) {

@@ -89,6 +89,7 @@ struct LaunchConfig {
   std::string target = "local", device = "cpu";
   int nproc_per_node = 1, nnodes = 1, threads_per_rank = 0;
   bool tf32 = false;  // CUDA float32 matrix products on TF32 tensor cores
+  std::string collectives = "auto";  // device buffers' collectives: auto | nccl | mpi (parallel/device_collectives.h)
 };
 
 struct InjectNanConfig {

@@ -1,5 +1,6 @@
 #include "data/batch_stream.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "data/sequence_order.h"
@@ -42,12 +43,20 @@ void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std:
   const std::uint64_t first = (position % per_epoch) * global + static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(B);
   const SequenceOrder order(n, shuffle, seed, epoch);
   const std::uint16_t* tokens = file.tokens();
+  const std::uint32_t limit = file.id_limit();
   for (long b = 0; b < B; ++b) {
-    const std::uint16_t* seq = tokens + order[first + static_cast<std::uint64_t>(b)] * static_cast<std::uint64_t>(T);
+    const std::uint64_t start = order[first + static_cast<std::uint64_t>(b)] * static_cast<std::uint64_t>(T);
+    const std::uint16_t* seq = tokens + start;
+    // Every id indexes the embedding table and the logits: checked here, where every batch of
+    // either backend is built, as it is copied (one compare per token).
+    std::uint16_t largest = 0;
     for (long t = 0; t < T; ++t) {
       inputs[b * T + t] = seq[t];
       targets[b * T + t] = seq[t + 1];
+      largest = std::max(largest, seq[t]);
     }
+    largest = std::max(largest, seq[T]);
+    if (largest >= limit) file.check_ids(start, static_cast<std::uint64_t>(T) + 1);
   }
 }
 
@@ -63,7 +72,9 @@ Batch BatchStream::next() {
     fill(p, 0);
   } else {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return filled_ > p; });
+    cv_.wait(lock, [&] { return filled_ > p || failure_; });
+    // The producer failed on a batch this consumer has not reached yet: report it now.
+    if (filled_ <= p) std::rethrow_exception(failure_);
   }
   {
     // The consumer now holds this slot; the batch before it is free for the producer.
@@ -85,7 +96,16 @@ void BatchStream::produce() {
       if (stop_) return;
       p = filled_;
     }
-    fill(p, static_cast<int>(p % static_cast<std::uint64_t>(slots_)));
+    try {
+      fill(p, static_cast<int>(p % static_cast<std::uint64_t>(slots_)));
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        failure_ = std::current_exception();
+      }
+      cv_.notify_all();
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (filled_ == p) filled_ = p + 1;
@@ -97,6 +117,7 @@ void BatchStream::produce() {
 void BatchStream::start_thread() {
   if (slots_ == 1) return;
   stop_ = false;
+  failure_ = nullptr;
   filled_ = position_;
   thread_ = std::thread([this] { produce(); });
 }

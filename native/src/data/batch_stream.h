@@ -14,6 +14,7 @@
 // ahead of the step that consumes them; with prefetch_batches 0 batches are read on demand.
 #pragma once
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,7 @@ class BatchStream {
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
 
-  /** The micro-batch at position(), valid until the next call; advances the position. */
+  /** The micro-batch at position(), valid until the next call; advances the position. Throws what reading it threw (a bad token id, naming the file). */
   Batch next();
   /** Micro-batches consumed so far. */
   std::uint64_t position() const { return position_; }
@@ -46,7 +47,7 @@ class BatchStream {
   std::uint64_t sequences() const { return sequences_; }
   std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
 
-  /** Writes rank's part of micro-batch `position` of a stream into inputs/targets (B*T each). */
+  /** Writes rank's part of micro-batch `position` of a stream into inputs/targets (B*T each); throws naming the file on an id not below file.id_limit(). */
   static void read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
                    std::int32_t* targets, int rank = 0, int ranks = 1);
 
@@ -70,6 +71,7 @@ class BatchStream {
   std::condition_variable cv_;
   std::uint64_t filled_ = 0;  // batches [position_, filled_) are ready in their slots
   bool stop_ = false;
+  std::exception_ptr failure_;  // what the producer threw; it stops producing
   std::thread thread_;
 };
 

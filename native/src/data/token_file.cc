@@ -1,15 +1,15 @@
 #include "data/token_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+
+#include "runtime/files.h"
 
 namespace fsdp {
 
@@ -17,6 +17,12 @@ namespace {
 
 constexpr std::size_t kHeaderBytes = 64;
 constexpr char kMagic[8] = {'F', 'S', 'D', 'P', 'T', 'O', 'K', '\0'};
+// uint16 tokens: ids 0 … 65535.
+constexpr std::uint64_t kMaxVocab = 65536;
+// Header plus 2 bytes a token must fit in 64 bits (and in this process's address space).
+constexpr std::uint64_t kMaxTokens = (std::numeric_limits<std::uint64_t>::max() - kHeaderBytes) / 2;
+// Tokens checked per piece: the checksum and the id scan share the piece while it is in cache.
+constexpr std::uint64_t kPieceTokens = 1 << 16;
 
 std::uint32_t u32(const unsigned char* p) { return p[0] | p[1] << 8 | p[2] << 16 | static_cast<std::uint32_t>(p[3]) << 24; }
 std::uint64_t u64(const unsigned char* p) { return u32(p) | static_cast<std::uint64_t>(u32(p + 4)) << 32; }
@@ -33,62 +39,68 @@ TokenFileHeader parse_header(const std::string& path, const unsigned char* h, st
   hd.vocab_size = u32(h + 24);
   hd.crc32 = u32(h + 28);
   hd.tokenizer.assign(reinterpret_cast<const char*>(h + 32), strnlen(reinterpret_cast<const char*>(h + 32), 16));
-  const std::uint64_t expected = kHeaderBytes + 2 * hd.token_count;
-  if (file_bytes != expected) {
-    fail(path, std::to_string(file_bytes) + " bytes, expected " + std::to_string(expected) + " for " + std::to_string(hd.token_count) + " tokens (truncated?)");
+  if (hd.vocab_size == 0) fail(path, "the header's vocabulary size is 0 (no token id can be valid)");
+  if (hd.vocab_size > kMaxVocab) fail(path, "the header's vocabulary size " + std::to_string(hd.vocab_size) + " exceeds what uint16 tokens hold (65536)");
+  if (hd.token_count > kMaxTokens || kHeaderBytes + 2 * hd.token_count != file_bytes) {
+    const std::string expected = hd.token_count > kMaxTokens ? "more than any file can hold" : std::to_string(kHeaderBytes + 2 * hd.token_count);
+    fail(path, std::to_string(file_bytes) + " bytes, expected " + expected + " for the " + std::to_string(hd.token_count) + " tokens the header declares (truncated or corrupted?)");
   }
   return hd;
-}
-
-int open_or_fail(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::strerror(errno));
-  return fd;
-}
-
-std::uint64_t file_size(int fd, const std::string& path) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) fail(path, std::strerror(errno));
-  return static_cast<std::uint64_t>(st.st_size);
 }
 
 }  // namespace
 
 TokenFileHeader read_token_file_header(const std::string& path) {
-  const int fd = open_or_fail(path);
+  const ReadOnlyFile file(path);
   unsigned char h[kHeaderBytes] = {};
-  const std::uint64_t size = file_size(fd, path);
-  const ssize_t n = ::pread(fd, h, kHeaderBytes, 0);
-  ::close(fd);
-  if (n < 0) fail(path, std::strerror(errno));
-  return parse_header(path, h, n < static_cast<ssize_t>(kHeaderBytes) ? static_cast<std::uint64_t>(n) : size);
+  const std::size_t n = file.read_some(0, h, kHeaderBytes);
+  return parse_header(path, h, n < kHeaderBytes ? n : file.size());
 }
 
-TokenFile::TokenFile(const std::string& path) : path_(path) {
-  const int fd = open_or_fail(path);
-  const std::uint64_t size = file_size(fd, path);
-  if (size < kHeaderBytes) {
-    ::close(fd);
-    fail(path, "not a token file (bad magic)");
+TokenFile::TokenFile(const std::string& path, std::uint32_t model_vocab) : path_(path) {
+  std::uint64_t size = 0;
+  void* addr = MAP_FAILED;
+  int map_errno = 0;
+  {
+    const ReadOnlyFile file(path);
+    size = file.size();
+    if (size < kHeaderBytes) fail(path, "not a token file (bad magic)");
+    if (size > std::numeric_limits<std::size_t>::max()) fail(path, "too large to map");
+    addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    map_errno = errno;
   }
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);
   if (addr == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(map_errno));
   map_.addr = addr;
   map_.bytes = size;
   const auto* bytes = static_cast<const unsigned char*>(addr);
   header_ = parse_header(path, bytes, size);
   tokens_ = reinterpret_cast<const std::uint16_t*>(bytes + kHeaderBytes);
-  // zlib's crc32 takes a uInt length; feed the payload in pieces.
+  id_limit_ = std::min<std::uint32_t>(header_.vocab_size, model_vocab);
+  if (id_limit_ == 0) fail(path, "model vocabulary size is 0");
+  // zlib's crc32 takes a uInt length; the payload goes in pieces, each also scanned for its
+  // largest id (a vectorised max) while it is in cache. The checksum is compared first, so a
+  // corrupted file is reported as corrupted rather than by the id the corruption made.
   uLong crc = crc32(0L, Z_NULL, 0);
-  const unsigned char* payload = bytes + kHeaderBytes;
-  for (std::uint64_t left = 2 * header_.token_count; left > 0;) {
-    const uInt piece = static_cast<uInt>(std::min<std::uint64_t>(left, 1u << 30));
-    crc = crc32(crc, payload, piece);
-    payload += piece, left -= piece;
+  std::uint16_t largest = 0;
+  std::uint64_t largest_at = 0;
+  for (std::uint64_t first = 0; first < header_.token_count; first += kPieceTokens) {
+    const std::uint64_t n = std::min(kPieceTokens, header_.token_count - first);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(tokens_ + first), static_cast<uInt>(2 * n));
+    std::uint16_t m = 0;
+    for (std::uint64_t i = 0; i < n; ++i) m = std::max(m, tokens_[first + i]);
+    if (m > largest) largest = m, largest_at = first;
   }
   if (static_cast<std::uint32_t>(crc) != header_.crc32) fail(path, "checksum mismatch (corrupted)");
+  if (header_.token_count > 0 && largest >= id_limit_) check_ids(largest_at, std::min(kPieceTokens, header_.token_count - largest_at));
+}
+
+void TokenFile::check_ids(std::uint64_t first, std::uint64_t n) const {
+  for (std::uint64_t i = first; i < first + n; ++i) {
+    if (tokens_[i] < id_limit_) continue;
+    const bool model_smaller = id_limit_ < header_.vocab_size;
+    fail(path_, "token " + std::to_string(i) + " is id " + std::to_string(tokens_[i]) + ", not below the vocabulary size " + std::to_string(id_limit_) +
+                    (model_smaller ? " (model.vocab_size)" : " (the file's header)") + ": the file is corrupted or was made for another tokenizer");
+  }
 }
 
 TokenFile::Mapping::~Mapping() {

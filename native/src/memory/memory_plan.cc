@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "memory/activation_choice.h"
 #include "model/param_layout.h"
 
 namespace fsdp {

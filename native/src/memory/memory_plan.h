@@ -9,7 +9,7 @@
 
 #include "config/run_config.h"
 #include "runtime/allocator.h"
-#include "train/activation_policy.h"
+#include "model/activation_policy.h"
 
 namespace fsdp {
 

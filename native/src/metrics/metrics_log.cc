@@ -1,6 +1,7 @@
 #include "metrics/metrics_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,7 +22,7 @@ void write_all(int fd, const std::string& s) {
   while (done < s.size()) {
     const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(std::string("cannot write metrics: ") + std::strerror(errno));
+    if (n <= 0) throw std::runtime_error(std::string("cannot write: ") + std::strerror(n < 0 ? errno : EIO));
     done += static_cast<std::size_t>(n);
   }
 }
@@ -29,10 +30,23 @@ void write_all(int fd, const std::string& s) {
 
 nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
-MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : echo_(echo_to_stdout) {
+MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : path_(path), echo_(echo_to_stdout) {
   if (path.empty()) return;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": cannot open for appending: " + std::strerror(errno));
+  // A writer killed mid-line (a full disk, a torn write) leaves an unterminated last line; ending
+  // it keeps this run's first event a line of its own. Readers report the torn line as a bad line;
+  // truncating it instead would make tail -F (the SSH watch) read the whole file again.
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd_, &st) == 0 && st.st_size > 0 && ::pread(fd_, &last, 1, st.st_size - 1) == 1 && last != '\n') {
+    try {
+      write_all(fd_, "\n");
+    } catch (const std::exception& e) {
+      ::close(fd_);
+      throw std::runtime_error(path + ": " + e.what());
+    }
+  }
 }
 
 MetricsLog::~MetricsLog() {
@@ -46,7 +60,13 @@ void MetricsLog::write(nlohmann::json event) {
     line[k] = v.is_number_float() && !std::isfinite(v.get<double>()) ? nlohmann::json(nullptr) : v;
   }
   const std::string text = line.dump() + "\n";
-  if (fd_ >= 0) write_all(fd_, text);
+  if (fd_ >= 0) {
+    try {
+      write_all(fd_, text);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path_ + ": " + e.what());
+    }
+  }
   if (echo_) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

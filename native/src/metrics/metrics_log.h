@@ -1,6 +1,7 @@
 // The run's event log: one JSON object per line (core/schemas/metrics-event.schema.json), appended
 // to runs/<run-id>/metrics.jsonl and echoed to standard output. Each line goes out in one write()
-// on a file opened for appending, so a reader never sees half a line from this writer.
+// on a file opened for appending, so a reader never sees half a line from this writer; a line an
+// earlier writer left unterminated is ended first. Write errors name the file and the errno.
 #pragma once
 #include <string>
 
@@ -21,6 +22,7 @@ class MetricsLog {
   void log(const std::string& level, const std::string& msg);
 
  private:
+  std::string path_;
   int fd_ = -1;
   bool echo_;
 };

@@ -1,5 +1,5 @@
 // A pre-LN transformer block: x2 = x + dropout(attention(ln1(x))); out = x2 + dropout(mlp(ln2(x2))).
-// What it keeps for backward depends on its activation checkpointing (train/activation_policy.h):
+// What it keeps for backward depends on its activation checkpointing (model/activation_policy.h):
 // everything, the matrix-product outputs only (selective), or nothing but its input (full
 // recompute). Recomputation replays the same dropout masks (counter-based keys).
 #pragma once
@@ -12,7 +12,7 @@
 #include "model/mlp.h"
 #include "model/param_layout.h"
 #include "model/probe.h"
-#include "train/activation_policy.h"
+#include "model/activation_policy.h"
 
 namespace fsdp {
 

@@ -10,7 +10,7 @@
 #include "model/param_layout.h"
 #include "model/probe.h"
 #include "model/unit_storage.h"
-#include "train/activation_policy.h"
+#include "model/activation_policy.h"
 
 namespace fsdp {
 

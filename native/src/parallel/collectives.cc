@@ -10,6 +10,8 @@ std::size_t comm_type_bytes(CommType t) {
     case CommType::f32: return 4;
     case CommType::f64: return 8;
     case CommType::u8: return 1;
+    case CommType::bf16:
+    case CommType::f16: return 2;
   }
   return 1;
 }

@@ -1,18 +1,22 @@
 // The collective operations a parallelism layer needs, behind one interface: a world of one
-// (parallel/single_process.h), MPI on CPU buffers (parallel/mpi/mpi_collectives.h), NCCL on GPU
-// buffers later (issue 5; MPI then only bootstraps it). Buffers are untyped pointers with an
-// element type, so a GPU implementation takes device pointers through the same calls; the one
-// asynchronous operation (the all-gather FSDP prefetches with) returns a handle to wait on, which
-// is where a stream-ordered implementation keeps its event. Reductions are sums: that is all
-// FSDP-style training uses. Counts are elements. Every rank of the group calls every operation,
-// in the same order.
+// (parallel/single_process.h), MPI on host buffers (parallel/mpi/mpi_collectives.h), and for GPU
+// buffers NCCL (parallel/cuda/nccl_collectives.h) or MPI through pinned host memory
+// (parallel/staged_collectives.h); parallel/device_collectives.h picks one. Buffers are untyped
+// pointers with an element type, so a GPU implementation takes device pointers through the same
+// calls; the one asynchronous operation (the all-gather FSDP prefetches with) returns a handle to
+// wait on, which is where a stream-ordered implementation keeps its event. Reductions are sums:
+// that is all FSDP-style training uses (16-bit sums add in float32 and round once, as NCCL does).
+// Counts are elements. Every rank of the group calls every operation, in the same order.
+//
+// A run holds two kinds: the control world (host values: votes, host names, losses, norms —
+// always host memory) and the device collectives the model state's buffers go through.
 #pragma once
 #include <cstddef>
 #include <memory>
 
 namespace fsdp {
 
-enum class CommType { f32, f64, u8 };
+enum class CommType { f32, f64, u8, bf16, f16 };
 std::size_t comm_type_bytes(CommType t);
 
 /** An operation in flight; its buffers may be touched only after wait() (the destructor waits too). */

@@ -20,16 +20,15 @@ std::vector<std::string> gather_host_names(Collectives& world) {
   return names;
 }
 
-ProcessGroups whole_world_groups(Collectives& world) {
+ProcessGroups whole_world_groups(Collectives& data) {
   ProcessGroups g;
-  g.world = &world;
-  g.shard = world.split(0, world.rank());
+  g.shard = data.split(0, data.rank());
   g.replicas = std::make_unique<SingleProcess>();
   return g;
 }
 
-ProcessGroups hybrid_groups(Collectives& world, int ranks_per_node, int expected) {
-  const int W = world.size(), rank = world.rank();
+ProcessGroups hybrid_groups(Collectives& control, Collectives& data, int ranks_per_node, int expected) {
+  const int W = control.size(), rank = control.rank();
   int node = 0, index = 0;
   if (ranks_per_node > 0) {
     if (W % ranks_per_node != 0) throw std::runtime_error("fsdp.ranks_per_node " + std::to_string(ranks_per_node) + " does not divide the world size " + std::to_string(W));
@@ -37,7 +36,7 @@ ProcessGroups hybrid_groups(Collectives& world, int ranks_per_node, int expected
     index = rank % ranks_per_node;
   } else {
     // Nodes are hosts, numbered in the order their first rank appears; a rank's index is its place among its host's ranks.
-    const std::vector<std::string> hosts = gather_host_names(world);
+    const std::vector<std::string> hosts = gather_host_names(control);
     std::map<std::string, int> node_of, ranks_on;
     for (const auto& h : hosts) {
       if (!node_of.count(h)) node_of.emplace(h, static_cast<int>(node_of.size()));
@@ -53,9 +52,8 @@ ProcessGroups hybrid_groups(Collectives& world, int ranks_per_node, int expected
     for (int r = 0; r < rank; ++r) index += hosts[r] == hosts[rank] ? 1 : 0;
   }
   ProcessGroups g;
-  g.world = &world;
-  g.shard = world.split(node, rank);
-  g.replicas = world.split(index, rank);
+  g.shard = data.split(node, rank);
+  g.replicas = data.split(index, rank);
   return g;
 }
 

@@ -12,22 +12,23 @@
 
 namespace fsdp {
 
+/** Groups of the device collectives (what the model state's buffers go through). */
 struct ProcessGroups {
-  Collectives* world = nullptr;  // not owned
   std::unique_ptr<Collectives> shard, replicas;
 };
 
 /** Host names of every rank, in rank order (a collective: every rank calls it). */
 std::vector<std::string> gather_host_names(Collectives& world);
 
-/** Shard groups of the whole world (FULL_SHARD, SHARD_GRAD_OP, SHARD_OPTIMIZER). */
-ProcessGroups whole_world_groups(Collectives& world);
+/** Shard groups of the whole world (FULL_SHARD, SHARD_GRAD_OP, SHARD_OPTIMIZER), split from the device collectives. */
+ProcessGroups whole_world_groups(Collectives& data);
 
 /**
- * HYBRID_SHARD's groups: consecutive runs of ranks_per_node ranks when it is given (> 0), else the
- * ranks of each host, which must all have `expected` ranks (launch.nproc_per_node). Throws naming
- * the hosts when they do not.
+ * HYBRID_SHARD's groups, split from the device collectives `data`: consecutive runs of
+ * ranks_per_node ranks when it is given (> 0), else the ranks of each host (named through the
+ * control world), which must all have `expected` ranks (launch.nproc_per_node). Throws naming the
+ * hosts when they do not.
  */
-ProcessGroups hybrid_groups(Collectives& world, int ranks_per_node, int expected);
+ProcessGroups hybrid_groups(Collectives& control, Collectives& data, int ranks_per_node, int expected);
 
 }  // namespace fsdp

@@ -1,9 +1,12 @@
 #include "parallel/replicated_state.h"
 
+#include "parallel/device_collectives.h"
+
 namespace fsdp {
 
-ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state, Collectives* world, bool offload)
-    : be_(be), world_(world ? world : &alone_) {
+ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state, Collectives* control, bool offload, Collectives* data,
+                                 DType reduce)
+    : be_(be), world_(control ? control : &alone_), data_(data ? data : world_), reduce_(reduce) {
   Allocator& a = be.allocator();
   units_.resize(layout.units.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -56,7 +59,13 @@ void ReplicatedState::zero_grads() {
 
 void ReplicatedState::post_backward(int unit) {
   // The gradients of the mean over ranks: each rank's backward was scaled by 1 / world size.
-  if (sync_ && world_->size() > 1) world_->all_reduce(units_[unit].grads.f32(), units_[unit].numel, CommType::f32);
+  if (!sync_ || data_->size() == 1) return;
+  Unit& u = units_[unit];
+  if (reduce_ == DType::f32) return data_->all_reduce(u.grads.f32(), u.numel, CommType::f32);
+  Buffer cast = be_.allocator().allocate(MemoryCategory::comm, dtype_bytes(reduce_) * u.numel);
+  be_.from_f32(cast.data(), reduce_, u.grads.f32(), u.numel);
+  data_->all_reduce(cast.data(), u.numel, comm_type(reduce_));
+  be_.to_f32(u.grads.f32(), cast.data(), reduce_, u.numel);
 }
 
 }  // namespace fsdp

@@ -1,7 +1,8 @@
 // Every unit whole on every rank (NO_SHARD; DDP when there are several ranks): full float32
 // parameters, gradients and AdamW moments per unit, allocated up front as MEMORY.md plans them.
 // With several ranks each unit's gradients are all-reduced right after its backward on the final
-// micro-step. Without optimizer state (a smoke step that never updates), local(u).m and .v are
+// micro-step, through the device collectives, in reduce_dtype (cast into a comm buffer and back
+// when it is narrower than float32). Without optimizer state (a smoke step that never updates), local(u).m and .v are
 // null. With fsdp.cpu_offload the moments live in the backend's host memory.
 // When the backend computes in bfloat16/float16, each unit also keeps a copy of its parameters in
 // that dtype (MEMORY.md compute_copy), cast again from the masters after anything may have
@@ -17,8 +18,13 @@ namespace fsdp {
 
 class ReplicatedState final : public ModelState {
  public:
-  /** world: the ranks that replicate the model; nullptr for one process. */
-  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true, Collectives* world = nullptr, bool offload = false);
+  /**
+   * control: the ranks that replicate the model (host values: norms, agreement); nullptr for one
+   * process. data: the device collectives over the same ranks (nullptr: control carries the
+   * buffers too, as on the CPU). reduce: mixed_precision.reduce_dtype.
+   */
+  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true, Collectives* control = nullptr, bool offload = false,
+                  Collectives* data = nullptr, DType reduce = DType::f32);
 
   float* params(int unit) override { return units_[unit].params.f32(); }
   const void* compute_params(int unit) override;
@@ -42,6 +48,8 @@ class ReplicatedState final : public ModelState {
   Backend& be_;
   SingleProcess alone_;
   Collectives* world_;
+  Collectives* data_;
+  DType reduce_;
   std::vector<Unit> units_;
   bool sync_ = true;
 };

@@ -2,11 +2,12 @@
 
 #include <stdexcept>
 
+#include "parallel/device_collectives.h"
+
 namespace fsdp {
 
-
-ShardedState::ShardedState(Backend& be, const ParamLayout& layout, ProcessGroups groups, ShardingSpec spec)
-    : be_(be), layout_(layout), groups_(std::move(groups)), spec_(spec) {
+ShardedState::ShardedState(Backend& be, const ParamLayout& layout, Collectives& control, ProcessGroups groups, ShardingSpec spec)
+    : be_(be), layout_(layout), control_(control), groups_(std::move(groups)), spec_(spec), param_dtype_(spec.param_dtype), reduce_dtype_(spec.reduce_dtype) {
   Collectives& shard = *groups_.shard;
   const std::size_t D = static_cast<std::size_t>(shard.size());
   Allocator& device = be.allocator();
@@ -27,6 +28,7 @@ ShardedState::ShardedState(Backend& be, const ParamLayout& layout, ProcessGroups
     x.count = x.blocks.count(shard.rank());
     const std::size_t whole = sizeof(float) * x.numel, piece = sizeof(float) * x.shard;
     x.params = (spec_.params ? state_memory : device).allocate(MemoryCategory::params, spec_.params ? piece : whole);
+    if (!spec_.params && param_dtype_ != DType::f32) x.compute = device.allocate(MemoryCategory::params, dtype_bytes(param_dtype_) * x.numel);
     x.grads = (spec_.grads ? state_memory : device).allocate(MemoryCategory::grads, spec_.grads ? piece : whole);
     // The padding of the last shard is gathered with the rest: it must hold zeros, not garbage.
     if (spec_.params) be.fill(x.params.f32(), x.shard, 0.0f);
@@ -49,13 +51,30 @@ float* ShardedState::params(int unit) {
   Unit& x = units_[unit];
   if (!spec_.params) return x.params.f32();
   if (x.gathered.empty()) throw std::logic_error(layout_.units[unit].name + ": parameters read while not gathered");
+  // Sharded units are gathered in param_dtype: float32 whole parameters exist only when that is float32.
+  if (param_dtype_ != DType::f32) throw std::logic_error(layout_.units[unit].name + ": gathered in " + dtype_name(param_dtype_) + ", not float32: read compute_params");
   return x.gathered.f32();
+}
+
+const void* ShardedState::compute_params(int unit) {
+  Unit& x = units_[unit];
+  if (spec_.params) {
+    if (x.gathered.empty()) throw std::logic_error(layout_.units[unit].name + ": parameters read while not gathered");
+    return x.gathered.data();
+  }
+  if (x.compute.empty()) return x.params.f32();
+  if (x.stale) {
+    be_.from_f32(x.compute.data(), param_dtype_, x.params.f32(), x.numel);
+    x.stale = false;
+  }
+  return x.compute.data();
 }
 
 float* ShardedState::grads(int unit) { return spec_.grads ? units_[unit].unit_grads.f32() : units_[unit].grads.f32(); }
 
 LocalShard ShardedState::local(int unit) {
   Unit& x = units_[unit];
+  x.stale = true;  // the caller may write the masters
   // Whole buffers hold the shard at its place in the unit; shard buffers hold only it.
   float* p = spec_.params ? x.params.f32() : x.params.f32() + x.offset;
   float* g = spec_.grads ? x.grads.f32() : x.grads.f32() + x.offset;
@@ -115,27 +134,41 @@ void ShardedState::post_backward(int unit) {
 
 // --- gathering parameters -----------------------------------------------------------------------
 
+const void* ShardedState::gather_source(Unit& x) {
+  // The shard as the gather sends it: itself when it is float32 in device memory; else cast to
+  // param_dtype (or, offloaded on a GPU, copied to the device) into a comm buffer that lives until
+  // the gather is done.
+  const bool offloaded = spec_.offload && !be_.host_memory();
+  if (param_dtype_ == DType::f32 && !offloaded) return x.params.f32();
+  x.send = be_.allocator().allocate(MemoryCategory::comm, dtype_bytes(param_dtype_) * x.shard);
+  be_.from_f32(x.send.data(), param_dtype_, x.params.f32(), x.shard);
+  return x.send.data();
+}
+
 void ShardedState::require(int unit) {
   Unit& x = units_[unit];
   if (x.gathering) {
     x.gathering->wait();
     x.gathering.reset();
+    x.send.reset();
   } else if (x.gathered.empty()) {
-    x.gathered = be_.allocator().allocate(MemoryCategory::params, sizeof(float) * x.padded);
-    groups_.shard->all_gather(x.params.f32(), x.gathered.f32(), x.shard, CommType::f32);
+    x.gathered = be_.allocator().allocate(MemoryCategory::params, dtype_bytes(param_dtype_) * x.padded);
+    groups_.shard->all_gather(gather_source(x), x.gathered.data(), x.shard, comm_type(param_dtype_));
+    x.send.reset();
   }
 }
 
 void ShardedState::prefetch(int unit) {
   Unit& x = units_[unit];
   if (!x.gathered.empty()) return;
-  x.gathered = be_.allocator().allocate(MemoryCategory::params, sizeof(float) * x.padded);
-  x.gathering = groups_.shard->start_all_gather(x.params.f32(), x.gathered.f32(), x.shard, CommType::f32);
+  x.gathered = be_.allocator().allocate(MemoryCategory::params, dtype_bytes(param_dtype_) * x.padded);
+  x.gathering = groups_.shard->start_all_gather(gather_source(x), x.gathered.data(), x.shard, comm_type(param_dtype_));
 }
 
 void ShardedState::release(int unit) {
   Unit& x = units_[unit];
   x.gathering.reset();  // waits for a prefetch nobody used
+  x.send.reset();
   x.gathered.reset();
 }
 
@@ -150,20 +183,33 @@ void ShardedState::ensure_unit_grads(int unit) {
 
 void ShardedState::reduce(int unit) {
   Unit& x = units_[unit];
+  const CommType r = comm_type(reduce_dtype_);
+  const std::size_t rb = dtype_bytes(reduce_dtype_);
   if (!spec_.grads) {
     // ZeRO-1: the shard's sum lands in place; the rest of the whole buffer is left as scratch.
-    groups_.shard->reduce_scatter_in_place(x.grads.f32(), x.blocks, CommType::f32);
+    if (reduce_dtype_ == DType::f32) return groups_.shard->reduce_scatter_in_place(x.grads.f32(), x.blocks, CommType::f32);
+    Buffer cast = be_.allocator().allocate(MemoryCategory::comm, rb * x.numel);
+    be_.from_f32(cast.data(), reduce_dtype_, x.grads.f32(), x.numel);
+    groups_.shard->reduce_scatter_in_place(cast.data(), x.blocks, r);
+    be_.to_f32(x.grads.f32() + x.offset, static_cast<char*>(cast.data()) + rb * x.offset, reduce_dtype_, x.count);
     return;
   }
-  Buffer out = be_.allocator().allocate(MemoryCategory::comm, sizeof(float) * x.shard);
-  groups_.shard->reduce_scatter(x.unit_grads.f32(), out.f32(), x.shard, CommType::f32);
+  Buffer out = be_.allocator().allocate(MemoryCategory::comm, rb * x.shard);
+  if (reduce_dtype_ == DType::f32) {
+    groups_.shard->reduce_scatter(x.unit_grads.f32(), out.data(), x.shard, r);
+  } else {
+    Buffer cast = be_.allocator().allocate(MemoryCategory::comm, rb * x.padded);
+    be_.from_f32(cast.data(), reduce_dtype_, x.unit_grads.f32(), x.padded);
+    groups_.shard->reduce_scatter(cast.data(), out.data(), x.shard, r);
+  }
   x.unit_grads.reset();
-  if (groups_.replicas->size() > 1) groups_.replicas->all_reduce(out.f32(), x.shard, CommType::f32);
-  // With offload the shard lives in host memory: this copy is where a GPU backend moves it there.
-  be_.copy(x.grads.f32(), out.f32(), x.shard);
+  if (groups_.replicas->size() > 1) groups_.replicas->all_reduce(out.data(), x.shard, r);
+  // With offload the shard lives in host memory: this conversion is where it moves there.
+  be_.to_f32(x.grads.f32(), out.data(), reduce_dtype_, x.shard);
 }
 
 void ShardedState::publish_params() {
+  for (auto& x : units_) x.stale = true;
   if (spec_.params) return;  // the shards are the parameters; gathers read them fresh
   for (auto& x : units_) groups_.shard->all_gather_in_place(x.params.f32(), x.blocks, CommType::f32);
 }

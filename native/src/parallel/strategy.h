@@ -11,8 +11,12 @@
 
 namespace fsdp {
 
-/** The rank's model state for the config's strategy over `world` (whose size is the config's world size). */
+/**
+ * The rank's model state for the config's strategy: `control` is every rank (host values; its size
+ * is the config's world size), `data` the device collectives over the same ranks
+ * (parallel/device_collectives.h; the control world itself on the CPU).
+ */
 std::unique_ptr<ModelState> make_model_state(Backend& be, const ParamLayout& layout, const RunConfig& config, const MemoryPlan& plan,
-                                             Collectives& world);
+                                             Collectives& control, Collectives& data);
 
 }  // namespace fsdp

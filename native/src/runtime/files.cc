@@ -1,6 +1,7 @@
 #include "runtime/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,7 +17,58 @@ namespace {
 
 [[noreturn]] void fail(const std::string& path, const char* what) { throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno)); }
 
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
 }  // namespace
+
+ReadOnlyFile::ReadOnlyFile(const std::string& path, bool follow_links) : path_(path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_links ? 0 : O_NOFOLLOW));
+  if (fd_ < 0) {
+    if (!follow_links && errno == ELOOP) throw std::runtime_error(path + ": is a symbolic link, not a regular file");
+    throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    throw std::runtime_error(path + ": cannot stat: " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw std::runtime_error(path + ": is " + std::string(kind_of(st.st_mode)) + ", not a regular file");
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::size_t ReadOnlyFile::read_some(std::uint64_t offset, void* dst, std::size_t n) const {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(path_ + ": read failed: " + std::strerror(errno));
+    }
+    if (r == 0) break;
+    done += static_cast<std::size_t>(r);
+  }
+  return done;
+}
+
+void ReadOnlyFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const {
+  if (read_some(offset, dst, n) != n) throw std::runtime_error(path_ + ": ends before byte " + std::to_string(offset + n) + " (truncated)");
+}
 
 void sync_path(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -2,9 +2,38 @@
 // reader sees the old file or the new one, never a partial one.
 #pragma once
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace fsdp {
+
+/**
+ * A file opened for reading that is known to be a regular file: opening never blocks (a FIFO
+ * named by a config or a checkpoint would wait for a writer forever) and devices, folders and
+ * sockets are refused by name. `follow_links` false refuses a symbolic link too (files named
+ * inside a checkpoint must be the folder's own). Closed when destroyed; errors name the path.
+ */
+class ReadOnlyFile {
+ public:
+  explicit ReadOnlyFile(const std::string& path, bool follow_links = true);
+  ~ReadOnlyFile();
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+
+  int fd() const { return fd_; }
+  std::uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  /** Reads up to n bytes at offset; fewer only at the end of the file. */
+  std::size_t read_some(std::uint64_t offset, void* dst, std::size_t n) const;
+  /** Reads exactly n bytes at offset, or throws naming the path. */
+  void read_at(std::uint64_t offset, void* dst, std::size_t n) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
 
 /** Writes `bytes` to `path` atomically (temporary file in the same folder, fsync, rename, fsync of the folder). */
 void write_file_atomically(const std::string& path, const std::string& bytes);

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include "checkpoint/checkpoint.h"
 #include "diagnostics/nan_dump.h"
 #include "parallel/agreement.h"
 #include "runtime/files.h"
@@ -99,12 +98,8 @@ std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers&
   nlohmann::json anomaly = {{"type", "anomaly"}, {"step", step}, {"kind", kind}, {"where", where}, {"dump", dump}};
 
   if (action == "rollback") {
-    const std::string target = newest_usable_checkpoint();
-    long target_step = -1;
-    if (!target.empty()) {
-      for (const auto& [s, dir] : list_checkpoints(checkpoint_dir()))
-        if (dir == target) target_step = s;
-    }
+    const std::string target = checkpoints_->newest_usable();
+    const long target_step = target.empty() ? -1 : checkpoints_->step_of(target);
     if (st_.rollbacks >= stab.max_rollbacks) {
       action = "stop";
       reason += "; stability.max_rollbacks (" + std::to_string(stab.max_rollbacks) + ") reached";
@@ -114,7 +109,7 @@ std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers&
     } else {
       anomaly["action"] = "rollback";
       anomaly["rollback_to"] = target_step;
-      log_->write(anomaly);
+      folder_->write(anomaly);
       // What the rollback changes survives it: more rollbacks, a smaller rate, one more skipped batch.
       const double lr_factor = st_.lr_factor * stab.rollback_lr_factor;
       const int rollbacks = st_.rollbacks + 1;
@@ -124,14 +119,14 @@ std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers&
       st_.lr_factor = lr_factor;
       st_.rollbacks = rollbacks;
       st_.skip_batches_at = std::move(skips);
-      log_->log("warn", reason + ": rolled back to " + target + ", skipping the batch of step " + std::to_string(step) +
+      folder_->log("warn", reason + ": rolled back to " + target + ", skipping the batch of step " + std::to_string(step) +
                             ", learning rate x" + std::to_string(st_.lr_factor));
       write_run_start(target);
       return std::nullopt;
     }
   }
   anomaly["action"] = action;
-  log_->write(anomaly);
+  folder_->write(anomaly);
   if (action == "skip") {
     // The update is dropped; the step counts, so the schedule and the data move on.
     st_.step = step;

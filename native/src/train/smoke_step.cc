@@ -10,8 +10,8 @@
 #include "runtime/files.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
-#include "train/activation_policy.h"
-#include "train/backend_options.h"
+#include "memory/activation_choice.h"
+#include "backend/backend_options.h"
 
 namespace fsdp {
 

@@ -1,33 +1,21 @@
 #include "train/trainer.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <stdexcept>
 
-#include "checkpoint/checkpoint.h"
 #include "model/flops.h"
 #include "model/init.h"
-#include "model/ops.h"
 #include "optim/schedule.h"
 #include "parallel/agreement.h"
-#include "parallel/process_groups.h"
 #include "parallel/strategy.h"
-#include "runtime/device_probe.h"
 #include "runtime/files.h"
 #include "runtime/peak_flops.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
-#include "train/backend_options.h"
+#include "backend/backend_options.h"
+#include "train/step_end_vote.h"
 
 namespace fsdp {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -39,38 +27,6 @@ namespace {
 std::uint64_t step_dropout_key(std::uint32_t seed, long step) {
   return derive_key(derive_key(derive_key(seed, 0xd20900d7ULL), static_cast<std::uint64_t>(step)), 0);
 }
-
-/** NVML's and the runtime's readings of the GPU, as step events carry them (`gpu`). */
-nlohmann::json device_readings_json(const DeviceReadings& r) {
-  nlohmann::json j = {{"context_bytes", r.context_bytes}, {"library_workspace_bytes", r.library_workspace_bytes}};
-  if (r.util_percent) j["util"] = *r.util_percent;
-  if (r.mem_used) j["mem_used"] = *r.mem_used;
-  if (r.mem_total) j["mem_total"] = *r.mem_total;
-  if (r.temperature_c) j["temp_c"] = *r.temperature_c;
-  return j;
-}
-
-const char* status_name(RunStatus s) { return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped"; }
-
-nlohmann::json by_category(const MemoryUsage& m) {
-  nlohmann::json j;
-  for (int k = 0; k < kMemoryCategories; ++k) j[category_name(static_cast<MemoryCategory>(k))] = m.bytes[k];
-  j["total"] = m.total;
-  return j;
-}
-
-/** A MemoryUsage as numbers to gather across ranks (categories, then the total), and back. */
-void append_usage(std::vector<double>& out, const MemoryUsage& m) {
-  for (auto b : m.bytes) out.push_back(static_cast<double>(b));
-  out.push_back(static_cast<double>(m.total));
-}
-MemoryUsage usage_at(const double* p) {
-  MemoryUsage m;
-  for (int k = 0; k < kMemoryCategories; ++k) m.bytes[k] = static_cast<std::uint64_t>(p[k]);
-  m.total = static_cast<std::uint64_t>(p[kMemoryCategories]);
-  return m;
-}
-constexpr std::size_t kUsageValues = kMemoryCategories + 1;
 
 }  // namespace
 
@@ -88,43 +44,32 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
   layout_ = ParamLayout::of(ModelShape::of(config_.model));
   plan_ = plan_memory(config_);
   // The run folder is rank 0's: events, run.json and checkpoint manifests come from it alone.
-  if (rank0()) {
-    fs::create_directories(options_.run_dir);
-    log_ = std::make_unique<MetricsLog>((fs::path(options_.run_dir) / "metrics.jsonl").string(), options_.echo_metrics);
-    manifest_ = std::make_unique<RunManifest>(options_.run_dir, config_.resolved, config_.world_size());
-  } else {
-    log_ = std::make_unique<MetricsLog>("", false);
-  }
-  flops_per_token_ = training_flops_per_token(layout_.shape, config_.data.seq_len);
+  folder_ = std::make_unique<RunFolder>(options_.run_dir, config_, rank0(), options_.echo_metrics);
+  events_ = std::make_unique<StepEvents>(*folder_, *world_, *backend_, config_, plan_, training_flops_per_token(layout_.shape, config_.data.seq_len));
+  planting_ = std::make_unique<NanPlanting>(config_.debug.inject_nan, options_.run_dir, rank0());
   scaler_ = LossScaler(backend_->compute_dtype() == DType::f16);
-  std::ifstream planted((fs::path(options_.run_dir) / "diagnostics" / "injected.json").string());
-  if (planted) {
-    const nlohmann::json steps = nlohmann::json::parse(planted, nullptr, false);
-    if (steps.is_array())
-      for (const auto& s : steps)
-        if (s.is_number_integer()) planted_steps_.insert(s.get<long>());
-  }
 }
 
 Trainer::~Trainer() = default;
-
-std::string Trainer::checkpoint_dir() const {
-  const fs::path dir(config_.checkpointing.dir);
-  return dir.is_absolute() ? dir.string() : (fs::path(options_.run_dir) / dir).string();
-}
 
 RunResult Trainer::run() {
   std::string error = set_up(), resumed_from;
   if (error.empty()) {
     try {
-      resumed_from = resume_point();
+      resumed_from = checkpoints_->resume_point(options_.resume);
+      if (resumed_from.empty()) {
+        initialise_parameters();
+      } else {
+        load(resumed_from);
+        folder_->log("info", "resumed from " + resumed_from + " at step " + std::to_string(st_.step));
+      }
     } catch (const std::exception& e) {
       error = e.what();  // a checkpoint every rank refused together (load_checkpoint agrees)
     }
   }
   if (!error.empty()) {
     RunResult r{RunStatus::failed, st_.step, error};
-    log_->log("error", error);
+    folder_->log("error", error);
     finish(r);
     return r;
   }
@@ -133,26 +78,17 @@ RunResult Trainer::run() {
   RunResult result{RunStatus::completed, st_.step, ""};
   for (long step = st_.step + 1; step <= config_.training.max_steps; step = st_.step + 1) {
     StepOutcome out = train_step(step);
+    if (watch_) watch_->at_step(st_.step);
     if (out.end) {
       result = *out.end;
       break;
     }
     if (config_.logging.eval_every_n_steps > 0 && st_.step % config_.logging.eval_every_n_steps == 0) evaluate(st_.step);
-    const auto& ck = config_.checkpointing;
-    const bool by_steps = ck.save_every_n_steps > 0 && st_.step % ck.save_every_n_steps == 0;
-    // A stop signal may reach one rank only, and clocks differ: rank 0's clock and any rank's
-    // signal decide for all of them, or they would part ways at the next collective.
-    double votes[2] = {options_.stop && options_.stop->load() != 0 ? 1.0 : 0.0,
-                       rank0() && ck.save_every_minutes > 0 && unix_time() - last_save_time_ >= 60.0 * ck.save_every_minutes ? 1.0 : 0.0};
-    world_->all_reduce(votes, 2, CommType::f64);
-    if (by_steps || votes[1] > 0) save(st_.step);
-    if (rank0() && unix_time() - last_manifest_time_ >= 1.0) {
-      update_manifest({{"step", st_.step}});
-      last_manifest_time_ = unix_time();
-    }
-    if (votes[0] > 0) {
-      const int signo = options_.stop ? options_.stop->load() : 0;
-      result = {RunStatus::stopped, st_.step, signo ? "stopped by signal " + std::to_string(signo) : "stopped by a signal another rank received"};
+    const StepEndVote vote = vote_at_step_end(*world_, options_.stop, checkpoints_->clock_due());
+    if (checkpoints_->steps_due(st_.step) || vote.save) save(st_.step);
+    folder_->progress(st_.step);
+    if (vote.stop) {
+      result = {RunStatus::stopped, st_.step, vote.signal ? "stopped by signal " + std::to_string(vote.signal) : "stopped by a signal another rank received"};
       break;
     }
   }
@@ -161,9 +97,7 @@ RunResult Trainer::run() {
     // logging.eval_every_n_steps 0 evaluates only at the end; otherwise the end adds one if due.
     if (val_file_ && (config_.logging.eval_every_n_steps == 0 || st_.step % config_.logging.eval_every_n_steps != 0)) evaluate(st_.step);
   }
-  const auto& ck = config_.checkpointing;
-  const bool checkpointing = ck.save_final || ck.save_every_n_steps > 0 || ck.save_every_minutes > 0;
-  if (result.status != RunStatus::failed && checkpointing && last_saved_step_ != st_.step) save(st_.step);
+  if (result.status != RunStatus::failed && checkpoints_->final_due(st_.step)) save(st_.step);
   finish(result);
   return result;
 }
@@ -178,8 +112,8 @@ std::string Trainer::set_up() {
                                               : asked + " but this process was not started by mpirun or srun: run npx fsdp-train --nproc " +
                                                     std::to_string(config_.world_size()) + " CONFIG, or mpirun -n " + std::to_string(config_.world_size()) + " fsdp-train-native …");
     }
-    train_file_ = std::make_shared<TokenFile>(config_.data.train);
-    if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val);
+    train_file_ = std::make_shared<TokenFile>(config_.data.train, static_cast<std::uint32_t>(config_.model.vocab_size));
+    if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val, static_cast<std::uint32_t>(config_.model.vocab_size));
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -187,13 +121,16 @@ std::string Trainer::set_up() {
   if (!error.empty()) return error;
   // MFU against the device's datasheet peak in the compute dtype where the backend knows it (GPUs);
   // else rank 0 measures sgemm while the others wait (measured together they would share the cores).
-  peak_flops_ = options_.peak_flops > 0 ? options_.peak_flops
+  double peak = options_.peak_flops > 0 ? options_.peak_flops
                 : backend_->nominal_peak_flops() > 0 ? backend_->nominal_peak_flops()
                 : rank0() ? measure_sgemm(*backend_).flops : 0.0;
-  world_->broadcast(&peak_flops_, sizeof peak_flops_, 0);
+  world_->broadcast(&peak, sizeof peak, 0);
+  events_->set_peak_flops(peak);
   try {
+    device_world_ = device_collectives(*backend_, *world_, config_.launch.collectives);
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
-    state_ = make_model_state(*backend_, layout_, config_, plan_, *world_);
+    state_ = make_model_state(*backend_, layout_, config_, plan_, *world_, *device_world_.world);
+    checkpoints_ = std::make_unique<Checkpoints>(config_.checkpointing, *folder_, *world_, layout_, *state_);
     model_ = std::make_unique<Gpt>(*backend_, layout_, *state_, static_cast<float>(config_.model.dropout), plan_.policy);
     optimizer_ = std::make_unique<AdamW>(*backend_, layout_, config_.training);
     stream_ = std::make_unique<BatchStream>(backend_->batch_allocator(), train_file_, config_.training.batch_size_per_gpu, config_.data.seq_len,
@@ -204,36 +141,8 @@ std::string Trainer::set_up() {
   return first_failure(*world_, error);
 }
 
-std::string Trainer::resume_point() {
-  std::string path = options_.resume == "auto" ? newest_usable_checkpoint() : options_.resume;
-  if (path.empty()) {
-    if (options_.resume == "auto") log_->log("info", "--resume auto: no complete checkpoint in " + checkpoint_dir() + "; starting from step 0");
-    initialise_parameters();
-    return "";
-  }
-  load(path);
-  log_->log("info", "resumed from " + path + " at step " + std::to_string(st_.step));
-  return path;
-}
-
-std::string Trainer::newest_usable_checkpoint() {
-  // Rank 0 looks, so that every rank loads the same one.
-  std::string path;
-  if (rank0()) {
-    for (const auto& [step, dir] : list_checkpoints(checkpoint_dir())) {
-      const std::string problem = verify_checkpoint(dir);
-      if (problem.empty()) {
-        path = dir;
-        break;
-      }
-      log_->log("warn", "checkpoint " + dir + " is unusable and was not loaded: " + problem);
-    }
-  }
-  return broadcast_string(*world_, path, 0);
-}
-
 void Trainer::load(const std::string& path) {
-  st_.from_json(load_checkpoint(path, layout_, *state_));
+  st_.from_json(checkpoints_->load(path));
   // Positions count global micro-batches. A run with another global micro-batch (ranks x
   // batch_size_per_gpu) continues at the same sequence when the count divides evenly.
   const std::uint64_t global = static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
@@ -244,8 +153,8 @@ void Trainer::load(const std::string& path) {
                                "; this run's global micro-batch (ranks x training.batch_size_per_gpu) is " + std::to_string(global) +
                                ", which does not divide it: choose a batch size whose global micro-batch divides " + std::to_string(sequences));
     }
-    log_->log("info", "the checkpoint's global micro-batch is " + std::to_string(st_.global_micro_batch) + " sequences, this run's " + std::to_string(global) +
-                          ": continuing at sequence " + std::to_string(sequences));
+    folder_->log("info", "the checkpoint's global micro-batch is " + std::to_string(st_.global_micro_batch) + " sequences, this run's " + std::to_string(global) +
+                             ": continuing at sequence " + std::to_string(sequences));
     st_.data_position = sequences / global;
   }
   st_.global_micro_batch = global;
@@ -265,93 +174,31 @@ void Trainer::start(const std::string& resumed_from) {
   write_run_start(resumed_from);
   nlohmann::json fields = {{"status", "running"}, {"step", st_.step}, {"max_steps", config_.training.max_steps}, {"runtime_version", "0.1.0"}};
   if (!resumed_from.empty()) fields["resumed_from"] = resumed_from;
-  update_manifest(fields);
-  last_manifest_time_ = last_save_time_ = unix_time();
+  folder_->update(fields);
+  checkpoints_->restart_clock();
   // A rollback needs somewhere to go back to, even before the first periodic checkpoint.
-  std::uint8_t first_save = rank0() && config_.stability.on_nan == "rollback" && st_.step == 0 && list_checkpoints(checkpoint_dir()).empty();
-  world_->broadcast(&first_save, 1, 0);
-  if (first_save) save(0);
-}
-
-void Trainer::update_manifest(const nlohmann::json& fields) {
-  if (!manifest_) return;
-  std::lock_guard<std::mutex> lock(manifest_mu_);
-  manifest_->update(fields);
+  if (checkpoints_->first_due(config_.stability.on_nan == "rollback", st_.step)) save(0);
 }
 
 void Trainer::write_run_start(const std::string& resumed_from) {
   // Every rank's host, pid and resident memory (model state and data ring, before any step).
-  const std::vector<std::string> hosts = gather_host_names(*world_);
-  std::vector<double> mine = {static_cast<double>(::getpid())};
-  append_usage(mine, backend_->allocator().live());
-  append_usage(mine, backend_->host_allocator().live());
-  const std::vector<double> all = gather_values(*world_, mine);
-  const std::size_t per_rank = mine.size();
-  nlohmann::json ranks = nlohmann::json::array();
-  std::vector<WatchedProcess> peers;
-  for (int r = 0; r < world_->size(); ++r) {
-    const double* p = all.data() + r * per_rank;
-    const int pid = static_cast<int>(p[0]);
-    ranks.push_back({{"rank", r}, {"host", hosts[r]}, {"device", config_.launch.device}, {"pid", pid},
-                     {"mem_resident", by_category(usage_at(p + 1))}, {"mem_resident_host", by_category(usage_at(p + 1 + kUsageValues))}});
-    // Rank 0 watches the ranks it can see: those on its own host.
-    if (r != 0 && hosts[r] == hosts[0]) peers.push_back({"rank " + std::to_string(r) + " (pid " + std::to_string(pid) + " on " + hosts[r] + ")", pid});
-  }
-  if (options_.launcher_pid > 0) peers.push_back({"the job's launcher (pid " + std::to_string(options_.launcher_pid) + ", fsdp-train)", options_.launcher_pid});
-  if (rank0() && !peer_watch_) {
-    watch_peers(peers);
+  const std::vector<JobRank> ranks = gather_job(*world_, *backend_);
+  if (rank0() && !watch_) {
+    // Rank 0 watches the ranks it can see (those on its own host) and the job's launcher.
+    std::vector<WatchedProcess> watched = watchable(ranks, options_.launcher_pid);
     std::vector<int> pids;
-    for (const auto& p : peers) pids.push_back(p.pid);
-    if (manifest_) manifest_->add_pids(pids);
+    for (const auto& w : watched) pids.push_back(w.pid);
+    watch_ = std::make_unique<JobWatch>(*folder_, std::move(watched));
+    watch_->at_step(st_.step);
+    folder_->add_pids(pids);
   }
-
-  const DeviceProbe probe = probe_devices();
-  nlohmann::json e = {{"type", "run_start"},
-                      {"config", config_.resolved},
-                      {"world", {{"size", world_->size()}, {"ranks", ranks}}},
-                      {"memory_plan", plan_.to_json()},
-                      {"start_step", st_.step},
-                      {"n_params", layout_.total},
-                      {"flops_per_token", flops_per_token_},
-                      {"peak_flops", peak_flops_},
-                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_->name()}, {"compute_dtype", dtype_name(backend_->compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()}}}};
-  if (manifest_) e["run_id"] = manifest_->run_id();
-  if (!resumed_from.empty()) e["resumed_from"] = resumed_from;
-  log_->write(e);
+  events_->run_start(ranks, st_.step, layout_.total, resumed_from, device_world_.kind);
 }
 
-void Trainer::watch_peers(const std::vector<WatchedProcess>& peers) {
-  peer_watch_ = std::make_unique<PeerWatch>(peers, [this](const WatchedProcess& gone) {
-    // The main thread may be blocked in a collective that will never complete: end the run from
-    // here, in the run folder and on stderr, then leave (mpirun stops the other ranks).
-    const std::string reason = gone.what + " is gone: it ended while the job was running, so the job stops; continue from the last complete checkpoint with --resume auto";
-    {
-      std::lock_guard<std::mutex> lock(manifest_mu_);
-      log_->write({{"type", "run_end"}, {"status", "failed"}, {"step", st_.step}, {"reason", reason}});
-      manifest_->update({{"status", "failed"}, {"step", st_.step}, {"end_reason", reason}});
-    }
-    std::fprintf(stderr, "fsdp-train-native: %s\n", reason.c_str());
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(1);
-  });
-}
-
-std::optional<Planting> Trainer::planting_for(long step) const {
-  const auto& inj = config_.debug.inject_nan;
-  if (!inj.enabled || inj.step != step || inj.phase == "optimizer") return std::nullopt;
-  if (inj.once && planted_steps_.count(step)) return std::nullopt;
-  const std::string op = !inj.op.empty() ? inj.op : std::string(inj.phase == "forward" ? ops::kDefaultForward : ops::kDefaultBackward);
-  return Planting{inj.phase, inj.layer, op};
-}
-
-void Trainer::remember_planted(long step) {
-  // Kept in the run folder, not in checkpoints: a resumed or rolled-back run must not plant again.
-  planted_steps_.insert(step);
-  if (!rank0()) return;
-  const fs::path dir = fs::path(options_.run_dir) / "diagnostics";
-  fs::create_directories(dir);
-  write_file_atomically((dir / "injected.json").string(), nlohmann::json(planted_steps_).dump() + "\n");
+void Trainer::write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped) {
+  StepRecord r{step, loss, lr, grad_norm, seconds, skipped, std::nullopt};
+  if (scaler_.enabled()) r.loss_scale = scaler_.scale();
+  events_->step(r);
 }
 
 double Trainer::mean_over_ranks(double local) {
@@ -391,9 +238,7 @@ double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepP
 
 Trainer::StepOutcome Trainer::train_step(long step) {
   const auto t0 = std::chrono::steady_clock::now();
-  step_cpu_start_ = process_cpu_seconds();
-  backend_->allocator().reset_peak();
-  backend_->host_allocator().reset_peak();
+  events_->step_begins();
   if (st_.skip_batches_at.count(step)) {
     // A rollback found this step's batches poisonous: take the next ones instead.
     st_.data_position += static_cast<std::uint64_t>(config_.training.gradient_accumulation_steps);
@@ -403,13 +248,13 @@ Trainer::StepOutcome Trainer::train_step(long step) {
   const double lr = scheduled_lr(config_.training, step) * st_.lr_factor;
 
   state_->zero_grads();
-  const std::optional<Planting> plant = planting_for(step);
+  const std::optional<Planting> plant = planting_->activations(step);
   const bool checking = config_.debug.check_numerics;
   std::unique_ptr<StepInspector> inspector;
   if (plant || checking) inspector = std::make_unique<StepInspector>(*backend_, plant ? &*plant : nullptr, checking, static_cast<int>(layout_.shape.L));
   const double loss = run_micro_batches(step, first_position, inspector.get(), nullptr);
   st_.data_position = stream_->position();
-  if (inspector && inspector->planted()) remember_planted(step);
+  if (inspector && inspector->planted()) planting_->planted(step);
   const double grad_norm = state_->grad_norm(*backend_) / scaler_.scale();
 
   // The loss and the norm are the same on every rank: the branches below are taken together.
@@ -435,8 +280,8 @@ Trainer::StepOutcome Trainer::train_step(long step) {
     if (const auto z = detector->check(value)) {
       const bool skipping = stab.on_spike == "skip";
       skip = skip || skipping;
-      log_->write({{"type", "anomaly"}, {"step", step}, {"kind", "spike"}, {"where", {{"phase", "loss"}}}, {"action", skipping ? "skip" : "report"},
-                   {"value", value}, {"zscore", *z}, {"metric", metric}, {"dump", nullptr}});
+      folder_->write({{"type", "anomaly"}, {"step", step}, {"kind", "spike"}, {"where", {{"phase", "loss"}}}, {"action", skipping ? "skip" : "report"},
+                      {"value", value}, {"zscore", *z}, {"metric", metric}, {"dump", nullptr}});
     }
   }
 
@@ -444,13 +289,10 @@ Trainer::StepOutcome Trainer::train_step(long step) {
     const double max_norm = config_.training.max_grad_norm;
     const float clip = scaler_.enabled() ? static_cast<float>((max_norm > 0 && grad_norm > max_norm ? max_norm / (grad_norm + 1e-6) : 1.0) / scaler_.scale())
                        : max_norm > 0 && grad_norm > max_norm ? static_cast<float>(max_norm / (grad_norm + 1e-6)) : 1.0f;
-    UpdatePoison poison;
-    const auto& inj = config_.debug.inject_nan;
-    const bool poisoning = inj.enabled && inj.phase == "optimizer" && inj.step == step && !(inj.once && planted_steps_.count(step));
-    if (poisoning) poison = {layout_.block_unit(inj.layer), (inj.op.empty() ? std::string(ops::kDefaultOptimizer) : inj.op) + ".weight"};
+    const std::optional<UpdatePoison> poison = planting_->update(step, layout_);
     // The norm of the gradients as stored: under float16 they still carry the loss scale.
-    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm * scaler_.scale(), poisoning ? &poison : nullptr);
-    if (poisoning) remember_planted(step);
+    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm * scaler_.scale(), poison ? &*poison : nullptr);
+    if (poison) planting_->planted(step);
     if (bad) {
       out.end = handle_bad_update(step, {loss, lr, grad_norm, t0}, *bad);
       return out;
@@ -465,64 +307,6 @@ Trainer::StepOutcome Trainer::train_step(long step) {
   return out;
 }
 
-void Trainer::write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped) {
-  if (!skipped && step % config_.logging.every_n_steps != 0 && step != config_.training.max_steps) return;
-  const int W = world_->size();
-  // Every rank's peaks and time, to rank 0, which writes the run's event and one per rank.
-  std::vector<double> mine;
-  append_usage(mine, backend_->allocator().peak());
-  append_usage(mine, backend_->host_allocator().peak());
-  mine.push_back(seconds);
-  mine.push_back(process_cpu_seconds() - step_cpu_start_);
-  const std::vector<double> all = W > 1 ? gather_values(*world_, mine) : mine;
-  if (!rank0()) return;
-  const bool offload = plan_.host.total > 0;
-  std::optional<nlohmann::json> gpu;
-  if (const auto r = backend_->readings()) gpu = device_readings_json(*r);  // this rank's GPU
-  const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len * config_.training.gradient_accumulation_steps;
-  // flops_per_s and mfu are one rank's; tokens_per_s counts the tokens of `ranks` ranks.
-  auto event = [&](const MemoryUsage& device, const MemoryUsage& host, double secs, double cpu_secs, int ranks) {
-    const double flops = tokens * flops_per_token_ / secs;
-    nlohmann::json e = {{"type", "step"},
-                        {"step", step},
-                        {"loss", finite_or_null(loss)},
-                        {"lr", lr},
-                        {"grad_norm", finite_or_null(grad_norm)},
-                        {"tokens_per_s", tokens * ranks / secs},
-                        {"step_ms", 1000.0 * secs},
-                        {"cpu_ms", 1000.0 * cpu_secs},
-                        {"mem_peak", device.total},
-                        {"mem_peak_by_category", by_category(device)},
-                        {"flops_per_s", flops},
-                        {"mfu", peak_flops_ > 0 ? flops / peak_flops_ : 0.0}};
-    if (offload) e["mem_peak_host_by_category"] = by_category(host);
-    if (skipped) e["skipped"] = true;
-    if (scaler_.enabled()) e["loss_scale"] = scaler_.scale();
-    if (gpu) e["gpu"] = *gpu;
-    return e;
-  };
-  const std::size_t per_rank = mine.size();
-  if (W == 1) {
-    log_->write(event(usage_at(all.data()), usage_at(all.data() + kUsageValues), seconds, all[2 * kUsageValues + 1], 1));
-    return;
-  }
-  // The run's event: the global batch's throughput, and the highest peak of any rank.
-  MemoryUsage device_max, host_max;
-  for (int r = 0; r < W; ++r) {
-    const MemoryUsage d = usage_at(all.data() + r * per_rank), h = usage_at(all.data() + r * per_rank + kUsageValues);
-    for (int k = 0; k < kMemoryCategories; ++k) device_max.bytes[k] = std::max(device_max.bytes[k], d.bytes[k]), host_max.bytes[k] = std::max(host_max.bytes[k], h.bytes[k]);
-    device_max.total = std::max(device_max.total, d.total);
-    host_max.total = std::max(host_max.total, h.total);
-  }
-  log_->write(event(device_max, host_max, seconds, all[2 * kUsageValues + 1], W));
-  for (int r = 0; r < W; ++r) {
-    const double* p = all.data() + r * per_rank;
-    nlohmann::json e = event(usage_at(p), usage_at(p + kUsageValues), p[2 * kUsageValues], p[2 * kUsageValues + 1], 1);
-    e["rank"] = r;
-    log_->write(e);
-  }
-}
-
 void Trainer::evaluate(long step) {
   if (!val_file_) return;
   const long B = config_.training.batch_size_per_gpu, T = config_.data.seq_len;
@@ -534,34 +318,19 @@ void Trainer::evaluate(long step) {
     BatchStream::read(*val_file_, B, T, false, 0, static_cast<std::uint64_t>(k), ids.i32(), ids.i32() + B * T, world_->rank(), world_->size());
     total += model_->evaluate({ids.i32(), ids.i32() + B * T, B, T});
   }
-  log_->write({{"type", "eval"}, {"step", step}, {"val_loss", finite_or_null(mean_over_ranks(total / batches))}});
+  events_->eval(step, mean_over_ranks(total / batches));
 }
 
 void Trainer::save(long step) {
-  const auto t0 = std::chrono::steady_clock::now();
   st_.step = step;
-  const SavedCheckpoint c = save_checkpoint(checkpoint_dir(), step, st_.to_json(), layout_, *state_);
-  last_save_time_ = unix_time();
-  last_saved_step_ = step;
-  if (!rank0()) return;
-  prune_checkpoints(checkpoint_dir(), config_.checkpointing.keep_last_n);
-  log_->write({{"type", "checkpoint"}, {"step", step}, {"path", fs::relative(c.path, options_.run_dir).string()}, {"bytes", c.bytes},
-               {"save_ms", 1000.0 * seconds_since(t0)}});
+  checkpoints_->save(step, st_.to_json());
 }
 
 void Trainer::finish(const RunResult& r) {
-  nlohmann::json e = {{"type", "run_end"}, {"status", status_name(r.status)}, {"step", r.step}};
-  if (!r.reason.empty()) e["reason"] = r.reason;
-  nlohmann::json fields = {{"status", status_name(r.status)}, {"step", r.step}};
-  if (!r.reason.empty()) fields["end_reason"] = r.reason;
-  {
-    std::lock_guard<std::mutex> lock(manifest_mu_);
-    log_->write(e);
-    if (manifest_) manifest_->update(fields);
-  }
+  folder_->end(r.status, r.step, r.reason);
   // Ranks now leave one by one: that is no longer a rank dying. No rank leaves before rank 0 has
   // written the end (mpirun stops the others as soon as one exits with a failure code).
-  if (peer_watch_) peer_watch_->stop();
+  if (watch_) watch_->stop();
   world_->barrier();
 }
 

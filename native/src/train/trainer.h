@@ -1,18 +1,19 @@
-// The training run: builds the runtime's pieces from the config, then steps the optimizer
-// max_steps times — micro-batches with gradient accumulation, global-norm clipping, NaN/Inf and
-// spike handling, evaluation, checkpoints — writing the metrics protocol and keeping run.json
-// current. Every rank of a multi-process job runs one Trainer: the parallelism layer (ModelState,
+// The training loop: builds the runtime's pieces from the config, then steps the optimizer
+// max_steps times — micro-batches with gradient accumulation, global-norm clipping, float16 loss
+// scaling, NaN/Inf and spike handling (anomalies.cc), evaluation. What is not the loop has a home
+// of its own: the run folder's files (run_folder.h), the step events (step_events.h), checkpoint
+// cadence, resume and pruning (checkpoints.h), the stop/save vote (step_end_vote.h), the job's
+// supervision (job_watch.h), debug NaN planting (nan_planting.h).
+//
+// Every rank of a multi-process job runs one Trainer: the parallelism layer (ModelState,
 // parallel/strategy.h) is where sharding plugs in, each rank reads its part of every global batch,
 // and every decision that ends or branches the run is agreed between the ranks (one rank deciding
-// alone would leave the others waiting in a collective). Rank 0 alone writes the run folder's
-// events, run.json and checkpoint manifests; step events carry every rank's memory and time.
+// alone would leave the others waiting in a collective).
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -21,14 +22,17 @@
 #include "data/batch_stream.h"
 #include "diagnostics/step_inspector.h"
 #include "memory/memory_plan.h"
-#include "metrics/metrics_log.h"
-#include "metrics/run_manifest.h"
 #include "model/gpt.h"
 #include "optim/adamw.h"
+#include "parallel/device_collectives.h"
 #include "parallel/model_state.h"
 #include "parallel/single_process.h"
-#include "runtime/peer_watch.h"
+#include "train/checkpoints.h"
+#include "train/job_watch.h"
 #include "train/loss_scaler.h"
+#include "train/nan_planting.h"
+#include "train/run_folder.h"
+#include "train/step_events.h"
 #include "train/trainer_state.h"
 
 namespace fsdp {
@@ -42,8 +46,6 @@ struct TrainerOptions {
   Collectives* world = nullptr;   // the job's ranks (started by mpirun or srun); null: one process
   int launcher_pid = 0;           // the process that started the job (fsdp-train), watched by rank 0; 0: none
 };
-
-enum class RunStatus { completed, failed, stopped };
 
 struct RunResult {
   RunStatus status = RunStatus::completed;
@@ -61,8 +63,6 @@ class Trainer {
   struct StepOutcome;
   std::string set_up();
   void start(const std::string& resumed_from);
-  std::string resume_point();
-  std::string newest_usable_checkpoint();
   void load(const std::string& path);
   void initialise_parameters();
   StepOutcome train_step(long step);
@@ -81,35 +81,27 @@ class Trainer {
   void evaluate(long step);
   void save(long step);
   void finish(const RunResult& r);
-  void update_manifest(const nlohmann::json& fields);
-  void watch_peers(const std::vector<WatchedProcess>& peers);
-  std::optional<Planting> planting_for(long step) const;
-  void remember_planted(long step);
-  std::string checkpoint_dir() const;
   bool rank0() const { return world_->rank() == 0; }
 
   RunConfig config_;
   TrainerOptions options_;
   SingleProcess alone_;
-  Collectives* world_;
+  Collectives* world_;  // control: every rank, host values (votes, agreement, losses, norms)
   std::unique_ptr<Backend> backend_;
+  DeviceCollectives device_world_;  // what the model state's buffers go through (NCCL, MPI through pinned memory, or world_)
   ParamLayout layout_;
   MemoryPlan plan_;
+  std::unique_ptr<RunFolder> folder_;
+  std::unique_ptr<StepEvents> events_;
+  std::unique_ptr<NanPlanting> planting_;
   std::unique_ptr<ModelState> state_;
+  std::unique_ptr<Checkpoints> checkpoints_;
+  std::unique_ptr<JobWatch> watch_;  // rank 0
   std::unique_ptr<Gpt> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::shared_ptr<const TokenFile> train_file_, val_file_;
   std::unique_ptr<BatchStream> stream_;
-  std::unique_ptr<MetricsLog> log_;
-  std::unique_ptr<RunManifest> manifest_;  // rank 0 only
-  std::mutex manifest_mu_;                 // the peer watch's thread may end the run while the main thread updates it
-  std::unique_ptr<PeerWatch> peer_watch_;
   TrainerState st_;
-  std::set<long> planted_steps_;
-  double peak_flops_ = 0, flops_per_token_ = 0;
-  double last_save_time_ = 0, last_manifest_time_ = 0;
-  double step_cpu_start_ = 0;  // process CPU seconds when the current step began
-  long last_saved_step_ = -1;
   LossScaler scaler_{false};  // float16 compute only
 };
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/nccl_collectives.h"
+#include "parallel/cuda/nccl_collectives.h"
 #include "parallel/single_process.h"
 
 namespace fsdp::test {

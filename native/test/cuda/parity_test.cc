@@ -17,7 +17,7 @@
 #include "model/init.h"
 #include "optim/adamw.h"
 #include "parallel/replicated_state.h"
-#include "train/activation_policy.h"
+#include "memory/activation_choice.h"
 
 namespace fsdp::test {
 namespace {

@@ -75,7 +75,7 @@ export class VsCodeSession {
   async paletteEntries(query: string, timeoutMs = 30_000): Promise<string[]> {
     const rows = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
     const deadline = Date.now() + timeoutMs;
-    let labels: string[] = [];
+    let labels: string[];
     do {
       await this.openPalette('');
       await this.openPalette(query);

@@ -63,10 +63,10 @@ export class LanguageServerClient {
     return this.exited;
   }
 
-  /** Opens a document and returns the diagnostics the server publishes for it. */
-  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : 'yaml'): Promise<Diagnostic[]> {
+  /** Opens a document and returns the diagnostics the server publishes for it (within timeoutMs). */
+  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : 'yaml', timeoutMs = 10_000): Promise<Diagnostic[]> {
     this.versions.set(uri, 1);
-    const done = this.nextDiagnostics(uri, 1);
+    const done = this.nextDiagnostics(uri, 1, timeoutMs);
     await this.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
     return done;
   }
@@ -117,9 +117,9 @@ export class LanguageServerClient {
     if (this.child.exitCode === null) this.child.kill();
   }
 
-  private nextDiagnostics(uri: string, version: number): Promise<Diagnostic[]> {
+  private nextDiagnostics(uri: string, version: number, timeoutMs = 10_000): Promise<Diagnostic[]> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no diagnostics for ${uri} version ${version} within 10 s${this.exited ? `; ${this.exited}` : ''}`)), 10_000);
+      const timer = setTimeout(() => reject(new Error(`no diagnostics for ${uri} version ${version} within ${timeoutMs / 1000} s${this.exited ? `; ${this.exited}` : ''}`)), timeoutMs);
       this.waiters.push({ uri, version, resolve: (d) => (clearTimeout(timer), resolve(d)) });
     });
   }

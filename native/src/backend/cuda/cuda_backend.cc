@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/convert.h"
 #include "backend/cuda/cuda_backend_factory.h"
 #include "backend/cuda/kernels/kernels.h"
 
@@ -42,13 +43,11 @@ double datasheet_peak(const std::string& name, DType compute, bool tf32) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(const BackendOptions& options) : device_index_(options.device_index), compute_(options.compute) {
+CudaBackend::CudaBackend(const BackendOptions& options) : compute_(options.compute) {
   int count = 0;
   check(cudaGetDeviceCount(&count), "device count");
-  if (options.device_index >= count) {
-    throw std::runtime_error("launch.device cuda: this rank wants GPU " + std::to_string(options.device_index) + " but " + std::to_string(count) +
-                             " are visible");
-  }
+  if (count == 0) throw std::runtime_error("launch.device cuda: no GPU is visible to this process (CUDA_VISIBLE_DEVICES, the driver)");
+  device_index_ = options.device_index % count;
   check(cudaSetDevice(device_index_), "set device");
   check(cudaFree(nullptr), "context");  // creates the context now, so it is measured alone
   std::size_t free = 0, total = 0;
@@ -60,7 +59,13 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_index_(options.
   peak_flops_ = datasheet_peak(prop.name, compute_, options.tf32);
   matmul_ = std::make_unique<Matmul>(stream_, options.tf32);
   char bus[32] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device_index_) == cudaSuccess) nvml_ = std::make_unique<NvmlReadings>(bus);
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device_index_) == cudaSuccess) {
+    bus_id_ = bus;
+    nvml_ = std::make_unique<NvmlReadings>(bus);
+  } else {
+    cudaGetLastError();
+    bus_id_ = "cuda:" + std::to_string(device_index_);
+  }
   check(cudaMalloc(&reduce_scratch_, sizeof(double) * (reduction_scratch_doubles() + 4)), "reduction scratch");
   check(cudaMallocHost(&reduce_host_, sizeof(double) * 4), "reduction results");
   check(cudaMalloc(&bad_device_, sizeof(unsigned long long)), "adamw count");
@@ -79,19 +84,26 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::upload(void* device_dst, const void* host_src, std::size_t bytes) {
-  check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
+  check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyDefault, stream_), "upload");
   // The source may be pageable memory the caller reuses at once.
   check(cudaStreamSynchronize(stream_), "upload");
 }
 
 void CudaBackend::download(void* host_dst, const void* device_src, std::size_t bytes) {
-  check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_), "download");
+  check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDefault, stream_), "download");
   check(cudaStreamSynchronize(stream_), "download");
 }
 
 void CudaBackend::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }
 
 void CudaBackend::cast_from_f32(void* dst, const float* src, std::size_t n) { cuda::cast_from_f32(dst, compute_, src, n, stream_); }
+
+void CudaBackend::from_f32(void* dst, DType to, const float* src, std::size_t n) {
+  if (to == DType::f32) return copy(static_cast<float*>(dst), src, n);
+  cuda::cast_from_f32(dst, to, src, n, stream_);
+}
+
+void CudaBackend::to_f32(float* dst, const void* src, DType from, std::size_t n) { cuda::to_f32(dst, src, from, n, stream_); }
 
 std::optional<DeviceReadings> CudaBackend::readings() {
   DeviceReadings r;
@@ -286,7 +298,7 @@ void CudaBackend::softmax_xent_backward(float* probs, const std::int32_t* target
 void CudaBackend::fill(float* x, std::size_t n, float value) { cuda::fill(x, n, value, stream_); }
 void CudaBackend::zero(void* x, std::size_t bytes) { check(cudaMemsetAsync(x, 0, bytes, stream_), "memset"); }
 void CudaBackend::copy(float* dst, const float* src, std::size_t n) {
-  check(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, stream_), "copy");
+  check(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDefault, stream_), "copy");
 }
 
 const double* CudaBackend::reduce(const void* x, DType dtype, std::size_t n, bool with_stats) {

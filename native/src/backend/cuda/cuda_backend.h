@@ -4,6 +4,11 @@
 // with 16-byte loads where the shapes allow. One stream per backend; every device tensor from the
 // counting allocator. Computes in the run's param_dtype with float32 masters, gradients and
 // optimizer state (backend.h).
+//
+// Which GPU: the rank's local rank among its host's processes, modulo the GPUs visible, so ranks
+// may share a GPU (tests on a one-GPU machine; collectives then go through MPI, since NCCL refuses
+// two ranks on one device). Memory of host_allocator() (cpu_offload) is pinned and reached by the
+// kernels through unified addressing; every copy names cudaMemcpyDefault so either side may be it.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -31,6 +36,10 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   DType compute_dtype() const override { return compute_; }
   void cast_from_f32(void* dst, const float* src, std::size_t n) override;
+  void from_f32(void* dst, DType to, const float* src, std::size_t n) override;
+  void to_f32(float* dst, const void* src, DType from, std::size_t n) override;
+  void* compute_queue() override { return stream_; }
+  std::string device_id() const override { return bus_id_; }
   double nominal_peak_flops() const override { return peak_flops_; }
   std::optional<DeviceReadings> readings() override;
   cudaStream_t stream() const { return stream_; }
@@ -80,6 +89,7 @@ class CudaBackend final : public Backend {
   void check_head_size(long C, long H) const;
 
   int device_index_ = 0;
+  std::string bus_id_;
   DType compute_ = DType::f32;
   cudaStream_t stream_ = nullptr;
   std::uint64_t context_bytes_ = 0;

@@ -9,15 +9,44 @@
 #include <string>
 #include <vector>
 
+#include "runtime/half.h"
+
 namespace fsdp {
 
 namespace {
+
+/**
+ * MPI has no 16-bit float types: bfloat16 and float16 travel as MPI_UINT16_T (bit patterns), and
+ * their sums use operations of our own that add in float32 and round once per addition to nearest
+ * even, as a GPU's 16-bit addition does.
+ */
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
+void sum_16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = FromFloat(ToFloat(a[i]) + ToFloat(b[i]));
+}
+
+MPI_Op sum_op(CommType t) {
+  static MPI_Op bf16 = MPI_OP_NULL, f16 = MPI_OP_NULL;
+  if (t == CommType::bf16) {
+    if (bf16 == MPI_OP_NULL) MPI_Op_create(&sum_16<bf16_to_float, float_to_bf16>, 1, &bf16);
+    return bf16;
+  }
+  if (t == CommType::f16) {
+    if (f16 == MPI_OP_NULL) MPI_Op_create(&sum_16<f16_to_float, float_to_f16>, 1, &f16);
+    return f16;
+  }
+  return MPI_SUM;
+}
 
 MPI_Datatype mpi_type(CommType t) {
   switch (t) {
     case CommType::f32: return MPI_FLOAT;
     case CommType::f64: return MPI_DOUBLE;
     case CommType::u8: return MPI_BYTE;
+    case CommType::bf16:
+    case CommType::f16: return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
@@ -65,17 +94,17 @@ class MpiCollectives final : public Collectives {
   int size() const override { return size_; }
 
   void all_reduce(void* data, std::size_t count, CommType type) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(count, "MPI_Allreduce"), mpi_type(type), MPI_SUM, comm_), "MPI_Allreduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(count, "MPI_Allreduce"), mpi_type(type), sum_op(type), comm_), "MPI_Allreduce");
   }
 
   void reduce_scatter(const void* send, void* recv, std::size_t count, CommType type) override {
-    check(MPI_Reduce_scatter_block(send, recv, mpi_count(count, "MPI_Reduce_scatter_block"), mpi_type(type), MPI_SUM, comm_), "MPI_Reduce_scatter_block");
+    check(MPI_Reduce_scatter_block(send, recv, mpi_count(count, "MPI_Reduce_scatter_block"), mpi_type(type), sum_op(type), comm_), "MPI_Reduce_scatter_block");
   }
 
   void reduce_scatter_in_place(void* data, Blocks blocks, CommType type) override {
     std::vector<int> counts(size_);
     for (int r = 0; r < size_; ++r) counts[r] = mpi_count(blocks.count(r), "MPI_Reduce_scatter");
-    check(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(), mpi_type(type), MPI_SUM, comm_), "MPI_Reduce_scatter");
+    check(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(), mpi_type(type), sum_op(type), comm_), "MPI_Reduce_scatter");
     // In place, MPI leaves the rank's result at the start of the buffer; it belongs at the block's place.
     const std::size_t bytes = comm_type_bytes(type);
     std::memmove(static_cast<char*>(data) + blocks.offset(rank_) * bytes, data, blocks.count(rank_) * bytes);

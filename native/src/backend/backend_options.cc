@@ -1,4 +1,4 @@
-#include "train/backend_options.h"
+#include "backend/backend_options.h"
 
 #include <cstdlib>
 #include <string>

@@ -1,10 +1,10 @@
-#include "config/validate.h"
+#include "validation/validate.h"
 
 #include <string>
 
 #include "data/token_file.h"
 #include "model/ops.h"
-#include "train/activation_policy.h"
+#include "memory/activation_choice.h"
 
 namespace fsdp {
 
@@ -57,10 +57,10 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
     }
   }
 
-  if (cuda && c.world_size() > 1) {
-    // NcclCollectives exists (backend/cuda/nccl_collectives.h) but the strategies do not use it yet.
-    out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",
-                   str(c.world_size()) + " ranks on cuda: the sharding strategies do not run over NCCL yet; use 1 rank per CUDA run"});
+  if (c.launch.collectives == "nccl" && !cuda) {
+    out.push_back({"launch.collectives", "nccl needs launch.device: cuda (the CPU backend's buffers go through MPI)"});
+  } else if (c.launch.collectives == "nccl" && o.cuda_built && !o.nccl_built) {
+    out.push_back({"launch.collectives", "nccl: this build of the runtime has no NCCL (CMake found no nccl.h, see native/CUDA.md); use mpi, or auto"});
   }
   if (c.world_size() > 1 && !o.mpi_built) {
     out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",

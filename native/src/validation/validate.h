@@ -16,6 +16,11 @@ struct ValidateOptions {
 #else
   bool mpi_built = false;
 #endif
+#ifdef FSDP_WITH_NCCL
+  bool nccl_built = true;
+#else
+  bool nccl_built = false;
+#endif
 };
 
 std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const ValidateOptions& options);

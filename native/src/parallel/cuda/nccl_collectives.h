@@ -1,6 +1,8 @@
 // Collectives over NCCL on GPU buffers (parallel/collectives.h), bootstrapped through another
 // Collectives (MPI across processes, or the single-process world): rank 0 makes the NCCL unique
-// id and broadcasts it. No NCCL types here, so the rest of the backend compiles without NCCL.
+// id and broadcasts it. No NCCL types here, so the rest of the runtime compiles without NCCL.
+// NCCL needs one GPU per rank (it refuses two ranks on one device: "Duplicate GPU detected");
+// parallel/device_collectives.h checks that before choosing it.
 //
 // Communication runs on its own stream. An operation waits (on the GPU, by an event) for the work
 // queued so far on the compute stream, and the compute stream waits for the operation, so the

@@ -1,5 +1,5 @@
-// NcclCollectives (nccl_collectives.h): the one file of the backend that needs NCCL's headers.
-#include "backend/cuda/nccl_collectives.h"
+// NcclCollectives (nccl_collectives.h): the one file of the runtime that needs NCCL's headers.
+#include "parallel/cuda/nccl_collectives.h"
 
 #include <nccl.h>
 
@@ -23,6 +23,8 @@ ncclDataType_t nccl_type(CommType t) {
     case CommType::f32: return ncclFloat32;
     case CommType::f64: return ncclFloat64;
     case CommType::u8: return ncclUint8;
+    case CommType::bf16: return ncclBfloat16;
+    case CommType::f16: return ncclFloat16;
   }
   return ncclUint8;
 }

@@ -1,0 +1,454 @@
+// A PyTorch training run replayed tensor by tensor: the model loaded, then steps of forward, loss,
+// backward and AdamW(foreach) with zero_grad(set_to_none=True), as plain PyTorch (autocast for bf16),
+// DDP, ZeroRedundancyOptimizer or FSDP2 (fully_shard per block and at the root) run them. Every
+// allocation and free goes to a sink with the term it belongs to; the sink is the allocator replay
+// (./caching-allocator.ts) and the term bookkeeping (./pytorch.ts). The loop is the one
+// test/reference/measure_memory.py measures, so each choice below can be checked against a GPU.
+import { bytesOf, shardGroupSize, worldSize, type MemoryInput } from '../memory-input';
+import { parameterTensors, type ParameterTensors } from '../model-shape';
+import { blockBackward, blockForward, blockSizes, computeMode, dropForCheckpoint, recompute, type BlockKept, type BlockSizes, type ComputeMode, type Dropped, type TensorLog } from './pytorch-block';
+
+export const REPLAY_TERMS = ['params', 'autocast', 'grads', 'gradsUnsharded', 'optimizer', 'optimizerStep', 'saved', 'recompute', 'actGrads', 'logits', 'gathered', 'reduceScatter', 'ddpBuckets', 'cublas', 'batch'] as const;
+export type ReplayTerm = (typeof REPLAY_TERMS)[number];
+export type ReplayPhase = 'setup' | 'forward' | 'backward' | 'optimizer';
+
+export interface ReplaySink {
+  /** A tensor of `bytes` on the device (stream 1: FSDP's reduce-scatter stream) or, with `host`, in host memory. */
+  alloc(id: number, bytes: number, term: ReplayTerm, stream: number, host: boolean): void;
+  free(id: number): void;
+  phase(step: number, phase: ReplayPhase): void;
+}
+
+const MiB = 1024 * 1024;
+const RS_STREAM = 1;
+
+/** cuBLAS's workspace per handle: PyTorch's CUBLAS_WORKSPACE_CONFIG default, ":4096:8" on compute capability 9.x/10.x, else ":4096:2:16:8". */
+export function cublasWorkspaceBytes(computeCapability: number | undefined): number {
+  const major = Math.floor(computeCapability ?? 9);
+  return major === 9 || major === 10 ? 4096 * 1024 * 8 : (4096 * 2 + 16 * 8) * 1024;
+}
+/** cuBLASLt's workspace (CUBLASLT_WORKSPACE_SIZE default 1024 KiB), one per process. */
+export const CUBLASLT_WORKSPACE_BYTES = 1 * MiB;
+
+/** Replays model loading and `steps` optimizer steps of `input` into `sink`. */
+export function replayTraining(input: MemoryInput, sink: ReplaySink, steps: number): void {
+  new Replay(input, sink).run(steps);
+}
+
+interface Unit {
+  tensors: number[];
+  /** Local (sharded) fp32 parameters. */
+  local: number[];
+  gathered: number[];
+  grads: number[];
+  rsState: number;
+}
+
+class Replay implements TensorLog {
+  private nextId = 1;
+  private readonly mode: ComputeMode;
+  private readonly s: BlockSizes;
+  private readonly t: ParameterTensors;
+  private readonly fsdp: boolean;
+  private readonly G: number;
+  private readonly L: number;
+  /** Bytes of a gathered parameter / its unsharded gradient (FSDP's param_dtype). */
+  private readonly p: number;
+  private readonly r: number;
+  private readonly units: Unit[] = [];
+  private readonly optimizerState: number[] = [];
+  /** Plain parameters' gradients (.grad), by tensor key; FSDP's live in each unit. */
+  private readonly grads = new Map<string, number>();
+  private readonly castIds = new Map<string, number[]>();
+  /** FSDP over several ranks: the flat all-gather output kept for overlap (forward) or prefetched (backward). */
+  private flat = 0;
+  private block = 0;
+  private micro = 0;
+
+  constructor(
+    private readonly input: MemoryInput,
+    private readonly sink: ReplaySink,
+  ) {
+    const st = input.strategy;
+    this.fsdp = st === 'FULL_SHARD' || st === 'SHARD_GRAD_OP' || st === 'HYBRID_SHARD';
+    this.mode = computeMode(input, this.fsdp);
+    this.s = blockSizes(input, this.mode);
+    this.t = parameterTensors(input.model);
+    this.G = this.fsdp ? shardGroupSize(input) : 1;
+    this.L = input.model.nLayers;
+    this.p = this.mode === 'low' ? bytesOf(input.precision.param) : 4;
+    this.r = this.fsdp ? bytesOf(input.precision.reduce) : 4;
+  }
+
+  // TensorLog
+  alloc(term: ReplayTerm, bytes: number, stream = 0, host = false): number {
+    if (!(bytes > 0)) return 0;
+    const id = this.nextId++;
+    this.sink.alloc(id, bytes, term, stream, host);
+    return id;
+  }
+
+  free(id: number): void {
+    if (id) this.sink.free(id);
+  }
+
+  run(steps: number): void {
+    this.sink.phase(0, 'setup');
+    this.setup();
+    for (let step = 1; step <= steps; step++) {
+      for (this.micro = 0; this.micro < this.input.gradAccumSteps; this.micro++) {
+        this.sink.phase(step, 'forward');
+        const fwd = this.forward();
+        this.sink.phase(step, 'backward');
+        this.backward(fwd);
+      }
+      this.sink.phase(step, 'optimizer');
+      this.optimizerStep(step === 1);
+    }
+  }
+
+  /** cuBLAS workspaces (one per thread that runs matrix products: the caller's and autograd's), parameters, the batch. */
+  private setup(): void {
+    const ws = cublasWorkspaceBytes(this.input.gpu?.computeCapability);
+    if (this.input.device === 'cuda') {
+      this.alloc('cublas', ws);
+      this.alloc('cublas', CUBLASLT_WORKSPACE_BYTES);
+      this.alloc('cublas', ws);
+    }
+    // model.to(device): every parameter in module order (embeddings, blocks, final norm, head), fp32.
+    const t = this.t;
+    const full = (ns: number[]) => ns.map((n) => this.alloc('params', n * 4));
+    const embedding = full(t.embedding);
+    for (let i = 0; i < this.L; i++) this.units.push({ tensors: t.block, local: full(t.block), gathered: [], grads: [], rsState: 0 });
+    const tail = full([...t.finalNorm, ...t.head]);
+    this.units.push({ tensors: [...t.embedding, ...t.finalNorm, ...t.head], local: [...embedding, ...tail], gathered: [], grads: [], rsState: 0 });
+    if (this.fsdp) {
+      // fully_shard per block, then at the root: each parameter becomes a 1/G shard (dim 0 padded to G).
+      const offload = this.input.offload.params;
+      for (const unit of this.units) {
+        const shards = unit.tensors.map((n) => this.alloc('params', Math.ceil(n / this.G) * 4, 0, offload));
+        for (const id of unit.local) this.free(id);
+        unit.local = shards;
+      }
+    }
+    const N = worldSize(this.input);
+    if (!this.fsdp && N > 1 && this.input.strategy === 'NO_SHARD') {
+      // DDP's gradient buckets (bucket_cap_mb each) hold every gradient once more, unless gradients are views into them.
+      if (!this.input.ddp.gradientAsBucketView) {
+        const total = this.units.reduce((s, u) => s + u.tensors.reduce((a, n) => a + n * 4, 0), 0);
+        const cap = Math.max(1, this.input.ddp.bucketCapMb) * MiB;
+        for (let left = total; left > 0; left -= cap) this.alloc('ddpBuckets', Math.min(cap, left));
+      }
+    }
+    // Token ids and targets (int64), cut from one (B, T + 1) draw.
+    const tokens = this.alloc('batch', this.s.batch * (this.s.seq + 1) * 8);
+    this.alloc('batch', this.s.t * 8);
+    this.alloc('batch', this.s.t * 8);
+    this.free(tokens);
+  }
+
+  private forward(): { blocks: Array<{ kept: BlockKept; dropped?: Dropped }>; x0: number; tail: Tail } {
+    const s = this.s;
+    const root = this.units[this.L];
+    if (this.fsdp) this.gather(root, 'forward');
+    // Embedding (the weight's dtype: fp32 unless FSDP gathered it in param_dtype), plus learned positions.
+    const embBytes = this.mode === 'low' ? s.a : 4;
+    let x = this.alloc('saved', s.t * s.C * embBytes);
+    if (this.input.model.positionEmbeddings > 0) {
+      const sum = this.alloc('saved', s.t * s.C * s.xr);
+      this.free(x);
+      x = sum;
+    }
+    const x0 = x;
+    const blocks: Array<{ kept: BlockKept; dropped?: Dropped }> = [];
+    for (let i = 0; i < this.L; i++) {
+      this.block = i;
+      const unit = this.units[i];
+      if (this.fsdp) this.gather(unit, 'forward');
+      if (this.mode === 'autocast') this.castWeights(i, 'autocast');
+      const policy = this.policyOf(i);
+      const { out, kept } = blockForward(this, s, x, 'saved', policy === 'selective');
+      blocks.push({ kept, ...(policy ? { dropped: dropForCheckpoint(this, kept, policy) } : {}) });
+      x = out;
+      if (this.fsdp && this.input.strategy !== 'SHARD_GRAD_OP') this.reshard(unit);
+    }
+    const tail = this.head(x);
+    // The root's post-forward frees the last all-gather output kept for overlap.
+    this.free(this.flat);
+    this.flat = 0;
+    return { blocks, x0, tail };
+  }
+
+  /** Final norm, LM head, loss: the logits and log_softmax's fp32 output stay for backward. */
+  private head(xL: number): Tail {
+    const s = this.s;
+    const V = this.input.model.vocabSize;
+    const stats = this.alloc('saved', s.t * s.stats);
+    let lnOut: number;
+    if (s.a === s.xr) lnOut = this.alloc('saved', s.t * s.C * s.a);
+    else {
+      const fp32 = this.alloc('actGrads', s.t * s.C * s.xr);
+      lnOut = this.alloc('saved', s.t * s.C * s.a);
+      this.free(fp32);
+    }
+    // autocast casts the head's weight (the tied embedding's too: the embedding itself ran in fp32).
+    const headCast = this.mode === 'autocast' ? this.alloc('autocast', V * s.C * 2) : 0;
+    const headBiasCast = this.mode === 'autocast' && this.input.model.headBias ? this.alloc('autocast', V * 2) : 0;
+    const logits = this.alloc('logits', s.t * V * s.a);
+    // F.cross_entropy in fp32: a float copy of bf16 logits, and log_softmax's output (saved).
+    const upcast = s.a < 4 ? this.alloc('logits', s.t * V * 4) : 0;
+    const logSoftmax = this.alloc('logits', s.t * V * 4);
+    this.free(upcast);
+    if (this.mode === 'autocast') {
+      // Leaving autocast empties its cache: bias casts go, and weight casts only checkpointing kept.
+      this.free(headBiasCast);
+      for (let i = 0; i < this.L; i++) {
+        this.uncast(i, 'bias');
+        if (this.policyOf(i)) for (const part of ['attention', 'mlp'] as const) this.uncast(i, part);
+      }
+    }
+    return { xL, stats, lnOut, headCast, logits, logSoftmax };
+  }
+
+  private backward(fwd: { blocks: Array<{ kept: BlockKept; dropped?: Dropped }>; x0: number; tail: Tail }): void {
+    const s = this.s;
+    const m = this.input.model;
+    const V = m.vocabSize;
+    const { tail } = fwd;
+    // The root's pre-backward prefetches the last block's all-gather.
+    if (this.fsdp && this.G > 1 && this.L > 0) this.flat = this.alloc('gathered', this.units[this.L - 1].tensors.reduce((a, n) => a + n, 0) * this.p);
+    // Loss: nll_loss's and log_softmax's backward, in fp32; back to the logits' dtype.
+    const gLogSoftmax = this.alloc('logits', s.t * V * 4);
+    const gLogits32 = this.alloc('logits', s.t * V * 4);
+    this.free(tail.logSoftmax);
+    this.free(gLogSoftmax);
+    let gLogits = gLogits32;
+    if (s.a < 4) {
+      gLogits = this.alloc('logits', s.t * V * s.a);
+      this.free(gLogits32);
+    }
+    // LM head: the input gradient and the weight gradient (the tied embedding's first contribution).
+    const gHead = this.alloc('actGrads', s.t * s.C * s.a);
+    const headWeight = V * m.dModel;
+    const headGrad = this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
+    if (m.headBias) this.paramGrad('head.bias', V, this.units[this.L]);
+    this.free(gLogits);
+    this.free(tail.lnOut);
+    this.free(tail.headCast);
+    // Final norm.
+    let g = gHead;
+    if (s.a !== s.xr) {
+      g = this.alloc('actGrads', s.t * s.C * s.xr);
+      this.free(gHead);
+    }
+    const gX = this.alloc('actGrads', s.t * s.C * s.xr);
+    this.free(g);
+    this.free(tail.stats);
+    this.free(tail.xL);
+    for (const [j, n] of this.t.finalNorm.entries()) this.paramGrad(`norm.${j}`, n, this.units[this.L]);
+    for (let i = this.L - 1; i >= 0; i--) {
+      this.block = i;
+      const unit = this.units[i];
+      if (this.fsdp) this.gather(unit, 'backward');
+      const b = fwd.blocks[i];
+      if (b.dropped) {
+        if (this.mode === 'autocast') this.castWeights(i, 'recompute');
+        recompute(this, b.kept, b.dropped);
+      }
+      blockBackward(this, s, b.kept);
+      if (this.fsdp) this.reduceScatter(unit);
+    }
+    this.embeddingBackward(gX, headGrad);
+    if (this.fsdp) {
+      this.reduceScatter(this.units[this.L]);
+      // The root's final callback waits for the last reduce-scatter and frees its input.
+      for (const u of this.units) (this.free(u.rsState), (u.rsState = 0));
+    }
+    this.free(tail.logits); // `del logits, loss` after backward
+  }
+
+  /** Gradients of the token and position embeddings; a tied head's gradient is added to the embedding's. */
+  private embeddingBackward(gX: number, headGrad: number): void {
+    const m = this.input.model;
+    const root = this.units[this.L];
+    if (m.positionEmbeddings > 0) this.paramGrad('wpe', m.positionEmbeddings * m.dModel, root);
+    const wte = m.vocabSize * m.dModel;
+    if (!m.tieEmbeddings) {
+      this.paramGrad('wte', wte, root);
+      this.free(gX);
+      return;
+    }
+    // embedding_dense_backward writes a dense V×C gradient. The head's contribution reached autograd
+    // as a transposed view (mm's weight gradient), which cannot take an in-place sum, so the two are
+    // added into a third tensor; under autocast it came out of a dtype cast, and the sum is in place.
+    const dense = this.paramGrad('wte', wte, root, false);
+    this.free(gX);
+    if (this.mode === 'autocast' || !headGrad) {
+      this.free(dense);
+      if (this.fsdp) root.grads = root.grads.filter((id) => id !== dense);
+      return;
+    }
+    const sum = this.fsdp ? this.alloc('gradsUnsharded', wte * this.p) : this.alloc('grads', wte * 4);
+    this.free(dense);
+    this.free(headGrad);
+    if (this.fsdp) root.grads = [...root.grads.filter((id) => id !== dense && id !== headGrad), sum];
+    else this.grads.set('root.wte', sum);
+  }
+
+  /**
+   * A parameter gradient as autograd materialises it; returns its id, or 0 when it went into an
+   * existing .grad at once (a later micro-step). Plain: fp32 (autocast: a bf16 gradient cast to fp32),
+   * kept as .grad. FSDP: the unsharded gradient in param_dtype, until the unit's reduce-scatter.
+   */
+  private paramGrad(key: string, numel: number, unit: Unit, asGrad = true): number {
+    if (this.fsdp) {
+      const id = this.alloc('gradsUnsharded', numel * this.p);
+      unit.grads.push(id);
+      return id;
+    }
+    let id: number;
+    if (this.mode === 'autocast') {
+      const low = this.alloc('grads', numel * 2);
+      id = this.alloc('grads', numel * 4);
+      this.free(low);
+    } else id = this.alloc('grads', numel * 4);
+    if (!asGrad) return id;
+    const full = `${unit === this.units[this.L] ? 'root' : this.block}.${key}`;
+    if (this.grads.has(full)) {
+      this.free(id);
+      return 0;
+    }
+    this.grads.set(full, id);
+    return id;
+  }
+
+  weightGrads(part: 'attention' | 'mlp'): void {
+    const { norms, linears } = this.blockParts(part);
+    const unit = this.units[this.block];
+    for (const [j, l] of linears.entries()) {
+      this.paramGrad(`${part}.${j}.w`, l.weight, unit);
+      if (l.bias) this.paramGrad(`${part}.${j}.b`, l.bias, unit);
+    }
+    for (const [j, n] of norms.entries()) this.paramGrad(`${part}.norm${j}`, n, unit);
+    if (this.mode === 'autocast') this.uncast(this.block, part);
+  }
+
+  private blockParts(part: 'attention' | 'mlp'): { norms: number[]; linears: Array<{ weight: number; bias: number }> } {
+    const normTensors = this.input.model.norm === 'layernorm' ? 2 : 1;
+    const two = (this.input.model.normsPerBlock ?? 2) === 2;
+    const linears = this.t.blockLinears;
+    if (part === 'attention') return { norms: this.t.block.slice(0, normTensors), linears: linears.slice(0, 2) };
+    return { norms: two ? this.t.block.slice(normTensors, 2 * normTensors) : [], linears: linears.slice(2) };
+  }
+
+  /** autocast's bf16 copies of a block's linear weights and biases, cached for the forward. */
+  private castWeights(i: number, term: 'autocast' | 'recompute'): void {
+    for (const part of ['attention', 'mlp'] as const) {
+      this.castIds.set(`${i}.${part}`, this.blockParts(part).linears.map((l) => this.alloc(term, l.weight * 2)));
+    }
+    if (term === 'autocast') this.castIds.set(`${i}.bias`, this.t.blockLinears.filter((l) => l.bias).map((l) => this.alloc('autocast', l.bias * 2)));
+  }
+
+  private uncast(i: number, part: 'attention' | 'mlp' | 'bias'): void {
+    for (const id of this.castIds.get(`${i}.${part}`) ?? []) this.free(id);
+    this.castIds.delete(`${i}.${part}`);
+  }
+
+  private policyOf(block: number): 'every' | 'selective' | undefined {
+    const c = this.input.checkpointing;
+    if (c.policy === 'selective') return 'selective';
+    if (c.policy === 'every_n' && (block + 1) % Math.max(1, c.everyN) === 0) return 'every';
+    return undefined;
+  }
+
+  /**
+   * FSDP2 unshard: every parameter of the unit in param_dtype. One rank copies the shard; several
+   * all-gather into a flat buffer and copy out. In forward the flat buffer is kept until the next
+   * unit's copy-out (implicit prefetch); in backward it is freed at once and the next unit prefetched.
+   */
+  private gather(unit: Unit, phase: 'forward' | 'backward'): void {
+    if (unit.gathered.length) return;
+    const numel = unit.tensors.reduce((s, n) => s + n, 0);
+    let flat = 0;
+    if (this.G > 1) flat = phase === 'backward' && this.flat ? this.flat : this.alloc('gathered', numel * this.p);
+    if (phase === 'forward' && this.flat !== flat) this.free(this.flat);
+    unit.gathered = unit.tensors.map((n) => this.alloc('gathered', n * this.p));
+    if (phase === 'forward') {
+      this.flat = flat;
+      return;
+    }
+    this.free(flat);
+    this.flat = 0;
+    const i = this.units.indexOf(unit);
+    if (this.G > 1 && i > 0 && i < this.L) this.flat = this.alloc('gathered', this.units[i - 1].tensors.reduce((s, n) => s + n, 0) * this.p);
+  }
+
+  private reshard(unit: Unit): void {
+    for (const id of unit.gathered) this.free(id);
+    unit.gathered = [];
+  }
+
+  /**
+   * FSDP2's post-backward for a unit: reshard, then reduce-scatter its gradients. The previous
+   * unit's reduce-scatter input is freed first; this one's is kept until the next unit's. The output
+   * (1/G, on the reduce-scatter stream) becomes the sharded fp32 gradients, or is added to them.
+   */
+  private reduceScatter(unit: Unit): void {
+    this.reshard(unit);
+    for (const u of this.units) if (u.rsState) (this.free(u.rsState), (u.rsState = 0));
+    const numel = unit.tensors.reduce((s, n) => s + n, 0);
+    const padded = unit.tensors.reduce((s, n) => s + Math.ceil(n / this.G) * this.G, 0);
+    unit.rsState = this.alloc('reduceScatter', padded * this.r);
+    for (const id of unit.grads) this.free(id);
+    unit.grads = [];
+    const host = this.input.offload.params;
+    let out = this.alloc('grads', (padded / this.G) * this.r, RS_STREAM);
+    if (this.r !== 4) {
+      const fp32 = this.alloc('grads', (padded / this.G) * 4, RS_STREAM);
+      this.free(out);
+      out = fp32;
+    }
+    const key = `rs.${this.units.indexOf(unit)}`;
+    if (host) {
+      // CPU offload copies the shard's gradient to pinned host memory.
+      const onHost = this.alloc('grads', (numel / this.G) * 4, 0, true);
+      this.free(out);
+      out = onHost;
+    }
+    if (this.grads.has(key)) this.free(out); // a later micro-step: added into the sharded gradient
+    else this.grads.set(key, out);
+  }
+
+  /** AdamW(foreach): moments made on the first step; one intermediate per parameter (sqrt of exp_avg_sq); zero_grad frees the gradients. */
+  private optimizerStep(first: boolean): void {
+    const host = this.input.offload.optimizer || (this.fsdp && this.input.offload.params);
+    const N = worldSize(this.input);
+    const share = this.input.strategy === 'SHARD_OPTIMIZER' ? N : this.G;
+    const t = this.t;
+    const order = [...t.embedding, ...Array.from({ length: this.L }, () => t.block).flat(), ...t.finalNorm, ...t.head];
+    const locals = order.map((n) => Math.ceil(n / share));
+    if (first) for (const n of locals) this.optimizerState.push(this.alloc('optimizer', n * 4, 0, host), this.alloc('optimizer', n * 4, 0, host));
+    const step = locals.map((n) => this.alloc('optimizerStep', n * 4, 0, host));
+    // The intermediates' Python list is dropped last item first; zero_grad then goes in parameter order.
+    for (const id of step.reverse()) this.free(id);
+    for (const id of [...this.grads.entries()].sort((a, b) => gradOrder(a[0]) - gradOrder(b[0])).map((e) => e[1])) this.free(id);
+    this.grads.clear();
+  }
+}
+
+/** Where a gradient's key falls in parameter order: embeddings, blocks 0…L−1, final norm and head (FSDP: a unit's buffer goes with its last parameter). */
+function gradOrder(key: string): number {
+  const [where, name] = key.split('.');
+  if (where === 'root') return name === 'wte' ? -2 : name === 'wpe' ? -1 : 1e9;
+  if (where === 'rs') return Number(name);
+  return Number(where) * 2 + (name === 'mlp' ? 1 : 0);
+}
+
+interface Tail {
+  xL: number;
+  stats: number;
+  lnOut: number;
+  headCast: number;
+  logits: number;
+  logSoftmax: number;
+}

@@ -1,0 +1,55 @@
+#include "train/run_folder.h"
+
+#include <filesystem>
+
+#include "runtime/files.h"
+
+namespace fsdp {
+
+const char* status_name(RunStatus s) { return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped"; }
+
+RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool writer, bool echo) : dir_(dir), writer_(writer) {
+  if (!writer_) {
+    log_ = std::make_unique<MetricsLog>("", false);
+    return;
+  }
+  std::filesystem::create_directories(dir_);
+  log_ = std::make_unique<MetricsLog>((std::filesystem::path(dir_) / "metrics.jsonl").string(), echo);
+  manifest_ = std::make_unique<RunManifest>(dir_, config.resolved, config.world_size());
+  last_progress_ = unix_time();
+}
+
+std::string RunFolder::run_id() const { return manifest_ ? manifest_->run_id() : ""; }
+
+void RunFolder::write(const nlohmann::json& event) { log_->write(event); }
+
+void RunFolder::log(const std::string& level, const std::string& msg) { log_->log(level, msg); }
+
+void RunFolder::update(const nlohmann::json& fields) {
+  if (!manifest_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  manifest_->update(fields);
+  last_progress_ = unix_time();
+}
+
+void RunFolder::progress(long step) {
+  if (!manifest_ || unix_time() - last_progress_ < 1.0) return;
+  update({{"step", step}});
+}
+
+void RunFolder::add_pids(const std::vector<int>& pids) {
+  if (!manifest_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  manifest_->add_pids(pids);
+}
+
+void RunFolder::end(RunStatus status, long step, const std::string& reason) {
+  nlohmann::json e = {{"type", "run_end"}, {"status", status_name(status)}, {"step", step}};
+  nlohmann::json fields = {{"status", status_name(status)}, {"step", step}};
+  if (!reason.empty()) e["reason"] = reason, fields["end_reason"] = reason;
+  std::lock_guard<std::mutex> lock(mu_);
+  log_->write(e);
+  if (manifest_) manifest_->update(fields);
+}
+
+}  // namespace fsdp

@@ -1,0 +1,59 @@
+"""The metrics protocol as this package writes it (core/schemas/metrics-event.schema.json).
+
+One JSON object per line, appended to <run folder>/metrics.jsonl, each line in one write() on a
+file opened for appending, so lines from several processes (the supervisor, rank 0's scalars,
+any rank's anomaly) never interleave within a line.
+"""
+import json
+import math
+import os
+import time
+
+PROTOCOL_VERSION = 1
+RUN_DIR_ENV = "FSDP_STUDIO_RUN_DIR"
+
+
+def finite_or_none(x):
+    """A number for the protocol: None (null) when it is not finite."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+class EventLog:
+    """Appends protocol events to one run folder's metrics.jsonl."""
+
+    def __init__(self, run_dir):
+        self.run_dir = os.path.abspath(run_dir)
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.path = os.path.join(self.run_dir, "metrics.jsonl")
+
+    def write(self, event):
+        line = {"v": PROTOCOL_VERSION, "type": event["type"], "time": time.time()}
+        line.update((k, v) for k, v in event.items() if k != "type")
+        data = (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        finally:
+            os.close(fd)
+
+
+def rank():
+    """This process's rank: the launcher's RANK, else torch.distributed's, else MPI's, else 0."""
+    for name in ("RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        value = os.environ.get(name)
+        if value is not None and value.isdigit():
+            return int(value)
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+    except ImportError:
+        pass
+    return 0

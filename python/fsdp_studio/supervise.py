@@ -1,0 +1,221 @@
+"""Runs a person's training command for FSDP Studio, in the run folder the editor made.
+
+    python3 .../fsdp_studio/supervise.py --run-dir DIR [--nproc N] -- COMMAND...
+
+The editor starts this in a session of its own, after writing DIR/run.json (status "starting",
+the command, this process's id as the run's pid and process group). It marks the run running,
+writes run_start to DIR/metrics.jsonl, starts COMMAND (or N copies of it with the environment
+rendezvous torch.distributed's env:// reads: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT) in the same process group, with this package on PYTHONPATH and
+FSDP_STUDIO_RUN_DIR set, and when it ends writes run_end and the final status to run.json:
+completed, stopped (a stop signal came), or failed (with which rank ended how, and the last line
+it printed to stderr; each rank's stderr lines are marked with its rank). One rank failing stops
+the others, as torchrun does.
+
+Stop signals go to the whole process group (the editor's Stop, a terminal's Ctrl-C): every rank,
+torchrun, accelerate and deepspeed get them directly, so this process does not forward them; it
+only notes that the run was stopped and waits for the command to end.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if PACKAGE_ROOT not in sys.path:
+    sys.path.insert(0, PACKAGE_ROOT)
+
+from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
+
+#: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
+PEERS_GRACE_S = 10.0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    run_dir = os.path.abspath(args.run_dir)
+    log = EventLog(run_dir)
+    manifest = read_manifest(run_dir)
+    stopped = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: stopped.append(signum))
+
+    world = args.nproc
+    env = child_env(run_dir)
+    ranks = []
+    if world > 1:
+        port = str(args.master_port or free_port())
+        for r in range(world):
+            ranks.append(dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+    else:
+        ranks.append(env)
+    try:
+        children = [subprocess.Popen(args.command, env=e, stderr=subprocess.PIPE) for e in ranks]
+    except OSError as e:
+        reason = f"cannot start {args.command[0]}: {e.strerror or e}"
+        finish(log, run_dir, manifest, "failed", reason)
+        print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
+        return 127
+    last_words = [None] * len(children)
+    copiers = [threading.Thread(target=copy_stderr, args=(c.stderr, f"[rank {r}] " if world > 1 else "", last_words, r), daemon=True) for r, c in enumerate(children)]
+    for copier in copiers:
+        copier.start()
+    update_manifest(run_dir, {"status": "running", "pids": [os.getpid()] + [c.pid for c in children]})
+    log.write({
+        "type": "run_start",
+        "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
+        "config": (manifest or {}).get("config", {}),
+        "world": {"size": world, "ranks": [{"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid} for r, c in enumerate(children)]},
+        "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
+    })
+
+    codes, r = wait_all(children)
+    for copier in copiers:
+        copier.join(timeout=5)
+    if stopped:
+        status, reason = "stopped", f"stopped by {signal.Signals(stopped[0]).name}"
+        code = 128 + stopped[0]
+    elif r is None:
+        status, reason, code = "completed", None, 0
+    else:
+        c = codes[r]
+        how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
+        who = f"rank {r}" if world > 1 else args.command[0]
+        last = last_words[r]
+        status, reason = "failed", f"{who} {how}{': ' + last if last else ''}"
+        code = 128 - c if c < 0 else c
+    finish(log, run_dir, manifest, status, reason)
+    return code
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="fsdp_studio.supervise", description=__doc__.split("\n\n")[0])
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--nproc", type=int, default=1, help="ranks to start with the environment rendezvous (a plain python command)")
+    p.add_argument("--master-port", type=int, default=0)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    if args.command[:1] == ["--"]:
+        args.command = args.command[1:]
+    if not args.command:
+        p.error("give the command after --")
+    if args.nproc < 1:
+        p.error("--nproc must be at least 1")
+    return args
+
+
+def child_env(run_dir):
+    env = dict(os.environ)
+    env[RUN_DIR_ENV] = run_dir
+    env["PYTHONPATH"] = PACKAGE_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_all(children):
+    """Waits for every child; the first failure stops the rest (SIGTERM, then SIGKILL).
+
+    Returns the exit codes (negative: killed by that signal) and the index of the child that
+    failed first, on its own (None when none failed).
+    """
+    codes = [None] * len(children)
+    first = None
+    failed_at = None
+    while any(c is None for c in codes):
+        ended = []
+        for i, child in enumerate(children):
+            if codes[i] is None:
+                codes[i] = child.poll()
+                if codes[i] not in (None, 0):
+                    ended.append(i)
+        if ended and first is None:
+            # Of the ranks found failed together, one that exited by itself, not by a signal.
+            first = sorted(ended, key=lambda i: codes[i] < 0)[0]
+            failed_at = time.monotonic()
+            for other in children:
+                if other.poll() is None:
+                    other.send_signal(signal.SIGTERM)
+        if failed_at is not None and time.monotonic() - failed_at > PEERS_GRACE_S:
+            for other in children:
+                if other.poll() is None:
+                    other.kill()
+        time.sleep(0.1)
+    return codes, first
+
+
+def copy_stderr(pipe, prefix, last_words, r):
+    """Passes a rank's stderr on (to the run's stderr.log), each line marked with its rank, and keeps
+    its last line: the words a failure is reported with."""
+    out = sys.stderr.buffer
+    for line in iter(pipe.readline, b""):
+        out.write(prefix.encode() + line)
+        out.flush()
+        text = line.decode("utf-8", "replace").strip()
+        if text:
+            last_words[r] = text[:300]
+    pipe.close()
+
+
+def finish(log, run_dir, manifest, status, reason):
+    step = last_step(log.path)
+    log.write({"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})})
+    update_manifest(run_dir, {"status": status, "step": step, **({"end_reason": reason} if reason else {})})
+
+
+def last_step(metrics_path, tail=1 << 16):
+    """The last step logged (from the end of metrics.jsonl), 0 when none."""
+    try:
+        with open(metrics_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - tail))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return 0
+    for line in reversed(lines):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("type") in ("scalars", "step") and isinstance(e.get("step"), int):
+            return e["step"]
+    return 0
+
+
+def read_manifest(run_dir):
+    try:
+        with open(os.path.join(run_dir, "run.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def update_manifest(run_dir, fields):
+    """Merges fields into run.json (written atomically), as every writer after the launcher does."""
+    current = read_manifest(run_dir)
+    if current is None:
+        return  # the launcher makes run.json; without it there is nothing to keep current
+    current.update(fields)
+    if fields.get("status") in ("starting", "running"):
+        current.pop("end_reason", None)
+    current["updated"] = time.time()
+    path = os.path.join(run_dir, "run.json")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(current, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
