@@ -105,6 +105,10 @@ export interface ManifestSlurm {
    */
   jobs: string[];
   /**
+   * What stops the ranks gracefully (scancel --signal): USR1 for the native runtime (default), TERM for a person's script or torchrun.
+   */
+  stop_signal?: 'USR1' | 'TERM';
+  /**
    * The current job's end state as SLURM last reported it (COMPLETED, CANCELLED, TIMEOUT…), kept after the controller forgets the job.
    */
   final_state?: string;

@@ -10,9 +10,12 @@
 // save a checkpoint and exit) and then requeues the job (--requeue; the same job id); the requeued
 // job, and one requeued after a preemption or a node failure, continues with --resume auto.
 // "Stop run" signals the ranks only (scancel --signal=USR1), so a stop is never mistaken for the
-// time limit. "Resume run" submits the script again with `--resume auto` as its arguments.
+// time limit. "Resume run" submits the script again with `--resume auto` as its arguments. A
+// person's own script or torchrun is stopped with SIGTERM instead, and requeued at the time limit
+// whatever it exits with (its own checkpoint is its business; slurm-ranks.ts starts it).
 import type { ResolvedRunConfig } from '../config/run-config';
-import { commandLine, type RemoteWord } from '../remote/remote-command';
+import { commandLine, quoteWord, type RemoteWord } from '../remote/remote-command';
+import { gracefulSignalOf, rankLines, type RankLaunch } from './slurm-ranks';
 
 export interface SlurmJobShape {
   jobName: string;
@@ -39,8 +42,10 @@ export interface BatchScriptSpec {
   shape: SlurmJobShape;
   /** The run folder on the cluster's shared filesystem: the job's working directory and log's home. */
   runDir: string;
-  /** What each rank runs: the trainer and its arguments (srun starts tasksPerNode of them per node). */
-  rankArgv: string[];
+  /** How the ranks start: the native runtime, a person's script, or their torchrun (slurm-ranks.ts). */
+  ranks: RankLaunch;
+  /** Environment for every rank (exported by the script). */
+  env?: Record<string, string>;
   /** Comment lines at the top: what the run is and where it came from. */
   about: string[];
 }
@@ -143,6 +148,8 @@ export function outputPattern(runDir: string, file: string): string {
 
 export function batchScript(spec: BatchScriptSpec): string {
   const s = spec.shape;
+  const signal = gracefulSignalOf(spec.ranks);
+  for (const name of Object.keys(spec.env ?? {})) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`not an environment variable name: ${JSON.stringify(name)}`);
   const lines: ScriptLine[] = [
     ...spec.about.map((comment) => ({ comment })),
     { comment: 'Written by FSDP Studio; submit it again by hand with: sbatch job.sbatch [--resume auto]' },
@@ -162,18 +169,12 @@ export function batchScript(spec: BatchScriptSpec): string {
     ...(s.signalBeforeLimitS > 0 ? [{ directive: '--signal', value: `B:USR1@${s.signalBeforeLimitS}` }] : []),
     ...s.extraDirectives.map((directiveWord) => ({ directiveWord })),
     { blank: true },
+    ...Object.entries(spec.env ?? {}).map(([name, value]): ScriptLine => ({ shell: [{ raw: `export ${name}=${quoteWord(value)}` }] })),
     ...BODY,
+    { shell: [{ raw: `trap 'time_up=1; signals=$((signals + 1)); echo "fsdp-studio: time limit near: stopping the ranks (SIG${signal})" >&2; [ -n "$srun_pid" ] && scancel --signal=${signal} "$SLURM_JOB_ID"' USR1` }] },
     { blank: true },
-    { comment: `${s.nodes * s.tasksPerNode} rank${s.nodes * s.tasksPerNode > 1 ? 's' : ''}, one per task; their MPI joins the job through srun --mpi=${s.mpi}.` },
-    {
-      shell: [
-        'srun', `--mpi=${s.mpi}`, '--kill-on-bad-exit=1',
-        // srun does not take --cpus-per-task from sbatch since Slurm 22.05: say it again.
-        ...(s.cpusPerTask ? [`--cpus-per-task=${s.cpusPerTask}`] : []),
-        '--', ...spec.rankArgv, { raw: '"${resume[@]}" &' },
-      ],
-    },
-    ...WAIT_AND_REQUEUE,
+    ...rankLines(spec.ranks, s),
+    ...waitAndRequeue(spec.ranks.kind === 'mpi'),
   ];
   return `#!/bin/bash\n${lines.map(scriptLine).join('\n')}\n`;
 }
@@ -186,7 +187,6 @@ const BODY: ScriptLine[] = [
   { shell: [{ raw: 'if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then resume=(--resume auto); fi' }] },
   { comment: 'The time-limit signal comes to this shell only: pass the graceful stop to the ranks, requeue after.' },
   { shell: [{ raw: 'time_up=0 signals=0 srun_pid=' }] },
-  { shell: [{ raw: `trap 'time_up=1; signals=$((signals + 1)); echo "fsdp-studio: time limit near: stopping the ranks with a checkpoint" >&2; [ -n "$srun_pid" ] && kill -USR1 "$srun_pid"' USR1` }] },
 ];
 
 /**
@@ -194,16 +194,19 @@ const BODY: ScriptLine[] = [
  * command ends). `wait` returns early when the trap runs: wait again until srun's own status comes
  * (127: already collected).
  */
-const WAIT_AND_REQUEUE: ScriptLine[] = [
-  { shell: [{ raw: 'srun_pid=$!' }] },
-  { shell: [{ raw: 'status=0' }] },
-  { shell: [{ raw: 'while :; do seen=$signals; wait "$srun_pid"; rc=$?; [ "$rc" != 127 ] && status=$rc; [ "$signals" = "$seen" ] && break; done' }] },
-  { shell: [{ raw: 'if [ "$time_up" = 1 ] && [ "$status" != 0 ]; then' }] },
-  { shell: [{ raw: '  echo "fsdp-studio: requeueing job $SLURM_JOB_ID to continue from its checkpoint" >&2' }] },
-  { shell: [{ raw: '  scontrol requeue "$SLURM_JOB_ID" && exit 0' }] },
-  { shell: [{ raw: 'fi' }] },
-  { shell: [{ raw: 'exit "$status"' }] },
-];
+function waitAndRequeue(onlyIfStopped: boolean): ScriptLine[] {
+  return [
+    { shell: [{ raw: 'srun_pid=$!' }] },
+    { shell: [{ raw: 'status=0' }] },
+    { shell: [{ raw: 'while :; do seen=$signals; wait "$srun_pid"; rc=$?; [ "$rc" != 127 ] && status=$rc; [ "$signals" = "$seen" ] && break; done' }] },
+    // The runtime exits 0 only when the run completed; a person's script may exit 0 when stopped.
+    { shell: [{ raw: onlyIfStopped ? 'if [ "$time_up" = 1 ] && [ "$status" != 0 ]; then' : 'if [ "$time_up" = 1 ]; then' }] },
+    { shell: [{ raw: '  echo "fsdp-studio: requeueing job $SLURM_JOB_ID to continue from its checkpoint" >&2' }] },
+    { shell: [{ raw: '  scontrol requeue "$SLURM_JOB_ID" && exit 0' }] },
+    { shell: [{ raw: 'fi' }] },
+    { shell: [{ raw: 'exit "$status"' }] },
+  ];
+}
 
 /** sbatch's argument vector: held (released once run.json names the job), script arguments after. */
 export function sbatchArgv(scriptPath: string, opts: { hold: boolean; resume: boolean }): string[] {

@@ -94,7 +94,7 @@ export async function stopSlurmRun(studio: StudioContext, record: RunRecord, wat
   const grace = (watch.manifest?.config as { launch?: { slurm?: { stop_grace_s?: number } } } | undefined)?.launch?.slurm?.stop_grace_s ?? 120;
   try {
     const outcome = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping job ${jobId}` }, (progress) =>
-      stopSlurmJob(studio.runs.cluster(record.target), jobId, grace, (message) => progress.report({ message })),
+      stopSlurmJob(studio.runs.cluster(record.target), jobId, grace, (message) => progress.report({ message }), watch.manifest?.slurm?.stop_signal ?? 'USR1'),
     );
     studio.output.info(`stop ${record.runDir} (job ${jobId} on ${record.target}): ${outcome}`);
     if (outcome === 'cancelled-after-grace') void vscode.window.showWarningMessage(`Job ${jobId} did not stop within ${grace} s of the stop signal: cancelled (scancel); its last checkpoint may be older.`);

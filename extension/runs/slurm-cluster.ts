@@ -51,7 +51,7 @@ export class SlurmCluster {
   }
 
   /** The graceful stop to every rank of a running job (not the batch shell: see slurm-script.ts). */
-  async signalRanks(jobId: string, signal: 'USR1'): Promise<void> {
+  async signalRanks(jobId: string, signal: 'USR1' | 'TERM'): Promise<void> {
     await this.checked(['scancel', `--signal=${signal}`, jobId], `signalling job ${jobId}`);
   }
 

@@ -1,6 +1,7 @@
 // Stopping a SLURM run: a queued job is simply cancelled (nothing to save); a running one gets the
 // trainer's graceful stop on every rank (scancel --signal=USR1: each saves a checkpoint after its
-// step and exits), and is cancelled only if it is still there after the grace period.
+// step and exits; SIGTERM for a person's script), and is cancelled only if it is still there after
+// the grace period.
 import { jobActive, jobWaiting } from '../../core/launch/slurm-state';
 import { SlurmError, type SlurmCluster } from './slurm-cluster';
 
@@ -15,7 +16,8 @@ export type StopOutcome =
 
 const POLL_MS = 1000;
 
-export async function stopSlurmJob(cluster: SlurmCluster, jobId: string, graceS: number, progress: (message: string) => void = () => undefined): Promise<StopOutcome> {
+/** `signal`: the ranks' graceful stop (run.json's slurm.stop_signal). */
+export async function stopSlurmJob(cluster: SlurmCluster, jobId: string, graceS: number, progress: (message: string) => void = () => undefined, signal: 'USR1' | 'TERM' = 'USR1'): Promise<StopOutcome> {
   const job = await cluster.job(jobId);
   if (job === 'unreachable') throw new SlurmError(`cannot ask SLURM about job ${jobId} on ${cluster.host.target}`);
   if (!job || !jobActive(job)) return 'already-ended';
@@ -23,7 +25,7 @@ export async function stopSlurmJob(cluster: SlurmCluster, jobId: string, graceS:
     await cluster.cancel(jobId);
     return 'cancelled-while-queued';
   }
-  await cluster.signalRanks(jobId, 'USR1');
+  await cluster.signalRanks(jobId, signal);
   progress(`job ${jobId}: the ranks save a checkpoint and exit…`);
   for (const deadline = Date.now() + graceS * 1000; Date.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, POLL_MS));

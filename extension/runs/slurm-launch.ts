@@ -81,7 +81,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
     const script = batchScript({
       shape: slurmJobShape(config),
       runDir,
-      rankArgv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir],
+      ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] },
       about: [`FSDP Studio run ${runId}`, `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
     });
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
@@ -89,7 +89,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   const scriptPath = `${runDir}/${BATCH_SCRIPT}`;
   const argv = sbatchArgv(scriptPath, { hold: false, resume });
   const jobs = previous?.slurm?.jobs ?? [];
-  const manifest: RunManifest = { ...manifestFor({ ...req, config }, runId, argv, host.target, previous), slurm: { script: BATCH_SCRIPT, jobs } };
+  const manifest: RunManifest = { ...manifestFor({ ...req, config }, runId, argv, host.target, previous), slurm: { script: BATCH_SCRIPT, jobs, stop_signal: 'USR1' } };
   delete manifest.pids;
   delete manifest.pgid;
   await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
@@ -97,7 +97,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   progress(`submitting to SLURM${host.target === LOCAL ? '' : ` on ${host.target}`}…`);
   const jobId = await cluster.submitHeld(scriptPath, resume);
   try {
-    manifest.slurm = { script: BATCH_SCRIPT, job_id: jobId, jobs: [...jobs, jobId] };
+    manifest.slurm = { ...manifest.slurm!, job_id: jobId, jobs: [...jobs, jobId] };
     await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
     await cluster.release(jobId);
   } catch (e) {

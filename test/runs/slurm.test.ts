@@ -5,9 +5,10 @@
 // once; a job at its time limit saves and continues in its requeued job; scancel from outside
 // shows as cancelled; hostile names stay inert. Then the same through a login host reached by SSH.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { batchScript, slurmJobShape } from '../../core/launch/slurm-script';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import { localLoginHost, sshLoginHost } from '../../extension/runs/login-host';
@@ -167,6 +168,30 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     const req = slurmRunConfig(dir, { steps: 10, partition: HOSTILE });
     await assert.rejects(launchSlurm({ cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, req, () => undefined), /invalid partition/i);
     assert.ok(!existsSync(PWNED));
+  });
+
+  it("a person's PyTorch script: one task per rank with the env:// rendezvous from SLURM, stopped by job id with SIGTERM, both ranks stopping after the same step", async () => {
+    const cluster = new SlurmCluster(localLoginHost());
+    const runDir = mkdtempSync(path.join(tmp, 'script-'));
+    const script = batchScript({
+      shape: { ...slurmJobShape({ name: 'ddp', launch: { nproc_per_node: 2, slurm: { time_limit: 5 } } } as never), requeue: false },
+      runDir,
+      ranks: { kind: 'env', argv: ['/usr/bin/python3', path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py'), '--steps', '100000', '--step-sleep', '0.02', '--checkpoint', path.join(runDir, 'ckpt')] },
+      env: { FSDP_STUDIO_RUN_DIR: runDir, PYTHONPATH: path.join(repoRoot, 'python') },
+      about: ['a DDP script under srun'],
+    });
+    writeFileSync(path.join(runDir, 'job.sbatch'), script);
+    const jobId = await cluster.submitHeld(path.join(runDir, 'job.sbatch'), false);
+    await cluster.release(jobId);
+    const logged = () => (existsSync(path.join(runDir, 'metrics.jsonl')) ? readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"loss"')).length : 0);
+    await until('steps logged by rank 0', () => logged() >= 5);
+    assert.equal(await stopSlurmJob(cluster, jobId, 60, () => undefined, 'TERM'), 'stopped');
+    const out = readFileSync(path.join(runDir, `slurm-${jobId}.out`), 'utf8');
+    const stops = [...out.matchAll(/rank (\d): stopped after step (\d+)/g)].map((m) => [m[1], m[2]]).sort();
+    assert.equal(stops.length, 2, `both ranks stopped:\n${out.slice(-2000)}`);
+    assert.deepEqual(stops.map((s) => s[0]), ['0', '1'], 'two ranks, 0 and 1, joined one job');
+    assert.equal(stops[0][1], stops[1][1], 'after the same step');
+    assert.ok(existsSync(path.join(runDir, 'ckpt', 'last.pt')), 'the script saved its checkpoint on the stop');
   });
 
   it('through SSH: the loopback sshd as the login host, the runtime built there, the same story', async () => {

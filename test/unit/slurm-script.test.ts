@@ -40,7 +40,7 @@ describe('SLURM batch script', () => {
     const script = batchScript({
       shape: slurmJobShape(config({ device: 'cuda', nproc_per_node: 4, nnodes: 2, slurm: { partition: 'a100', account: 'proj', qos: 'high', time_limit: 90, cpus_per_task: 8, extra_directives: ['--exclusive', '--constraint=a100&ib'] } })),
       runDir: '/scratch/runs/r1',
-      rankArgv: ['/opt/fsdp/fsdp-train-native', '--config', '/scratch/runs/r1/config.json', '--run-dir', '/scratch/runs/r1'],
+      ranks: { kind: 'mpi', argv: ['/opt/fsdp/fsdp-train-native', '--config', '/scratch/runs/r1/config.json', '--run-dir', '/scratch/runs/r1'] },
       about: ['run r1'],
     });
     assert.ok(script.startsWith('#!/bin/bash\n'));
@@ -58,19 +58,28 @@ describe('SLURM batch script', () => {
   });
 
   it('asks for no signal when the time-limit save is off, and no requeue when it is not wanted', () => {
-    const d = directives(batchScript({ shape: slurmJobShape(config({ slurm: { signal_before_limit_s: 0, requeue: false } })), runDir: '/r', rankArgv: ['t'], about: [] }));
+    const d = directives(batchScript({ shape: slurmJobShape(config({ slurm: { signal_before_limit_s: 0, requeue: false } })), runDir: '/r', ranks: { kind: 'mpi', argv: ['t'] }, about: [] }));
     assert.ok(!d.some((l) => l.startsWith('--signal')), d.join(' '));
     assert.ok(d.includes('--no-requeue'));
   });
 
   it('keeps hostile paths, names and arguments inert: one literal word each in the shell', () => {
     const runDir = `/runs/${hostile}`;
-    const script = batchScript({ shape: { ...slurmJobShape(config({ slurm: {} })), jobName: hostile, partition: hostile }, runDir, rankArgv: ['/bin/train', '--run-dir', runDir], about: [`config ${hostile}\nrm -rf ~`] });
+    const script = batchScript({ shape: { ...slurmJobShape(config({ slurm: {} })), jobName: hostile, partition: hostile }, runDir, ranks: { kind: 'mpi', argv: ['/bin/train', '--run-dir', runDir] }, about: [`config ${hostile}\nrm -rf ~`] });
     assert.equal(spawnSync('/bin/bash', ['-n'], { input: script }).status, 0);
     const srun = script.split('\n').find((l) => l.startsWith('srun '))!;
     assert.deepEqual(bashWords(srun.replace(' "${resume[@]}" &', '')).slice(-3), ['/bin/train', '--run-dir', runDir]);
     assert.ok(!script.split('\n').some((l) => l.startsWith('rm -rf')), 'a line break in a comment does not start a command');
     assert.ok(script.includes(`#SBATCH --job-name=${directiveWord(hostile)}`));
+  });
+
+  it('exports the environment the ranks need, values as literal words', () => {
+    const value = `/runs/it's "x" $(touch /tmp/fsdp-pwned)`;
+    const script = batchScript({ shape: slurmJobShape(config({ slurm: {} })), runDir: '/r', ranks: { kind: 'env', argv: ['python3', 't.py'] }, env: { FSDP_STUDIO_RUN_DIR: value, PYTHONPATH: '/p' }, about: [] });
+    const exports = script.split('\n').filter((l) => l.startsWith('export FSDP') || l.startsWith('export PYTHONPATH')).join('\n');
+    const r = spawnSync('/bin/bash', ['-c', `${exports}\nprintf '%s|%s' "$FSDP_STUDIO_RUN_DIR" "$PYTHONPATH"`], { encoding: 'utf8' });
+    assert.equal(r.stdout, `${value}|/p`);
+    assert.throws(() => batchScript({ shape: slurmJobShape(config({ slurm: {} })), runDir: '/r', ranks: { kind: 'env', argv: ['t'] }, env: { 'A;B': 'x' }, about: [] }), /not an environment variable name/);
   });
 
   it('quotes #SBATCH values the way sbatch reads them, and refuses line breaks', () => {
