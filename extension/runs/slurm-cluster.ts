@@ -107,7 +107,7 @@ export class SlurmCluster {
     this.flushing = undefined;
     const batch = this.queued;
     this.queued = new Map();
-    let found = new Map<string, SlurmJob>();
+    let found: Map<string, SlurmJob>;
     try {
       found = await this.jobs([...batch.keys()]);
     } catch {

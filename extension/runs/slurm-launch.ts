@@ -102,7 +102,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
     await cluster.release(jobId);
   } catch (e) {
     await cluster.cancel(jobId).catch(() => undefined);
-    throw new Error(`job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`);
+    throw new Error(`job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`, { cause: e });
   }
   return { target: host.target, runDir, runId, jobId, script: scriptPath, argv };
 }

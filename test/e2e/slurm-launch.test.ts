@@ -45,7 +45,7 @@ describe('e2e: a run submitted to SLURM from the palette (real slurmctld and slu
   });
 
   it('shows the job queued (runs view, status bar, dashboard), then running, and the dashboard fills with every step', async () => {
-    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as Record<string, any>;
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as { name: string; data: { train: string; val: string }; training: Record<string, unknown>; fsdp: Record<string, unknown>; launch: unknown };
     config.name = 'tiny-slurm';
     config.data.train = path.join(SAMPLES, config.data.train);
     config.data.val = path.join(SAMPLES, config.data.val);

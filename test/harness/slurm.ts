@@ -187,7 +187,7 @@ export class LocalSlurm {
         return cond();
       }, (ok) => ok, START_TIMEOUT_MS, 200);
     } catch (e) {
-      throw new Error(`${(e as Error).message}\n${this.daemonLogs()}`);
+      throw new Error(`${(e as Error).message}\n${this.daemonLogs()}`, { cause: e });
     }
   }
 }

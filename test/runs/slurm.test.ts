@@ -28,8 +28,7 @@ const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-nat
 const HOSTILE = `it's "q" $(touch /tmp/fsdp-slurm-pwned) #c`;
 const PWNED = '/tmp/fsdp-slurm-pwned';
 
-const T0 = Date.now();
-const until = async (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) => { await untilHeld(what, cond, timeoutMs, 200); console.log(`    [${((Date.now() - T0) / 1000).toFixed(1)} s] ${what}`); };
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) => untilHeld(what, cond, timeoutMs, 200);
 
 function checkpointSteps(runDir: string): number[] {
   const dir = path.join(runDir, 'checkpoints');
