@@ -5,6 +5,7 @@
 // (SIGUSR1 to mpirun, which forwards it to every rank on every host) and resumed as one.
 import { spawnSync } from 'node:child_process';
 import { mpirunArgv, runWorld } from '../../core/launch/mpirun';
+import type { RunManifest } from '../../core/protocol/run-manifest';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import { newRunId } from '../../core/launch/run-folder';
 import { manifestFor, type LaunchedRun, type LaunchRequest } from './launcher';
@@ -21,7 +22,7 @@ export interface HostsContext {
   machine?: (alias: string) => SshMachine;
 }
 
-export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progress: (message: string) => void, previous?: unknown): Promise<LaunchedRun> {
+export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progress: (message: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
   const aliases = req.config.launch.hosts ?? [];
   const world = runWorld(req.config);
   if (aliases.length < 2) throw new Error('launch.hosts names fewer than two hosts');
@@ -51,8 +52,7 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
     if (req.config.data.val) config.data.val = await installer.ensureFile(base, req.config.data.val, (m) => progress(`${alias}: ${m}`));
   }
   const names = aliases.map((a) => reachableName(a, ctx.settings()));
-  const prior = previous as Parameters<typeof manifestFor>[4];
-  const runId = prior?.run_id ?? newRunId(req.config.name);
+  const runId = previous?.run_id ?? newRunId(req.config.name);
   const runDir = req.resumeRunDir ?? `${base}/runs/${runId}`;
   config.logging.runs_dir = `${base}/runs`;
   config.launch.target = aliases[0];
@@ -66,7 +66,7 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
     hosts: names,
   });
   progress(`starting ${world.nnodes * world.nprocPerNode} ranks on ${aliases.join(', ')} from ${aliases[0]}…`);
-  const manifest = manifestFor({ ...req, config }, runId, argv, first.target, prior);
+  const manifest = manifestFor({ ...req, config }, runId, argv, first.target, previous);
   const started = await first.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });
   return { ...started, target: first.target, runDir, runId, argv };
 }

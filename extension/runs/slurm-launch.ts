@@ -5,6 +5,7 @@
 // starts and keeps what it finds). Resume submits the same script again with --resume auto.
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from '../../core/launch/slurm-script';
+import { jobActive } from '../../core/launch/slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { newRunId } from '../../core/launch/run-folder';
 import { manifestFor, type LaunchRequest } from './launcher';
@@ -42,6 +43,22 @@ export interface LaunchedSlurmRun {
   argv: string[];
 }
 
+/**
+ * A stopped job may still be winding down (its ranks exiting, Slurm's epilog): its successor must
+ * not share the run folder with it. Waits for it to end, at most RESUME_WAIT_MS.
+ */
+async function untilEnded(cluster: SlurmCluster, jobId: string | undefined, progress: (message: string) => void): Promise<void> {
+  if (!jobId) return;
+  for (const deadline = Date.now() + RESUME_WAIT_MS; ; await new Promise((r) => setTimeout(r, 1000))) {
+    const job = await cluster.job(jobId);
+    if (job !== 'unreachable' && (!job || !jobActive(job))) return;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} of this run is still ${job === 'unreachable' ? 'not known to have ended (SLURM cannot be asked)' : job.state.toLowerCase()}: stop it first`);
+    progress(`waiting for job ${jobId} to end…`);
+  }
+}
+
+const RESUME_WAIT_MS = 120_000;
+
 /** This machine is the login host: its own runtime build and data, the runs folder of the config. */
 export function placeHere(binary: string, defaultRunsDir: string): PlaceRun {
   return async (config) => ({ binary, runsDir: config.logging.runs_dir ?? defaultRunsDir, config: structuredClone(config) });
@@ -72,6 +89,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   if (resume) {
     // The run's own config.json and job.sbatch, as they were: the checkpoint was made with them.
     runDir = req.resumeRunDir!;
+    await untilEnded(cluster, previous?.slurm?.job_id, progress);
   } else {
     const place = await target.place(req.config, progress);
     runDir = `${place.runsDir.replace(/\/+$/, '')}/${runId}`;

@@ -71,6 +71,9 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
     const names = slurm.check(['squeue', '-h', '-j', first.jobId, '-o', '%j\x1f%k']).trim().split('\x1f');
     assert.deepEqual(names, [HOSTILE, HOSTILE], 'the job name and an extra directive arrive as they were written');
     assert.ok(!existsSync(PWNED), 'nothing in them was executed');
+    // Attach lists the user's jobs with their run folders (the job's working directory).
+    const mine = await target.cluster.myJobs();
+    assert.deepEqual(mine.filter((j) => j.id === first.jobId).map((j) => [j.state, j.workDir, j.name]), [['PENDING', first.runDir, HOSTILE]]);
 
     slurm.check(['scancel', blocker]);
     await until('running, with steps arriving live', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5);
@@ -161,8 +164,10 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     }
   });
 
-  it('a hostile partition name is refused by sbatch, and nothing in it runs', async () => {
+  it('a hostile partition name is refused by sbatch, and nothing in it runs; the real partition is read for the memory check', async () => {
     const cluster = new SlurmCluster(localLoginHost());
+    assert.deepEqual(await cluster.partition(), { name: slurm.partition, memoryBytes: Math.floor(os.totalmem() / 2 ** 20 / 2) * 2 ** 20, cpusPerNode: slurm.cpus });
+    assert.equal(await cluster.partition('no-such-partition').catch(() => undefined), undefined);
     const dir = mkdtempSync(path.join(tmp, 'partition-'));
     const req = slurmRunConfig(dir, { steps: 10, partition: HOSTILE });
     await assert.rejects(launchSlurm({ cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, req, () => undefined), /invalid partition/i);
