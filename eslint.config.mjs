@@ -18,8 +18,9 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     rules: {
-      // `const { end_reason: _ended, ...kept } = m` is how a key is dropped from a copy.
-      '@typescript-eslint/no-unused-vars': ['error', { ignoreRestSiblings: true }],
+      // `const { end_reason: _ended, ...kept } = m` is how a key is dropped from a copy; an
+      // interface method's implementation may not need every argument (`_path`).
+      '@typescript-eslint/no-unused-vars': ['error', { ignoreRestSiblings: true, argsIgnorePattern: '^_' }],
     },
   },
   {

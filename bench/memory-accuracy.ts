@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { accuracySummary, comparePoint, type MeasuredFile, type PointError } from '../core/memory/measured-comparison';
+import { accuracySummary, comparePoint, harnessHistory, type MeasuredFile, type PointError } from '../core/memory/measured-comparison';
 
 const root = path.resolve(__dirname, '..');
 const dir = path.join(root, 'test', 'fixtures', 'measured');
@@ -18,7 +18,8 @@ const rows: Array<PointError & { file: string; device: string }> = [];
 const started = performance.now();
 for (const file of files) {
   const data = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as MeasuredFile;
-  for (const p of data.points) if (p.id.includes(only)) rows.push({ ...comparePoint(p), file, device: data.device });
+  const history = harnessHistory(data);
+  for (const p of data.points) if (p.id.includes(only)) rows.push({ ...comparePoint(p, history.get(p.id)), file, device: data.device });
 }
 const msPerPoint = (performance.now() - started) / Math.max(1, rows.length);
 

@@ -8,6 +8,7 @@ import { estimateMemory, describePolicy } from '../core/memory/estimate';
 import { hostTarget } from '../core/memory/gpu-presets';
 import { isConfigInputError, type ConfigMemoryInput } from '../core/memory/inputs/config-input';
 import { parseOptionWords, type EstimateOptions } from '../core/memory/inputs/estimate-options';
+import { hfModelSource } from '../core/memory/inputs/hf-model';
 import { readConfigForEstimate } from '../core/memory/inputs/read-config';
 import { fewestGpus, maxMicroBatch } from '../core/memory/inverse-questions';
 import { MEMORY_CATEGORIES, PHASES, type MemoryEstimate } from '../core/memory/memory-estimate';
@@ -16,10 +17,12 @@ import { parameterCounts } from '../core/memory/model-shape';
 import { summaryLine, unitOf } from '../core/memory/summary';
 
 const USAGE = `usage: fsdp-estimate CONFIG [--gpu NAME] [--nproc N] [--nnodes N] [--json]
-                     [--model PRESET] [--seq-len N] [--micro-batch N] [--checkpointing none|selective|every_n[:N]]
+                     [--model PRESET|PATH|HF-ID] [--seq-len N] [--micro-batch N] [--checkpointing none|selective|every_n[:N]]
                      [--framework fsdp-studio|pytorch|deepspeed]
 
 CONFIG is an FSDP Studio run config, a DeepSpeed ds_config.json or an accelerate config.
+--model: a preset, a folder holding a Hugging Face config.json, or a model id in the local Hugging
+Face cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub; nothing is downloaded).
 GPU names: A100-40GB A100-80GB H100-80GB H200-141GB L4-24GB RTX4090-24GB, or a size like 48GiB.`;
 
 // Flags that map onto the estimate options the config's own "fsdp-studio:" comment can also set.
@@ -53,7 +56,7 @@ export function main(argv: string[]): number {
   const words = OPTION_FLAGS.filter((f) => values[f] !== undefined).map((f) => `${f}=${String(values[f])}`);
   const { options, problems } = parseOptionWords(words);
   if (problems.length) {
-    console.error(`fsdp-estimate: ${problems.map((p) => `--${p.message}`).join('; ')}`);
+    console.error(`fsdp-estimate: ${problems.map((p) => `--${p.message.replace(/^(\w+)/, (k) => k.replace(/_/g, "-"))}`).join("; ")}`);
     return 2;
   }
   const file = parsed.positionals[0];
@@ -64,7 +67,7 @@ export function main(argv: string[]): number {
     console.error(`fsdp-estimate: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     return 2;
   }
-  const read = readConfigForEstimate(text, file, options);
+  const read = readConfigForEstimate(text, file, options, undefined, hfModelSource(path.resolve(file)));
   if (isConfigInputError(read)) {
     console.error(read.error);
     return 2;
@@ -88,12 +91,13 @@ function asJson(file: string, read: ConfigMemoryInput, e: MemoryEstimate) {
     config: path.resolve(file),
     kind: read.kind,
     framework: i.framework,
-    model: { name: i.model.name, params: parameterCounts(i.model).total, layers: i.model.nLayers, dModel: i.model.dModel },
+    model: { name: i.model.name, params: parameterCounts(i.model).total, layers: i.model.nLayers, dModel: i.model.dModel, ...(read.model ? { from: read.model.from, ...(read.model.namedBy ? { namedBy: read.model.namedBy } : {}), ...(read.model.assumed ? { assumed: true } : {}) } : {}) },
     run: { strategy: i.strategy, nprocPerNode: i.nprocPerNode, nnodes: i.nnodes, microBatch: i.microBatch, seqLen: i.seqLen, precision: i.precision, checkpointing: e.checkpointing },
     bytes,
     peakPhase: e.peakPhase,
     phases: Object.fromEntries(e.phases.map((p) => [p.phase, Object.fromEntries([...MEMORY_CATEGORIES, 'total' as const].map((c) => [c, Math.round(p.bytes[c])]))])),
     allocatorPeak: Math.round(e.allocatorPeak),
+    ...(e.reservedPeak !== undefined ? { reservedPeak: Math.round(e.reservedPeak) } : {}),
     host: { perRank: Math.round(e.host.perRank), perNode: Math.round(e.host.perNode) },
     fit: e.fit ? { gpu: e.fit.gpu.id, capacityBytes: e.fit.gpu.memoryBytes, fits: e.fit.fits, headroomBytes: Math.round(e.fit.headroomBytes) } : null,
     maxMicroBatch: e.fit ? maxMicroBatch(i, e.fit.gpu.memoryBytes) : null,
@@ -104,19 +108,25 @@ function asJson(file: string, read: ConfigMemoryInput, e: MemoryEstimate) {
 
 function table(file: string, read: ConfigMemoryInput, e: MemoryEstimate): string {
   const i = e.input;
-  const unit = e.peak.total >= 1024 ** 3 ? { name: 'GiB', div: 1024 ** 3, digits: 2 } : { name: 'MiB', div: 1024 ** 2, digits: 1 };
-  const fmt = (b: number) => (b / unit.div).toFixed(unit.digits).padStart(10);
+  const unit = e.peak.total >= 1024 ** 4 ? { name: 'TiB', div: 1024 ** 4, digits: 2 } : e.peak.total >= 1024 ** 3 ? { name: 'GiB', div: 1024 ** 3, digits: 2 } : { name: 'MiB', div: 1024 ** 2, digits: 1 };
+  const text = (b: number) => (b / unit.div).toFixed(unit.digits);
+  // Columns as wide as the widest number, so large values never run together.
+  const cells = [...e.phases.flatMap((p) => [...MEMORY_CATEGORIES.map((c) => text(p.bytes[c])), text(p.bytes.total)]), ...PHASES];
+  const width = Math.max(...cells.map((c) => c.length)) + 2;
+  const fmt = (b: number) => text(b).padStart(width);
   const per = unitOf(e);
   const who = { 'fsdp-studio': 'FSDP Studio runtime', pytorch: i.strategy === 'NO_SHARD' ? 'PyTorch DDP' : 'PyTorch FSDP', deepspeed: 'DeepSpeed ZeRO' }[i.framework];
+  const origin = read.model && read.kind !== 'run-config' ? ` (${read.model.assumed ? 'assumed' : read.model.from}${read.model.namedBy ? `, named by ${read.model.namedBy}` : ''})` : '';
   const lines = [
     `${file} — ${who}, ${i.strategy} over ${worldSize(i)} ${per}${worldSize(i) > 1 ? 's' : ''}${i.nnodes > 1 ? ` (${i.nnodes} nodes)` : ''}`,
-    `model ${i.model.name}: ${(parameterCounts(i.model).total / 1e6).toFixed(1)} M parameters, ${i.model.nLayers} layers, d_model ${i.model.dModel}; micro-batch ${i.microBatch} × ${i.seqLen} tokens; ${i.precision.param}; checkpointing ${describePolicy(e.checkpointing)}`,
+    `model ${i.model.name}${origin}: ${(parameterCounts(i.model).total / 1e6).toFixed(1)} M parameters, ${i.model.nLayers} layers, d_model ${i.model.dModel}; micro-batch ${i.microBatch} × ${i.seqLen} tokens; ${i.precision.param}; checkpointing ${describePolicy(e.checkpointing)}`,
     '',
-    `${`per ${per}, ${unit.name}`.padEnd(14)}${PHASES.map((p) => p.padStart(10)).join('')}`,
+    `${`per ${per}, ${unit.name}`.padEnd(14)}${PHASES.map((p) => p.padStart(width)).join('')}`,
     ...MEMORY_CATEGORIES.map((c) => `${c.padEnd(14)}${e.phases.map((p) => fmt(p.bytes[c])).join('')}`),
     `${'total'.padEnd(14)}${e.phases.map((p) => fmt(p.bytes.total)).join('')}    ← peak: ${e.peakPhase}`,
   ];
-  if (e.host.perRank > 0) lines.push(`host memory (offload): ${fmt(e.host.perRank).trim()} ${unit.name} per ${per}, ${fmt(e.host.perNode).trim()} ${unit.name} per node`);
+  if (e.reservedPeak !== undefined) lines.push(`caching allocator: ${text(e.allocatorPeak)} ${unit.name} allocated at the peak, ${text(e.reservedPeak)} ${unit.name} reserved (the total adds the CUDA context: what nvidia-smi shows)`);
+  if (e.host.perRank > 0) lines.push(`host memory (offload): ${text(e.host.perRank)} ${unit.name} per ${per}, ${text(e.host.perNode)} ${unit.name} per node`);
   lines.push('', summaryLine(e));
   if (e.fit) {
     const b = maxMicroBatch(i, e.fit.gpu.memoryBytes);

@@ -15,6 +15,7 @@ import { startConfigLanguageClient } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
 import { notifyRunEvents } from './runs/run-notifications';
+import { notifySpikes } from './runs/spike-notifications';
 import { Runs } from './runs/runs';
 import type { SshMachine } from './runs/ssh-machine';
 import { RunStatusBar } from './views/run-status-bar';
@@ -22,6 +23,7 @@ import { RunsTree } from './views/runs-tree';
 import { CompareRuns } from './webviews/compare-runs';
 import { NanDiagnostics } from './webviews/nan-diagnostics';
 import { RunDashboards } from './webviews/run-dashboard';
+import { SpikeViews } from './webviews/spike-view';
 
 export class StudioContext implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
@@ -49,8 +51,10 @@ export class StudioContext implements vscode.Disposable {
       vscode.commands.registerCommand('fsdp.refreshRuns', () => this.runs.discover()),
       new RunStatusBar(this.runs),
       notifyRunEvents(this.runs),
+      notifySpikes(this.runs),
       new CompareRuns(this.extension.extensionUri, this.runs),
       new NanDiagnostics(this.extension.extensionUri, this.runs),
+      new SpikeViews(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
     this.track(await startConfigLanguageClient(this));

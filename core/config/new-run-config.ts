@@ -1,7 +1,9 @@
 // "FSDP: New run config": a commented run config for a model size and a target (a GPU, or this
 // machine's CPU). The sharding strategy and the micro-batch are chosen with the memory estimator:
-// the least sharding that fits, then the largest power-of-two micro-batch (at most 32) that fits.
-import { GPU_PRESETS, type GpuSpec } from '../memory/gpu-presets';
+// the least sharding that fits, then the largest power-of-two micro-batch (at most 32) that fits,
+// activation checkpointing only when nothing fits without it. On the CPU the target is this
+// machine's memory shared by the ranks, less a tenth kept for the system and the editor.
+import { GPU_PRESETS, hostTarget, type GpuSpec } from '../memory/gpu-presets';
 import { readConfigForEstimate } from '../memory/inputs/read-config';
 import { isConfigInputError } from '../memory/inputs/config-input';
 import { estimateMemory } from '../memory/estimate';
@@ -42,7 +44,12 @@ export interface NewRunConfigChoice {
   target: string;
   /** Processes (GPUs, or CPU ranks) on this node. */
   ranks: number;
+  /** This machine's memory, for a CPU target (os.totalmem()). */
+  hostMemoryBytes?: number;
 }
+
+/** The share of host memory a generated CPU config may plan for (the rest is the system's and the editor's). */
+export const HOST_SHARE = 0.9;
 
 export const NEW_CONFIG_TARGETS: readonly string[] = ['cpu', ...GPU_PRESETS.map((g) => g.id)];
 
@@ -54,8 +61,10 @@ export function newRunConfigText(choice: NewRunConfigChoice): string {
   const gpu = choice.target === 'cpu' ? undefined : GPU_PRESETS.find((g) => g.id === choice.target);
   if (choice.target !== 'cpu' && !gpu) throw new Error(`unknown target "${choice.target}"; known: ${NEW_CONFIG_TARGETS.join(', ')}`);
   const ranks = Math.max(1, Math.floor(choice.ranks));
-  const plan = gpu ? planForGpu(model, gpu, ranks) : { strategy: ranks > 1 ? 'FULL_SHARD' : 'NO_SHARD', microBatch: 16, checkpointing: false, note: 'CPU run: memory is the host\'s; the batch is sized for speed on a few cores.' };
-  return render(model, gpu, ranks, plan);
+  if (gpu) return render(model, gpu, ranks, planFor(model, gpu, ranks, gpu));
+  if (!choice.hostMemoryBytes) throw new Error('a CPU target needs this machine\'s memory (hostMemoryBytes)');
+  const share = hostTarget(Math.floor((choice.hostMemoryBytes * HOST_SHARE) / ranks));
+  return render(model, undefined, ranks, planFor(model, undefined, ranks, { ...share, name: `${gib(share.memoryBytes)} GiB, ${Math.round(HOST_SHARE * 100)}% of this machine's memory / ${ranks} rank${ranks > 1 ? 's' : ''}` }));
 }
 
 interface Plan {
@@ -65,23 +74,26 @@ interface Plan {
   note: string;
 }
 
-function planForGpu(model: NewRunConfigModel, gpu: GpuSpec, ranks: number): Plan {
+/** The plan for `target` (a GPU, or a rank's share of host memory): what fits, least costly first. */
+function planFor(model: NewRunConfigModel, gpu: GpuSpec | undefined, ranks: number, target: GpuSpec): Plan {
   const candidates = ranks > 1 ? STRATEGIES : (['NO_SHARD'] as const);
+  const per = gpu ? 'GPU' : 'rank';
   for (const checkpointing of [false, true]) {
     for (const strategy of candidates) {
       const input = estimateInput(model, gpu, ranks, strategy, checkpointing);
       if (!input) continue;
-      const fit = maxMicroBatch(input, gpu.memoryBytes);
+      const fit = maxMicroBatch(input, target.memoryBytes);
       if (fit < 1) continue;
-      const microBatch = 2 ** Math.floor(Math.log2(Math.min(fit, 32)));
+      const microBatch = 2 ** Math.floor(Math.log2(Math.min(fit, gpu ? 32 : 16)));
       const peak = estimateMemory({ ...input, microBatch }).peak.total;
-      return { strategy, microBatch, checkpointing, note: `estimated peak ${gib(peak)} GiB per GPU of ${gib(gpu.memoryBytes)} GiB (largest micro-batch that fits: ${fit})` };
+      return { strategy, microBatch, checkpointing, note: `estimated peak ${gib(peak)} GiB per ${per} of ${gpu ? `${gib(target.memoryBytes)} GiB` : target.name} (largest micro-batch that fits: ${fit})` };
     }
   }
-  return { strategy: ranks > 1 ? 'FULL_SHARD' : 'NO_SHARD', microBatch: 1, checkpointing: true, note: `does not fit ${gpu.name} even with one sequence per GPU and activation checkpointing: add GPUs (launch.nproc_per_node) or pick a smaller model` };
+  const where = gpu ? gpu.name : target.name;
+  return { strategy: ranks > 1 ? 'FULL_SHARD' : 'NO_SHARD', microBatch: 1, checkpointing: true, note: `does not fit ${where} even with one sequence per ${per} and activation checkpointing: ${gpu ? 'add GPUs (launch.nproc_per_node)' : 'use fewer ranks'} or pick a smaller model` };
 }
 
-function estimateInput(model: NewRunConfigModel, gpu: GpuSpec, ranks: number, strategy: string, checkpointing: boolean) {
+function estimateInput(model: NewRunConfigModel, gpu: GpuSpec | undefined, ranks: number, strategy: string, checkpointing: boolean) {
   const draft = render(model, gpu, ranks, { strategy, microBatch: 1, checkpointing, note: '' });
   const r = readConfigForEstimate(draft, 'new.fsdp.yaml');
   return isConfigInputError(r) ? undefined : r.input;

@@ -148,6 +148,10 @@ export interface StepEvent {
    */
   mem_peak: number;
   mem_peak_by_category?: MemoryByCategory;
+  /**
+   * A size in bytes.
+   */
+  mem_rss?: number;
   mem_peak_host_by_category?: MemoryByCategory;
   loss_scale?: number;
   /**

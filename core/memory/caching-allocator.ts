@@ -148,6 +148,17 @@ export class CachingAllocator {
     pool.insert(block);
   }
 
+  /** The size of the segment tensor `id` lives in. */
+  segmentOf(id: number): number {
+    const block = this.live[id];
+    if (!block) throw new Error(`caching allocator replay: tensor ${id} is not live`);
+    let first = block;
+    while (first.prev) first = first.prev;
+    let size = 0;
+    for (let b: Block | undefined = first; b; b = b.next) size += b.size;
+    return size;
+  }
+
   /** Starts a new measurement window, as torch.cuda.reset_peak_memory_stats(). */
   resetPeaks(): void {
     this.peakAllocated = this.allocated;

@@ -4,14 +4,16 @@
 import type { ConfigEdit, ConfigFix } from '../config/config-edits';
 import type { ConfigKind } from '../config/document-kind';
 import type { ConfigProblem } from '../config/schema-problems';
+import type { SourceRange } from '../config/source-document';
 import { estimateMemory } from './estimate';
 import { findGpu, hostTarget } from './gpu-presets';
 import { isConfigInputError, type ConfigAssignment, type ConfigMemoryInput } from './inputs/config-input';
+import type { ModelOrigin, ModelSource } from './inputs/model-from-options';
 import { readConfigForEstimate } from './inputs/read-config';
 import { knobEffects, maxMicroBatch } from './inverse-questions';
 import type { MemoryEstimate } from './memory-estimate';
 import type { MemoryInput } from './memory-input';
-import { formatBytes, summaryLine, unitOf } from './summary';
+import { formatBytes, formatParameters, summaryLine, unitOf } from './summary';
 
 export interface ConfigMemory {
   read: ConfigMemoryInput;
@@ -29,14 +31,23 @@ export interface TargetDefaults {
   hostMemoryBytes?: number;
 }
 
-export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}): ConfigMemory | { error: string } {
-  const read = readConfigForEstimate(text, fileName, {}, kind);
-  if (isConfigInputError(read)) return { error: read.error };
+export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}, source?: ModelSource): ConfigMemory | { error: string; range?: SourceRange } {
+  const read = readConfigForEstimate(text, fileName, {}, kind, source);
+  if (isConfigInputError(read)) return { error: read.error, ...(read.range ? { range: read.range } : {}) };
   const input = withDefaultTarget(read.input, defaults);
   const estimate = estimateMemory(input);
-  const assumed = read.notes.find((n) => n.includes('assumed (say which'));
-  const title = `${summaryLine(estimate)}${assumed ? ` — for ${input.model.name}, assumed: add "fsdp-studio: model=…"` : ''}`;
+  const model = read.kind === 'run-config' ? undefined : modelWords(read.model);
+  const title = `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`;
   return { read, estimate, title, ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}) };
+}
+
+/** "for meta-llama/Llama-3.1-8B (8.03 B parameters, Hugging Face cache, named by train.sh:3)". */
+export function modelWords(m: ModelOrigin | undefined): string | undefined {
+  if (!m) return undefined;
+  if (m.assumed) return `for ${m.name}, assumed: add "fsdp-studio: model=…"`;
+  const cached = /[\\/]models--[^\\/]+[\\/]snapshots[\\/]/.test(m.from);
+  const from = m.from === 'preset' || m.from === 'custom' ? m.from : cached ? 'Hugging Face cache' : m.from.split(/[\\/]/).slice(-2).join('/');
+  return `for ${m.name} (${formatParameters(m.parameters)} parameters, ${from}${m.namedBy ? `, named by ${m.namedBy}` : ''})`;
 }
 
 function withDefaultTarget(input: MemoryInput, defaults: TargetDefaults): MemoryInput {

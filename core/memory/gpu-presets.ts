@@ -50,6 +50,17 @@ export function findGpu(name: string): GpuSpec | undefined {
   return family.sort((a, b) => b.memoryBytes - a.memoryBytes)[0];
 }
 
+/** Why `name` cannot be a target (unknown, or a custom size no GPU has), or undefined when it can. */
+export function gpuProblem(name: string): string | undefined {
+  const gpu = findGpu(name);
+  if (!gpu) return `"${name}" is not a GPU preset (${GPU_PRESETS.map((g) => g.id).join(', ')}) or a size like 48GiB`;
+  if (gpu.id.startsWith('custom-') && !(gpu.memoryBytes >= MIN_CUSTOM && gpu.memoryBytes <= MAX_CUSTOM)) return `a GPU of ${name} cannot hold a training run; give a size from 1 GiB to 16 TiB`;
+  return undefined;
+}
+
+const MIN_CUSTOM = GiB;
+const MAX_CUSTOM = 16 * 1024 * GiB;
+
 /** The host's memory as a target, for CPU runs of our runtime. */
 export function hostTarget(memoryBytes: number): GpuSpec {
   return { id: 'host', name: 'host memory', memoryBytes, kind: 'host' };

@@ -6,6 +6,10 @@ import type { MemoryEstimate } from './memory-estimate';
 import { SHARDING_STRATEGIES, type MemoryInput } from './memory-input';
 
 const MAX_MICRO_BATCH = 1 << 16;
+/** A knob that moves the peak by less than this changes nothing worth offering. */
+const NOTHING_BYTES = 1024 * 1024;
+/** Micro-batch suggestions go up to this, and to at most four times the current one: beyond, the global batch (and the step) change too much to call it a memory knob. */
+const MAX_SUGGESTED_MICRO_BATCH = 1024;
 const MAX_GPUS = 4096;
 const GPUS_PER_NODE = 8;
 
@@ -103,7 +107,7 @@ export function knobEffects(input: MemoryInput): KnobEffect[] {
   changes.push({ knob: 'offload', value: !input.offload.optimizer });
   if (input.microBatch > 1) changes.push({ knob: 'microBatch', value: Math.max(1, Math.floor(input.microBatch / 2)) });
   if (input.gpu) {
-    const best = maxMicroBatch(input, input.gpu.memoryBytes);
+    const best = suggestedMicroBatch(input, maxMicroBatch(input, input.gpu.memoryBytes));
     if (best > 0 && best !== input.microBatch) changes.push({ knob: 'microBatch', value: best });
   }
   return changes
@@ -111,5 +115,17 @@ export function knobEffects(input: MemoryInput): KnobEffect[] {
       const peakBytes = peakOf(applyChange(input, change));
       return { change, label: describeChange(change), peakBytes, savedBytes: base - peakBytes, ...(input.gpu ? { fits: peakBytes <= input.gpu.memoryBytes } : {}) };
     })
+    .filter((k) => Math.abs(k.savedBytes) >= NOTHING_BYTES)
     .sort((a, b) => b.savedBytes - a.savedBytes);
+}
+
+/**
+ * The micro-batch to offer given the largest that fits: itself when smaller than the current one
+ * (it makes the run fit); when larger, a power of two no more than four times the current one and
+ * MAX_SUGGESTED_MICRO_BATCH, since the largest that fits a small model is often in the thousands.
+ */
+export function suggestedMicroBatch(input: MemoryInput, largest: number): number {
+  if (largest <= input.microBatch) return largest;
+  const cap = Math.min(largest, Math.max(8, 4 * input.microBatch), MAX_SUGGESTED_MICRO_BATCH);
+  return 2 ** Math.floor(Math.log2(cap));
 }

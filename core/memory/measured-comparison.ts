@@ -3,7 +3,9 @@
 // phase's peak, and of the reserved peak (max_memory_reserved); and their medians and worst cases.
 // Shared by test/unit/memory-accuracy.test.ts (which holds the targets) and bench/memory-accuracy.ts
 // (which prints the table).
+import { CachingAllocator } from './caching-allocator';
 import { estimateMemory } from './estimate';
+import { replayTraining } from './frameworks/pytorch-replay';
 import { PHASES, type Phase } from './memory-estimate';
 import type { MemoryInput } from './memory-input';
 
@@ -47,8 +49,44 @@ function compare(predicted: number, measured: number): Comparison {
   return { predicted, measured, error: (predicted - measured) / measured };
 }
 
-export function comparePoint(p: MeasuredPoint): PointError {
-  const e = estimateMemory(p.input);
+/**
+ * The process the harness measured a point in (test/reference/measure_memory.py measures every
+ * configuration of a file in one process, emptying the cache between them): its first matrix
+ * product (the header's) made the forward thread's cuBLAS workspace before the first point;
+ * autograd's was made in the first point's first backward, carved from a cached segment that its
+ * live workspace pins for every later point. Found by replaying the first point as it ran.
+ */
+export function harnessHistory(file: MeasuredFile): Map<string, NonNullable<MemoryInput['cublasHistory']>> {
+  const out = new Map<string, NonNullable<MemoryInput['cublasHistory']>>();
+  const [first, ...rest] = file.points;
+  if (!first) return out;
+  out.set(first.id, { forward: true, backward: false });
+  const backwardSegmentBytes = backwardWorkspaceSegment({ ...first.input, cublasHistory: { forward: true, backward: false } });
+  for (const p of rest) out.set(p.id, { forward: true, backward: true, backwardSegmentBytes });
+  return out;
+}
+
+/** The segment autograd's cuBLAS workspace is carved from when a run makes it in its step 1. */
+function backwardWorkspaceSegment(input: MemoryInput): number {
+  const allocator = new CachingAllocator();
+  let segment = 0;
+  let phase = '';
+  replayTraining(input, {
+    alloc(id, bytes, term, stream, host) {
+      if (host) return;
+      allocator.malloc(id, bytes, stream);
+      if (term === 'cublas' && phase === 'backward' && !segment) segment = allocator.segmentOf(id);
+    },
+    free: (id) => allocator.free(id),
+    phase: (_, p) => {
+      phase = p;
+    },
+  }, 1);
+  return segment;
+}
+
+export function comparePoint(p: MeasuredPoint, history?: MemoryInput['cublasHistory']): PointError {
+  const e = estimateMemory({ ...p.input, ...(history ? { cublasHistory: history } : {}) });
   // A phase's allocator bytes: every device term the caching allocator counts, at that phase's peak.
   const inAllocator = (phase: Phase) => e.terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
   const phases = Object.fromEntries(PHASES.map((ph) => [ph, compare(inAllocator(ph), p.measured.phases[ph].peak_allocated)])) as Record<Phase, Comparison>;

@@ -53,6 +53,14 @@ export interface MemoryInput {
   prefetchBatches?: number;
   /** The target the verdict is given for; none means no verdict. */
   gpu?: GpuSpec;
+  /**
+   * PyTorch on a GPU: cuBLAS workspaces the process made before this run, as in a process that ran
+   * matrix products already (the measuring harness measures every configuration in one process).
+   * Absent: a training script's fresh process, which makes them at its first forward and backward
+   * matmul of step 1, where the backward one can split and pin a cached block. `backwardSegmentBytes`:
+   * the size of the cached segment the backward workspace was carved from back then.
+   */
+  cublasHistory?: { forward: boolean; backward: boolean; backwardSegmentBytes?: number };
 }
 
 /** DeepSpeed ZeRO's buffer settings, in elements as DeepSpeed counts them. */

@@ -2,6 +2,7 @@
 // "≈ 23.4 GiB / GPU (params 3.1 · grads 3.1 · optim 12.5 · act 4.2 · other 0.5) — fits H100 80GB".
 import type { MemoryEstimate } from './memory-estimate';
 
+const TiB = 1024 ** 4;
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
 
@@ -9,8 +10,9 @@ export function gib(bytes: number, digits = 1): string {
   return (bytes / GiB).toFixed(digits);
 }
 
-/** "23.4 GiB", or "111.1 MiB" below a GiB, where tenths of a GiB say little. */
+/** "23.4 GiB", or "111.1 MiB" below a GiB, where tenths of a GiB say little; TiB from a TiB on. */
 export function formatBytes(bytes: number): string {
+  if (Math.abs(bytes) >= TiB) return `${(bytes / TiB).toFixed(1)} TiB`;
   return Math.abs(bytes) >= GiB ? `${gib(bytes)} GiB` : `${(bytes / MiB).toFixed(1)} MiB`;
 }
 
@@ -21,7 +23,7 @@ export function unitOf(estimate: MemoryEstimate): string {
 
 export function summaryLine(estimate: MemoryEstimate): string {
   const p = estimate.peak;
-  const [unit, div] = p.total >= GiB ? ['GiB', GiB] : ['MiB', MiB];
+  const [unit, div] = p.total >= TiB ? ['TiB', TiB] : p.total >= GiB ? ['GiB', GiB] : ['MiB', MiB];
   const n = (b: number) => (b / div).toFixed(1);
   const other = p.workspace + p.comm + p.other;
   const parts = `params ${n(p.params)} · grads ${n(p.grads)} · optim ${n(p.optimizer)} · act ${n(p.activations)} · other ${n(other)}`;
@@ -37,4 +39,9 @@ export function verdictText(estimate: MemoryEstimate): string | undefined {
 function verdictSuffix(estimate: MemoryEstimate): string {
   const v = verdictText(estimate);
   return v ? ` — ${v}` : '';
+}
+
+/** "8.03 B" from a billion on, else "124.4 M": how many parameters a model has, in words. */
+export function formatParameters(n: number): string {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : `${(n / 1e6).toFixed(1)} M`;
 }

@@ -1,26 +1,12 @@
-// Messages of the run dashboard (webview/run-dashboard) and the compare view (webview/compare-runs).
-// The extension host owns the full history and sends each chart only the points its width can
-// show (core/runs/downsample.ts); the webview says which range it looks at.
-import type { Points, XRange } from '../runs/downsample';
-import type { RunMarker } from '../runs/run-history';
+// Messages of the run dashboard (webview/run-dashboard). The extension host owns the full history
+// and sends each chart only the points its width can show (core/runs/downsample.ts); the webview
+// says which range it looks at, on which x axis.
+import type { XRange } from '../runs/downsample';
+import type { XAxisMode } from '../runs/x-axis';
+import type { ChartFrame, ChartId, XAxisFrame } from './chart-messages';
 import type { PanelReadyMessage } from './panel-protocol';
 
-export type ChartId = 'loss' | 'lr' | 'grad_norm' | 'tokens_per_s' | 'mfu' | 'memory';
-
-export interface ChartSeries {
-  label: string;
-  points: Points;
-  /** Draw the line across missing points (sparse series such as validation loss). */
-  sparse?: boolean;
-}
-
-export interface ChartFrame {
-  id: ChartId;
-  title: string;
-  /** How values are shown on the axis: plain numbers, bytes, a rate or a fraction. */
-  unit: 'number' | 'bytes' | 'per_s' | 'ratio';
-  series: ChartSeries[];
-}
+export type { ChartFrame, ChartId, ChartMarker, ChartSeries, XAxisFrame } from './chart-messages';
 
 export type ConnectionSummary =
   | { state: 'live' | 'connecting' | 'closed' }
@@ -39,14 +25,34 @@ export interface DashboardHeader {
   maxSteps?: number;
   loss?: number | null;
   etaSeconds?: number;
+  /** When the run began (its first run_start, else its manifest), and ended, in epoch seconds: the header counts elapsed time from these. */
+  startedAt?: number;
+  endedAt?: number;
+  /** Training tokens consumed so far, all ranks together. */
+  tokensSeen?: number;
+  /** A long operation under way with nothing new on the charts: start-up, the first step, a checkpoint save. */
+  phase?: RunPhase;
   connection: ConnectionSummary;
   /** Label and value pairs: model, world, strategy, batch, learning rate. */
   summary: Array<[string, string]>;
   /** Lines of metrics.jsonl that could not be read. */
   problems: number;
+  /** NaN and Inf reports (the NaN diagnostics view). */
   anomalies: number;
+  /** Loss spikes and grad-norm excursions (the spike view), and how many of them are loss spikes. */
+  spikes: number;
+  lossSpikes: number;
   canStop: boolean;
   canResume: boolean;
+}
+
+export interface RunPhase {
+  /** "Starting the trainer", "Running the first step", "Saving the checkpoint of step 500". */
+  label: string;
+  /** What is known beside it, e.g. "model and data ready, 124M parameters". */
+  detail?: string;
+  /** When it began (epoch seconds): the header counts the seconds. */
+  since: number;
 }
 
 export interface DashboardFrameMessage {
@@ -57,24 +63,41 @@ export interface DashboardFrameMessage {
   seq: number;
   header: DashboardHeader;
   charts: ChartFrame[];
-  markers: RunMarker[];
-  /** The whole run's step range, for the zoom-out button and the scrollbar. */
+  xAxis: XAxisFrame;
+  /** The whole run's x range, for the zoom-out button. */
   extent?: XRange;
   /** Steps stored in the host (before downsampling). */
   totalPoints: number;
   smoothing: number;
 }
 
-export type DashboardToWebview = DashboardFrameMessage;
+export type DashboardToWebview =
+  | DashboardFrameMessage
+  /** Output of the run's processes, appended (reset: replaces what is shown, e.g. the tail on first open). */
+  | { type: 'log'; stream: LogStream; text: string; reset?: boolean; note?: string };
 
-export type DashboardAction = 'stop' | 'resume' | 'openConfig' | 'openFolder' | 'diagnostics';
+export type LogStream = 'stdout' | 'stderr';
+
+export type DashboardAction = 'stop' | 'resume' | 'openConfig' | 'openFolder' | 'diagnostics' | 'spikes';
 
 export type DashboardFromWebview =
   | PanelReadyMessage
-  /** The range the charts show (null: follow the whole run) and their width in pixels. */
-  | { type: 'view'; range: XRange | null; width: number }
+  /** The range the charts show (null: follow the whole run), in the units of `xAxis`, and their width in pixels. */
+  | { type: 'view'; range: XRange | null; width: number; xAxis: XAxisMode }
   | { type: 'smoothing'; weight: number }
-  | { type: 'action'; action: DashboardAction };
+  | { type: 'action'; action: DashboardAction }
+  /** Save every metric of the run as CSV (the host asks where). */
+  | { type: 'exportCsv' }
+  /** Save a chart as PNG: the chart drawn by the webview, as a data: URL (the host asks where). */
+  | { type: 'exportPng'; chart: ChartId; title: string; dataUrl: string }
+  /** The log tab is shown (follow) or hidden. */
+  | { type: 'logs'; follow: boolean };
+
+/** Per-chart choices of the person: log y axis, outliers left out of the y range. */
+export interface ChartOptions {
+  log?: boolean;
+  clip?: boolean;
+}
 
 /** Webview state kept across hide/show and reloads (getState/setState). */
 export interface DashboardState {
@@ -82,29 +105,7 @@ export interface DashboardState {
   runDir: string;
   smoothing: number;
   range: XRange | null;
-}
-
-// ---- Compare runs ----
-
-export interface CompareRunInfo {
-  key: string;
-  target: string;
-  runDir: string;
-  label: string;
-  status: DashboardHeader['status'];
-}
-
-export interface CompareFrameMessage {
-  type: 'compare';
-  runs: CompareRunInfo[];
-  /** One loss series per run, same order as runs (smoothed when `smoothing` > 0). */
-  loss: ChartSeries[];
-  smoothing: number;
-}
-
-export type CompareToWebview = CompareFrameMessage;
-export type CompareFromWebview = PanelReadyMessage | { type: 'view'; range: XRange | null; width: number } | { type: 'smoothing'; weight: number };
-
-export interface CompareState {
-  runs: Array<{ target: string; runDir: string }>;
+  xAxis?: XAxisMode;
+  charts?: Record<string, ChartOptions>;
+  tab?: 'charts' | 'log';
 }

@@ -14,7 +14,7 @@ export interface DumpTable {
   highlightRow?: number;
 }
 
-export type FixId = 'lower_lr' | 'clip' | 'bf16' | 'check_data' | 'rollback_policy';
+export type FixId = 'lower_lr' | 'clip' | 'bf16' | 'check_data' | 'rollback_policy' | 'longer_warmup' | 'skip_spikes';
 
 export interface Fix {
   id: FixId;

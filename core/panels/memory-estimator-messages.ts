@@ -2,6 +2,7 @@
 // estimate input; the webview runs the (pure, fast) estimator itself on every control change, so
 // it redraws within one animation frame, and asks the host to apply a change to the config.
 import type { ConfigKind } from '../memory/inputs/config-input';
+import type { ModelOrigin } from '../memory/inputs/model-from-options';
 import type { MemoryChange } from '../memory/memory-change';
 import type { MemoryInput } from '../memory/memory-input';
 import type { PanelReadyMessage } from './panel-protocol';
@@ -15,6 +16,8 @@ export interface EstimatorConfigMessage {
   input: MemoryInput;
   /** Assumptions the reading made. */
   notes: string[];
+  /** Which model the estimate is for and where it came from (a preset, a config.json, the config's model section). */
+  model?: ModelOrigin;
   /** This machine's memory, the target of CPU runs of our runtime when no GPU is named. */
   hostMemoryBytes: number;
 }

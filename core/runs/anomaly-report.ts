@@ -7,7 +7,7 @@ import type { AnomalyEvent } from '../protocol/metrics';
 import { describeAnomaly } from './run-history';
 
 type Scalar = string | number | boolean | null;
-type Config = { training?: { learning_rate?: number; max_grad_norm?: number }; mixed_precision?: { param_dtype?: string }; stability?: { on_nan?: string } };
+type Config = { training?: { learning_rate?: number; max_grad_norm?: number; warmup_steps?: number }; mixed_precision?: { param_dtype?: string }; stability?: { on_nan?: string } };
 
 /** Columns worth a bar chart, most telling first. */
 const CHART_COLUMNS = ['max_abs', 'absmax', 'abs_max', 'max', 'rms', 'norm', 'grad_norm'];
@@ -173,6 +173,10 @@ export function fixEdit(id: FixId, config: Config): { path: string[]; value: str
       return { path: ['mixed_precision', 'param_dtype'], value: 'bfloat16' };
     case 'rollback_policy':
       return { path: ['stability', 'on_nan'], value: 'rollback' };
+    case 'longer_warmup':
+      return { path: ['training', 'warmup_steps'], value: Math.max(2 * (config.training?.warmup_steps ?? 0), 100) };
+    case 'skip_spikes':
+      return { path: ['stability', 'on_spike'], value: 'skip' };
     default:
       return undefined;
   }

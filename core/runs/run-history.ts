@@ -33,8 +33,11 @@ export class RunHistory {
   readonly scalars = new ScalarHistory();
   /** The tag each recognised metric is drawn from (the first tag that meant it). */
   private readonly boundTags = new Map<RecognisedMetric, string>();
-  /** Peak bytes per rank. */
+  /** Peak bytes per rank (the runtime's allocator, per step). */
   readonly memoryByRank = new Map<number, StepSeries>();
+  /** Resident memory per rank: the process's RSS (step.mem_rss) and, on GPUs, NVML's memory in use (step.gpu.mem_used). */
+  readonly residentByRank = new Map<number, StepSeries>();
+  readonly gpuUsedByRank = new Map<number, StepSeries>();
   private markerList: RunMarker[] = [];
   /** Every anomaly the run reported, including ones from work a resume replaced. */
   readonly anomalies: AnomalyEvent[] = [];
@@ -153,6 +156,9 @@ export class RunHistory {
     const memory = this.memoryByRank.get(rank) ?? new StepSeries();
     this.memoryByRank.set(rank, memory);
     memory.set(event.step, event.mem_peak);
+    if (event.mem_rss !== undefined) seriesOf(this.residentByRank, rank).set(event.step, event.mem_rss);
+    const gpuUsed = event.gpu?.mem_used;
+    if (typeof gpuUsed === 'number') seriesOf(this.gpuUsedByRank, rank).set(event.step, gpuUsed);
     // Step metrics come from rank-less (whole-run) events, or from rank 0 where there are none.
     if (event.rank === undefined) this.sawWholeRunSteps = true;
     else if (event.rank !== 0 || this.sawWholeRunSteps) return;
@@ -185,7 +191,7 @@ export class RunHistory {
     this.valLoss.truncateFrom(step);
     this.valLossTimes.truncateFrom(step);
     this.scalars.truncateFrom(step);
-    for (const series of this.memoryByRank.values()) series.truncateFrom(step);
+    for (const byRank of [this.memoryByRank, this.residentByRank, this.gpuUsedByRank]) for (const series of byRank.values()) series.truncateFrom(step);
     this.markerList = this.markerList.filter((m) => m.step < step || isAnomalyKind(m.kind));
   }
 
@@ -194,6 +200,12 @@ export class RunHistory {
     if (same >= 0) this.markerList[same] = marker;
     else this.markerList.push(marker);
   }
+}
+
+function seriesOf(byRank: Map<number, StepSeries>, rank: number): StepSeries {
+  let s = byRank.get(rank);
+  if (!s) byRank.set(rank, (s = new StepSeries()));
+  return s;
 }
 
 function isAnomalyKind(kind: MarkerKind): boolean {

@@ -101,12 +101,17 @@ async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Pro
   const capacity = config.launch.device === 'cuda' ? probe.gpus[0]?.memoryBytes : probe.cpu.memoryBytes / perNode;
   const where = config.launch.device === 'cuda' ? (probe.gpus[0] ? `${probe.gpus[0].name}` : 'no GPU') : `this machine's memory shared by ${perNode} rank${perNode > 1 ? 's' : ''}`;
   if (capacity === undefined || planned <= capacity) return true;
+  // The safe choice is the default (the first button, taken by Enter); launching is the deliberate one.
+  // Not a close affordance: VS Code would move that last and make "Launch anyway" the default.
+  const dontLaunch: vscode.MessageItem = { title: 'Don\'t launch' };
+  const launch: vscode.MessageItem = { title: 'Launch anyway' };
   const choice = await vscode.window.showWarningMessage(
     `The memory plan needs ${formatBytes(planned)} per rank, more than ${where} has (${formatBytes(capacity)}). Launch anyway?`,
     { modal: true },
-    'Launch anyway',
+    dontLaunch,
+    launch,
   );
-  return choice === 'Launch anyway';
+  return choice === launch;
 }
 
 /** Starts (or resumes) a run, registers it and opens its dashboard. */

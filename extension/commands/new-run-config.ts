@@ -1,5 +1,6 @@
 // "FSDP: New run config": asks for a model size, a target and a rank count, writes the commented
 // config core/config/new-run-config.ts makes into the workspace, and opens it.
+import os from 'node:os';
 import * as vscode from 'vscode';
 import { GPU_PRESETS } from '../../core/memory/gpu-presets';
 import { NEW_CONFIG_MODELS, newRunConfigText } from '../../core/config/new-run-config';
@@ -23,7 +24,7 @@ async function newRunConfig(studio: StudioContext): Promise<void> {
   if (!target) return;
   const ranks = await vscode.window.showQuickPick(['1', '2', '4', '8'].map((n) => ({ label: n, description: target.id === 'cpu' ? 'ranks on this machine' : `${target.label} GPUs` })), { title, placeHolder: 'Processes per node' });
   if (!ranks) return;
-  const text = newRunConfigText({ model: model.id, target: target.id, ranks: Number(ranks.label) });
+  const text = newRunConfigText({ model: model.id, target: target.id, ranks: Number(ranks.label), hostMemoryBytes: os.totalmem() });
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   if (!folder) {
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: 'yaml', content: text }));

@@ -40,6 +40,25 @@ export class LocalMachine implements RunMachine {
     }
   }
 
+  async readFileFrom(file: string, offset: number, maxBytes: number): Promise<{ data: Buffer; size: number }> {
+    let handle;
+    try {
+      handle = await open(file, 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { data: Buffer.alloc(0), size: 0 };
+      throw e;
+    }
+    try {
+      const size = (await handle.stat()).size;
+      const length = Math.max(0, Math.min(maxBytes, size - offset));
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = length ? await handle.read(buf, 0, length, offset) : { bytesRead: 0 };
+      return { data: buf.subarray(0, bytesRead), size };
+    } finally {
+      await handle.close();
+    }
+  }
+
   async listRunDirs(runsDir: string): Promise<string[]> {
     let names: string[];
     try {

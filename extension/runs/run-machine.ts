@@ -70,6 +70,11 @@ export interface RunMachine {
   readManifest(runDir: string): Promise<RunManifest | undefined>;
   /** A file of the run, at most `maxBytes` (diagnostic dumps, logs): its start, or with `tail` its end. */
   readFile(file: string, maxBytes: number, tail?: boolean): Promise<Buffer>;
+  /**
+   * Up to `maxBytes` of a growing file from byte `offset` (the log tab's follow), with the file's
+   * size when read; a file that does not exist yet reads as empty, size 0.
+   */
+  readFileFrom(file: string, offset: number, maxBytes: number): Promise<{ data: Buffer; size: number }>;
   /** Run directories directly under `runsDir` (those holding a run.json). */
   listRunDirs(runsDir: string): Promise<string[]>;
   /**

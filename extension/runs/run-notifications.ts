@@ -41,10 +41,10 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
       if (now - event.time > FRESH_S) continue;
       seenAlive.add(watch.key);
       const name = title(runs, watch);
-      if (event.type === 'anomaly') {
+      // Spikes are told by the one spike rule (spike-notifications.ts): loss first, clipped grad norms as markers.
+      if (event.type === 'anomaly' && event.kind !== 'spike') {
         const text = `${name}: ${describeAnomaly(event)} at step ${event.step}.`;
-        const show = event.kind === 'spike' ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
-        void show(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
+        void vscode.window.showErrorMessage(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
           if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
           if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
         });

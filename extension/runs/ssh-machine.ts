@@ -43,6 +43,22 @@ export class SshMachine implements RunMachine {
     return runSshChecked(this.target, [tail ? 'tail' : 'head', '-c', String(maxBytes), '--', { path: file }], this.settings(), `reading ${file}`, { timeoutMs: 60_000 });
   }
 
+  async readFileFrom(file: string, offset: number, maxBytes: number): Promise<{ data: Buffer; size: number }> {
+    const from = Math.max(0, Math.floor(offset)) + 1;
+    const max = Math.max(0, Math.floor(maxBytes));
+    // The size on the first line, then the bytes; an absent file prints size 0 and nothing.
+    const out = await runSshChecked(
+      this.target,
+      [{ raw: 'if test -e' }, { path: file }, { raw: '; then wc -c <' }, { path: file }, { raw: `&& tail -c +${from} --` }, { path: file }, { raw: `| head -c ${max}; else echo 0; fi` }],
+      this.settings(),
+      `reading ${file}`,
+      { timeoutMs: 60_000 },
+    );
+    const nl = out.indexOf(10);
+    const size = Number(out.subarray(0, nl < 0 ? out.length : nl).toString('utf8').trim()) || 0;
+    return { data: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), size };
+  }
+
   async listRunDirs(runsDir: string): Promise<string[]> {
     const out = await runSshChecked(
       this.target,

@@ -5,6 +5,7 @@ import os from 'node:os';
 import * as vscode from 'vscode';
 import { changeEdit } from '../../core/memory/apply-change';
 import { isConfigInputError } from '../../core/memory/inputs/config-input';
+import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 import { describeChange, type MemoryChange } from '../../core/memory/memory-change';
 import type { MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
@@ -68,14 +69,14 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
   private async sendConfig(): Promise<void> {
     const doc = await vscode.workspace.openTextDocument(this.uri);
     const fileName = vscode.workspace.asRelativePath(this.uri);
-    const read = readConfigForEstimate(doc.getText(), fileName);
+    const read = readConfigForEstimate(doc.getText(), fileName, {}, undefined, this.uri.scheme === 'file' ? hfModelSource(this.uri.fsPath) : undefined);
     // The panel shows one config at a time; a newer state replaces anything queued while hidden.
     this.host.clearQueue();
     if (isConfigInputError(read)) {
       this.host.post({ type: 'configError', fileName, error: read.error });
       return;
     }
-    this.host.post({ type: 'config', fileName, kind: read.kind, input: read.input, notes: read.notes, hostMemoryBytes: os.totalmem() });
+    this.host.post({ type: 'config', fileName, kind: read.kind, input: read.input, notes: read.notes, ...(read.model ? { model: read.model } : {}), hostMemoryBytes: os.totalmem() });
   }
 
   private async apply(change: MemoryChange): Promise<void> {

@@ -1,15 +1,17 @@
-// The NaN diagnostics view, host side: for each anomaly a run reported, where it happened, the
+// The NaN diagnostics view, host side: for each NaN or Inf a run reported, where it happened, the
 // dump's per-layer statistics and batch, what the policy did, and the usual fixes — applied to the
-// run's config file as an ordinary (undoable) edit when the person asks.
+// run's config file as an ordinary (undoable) edit when the person asks. Spikes have a view of
+// their own (spike-view.ts): they have no place in the network and no dump.
 import * as vscode from 'vscode';
-import { parseDocument } from 'yaml';
-import type { AnomalyView, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview, FixId } from '../../core/panels/diagnostics-messages';
-import { anomalyView, fixEdit } from '../../core/runs/anomaly-report';
+import type { AnomalyView, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview } from '../../core/panels/diagnostics-messages';
+import type { AnomalyEvent } from '../../core/protocol/metrics';
+import { anomalyView } from '../../core/runs/anomaly-report';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
 import type { RunRecord } from '../runs/run-registry';
 import { runKey, type RunWatch } from '../runs/run-watch';
 import type { Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
+import { applyConfigFix } from './config-fix';
 import { PanelHost } from './panel-host';
 
 export const DIAGNOSTICS_VIEW_TYPE = 'fsdp.nanDiagnostics';
@@ -39,8 +41,8 @@ export class NanDiagnostics implements vscode.Disposable {
   private async show(arg: RunArgument): Promise<void> {
     const record = await runFromArgument(this.runs, arg, {
       title: 'NaN diagnostics',
-      filter: (r) => (this.runs.existingWatch(runKey(r))?.history.anomalies.length ?? 0) > 0,
-      none: 'No run in this workspace has reported a NaN, Inf or spike.',
+      filter: (r) => (this.runs.existingWatch(runKey(r))?.history.anomalies.some(isNanOrInf) ?? false),
+      none: 'No run in this workspace has reported a NaN or Inf.',
     });
     if (!record) return;
     const existing = this.open.get(runKey(record));
@@ -93,16 +95,17 @@ class DiagnosticsPanel {
       this.selected = m.index;
       await this.send();
     } else if (m.type === 'fix') {
-      await this.applyFix(m.id);
+      await applyConfigFix(m.id, this.record, this.watch);
     } else if (m.type === 'openDump') {
-      const dump = this.watch.history.anomalies[m.index]?.dump;
+      const dump = this.watch.history.anomalies.filter(isNanOrInf)[m.index]?.dump;
       if (dump && this.record.target === 'local') await vscode.window.showTextDocument(vscode.Uri.file(`${this.record.runDir}/${dump}`));
     }
   }
 
   private async send(): Promise<void> {
-    const anomalies = this.watch.history.anomalies;
-    this.seen = anomalies.length;
+    const all = this.watch.history.anomalies;
+    this.seen = all.length;
+    const anomalies = all.filter(isNanOrInf);
     const config = this.watch.history.start?.config ?? this.watch.manifest?.config;
     const views: AnomalyView[] = [];
     for (const a of anomalies) {
@@ -131,27 +134,12 @@ class DiagnosticsPanel {
     return result;
   }
 
-  /** Edits the config the run was launched from; the change shows in the editor, undoable. */
-  private async applyFix(id: FixId): Promise<void> {
-    const configPath = this.record.configPath ?? this.watch.manifest?.config_path;
-    const edit = fixEdit(id, (this.watch.history.start?.config ?? {}) as Parameters<typeof fixEdit>[1]);
-    if (!configPath || !edit) {
-      void vscode.window.showInformationMessage(configPath ? 'This fix has no automatic edit.' : 'The run does not say which config it was launched from.');
-      return;
-    }
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(configPath));
-    const yaml = parseDocument(doc.getText());
-    yaml.setIn(edit.path, edit.value);
-    const whole = new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length));
-    const we = new vscode.WorkspaceEdit();
-    we.replace(doc.uri, whole, yaml.toString());
-    await vscode.workspace.applyEdit(we);
-    await vscode.window.showTextDocument(doc);
-    void vscode.window.showInformationMessage(`${vscode.workspace.asRelativePath(doc.uri)}: set ${edit.path.join('.')} to ${edit.value}. Save it and resume or relaunch the run.`);
-  }
-
   dispose(): void {
     for (const d of this.disposables.splice(0)) d.dispose();
     this.host.dispose();
   }
+}
+
+function isNanOrInf(a: AnomalyEvent): boolean {
+  return a.kind === 'nan' || a.kind === 'inf';
 }

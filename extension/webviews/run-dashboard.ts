@@ -1,16 +1,22 @@
 // The run dashboard panel, host side: one per run, fed from the run's RunWatch. Frames (header,
 // downsampled charts, markers) are built at most every FRAME_MS and only while the panel is
 // visible; a panel that is shown again, or restored after a window reload, asks for a full frame
-// when its script is ready, so it always shows the whole history once.
+// when its script is ready, so it always shows the whole history once. It also follows the run's
+// output for the log tab while that tab is open, and saves exports where the person says.
 import * as vscode from 'vscode';
-import type { DashboardFromWebview, DashboardHeader, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
+import type { DashboardFromWebview, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
 import { DashboardCharts, type ChartView } from '../../core/runs/dashboard-charts';
+import { metricsCsv } from '../../core/runs/metrics-csv';
 import { clampSmoothing } from '../../core/runs/smoothing';
+import { isXAxisMode } from '../../core/runs/x-axis';
 import type { RunRecord } from '../runs/run-registry';
 import type { RunWatch } from '../runs/run-watch';
 import type { Runs } from '../runs/runs';
-import { maxStepsOf, runTitle } from '../views/run-labels';
+import { runTitle } from '../views/run-labels';
+import { fileStem, pngFromDataUrl, saveExport } from './export-files';
 import { PanelHost, type PanelSpec } from './panel-host';
+import { dashboardHeader } from './run-dashboard-header';
+import { RunOutputTail } from './run-output-tail';
 
 export const DASHBOARD_VIEW_TYPE = 'fsdp.runDashboard';
 /** Shortest time between frames (20 per second at most): smooth to the eye. */
@@ -83,8 +89,10 @@ class RunDashboard implements vscode.Disposable {
   private view: ChartView;
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
+  private ticker: NodeJS.Timeout | undefined;
   private lastFrameAt = 0;
   private lastFrameCost = 0;
+  private readonly output: RunOutputTail;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly disposed = new vscode.EventEmitter<void>();
   readonly onDidDispose = this.disposed.event;
@@ -97,18 +105,23 @@ class RunDashboard implements vscode.Disposable {
     state: DashboardState | undefined,
   ) {
     this.charts = new DashboardCharts(watch.history);
-    this.view = { range: state?.range ?? null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING) };
+    this.view = { range: state?.range ?? null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING), xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step' };
+    this.output = new RunOutputTail(watch.machine, record.runDir, (chunk) => host.post({ type: 'log', ...chunk }));
     const subscription = watch.onChange(() => this.schedule());
     this.disposables.push(
       { dispose: () => subscription.dispose() },
+      { dispose: () => this.output.stop() },
       host.onReady(() => {
-        // The webview (re)loaded: it gets the whole state now; queued frames would be stale.
+        // The webview (re)loaded: it gets the whole state now; queued frames would be stale. It
+        // says again whether its log tab is open.
         host.clearQueue();
+        this.output.stop();
         this.sendFrame();
       }),
-      host.onMessage((m) => this.receive(m)),
+      host.onMessage((m) => void this.receive(m)),
       host.panel.onDidChangeViewState(({ webviewPanel }) => {
         if (webviewPanel.active) this.runs.focus(watch.key);
+        if (!webviewPanel.visible) this.output.stop();
       }),
       host.onDidDispose(() => this.dispose()),
     );
@@ -118,10 +131,10 @@ class RunDashboard implements vscode.Disposable {
     this.host.reveal();
   }
 
-  private receive(m: DashboardFromWebview): void {
+  private async receive(m: DashboardFromWebview): Promise<void> {
     switch (m.type) {
       case 'view':
-        this.view = { ...this.view, range: m.range, width: m.width };
+        this.view = { ...this.view, range: m.range, width: m.width, xAxis: isXAxisMode(m.xAxis) ? m.xAxis : 'step' };
         this.sendFrame();
         break;
       case 'smoothing':
@@ -131,6 +144,18 @@ class RunDashboard implements vscode.Disposable {
       case 'action':
         void vscode.commands.executeCommand(ACTION_COMMANDS[m.action], this.watch.key);
         break;
+      case 'logs':
+        if (m.follow) this.output.follow();
+        else this.output.stop();
+        break;
+      case 'exportCsv':
+        await saveExport(this.record, `${fileStem(runTitle(this.record, this.watch))}-metrics.csv`, 'CSV', Buffer.from(metricsCsv(this.watch.history), 'utf8'));
+        break;
+      case 'exportPng': {
+        const png = pngFromDataUrl(m.dataUrl);
+        if (png) await saveExport(this.record, `${fileStem(runTitle(this.record, this.watch))}-${fileStem(m.chart)}.png`, 'PNG', png);
+        break;
+      }
     }
   }
 
@@ -148,14 +173,20 @@ class RunDashboard implements vscode.Disposable {
     clearTimeout(this.timer);
     this.timer = undefined;
     const t0 = Date.now();
-    const { charts, markers, extent, totalPoints } = this.charts.build(this.view);
-    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header: dashboardHeader(this.watch, this.record), charts, markers, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing });
+    const { charts, xAxis, extent, totalPoints } = this.charts.build(this.view);
+    const header = dashboardHeader(this.watch, this.record, this.charts.spikes.spikes());
+    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header, charts, xAxis, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing });
     this.lastFrameAt = Date.now();
     this.lastFrameCost = this.lastFrameAt - t0;
+    // A save or start-up that ends without a new event (a checkpoint's save is followed by one;
+    // a run's end is) is caught by the next event; while one is under way, look again now and then.
+    clearTimeout(this.ticker);
+    this.ticker = header.phase ? setTimeout(() => this.schedule(), PHASE_RECHECK_MS) : undefined;
   }
 
   dispose(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.ticker);
     for (const d of this.disposables.splice(0)) d.dispose();
     this.host.dispose();
     this.disposed.fire();
@@ -163,64 +194,14 @@ class RunDashboard implements vscode.Disposable {
   }
 }
 
+/** While a long operation shows in the header, frames are rebuilt this often even without events. */
+const PHASE_RECHECK_MS = 2000;
+
 const ACTION_COMMANDS = {
   stop: 'fsdp.stopRun',
   resume: 'fsdp.resumeRun',
   openConfig: 'fsdp.openRunConfig',
   openFolder: 'fsdp.openRunFolder',
   diagnostics: 'fsdp.showDiagnostics',
+  spikes: 'fsdp.showSpikes',
 } as const;
-
-export function dashboardHeader(watch: RunWatch, record: RunRecord): DashboardHeader {
-  const h = watch.history;
-  const config = (h.start?.config ?? watch.manifest?.config ?? {}) as ConfigShape;
-  const maxSteps = watch.manifest?.max_steps ?? maxStepsOf(config);
-  const status = watch.status();
-  const reason = watch.endReason();
-  const eta = h.etaSeconds(maxSteps);
-  const c = watch.connection;
-  const lastLoss = h.step.loss.lastValue;
-  return {
-    runId: watch.manifest?.run_id ?? record.runId,
-    name: runTitle(record, watch),
-    target: record.target,
-    status,
-    ...(reason && status !== 'completed' && status !== 'running' ? { reason } : {}),
-    ...(h.lastStep !== undefined ? { step: h.lastStep } : {}),
-    ...(maxSteps !== undefined ? { maxSteps } : {}),
-    ...(lastLoss !== undefined ? { loss: Number.isFinite(lastLoss) ? lastLoss : null } : {}),
-    ...(eta !== undefined ? { etaSeconds: eta } : {}),
-    connection: c.state === 'reconnecting' ? c : { state: c.state },
-    summary: configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
-    problems: watch.problems.length,
-    anomalies: h.anomalies.length,
-    canStop: watch.isLive(),
-    canResume: !watch.isLive() && status !== 'completed' && status !== 'unknown',
-  };
-}
-
-interface ConfigShape {
-  model?: { d_model?: number; n_layers?: number; n_heads?: number; vocab_size?: number };
-  data?: { seq_len?: number };
-  training?: { batch_size_per_gpu?: number; gradient_accumulation_steps?: number; learning_rate?: number; schedule?: string };
-  fsdp?: { sharding_strategy?: string };
-  mixed_precision?: { param_dtype?: string };
-  launch?: { device?: string };
-}
-
-function configSummary(c: ConfigShape, nParams: number | undefined, worldSize: number | undefined): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  const m = c.model;
-  if (m) out.push(['model', `${m.n_layers ?? '?'} layers × d${m.d_model ?? '?'}, ${m.n_heads ?? '?'} heads${nParams ? `, ${formatCount(nParams)} params` : ''}`]);
-  out.push(['world', `${worldSize ?? 1} × ${c.launch?.device ?? 'cpu'}${c.fsdp?.sharding_strategy ? `, ${c.fsdp.sharding_strategy}` : ''}${c.mixed_precision?.param_dtype ? `, ${c.mixed_precision.param_dtype}` : ''}`]);
-  const t = c.training;
-  if (t?.batch_size_per_gpu !== undefined) {
-    out.push(['batch', `${t.batch_size_per_gpu ?? '?'} × ${t.gradient_accumulation_steps ?? 1} accum × ${c.data?.seq_len ?? '?'} tokens`]);
-    if (t.learning_rate !== undefined) out.push(['lr', `${t.learning_rate}${t.schedule ? ` (${t.schedule})` : ''}`]);
-  }
-  return out;
-}
-
-function formatCount(n: number): string {
-  return n >= 1e9 ? `${(n / 1e9).toFixed(2)}B` : n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}K` : String(n);
-}

@@ -2,42 +2,83 @@
 // most of the memory ("≈ 23.4 GiB / GPU (params 3.1 · …) — fits H100 80GB") that opens the
 // memory estimator panel, and a warning, with quick fixes, when the config does not fit its
 // target (launch.gpu, the config's "fsdp-studio: gpu=…" comment, or the fsdp.estimator.gpu setting).
+// While the config has an error, the lens stays with the last good estimate, marked stale; an
+// estimate that cannot be made (an unknown model, a shape no model has) is a warning of its own.
 import os from 'node:os';
 import type { CodeLens } from 'vscode-languageserver/node';
 import type { ConfigAnalysis } from '../../core/config/config-analysis';
+import type { ConfigProblem } from '../../core/config/schema-problems';
+import type { SourceRange } from '../../core/config/source-document';
 import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
+import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { fileNameOf, type ConfigServer } from '../config-server';
 import type { ServerFeature } from './feature';
 
 /** The command the lens runs (contributed by the extension): opens the panel on the document. */
 export const OPEN_ESTIMATOR_COMMAND = 'fsdp.openMemoryEstimator';
 
+/** What the lens shows in front of the last good estimate while the config has an error. */
+export const STALE_PREFIX = '(stale: the config has an error) ';
+
+type Outcome = { memory: ConfigMemory } | { error: string; range?: SourceRange } | { stale: true };
+
 export const memoryHints: ServerFeature = {
   capabilities: { codeLensProvider: { resolveProvider: false } },
   register(server) {
     // An analysis is made once per document version and settings; so is its estimate.
-    const estimates = new WeakMap<ConfigAnalysis, ConfigMemory | undefined>();
-    const memoryOf = (analysis: ConfigAnalysis, uri: string): ConfigMemory | undefined => {
-      if (estimates.has(analysis)) return estimates.get(analysis);
+    const outcomes = new WeakMap<ConfigAnalysis, Outcome>();
+    // The last estimate made for each document, shown (stale) while the config has an error.
+    const lastGood = new Map<string, { title: string; range: SourceRange }>();
+    const outcomeOf = (analysis: ConfigAnalysis, uri: string): Outcome => {
+      const known = outcomes.get(analysis);
+      if (known) return known;
+      let outcome: Outcome;
       // A config with errors gets its diagnostics, not a guess.
-      const m = analysis.problems.some((p) => p.severity === 'error') ? undefined : configMemory(analysis.kind, analysis.doc.text, analysis.fileName, { gpu: server.settingsOf(uri).estimator?.gpu ?? undefined, hostMemoryBytes: os.totalmem() });
-      const result = m && !('error' in m) ? m : undefined;
-      estimates.set(analysis, result);
-      return result;
+      if (analysis.problems.some((p) => p.severity === 'error')) outcome = { stale: true };
+      else {
+        const source = analysis.fileName.startsWith('/') || /^[A-Za-z]:[\\/]/.test(analysis.fileName) ? hfModelSource(analysis.fileName) : undefined;
+        const m = configMemory(analysis.kind, analysis.doc.text, analysis.fileName, { gpu: server.settingsOf(uri).estimator?.gpu ?? undefined, hostMemoryBytes: os.totalmem() }, source);
+        outcome = 'error' in m ? m : { memory: m };
+        if ('memory' in outcome) lastGood.set(uri, { title: outcome.memory.title, range: outcome.memory.read.anchor });
+      }
+      outcomes.set(analysis, outcome);
+      return outcome;
     };
     server.addProblemSource((analysis) => {
       const uri = uriOf(server, analysis);
-      const problem = uri ? memoryOf(analysis, uri)?.problem : undefined;
-      return problem ? [problem] : [];
+      if (!uri) return [];
+      const outcome = outcomeOf(analysis, uri);
+      if ('memory' in outcome) return outcome.memory.problem ? [outcome.memory.problem] : [];
+      if ('error' in outcome && outcome.range) return [noEstimate(outcome.error, outcome.range)];
+      return [];
     });
     server.connection.onCodeLens(({ textDocument }): CodeLens[] => {
       const analysis = server.analysisOf(textDocument.uri);
-      const m = analysis && memoryOf(analysis, textDocument.uri);
-      if (!m) return [];
-      return [{ range: m.read.anchor, command: { title: m.title, command: OPEN_ESTIMATOR_COMMAND, arguments: [textDocument.uri] } }];
+      if (!analysis) return [];
+      const outcome = outcomeOf(analysis, textDocument.uri);
+      const command = (title: string) => ({ title, command: OPEN_ESTIMATOR_COMMAND, arguments: [textDocument.uri] });
+      if ('memory' in outcome) return [{ range: outcome.memory.read.anchor, command: command(outcome.memory.title) }];
+      const last = lastGood.get(textDocument.uri);
+      if ('stale' in outcome && last) return [{ range: clamp(last.range, analysis.doc.text), command: command(`${STALE_PREFIX}${last.title}`) }];
+      return [];
     });
+    server.documents.onDidClose(({ document }) => lastGood.delete(document.uri));
   },
 };
+
+/** A problem that keeps the estimate from being made, where it is (an unknown model, an impossible shape). */
+function noEstimate(error: string, range: SourceRange): ConfigProblem {
+  // Errors arrive as "file:line:col path: message"; the editor shows the place itself.
+  const message = error.replace(/^.*?:\d+:\d+ /, '');
+  return { severity: 'warning', path: [], code: 'memory.no-estimate', message: `no memory estimate: ${message}`, range };
+}
+
+/** The last lens's range, kept inside a document that may have got shorter. */
+function clamp(range: SourceRange, text: string): SourceRange {
+  const lines = text.split('\n').length;
+  if (range.start.line < lines) return range;
+  return { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } };
+}
 
 function uriOf(server: ConfigServer, analysis: ConfigAnalysis): string | undefined {
   return server.documents.all().find((d) => fileNameOf(d.uri) === analysis.fileName)?.uri;

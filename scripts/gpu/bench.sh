@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# `npm run bench:gpu` (or `bash scripts/gpu/bench.sh`): builds the runtime with the CUDA backend,
-# then times GPT-2 124M (sequences of 1024, bf16) at the largest micro-batch that fits, beside
-# PyTorch eager (SDPA flash attention) and torch.compile on the same model in the same call
-# (test/reference/throughput.py). Writes $OUT/bench-gpu.json and $OUT/bench-gpu.md (the table to
-# commit under bench/results/ with device, driver and date).
+# `npm run bench:gpu` (or `bash scripts/gpu/bench.sh` where there is no Node): builds the runtime
+# with the CUDA backend, then (scripts/gpu/bench_runs.py):
+#   default    GPT-2 124M and 355M at sequences of 1024 and 2048, bf16: the native runtime beside
+#              PyTorch eager (SDPA flash) and torch.compile (test/reference/throughput.py) in the
+#              same call, MFU and the fraction of the measured bf16 matrix-product peak;
+#   --kernels  the kernel micro-benchmark alone (achieved TFLOP/s next to cuBLASLt's);
+#   --all      both, then an Nsight Compute profile, within --budget-s seconds (default 330).
+# Writes $OUT/gpu-<date>.{json,md} (to commit under bench/results/ — set FSDP_COMMIT to the commit
+# measured, the GPU machine's copy has no .git), kernels.json, profile.md and the logs.
 set -uo pipefail
 source "$(dirname "$0")/build.sh"
-python3 "$ROOT/scripts/gpu/bench_runs.py" --cli "$CLI" --out "$OUT" --reference "$ROOT/test/reference/throughput.py" "$@"
+FSDP_BENCH_COMMAND="bash scripts/gpu/bench.sh $*" python3 "$ROOT/scripts/gpu/bench_runs.py" --cli "$CLI" --kernel-bench "$BUILD/Release/fsdp-kernel-bench" --out "$OUT" \
+  --reference "$ROOT/test/reference/throughput.py" "$@"

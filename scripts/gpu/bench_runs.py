@@ -1,97 +1,348 @@
-"""The GPU throughput benchmark (scripts/gpu/bench.sh): GPT-2 124M, sequences of 1024, bf16 compute
-with fp32 masters, at the largest micro-batch that fits, in the native runtime and — in the same
-call, on the same GPU — in PyTorch eager (SDPA flash) and torch.compile (test/reference/throughput.py).
-Writes bench-gpu.json and bench-gpu.md under --out. Targets (issue 5): >= 1.1x eager, >= 1.0x
-torch.compile, MFU >= 50%."""
+"""The GPU benchmark (scripts/gpu/bench.sh, `npm run bench:gpu`), in one call on one GPU:
+
+- throughput: GPT-2 124M and 355M at sequences of 1024 and 2048, bf16 compute with fp32 masters,
+  the native runtime beside PyTorch eager (SDPA flash) and torch.compile on the same model
+  (test/reference/throughput.py), each at the largest micro-batch of the same list that fits; MFU
+  as throughput.py computes it (model FLOPs per token x tokens/s over the data-sheet dense peak),
+  and the fraction of the bf16 matrix-product rate this GPU reaches (measured here by
+  throughput.py --measure-peak: about 790 TFLOP/s on the H100 of 2026-11-23);
+- --kernels: the kernel micro-benchmark (native/bench/kernel_bench.cc) alone;
+- --all: throughput, then the kernels, then an Nsight Compute profile of two native steps (GPT-2
+  124M, micro-batch 16, seq 1024), as far as the time budget (--budget-s) allows: whatever is left
+  out is recorded as skipped, and results are written after every part, so a call cut short
+  still returns what it measured.
+
+Writes under --out: gpu-<date>.json and gpu-<date>.md (to commit as bench/results/gpu-<date>.*),
+kernels.json, profile.md, and the logs. Targets (issue 14, at seq 1024): native >= 1.2x torch.compile
+and >= 1.5x eager."""
 
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import glob
 import json
+import os
+import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from runs import config, of_type, run, write_tokens
 
-GPT2 = dict(d_model=768, n_layers=12, n_heads=12, vocab=50257, seq=1024)
+MODELS: dict[str, dict[str, int]] = {
+    "gpt2-124m": dict(d_model=768, n_layers=12, n_heads=12, vocab=50257),
+    "gpt2-355m": dict(d_model=1024, n_layers=24, n_heads=16, vocab=50257),
+}
+# Micro-batches per (model, seq), largest first: the native runtime takes the first that runs,
+# PyTorch searches the same list (throughput.py: the largest that fits).
+CANDIDATES: dict[tuple[str, int], list[int]] = {
+    ("gpt2-124m", 1024): [48, 32, 16], ("gpt2-124m", 2048): [24, 16, 8],
+    ("gpt2-355m", 1024): [24, 16, 8], ("gpt2-355m", 2048): [12, 8, 4],
+}
+TARGETS = {"vs_compile": 1.2, "vs_eager": 1.5}
 
 
-def measure(cli: Path, tokens: Path, batch: int, steps: int, work: Path) -> dict[str, object]:
-    code, events, err = run(cli, config(tokens, batch=batch, steps=steps, dtype="bfloat16", **GPT2), work / f"mb{batch}", timeout=600)
-    s = of_type(events, "step")
-    if code != 0 or len(s) < steps:
-        return {"fits": False, "error": err[-600:]}
-    timed = s[5:]  # the first steps warm up (allocator cache, cuBLASLt heuristics)
-    return {"fits": True, "tokens_per_s": statistics.median(x["tokens_per_s"] for x in timed), "mfu": statistics.median(x["mfu"] for x in timed),
-            "step_ms_median": statistics.median(x["step_ms"] for x in timed), "mem_peak": max(x["mem_peak"] for x in s),
-            "memory_plan_total": of_type(events, "run_start")[0]["memory_plan"]["total"], "gpu": s[-1].get("gpu"),
-            "peak_flops": of_type(events, "run_start")[0]["peak_flops"]}
+def flops_per_token(model: str, seq: int) -> float:
+    """native/src/model/flops.h and throughput.training_flops_per_token: 3 (L (2 (4C^2 + 2CF) + 2CT) + 2VC), F = 4C."""
+    m = MODELS[model]
+    C, L, V, F = m["d_model"], m["n_layers"], m["vocab"], 4 * m["d_model"]
+    return 3.0 * (L * (2.0 * (4 * C * C + 2 * C * F) + 2.0 * C * seq) + 2.0 * V * C)
+
+
+class Budget:
+    """Seconds left of the call's allowance for the benchmark."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def allows(self, seconds: float) -> bool:
+        return self.left() >= seconds
+
+
+def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int, work: Path, timeout: float) -> dict[str, Any]:
+    """The first micro-batch of the list that runs `steps` steps; median of the steps after the first four."""
+    tried: dict[str, str] = {}
+    for mb in CANDIDATES[(model, seq)]:
+        m = MODELS[model]
+        cfg = config(tokens, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], vocab=m["vocab"], seq=seq, batch=mb, steps=steps,
+                     dtype="bfloat16")
+        try:
+            code, events, err = run(cli, cfg, work / f"{model}-{seq}-mb{mb}", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            tried[str(mb)] = "timed out"
+            break
+        s = of_type(events, "step")
+        if code != 0 or len(s) < steps:
+            tried[str(mb)] = "did not run: " + err[-300:].strip().replace("\n", " ")
+            continue
+        tried[str(mb)] = "ran"
+        timed = s[4:]  # the first steps warm up (allocator cache, cuBLASLt heuristics)
+        start = of_type(events, "run_start")[0]
+        return {"micro_batch": mb, "tried": tried, "tokens_per_s": statistics.median(x["tokens_per_s"] for x in timed),
+                "step_ms_median": statistics.median(x["step_ms"] for x in timed), "runtime_mfu": statistics.median(x.get("mfu") or 0 for x in timed),
+                "mem_peak": max(x["mem_peak"] for x in s), "memory_plan_total": start["memory_plan"]["total"], "peak_flops": start.get("peak_flops"),
+                "gpu": s[-1].get("gpu")}
+    return {"micro_batch": None, "tried": tried}
+
+
+def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], out: Path, timeout: float) -> dict[str, Any]:
+    ref_out = out / "throughput" / f"{model}-{seq}"
+    mbs = ",".join(str(x) for x in sorted(CANDIDATES[(model, seq)]))
+    cmd = [sys.executable, str(reference), "--model", model, "--seq", str(seq), "--micro-batches", mbs, "--modes", ",".join(modes), "--warmup", "3",
+           "--steps", "10", "--out", str(ref_out)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        log = p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        log = f"timed out after {timeout:.0f} s\n{e.stdout or ''}{e.stderr or ''}"
+    (out / f"pytorch-{model}-{seq}.log").write_text(log if isinstance(log, str) else str(log))
+    files = sorted(glob.glob(str(ref_out / "*.json")))
+    if not files:
+        return {"error": log[-600:]}
+    doc = json.loads(Path(files[-1]).read_text())
+    return {k: doc.get(k) for k in ("device", "driver", "torch", "cuda", "micro_batch", "micro_batch_search", "results", "peak_flops", "attention")}
+
+
+def matmul_peak(reference: Path, out: Path, timeout: float) -> dict[str, Any] | None:
+    try:
+        p = subprocess.run([sys.executable, str(reference), "--measure-peak", "--out", str(out / "throughput")], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    files = sorted(glob.glob(str(out / "throughput" / "matmul-peak-*.json")))
+    return json.loads(Path(files[-1]).read_text()) if p.returncode == 0 and files else None
+
+
+def kernel_bench(binary: Path, out: Path, timeout: float) -> list[dict[str, Any]] | dict[str, str]:
+    path = out / "kernels.json"
+    try:
+        p = subprocess.run([str(binary), "--json", str(path), "--reps", "10"], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"{binary}: {e}"}
+    (out / "kernels.log").write_text(p.stdout + p.stderr)
+    print(p.stdout, flush=True)
+    return json.loads(path.read_text()) if p.returncode == 0 and path.exists() else {"error": (p.stdout + p.stderr)[-800:]}
+
+
+def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
+    """Per-kernel totals from `ncu --csv --page raw --metrics gpu__time_duration.sum` (a units row after the header)."""
+    rows = list(csv.reader(line for line in text.splitlines() if line.startswith('"')))
+    if not rows:
+        return []
+    header = rows[0]
+    name_col, time_col = header.index("Kernel Name"), header.index("gpu__time_duration.sum")
+    scale = 1.0
+    totals: dict[str, list[float]] = {}
+    for r in rows[1:]:
+        try:
+            value = float(r[time_col].replace(",", ""))
+        except ValueError:  # the units row
+            scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(r[time_col], 1.0)
+            continue
+        totals.setdefault(r[name_col], []).append(value * scale)
+    grand = sum(sum(v) for v in totals.values()) or 1.0
+    table = [{"kernel": k, "ms": sum(v), "calls": len(v), "share": sum(v) / grand} for k, v in totals.items()]
+    return sorted(table, key=lambda x: -x["ms"])
+
+
+def kernel_profile(cli: Path, tokens: Path, out: Path, work: Path, timeout: float) -> dict[str, Any]:
+    """Two native steps of GPT-2 124M (micro-batch 16, seq 1024, bf16) under Nsight Compute: time per kernel."""
+    m = MODELS["gpt2-124m"]
+    cfg = config(tokens, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], vocab=m["vocab"], seq=1024, batch=16, steps=2, dtype="bfloat16")
+    run_dir = work / "profile"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(cfg))
+    log = out / "ncu.csv"
+    cmd = ["ncu", "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw", "--log-file", str(log), str(cli), "--config", str(run_dir / "config.json"),
+           "--run-dir", str(run_dir)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        return {"error": "ncu not found"}
+    except subprocess.TimeoutExpired:
+        return {"error": f"ncu timed out after {timeout:.0f} s"}
+    table = parse_ncu_csv(log.read_text()) if log.exists() else []
+    if p.returncode != 0 or not table:
+        return {"error": (p.stdout + p.stderr)[-800:]}
+    lines = [f"kernels {sum(r['calls'] for r in table)}, total {sum(r['ms'] for r in table):.1f} ms over 2 steps (GPT-2 124M, B16, T1024, bf16)"]
+    lines += [f"{100 * r['share']:5.1f}%  {r['ms']:9.2f} ms  x {r['calls']:4d}  {r['kernel'][:110]}" for r in table]
+    (out / "profile.md").write_text("\n".join(lines) + "\n")
+    return {"kernels": table[:40]}
+
+
+def summary_rows(doc: dict[str, Any]) -> list[str]:
+    """The throughput table: per (model, seq), native beside eager and compile, MFU and the fraction of the measured peak."""
+    measured = (doc.get("matmul_peak") or {}).get("tflops")
+    rows = ["| model, seq | runner | micro-batch | tokens/s | MFU | TFLOP/s | of measured peak | native / this |",
+            "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for key, r in doc.get("throughput", {}).items():
+        model, seq = key.rsplit("/", 1)
+        fpt = flops_per_token(model, int(seq))
+        native = r.get("native", {}).get("tokens_per_s")
+        entries = [("native", r.get("native", {}).get("micro_batch"), native, r.get("native", {}).get("peak_flops"))]
+        pt = r.get("pytorch", {})
+        for mode in ("eager", "compile"):
+            res = (pt.get("results") or {}).get(mode, {})
+            entries.append((f"PyTorch {mode}", pt.get("micro_batch"), res.get("tokens_per_s"), pt.get("peak_flops")))
+        for name, mb, tps, datasheet in entries:
+            if not tps:
+                rows.append(f"| {key} | {name} | {mb or '-'} | - | - | - | - | - |")
+                continue
+            achieved = fpt * tps / 1e12
+            mfu = f"{100 * fpt * tps / datasheet:.1f}%" if datasheet else "-"
+            frac = f"{100 * achieved / measured:.1f}%" if measured else "-"
+            ratio = f"{native / tps:.2f}x" if native else "-"
+            rows.append(f"| {key} | {name} | {mb} | {tps:,.0f} | {mfu} | {achieved:.1f} | {frac} | {ratio} |")
+    return rows
+
+
+def targets_met(doc: dict[str, Any]) -> dict[str, bool | None]:
+    """Issue 14's targets at seq 1024 (None where a number is missing)."""
+    out: dict[str, bool | None] = {}
+    for key, r in doc.get("throughput", {}).items():
+        if not key.endswith("/1024"):
+            continue
+        native = r.get("native", {}).get("tokens_per_s")
+        results = (r.get("pytorch", {}) or {}).get("results") or {}
+        for mode, factor in (("compile", TARGETS["vs_compile"]), ("eager", TARGETS["vs_eager"])):
+            base = results.get(mode, {}).get("tokens_per_s")
+            out[f"{key} native >= {factor}x {mode}"] = (native >= factor * base) if native and base else None
+    return out
+
+
+def kernel_rows(kernels: list[dict[str, Any]]) -> list[str]:
+    rows = ["| kernel | shape | ms | TFLOP/s | GB/s | reference | ref ms | ref TFLOP/s | ref GB/s |", "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+    for k in kernels:
+        f = lambda v: f"{v:.1f}" if v else "-"
+        rows.append(f"| {k['kernel']} | {k['shape']} | {k['ms']:.3f} | {f(k['tflops'])} | {f(k['gbs'])} | {k['reference']} | {k['reference_ms']:.3f} | "
+                    f"{f(k['reference_tflops'])} | {f(k['reference_gbs'])} |")
+    return rows
+
+
+def write(doc: dict[str, Any], out: Path) -> None:
+    """gpu-<date>.json and .md (and bench-gpu.* for the older name), rewritten after every part."""
+    doc["targets_met"] = targets_met(doc)
+    out.mkdir(parents=True, exist_ok=True)
+    title = f"# Native vs PyTorch on {doc.get('device', '?')} — driver {doc.get('driver', '?')}, torch {doc.get('torch', '?')}, {doc['date']}, commit {doc['commit']}"
+    md = [title, "", f"Command: `{doc['command']}`; host load average {doc['load_average']}.", ""]
+    if doc.get("matmul_peak"):
+        md += [f"Measured bf16 matrix-product peak (torch.matmul 8192^3): {doc['matmul_peak']['tflops']:.1f} TFLOP/s. "
+               "MFU uses the data-sheet dense peak, as test/reference/throughput.py.", ""]
+    if doc.get("throughput"):
+        md += ["## Throughput (bf16 compute, fp32 masters; median step)", "", *summary_rows(doc), "", f"Targets at seq 1024: `{json.dumps(doc['targets_met'])}`", ""]
+    if isinstance(doc.get("kernels"), list):
+        md += ["## Kernels (`fsdp-kernel-bench`)", "", *kernel_rows(doc["kernels"]), ""]
+    if doc.get("profile", {}).get("kernels"):
+        md += ["## Profile (Nsight Compute, 2 steps of GPT-2 124M, B16, T1024): profile.md", ""]
+    if doc.get("skipped"):
+        md += ["## Not run in this call", "", *[f"- {s}" for s in doc["skipped"]], ""]
+    errors = [f"- {part}: {doc[part]['error'].strip()[-400:]}" for part in ("kernels", "profile") if isinstance(doc.get(part), dict) and doc[part].get("error")]
+    errors += [f"- PyTorch {key}: {r['pytorch']['error'].strip()[-400:]}" for key, r in doc.get("throughput", {}).items() if (r.get("pytorch") or {}).get("error")]
+    errors += [f"- native {key}: nothing ran ({json.dumps(r['native'].get('tried'))[:400]})" for key, r in doc.get("throughput", {}).items()
+               if r.get("native", {}).get("micro_batch") is None]
+    if errors:
+        md += ["## Errors", "", *errors, ""]
+    text = "\n".join(md) + "\n"
+    for name in (f"gpu-{doc['date']}", "bench-gpu"):
+        (out / f"{name}.json").write_text(json.dumps(doc, indent=2))
+        (out / f"{name}.md").write_text(text)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", type=Path, required=True)
+    ap.add_argument("--kernel-bench", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--reference", type=Path, required=True)
-    ap.add_argument("--micro-batches", default="8,12,16,24,32,48")
-    ap.add_argument("--steps", type=int, default=25)
+    ap.add_argument("--models", default="gpt2-124m,gpt2-355m")
+    ap.add_argument("--seqs", default="1024,2048")
+    ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--skip-pytorch", action="store_true")
+    ap.add_argument("--kernels", action="store_true", help="only the kernel micro-benchmark")
+    ap.add_argument("--all", action="store_true", help="throughput, kernels and a kernel profile, as the budget allows")
+    ap.add_argument("--budget-s", type=float, default=330.0, help="seconds this benchmark may take; parts that would not fit are skipped")
     args = ap.parse_args()
+    budget = Budget(args.budget_s)
+    command = os.environ.get("FSDP_BENCH_COMMAND") or " ".join([sys.argv[0], *sys.argv[1:]])
+    doc: dict[str, Any] = {"date": datetime.date.today().isoformat(), "command": command,
+                           "commit": os.environ.get("FSDP_COMMIT", "unknown (set FSDP_COMMIT)"), "load_average": [round(x, 2) for x in os.getloadavg()],
+                           "host": platform.node(), "precision": "bfloat16 compute, float32 masters", "throughput": {}, "skipped": []}
+    env = Path(args.out / "environment.txt")
+    if env.exists():
+        doc["environment"] = env.read_text().splitlines()[:6]
+        gpu = next((line.split(", ") for line in doc["environment"] if line.count(", ") == 3), None)  # nvidia-smi: name, memory, driver, cc
+        if gpu:
+            doc["device"], doc["driver"] = gpu[0], gpu[2]
+    if args.kernels:
+        doc["kernels"] = kernel_bench(args.kernel_bench, args.out, timeout=max(60.0, budget.left()))
+        write(doc, args.out)
+        return 0 if isinstance(doc["kernels"], list) else 1
+
     work = Path(tempfile.mkdtemp(prefix="fsdp-bench-"))
-    tokens = write_tokens(work / "train.tok", 4_000_000, GPT2["vocab"], seed=2)
+    try:
+        return measure_all(args, doc, budget, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
-    native: dict[str, object] = {}
-    best = None
-    for mb in sorted(int(x) for x in args.micro_batches.split(",")):
-        r = measure(args.cli, tokens, mb, args.steps, work)
-        native[str(mb)] = r
-        print(f"native mb {mb}: {json.dumps(r)[:400]}", flush=True)
-        if not r["fits"]:
-            break
-        best = mb
-    doc: dict[str, object] = {"date": datetime.date.today().isoformat(), "command": " ".join(sys.argv), "model": "gpt2-124m", "seq_len": 1024,
-                              "precision": "bfloat16 compute, float32 masters", "native_search": native, "native_micro_batch": best}
-    if best is not None:
-        doc["native"] = native[str(best)]
 
+def measure_all(args: argparse.Namespace, doc: dict[str, Any], budget: Budget, work: Path) -> int:
+    """Throughput, then (--all) kernels and the profile, in the order that keeps the issue's numbers first."""
+    tokens = write_tokens(work / "train.tok", 4_000_000, 50257, seed=2)
+    configs = [(m, int(s)) for s in args.seqs.split(",") for m in args.models.split(",")]
     if not args.skip_pytorch:
-        ref_out = args.out / "throughput"
-        p = subprocess.run([sys.executable, str(args.reference), "--out", str(ref_out), "--micro-batches", args.micro_batches, "--steps", "20"],
-                           capture_output=True, text=True)
-        (args.out / "pytorch.log").write_text(p.stdout + p.stderr)
-        files = sorted(glob.glob(str(ref_out / "*.json")))
-        if files:
-            ref = json.loads(Path(files[-1]).read_text())
-            doc["pytorch"] = {"device": ref["device"], "driver": ref.get("driver"), "torch": ref["torch"], "micro_batch": ref["micro_batch"],
-                              "results": ref["results"]}
-            doc["device"], doc["driver"] = ref["device"], ref.get("driver")
+        doc["matmul_peak"] = matmul_peak(args.reference, args.out, timeout=120)
+    for model, seq in configs:
+        key = f"{model}/{seq}"
+        if not budget.allows(40):
+            doc["skipped"].append(f"native {key}: time budget")
+            continue
+        doc["throughput"][key] = {"native": native_throughput(args.cli, tokens, model, seq, args.steps, work, timeout=min(240.0, budget.left()))}
+        print(f"native {key}: {json.dumps(doc['throughput'][key]['native'])[:300]}", flush=True)
+        write(doc, args.out)
 
-    rows = ["| | micro-batch | tokens/s | MFU | vs eager | vs compile |", "|---|---:|---:|---:|---:|---:|"]
-    pt = doc.get("pytorch", {}).get("results", {}) if isinstance(doc.get("pytorch"), dict) else {}
-    eager, compiled = pt.get("eager", {}).get("tokens_per_s"), pt.get("compile", {}).get("tokens_per_s")
-    def row(name: str, mb: object, tps: float | None, mfu: float | None) -> str:
-        ratio = lambda base: f"{tps / base:.2f}x" if tps and base else "-"
-        return f"| {name} | {mb} | {tps:,.0f} | {100 * mfu:.1f}% | {ratio(eager)} | {ratio(compiled)} |" if tps else f"| {name} | {mb} | - | - | - | - |"
-    n = doc.get("native", {}) if isinstance(doc.get("native"), dict) else {}
-    rows.append(row("fsdp-studio native (CUDA backend)", best, n.get("tokens_per_s"), n.get("mfu")))
-    for mode in ("eager", "compile"):
-        r = pt.get(mode, {})
-        rows.append(row(f"PyTorch {mode}", doc.get("pytorch", {}).get("micro_batch") if pt else "-", r.get("tokens_per_s"), r.get("mfu")))
-    targets = {"vs_eager_1.1x": bool(n.get("tokens_per_s") and eager and n["tokens_per_s"] >= 1.1 * eager),
-               "vs_compile_1.0x": bool(n.get("tokens_per_s") and compiled and n["tokens_per_s"] >= compiled),
-               "mfu_50pct": bool(n.get("mfu") and n["mfu"] >= 0.5)}
-    doc["targets_met"] = targets
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench-gpu.json").write_text(json.dumps(doc, indent=2))
-    md = [f"# GPT-2 124M, seq 1024, bf16 — {doc.get('device', '?')}, driver {doc.get('driver', '?')}, {doc['date']}", "", *rows, "",
-          f"Targets: {json.dumps(targets)}", "", f"Command: `npm run bench:gpu` ({doc['command']})"]
-    (args.out / "bench-gpu.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
+    def pytorch(seqs: set[int]) -> None:
+        for model, seq in configs:
+            key = f"{model}/{seq}"
+            if seq not in seqs or args.skip_pytorch or key not in doc["throughput"]:
+                continue
+            modes = ["eager", "compile"] if budget.allows(150) else ["eager"] if budget.allows(40) else []
+            if "compile" not in modes:
+                doc["skipped"].append(f"PyTorch {'compile' if modes else 'eager and compile'} at {key}: time budget")
+            if not modes:
+                continue
+            r = pytorch_throughput(args.reference, model, seq, modes, args.out, timeout=budget.left())
+            doc["throughput"][key]["pytorch"] = r
+            for k in ("device", "driver", "torch"):
+                if not doc.get(k) and r.get(k):
+                    doc[k] = r[k]
+            print(f"pytorch {key}: {json.dumps(r.get('results'))}", flush=True)
+            write(doc, args.out)
+
+    pytorch({1024})
+    if args.all:
+        if args.kernel_bench and budget.allows(60):
+            doc["kernels"] = kernel_bench(args.kernel_bench, args.out, timeout=budget.left())
+        else:
+            doc["skipped"].append("kernel micro-benchmark: time budget")
+        write(doc, args.out)
+    pytorch({int(s) for s in args.seqs.split(",")} - {1024})
+    if args.all:
+        if budget.allows(100):
+            doc["profile"] = kernel_profile(args.cli, tokens, args.out, work, timeout=min(200.0, budget.left() - 10))
+        else:
+            doc["skipped"].append("Nsight Compute profile: time budget")
+    write(doc, args.out)
+    print((args.out / f"gpu-{doc['date']}.md").read_text())
     return 0
 
 

@@ -1,8 +1,9 @@
 // Attach and watch in a real VS Code: a run that is already writing its run folder (test data from
 // the synthetic writer; the launch tests run the real trainer) is attached from the palette; the
 // dashboard's loss chart fills; a window reload mid-run brings the whole history back with no gap
-// and no double; a planted NaN shows in the diagnostics view with its layer; two finished runs are
-// compared on one chart, raw and smoothed, and the comparison is restored after a reload.
+// and no double; a planted NaN shows in the diagnostics view with its layer; finished runs are
+// compared (every metric, raw and smoothed, the config values that differ, one tab per set), and
+// the comparison is restored after a reload.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -108,13 +109,19 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     await vscode!.screenshot('watch-nan-diagnostics');
   });
 
-  it('compares two runs: both losses on one chart, raw at smoothing 0, EMA above it, and the comparison survives a reload', async () => {
-    const short = await startSynthetic('cmp-short', ['--steps', '40', '--rate', '0']);
-    const long = await startSynthetic('cmp-long', ['--steps', '80', '--rate', '0']);
-    for (const dir of [short, long]) await until(`${path.basename(dir)} to complete`, async () => (await local.readManifest(dir))?.status, (status) => status === 'completed', 60_000);
+  it('compares two runs: loss, validation loss, lr, grad norm and throughput, the differing config values, one tab per set of runs, and the comparison survives a reload', async () => {
+    const short = await startSynthetic('cmp-short', ['--steps', '40', '--rate', '0', '--eval-every', '10']);
+    const long = await startSynthetic('cmp-long', ['--steps', '80', '--rate', '0', '--eval-every', '20', '--lr', '0.003']);
+    const third = await startSynthetic('cmp-third', ['--steps', '30', '--rate', '0']);
+    for (const dir of [short, long, third]) await until(`${path.basename(dir)} to complete`, async () => (await local.readManifest(dir))?.status, (status) => status === 'completed', 60_000);
     vscode ??= await VsCodeSession.open({ workspace });
+    // Whatever webview is still loading must not take the focus from the pick; and the pick
+    // itself stays open when focus moves (ignoreFocusOut), so a late load cannot close it.
     await vscode.runCommand('FSDP: Compare runs');
     await vscode.pickQuickItem('cmp-short');
+    // One run is not a comparison: the pick stays open and says so.
+    await vscode.page.keyboard.press('Enter');
+    await vscode.page.locator('.quick-input-widget input[placeholder="Pick at least two runs to compare"]').waitFor({ timeout: 20_000 });
     await vscode.pickQuickItem('cmp-long');
     await vscode.page.keyboard.press('Enter');
 
@@ -122,6 +129,20 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     const compared = (n: number) => until('the comparison', () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000), (r) => r.length === n && r.every((x) => x.status === 'completed'), 60_000);
     const runs = await compared(2);
     assert.deepEqual(runs.map((r) => r.label.split(' ')[0]).sort(), ['cmp-long', 'cmp-short']);
+    const order = runs.map((r) => r.label.split(' ')[0]);
+
+    type Chart = { id: string; title: string; series: string[] };
+    const charts = await vscode.inWebview<Chart[]>('window.fsdpCompare?.charts()');
+    assert.deepEqual(charts.map((c) => c.title), ['Loss', 'Validation loss', 'Learning rate', 'Gradient norm', 'Throughput']);
+    for (const c of charts) assert.deepEqual(c.series, order, `${c.title}: a line per run`);
+    const val = await vscode.inWebview<ChartPoints>(`window.fsdpCompare?.points('val_loss')`);
+    assert.deepEqual(val.x, [10, 20, 30, 40, 60, 80], 'evaluations of both runs on one step axis');
+    const diff = await vscode.inWebview<Array<{ key: string; values: Array<string | null> }>>('window.fsdpCompare?.configDiff()');
+    const byRun = (values: Array<string | null>) => Object.fromEntries(order.map((r, i) => [r, values[i]]));
+    assert.deepEqual(diff.map((d) => [d.key, byRun(d.values)]), [
+      ['training.max_steps', { 'cmp-short': '40', 'cmp-long': '80' }],
+      ['training.learning_rate', { 'cmp-short': null, 'cmp-long': '0.003' }],
+    ]);
 
     // Smoothing 0: each run's own loss, step by step, on one step axis.
     await vscode.inWebview(`(() => { const s = document.getElementById('smoothing'); s.value = '0'; s.dispatchEvent(new Event('input')); return true; })()`);
@@ -140,6 +161,24 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     const smooth = await until('the smoothed losses', () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'), (p) => p.series.length === 2 && Math.abs((p.series[0].y[5] as number) - syntheticLoss(6)) > 1e-6, 30_000);
     for (const s of smooth.series) assert.ok(Math.abs((s.y[0] as number) - syntheticLoss(1)) < 1e-9, `${s.label} starts at the first loss`);
     await vscode.screenshot('compare-runs');
+    await vscode.screenshotEditor('docs-compare-runs');
+
+    // The same set again shows its tab; another set opens another.
+    const compareTabs = () => vscode!.page.locator('.tabs-container .tab', { hasText: 'Compare' }).count();
+    assert.equal(await compareTabs(), 1);
+    await vscode.runCommand('FSDP: Compare runs');
+    await vscode.pickQuickItem('cmp-long');
+    await vscode.pickQuickItem('cmp-short');
+    await vscode.page.keyboard.press('Enter');
+    await vscode.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 20_000 });
+    assert.equal(await compareTabs(), 1, 'the same runs: the same tab');
+    await vscode.runCommand('FSDP: Compare runs');
+    await vscode.pickQuickItem('cmp-third');
+    await vscode.pickQuickItem('cmp-short');
+    await vscode.page.keyboard.press('Enter');
+    await until('a second comparison tab', compareTabs, (n) => n === 2, 30_000);
+    // Its webview keeps the runs in its state once it has drawn them: what a reload restores.
+    await until('the second comparison', () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000), (r) => r.map((x) => x.label.split(' ')[0]).sort().join() === 'cmp-short,cmp-third', 60_000);
 
     await vscode.reload();
     assert.equal((await compared(2)).length, 2, 'the comparison is restored with both runs after a reload');

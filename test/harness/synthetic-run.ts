@@ -4,6 +4,10 @@
 // over a real sshd, and the benchmarks that need an exact event rate (100 events/s) or a million
 // points. Run: node --import tsx test/harness/synthetic-run.ts --run-dir DIR --steps N [--rate HZ]
 //   [--resume] [--nan-at STEP] [--every-ckpt N]; SIGTERM ends it with run_end "stopped".
+//   The watch UI's tests add: --rich (a run_start and steps as the native runtime writes them: config,
+//   parameters, peak FLOP/s and its source, MFU, resident memory, output on stdout and stderr),
+//   --loss-spike-at STEP (the loss 2.2× its level), --grad-spike-every N (a grad-norm spike the
+//   runtime reports, clipped at 1.0), --first-step-after S, --save-ms MS, --lr X, --eval-every N.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { MetricsEvent } from '../../core/protocol/metrics';
@@ -18,6 +22,15 @@ export interface SyntheticRunOptions {
   /** Plant a NaN at this step (anomaly with a dump naming layer 1, then run_end failed). */
   nanAt?: number;
   checkpointEvery: number;
+  rich: boolean;
+  lossSpikeAt?: number;
+  gradSpikeEvery?: number;
+  /** Seconds between run_start and the first step (start-up of a big model). */
+  firstStepAfter: number;
+  /** How long a checkpoint save takes before its event. */
+  saveMs: number;
+  lr: number;
+  evalEvery: number;
 }
 
 const plan = { params: 4e6, grads: 4e6, optimizer: 8e6, activations: 2e7, workspace: 1e6, comm: 0, other: 0, total: 3.7e7 };
@@ -41,6 +54,13 @@ export function parseArgs(argv: string[]): SyntheticRunOptions {
     resume: argv.includes('--resume'),
     nanAt: get('--nan-at') !== undefined ? Number(get('--nan-at')) : undefined,
     checkpointEvery: Number(get('--every-ckpt') ?? 25),
+    rich: argv.includes('--rich'),
+    lossSpikeAt: get('--loss-spike-at') !== undefined ? Number(get('--loss-spike-at')) : undefined,
+    gradSpikeEvery: get('--grad-spike-every') !== undefined ? Number(get('--grad-spike-every')) : undefined,
+    firstStepAfter: Number(get('--first-step-after') ?? 0),
+    saveMs: Number(get('--save-ms') ?? 0),
+    lr: Number(get('--lr') ?? 1e-3),
+    evalEvery: Number(get('--eval-every') ?? 0),
   };
 }
 
@@ -62,10 +82,13 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
     await new Promise((r) => setTimeout(r, 500)); // loading the checkpoint takes a moment
   }
   emit({
-    type: 'run_start', run_id: runId, config: { name: 'synthetic', training: { max_steps: o.steps } },
+    type: 'run_start', run_id: runId, config: o.rich ? richConfig(o) : { name: 'synthetic', training: { max_steps: o.steps, ...(o.lr !== 1e-3 ? { learning_rate: o.lr } : {}) } },
     world: { size: 1, ranks: [{ rank: 0, host: 'localhost', device: 'cpu', pid: process.pid }] }, memory_plan: plan,
     ...(o.resume ? { start_step: lastCheckpoint, resumed_from: `checkpoints/step-${lastCheckpoint}` } : {}),
+    ...(o.rich ? { n_params: 124_439_808, flops_per_token: 7.5e8, peak_flops: 2.35e11, peak_source: 'sgemm measured on this machine (synthetic)' } : {}),
   });
+  if (o.rich) console.error(`synthetic: model ready, ${o.steps} steps`);
+  if (o.firstStepAfter > 0) await new Promise((r) => setTimeout(r, o.firstStepAfter * 1000));
   const t0 = Date.now();
   while (step < o.steps && !stopping) {
     step++;
@@ -90,8 +113,16 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
       updateManifest(o.runDir, { status: 'failed', step: step - 1, end_reason: 'NaN' });
       return;
     }
-    emit({ type: 'step', step, loss: syntheticLoss(step), lr: 1e-3 * Math.min(1, step / 20), grad_norm: 1 + 1 / step, tokens_per_s: 1000 + (step % 7), step_ms: 10, mem_peak: 3.7e7 + (step % 5) * 1e5 });
+    const loss = syntheticLoss(step) * (step === o.lossSpikeAt ? 2.2 : 1);
+    const gradSpike = o.gradSpikeEvery !== undefined && step % o.gradSpikeEvery === 0;
+    const gradNorm = gradSpike ? 2.4930341506992773 : 1 + 1 / step;
+    const rich = o.rich ? { mem_rss: 9.1e7 + (step % 3) * 2e5, mfu: 0.31 + 0.01 * Math.sin(step), flops_per_s: 7.3e10 } : {};
+    emit({ type: 'step', step, loss, lr: o.lr * Math.min(1, step / 20), grad_norm: gradNorm, tokens_per_s: 1000 + (step % 7), step_ms: 10, mem_peak: 3.7e7 + (step % 5) * 1e5, ...rich });
+    if (gradSpike) emit({ type: 'anomaly', step, kind: 'spike', where: { phase: 'loss' }, action: 'report', value: gradNorm, zscore: 7.3, metric: 'grad_norm', dump: null });
+    if (o.rich) console.log(`step ${step} loss ${loss.toFixed(4)}`);
+    if (o.evalEvery > 0 && step % o.evalEvery === 0) emit({ type: 'eval', step, val_loss: syntheticLoss(step) + 0.1 });
     if (step % o.checkpointEvery === 0) {
+      if (o.saveMs > 0) await new Promise((r) => setTimeout(r, o.saveMs));
       emit({ type: 'checkpoint', step, path: `checkpoints/step-${step}`, bytes: 1.6e7 });
       updateManifest(o.runDir, { step });
     }
@@ -99,6 +130,18 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
   const status = stopping ? 'stopped' : 'completed';
   emit({ type: 'run_end', status, step, ...(stopping ? { reason: 'SIGTERM' } : {}) });
   updateManifest(o.runDir, { status, step });
+}
+
+/** A config with the sections the dashboard summarises, as the runtime resolves it. */
+function richConfig(o: SyntheticRunOptions): Record<string, unknown> {
+  return {
+    name: 'synthetic',
+    model: { d_model: 768, n_layers: 12, n_heads: 12, vocab_size: 50304, max_seq_len: 1024 },
+    data: { train: 'data/train.bin', seq_len: 256 },
+    training: { batch_size_per_gpu: 4, gradient_accumulation_steps: 1, max_steps: o.steps, learning_rate: o.lr, warmup_steps: 20, max_grad_norm: 1.0, schedule: 'warmup_cosine' },
+    checkpointing: { save_every_n_steps: o.checkpointEvery, save_final: false },
+    launch: { device: 'cpu' },
+  };
 }
 
 /** Keeps the fields the launcher wrote (pids, pgid, command, target): read, merge, rename. */

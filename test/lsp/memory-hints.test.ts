@@ -52,6 +52,20 @@ describe('language server over stdio: memory estimate inline', function () {
     assert.ok(total(after) > 3 * total(before), `${before} → ${after}`);
   });
 
+  it('keeps the last good estimate, marked stale, while the config has an error elsewhere', async () => {
+    const uri = sampleUri;
+    await server.open(uri, sample);
+    const good = (await server.codeLenses(uri))[0].command!.title;
+    const broken = sample.replace('learning_rate: 0.003', 'learning_rate: fast');
+    const diagnostics = await server.change(uri, broken);
+    assert.ok(diagnostics.some((d) => d.severity === 1), 'the config has an error');
+    const lenses = await server.codeLenses(uri);
+    assert.equal(lenses.length, 1);
+    assert.equal(lenses[0].command!.title, `(stale: the config has an error) ${good}`);
+    await server.change(uri, sample);
+    assert.equal((await server.codeLenses(uri))[0].command!.title, good, 'fresh again once fixed');
+  });
+
   it('warns at the micro-batch when a DeepSpeed config does not fit its GPU; the quick fix makes it fit', async () => {
     const uri = 'file:///w/ds_config.json';
     const warnings = memoryWarnings(await server.open(uri, DS));
@@ -70,7 +84,7 @@ describe('language server over stdio: memory estimate inline', function () {
     const fixed = applyTextEdits(DS, preferred.edit!.changes![uri]);
     assert.ok(fixed.startsWith('// fsdp-studio: model=gpt2-355m gpu=L4\n{\n  "train_micro_batch_size_per_gpu": '));
     assert.deepEqual(memoryWarnings(await server.change(uri, fixed)), []);
-    assert.match((await server.codeLenses(uri))[0].command!.title, /— fits L4 24GB$/);
+    assert.match((await server.codeLenses(uri))[0].command!.title, /— fits L4 24GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
   });
 
   it('every quick fix it offers makes the warning go away', async () => {
@@ -90,7 +104,7 @@ describe('language server over stdio: memory estimate inline', function () {
     await server.open(uri, text);
     assert.doesNotMatch((await server.codeLenses(uri))[0].command!.title, /fits/);
     await server.setSettings({ estimator: { gpu: 'H200' } }, [{ uri, text }]);
-    assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB$/);
+    assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
   });
 
   it('shows no estimate for a config with errors, and says when the model is assumed', async () => {

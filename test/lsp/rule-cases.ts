@@ -38,6 +38,8 @@ export const RULE_CASES: RuleCase[] = [
   // ---- run config --------------------------------------------------------------------------
   { name: 'n_heads must divide d_model', file: 'heads.fsdp.yaml', code: 'run.heads-divide-width', severity: 'error',
     marked: RUN.replace('n_heads: 4', 'n_heads: ⟪5⟫'), clean: RUN.replace('n_heads: 4', 'n_heads: 8') },
+  { name: 'a learning rate AdamW diverges with', file: 'lr.fsdp.yaml', code: 'run.learning-rate-high', severity: 'warning', fixes: 1,
+    marked: RUN.replace('learning_rate: 0.001', 'learning_rate: ⟪5.0⟫'), clean: RUN.replace('learning_rate: 0.001', 'learning_rate: 0.05') },
   { name: 'seq_len beyond max_seq_len', file: 'seq.fsdp.yaml', code: 'run.seq-len', severity: 'error', fixes: 2,
     marked: RUN.replace('data/train.tok}', 'data/train.tok, seq_len: ⟪64⟫}'), clean: RUN.replace('data/train.tok}', 'data/train.tok, seq_len: 32}') },
   { name: 'a sharding strategy with world size 1', file: 'one-rank.fsdp.yaml', code: 'run.sharding-one-rank', severity: 'warning', fixes: 1,

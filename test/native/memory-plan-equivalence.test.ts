@@ -77,6 +77,8 @@ function grid(): GridPoint[] {
       }
       points.push(point(size, { activation_checkpointing: ac, mixed_precision: PRECISIONS[1] }, `checkpointing ${JSON.stringify(ac)} bf16`));
     }
+    // The CUDA backend keeps the logits padded in the compute dtype.
+    for (const mp of PRECISIONS) points.push(point(size, { mixed_precision: mp, launch: { device: 'cuda' } }, `cuda ${mp.param_dtype}`));
   }
   return points;
 }

@@ -32,9 +32,9 @@ describe('native runtime: model states and staged collectives under mpirun (CPU 
         timeout: 240_000,
       });
       const out = `${r.stdout}\n${r.stderr}`;
-      const failures = out.split('\n').filter((l) => /^\[  FAILED  \] \w/.test(l) || /Failure$/.test(l) || /^Expected|^  Actual|Which is|error:/.test(l));
+      const failures = out.split('\n').filter((l) => /^\[ {2}FAILED {2}\] \w/.test(l) || /Failure$/.test(l) || /^Expected|^ {2}Actual|Which is|error:/.test(l));
       assert.equal(r.status, 0, `fsdp-mpi-tests on ${ranks} ranks failed (exit ${r.status ?? r.signal}):\n${failures.join('\n') || out.slice(-6000)}`);
-      const passed = /\[  PASSED  \] (\d+) tests?/.exec(out);
+      const passed = /\[ {2}PASSED {2}\] (\d+) tests?/.exec(out);
       assert.ok(passed && Number(passed[1]) >= 16, `expected the whole suite to run:\n${out.slice(-3000)}`);
     });
   }

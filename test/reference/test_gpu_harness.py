@@ -176,6 +176,28 @@ class ThroughputTest(unittest.TestCase):
         self.assertGreater(doc["results"]["eager"]["tokens_per_s"], 0)
         self.assertIsNone(doc["results"]["eager"]["mfu"])
 
+    def test_sequences_longer_than_the_presets_get_a_longer_position_table(self) -> None:
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is here: this run would measure")
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+            throughput.main(["--model", "tiny", "--seq", str(2 * PRESETS["tiny"].max_seq_len), "--micro-batches", "1", "--modes", "eager", "--warmup", "1",
+                             "--steps", "1", "--out", d])
+            [path] = Path(d).iterdir()
+            doc = json.loads(path.read_text())
+        self.assertEqual(doc["model"]["max_seq_len"], 2 * PRESETS["tiny"].max_seq_len)
+        self.assertGreater(doc["results"]["eager"]["achieved_tflops"], 0)
+
+    def test_the_measured_peak_is_a_timed_matrix_product(self) -> None:
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is here: this run would measure")
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+            throughput.main(["--measure-peak", "--out", d])
+            [path] = Path(d).iterdir()
+            doc = json.loads(path.read_text())
+        self.assertTrue(doc["dry_run"])
+        self.assertEqual(doc["format"], "fsdp-studio/matmul-peak/v1")
+        self.assertAlmostEqual(doc["tflops"], 2 * doc["n"] ** 3 / doc["seconds"] / 1e12)
+
 
 if __name__ == "__main__":
     unittest.main()

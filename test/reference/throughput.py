@@ -3,7 +3,10 @@ PyTorch eager with SDPA flash attention and with torch.compile — tokens/s, MFU
 the largest micro-batch that fits. These are the numbers the CUDA backend has to beat; it can run
 this script and its own benchmark side by side in one call (README.md here).
 
-On a GPU machine:  python3 test/reference/throughput.py --out "$OUT/throughput"
+On a GPU machine:  python3 test/reference/throughput.py --out "$OUT/throughput" [--model gpt2-355m] [--seq 2048]
+                   python3 test/reference/throughput.py --measure-peak --out "$OUT/throughput"
+(--measure-peak: the bf16 matrix-product rate this GPU reaches through torch.matmul, the
+denominator of "fraction of the measured peak" in scripts/gpu/bench_runs.py.)
 On a CPU it runs as a dry run (small shapes, eager only, ``"dry_run": true``) to exercise the code;
 its timings are a CPU's, not baselines, and it never writes into test/fixtures/throughput/.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import gc
 import statistics
@@ -51,6 +55,23 @@ def peak_flops(device_name: str) -> tuple[float, str] | None:
         if part in device_name:
             return flops, source
     return None
+
+
+def measured_matmul_peak(device: torch.device, n: int = 8192, reps: int = 20) -> dict[str, Any]:
+    """The bf16 dense matrix-product rate this device reaches (torch.matmul, n x n x n, float32
+    accumulation): what "peak" means when a step's FLOP/s is compared with what the GPU can do."""
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(3):
+        a @ b
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    sync()
+    seconds = (time.perf_counter() - t0) / reps
+    return {"n": n, "reps": reps, "seconds": seconds, "tflops": 2.0 * n ** 3 / seconds / 1e12}
 
 
 def largest_fitting(candidates: list[int], fits: Callable[[int], bool]) -> tuple[int | None, dict[int, bool]]:
@@ -148,6 +169,7 @@ def measure(shape: GptShape, seq_len: int, micro_batch: int, device: torch.devic
             "step_ms_min": round(1e3 * min(times), 3),
             "first_step_s": round(first, 3),
             "mfu": round(training_flops_per_token(shape, seq_len) * tokens_per_s / peak[0], 4) if peak else None,
+            "achieved_tflops": float(f"{training_flops_per_token(shape, seq_len) * tokens_per_s / 1e12:.4g}"),
         }
         if device.type == "cuda":
             result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
@@ -164,6 +186,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--measure-peak", action="store_true", help="only time a bf16 matrix product (the measured peak) and write it")
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
     if not set(modes) <= {"eager", "compile"}:
@@ -172,11 +195,22 @@ def main(argv: list[str]) -> int:
     out_dir = args.out.resolve()
     if not cuda and (out_dir == THROUGHPUT_FIXTURES or THROUGHPUT_FIXTURES in out_dir.parents):
         parser.error(f"--out {args.out}: no GPU here; a dry run never writes into {THROUGHPUT_FIXTURES}")
-    if "compile" in modes and not hasattr(torch, "compile"):
+    if "compile" in modes and not hasattr(torch, "compile") and not args.measure_peak:
         parser.error(f"--modes compile: torch.compile needs PyTorch >= 2.0; this is {torch.__version__}")
 
     device = torch.device("cuda" if cuda else "cpu")
+    if args.measure_peak:
+        name = torch.cuda.get_device_name() if cuda else f"cpu ({cpu_model()})"
+        peak_doc = {"format": "fsdp-studio/matmul-peak/v1", "device": name, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+                    "driver": nvidia_driver() if cuda else None, **measured_matmul_peak(device, 8192 if cuda else 512, 20 if cuda else 2)}
+        if not cuda:
+            peak_doc["dry_run"] = True
+        write_json(out_dir / f"matmul-peak-{slug(name)}-{peak_doc['date']}{'' if cuda else '-dry-run'}.json", peak_doc)
+        print(f"matmul peak: {peak_doc['tflops']:.1f} TFLOP/s ({name})")
+        return 0
     shape = PRESETS[args.model].shape()
+    if args.seq > shape.max_seq_len:
+        shape = dataclasses.replace(shape, max_seq_len=args.seq)  # longer sequences: a longer position table, as the runtime's config sets it
     name = torch.cuda.get_device_name() if cuda else f"cpu ({cpu_model()})"
     peak = peak_flops(name) if cuda else None
     doc: dict[str, Any] = {

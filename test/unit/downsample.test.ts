@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { downsampleToView } from '../../core/runs/downsample';
+import { downsampleManyToView, downsampleToView } from '../../core/runs/downsample';
 
 describe('downsampleToView', () => {
   const n = 1_000_000;
@@ -33,5 +33,12 @@ describe('downsampleToView', () => {
     const r = downsampleToView(xs, ys, { min: 200_000, max: 300_000 }, 500);
     assert.ok(r.x[1] >= 200_000 && r.x[r.x.length - 2] <= 300_000);
     assert.ok(r.x.length <= 2002);
+  });
+
+  it('downsamples several series over the same steps as each alone would be', () => {
+    const y2 = Float64Array.from(ys, (v, i) => (i % 1000 === 7 ? Number.NaN : -v));
+    for (const range of [undefined, { min: 123_456.5, max: 123_999 }, { min: 10, max: 900_000 }]) {
+      assert.deepEqual(downsampleManyToView(xs, [ys, y2], range, 777), [downsampleToView(xs, ys, range, 777), downsampleToView(xs, y2, range, 777)]);
+    }
   });
 });

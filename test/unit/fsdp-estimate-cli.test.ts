@@ -81,6 +81,38 @@ describe('fsdp-estimate (command line)', function () {
     assert.match(r.err, /bad\.yaml:\d+:\d+ model\.n_heads: /);
     const flag = run(sample, '--gpu', 'tpu');
     assert.equal(flag.code, 2);
-    assert.match(flag.err, /GPU "tpu" is not known/);
+    assert.match(flag.err, /--gpu: "tpu" is not a GPU preset/);
+    assert.match(run(sample, '--gpu', '0GiB').err, /--gpu: a GPU of 0GiB cannot hold a training run/);
+    assert.match(run(sample, '--seq-len', '1000000000000').err, /--seq-len: expected an integer from 1 to 10,000,000/);
+  });
+
+  it('refuses a run config whose d_model is not divisible by n_heads, at the key', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-estimate-heads-'));
+    try {
+      const file = path.join(dir, 'heads.yaml');
+      writeFileSync(file, readFileSync(sample, 'utf8').replace('n_heads: 4', 'n_heads: 3'));
+      const r = run(file);
+      assert.equal(r.code, 2);
+      assert.match(r.err, /heads\.yaml:\d+:\d+ model\.n_heads: /);
+      assert.equal(r.out, '', 'no numbers for a model that cannot be built');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the table\'s columns apart however large the numbers', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-estimate-wide-'));
+    try {
+      const file = path.join(dir, 'ds_config.json');
+      writeFileSync(file, '{"train_micro_batch_size_per_gpu": 4096, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}}\n');
+      const r = run(file, '--model', 'llama-3-70b', '--seq-len', '1000000', '--gpu', 'H100');
+      assert.equal(r.code, 0, r.err);
+      const rows = r.out.split('\n').filter((l) => /^(params|activations|total)\s/.test(l));
+      assert.equal(rows.length, 3);
+      for (const row of rows) assert.equal(row.trim().split(/\s+/).length, row.startsWith('total') ? 7 : 4, `columns run together: ${row}`);
+      assert.match(r.out, /per GPU, TiB/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,9 +1,9 @@
 // Reading configs for an estimate: our run config, DeepSpeed and accelerate configs, the
 // `fsdp-studio:` comment, and errors that name the key and its line.
 import assert from 'node:assert/strict';
+import { findGpu, GPU_PRESETS } from '../../core/memory/gpu-presets';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { findGpu } from '../../core/memory/gpu-presets';
 import { isConfigInputError, type ConfigInputResult, type ConfigMemoryInput } from '../../core/memory/inputs/config-input';
 import { findOptionComment, parseOptionWords, setOptionInText } from '../../core/memory/inputs/estimate-options';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
@@ -88,7 +88,7 @@ describe('estimate inputs: DeepSpeed ds_config.json', () => {
   it('tells an unknown model preset apart from a custom model', () => {
     const r = readConfigForEstimate('// fsdp-studio: model=gpt5\n{"train_micro_batch_size_per_gpu": 1}', 'ds.json');
     assert.ok(isConfigInputError(r));
-    assert.match(r.error, /model "gpt5" is not a preset; presets: gpt2-124m/);
+    assert.match(r.error, /model "gpt5" is not a preset \(gpt2-124m, .*\), a folder with a config\.json, or a model in the local Hugging Face cache$/);
     const custom = ok(readConfigForEstimate('// fsdp-studio: layers=4 d_model=256 heads=4 vocab=1000 style=llama\n{"train_micro_batch_size_per_gpu": 1}', 'ds.json'));
     assert.deepEqual([custom.input.model.nLayers, custom.input.model.mlp, custom.input.model.tieEmbeddings], [4, 'swiglu', false]);
   });
@@ -136,7 +136,21 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
     assert.deepEqual(parseOptionWords(['micro_batch=zero', 'colour=red']).problems.map((p) => p.key), ['micro_batch', 'colour']);
     const bad = readConfigForEstimate('# fsdp-studio: nproc=-1\ndistributed_type: FSDP\n', 'acc.yaml');
     assert.ok(isConfigInputError(bad));
-    assert.match(bad.error, /^acc\.yaml:1:1 fsdp-studio comment: nproc: expected an integer ≥ 1/);
+    assert.match(bad.error, /^acc\.yaml:1:1 fsdp-studio comment: nproc: expected an integer from 1 to 4,096, got "-1"/);
+  });
+
+  it('refuses GPU sizes and lengths no run has: gpu=0GiB, seq_len=10¹², micro-batches past 65,536', () => {
+    const words = (w: string) => parseOptionWords([w]).problems.map((p) => p.message);
+    assert.deepEqual(words('gpu=0GiB'), ['gpu: a GPU of 0GiB cannot hold a training run; give a size from 1 GiB to 16 TiB']);
+    assert.deepEqual(words('gpu=100000GiB'), ['gpu: a GPU of 100000GiB cannot hold a training run; give a size from 1 GiB to 16 TiB']);
+    assert.deepEqual(words('gpu=48GiB'), []);
+    assert.deepEqual(words('seq_len=1000000000000'), ['seq_len: expected an integer from 1 to 10,000,000, got "1000000000000"']);
+    assert.deepEqual(words('seq_len=1e12'), ['seq_len: expected an integer from 1 to 10,000,000, got "1e12"']);
+    assert.deepEqual(words('micro_batch=65537'), ['micro_batch: expected an integer from 1 to 65,536, got "65537"']);
+    // A run config's own launch.gpu is held to the same.
+    const run = readConfigForEstimate(readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8').replace('device: cpu', 'device: cuda\n  gpu: 0GiB'), 'run.fsdp.yaml');
+    assert.ok(isConfigInputError(run));
+    assert.match(run.error, /launch\.gpu: a GPU of 0GiB cannot hold a training run/);
   });
 
   it('sets a setting in the comment, adding the comment if absent', () => {
@@ -161,3 +175,18 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
     assert.match(r.error, /is not a run config .* a DeepSpeed config or an accelerate config/);
   });
 });
+
+describe('GPU presets: one definition of capacity', () => {
+  it('every preset is the memory CUDA reports as usable (not nvidia-smi\'s total, not the marketing size), with its compute capability', () => {
+    const MiB = 1024 * 1024;
+    // nvidia-smi's memory.total for each (what the presets used to mix with nominal sizes).
+    const smi: Record<string, number> = { 'A100-40GB': 40960, 'A100-80GB': 81920, 'H100-80GB': 81559, 'H200-141GB': 143771, 'L4-24GB': 23034, 'RTX4090-24GB': 24564 };
+    for (const g of GPU_PRESETS) {
+      assert.ok(g.memoryBytes <= smi[g.id] * MiB, `${g.name}: ${g.memoryBytes} is above nvidia-smi's ${smi[g.id]} MiB`);
+      assert.ok(g.computeCapability && g.computeCapability >= 8, `${g.name}: compute capability`);
+    }
+    assert.ok(findGpu('A100-80GB')!.memoryBytes < 81920 * MiB, 'the A100 80GB is not its nominal 80 GiB');
+    assert.equal(findGpu('H100-80GB')!.memoryBytes, 85_017_493_504, 'as measured on the H100 (test/fixtures/measured)');
+  });
+});
+

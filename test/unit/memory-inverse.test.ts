@@ -1,7 +1,11 @@
 // The inverse questions: largest micro-batch, fewest GPUs, what each knob saves, auto checkpointing.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { checkpointCandidates, estimateMemory } from '../../core/memory/estimate';
-import { findGpu } from '../../core/memory/gpu-presets';
+import { findGpu, hostTarget } from '../../core/memory/gpu-presets';
+import { isConfigInputError } from '../../core/memory/inputs/config-input';
+import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 import { fewestGpus, knobEffects, maxMicroBatch } from '../../core/memory/inverse-questions';
 import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
 import { findModelPreset } from '../../core/memory/model-presets';
@@ -70,4 +74,17 @@ describe('inverse questions', () => {
     assert.notEqual(auto.checkpointing.policy, 'none');
     assert.match(auto.notes[0], /^auto checkpointing chose /);
   });
+
+  it('offers no knob that changes nothing, and no micro-batch far beyond the current one', () => {
+    // samples/tiny-cpu.yaml on one rank: sharding does nothing; the largest micro-batch that fits 23 GiB is in the thousands.
+    const read = readConfigForEstimate(readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8'), 'tiny-cpu.yaml');
+    assert.ok(!isConfigInputError(read));
+    const effects = knobEffects({ ...read.input, gpu: hostTarget(23 * 1024 ** 3) });
+    assert.ok(effects.length > 0);
+    for (const k of effects) assert.ok(Math.abs(k.savedBytes) >= 1024 * 1024, `${k.label} changes the peak by ${k.savedBytes} bytes`);
+    assert.ok(!effects.some((k) => k.change.knob === 'strategy'), 'sharding over one rank changes nothing');
+    const larger = effects.filter((k) => k.change.knob === 'microBatch' && (k.change.value as number) > read.input.microBatch);
+    assert.deepEqual(larger.map((k) => k.change.value), [64], 'a power of two, at most four times the current 16');
+  });
 });
+

@@ -5,13 +5,16 @@ import { estimateMemory } from '../../core/memory/estimate';
 import { findGpu } from '../../core/memory/gpu-presets';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 import { isConfigInputError } from '../../core/memory/inputs/config-input';
+import { configMemory } from '../../core/memory/config-memory';
+
+const HOST = 23.5 * 1024 ** 3; // this kind of machine: 2 cores, 23.5 GiB
 
 describe('New run config', () => {
   it('writes, for every model size, target and rank count, a config the checks find nothing wrong with', () => {
     for (const model of NEW_CONFIG_MODELS) {
       for (const target of NEW_CONFIG_TARGETS) {
         for (const ranks of [1, 4]) {
-          const text = newRunConfigText({ model: model.id, target, ranks });
+          const text = newRunConfigText({ model: model.id, target, ranks, hostMemoryBytes: HOST });
           const { problems } = analyseConfig('run-config', text, `/w/${model.id}.fsdp.yaml`);
           assert.deepEqual(problems.map((p) => `${p.code}: ${p.message}`), [], `${model.id} on ${ranks} × ${target}`);
         }
@@ -36,7 +39,20 @@ describe('New run config', () => {
   });
 
   it('refuses a model or target it does not know, naming the known ones', () => {
-    assert.throws(() => newRunConfigText({ model: 'llama-2-7b', target: 'cpu', ranks: 1 }), /unknown model "llama-2-7b"; known: tiny, gpt2-124m/);
+    assert.throws(() => newRunConfigText({ model: 'llama-2-7b', target: 'cpu', ranks: 1, hostMemoryBytes: HOST }), /unknown model "llama-2-7b"; known: tiny, gpt2-124m/);
     assert.throws(() => newRunConfigText({ model: 'tiny', target: 'TPU', ranks: 1 }), /unknown target "TPU"; known: cpu, A100-40GB/);
+  });
+
+  it('on a CPU, sizes the batch so every rank fits its share of this machine\'s memory (GPT-2 124M on 2 ranks used to need 23.7 GiB of 11.8)', () => {
+    for (const model of ['gpt2-124m', 'gpt2-355m']) {
+      for (const ranks of [1, 2, 4]) {
+        const text = newRunConfigText({ model, target: 'cpu', ranks, hostMemoryBytes: HOST });
+        const m = configMemory('run-config', text, `${model}.fsdp.yaml`, { hostMemoryBytes: HOST });
+        assert.ok(!('error' in m), 'error' in m ? m.error : '');
+        assert.equal(m.problem, undefined, `${model} on ${ranks} CPU ranks: ${m.title}`);
+        assert.ok(m.estimate.peak.total <= (0.9 * HOST) / ranks, `${model} × ${ranks} keeps a tenth of the machine free`);
+        assert.match(text.split('\n')[1], /^# estimated peak [\d.]+ GiB per rank of [\d.]+ GiB, 90% of this machine's memory \/ \d ranks? \(largest micro-batch that fits: \d+\)$/);
+      }
+    }
   });
 });

@@ -69,25 +69,39 @@ export class Comparisons {
   }
 
   update(input: MemoryInput, capacityBytes: number | undefined): void {
+    for (const step of this.steps(input, capacityBytes)) step();
+  }
+
+  /**
+   * The update in pieces of a few estimates each, so the panel can spread it over frames (a
+   * PyTorch estimate replays the run and takes milliseconds).
+   */
+  steps(input: MemoryInput, capacityBytes: number | undefined): Array<() => void> {
+    const steps: Array<() => void> = [];
     for (const strategy of SHARDING_STRATEGIES) {
-      const shown = !(strategy === 'HYBRID_SHARD' && input.framework === 'deepspeed');
-      this.strategyRows.get(strategy)!.hidden = !shown;
-      if (!shown) continue;
-      for (const n of GPU_COUNTS) {
-        const peak = estimateMemory({ ...input, strategy, nprocPerNode: n }).peak.total;
-        const cell = this.strategyCells.get(`${strategy}/${n}`)!;
-        cell.textContent = formatBytes(peak);
-        cell.className = `${fitClass(peak, capacityBytes)}${strategy === input.strategy && n === input.nprocPerNode ? ' current' : ''}`;
-      }
+      steps.push(() => {
+        const shown = !(strategy === 'HYBRID_SHARD' && input.framework === 'deepspeed');
+        this.strategyRows.get(strategy)!.hidden = !shown;
+        if (!shown) return;
+        for (const n of GPU_COUNTS) {
+          const peak = estimateMemory({ ...input, strategy, nprocPerNode: n }).peak.total;
+          const cell = this.strategyCells.get(`${strategy}/${n}`)!;
+          cell.textContent = formatBytes(peak);
+          cell.className = `${fitClass(peak, capacityBytes)}${strategy === input.strategy && n === input.nprocPerNode ? ' current' : ''}`;
+        }
+      });
     }
     for (const gpu of GPU_PRESETS) {
-      const entry = this.gpuCells.get(gpu.id)!;
-      entry.batch = maxMicroBatch({ ...input, gpu }, gpu.memoryBytes);
-      entry.cell.textContent = entry.batch === 0 ? 'does not fit' : String(entry.batch);
-      entry.cell.className = entry.batch >= input.microBatch ? 'fits' : 'over';
-      entry.row.className = input.gpu?.id === gpu.id ? 'current' : '';
+      steps.push(() => {
+        const entry = this.gpuCells.get(gpu.id)!;
+        entry.batch = maxMicroBatch({ ...input, gpu }, gpu.memoryBytes);
+        entry.cell.textContent = entry.batch === 0 ? 'does not fit' : String(entry.batch);
+        entry.cell.className = entry.batch >= input.microBatch ? 'fits' : 'over';
+        entry.row.className = input.gpu?.id === gpu.id ? 'current' : '';
+      });
     }
-    this.updateKnobs(knobEffects(input), capacityBytes);
+    steps.push(() => this.updateKnobs(knobEffects(input), capacityBytes));
+    return steps;
   }
 
   private updateKnobs(effects: KnobEffect[], capacity: number | undefined): void {

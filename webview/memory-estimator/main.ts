@@ -8,7 +8,8 @@ import { applyChange, describeChange, type MemoryChange } from '../../core/memor
 import type { MemoryInput } from '../../core/memory/memory-input';
 import { fewestGpus } from '../../core/memory/inverse-questions';
 import type { MemoryEstimate } from '../../core/memory/memory-estimate';
-import { formatBytes, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
+import { parameterCounts } from '../../core/memory/model-shape';
+import { formatBytes, formatParameters, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
 import type { EstimatorConfigMessage, MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
 import { connectToHost } from '../shared/vscode-api';
 import { Comparisons } from './comparisons';
@@ -30,6 +31,8 @@ let state: PanelState = host.getState() ?? {};
 const app = document.getElementById('app')!;
 const title = el('h2', { id: 'title' }, 'Memory estimator');
 const verdict = el('div', { id: 'verdict' });
+const scope = el('div', { id: 'scope' });
+const modelOrigin = el('div', { id: 'model-origin' });
 const summary = el('div', { id: 'summary' });
 const error = el('div', { id: 'config-error', hidden: '' });
 const notes = el('ul', { id: 'notes' });
@@ -38,7 +41,7 @@ const message = el('div', { id: 'message', role: 'status' });
 const controls = new Controls((change) => tryChanges([change]));
 const bars = new PhaseBars();
 const comparisons = new Comparisons({ onTry: tryChanges, onApply: apply });
-app.append(title, error, el('div', { class: 'verdict-box' }, verdict, summary), controls.element, pending, message, bars.element, comparisons.element, notes);
+app.append(title, error, el('div', { class: 'verdict-box' }, scope, verdict, summary, modelOrigin), controls.element, pending, message, bars.element, comparisons.element, notes);
 
 host.listen((m) => {
   if (m.type === 'config') {
@@ -88,8 +91,13 @@ function apply(change: MemoryChange): void {
 
 function render(): void {
   const started = performance.now();
-  const input = state.working!;
   const config = state.config!;
+  let input = state.working!;
+  // This machine's memory is shared by the ranks: the target follows the rank count.
+  if (input.gpu?.kind === 'host' && input.gpu.memoryBytes !== machineTarget(config, input.nprocPerNode).memoryBytes) {
+    input = { ...input, gpu: machineTarget(config, input.nprocPerNode) };
+    state = { ...state, working: input };
+  }
   const e = estimateMemory(input);
   app.classList.remove('stale');
   fill(title, `Memory estimator — ${config.fileName}`, el('span', { class: 'kind' }, config.kind));
@@ -97,10 +105,12 @@ function render(): void {
   verdict.className = fits === undefined ? '' : fits ? 'fits' : 'over';
   verdict.dataset.fits = String(fits);
   fill(verdict, verdictText(e) ?? 'no target');
+  fill(scope, scopeText(e));
   fill(summary, summaryLine(e), ...extraLines(e));
+  fill(modelOrigin, originText(config, input));
   controls.show(input, input.gpu?.kind === 'host' ? HOST_TARGET : (input.gpu?.id ?? ''));
   bars.update(e, input.gpu?.memoryBytes, input.gpu?.name);
-  comparisons.update(input, input.gpu?.memoryBytes);
+  scheduleComparisons(input);
   renderPending(config.input, input);
   fill(notes, ...[...config.notes, ...e.notes].map((n) => el('li', {}, n)));
   host.setState(state);
@@ -109,9 +119,51 @@ function render(): void {
   app.dataset.updates = String(Number(app.dataset.updates ?? 0) + 1);
 }
 
+/**
+ * The what-if tables take dozens of estimates (a PyTorch one replays the run: milliseconds each), so
+ * they are filled after the frame that shows the estimate, a few estimates at a time between frames,
+ * and a newer change supersedes them.
+ */
+let comparisonsFor = 0;
+const SLICE_MS = 8;
+function scheduleComparisons(input: MemoryInput): void {
+  const generation = ++comparisonsFor;
+  app.dataset.comparisons = 'pending';
+  const steps = comparisons.steps(input, input.gpu?.memoryBytes);
+  const run = () => {
+    if (generation !== comparisonsFor) return;
+    const started = performance.now();
+    while (steps.length && performance.now() - started < SLICE_MS) steps.shift()!();
+    if (steps.length) requestAnimationFrame(() => setTimeout(run, 0));
+    else app.dataset.comparisons = 'done';
+  };
+  // After the frame that shows the estimate.
+  requestAnimationFrame(() => setTimeout(run, 0));
+}
+
+/** Whose memory the numbers are: "per GPU — 4 GPUs (4 per node × 1), FULL_SHARD, PyTorch". */
+function scopeText(e: MemoryEstimate): string {
+  const i = e.input;
+  const unit = unitOf(e);
+  const n = i.nprocPerNode * i.nnodes;
+  const who = { 'fsdp-studio': 'our runtime', pytorch: 'PyTorch', deepspeed: 'DeepSpeed' }[i.framework];
+  return `per ${unit} — ${n} ${unit}${n > 1 ? 's' : ''}${i.nnodes > 1 ? ` (${i.nprocPerNode} per node × ${i.nnodes})` : ''}, ${i.strategy}, ${who}`;
+}
+
+/** Which model, and from where: the config's model section, a preset, or a Hugging Face config.json. */
+function originText(config: EstimatorConfigMessage, input: MemoryInput): string {
+  const m = config.model;
+  const params = `${formatParameters(parameterCounts(input.model).total)} parameters`;
+  if (!m) return `model: ${input.model.name}, ${params}`;
+  if (m.assumed) return `model: ${m.name}, ${params} — assumed: name it with model=… in a "fsdp-studio:" comment`;
+  const from = m.from === 'preset' ? 'a preset' : m.from === 'custom' ? 'the comment\'s numbers' : m.from;
+  return `model: ${m.name}, ${params}, from ${from}${m.namedBy ? ` (named by ${m.namedBy})` : ''}`;
+}
+
 /** Host memory under offload, and how many GPUs would hold a run that does not fit. */
 function extraLines(e: MemoryEstimate): HTMLElement[] {
   const lines: HTMLElement[] = [];
+  if (e.reservedPeak !== undefined) lines.push(el('div', { id: 'allocator' }, `PyTorch's caching allocator: ${formatBytes(e.allocatorPeak)} allocated at the peak, ${formatBytes(e.reservedPeak)} reserved; with the CUDA context, ${formatBytes(e.peak.total)} as nvidia-smi shows it`));
   if (e.host.perRank > 0) lines.push(el('div', { id: 'host-memory' }, `host memory (offload): ${formatBytes(e.host.perRank)} per ${unitOf(e)}, ${formatBytes(e.host.perNode)} per node`));
   if (e.fit && !e.fit.fits && e.fit.gpu.kind === 'gpu') {
     const n = fewestGpus(e.input, e.fit.gpu.memoryBytes);

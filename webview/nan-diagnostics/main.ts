@@ -2,6 +2,7 @@
 // did, the dump's tables with a bar chart of the telling column, and the usual fixes with buttons.
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import type { AnomalyView, DiagnosticsFrameMessage, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview, DumpTable } from '../../core/panels/diagnostics-messages';
+import { roundForDisplay } from '../../core/runs/number-format';
 import { connectToHost } from '../shared/vscode-api';
 import './style.css';
 
@@ -20,7 +21,7 @@ function render(m: DiagnosticsFrameMessage): void {
   app.replaceChildren();
   app.append(el('h1', `NaN diagnostics — ${m.run.name}`));
   if (m.anomalies.length === 0) {
-    app.append(el('p', 'This run has reported no NaN, Inf or spike.', 'muted'));
+    app.append(el('p', 'This run has reported no NaN or Inf. (Loss spikes are in their own view: FSDP: Show spikes.)', 'muted'));
     return;
   }
   if (m.anomalies.length > 1) {
@@ -38,7 +39,7 @@ function render(m: DiagnosticsFrameMessage): void {
 function renderAnomaly(a: AnomalyView, index: number): void {
   const e = a.event;
   const where = el('section', undefined, 'where');
-  where.append(el('h2', `${e.kind === 'spike' ? 'Spike' : e.kind === 'nan' ? 'NaN' : 'Inf'} at step ${e.step}`));
+  where.append(el('h2', `${e.kind === 'nan' ? 'NaN' : 'Inf'} at step ${e.step}`));
   const dl = el('dl', undefined, 'facts');
   const fact = (k: string, v: string | number | null | undefined, id?: string) => {
     if (v === undefined || v === null) return;
@@ -50,11 +51,6 @@ function renderAnomaly(a: AnomalyView, index: number): void {
   fact('layer', e.where.layer, 'where-layer');
   fact('operation', e.where.op, 'where-op');
   fact('parameter', e.where.param);
-  if (e.kind === 'spike') {
-    fact('metric', e.metric);
-    fact('value', e.value);
-    fact('z-score', e.zscore != null ? e.zscore.toFixed(2) : undefined);
-  }
   where.append(dl, el('p', a.policy, 'policy'));
   app.append(where);
 
@@ -119,8 +115,7 @@ function renderTable(t: DumpTable): HTMLElement {
 }
 
 function formatNumber(v: number): string {
-  if (!Number.isFinite(v)) return String(v);
-  return v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e6) ? v.toExponential(3) : String(Number(v.toPrecision(6)));
+  return roundForDisplay(v, 5);
 }
 
 host.listen((m) => {

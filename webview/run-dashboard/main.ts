@@ -1,20 +1,29 @@
-// The run dashboard, webview side: a header (status, step, ETA, config, actions) and one chart per
-// metric. A pure view of the frames the extension host sends; it keeps only its run, zoom and
-// smoothing in getState/setState, so a reload or a hidden-then-shown panel comes back the same.
+// The run dashboard, webview side: a header (status, step, elapsed, tokens, ETA, what is under
+// way, config, actions), a Charts tab with one card per metric and a Log tab with the run's output.
+// A pure view of the frames the extension host sends; it keeps only its run, zoom, x axis,
+// smoothing, per-chart options and tab in getState/setState, so a reload or a hidden-then-shown
+// panel comes back the same.
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
-import type { ChartId, DashboardAction, DashboardFrameMessage, DashboardFromWebview, DashboardHeader, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
+import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
+import type { ChartId, ChartOptions, DashboardAction, DashboardFrameMessage, DashboardFromWebview, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
 import type { XRange } from '../../core/runs/downsample';
+import { isXAxisMode, type XAxisMode } from '../../core/runs/x-axis';
+import { ChartCard } from '../shared/chart-card';
 import { connectToHost } from '../shared/vscode-api';
-import { StepChart } from '../shared/step-chart';
+import { header, HEADER_HTML, renderHeader, tick } from './header';
+import { appendLog, LOG_TAB_HTML, logText } from './log-tab';
 import './style.css';
 
 const host = connectToHost<DashboardFromWebview, DashboardToWebview, DashboardState>();
 const saved = host.getState();
 let range: XRange | null = saved?.range ?? null;
 let smoothing = saved?.smoothing ?? 0.6;
+let xAxis: XAxisMode = isXAxisMode(saved?.xAxis) ? saved.xAxis : 'step';
+const chartOptions: Record<string, ChartOptions> = { ...(saved?.charts ?? {}) };
+let tab: 'charts' | 'log' = saved?.tab ?? 'charts';
 let last: DashboardFrameMessage | undefined;
-const charts = new Map<ChartId, StepChart>();
+const cards = new Map<ChartId, ChartCard>();
 
 /** Timings of the frames drawn, for the benchmarks (bench/watch) and for anyone curious. */
 interface FrameTiming {
@@ -29,39 +38,32 @@ const timings: FrameTiming[] = [];
 let receivedAt = 0;
 
 const app = document.getElementById('app')!;
-app.innerHTML = `
-  <header class="run-header">
-    <div class="title-row">
-      <h1 id="run-name">Run</h1>
-      <vscode-badge id="run-status">…</vscode-badge>
-      <span id="run-target" class="muted"></span>
-      <span id="connection" class="connection"></span>
-    </div>
-    <div class="progress-row">
-      <span id="run-step"></span><span id="run-loss"></span><span id="run-eta"></span><span id="run-problems" class="warning"></span>
-    </div>
-    <div id="run-reason" class="error"></div>
-    <dl id="run-summary" class="summary"></dl>
-    <div class="actions">
-      <vscode-button id="action-stop" data-action="stop" icon="debug-stop">Stop</vscode-button>
-      <vscode-button id="action-resume" data-action="resume" icon="debug-continue">Resume</vscode-button>
-      <vscode-button id="action-diagnostics" data-action="diagnostics" icon="bug" secondary>NaN diagnostics</vscode-button>
-      <vscode-button data-action="openConfig" icon="go-to-file" secondary>Open config</vscode-button>
-      <vscode-button data-action="openFolder" icon="folder-opened" secondary>Open run folder</vscode-button>
-    </div>
-  </header>
-  <div class="toolbar">
-    <label for="smoothing">Smoothing (EMA)</label>
-    <input id="smoothing" type="range" min="0" max="0.99" step="0.01">
-    <span id="smoothing-value"></span>
-    <vscode-button id="zoom-reset" icon="zoom-out" secondary>Whole run</vscode-button>
-    <span class="muted hint">drag: zoom · wheel: zoom · shift-drag: pan · double-click: whole run</span>
-    <span id="points" class="muted"></span>
+app.innerHTML = `${HEADER_HTML}
+  <div class="tabs" role="tablist">
+    <button id="tab-charts" class="tab" role="tab" data-tab="charts">Charts</button>
+    <button id="tab-log" class="tab" role="tab" data-tab="log">Log</button>
   </div>
-  <div id="charts" class="charts"></div>
-  <div class="legend-markers muted">
-    <span class="m checkpoint">checkpoint</span><span class="m skipped">skipped step</span><span class="m spike">spike</span><span class="m nan">NaN/Inf</span>
-  </div>`;
+  <div id="panel-charts" role="tabpanel">
+    <div class="toolbar">
+      <label for="x-axis">x axis</label>
+      <select id="x-axis">
+        <option value="step">step</option>
+        <option value="time">wall-clock time</option>
+        <option value="elapsed">elapsed time</option>
+      </select>
+      <label for="smoothing">Smoothing (EMA)</label>
+      <input id="smoothing" type="range" min="0" max="0.99" step="0.01">
+      <span id="smoothing-value"></span>
+      <vscode-button id="zoom-reset" icon="zoom-out" secondary>Whole run</vscode-button>
+      <span class="muted hint">drag: zoom · wheel: zoom · shift-drag: pan · double-click: whole run</span>
+      <span id="points" class="muted"></span>
+    </div>
+    <div id="charts" class="charts"></div>
+    <div class="legend-markers muted">
+      <span class="m checkpoint">checkpoint</span><span class="m skipped">skipped step</span><span class="m spike">loss spike</span><span class="m clipped">grad norm clipped</span><span class="m nan">NaN/Inf</span>
+    </div>
+  </div>
+  <div id="panel-log" role="tabpanel">${LOG_TAB_HTML}</div>`;
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const slider = $<HTMLInputElement>('smoothing');
@@ -73,9 +75,33 @@ slider.addEventListener('input', () => {
   saveState();
   host.send({ type: 'smoothing', weight: smoothing });
 });
+const axisSelect = $<HTMLSelectElement>('x-axis');
+axisSelect.value = xAxis;
+axisSelect.addEventListener('change', () => {
+  if (!isXAxisMode(axisSelect.value)) return;
+  xAxis = axisSelect.value;
+  // A range in steps means nothing in seconds: the new axis starts on the whole run.
+  range = null;
+  saveState();
+  sendView();
+});
 $('zoom-reset').addEventListener('click', () => changeRange(null));
+$('export-csv').addEventListener('click', () => host.send({ type: 'exportCsv' }));
 for (const button of app.querySelectorAll<HTMLElement>('[data-action]')) {
   button.addEventListener('click', () => host.send({ type: 'action', action: button.dataset.action as DashboardAction }));
+}
+for (const button of app.querySelectorAll<HTMLElement>('[data-tab]')) button.addEventListener('click', () => showTab(button.dataset.tab as 'charts' | 'log'));
+
+function showTab(t: 'charts' | 'log'): void {
+  tab = t;
+  for (const name of ['charts', 'log'] as const) {
+    $(`panel-${name}`).hidden = name !== t;
+    $(`tab-${name}`).setAttribute('aria-selected', String(name === t));
+  }
+  saveState();
+  // The host reads the run's output only while someone looks at it.
+  host.send({ type: 'logs', follow: t === 'log' });
+  if (t === 'charts') for (const c of cards.values()) c.chart.resize();
 }
 
 let viewTimer: number | undefined;
@@ -88,16 +114,16 @@ function changeRange(r: XRange | null): void {
 }
 
 function sendView(): void {
-  host.send({ type: 'view', range, width: chartWidth() });
+  host.send({ type: 'view', range, width: chartWidth(), xAxis });
 }
 
 function chartWidth(): number {
-  const first = charts.values().next().value as StepChart | undefined;
-  return first?.width ?? Math.max(300, $('charts').clientWidth - 40);
+  const first = cards.values().next().value as ChartCard | undefined;
+  return first?.chart.width ?? Math.max(300, $('charts').clientWidth - 40);
 }
 
 function saveState(): void {
-  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range });
+  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range, xAxis, charts: chartOptions, tab });
 }
 
 function onFrame(frame: DashboardFrameMessage): void {
@@ -108,23 +134,26 @@ function onFrame(frame: DashboardFrameMessage): void {
   $('points').textContent = `${frame.totalPoints.toLocaleString()} steps`;
   const container = $('charts');
   for (const c of frame.charts) {
-    let chart = charts.get(c.id);
-    if (!chart) {
-      chart = new StepChart({
+    let card = cards.get(c.id);
+    if (!card) {
+      card = new ChartCard({
+        id: c.id,
         title: c.title,
         unit: c.unit,
+        y: { log: !!chartOptions[c.id]?.log, clip: !!chartOptions[c.id]?.clip },
         onRange: changeRange,
+        onYOptions: (y) => {
+          chartOptions[c.id] = y;
+          saveState();
+        },
+        onPng: (dataUrl) => host.send({ type: 'exportPng', chart: c.id, title: c.title, dataUrl }),
         ...(c.id === 'loss' ? { onDraw: (ms: number) => recordTiming(ms) } : {}),
       });
-      charts.set(c.id, chart);
-      const card = document.createElement('section');
-      card.className = `chart-card chart-${c.id}`;
-      card.dataset.chart = c.id;
-      card.appendChild(chart.element);
-      container.appendChild(card);
+      cards.set(c.id, card);
+      container.appendChild(card.element);
     }
-    // Markers (checkpoints, skipped steps, spikes, NaN) on the loss chart, where they are read.
-    chart.update(c.series, range, c.id === 'loss' ? frame.markers : []);
+    // Ranges arrive in the frame's own x units; a frame for another axis (in flight while it changed) keeps the whole run.
+    card.update(c, frame.xAxis.mode === xAxis ? range : null, frame.xAxis);
   }
 }
 
@@ -148,38 +177,13 @@ function zoomAndMeasure(r: XRange | null): Promise<{ roundTripMs: number; drawMs
   return new Promise((resolve) => {
     const wait = (t: FrameTiming) => {
       if (t.seq <= seq) drawWaiters.push(wait);
-      else resolve({ roundTripMs: t.drawnAt - requestedAt, drawMs: t.drawMs, points: charts.get('loss')?.points().x.length ?? 0 });
+      else resolve({ roundTripMs: t.drawnAt - requestedAt, drawMs: t.drawMs, points: cards.get('loss')?.chart.points().x.length ?? 0 });
     };
     drawWaiters.push(wait);
     range = r;
     saveState();
     sendView();
   });
-}
-
-function renderHeader(h: DashboardHeader): void {
-  $('run-name').textContent = h.name;
-  const status = $('run-status');
-  status.textContent = h.status;
-  status.dataset.status = h.status;
-  $('run-target').textContent = h.target === 'local' ? 'this machine' : `on ${h.target}`;
-  $('run-step').textContent = h.step !== undefined ? `step ${h.step}${h.maxSteps ? ` / ${h.maxSteps}` : ''}` : 'no steps yet';
-  $('run-loss').textContent = h.loss !== undefined ? `loss ${h.loss === null ? 'NaN' : h.loss.toFixed(4)}` : '';
-  $('run-eta').textContent = h.etaSeconds !== undefined ? `ETA ${formatDuration(h.etaSeconds)}` : '';
-  $('run-problems').textContent = h.problems ? `${h.problems} unreadable log line${h.problems > 1 ? 's' : ''}` : '';
-  $('run-reason').textContent = h.reason ?? '';
-  $('run-summary').innerHTML = '';
-  for (const [k, v] of h.summary) {
-    const dt = document.createElement('dt');
-    dt.textContent = k;
-    const dd = document.createElement('dd');
-    dd.textContent = v;
-    $('run-summary').append(dt, dd);
-  }
-  $('action-stop').hidden = !h.canStop;
-  $('action-resume').hidden = !h.canResume;
-  $('action-diagnostics').hidden = h.anomalies === 0;
-  renderConnection();
 }
 
 /** The connection line counts down to the next attempt by itself, between frames. */
@@ -191,33 +195,43 @@ function renderConnection(): void {
   else if (c.state === 'reconnecting') {
     const s = Math.max(0, Math.ceil((c.retryAt - Date.now()) / 1000));
     el.textContent = `connection lost (${c.reason}); reconnecting in ${s} s, attempt ${c.attempt}`;
-  } else el.textContent = c.state === 'live' ? 'live' : c.state === 'connecting' ? 'connecting…' : '';
+  } else {
+    // "live" is about the run: an ended run's file may still be watched, but nothing is live.
+    const running = last?.header.status === 'running' || last?.header.status === 'starting';
+    el.textContent = c.state === 'live' && running ? 'live' : c.state === 'connecting' ? 'connecting…' : '';
+    if (!running && c.state === 'live') el.dataset.state = 'closed';
+  }
 }
-setInterval(renderConnection, 1000);
-
-function formatDuration(s: number): string {
-  if (s < 60) return `${Math.round(s)} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
-  return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
-}
+setInterval(() => {
+  renderConnection();
+  tick();
+}, 1000);
 
 new ResizeObserver(() => {
-  for (const c of charts.values()) c.resize();
+  for (const c of cards.values()) c.chart.resize();
   changeRange(range);
 }).observe($('charts'));
 
 // For tests and benchmarks: what the charts draw, and when.
 Object.assign(window, {
   fsdpDashboard: {
-    points: (id: ChartId) => charts.get(id)?.points(),
+    points: (id: ChartId) => cards.get(id)?.chart.points(),
+    yAxis: (id: ChartId) => cards.get(id)?.chart.yAxis(),
+    xTicks: (id: ChartId) => cards.get(id)?.chart.xTicks(),
+    png: (id: ChartId) => cards.get(id)?.chart.png(),
+    charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, note: c.note, tooltip: c.tooltip, series: c.series.map((s) => ({ label: s.label, role: s.role })), markers: c.markers ?? [] })),
+    xAxis: () => last?.xAxis,
     timings: () => timings.slice(),
-    header: () => last?.header,
+    header,
+    log: logText,
     zoom: zoomAndMeasure,
   },
 });
 
 host.listen((m) => {
   if (m.type === 'frame') onFrame(m);
+  else if (m.type === 'log') appendLog(m.stream, m.text, !!m.reset, m.note);
 });
+showTab(tab);
 // Tell the host the size (and restored zoom) before the first frame, so it is built for it.
 sendView();

@@ -1,11 +1,14 @@
-// One uPlot chart over optimizer steps, themed with VS Code's colours, with the interactions both
-// the dashboard and the compare view use: drag to zoom, wheel to zoom at the cursor, shift-drag to
-// pan, double-click to follow the whole run again. The chart never computes the points itself:
-// it reports the range it wants and the extension host sends them, downsampled to its width.
+// One uPlot chart over the run's x axis (step, wall-clock or elapsed time), themed with VS Code's
+// colours, with the interactions the dashboard, the compare view and the spike view share: drag to
+// zoom, wheel to zoom at the cursor, shift-drag to pan, double-click to follow the whole run again;
+// a log y axis and outlier clipping per chart; whole-step ticks; y labels measured so they always
+// fit; markers with their label under the cursor; and a PNG of the chart for export. The chart
+// never computes the points itself: it reports the range it wants and the host sends them.
 import uPlot from 'uplot';
-import type { ChartFrame, ChartSeries } from '../../core/panels/dashboard-messages';
+import type { ChartFrame, ChartMarker, ChartSeries, XAxisFrame } from '../../core/panels/chart-messages';
+import { BYTE_INCREMENTS, clippedRange, DURATION_INCREMENTS, formatElapsedTick, forLogAxis, STEP_INCREMENTS, tickLabels } from '../../core/runs/chart-scales';
 import type { XRange } from '../../core/runs/downsample';
-import type { RunMarker } from '../../core/runs/run-history';
+import { chartPng } from './chart-png';
 
 export type Unit = ChartFrame['unit'];
 
@@ -19,27 +22,45 @@ export interface StepChartOptions {
   onDraw?(ms: number): void;
 }
 
-const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
-const MARKER_COLOURS: Record<RunMarker['kind'], string> = {
+/** What the person chose for this chart. */
+export interface YOptions {
+  log: boolean;
+  clip: boolean;
+}
+
+export const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
+export const MARKER_COLOURS: Record<ChartMarker['kind'], string> = {
   checkpoint: '--vscode-charts-blue',
   skipped: '--vscode-charts-orange',
   spike: '--vscode-charts-yellow',
+  clipped: '--vscode-descriptionForeground',
   nan: '--vscode-charts-red',
   inf: '--vscode-charts-red',
 };
+const AXIS_FONT_PX = 11;
+/** Ticks (uPlot's default size) plus the gap between them and the labels, plus breathing room. */
+const AXIS_EXTRA_PX = 10 + 5 + 6;
 
 export function themeColour(variable: string, fallback = '#888'): string {
   return getComputedStyle(document.body).getPropertyValue(variable).trim() || fallback;
 }
 
+export function axisFont(): string {
+  return `${AXIS_FONT_PX}px ${getComputedStyle(document.body).fontFamily || 'sans-serif'}`;
+}
+
 export class StepChart {
   readonly element: HTMLElement;
   private plot: uPlot | undefined;
-  private labels: string[] = [];
+  private identity = '';
+  private series: ChartSeries[] = [];
   private range: XRange | null = null;
-  private markers: RunMarker[] = [];
+  private markers: ChartMarker[] = [];
+  private xAxis: XAxisFrame = { mode: 'step' };
+  private y: YOptions = { log: false, clip: false };
   private data: uPlot.AlignedData = [[]];
   private drawStarted = 0;
+  private readonly measure = document.createElement('canvas').getContext('2d')!;
 
   constructor(private readonly opts: StepChartOptions) {
     this.element = document.createElement('div');
@@ -49,27 +70,48 @@ export class StepChart {
   /** The points drawn now: x and one array per series (what a reader of the chart sees). */
   points(): { x: number[]; series: Array<{ label: string; y: Array<number | null | undefined> }> } {
     const [x, ...ys] = this.data as unknown as [number[], ...Array<Array<number | null | undefined>>];
-    return { x: [...x], series: ys.map((y, i) => ({ label: this.labels[i], y: [...y] })) };
+    return { x: [...x], series: ys.map((y, i) => ({ label: this.series[i]?.label, y: [...y] })) };
+  }
+
+  /** For tests: the y axis's tick labels, its width, and the widest label's width in pixels. */
+  yAxis(): { labels: string[]; size: number; widest: number; min: number; max: number; log: boolean } | undefined {
+    const u = this.plot;
+    if (!u) return undefined;
+    const axis = u.axes[1] as uPlot.Axis & { _values?: string[]; _size?: number };
+    const labels = (axis._values ?? []).map(String);
+    this.measure.font = axisFont();
+    const widest = Math.max(0, ...labels.map((l) => this.measure.measureText(l).width));
+    return { labels, size: axis._size ?? 0, widest, min: u.scales.y.min ?? NaN, max: u.scales.y.max ?? NaN, log: u.scales.y.distr === 3 };
+  }
+
+  /** For tests: the x axis's tick labels and values. */
+  xTicks(): { labels: string[]; values: number[] } {
+    const axis = this.plot?.axes[0] as (uPlot.Axis & { _values?: string[]; _splits?: number[] }) | undefined;
+    return { labels: (axis?._values ?? []).map(String), values: [...(axis?._splits ?? [])] };
   }
 
   get width(): number {
     return Math.max(100, this.element.clientWidth || 600);
   }
 
-  update(series: ChartSeries[], range: XRange | null, markers: RunMarker[] = []): void {
+  setYOptions(y: YOptions): void {
+    this.y = { ...y };
+    if (this.plot) this.redraw();
+  }
+
+  update(series: ChartSeries[], range: XRange | null, markers: ChartMarker[] = [], xAxis: XAxisFrame = { mode: 'step' }): void {
     this.range = range;
     this.markers = markers;
-    const tables = series.map((s) => [s.points.x, s.points.y] as uPlot.AlignedData);
-    this.data = tables.length === 0 ? [[]] : tables.length === 1 ? tables[0] : uPlot.join(tables, series.map((s) => [s.sparse ? 0 : 1]));
-    const labels = series.map((s) => s.label);
-    if (!this.plot || labels.join('\n') !== this.labels.join('\n')) {
-      this.labels = labels;
-      this.plot?.destroy();
-      this.plot = this.create(series);
-    }
-    this.drawStarted = performance.now();
-    this.plot.setData(this.data, true);
-    if (range) this.plot.setScale('x', { min: range.min, max: range.max });
+    this.series = series;
+    this.xAxis = xAxis;
+    this.redraw();
+  }
+
+  /** The chart as a PNG data: URL, with its title, a note and the legend drawn in. */
+  png(note?: string): string | undefined {
+    const u = this.plot;
+    if (!u) return undefined;
+    return chartPng(u.ctx.canvas, this.opts.title, note, this.series.map((s, i) => ({ label: s.label, colour: this.colour(i), dashed: s.role === 'reference' })));
   }
 
   resize(): void {
@@ -81,40 +123,114 @@ export class StepChart {
     this.plot = undefined;
   }
 
-  private create(series: ChartSeries[]): uPlot {
+  private redraw(): void {
+    const log = this.y.log;
+    const tables = this.series.map((s) => [s.points.x, log ? forLogAxis(s.points.y) : s.points.y] as uPlot.AlignedData);
+    this.data = tables.length === 0 ? [[]] : tables.length === 1 ? tables[0] : uPlot.join(tables, this.series.map((s) => [s.sparse ? 0 : 1]));
+    // Series, x mode and y options shape the plot; any change builds a new one.
+    const identity = JSON.stringify([this.series.map((s) => [s.label, s.role]), this.xAxis.mode, this.y]);
+    if (!this.plot || identity !== this.identity) {
+      this.identity = identity;
+      this.plot?.destroy();
+      this.plot = this.create();
+    }
+    this.drawStarted = performance.now();
+    this.plot.setData(this.data, true);
+    if (this.range) this.plot.setScale('x', { min: this.range.min, max: this.range.max });
+  }
+
+  /** A series' colour: its own, or that of the series it smooths. */
+  private colour(i: number): string {
+    const s = this.series[i];
+    if (s.role === 'reference') return themeColour('--vscode-descriptionForeground', '#999');
+    const base = s.colourOf ? this.series.findIndex((o) => o.label === s.colourOf) : i;
+    const own = this.series.slice(0, (base >= 0 ? base : i) + 1).filter((o) => o.role !== 'smoothed' && o.role !== 'reference').length - 1;
+    return themeColour(PALETTE[Math.max(0, own) % PALETTE.length]);
+  }
+
+  private create(): uPlot {
     const fg = themeColour('--vscode-foreground', '#ccc');
     const grid = themeColour('--vscode-editorWidget-border', '#444');
     const format = formatterFor(this.opts.unit);
+    const font = axisFont();
+    const mode = this.xAxis.mode;
+    const smoothedLabels = new Set(this.series.filter((s) => s.role === 'smoothed').map((s) => s.colourOf));
+    const clip = this.y.clip;
+    const log = this.y.log;
     const opts: uPlot.Options = {
       width: this.width,
       height: this.opts.height ?? 200,
-      title: this.opts.title,
-      scales: { x: { time: false } },
+      scales: {
+        x: { time: mode === 'time' },
+        y: {
+          ...(log ? { distr: 3, log: 10 } : {}),
+          ...(clip ? { range: (u: uPlot, min: number, max: number) => this.clippedY(u, min, max) } : {}),
+        },
+      },
       legend: { live: true },
       cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: 'fsdp-steps' } },
       axes: [
-        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
-        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 64, values: (_u, vals) => vals.map(format) },
+        {
+          stroke: fg, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
+          ...(mode === 'step' ? { incrs: STEP_INCREMENTS, values: (_u: uPlot, vals: number[]) => vals.map((v) => formatStep(v)) } : {}),
+          ...(mode === 'elapsed' ? { incrs: DURATION_INCREMENTS, values: (_u: uPlot, vals: number[]) => vals.map(formatElapsedTick) } : {}),
+        },
+        {
+          stroke: fg, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
+          // Neighbouring ticks never read the same: digits follow the tick step (a log axis's ticks stand alone).
+          values: (_u: uPlot, vals: number[], _axis: number, _space: number, incr: number) => (log ? vals.map((v) => (v == null ? '' : format(v))) : tickLabels(this.opts.unit, vals, incr)),
+          ...(this.opts.unit === 'bytes' && !log ? { incrs: BYTE_INCREMENTS } : {}),
+          // As wide as the widest label needs: ")5.4 MiB" is never cut.
+          size: (_u, values) => this.axisSize(values),
+        },
       ],
       series: [
-        { label: 'step' },
-        ...series.map((s, i) => ({
-          label: s.label,
-          stroke: themeColour(PALETTE[i % PALETTE.length]),
-          width: i === 0 && series.length > 1 && s.label === 'loss' ? 1 : 1.5,
-          alpha: i === 0 && series.length > 1 && s.label === 'loss' ? 0.45 : 1,
-          spanGaps: !!s.sparse,
-          points: { show: !!s.sparse },
-          value: (_u: uPlot, v: number | null) => (v == null ? '–' : format(v)),
-        })),
+        { label: mode === 'step' ? 'step' : mode === 'time' ? 'time' : 'elapsed', ...(mode === 'elapsed' ? { value: (_u: uPlot, v: number) => (v == null ? '–' : formatElapsedTick(v)) } : {}) },
+        ...this.series.map((s, i) => {
+          const faint = s.role === 'raw' && smoothedLabels.has(s.label);
+          return {
+            label: s.label,
+            stroke: this.colour(i),
+            width: s.role === 'smoothed' ? 1.75 : s.role === 'reference' ? 1.25 : faint ? 1 : 1.5,
+            alpha: faint ? 0.35 : 1,
+            ...(s.role === 'reference' ? { dash: [6, 4] } : {}),
+            spanGaps: !!s.sparse,
+            points: { show: !!s.sparse && s.role !== 'reference' },
+            value: (_u: uPlot, v: number | null) => (v == null ? '–' : format(v)),
+          };
+        }),
       ],
       hooks: {
         setSelect: [(u) => this.zoomToSelection(u)],
+        setCursor: [(u) => this.markerTooltip(u)],
         draw: [(u) => this.drawMarkers(u), () => this.opts.onDraw?.(performance.now() - this.drawStarted)],
         ready: [(u) => this.bindPanAndWheel(u)],
       },
     };
     return new uPlot(opts, this.data, this.element);
+  }
+
+  private axisSize(values: string[] | null): number {
+    this.measure.font = axisFont();
+    const widest = Math.max(24, ...(values ?? []).map((v) => this.measure.measureText(String(v ?? '')).width));
+    return Math.ceil(widest + AXIS_EXTRA_PX);
+  }
+
+  /** The y range with outliers clipped, over what is in view. */
+  private clippedY(u: uPlot, min: number, max: number): uPlot.Range.MinMax {
+    const xs = u.data[0];
+    const lo = u.scales.x.min ?? -Infinity;
+    const hi = u.scales.x.max ?? Infinity;
+    const ys = u.data.slice(1).map((col, i) => (this.series[i]?.role === 'reference' ? [] : Array.from(col as ArrayLike<number | null>).filter((_, k) => xs[k] >= lo && xs[k] <= hi)));
+    const r = clippedRange(ys, this.y.log);
+    if (r) return [r.min, r.max];
+    return this.y.log ? [min > 0 ? min : 1e-12, max] : [min, max];
+  }
+
+  private markerTooltip(u: uPlot): void {
+    const left = u.cursor.left ?? -1;
+    const near = left < 0 ? undefined : this.markers.find((m) => Math.abs(u.valToPos(m.x, 'x') - left) <= 4);
+    u.over.title = near ? `step ${near.step}: ${near.label}` : '';
   }
 
   private zoomToSelection(u: uPlot): void {
@@ -177,10 +293,10 @@ export class StepChart {
     ctx.save();
     ctx.lineWidth = Math.max(1, devicePixelRatio);
     for (const m of this.markers) {
-      const x = Math.round(u.valToPos(m.step, 'x', true));
+      const x = Math.round(u.valToPos(m.x, 'x', true));
       if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
       ctx.strokeStyle = themeColour(MARKER_COLOURS[m.kind]);
-      ctx.setLineDash(m.kind === 'checkpoint' ? [4, 4] : []);
+      ctx.setLineDash(m.kind === 'checkpoint' ? [4, 4] : m.kind === 'clipped' ? [2, 3] : []);
       ctx.beginPath();
       ctx.moveTo(x, top);
       ctx.lineTo(x, top + height);
@@ -188,6 +304,12 @@ export class StepChart {
     }
     ctx.restore();
   }
+}
+
+/** Whole steps, with thousands as k: 500, 1k, 12.5k. */
+function formatStep(v: number): string {
+  if (!Number.isInteger(v)) return '';
+  return Math.abs(v) >= 10_000 ? `${Number((v / 1000).toPrecision(4))}k` : String(v);
 }
 
 /** Axis and legend text for a unit: 1.5 GiB, 12.3k/s, 41%. */
@@ -202,13 +324,13 @@ export function formatterFor(unit: Unit): (v: number) => string {
           x /= 1024;
           u++;
         }
-        return `${x.toFixed(x >= 100 ? 0 : 1)} ${units[u]}`;
+        return `${x.toFixed(Math.abs(x) >= 100 || u === 0 ? 0 : 1)} ${units[u]}`;
       };
     case 'per_s':
-      return (v) => (Math.abs(v) >= 1e6 ? `${(v / 1e6).toFixed(2)}M` : Math.abs(v) >= 1e3 ? `${(v / 1e3).toFixed(1)}k` : v.toFixed(0));
+      return (v) => (Math.abs(v) >= 1e6 ? `${(v / 1e6).toFixed(2)}M` : Math.abs(v) >= 1e3 ? `${(v / 1e3).toFixed(1)}k` : String(Number(v.toPrecision(3))));
     case 'ratio':
-      return (v) => `${(v * 100).toFixed(1)}%`;
+      return (v) => `${Number((v * 100).toPrecision(3))}%`;
     default:
-      return (v) => (v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5) ? v.toExponential(2) : String(Number(v.toPrecision(4))));
+      return (v) => (v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5) ? v.toExponential(2).replace(/\.?0+e/, 'e') : String(Number(v.toPrecision(4))));
   }
 }

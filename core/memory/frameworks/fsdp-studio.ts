@@ -47,8 +47,8 @@ function runtimeActivationSizes(input: MemoryInput) {
     block: a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N,
     /** K_sel: what selective keeps: qkv, atty, res2, fc. */
     blockSelective: a * (5 * N * C + N * F),
-    /** Hd: final LayerNorm output and stats, float32 logits and per-token losses. */
-    head: a * N * C + 12 * N + 4 * N * V,
+    /** Hd: final LayerNorm output and stats, per-token losses, and the classifier's state: float32 probabilities on the CPU, compute-dtype logits with the vocabulary padded to a multiple of 128 on CUDA. */
+    head: a * N * C + 12 * N + (input.device === 'cuda' ? bytesOf(input.precision.param) * N * Math.ceil(V / 128) * 128 : 4 * N * V),
     /** Wb: backward scratch. */
     workspace: a * (6 * N * C + N * F + B * H * T * T),
     /** int32 inputs and targets of one batch. */

@@ -62,6 +62,7 @@ class Replay implements TensorLog {
   private readonly castIds = new Map<string, number[]>();
   /** FSDP over several ranks: the flat all-gather output kept for overlap (forward) or prefetched (backward). */
   private flat = 0;
+  private readonly workspaces = new Set<'forward' | 'backward'>();
   private block = 0;
   private micro = 0;
 
@@ -109,11 +110,15 @@ class Replay implements TensorLog {
 
   /** cuBLAS workspaces (one per thread that runs matrix products: the caller's and autograd's), parameters, the batch. */
   private setup(): void {
-    const ws = cublasWorkspaceBytes(this.input.gpu?.computeCapability);
-    if (this.input.device === 'cuda') {
-      this.alloc('cublas', ws);
-      this.alloc('cublas', CUBLASLT_WORKSPACE_BYTES);
-      this.alloc('cublas', ws);
+    // A process that already ran matrix products (on this thread and autograd's) has its cuBLAS
+    // workspaces before the model; a fresh one makes them at its first forward and backward matmul.
+    const history = this.input.cublasHistory;
+    if (history?.forward) this.cublasWorkspaces('forward');
+    if (history?.backward) {
+      // Carved from the front of a segment of the size it was carved from, the rest cached.
+      const segment = history.backwardSegmentBytes ? this.alloc('cublas', history.backwardSegmentBytes) : 0;
+      this.free(segment);
+      this.cublasWorkspaces('backward');
     }
     // model.to(device): every parameter in module order (embeddings, blocks, final norm, head), fp32.
     const t = this.t;
@@ -147,11 +152,20 @@ class Replay implements TensorLog {
     this.free(tokens);
   }
 
+  /** cuBLAS's workspace of the thread doing `pass` (and, with the first, cuBLASLt's), made once. */
+  private cublasWorkspaces(pass: 'forward' | 'backward'): void {
+    if (this.input.device !== 'cuda' || this.workspaces.has(pass)) return;
+    this.workspaces.add(pass);
+    this.alloc('cublas', cublasWorkspaceBytes(this.input.gpu?.computeCapability));
+    if (pass === 'forward') this.alloc('cublas', CUBLASLT_WORKSPACE_BYTES);
+  }
+
   private forward(): { blocks: Array<{ kept: BlockKept; dropped?: Dropped }>; x0: number; tail: Tail } {
     const s = this.s;
     const root = this.units[this.L];
     if (this.fsdp) this.gather(root, 'forward');
     // Embedding (the weight's dtype: fp32 unless FSDP gathered it in param_dtype), plus learned positions.
+    this.cublasWorkspaces('forward');
     const embBytes = this.mode === 'low' ? s.a : 4;
     let x = this.alloc('saved', s.t * s.C * embBytes);
     if (this.input.model.positionEmbeddings > 0) {
@@ -227,6 +241,8 @@ class Replay implements TensorLog {
       gLogits = this.alloc('logits', s.t * V * s.a);
       this.free(gLogits32);
     }
+    // Autograd's device thread gets its own cuBLAS handle and workspace at its first matrix product.
+    this.cublasWorkspaces('backward');
     // LM head: the input gradient and the weight gradient (the tied embedding's first contribution).
     const gHead = this.alloc('actGrads', s.t * s.C * s.a);
     const headWeight = V * m.dModel;
@@ -262,7 +278,10 @@ class Replay implements TensorLog {
     if (this.fsdp) {
       this.reduceScatter(this.units[this.L]);
       // The root's final callback waits for the last reduce-scatter and frees its input.
-      for (const u of this.units) (this.free(u.rsState), (u.rsState = 0));
+      for (const u of this.units) {
+        this.free(u.rsState);
+        u.rsState = 0;
+      }
     }
     this.free(tail.logits); // `del logits, loss` after backward
   }
@@ -395,7 +414,11 @@ class Replay implements TensorLog {
    */
   private reduceScatter(unit: Unit): void {
     this.reshard(unit);
-    for (const u of this.units) if (u.rsState) (this.free(u.rsState), (u.rsState = 0));
+    for (const u of this.units) {
+      if (!u.rsState) continue;
+      this.free(u.rsState);
+      u.rsState = 0;
+    }
     const numel = unit.tensors.reduce((s, n) => s + n, 0);
     const padded = unit.tensors.reduce((s, n) => s + Math.ceil(n / this.G) * this.G, 0);
     unit.rsState = this.alloc('reduceScatter', padded * this.r);

@@ -5,11 +5,11 @@ import type { ConfigPath, SourceDocument } from '../../config/source-document';
 import type { ModelShape } from '../model-shape';
 import { locate, type ConfigInputError, type ConfigKind } from './config-input';
 import type { EstimateOptions } from './estimate-options';
-import { modelFromOptions } from './model-from-options';
+import { modelFromOptions, type ModelOrigin, type ModelSource } from './model-from-options';
 
 /** The start of reading a config that does not describe its model: the model from the options. */
-export function beginReading(doc: SourceDocument, fileName: string, kind: ConfigKind, options: EstimateOptions): { f: FieldReader; model: { shape: ModelShape; seqLen: number } } | ConfigInputError {
-  const model = modelFromOptions(options);
+export function beginReading(doc: SourceDocument, fileName: string, kind: ConfigKind, options: EstimateOptions, source?: ModelSource): { f: FieldReader; model: { shape: ModelShape; seqLen: number; source?: ModelOrigin } } | ConfigInputError {
+  const model = modelFromOptions(options, source);
   if ('error' in model) return { kind, error: `${fileName}: ${model.error}` };
   return { f: new FieldReader(doc, fileName, [model.note]), model };
 }

@@ -4,6 +4,7 @@ import type { ConfigKind } from '../../config/document-kind';
 import type { ConfigPath, SourceDocument, SourceRange } from '../../config/source-document';
 import type { MemoryChange } from '../memory-change';
 import type { MemoryInput } from '../memory-input';
+import type { ModelOrigin } from './model-from-options';
 
 export type { ConfigKind };
 
@@ -24,6 +25,8 @@ export interface ConfigMemoryInput {
   fitAnchor: SourceRange;
   /** Assumptions made for what the config does not say. */
   notes: string[];
+  /** Which model the estimate is for, and where it came from. */
+  model?: ModelOrigin;
   /** The keys to set for a change, or why this config cannot express it. */
   assignmentsFor(change: MemoryChange): ConfigAssignment[] | string;
 }

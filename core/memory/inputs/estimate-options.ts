@@ -3,6 +3,7 @@
 //   # fsdp-studio: model=llama-2-7b seq_len=4096 micro_batch=4 gpu=H100 nproc=8
 //   // fsdp-studio: model=gpt2-355m checkpointing=every_n     (JSON with comments, as DeepSpeed reads it)
 // A custom model: `layers=24 d_model=2048 heads=16 vocab=32000 [kv_heads=8 ffn=5632 style=llama]`.
+import { gpuProblem } from '../gpu-presets';
 import type { CheckpointPolicy, Framework } from '../memory-input';
 
 export interface EstimateOptions {
@@ -35,33 +36,39 @@ export interface OptionProblem {
 
 type Reader = (value: string) => Partial<EstimateOptions> | string;
 
-const int = (key: keyof EstimateOptions, min = 1): Reader => (v) => (/^\d+$/.test(v) && Number(v) >= min ? { [key]: Number(v) } : `expected an integer ≥ ${min}, got "${v}"`);
+// Bounds keep estimates meaningful: beyond them no real run exists, and the numbers mislead.
+const int = (key: keyof EstimateOptions, min: number, max: number): Reader => (v) =>
+  /^\d+$/.test(v) && Number(v) >= min && Number(v) <= max ? { [key]: Number(v) } : `expected an integer from ${min} to ${max.toLocaleString('en-US')}, got "${v}"`;
 const oneOf = <T extends string>(key: keyof EstimateOptions, values: readonly T[]): Reader => (v) => (values.includes(v as T) ? { [key]: v } : `expected one of ${values.join(', ')}, got "${v}"`);
 
+const MAX_SEQ = 10_000_000;
 const READERS: Record<string, Reader> = {
   model: (v) => ({ model: v }),
-  layers: int('layers'),
-  n_layers: int('layers'),
-  d_model: int('dModel'),
-  heads: int('heads'),
-  n_heads: int('heads'),
-  kv_heads: int('kvHeads'),
-  vocab: int('vocab', 2),
-  vocab_size: int('vocab', 2),
-  ffn: int('ffn'),
+  layers: int('layers', 1, 10_000),
+  n_layers: int('layers', 1, 10_000),
+  d_model: int('dModel', 1, 1_000_000),
+  heads: int('heads', 1, 100_000),
+  n_heads: int('heads', 1, 100_000),
+  kv_heads: int('kvHeads', 1, 100_000),
+  vocab: int('vocab', 2, 100_000_000),
+  vocab_size: int('vocab', 2, 100_000_000),
+  ffn: int('ffn', 1, 10_000_000),
   style: oneOf('style', ['gpt', 'llama']),
-  seq: int('seqLen'),
-  seq_len: int('seqLen'),
-  micro_batch: int('microBatch'),
+  seq: int('seqLen', 1, MAX_SEQ),
+  seq_len: int('seqLen', 1, MAX_SEQ),
+  micro_batch: int('microBatch', 1, 1 << 16),
   checkpointing: (v) => {
     const m = /^(none|selective|every_n)(?::(\d+))?$/.exec(v);
     if (!m) return `expected none, selective, every_n or every_n:N, got "${v}"`;
     return { checkpointing: m[1] as 'none' | 'selective' | 'every_n', ...(m[2] ? { everyN: Math.max(1, Number(m[2])) } : {}) };
   },
   attention: oneOf('attention', ['flash', 'eager']),
-  gpu: (v) => ({ gpu: v }),
-  nproc: int('nproc'),
-  nnodes: int('nnodes'),
+  gpu: (v) => {
+    const problem = gpuProblem(v);
+    return problem ?? { gpu: v };
+  },
+  nproc: int('nproc', 1, 4096),
+  nnodes: int('nnodes', 1, 100_000),
   framework: oneOf('framework', ['fsdp-studio', 'pytorch', 'deepspeed']),
 };
 

@@ -10,6 +10,7 @@ import { defaultMemoryInput, type Dtype, type MemoryInput, type ShardingStrategy
 import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
+import type { ModelSource } from './model-from-options';
 
 const DISTRIBUTED = ['NO', 'MULTI_GPU', 'FSDP', 'DEEPSPEED', 'MULTI_CPU', 'MULTI_NPU', 'MULTI_XPU', 'MULTI_MLU', 'MULTI_MUSA', 'XLA', 'MEGATRON_LM'] as const;
 // accelerate's FSDP_SHARDING_STRATEGY, in order: the numbers 1…5 it also accepts.
@@ -17,8 +18,8 @@ const FSDP_STRATEGIES = ['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD', 'HYBRID_SHAR
 const FC = 'fsdp_config';
 const DC = 'deepspeed_config';
 
-export function accelerateInput(doc: SourceDocument, fileName: string, options: EstimateOptions): ConfigInputResult {
-  const begun = beginReading(doc, fileName, 'accelerate', options);
+export function accelerateInput(doc: SourceDocument, fileName: string, options: EstimateOptions, source?: ModelSource): ConfigInputResult {
+  const begun = beginReading(doc, fileName, 'accelerate', options, source);
   if ('error' in begun) return begun;
   const { f, model } = begun;
   const notes = f.notes;
@@ -83,7 +84,7 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has(['distributed_type']) ? ['distributed_type'] : [];
-  return { kind: 'accelerate', doc, input, anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(anchorPath, 'key'), notes, assignmentsFor: (change) => accelerateAssignments(type, input, change) };
+  return { kind: 'accelerate', doc, input, ...(model.source ? { model: model.source } : {}), anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(anchorPath, 'key'), notes, assignmentsFor: (change) => accelerateAssignments(type, input, change) };
 }
 
 function accelerateAssignments(type: string, input: MemoryInput, change: MemoryChange): ConfigAssignment[] | string {

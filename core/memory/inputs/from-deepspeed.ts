@@ -10,11 +10,12 @@ import { defaultMemoryInput, ZERO_DEFAULTS, type MemoryInput } from '../memory-i
 import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
+import type { ModelSource } from './model-from-options';
 
 const ZO = 'zero_optimization';
 
-export function deepspeedInput(doc: SourceDocument, fileName: string, options: EstimateOptions): ConfigInputResult {
-  const begun = beginReading(doc, fileName, 'deepspeed', options);
+export function deepspeedInput(doc: SourceDocument, fileName: string, options: EstimateOptions, source?: ModelSource): ConfigInputResult {
+  const begun = beginReading(doc, fileName, 'deepspeed', options, source);
   if ('error' in begun) return begun;
   const { f, model } = begun;
   const notes = f.notes;
@@ -72,7 +73,7 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
   if (options.checkpointing === undefined) notes.push('no activation checkpointing assumed (it is set in model code; say checkpointing=every_n in the comment if you use it)');
   const anchorPath = doc.has([ZO]) ? [ZO] : doc.has(['train_micro_batch_size_per_gpu']) ? ['train_micro_batch_size_per_gpu'] : [];
   const fitPath = doc.has(['train_micro_batch_size_per_gpu']) ? ['train_micro_batch_size_per_gpu'] : anchorPath;
-  return { kind: 'deepspeed', doc, input, anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(fitPath, 'key'), notes, assignmentsFor: (change) => deepspeedAssignments(doc, input, change) };
+  return { kind: 'deepspeed', doc, input, ...(model.source ? { model: model.source } : {}), anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(fitPath, 'key'), notes, assignmentsFor: (change) => deepspeedAssignments(doc, input, change) };
 }
 
 function deepspeedAssignments(doc: SourceDocument, input: MemoryInput, change: MemoryChange): ConfigAssignment[] | string {

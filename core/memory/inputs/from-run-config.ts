@@ -3,11 +3,11 @@
 import { checkRunConfigText, resolveRunConfig, type ResolvedRunConfig } from '../../config/run-config';
 import { formatProblem } from '../../config/schema-problems';
 import type { SourceDocument } from '../../config/source-document';
-import { findGpu } from '../gpu-presets';
+import { findGpu, gpuProblem } from '../gpu-presets';
 import type { MemoryChange } from '../memory-change';
 import { defaultMemoryInput, type MemoryInput } from '../memory-input';
-import { gptShape } from '../model-shape';
-import type { ConfigAssignment, ConfigInputResult } from './config-input';
+import { gptShape, parameterCounts, shapeProblem } from '../model-shape';
+import { locate, type ConfigAssignment, type ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 
 const GiB = 1024 ** 3;
@@ -17,6 +17,9 @@ export function runConfigInput(text: string, fileName: string, options: Estimate
   const error = problems.find((p) => p.severity === 'error');
   if (error) return { kind: 'run-config', error: formatProblem(fileName, error), range: error.range };
   const config = resolveRunConfig(doc.value as ResolvedRunConfig, '/');
+  // A shape the model cannot have (d_model not divisible by n_heads) gets no numbers, as custom models do.
+  const shapeWrong = shapeProblem(gptShape(config.model));
+  if (shapeWrong) return { kind: 'run-config', ...locate(fileName, doc, ['model', 'n_heads'], `${shapeWrong}: no memory estimate for a model that cannot be built`) };
   const notes: string[] = [];
   const input = fromResolved(config, options, notes);
   if (typeof input === 'string') return { kind: 'run-config', error: `${fileName}: ${input}` };
@@ -27,6 +30,7 @@ export function runConfigInput(text: string, fileName: string, options: Estimate
     anchor: doc.rangeOf(['model'], 'key'),
     fitAnchor: doc.rangeOf(['training', 'batch_size_per_gpu'], 'key'),
     notes,
+    model: { name: input.model.name === 'custom' ? 'the model section' : input.model.name, from: `${fileName} (model:)`, parameters: parameterCounts(input.model).total },
     assignmentsFor: (change) => runConfigAssignments(doc, change),
   };
 }
@@ -34,8 +38,9 @@ export function runConfigInput(text: string, fileName: string, options: Estimate
 function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: string[]): MemoryInput | string {
   const base = defaultMemoryInput(gptShape(c.model), c.data.seq_len ?? c.model.max_seq_len);
   const gpuName = options.gpu ?? c.launch.gpu;
+  const gpuWrong = gpuName ? gpuProblem(gpuName) : undefined;
+  if (gpuWrong) return `launch.gpu: ${gpuWrong}`;
   const gpu = gpuName ? findGpu(gpuName) : undefined;
-  if (gpuName && !gpu) return `GPU "${gpuName}" is not known; give a preset (A100-40GB, A100-80GB, H100-80GB, H200-141GB, L4-24GB, RTX4090-24GB) or a size like 48GiB`;
   const ac = c.activation_checkpointing;
   const strategy = c.fsdp.sharding_strategy ?? 'FULL_SHARD';
   const input: MemoryInput = {

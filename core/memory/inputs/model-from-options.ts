@@ -1,19 +1,64 @@
-// The model of a DeepSpeed or accelerate config, which do not describe it: a preset, or the numbers.
+// The model of a DeepSpeed or accelerate config, which do not describe it: the `model=` of the
+// config's "fsdp-studio:" comment (or --model) as a preset, a Hugging Face model (path or local cache,
+// through a ModelSource the caller gives), or custom numbers; else the model a config or script
+// beside it names (model_name_or_path); else GPT-2 124M, assumed and said so.
 import { findModelPreset, MODEL_PRESETS } from '../model-presets';
-import { shapeProblem, type ModelShape } from '../model-shape';
+import { parameterCounts, shapeProblem, type ModelShape } from '../model-shape';
 import type { EstimateOptions } from './estimate-options';
 
 export const DEFAULT_MODEL_PRESET = 'gpt2-124m';
 
-export type ModelChoice = { shape: ModelShape; seqLen: number; note: string } | { error: string };
+/** Which model an estimate is for and where it came from, as the hint and the panel say it. */
+export interface ModelOrigin {
+  name: string;
+  /** "preset", "custom", or the config.json file read. */
+  from: string;
+  parameters: number;
+  /** Where the config or a script named it (model_name_or_path), if that is how it was found. */
+  namedBy?: string;
+  /** The default, because nothing said which model. */
+  assumed?: boolean;
+}
 
-export function modelFromOptions(options: EstimateOptions): ModelChoice {
-  if (options.layers !== undefined || options.dModel !== undefined) return customModel(options);
-  const id = options.model ?? DEFAULT_MODEL_PRESET;
-  const preset = findModelPreset(id);
-  if (!preset) return { error: `model "${id}" is not a preset; presets: ${MODEL_PRESETS.map((p) => p.id).join(', ')}` };
-  const note = options.model ? `model: preset ${preset.shape.name}` : `model: preset ${preset.shape.name} assumed (say which with model=… in a "fsdp-studio:" comment or --model)`;
-  return { shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note };
+export type ModelChoice = { shape: ModelShape; seqLen: number; note: string; source?: ModelOrigin } | { error: string };
+
+/** Models beyond the presets: provided by the caller, since finding them reads files. */
+export interface ModelSource {
+  /** A model named by path or Hugging Face id; undefined when `ref` is neither. */
+  resolve(ref: string): ModelChoice | undefined;
+  /** The model the config or a script beside it names, when `model=` is absent. */
+  named(): { ref: string; where: string } | undefined;
+}
+
+export function modelFromOptions(options: EstimateOptions, source?: ModelSource): ModelChoice {
+  if (options.layers !== undefined || options.dModel !== undefined) return withOrigin(customModel(options), 'custom');
+  if (options.model) {
+    const preset = findModelPreset(options.model);
+    if (preset) return withOrigin({ shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note: `model: preset ${preset.shape.name}` }, 'preset');
+    const found = source?.resolve(options.model);
+    if (found) return 'error' in found ? found : { ...found, seqLen: options.seqLen ?? found.seqLen };
+    return { error: `model "${options.model}" is not a preset (${MODEL_PRESETS.map((p) => p.id).join(', ')}), a folder with a config.json, or a model in the local Hugging Face cache` };
+  }
+  const named = source?.named();
+  if (named) {
+    const found = source!.resolve(named.ref);
+    if (found && !('error' in found)) return { ...found, seqLen: options.seqLen ?? found.seqLen, note: `${found.note}, named by ${named.where}`, source: { ...found.source!, namedBy: named.where } };
+    const preset = findModelPreset(named.ref);
+    if (preset) return withOrigin({ shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note: `model: preset ${preset.shape.name}, named by ${named.where}` }, 'preset', named.where);
+  }
+  const preset = findModelPreset(DEFAULT_MODEL_PRESET)!;
+  const why = named ? `${named.where} names "${named.ref}", which is not in the local Hugging Face cache; ` : '';
+  return {
+    shape: preset.shape,
+    seqLen: options.seqLen ?? preset.seqLen,
+    note: `model: preset ${preset.shape.name} assumed (${why}say which with model=… in a "fsdp-studio:" comment or --model)`,
+    source: { name: preset.shape.name, from: 'preset', parameters: parameterCounts(preset.shape).total, assumed: true },
+  };
+}
+
+function withOrigin(choice: ModelChoice, from: string, namedBy?: string): ModelChoice {
+  if ('error' in choice) return choice;
+  return { ...choice, source: { name: choice.shape.name, from, parameters: parameterCounts(choice.shape).total, ...(namedBy ? { namedBy } : {}) } };
 }
 
 function customModel(o: EstimateOptions): ModelChoice {

@@ -10,8 +10,13 @@ import { findOptionComment, mergeOptions, type EstimateOptions } from './estimat
 import { accelerateInput } from './from-accelerate';
 import { deepspeedInput } from './from-deepspeed';
 import { runConfigInput } from './from-run-config';
+import type { ModelSource } from './model-from-options';
 
-export function readConfigForEstimate(text: string, fileName: string, options: EstimateOptions = {}, kind: ConfigKind | undefined = recogniseConfig(fileName, text)): ConfigInputResult {
+/**
+ * `source` finds models beyond the presets (Hugging Face folders and cache, models named beside the
+ * config); callers that can read files pass one (inputs/hf-model.ts), the webview does not.
+ */
+export function readConfigForEstimate(text: string, fileName: string, options: EstimateOptions = {}, kind: ConfigKind | undefined = recogniseConfig(fileName, text), source?: ModelSource): ConfigInputResult {
   const comment = findOptionComment(text);
   const doc = parseSourceDocument(text, sourceKindOf(fileName), kind ? { yamlVersion: yamlVersionOf(kind) } : {});
   if (comment?.problems.length) {
@@ -24,13 +29,19 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
     return { error: `${fileName}:${range.start.line + 1}:${range.start.character + 1} ${message}`, range };
   }
   const merged = mergeOptions(comment?.options, options);
+  // A model the comment names but nothing provides is a problem of the comment.
+  const atComment = (r: ConfigInputResult): ConfigInputResult => {
+    if (!('error' in r) || r.range || !comment?.options.model || !/model "/.test(r.error)) return r;
+    const pos = doc.positionAt(comment.offset);
+    return { ...r, range: { start: pos, end: pos } };
+  };
   switch (kind) {
     case 'run-config':
       return runConfigInput(text, fileName, merged);
     case 'deepspeed':
-      return deepspeedInput(doc, fileName, merged);
+      return atComment(deepspeedInput(doc, fileName, merged, source));
     case 'accelerate':
-      return accelerateInput(doc, fileName, merged);
+      return atComment(accelerateInput(doc, fileName, merged, source));
     default: {
       const why = doc.syntaxErrors.length ? `cannot be parsed (${doc.syntaxErrors[0].message})` : 'is not a run config (model, data, training), a DeepSpeed config or an accelerate config';
       return { error: `${fileName} ${why}` };

@@ -3,6 +3,7 @@ import type { ConfigRule } from '../rule';
 import { checkpointIntervalWithinRun, checkpointingPolicyNeedsEnabled, fp16NeedsLossScaling, headsDivideWidth, sequenceFitsModel } from './model-and-schedule';
 import { hostsMatchNodes, slurmDirectivesOwnKeys, slurmGpusPerTask, slurmOrHosts, slurmSignalWithinLimit } from './cluster';
 import { accumulationWithCpuOffload, hybridShardOneNode, shardingWithOneRank } from './parallelism';
+import { learningRateTooHigh } from './optimizer';
 import { runtimeRejects } from './runtime';
 
 /** Rules on the config as written (they tolerate schema errors). */
@@ -15,6 +16,7 @@ export const runConfigRules: ConfigRule[] = [
   fp16NeedsLossScaling,
   checkpointingPolicyNeedsEnabled,
   checkpointIntervalWithinRun,
+  learningRateTooHigh,
   slurmOrHosts,
   hostsMatchNodes,
   slurmGpusPerTask,

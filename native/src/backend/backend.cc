@@ -38,6 +38,25 @@ std::vector<float> Backend::to_host_f32(const void* x, DType dtype, std::size_t 
   return out;
 }
 
+void Backend::classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
+                                 ClassifierTap* tap, float* logits_copy) {
+  float* logits = static_cast<float*>(state);
+  const std::size_t n = static_cast<std::size_t>(N) * static_cast<std::size_t>(V);
+  linear_forward(logits, DType::f32, x, w, nullptr, N, C, V);
+  if (tap) tap->logits(logits, n, DType::f32);
+  if (logits_copy) download(logits_copy, logits, sizeof(float) * n);
+  softmax_xent_forward(losses, logits, targets, N, V);
+  if (tap) tap->losses(losses, static_cast<std::size_t>(N));
+}
+
+void Backend::classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
+                                  float scale, ClassifierTap* tap) {
+  float* probs = static_cast<float*>(state);
+  softmax_xent_backward(probs, targets, N, V, scale);
+  if (tap) tap->logits_grad(probs, static_cast<std::size_t>(N) * static_cast<std::size_t>(V), DType::f32);
+  linear_backward(dx, false, dw, nullptr, probs, DType::f32, x, w, N, C, V);
+}
+
 // On host memory the conversions run here; a device backend overrides them (this fallback would
 // go through the host, correct but slow).
 void Backend::from_f32(void* dst, DType to, const float* src, std::size_t n) {

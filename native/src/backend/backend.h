@@ -65,6 +65,21 @@ class AttentionTap {
   virtual void softmax_grad(float* grad, std::size_t n) = 0;
 };
 
+/**
+ * A look inside the classifier (the LM head's product and the softmax cross-entropy) while it runs:
+ * the NaN locator's "lm_head" and "softmax_xent". Forward, the logits [N, V] before the softmax
+ * and then the per-token losses; backward, the logits' gradient [N, V] before the LM head's
+ * products read it. Each may plant a NaN. Whatever layout a backend keeps (the CUDA backend pads
+ * the vocabulary), the tap sees [N, V] rows in the dtype given, and what it writes is used.
+ */
+class ClassifierTap {
+ public:
+  virtual ~ClassifierTap() = default;
+  virtual void logits(void* x, std::size_t n, DType dtype) = 0;
+  virtual void losses(float* x, std::size_t n) = 0;
+  virtual void logits_grad(void* d, std::size_t n, DType dtype) = 0;
+};
+
 /** What a GPU reports about itself with every step (NVML and the runtime's own bookkeeping). */
 struct DeviceReadings {
   std::optional<double> util_percent, temperature_c;
@@ -184,6 +199,23 @@ class Backend {
   virtual void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V) = 0;
   /** probs[N, V] become dlogits = (probs - onehot(target)) * scale, in place. */
   virtual void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale) = 0;
+
+  // --- the classifier: logits = x W^T, softmax cross-entropy against the targets ---------------
+  // A layer-level operation a backend may fuse (as attention): the CPU composes it from
+  // linear_forward/softmax_xent_* above and keeps the float32 probabilities; the CUDA backend keeps
+  // the logits in the compute dtype with the vocabulary padded to a multiple of 128 (its products
+  // then take aligned tensor-core kernels) and writes the logits' gradient in the softmax's pass.
+  /** Bytes of the state one classifier keeps from forward to backward for N rows of V classes. */
+  virtual std::size_t classifier_state_bytes(long N, long V) const { return sizeof(float) * static_cast<std::size_t>(N) * static_cast<std::size_t>(V); }
+  /**
+   * losses[N] = -log softmax(x W^T)[target] for x[N, C], W[V, C] (compute dtype); `state` holds
+   * classifier_state_bytes for backward. With logits_copy (host memory), the float32 logits [N, V].
+   */
+  virtual void classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
+                                  ClassifierTap* tap, float* logits_copy);
+  /** dx[N, C] = ... (overwritten, compute dtype), dw[V, C] += ...: the gradient of scale * sum(losses). */
+  virtual void classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
+                                   float scale, ClassifierTap* tap);
 
   // --- whole-buffer helpers (float32 unless a dtype is given) -----------------------------------
   virtual void fill(float* x, std::size_t n, float value) = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/cuda/padded_vocab.h"
 #include "memory/activation_choice.h"
 #include "model/param_layout.h"
 
@@ -21,7 +22,10 @@ ActivationSizes activation_sizes(const RunConfig& c) {
   // LayerNorm means and reciprocal std devs of ln1 and ln2 in float32: 16N.
   z.block = a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N;
   z.block_selective = a * (5 * N * C + N * F);  // qkv, atty, res2, fch
-  z.head = a * N * C + 12 * N + 4 * N * V;      // lnf_out, its stats, float32 logits and losses
+  // The classifier's state: float32 probabilities on the CPU; on CUDA the logits in the compute
+  // dtype, rows padded to a multiple of 128 (backend/cuda/classifier.cc).
+  const u64 logits = c.launch.device == "cuda" ? dtype_bytes(c.mixed_precision.param_dtype) * N * static_cast<u64>(padded_vocab(static_cast<long>(V))) : 4 * N * V;
+  z.head = a * N * C + 12 * N + logits;  // lnf_out, its stats and the losses, the classifier's state
   z.workspace = a * (6 * N * C + N * F + B * H * T * T);
   z.batch = 8 * N;  // int32 inputs and targets
   return z;

@@ -1,6 +1,8 @@
 // The LM head and the loss: logits = x W^T (W is the tied token embedding, or an untied head),
-// then softmax cross-entropy against the next tokens. Logits and losses are float32; the logits
-// buffer becomes the probabilities, then their gradient, in place.
+// then softmax cross-entropy against the next tokens — one layer-level operation of the backend
+// (Backend::classifier_*), which decides how the logits are kept between forward and backward.
+// Losses are float32; the probes see the logits and their gradient as float32-or-compute-dtype
+// [N, V] rows under the names "lm_head" and "softmax_xent".
 #pragma once
 #include <cstdint>
 
@@ -12,8 +14,8 @@
 namespace fsdp {
 
 struct LossSaved {
-  Buffer logits, losses;
-  void reset() { logits.reset(), losses.reset(); }
+  Buffer state, losses;  // state: what the backend's classifier keeps (the CPU's float32 probabilities)
+  void reset() { state.reset(), losses.reset(); }
 };
 
 /**

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace fsdp {
@@ -113,6 +114,15 @@ double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+std::uint64_t process_resident_bytes() {
+  // statm: total and resident size in pages. One read of a tiny file per logged step.
+  std::ifstream statm("/proc/self/statm");
+  unsigned long long total = 0, resident = 0;
+  if (!(statm >> total >> resident)) return 0;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return page > 0 ? static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(page) : 0;
 }
 
 std::string host_name() {

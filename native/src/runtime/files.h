@@ -50,6 +50,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0);
 /** CPU seconds this process has used, all threads together: work done, whatever the machine's load. */
 double process_cpu_seconds();
 
+/** Resident set size of this process now (Linux /proc/self/statm), in bytes; 0 where it cannot be read. */
+std::uint64_t process_resident_bytes();
+
 std::string host_name();
 
 }  // namespace fsdp

@@ -76,7 +76,7 @@ void StepEvents::step_begins() {
   backend_.host_allocator().reset_peak();
 }
 
-nlohmann::json StepEvents::step_event(const StepRecord& s, const MemoryUsage& device, const MemoryUsage& host, double seconds, double cpu_seconds, int ranks,
+nlohmann::json StepEvents::step_event(const StepRecord& s, const MemoryUsage& device, const MemoryUsage& host, double seconds, double cpu_seconds, double resident, int ranks,
                                       const std::optional<nlohmann::json>& gpu) const {
   const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len * config_.training.gradient_accumulation_steps;
   // flops_per_s and mfu are one rank's; tokens_per_s counts the tokens of `ranks` ranks.
@@ -93,6 +93,8 @@ nlohmann::json StepEvents::step_event(const StepRecord& s, const MemoryUsage& de
                       {"mem_peak_by_category", by_category(device)},
                       {"flops_per_s", flops},
                       {"mfu", peak_flops_ > 0 ? flops / peak_flops_ : 0.0}};
+  // What the operating system counts for the process, beside what the allocator counts (the dashboard draws both).
+  if (resident > 0) e["mem_rss"] = resident;
   if (plan_.host.total > 0) e["mem_peak_host_by_category"] = by_category(host);
   if (s.skipped) e["skipped"] = true;
   if (s.loss_scale) e["loss_scale"] = *s.loss_scale;
@@ -109,28 +111,32 @@ void StepEvents::step(const StepRecord& s) {
   append_usage(mine, backend_.host_allocator().peak());
   mine.push_back(s.seconds);
   mine.push_back(process_cpu_seconds() - step_cpu_start_);
+  mine.push_back(static_cast<double>(process_resident_bytes()));
   const std::vector<double> all = W > 1 ? gather_values(world_, mine) : mine;
   if (!folder_.writer()) return;
   std::optional<nlohmann::json> gpu;
   if (const auto r = backend_.readings()) gpu = device_readings_json(*r);  // this rank's GPU
   const std::size_t per_rank = mine.size();
   auto at = [&](int r, std::size_t k) { return all[r * per_rank + k]; };
+  constexpr std::size_t kCpu = 2 * kUsageValues + 1, kResident = 2 * kUsageValues + 2;
   if (W == 1) {
-    folder_.write(step_event(s, usage_at(all.data()), usage_at(all.data() + kUsageValues), s.seconds, at(0, 2 * kUsageValues + 1), 1, gpu));
+    folder_.write(step_event(s, usage_at(all.data()), usage_at(all.data() + kUsageValues), s.seconds, at(0, kCpu), at(0, kResident), 1, gpu));
     return;
   }
   // The run's event: the global batch's throughput, and the highest peak of any rank.
   MemoryUsage device_max, host_max;
+  double resident_max = 0;
   for (int r = 0; r < W; ++r) {
+    resident_max = std::max(resident_max, at(r, kResident));
     const MemoryUsage d = usage_at(all.data() + r * per_rank), h = usage_at(all.data() + r * per_rank + kUsageValues);
     for (int k = 0; k < kMemoryCategories; ++k) device_max.bytes[k] = std::max(device_max.bytes[k], d.bytes[k]), host_max.bytes[k] = std::max(host_max.bytes[k], h.bytes[k]);
     device_max.total = std::max(device_max.total, d.total);
     host_max.total = std::max(host_max.total, h.total);
   }
-  folder_.write(step_event(s, device_max, host_max, s.seconds, at(0, 2 * kUsageValues + 1), W, gpu));
+  folder_.write(step_event(s, device_max, host_max, s.seconds, at(0, kCpu), resident_max, W, gpu));
   for (int r = 0; r < W; ++r) {
     const double* p = all.data() + r * per_rank;
-    nlohmann::json e = step_event(s, usage_at(p), usage_at(p + kUsageValues), p[2 * kUsageValues], p[2 * kUsageValues + 1], 1, gpu);
+    nlohmann::json e = step_event(s, usage_at(p), usage_at(p + kUsageValues), p[2 * kUsageValues], p[kCpu], p[kResident], 1, gpu);
     e["rank"] = r;
     folder_.write(e);
   }

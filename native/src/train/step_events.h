@@ -45,7 +45,7 @@ class StepEvents {
   void eval(long step, double val_loss);
 
  private:
-  nlohmann::json step_event(const StepRecord& s, const MemoryUsage& device, const MemoryUsage& host, double seconds, double cpu_seconds, int ranks,
+  nlohmann::json step_event(const StepRecord& s, const MemoryUsage& device, const MemoryUsage& host, double seconds, double cpu_seconds, double resident, int ranks,
                             const std::optional<nlohmann::json>& gpu) const;
 
   RunFolder& folder_;

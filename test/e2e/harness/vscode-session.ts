@@ -253,6 +253,24 @@ export class VsCodeSession {
   }
 
   /**
+   * Saves a screenshot of the editor area alone (no side bar, no notifications) under
+   * test-output/e2e/, for documentation: what a panel looks like.
+   */
+  async screenshotEditor(name: string): Promise<string> {
+    mkdirSync(E2E_OUTPUT, { recursive: true });
+    const file = path.join(E2E_OUTPUT, `${name}.png`);
+    const toasts = (visibility: string) => this.page.evaluate(`document.querySelectorAll('.notifications-toasts').forEach((t) => (t.style.visibility = '${visibility}'))`);
+    await toasts('hidden');
+    try {
+      const box = await this.page.locator('.part.editor').first().boundingBox();
+      await this.page.screenshot({ path: file, ...(box ? { clip: box } : {}) });
+    } finally {
+      await toasts('');
+    }
+    return file;
+  }
+
+  /**
    * For an afterEach hook: when the test failed, a screenshot, the notifications on screen and VS
    * Code's logs, saved under test-output/e2e/failed-<title>.
    */

@@ -6,6 +6,7 @@
 // algorithms are cached per shape and dtype: the same products recur every step.
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -42,7 +43,15 @@ struct Owned {
   }
 };
 
-using Key = std::tuple<bool, bool, long, long, long, int, int, int, long, long, long, int, bool>;
+using Key = std::tuple<bool, bool, long, long, long, int, int, int, long, long, long, int, bool, int, long long, long long, long long>;
+
+/** Makes a layout a strided batch of `batch` matrices `stride` elements apart. */
+void set_batch(cublasLtMatrixLayout_t layout, int batch, long long stride) {
+  const std::int32_t count = batch;
+  const std::int64_t offset = stride;
+  check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "batch count");
+  check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset), "batch stride");
+}
 
 }  // namespace
 
@@ -94,9 +103,14 @@ bool Matmul::run(const MatmulArgs& a) {
   check(cublasLtMatrixLayoutCreate(&la.h, cuda_type(a.b_type), ta == CUBLAS_OP_N ? M : K, ta == CUBLAS_OP_N ? K : M, a.ldb), "layout A");
   check(cublasLtMatrixLayoutCreate(&lb.h, cuda_type(a.a_type), tb == CUBLAS_OP_N ? K : N, tb == CUBLAS_OP_N ? N : K, a.lda), "layout B");
   check(cublasLtMatrixLayoutCreate(&lc.h, cuda_type(a.c_type), M, N, a.ldc), "layout C");
+  if (a.batch > 1) {
+    set_batch(la.h, a.batch, a.stride_b);  // cuBLAS's A is our B
+    set_batch(lb.h, a.batch, a.stride_a);
+    set_batch(lc.h, a.batch, a.stride_c);
+  }
 
   const Key key{a.trans_a, a.trans_b, a.m, a.n, a.k, static_cast<int>(a.a_type), static_cast<int>(a.b_type), static_cast<int>(a.c_type),
-                a.lda, a.ldb, a.ldc, static_cast<int>(epilogue), a.beta != 0.0f};
+                a.lda, a.ldb, a.ldc, static_cast<int>(epilogue), a.beta != 0.0f, a.batch, a.stride_a, a.stride_b, a.stride_c};
   auto found = s_->algos.find(key);
   if (found == s_->algos.end()) {
     Owned<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;

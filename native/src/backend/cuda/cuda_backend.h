@@ -68,6 +68,12 @@ class CudaBackend final : public Backend {
   void gelu_backward(void* d, const void* in, std::size_t n) override;
   void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key) override;
   void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) override;
+  // classifier.cc: padded vocabulary, fused softmax cross-entropy.
+  std::size_t classifier_state_bytes(long N, long V) const override;
+  void classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
+                          ClassifierTap* tap, float* logits_copy) override;
+  void classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
+                           float scale, ClassifierTap* tap) override;
   void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V) override;
   void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale) override;
   void fill(float* x, std::size_t n, float value) override;

@@ -30,6 +30,9 @@ struct MatmulArgs {
   const void* bias = nullptr;
   /** Epilogue with bias: gelu_input = AB + bias and C = GELU(gelu_input) (tanh form), gelu_input[m, n] in c_type with ldc. */
   void* gelu_input = nullptr;
+  /** Strided batch: `batch` independent products, operand i at a + i * stride_a elements (and b, c alike). */
+  int batch = 1;
+  long long stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
 class Matmul {

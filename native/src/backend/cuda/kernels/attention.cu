@@ -1,8 +1,10 @@
-// Causal multi-head attention without the T×T matrix (the FlashAttention-2 algorithm, on CUDA
-// cores): forward streams key/value tiles through shared memory with an online softmax and keeps
-// only each row's log-sum-exp; backward recomputes the probabilities tile by tile, once for dK and
-// dV (a thread per key) and once for dQ (a thread per query), so every gradient is a sum in a fixed
-// order with no atomics. Accumulation in float32 for every dtype. Head sizes are template
+// Causal multi-head attention without the T×T matrix. bfloat16 and float16 run on tensor cores
+// (flash_forward.cu, flash_backward.cu) wherever the tensors are 16-byte aligned; this file holds
+// the entry points, the delta kernel, and the float32 kernels on CUDA cores (the FlashAttention-2
+// algorithm): forward streams key/value tiles through shared memory with an online softmax and
+// keeps only each row's log-sum-exp; backward recomputes the probabilities tile by tile, once for
+// dK and dV (a thread per key) and once for dQ (a thread per query), so every gradient is a sum in
+// a fixed order with no atomics. Accumulation in float32 for every dtype. Head sizes are template
 // arguments (registers hold a row), compiled for 32, 64 and 128.
 //
 // Layout: qkv[B*T, 3C] with head h's q at columns h*hs, k at C + h*hs, v at 2C + h*hs;
@@ -115,6 +117,30 @@ __global__ void delta_kernel(float* delta, const T* dy, const T* y, Shape sh, in
   acc = warp_sum(acc);
   const long b = bt / sh.T, t = bt % sh.T;
   if (lane == 0) delta[(b * sh.H + h) * sh.T + t] = acc;
+}
+
+/**
+ * The same with 16-byte packs: G = hs / K lanes per (row, head), each summing one pack of K
+ * channels at a time, then the G partial sums added by shuffles in a fixed order.
+ */
+template <class T>
+__global__ void delta_pack_kernel(float* delta, const T* dy, const T* y, Shape sh, int hs) {
+  constexpr int K = Pack<T>::kSize;
+  const int G = hs / K < 32 ? hs / K : 32;  // lanes per (row, head): a power of two
+  const long item = (blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x) / G;
+  const int part = threadIdx.x % G;
+  const long rows = sh.B * sh.T * sh.H;
+  const long h = item % sh.H, bt = item / sh.H;
+  float acc = 0.0f;
+  if (item < rows) {
+    for (int i = part * K; i < hs; i += G * K) {
+      const Pack<T> a = Pack<T>::load(dy + bt * sh.C + h * hs + i), c = Pack<T>::load(y + bt * sh.C + h * hs + i);
+#pragma unroll
+      for (int k = 0; k < K; ++k) acc += to_f(a.v[k]) * to_f(c.v[k]);
+    }
+  }
+  for (int o = G / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (item < rows && part == 0) delta[(bt / sh.T * sh.H + h) * sh.T + bt % sh.T] = acc;
 }
 
 /** dK and dV: a thread per key u, visiting every query t >= u in tiles. */
@@ -278,6 +304,11 @@ bool with_head_size(long hs, F&& f) {
   }
 }
 
+/** Whether a call goes to the tensor-core kernels: their dtypes and sizes, and 16-byte rows (cp.async, vector stores). */
+bool on_tensor_cores(DType t, long C, long H, long B, std::initializer_list<const void*> ptrs) {
+  return flash_attention_supports(t, C / H, B * H) && packable(static_cast<std::size_t>(C), dtype_bytes(t), ptrs);
+}
+
 void unsupported(long hs) {
   throw std::invalid_argument("cuda attention: head size " + std::to_string(hs) + " (d_model / n_heads) is not compiled; supported: 32, 64, 128");
 }
@@ -287,6 +318,7 @@ void unsupported(long hs) {
 bool attention_supports(long head_size) { return head_size == 32 || head_size == 64 || head_size == 128; }
 
 void attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s) {
+  if (on_tensor_cores(t, C, H, B, {y, qkv})) return flash_attention_forward(y, lse, qkv, B, T, C, H, given_lse, t, s);
   const Shape sh = shape_of(B, T, C, H);
   FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) { forward<E, decltype(hs)::value>(y, lse, qkv, sh, given_lse, s); })) unsupported(C / H));
   check_launch("attention_forward");
@@ -294,13 +326,22 @@ void attention_forward(void* y, float* lse, const void* qkv, long B, long T, lon
 
 void attention_backward_delta(float* delta, const void* dy, const void* y, long B, long T, long C, long H, DType t, cudaStream_t s) {
   const Shape sh = shape_of(B, T, C, H);
-  const std::size_t threads = static_cast<std::size_t>(B * T * H) * 32;
-  FSDP_DISPATCH(t, E, delta_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(C / H)));
+  const long hs = C / H;
+  FSDP_DISPATCH(t, E,
+    const long lanes = hs / Pack<E>::kSize < 32 ? hs / Pack<E>::kSize : 32;
+    if (hs % Pack<E>::kSize == 0 && (lanes & (lanes - 1)) == 0 && packable(static_cast<std::size_t>(C), sizeof(E), {dy, y})) {
+      const std::size_t threads = static_cast<std::size_t>(B * T * H) * static_cast<std::size_t>(lanes);
+      delta_pack_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
+    } else {
+      const std::size_t threads = static_cast<std::size_t>(B * T * H) * 32;
+      delta_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
+    });
   check_launch("attention_backward_delta");
 }
 
 void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H, DType t,
                         cudaStream_t s) {
+  if (on_tensor_cores(t, C, H, B, {dqkv, dy, qkv})) return flash_attention_backward(dqkv, dy, qkv, lse, delta, B, T, C, H, t, s);
   const Shape sh = shape_of(B, T, C, H);
   FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) { backward<E, decltype(hs)::value>(dqkv, dy, qkv, lse, delta, sh, s); })) unsupported(C / H));
   check_launch("attention_backward (dQ)");

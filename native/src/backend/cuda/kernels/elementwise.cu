@@ -34,6 +34,21 @@ __global__ void scalar_kernel(std::size_t n, Op op) {
     op(i);
 }
 
+/** Four elements of T as one 8- or 16-byte store. */
+template <class T>
+struct alignas(4 * sizeof(T)) Four {
+  T v[4];
+};
+
+/** dst = src in packs of four (one 16-byte load, one 8-byte store for the 16-bit types): the masters' cast to the compute copy. */
+template <class T>
+__global__ void cast4_kernel(Four<T>* dst, const float4* src, std::size_t n4) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n4; i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float4 x = src[i];
+    dst[i] = Four<T>{{from_f<T>(x.x), from_f<T>(x.y), from_f<T>(x.z), from_f<T>(x.w)}};
+  }
+}
+
 template <class T>
 __global__ void cast_kernel(T* dst, const float* src, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
@@ -130,8 +145,9 @@ __global__ void bias_act_kernel(T* out, T* gelu_pre, const float* b, long N, lon
   }
 }
 
-// Bias gradient: block (x, y) sums rows y*R .. of 32 columns at x; then one pass adds the row-block
-// partials in order. Deterministic for any N.
+// Bias gradient: block (x, y) sums rows y*R .. of its columns; then one pass adds the row-block
+// partials in order. Deterministic for any N. Where the rows allow, a thread reads 16 bytes (a pack
+// of 8 bfloat16 or 4 float32 columns) per row, so a warp reads whole 512-byte row segments.
 constexpr int kBiasRows = 256;
 
 template <class T>
@@ -152,6 +168,34 @@ __global__ void bias_partial_kernel(float* partial, const T* dout, long N, long 
   }
 }
 
+/** As bias_partial_kernel, a pack of K columns a thread: 32 x K columns a block (O a multiple of K, rows 16-byte aligned). */
+template <class T>
+__global__ void bias_partial_pack_kernel(float* partial, const T* dout, long N, long O) {
+  constexpr int K = Pack<T>::kSize;
+  const long col = (blockIdx.x * 32L + threadIdx.x) * K;
+  const long r0 = blockIdx.y * static_cast<long>(kBiasRows);
+  __shared__ float acc[8][32 * K + 1];
+  float sum[K] = {};
+  if (col < O) {
+    for (long r = r0 + threadIdx.y; r < r0 + kBiasRows && r < N; r += blockDim.y) {
+      const Pack<T> d = Pack<T>::load(dout + r * O + col);
+#pragma unroll
+      for (int k = 0; k < K; ++k) sum[k] += to_f(d.v[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) acc[threadIdx.y][threadIdx.x * K + k] = sum[k];
+  __syncthreads();
+  // 256 threads sum the 32 K columns over the 8 row groups, in group order.
+  for (int c = threadIdx.y * 32 + threadIdx.x; c < 32 * K; c += 256) {
+    const long out_col = blockIdx.x * 32L * K + c;
+    if (out_col >= O) continue;
+    float total = 0.0f;
+    for (int k = 0; k < 8; ++k) total += acc[k][c];
+    partial[blockIdx.y * O + out_col] = total;
+  }
+}
+
 __global__ void bias_finish_kernel(float* db, const float* partial, long row_blocks, long O) {
   const long col = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (col >= O) return;
@@ -164,9 +208,41 @@ __global__ void bias_finish_kernel(float* db, const float* partial, long row_blo
 
 void cast_from_f32(void* dst, DType t, const float* src, std::size_t n, cudaStream_t s) {
   FSDP_DISPATCH(t, T,
-    cast_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(static_cast<T*>(dst), src, n);
+    if (n % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && reinterpret_cast<std::uintptr_t>(dst) % (4 * sizeof(T)) == 0) {
+      cast4_kernel<T><<<blocks_for(n / 4, kThreads), kThreads, 0, s>>>(static_cast<Four<T>*>(dst), reinterpret_cast<const float4*>(src), n / 4);
+    } else {
+      cast_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(static_cast<T*>(dst), src, n);
+    }
   );
   check_launch("cast_from_f32");
+}
+
+void copy_rows(void* dst, long dst_ld, DType dst_t, const void* src, long src_ld, DType src_t, long N, long cols, cudaStream_t s) {
+  const std::size_t n = static_cast<std::size_t>(N) * static_cast<std::size_t>(cols);
+  FSDP_DISPATCH(dst_t, D,
+    FSDP_DISPATCH(src_t, S,
+      D* d = static_cast<D*>(dst);
+      const S* x = static_cast<const S*>(src);
+      scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) {
+        const long r = static_cast<long>(i / cols), c = static_cast<long>(i % cols);
+        d[r * dst_ld + c] = from_f<D>(to_f(x[r * src_ld + c]));
+      });
+    )
+  );
+  check_launch("copy_rows");
+}
+
+void scale(void* x, DType t, std::size_t n, float factor, cudaStream_t s) {
+  FSDP_DISPATCH(t, T,
+    T* p = static_cast<T*>(x);
+    scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { p[i] = from_f<T>(to_f(p[i]) * factor); });
+  );
+  check_launch("scale");
+}
+
+void add_to(float* dst, const float* src, std::size_t n, cudaStream_t s) {
+  scalar_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(n, [=] __device__(std::size_t i) { dst[i] += src[i]; });
+  check_launch("add_to");
 }
 
 void fill(float* x, std::size_t n, float value, cudaStream_t s) {
@@ -230,8 +306,14 @@ std::size_t bias_backward_scratch(long N, long O) { return static_cast<std::size
 void bias_backward(float* db, const void* dout, DType dout_t, long N, long O, float* scratch, cudaStream_t s) {
   const long row_blocks = (N + kBiasRows - 1) / kBiasRows;
   FSDP_DISPATCH(dout_t, T,
-    bias_partial_kernel<T><<<dim3(static_cast<unsigned>((O + 31) / 32), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
-        scratch, static_cast<const T*>(dout), N, O);
+    if (packable(static_cast<std::size_t>(O), sizeof(T), {dout})) {
+      const long cols = 32L * Pack<T>::kSize;
+      bias_partial_pack_kernel<T><<<dim3(static_cast<unsigned>((O + cols - 1) / cols), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
+          scratch, static_cast<const T*>(dout), N, O);
+    } else {
+      bias_partial_kernel<T><<<dim3(static_cast<unsigned>((O + 31) / 32), static_cast<unsigned>(row_blocks)), dim3(32, 8), 0, s>>>(
+          scratch, static_cast<const T*>(dout), N, O);
+    }
   );
   check_launch("bias_backward (partials)");
   bias_finish_kernel<<<static_cast<unsigned>((O + 255) / 256), 256, 0, s>>>(db, scratch, row_blocks, O);

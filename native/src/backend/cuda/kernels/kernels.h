@@ -22,6 +22,12 @@ void gelu_backward(void* d, const void* in, std::size_t n, DType t, cudaStream_t
 /** out = residual + dropout(x) (out may alias x); p = 0 a plain sum. Masks match runtime/rng.h's. */
 void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key, DType t, cudaStream_t s);
 void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key, DType t, cudaStream_t s);
+/** dst[r * dst_ld + c] = src[r * src_ld + c] for r < N, c < cols, converting between dtypes (row views of padded tensors). */
+void copy_rows(void* dst, long dst_ld, DType dst_t, const void* src, long src_ld, DType src_t, long N, long cols, cudaStream_t s);
+/** x[n] *= factor. */
+void scale(void* x, DType t, std::size_t n, float factor, cudaStream_t s);
+/** dst[n] += src[n] (float32). */
+void add_to(float* dst, const float* src, std::size_t n, cudaStream_t s);
 /** out[N, O] += b (and with gelu_pre: gelu_pre = out + b, out = GELU(gelu_pre)): when cuBLASLt's epilogue is unavailable. */
 void bias_act(void* out, void* gelu_pre, const float* b, long N, long O, DType t, cudaStream_t s);
 /** db[O] += column sums of dout[N, O]; scratch holds bias_backward_scratch(N, O) floats. */
@@ -63,7 +69,27 @@ void attention_backward_delta(float* delta, const void* dy, const void* y, long 
 void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H, DType t,
                         cudaStream_t s);
 
+// --- flash_forward.cu, flash_backward.cu: the same attention on tensor cores ------------------
+/**
+ * Whether the tensor-core kernels take a call: bfloat16 or float16, head size 32, 64 or 128, at
+ * most 65535 sequence-heads (the grid's y). attention_forward/backward use them then (and when the
+ * tensors are 16-byte aligned), the float32 CUDA-core kernels otherwise.
+ */
+bool flash_attention_supports(DType t, long head_size, long batch_heads);
+/** attention_forward's contract, on tensor cores (flash_attention_supports must hold). */
+void flash_attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s);
+/** attention_backward's contract, on tensor cores: dK/dV by key tiles, dQ by query tiles, no atomics. */
+void flash_attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H,
+                              DType t, cudaStream_t s);
+
 // --- loss.cu ------------------------------------------------------------------------------------
+/**
+ * The classifier's fused pass over logits[N, ld] (dtype t, ld a multiple of 16 bytes' elements,
+ * >= V): losses[N] = log-sum-exp of the first V columns minus the target's logit; the row becomes
+ * softmax - onehot(target) in place, its columns V..ld zero. The gradient of the summed losses,
+ * before any scale (the LM head's products take the scale as alpha).
+ */
+void classifier_softmax_xent(float* losses, void* logits, const std::int32_t* targets, long N, long V, long ld, DType t, cudaStream_t s);
 void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V, cudaStream_t s);
 void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale, cudaStream_t s);
 

@@ -1,7 +1,10 @@
-// Softmax cross-entropy over float32 logits, in place as on the CPU: forward turns a row into its
-// probabilities and writes the loss (log-sum-exp minus the target's logit, finite even where the
-// target's probability underflows); backward turns the probabilities into the logits' gradient.
-// A block per row, 16-byte loads where the row allows.
+// Softmax cross-entropy. The classifier's fused pass (classifier_softmax_xent): logits in the
+// compute dtype, rows padded to a multiple of 128, one pass for the log-sum-exp (online maximum and
+// sum) and one that writes softmax - onehot in place, so backward is only the LM head's products.
+// And the float32 pair the Backend interface keeps (softmax_xent_forward/backward), in place as on
+// the CPU: forward turns a row into its probabilities and writes the loss (log-sum-exp minus the
+// target's logit, finite even where the target's probability underflows); backward turns the
+// probabilities into the logits' gradient. A block per row, 16-byte loads where the row allows.
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/kernels.h"
 
@@ -47,7 +50,64 @@ __global__ void xent_backward_kernel(float* probs, const std::int32_t* targets, 
   }
 }
 
+/** (m, s): a maximum and the sum of exp(x - m) over some values; merged without forming inf - inf. */
+struct Partial {
+  float m = -INFINITY, s = 0.0f;
+  __device__ void add(float x) {
+    if (x > m) {
+      s = s * expf(m - x) + 1.0f;  // 0 * exp(-inf) = 0 for the first value
+      m = x;
+    } else if (x != -INFINITY) {
+      s += expf(x - m);  // a NaN x makes s NaN: the loss carries it
+    }
+  }
+  __device__ void merge(float om, float os) {
+    const float mm = fmaxf(m, om);
+    if (mm == -INFINITY) return;
+    s = s * expf(m - mm) + os * expf(om - mm);
+    m = mm;
+  }
+};
+
+template <class T>
+__global__ void classifier_kernel(float* losses, T* logits, const std::int32_t* targets, long V, long ld) {
+  __shared__ float shared_m[32], shared_s[32];
+  T* row = logits + blockIdx.x * ld;
+  constexpr int K = Pack<T>::kSize;
+  Partial part;
+  for (long v = threadIdx.x * static_cast<long>(K); v < V; v += static_cast<long>(blockDim.x) * K) {
+    const Pack<T> x = Pack<T>::load(row + v);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (v + k < V) part.add(to_f(x.v[k]));
+  }
+  for (int o = 16; o > 0; o >>= 1) part.merge(__shfl_xor_sync(0xffffffffu, part.m, o), __shfl_xor_sync(0xffffffffu, part.s, o));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) shared_m[warp] = part.m, shared_s[warp] = part.s;
+  __syncthreads();
+  Partial all;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) all.merge(shared_m[w], shared_s[w]);  // every thread, in warp order
+  const float lse = all.m + logf(all.s);
+  const long target = targets[blockIdx.x];
+  if (threadIdx.x == 0) losses[blockIdx.x] = lse - to_f(row[target]);
+  __syncthreads();  // the target's logit is read before its pack is overwritten
+  for (long v = threadIdx.x * static_cast<long>(K); v < ld; v += static_cast<long>(blockDim.x) * K) {
+    Pack<T> x = Pack<T>::load(row + v);
+#pragma unroll
+    for (int k = 0; k < K; ++k) x.v[k] = from_f<T>(v + k < V ? expf(to_f(x.v[k]) - lse) - (v + k == target ? 1.0f : 0.0f) : 0.0f);
+    x.store(row + v);
+  }
+}
+
 }  // namespace
+
+void classifier_softmax_xent(float* losses, void* logits, const std::int32_t* targets, long N, long V, long ld, DType t, cudaStream_t s) {
+  if (!packable(static_cast<std::size_t>(ld), dtype_bytes(t), {logits}) || ld < V) {
+    throw std::invalid_argument("classifier_softmax_xent: rows of " + std::to_string(ld) + " elements are not whole 16-byte packs at aligned addresses");
+  }
+  FSDP_DISPATCH(t, T, classifier_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, s>>>(losses, static_cast<T*>(logits), targets, V, ld));
+  check_launch("classifier_softmax_xent");
+}
 
 void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V, cudaStream_t s) {
   xent_forward_kernel<<<static_cast<unsigned>(N), kThreads, 0, s>>>(losses, logits, targets, V);

@@ -1,0 +1,77 @@
+// The dashboard's header for a run, from its watch: status and why it ended, step and ETA, elapsed
+// time and tokens seen, the long operation under way (start-up, first step, checkpoint save),
+// config summary, and which actions apply.
+import type { DashboardHeader } from '../../core/panels/dashboard-messages';
+import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
+import { formatCount } from '../../core/runs/number-format';
+import { runPhase, tokensSeen } from '../../core/runs/run-phase';
+import type { Spike } from '../../core/runs/spikes';
+import type { RunRecord } from '../runs/run-registry';
+import type { RunWatch } from '../runs/run-watch';
+import { maxStepsOf, runTitle } from '../views/run-labels';
+
+export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: readonly Spike[]): DashboardHeader {
+  const h = watch.history;
+  const config = (h.start?.config ?? watch.manifest?.config ?? {}) as ConfigShape;
+  const maxSteps = watch.manifest?.max_steps ?? maxStepsOf(config);
+  const status = watch.status();
+  const reason = watch.endReason();
+  const live = watch.isLive();
+  // A run that ended without run_end has no ETA (and no "live"): it is over.
+  const eta = live ? h.etaSeconds(maxSteps) : undefined;
+  const c = watch.connection;
+  const lastLoss = h.step.loss.lastValue;
+  const startedAt = h.firstStartTime ?? watch.manifest?.created;
+  const endedAt = live ? undefined : (h.end?.time ?? h.step.time.lastValue ?? watch.manifest?.updated);
+  const tokens = tokensSeen(h);
+  const phase = runPhase(h, {
+    live,
+    ...(watch.manifest?.created !== undefined ? { launchedAt: watch.manifest.created } : {}),
+    savesAfter: (step) => checkpointExpectedAfter(step, h.start?.config ?? watch.manifest?.config, watch.stopRequested),
+  });
+  return {
+    runId: watch.manifest?.run_id ?? record.runId,
+    name: runTitle(record, watch),
+    target: record.target,
+    status,
+    ...(reason && status !== 'completed' && status !== 'running' ? { reason } : {}),
+    ...(h.lastStep !== undefined ? { step: h.lastStep } : {}),
+    ...(maxSteps !== undefined ? { maxSteps } : {}),
+    ...(lastLoss !== undefined ? { loss: Number.isFinite(lastLoss) ? lastLoss : null } : {}),
+    ...(eta !== undefined ? { etaSeconds: eta } : {}),
+    ...(startedAt !== undefined ? { startedAt } : {}),
+    ...(endedAt !== undefined ? { endedAt } : {}),
+    ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
+    ...(phase ? { phase } : {}),
+    connection: c.state === 'reconnecting' ? c : { state: c.state },
+    summary: configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
+    problems: watch.problems.length,
+    anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
+    spikes: spikes.length,
+    lossSpikes: spikes.filter((s) => s.metric === 'loss').length,
+    canStop: live,
+    canResume: !live && status !== 'completed' && status !== 'unknown',
+  };
+}
+
+interface ConfigShape {
+  model?: { d_model?: number; n_layers?: number; n_heads?: number; vocab_size?: number };
+  data?: { seq_len?: number };
+  training?: { batch_size_per_gpu?: number; gradient_accumulation_steps?: number; learning_rate?: number; schedule?: string };
+  fsdp?: { sharding_strategy?: string };
+  mixed_precision?: { param_dtype?: string };
+  launch?: { device?: string };
+}
+
+function configSummary(c: ConfigShape, nParams: number | undefined, worldSize: number | undefined): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  const m = c.model;
+  if (m) out.push(['model', `${m.n_layers ?? '?'} layers × d${m.d_model ?? '?'}, ${m.n_heads ?? '?'} heads${nParams ? `, ${formatCount(nParams)} params` : ''}`]);
+  out.push(['world', `${worldSize ?? 1} × ${c.launch?.device ?? 'cpu'}${c.fsdp?.sharding_strategy ? `, ${c.fsdp.sharding_strategy}` : ''}${c.mixed_precision?.param_dtype ? `, ${c.mixed_precision.param_dtype}` : ''}`]);
+  const t = c.training;
+  if (t?.batch_size_per_gpu !== undefined) {
+    out.push(['batch', `${t.batch_size_per_gpu ?? '?'} × ${t.gradient_accumulation_steps ?? 1} accum × ${c.data?.seq_len ?? '?'} tokens`]);
+    if (t.learning_rate !== undefined) out.push(['lr', `${t.learning_rate}${t.schedule ? ` (${t.schedule})` : ''}`]);
+  }
+  return out;
+}

@@ -1,0 +1,99 @@
+// The dashboard's log tab, host side: the run's stdout.log and stderr.log (what every launcher in
+// this project writes into the run folder), shown from their last TAIL_BYTES and followed while the
+// tab is open through the machine's own transport (file watching here, a reconnecting tail over
+// ssh) with a decoder that hands on complete lines of text.
+import type { LogStream } from '../../core/panels/dashboard-messages';
+import type { DecoderFactory, RecordDecoder } from '../../core/protocol/record-decoder';
+import type { Follower, RunMachine } from '../runs/run-machine';
+
+/** What the tab shows of a long log when it opens; the rest is in the file. */
+const TAIL_BYTES = 64 * 1024;
+/** A line longer than this without its end is shown in pieces rather than held back. */
+const LONGEST_LINE = 64 * 1024;
+const STREAMS: LogStream[] = ['stdout', 'stderr'];
+
+export interface OutputChunk {
+  stream: LogStream;
+  text: string;
+  /** Replaces what is shown (when the tab starts following). */
+  reset: boolean;
+  /** Said above the text, e.g. that earlier output is in the file. */
+  note?: string;
+}
+
+export class RunOutputTail {
+  private readonly followers: Follower[] = [];
+  private generation = 0;
+
+  constructor(private readonly machine: RunMachine, private readonly runDir: string, private readonly send: (chunk: OutputChunk) => void) {}
+
+  /** Starts (or restarts, from the tail again: the webview was reloaded) following both files. */
+  follow(): void {
+    this.stop();
+    const generation = this.generation;
+    for (const stream of STREAMS) void this.start(stream, generation);
+  }
+
+  stop(): void {
+    this.generation++;
+    for (const f of this.followers.splice(0)) f.stop();
+  }
+
+  private async start(stream: LogStream, generation: number): Promise<void> {
+    const file = `${this.runDir}/${stream}.log`;
+    let size: number;
+    try {
+      ({ size } = await this.machine.readFileFrom(file, 0, 0));
+    } catch (e) {
+      if (generation === this.generation) this.send({ stream, text: '', reset: true, note: `cannot read ${file}: ${(e as Error).message}` });
+      return;
+    }
+    if (generation !== this.generation) return;
+    const from = Math.max(0, size - TAIL_BYTES);
+    this.send({ stream, text: '', reset: true, ...(from > 0 ? { note: `… the first ${formatKiB(from)} are in ${file}` } : {}) });
+    // A tail that starts mid-line starts at the next line.
+    let skipPartial = from > 0;
+    this.followers.push(
+      this.machine.follow(file, textLines, from, {
+        batch: ({ entries }) => {
+          if (generation !== this.generation) return;
+          let text = entries.join('');
+          if (skipPartial && text) {
+            text = text.slice(text.indexOf('\n') + 1);
+            skipPartial = false;
+          }
+          if (text) this.send({ stream, text, reset: false });
+        },
+        connection: () => undefined,
+      }),
+    );
+  }
+}
+
+/** A decoder of a text log: each push yields the complete lines that arrived, as one string. */
+export const textLines: DecoderFactory<string> = (offset: number): RecordDecoder<string> => {
+  let consumed = offset;
+  let pending: Buffer = Buffer.alloc(0);
+  return {
+    get offset() {
+      return consumed;
+    },
+    push(chunk: Uint8Array) {
+      const all = pending.length ? Buffer.concat([pending, chunk]) : Buffer.from(chunk);
+      let cut = all.lastIndexOf(10) + 1;
+      if (cut === 0 && all.length > LONGEST_LINE) {
+        // No line end in sight: cut before a UTF-8 continuation byte so no character is split.
+        cut = all.length;
+        while (cut > 0 && (all[cut - 1] & 0xc0) === 0x80) cut--;
+        if (cut > 0 && all[cut - 1] >= 0xc0) cut--;
+      }
+      pending = all.subarray(cut);
+      consumed += cut;
+      return { entries: cut ? [all.subarray(0, cut).toString('utf8')] : [], problems: [], offset: consumed };
+    },
+  };
+};
+
+function formatKiB(bytes: number): string {
+  return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`;
+}

@@ -1,0 +1,127 @@
+// What a new user hit in the memory estimator (issue 18, item 13), in a real VS Code with a light
+// theme: the verdict's green must read at WCAG AA (4.5:1); the heading says how many ranks the
+// numbers are for; no knob is offered that changes nothing or jumps to an absurd micro-batch; the
+// inline estimate stays, marked stale, while the config has an error elsewhere.
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from '../../scripts/code-server';
+import { VsCodeSession } from './harness/vscode-session';
+
+/** WCAG 2 contrast ratio of two sRGB colours given as [r, g, b] in 0…255. */
+function contrast(a: number[], b: number[]): number {
+  const lum = (c: number[]) => {
+    const [r, g, bl] = c.map((v) => {
+      const s = v / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+/** "rgb(1, 2, 3)" or "color(srgb 0.1 0.2 0.3)" (what Chromium computes for color-mix) as [r, g, b]. */
+function rgb(css: string): number[] {
+  const m = /^rgba?\(([^)]+)\)/.exec(css);
+  if (m) return m[1].split(',').slice(0, 3).map((v) => Number(v.trim()));
+  const c = /^color\(srgb ([\d.e-]+) ([\d.e-]+) ([\d.e-]+)/.exec(css);
+  if (c) return [c[1], c[2], c[3]].map((v) => Number(v) * 255);
+  throw new Error(`not a colour: ${css}`);
+}
+
+describe('e2e: memory estimator details in a light theme', function () {
+  this.timeout(300_000);
+  let vscode: VsCodeSession;
+  let workspace: string;
+
+  before(async () => {
+    workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-memory-light-'));
+    copyFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), path.join(workspace, 'tiny-cpu.yaml'));
+    symlinkSync(path.join(repoRoot, 'samples', 'data'), path.join(workspace, 'data'));
+    // The sample widened to 48 blocks of 2048 (2.4 B parameters, ~39 GiB of fp32 weights, gradients
+    // and moments): more than this machine has.
+    writeFileSync(path.join(workspace, 'too-big.yaml'), readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8').replace(/d_model: \d+/, 'd_model: 2048').replace(/n_layers: \d+/, 'n_layers: 48'));
+    vscode = await VsCodeSession.open({ workspace, settings: { 'workbench.colorTheme': 'Default Light Modern' } });
+  });
+  afterEach(async function () {
+    await vscode?.reportFailure(this.currentTest);
+  });
+  after(async () => {
+    await vscode?.close();
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('keeps the inline estimate, marked stale, while the config has an error elsewhere', async () => {
+    await vscode.openFile('tiny-cpu.yaml');
+    const lens = vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '≈' }).first();
+    await lens.waitFor({ timeout: 60_000 });
+    const good = await lens.innerText();
+    const line = (await vscode.editorText()).split('\n').findIndex((l) => l.includes('learning_rate')) + 1;
+    await vscode.page.keyboard.press('Control+G');
+    await vscode.page.keyboard.type(String(line));
+    await vscode.page.keyboard.press('Enter');
+    await vscode.page.keyboard.press('End');
+    await vscode.page.keyboard.type('x');
+    const stale = vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '(stale: the config has an error)' }).first();
+    await stale.waitFor({ timeout: 30_000 });
+    assert.equal((await stale.innerText()).replace('(stale: the config has an error) ', ''), good);
+    await vscode.screenshot('memory-estimator-codelens-stale');
+    await vscode.page.keyboard.press('Backspace');
+    await vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '≈' }).filter({ hasNotText: 'stale' }).first().waitFor({ timeout: 30_000 });
+  });
+
+  it('shows "fits" at ≥ 4.5:1 contrast, says how many ranks the numbers are for, and which model', async () => {
+    await vscode.runCommand('FSDP: Open memory estimator');
+    const web = vscode.webview();
+    const verdict = web.locator('#verdict.fits');
+    await verdict.waitFor({ timeout: 60_000 });
+    const colours = await verdict.evaluate((e) => {
+      const root = getComputedStyle(document.documentElement);
+      return { text: getComputedStyle(e).color, background: root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor };
+    });
+    const background = colours.background.startsWith('#') ? [1, 3, 5].map((i) => parseInt(colours.background.slice(i, i + 2), 16)) : rgb(colours.background);
+    const ratio = contrast(rgb(colours.text), background);
+    assert.ok(background.reduce((s, v) => s + v, 0) > 600, `a light theme (background ${colours.background})`);
+    assert.ok(ratio >= 4.5, `verdict ${colours.text} on ${colours.background}: ${ratio.toFixed(2)}:1`);
+    assert.match(await web.locator('#scope').innerText(), /^per rank — 1 rank, NO_SHARD, our runtime$/);
+    assert.match(await web.locator('#model-origin').innerText(), /^model: the model section, 0\.8 M parameters, from tiny-cpu\.yaml \(model:\)$/);
+    await vscode.screenshot('memory-estimator-light-theme');
+
+    // Four ranks share this machine: the heading and the target say so.
+    await web.locator('#nproc input').fill('4');
+    await web.locator('#scope', { hasText: '4 ranks' }).waitFor({ timeout: 10_000 });
+    assert.match(await web.locator('#scope').innerText(), /^per rank — 4 ranks, NO_SHARD, our runtime$/);
+    assert.match(await verdict.innerText(), /this machine \/ 4 ranks/);
+  });
+
+  it('offers no knob that changes nothing, and no micro-batch far beyond the current one', async () => {
+    const web = vscode.webview();
+    await web.locator('#app[data-comparisons="done"]').waitFor({ timeout: 30_000 });
+    const rows = await web.locator('#knob-table tbody tr:not([hidden])').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c as HTMLElement).innerText.trim())));
+    assert.ok(rows.length > 0);
+    for (const [label, , delta] of rows) {
+      assert.doesNotMatch(delta, /^[−+]0\.0 MiB$/, `${label}: ${delta}`);
+      const batch = /^micro-batch (\d+)$/.exec(label);
+      if (batch) assert.ok(Number(batch[1]) <= 64, `${label}: at most four times the current 16`);
+    }
+    await vscode.screenshot('memory-estimator-knobs');
+  });
+
+  it('asks before launching a config that does not fit this machine, with "Don\'t launch" as the default button', async () => {
+    await vscode.openFile('too-big.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('too-big.yaml');
+    const dialog = vscode.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: 60_000 });
+    assert.match(await dialog.innerText(), /The memory plan needs [\d.]+ GiB per rank, more than this machine's memory/);
+    const focused = await vscode.page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText?.trim());
+    assert.equal(focused, "Don't launch", 'Enter takes the safe choice');
+    await vscode.screenshot('launch-does-not-fit-dialog');
+    await vscode.page.keyboard.press('Enter');
+    await dialog.waitFor({ state: 'detached', timeout: 10_000 });
+    assert.ok(!existsSync(path.join(workspace, 'runs')), 'nothing was launched');
+  });
+});
+
