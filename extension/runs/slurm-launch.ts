@@ -5,6 +5,7 @@
 // starts and keeps what it finds). Resume submits the same script again with --resume auto.
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from '../../core/launch/slurm-script';
+import { gracefulSignalOf, type RankLaunch } from '../../core/launch/slurm-ranks';
 import { jobActive } from '../../core/launch/slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { newRunId } from '../../core/launch/run-folder';
@@ -30,6 +31,11 @@ export type PlaceRun = (config: ResolvedRunConfig, progress: (message: string) =
 export interface SlurmLaunchTarget {
   cluster: SlurmCluster;
   place: PlaceRun;
+  /**
+   * What the ranks run: by default the native runtime on the run's config.json. A person's own
+   * script or torchrun (a launch spec) plugs in here, with the environment its ranks need.
+   */
+  ranks?: (place: SlurmPlacement, runDir: string) => { ranks: RankLaunch; env?: Record<string, string> };
 }
 
 export interface LaunchedSlurmRun {
@@ -86,6 +92,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   const resume = req.resumeRunDir !== undefined;
   let runDir: string;
   let config = req.config;
+  let stopSignal: 'USR1' | 'TERM' = previous?.slurm?.stop_signal ?? 'USR1';
   if (resume) {
     // The run's own config.json and job.sbatch, as they were: the checkpoint was made with them.
     runDir = req.resumeRunDir!;
@@ -96,10 +103,15 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
     config = { ...place.config, logging: { ...place.config.logging, runs_dir: place.runsDir } };
     progress('writing the run folder and the batch script…');
     await writeHostFile(host, `${runDir}/config.json`, `${JSON.stringify(config, null, 2)}\n`);
+    const { ranks, env } = target.ranks?.(place, runDir) ?? { ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] } };
+    stopSignal = gracefulSignalOf(ranks);
+    const shape = slurmJobShape(config);
     const script = batchScript({
-      shape: slurmJobShape(config),
+      // torchrun starts its node's ranks itself: one task per node, the GPUs as the shape says.
+      shape: ranks.kind === 'torchrun' ? { ...shape, tasksPerNode: 1 } : shape,
       runDir,
-      ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] },
+      ranks,
+      ...(env ? { env } : {}),
       about: [`FSDP Studio run ${runId}`, `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
     });
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
@@ -107,7 +119,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   const scriptPath = `${runDir}/${BATCH_SCRIPT}`;
   const argv = sbatchArgv(scriptPath, { hold: false, resume });
   const jobs = previous?.slurm?.jobs ?? [];
-  const manifest: RunManifest = { ...manifestFor({ ...req, config }, runId, argv, host.target, previous), slurm: { script: BATCH_SCRIPT, jobs, stop_signal: 'USR1' } };
+  const manifest: RunManifest = { ...manifestFor({ ...req, config }, runId, argv, host.target, previous), slurm: { script: BATCH_SCRIPT, jobs, stop_signal: stopSignal } };
   delete manifest.pids;
   delete manifest.pgid;
   await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);

@@ -20,7 +20,7 @@ import { SHARED_REMOTE_BASE } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
 
 const STEPS = 60;
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 180_000) => untilHeld(what, cond, timeoutMs, 200);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 600_000) => untilHeld(what, cond, timeoutMs, 200);
 
 function hostsConfig(dir: string, aliases: string[]): LaunchRequest {
   const data = path.join(repoRoot, 'samples', 'data');
