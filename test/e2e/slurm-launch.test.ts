@@ -55,7 +55,7 @@ describe('e2e: a run submitted to SLURM from the palette (real slurmctld and slu
     config.launch = { target: 'local', device: 'cpu', nproc_per_node: 2, slurm: { time_limit: '00:10:00' } };
     writeFileSync(path.join(workspace, 'tiny-slurm.yaml'), stringify(config));
     // Every CPU of the node taken: the run waits for resources.
-    const blocker = slurm.check(['sbatch', '--parsable', `--ntasks=${slurm.cpus}`, '--time=10', '--wrap', 'sleep 600']).trim();
+    const blocker = slurm.fillNode();
     await until('the blocker to run', async () => slurm.jobState(blocker), (s) => s === 'RUNNING', 60_000);
 
     vscode = await VsCodeSession.open({ workspace, env: { SLURM_CONF: slurm.conf } });

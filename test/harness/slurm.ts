@@ -135,6 +135,14 @@ export class LocalSlurm {
     return out || undefined;
   }
 
+  /**
+   * Submits a job that takes every CPU of the node for `minutes` (its output kept in the cluster's
+   * folder), so a job submitted after it waits for resources; returns its id.
+   */
+  fillNode(minutes = 10): string {
+    return this.check(['sbatch', '--parsable', `--ntasks=${this.cpus}`, `--time=${minutes}`, `--output=${path.join(this.dir, 'blocker-%j.out')}`, '--wrap', `sleep ${minutes * 60}`]).trim();
+  }
+
   /** What the daemons logged, for a failing test's message. */
   daemonLogs(): string {
     return [...this.logs].map(([name, log]) => `--- ${name}\n${log().slice(-3000)}`).join('\n');

@@ -54,7 +54,7 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
   // The runtime in place first (over SSH: built on first use, minutes), so the queueing is ours.
   await target.place(req.config, () => undefined);
   // A job that takes every CPU of the node: ours queues behind it.
-  const blocker = slurm.check(['sbatch', '--parsable', `--ntasks=${slurm.cpus}`, '--time=10', '--wrap', 'sleep 600']).trim();
+  const blocker = slurm.fillNode();
   await until('the blocker to run', () => slurm.jobState(blocker) === 'RUNNING');
   const first = await launchSlurm(target, req, () => undefined);
   const runDir = runDirOf(first);
