@@ -4,6 +4,7 @@
 import { checkAccelerateConfig, accelerateSchema } from './accelerate-config';
 import { checkDeepSpeedConfig, deepspeedSchema } from './deepspeed-config';
 import type { ConfigKind } from './document-kind';
+import { checkLaunchSpec, launchSpecSchemaNode } from './launch-spec';
 import { checkRunConfigText, runConfigSchema } from './run-config';
 import type { ConfigProblem } from './schema-problems';
 import type { SchemaNode } from './schema-walk';
@@ -24,12 +25,14 @@ export const SCHEMAS: Record<ConfigKind, SchemaNode> = {
   'run-config': runConfigSchema as SchemaNode,
   deepspeed: deepspeedSchema,
   accelerate: accelerateSchema,
+  'launch-spec': launchSpecSchemaNode,
 };
 
 const WHAT: Record<ConfigKind, string> = {
   'run-config': 'a run config must be a mapping with model, data and training sections',
   deepspeed: 'a DeepSpeed config must be a JSON object',
   accelerate: 'an accelerate config must be a mapping of settings',
+  'launch-spec': 'a launch spec must be a mapping with a command',
 };
 
 /** YAML version of the program that reads each kind: accelerate uses PyYAML (YAML 1.1). */
@@ -55,7 +58,7 @@ export function analyseConfig(kind: ConfigKind, text: string, fileName: string, 
       problems.push({ severity: 'error', path: [], code: 'schema.type', message: WHAT[kind], range: doc.rangeOf([]) });
     } else {
       const ctx: RuleContext = { doc, value: doc.value, fileName, env };
-      problems.push(...(kind === 'deepspeed' ? checkDeepSpeedConfig(ctx) : checkAccelerateConfig(ctx)));
+      problems.push(...(kind === 'deepspeed' ? checkDeepSpeedConfig(ctx) : kind === 'launch-spec' ? checkLaunchSpec(ctx) : checkAccelerateConfig(ctx)));
     }
   }
   return { kind, fileName, doc, schema, problems: sortProblems(problems) };

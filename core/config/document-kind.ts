@@ -1,9 +1,10 @@
-// Which kind of config a file is: our run config, a DeepSpeed config or an accelerate config. The
+// Which kind of config a file is: our run config, a DeepSpeed config, an accelerate config, or a
+// launch spec for a person's own training command. The
 // user's associations (setting fsdp.files.associations) win, then the file name, then the content:
 // people name DeepSpeed files anything, so the keys at the top decide when the name does not.
 import { minimatch } from 'minimatch';
 
-export type ConfigKind = 'run-config' | 'deepspeed' | 'accelerate';
+export type ConfigKind = 'run-config' | 'deepspeed' | 'accelerate' | 'launch-spec';
 /** What a user may associate a glob with: a kind, or "none" to leave matching files alone. */
 export type ConfigAssociation = ConfigKind | 'none';
 
@@ -19,6 +20,7 @@ export function recogniseConfig(fileName: string, text: string, associations: Re
 function byName(file: string): ConfigKind | undefined {
   const base = file.slice(file.lastIndexOf('/') + 1).toLowerCase();
   if (/\.fsdp\.ya?ml$/.test(base)) return 'run-config';
+  if (/\.fsdp-launch\.ya?ml$/.test(base)) return 'launch-spec';
   if (/\.jsonc?$/.test(base) && (/^ds_config/.test(base) || base.includes('deepspeed'))) return 'deepspeed';
   if (/\.ya?ml$/.test(base) && (base.includes('accelerate') || /\/huggingface\/accelerate\/[^/]+$/.test(file))) return 'accelerate';
   return undefined;
@@ -30,6 +32,7 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
 function byContent(file: string, text: string): ConfigKind | undefined {
   const keys = topLevelKeys(file, text);
   if (['model', 'data', 'training'].every((k) => keys.has(k))) return 'run-config';
+  if (/\.ya?ml$/i.test(file) && keys.has('command') && (keys.has('logs') || keys.has('nproc_per_node') || (keys.has('target') && keys.has('cwd')))) return 'launch-spec';
   if (/\.jsonc?$/i.test(file) && DEEPSPEED_KEYS.some((k) => keys.has(k))) return 'deepspeed';
   if (/\.ya?ml$/i.test(file) && keys.has('distributed_type') && (keys.has('compute_environment') || keys.has('num_processes') || keys.has('mixed_precision') || keys.has('fsdp_config') || keys.has('deepspeed_config'))) return 'accelerate';
   return undefined;

@@ -333,7 +333,7 @@ export interface StabilityConfig {
   on_spike?: 'report' | 'skip';
 }
 /**
- * Metrics written to metrics.jsonl and stdout.
+ * Metrics written to metrics.jsonl and stdout (and TensorBoard event files, unless tensorboard is false).
  *
  * This interface was referenced by `RunConfig`'s JSON-Schema
  * via the `definition` "LoggingConfig".
@@ -355,6 +355,10 @@ export interface LoggingConfig {
    * Folder for run directories, relative to the config file.
    */
   runs_dir?: string;
+  /**
+   * Also write TensorBoard event files (events.out.tfevents.*) next to metrics.jsonl, with the same scalars (train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/step_ms, train/mfu, eval/loss): for TensorBoard, its sync to W&B, and other tools. false: metrics.jsonl only.
+   */
+  tensorboard?: boolean;
 }
 /**
  * Where and how the run starts.

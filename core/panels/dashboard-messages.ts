@@ -5,6 +5,7 @@ import type { XRange } from '../runs/downsample';
 import type { XAxisMode } from '../runs/x-axis';
 import type { ChartFrame, ChartId, XAxisFrame } from './chart-messages';
 import type { PanelReadyMessage } from './panel-protocol';
+import type { ScalarTagGroupsMessage, ScalarTagsFrame } from './scalar-tags-messages';
 
 export type { ChartFrame, ChartId, ChartMarker, ChartSeries, XAxisFrame } from './chart-messages';
 
@@ -69,6 +70,8 @@ export interface DashboardFrameMessage {
   /** Steps stored in the host (before downsampling). */
   totalPoints: number;
   smoothing: number;
+  /** Every scalar tag, grouped by prefix (webview/run-dashboard/scalar-tags.ts). */
+  tags?: ScalarTagsFrame;
 }
 
 export type DashboardToWebview =
@@ -91,7 +94,8 @@ export type DashboardFromWebview =
   /** Save a chart as PNG: the chart drawn by the webview, as a data: URL (the host asks where). */
   | { type: 'exportPng'; chart: ChartId; title: string; dataUrl: string }
   /** The log tab is shown (follow) or hidden. */
-  | { type: 'logs'; follow: boolean };
+  | { type: 'logs'; follow: boolean }
+  | ScalarTagGroupsMessage;
 
 /** Per-chart choices of the person: log y axis, outliers left out of the y range. */
 export interface ChartOptions {
@@ -108,4 +112,6 @@ export interface DashboardState {
   xAxis?: XAxisMode;
   charts?: Record<string, ChartOptions>;
   tab?: 'charts' | 'log';
+  /** Scalar tag groups the person closed. */
+  closedTagGroups?: string[];
 }

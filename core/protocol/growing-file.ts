@@ -2,9 +2,9 @@
 // call read() again (on a file-watching event or a timer) for what was appended since. Every
 // complete record comes back once; a partial last record waits in the decoder for its end.
 import { open } from 'node:fs/promises';
-import type { DecodedBatch, DecoderFactory, RecordDecoder, RecordProblem } from './record-decoder';
+import type { DecodedBatch, DecoderFactory, LocalRecordReader, RecordDecoder, RecordProblem } from './record-decoder';
 
-export class GrowingFileReader<R> {
+export class GrowingFileReader<R> implements LocalRecordReader<R> {
   private readonly decoder: RecordDecoder<R>;
   private position: number;
 

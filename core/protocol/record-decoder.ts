@@ -31,4 +31,17 @@ export interface RecordDecoder<R> {
 }
 
 /** Makes a decoder that starts at a byte offset (0, or the offset of a previous decoder). */
-export type DecoderFactory<R> = (offset: number) => RecordDecoder<R>;
+export type DecoderFactory<R> = ((offset: number) => RecordDecoder<R>) & {
+  /**
+   * A reader of the file on this machine with recovery only this format can do (metrics.jsonl:
+   * a file rewritten under the reader is read again without returning any event twice); without
+   * one, the file is read through the decoder from the offset.
+   */
+  localReader?: (file: string, offset: number) => LocalRecordReader<R>;
+};
+
+export interface LocalRecordReader<R> {
+  readonly offset: number;
+  /** What was appended since the last read. */
+  read(): Promise<DecodedBatch<R>>;
+}

@@ -1,12 +1,16 @@
-// "FSDP: Attach to run": pick a run — one this workspace knows, or one found in the runs folder of
-// an SSH host — and watch it: its dashboard opens with the whole history, then follows it live.
-// One quick pick walks through the steps (run, or host then run), so nothing flickers between them.
+// "FSDP: Attach to run": pick a run — one this workspace knows, a TensorBoard log folder of the
+// workspace, or one found on an SSH host (its runs folder, or TensorBoard log folders under a folder
+// the person names) — and watch it: its dashboard opens with the whole history, then follows it
+// live. One quick pick walks through the steps (run, or host then run), so nothing flickers.
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { checkHostAlias } from '../../core/remote/remote-command';
+import { tensorBoardFolders } from '../runs/tensorboard-folders';
 import { LOCAL } from '../runs/run-machine';
 import type { RunRecord } from '../runs/run-registry';
 import { runKey } from '../runs/run-watch';
 import { sshConfigHosts } from '../runs/ssh-hosts';
+import type { SshMachine } from '../runs/ssh-machine';
 import type { StudioContext } from '../studio-context';
 import { pickSlurmJob } from './attach-slurm';
 import { runSummary, runTitle, targetTitle } from '../views/run-labels';
@@ -14,6 +18,7 @@ import { runSummary, runTitle, targetTitle } from '../views/run-labels';
 const ON_HOST = '$(remote) Runs on an SSH host…';
 const SLURM_JOBS = '$(server-process) Your jobs on a SLURM login host…';
 const OTHER_HOST = '$(edit) Another host (type its alias)…';
+const HOST_TENSORBOARD = '$(folder) TensorBoard log folders under a folder on this host…';
 
 type Item = vscode.QuickPickItem & { record?: RunRecord; host?: string };
 
@@ -34,7 +39,9 @@ async function attachRun(studio: StudioContext): Promise<void> {
     return { label: runTitle(record, watch), description: `${targetTitle(record.target)} · ${runSummary(watch)}`, detail: record.runDir, record };
   });
   known.sort((a, b) => (b.record!.launchedAt ?? 0) - (a.record!.launchedAt ?? 0));
-  qp.items = [...known, { label: ON_HOST, alwaysShow: true }, { label: SLURM_JOBS, alwaysShow: true }];
+  const boards = (await workspaceTensorBoardFolders()).filter((dir) => !runs.registry.get(runKey({ target: LOCAL, runDir: dir })));
+  const tensorboard: Item[] = boards.map((dir) => ({ label: `$(graph) ${vscode.workspace.asRelativePath(dir)}`, description: 'TensorBoard log folder', detail: dir, record: { target: LOCAL, runDir: dir, runId: path.basename(dir), format: 'tensorboard' } }));
+  qp.items = [...known, ...tensorboard, { label: ON_HOST, alwaysShow: true }, { label: SLURM_JOBS, alwaysShow: true }];
   qp.show();
   try {
     const first = await accepted(qp);
@@ -73,22 +80,61 @@ async function remoteRun(studio: StudioContext, qp: vscode.QuickPick<Item>): Pro
   qp.items = [];
   qp.busy = true;
   let dirs: string[];
+  let runsDir: string;
   try {
-    const runsDir = await studio.remoteRunsDir(host);
+    runsDir = await studio.remoteRunsDir(host);
     dirs = await studio.runs.machine(host).listRunDirs(runsDir);
-    if (dirs.length === 0) {
-      void vscode.window.showInformationMessage(`No runs in ${runsDir} on ${host}.`);
-      return undefined;
-    }
   } catch (e) {
     void vscode.window.showErrorMessage((e as Error).message);
     return undefined;
   } finally {
     qp.busy = false;
   }
-  qp.placeholder = 'Run to attach to';
-  qp.items = dirs.reverse().map((d) => ({ label: d.slice(d.lastIndexOf('/') + 1), detail: d, record: { target: host!, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1) } }));
+  qp.placeholder = dirs.length ? 'Run to attach to' : `No runs in ${runsDir} on ${host}: look for TensorBoard log folders?`;
+  qp.items = [
+    ...dirs.reverse().map((d) => ({ label: d.slice(d.lastIndexOf('/') + 1), detail: d, record: { target: host!, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1) } })),
+    { label: HOST_TENSORBOARD, alwaysShow: true, host },
+  ];
+  const run = await accepted(qp);
+  return run?.record ?? (run ? remoteTensorBoard(studio, qp, host) : undefined);
+}
+
+/** TensorBoard log folders under a folder the person names on the host. */
+async function remoteTensorBoard(studio: StudioContext, qp: vscode.QuickPick<Item>, host: string): Promise<RunRecord | undefined> {
+  qp.items = [];
+  qp.title = `TensorBoard log folders on ${host}`;
+  qp.placeholder = `A folder on ${host} to look under (absolute or ~/…), then Enter`;
+  qp.value = '~';
+  const typed = await acceptedValue(qp);
+  if (!typed) return undefined;
+  qp.value = '';
+  qp.placeholder = `Looking for event files under ${typed} on ${host}…`;
+  qp.busy = true;
+  let folders: string[];
+  try {
+    const machine = studio.runs.machine(host) as SshMachine;
+    folders = await tensorBoardFolders(machine, await machine.absolute(typed));
+  } catch (e) {
+    void vscode.window.showErrorMessage((e as Error).message);
+    return undefined;
+  } finally {
+    qp.busy = false;
+  }
+  if (folders.length === 0) {
+    void vscode.window.showInformationMessage(`No TensorBoard event files (events.out.tfevents.*) under ${typed} on ${host}.`);
+    return undefined;
+  }
+  qp.placeholder = 'TensorBoard log folder to attach to (one run per folder)';
+  qp.items = folders.map((d) => ({ label: `$(graph) ${d.slice(d.lastIndexOf('/') + 1)}`, description: 'TensorBoard log folder', detail: d, record: { target: host, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1), format: 'tensorboard' } }));
   return (await accepted(qp))?.record;
+}
+
+/** The workspace's TensorBoard log folders, except the event files native runs write beside metrics.jsonl. */
+async function workspaceTensorBoardFolders(): Promise<string[]> {
+  const files = await vscode.workspace.findFiles('**/events.out.tfevents.*', '{**/node_modules/**,**/.git/**}', 2000);
+  const dirs = [...new Set(files.map((f) => path.dirname(f.fsPath)))];
+  const runFolders = new Set((await vscode.workspace.findFiles('**/run.json', '{**/node_modules/**,**/.git/**}', 2000)).map((f) => path.dirname(f.fsPath)));
+  return dirs.filter((d) => !runFolders.has(d)).sort();
 }
 
 /** The item accepted next, or undefined when the quick pick is dismissed. */

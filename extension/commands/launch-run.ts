@@ -12,7 +12,9 @@ import { launchHosts } from '../runs/hosts-launch';
 import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
 import { LOCAL } from '../runs/run-machine';
 import type { SshMachine } from '../runs/ssh-machine';
-import { findRunConfigs } from '../run-configs';
+import type { ConfigKind } from '../../core/config/document-kind';
+import { findLaunchables, launchableKind } from '../run-configs';
+import { launchConfigWithScript, launchSpecFile } from './launch-command';
 import { onSlurm, slurmMemoryFits, startSlurmRun } from './slurm-runs';
 import type { StudioContext } from '../studio-context';
 
@@ -22,8 +24,15 @@ export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
 
 async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promise<void> {
   if (!requireTrust('Launching a run executes the trainer')) return;
-  const uri = preselected instanceof vscode.Uri ? preselected : await pickRunConfig();
-  if (!uri) return;
+  const picked = preselected instanceof vscode.Uri ? { uri: preselected, kind: await launchableKind(preselected) } : await pickLaunchable();
+  if (!picked) return;
+  const { uri, kind } = picked;
+  // A person's own command (a launch spec), or a DeepSpeed / accelerate config launched with its launcher.
+  if (kind === 'launch-spec') {
+    await launchSpecFile(studio, uri);
+    return;
+  }
+  if (kind === 'deepspeed' || kind === 'accelerate') return launchConfigWithScript(studio, uri, kind);
   const config = await loadForLaunch(studio, uri);
   if (!config) return;
   if (onSlurm(config)) {
@@ -149,15 +158,20 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
     return undefined;
   }
   studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSizeOf(runWorld(req.config))} process(es): ${launched.argv.join(' ')}`);
-  const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: req.config.name ?? launched.runId, configPath: req.configPath, launchedAt: Date.now(), pgid: launched.pgid };
+  await showLaunched(studio, launched, { name: req.config.name ?? launched.runId, configPath: req.configPath, resumed: !!req.resumeRunDir });
+  return launched;
+}
+
+/** Registers a run just started (or resumed), follows it, and opens its dashboard. */
+export async function showLaunched(studio: StudioContext, launched: LaunchedRun, facts: { name: string; configPath: string; resumed: boolean }): Promise<void> {
+  const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: facts.name, configPath: facts.configPath, launchedAt: Date.now(), pgid: launched.pgid };
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
-  if (req.resumeRunDir) {
+  if (facts.resumed) {
     await watch.refreshManifest();
     watch.follow();
   }
   studio.dashboards.show(record);
-  return launched;
 }
 
 /** fsdp.remote.directory: where runtimes, data and runs live on SSH hosts. */
@@ -165,15 +179,22 @@ export function remoteBase(): string {
   return vscode.workspace.getConfiguration('fsdp.remote').get<string>('directory')?.trim() || '~/.fsdp-studio';
 }
 
-async function pickRunConfig(): Promise<vscode.Uri | undefined> {
-  const configs = await findRunConfigs();
-  if (configs.length === 0) {
-    void vscode.window.showInformationMessage('No run configs in this workspace: a run config is a YAML file with model, data and training sections (e.g. my-run.fsdp.yaml).');
+async function pickLaunchable(): Promise<{ uri: vscode.Uri; kind: ConfigKind } | undefined> {
+  const found = await findLaunchables();
+  if (found.length === 0) {
+    void vscode.window.showInformationMessage('Nothing to launch in this workspace: a run config is a YAML file with model, data and training sections (e.g. my-run.fsdp.yaml); a launch spec (my-train.fsdp-launch.yaml) names your own command; DeepSpeed and accelerate configs are launched with your script.');
     return undefined;
   }
   const pick = await vscode.window.showQuickPick(
-    configs.map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri })),
-    { title: 'Launch FSDP run', placeHolder: 'Run config to launch' },
+    found.map(({ uri, kind }) => ({ label: vscode.workspace.asRelativePath(uri), description: KIND_TITLES[kind], uri, configKind: kind })),
+    { title: 'Launch FSDP run', placeHolder: 'Run config, launch spec, or DeepSpeed / accelerate config to launch', matchOnDescription: true },
   );
-  return pick?.uri;
+  return pick && { uri: pick.uri, kind: pick.configKind };
 }
+
+const KIND_TITLES: Record<ConfigKind, string> = {
+  'run-config': 'run config',
+  'launch-spec': 'your command (launch spec)',
+  deepspeed: 'DeepSpeed config: deepspeed + your script',
+  accelerate: 'accelerate config: accelerate launch + your script',
+};

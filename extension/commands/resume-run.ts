@@ -3,6 +3,7 @@
 // same metrics.jsonl; the dashboard keeps every step once by the protocol's resume rule).
 import * as vscode from 'vscode';
 import type { StudioContext } from '../studio-context';
+import { relaunchCommand } from './launch-command';
 import { loadForLaunch, requireTrust, startRun } from './launch-run';
 import { runFromArgument, type RunArgument } from './run-picks';
 
@@ -45,6 +46,8 @@ async function resumeRun(studio: StudioContext, arg: RunArgument): Promise<void>
     }
     await watch.refreshManifest();
   }
+  // A person's own command starts again from its launch spec, in the same run folder.
+  if (watch.manifest?.kind === 'command') return relaunchCommand(studio, record, watch.manifest);
   const configPath = record.configPath ?? watch.manifest?.config_path;
   if (!configPath) {
     void vscode.window.showErrorMessage(`Cannot resume ${record.runId}: its run.json does not say which config it was launched from.`);

@@ -4,14 +4,14 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { GrowingFileReader } from '../../core/protocol/growing-file';
-import type { DecoderFactory } from '../../core/protocol/record-decoder';
+import type { DecoderFactory, LocalRecordReader } from '../../core/protocol/record-decoder';
 import type { Follower, FollowHandlers } from './run-machine';
 
 /** Poll interval when file watching says nothing; watching normally reports within milliseconds. */
 const POLL_MS = 1000;
 
 export class LocalFollower<R> implements Follower {
-  private readonly reader: GrowingFileReader<R>;
+  private readonly reader: LocalRecordReader<R>;
   private watcher: FSWatcher | undefined;
   private readonly timer: NodeJS.Timeout;
   private reading = false;
@@ -20,7 +20,7 @@ export class LocalFollower<R> implements Follower {
   private delivered: number;
 
   constructor(private readonly file: string, decoder: DecoderFactory<R>, offset: number, private readonly handlers: FollowHandlers<R>) {
-    this.reader = new GrowingFileReader(file, decoder, offset);
+    this.reader = decoder.localReader?.(file, offset) ?? new GrowingFileReader(file, decoder, offset);
     this.delivered = offset;
     this.timer = setInterval(() => this.poke(), POLL_MS);
     handlers.connection({ state: 'live' });

@@ -79,6 +79,23 @@ export class LogFolderFollower {
     void this.list();
   }
 
+  /**
+   * Resolves once every event file there is now has been read to its end (the run ended, its
+   * writers closed their files), or after `timeoutMs` (a torn last record never completes).
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const pause = this.machine.target === 'local' ? 50 : 500;
+    while (!this.stopped && Date.now() < deadline) {
+      this.poke();
+      const files = await this.machine.listFiles(this.dir, EVENT_FILE_PREFIX, this.options.depth).catch(() => undefined);
+      const since = this.options.since;
+      const ours = files?.filter((f) => since === undefined || f.mtime >= since || this.progress.offsets.has(f.path));
+      if (ours && ours.every((f) => (this.progress.offsets.get(f.path) ?? 0) >= f.bytes)) return;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);

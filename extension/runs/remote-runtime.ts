@@ -1,11 +1,15 @@
 // The runtime on an SSH host: on first use the native sources are copied there and built with the
 // host's own CMake and compiler (so the binary fits its CPU, BLAS and CUDA), in a folder named by
 // the sources' content hash — a second launch with the same sources finds it and starts at once.
-// Data files are copied the same way, by content hash, only when the host lacks them.
+// A GPU host's build targets its GPUs' architectures and finds cuBLASLt and NCCL in PyTorch's
+// wheels when its CUDA toolkit lacks them (remote-build-facts.ts); the launch output says which
+// backend was built. Data files are copied the same way, by content hash, only when the host lacks them.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { BUILD_FACTS_SCRIPT, cmakeDefinitions, describeBuiltBackend, missingLibrariesMessage, parseBuildFacts, type BuildFacts } from './remote-build-facts';
+import type { RemoteWord } from '../../core/remote/remote-command';
 import { runSsh, runSshChecked, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
 
 /** Tools the build and the launch need on the host, with the Debian package that has each. */
@@ -26,7 +30,12 @@ export interface RemoteRuntime {
   binary: string;
   /** Whether this call built it (false: found in the cache). */
   built: boolean;
+  /** Which backend the build has: "CUDA backend for sm_90 (cuBLASLt …; NCCL …)" or "CPU backend only: …". */
+  backend: string;
 }
+
+/** Where a build records what it built, beside the binary's build folder. */
+const BACKEND_FILE = 'backend.txt';
 
 /**
  * What the runtime's CMake build reads, relative to the extension root: the native sources and
@@ -47,36 +56,41 @@ export class RemoteRuntimeInstaller {
     const hash = sourceHash(this.root).slice(0, 16);
     const dir = `${base}/runtime/${hash}`;
     const binary = `${dir}/native/build/Release/fsdp-train-native`;
-    const found = await runSsh(this.host, ['test', '-x', binary], this.settings(), { timeoutMs: 60_000 });
+    const found = await runSsh(this.host, ['test', '-x', binary, { raw: '&& cat' }, `${dir}/${BACKEND_FILE}`, { raw: '2>/dev/null' }], this.settings(), { timeoutMs: 60_000 });
     if (found.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.host} over ssh: ${found.stderr || 'connection failed'}`);
-    if (found.code === 0) return { binary, built: false };
+    if (found.code === 0) return { binary, built: false, backend: found.stdout.toString().trim() || 'unknown (built before backends were recorded)' };
 
     progress(`checking the build tools on ${this.host}…`);
     await this.checkTools();
+    const facts = await this.buildFacts();
+    const missing = missingLibrariesMessage(this.host, facts);
+    if (missing) throw new SshError(missing);
     const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
     progress(`copying the runtime sources to ${this.host}…`);
     const archive = await tarOf(this.root);
     await runSshChecked(this.host, ['rm', '-rf', '--', tmp, { raw: '&&' }, 'mkdir', '-p', '--', tmp, { raw: '&&' }, 'tar', '-xf', '-', '-C', tmp], this.settings(), 'unpacking the runtime sources', { input: archive, timeoutMs: 300_000 });
-    progress(`building the runtime on ${this.host} with its CMake and compiler (a few minutes, once)…`);
+    const gpus = facts.gpuArchitectures.length ? ` for its GPUs (${facts.gpuArchitectures.map((a) => `sm_${a}`).join(', ')})` : '';
+    progress(`building the runtime on ${this.host} with its CMake and compiler${gpus} (a few minutes, once)…`);
     const log = `${tmp}/build.log`;
-    const build = await runSsh(
-      this.host,
-      [
-        'cmake', '-S', `${tmp}/native`, '-B', `${tmp}/native/build`, '-DCMAKE_BUILD_TYPE=Release', { raw: '>' }, log, { raw: '2>&1 &&' },
-        'cmake', '--build', `${tmp}/native/build`, '--target', 'fsdp-train-native', { raw: '--parallel "$(nproc 2>/dev/null || echo 2)" >>' }, log, { raw: '2>&1 ||' },
-        { raw: '{ tail -n 25' }, log, { raw: '>&2; exit 1; }' },
-      ],
-      this.settings(),
-      { timeoutMs: 30 * 60_000 },
-    );
+    const build = await runSsh(this.host, buildCommand(tmp, log, facts), this.settings(), { timeoutMs: 30 * 60_000 });
     if (build.code !== 0) {
       await runSsh(this.host, ['rm', '-rf', '--', tmp], this.settings(), { timeoutMs: 60_000 });
       throw new SshError(`building the runtime on ${this.host} failed. The host needs a C++17 compiler, CMake ≥ 3.18 and the libraries ${LIBRARY_PACKAGES}. The build said:\n${build.stderr}`);
     }
+    const configured = await runSshChecked(this.host, ['grep', '-E', '^-- CUDA backend', log, { raw: '|| true' }], this.settings(), 'reading the build log', { timeoutMs: 60_000 });
+    const backend = describeBuiltBackend(configured.toString(), facts);
+    await runSshChecked(this.host, ['cat', { raw: '>' }, `${tmp}/${BACKEND_FILE}`], this.settings(), 'recording the build', { input: Buffer.from(`${backend}\n`), timeoutMs: 60_000 });
     // Publish by rename: a folder under runtime/<hash> is always a complete build. Another window
     // may have won the race; then its build is as good as ours.
     await runSshChecked(this.host, ['mv', '-T', '--', tmp, dir, { raw: '2>/dev/null ||' }, 'rm', '-rf', '--', tmp], this.settings(), 'publishing the runtime build', { timeoutMs: 60_000 });
-    return { binary, built: true };
+    progress(`built the runtime on ${this.host}: ${backend}`);
+    return { binary, built: true, backend };
+  }
+
+  /** What the host offers the build (GPU architectures, CUDA toolkit and wheels, libraries, distribution). */
+  async buildFacts(): Promise<BuildFacts> {
+    const out = await runSshChecked(this.host, ['sh', '-c', BUILD_FACTS_SCRIPT], this.settings(), 'reading what the host offers the build', { timeoutMs: 60_000 });
+    return parseBuildFacts(out.toString());
   }
 
   /** Copies a local file to `base/data/` unless the host has it (by content hash); returns its remote path. */
@@ -107,6 +121,19 @@ export class RemoteRuntimeInstaller {
       throw new SshError(`${this.host} lacks ${missing.join(', ')}, needed to build and start the runtime there. On Debian or Ubuntu: sudo apt-get install ${[...new Set(pkgs)].join(' ')} ${LIBRARY_PACKAGES.split(' (')[0]}`);
     }
   }
+}
+
+/**
+ * The remote words of the build: CMake configure (with the host's GPU architectures and the
+ * wheels' folder) and build of the CLI into `dir`/native/build, output to `log`; on failure the
+ * log's tail goes to stderr.
+ */
+export function buildCommand(dir: string, log: string, facts: BuildFacts): RemoteWord[] {
+  return [
+    'cmake', '-S', `${dir}/native`, '-B', `${dir}/native/build`, '-DCMAKE_BUILD_TYPE=Release', ...cmakeDefinitions(facts), { raw: '>' }, log, { raw: '2>&1 &&' },
+    'cmake', '--build', `${dir}/native/build`, '--target', 'fsdp-train-native', { raw: '--parallel "$(nproc 2>/dev/null || echo 2)" >>' }, log, { raw: '2>&1 ||' },
+    { raw: '{ tail -n 25' }, log, { raw: '>&2; exit 1; }' },
+  ];
 }
 
 /** Content hash of the runtime's sources (RUNTIME_SOURCES under `root`, without build/). */

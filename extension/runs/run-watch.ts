@@ -39,8 +39,8 @@ export interface RunWatchChange {
 const PROBLEMS_KEPT = 50;
 /** How often a live run's processes are checked (a crash writes no run_end). */
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
-/** After a run's end, its event files get this long to deliver their last records. */
-const LOGS_DRAIN_MS = { local: 300, ssh: 3000 };
+/** After a run's end, its event files get at most this long to deliver their last records. */
+const LOGS_DRAIN_MS = { local: 5000, ssh: 15000 };
 /** A launched command's event files are those changed from a little before it was created. */
 const SINCE_SLACK_S = 60;
 /** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
@@ -120,14 +120,20 @@ export class RunWatch {
           this.keepProblems(batch.problems);
           // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
           // lines — keeps following: its run_start comes after them.)
-          if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) this.stopFollowing();
+          if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
           if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
         },
         connection: (state) => this.setConnection('metrics', state),
       }, pid);
     }
+    this.followLogs();
+    if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
+  }
+
+  /** Follows the TensorBoard folder the run logs to (named in run.json, which may come a moment after the run). */
+  private followLogs(): void {
     const logs = this.logFolderOptions();
-    if (logs) {
+    if (logs && !this.logFolder) {
       this.logFolder = new LogFolderFollower(this.machine, logs.dir, logs.options, this.logProgress, {
         batch: (_file, batch) => {
           for (const s of batch.entries) this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
@@ -137,7 +143,6 @@ export class RunWatch {
         connection: (state) => this.setConnection('logs', state),
       });
     }
-    if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
   }
 
   /** The TensorBoard folder this run's scalars come from, if any. */
@@ -204,6 +209,7 @@ export class RunWatch {
     try {
       this.manifest = await this.machine.readManifest(this.ref.runDir);
       this.manifestError = undefined;
+      if (this.follower && !this.logFolder) this.followLogs();
     } catch (e) {
       this.manifestError = (e as Error).message;
     }
@@ -222,6 +228,12 @@ export class RunWatch {
     this.listeners.clear();
   }
 
+  /** The run wrote its end: its event files (run.json may name them only now) are read to their end, then let go. */
+  private async followToTheEnd(): Promise<void> {
+    if (!this.logFolder && this.ref.format !== 'tensorboard') await this.refreshManifest();
+    this.stopFollowing();
+  }
+
   private stopFollowing(): void {
     // A SLURM run's job is watched on after a run_end: a requeued job starts the run again.
     if (!this.watchesJob()) {
@@ -235,9 +247,8 @@ export class RunWatch {
     const logs = this.logFolder;
     this.logFolder = undefined;
     if (logs) {
-      logs.poke();
       if (this.disposed) logs.stop();
-      else setTimeout(() => logs.stop(), this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh);
+      else void logs.drain(this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh).finally(() => logs.stop());
     }
   }
 

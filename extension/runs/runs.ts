@@ -68,7 +68,7 @@ export class Runs implements vscode.Disposable {
     const key = runKey(ref);
     let w = this.watches.get(key);
     if (!w) {
-      w = new RunWatch({ target: ref.target, runDir: ref.runDir }, this.machine(ref.target), this.cluster(ref.target));
+      w = new RunWatch({ target: ref.target, runDir: ref.runDir, ...(ref.format ? { format: ref.format } : {}) }, this.machine(ref.target), this.cluster(ref.target));
       this.watches.set(key, w);
       const watch = w;
       w.onChange(({ entries }) => {

@@ -44,7 +44,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
     connection: c.state === 'reconnecting' ? c : { state: c.state },
-    summary: configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
+    summary: watch.ref.format === 'tensorboard' ? [['logs', `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`]] : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
     problems: watch.problems.length,
     anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
     spikes: spikes.length,
@@ -55,6 +55,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
 }
 
 interface ConfigShape {
+  command?: string[];
+  launcher?: string;
   model?: { d_model?: number; n_layers?: number; n_heads?: number; vocab_size?: number };
   data?: { seq_len?: number };
   training?: { batch_size_per_gpu?: number; gradient_accumulation_steps?: number; learning_rate?: number; schedule?: string };
@@ -65,6 +67,8 @@ interface ConfigShape {
 
 function configSummary(c: ConfigShape, nParams: number | undefined, worldSize: number | undefined): Array<[string, string]> {
   const out: Array<[string, string]> = [];
+  // A person's own command (a launch spec): what ran, and on how many ranks.
+  if (Array.isArray(c.command)) return [['command', c.command.join(' ')], ['world', `${worldSize ?? 1} rank${(worldSize ?? 1) > 1 ? 's' : ''}${c.launcher ? ` (${c.launcher})` : ''}`]];
   const m = c.model;
   if (m) out.push(['model', `${m.n_layers ?? '?'} layers × d${m.d_model ?? '?'}, ${m.n_heads ?? '?'} heads${nParams ? `, ${formatCount(nParams)} params` : ''}`]);
   out.push(['world', `${worldSize ?? 1} × ${c.launch?.device ?? 'cpu'}${c.fsdp?.sharding_strategy ? `, ${c.fsdp.sharding_strategy}` : ''}${c.mixed_precision?.param_dtype ? `, ${c.mixed_precision.param_dtype}` : ''}`]);

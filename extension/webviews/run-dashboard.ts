@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import type { DashboardFromWebview, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
 import { DashboardCharts, type ChartView } from '../../core/runs/dashboard-charts';
 import { metricsCsv } from '../../core/runs/metrics-csv';
+import { buildScalarTags } from '../../core/runs/scalar-tag-charts';
 import { clampSmoothing } from '../../core/runs/smoothing';
 import { isXAxisMode } from '../../core/runs/x-axis';
 import type { RunRecord } from '../runs/run-registry';
@@ -93,6 +94,7 @@ class RunDashboard implements vscode.Disposable {
   private lastFrameAt = 0;
   private lastFrameCost = 0;
   private readonly output: RunOutputTail;
+  private closedTagGroups: Set<string>;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly disposed = new vscode.EventEmitter<void>();
   readonly onDidDispose = this.disposed.event;
@@ -107,6 +109,7 @@ class RunDashboard implements vscode.Disposable {
     this.charts = new DashboardCharts(watch.history);
     this.view = { range: state?.range ?? null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING), xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step' };
     this.output = new RunOutputTail(watch.machine, record.runDir, (chunk) => host.post({ type: 'log', ...chunk }));
+    this.closedTagGroups = new Set(state?.closedTagGroups ?? []);
     const subscription = watch.onChange(() => this.schedule());
     this.disposables.push(
       { dispose: () => subscription.dispose() },
@@ -144,6 +147,10 @@ class RunDashboard implements vscode.Disposable {
       case 'action':
         void vscode.commands.executeCommand(ACTION_COMMANDS[m.action], this.watch.key);
         break;
+      case 'tagGroups':
+        this.closedTagGroups = new Set(m.closed);
+        this.sendFrame();
+        break;
       case 'logs':
         if (m.follow) this.output.follow();
         else this.output.stop();
@@ -175,7 +182,9 @@ class RunDashboard implements vscode.Disposable {
     const t0 = Date.now();
     const { charts, xAxis, extent, totalPoints } = this.charts.build(this.view);
     const header = dashboardHeader(this.watch, this.record, this.charts.spikes.spikes());
-    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header, charts, xAxis, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing });
+    // The "all scalars" section follows the step axis (its tags have no elapsed time of their own).
+    const tags = buildScalarTags(this.watch.history, { range: xAxis.mode === 'step' ? this.view.range : null, width: this.view.width }, this.closedTagGroups);
+    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header, charts, xAxis, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing, tags });
     this.lastFrameAt = Date.now();
     this.lastFrameCost = this.lastFrameAt - t0;
     // A save or start-up that ends without a new event (a checkpoint's save is followed by one;

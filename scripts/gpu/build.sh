@@ -2,12 +2,14 @@
 # Sourced by test.sh and bench.sh on the GPU machine: unpacks the carried Debian packages, finds
 # cuBLAS and NCCL in PyTorch's NVIDIA wheels, and builds the runtime with the CUDA backend for this
 # GPU's architecture into native/build-gpu (kept between calls while the machine stays warm).
-# Writes what it found to $OUT/environment.txt.
+# Writes what it found to $OUT/environment.txt. Fails loudly, naming what is missing: the CUDA
+# backend, NCCL (the one-rank NCCL checks), MPI (every multi-rank check).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/gpu-out}"
 mkdir -p "$OUT"
 BUILD="$ROOT/native/build-gpu"
+BUILD_T0=$SECONDS
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -16,12 +18,16 @@ BUILD="$ROOT/native/build-gpu"
   cmake --version | head -1
   echo "c++: $(c++ --version | head -1)"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
-  echo "mpirun: $(command -v mpirun || echo none)"
+  echo "mpirun: $(command -v mpirun || echo none) $(mpirun --version 2>/dev/null | head -1)"
+  echo "node: $(command -v node || echo none)"
+  echo "cores: $(nproc)"
 } > "$OUT/environment.txt" 2>&1
 
 # Debian packages carried in .gpu-debs (scripts/gpu/fetch-debs.sh): unpacked aside, then copied
-# into / without replacing anything the image already has.
-if [ -d "$ROOT/.gpu-debs" ] && [ ! -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so ]; then
+# into / without replacing anything the image already has (OpenBLAS, nlohmann-json, GoogleTest,
+# zlib headers, and Open MPI's headers where the image has its runtime but not them).
+MPI_INCLUDE="$(ls -d /usr/lib/x86_64-linux-gnu/openmpi/include 2>/dev/null || true)"
+if [ -d "$ROOT/.gpu-debs" ] && { [ ! -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so ] || [ ! -e "${MPI_INCLUDE:-/none}/mpi.h" ]; }; then
   rm -rf /tmp/gpu-debroot && mkdir -p /tmp/gpu-debroot
   for deb in "$ROOT"/.gpu-debs/*.deb; do dpkg -x "$deb" /tmp/gpu-debroot; done
   cp -an /tmp/gpu-debroot/. /
@@ -37,14 +43,24 @@ NVIDIA_WHEELS="$(python3 -c 'import nvidia, os; print(os.path.realpath(list(nvid
 for d in $(find "${NVIDIA_WHEELS:-/nonexistent}" -name 'lib' -type d 2>/dev/null); do LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"; done
 export LD_LIBRARY_PATH
 
+# Open MPI without its compiler wrapper (only the runtime and the carried headers): point CMake at it.
+MPI_ARGS=()
+if ! command -v mpicc > /dev/null && [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ]; then
+  MPI_ARGS=(-DMPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi -DMPI_C_HEADER_DIR=/usr/lib/x86_64-linux-gnu/openmpi/include
+            -DMPI_C_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$(ls /usr/lib/x86_64-linux-gnu/libmpi.so* 2>/dev/null | head -1)")
+fi
+
 ARCH="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')"
 cmake -S "$ROOT/native" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFSDP_CUDA_LIBS_ROOT="$NVIDIA_WHEELS" \
-  -DFSDP_CUDA_ARCHITECTURES="${ARCH:-90}" > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
-grep -E "CUDA backend|OpenBLAS" "$OUT/configure.log" || true
-cmake --build "$BUILD" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
-grep -q "FSDP_WITH_CUDA" "$BUILD/CMakeFiles/fsdp_runtime.dir/flags.make" 2>/dev/null || grep -rq "FSDP_WITH_CUDA" "$BUILD/build.ninja" || {
-  echo "the CUDA backend was not built: see $OUT/configure.log"
-  exit 1
-}
+  -DFSDP_CUDA_ARCHITECTURES="${ARCH:-90}" "${MPI_ARGS[@]}" > "$OUT/configure.log" 2>&1 || { echo "CONFIGURE FAILED:"; tail -40 "$OUT/configure.log"; exit 1; }
+grep -E "CUDA backend|OpenBLAS|MPI" "$OUT/configure.log" || true
+grep -q "CUDA backend: cuBLASLt" "$OUT/configure.log" || { echo "BUILD FAILED: the CUDA backend was not configured (no cuBLASLt found): see configure.log"; exit 1; }
+grep -q "NCCL ON" "$OUT/configure.log" || { echo "BUILD FAILED: NCCL was not found (in the toolkit or $NVIDIA_WHEELS): the NCCL checks cannot run"; exit 1; }
+grep -q -- "-- MPI: " "$OUT/configure.log" || { echo "BUILD FAILED: MPI was not found (mpi.h: carry .gpu-debs with libopenmpi-dev, scripts/gpu/fetch-debs.sh): every multi-rank check needs it"; exit 1; }
+cmake --build "$BUILD" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED:"; grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
+for binary in fsdp-train-native fsdp-native-tests fsdp-cuda-tests fsdp-mpi-tests; do
+  [ -x "$BUILD/Release/$binary" ] || { echo "BUILD FAILED: $BUILD/Release/$binary was not built (GoogleTest or MPI missing? see configure.log)"; exit 1; }
+done
 CLI="$BUILD/Release/fsdp-train-native"
-echo "built: $CLI"
+BUILD_SECONDS=$((SECONDS - BUILD_T0))
+echo "built: $CLI in ${BUILD_SECONDS} s"

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p .gpu-debs
 cd .gpu-debs
-# OpenBLAS (OpenMP build) and its Fortran runtime, nlohmann-json, GoogleTest, zlib headers.
-apt-get download libopenblas0-openmp libopenblas-openmp-dev libgfortran5 nlohmann-json3-dev libgtest-dev zlib1g-dev
+# OpenBLAS (OpenMP build) and its Fortran runtime, nlohmann-json, GoogleTest, zlib headers, and
+# Open MPI's headers (the GPU machine has its runtime and mpirun, not always its headers).
+apt-get download libopenblas0-openmp libopenblas-openmp-dev libgfortran5 nlohmann-json3-dev libgtest-dev zlib1g-dev libopenmpi-dev
 ls -la

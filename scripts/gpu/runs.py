@@ -1,14 +1,32 @@
 """What the GPU scripts share: token files in the runtime's format (native/FORMATS.md), run configs,
-and running the native CLI and reading its metrics.jsonl."""
+running the native CLI alone or under mpirun (as core/launch/mpirun.ts starts it) and reading its
+metrics.jsonl, and comparing a run's measured memory with its plan."""
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
+
+
+def write_token_ids(path: Path, ids: bytes | list[int], vocab: int, tokenizer: str) -> Path:
+    """A token file (native/FORMATS.md) of the given ids (uint16)."""
+    import array
+    import sys
+
+    a = array.array("H", ids)
+    if sys.byteorder != "little":
+        a.byteswap()
+    payload = a.tobytes()
+    count = len(a)
+    header = b"FSDPTOK\0" + struct.pack("<IIQII", 1, 1, count, vocab, zlib.crc32(payload)) + tokenizer.encode().ljust(16, b"\0") + bytes(16)
+    assert len(header) == 64
+    path.write_bytes(header + payload)
+    return path
 
 
 def write_tokens(path: Path, count: int, vocab: int, seed: int) -> Path:
@@ -17,11 +35,26 @@ def write_tokens(path: Path, count: int, vocab: int, seed: int) -> Path:
     import random
 
     rng = random.Random(seed)
-    payload = struct.pack(f"<{count}H", *(rng.randrange(vocab) for _ in range(count)))
-    header = b"FSDPTOK\0" + struct.pack("<IIQII", 1, 1, count, vocab, zlib.crc32(payload)) + b"random".ljust(16, b"\0") + bytes(16)
-    assert len(header) == 64
-    path.write_bytes(header + payload)
-    return path
+    return write_token_ids(path, [rng.randrange(vocab) for _ in range(count)], vocab, "random")
+
+
+def text_corpus(limit: int) -> bytes:
+    """Real text on a machine without network: the Python standard library's sources (sorted, so
+    the same bytes every time), up to `limit` bytes."""
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    out = bytearray()
+    for f in sorted(root.rglob("*.py")):
+        if "test" in f.parts or "site-packages" in f.parts:
+            continue
+        try:
+            out += f.read_bytes()
+        except OSError:
+            continue
+        if len(out) >= limit:
+            break
+    return bytes(out[:limit])
 
 
 def config(train: Path, *, d_model: int, n_layers: int, n_heads: int, vocab: int, seq: int, batch: int, steps: int,
@@ -41,15 +74,57 @@ def config(train: Path, *, d_model: int, n_layers: int, n_heads: int, vocab: int
     return c
 
 
-def run(cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300) -> tuple[int, list[dict[str, Any]], str]:
-    """Runs the CLI on cfg; returns its exit code, the events of metrics.jsonl and its stderr."""
+def mpirun_argv(ranks: int, argv: list[str]) -> list[str]:
+    """mpirun around argv as core/launch/mpirun.ts makes it for one host."""
+    root = ["--allow-run-as-root"] if hasattr(os, "getuid") and os.getuid() == 0 else []
+    return ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *root, "-x", "OMP_WAIT_POLICY", "-x", "LD_LIBRARY_PATH", *argv]
+
+
+def events_of(run_dir: Path) -> list[dict[str, Any]]:
+    metrics = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.exists() else []
+
+
+def run(cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300, ranks: int = 1, extra: list[str] | None = None) -> tuple[int, list[dict[str, Any]], str]:
+    """Runs the CLI on cfg (under mpirun with `ranks` > 1); returns its exit code, the events of metrics.jsonl and its stderr."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir / "config.json"
+    if ranks > 1:
+        cfg = {**cfg, "launch": {**cfg.get("launch", {}), "nproc_per_node": ranks}}
     cfg_path.write_text(json.dumps(cfg, indent=2))
-    p = subprocess.run([str(cli), "--config", str(cfg_path), "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=timeout)
-    metrics = run_dir / "metrics.jsonl"
-    events = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.exists() else []
-    return p.returncode, events, p.stderr[-4000:]
+    argv = [str(cli), "--config", str(cfg_path), "--run-dir", str(run_dir), *(extra or [])]
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "passive")}
+    try:
+        p = subprocess.run(mpirun_argv(ranks, argv) if ranks > 1 else argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        return 124, events_of(run_dir), f"timed out after {timeout} s: {(e.stderr or b'')[-2000:]!r}"
+    return p.returncode, events_of(run_dir), p.stderr[-4000:]
+
+
+def measured_peaks(events: list[dict[str, Any]], rank: int | None = None) -> dict[str, int]:
+    """The highest peak per category over the step events (the run's, or one rank's)."""
+    steps = [e for e in events if e.get("type") == "step" and (e.get("rank") == rank if rank is not None else "rank" not in e)]
+    out: dict[str, int] = {}
+    for s in steps:
+        for k, v in s["mem_peak_by_category"].items():
+            out[k] = max(out.get(k, 0), v)
+    return out
+
+
+CATEGORIES = ("params", "grads", "optimizer", "activations", "workspace", "comm", "other")
+
+
+def plan_differences(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every rank's measured peak per category against the plan: {rank: {category: [plan, measured]}} where they differ."""
+    plan = of_type(events, "run_start")[0]["memory_plan"]
+    ranks = sorted({e["rank"] for e in events if e.get("type") == "step" and "rank" in e}) or [None]
+    out: dict[str, Any] = {}
+    for r in ranks:
+        m = measured_peaks(events, r)
+        diff = {k: [plan[k], m.get(k, 0)] for k in CATEGORIES if plan[k] != m.get(k, 0)}
+        if diff:
+            out[str(0 if r is None else r)] = diff
+    return out
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

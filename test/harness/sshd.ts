@@ -63,7 +63,8 @@ export class LoopbackSshd {
         'MaxStartups 100',
         'MaxSessions 100',
         'LogLevel VERBOSE',
-        ...Object.entries(opts.setEnv ?? {}).map(([k, v]) => `SetEnv ${k}=${v}`),
+        // One SetEnv line: sshd keeps only the first of repeated directives.
+        ...(opts.setEnv && Object.keys(opts.setEnv).length ? [`SetEnv ${Object.entries(opts.setEnv).map(([k, v]) => `"${k}=${v}"`).join(' ')}`] : []),
       ].join('\n') + '\n',
     );
     writeFileSync(

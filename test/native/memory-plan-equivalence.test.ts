@@ -1,6 +1,7 @@
 // The estimator for our own runtime must equal the runtime's byte plan (the addon's memoryPlan,
 // the same numbers the runtime reports at run_start) within 1% in every category, over a grid of
-// model sizes, strategies at 1/2/4 ranks, checkpointing policies, precisions and offload.
+// model sizes, strategies at 1/2/4 ranks, checkpointing policies, precisions and offload, for the
+// CPU backend and for the CUDA backend (whose attention, scratch and batches the plan counts apart).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -66,7 +67,12 @@ function grid(): GridPoint[] {
         points.push(point(size, { fsdp, launch: { nproc_per_node: nproc } }, `${strategy} ×${nproc}`));
         for (const mp of PRECISIONS.slice(1)) points.push(point(size, { fsdp, mixed_precision: mp, launch: { nproc_per_node: nproc } }, `${strategy} ×${nproc} ${mp.param_dtype}/${mp.reduce_dtype}`));
         points.push(point(size, { fsdp: { ...fsdp, cpu_offload: true }, launch: { nproc_per_node: nproc } }, `${strategy} ×${nproc} offload`));
+        for (const mp of PRECISIONS) {
+          points.push(point(size, { fsdp, mixed_precision: mp, launch: { nproc_per_node: nproc, device: 'cuda' } }, `${strategy} ×${nproc} cuda ${mp.param_dtype}/${mp.reduce_dtype}`));
+        }
+        points.push(point(size, { fsdp: { ...fsdp, cpu_offload: true }, mixed_precision: PRECISIONS[0], launch: { nproc_per_node: nproc, device: 'cuda' } }, `${strategy} ×${nproc} cuda offload`));
       }
+      points.push(point(size, { fsdp: { sharding_strategy: strategy, backward_prefetch: 'NONE' }, mixed_precision: PRECISIONS[1], launch: { nproc_per_node: 4, device: 'cuda' } }, `${strategy} ×4 cuda bf16 no backward prefetch`));
       points.push(point(size, { fsdp: { sharding_strategy: strategy, forward_prefetch: true, backward_prefetch: 'NONE' }, launch: { nproc_per_node: 4 } }, `${strategy} ×4 forward prefetch only`));
       // Gradients held whole across micro-steps (no_sync) when they are sharded.
       points.push(point(size, { fsdp: { sharding_strategy: strategy }, training: { batch_size_per_gpu: size.batch, max_steps: 10, learning_rate: 0.001, gradient_accumulation_steps: 4 }, launch: { nproc_per_node: 4 } }, `${strategy} ×4 accumulating 4 micro-steps`));
@@ -76,6 +82,7 @@ function grid(): GridPoint[] {
         points.push(point(size, { activation_checkpointing: ac, fsdp: { sharding_strategy: strategy }, launch: { nproc_per_node: 2 } }, `${strategy} ×2 checkpointing ${JSON.stringify(ac)}`));
       }
       points.push(point(size, { activation_checkpointing: ac, mixed_precision: PRECISIONS[1] }, `checkpointing ${JSON.stringify(ac)} bf16`));
+      points.push(point(size, { activation_checkpointing: ac, mixed_precision: PRECISIONS[1], launch: { device: 'cuda' } }, `checkpointing ${JSON.stringify(ac)} cuda bf16`));
     }
     // The CUDA backend keeps the logits padded in the compute dtype.
     for (const mp of PRECISIONS) points.push(point(size, { mixed_precision: mp, launch: { device: 'cuda' } }, `cuda ${mp.param_dtype}`));

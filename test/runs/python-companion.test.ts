@@ -1,8 +1,7 @@
 // The Python companion and its supervisor with Debian's real PyTorch (CPU, gloo): its own unit tests;
 // a 2-rank DDP script started with the environment rendezvous, whose every event the metrics
 // protocol's schema accepts, whose planted NaN is named by module and rank; one rank failing
-// stops the other; a stop signal to the process group stops every rank after the same step, and a
-// relaunch resumes with every step once; and `pip install` from the repository.
+// stops the other; and `pip install` from the repository. (Stop and relaunch: command-launch.test.ts.)
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,12 +11,8 @@ import { GrowingFileReader } from '../../core/protocol/growing-file';
 import { metricsDecoder } from '../../core/protocol/metrics-decoder';
 import { RunHistory } from '../../core/runs/run-history';
 import { repoRoot } from '../../scripts/code-server';
-import { until } from '../harness/until';
+import { DDP_SCRIPT, SUPERVISOR, TORCH_PYTHON } from '../harness/pytorch';
 
-/** Debian's python3-torch is for the system Python (the one first on PATH may have no torch). */
-export const TORCH_PYTHON = process.env.FSDP_TORCH_PYTHON ?? '/usr/bin/python3';
-export const SUPERVISOR = path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py');
-export const DDP_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');
 
 function runDirWithManifest(parent: string, name: string): string {
   const dir = path.join(parent, name);
@@ -99,31 +94,6 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.match(history.end?.reason ?? '', /^rank 1 exited with status 1: FloatingPointError: NaN in forward of blocks\.1\.mlp/);
     assert.equal(manifest.status, 'failed');
     assert.equal(history.anomalies[0].action, 'stop');
-  });
-
-  it('a stop signal to the process group stops every rank after the same step; a relaunch resumes with every step once', async () => {
-    const runDir = runDirWithManifest(tmp, 'stop');
-    const ckpt = path.join(runDir, 'ckpt');
-    const args = ['--steps', '60', '--step-sleep', '0.1', '--checkpoint', ckpt, '--save-every', '1000'];
-    const first = supervise(runDir, 2, args);
-    groups.push(first.pgid);
-    await until('step 10', async () => ((await readRun(runDir)).history.lastStep ?? 0) >= 10, 120_000, 200);
-    process.kill(-first.pgid, 'SIGTERM');
-    assert.equal(await first.done, 128 + os.constants.signals.SIGTERM);
-    const stopped = await readRun(runDir);
-    assert.equal(stopped.history.end?.status, 'stopped');
-    assert.equal(stopped.manifest.status, 'stopped');
-    const stoppedAt = stopped.history.lastStep!;
-    const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
-    assert.match(out, new RegExp(`rank 0: stopped after step ${stoppedAt}`));
-    assert.match(out, new RegExp(`rank 1: stopped after step ${stoppedAt}`));
-    const again = supervise(runDir, 2, args.map((a) => (a === '60' ? '25' : a)));
-    groups.push(again.pgid);
-    assert.equal(await again.done, 0);
-    const resumed = await readRun(runDir);
-    assert.equal(resumed.history.end?.status, 'completed');
-    assert.deepEqual([...resumed.history.step.loss.steps], Array.from({ length: 25 }, (_, i) => i + 1));
-    assert.match(readFileSync(path.join(runDir, 'stdout.log'), 'utf8'), new RegExp(`resumed from .* at step ${stoppedAt}`));
   });
 
   it('installs with pip from the repository, with no dependency', () => {

@@ -110,6 +110,8 @@ describe('watching TensorBoard log folders (real writer process, real sshd on 12
       for (const at of [40, 120, 200]) {
         await until(`step ${at}, connected`, () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live', 60_000);
         if (sshd.killConnections() > 0) cuts++;
+        // The cut is seen before the next one is made.
+        await until('the cut to be noticed', () => w.connection.state !== 'live', 30_000);
       }
       await exited(writer);
       await until('step 300', () => w.history.lastStep === 300, 90_000);

@@ -13,6 +13,7 @@ import { ChartCard } from '../shared/chart-card';
 import { connectToHost } from '../shared/vscode-api';
 import { header, HEADER_HTML, renderHeader, tick } from './header';
 import { appendLog, LOG_TAB_HTML, logText } from './log-tab';
+import { ScalarTagsSection } from './scalar-tags';
 import './style.css';
 
 const host = connectToHost<DashboardFromWebview, DashboardToWebview, DashboardState>();
@@ -66,6 +67,17 @@ app.innerHTML = `${HEADER_HTML}
   <div id="panel-log" role="tabpanel">${LOG_TAB_HTML}</div>`;
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+let closedTagGroups = saved?.closedTagGroups ?? [];
+const scalarTags = new ScalarTagsSection({
+  closed: closedTagGroups,
+  onClosedChange: (closed) => {
+    closedTagGroups = closed;
+    saveState();
+    host.send({ type: 'tagGroups', closed });
+  },
+  onRange: (r) => changeRange(r),
+});
+$('charts').after(scalarTags.element);
 const slider = $<HTMLInputElement>('smoothing');
 slider.value = String(smoothing);
 $('smoothing-value').textContent = smoothing.toFixed(2);
@@ -123,7 +135,7 @@ function chartWidth(): number {
 }
 
 function saveState(): void {
-  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range, xAxis, charts: chartOptions, tab });
+  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range, xAxis, charts: chartOptions, tab, closedTagGroups });
 }
 
 function onFrame(frame: DashboardFrameMessage): void {
@@ -155,6 +167,8 @@ function onFrame(frame: DashboardFrameMessage): void {
     // Ranges arrive in the frame's own x units; a frame for another axis (in flight while it changed) keeps the whole run.
     card.update(c, frame.xAxis.mode === xAxis ? range : null, frame.xAxis);
   }
+  // The tags' charts are over steps: they follow the zoom while the x axis is the step.
+  scalarTags.update(frame.tags, frame.xAxis.mode === 'step' && xAxis === 'step' ? range : null);
 }
 
 /** Resolved by the next draw of the loss chart: how long a zoom took from request to pixels. */
@@ -209,6 +223,7 @@ setInterval(() => {
 
 new ResizeObserver(() => {
   for (const c of cards.values()) c.chart.resize();
+  scalarTags.resize();
   changeRange(range);
 }).observe($('charts'));
 
@@ -225,6 +240,7 @@ Object.assign(window, {
     header,
     log: logText,
     zoom: zoomAndMeasure,
+    tags: () => scalarTags.snapshot(),
   },
 });
 

@@ -2,6 +2,8 @@
 // native/src/memory/memory_plan.cc implements it): flat per-unit parameter buffers (embedding,
 // blocks, head) padded to a multiple of the shard degree, float32 masters, gradients and AdamW
 // moments, activations along the forward/backward timeline, communication buffers in reduce_dtype.
+// The plan depends on the backend (launch.device): the CPU keeps the attention's B·H·T²
+// probabilities, the CUDA kernels B·H·T log-sum-exps, and the CUDA backend has scratch of its own.
 // The runtime plans each phase's peak as a sum of per-category peaks within it, so this model has
 // one backward step. test/native/memory-plan-equivalence.test.ts holds it to the addon's memoryPlan().
 import type { MemoryInput } from '../memory-input';
@@ -10,6 +12,15 @@ import type { ModelShape } from '../model-shape';
 import type { FrameworkTerms, TermSpec } from './term-spec';
 
 const FP32 = 4;
+// The CUDA backend's scratch in backward, by its kernels' row blocking (native/MEMORY.md).
+const CUDA_BIAS_ROWS = 256;
+const CUDA_LAYERNORM_ROWS = 128;
+const CUDA_VOCAB_ALIGNMENT = 128;
+
+/** The vocabulary the LM head's logits have: model.vocab_size, on CUDA padded to a multiple of 128 (native/src/backend/cuda/padded_vocab.h). */
+function headVocab(input: MemoryInput): number {
+  return input.device === 'cuda' ? Math.ceil(input.model.vocabSize / CUDA_VOCAB_ALIGNMENT) * CUDA_VOCAB_ALIGNMENT : input.model.vocabSize;
+}
 
 /** Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head]. */
 function unitNumels(m: ModelShape): number[] {
@@ -29,7 +40,7 @@ function runtimeShardDegree(input: MemoryInput): number {
   return Math.max(1, worldSize(input));
 }
 
-/** MEMORY.md's activation pieces (bytes) for one micro-batch. */
+/** MEMORY.md's activation pieces (bytes) for one micro-batch, on the plan's backend. */
 function runtimeActivationSizes(input: MemoryInput) {
   const m = input.model;
   const B = input.microBatch;
@@ -38,21 +49,44 @@ function runtimeActivationSizes(input: MemoryInput) {
   const C = m.dModel;
   const F = m.ffnHidden;
   const H = m.nHeads;
-  const V = m.vocabSize;
+  const Vh = headVocab(input);
   const a = bytesOf(input.precision.activation);
-  return {
+  const p = bytesOf(input.precision.param);
+  const batch = 8 * N;
+  const common = {
     /** R: one residual-stream tensor. */
     residual: a * N * C,
-    /** I: a block's saved internals: ln1_out, qkv, atty, res2, ln2_out, fc, gelu, attention probabilities, fp32 LayerNorm stats. */
-    block: a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N,
     /** K_sel: what selective keeps: qkv, atty, res2, fc. */
     blockSelective: a * (5 * N * C + N * F),
     /** Hd: final LayerNorm output and stats, per-token losses, and the classifier's state: float32 probabilities on the CPU, compute-dtype logits with the vocabulary padded to a multiple of 128 on CUDA. */
-    head: a * N * C + 12 * N + (input.device === 'cuda' ? bytesOf(input.precision.param) * N * Math.ceil(V / 128) * 128 : 4 * N * V),
-    /** Wb: backward scratch. */
-    workspace: a * (6 * N * C + N * F + B * H * T * T),
+    head: a * N * C + 12 * N + (input.device === 'cuda' ? p : 4) * N * Vh,
     /** int32 inputs and targets of one batch. */
-    batch: 8 * N,
+    batch,
+  };
+  if (input.device !== 'cuda') {
+    return {
+      ...common,
+      /** I: a block's saved internals: ln1_out, qkv, atty, res2, ln2_out, fc, gelu, attention probabilities, fp32 LayerNorm stats. */
+      block: a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N,
+      /** Wb: backward scratch. */
+      workspace: a * (6 * N * C + N * F + B * H * T * T),
+      /** The data loader's ring: the batch in use and the prefetched ones. */
+      batches: ((input.prefetchBatches ?? 2) + 1) * batch,
+    };
+  }
+  // CUDA: each attention row's float32 log-sum-exp (and in backward its float32 row term), the
+  // backend's largest transient scratch on top of the block's; the device holds the batch in use.
+  // The classifier's vocabulary tail (V mod 128 rows) in backward: W's rows zero-padded (param_dtype) and their float32 gradient rows.
+  const tail = Vh - Math.floor(m.vocabSize / CUDA_VOCAB_ALIGNMENT) * CUDA_VOCAB_ALIGNMENT;
+  const classifier = (p + FP32) * tail * C;
+  const bias = 4 * Math.ceil(N / CUDA_BIAS_ROWS) * Math.max(3 * C, F);
+  const layernorm = 4 * Math.ceil(N / CUDA_LAYERNORM_ROWS) * 2 * C;
+  const embedding = 4 * (3 * N + 1);
+  return {
+    ...common,
+    block: a * (7 * N * C + 2 * N * F) + 4 * B * H * T + 16 * N,
+    workspace: a * (6 * N * C + N * F) + 4 * B * H * T + Math.max(classifier, bias, layernorm, embedding),
+    batches: batch,
   };
 }
 
@@ -86,9 +120,6 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
   const Pp = S.map((s) => s * D);
   const sumP = P.reduce((x, y) => x + y, 0);
   const sumS = S.reduce((x, y) => x + y, 0);
-  const maxP = Math.max(...P);
-  const maxS = Math.max(...S);
-  const maxPp = Math.max(...Pp);
   const U = P.length;
   const head = U - 1;
   const tied = m.tieEmbeddings;
@@ -146,19 +177,23 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
   const actFwd = kept + Math.max(z.head, z.block - lastKeep);
   const actBwd = Math.max(kept + z.head, kept - z.residual - lastKeep + z.block);
 
-  // Communication buffers: reduce_dtype copies of a unit's gradient, the reduce-scatter output,
-  // and the param_dtype send buffer of a shard; none with one rank.
+  // Communication buffers, unit by unit: a unit's reduction holds its reduce_dtype cast (when
+  // narrower than float32) and, for sharded gradients, the reduce-scatter's output; a sharded
+  // unit's gather sends its shard from a comm buffer when it is cast to param_dtype or, offloaded on
+  // a GPU, copied to the device; a prefetched gather holds that buffer while the previous unit's
+  // gradients are reduced. None with one rank.
   let commFwd = 0;
   let commBwd = 0;
   if (W > 1) {
-    if (!gradsSharded) commBwd += r < FP32 ? r * maxP : 0;
-    else commBwd += (r < FP32 ? r * maxPp : 0) + r * maxS;
-    if (paramsSharded && p < FP32) {
-      commFwd = p * maxS;
-      commBwd += p * maxS;
+    const send = paramsSharded && (p < FP32 || (offload && input.device === 'cuda')) ? p : 0;
+    const reduction = (u: number) => (gradsSharded ? (r < FP32 ? r * Pp[u] : 0) + r * S[u] : r < FP32 ? r * P[u] : 0);
+    for (let u = 0; u < U; u++) {
+      commFwd = Math.max(commFwd, send * S[u]);
+      const prefetched = input.fsdp.backwardPrefetch !== 'NONE' && u >= 1 && paramsSharded ? send * S[u - 1] : 0;
+      commBwd = Math.max(commBwd, reduction(u) + prefetched, send * S[u]);
     }
   }
-  const batches = ((input.prefetchBatches ?? 2) + 1) * z.batch;
+  const batches = z.batches;
 
   const terms: TermSpec[] = [
     { id: 'params.masters', category: 'params', label: paramsSharded ? `float32 parameter shard (1/${D})` : 'float32 parameters', where: 'device', forward: masterDevice, backward: masterDevice, optimizer: masterDevice },
@@ -168,9 +203,9 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
     { id: 'grads.unit', category: 'grads', label: gradsUnsynced ? 'whole-unit float32 gradients accumulated until the last micro-step (no_sync)' : 'whole-unit float32 gradients awaiting reduce-scatter', where: 'device', forward: gradsUnsynced, backward: gradsTransient, optimizer: 0 },
     { id: 'optimizer.adamw', category: 'optimizer', label: `AdamW moments${optSharded ? ` (1/${D})` : ''}`, where: 'device', forward: optimizerDevice, backward: optimizerDevice, optimizer: optimizerDevice },
     { id: 'activations.timeline', category: 'activations', label: 'residual stream, saved block internals, head', where: 'device', forward: actFwd, backward: actBwd, optimizer: 0 },
-    { id: 'workspace.backward', category: 'workspace', label: 'backward scratch of one block', where: 'device', forward: 0, backward: z.workspace, optimizer: 0 },
+    { id: 'workspace.backward', category: 'workspace', label: input.device === 'cuda' ? 'backward scratch of one block and the backend\'s largest transient scratch' : 'backward scratch of one block', where: 'device', forward: 0, backward: z.workspace, optimizer: 0 },
     { id: 'comm.buffers', category: 'comm', label: `${input.precision.reduce} reduce and ${input.precision.param} gather buffers`, where: 'device', forward: commFwd, backward: commBwd, optimizer: 0 },
-    { id: 'other.batches', category: 'other', label: `token batches (current and ${input.prefetchBatches ?? 2} prefetched)`, where: 'device', forward: batches, backward: batches, optimizer: batches },
+    { id: 'other.batches', category: 'other', label: input.device === 'cuda' ? 'the token batch being computed (the data loader\'s ring is pinned host memory)' : `token batches (current and ${input.prefetchBatches ?? 2} prefetched)`, where: 'device', forward: batches, backward: batches, optimizer: batches },
   ];
   const onHost = (id: string, category: TermSpec['category'], label: string, bytes: number): TermSpec => ({ id, category, label, where: 'host', forward: bytes, backward: bytes, optimizer: bytes });
   if (master - masterDevice > 0) terms.push(onHost('params.host', 'params', 'float32 parameter shard in host memory', master - masterDevice));

@@ -14,16 +14,12 @@ DType to_dtype(Dtype d) {
   return DType::f32;
 }
 
-namespace {
-
 int local_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
     if (const char* v = std::getenv(name)) return std::atoi(v);
   }
   return 0;
 }
-
-}  // namespace
 
 BackendOptions backend_options(const RunConfig& config) {
   BackendOptions o;

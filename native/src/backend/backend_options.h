@@ -8,6 +8,9 @@ namespace fsdp {
 
 DType to_dtype(Dtype d);
 
+/** This rank's place among its host's processes (mpirun's OMPI_COMM_WORLD_LOCAL_RANK, srun's SLURM_LOCALID, torchrun's LOCAL_RANK); 0 alone. */
+int local_rank();
+
 /**
  * mixed_precision.param_dtype is the compute dtype (as FSDP's MixedPrecision: the dtype the
  * gathered parameters, and so the activations, have). The GPU is the rank's local rank among the

@@ -265,6 +265,7 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   lg.eval_every_n_steps = static_cast<int>(r.integer("logging.eval_every_n_steps", 0));
   lg.eval_batches = static_cast<int>(r.integer("logging.eval_batches", 1, 8));
   lg.runs_dir = resolve_path(base_dir, r.string("logging.runs_dir", "runs"));
+  lg.tensorboard = r.boolean("logging.tensorboard", true);
 
   auto& la = c.launch;
   la.target = r.string("launch.target", "local");

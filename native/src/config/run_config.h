@@ -83,6 +83,7 @@ struct StabilityConfig {
 struct LoggingConfig {
   int every_n_steps = 1, eval_every_n_steps = 0, eval_batches = 8;
   std::string runs_dir = "runs";
+  bool tensorboard = true;  // event files next to metrics.jsonl (metrics/tensorboard_writer.h)
 };
 
 struct LaunchConfig {

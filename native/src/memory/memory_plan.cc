@@ -11,29 +11,64 @@ namespace fsdp {
 
 using u64 = std::uint64_t;
 
+namespace {
+
+u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }
+
+// The CUDA backend's scratch in backward (backend/cuda/cuda_backend.cc), by the kernels' row
+// blocking: the bias gradient's partial sums (kernels/elementwise.cu, 256 rows a block), LayerNorm
+// backward's partial dw/db (kernels/layernorm.cu, 128 rows a block), the embedding gradient's
+// token index (3N + 1 int32). The GPU tests compare the measured peaks with these.
+constexpr u64 kBiasRows = 256;
+constexpr u64 kLayerNormRows = 128;
+// cuBLASLt's workspace (backend/cuda/cublaslt_matmul.cc), held outside the counting allocator.
+constexpr u64 kCublasLtWorkspace = u64{32} << 20;
+
+}  // namespace
+
+std::uint64_t head_vocab(const RunConfig& c) {
+  return static_cast<u64>(plans_cuda(c) ? padded_vocab(c.model.vocab_size) : c.model.vocab_size);
+}
+
 ActivationSizes activation_sizes(const RunConfig& c) {
   const ModelShape s = ModelShape::of(c.model);
   const u64 B = c.training.batch_size_per_gpu, T = c.data.seq_len, N = B * T;
-  const u64 C = s.C, F = s.F, H = s.H, V = s.V;
+  const u64 C = s.C, F = s.F, H = s.H, Vh = head_vocab(c);
   const u64 a = dtype_bytes(c.mixed_precision.buffer_dtype);
+  const u64 p = dtype_bytes(c.mixed_precision.param_dtype);
   ActivationSizes z;
   z.residual = a * N * C;
-  // ln1_out, qkv (3), atty, res2, ln2_out: 7NC; fch, fcg: 2NF; attention probabilities B H T^2;
-  // LayerNorm means and reciprocal std devs of ln1 and ln2 in float32: 16N.
-  z.block = a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N;
   z.block_selective = a * (5 * N * C + N * F);  // qkv, atty, res2, fch
-  // The classifier's state: float32 probabilities on the CPU; on CUDA the logits in the compute
-  // dtype, rows padded to a multiple of 128 (backend/cuda/classifier.cc).
-  const u64 logits = c.launch.device == "cuda" ? dtype_bytes(c.mixed_precision.param_dtype) * N * static_cast<u64>(padded_vocab(static_cast<long>(V))) : 4 * N * V;
-  z.head = a * N * C + 12 * N + logits;  // lnf_out, its stats and the losses, the classifier's state
-  z.workspace = a * (6 * N * C + N * F + B * H * T * T);
-  z.batch = 8 * N;  // int32 inputs and targets
+  // lnf_out, its stats and the losses, the classifier's state: float32 probabilities on the CPU; on
+  // CUDA the logits in the compute dtype, rows padded to a multiple of 128 (backend/cuda/classifier.cc).
+  z.head = a * N * C + 12 * N + (plans_cuda(c) ? p : 4) * N * Vh;
+  z.batch = 8 * N;                               // int32 inputs and targets
+  if (!plans_cuda(c)) {
+    // ln1_out, qkv (3), atty, res2, ln2_out: 7NC; fch, fcg: 2NF; attention probabilities B H T^2;
+    // LayerNorm means and reciprocal std devs of ln1 and ln2 in float32: 16N.
+    z.block = a * (7 * N * C + 2 * N * F + B * H * T * T) + 16 * N;
+    z.workspace = a * (6 * N * C + N * F + B * H * T * T);
+    z.batches = static_cast<u64>(c.data.prefetch_batches + 1) * z.batch;
+    return z;
+  }
+  // CUDA: the attention keeps each row's float32 log-sum-exp, B H T, and its backward a float32
+  // row term of the same size; the data loader's ring is pinned host memory and the device holds
+  // the one batch being computed.
+  z.block = a * (7 * N * C + 2 * N * F) + 4 * B * H * T + 16 * N;
+  const u64 base = a * (6 * N * C + N * F) + 4 * B * H * T;
+  // The classifier's tail of the vocabulary (V mod 128 rows) in backward: W's rows zero-padded to 128
+  // (param_dtype) and their float32 gradient rows (backend/cuda/classifier.cc).
+  const u64 tail = Vh - static_cast<u64>(c.model.vocab_size) / kVocabAlignment * kVocabAlignment;
+  const u64 classifier = (p + 4) * tail * C;
+  const u64 bias = 4 * ceil_div(N, kBiasRows) * std::max(3 * C, F);
+  const u64 layernorm = 4 * ceil_div(N, kLayerNormRows) * 2 * C;
+  const u64 embedding = 4 * (3 * N + 1);
+  z.workspace = base + std::max({classifier, bias, layernorm, embedding});
+  z.batches = z.batch;
   return z;
 }
 
 namespace {
-
-u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }
 
 int shard_degree(const RunConfig& c) {
   const int W = c.world_size();
@@ -58,6 +93,8 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   plan.world_size = static_cast<int>(W);
   plan.shard_degree = static_cast<int>(D);
   plan.n_params = layout.total;
+  plan.backend = plans_cuda(c) ? "cuda" : "cpu";
+  plan.library_workspace = plans_cuda(c) ? kCublasLtWorkspace : 0;
 
   // With one shard there is nothing to shard: every strategy behaves as NO_SHARD (as PyTorch does).
   const ShardingStrategy st = D == 1 ? ShardingStrategy::NO_SHARD : c.fsdp.sharding_strategy;
@@ -70,13 +107,12 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   // Per unit: numel P_u, shard S_u = ceil(P_u / D), padded Pp_u = D S_u.
   const std::size_t U = layout.units.size();
   std::vector<u64> P(U), S(U), Pp(U);
-  u64 sumP = 0, sumS = 0, maxP = 0, maxS = 0, maxPp = 0;
+  u64 sumP = 0, sumS = 0;
   for (std::size_t u = 0; u < U; ++u) {
     P[u] = layout.units[u].numel;
     S[u] = ceil_div(P[u], D);
     Pp[u] = S[u] * D;
     sumP += P[u], sumS += S[u];
-    maxP = std::max(maxP, P[u]), maxS = std::max(maxS, S[u]), maxPp = std::max(maxPp, Pp[u]);
   }
   const int emb = 0, head = static_cast<int>(U) - 1;
   const bool tied = c.model.tie_embeddings;
@@ -138,15 +174,24 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   const u64 act_fwd = kept + std::max(z.head, z.block - last_keep);
   const u64 act_bwd = std::max(kept + z.head, kept - z.residual - last_keep + z.block);
 
-  // Communication buffers (none with one rank).
+  // Communication buffers (none with one rank), unit by unit along the timeline: a unit's
+  // reduction holds its reduce_dtype cast (when narrower than float32) and, for sharded gradients,
+  // the reduce-scatter's output; a sharded unit's gather sends its shard from a comm buffer when it
+  // is cast to param_dtype or, offloaded on a GPU, copied to the device — and a prefetched gather
+  // holds its send buffer while the previous unit's gradients are reduced.
   u64 comm_bwd = 0, comm_fwd = 0;
   if (W > 1) {
-    if (!grads_sharded) comm_bwd += r < 4 ? r * maxP : 0;
-    else comm_bwd += (r < 4 ? r * maxPp : 0) + r * maxS;
-    if (params_sharded && p < 4) comm_fwd = p * maxS, comm_bwd += p * maxS;
+    const u64 send = params_sharded && (p < 4 || (offload && plans_cuda(c))) ? p : 0;
+    const bool backward_prefetch = c.fsdp.backward_prefetch != "NONE";
+    auto reduction = [&](std::size_t u) { return grads_sharded ? (r < 4 ? r * Pp[u] : 0) + r * S[u] : (r < 4 ? r * P[u] : 0); };
+    for (std::size_t u = 0; u < U; ++u) {
+      comm_fwd = std::max(comm_fwd, send * S[u]);
+      const u64 prefetched = backward_prefetch && u >= 1 && params_sharded ? send * S[u - 1] : 0;
+      comm_bwd = std::max({comm_bwd, reduction(u) + prefetched, send * S[u]});
+    }
   }
 
-  const u64 other = static_cast<u64>(c.data.prefetch_batches + 1) * z.batch;
+  const u64 other = z.batches;
 
   plan.forward = params_persistent + gathered_fwd + grads_persistent + grads_unsynced + optimizer_device + act_fwd + comm_fwd + other;
   plan.backward = params_persistent + gathered_bwd + grads_persistent + grads_transient + optimizer_device + act_bwd + z.workspace + comm_bwd + other;
@@ -185,6 +230,8 @@ nlohmann::json MemoryPlan::to_json() const {
   j["activation_checkpointing"] = {{"policy", policy.name}, {"every_n_layers", policy.every_n_layers}};
   j["world"] = {{"size", world_size}, {"shard_degree", shard_degree}, {"strategy", effective_strategy}};
   j["n_params"] = n_params;
+  j["backend"] = backend;
+  j["outside_allocator"] = {{"library_workspace", library_workspace}};
   return j;
 }
 

@@ -13,16 +13,27 @@
 
 namespace fsdp {
 
-/** Sizes of the activation and workspace pieces (bytes), named as in MEMORY.md. */
+/**
+ * Sizes of the activation and workspace pieces (bytes), named as in MEMORY.md. They depend on the
+ * backend (launch.device): the CPU keeps the attention's B·H·T² probabilities, the CUDA kernels
+ * B·H·T log-sum-exps, and the CUDA backend has scratch of its own in backward.
+ */
 struct ActivationSizes {
   std::uint64_t residual = 0;         // R: one residual-stream tensor
   std::uint64_t block = 0;            // I: a block's saved internals
   std::uint64_t block_selective = 0;  // K_sel: what selective keeps of them
   std::uint64_t head = 0;             // Hd: final LayerNorm, logits and per-token losses
-  std::uint64_t workspace = 0;        // Wb: backward scratch
+  std::uint64_t workspace = 0;        // Wb: backward scratch (on CUDA with the backend's largest transient scratch)
   std::uint64_t batch = 0;            // one batch of input and target token ids
+  std::uint64_t batches = 0;          // the batches the device holds (other): the data loader's ring on the CPU, the staged one on a GPU
 };
 ActivationSizes activation_sizes(const RunConfig& c);
+
+/** The vocabulary the LM head's logits have: model.vocab_size, on CUDA padded to a multiple of 128. */
+std::uint64_t head_vocab(const RunConfig& c);
+
+/** Whether the plan is made for the CUDA backend (launch.device: cuda). */
+inline bool plans_cuda(const RunConfig& c) { return c.launch.device == "cuda"; }
 
 struct MemoryPlan {
   MemoryUsage device;  // per category: planned peak; total: the peak phase
@@ -32,6 +43,8 @@ struct MemoryPlan {
   std::string effective_strategy;  // NO_SHARD when the shard degree is 1
   int world_size = 1, shard_degree = 1;
   std::uint64_t n_params = 0;
+  std::string backend = "cpu";           // launch.device the plan is for
+  std::uint64_t library_workspace = 0;   // device memory a library holds outside the allocator (cuBLASLt's workspace); not in total
 
   /** The MemoryPlan object of core/schemas/metrics-event.schema.json (plus the policy and world). */
   nlohmann::json to_json() const;

@@ -16,12 +16,24 @@ RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool write
   std::filesystem::create_directories(dir_);
   log_ = std::make_unique<MetricsLog>((std::filesystem::path(dir_) / "metrics.jsonl").string(), echo);
   manifest_ = std::make_unique<RunManifest>(dir_, config.resolved, config.world_size());
+  if (config.logging.tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(dir_);
   last_progress_ = unix_time();
 }
 
 std::string RunFolder::run_id() const { return manifest_ ? manifest_->run_id() : ""; }
 
-void RunFolder::write(const nlohmann::json& event) { log_->write(event); }
+void RunFolder::write(const nlohmann::json& event) {
+  log_->write(event);
+  if (!tensorboard_) return;
+  try {
+    tensorboard_->write_event(event, unix_time());
+  } catch (const std::exception& e) {
+    // The event files are a copy for other tools: losing them must not end the run.
+    const std::string why = e.what();
+    tensorboard_.reset();
+    log_->log("warn", "TensorBoard event files stop here: " + why);
+  }
+}
 
 void RunFolder::log(const std::string& level, const std::string& msg) { log_->log(level, msg); }
 

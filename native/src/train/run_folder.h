@@ -1,5 +1,5 @@
 // The run folder as a run writes it (runs/<run-id>/): the event log metrics.jsonl and run.json,
-// the run's status. Rank 0 alone writes them; on the other ranks a RunFolder writes nothing, so
+// the run's status, and the same scalars as TensorBoard event files (logging.tensorboard). Rank 0 alone writes them; on the other ranks a RunFolder writes nothing, so
 // the loop calls it the same way everywhere. The place for what guards the folder as a whole (who
 // may write it, what happens when the disk is full).
 //
@@ -16,6 +16,7 @@
 #include "config/run_config.h"
 #include "metrics/metrics_log.h"
 #include "metrics/run_manifest.h"
+#include "metrics/tensorboard_writer.h"
 
 namespace fsdp {
 
@@ -55,6 +56,7 @@ class RunFolder {
   std::mutex mu_;
   std::unique_ptr<MetricsLog> log_;
   std::unique_ptr<RunManifest> manifest_;  // writer only
+  std::unique_ptr<TensorBoardWriter> tensorboard_;  // writer only, unless logging.tensorboard is false
   double last_progress_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #ifdef FSDP_WITH_NCCL
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
@@ -40,6 +41,26 @@ TEST(Nccl, OneRankCollectivesAreTheIdentityOnDeviceAndHostBuffers) {
   nccl.all_reduce(&host, 1, CommType::f64);
   EXPECT_EQ(host, 2.5);
   nccl.barrier();
+}
+
+TEST(Nccl, SixteenBitTypesTravelAsThemselves) {
+  // reduce_dtype and param_dtype collectives: the bits of bfloat16 and float16 buffers go through unchanged.
+  BackendOptions o;
+  cuda::CudaBackend be(o);
+  SingleProcess world;
+  cuda::NcclCollectives nccl(world, be.stream());
+  const std::vector<std::uint16_t> bits = {0x3f80, 0xc000, 0x4049, 0x0001, 0x7bff, 0x8000};
+  for (CommType t : {CommType::bf16, CommType::f16}) {
+    Buffer a = be.allocator().allocate(MemoryCategory::comm, 2 * bits.size()), b = be.allocator().allocate(MemoryCategory::comm, 2 * bits.size());
+    be.upload(a.data(), bits.data(), 2 * bits.size());
+    nccl.all_reduce(a.data(), bits.size(), t);
+    nccl.reduce_scatter(a.data(), b.data(), bits.size(), t);
+    nccl.start_all_gather(b.data(), a.data(), bits.size(), t)->wait();
+    be.synchronize();
+    std::vector<std::uint16_t> back(bits.size());
+    be.download(back.data(), a.data(), 2 * bits.size());
+    EXPECT_EQ(back, bits);
+  }
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   // Rank 0 prints the listing; the others print their failures only.
   if (fsdp::test::g_world->rank() != 0) ::testing::GTEST_FLAG(brief) = true;
   ::testing::InitGoogleTest(&argc, argv);
+  // One report (--gtest_output) for the job: rank 0's (a failure elsewhere fails the exit code).
+  if (fsdp::test::g_world->rank() != 0) ::testing::GTEST_FLAG(output) = "";
   const int failed = RUN_ALL_TESTS();
   // A failure on one rank is a failure of every rank's binary.
   double any = failed ? 1.0 : 0.0;

@@ -219,7 +219,9 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const void* dout,
   std::vector<std::int32_t> packed(order);
   packed.insert(packed.end(), starts.begin(), starts.end());
   packed.insert(packed.end(), bucket_tokens.begin(), bucket_tokens.end());
-  Buffer index = scratch(sizeof(std::int32_t) * packed.size());
+  // Sized for the most the index can hold (every position its own token: 3n + 1), not for this
+  // batch's tokens, so the workspace peak is the plan's whatever the batch (MEMORY.md workspace X).
+  Buffer index = scratch(sizeof(std::int32_t) * (3 * n + 1));
   upload(index.data(), packed.data(), sizeof(std::int32_t) * packed.size());
   const std::int32_t* p = index.i32();
   cuda::embedding_backward(dwte, dwpe, dout, p, p + n, p + n + starts.size(), buckets, B, T, C, compute_, stream_);

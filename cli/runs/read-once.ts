@@ -1,0 +1,74 @@
+// A run read once, from its start to what is there now, through the readers the editor's watch
+// uses: a run folder (metrics.jsonl, and the TensorBoard folder its run.json names) or a TensorBoard
+// log folder (its event files), on this machine or on an SSH host.
+import path from 'node:path';
+import { GrowingFileReader } from '../../core/protocol/growing-file';
+import { metricsDecoder } from '../../core/protocol/metrics-decoder';
+import type { DecodedBatch, DecoderFactory } from '../../core/protocol/record-decoder';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { tensorBoardDecoder } from '../../core/protocol/tensorboard/tensorboard-decoder';
+import { RunHistory } from '../../core/runs/run-history';
+import { EVENT_FILE_PREFIX } from '../../extension/runs/log-folder-follower';
+import { LocalMachine } from '../../extension/runs/local-machine';
+import type { RunMachine } from '../../extension/runs/run-machine';
+
+export interface ReadProblem {
+  file: string;
+  offset: number;
+  message: string;
+}
+
+export interface RunRead {
+  kind: 'run' | 'tensorboard';
+  manifest?: RunManifest;
+  history: RunHistory;
+  files: string[];
+  problems: ReadProblem[];
+}
+
+/** A launched command's event files are those changed from a little before it was created (as the watch reads them). */
+const SINCE_SLACK_S = 60;
+
+export async function readRunOnce(machine: RunMachine, dir: string): Promise<RunRead> {
+  const history = new RunHistory();
+  const problems: ReadProblem[] = [];
+  const files: string[] = [];
+  const join = (a: string, b: string) => (machine instanceof LocalMachine ? path.join(a, b) : `${a.replace(/\/+$/, '')}/${b}`);
+  const manifest = await machine.readManifest(dir).catch((e: Error) => {
+    problems.push({ file: join(dir, 'run.json'), offset: 0, message: e.message });
+    return undefined;
+  });
+  const metrics = join(dir, 'metrics.jsonl');
+  const ownFiles = await machine.listFiles(dir, 'metrics.jsonl', 0);
+  const eventFiles = await machine.listFiles(dir, EVENT_FILE_PREFIX, 0);
+  if (!manifest && ownFiles.length === 0 && eventFiles.length === 0) {
+    throw new Error(`${dir}: no run here (no run.json, metrics.jsonl or TensorBoard event files ${EVENT_FILE_PREFIX}*)`);
+  }
+  if (manifest || ownFiles.length) {
+    files.push(metrics);
+    const batch = await readAll(machine, metrics, metricsDecoder);
+    for (const e of batch.entries) history.apply(e.event);
+    problems.push(...batch.problems.map((p) => ({ file: metrics, ...p })));
+  }
+  const tbDir = manifest?.logs?.tensorboard ?? (!manifest && !ownFiles.length ? dir : undefined);
+  if (tbDir) {
+    const since = manifest ? manifest.created - SINCE_SLACK_S : undefined;
+    const listed = manifest ? await machine.listFiles(tbDir, EVENT_FILE_PREFIX, 3) : eventFiles;
+    for (const f of listed.filter((l) => since === undefined || l.mtime >= since)) {
+      files.push(f.path);
+      const batch = await readAll(machine, f.path, tensorBoardDecoder());
+      for (const s of batch.entries) history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+      problems.push(...batch.problems.map((p) => ({ file: f.path, ...p })));
+    }
+  }
+  return { kind: manifest || ownFiles.length ? 'run' : 'tensorboard', ...(manifest ? { manifest } : {}), history, files, problems };
+}
+
+/** A whole file through a decoder: read directly here, streamed from an SSH host. */
+async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFactory<R>): Promise<DecodedBatch<R>> {
+  if (machine instanceof LocalMachine) return (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
+  return decoder(0).push(await machine.readFile(file, MAX_REMOTE_BYTES));
+}
+
+/** What is read of one remote file at most (it is held in memory once). */
+const MAX_REMOTE_BYTES = 2 ** 31 - 1;

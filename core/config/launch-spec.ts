@@ -1,0 +1,113 @@
+// A launch spec (*.fsdp-launch.yaml): a person's own training command as FSDP Studio launches it.
+// Checked as the language server checks every config — the schema, then what the schema cannot
+// say (the command's words, the host alias, a remote spec's folder, nproc_per_node where the
+// launcher starts its own ranks, files that are not there) — and resolved for the launcher.
+import path from 'node:path';
+import type { LaunchSpec } from '../generated/launch-spec';
+import { readCommand, splitCommand, worldSizeOfCommand, type UserCommand } from '../launch/user-command';
+import { checkHostAlias } from '../remote/remote-command';
+import type { RuleContext } from '../rules/rule';
+import launchSpecSchema from '../schemas/launch-spec.schema.json';
+import { compileSchema } from './compile-schema';
+import { schemaProblems, type ConfigProblem } from './schema-problems';
+import type { SchemaNode } from './schema-walk';
+import { parseSourceDocument, sourceKindOf, type ConfigPath } from './source-document';
+
+export type { LaunchSpec };
+export const launchSpecSchemaNode = launchSpecSchema as SchemaNode;
+const validate = compileSchema(launchSpecSchema);
+
+export interface ResolvedLaunchSpec {
+  name: string;
+  command: UserCommand;
+  /** Working folder: absolute on this machine; on an SSH host as written (absolute or ~/…). */
+  cwd: string;
+  env: Record<string, string>;
+  /** "local" or the SSH host alias. */
+  target: string;
+  /** Ranks FSDP Studio itself starts (a plain python command); 1 for launchers that start their own. */
+  nproc: number;
+  /** Ranks of the whole command, when known. */
+  worldSize?: number;
+  python: string;
+  /** The TensorBoard folder, on the target (relative to cwd joined to it). */
+  tensorboard?: string;
+  /** The DeepSpeed or accelerate config named for the memory estimate, on this machine. */
+  config?: string;
+  /** Where run folders go on this machine. */
+  runsDir: string;
+}
+
+/** The spec's problems: schema first, then the rules below. */
+export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
+  const problems = schemaProblems(validate, ctx.doc, { tool: 'FSDP Studio' });
+  if (problems.some((p) => p.severity === 'error')) return problems;
+  const spec = ctx.value as unknown as LaunchSpec;
+  const at = (p: ConfigPath, severity: ConfigProblem['severity'], code: string, message: string): ConfigProblem => ({ severity, path: p, code, message, range: ctx.doc.rangeOf(p, 'value') });
+  const words = commandWords(spec.command);
+  if ('error' in words) return [...problems, at(['command'], 'error', 'launch.command', `command: ${words.error}`)];
+  const command = readCommand(words.argv);
+  const target = spec.target ?? 'local';
+  if (target !== 'local') {
+    const bad = checkHostAlias(target);
+    if (bad) problems.push(at(['target'], 'error', 'launch.target', `target: ${bad}`));
+    if (!spec.cwd) problems.push(at(['target'], 'error', 'launch.remote-cwd', `target ${target}: give cwd, the folder on ${target} that holds your code (absolute, or ~/…); it is not copied there`));
+    else if (!spec.cwd.startsWith('/') && !spec.cwd.startsWith('~')) problems.push(at(['cwd'], 'error', 'launch.remote-cwd', `cwd: on ${target} give an absolute folder (or ~/…), not one relative to this machine's spec`));
+  }
+  if ((spec.nproc_per_node ?? 1) > 1 && command.launcher !== 'python') {
+    problems.push(at(['nproc_per_node'], 'warning', 'launch.nproc', `nproc_per_node applies to a plain python command; ${command.argv[0]} starts its own ranks (set them in its options)`));
+  }
+  const dir = path.dirname(ctx.fileName);
+  if (target === 'local' && ctx.env.readFile) {
+    const cwd = path.resolve(dir, spec.cwd ?? '.');
+    if (command.script && ctx.env.readFile(path.resolve(cwd, command.script)) === undefined) {
+      problems.push(at(['command'], 'warning', 'launch.script', `command: ${command.script} is not in ${path.relative(dir, cwd) || '.'} (the command runs in cwd)`));
+    }
+  }
+  if (spec.config && ctx.env.readFile && ctx.env.readFile(path.resolve(dir, spec.config)) === undefined) {
+    problems.push(at(['config'], 'warning', 'launch.config', `config: ${spec.config} is not there; the memory estimate needs it`));
+  }
+  return problems;
+}
+
+/** The spec resolved for launching, or the problems that stop it. */
+export function loadLaunchSpec(text: string, file: string, readFile?: (p: string) => string | undefined): { spec?: ResolvedLaunchSpec; problems: ConfigProblem[] } {
+  const doc = parseSourceDocument(text, sourceKindOf(file));
+  const syntax: ConfigProblem[] = doc.syntaxErrors.map((e) => ({ severity: e.severity ?? 'error', path: [], code: 'syntax', message: e.message, range: e.range }));
+  if (syntax.some((p) => p.severity === 'error')) return { problems: syntax };
+  if (typeof doc.value !== 'object' || doc.value === null || Array.isArray(doc.value)) {
+    return { problems: [{ severity: 'error', path: [], code: 'schema.type', message: 'a launch spec must be a mapping with a command', range: doc.rangeOf([]) }] };
+  }
+  const problems = [...syntax, ...checkLaunchSpec({ doc, value: doc.value as Record<string, unknown>, fileName: file, env: { settings: { deepspeedLaunchedWith: 'unknown' }, ...(readFile ? { readFile } : {}) } })];
+  if (problems.some((p) => p.severity === 'error')) return { problems };
+  const spec = doc.value as LaunchSpec;
+  const words = commandWords(spec.command) as { argv: string[] };
+  const command = readCommand(words.argv);
+  const dir = path.dirname(file);
+  const target = spec.target ?? 'local';
+  const cwd = target === 'local' ? path.resolve(dir, spec.cwd ?? '.') : spec.cwd!;
+  const nproc = command.launcher === 'python' ? spec.nproc_per_node ?? 1 : 1;
+  const worldSize = worldSizeOfCommand(command, nproc);
+  const tb = spec.logs?.tensorboard;
+  return {
+    problems,
+    spec: {
+      name: spec.name ?? path.basename(file).replace(/\.fsdp-launch\.ya?ml$|\.ya?ml$/, ''),
+      command,
+      cwd,
+      env: Object.fromEntries(Object.entries(spec.env ?? {}).map(([k, v]) => [k, String(v)])),
+      target,
+      nproc,
+      ...(worldSize !== undefined ? { worldSize } : {}),
+      python: spec.python ?? 'python3',
+      ...(tb ? { tensorboard: tb.startsWith('/') || tb.startsWith('~') ? tb : target === 'local' ? path.resolve(cwd, tb) : `${cwd.replace(/\/+$/, '')}/${tb}` } : {}),
+      ...(spec.config ? { config: path.resolve(dir, spec.config) } : {}),
+      runsDir: path.resolve(dir, spec.runs_dir ?? 'runs'),
+    },
+  };
+}
+
+function commandWords(command: LaunchSpec['command']): { argv: string[] } | { error: string } {
+  if (Array.isArray(command)) return command.length && command[0] ? { argv: [...command] } : { error: 'the command is empty' };
+  return splitCommand(command);
+}

@@ -1,0 +1,131 @@
+// "Launch FSDP run" on a launch spec (a person's own command: torchrun, accelerate launch,
+// deepspeed, python) or on a DeepSpeed / accelerate config (launched with its launcher around a
+// script the person picks, through a launch spec written beside the config). The spec is checked
+// as the language server checks it, the memory estimate of the config it names is shown before the
+// command starts (and asked about when it does not fit), and the run opens in its dashboard.
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { loadLaunchSpec } from '../../core/config/launch-spec';
+import { launchMemoryNote } from '../../core/launch/launch-memory';
+import { formatProblem } from '../../core/config/schema-problems';
+import { commandForConfig } from '../../core/launch/user-command';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { launchCommandLocal, launchCommandRemote } from '../runs/command-launcher';
+import type { LaunchedRun } from '../runs/launcher';
+import { LOCAL } from '../runs/run-machine';
+import type { RunRecord } from '../runs/run-registry';
+import type { SshMachine } from '../runs/ssh-machine';
+import type { StudioContext } from '../studio-context';
+import { remoteBase, showLaunched } from './launch-run';
+
+interface Relaunch {
+  runDir: string;
+  target: string;
+  previous: RunManifest | undefined;
+}
+
+/** Launches (or, with `relaunch`, starts again in its run folder) the command a launch spec names. */
+export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, relaunch?: Relaunch): Promise<LaunchedRun | undefined> {
+  const rel = vscode.workspace.asRelativePath(uri);
+  const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
+  const { spec, problems } = loadLaunchSpec(text, uri.fsPath, readLocal);
+  for (const p of problems) studio.output[p.severity === 'error' ? 'error' : 'warn'](formatProblem(rel, p));
+  if (!spec) {
+    const first = problems.find((p) => p.severity === 'error')!;
+    studio.output.show(true);
+    void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${formatProblem(rel, first)}`);
+    return undefined;
+  }
+  // A run starts again where it lives, even if the spec's target changed since.
+  if (relaunch) spec.target = relaunch.target;
+  const gpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
+  const memory = launchMemoryNote(spec, readLocal, { ...(gpu ? { gpu } : {}), hostMemoryBytes: os.totalmem() });
+  if (memory?.doesNotFit) {
+    const choice = await vscode.window.showWarningMessage(`${memory.text}. Launch anyway?`, { modal: true }, 'Launch anyway');
+    if (choice !== 'Launch anyway') return undefined;
+  }
+  const verb = relaunch ? 'Resuming' : 'Launching';
+  const where = spec.target === LOCAL ? '' : ` on ${spec.target}`;
+  let launched: LaunchedRun;
+  try {
+    launched = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${verb} ${rel}${where}` }, async (progress) => {
+      const report = (message: string) => {
+        progress.report({ message });
+        studio.output.info(`${spec.target}: ${message}`);
+      };
+      if (memory) report(memory.text);
+      const req = { specPath: uri.fsPath, spec, ...(relaunch ? { resumeRunDir: relaunch.runDir } : {}) };
+      if (spec.target === LOCAL) return launchCommandLocal(studio.runs.machine(LOCAL), studio.extension.extensionPath, req, relaunch?.previous);
+      const machine = studio.runs.machine(spec.target) as SshMachine;
+      const base = await machine.absolute(remoteBase());
+      return launchCommandRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, relaunch?.previous);
+    });
+  } catch (e) {
+    studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
+    void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
+    return undefined;
+  }
+  studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}: ${launched.argv.join(' ')}`);
+  await showLaunched(studio, launched, { name: spec.name, configPath: uri.fsPath, resumed: !!relaunch });
+  return launched;
+}
+
+/** Resume of a command's run: the same spec started again in the same run folder. */
+export async function relaunchCommand(studio: StudioContext, record: RunRecord, manifest: RunManifest | undefined): Promise<void> {
+  const specPath = record.configPath ?? manifest?.config_path;
+  if (!specPath || !existsSync(specPath)) {
+    void vscode.window.showErrorMessage(`Cannot resume ${record.runId}: its launch spec ${specPath ?? '(not recorded)'} is not on this machine.`);
+    return;
+  }
+  await launchSpecFile(studio, vscode.Uri.file(specPath), { runDir: record.runDir, target: record.target, previous: manifest });
+}
+
+/**
+ * A DeepSpeed or accelerate config: the person picks their training script, a launch spec with the
+ * matching launcher is written beside the config (kept, so the launch can be edited and repeated),
+ * and launched.
+ */
+export async function launchConfigWithScript(studio: StudioContext, uri: vscode.Uri, kind: 'deepspeed' | 'accelerate'): Promise<void> {
+  const dir = path.dirname(uri.fsPath);
+  const stem = path.basename(uri.fsPath).replace(/\.(jsonc?|ya?ml)$/i, '');
+  const specUri = vscode.Uri.file(path.join(dir, `${stem}.fsdp-launch.yaml`));
+  if (existsSync(specUri.fsPath)) {
+    void vscode.window.showInformationMessage(`Launching ${vscode.workspace.asRelativePath(specUri)}, the launch spec of ${path.basename(uri.fsPath)} (edit it to change the command).`);
+    await launchSpecFile(studio, specUri);
+    return;
+  }
+  const launcher = kind === 'deepspeed' ? 'deepspeed' : 'accelerate launch';
+  const scripts = await vscode.workspace.findFiles('**/*.py', '{**/node_modules/**,**/.git/**,**/site-packages/**,**/runs/**}', 500);
+  if (scripts.length === 0) {
+    void vscode.window.showInformationMessage(`Launching ${path.basename(uri.fsPath)} needs your training script (a .py file in the workspace), run by ${launcher}.`);
+    return;
+  }
+  const script = await vscode.window.showQuickPick(
+    scripts.map((s) => ({ label: vscode.workspace.asRelativePath(s), uri: s })).sort((a, b) => a.label.localeCompare(b.label)),
+    { title: `Launch ${path.basename(uri.fsPath)} with ${launcher}`, placeHolder: `Your training script (${launcher} runs it with this config)` },
+  );
+  if (!script) return;
+  const nproc = kind === 'deepspeed' ? vscode.workspace.getConfiguration('fsdp.deepspeed', uri).get<number | null>('worldSize') ?? 1 : 1;
+  const relScript = path.relative(dir, script.uri.fsPath);
+  const command = commandForConfig(kind, path.basename(uri.fsPath), relScript, nproc);
+  const body = [
+    `# FSDP Studio launch spec for ${path.basename(uri.fsPath)}: edit the command (ranks, script arguments), then "FSDP: Launch FSDP run".`,
+    `name: ${JSON.stringify(stem)}`,
+    `command: ${JSON.stringify(command)}`,
+    `config: ${JSON.stringify(path.basename(uri.fsPath))}`,
+    '',
+  ].join('\n');
+  await vscode.workspace.fs.writeFile(specUri, Buffer.from(body));
+  await vscode.window.showTextDocument(specUri, { preview: false });
+  await launchSpecFile(studio, specUri);
+}
+
+function readLocal(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,236 @@
+// A person's own PyTorch training in a real VS Code: a 2-rank DDP script (Debian's PyTorch, CPU,
+// gloo; ranks started by the companion's supervisor with the environment rendezvous), launched from
+// the palette through a launch spec — its loss fills the dashboard and the "all scalars" section, a
+// reload mid-run keeps every step once, Stop stops every rank after the same step, Resume continues
+// with every step once, and the NaN diagnostics view names the module where a NaN was planted. The
+// same over a real sshd on 127.0.0.1. A DeepSpeed config launched with its launcher around the
+// script picked. And a TensorBoard log folder of the workspace, attached.
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LocalMachine } from '../../extension/runs/local-machine';
+import { DDP_SCRIPT, TORCH_PYTHON } from '../harness/pytorch';
+import { LoopbackSshd } from '../harness/sshd';
+import { syntheticLoss } from '../harness/synthetic-run';
+import { writeTensorBoardRun } from '../harness/tensorboard-file';
+import { untilValue as until } from '../harness/until';
+import { VsCodeSession } from './harness/vscode-session';
+
+interface ChartPoints {
+  x: number[];
+  series: Array<{ label: string; y: Array<number | null> }>;
+}
+interface Header {
+  runId: string;
+  status: string;
+  reason?: string;
+  step?: number;
+  target: string;
+  canStop: boolean;
+  canResume: boolean;
+  summary: Array<[string, string]>;
+}
+const PUBLIC_ZERO3 = path.join(__dirname, '..', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json');
+
+/** The "FSDP Studio" output channel's log, from a copy of VS Code's logs. */
+function outputLog(logs: string): string {
+  const found: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.includes('FSDP Studio')) found.push(readFileSync(p, 'utf8'));
+    }
+  };
+  walk(logs);
+  return found.join('\n');
+}
+
+interface TagsSnapshot {
+  groups: Array<{ group: string; open: boolean; tags: string[]; drawnIn: Record<string, string> }>;
+  points: Record<string, { x: number[] }>;
+}
+
+const STEPS = 40;
+
+/** The loss of each step as the companion wrote it (rank 0's scalars events; the last write of a step wins). */
+function lossesLogged(runDir: string): Map<number, number | null> {
+  const out = new Map<number, number | null>();
+  for (const line of readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const e = JSON.parse(line) as { type: string; step: number; values?: Record<string, number | null> };
+    if (e.type !== 'scalars' || !e.values || !('loss' in e.values)) continue;
+    for (const s of [...out.keys()]) if (s >= e.step) out.delete(s);
+    out.set(e.step, e.values.loss);
+  }
+  return out;
+}
+
+function assertEveryStepOnce(p: ChartPoints, runDir: string, what: string): void {
+  const written = lossesLogged(runDir);
+  assert.ok(p.x.length > 0, `${what}: no points`);
+  assert.deepEqual(p.x, Array.from({ length: p.x.length }, (_, i) => i + 1), `${what}: steps 1..${p.x.length}, no gap, no double`);
+  const loss = p.series.find((s) => s.label === 'loss')!;
+  loss.y.forEach((v, i) => assert.equal(v, written.get(i + 1), `${what}: loss of step ${i + 1}`));
+}
+
+function spec(workspace: string, name: string, lines: string[]): void {
+  const command = [TORCH_PYTHON, 'train.py', '--steps', String(STEPS), '--step-sleep', '0.3', '--checkpoint', `ckpt-${name}`, '--save-every', '1000', '--eval-every', '20', ...lines];
+  writeFileSync(path.join(workspace, `${name}.fsdp-launch.yaml`), [`name: ${name}`, `command: ${JSON.stringify(command)}`, 'nproc_per_node: 2', 'env: {OMP_NUM_THREADS: 1}', ''].join('\n'));
+}
+
+describe('e2e: your own PyTorch script launched, watched, stopped, resumed and diagnosed', function () {
+  this.timeout(20 * 60_000);
+  let sshd: LoopbackSshd;
+  let workspace: string;
+  let remoteBase: string;
+  let vscode: VsCodeSession;
+  const local = new LocalMachine();
+  const groups: number[] = [];
+
+  const header = () => vscode.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
+  const dashboardOf = (runId: string, expr: string) => `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${expr} : undefined`;
+  const lossOf = (runId: string) => vscode.inWebview<ChartPoints>(dashboardOf(runId, 'points("loss")'), 60_000);
+
+  /**
+   * The NaN diagnostics view of a run, on the anomaly rank 1 reported where the NaN was made (rank
+   * 0 reports later, from the averaged gradients, in its update): where it says the NaN was.
+   */
+  const nanWhere = async (run: string): Promise<Record<string, string>> => {
+    await vscode.runCommand('FSDP: Show NaN diagnostics');
+    await vscode.pickQuickItem(run);
+    const frame = await vscode.webviewFrame(`document.getElementById('where-layer')`, 60_000);
+    const origin = frame.locator('.anomaly-list button', { hasText: 'blocks.1.mlp' });
+    if (await origin.count()) await origin.first().click();
+    return vscode.inWebview<Record<string, string>>(
+      `document.getElementById('where-layer')?.textContent === 'blocks.1.mlp' ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
+      60_000,
+    );
+  };
+
+  before(async () => {
+    sshd = await LoopbackSshd.start({ alias: 'gpu-box' });
+    workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-ws-'));
+    remoteBase = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-remote-'));
+    copyFileSync(DDP_SCRIPT, path.join(workspace, 'train.py'));
+    vscode = await VsCodeSession.open({ workspace, settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.remote.directory': remoteBase } });
+  });
+  afterEach(async function () {
+    await vscode?.reportFailure(this.currentTest);
+  });
+  after(async () => {
+    await vscode?.close();
+    for (const g of groups) await local.signal(g, 'SIGKILL');
+    await sshd?.stop();
+    rmSync(workspace, { recursive: true, force: true });
+    rmSync(remoteBase, { recursive: true, force: true });
+  });
+
+  it('on this machine: palette launch, the loss and every tag on the dashboard, reload, Stop (every rank), Resume, and the NaN named by module', async () => {
+    spec(workspace, 'ddp', ['--nan-step', '36', '--nan-rank', '1']);
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ddp.fsdp-launch.yaml');
+    const first = await until('the run to report steps', header, (h) => !!h.runId && (h.step ?? 0) >= 3, 180_000);
+    const runDir = path.join(workspace, 'runs', first.runId);
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { kind: string; pgid: number; pids: number[] };
+    assert.equal(manifest.kind, 'command');
+    groups.push(manifest.pgid);
+    assert.deepEqual(Object.fromEntries(first.summary).world, '2 ranks (python)');
+    assertEveryStepOnce(await lossOf(first.runId), runDir, 'while filling');
+    const tags = await vscode.inWebview<TagsSnapshot>(dashboardOf(first.runId, 'tags()'));
+    assert.deepEqual(tags.groups[0].drawnIn, { loss: 'Loss', lr: 'Learning rate', grad_norm: 'Gradient norm', tokens_per_s: 'Throughput' });
+
+    await vscode.reload();
+    const restored = await until('the restored dashboard', () => lossOf(first.runId), (p) => p.x.length > 3, 120_000);
+    assertEveryStepOnce(restored, runDir, 'after the reload');
+
+    await until('Stop to be offered', header, (h) => h.canStop && (h.step ?? 0) >= 8, 60_000);
+    await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-stop').click();
+    const stopped = await until('the run to stop', header, (h) => h.status === 'stopped', 120_000);
+    assert.ok(stopped.canResume);
+    const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
+    const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
+    assert.ok(at, out);
+    assert.match(out, new RegExp(`rank 1: stopped after step ${at}`), 'both ranks stopped after the same step');
+    await until('nothing of the run left', () => local.isAlive(manifest.pgid), (alive) => !alive, 30_000);
+
+    await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-resume').click();
+    await vscode.waitForNotification(/NaN in forward, layer blocks\.1\.mlp/, 300_000);
+    const done = await until('the resumed run to complete', header, (h) => h.status === 'completed', 300_000);
+    assert.equal(done.step, STEPS);
+    const final = await lossOf(first.runId);
+    assert.equal(final.x.length, STEPS);
+    assertEveryStepOnce(final, runDir, 'after Stop and Resume');
+    const evalTags = await vscode.inWebview<TagsSnapshot>(dashboardOf(first.runId, 'tags()'));
+    assert.equal(evalTags.groups.find((g) => g.group === 'eval')?.drawnIn['eval/loss'], 'Loss');
+    await vscode.screenshot('launch-command-completed');
+
+    assert.deepEqual(await nanWhere('ddp'), { layer: 'blocks.1.mlp', phase: 'forward', op: 'Mlp' });
+    assert.match(await vscode.inWebview<string>(`document.querySelector('tr.highlight')?.textContent`, 30_000), /blocks\.1\.mlp/);
+    await vscode.screenshot('launch-command-nan');
+  });
+
+  it('on an SSH host (loopback sshd): the same script launched there, watched across a reload, its NaN named, stopped on every rank', async () => {
+    // A run long enough to be stopped by hand.
+
+    spec(workspace, 'ddp-ssh', ['--nan-step', '6', '--nan-rank', '1', '--steps', '200']);
+    const specFile = path.join(workspace, 'ddp-ssh.fsdp-launch.yaml');
+    writeFileSync(specFile, `${readFileSync(specFile, 'utf8')}target: gpu-box\ncwd: ${JSON.stringify(workspace)}\n`);
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ddp-ssh.fsdp-launch.yaml');
+    const h = await until('the run on gpu-box to report steps', header, (x) => x.target === 'gpu-box' && (x.step ?? 0) >= 8, 300_000);
+    const runDir = path.join(remoteBase, 'runs', h.runId);
+    assert.ok(existsSync(path.join(runDir, 'run.json')), 'the run folder is on the host');
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { target: string; pgid: number };
+    assert.equal(manifest.target, 'gpu-box');
+    groups.push(manifest.pgid);
+
+    await vscode.reload();
+    const restored = await until('the re-attached history', () => lossOf(h.runId), (p) => p.x.length >= 8, 120_000);
+    assertEveryStepOnce(restored, runDir, 'after a reload, over ssh');
+
+    assert.deepEqual(await nanWhere('ddp-ssh'), { layer: 'blocks.1.mlp', phase: 'forward', op: 'Mlp' });
+
+    await vscode.runCommand('FSDP: Stop run');
+    await vscode.pickQuickItem('ddp-ssh');
+    const status = async () => (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string }).status;
+    await until('the remote run to stop', status, (s) => s === 'stopped', 120_000);
+    await vscode.runCommand('FSDP: Open run dashboard');
+    await vscode.pickQuickItem('ddp-ssh');
+    await until('its dashboard to say so', header, (x) => x.runId === h.runId && x.status === 'stopped', 60_000);
+    const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
+    const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
+    assert.ok(at, out);
+    assert.match(out, new RegExp(`rank 1: stopped after step ${at}`));
+    assertEveryStepOnce(await lossOf(h.runId), runDir, 'stopped, over ssh');
+  });
+
+  it('a DeepSpeed config: launched with deepspeed around the script picked, its memory estimate shown first (deepspeed itself is not installed here: the run fails saying so)', async () => {
+    copyFileSync(PUBLIC_ZERO3, path.join(workspace, 'ds_config.json'));
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ds_config.json');
+    await vscode.pickQuickItem('train.py');
+    const h = await until('the run to end', header, (x) => x.runId?.startsWith('ds_config-') && x.status === 'failed', 120_000);
+    assert.match(h.reason ?? '', /cannot start deepspeed/);
+    const written = readFileSync(path.join(workspace, 'ds_config.fsdp-launch.yaml'), 'utf8');
+    assert.match(written, /^command: \["deepspeed","--num_gpus","1","train.py","--deepspeed","ds_config.json"\]$/m);
+    assert.match(written, /^config: "ds_config.json"$/m);
+    const log = outputLog(vscode.saveLogs('launch-deepspeed'));
+    assert.match(log, /ds_config\.json: ≈ [\d.]+ GiB \/ GPU/, 'the memory estimate was shown before the launch');
+  });
+
+  it('attaches to a TensorBoard log folder of the workspace: its loss in the loss chart, its tags in groups', async () => {
+    const dir = path.join(workspace, 'tb_logs', 'Nov23_host');
+    mkdirSync(dir, { recursive: true });
+    await writeTensorBoardRun(dir, 60, 0, syntheticLoss);
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('tb_logs/Nov23_host');
+    const p = await until('the folder\'s loss', () => lossOf('Nov23_host'), (x) => x.x.length === 60, 60_000);
+    assert.deepEqual(p.x, Array.from({ length: 60 }, (_, i) => i + 1));
+    p.series.find((s) => s.label === 'loss')!.y.forEach((v, i) => assert.equal(v, Math.fround(syntheticLoss(i + 1))));
+    const tags = await vscode.inWebview<TagsSnapshot>(dashboardOf('Nov23_host', 'tags()'));
+    assert.deepEqual(tags.groups, [{ group: 'train', open: true, tags: ['train/loss', 'train/learning_rate'], drawnIn: { 'train/loss': 'Loss', 'train/learning_rate': 'Learning rate' } }]);
+    await vscode.screenshot('attach-tensorboard');
+  });
+});

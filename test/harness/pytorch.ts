@@ -1,0 +1,8 @@
+// Debian's PyTorch for tests of a person's own training: the system Python has python3-torch (the
+// python3 first on PATH may not), the test DDP script, and the companion's supervisor.
+import path from 'node:path';
+import { repoRoot } from '../../scripts/code-server';
+
+export const TORCH_PYTHON = process.env.FSDP_TORCH_PYTHON ?? '/usr/bin/python3';
+export const SUPERVISOR = path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py');
+export const DDP_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');

@@ -1,0 +1,152 @@
+// A person's own training command launched as the editor launches it (extension/runs/command-launcher.ts):
+// a 2-rank DDP script (Debian's PyTorch, gloo) started by the companion's supervisor with the
+// environment rendezvous, on this machine and on an SSH host (real sshd on 127.0.0.1, the companion
+// copied there); watched live with every step once; Stop (SIGTERM to the process group) stops every
+// rank after the same step; a relaunch in the same folder resumes with every step once; the planted
+// NaN is named by module and rank. And a command that logs only TensorBoard event files fills the
+// loss chart from them.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadLaunchSpec, type ResolvedLaunchSpec } from '../../core/config/launch-spec';
+import { gracefulStopSignal } from '../../core/launch/mpirun';
+import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from '../../extension/runs/command-launcher';
+import type { LaunchedRun } from '../../extension/runs/launcher';
+import { LocalMachine } from '../../extension/runs/local-machine';
+import type { RunMachine } from '../../extension/runs/run-machine';
+import { RunWatch } from '../../extension/runs/run-watch';
+import { SshMachine } from '../../extension/runs/ssh-machine';
+import { repoRoot } from '../../scripts/code-server';
+import { syntheticLoss } from '../harness/synthetic-run';
+import { LoopbackSshd } from '../harness/sshd';
+import { until as untilHeld } from '../harness/until';
+import { DDP_SCRIPT, TORCH_PYTHON } from '../harness/pytorch';
+
+const STEPS = 40;
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) => untilHeld(what, cond, timeoutMs, 100);
+
+function writeSpec(dir: string, body: string, name = 'ddp.fsdp-launch.yaml'): { specPath: string; spec: ResolvedLaunchSpec } {
+  const specPath = path.join(dir, name);
+  writeFileSync(specPath, body);
+  const { spec, problems } = loadLaunchSpec(body, specPath);
+  assert.ok(spec, JSON.stringify(problems));
+  return { specPath, spec };
+}
+
+function ddpSpec(dir: string, target = 'local'): CommandLaunchRequest {
+  const command = [TORCH_PYTHON, DDP_SCRIPT, '--steps', String(STEPS), '--step-sleep', '0.15', '--checkpoint', path.join(dir, 'ckpt'), '--save-every', '1000', '--nan-step', '30', '--nan-rank', '1'];
+  return writeSpec(dir, [`command: ${JSON.stringify(command)}`, 'nproc_per_node: 2', `cwd: ${JSON.stringify(dir)}`, `target: ${target}`, 'env: {OMP_NUM_THREADS: 1}', ''].join('\n'));
+}
+
+async function launchStopRelaunch(machine: RunMachine, launch: (resume?: LaunchedRun) => Promise<LaunchedRun>, watches: RunWatch[]): Promise<RunWatch> {
+  const first = await launch();
+  const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine);
+  watches.push(watch);
+  await watch.start();
+  await until('step 5', () => (watch.history.lastStep ?? 0) >= 5);
+  await watch.refreshManifest();
+  assert.equal(watch.manifest?.kind, 'command');
+  assert.equal(watch.manifest?.status, 'running');
+  assert.equal(watch.manifest?.pids?.length, 3, 'the supervisor and its two ranks');
+  const stop = gracefulStopSignal(watch.manifest?.command);
+  assert.equal(stop, 'SIGTERM');
+  await machine.signal(first.pgid, stop);
+  await until('run_end', () => !!watch.history.end);
+  assert.equal(watch.history.end?.status, 'stopped', JSON.stringify(watch.history.end));
+  const stoppedAt = watch.history.lastStep!;
+  assert.ok(stoppedAt < STEPS);
+  await until('the process group gone', async () => (await machine.isAlive(first.pgid)) === false, 30_000);
+  const out = (await machine.readFile(`${first.runDir}/stdout.log`, 1 << 16)).toString();
+  assert.match(out, new RegExp(`rank 0: stopped after step ${stoppedAt}`));
+  assert.match(out, new RegExp(`rank 1: stopped after step ${stoppedAt}`));
+
+  await launch(first);
+  watch.follow();
+  await until('the relaunched run completes', () => watch.history.end?.status === 'completed', 180_000);
+  assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');
+  assert.deepEqual(watch.problems, []);
+  const nan = watch.history.anomalies.find((a) => a.where.phase === 'forward');
+  assert.deepEqual(nan?.where, { phase: 'forward', layer: 'blocks.1.mlp', op: 'Mlp', rank: 1 });
+  const dump = JSON.parse((await machine.readFile(`${first.runDir}/${nan!.dump}`, 1 << 20)).toString());
+  assert.equal(dump.stats.find((s: { nonfinite: number }) => s.nonfinite > 0).layer, 'blocks.1.mlp');
+  return watch;
+}
+
+describe('launching a person\'s own command (real PyTorch, real processes, real sshd on 127.0.0.1)', function () {
+  this.timeout(10 * 60_000);
+  let tmp: string;
+  const watches: RunWatch[] = [];
+  const groups: Array<[RunMachine, number]> = [];
+  beforeEach(() => (tmp = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-'))));
+  afterEach(async () => {
+    for (const w of watches.splice(0)) w.dispose();
+    for (const [m, g] of groups.splice(0)) await m.signal(g, 'SIGKILL').catch(() => undefined);
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('on this machine: 2 ranks by the environment rendezvous, stopped and relaunched, every step once, the NaN named', async () => {
+    const local = new LocalMachine();
+    const req = ddpSpec(tmp);
+    await launchStopRelaunch(local, async (resume) => {
+      const manifest = resume && (await local.readManifest(resume.runDir));
+      const launched = await launchCommandLocal(local, repoRoot, resume ? { ...req, resumeRunDir: resume.runDir } : req, manifest);
+      groups.push([local, launched.pgid]);
+      return launched;
+    }, watches);
+  });
+
+  it('a command that logs only TensorBoard event files: its tags fill the loss chart, the run completes', async () => {
+    const local = new LocalMachine();
+    const writer = path.join(repoRoot, 'test', 'harness', 'tensorboard-file.ts');
+    const req = writeSpec(tmp, [`command: ${JSON.stringify([process.execPath, '--import', 'tsx', writer, '--dir', 'tb/Nov23_host', '--steps', '60', '--rate', '40'])}`, `cwd: ${JSON.stringify(repoRoot)}`, `logs: {tensorboard: ${JSON.stringify(path.join(tmp, 'tb'))}}`, ''].join('\n'), 'tb.fsdp-launch.yaml');
+    // The writer's --dir is relative to cwd: make it land under the spec's TensorBoard folder.
+    req.spec.command.argv[req.spec.command.argv.indexOf('tb/Nov23_host')] = path.join(tmp, 'tb', 'Nov23_host');
+    const launched = await launchCommandLocal(local, repoRoot, req);
+    groups.push([local, launched.pgid]);
+    const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
+    watches.push(watch);
+    await watch.start();
+    await until('the run to end', () => watch.history.end?.status === 'completed');
+    await until('step 60 from the event file', () => watch.history.lastStep === 60, 10_000).catch((e: Error) => {
+      throw new Error(`${e.message}; files ${JSON.stringify(watch.logFiles)}; last step ${watch.history.lastStep}; ${readFileSync(path.join(launched.runDir, 'stderr.log'), 'utf8')}`);
+    });
+    assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: 60 }, (_, i) => i + 1));
+    watch.history.step.loss.values.forEach((v, i) => assert.equal(v, Math.fround(syntheticLoss(i + 1))));
+    assert.equal(watch.history.tagOf('loss'), 'train/loss');
+    assert.equal(watch.manifest?.logs?.tensorboard, path.join(tmp, 'tb'));
+    assert.equal(watch.logFiles.length, 1);
+  });
+
+  describe('over ssh', () => {
+    let sshd: LoopbackSshd;
+    let ssh: SshMachine;
+    let base: string;
+    before(async () => {
+      sshd = await LoopbackSshd.start();
+      ssh = new SshMachine(sshd.alias, () => ({ configFile: sshd.clientConfig }));
+      base = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-remote '));
+    });
+    after(async () => {
+      await sshd?.stop();
+      rmSync(base, { recursive: true, force: true });
+    });
+
+    it('copies the companion once, launches detached on the host, stops, relaunches, every step once', async () => {
+      const req = ddpSpec(tmp, sshd.alias);
+      const progress: string[] = [];
+      const remote = { machine: ssh, settings: () => ({ configFile: sshd.clientConfig }), base, extensionRoot: repoRoot };
+      await launchStopRelaunch(ssh, async (resume) => {
+        const manifest = resume && (await ssh.readManifest(resume.runDir));
+        const launched = await launchCommandRemote(remote, resume ? { ...req, resumeRunDir: resume.runDir } : req, (m) => progress.push(m), manifest);
+        groups.push([ssh, launched.pgid]);
+        return launched;
+      }, watches);
+      assert.equal(progress.filter((m) => m.includes('companion')).length, 1, `copied once: ${progress.join(' | ')}`);
+      assert.ok(existsSync(path.join(base, 'runs')));
+      const manifest = JSON.parse(readFileSync(path.join(base, 'runs', (await ssh.listRunDirs(path.join(base, 'runs')))[0].split('/').pop()!, 'run.json'), 'utf8'));
+      assert.equal(manifest.target, sshd.alias);
+      assert.equal(manifest.status, 'completed');
+    });
+  });
+});

@@ -1,0 +1,65 @@
+// Launch specs (*.fsdp-launch.yaml) as the language server checks them and the launcher resolves them.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { analyseConfig } from '../../core/config/config-analysis';
+import { recogniseConfig } from '../../core/config/document-kind';
+import { loadLaunchSpec } from '../../core/config/launch-spec';
+
+const read = (p: string) => {
+  try {
+    return readFileSync(p, 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+
+describe('launch specs', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-spec-'));
+    writeFileSync(path.join(dir, 'train.py'), 'print(1)\n');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is recognised by name (*.fsdp-launch.yaml) and by its keys', () => {
+    assert.equal(recogniseConfig('/w/ddp.fsdp-launch.yaml', ''), 'launch-spec');
+    assert.equal(recogniseConfig('/w/x.yaml', 'command: torchrun train.py\nlogs:\n  tensorboard: runs\n'), 'launch-spec');
+    assert.equal(recogniseConfig('/w/compose.yaml', 'services:\n  a:\n    command: x\n'), undefined);
+  });
+
+  it('resolves a plain python command with ranks started by FSDP Studio, its folder, env and TensorBoard folder', () => {
+    const file = path.join(dir, 'ddp.fsdp-launch.yaml');
+    const text = 'command: python3 train.py --steps 10\nnproc_per_node: 2\nenv: {OMP_NUM_THREADS: 1}\nlogs: {tensorboard: runs}\nconfig: ds_config.json\n';
+    const { spec, problems } = loadLaunchSpec(text, file, read);
+    assert.deepEqual(problems.map((p) => p.code), ['launch.config'], 'only the missing DeepSpeed config');
+    assert.equal(spec!.name, 'ddp');
+    assert.deepEqual(spec!.command.argv, ['python3', 'train.py', '--steps', '10']);
+    assert.equal(spec!.nproc, 2);
+    assert.equal(spec!.worldSize, 2);
+    assert.equal(spec!.cwd, dir);
+    assert.deepEqual(spec!.env, { OMP_NUM_THREADS: '1' });
+    assert.equal(spec!.tensorboard, path.join(dir, 'runs'));
+    assert.equal(spec!.runsDir, path.join(dir, 'runs'));
+    assert.equal(spec!.target, 'local');
+  });
+
+  it('torchrun starts its own ranks: nproc_per_node is a warning, its world comes from its options', () => {
+    const { spec, problems } = loadLaunchSpec('command: [torchrun, --nproc_per_node, "4", train.py]\nnproc_per_node: 2\n', path.join(dir, 't.fsdp-launch.yaml'), read);
+    assert.deepEqual(problems.map((p) => [p.code, p.severity]), [['launch.nproc', 'warning']]);
+    assert.equal(spec!.nproc, 1);
+    assert.equal(spec!.worldSize, 4);
+  });
+
+  it('says what is wrong, where: shell syntax, a hostile or folder-less host, unknown keys, a missing script', () => {
+    const check = (text: string) => analyseConfig('launch-spec', text, path.join(dir, 'x.fsdp-launch.yaml'), { settings: { deepspeedLaunchedWith: 'unknown' }, readFile: read }).problems.map((p) => `${p.range.start.line}:${p.severity}:${p.message}`);
+    assert.match(check('command: python3 train.py | tee log\n')[0], /^0:error:command: "\|" at character 18: a launch spec runs one command without a shell/);
+    assert.match(check('command: python3 train.py\ntarget: "x;touch p"\n').join('\n'), /1:error:target: SSH host "x;touch p" has characters/);
+    assert.match(check('command: python3 train.py\ntarget: gpu-box\n').join('\n'), /1:error:target gpu-box: give cwd, the folder on gpu-box that holds your code/);
+    assert.match(check('command: python3 train.py\ntarget: gpu-box\ncwd: code\n').join('\n'), /2:error:cwd: on gpu-box give an absolute folder/);
+    assert.match(check('command: python3 train.py\nlog: {tensorboard: runs}\n').join('\n'), /1:error:.*log/);
+    assert.match(check('command: python3 missing.py\n').join('\n'), /0:warning:command: missing\.py is not in \./);
+    assert.deepEqual(check('command: python3 train.py\ntarget: gpu-box\ncwd: ~/code\n'), [], 'a remote script is not looked for here');
+  });
+});
