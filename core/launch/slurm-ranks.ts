@@ -14,6 +14,16 @@ export type RankLaunch =
   /** A person's torchrun (or python -m torch.distributed.run) command: one torchrun per node. */
   | { kind: 'torchrun'; argv: string[] };
 
+/**
+ * Under SLURM FSDP Studio starts a plain python script (one task per rank) or torchrun (one per
+ * node); other launchers (accelerate, deepspeed, mpirun) bring their own multi-node start. Says why
+ * a launcher cannot be submitted, or undefined when it can.
+ */
+export function slurmCommandProblem(launcher: string): string | undefined {
+  if (launcher === 'python' || launcher === 'torchrun') return undefined;
+  return `under SLURM a launch spec runs a python script (one task per rank) or torchrun (one per node); ${launcher} starts its own ranks across nodes: run your script with torchrun or python instead`;
+}
+
 /** What stops the ranks gracefully: the runtime's USR1 (save, then exit); SIGTERM for people's scripts and torchrun. */
 export function gracefulSignalOf(ranks: RankLaunch): 'USR1' | 'TERM' {
   return ranks.kind === 'mpi' ? 'USR1' : 'TERM';
@@ -33,7 +43,7 @@ const RENDEZVOUS: ScriptLine[] = [
 const ENV_RANK = 'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" WORLD_SIZE="$SLURM_NTASKS" LOCAL_WORLD_SIZE="$SLURM_NTASKS_PER_NODE" GROUP_RANK="$SLURM_NODEID"; exec "$@"';
 
 /** The lines before srun and the srun command (run in the background: the script waits for it). */
-export function rankLines(ranks: RankLaunch, s: { mpi: string; cpusPerTask?: number; tasksPerNode: number }): ScriptLine[] {
+export function rankLines(ranks: RankLaunch, s: { mpi: string; cpusPerTask?: number; tasksPerNode: number }, supervisor: string[] = []): ScriptLine[] {
   // srun does not take --cpus-per-task from sbatch since Slurm 22.05: say it again.
   const cpus = s.cpusPerTask ? [`--cpus-per-task=${s.cpusPerTask}`] : [];
   const background: RemoteWord = { raw: '&' };
@@ -47,14 +57,14 @@ export function rankLines(ranks: RankLaunch, s: { mpi: string; cpusPerTask?: num
       return [
         ...RENDEZVOUS,
         { comment: 'One task per rank, each with RANK, LOCAL_RANK and WORLD_SIZE from SLURM.' },
-        { shell: ['srun', '--kill-on-bad-exit=1', ...cpus, '--', '/bin/sh', '-c', ENV_RANK, 'fsdp-rank', ...ranks.argv, background] },
+        { shell: [...supervisor, 'srun', '--kill-on-bad-exit=1', ...cpus, '--', '/bin/sh', '-c', ENV_RANK, 'fsdp-rank', ...ranks.argv, background] },
       ];
     case 'torchrun': {
       if (s.tasksPerNode !== 1) throw new Error(`torchrun starts the ranks of its node itself: the job needs one task per node, not ${s.tasksPerNode}`);
       return [
         ...RENDEZVOUS,
         { comment: 'One torchrun per node; they meet at the first node (c10d), the job id naming the rendezvous.' },
-        { shell: ['srun', '--ntasks-per-node=1', '--kill-on-bad-exit=1', ...cpus, '--', ...torchrunUnderSlurm(ranks.argv), background] },
+        { shell: [...supervisor, 'srun', '--ntasks-per-node=1', '--kill-on-bad-exit=1', ...cpus, '--', ...torchrunUnderSlurm(ranks.argv), background] },
       ];
     }
   }

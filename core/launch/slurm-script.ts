@@ -46,6 +46,13 @@ export interface BatchScriptSpec {
   ranks: RankLaunch;
   /** Environment for every rank (exported by the script). */
   env?: Record<string, string>;
+  /** The folder the ranks run in (a person's code); default the run folder. */
+  cwd?: string;
+  /**
+   * A person's command: the companion's supervisor (python/fsdp_studio/supervise.py) around srun,
+   * which writes run_start, run_end and the run's status as for a run on one machine.
+   */
+  supervisor?: string[];
   /** Comment lines at the top: what the run is and where it came from. */
   about: string[];
 }
@@ -171,9 +178,12 @@ export function batchScript(spec: BatchScriptSpec): string {
     { blank: true },
     ...Object.entries(spec.env ?? {}).map(([name, value]): ScriptLine => ({ shell: [{ raw: `export ${name}=${quoteWord(value)}` }] })),
     ...BODY,
-    { shell: [{ raw: `trap 'time_up=1; signals=$((signals + 1)); echo "fsdp-studio: time limit near: stopping the ranks (SIG${signal})" >&2; [ -n "$srun_pid" ] && scancel --signal=${signal} "$SLURM_JOB_ID"' USR1` }] },
+    { shell: [{ raw: `trap 'time_up=1; signals=$((signals + 1)); echo "fsdp-studio: time limit near: stopping the ranks (SIG${signal})" >&2; ${stopRanks(signal, !!spec.supervisor)}' USR1` }] },
+    // A person's command: "Stop run" comes to this shell as USR2 (see stopCommand).
+    ...(signal === 'TERM' ? [{ shell: [{ raw: `trap 'signals=$((signals + 1)); echo "fsdp-studio: stop requested: stopping the ranks (SIGTERM)" >&2; ${stopRanks(signal, !!spec.supervisor)}' USR2` }] }] : []),
+    ...(spec.cwd ? [{ shell: [{ raw: 'cd --' }, spec.cwd, { raw: '|| exit 1' }] }] : []),
     { blank: true },
-    ...rankLines(spec.ranks, s),
+    ...rankLines(spec.ranks, s, spec.supervisor),
     ...waitAndRequeue(spec.ranks.kind === 'mpi'),
   ];
   return `#!/bin/bash\n${lines.map(scriptLine).join('\n')}\n`;
@@ -206,6 +216,21 @@ function waitAndRequeue(onlyIfStopped: boolean): ScriptLine[] {
     { shell: [{ raw: 'fi' }] },
     { shell: [{ raw: 'exit "$status"' }] },
   ];
+}
+
+/**
+ * "Stop run" for a job: the runtime's ranks get USR1 directly (scancel to the steps, not the batch
+ * shell, which must not take it for the time limit). A person's command is stopped through the
+ * batch shell (USR2, to it alone): it tells the supervisor (SIGTERM: it notes the stop) and sends
+ * the ranks SIGTERM. srun itself must not get SIGTERM: it would end the step at once.
+ */
+export function stopCommand(signal: 'USR1' | 'TERM'): string[] {
+  return signal === 'USR1' ? ['scancel', '--signal=USR1'] : ['scancel', '--batch', '--signal=USR2'];
+}
+
+/** Shell text (inside a trap) that stops the ranks: the graceful signal to the steps; the supervisor first. */
+function stopRanks(signal: 'USR1' | 'TERM', supervised: boolean): string {
+  return `[ -n "$srun_pid" ] && { ${supervised ? 'kill -TERM "$srun_pid"; ' : ''}scancel --signal=${signal} "$SLURM_JOB_ID"; }`;
 }
 
 /** sbatch's argument vector: held (released once run.json names the job), script arguments after. */

@@ -3,6 +3,7 @@
 // itself is in extension/runs/slurm-*.ts, which the tests drive against a real SLURM.
 import path from 'node:path';
 import * as vscode from 'vscode';
+import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { jobMemoryCheck } from '../../core/launch/slurm-memory';
 import type { RunManifest } from '../../core/protocol/run-manifest';
@@ -11,6 +12,8 @@ import { LOCAL } from '../runs/run-machine';
 import type { RunRecord } from '../runs/run-registry';
 import type { RunWatch } from '../runs/run-watch';
 import { stopSlurmJob } from '../runs/slurm-control';
+import { COMPANION_DIR, RemoteCompanionInstaller } from '../runs/remote-companion';
+import { launchCommandOnSlurm } from '../runs/slurm-command-launch';
 import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../runs/slurm-launch';
 import type { SshMachine } from '../runs/ssh-machine';
 import type { StudioContext } from '../studio-context';
@@ -46,38 +49,59 @@ export async function slurmMemoryFits(studio: StudioContext, config: ResolvedRun
 /** Submits (or resubmits, for a resume) a run to SLURM, registers it and opens its dashboard. */
 export async function startSlurmRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedSlurmRun | undefined> {
   const target = req.config.launch.target ?? LOCAL;
-  const rel = vscode.workspace.asRelativePath(req.configPath);
-  const verb = req.resumeRunDir ? 'Resubmitting' : 'Submitting';
+  return submitWithProgress(studio, { name: req.config.name ?? path.basename(req.configPath), configPath: req.configPath, target, resumed: !!req.resumeRunDir }, async (report) => {
+    const cluster = studio.runs.cluster(target);
+    if (target === LOCAL) return launchSlurm({ cluster, place: placeHere(studio.runtime.cliPath, path.join(path.dirname(req.configPath), 'runs')) }, req, report, previous);
+    const base = await (studio.runs.machine(target) as SshMachine).absolute(remoteBase());
+    return launchSlurm({ cluster, place: placeOverSsh(target, () => studio.runs.sshSettings(), base, studio.extension.extensionPath) }, req, report, previous);
+  });
+}
+
+/** The submission as the person sees it: progress, the outcome, the run registered and its dashboard open. */
+async function submitWithProgress(studio: StudioContext, run: { name: string; configPath: string; target: string; resumed: boolean }, submit: (report: (message: string) => void) => Promise<LaunchedSlurmRun>): Promise<LaunchedSlurmRun | undefined> {
+  const rel = vscode.workspace.asRelativePath(run.configPath);
+  const verb = run.resumed ? 'Resubmitting' : 'Submitting';
   let launched: LaunchedSlurmRun;
   try {
-    launched = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${verb} ${rel} to SLURM${target === LOCAL ? '' : ` on ${target}`}` }, async (progress) => {
-      const report = (message: string) => {
+    launched = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${verb} ${rel} to SLURM${run.target === LOCAL ? '' : ` on ${run.target}`}` }, (progress) =>
+      submit((message) => {
         progress.report({ message });
-        studio.output.info(`${target}: ${message}`);
-      };
-      const cluster = studio.runs.cluster(target);
-      if (target === LOCAL) return launchSlurm({ cluster, place: placeHere(studio.runtime.cliPath, path.join(path.dirname(req.configPath), 'runs')) }, req, report, previous);
-      const base = await (studio.runs.machine(target) as SshMachine).absolute(remoteBase());
-      return launchSlurm({ cluster, place: placeOverSsh(target, () => studio.runs.sshSettings(), base, studio.extension.extensionPath) }, req, report, previous);
-    });
+        studio.output.info(`${run.target}: ${message}`);
+      }),
+    );
   } catch (e) {
     studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
     void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
     return undefined;
   }
-  studio.output.info(`submitted ${launched.runId} as job ${launched.jobId} on ${target}: ${launched.argv.join(' ')}`);
-  const record: RunRecord = { target, runDir: launched.runDir, runId: launched.runId, name: req.config.name ?? launched.runId, configPath: req.configPath, launchedAt: Date.now() };
+  studio.output.info(`submitted ${launched.runId} as job ${launched.jobId} on ${run.target}: ${launched.argv.join(' ')}`);
+  const record: RunRecord = { target: run.target, runDir: launched.runDir, runId: launched.runId, name: run.name, configPath: run.configPath, launchedAt: Date.now() };
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
-  if (req.resumeRunDir) {
+  if (run.resumed) {
     await watch.refreshJob();
     watch.follow();
   }
   studio.dashboards.show(record);
-  void vscode.window.showInformationMessage(`${record.name}: job ${launched.jobId} submitted${target === LOCAL ? '' : ` on ${target}`}.`, 'Show batch script').then((pick) => {
+  void vscode.window.showInformationMessage(`${run.name}: job ${launched.jobId} submitted${run.target === LOCAL ? '' : ` on ${run.target}`}.`, 'Show batch script').then((pick) => {
     if (pick) void showBatchScript(studio, record, launched.script);
   });
   return launched;
+}
+
+/** Submits (or resubmits) a launch spec's command to SLURM from its target, registers it and opens its dashboard. */
+export async function startCommandOnSlurm(studio: StudioContext, specPath: string, spec: ResolvedLaunchSpec, relaunch?: { runDir: string; previous: RunManifest | undefined }): Promise<void> {
+  const target = spec.target;
+  const place = async (s: ResolvedLaunchSpec, report: (m: string) => void) => {
+    if (target === LOCAL) return { companionRoot: path.join(studio.extension.extensionPath, COMPANION_DIR), runsDir: s.runsDir, cwd: s.cwd, ...(s.tensorboard ? { tensorboard: s.tensorboard } : {}) };
+    const machine = studio.runs.machine(target) as SshMachine;
+    const base = await machine.absolute(remoteBase());
+    const companionRoot = await new RemoteCompanionInstaller(target, () => studio.runs.sshSettings(), studio.extension.extensionPath).ensure(base, report);
+    return { companionRoot, runsDir: `${base}/runs`, cwd: await machine.absolute(s.cwd), ...(s.tensorboard ? { tensorboard: await machine.absolute(s.tensorboard) } : {}) };
+  };
+  await submitWithProgress(studio, { name: spec.name, configPath: specPath, target, resumed: !!relaunch }, (report) =>
+    launchCommandOnSlurm({ cluster: studio.runs.cluster(target), place }, { specPath, spec, ...(relaunch ? { resumeRunDir: relaunch.runDir } : {}) }, report, relaunch?.previous),
+  );
 }
 
 /** Opens a run's batch script: the file itself here, its text from the login host otherwise. */

@@ -4,7 +4,7 @@
 // disabled") is remembered as such and not asked again for a while: the run folder tells the rest.
 // Requests for several jobs made in the same tick go out as one squeue.
 import { accountingDisabled, myJobsArgv, parseSacct, parseSqueue, sacctArgv, SLURM_TIME_ENV, squeueArgv, type SlurmJob } from '../../core/launch/slurm-state';
-import { parseSbatchOutput, sbatchArgv } from '../../core/launch/slurm-script';
+import { parseSbatchOutput, sbatchArgv, stopCommand } from '../../core/launch/slurm-script';
 import { COMMAND_NOT_FOUND, type CommandResult, type LoginHost } from './login-host';
 import { LOCAL } from './run-machine';
 
@@ -50,9 +50,9 @@ export class SlurmCluster {
     await this.checked(['scontrol', 'release', jobId], `releasing job ${jobId}`);
   }
 
-  /** The graceful stop to every rank of a running job (not the batch shell: see slurm-script.ts). */
+  /** The graceful stop to a running job's ranks (and for TERM its supervisor: see stopCommand). */
   async signalRanks(jobId: string, signal: 'USR1' | 'TERM'): Promise<void> {
-    await this.checked(['scancel', `--signal=${signal}`, jobId], `signalling job ${jobId}`);
+    await this.checked([...stopCommand(signal), jobId], `signalling job ${jobId}`);
   }
 
   async cancel(jobId: string): Promise<void> {

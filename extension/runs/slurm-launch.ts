@@ -5,7 +5,6 @@
 // starts and keeps what it finds). Resume submits the same script again with --resume auto.
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from '../../core/launch/slurm-script';
-import { gracefulSignalOf, type RankLaunch } from '../../core/launch/slurm-ranks';
 import { jobActive } from '../../core/launch/slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { newRunId } from '../../core/launch/run-folder';
@@ -31,11 +30,6 @@ export type PlaceRun = (config: ResolvedRunConfig, progress: (message: string) =
 export interface SlurmLaunchTarget {
   cluster: SlurmCluster;
   place: PlaceRun;
-  /**
-   * What the ranks run: by default the native runtime on the run's config.json. A person's own
-   * script or torchrun (a launch spec) plugs in here, with the environment its ranks need.
-   */
-  ranks?: (place: SlurmPlacement, runDir: string) => { ranks: RankLaunch; env?: Record<string, string> };
 }
 
 export interface LaunchedSlurmRun {
@@ -53,7 +47,7 @@ export interface LaunchedSlurmRun {
  * A stopped job may still be winding down (its ranks exiting, Slurm's epilog): its successor must
  * not share the run folder with it. Waits for it to end, at most RESUME_WAIT_MS.
  */
-async function untilEnded(cluster: SlurmCluster, jobId: string | undefined, progress: (message: string) => void): Promise<void> {
+export async function untilEnded(cluster: SlurmCluster, jobId: string | undefined, progress: (message: string) => void): Promise<void> {
   if (!jobId) return;
   for (const deadline = Date.now() + RESUME_WAIT_MS; ; await new Promise((r) => setTimeout(r, 1000))) {
     const job = await cluster.job(jobId);
@@ -92,7 +86,7 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   const resume = req.resumeRunDir !== undefined;
   let runDir: string;
   let config = req.config;
-  let stopSignal: 'USR1' | 'TERM' = previous?.slurm?.stop_signal ?? 'USR1';
+  const stopSignal = 'USR1';
   if (resume) {
     // The run's own config.json and job.sbatch, as they were: the checkpoint was made with them.
     runDir = req.resumeRunDir!;
@@ -103,29 +97,41 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
     config = { ...place.config, logging: { ...place.config.logging, runs_dir: place.runsDir } };
     progress('writing the run folder and the batch script…');
     await writeHostFile(host, `${runDir}/config.json`, `${JSON.stringify(config, null, 2)}\n`);
-    const { ranks, env } = target.ranks?.(place, runDir) ?? { ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] } };
-    stopSignal = gracefulSignalOf(ranks);
-    const shape = slurmJobShape(config);
     const script = batchScript({
-      // torchrun starts its node's ranks itself: one task per node, the GPUs as the shape says.
-      shape: ranks.kind === 'torchrun' ? { ...shape, tasksPerNode: 1 } : shape,
+      shape: slurmJobShape(config),
       runDir,
-      ranks,
-      ...(env ? { env } : {}),
+      ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] },
       about: [`FSDP Studio run ${runId}`, `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
     });
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
   }
-  const scriptPath = `${runDir}/${BATCH_SCRIPT}`;
-  const argv = sbatchArgv(scriptPath, { hold: false, resume });
-  const jobs = previous?.slurm?.jobs ?? [];
-  const manifest: RunManifest = { ...manifestFor({ ...req, config }, runId, argv, host.target, previous), slurm: { script: BATCH_SCRIPT, jobs, stop_signal: stopSignal } };
+  const manifest = manifestFor({ ...req, config }, runId, [], host.target, previous);
+  const submitted = await submitRun(cluster, runDir, manifest, { resume, stopSignal, previous }, progress);
+  return { target: host.target, runDir, runId, ...submitted };
+}
+
+/**
+ * The submission every SLURM run shares: run.json written first (status starting, the batch script,
+ * the jobs so far), the script submitted held, run.json naming the new job, then the release. A job
+ * that cannot be recorded is cancelled rather than left running unknown.
+ */
+export async function submitRun(
+  cluster: SlurmCluster,
+  runDir: string,
+  starting: RunManifest,
+  opts: { resume: boolean; stopSignal: 'USR1' | 'TERM'; previous: RunManifest | undefined },
+  progress: (message: string) => void,
+): Promise<{ jobId: string; script: string; argv: string[] }> {
+  const host = cluster.host;
+  const script = `${runDir}/${BATCH_SCRIPT}`;
+  const argv = sbatchArgv(script, { hold: false, resume: opts.resume });
+  const jobs = opts.previous?.slurm?.jobs ?? [];
+  const manifest: RunManifest = { ...starting, command: argv, slurm: { script: BATCH_SCRIPT, jobs, stop_signal: opts.stopSignal } };
   delete manifest.pids;
   delete manifest.pgid;
   await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
-
   progress(`submitting to SLURM${host.target === LOCAL ? '' : ` on ${host.target}`}…`);
-  const jobId = await cluster.submitHeld(scriptPath, resume);
+  const jobId = await cluster.submitHeld(script, opts.resume);
   try {
     manifest.slurm = { ...manifest.slurm!, job_id: jobId, jobs: [...jobs, jobId] };
     await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
@@ -134,5 +140,5 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
     await cluster.cancel(jobId).catch(() => undefined);
     throw new Error(`job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`, { cause: e });
   }
-  return { target: host.target, runDir, runId, jobId, script: scriptPath, argv };
+  return { jobId, script, argv };
 }

@@ -5,15 +5,17 @@
 // once; a job at its time limit saves and continues in its requeued job; scancel from outside
 // shows as cancelled; hostile names stay inert. Then the same through a login host reached by SSH.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { loadLaunchSpec } from '../../core/config/launch-spec';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { LocalMachine } from '../../extension/runs/local-machine';
 import { localLoginHost, sshLoginHost } from '../../extension/runs/login-host';
 import type { RunMachine } from '../../extension/runs/run-machine';
 import { RunWatch } from '../../extension/runs/run-watch';
 import { SlurmCluster } from '../../extension/runs/slurm-cluster';
+import { launchCommandOnSlurm } from '../../extension/runs/slurm-command-launch';
 import { stopSlurmJob } from '../../extension/runs/slurm-control';
 import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun, type SlurmLaunchTarget } from '../../extension/runs/slurm-launch';
 import { SshMachine } from '../../extension/runs/ssh-machine';
@@ -176,30 +178,42 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     assert.ok(!existsSync(PWNED));
   });
 
-  it("a person's PyTorch script: one task per rank with the env:// rendezvous from SLURM, stopped by job id with SIGTERM, both ranks stopping after the same step", async () => {
+  it("a person's PyTorch script from a launch spec: one task per rank with the env:// rendezvous from SLURM under the companion's supervisor, stopped by job id with SIGTERM, both ranks after the same step", async () => {
     const cluster = new SlurmCluster(localLoginHost());
     const dir = mkdtempSync(path.join(tmp, 'script-'));
-    // The launch spec's place: the ranks run the person's script instead of the runtime.
+    const specFile = path.join(dir, 'ddp.fsdp-launch.yaml');
     const ddp = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');
-    const launched = await launchSlurm({
-      cluster,
-      place: placeHere(NATIVE, path.join(dir, 'runs')),
-      ranks: (_place, runDir) => ({
-        ranks: { kind: 'env', argv: ['/usr/bin/python3', ddp, '--steps', '100000', '--step-sleep', '0.02', '--checkpoint', `${runDir}/ckpt`] },
-        env: { FSDP_STUDIO_RUN_DIR: runDir, PYTHONPATH: path.join(repoRoot, 'python') },
-      }),
-    }, slurmRunConfig(dir, { steps: 10, timeLimit: 5 }), () => undefined);
+    writeFileSync(specFile, [
+      'name: ddp-on-slurm',
+      `command: [/usr/bin/python3, ${JSON.stringify(ddp)}, --steps, "100000", --step-sleep, "0.02", --checkpoint, ${JSON.stringify(path.join(dir, 'ckpt'))}]`,
+      'nproc_per_node: 2',
+      'python: /usr/bin/python3',
+      'slurm: {time_limit: 5}',
+    ].join('\n') + '\n');
+    const { spec, problems } = loadLaunchSpec(readFileSync(specFile, 'utf8'), specFile);
+    assert.ok(spec, JSON.stringify(problems));
+    const place = async () => ({ companionRoot: path.join(repoRoot, 'python'), runsDir: spec.runsDir, cwd: spec.cwd });
+    const launched = await launchCommandOnSlurm({ cluster, place }, { specPath: specFile, spec }, () => undefined);
     const { runDir, jobId } = launched;
+    assert.equal(readManifest(runDir).kind, 'command');
     assert.equal(readManifest(runDir).slurm?.stop_signal, 'TERM', 'a script is stopped with SIGTERM');
-    const logged = () => (existsSync(path.join(runDir, 'metrics.jsonl')) ? readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"loss"')).length : 0);
-    await until('steps logged by rank 0', () => logged() >= 5);
-    assert.equal(await stopSlurmJob(cluster, jobId, 60, () => undefined, readManifest(runDir).slurm!.stop_signal), 'stopped');
-    const out = readFileSync(path.join(runDir, `slurm-${jobId}.out`), 'utf8');
-    const stops = [...out.matchAll(/rank (\d): stopped after step (\d+)/g)].map((m) => [m[1], m[2]]).sort();
-    assert.equal(stops.length, 2, `both ranks stopped:\n${out.slice(-2000)}`);
-    assert.deepEqual(stops.map((s) => s[0]), ['0', '1'], 'two ranks, 0 and 1, joined one job');
-    assert.equal(stops[0][1], stops[1][1], 'after the same step');
-    assert.ok(existsSync(path.join(runDir, 'ckpt', 'last.pt')), 'the script saved its checkpoint on the stop');
+    assert.equal(readManifest(runDir).world.size, 2);
+    const machine = new LocalMachine();
+    const watch = new RunWatch({ target: machine.target, runDir }, machine, cluster);
+    try {
+      await watch.start();
+      await until('the supervisor to report the run and rank 0 its steps', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5);
+      assert.equal(await stopSlurmJob(cluster, jobId, 60, () => undefined, readManifest(runDir).slurm!.stop_signal), 'stopped');
+      await until('stopped', () => watch.status() === 'stopped' && !watch.isLive());
+      const out = readFileSync(path.join(runDir, `slurm-${jobId}.out`), 'utf8');
+      const stops = [...out.matchAll(/rank (\d): stopped after step (\d+)/g)].map((m) => [m[1], m[2]]).sort();
+      assert.deepEqual(stops.map((s) => s[0]), ['0', '1'], `two ranks, 0 and 1, joined one job and stopped:\n${out.slice(-2000)}`);
+      assert.equal(stops[0][1], stops[1][1], 'after the same step');
+      assert.equal(readManifest(runDir).status, 'stopped', 'the supervisor recorded the stop');
+      assert.ok(existsSync(path.join(dir, 'ckpt', 'last.pt')), 'the script saved its checkpoint on the stop');
+    } finally {
+      watch.dispose();
+    }
   });
 
   it('through SSH: the loopback sshd as the login host, the runtime built there, the same story', async () => {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { loadLaunchSpec } from '../../core/config/launch-spec';
 import { rankLines, torchrunUnderSlurm } from '../../core/launch/slurm-ranks';
+import launchSpecSchema from '../../core/schemas/launch-spec.schema.json';
+import runConfigSchema from '../../core/schemas/run-config.schema.json';
 import { scriptLine } from '../../core/launch/slurm-script';
 import { commandLine } from '../../core/remote/remote-command';
 
@@ -48,5 +51,18 @@ describe('SLURM ranks: the runtime, a person\'s script, a person\'s torchrun', (
   it('the runtime: one task per rank through srun --mpi, --resume auto appended when continuing', () => {
     const srun = rankLines({ kind: 'mpi', argv: ['/opt/fsdp-train-native', '--run-dir', '/r'] }, { mpi: 'pmi2', cpusPerTask: 4, tasksPerNode: 8 }).map(scriptLine).find((l) => l.startsWith('srun '))!;
     assert.equal(srun, 'srun --mpi=pmi2 --kill-on-bad-exit=1 --cpus-per-task=4 -- /opt/fsdp-train-native --run-dir /r "${resume[@]}" &');
+  });
+
+  it('a launch spec submits python or torchrun to SLURM; other launchers are refused with the reason', () => {
+    const ok = loadLaunchSpec('command: torchrun --nproc_per_node 8 train.py\nnnodes: 4\nslurm: {partition: gpu, gpus_per_node: 8}\n', '/w/t.fsdp-launch.yaml');
+    assert.deepEqual([ok.spec?.nnodes, ok.spec?.slurm?.partition], [4, 'gpu'], JSON.stringify(ok.problems));
+    const refused = loadLaunchSpec('command: accelerate launch train.py\nslurm: {}\n', '/w/a.fsdp-launch.yaml');
+    assert.equal(refused.spec, undefined);
+    assert.match(refused.problems.map((p) => p.message).join(' '), /under SLURM a launch spec runs a python script .* accelerate/);
+  });
+
+  it("a launch spec's slurm keys are a run config's launch.slurm keys (two schemas, one definition kept equal)", () => {
+    const strip = (d: { description?: string }) => ({ ...d, description: undefined });
+    assert.deepEqual(strip(launchSpecSchema.definitions.SlurmLaunch), strip(runConfigSchema.definitions.SlurmLaunch));
   });
 });

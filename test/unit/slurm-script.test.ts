@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { resolveRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
-import { batchScript, directiveWord, outputPattern, parseSbatchOutput, sbatchArgv, scriptLine, slurmJobShape } from '../../core/launch/slurm-script';
+import { batchScript, directiveWord, outputPattern, parseSbatchOutput, sbatchArgv, scriptLine, slurmJobShape, stopCommand } from '../../core/launch/slurm-script';
 
 function config(launch: object, name = 'tiny'): ResolvedRunConfig {
   return resolveRunConfig({ name, model: { d_model: 8, n_layers: 1, n_heads: 1, vocab_size: 256, max_seq_len: 8 }, data: { train: 'x.tok' }, training: { batch_size_per_gpu: 1, max_steps: 1 }, launch } as never, '/tmp');
@@ -80,6 +80,27 @@ describe('SLURM batch script', () => {
     const r = spawnSync('/bin/bash', ['-c', `${exports}\nprintf '%s|%s' "$FSDP_STUDIO_RUN_DIR" "$PYTHONPATH"`], { encoding: 'utf8' });
     assert.equal(r.stdout, `${value}|/p`);
     assert.throws(() => batchScript({ shape: slurmJobShape(config({ slurm: {} })), runDir: '/r', ranks: { kind: 'env', argv: ['t'] }, env: { 'A;B': 'x' }, about: [] }), /not an environment variable name/);
+  });
+
+  it("a person's command: the supervisor around srun, run in the command's folder, stopped through the batch shell (USR2) without signalling srun", () => {
+    const script = batchScript({
+      shape: slurmJobShape(config({ nproc_per_node: 2, slurm: {} })),
+      runDir: '/runs/r',
+      ranks: { kind: 'env', argv: ['python3', 'train.py'] },
+      cwd: '/home/me/my code',
+      supervisor: ['python3', '/opt/fsdp_studio/supervise.py', '--run-dir', '/runs/r', '--'],
+      about: [],
+    });
+    const lines = script.split('\n');
+    const run = lines.find((l) => l.includes(' srun '))!;
+    assert.ok(run.startsWith('python3 /opt/fsdp_studio/supervise.py --run-dir /runs/r -- srun --kill-on-bad-exit=1 -- /bin/sh -c '), run);
+    assert.ok(lines.indexOf("cd -- '/home/me/my code' || exit 1") >= 0 && lines.indexOf("cd -- '/home/me/my code' || exit 1") < lines.indexOf(run));
+    const usr2 = lines.find((l) => l.endsWith("' USR2"))!;
+    assert.match(usr2, /kill -TERM "\$srun_pid"; scancel --signal=TERM "\$SLURM_JOB_ID"/, 'the supervisor notes the stop, the ranks get SIGTERM');
+    assert.deepEqual(stopCommand('TERM'), ['scancel', '--batch', '--signal=USR2']);
+    assert.deepEqual(stopCommand('USR1'), ['scancel', '--signal=USR1']);
+    assert.ok(lines.some((l) => l === 'if [ "$time_up" = 1 ]; then'), 'a command at its time limit is requeued whatever it exits with');
+    assert.equal(spawnSync('/bin/bash', ['-n'], { input: script }).status, 0);
   });
 
   it('quotes #SBATCH values the way sbatch reads them, and refuses line breaks', () => {
