@@ -3,7 +3,7 @@
 // folder attached as a run — the connection state, and whether its processes are still alive.
 // Dashboards, the runs view and the status bar all read the same RunWatch, so they never disagree.
 import os from 'node:os';
-import { jobActive, jobReason, jobRunStatus, type RunFacts, type SlurmJob } from '../../core/launch/slurm-state';
+import { jobActive, jobReason, jobRunStatus, jobWaiting, type RunFacts, type SlurmJob } from '../../core/launch/slurm-state';
 import { metricsDecoder } from '../../core/protocol/metrics-decoder';
 import type { RecordProblem } from '../../core/protocol/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
@@ -121,6 +121,8 @@ export class RunWatch {
           // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
           // lines — keeps following: its run_start comes after them.)
           if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
+          // The trainer started while its job was last seen queued: ask SLURM again now, not at the next poll.
+          if (this.job && jobWaiting(this.job) && batch.entries.some((e) => e.event.type === 'run_start')) void this.refreshJob();
           if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
         },
         connection: (state) => this.setConnection('metrics', state),

@@ -51,7 +51,8 @@ function assertEveryStepOnce(watch: RunWatch, last: number): void {
  * stopped with a checkpoint, resumed as a new job that completes with every step once.
  */
 async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, machine: RunMachine, dir: string, runDirOf: (l: LaunchedSlurmRun) => string): Promise<void> {
-  const steps = 80;
+  // Enough steps that a quiet machine (about 40 ms a step) is still training when the watch looks.
+  const steps = 150;
   const req = slurmRunConfig(dir, { steps, jobName: HOSTILE, extra: [`--comment=${HOSTILE}`] });
   // The runtime in place first (over SSH: built on first use, minutes), so the queueing is ours.
   await target.place(req.config, () => undefined);
@@ -78,7 +79,10 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
     assert.deepEqual(mine.filter((j) => j.id === first.jobId).map((j) => [j.state, j.workDir, j.name]), [['PENDING', first.runDir, HOSTILE]]);
 
     slurm.check(['scancel', blocker]);
-    await until('running, with steps arriving live', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5);
+    await until('running, with steps arriving live', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5).catch((e: Error) => {
+      const out = path.join(runDir, `slurm-${first.jobId}.out`);
+      throw new Error(`${e.message}; status ${watch.status()} (${watch.endReason()}), job ${JSON.stringify(watch.job)}, connection ${JSON.stringify(watch.connection)}; ${out}:\n${existsSync(out) ? readFileSync(out, 'utf8').slice(-3000) : '(none)'}`, { cause: e });
+    });
     const outcome = await stopSlurmJob(target.cluster, first.jobId, 60);
     assert.equal(outcome, 'stopped');
     await until('the run_end', () => !!watch.history.end);
