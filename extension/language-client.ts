@@ -5,7 +5,12 @@ import type * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import type { StudioContext } from './studio-context';
 
-export async function startConfigLanguageClient(studio: StudioContext): Promise<vscode.Disposable> {
+/** The running client; `restart` starts the server again (e.g. once the native addon is built). */
+export interface ConfigChecks extends vscode.Disposable {
+  restart(): Promise<void>;
+}
+
+export async function startConfigLanguageClient(studio: StudioContext): Promise<ConfigChecks> {
   const module = path.join(studio.extension.extensionPath, 'dist', 'language-server.js');
   const serverOptions: ServerOptions = {
     run: { module, transport: TransportKind.ipc },
@@ -28,5 +33,12 @@ export async function startConfigLanguageClient(studio: StudioContext): Promise<
     // The rest of the extension works without config checks; say why they are missing.
     studio.output.error(`the config language server did not start: ${(e as Error).message}`);
   }
-  return { dispose: () => void client.stop().catch(() => undefined) };
+  return {
+    dispose: () => void client.stop().catch(() => undefined),
+    restart: async () => {
+      // The addon path is read by the server at start-up.
+      client.clientOptions.initializationOptions = { nativeAddonPath: studio.runtime.addonPath };
+      await client.restart().catch((e: Error) => studio.output.error(`restarting the config language server failed: ${e.message}`));
+    },
+  };
 }

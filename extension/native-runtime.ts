@@ -1,4 +1,5 @@
-// Finds the native runtime built by `npm install` (native/build/Release) and loads its addon.
+// Finds the native runtime — built by `npm install` (native/build/Release) in a source checkout, or
+// on first use for an installed extension (runs/local-runtime.ts) — and loads its addon.
 // The addon gives the editor the runtime's own answers (device probe, validation, memory plan);
 // training always runs in a separate process started from the CLI, never in the editor.
 import { execFile } from 'node:child_process';
@@ -67,8 +68,15 @@ export class NativeRuntime {
   private addon: NativeAddon | undefined;
   private loadError: string | undefined;
 
-  constructor(extensionPath: string) {
-    this.buildDir = path.join(extensionPath, 'native', 'build', 'Release');
+  /** `buildDir`: where the runtime is (default: the checkout's native/build/Release). */
+  constructor(extensionPath: string, buildDir?: string) {
+    this.buildDir = buildDir ?? path.join(extensionPath, 'native', 'build', 'Release');
+  }
+
+  /** After a build: the addon is loaded again on next use. */
+  reset(): void {
+    this.addon = undefined;
+    this.loadError = undefined;
   }
 
   get addonPath(): string {
@@ -87,7 +95,7 @@ export class NativeRuntime {
   load(): NativeAddon | undefined {
     if (this.addon || this.loadError) return this.addon;
     if (!existsSync(this.addonPath)) {
-      this.loadError = `the native runtime is not built (${this.addonPath} is missing); run npm install in the extension folder`;
+      this.loadError = `the native runtime is not built yet (${this.addonPath} is missing): it is built on the first launch, or with "FSDP: Build native runtime"`;
       return undefined;
     }
     try {

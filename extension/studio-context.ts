@@ -4,17 +4,23 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { registerAttachRun } from './commands/attach-run';
+import { registerBuildRuntime } from './commands/build-runtime';
 import { registerCheckEnvironment } from './commands/check-environment';
+import { registerDeleteRun } from './commands/delete-run';
 import { registerLaunchRun, remoteBase } from './commands/launch-run';
 import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { registerOpenRun } from './commands/open-run';
+import { registerPrepareSampleData } from './commands/prepare-sample-data';
+import { registerRenameRun } from './commands/rename-run';
 import { registerResumeRun } from './commands/resume-run';
 import { registerStopRun } from './commands/stop-run';
-import { startConfigLanguageClient } from './language-client';
+import { startConfigLanguageClient, type ConfigChecks } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
+import { LocalRuntime } from './runs/local-runtime';
 import { notifyRunEvents } from './runs/run-notifications';
+import { showCheckpointProgress } from './runs/run-progress';
 import { notifySpikes } from './runs/spike-notifications';
 import { Runs } from './runs/runs';
 import type { SshMachine } from './runs/ssh-machine';
@@ -28,14 +34,18 @@ import { SpikeViews } from './webviews/spike-view';
 export class StudioContext implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
   readonly runtime: NativeRuntime;
+  /** Where the native runtime is on this machine, and its build on first use. */
+  readonly localRuntime: LocalRuntime;
   /** The workspace's runs: registry, machines, watches. */
   readonly runs: Runs;
   readonly dashboards: RunDashboards;
   private readonly disposables: vscode.Disposable[] = [];
+  private configChecks: ConfigChecks | undefined;
 
   constructor(readonly extension: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('FSDP Studio', { log: true });
-    this.runtime = new NativeRuntime(extension.extensionPath);
+    this.localRuntime = new LocalRuntime(extension.extensionPath);
+    this.runtime = new NativeRuntime(extension.extensionPath, this.localRuntime.dir);
     this.runs = new Runs(extension.storageUri ?? extension.globalStorageUri);
     this.dashboards = new RunDashboards(extension.extensionUri, this.runs);
     this.track(this.output, this.runs, this.dashboards);
@@ -43,7 +53,8 @@ export class StudioContext implements vscode.Disposable {
 
   async start(): Promise<void> {
     this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
-    this.track(registerAttachRun(this), registerStopRun(this), registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
+    this.track(registerAttachRun(this), registerStopRun(this), ...registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
+    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this), registerBuildRuntime(this));
     const tree = new RunsTree(this.runs);
     this.track(
       tree,
@@ -51,13 +62,15 @@ export class StudioContext implements vscode.Disposable {
       vscode.commands.registerCommand('fsdp.refreshRuns', () => this.runs.discover()),
       new RunStatusBar(this.runs),
       notifyRunEvents(this.runs),
+      showCheckpointProgress(this.runs),
       notifySpikes(this.runs),
       new CompareRuns(this.extension.extensionUri, this.runs),
       new NanDiagnostics(this.extension.extensionUri, this.runs),
       new SpikeViews(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
-    this.track(await startConfigLanguageClient(this));
+    this.configChecks = await startConfigLanguageClient(this);
+    this.track(this.configChecks);
     this.output.info(`FSDP Studio ${this.extension.extension.packageJSON.version} activated`);
   }
 
@@ -65,6 +78,11 @@ export class StudioContext implements vscode.Disposable {
   trainerCli(): string | undefined {
     const cli = path.join(this.extension.extensionPath, 'dist', 'cli', 'fsdp-train.js');
     return existsSync(cli) ? cli : undefined;
+  }
+
+  /** Restarts the config checks (the language server reads the addon at start-up). */
+  async restartConfigChecks(): Promise<void> {
+    await this.configChecks?.restart();
   }
 
   /** Where runs live on an SSH host: <fsdp.remote.directory>/runs, made absolute there. */

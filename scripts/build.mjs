@@ -21,6 +21,8 @@ const common = {
 const nodeEntries = {
   extension: 'extension/extension.ts',
   'language-server': 'language-server/server.ts',
+  // Run by the extension's "Prepare the sample data" quick fix, in a process of its own.
+  'prepare-data': 'samples/prepare-data.ts',
 };
 for (const name of existsSync(path.join(root, 'cli')) ? readdirSync(path.join(root, 'cli')) : []) {
   if (name.endsWith('.ts')) nodeEntries[`cli/${name.slice(0, -3)}`] = `cli/${name}`;
@@ -66,6 +68,22 @@ function copyAssets() {
   if (existsSync(uplotCss)) cpSync(uplotCss, path.join(assets, 'uPlot.min.css'));
 }
 
+// The Node-API headers an installed extension builds its native addon with on first use
+// (extension/local-runtime.ts; native/CMakeLists.txt FSDP_NODE_API_HEADERS): from npm's
+// node-api-headers and node-addon-api, so the build needs no download and no Node install.
+function copyNodeApiHeaders() {
+  const out = path.join(dist, 'native-headers');
+  const from = [
+    [path.join(root, 'node_modules', 'node-api-headers', 'include'), path.join(out, 'node-api')],
+    [path.join(root, 'node_modules', 'node-addon-api'), path.join(out, 'node-addon-api')],
+  ];
+  for (const [src, dest] of from) {
+    if (!existsSync(src)) continue;
+    mkdirSync(dest, { recursive: true });
+    for (const f of readdirSync(src)) if (f.endsWith('.h')) cpSync(path.join(src, f), path.join(dest, f));
+  }
+}
+
 if (watch) {
   const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));
   copyAssets();
@@ -74,4 +92,5 @@ if (watch) {
 } else {
   await Promise.all(builds.map((b) => esbuild.build(b)));
   copyAssets();
+  copyNodeApiHeaders();
 }

@@ -1,7 +1,7 @@
 // Starts code-server (installed by scripts/setup/code-server.mjs) on a free loopback port with
 // this extension loaded, and stops it with every child it spawned. Used by `npm start` and by the
 // end-to-end test harness.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -21,6 +21,8 @@ export interface CodeServerOptions {
   settings?: Record<string, unknown>;
   /** Extra environment for the extension host (e.g. HOME for ssh config in tests). */
   env?: NodeJS.ProcessEnv;
+  /** Install this .vsix (as users do) instead of loading the repository as the extension. */
+  vsix?: string;
   log?: (line: string) => void;
 }
 
@@ -40,7 +42,8 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<RunningC
   const userDataDir = path.join(opts.dataDir, 'user-data');
   mkdirSync(extensionsDir, { recursive: true });
   mkdirSync(path.join(userDataDir, 'User'), { recursive: true });
-  linkExtension(extensionsDir);
+  if (opts.vsix) installVsix(opts.vsix, extensionsDir, userDataDir);
+  else linkExtension(extensionsDir);
   writeFileSync(
     path.join(userDataDir, 'User', 'settings.json'),
     JSON.stringify({ 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'extensions.autoCheckUpdates': false, 'workbench.enableExperiments': false, ...opts.settings }, null, 2),
@@ -98,6 +101,12 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<RunningC
     throw e;
   }
   return { url, port, process: child, output: () => output, stop };
+}
+
+/** `code-server --install-extension FILE.vsix`: the extension unpacked into the extensions folder, as users get it. */
+function installVsix(vsix: string, extensionsDir: string, userDataDir: string): void {
+  const r = spawnSync(process.execPath, [entry, '--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix], { encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`code-server --install-extension ${vsix} failed (exit ${r.status}): ${r.stderr || r.stdout}`);
 }
 
 /** Makes the repository itself an installed extension: `<publisher>.<name>-<version>` → repo root. */

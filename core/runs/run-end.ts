@@ -64,8 +64,11 @@ export function memoryBeside(start: RunStartEvent | undefined, machineMemory: nu
   return `the memory plan needs ${need}${has !== undefined ? `; the machine has ${formatBytes(has)}` : ''}`;
 }
 
+/** fsdp-train's own first line ("fsdp-train: run <id> in <dir>"): where, not why. */
+const LAUNCHER_INFO = /^fsdp-train: run \S+ in /;
+
 function lastLines(text: string | undefined): string | undefined {
   if (!text) return undefined;
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && !LAUNCHER_INFO.test(l));
   return lines.length ? lines.slice(-STDERR_LINES).join(' ⏎ ') : undefined;
 }

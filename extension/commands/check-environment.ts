@@ -61,7 +61,8 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
         : { name: 'GPUs', ok: true, detail: 'none found: runs use the CPU backend' },
     );
   } else {
-    results.push({ name: 'Native runtime', ok: false, detail: studio.runtime.lastError() ?? 'not loaded', fix: 'run npm install in the extension folder (it builds native/ with cmake-js)' });
+    const fix = studio.localRuntime.fromCheckout ? 'run npm install in the extension folder (it builds native/ with cmake-js)' : 'run "FSDP: Build native runtime" (or launch a run: it is built on first use)';
+    results.push({ name: 'Native runtime', ok: false, detail: studio.runtime.lastError() ?? 'not loaded', fix });
     results.push({ name: 'CPU', ok: true, detail: `${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB` });
   }
   results.push(await toolCheck('MPI (mpirun)', 'mpirun', ['--version'], 'install OpenMPI: sudo apt-get install openmpi-bin libopenmpi-dev'));

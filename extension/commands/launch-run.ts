@@ -11,11 +11,14 @@ import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
 import { launchHosts } from '../runs/hosts-launch';
 import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
 import { LOCAL } from '../runs/run-machine';
+import { showStartProgress } from '../runs/run-progress';
 import type { SshMachine } from '../runs/ssh-machine';
 import type { ConfigKind } from '../../core/config/document-kind';
 import { findLaunchables, launchableKind } from '../run-configs';
 import { launchConfigWithScript, launchSpecFile } from './launch-command';
 import { onSlurm, slurmMemoryFits, startSlurmRun } from './slurm-runs';
+import { ensureRuntimeBuilt } from './build-runtime';
+import { rangeOfKeyPath, showConfigProblem, showLaunchFailure } from './launch-problems';
 import type { StudioContext } from '../studio-context';
 
 export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
@@ -58,7 +61,7 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   if (errors.length) {
     for (const p of errors) studio.output.error(formatProblem(rel, p));
     studio.output.show(true);
-    void vscode.window.showErrorMessage(`${rel} has ${errors.length} error${errors.length > 1 ? 's' : ''}: ${formatProblem(rel, errors[0])}`);
+    void showConfigProblem(uri, `${rel} has ${errors.length} error${errors.length > 1 ? 's' : ''}: ${formatProblem(rel, errors[0])}`, errors[0].range);
     return undefined;
   }
   const { config } = loadRunConfig(text, uri.fsPath);
@@ -67,15 +70,17 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   if (config.launch.hosts) config.launch.target = config.launch.hosts[0];
   const badHost = [config.launch.target ?? '', ...(config.launch.hosts ?? [])].filter((h) => h !== LOCAL).map(checkHostAlias).find(Boolean);
   if (badHost) {
-    void vscode.window.showErrorMessage(`Cannot launch ${rel}: launch.target: ${badHost}.`);
+    void showConfigProblem(uri, `Cannot launch ${rel}: launch.target: ${badHost}.`, rangeOfKeyPath(text, uri.fsPath, 'launch.target'));
     return undefined;
   }
+  // An installed extension builds its runtime here on first use (with progress, naming what is missing).
+  if (config.launch.target === LOCAL && !(await ensureRuntimeBuilt(studio))) return undefined;
   // The runtime's own checks: relations between keys, what this build can run, the data files.
   const native = studio.runtime.load()?.validateConfig?.(config);
   if (native && !native.ok) {
     for (const e of native.errors) studio.output.error(`${rel} ${e.path}: ${e.message}`);
     studio.output.show(true);
-    void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${native.errors[0]?.path}: ${native.errors[0]?.message}`);
+    void showConfigProblem(uri, `Cannot launch ${rel}: ${native.errors[0]?.path}: ${native.errors[0]?.message}`, rangeOfKeyPath(text, uri.fsPath, native.errors[0]?.path ?? ''));
     return undefined;
   }
   if (config.launch.target === LOCAL) {
@@ -147,6 +152,7 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
           const machine = (alias: string) => studio.runs.machine(alias) as SshMachine;
           return launchHosts({ settings: () => studio.runs.sshSettings(), base: remoteBase(), extensionRoot: studio.extension.extensionPath, machine }, req, report, previous);
         }
+        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()!, native: studio.localRuntime.binary }, req, previous);
         const machine = studio.runs.machine(target) as SshMachine;
         const base = await machine.absolute(remoteBase());
         return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, previous);
@@ -154,7 +160,7 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
     );
   } catch (e) {
     studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
-    void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
+    void showLaunchFailure(studio.output, vscode.Uri.file(req.configPath), `${verb} ${rel} failed: ${(e as Error).message}`);
     return undefined;
   }
   studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSizeOf(runWorld(req.config))} process(es): ${launched.argv.join(' ')}`);
@@ -167,6 +173,7 @@ export async function showLaunched(studio: StudioContext, launched: LaunchedRun,
   const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: facts.name, configPath: facts.configPath, launchedAt: Date.now(), pgid: launched.pgid };
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
+  showStartProgress(watch, record.name);
   if (facts.resumed) {
     await watch.refreshManifest();
     watch.follow();

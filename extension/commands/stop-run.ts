@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { gracefulStopSignal } from '../../core/launch/mpirun';
 import type { StudioContext } from '../studio-context';
 import { stopSlurmRun } from './slurm-runs';
+import { runTitle } from '../views/run-labels';
 import { runFromArgument, type RunArgument } from './run-picks';
 
 /** How long a run gets to stop by itself before it is killed. */
@@ -38,12 +39,18 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
     return;
   }
   const machine = runs.machine(record.target);
+  // Its end then reads "stopped with Stop", not the signal's number in red.
+  watch.stopRequested = true;
+  runs.remember({ ...record, stopRequestedAt: Date.now() });
   try {
     const stop = gracefulStopSignal(watch.manifest?.command);
     await machine.signal(pgid, stop);
     studio.output.info(`sent ${stop} to process group ${pgid} of ${record.runDir} (${record.target})`);
     const deadline = Date.now() + GRACE_MS;
-    while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false) await new Promise((r) => setTimeout(r, 500));
+    // The trainer finishes its step and saves a checkpoint (seconds for a big model): say so.
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…` }, async () => {
+      while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false) await new Promise((r) => setTimeout(r, 500));
+    });
     if ((await machine.isAlive(pgid)) === true) {
       await machine.signal(pgid, 'SIGKILL');
       studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${stop}: killed (SIGKILL)`);

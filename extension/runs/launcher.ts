@@ -19,6 +19,8 @@ export interface LaunchRequest {
   config: ResolvedRunConfig;
   /** Set for a resume: the run directory to continue (on the target). */
   resumeRunDir?: string;
+  /** `key=value` changes to the config file's values, already applied to `config` (continuing a completed run raises training.max_steps). */
+  overrides?: string[];
 }
 
 export interface LaunchedRun extends StartedRun {
@@ -34,6 +36,8 @@ export interface LocalTrainer {
   cli: string;
   /** Node (or Electron run as Node) that runs it. */
   node: string;
+  /** fsdp-train-native, where the CLI would not find it by itself (an installed extension's build). */
+  native?: string;
 }
 
 export interface RemoteContext {
@@ -62,10 +66,10 @@ export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, re
   const runId = previous?.run_id ?? newRunId(req.config.name);
   const runDir = req.resumeRunDir ?? path.join(req.config.logging.runs_dir ?? path.join(path.dirname(req.configPath), 'runs'), runId);
   // Several processes: fsdp-train runs mpirun itself (see withMpirun).
-  const argv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])];
+  const argv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : []), ...(req.overrides ?? []).flatMap((o) => ['--set', o])];
   const manifest = manifestFor(req, runId, argv, LOCAL, previous);
   // ELECTRON_RUN_AS_NODE: in desktop VS Code the editor's executable is Electron; this makes it Node.
-  const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1' } });
+  const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1', ...(trainer.native ? { FSDP_TRAIN_NATIVE: trainer.native } : {}) } });
   return { ...started, target: LOCAL, runDir, runId, argv };
 }
 
@@ -81,7 +85,7 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
   if (req.config.data.val) config.data.val = await installer.ensureFile(remote.base, req.config.data.val, progress);
   config.logging.runs_dir = `${remote.base}/runs`;
   const configFile = `${runDir}/config.json`;
-  if (!req.resumeRunDir) {
+  if (!req.resumeRunDir || req.overrides?.length) {
     await runSshChecked(machine.target, ['mkdir', '-p', '--', runDir, { raw: '&&' }, 'cat', { raw: '>' }, configFile], remote.settings(), 'writing the run config', {
       input: `${JSON.stringify(config, null, 2)}\n`,
       timeoutMs: 60_000,

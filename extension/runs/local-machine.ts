@@ -2,7 +2,7 @@
 // (local-follower.ts), the trainer started in its own session and stopped through its process group.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { open, readdir, readFile, stat } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { DecoderFactory } from '../../core/protocol/record-decoder';
@@ -138,6 +138,11 @@ export class LocalMachine implements RunMachine {
         return (e as NodeJS.ErrnoException).code === 'EPERM';
       }
     });
+  }
+
+  async removeRunDir(runDir: string): Promise<void> {
+    if (!existsSync(path.join(runDir, 'run.json'))) throw new Error(`${runDir} is not a run folder (it has no run.json): not deleted`);
+    await rm(runDir, { recursive: true, force: true });
   }
 
   async signal(pgid: number, signal: StopSignal): Promise<void> {

@@ -6,24 +6,17 @@
 // backend was built. Data files are copied the same way, by content hash, only when the host lacks them.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import path from 'node:path';
+import { BUILD_TOOLS, buildFailureMessage, missingToolsMessage, RUNTIME_SOURCES, sourceHash } from './runtime-build';
 import { BUILD_FACTS_SCRIPT, cmakeDefinitions, describeBuiltBackend, missingLibrariesMessage, parseBuildFacts, type BuildFacts } from './remote-build-facts';
 import type { RemoteWord } from '../../core/remote/remote-command';
 import { runSsh, runSshChecked, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
 
+export { RUNTIME_SOURCES, sourceHash };
+
 /** Tools the build and the launch need on the host, with the Debian package that has each. */
-const REQUIRED_TOOLS: Array<[tool: string, pkg: string]> = [
-  ['cmake', 'cmake'],
-  ['c++', 'g++'],
-  ['make', 'make'],
-  ['pkg-config', 'pkg-config'],
-  ['tar', 'tar'],
-  ['setsid', 'util-linux'],
-  ['tail', 'coreutils'],
-];
-/** Libraries the build looks for; named in the message when the configure step fails. */
-const LIBRARY_PACKAGES = 'libopenblas-dev nlohmann-json3-dev zlib1g-dev (and openmpi-bin libopenmpi-dev for several processes)';
+const REQUIRED_TOOLS: Array<[tool: string, pkg: string]> = [...BUILD_TOOLS, ['tar', 'tar'], ['setsid', 'util-linux'], ['tail', 'coreutils']];
 
 export interface RemoteRuntime {
   /** Absolute path of fsdp-train-native on the host. */
@@ -36,12 +29,6 @@ export interface RemoteRuntime {
 
 /** Where a build records what it built, beside the binary's build folder. */
 const BACKEND_FILE = 'backend.txt';
-
-/**
- * What the runtime's CMake build reads, relative to the extension root: the native sources and
- * the config schema it embeds (native/CMakeLists.txt reads ../core/schemas). build/ is not copied.
- */
-export const RUNTIME_SOURCES = ['native', 'core/schemas'];
 
 export class RemoteRuntimeInstaller {
   constructor(
@@ -75,7 +62,8 @@ export class RemoteRuntimeInstaller {
     const build = await runSsh(this.host, buildCommand(tmp, log, facts), this.settings(), { timeoutMs: 30 * 60_000 });
     if (build.code !== 0) {
       await runSsh(this.host, ['rm', '-rf', '--', tmp], this.settings(), { timeoutMs: 60_000 });
-      throw new SshError(`building the runtime on ${this.host} failed. The host needs a C++17 compiler, CMake ≥ 3.18 and the libraries ${LIBRARY_PACKAGES}. The build said:\n${build.stderr}`);
+      if (build.code === SSH_CONNECTION_FAILED) throw new SshError(`the connection to ${this.host} dropped while the runtime was being built there (${build.stderr || 'no message'}); launch again to build it anew`);
+      throw new SshError(buildFailureMessage(`on ${this.host}`, build.stderr));
     }
     const configured = await runSshChecked(this.host, ['grep', '-E', '^-- CUDA backend', log, { raw: '|| true' }], this.settings(), 'reading the build log', { timeoutMs: 60_000 });
     const backend = describeBuiltBackend(configured.toString(), facts);
@@ -116,10 +104,7 @@ export class RemoteRuntimeInstaller {
     const script = REQUIRED_TOOLS.map(([tool]) => `command -v ${tool} >/dev/null 2>&1 || echo ${tool}`).join('; ');
     const out = await runSshChecked(this.host, [{ raw: script }], this.settings(), 'checking build tools', { timeoutMs: 60_000 });
     const missing = out.toString().split('\n').map((l) => l.trim()).filter(Boolean);
-    if (missing.length) {
-      const pkgs = REQUIRED_TOOLS.filter(([t]) => missing.includes(t)).map(([, p]) => p);
-      throw new SshError(`${this.host} lacks ${missing.join(', ')}, needed to build and start the runtime there. On Debian or Ubuntu: sudo apt-get install ${[...new Set(pkgs)].join(' ')} ${LIBRARY_PACKAGES.split(' (')[0]}`);
-    }
+    if (missing.length) throw new SshError(missingToolsMessage(this.host, missing, REQUIRED_TOOLS));
   }
 }
 
@@ -134,21 +119,6 @@ export function buildCommand(dir: string, log: string, facts: BuildFacts): Remot
     'cmake', '--build', `${dir}/native/build`, '--target', 'fsdp-train-native', { raw: '--parallel "$(nproc 2>/dev/null || echo 2)" >>' }, log, { raw: '2>&1 ||' },
     { raw: '{ tail -n 25' }, log, { raw: '>&2; exit 1; }' },
   ];
-}
-
-/** Content hash of the runtime's sources (RUNTIME_SOURCES under `root`, without build/). */
-export function sourceHash(root: string): string {
-  const h = createHash('sha256');
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir).sort()) {
-      const p = path.join(dir, name);
-      if (name === 'build' && dir === path.join(root, 'native')) continue;
-      if (statSync(p).isDirectory()) walk(p);
-      else h.update(path.relative(root, p)).update('\0').update(readFileSync(p));
-    }
-  };
-  for (const folder of RUNTIME_SOURCES) walk(path.join(root, folder));
-  return h.digest('hex');
 }
 
 function fileHash(file: string): Promise<string> {

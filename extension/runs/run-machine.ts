@@ -97,6 +97,8 @@ export interface RunMachine {
    * this machine is not that host, or it cannot be told.
    */
   processesAlive(pids: number[], host: string): Promise<boolean | undefined>;
+  /** Deletes a run folder with everything in it; refuses a folder without a run.json. */
+  removeRunDir(runDir: string): Promise<void>;
   /** Sends a signal to the whole process group. */
   signal(pgid: number, signal: StopSignal): Promise<void>;
 }

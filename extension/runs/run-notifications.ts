@@ -1,8 +1,10 @@
-// Notifications for what needs a person's attention: a NaN or Inf, a loss spike, a failure, and
-// completion. Only for events written while the editor watches — attaching to an old run does not
-// replay its history as a burst of pop-ups.
+// Notifications for what needs a person's attention: a NaN or Inf, a failure, and completion
+// (spikes: spike-notifications.ts) — one toast per event, each with the actions that follow from it. Only for events
+// written while the editor watches — attaching to an old run does not replay its history as a
+// burst of pop-ups.
 import * as vscode from 'vscode';
 import { jobActive } from '../../core/launch/slurm-state';
+import type { AnomalyEvent, RunEndEvent } from '../../core/protocol/metrics';
 import { describeAnomaly } from '../../core/runs/run-history';
 import type { Runs } from './runs';
 import type { RunWatch } from './run-watch';
@@ -12,16 +14,23 @@ import { runTitle } from '../views/run-labels';
 const FRESH_S = 30;
 
 export function notifyRunEvents(runs: Runs): vscode.Disposable {
+  const windowStart = Date.now();
   // A crash writes no run_end: the watch notices the processes are gone instead. Only runs seen
-  // alive in this window are news; a run that died while the editor was closed is just shown so.
+  // alive in this window, or launched from it, are news; a run that died while the editor was
+  // closed is just shown so.
   const vanished = new Set<string>();
   const seenAlive = new Set<string>();
+  // A NaN that stops the run is one event: its toast says the run stopped, and the run_end
+  // "failed" that follows adds nothing.
+  const stoppedByAnomaly = new Set<string>();
   const crashes = runs.onDidChange((watch) => {
-    if (!watch?.vanished || vanished.has(watch.key) || !seenAlive.has(watch.key)) return;
+    if (!watch?.vanished || vanished.has(watch.key)) return;
+    const launchedHere = (runs.registry.get(watch.key)?.launchedAt ?? 0) >= windowStart;
+    if (!seenAlive.has(watch.key) && !launchedHere) return;
     vanished.add(watch.key);
-    void vscode.window.showErrorMessage(`${title(runs, watch)} stopped unexpectedly: ${watch.vanished}.`, 'Open dashboard').then((pick) => {
-      if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-    });
+    // Killed after a Stop that did not finish in time: the person's own doing, not a crash.
+    if (watch.stopRequested) return;
+    showFailure(watch, `${title(runs, watch)} failed: ${watch.vanished}.`);
   });
   // A SLURM job ended by the scheduler (cancelled, timed out, preempted, a node failure) says so
   // in its state, not in the log; a failure the trainer reported is told by its run_end below.
@@ -38,31 +47,53 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
   const events = runs.onDidAppend(({ watch, entries }) => {
     const now = Date.now() / 1000;
     for (const { event } of entries) {
+      if (event.type === 'run_start') {
+        vanished.delete(watch.key);
+        stoppedByAnomaly.delete(watch.key);
+      }
       if (now - event.time > FRESH_S) continue;
       seenAlive.add(watch.key);
-      const name = title(runs, watch);
       // Spikes are told by the one spike rule (spike-notifications.ts): loss first, clipped grad norms as markers.
       if (event.type === 'anomaly' && event.kind !== 'spike') {
-        const text = `${name}: ${describeAnomaly(event)} at step ${event.step}.`;
-        void vscode.window.showErrorMessage(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
-          if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
-          if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-        });
+        if (event.action === 'stop') stoppedByAnomaly.add(watch.key);
+        showAnomaly(watch, title(runs, watch), event);
       } else if (event.type === 'run_end') {
-        if (event.status === 'completed') {
-          const loss = watch.history.step.loss.lastValue;
-          void vscode.window.showInformationMessage(`${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`, 'Open dashboard').then((pick) => {
-            if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-          });
-        } else if (event.status === 'failed') {
-          void vscode.window.showErrorMessage(`${name} failed at step ${event.step}: ${event.reason ?? 'no reason given'}.`, 'Open dashboard').then((pick) => {
-            if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-          });
-        }
+        if (event.status === 'failed' && stoppedByAnomaly.delete(watch.key)) continue;
+        showEnd(watch, title(runs, watch), event);
       }
     }
   });
   return vscode.Disposable.from(crashes, jobs, events);
+}
+
+function showAnomaly(watch: RunWatch, name: string, event: AnomalyEvent): void {
+  const text = `${name}: ${describeAnomaly(event)} at step ${event.step}.`;
+  void vscode.window.showErrorMessage(text, 'Show diagnostics', 'Open dashboard').then((pick) => {
+    if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
+    if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+  });
+}
+
+function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
+  if (event.status === 'completed') {
+    const loss = watch.history.step.loss.lastValue;
+    void vscode.window.showInformationMessage(`${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`, 'Open dashboard', 'Continue training…').then((pick) => {
+      if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+      if (pick === 'Continue training…') void vscode.commands.executeCommand('fsdp.continueRun', watch.key);
+    });
+  } else if (event.status === 'failed') {
+    showFailure(watch, `${name} failed at step ${event.step}: ${event.reason ?? 'no reason given'}.`);
+  }
+  // "stopped": the person stopped it (or a signal did, which they sent); the views say so quietly.
+}
+
+/** A failed run: its log says why, and it can continue from its last checkpoint. */
+function showFailure(watch: RunWatch, text: string): void {
+  void vscode.window.showErrorMessage(text, 'Open log', 'Resume', 'Open dashboard').then((pick) => {
+    if (pick === 'Open log') void vscode.commands.executeCommand('fsdp.openRunLog', watch.key);
+    if (pick === 'Resume') void vscode.commands.executeCommand('fsdp.resumeRun', watch.key);
+    if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+  });
 }
 
 function title(runs: Runs, watch: RunWatch): string {

@@ -16,6 +16,10 @@ export interface RunRecord extends RunRef {
   launchedAt?: number;
   /** The run's process group, as the launcher saw it (run.json has it too). */
   pgid?: number;
+  /** When the person pressed Stop on it (ms since the epoch); cleared when it runs again. */
+  stopRequestedAt?: number;
+  /** A name the person gave it in the runs view, shown instead of the config's name. */
+  label?: string;
 }
 
 interface RegistryFile {

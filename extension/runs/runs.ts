@@ -69,6 +69,7 @@ export class Runs implements vscode.Disposable {
     let w = this.watches.get(key);
     if (!w) {
       w = new RunWatch({ target: ref.target, runDir: ref.runDir, ...(ref.format ? { format: ref.format } : {}) }, this.machine(ref.target), this.cluster(ref.target));
+      w.stopRequested = this.registry.get(key)?.stopRequestedAt !== undefined;
       this.watches.set(key, w);
       const watch = w;
       w.onChange(({ entries }) => {

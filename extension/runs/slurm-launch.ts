@@ -3,13 +3,13 @@
 // (job.sbatch), then the submission. The job is submitted held and released only once run.json
 // names it, so the trainer never starts before the run knows its job (it reads run.json as it
 // starts and keeps what it finds). Resume submits the same script again with --resume auto.
-import type { ResolvedRunConfig } from '../../core/config/run-config';
+import { applyOverride, type ResolvedRunConfig } from '../../core/config/run-config';
 import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from '../../core/launch/slurm-script';
 import { jobActive } from '../../core/launch/slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { newRunId } from '../../core/launch/run-folder';
 import { manifestFor, type LaunchRequest } from './launcher';
-import { writeHostFile } from './login-host';
+import { writeHostFile, type LoginHost } from './login-host';
 import { RemoteRuntimeInstaller } from './remote-runtime';
 import { LOCAL } from './run-machine';
 import type { SlurmCluster } from './slurm-cluster';
@@ -91,6 +91,8 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
     // The run's own config.json and job.sbatch, as they were: the checkpoint was made with them.
     runDir = req.resumeRunDir!;
     await untilEnded(cluster, previous?.slurm?.job_id, progress);
+    // "Continue training": the run's config.json with the new keys (training.max_steps), as fsdp-train --set does.
+    if (req.overrides?.length) config = await overrideOnHost(host, `${runDir}/config.json`, req.overrides);
   } else {
     const place = await target.place(req.config, progress);
     runDir = `${place.runsDir.replace(/\/+$/, '')}/${runId}`;
@@ -108,6 +110,18 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
   const manifest = manifestFor({ ...req, config }, runId, [], host.target, previous);
   const submitted = await submitRun(cluster, runDir, manifest, { resume, stopSignal, previous }, progress);
   return { target: host.target, runDir, runId, ...submitted };
+}
+
+async function overrideOnHost(host: LoginHost, file: string, overrides: string[]): Promise<ResolvedRunConfig> {
+  const r = await host.run(['cat', '--', file]);
+  if (r.code !== 0) throw new Error(`reading ${file} failed: ${r.stderr || `exit ${r.code}`}`);
+  const config = JSON.parse(r.stdout) as ResolvedRunConfig;
+  for (const o of overrides) {
+    const problem = applyOverride(config as unknown as Record<string, unknown>, o);
+    if (problem) throw new Error(problem);
+  }
+  await writeHostFile(host, file, `${JSON.stringify(config, null, 2)}\n`);
+  return config;
 }
 
 /**

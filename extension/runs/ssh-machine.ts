@@ -129,6 +129,13 @@ export class SshMachine implements RunMachine {
     return undefined;
   }
 
+  async removeRunDir(runDir: string): Promise<void> {
+    const r = await runSsh(this.target, [{ raw: 'test -f' }, { path: `${runDir}/run.json` }, { raw: '|| exit 3; rm -rf --' }, { path: runDir }], this.settings(), { timeoutMs: 120_000 });
+    if (r.code === 3) throw new SshError(`${this.target}:${runDir} is not a run folder (it has no run.json): not deleted`);
+    if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} over ssh: ${r.stderr || 'connection failed'}`);
+    if (r.code !== 0) throw new SshError(`deleting ${runDir} on ${this.target} failed: ${r.stderr}`);
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
     const r = await runSsh(this.target, ['kill', '-s', signal.slice(3), '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to stop the run: ${r.stderr}`);

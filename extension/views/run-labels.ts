@@ -4,8 +4,21 @@ import { jobSummary } from '../../core/launch/slurm-state';
 import type { RunRecord } from '../runs/run-registry';
 import type { RunStatus, RunWatch } from '../runs/run-watch';
 
+/** The name the person gave the run, else its config's name, else its id. */
 export function runTitle(record: RunRecord, watch?: RunWatch): string {
-  return watch?.manifest?.name ?? record.name ?? record.runId;
+  return record.label ?? watch?.manifest?.name ?? record.name ?? record.runId;
+}
+
+/** When the run was first started (ms since the epoch), where known. */
+export function startedAt(record: RunRecord, watch?: RunWatch): number | undefined {
+  const created = watch?.manifest?.created;
+  return created !== undefined ? created * 1000 : record.launchedAt;
+}
+
+/** "Nov 23, 14:05": enough to tell apart two runs of one config. */
+export function formatStart(ms: number | undefined): string | undefined {
+  if (ms === undefined) return undefined;
+  return new Date(ms).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
 }
 
 export function targetTitle(target: string): string {

@@ -31,9 +31,12 @@ export class RunStatusBar implements vscode.Disposable {
       this.item.hide();
       return;
     }
-    const icon = watch.connection.state === 'reconnecting' ? '$(debug-disconnect)' : watch.isLive() ? '$(pulse)' : watch.status() === 'failed' ? '$(error)' : '$(graph-line)';
+    const failed = watch.status() === 'failed';
+    const icon = watch.connection.state === 'reconnecting' ? '$(debug-disconnect)' : watch.isLive() ? '$(pulse)' : failed ? '$(error)' : '$(graph-line)';
     this.item.text = `${icon} ${runTitle(record, watch)}: ${runSummary(watch)}`;
-    this.item.tooltip = `${record.target === 'local' ? '' : `${record.target}:`}${record.runDir}\nClick to open the run dashboard`;
+    this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    const reason = failed ? watch.endReason() : undefined;
+    this.item.tooltip = `${record.target === 'local' ? '' : `${record.target}:`}${record.runDir}${reason ? `\nFailed: ${reason}` : ''}\nClick to open the run dashboard`;
     this.item.command = { command: 'fsdp.openDashboard', title: 'Open run dashboard', arguments: [watch.key] };
     this.item.show();
   }

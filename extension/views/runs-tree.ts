@@ -1,14 +1,16 @@
 // The runs view in the activity bar: runs grouped by host, a status icon each, live step and loss
-// in the description. Refreshes at most a few times a second however fast events arrive.
+// in the description; runs of the same name are told apart by their start time, and the tooltip
+// has the run id. Refreshes at most a few times a second however fast events arrive.
 import * as vscode from 'vscode';
 import type { RunRecord } from '../runs/run-registry';
 import { runKey } from '../runs/run-watch';
 import type { Runs } from '../runs/runs';
-import { runSummary, runTitle, statusIcon, targetTitle } from './run-labels';
+import { formatStart, runSummary, runTitle, startedAt, statusIcon, targetTitle } from './run-labels';
 
 const REFRESH_MS = 300;
 
-export type RunsTreeNode = { kind: 'host'; target: string } | { kind: 'run'; key: string; record: RunRecord };
+/** `twin`: another run on the same host has the same title, so the start time goes beside it. */
+export type RunsTreeNode = { kind: 'host'; target: string } | { kind: 'run'; key: string; record: RunRecord; twin?: boolean };
 
 export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<RunsTreeNode | undefined>();
@@ -27,10 +29,11 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
       return targets.map((target) => ({ kind: 'host', target }));
     }
     if (node.kind === 'run') return [];
-    return records
-      .filter((r) => r.target === node.target)
-      .sort((a, b) => (b.launchedAt ?? 0) - (a.launchedAt ?? 0) || b.runId.localeCompare(a.runId))
-      .map((record) => ({ kind: 'run', key: runKey(record), record }));
+    const onHost = records.filter((r) => r.target === node.target);
+    const titles = onHost.map((r) => runTitle(r, this.runs.existingWatch(runKey(r))));
+    return onHost
+      .map((record, i) => ({ kind: 'run' as const, key: runKey(record), record, twin: titles.indexOf(titles[i]) !== titles.lastIndexOf(titles[i]) }))
+      .sort((a, b) => (b.record.launchedAt ?? 0) - (a.record.launchedAt ?? 0) || b.record.runId.localeCompare(a.record.runId));
   }
 
   getTreeItem(node: RunsTreeNode): vscode.TreeItem {
@@ -42,13 +45,17 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
       return item;
     }
     const watch = this.runs.existingWatch(node.key);
-    const item = new vscode.TreeItem(runTitle(node.record, watch), vscode.TreeItemCollapsibleState.None);
+    const title = runTitle(node.record, watch);
+    const started = formatStart(startedAt(node.record, watch));
+    const item = new vscode.TreeItem(node.twin && started ? `${title} (${started})` : title, vscode.TreeItemCollapsibleState.None);
     item.id = node.key;
     item.description = runSummary(watch);
     item.iconPath = statusIcon(watch?.status(), watch);
-    item.contextValue = watch?.isLive() ? 'run.live' : 'run.ended';
+    // run.live, run.completed, run.failed, run.stopped, run.starting…: the menus offer what fits.
+    item.contextValue = watch ? (watch.isLive() ? 'run.live' : `run.${watch.status()}`) : 'run.unknown';
     const tip = new vscode.MarkdownString();
-    tip.appendMarkdown(`**${runTitle(node.record, watch)}** — ${targetTitle(node.record.target)}\n\n`);
+    tip.appendMarkdown(`**${title}** — ${targetTitle(node.record.target)}\n\n`);
+    tip.appendText(`id ${watch?.manifest?.run_id ?? node.record.runId}${started ? `, started ${started}` : ''}\n`);
     tip.appendText(`${node.record.runDir}\n`);
     const reason = watch?.endReason();
     if (reason) tip.appendText(`\n${reason}`);

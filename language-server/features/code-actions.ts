@@ -1,8 +1,17 @@
 // Quick fixes: each problem carries its fixes (core decides them); this turns the ones for the
 // diagnostics in the request into workspace edits.
-import { CodeActionKind, type CodeAction } from 'vscode-languageserver/node';
+import { CodeActionKind, type CodeAction, type Diagnostic } from 'vscode-languageserver/node';
+import type { ConfigAnalysis } from '../../core/config/config-analysis';
 import type { ServerFeature } from './feature';
 import { DIAGNOSTIC_SOURCE, textEditFor } from '../lsp-conversions';
+
+/** Quick fixes another feature offers for our diagnostics (LSP allows one code-action handler). */
+export type CodeActionSource = (analysis: ConfigAnalysis, diagnostic: Diagnostic, uri: string) => CodeAction[];
+const sources: CodeActionSource[] = [];
+
+export function addCodeActionSource(source: CodeActionSource): void {
+  sources.push(source);
+}
 
 export const codeActions: ServerFeature = {
   capabilities: { codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] } },
@@ -24,6 +33,7 @@ export const codeActions: ServerFeature = {
             edit: { changes: { [params.textDocument.uri]: [textEditFor(analysis, fix)] } },
           });
         }
+        for (const source of sources) actions.push(...source(analysis, d, params.textDocument.uri));
       }
       return actions;
     });

@@ -103,6 +103,13 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
     await until('the resumed run completes', () => watch.status() === 'completed', 600_000);
     assertEveryStepOnce(watch, steps);
     assert.equal(watch.history.start?.start_step, stoppedAt, 'the resumed job continued from the checkpoint');
+
+    // "Continue training" for 20 more steps: a third job, from the final checkpoint.
+    const third = await launchSlurm(target, { ...req, resumeRunDir: first.runDir, overrides: [`training.max_steps=${steps + 20}`] }, () => undefined, readManifest(runDir));
+    await watch.refreshJob();
+    await until('the continued run completes', () => watch.status() === 'completed' && watch.history.lastStep === steps + 20, 600_000);
+    assertEveryStepOnce(watch, steps + 20);
+    assert.deepEqual(readManifest(runDir).slurm?.jobs, [first.jobId, second.jobId, third.jobId]);
   } finally {
     watch.dispose();
     slurm.run(['scancel', blocker]);

@@ -27,6 +27,12 @@ describe('why a run ended without run_end (core/runs/run-end.ts)', () => {
     assert.equal(text, "the trainer's processes (group 4242) ended without reporting the end of the run; if the system ran out of memory: the memory plan needs 2.0 GiB; the machine has 8.0 GiB; stderr.log ends with: loading ⏎ Segmentation fault");
   });
 
+  it('quotes what the trainer said, not fsdp-train\'s line saying where the run is', () => {
+    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime refused the config before the first step (exit 2)', stderrTail: 'fsdp-train: run r-1 in /tmp/runs/r-1\nconfig.json data.train: /x.tok: No such file or directory\n' });
+    assert.equal(text, 'the runtime refused the config before the first step (exit 2); stderr.log ends with: config.json data.train: /x.tok: No such file or directory');
+    assert.doesNotMatch(describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9', stderrTail: 'fsdp-train: run r-1 in /tmp/runs/r-1\n' }), /stderr/);
+  });
+
   it('a refused config is not blamed on memory', () => {
     const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime refused the config before the first step (exit 2)', start: start(GiB, ['a']), machineMemory: 8 * GiB });
     assert.equal(text, 'the runtime refused the config before the first step (exit 2)');

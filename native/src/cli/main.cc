@@ -134,8 +134,8 @@ int print_plan(const std::string& path) {
 int print_sgemm_peak(long n) {
   fsdp::use_threads(fsdp::resolve_threads(0, 1));
   auto backend = fsdp::make_backend("cpu");
-  const fsdp::SgemmSpeed s = fsdp::measure_sgemm(*backend, n, 5);
-  std::cout << nlohmann::json{{"n", n}, {"repeats", 5}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops}}.dump() << "\n";
+  const fsdp::SgemmSpeed s = fsdp::measure_sgemm(*backend, n, fsdp::kPeakSgemmRepeats);
+  std::cout << nlohmann::json{{"n", n}, {"repeats", fsdp::kPeakSgemmRepeats}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops}}.dump() << "\n";
   return 0;
 }
 
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     fsdp::RunConfig config;
     return load_config(argv[2], true, config) ? 0 : kExitConfig;
   }
-  if (cmd == "--sgemm-peak" && argc <= 3) return print_sgemm_peak(argc == 3 ? std::atol(argv[2]) : 2048);
+  if (cmd == "--sgemm-peak" && argc <= 3) return print_sgemm_peak(argc == 3 ? std::atol(argv[2]) : fsdp::kPeakSgemmN);
   if (cmd == "--allreduce-check" && argc == 2) return allreduce_check(argc, argv);
   if (cmd == "--export-checkpoint" && argc == 4) return export_checkpoint(argv[2], argv[3]);
   if (cmd == "--config" || cmd == "--run-dir") return train(argc, argv);

@@ -63,6 +63,8 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                       {"n_params", n_params},
                       {"flops_per_token", flops_per_token_},
                       {"peak_flops", peak_flops_},
+                      {"peak_source", peak_source_},
+                      {"host_memory", probe.cpu.memory_bytes},
                       {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()},
                                    {"collectives", collectives}}}};
   if (folder_.writer()) e["run_id"] = folder_.run_id();

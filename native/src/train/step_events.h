@@ -6,6 +6,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +33,11 @@ class StepEvents {
  public:
   StepEvents(RunFolder& folder, Collectives& world, Backend& backend, const RunConfig& config, const MemoryPlan& plan, double flops_per_token);
 
-  /** FLOP/s MFU is measured against (0: none). */
-  void set_peak_flops(double flops) { peak_flops_ = flops; }
+  /** FLOP/s MFU is measured against (0: none), and where it comes from (rank 0's, for run_start). */
+  void set_peak_flops(double flops, std::string source = "") {
+    peak_flops_ = flops;
+    peak_source_ = std::move(source);
+  }
   double peak_flops() const { return peak_flops_; }
 
   /** run_start: the config, the world (ranks from gather_job), the plan, where the run starts, what the device collectives are. */
@@ -54,6 +58,7 @@ class StepEvents {
   const RunConfig& config_;
   const MemoryPlan& plan_;
   double flops_per_token_ = 0, peak_flops_ = 0;
+  std::string peak_source_;
   double step_cpu_start_ = 0;
 };
 

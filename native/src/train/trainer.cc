@@ -119,13 +119,13 @@ std::string Trainer::set_up() {
   }
   error = first_failure(*world_, error);
   if (!error.empty()) return error;
-  // MFU against the device's datasheet peak in the compute dtype where the backend knows it (GPUs);
-  // else rank 0 measures sgemm while the others wait (measured together they would share the cores).
-  double peak = options_.peak_flops > 0 ? options_.peak_flops
-                : backend_->nominal_peak_flops() > 0 ? backend_->nominal_peak_flops()
-                : rank0() ? measure_sgemm(*backend_).flops : 0.0;
-  world_->broadcast(&peak, sizeof peak, 0);
-  events_->set_peak_flops(peak);
+  // MFU against a true peak (runtime/peak_flops.h): the datasheet's on GPUs, else this machine's
+  // sgemm peak, cached per machine; rank 0 finds it while the others wait (measured together they
+  // would share the cores).
+  PeakFlops peak;
+  if (rank0()) peak = machine_peak_flops(*backend_, options_.peak_flops);
+  world_->broadcast(&peak.flops, sizeof peak.flops, 0);
+  events_->set_peak_flops(peak.flops, peak.source);
   try {
     device_world_ = device_collectives(*backend_, *world_, config_.launch.collectives);
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.

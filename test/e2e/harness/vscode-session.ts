@@ -17,6 +17,8 @@ export interface SessionOptions {
   untrusted?: boolean;
   settings?: Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
+  /** Install this .vsix into the fresh code-server instead of loading the repository. */
+  vsix?: string;
 }
 
 export class VsCodeSession {
@@ -39,7 +41,7 @@ export class VsCodeSession {
       'git.openRepositoryInParentFolders': 'never',
       ...opts.settings,
     };
-    const server = await startCodeServer({ workspace, dataDir, settings, env: opts.env });
+    const server = await startCodeServer({ workspace, dataDir, settings, env: opts.env, ...(opts.vsix ? { vsix: opts.vsix } : {}) });
     let browser: Browser | undefined;
     try {
       browser = await chromium.launch({
@@ -59,6 +61,11 @@ export class VsCodeSession {
       rmSync(dataDir, { recursive: true, force: true });
       throw e;
     }
+  }
+
+  /** The folder code-server keeps installed extensions in. */
+  get extensionsDir(): string {
+    return path.join(this.dataDir, 'extensions');
   }
 
   /** Waits until the workbench has finished restoring and the status bar is up. */
