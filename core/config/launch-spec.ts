@@ -3,7 +3,8 @@
 // say (the command's words, the host alias, a remote spec's folder, nproc_per_node where the
 // launcher starts its own ranks, files that are not there) — and resolved for the launcher.
 import path from 'node:path';
-import type { LaunchSpec } from '../generated/launch-spec';
+import type { LaunchSpec, SlurmLaunch } from '../generated/launch-spec';
+import { slurmCommandProblem } from '../launch/slurm-ranks';
 import { readCommand, splitCommand, worldSizeOfCommand, type UserCommand } from '../launch/user-command';
 import { checkHostAlias } from '../remote/remote-command';
 import type { RuleContext } from '../rules/rule';
@@ -36,6 +37,9 @@ export interface ResolvedLaunchSpec {
   config?: string;
   /** Where run folders go on this machine. */
   runsDir: string;
+  /** A SLURM job on `nnodes` nodes, submitted from the login host `target` (core/launch/slurm-ranks.ts). */
+  slurm?: SlurmLaunch;
+  nnodes: number;
 }
 
 /** The spec's problems: schema first, then the rules below. */
@@ -54,6 +58,8 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
     if (!spec.cwd) problems.push(at(['target'], 'error', 'launch.remote-cwd', `target ${target}: give cwd, the folder on ${target} that holds your code (absolute, or ~/…); it is not copied there`));
     else if (!spec.cwd.startsWith('/') && !spec.cwd.startsWith('~')) problems.push(at(['cwd'], 'error', 'launch.remote-cwd', `cwd: on ${target} give an absolute folder (or ~/…), not one relative to this machine's spec`));
   }
+  const onSlurm = spec.slurm && slurmCommandProblem(command.launcher);
+  if (onSlurm) problems.push(at(['command'], 'error', 'launch.slurm-command', `command: ${onSlurm}`));
   if ((spec.nproc_per_node ?? 1) > 1 && command.launcher !== 'python') {
     problems.push(at(['nproc_per_node'], 'warning', 'launch.nproc', `nproc_per_node applies to a plain python command; ${command.argv[0]} starts its own ranks (set them in its options)`));
   }
@@ -103,6 +109,8 @@ export function loadLaunchSpec(text: string, file: string, readFile?: (p: string
       ...(tb ? { tensorboard: tb.startsWith('/') || tb.startsWith('~') ? tb : target === 'local' ? path.resolve(cwd, tb) : `${cwd.replace(/\/+$/, '')}/${tb}` } : {}),
       ...(spec.config ? { config: path.resolve(dir, spec.config) } : {}),
       runsDir: path.resolve(dir, spec.runs_dir ?? 'runs'),
+      ...(spec.slurm ? { slurm: spec.slurm } : {}),
+      nnodes: spec.nnodes ?? 1,
     },
   };
 }

@@ -184,7 +184,7 @@ function aliasProblems(doc: SourceDocument): ConfigProblem[] {
   }];
 }
 
-type SchemaNode = { $ref?: string; default?: unknown; type?: string; required?: string[]; properties?: Record<string, SchemaNode> };
+type SchemaNode = { $ref?: string; default?: unknown; type?: string; required?: string[]; properties?: Record<string, SchemaNode>; 'x-absent-means-off'?: boolean };
 
 /** Fills `default`s of absent keys, and creates absent object sections whose keys have defaults. */
 function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitions: object }): unknown {
@@ -197,8 +197,8 @@ function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitio
       const def = child.default ?? childSchema.default;
       if (def !== undefined) obj[key] = structuredClone(def);
       // An absent section is created so its keys get their defaults, unless it has required keys
-      // (debug.inject_nan): then its absence means "off".
-      else if (childSchema.properties && !childSchema.required?.length) obj[key] = {};
+      // (debug.inject_nan) or says so (launch.slurm): then its absence means "off".
+      else if (childSchema.properties && !childSchema.required?.length && !childSchema['x-absent-means-off']) obj[key] = {};
       else continue;
     }
     obj[key] = applySchemaDefaults(child, obj[key], root);

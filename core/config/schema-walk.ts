@@ -29,6 +29,8 @@ export interface SchemaNode {
   'x-replaced-by'?: string;
   /** Deprecated boolean key: the replacement's value when the old key is true. */
   'x-replacement-value'?: unknown;
+  /** A section whose absence means "not this way" (launch.slurm): not created to hold defaults. */
+  'x-absent-means-off'?: boolean;
 }
 
 /** Follows `$ref`s into the root schema's definitions, merging the referring node's own annotations. */

@@ -51,4 +51,65 @@ export interface LaunchSpec {
    * Where run folders are made on this machine (relative to the spec's folder; default runs/). On SSH hosts: <fsdp.remote.directory>/runs.
    */
   runs_dir?: string;
+  /**
+   * With slurm: the job's nodes. A plain python command runs nproc_per_node ranks on each; torchrun runs once per node and starts its own ranks there.
+   */
+  nnodes?: number;
+  slurm?: SlurmLaunch;
+}
+/**
+ * Submit the command as a SLURM batch job from the login host target ("local" when this machine is one), on nnodes nodes: a plain python command as one task per rank (nproc_per_node per node) with RANK, WORLD_SIZE and MASTER_ADDR from SLURM; torchrun as one task per node with a c10d rendezvous at the job's first node. The batch script (job.sbatch) is kept in the run folder. The same keys as a run config's launch.slurm (kept equal by a test); give gpus_per_node for a GPU job.
+ *
+ * This interface was referenced by `LaunchSpec`'s JSON-Schema
+ * via the `definition` "SlurmLaunch".
+ */
+export interface SlurmLaunch {
+  /**
+   * sbatch --partition. The cluster's default partition when absent.
+   */
+  partition?: string;
+  /**
+   * sbatch --account: the allocation the job is charged to.
+   */
+  account?: string;
+  /**
+   * sbatch --qos: quality of service.
+   */
+  qos?: string;
+  /**
+   * sbatch --time: minutes, or "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS". Before it runs out the job saves and requeues itself (signal_before_limit_s).
+   */
+  time_limit?: string | number;
+  /**
+   * sbatch --gpus-per-node. Default: launch.nproc_per_node when launch.device is cuda (one task per GPU), none on the CPU.
+   */
+  gpus_per_node?: number;
+  /**
+   * sbatch and srun --cpus-per-task: cores for each rank's threads.
+   */
+  cpus_per_task?: number;
+  /**
+   * sbatch --job-name. Default: the config's name.
+   */
+  job_name?: string;
+  /**
+   * srun --mpi: how the ranks' MPI joins the job (pmix for Open MPI 4 and 5; pmi2; pmix_v4 and the like where the cluster names versions).
+   */
+  mpi?: string;
+  /**
+   * Seconds before the time limit at which the job is told to save and requeue itself (sbatch --signal=B:USR1@N; Slurm may send it up to a minute early). 0: no signal, the job ends at its limit.
+   */
+  signal_before_limit_s?: number;
+  /**
+   * sbatch --requeue: a job preempted, hit by a node failure or at its time limit goes back to the queue and continues from its newest checkpoint.
+   */
+  requeue?: boolean;
+  /**
+   * Seconds "Stop run" waits for the ranks to save a checkpoint and exit after scancel --signal=USR1, before it cancels the job.
+   */
+  stop_grace_s?: number;
+  /**
+   * More #SBATCH lines, one option each in the --name=value form (e.g. "--constraint=a100", "--exclusive", "--mem=0").
+   */
+  extra_directives?: string[];
 }

@@ -411,6 +411,71 @@ export interface LaunchConfig {
    * GPU model of the target, for memory estimates (e.g. "H100-80GB").
    */
   gpu?: string;
+  slurm?: SlurmLaunch;
+  /**
+   * Several hosts without a scheduler: one job across these SSH host aliases, started with mpirun --host from the first (launch.nproc_per_node ranks on each; launch.nnodes must equal their number). Every host needs the same runtime build (installed by content hash) and the data; fsdp.remote.directory must resolve to the same absolute path on each, and the first host must reach the others with ssh (mpirun's own launcher). HYBRID_SHARD's nodes are these hosts.
+   *
+   * @minItems 2
+   *
+   * Items: An SSH host alias.
+   */
+  hosts?: [string, string, ...string[]];
+}
+/**
+ * Submit the run as a SLURM batch job from the login host launch.target ("local" when this machine is one). The job has launch.nnodes nodes with launch.nproc_per_node tasks each, one task per GPU; the batch script (job.sbatch, kept in the run folder) runs the trainer with srun and is submitted with sbatch. A job that reaches its time limit saves a checkpoint and requeues itself to continue.
+ *
+ * This interface was referenced by `RunConfig`'s JSON-Schema
+ * via the `definition` "SlurmLaunch".
+ */
+export interface SlurmLaunch {
+  /**
+   * sbatch --partition. The cluster's default partition when absent.
+   */
+  partition?: string;
+  /**
+   * sbatch --account: the allocation the job is charged to.
+   */
+  account?: string;
+  /**
+   * sbatch --qos: quality of service.
+   */
+  qos?: string;
+  /**
+   * sbatch --time: minutes, or "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS". Before it runs out the job saves and requeues itself (signal_before_limit_s).
+   */
+  time_limit?: string | number;
+  /**
+   * sbatch --gpus-per-node. Default: launch.nproc_per_node when launch.device is cuda (one task per GPU), none on the CPU.
+   */
+  gpus_per_node?: number;
+  /**
+   * sbatch and srun --cpus-per-task: cores for each rank's threads.
+   */
+  cpus_per_task?: number;
+  /**
+   * sbatch --job-name. Default: the config's name.
+   */
+  job_name?: string;
+  /**
+   * srun --mpi: how the ranks' MPI joins the job (pmix for Open MPI 4 and 5; pmi2; pmix_v4 and the like where the cluster names versions).
+   */
+  mpi?: string;
+  /**
+   * Seconds before the time limit at which the job is told to save and requeue itself (sbatch --signal=B:USR1@N; Slurm may send it up to a minute early). 0: no signal, the job ends at its limit.
+   */
+  signal_before_limit_s?: number;
+  /**
+   * sbatch --requeue: a job preempted, hit by a node failure or at its time limit goes back to the queue and continues from its newest checkpoint.
+   */
+  requeue?: boolean;
+  /**
+   * Seconds "Stop run" waits for the ranks to save a checkpoint and exit after scancel --signal=USR1, before it cancels the job.
+   */
+  stop_grace_s?: number;
+  /**
+   * More #SBATCH lines, one option each in the --name=value form (e.g. "--constraint=a100", "--exclusive", "--mem=0").
+   */
+  extra_directives?: string[];
 }
 /**
  * Test hooks. Not for production runs.

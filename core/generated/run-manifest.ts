@@ -72,6 +72,7 @@ export interface RunManifest {
   resumed_from?: string;
   end_reason?: string;
   runtime_version?: string;
+  slurm?: ManifestSlurm;
 }
 export interface ManifestWorld {
   size: number;
@@ -86,4 +87,34 @@ export interface ManifestLogs {
    * Folder of TensorBoard event files (events.out.tfevents.*) the run writes, directly or in subfolders made after it started.
    */
   tensorboard?: string;
+}
+/**
+ * A run submitted to SLURM: its batch script and jobs. Written by the launcher (before submission, then with the job id), and by the editor once it saw the last job end.
+ */
+export interface ManifestSlurm {
+  /**
+   * The batch script, relative to the run folder (job.sbatch).
+   */
+  script: string;
+  /**
+   * The run's current job: the latest submission. A requeued job keeps its id.
+   */
+  job_id?: string;
+  /**
+   * Every job of the run, oldest first: the first submission and each resume.
+   */
+  jobs: string[];
+  /**
+   * What stops the ranks gracefully (scancel --signal): USR1 for the native runtime (default), TERM for a person's script or torchrun.
+   */
+  stop_signal?: 'USR1' | 'TERM';
+  /**
+   * The current job's end state as SLURM last reported it (COMPLETED, CANCELLED, TIMEOUT…), kept after the controller forgets the job.
+   */
+  final_state?: string;
+  final_reason?: string;
+  /**
+   * When the job ended (seconds since the Unix epoch).
+   */
+  ended?: number;
 }

@@ -5,7 +5,9 @@
 // Why each option:
 //   --oversubscribe       one host: Open MPI otherwise refuses more ranks than it counts cores
 //                         (4 ranks on a 2-core machine); several hosts are mapped instead with
-//   --map-by ppr:N:node   nproc_per_node ranks on each host of the person's MPI host file;
+//   --map-by ppr:N:node   nproc_per_node ranks on each host: those of launch.hosts, given as
+//   --host a:N,b:N        (N slots each, so a host with fewer cores still takes its N ranks), or
+//                         the person's MPI host file when the hosts are not named;
 //   --bind-to none        each rank runs launch.threads_per_rank OpenMP threads: binding a rank
 //                         to one core (Open MPI's default for 2 ranks or fewer) would stack them;
 //   --allow-run-as-root   containers run as root, which mpirun refuses unless told;
@@ -45,14 +47,20 @@ export function gracefulStopSignal(command: readonly string[] | undefined): 'SIG
 
 /**
  * mpirun's argument vector around `argv` (the runtime and its arguments). `exported`: environment
- * variable names to pass to every rank. `asRoot`: process.getuid?.() === 0 where it runs.
+ * variable names to pass to every rank. `asRoot`: process.getuid?.() === 0 where it runs. `hosts`:
+ * the job's hosts, one per node, as the host mpirun runs on reaches them (the first is that host).
  */
-export function mpirunArgv(world: MpirunWorld, argv: string[], opts: { asRoot: boolean; exported?: string[] }): string[] {
+export function mpirunArgv(world: MpirunWorld, argv: string[], opts: { asRoot: boolean; exported?: string[]; hosts?: string[] }): string[] {
   const n = worldSizeOf(world);
+  const hosts = opts.hosts ?? [];
+  if (hosts.length && hosts.length !== world.nnodes) throw new Error(`${hosts.length} hosts for a job of ${world.nnodes} nodes: one host per node`);
+  // Names and IPv4 addresses: mpirun reads "name:slots", so an IPv6 address cannot be given here.
+  for (const h of hosts) if (!/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(h)) throw new Error(`not a host name mpirun can take: ${JSON.stringify(h)}`);
   return [
     'mpirun',
     '-n',
     String(n),
+    ...(hosts.length ? ['--host', hosts.map((h) => `${h}:${world.nprocPerNode}`).join(',')] : []),
     ...(world.nnodes > 1 ? ['--map-by', `ppr:${world.nprocPerNode}:node`] : ['--oversubscribe']),
     '--bind-to',
     'none',

@@ -18,7 +18,8 @@ export interface DashboardHeader {
   name: string;
   /** "local" or the SSH host. */
   target: string;
-  status: 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'unknown';
+  /** queued, cancelled, timed-out, preempted: runs submitted to SLURM. */
+  status: 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted' | 'unknown';
   /** Why it failed or stopped, in words. */
   reason?: string;
   step?: number;

@@ -12,9 +12,11 @@ import { runKey } from '../runs/run-watch';
 import { sshConfigHosts } from '../runs/ssh-hosts';
 import type { SshMachine } from '../runs/ssh-machine';
 import type { StudioContext } from '../studio-context';
+import { pickSlurmJob } from './attach-slurm';
 import { runSummary, runTitle, targetTitle } from '../views/run-labels';
 
 const ON_HOST = '$(remote) Runs on an SSH host…';
+const SLURM_JOBS = '$(server-process) Your jobs on a SLURM login host…';
 const OTHER_HOST = '$(edit) Another host (type its alias)…';
 const HOST_TENSORBOARD = '$(folder) TensorBoard log folders under a folder on this host…';
 
@@ -39,11 +41,11 @@ async function attachRun(studio: StudioContext): Promise<void> {
   known.sort((a, b) => (b.record!.launchedAt ?? 0) - (a.record!.launchedAt ?? 0));
   const boards = (await workspaceTensorBoardFolders()).filter((dir) => !runs.registry.get(runKey({ target: LOCAL, runDir: dir })));
   const tensorboard: Item[] = boards.map((dir) => ({ label: `$(graph) ${vscode.workspace.asRelativePath(dir)}`, description: 'TensorBoard log folder', detail: dir, record: { target: LOCAL, runDir: dir, runId: path.basename(dir), format: 'tensorboard' } }));
-  qp.items = [...known, ...tensorboard, { label: ON_HOST, alwaysShow: true }];
+  qp.items = [...known, ...tensorboard, { label: ON_HOST, alwaysShow: true }, { label: SLURM_JOBS, alwaysShow: true }];
   qp.show();
   try {
     const first = await accepted(qp);
-    const record = first?.record ?? (first ? await remoteRun(studio, qp) : undefined);
+    const record = first?.record ?? (first?.label === SLURM_JOBS ? await pickSlurmJob(studio, qp, accepted) : first ? await remoteRun(studio, qp) : undefined);
     if (!record) return;
     runs.remember(record);
     studio.dashboards.show(record);

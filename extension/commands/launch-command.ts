@@ -19,6 +19,7 @@ import type { RunRecord } from '../runs/run-registry';
 import type { SshMachine } from '../runs/ssh-machine';
 import type { StudioContext } from '../studio-context';
 import { remoteBase, showLaunched } from './launch-run';
+import { startCommandOnSlurm } from './slurm-runs';
 
 interface Relaunch {
   runDir: string;
@@ -45,6 +46,11 @@ export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, rel
   if (memory?.doesNotFit) {
     const choice = await vscode.window.showWarningMessage(`${memory.text}. Launch anyway?`, { modal: true }, 'Launch anyway');
     if (choice !== 'Launch anyway') return undefined;
+  }
+  // A SLURM job: submitted (or resubmitted, for a run that was one) from the login host.
+  if (spec.slurm || relaunch?.previous?.slurm) {
+    await startCommandOnSlurm(studio, uri.fsPath, spec, relaunch);
+    return undefined;
   }
   const verb = relaunch ? 'Resuming' : 'Launching';
   const where = spec.target === LOCAL ? '' : ` on ${spec.target}`;

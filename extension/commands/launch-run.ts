@@ -8,6 +8,7 @@ import { checkHostAlias } from '../../core/remote/remote-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { formatBytes } from '../../core/runs/run-history';
 import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
+import { launchHosts } from '../runs/hosts-launch';
 import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
 import { LOCAL } from '../runs/run-machine';
 import { showStartProgress } from '../runs/run-progress';
@@ -15,6 +16,7 @@ import type { SshMachine } from '../runs/ssh-machine';
 import type { ConfigKind } from '../../core/config/document-kind';
 import { findLaunchables, launchableKind } from '../run-configs';
 import { launchConfigWithScript, launchSpecFile } from './launch-command';
+import { onSlurm, slurmMemoryFits, startSlurmRun } from './slurm-runs';
 import { ensureRuntimeBuilt } from './build-runtime';
 import { rangeOfKeyPath, showConfigProblem, showLaunchFailure } from './launch-problems';
 import type { StudioContext } from '../studio-context';
@@ -36,6 +38,10 @@ async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promi
   if (kind === 'deepspeed' || kind === 'accelerate') return launchConfigWithScript(studio, uri, kind);
   const config = await loadForLaunch(studio, uri);
   if (!config) return;
+  if (onSlurm(config)) {
+    if (await slurmMemoryFits(studio, config, uri.fsPath)) await startSlurmRun(studio, { configPath: uri.fsPath, config });
+    return;
+  }
   if (!(await memoryFits(studio, config))) return;
   await startRun(studio, { configPath: uri.fsPath, config });
 }
@@ -60,7 +66,9 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   }
   const { config } = loadRunConfig(text, uri.fsPath);
   if (!config) return undefined;
-  const badHost = config.launch.target !== LOCAL ? checkHostAlias(config.launch.target ?? '') : undefined;
+  // A run across launch.hosts lives on the first of them.
+  if (config.launch.hosts) config.launch.target = config.launch.hosts[0];
+  const badHost = [config.launch.target ?? '', ...(config.launch.hosts ?? [])].filter((h) => h !== LOCAL).map(checkHostAlias).find(Boolean);
   if (badHost) {
     void showConfigProblem(uri, `Cannot launch ${rel}: launch.target: ${badHost}.`, rangeOfKeyPath(text, uri.fsPath, 'launch.target'));
     return undefined;
@@ -122,6 +130,11 @@ async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Pro
 
 /** Starts (or resumes) a run, registers it and opens its dashboard. */
 export async function startRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun | undefined> {
+  // A SLURM run resumes as a SLURM job, whatever its config says now.
+  if (onSlurm(req.config) || previous?.slurm) {
+    await startSlurmRun(studio, req, previous);
+    return undefined;
+  }
   const target = req.config.launch.target ?? LOCAL;
   const rel = vscode.workspace.asRelativePath(req.configPath);
   const verb = req.resumeRunDir ? 'Resuming' : 'Launching';
@@ -134,6 +147,11 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
           progress.report({ message });
           studio.output.info(`${target}: ${message}`);
         };
+        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()! }, req, previous);
+        if (req.config.launch.hosts) {
+          const machine = (alias: string) => studio.runs.machine(alias) as SshMachine;
+          return launchHosts({ settings: () => studio.runs.sshSettings(), base: remoteBase(), extensionRoot: studio.extension.extensionPath, machine }, req, report, previous);
+        }
         if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()!, native: studio.localRuntime.binary }, req, previous);
         const machine = studio.runs.machine(target) as SshMachine;
         const base = await machine.absolute(remoteBase());

@@ -27,9 +27,9 @@ async function resumeRun(studio: StudioContext, arg: RunArgument): Promise<void>
     title: 'Resume run',
     filter: (r) => {
       const s = runs.existingWatch(`${r.target}:${r.runDir}`)?.status();
-      return s === 'stopped' || s === 'failed';
+      return s === 'stopped' || s === 'failed' || s === 'cancelled' || s === 'timed-out' || s === 'preempted';
     },
-    none: 'No stopped or failed runs to resume.',
+    none: 'No stopped, failed or cancelled runs to resume.',
   });
   if (!record) return;
   const watch = await endedWatch(studio, record, 'resume');
@@ -76,7 +76,7 @@ async function continueRun(studio: StudioContext, arg: RunArgument): Promise<voi
 /** The run's watch once its processes are gone; undefined (after saying why) when it cannot restart. */
 async function endedWatch(studio: StudioContext, record: RunRecord, verb: string): Promise<RunWatch | undefined> {
   const watch = studio.runs.watch(record);
-  await watch.refreshManifest();
+  await watch.refreshJob();
   if (watch.isLive()) {
     void vscode.window.showInformationMessage(`${record.runId} is still running.`);
     return undefined;

@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { gracefulStopSignal } from '../../core/launch/mpirun';
 import type { StudioContext } from '../studio-context';
+import { stopSlurmRun } from './slurm-runs';
 import { runTitle } from '../views/run-labels';
 import { runFromArgument, type RunArgument } from './run-picks';
 
@@ -28,6 +29,10 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
   if (!record) return;
   const watch = runs.watch(record);
   await watch.refreshManifest();
+  if (watch.manifest?.slurm?.job_id) {
+    await stopSlurmRun(studio, record, watch);
+    return;
+  }
   const pgid = watch.manifest?.pgid ?? record.pgid;
   if (pgid === undefined) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: its run.json names no process group (it was not launched by FSDP Studio).`);

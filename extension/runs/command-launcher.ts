@@ -52,7 +52,7 @@ export async function launchCommandRemote(remote: RemoteContext, req: CommandLau
   return { ...started, target: machine.target, runDir, runId, argv };
 }
 
-function manifestFor(req: CommandLaunchRequest, runId: string, argv: string[], target: string, host: string, tensorboard: string | undefined, previous: RunManifest | undefined): RunManifest {
+export function manifestFor(req: CommandLaunchRequest, runId: string, argv: string[], target: string, host: string, tensorboard: string | undefined, previous: RunManifest | undefined): RunManifest {
   const { spec } = req;
   return startingManifest(
     {

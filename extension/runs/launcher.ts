@@ -99,7 +99,7 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
   return { ...started, target: machine.target, runDir, runId, argv };
 }
 
-function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
+export function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
   const world = runWorld(req.config);
   return startingManifest({
     runId,

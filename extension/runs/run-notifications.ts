@@ -3,6 +3,7 @@
 // written while the editor watches — attaching to an old run does not replay its history as a
 // burst of pop-ups.
 import * as vscode from 'vscode';
+import { jobActive } from '../../core/launch/slurm-state';
 import type { AnomalyEvent, RunEndEvent } from '../../core/protocol/metrics';
 import { describeAnomaly } from '../../core/runs/run-history';
 import type { Runs } from './runs';
@@ -31,6 +32,18 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
     if (watch.stopRequested) return;
     showFailure(watch, `${title(runs, watch)} failed: ${watch.vanished}.`);
   });
+  // A SLURM job ended by the scheduler (cancelled, timed out, preempted, a node failure) says so
+  // in its state, not in the log; a failure the trainer reported is told by its run_end below.
+  const jobEnds = new Set<string>();
+  const jobs = runs.onDidChange((watch) => {
+    if (!watch?.job || jobActive(watch.job) || jobEnds.has(watch.key) || !seenAlive.has(watch.key)) return;
+    const status = watch.status();
+    if (!['cancelled', 'timed-out', 'preempted', 'failed'].includes(status) || watch.history.end?.status === 'failed') return;
+    jobEnds.add(watch.key);
+    void vscode.window.showWarningMessage(`${title(runs, watch)}: ${watch.endReason() ?? status}.`, 'Open dashboard').then((pick) => {
+      if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+    });
+  });
   const events = runs.onDidAppend(({ watch, entries }) => {
     const now = Date.now() / 1000;
     for (const { event } of entries) {
@@ -50,7 +63,7 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
       }
     }
   });
-  return vscode.Disposable.from(crashes, events);
+  return vscode.Disposable.from(crashes, jobs, events);
 }
 
 function showAnomaly(watch: RunWatch, name: string, event: AnomalyEvent): void {

@@ -3,6 +3,7 @@
 // folder attached as a run — the connection state, and whether its processes are still alive.
 // Dashboards, the runs view and the status bar all read the same RunWatch, so they never disagree.
 import os from 'node:os';
+import { jobActive, jobReason, jobRunStatus, jobWaiting, type RunFacts, type SlurmJob } from '../../core/launch/slurm-state';
 import { metricsDecoder } from '../../core/protocol/metrics-decoder';
 import type { RecordProblem } from '../../core/protocol/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
@@ -11,6 +12,8 @@ import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
 import { RunHistory } from '../../core/runs/run-history';
 import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
 import type { ConnectionState, Follower, RunMachine, TargetName } from './run-machine';
+import type { SlurmCluster } from './slurm-cluster';
+import { goneJob, jobOfRecord, recordJobEnd } from './slurm-run';
 
 export interface RunRef {
   /** "local" or an SSH host alias. */
@@ -25,7 +28,8 @@ export function runKey(ref: RunRef): string {
   return `${ref.target}:${ref.runDir}`;
 }
 
-export type RunStatus = 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'unknown';
+/** queued, cancelled, timed-out and preempted: runs submitted to SLURM (core/launch/slurm-state.ts). */
+export type RunStatus = 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted' | 'unknown';
 
 export interface RunWatchChange {
   /** Events appended since the last change (empty for connection or status changes). */
@@ -57,6 +61,8 @@ export class RunWatch {
   stopRequested = false;
   /** Why the manifest could not be read, if it could not. */
   manifestError: string | undefined;
+  /** The SLURM job behind the run (run.json's slurm.job_id) as last reported; undefined for other runs. */
+  job: SlurmJob | undefined;
   private follower: Follower | undefined;
   private logFolder: LogFolderFollower | undefined;
   private readonly logProgress = newLogFolderProgress();
@@ -68,7 +74,8 @@ export class RunWatch {
   private disposed = false;
   private readonly listeners = new Set<(change: RunWatchChange) => void>();
 
-  constructor(readonly ref: RunRef, readonly machine: RunMachine) {}
+  /** `cluster`: the target as a SLURM login host, for runs submitted there. */
+  constructor(readonly ref: RunRef, readonly machine: RunMachine, private readonly cluster?: SlurmCluster) {}
 
   get key(): string {
     return runKey(this.ref);
@@ -86,8 +93,18 @@ export class RunWatch {
 
   /** Reads the manifest and follows metrics.jsonl from where this watch stopped (first: byte 0). */
   async start(): Promise<void> {
-    await this.refreshManifest();
+    await this.refreshJob();
     this.follow();
+  }
+
+  /** Reads the manifest and, for a SLURM run, asks about its current job (after a stop or a resubmission). */
+  async refreshJob(): Promise<void> {
+    await this.refreshManifest();
+    const jobId = this.jobId();
+    if (!jobId) return;
+    await this.checkJob(jobId);
+    this.emit([]);
+    if (this.watchesJob()) this.scheduleLiveness();
   }
 
   /** Starts following again, e.g. after a resume appended to a finished run's log. */
@@ -104,6 +121,8 @@ export class RunWatch {
           // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
           // lines — keeps following: its run_start comes after them.)
           if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
+          // The trainer started while its job was last seen queued: ask SLURM again now, not at the next poll.
+          if (this.job && jobWaiting(this.job) && batch.entries.some((e) => e.event.type === 'run_start')) void this.refreshJob();
           if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
         },
         connection: (state) => this.setConnection('metrics', state),
@@ -162,6 +181,7 @@ export class RunWatch {
   }
 
   status(): RunStatus {
+    if (this.job) return jobRunStatus(this.job, this.runFacts());
     const end = this.history.end;
     // run.json rewritten as live after the log's last end is a resume starting.
     const resuming = end && this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time;
@@ -177,12 +197,14 @@ export class RunWatch {
   /** Why the run ended, in words, when it did not complete. */
   endReason(): string | undefined {
     if (this.stopRequested && this.status() === 'stopped') return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
+    const fromJob = this.job && jobReason(this.job, jobRunStatus(this.job, this.runFacts()));
+    if (fromJob) return fromJob;
     return this.vanished ?? this.history.end?.reason ?? this.manifest?.end_reason;
   }
 
   isLive(): boolean {
     const s = this.status();
-    return s === 'starting' || s === 'running';
+    return s === 'starting' || s === 'running' || s === 'queued';
   }
 
   async refreshManifest(): Promise<void> {
@@ -204,6 +226,7 @@ export class RunWatch {
   dispose(): void {
     this.disposed = true;
     this.stopFollowing();
+    clearTimeout(this.liveness);
     this.listeners.clear();
   }
 
@@ -214,8 +237,11 @@ export class RunWatch {
   }
 
   private stopFollowing(): void {
-    clearTimeout(this.liveness);
-    this.liveness = undefined;
+    // A SLURM run's job is watched on after a run_end: a requeued job starts the run again.
+    if (!this.watchesJob()) {
+      clearTimeout(this.liveness);
+      this.liveness = undefined;
+    }
     const f = this.follower;
     this.follower = undefined;
     f?.stop();
@@ -234,16 +260,62 @@ export class RunWatch {
     this.liveness = setTimeout(() => void this.checkLiveness(), every);
   }
 
+  /** The run's SLURM job, when it was submitted to one and the target can be asked. */
+  private jobId(): string | undefined {
+    return this.cluster ? this.manifest?.slurm?.job_id : undefined;
+  }
+
+  /** Whether the run's SLURM job is to be asked about: it has one that may not have ended. */
+  private watchesJob(): boolean {
+    return !this.disposed && !!this.jobId() && (!this.job || jobActive(this.job));
+  }
+
+  private runFacts(): RunFacts {
+    const { start, end } = this.history;
+    return { ...(start ? { startedAt: start.time } : {}), ...(end ? { end: { status: end.status, time: end.time } } : {}) };
+  }
+
+  /**
+   * A SLURM run: its job's state stands in for the process group. The run is followed again when
+   * a job of it runs after the last run_end (a requeue), and no longer once the job ended; the end
+   * is recorded in run.json, which outlives the controller's memory of the job.
+   */
+  private async checkJob(jobId: string): Promise<void> {
+    const asked = await this.cluster!.job(jobId);
+    if (asked === 'unreachable') return;
+    const job = asked ?? jobOfRecord(this.manifest!) ?? goneJob(jobId);
+    this.job = job;
+    if (jobActive(job)) {
+      if (!this.follower && this.isLive()) this.follow();
+      return;
+    }
+    // Its last lines may still be on their way: read, wait a moment, then stop following.
+    this.follower?.poke();
+    await new Promise((r) => setTimeout(r, 1500));
+    if (this.disposed) return;
+    this.stopFollowing();
+    if (asked && !this.manifest?.slurm?.final_state) {
+      await recordJobEnd(this.cluster!.host, this.ref.runDir, job).catch(() => undefined);
+      await this.refreshManifest();
+    }
+  }
+
   /**
    * A run that ended without a run_end crashed, was killed, or was refused before it began: its
    * process group (or, for runs started without one, its pids) is gone, or its launcher marked it
    * ended in run.json. Every run gets this check, whoever started it.
    */
   private async checkLiveness(): Promise<void> {
-    if (this.disposed || !this.follower || this.checking) return;
+    if (this.disposed || this.checking || (!this.follower && !this.watchesJob())) return;
     this.checking = true;
     try {
       await this.refreshManifest();
+      const jobId = this.jobId();
+      if (jobId) {
+        await this.checkJob(jobId);
+        this.emit([]);
+        return;
+      }
       if ((this.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
         // Its last lines may still be on their way: read, wait a moment, then decide.
         this.follower?.poke();
@@ -258,7 +330,7 @@ export class RunWatch {
       this.emit([]);
     } finally {
       this.checking = false;
-      if (this.follower) this.scheduleLiveness();
+      if (this.follower || this.watchesJob()) this.scheduleLiveness();
     }
   }
 

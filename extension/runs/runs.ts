@@ -6,15 +6,18 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
 import { LocalMachine } from './local-machine';
+import { localLoginHost, sshLoginHost } from './login-host';
 import { LOCAL, type RunMachine, type TargetName } from './run-machine';
 import { RunRegistry, type RunRecord } from './run-registry';
 import { runKey, RunWatch, type RunRef } from './run-watch';
+import { SlurmCluster } from './slurm-cluster';
 import { SshMachine } from './ssh-machine';
 import type { SshSettings } from './ssh';
 
 export class Runs implements vscode.Disposable {
   readonly registry: RunRegistry;
   private readonly machines = new Map<TargetName, RunMachine>();
+  private readonly clusters = new Map<TargetName, SlurmCluster>();
   private readonly watches = new Map<string, RunWatch>();
   private readonly changed = new vscode.EventEmitter<RunWatch | undefined>();
   private readonly focusChanged = new vscode.EventEmitter<void>();
@@ -46,6 +49,16 @@ export class Runs implements vscode.Disposable {
     return m;
   }
 
+  /** The target as a SLURM login host (nothing is asked of it until a run has a job there). */
+  cluster(target: TargetName): SlurmCluster {
+    let c = this.clusters.get(target);
+    if (!c) {
+      c = new SlurmCluster(target === LOCAL ? localLoginHost() : sshLoginHost(target, () => this.sshSettings()));
+      this.clusters.set(target, c);
+    }
+    return c;
+  }
+
   records(): RunRecord[] {
     return this.registry.list();
   }
@@ -55,7 +68,7 @@ export class Runs implements vscode.Disposable {
     const key = runKey(ref);
     let w = this.watches.get(key);
     if (!w) {
-      w = new RunWatch({ target: ref.target, runDir: ref.runDir, ...(ref.format ? { format: ref.format } : {}) }, this.machine(ref.target));
+      w = new RunWatch({ target: ref.target, runDir: ref.runDir, ...(ref.format ? { format: ref.format } : {}) }, this.machine(ref.target), this.cluster(ref.target));
       w.stopRequested = this.registry.get(key)?.stopRequestedAt !== undefined;
       this.watches.set(key, w);
       const watch = w;

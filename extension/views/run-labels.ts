@@ -1,5 +1,6 @@
 // How a run is named and summed up wherever it appears: runs view, status bar, quick picks.
 import * as vscode from 'vscode';
+import { jobSummary } from '../../core/launch/slurm-state';
 import type { RunRecord } from '../runs/run-registry';
 import type { RunStatus, RunWatch } from '../runs/run-watch';
 
@@ -27,7 +28,10 @@ export function targetTitle(target: string): string {
 /** "running · step 120/300 · loss 2.314" — or the connection trouble, when there is some. */
 export function runSummary(watch: RunWatch | undefined): string {
   if (!watch) return 'not attached';
-  const parts: string[] = [watch.status()];
+  const status = watch.status();
+  const parts: string[] = [status];
+  // A SLURM run: its job, and while it waits, why and until when.
+  if (watch.job && status !== 'unknown') parts.push(jobSummary(watch.job, status));
   const h = watch.history;
   if (h.lastStep !== undefined) {
     const max = watch.manifest?.max_steps ?? maxStepsOf(h.start?.config);
@@ -54,6 +58,13 @@ export function statusIcon(status: RunStatus | undefined, watch?: RunWatch): vsc
       return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
     case 'stopped':
       return new vscode.ThemeIcon('debug-stop');
+    case 'queued':
+      return new vscode.ThemeIcon('watch');
+    case 'cancelled':
+      return new vscode.ThemeIcon('circle-slash');
+    case 'timed-out':
+    case 'preempted':
+      return new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('list.warningForeground'));
     default:
       return new vscode.ThemeIcon('circle-outline');
   }

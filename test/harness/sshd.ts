@@ -146,7 +146,7 @@ export class LoopbackSshd {
   }
 }
 
-function keygen(file: string): void {
+export function keygen(file: string): void {
   const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'fsdp-studio-test', '-f', file], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr}`);
 }
@@ -187,12 +187,12 @@ function commandOf(pid: number): string {
   }
 }
 
-async function waitForPort(port: number, daemon: ChildProcess, log: () => string, timeoutMs: number): Promise<void> {
+export async function waitForPort(port: number, daemon: ChildProcess, log: () => string, timeoutMs: number, host = '127.0.0.1'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (daemon.exitCode !== null) throw new Error(`sshd exited with code ${daemon.exitCode}:\n${log()}`);
     const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => {
+      const s = net.connect(port, host, () => {
         s.end();
         resolve(true);
       });
@@ -201,5 +201,5 @@ async function waitForPort(port: number, daemon: ChildProcess, log: () => string
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`sshd did not listen on 127.0.0.1:${port} within ${timeoutMs} ms:\n${log()}`);
+  throw new Error(`sshd did not listen on ${host}:${port} within ${timeoutMs} ms:\n${log()}`);
 }

@@ -96,8 +96,9 @@ describe('run config', () => {
     const missing: string[] = [];
     const defs = runConfigSchema.definitions as Record<string, { properties?: Record<string, Record<string, unknown>>; required?: string[] }>;
     // Keys whose absence has a meaning of its own, said in their description.
-    const absentMeans = new Set(['data.val', 'data.seq_len', 'fsdp.zero_stage', 'fsdp.ranks_per_node', 'activation_checkpointing.memory_budget_gb', 'launch.gpu', 'debug.inject_nan', 'debug.inject_nan.op', 'mixed_precision.loss_scale']);
-    const sections: Record<string, string> = { ModelConfig: 'model', DataConfig: 'data', TrainingConfig: 'training', FsdpConfig: 'fsdp', MixedPrecisionConfig: 'mixed_precision', LossScaleConfig: 'mixed_precision.loss_scale', ActivationCheckpointingConfig: 'activation_checkpointing', CheckpointingConfig: 'checkpointing', StabilityConfig: 'stability', LoggingConfig: 'logging', LaunchConfig: 'launch', DebugConfig: 'debug' };
+    const absentMeans = new Set(['data.val', 'data.seq_len', 'fsdp.zero_stage', 'fsdp.ranks_per_node', 'activation_checkpointing.memory_budget_gb', 'launch.gpu', 'debug.inject_nan', 'debug.inject_nan.op', 'mixed_precision.loss_scale', 'launch.hosts',
+      ...['partition', 'account', 'qos', 'time_limit', 'gpus_per_node', 'cpus_per_task', 'job_name', 'extra_directives'].map((k) => `launch.slurm.${k}`)]);
+    const sections: Record<string, string> = { ModelConfig: 'model', DataConfig: 'data', TrainingConfig: 'training', FsdpConfig: 'fsdp', MixedPrecisionConfig: 'mixed_precision', LossScaleConfig: 'mixed_precision.loss_scale', ActivationCheckpointingConfig: 'activation_checkpointing', CheckpointingConfig: 'checkpointing', StabilityConfig: 'stability', LoggingConfig: 'logging', LaunchConfig: 'launch', SlurmLaunch: 'launch.slurm', DebugConfig: 'debug' };
     const check = (prefix: string, def: { properties?: Record<string, Record<string, unknown>>; required?: string[] }) => {
       for (const [key, prop] of Object.entries(def.properties ?? {})) {
         const name = `${prefix}.${key}`;

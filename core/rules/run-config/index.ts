@@ -1,6 +1,7 @@
 // Every run config cross-field rule, in the order their problems are listed.
 import type { ConfigRule } from '../rule';
 import { checkpointIntervalWithinRun, checkpointingPolicyNeedsEnabled, fp16NeedsLossScaling, headsDivideWidth, sequenceFitsModel } from './model-and-schedule';
+import { hostsMatchNodes, slurmDirectivesOwnKeys, slurmGpusPerTask, slurmOrHosts, slurmSignalWithinLimit } from './cluster';
 import { accumulationWithCpuOffload, hybridShardOneNode, shardingWithOneRank } from './parallelism';
 import { learningRateTooHigh } from './optimizer';
 import { runtimeRejects } from './runtime';
@@ -16,6 +17,11 @@ export const runConfigRules: ConfigRule[] = [
   checkpointingPolicyNeedsEnabled,
   checkpointIntervalWithinRun,
   learningRateTooHigh,
+  slurmOrHosts,
+  hostsMatchNodes,
+  slurmGpusPerTask,
+  slurmDirectivesOwnKeys,
+  slurmSignalWithinLimit,
 ];
 
 /** Rules that need a schema-valid config. */

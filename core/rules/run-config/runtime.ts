@@ -1,8 +1,8 @@
 // "Any config the runtime itself rejects": the native runtime validates the resolved config with
 // the same code that runs it (the addon's validateConfig), so its verdict is the ground truth. It is
 // asked only about schema-valid configs, since it receives the resolved (defaults filled) config,
-// and only for runs on this machine: a run on an SSH host is checked by that host's runtime, with
-// its own data files and build.
+// and only for runs of this machine's build (here, or on SLURM from this machine as the login
+// host): a run on SSH hosts is checked by their runtime, with their own data files and build.
 import path from 'node:path';
 import { resolveRunConfig, type RunConfig } from '../../config/run-config';
 import { report, valueAt, type ConfigRule, type RuleContext, type RuntimeVerdict } from '../rule';
@@ -14,7 +14,8 @@ export const runtimeRejects: ConfigRule = {
   check(ctx) {
     const validate = ctx.env.validateRunConfig;
     const target = valueAt(ctx.value, ['launch', 'target']);
-    if (!validate || (target !== undefined && target !== 'local')) return [];
+    // A run across launch.hosts runs each host's own build, not this one.
+    if (!validate || (target !== undefined && target !== 'local') || valueAt(ctx.value, ['launch', 'hosts']) !== undefined) return [];
     const resolved = resolveRunConfig(ctx.value as unknown as RunConfig, path.dirname(path.resolve(ctx.fileName)));
     let verdict: RuntimeVerdict;
     try {

@@ -48,7 +48,8 @@ const json& deref(const json& node) {
 }
 
 // Fills the defaults of absent keys, and creates absent sections whose keys have defaults unless
-// the section has required keys (debug.inject_nan: its absence means "off") — as
+// the section has required keys (debug.inject_nan: its absence means "off") or is marked
+// x-absent-means-off (launch.slurm) — as
 // core/config/run-config.ts applySchemaDefaults does.
 void apply_defaults(const json& node, json& value) {
   const json& s = deref(node);
@@ -58,7 +59,7 @@ void apply_defaults(const json& node, json& value) {
     if (!value.contains(key)) {
       if (child.contains("default")) value[key] = child["default"];
       else if (cs.contains("default")) value[key] = cs["default"];
-      else if (cs.contains("properties") && (!cs.contains("required") || cs["required"].empty())) value[key] = json::object();
+      else if (cs.contains("properties") && (!cs.contains("required") || cs["required"].empty()) && !cs.value("x-absent-means-off", false)) value[key] = json::object();
     }
     if (value.contains(key)) apply_defaults(child, value[key]);
   }

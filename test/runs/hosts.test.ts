@@ -1,0 +1,101 @@
+// One run across two hosts without a scheduler (launch.hosts), as far as one machine allows: two
+// network namespaces with their own addresses and host names, each with a real sshd
+// (test/harness/host-namespaces.ts), sharing this machine's filesystem. The editor's launcher finds
+// the same runtime build on both, starts mpirun --host from the first, which starts the second
+// host's rank over ssh; HYBRID_SHARD's nodes are the two hosts. Stop reaches the rank on the other
+// host (mpirun forwards SIGUSR1), and Resume continues with every step once.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadRunConfig } from '../../core/config/run-config';
+import { gracefulStopSignal } from '../../core/launch/mpirun';
+import { launchHosts, reachableName } from '../../extension/runs/hosts-launch';
+import type { LaunchRequest } from '../../extension/runs/launcher';
+import { RunWatch } from '../../extension/runs/run-watch';
+import { SshMachine } from '../../extension/runs/ssh-machine';
+import { repoRoot } from '../../scripts/code-server';
+import { NamespaceHosts } from '../harness/host-namespaces';
+import { SHARED_REMOTE_BASE } from '../harness/sshd';
+import { until as untilHeld } from '../harness/until';
+
+const STEPS = 60;
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 600_000) => untilHeld(what, cond, timeoutMs, 200);
+
+function hostsConfig(dir: string, aliases: string[]): LaunchRequest {
+  const data = path.join(repoRoot, 'samples', 'data');
+  const text = readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8')
+    .replace(/^name: .*$/m, 'name: two-hosts')
+    .replace(/^(\s+)train: .*$/m, `$1train: ${JSON.stringify(path.join(data, 'fortunes-byte-train.tok'))}`)
+    .replace(/^(\s+)val: .*$/m, `$1val: ${JSON.stringify(path.join(data, 'fortunes-byte-val.tok'))}`)
+    .replace(/^(\s+)batch_size_per_gpu: .*$/m, '$1batch_size_per_gpu: 4')
+    .replace(/^(\s+)max_steps: .*$/m, `$1max_steps: ${STEPS}`)
+    .replace(/^(\s+)save_every_n_steps: .*$/m, '$1save_every_n_steps: 1000')
+    .replace(/^(\s+)eval_every_n_steps: .*$/m, '$1eval_every_n_steps: 1000')
+    .replace(/^(\s+)sharding_strategy: .*$/m, '$1sharding_strategy: HYBRID_SHARD')
+    .replace(/^(\s+)target: .*\n/m, '')
+    .replace(/^(\s+)nproc_per_node: .*$/m, `$1nproc_per_node: 1\n$1nnodes: 2\n$1hosts: ${JSON.stringify(aliases)}`);
+  const configPath = path.join(dir, 'two-hosts.yaml');
+  writeFileSync(configPath, text);
+  const { config, problems } = loadRunConfig(text, configPath);
+  assert.ok(config, JSON.stringify(problems));
+  assert.equal(problems.filter((p) => p.severity === 'error').length, 0, JSON.stringify(problems));
+  return { configPath, config };
+}
+
+describe('a run across two hosts with mpirun --host (network namespaces with their own sshd and host name)', function () {
+  this.timeout(900_000);
+  const why = NamespaceHosts.unavailable();
+  let hosts: NamespaceHosts;
+  let tmp: string;
+
+  before(async function () {
+    if (why) {
+      // Not a stand-in for the test: this machine cannot make namespaces, and says why.
+      console.log(`      skipped: network namespaces are not available here (${why})`);
+      this.skip();
+    }
+    hosts = await NamespaceHosts.start(2);
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'fsdp-hosts-run-'));
+  });
+  after(async () => {
+    await hosts?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('finds the same runtime on both, runs HYBRID_SHARD with one node per host, stops both ranks with a checkpoint and resumes with every step once', async () => {
+    const settings = () => ({ configFile: hosts.clientConfig });
+    const machines = new Map(hosts.aliases.map((a) => [a, new SshMachine(a, settings)]));
+    const ctx = { settings, base: SHARED_REMOTE_BASE, extensionRoot: repoRoot, machine: (a: string) => machines.get(a)! };
+    assert.deepEqual(hosts.aliases.map((a) => reachableName(a, settings())), hosts.addresses, 'mpirun is given what the aliases resolve to');
+    const req = hostsConfig(tmp, hosts.aliases);
+    const first = await launchHosts(ctx, req, () => undefined);
+    assert.equal(first.argv[0], 'mpirun');
+    assert.ok(first.argv.join(' ').includes(`--host ${hosts.addresses[0]}:1,${hosts.addresses[1]}:1`), first.argv.join(' '));
+    const machine = machines.get(hosts.aliases[0])!;
+    const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine);
+    try {
+      await watch.start();
+      await until('steps from both hosts', () => (watch.history.lastStep ?? 0) >= 3);
+      const ranks = watch.history.start?.world.ranks ?? [];
+      assert.deepEqual(ranks.map((r) => r.host), hosts.hostNames, 'rank 0 on the first host, rank 1 on the second');
+      await machine.signal(first.pgid, gracefulStopSignal(first.argv));
+      await until('run_end', () => !!watch.history.end);
+      assert.equal(watch.history.end?.status, 'stopped', JSON.stringify(watch.history.end));
+      const stoppedAt = watch.history.lastStep!;
+      assert.ok(stoppedAt < STEPS);
+      await until('the job to end on both hosts', async () => (await machine.isAlive(first.pgid)) === false, 60_000);
+      const checkpoints = readdirSync(path.join(first.runDir, 'checkpoints')).filter((n) => /^step-\d+$/.test(n));
+      assert.deepEqual(checkpoints.map((n) => Number(n.slice(5))), [stoppedAt], 'one checkpoint, at the stop');
+
+      await launchHosts(ctx, { ...req, resumeRunDir: first.runDir }, () => undefined, await machine.readManifest(first.runDir));
+      watch.follow();
+      await until('the resumed run completes', () => watch.history.end?.status === 'completed');
+      assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');
+      assert.equal(watch.problems.length, 0, JSON.stringify(watch.problems));
+      assert.ok(existsSync(path.join(first.runDir, 'run.json')));
+    } finally {
+      watch.dispose();
+    }
+  });
+});
