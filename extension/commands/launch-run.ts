@@ -147,7 +147,6 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
           progress.report({ message });
           studio.output.info(`${target}: ${message}`);
         };
-        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()! }, req, previous);
         if (req.config.launch.hosts) {
           const machine = (alias: string) => studio.runs.machine(alias) as SshMachine;
           return launchHosts({ settings: () => studio.runs.sshSettings(), base: remoteBase(), extensionRoot: studio.extension.extensionPath, machine }, req, report, previous);

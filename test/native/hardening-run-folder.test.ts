@@ -4,7 +4,7 @@
 // that fills up (a real 8 MiB tmpfs).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { nativeCli } from './native-build';
@@ -13,6 +13,15 @@ import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig
 const quote = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Every file under dir with its bytes, to show that nothing was touched. */
+/** Bytes a folder's files take on a tmpfs: each file rounded up to whole pages. */
+function bytesOnTmpfs(dir: string): number {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) total += Math.ceil(statSync(path.join(e.parentPath, e.name)).size / 4096) * 4096;
+  }
+  return total;
+}
+
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (d: string) => {
@@ -159,30 +168,29 @@ describe('fsdp-train: the run folder stays consistent', function () {
       const runDir = path.join(disk, 'run');
       const filler = path.join(disk, 'filler');
       const config = writeConfig(dir, smallConfig({ training: { max_steps: 8 }, checkpointing: { save_every_n_steps: 2, keep_last_n: 2 } }));
-      let filled = false;
-      const { done } = startTrain([config, '--run-dir', runDir], (line) => {
-        if (filled || !line.includes('"type":"checkpoint"')) return;
-        filled = true;
-        // The disk fills up (another job's output): 64 KiB left, far less than a checkpoint. The
-        // trainer goes on writing meanwhile, so a size that no longer fits is measured again.
-        for (let attempt = 0; attempt < 20; attempt++) {
-          const { bavail, bsize } = statfsSync(disk);
-          const r = spawnSync('fallocate', ['-l', String(Math.max(0, bavail * bsize - 64 * 1024)), filler]);
-          if (r.status === 0) break;
-        }
-      });
-      const r = await done;
-      assert.ok(filled);
+      // How much one checkpoint of this config takes, measured on the ordinary disk.
+      const probeDir = path.join(dir, 'probe');
+      const probe = await train([writeConfig(dir, smallConfig({ training: { max_steps: 2 }, checkpointing: { save_every_n_steps: 2, keep_last_n: 2 } }), 'probe.json'), '--run-dir', probeDir]);
+      assert.equal(probe.code, 0, probe.stderr);
+      const checkpointBytes = bytesOnTmpfs(path.join(probeDir, 'checkpoints', 'step-00000002'));
+      // The disk is filled (another job's output) before the run starts, leaving room for the logs
+      // and the first checkpoint but not a second: the save at step 4 is the one that fails,
+      // whatever the speed of this machine.
+      const { bavail, bsize } = statfsSync(disk);
+      const room = Math.round(1.5 * checkpointBytes) + 64 * 1024;
+      const fill = spawnSync('fallocate', ['-l', String(bavail * bsize - room), filler], { encoding: 'utf8' });
+      assert.equal(fill.status, 0, fill.stderr);
+      const r = await train([config, '--run-dir', runDir]);
       assert.equal(r.code, 1, r.stderr);
-      // The save after the disk filled (step 4, or 6 when the trainer was quicker than the filler) failed.
-      assert.match(r.stderr, new RegExp(`${quote(runDir)}/checkpoints/\\.tmp-step-\\d{8}-\\d+/rank-00000\\.bin: write failed: No space left on device`));
+      // The second save (step 4) found no room.
+      assert.match(r.stderr, new RegExp(`${quote(runDir)}/checkpoints/\\.tmp-step-00000004-\\d+/rank-00000\\.bin: write failed: No space left on device`));
       assert.doesNotMatch(r.stderr, / {4}at |Error: ENOSPC/);
       const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string; end_reason: string };
       assert.equal(manifest.status, 'failed');
       assert.match(manifest.end_reason, /^disk full: .*No space left on device/);
       assert.deepEqual(readdirSync(runDir).filter((n) => n.includes('.tmp')), [], 'a temporary run.json was left behind');
       const left = readdirSync(path.join(runDir, 'checkpoints'));
-      assert.ok(left.length > 0 && left.every((n) => /^step-\d{8}$/.test(n)), `the failed save was not cleaned up: ${left.join(', ')}`);
+      assert.deepEqual(left, ['step-00000002'], 'the failed save was not cleaned up');
       // Room again: the run resumes from its last checkpoint and completes.
       rmSync(filler);
       const resumed = await train([config, '--run-dir', runDir, '--resume', 'auto']);
