@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { descendants, keygen, waitForPort } from './sshd';
+import { descendants, keygen, remoteEnvironment, waitForPort } from './sshd';
 
 export class NamespaceHosts {
   private constructor(
@@ -88,7 +88,7 @@ export class NamespaceHosts {
           'UsePAM no',
           'MaxStartups 100',
           'MaxSessions 100',
-          `SetEnv OMPI_MCA_plm_rsh_args="-F ${file('node_ssh_config')}"`,
+          `SetEnv ${Object.entries(remoteEnvironment(dir, { OMPI_MCA_plm_rsh_args: `-F ${file('node_ssh_config')}` })).map(([k, v]) => `"${k}=${v}"`).join(' ')}`,
         ].join('\n') + '\n');
         // The namespace's own host name, then sshd in the foreground: our child, as in sshd.ts.
         const daemon = spawn('ip', ['netns', 'exec', ns, 'unshare', '--uts', '--', 'sh', '-c', 'hostname "$1" && exec /usr/sbin/sshd -D -e -f "$2"', 'sh', hostNames[i], conf], { stdio: ['ignore', 'ignore', 'pipe'] });

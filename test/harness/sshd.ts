@@ -64,7 +64,7 @@ export class LoopbackSshd {
         'MaxSessions 100',
         'LogLevel VERBOSE',
         // One SetEnv line: sshd keeps only the first of repeated directives.
-        ...(opts.setEnv && Object.keys(opts.setEnv).length ? [`SetEnv ${Object.entries(opts.setEnv).map(([k, v]) => `"${k}=${v}"`).join(' ')}`] : []),
+        `SetEnv ${Object.entries(remoteEnvironment(dir, opts.setEnv)).map(([k, v]) => `"${k}=${v}"`).join(' ')}`,
       ].join('\n') + '\n',
     );
     writeFileSync(
@@ -144,6 +144,18 @@ export class LoopbackSshd {
     }
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The environment of remote sessions: a home folder of their own, as a remote host has, so the
+ * shell sshd starts reads no start-up file of this machine's user. (Bash run by sshd reads
+ * ~/.bashrc; a machine's own, with `pyenv init`, waits up to a minute on a lock that any killed
+ * session leaves behind, and then every later remote command of the suite seems to hang.)
+ */
+export function remoteEnvironment(dir: string, extra: Record<string, string> = {}): Record<string, string> {
+  const home = path.join(dir, 'home');
+  mkdirSync(home, { recursive: true });
+  return { HOME: home, ...extra };
 }
 
 export function keygen(file: string): void {
