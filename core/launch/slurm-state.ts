@@ -120,7 +120,10 @@ const CLOCK_SLACK_S = 2;
 export function jobRunStatus(job: SlurmJob, run: RunFacts): JobRunStatus {
   if (WAITING.has(job.state)) return 'queued';
   const ofThisJob = (t: number | undefined) => t !== undefined && (job.startTime === undefined || t >= job.startTime - CLOCK_SLACK_S);
-  const end = run.end && ofThisJob(run.end.time) ? run.end : undefined;
+  // An end is this job's only when the start before it is too: a job resumed within seconds of
+  // the last one's end (squeue's times are whole seconds) would otherwise inherit that end.
+  const startOfThisJob = run.startedAt === undefined || ofThisJob(run.startedAt);
+  const end = run.end && ofThisJob(run.end.time) && startOfThisJob && run.end.time >= (run.startedAt ?? -Infinity) ? run.end : undefined;
   if (RUNNING.has(job.state)) {
     if (job.state === 'CONFIGURING') return 'starting';
     if (end) return end.status;

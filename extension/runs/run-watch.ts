@@ -289,9 +289,13 @@ export class RunWatch {
       if (!this.follower && this.isLive()) this.follow();
       return;
     }
-    // Its last lines may still be on their way: read, wait a moment, then stop following.
+    // Its last lines may still be on their way: read, wait a moment, then stop following. A job
+    // that ran and ended between two looks was never followed: read what it wrote first. (On the
+    // first look, start() follows from the beginning right after.)
+    const unread = this.offset > 0 && !this.follower && !this.disposed;
+    if (unread) this.follow();
     this.follower?.poke();
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, unread && this.machine.target !== 'local' ? 5000 : 1500));
     if (this.disposed) return;
     this.stopFollowing();
     if (asked && !this.manifest?.slurm?.final_state) {

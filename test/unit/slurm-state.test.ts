@@ -35,6 +35,9 @@ describe('SLURM job states', () => {
     assert.equal(jobRunStatus(job('RUNNING', { startTime: started }), { startedAt: started + 3 }), 'running');
     // A requeued job runs again: the previous job's run_start and run_end are before its start.
     assert.equal(jobRunStatus(job('RUNNING', { startTime: started }), { startedAt: 500, end: { status: 'stopped', time: 600 } }), 'starting');
+    // A job resumed seconds after the last one ended (squeue's start is whole seconds): the end is
+    // within the clock slack of its start, but the start before that end is an earlier job's.
+    assert.equal(jobRunStatus(job('RUNNING', { startTime: started }), { startedAt: started - 9, end: { status: 'completed', time: started - 1.3 } }), 'starting');
     // The trainer of this job stopped; the job is winding down.
     assert.equal(jobRunStatus(job('COMPLETING', { startTime: started }), { startedAt: started + 3, end: { status: 'stopped', time: started + 60 } }), 'stopped');
   });
