@@ -14,8 +14,9 @@ export const PACKAGES = {
   codeServer: ['libkrb5-dev', 'ripgrep'],
   // End-to-end and SSH tests: a real browser and a real sshd on loopback; users' own PyTorch
   // training scripts run for real on the CPU (Debian's torch, gloo backend); a real one-node SLURM
-  // cluster (slurmctld + slurmd + munge, started by the test harness) for cluster launches.
-  test: ['chromium', 'openssh-server', 'openssh-client', 'procps', 'python3-torch', 'python3-numpy', 'slurm-wlm', 'munge'],
+  // cluster (slurmctld + slurmd + munge, started by the test harness) for cluster launches; network
+  // namespaces (iproute2) as separate hosts for runs across hosts.
+  test: ['chromium', 'openssh-server', 'openssh-client', 'procps', 'python3-torch', 'python3-numpy', 'slurm-wlm', 'munge', 'iproute2'],
   // PyTorch on the CPU, only to regenerate the reference fixtures (npm run fixtures:reference) and
   // test their harness (npm run test:reference); npm test reads the committed fixtures without it.
   reference: ['python3-torch', 'python3-numpy'],
