@@ -52,6 +52,7 @@ export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, rel
     await startCommandOnSlurm(studio, uri.fsPath, spec, relaunch);
     return undefined;
   }
+  const askedAt = Date.now() / 1000;
   const verb = relaunch ? 'Resuming' : 'Launching';
   const where = spec.target === LOCAL ? '' : ` on ${spec.target}`;
   let launched: LaunchedRun;
@@ -74,7 +75,7 @@ export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, rel
     return undefined;
   }
   studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}: ${launched.argv.join(' ')}`);
-  await showLaunched(studio, launched, { name: spec.name, configPath: uri.fsPath, resumed: !!relaunch });
+  await showLaunched(studio, launched, { name: spec.name, configPath: uri.fsPath, ...(relaunch ? { resumedAt: askedAt } : {}) });
   return launched;
 }
 

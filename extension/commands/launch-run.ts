@@ -135,6 +135,7 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
     await startSlurmRun(studio, req, previous);
     return undefined;
   }
+  const askedAt = Date.now() / 1000;
   const target = req.config.launch.target ?? LOCAL;
   const rel = vscode.workspace.asRelativePath(req.configPath);
   const verb = req.resumeRunDir ? 'Resuming' : 'Launching';
@@ -163,19 +164,20 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
     return undefined;
   }
   studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSizeOf(runWorld(req.config))} process(es): ${launched.argv.join(' ')}`);
-  await showLaunched(studio, launched, { name: req.config.name ?? launched.runId, configPath: req.configPath, resumed: !!req.resumeRunDir });
+  await showLaunched(studio, launched, { name: req.config.name ?? launched.runId, configPath: req.configPath, ...(req.resumeRunDir ? { resumedAt: askedAt } : {}) });
   return launched;
 }
 
 /** Registers a run just started (or resumed), follows it, and opens its dashboard. */
-export async function showLaunched(studio: StudioContext, launched: LaunchedRun, facts: { name: string; configPath: string; resumed: boolean }): Promise<void> {
+/** `resumedAt`: for a resume or relaunch in the same folder, when it was asked for (seconds). */
+export async function showLaunched(studio: StudioContext, launched: LaunchedRun, facts: { name: string; configPath: string; resumedAt?: number }): Promise<void> {
   const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: facts.name, configPath: facts.configPath, launchedAt: Date.now(), pgid: launched.pgid };
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
   showStartProgress(watch, record.name);
-  if (facts.resumed) {
+  if (facts.resumedAt !== undefined) {
     await watch.refreshManifest();
-    watch.follow();
+    watch.follow({ resumedAt: facts.resumedAt });
   }
   studio.dashboards.show(record);
 }

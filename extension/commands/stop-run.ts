@@ -39,6 +39,9 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
     return;
   }
   const machine = runs.machine(record.target);
+  // The ranks to end if they outlive the group: this run's, read now. (A Resume pressed while the
+  // stop finishes rewrites run.json with the new run's pids, which must live.)
+  const pids = watch.manifest?.pids ?? [];
   // Its end then reads "stopped with Stop", not the signal's number in red.
   watch.stopRequested = true;
   runs.remember({ ...record, stopRequestedAt: Date.now() });
@@ -57,7 +60,7 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
     }
     // mpirun gives each rank a process group of its own (group id = its pid), outside the one
     // above: the ranks run.json lists are ended too, whatever state they are in.
-    for (const pid of watch.manifest?.pids ?? []) if (pid !== pgid && (await machine.isAlive(pid)) === true) await machine.signal(pid, 'SIGKILL');
+    for (const pid of pids) if (pid !== pgid && (await machine.isAlive(pid)) === true) await machine.signal(pid, 'SIGKILL');
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);
     return;

@@ -69,6 +69,8 @@ export class RunWatch {
   private logConnection: ConnectionState = { state: 'closed' };
   private metricsConnection: ConnectionState = { state: 'closed' };
   private offset = 0;
+  /** When the latest resume was asked for (seconds; see follow()). */
+  private resumedAt = -Infinity;
   private liveness: NodeJS.Timeout | undefined;
   private checking = false;
   private disposed = false;
@@ -107,8 +109,13 @@ export class RunWatch {
     if (this.watchesJob()) this.scheduleLiveness();
   }
 
-  /** Starts following again, e.g. after a resume appended to a finished run's log. */
-  follow(): void {
+  /**
+   * Starts following again, e.g. after a resume appended to a finished run's log. `resumedAt`
+   * (seconds): when the resume was asked for; an end written before it is the last run's, not this
+   * one's, even when it is read only now (Resume pressed as the stop's last lines arrive).
+   */
+  follow(opts: { resumedAt?: number } = {}): void {
+    if (opts.resumedAt !== undefined) this.resumedAt = opts.resumedAt;
     if (this.disposed || this.follower || this.logFolder) return;
     this.vanished = undefined;
     const pid = this.manifest?.pgid;
@@ -120,7 +127,7 @@ export class RunWatch {
           this.keepProblems(batch.problems);
           // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
           // lines — keeps following: its run_start comes after them.)
-          if (this.history.end && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
+          if (this.history.end && this.history.end.time >= this.resumedAt && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
           // The trainer started while its job was last seen queued: ask SLURM again now, not at the next poll.
           if (this.job && jobWaiting(this.job) && batch.entries.some((e) => e.event.type === 'run_start')) void this.refreshJob();
           if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
@@ -233,6 +240,10 @@ export class RunWatch {
   /** The run wrote its end: its event files (run.json may name them only now) are read to their end, then let go. */
   private async followToTheEnd(): Promise<void> {
     if (!this.logFolder && this.ref.format !== 'tensorboard') await this.refreshManifest();
+    // Resumed while run.json was read: the end is the last run's; its successor's lines come next.
+    if ((this.history.end?.time ?? -Infinity) < this.resumedAt) return;
+    // Or run.json, rewritten by a launch after that end, says so (a watch made after the resume).
+    if (this.isLive()) return;
     this.stopFollowing();
   }
 
@@ -348,7 +359,12 @@ export class RunWatch {
     const tail = await this.machine.readFile(this.metricsFile, TAIL_BYTES, true).catch(() => Buffer.alloc(0));
     const last = tail.toString('utf8').trimEnd().split('\n').pop() ?? '';
     try {
-      return (JSON.parse(last) as { type?: unknown }).type === 'run_end';
+      const event = JSON.parse(last) as { type?: unknown; time?: unknown };
+      if (event.type !== 'run_end') return false;
+      // run.json rewritten by a launch (status "starting") after that end: the end is the last
+      // run's, and the relaunched trainer died before it wrote a line.
+      const m = this.manifest;
+      return !(m?.status === 'starting' && m.updated !== undefined && typeof event.time === 'number' && event.time < m.updated);
     } catch {
       return false;
     }

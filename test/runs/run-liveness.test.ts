@@ -62,6 +62,24 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     await until('the watch to stop following', () => w.connection.state === 'closed' && w.vanished !== undefined, 20_000);
   });
 
+  it('a resumed run whose trainer died before its first line is failed, though the log still ends with the last run\'s run_end', async () => {
+    const config = writeConfig(tmp, smallConfig({ training: { max_steps: 4 }, checkpointing: { save_every_n_steps: 2 } }));
+    const runDir = path.join(tmp, 'runs', 'relaunched');
+    assert.equal((await startTrain([config, '--run-dir', runDir]).done).code, 0);
+    const previous = manifestOf(runDir)!;
+    // The launch rewrites run.json ("starting", its own pid), then its process is killed at once
+    // (SIGKILL: no line written), as a stop's late SIGKILL once did to a resume.
+    const started = await local.start({ runDir, manifest: { ...previous, status: 'starting', updated: Date.now() / 1000 }, argv: ['sleep', '600'], cwd: tmp });
+    await until('run.json rewritten by the launch', () => manifestOf(runDir)?.pgid === started.pgid, 10_000);
+    await local.signal(started.pgid, 'SIGKILL');
+    const w = watch(runDir);
+    await w.start();
+    await until('the relaunched run to be failed', () => w.status() === 'failed', 20_000).catch((e: Error) => {
+      throw new Error(`${e.message}: ${w.status()}, ${w.endReason()}, following: ${w.connection.state}, run.json ${JSON.stringify(manifestOf(runDir))?.slice(0, 200)}`, { cause: e });
+    });
+    assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
+  });
+
   it('a run fsdp-train started from a terminal (pids, no process group) whose processes are all killed is seen dead', async () => {
     const config = writeConfig(tmp, longConfig());
     const runDir = path.join(tmp, 'runs', 'killed');

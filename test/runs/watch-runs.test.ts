@@ -98,6 +98,26 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       assertEveryStepOnce(w, 100);
     });
 
+    it('a resume followed before the last run\'s end was read (Resume pressed at once) is followed on to its own end', async () => {
+      const runDir = path.join(tmp, 'runs', 'r5');
+      await startSynthetic(local, runDir, ['--steps', '30', '--rate', '0', '--every-ckpt', '10']);
+      const manifest = path.join(runDir, 'run.json');
+      await until('the first run to end', () => existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as RunManifest).status === 'completed');
+      // As the editor does (showLaunched): ask, start the resume, then follow with the time asked.
+      // The resumed trainer writes its first line a moment later (Node starting), so the watch
+      // reads the old end first — and, until the resume's start script runs, the old run.json.
+      const askedAt = Date.now() / 1000;
+      const argv = [process.execPath, '--import', 'tsx', SYNTHETIC, '--run-dir', runDir, '--steps', '50', '--rate', '0', '--every-ckpt', '10', '--resume'];
+      await local.start({ runDir, manifest: manifestFor(runDir, 'local'), argv, cwd: repoRoot });
+      const w = watch(local, runDir);
+      void w.start();
+      w.follow({ resumedAt: askedAt });
+      await until('the resumed run_end', () => w.history.lastStep === 50 && w.history.end?.status === 'completed', 30_000).catch((e: Error) => {
+        throw new Error(`${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}`, { cause: e });
+      });
+      assertEveryStepOnce(w, 50);
+    });
+
     it('reports a run whose processes died without a run_end as failed', async () => {
       const runDir = path.join(tmp, 'runs', 'r3');
       const started = await startSynthetic(local, runDir, ['--steps', '1000', '--rate', '50']);
