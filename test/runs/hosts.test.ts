@@ -5,10 +5,9 @@
 // host's rank over ssh; HYBRID_SHARD's nodes are the two hosts. Stop reaches the rank on the other
 // host (mpirun forwards SIGUSR1), and Resume continues with every step once.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadRunConfig } from '../../core/config/run-config';
 import { gracefulStopSignal } from '../../core/launch/mpirun';
 import { launchHosts, reachableName } from '../../extension/runs/hosts-launch';
 import type { LaunchRequest } from '../../extension/runs/launcher';
@@ -16,6 +15,7 @@ import { RunWatch } from '../../extension/runs/run-watch';
 import { SshMachine } from '../../extension/runs/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { NamespaceHosts } from '../harness/host-namespaces';
+import { sampleRunConfig } from '../harness/sample-run-config';
 import { SHARED_REMOTE_BASE } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
 
@@ -23,22 +23,15 @@ const STEPS = 60;
 const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 600_000) => untilHeld(what, cond, timeoutMs, 200);
 
 function hostsConfig(dir: string, aliases: string[]): LaunchRequest {
-  const data = path.join(repoRoot, 'samples', 'data');
-  const text = readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8')
-    .replace(/^name: .*$/m, 'name: two-hosts')
-    .replace(/^(\s+)train: .*$/m, `$1train: ${JSON.stringify(path.join(data, 'fortunes-byte-train.tok'))}`)
-    .replace(/^(\s+)val: .*$/m, `$1val: ${JSON.stringify(path.join(data, 'fortunes-byte-val.tok'))}`)
-    .replace(/^(\s+)batch_size_per_gpu: .*$/m, '$1batch_size_per_gpu: 4')
-    .replace(/^(\s+)max_steps: .*$/m, `$1max_steps: ${STEPS}`)
-    .replace(/^(\s+)save_every_n_steps: .*$/m, '$1save_every_n_steps: 1000')
-    .replace(/^(\s+)eval_every_n_steps: .*$/m, '$1eval_every_n_steps: 1000')
-    .replace(/^(\s+)sharding_strategy: .*$/m, '$1sharding_strategy: HYBRID_SHARD')
-    .replace(/^(\s+)target: .*\n/m, '')
-    .replace(/^(\s+)nproc_per_node: .*$/m, `$1nproc_per_node: 1\n$1nnodes: 2\n$1hosts: ${JSON.stringify(aliases)}`);
-  const configPath = path.join(dir, 'two-hosts.yaml');
-  writeFileSync(configPath, text);
-  const { config, problems } = loadRunConfig(text, configPath);
-  assert.ok(config, JSON.stringify(problems));
+  const { configPath, config, problems } = sampleRunConfig(dir, {
+    name: 'two-hosts',
+    steps: STEPS,
+    sharding: 'HYBRID_SHARD',
+    launch: (text) =>
+      text
+        .replace(/^(\s+)target: .*\n/m, '')
+        .replace(/^(\s+)nproc_per_node: .*$/m, `$1nproc_per_node: 1\n$1nnodes: 2\n$1hosts: ${JSON.stringify(aliases)}`),
+  });
   assert.equal(problems.filter((p) => p.severity === 'error').length, 0, JSON.stringify(problems));
   return { configPath, config };
 }

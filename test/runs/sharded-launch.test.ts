@@ -4,10 +4,9 @@
 // as a graceful stop — a checkpoint, run_end "stopped" — and a resume must continue with every step
 // exactly once. (Sorted after remote-runtime.test.ts, whose runtime build on the host it reuses.)
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadRunConfig } from '../../core/config/run-config';
 import { gracefulStopSignal } from '../../core/launch/mpirun';
 import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../extension/runs/launcher';
 import { LocalMachine } from '../../extension/runs/local-machine';
@@ -15,6 +14,7 @@ import type { RunMachine } from '../../extension/runs/run-machine';
 import { RunWatch } from '../../extension/runs/run-watch';
 import { SshMachine } from '../../extension/runs/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
+import { sampleRunConfig } from '../harness/sample-run-config';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
 
@@ -23,21 +23,12 @@ const TRAINER = { node: process.execPath, cli: path.join(repoRoot, 'dist', 'cli'
 
 /** samples/tiny-cpu.yaml made smaller and sharded over two ranks, written into `dir`. */
 function twoRankConfig(dir: string): LaunchRequest {
-  const data = path.join(repoRoot, 'samples', 'data');
-  const text = readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8')
-    .replace(/^name: .*$/m, 'name: two-ranks')
-    .replace(/^(\s+)train: .*$/m, `$1train: ${JSON.stringify(path.join(data, 'fortunes-byte-train.tok'))}`)
-    .replace(/^(\s+)val: .*$/m, `$1val: ${JSON.stringify(path.join(data, 'fortunes-byte-val.tok'))}`)
-    .replace(/^(\s+)batch_size_per_gpu: .*$/m, '$1batch_size_per_gpu: 4')
-    .replace(/^(\s+)max_steps: .*$/m, `$1max_steps: ${STEPS}`)
-    .replace(/^(\s+)save_every_n_steps: .*$/m, '$1save_every_n_steps: 1000')
-    .replace(/^(\s+)eval_every_n_steps: .*$/m, '$1eval_every_n_steps: 1000')
-    .replace(/^(\s+)sharding_strategy: .*$/m, '$1sharding_strategy: FULL_SHARD')
-    .replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2');
-  const configPath = path.join(dir, 'two-ranks.yaml');
-  writeFileSync(configPath, text);
-  const { config, problems } = loadRunConfig(text, configPath);
-  assert.ok(config, JSON.stringify(problems));
+  const { configPath, config } = sampleRunConfig(dir, {
+    name: 'two-ranks',
+    steps: STEPS,
+    sharding: 'FULL_SHARD',
+    launch: (text) => text.replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2'),
+  });
   assert.equal(config.launch.nproc_per_node, 2);
   return { configPath, config };
 }
