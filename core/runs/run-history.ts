@@ -163,7 +163,7 @@ export class RunHistory {
   }
 
   /**
-   * The values of one step a script printed (core/protocol/printed/): each recogniser says what
+   * The values of one step a script printed (runs/watch/decoders/printed/): each recogniser says what
    * its values mean, so a name that would read as the loss elsewhere (nanoGPT's held-out "train
    * loss") is not taken for it. `source` names where they were read, for the header.
    */

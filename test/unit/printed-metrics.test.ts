@@ -2,9 +2,10 @@
 // program (the sources are named beside each sample), the decoder against lines that arrive in
 // pieces and progress bars that redraw with a carriage return, and a person's own pattern.
 import assert from 'node:assert/strict';
-import { printedMetricsDecoder } from '../../core/protocol/printed/printed-metrics-decoder';
-import { parsePrintedNumber, rankOfLine } from '../../core/protocol/printed/printed-values';
-import { compileMetricsPattern, PrintedMetricsReader, type PrintedStep } from '../../core/protocol/printed/recognisers';
+import { compileMetricsPattern } from '../../core/config/metrics-pattern';
+import { printedMetricsDecoder } from '../../runs/watch/decoders/printed/printed-metrics-decoder';
+import { parsePrintedNumber, rankOfLine } from '../../runs/watch/decoders/printed/printed-values';
+import { PrintedMetricsReader, type PrintedStep } from '../../runs/watch/decoders/printed/recognisers';
 
 /** tag → value of a step, and the metric each tag is drawn as. */
 function flat(s: PrintedStep | undefined): { step: number; format: string; values: Record<string, number>; metrics: Record<string, string | null> } | undefined {
