@@ -49,7 +49,8 @@ export interface RunFacts {
  * no longer the end.
  */
 export function startingManifest(facts: RunFacts, previous?: RunManifest, now = Date.now() / 1000): RunManifest {
-  const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  // The last run's end, and its processes: a group or pids named now would be another's.
+  const { end_reason: _ended, pids: _pids, pgid: _pgid, leader_start: _start, boot_id: _boot, ...kept } = previous ?? ({} as Partial<RunManifest>);
   return {
     ...kept,
     v: RUN_MANIFEST_VERSION,

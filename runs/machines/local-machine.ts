@@ -1,12 +1,13 @@
 // Runs on this machine: files read directly, growing files followed by watching their folder
 // (local-follower.ts), the trainer started in its own session and stopped through its process group.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { DecoderFactory } from '../watch/decoders/record-decoder';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
+import { parseRunGroupVerdict, RUN_GROUP_CHECK, runGroupCheckArgs, type RunGroupMark, type RunGroupVerdict } from '../stop/run-group';
 import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
 import { LocalFollower } from '../watch/transports/local-follower';
 import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type ListedFile, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
@@ -120,6 +121,7 @@ export class LocalMachine implements RunMachine {
   }
 
   async isAlive(pgid: number): Promise<boolean> {
+    if (!Number.isInteger(pgid) || pgid <= 1) return false; // kill(0)/kill(-1) would answer for other processes
     try {
       process.kill(-pgid, 0);
       return true;
@@ -145,7 +147,16 @@ export class LocalMachine implements RunMachine {
     await rm(runDir, { recursive: true, force: true });
   }
 
+  checkRunGroup(mark: RunGroupMark): Promise<RunGroupVerdict> {
+    return new Promise((resolve) => {
+      execFile('/bin/sh', ['-c', RUN_GROUP_CHECK, 'fsdp-run-group', ...runGroupCheckArgs(mark)], { timeout: 60_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+        resolve(parseRunGroupVerdict(err && !stdout ? `${err.message} ${stderr}` : stdout));
+      });
+    });
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
+    if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid}: never a run's`);
     try {
       process.kill(-pgid, signal);
     } catch (e) {

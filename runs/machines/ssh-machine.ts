@@ -4,6 +4,7 @@
 import type { DecoderFactory } from '../watch/decoders/record-decoder';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
 import type { RemoteWord } from '../../core/remote/remote-command';
+import { parseRunGroupVerdict, RUN_GROUP_CHECK, runGroupCheckArgs, type RunGroupMark, type RunGroupVerdict } from '../stop/run-group';
 import { detachedStartArgv } from './detached-start';
 import type { DetachedStart, Follower, FollowHandlers, ListedFile, RunMachine, StartedRun, StopSignal } from './run-machine';
 import { runSsh, runSshChecked, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
@@ -114,6 +115,7 @@ export class SshMachine implements RunMachine {
   }
 
   async isAlive(pgid: number): Promise<boolean | undefined> {
+    if (!Number.isInteger(pgid) || pgid <= 1) return false; // kill(0)/kill(-1) would answer for other processes
     const r = await runSsh(this.target, ['kill', '-s', '0', '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) return undefined;
     return r.code === 0;
@@ -136,7 +138,14 @@ export class SshMachine implements RunMachine {
     if (r.code !== 0) throw new SshError(`deleting ${runDir} on ${this.target} failed: ${r.stderr}`);
   }
 
+  async checkRunGroup(mark: RunGroupMark): Promise<RunGroupVerdict> {
+    const r = await runSsh(this.target, ['sh', '-c', RUN_GROUP_CHECK, 'fsdp-run-group', ...runGroupCheckArgs(mark)], this.settings(), { timeoutMs: 60_000 });
+    if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to check the run's processes: ${r.stderr || 'connection failed'}`);
+    return parseRunGroupVerdict(r.stdout.toString('utf8') || r.stderr);
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
+    if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid} on ${this.target}: never a run's`);
     const r = await runSsh(this.target, ['kill', '-s', signal.slice(3), '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to stop the run: ${r.stderr}`);
   }
