@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -192,12 +193,31 @@ def last_step(metrics_path, tail=1 << 16):
     return 0
 
 
+#: The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts).
+MAX_MANIFEST_BYTES = 32 * 1024 * 1024
+
+
 def read_manifest(run_dir):
+    """run.json as every reader of a run folder reads it: a regular file only, opened without
+    blocking (a FIFO named run.json would wait for a writer for ever), within the size a manifest may
+    have. None when absent, refused or unreadable."""
+    path = os.path.join(run_dir, "run.json")
     try:
-        with open(os.path.join(run_dir, "run.json")) as f:
-            return json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MANIFEST_BYTES:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            return json.loads(f.read(MAX_MANIFEST_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def update_manifest(run_dir, fields):
