@@ -18,7 +18,7 @@ import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf }
 import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../runs/folder/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
-import { lockRunFolder } from '../runs/folder/run-folder-lock';
+import { runFolderInUse } from '../runs/folder/run-folder-lock';
 import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
 import { prepareRunDirectory } from './train/run-directory';
 
@@ -166,7 +166,8 @@ export async function main(argv: string[]): Promise<number> {
     if (rank === undefined || rank === 0) {
       mkdirSync(runDir, { recursive: true });
       // Before anything is written into it: one trainer per run folder (runs/folder/run-folder-lock.ts).
-      const busy = lockRunFolder(native, runDir);
+      // The trainer takes the lock itself as it starts and holds it for its life.
+      const busy = runFolderInUse(native, runDir);
       if (busy) {
         console.error(`fsdp-train: ${busy}`);
         return 1;
@@ -197,7 +198,9 @@ export async function main(argv: string[]): Promise<number> {
 
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile!, '--run-dir', runDir, ...resumeArgs];
-  const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
+  // The trainer watches this process (FSDP_LAUNCHER_PID) and ends the run, saying so in run.json,
+  // if it is killed outright (as mpirun's ranks do in runJob).
+  const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1), { watched: true });
   // A run that ended without saying so itself is failed in run.json, with the exit that ended it
   // (a no-op when the runtime wrote its own end).
   if (code !== 0) {
@@ -277,9 +280,10 @@ let abortedBy: NodeJS.Signals | undefined;
  * checkpoint); a second one aborts it at once, as the usage text says. A terminal's Ctrl-C also
  * reaches the runtime itself (same process group), which takes any number of stops as one.
  */
-function runNative(native: string, argv: string[], opts: { stdin?: string; quiet?: boolean } = {}): Promise<number> {
+function runNative(native: string, argv: string[], opts: { stdin?: string; watched?: boolean; quiet?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', opts.quiet ? 'ignore' : 'inherit', 'inherit'], env: runtimeEnv() });
+    const env = opts.watched ? { ...runtimeEnv(), FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname() } : runtimeEnv();
+    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', opts.quiet ? 'ignore' : 'inherit', 'inherit'], env });
     if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
     let stopSignal: NodeJS.Signals | undefined;
     const onStop = (signal: NodeJS.Signals) => {
