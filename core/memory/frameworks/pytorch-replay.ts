@@ -306,11 +306,11 @@ class Replay implements TensorLog {
     }
     const wte = m.vocabSize * m.dModel;
     if (!m.tieEmbeddings) {
-      this.paramGrad('wte', wte, root);
+      this.denseEmbeddingGrad(wte, root, true);
       this.free(gX);
       return;
     }
-    const dense = this.paramGrad('wte', wte, root, false);
+    const dense = this.denseEmbeddingGrad(wte, root);
     this.free(gX);
     if (!headGrad || this.mode === 'autocast') {
       this.free(dense);
@@ -323,6 +323,28 @@ class Replay implements TensorLog {
     this.free(dense);
     if (this.fsdp) root.grads = [...root.grads.filter((id) => id !== dense && id !== headGrad), sum];
     else this.grads.set('root.wte', sum);
+  }
+
+  /**
+   * embedding_dense_backward. On CUDA with more than 3072 tokens it sorts the token ids and sums
+   * each id's rows in partial segments of NROWS_PER_THREAD = 10 rows (EmbeddingBackwardKernel.cu):
+   * int64 sorted and original ids, then the zeroed V×C gradient, then segment offsets and counts and
+   * an fp32 (tokens/10 + min(tokens, V)) × C buffer of partial sums, all freed before it returns.
+   */
+  private denseEmbeddingGrad(numel: number, root: Unit, asGrad = false): number {
+    const s = this.s;
+    const V = this.input.model.vocabSize;
+    const sorting = this.input.device === 'cuda' && s.t > 3072;
+    const ids = sorting ? [this.alloc('actGrads', s.t * 8), this.alloc('actGrads', s.t * 8)] : [];
+    const grad = this.paramGrad('wte', numel, root, asGrad);
+    if (sorting) {
+      const segments = Math.min(s.t, V);
+      const partials = Math.floor(s.t / 10) + segments;
+      const temps = [this.alloc('actGrads', s.t * 8), this.alloc('actGrads', segments * 8), this.alloc('actGrads', segments * 8), this.alloc('actGrads', partials * 8), this.alloc('actGrads', partials * this.input.model.dModel * 4)];
+      for (const id of temps.reverse()) this.free(id);
+      for (const id of ids) this.free(id);
+    }
+    return grad;
   }
 
   /**
