@@ -126,7 +126,7 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
     peak: peakEntry.bytes,
     categoryPeaks: { ...categoryPeaks, total: peakEntry.bytes.total },
     allocatorPeak,
-    ...(fw.allocator ? { reservedPeak: fw.allocator.reservedPeak } : {}),
+    ...(fw.allocator ? { reservedPeak: fw.allocator.reservedPeak, largestSegment: fw.allocator.largestSegment } : {}),
     host: { perRank: hostPerRank, perNode: hostPerRank * input.nprocPerNode },
     checkpointing: { policy: input.checkpointing.policy === 'auto' ? 'none' : input.checkpointing.policy, everyN: input.checkpointing.everyN },
     notes: [...fw.notes],

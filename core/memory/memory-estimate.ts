@@ -56,6 +56,8 @@ export interface MemoryEstimate {
   allocatorPeak: number;
   /** The caching allocator's reserved peak (torch.cuda.max_memory_reserved), where it is replayed. */
   reservedPeak?: number;
+  /** The largest segment the allocator replay reserved: one request placed differently moves reserved memory by about this much. */
+  largestSegment?: number;
   /** Offloaded bytes in host memory. */
   host: { perRank: number; perNode: number };
   /** The policy in effect; for 'auto', the one chosen. */

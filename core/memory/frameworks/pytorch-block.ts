@@ -57,6 +57,8 @@ export interface BlockSizes {
   experts: number;
   swiglu: boolean;
   autocast: boolean;
+  /** CUDA's attention kernels (their own gradient layout and temporaries) rather than the CPU's. */
+  cuda: boolean;
 }
 
 export function blockSizes(input: MemoryInput, mode: ComputeMode): BlockSizes {
@@ -82,6 +84,7 @@ export function blockSizes(input: MemoryInput, mode: ComputeMode): BlockSizes {
     experts: m.experts?.perToken ?? 1,
     swiglu: m.mlp === 'swiglu',
     autocast: mode === 'autocast',
+    cuda: input.device === 'cuda',
   };
 }
 
@@ -103,10 +106,11 @@ export interface TensorLog {
   /** Autocast's context exits (end of forward, end of a recompute): the cached copies nothing saved are freed. */
   exitAutocast(): void;
   /**
-   * The gradients a linear's backward makes, weight then bias. Under autocast they are bf16 and their
-   * ids come back for `castGrads`; otherwise they are the parameters' gradients and [] comes back.
+   * The gradients a linear's backward makes, weight then bias (`betweenWeightAndBias` runs between
+   * them). Under autocast they are bf16 and their ids come back for `castGrads`; otherwise they are
+   * the parameters' gradients and [] comes back.
    */
-  linearGrads(linear: LinearName): number[];
+  linearGrads(linear: LinearName, betweenWeightAndBias?: () => void): number[];
   /** ToCopyBackward of autocast's copies: each bf16 gradient becomes the fp32 .grad. */
   castGrads(linear: LinearName, low: number[]): void;
   /** A norm's weight (and bias) gradients; `first` is the block's first norm. */
@@ -275,13 +279,19 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
 
   // A linear's backward: its input's gradient, then its weight's and bias's; the gradient it got
   // (`consumed`), its saved input and weight copy go; autocast casts the input's gradient back to fp32
-  // when the input was cast, then the parameters' gradients.
+  // when the input was cast, then the parameters' gradients. What a recompute made is held only by
+  // the node while it runs, so it goes before the bias's gradient (a node of its own, the bias's
+  // expand); what forward saved goes when autograd releases the node, after it.
+  const recomputed = policy !== 'none';
   const linearBackward = (linear: LinearName, inBytes: number, savedInput: string | undefined, inCast: boolean, consumed: () => void) => {
+    const release = () => {
+      if (savedInput) drop(savedInput);
+      drop(`${linear}W`);
+    };
     const gIn = log.alloc('actGrads', inBytes);
-    const low = log.linearGrads(linear);
+    const low = log.linearGrads(linear, recomputed ? release : undefined);
     consumed();
-    if (savedInput) drop(savedInput);
-    drop(`${linear}W`);
+    release();
     let g32 = 0;
     if (inCast) {
       g32 = log.alloc('actGrads', inBytes * 2);
@@ -349,14 +359,15 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
     log.free(gScores);
     gQkv = gradOfQkv(log, s, kept, [gQ, gK, gV]);
   } else {
-    // SDPA's backward. The memory-efficient kernel (fp32) writes dq, dk, dv into one chunk laid out
-    // as the fused projection's output when q, k, v are views of it; flash (bf16/fp16) makes three,
-    // plus its fp32 row sums and dq accumulator (sequence rounded up to 128), freed before it returns.
-    const chunk = a === 4 && s.fusedQkv && !s.rotary;
+    // SDPA's backward. On CUDA the memory-efficient kernel (fp32) writes dq, dk, dv into one chunk
+    // laid out as the fused projection's output when q, k, v are views of it (attention_backward.cu);
+    // flash (bf16/fp16) makes three, plus its fp32 row sums and dq accumulator (sequence rounded up
+    // to 128), freed before it returns. The CPU kernel makes three and nothing else.
+    const chunk = s.cuda && a === 4 && s.fusedQkv && !s.rotary;
     const grads = chunk ? [log.alloc('actGrads', t * (qDim + 2 * kvDim) * a)] : [log.alloc('actGrads', t * qDim * a), log.alloc('actGrads', t * kvDim * a), log.alloc('actGrads', t * kvDim * a)];
     const rows = a === 4 ? Math.ceil(s.seq / 32) * 32 : Math.ceil(s.seq / 128) * 128;
-    const rowSums = log.alloc('actGrads', s.batch * s.H * rows * 4);
-    const dqAccum = a === 4 ? 0 : log.alloc('actGrads', s.batch * rows * qDim * 4);
+    const rowSums = s.cuda ? log.alloc('actGrads', s.batch * s.H * rows * 4) : 0;
+    const dqAccum = s.cuda && a !== 4 ? log.alloc('actGrads', s.batch * rows * qDim * 4) : 0;
     log.free(dqAccum);
     log.free(rowSums);
     log.free(gAttn);
@@ -366,8 +377,9 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
     });
   }
   const gLn1 = linearBackward('qkv', t * C * a, s.autocast ? 'qkvIn' : 'ln1Out', s.autocast, () => gQkv.forEach((id) => log.free(id)));
-  drop('down'); // selective checkpointing kept it; nothing read it
-  const g2 = normBackward(log, s, kept, 'ln1', gLn1, 'x', true);
+  // The block input goes with the first norm's backward; so does the down projection's output that
+  // selective checkpointing kept and nothing read (the checkpoint frame ends).
+  const g2 = normBackward(log, s, kept, 'ln1', gLn1, 'x', true, ['down']);
   const r2 = log.alloc('actGrads', t * C * xr);
   log.free(r1);
   log.free(g2);
@@ -399,11 +411,11 @@ function gradOfQkv(log: TensorLog, s: BlockSizes, kept: BlockKept, grads: number
 }
 
 /** A norm's backward: its input's gradient and its parameters'; the gradient it got, its saved input and statistics go. */
-function normBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, name: string, gOut: number, input: string, first: boolean): number {
+function normBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, name: string, gOut: number, input: string, first: boolean, also: string[] = []): number {
   const gIn = log.alloc('actGrads', s.t * s.C * s.xr);
   log.normGrads(first);
   log.free(gOut);
   const drop = dropper(log, kept);
-  for (const n of [input, `${name}Stat0`, `${name}Stat1`]) drop(n);
+  for (const n of [`${name}Stat0`, `${name}Stat1`, ...also, input]) drop(n);
   return gIn;
 }

@@ -291,9 +291,9 @@ class Replay implements TensorLog {
   /**
    * Gradients of the learned positions (summed over the batch, then written into the whole table)
    * and of the token embedding (a dense V×C tensor). A tied head's contribution and the embedding's
-   * are summed into a third tensor; under autocast the head's came out of a dtype cast and the sum
-   * is made in place (the CUDA measurements' allocated peaks say so; PyTorch's CPU build adds into
-   * a third tensor there too).
+   * are summed into a third tensor; under autocast on CUDA the head's came out of a dtype cast and
+   * the sum is made in place (the H100 measurements' allocated peaks say so, to the byte; PyTorch's
+   * CPU build adds into a third tensor there too, test/fixtures/pytorch-op-order/).
    */
   private embeddingBackward(gX: number, headGrad: number): void {
     const m = this.input.model;
@@ -312,7 +312,7 @@ class Replay implements TensorLog {
     }
     const dense = this.denseEmbeddingGrad(wte, root);
     this.free(gX);
-    if (!headGrad || this.mode === 'autocast') {
+    if (!headGrad || (this.mode === 'autocast' && this.input.device === 'cuda')) {
       this.free(dense);
       if (this.fsdp) root.grads = root.grads.filter((id) => id !== dense);
       else if (headGrad) this.grads.set('root.wte', headGrad);
@@ -407,16 +407,18 @@ class Replay implements TensorLog {
     this.autocastCache = [];
   }
 
-  linearGrads(linear: LinearName): number[] {
+  linearGrads(linear: LinearName, betweenWeightAndBias?: () => void): number[] {
     const unit = this.units[this.block];
     const low: number[] = [];
-    for (const l of this.linearsOf(linear)) {
-      for (const [part, numel] of [['w', l.weight], ['b', l.bias]] as const) {
-        if (!numel) continue;
-        if (this.mode === 'autocast') low.push(this.alloc('grads', numel * 2));
-        else this.paramGrad(`${l.key}.${part}`, numel, unit);
-      }
-    }
+    const grad = (key: string, numel: number) => {
+      if (!numel) return;
+      if (this.mode === 'autocast') low.push(this.alloc('grads', numel * 2));
+      else this.paramGrad(key, numel, unit);
+    };
+    const linears = this.linearsOf(linear);
+    for (const l of linears) grad(`${l.key}.w`, l.weight);
+    betweenWeightAndBias?.();
+    for (const l of linears) grad(`${l.key}.b`, l.bias);
     return low;
   }
 
@@ -424,10 +426,11 @@ class Replay implements TensorLog {
     if (!low.length) return;
     const unit = this.units[this.block];
     let i = 0;
-    for (const l of this.linearsOf(linear)) {
-      for (const [part, numel] of [['w', l.weight], ['b', l.bias]] as const) {
-        if (!numel) continue;
-        this.paramGrad(`${l.key}.${part}`, numel, unit);
+    const linears = this.linearsOf(linear);
+    for (const [part, key] of [['w', 'weight'], ['b', 'bias']] as const) {
+      for (const l of linears) {
+        if (!l[key]) continue;
+        this.paramGrad(`${l.key}.${part}`, l[key], unit);
         this.free(low[i++]);
       }
     }
@@ -536,7 +539,7 @@ function gradOrder(key: string): number {
   const [where, name, part] = key.split('.');
   if (where === 'root') return name === 'wte' ? -2 : name === 'wpe' ? -1 : 1e9;
   if (where === 'rs') return Number(name) * 1000;
-  let within = 0;
+  let within: number;
   if (name === 'norm1') within = Number(part);
   else if (name === 'norm2') within = 6 + Number(part);
   else {
