@@ -124,6 +124,7 @@ describe('e2e: memory estimator details in a light theme', function () {
     const verdict = web.locator('#verdict.unsure');
     assert.match(await verdict.innerText(), /^may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)$/);
     assert.match(await web.locator('#summary').innerText(), / — unsure, [\d.]+–[\d.]+ GiB \(tokens per micro-batch 45056/);
+    assert.equal(await web.locator('#fewest-gpus').count(), 0, 'no "fits on 1 GPU" beside "may not fit"');
     const colours = await verdict.evaluate((e) => {
       const root = getComputedStyle(document.documentElement);
       return { text: getComputedStyle(e).color, background: root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor };
