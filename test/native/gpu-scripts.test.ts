@@ -154,13 +154,24 @@ describe('GPU scripts, dry run on the CPU', function () {
       }
       assert.ok(running, 'the summary names the part in progress before it ends');
     } finally {
-      // As the device tool ends a call: everything of the run at once, the part's own timeout included.
-      for (const pid of processesOf(marker)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // already gone
+      // As the device tool ends a call: everything of the run, the script's process group first, then
+      // what runs in groups of its own (the part under `timeout`), until nothing is left to start more.
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      for (let round = 0; round < 50; ++round) {
+        const left = processesOf(marker);
+        if (!left.length) break;
+        for (const pid of left) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
         }
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
       await exited;
     }
