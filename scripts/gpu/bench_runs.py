@@ -86,6 +86,9 @@ def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int,
             tried[str(mb)] = "timed out"
             break
         s = of_type(events, "step")
+        if code == 124:  # runs.run's timeout: a smaller micro-batch would not fit in what is left either
+            tried[str(mb)] = f"timed out after {timeout:.0f} s"
+            break
         if code != 0 or len(s) < steps:
             tried[str(mb)] = "did not run: " + err[-300:].strip().replace("\n", " ")
             continue
