@@ -5,6 +5,7 @@ import path from 'node:path';
 import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
 import { metricsDecoder } from '../../runs/watch/decoders/metrics-decoder';
 import type { DecodedBatch, DecoderFactory } from '../../runs/watch/decoders/record-decoder';
+import { RefusedFile } from '../../core/protocol/regular-file';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { RunHistory } from '../../core/runs/run-history';
@@ -64,10 +65,18 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
   return { kind: manifest || ownFiles.length ? 'run' : 'tensorboard', ...(manifest ? { manifest } : {}), history, files, problems };
 }
 
-/** A whole file through a decoder: read directly here, streamed from an SSH host. */
+/**
+ * A whole file through a decoder: read directly here, streamed from an SSH host. A file the readers
+ * refuse (a FIFO, a device: core/protocol/regular-file.ts) is a problem of the run, not the end.
+ */
 async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFactory<R>): Promise<DecodedBatch<R>> {
-  if (machine instanceof LocalMachine) return (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
-  return decoder(0).push(await machine.readFile(file, MAX_REMOTE_BYTES));
+  try {
+    if (machine instanceof LocalMachine) return await (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
+    return decoder(0).push(await machine.readFile(file, MAX_REMOTE_BYTES));
+  } catch (e) {
+    if (!(e instanceof RefusedFile)) throw e;
+    return { entries: [], problems: [{ offset: 0, message: e.message, excerpt: '' }], offset: 0 };
+  }
 }
 
 /** What is read of one remote file at most (it is held in memory once). */
