@@ -6,10 +6,10 @@ import os from 'node:os';
 import { promisify } from 'node:util';
 import * as vscode from 'vscode';
 import { parse } from 'yaml';
-import { mpirunArgv } from '../../core/launch/mpirun';
+import { mpirunArgv } from '../../runs/launch/mpirun';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import { findRunConfigs } from '../run-configs';
-import { runSsh } from '../runs/ssh';
+import { runSsh } from '../../runs/machines/ssh';
 import type { StudioContext } from '../studio-context';
 
 const execFileAsync = promisify(execFile);
@@ -75,7 +75,7 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
 
 /**
  * The runtime's own collectives check (native/src/parallel/allreduce_check.h) on 2 ranks of this
- * machine, started as every local multi-rank run is (core/launch/mpirun.ts): each rank contributes
+ * machine, started as every local multi-rank run is (runs/launch/mpirun.ts): each rank contributes
  * values with known sums and every collective the strategies use is verified.
  */
 async function allReduceCheck(studio: StudioContext): Promise<CheckResult> {
