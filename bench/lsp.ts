@@ -13,6 +13,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { analyseConfig } from '../core/config/config-analysis';
 import { newRunConfigText } from '../core/config/new-run-config';
@@ -240,7 +241,7 @@ function measureCommandLine(): CommandLineResult[] {
         for (let i = 0; i < CLI_RUNS; i++) {
           const cpuFile = path.join(dir, 'cpu.json');
           const t0 = performance.now();
-          const r = spawnSync(process.execPath, ['--require', path.join(root, 'bench', 'cpu-at-exit.cjs'), path.join(root, 'bin', `${tool}.mjs`), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, FSDP_BENCH_CPU_FILE: cpuFile }, maxBuffer: 64 << 20 });
+          const r = spawnSync(process.execPath, ['--import', pathToFileURL(path.join(root, 'bench', 'cpu-at-exit.mjs')).href, path.join(root, 'bin', `${tool}.mjs`), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, FSDP_BENCH_CPU_FILE: cpuFile }, maxBuffer: 64 << 20 });
           wall.push(performance.now() - t0);
           cpu.push((JSON.parse(readFileSync(cpuFile, 'utf8')) as { cpuMs: number }).cpuMs);
           exit = r.status;

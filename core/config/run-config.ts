@@ -176,7 +176,7 @@ function hasNonFiniteNumber(root: unknown): boolean {
     } else if (Array.isArray(value)) {
       for (const v of value) stack.push(v);
     } else if (value !== null && typeof value === 'object') {
-      for (const k in value) stack.push((value as Record<string, unknown>)[k]);
+      for (const v of Object.values(value)) stack.push(v);
     }
   }
   return false;

@@ -3,7 +3,7 @@
 // truncated under it (SIGBUS when it was mapped). Renamed, the reader keeps the file it opened.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeTokenFile, encodeTokenFile, TOKEN_FILE_HEADER_BYTES, writeTokenFile } from '../../core/data/token-file';
@@ -16,7 +16,7 @@ function readThroughOpenDescriptor(file: string, rewrite: () => void): { before:
   const fd = openSync(file, 'r');
   try {
     rewrite();
-    const seen = Buffer.alloc(statSync(file).size + 4096);
+    const seen = Buffer.alloc(fstatSync(fd).size + 4096); // the size of the file the descriptor has open
     const n = readSync(fd, seen, 0, seen.length, 0);
     return { before, after: statSync(file).ino, seen: seen.subarray(0, n) };
   } finally {
