@@ -9,6 +9,7 @@ import { checkRunConfigText, runConfigSchema } from './run-config';
 import type { ConfigProblem } from './schema-problems';
 import type { SchemaNode } from './schema-walk';
 import { parseSourceDocument, sourceKindOf, type SourceDocument } from './source-document';
+import { checkTorchtitanConfig, torchtitanSchema } from './torchtitan-config';
 import { runConfigRules, validRunConfigRules } from '../rules/run-config';
 import { DEFAULT_SETTINGS, isObject, type AnalysisEnvironment, type RuleContext } from '../rules/rule';
 
@@ -26,6 +27,7 @@ export const SCHEMAS: Record<ConfigKind, SchemaNode> = {
   deepspeed: deepspeedSchema,
   accelerate: accelerateSchema,
   'launch-spec': launchSpecSchemaNode,
+  torchtitan: torchtitanSchema,
 };
 
 const WHAT: Record<ConfigKind, string> = {
@@ -33,6 +35,14 @@ const WHAT: Record<ConfigKind, string> = {
   deepspeed: 'a DeepSpeed config must be a JSON object',
   accelerate: 'an accelerate config must be a mapping of settings',
   'launch-spec': 'a launch spec must be a mapping with a command',
+  torchtitan: 'a torchtitan job config must be TOML tables ([job], [model], [training], …)',
+};
+
+const CHECKS: Record<Exclude<ConfigKind, 'run-config'>, (ctx: RuleContext) => ConfigProblem[]> = {
+  deepspeed: checkDeepSpeedConfig,
+  accelerate: checkAccelerateConfig,
+  'launch-spec': checkLaunchSpec,
+  torchtitan: checkTorchtitanConfig,
 };
 
 /** YAML version of the program that reads each kind: accelerate uses PyYAML (YAML 1.1). */
@@ -58,7 +68,7 @@ export function analyseConfig(kind: ConfigKind, text: string, fileName: string, 
       problems.push({ severity: 'error', path: [], code: 'schema.type', message: WHAT[kind], range: doc.rangeOf([]) });
     } else {
       const ctx: RuleContext = { doc, value: doc.value, fileName, env };
-      problems.push(...(kind === 'deepspeed' ? checkDeepSpeedConfig(ctx) : kind === 'launch-spec' ? checkLaunchSpec(ctx) : checkAccelerateConfig(ctx)));
+      problems.push(...CHECKS[kind](ctx));
     }
   }
   return { kind, fileName, doc, schema, problems: sortProblems(problems) };

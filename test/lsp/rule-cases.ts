@@ -2,6 +2,8 @@
 // expected diagnostic marked ⟪…⟫, and a close variant that does not. Files live in a temporary
 // folder, next to the DeepSpeed files the accelerate cases refer to.
 
+import { TORCHTITAN_RULE_CASES } from './rule-cases-torchtitan';
+
 export interface RuleCase {
   name: string;
   /** File name inside the test folder; decides how the config is recognised. */
@@ -199,4 +201,5 @@ export const RULE_CASES: RuleCase[] = [
     marked: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  ⟪fsdp_offload_param⟫: true\n', clean: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  offload_params: true\n' },
   { name: 'accelerate: the old fsdp_backward_prefetch_policy', file: 'accelerate_dep.yaml', code: 'schema.deprecated', severity: 'warning', fixes: 1,
     marked: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  ⟪fsdp_backward_prefetch_policy⟫: BACKWARD_PRE\n', clean: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_backward_prefetch: BACKWARD_PRE\n' },
+  ...TORCHTITAN_RULE_CASES,
 ];

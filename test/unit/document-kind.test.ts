@@ -18,6 +18,11 @@ describe('which kind of config a file is', () => {
     assert.equal(recogniseConfig('/w/x.yaml', 'jobs:\n  model: a\n  data: b\n  training: c\n'), undefined);
   });
 
+  it('a torchtitan TOML job config by its tables', () => {
+    assert.equal(recogniseConfig('/w/llama3_8b.toml', '[job]\ndump_folder = "./outputs"\n\n[model]\nname = "llama3"\n'), 'torchtitan');
+    assert.equal(recogniseConfig('/w/pyproject.toml', '[project]\nname = "x"\n[tool.ruff]\nline-length = 100\n'), undefined);
+  });
+
   it('follows associations first, "none" included', () => {
     assert.equal(recogniseConfig('/w/conf/a.json', '{}', { 'conf/*.json': 'deepspeed' }), undefined, 'a pattern with a slash matches the whole path');
     assert.equal(recogniseConfig('/w/conf/a.json', '{}', { '**/conf/*.json': 'deepspeed' }), 'deepspeed');
