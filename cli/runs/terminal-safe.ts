@@ -5,6 +5,7 @@
 
 // C0 controls (tab and newline too: one cell is one line), DEL and C1 controls, the line and
 // paragraph separators, and the invisible bidirectional marks, embeddings, overrides and isolates.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** `s` with every control character written as \xNN or \uNNNN, for a terminal. */

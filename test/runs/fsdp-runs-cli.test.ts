@@ -80,10 +80,12 @@ describe('fsdp-runs show (command line)', function () {
     for (const where of [tb, runDir]) {
       const text = run('show', where);
       assert.equal(text.code, 0, text.err);
+      // eslint-disable-next-line no-control-regex -- no control character may be printed
       assert.doesNotMatch(text.out, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/, 'no control character reaches the terminal');
       assert.match(text.out, /\\x1b]0;pwned\\x07 /);
       assert.match(text.out, /^__proto__ /m);
       const raw = run('show', where, '--json').out;
+      // eslint-disable-next-line no-control-regex -- nor written in the JSON
       assert.doesNotMatch(raw, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
       const json = JSON.parse(raw) as { tags: Record<string, { last_value: number }> };
       assert.ok(Object.hasOwn(json.tags, '__proto__'), Object.keys(json.tags).join(', '));
