@@ -9,6 +9,7 @@ import { checkRunConfigText, runConfigSchema } from './run-config';
 import type { ConfigProblem } from './schema-problems';
 import type { SchemaNode } from './schema-walk';
 import { parseSourceDocument, sourceKindOf, type SourceDocument } from './source-document';
+import { checkHfTrainingConfig, hfTrainingSchema } from './hf-training-config';
 import { checkTorchtitanConfig, torchtitanSchema } from './torchtitan-config';
 import { runConfigRules, validRunConfigRules } from '../rules/run-config';
 import { DEFAULT_SETTINGS, isObject, type AnalysisEnvironment, type RuleContext } from '../rules/rule';
@@ -28,6 +29,7 @@ export const SCHEMAS: Record<ConfigKind, SchemaNode> = {
   accelerate: accelerateSchema,
   'launch-spec': launchSpecSchemaNode,
   torchtitan: torchtitanSchema,
+  'hf-training': hfTrainingSchema,
 };
 
 const WHAT: Record<ConfigKind, string> = {
@@ -36,6 +38,7 @@ const WHAT: Record<ConfigKind, string> = {
   accelerate: 'an accelerate config must be a mapping of settings',
   'launch-spec': 'a launch spec must be a mapping with a command',
   torchtitan: 'a torchtitan job config must be TOML tables ([job], [model], [training], …)',
+  'hf-training': 'TrainingArguments must be a mapping of argument names to values',
 };
 
 const CHECKS: Record<Exclude<ConfigKind, 'run-config'>, (ctx: RuleContext) => ConfigProblem[]> = {
@@ -43,11 +46,12 @@ const CHECKS: Record<Exclude<ConfigKind, 'run-config'>, (ctx: RuleContext) => Co
   accelerate: checkAccelerateConfig,
   'launch-spec': checkLaunchSpec,
   torchtitan: checkTorchtitanConfig,
+  'hf-training': checkHfTrainingConfig,
 };
 
 /** YAML version of the program that reads each kind: accelerate uses PyYAML (YAML 1.1). */
 export function yamlVersionOf(kind: ConfigKind): '1.1' | '1.2' {
-  return kind === 'accelerate' ? '1.1' : '1.2';
+  return kind === 'accelerate' || kind === 'hf-training' ? '1.1' : '1.2';
 }
 
 export function analyseConfig(kind: ConfigKind, text: string, fileName: string, env: AnalysisEnvironment = { settings: DEFAULT_SETTINGS }): ConfigAnalysis {

@@ -2,6 +2,7 @@
 import { accelerateRules } from './accelerate';
 import { deepspeedRules } from './deepspeed';
 import type { ConfigRule } from './rule';
+import { hfTrainingRules } from './hf-training';
 import { runConfigRules, validRunConfigRules } from './run-config';
 import { torchtitanRules } from './torchtitan';
 
@@ -18,7 +19,7 @@ const SCHEMA_RULES: RuleInfo[] = [
   { code: 'schema.required', why: 'A key this section must have is missing.', source: 'core/schemas/*.schema.json (required)' },
 ];
 
-const ALL = new Map<string, RuleInfo>([...SCHEMA_RULES, ...runConfigRules, ...validRunConfigRules, ...deepspeedRules, ...accelerateRules, ...torchtitanRules].map((r) => [r.code, r]));
+const ALL = new Map<string, RuleInfo>([...SCHEMA_RULES, ...runConfigRules, ...validRunConfigRules, ...deepspeedRules, ...accelerateRules, ...torchtitanRules, ...hfTrainingRules].map((r) => [r.code, r]));
 
 export function ruleInfo(code: string): RuleInfo | undefined {
   return ALL.get(code);

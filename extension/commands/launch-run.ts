@@ -189,4 +189,5 @@ const KIND_TITLES: Record<ConfigKind, string> = {
   accelerate: 'accelerate config: accelerate launch + your script',
   // Checked and estimated, not launched from here (findLaunchables does not list them).
   torchtitan: 'torchtitan job config',
+  'hf-training': 'Hugging Face TrainingArguments',
 };
