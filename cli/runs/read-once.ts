@@ -6,6 +6,7 @@ import path from 'node:path';
 import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
 import { metricsDecoder } from '../../runs/watch/decoders/metrics-decoder';
 import type { DecodedBatch, DecoderFactory } from '../../runs/watch/decoders/record-decoder';
+import { RefusedFile } from '../../core/protocol/regular-file';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { RunHistory } from '../../core/runs/run-history';
@@ -66,20 +67,27 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
 }
 
 /**
- * A whole file through a decoder: read directly here, streamed from an SSH host. A record cut short
- * by the end of the file is a problem here: the watch waits for the rest of it, a reading made once
- * would otherwise say nothing of it.
+ * A whole file through a decoder: read directly here, streamed from an SSH host. A file the readers
+ * refuse (a FIFO, a device: core/protocol/regular-file.ts) is a problem of the run, not the end. A
+ * record cut short by the end of the file is a problem too: the watch waits for the rest of it, a
+ * reading made once would otherwise say nothing of it.
  */
 async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFactory<R>): Promise<DecodedBatch<R>> {
   let batch: DecodedBatch<R>;
   let size: number;
-  if (machine instanceof LocalMachine) {
-    batch = await (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
-    size = await stat(file).then((s) => s.size, () => batch.offset);
-  } else {
-    const bytes = await machine.readFile(file, MAX_REMOTE_BYTES);
-    batch = decoder(0).push(bytes);
-    size = bytes.length;
+  try {
+    if (machine instanceof LocalMachine) {
+      batch = await (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
+      const read = batch;
+      size = await stat(file).then((s) => s.size, () => read.offset);
+    } else {
+      const bytes = await machine.readFile(file, MAX_REMOTE_BYTES);
+      batch = decoder(0).push(bytes);
+      size = bytes.length;
+    }
+  } catch (e) {
+    if (!(e instanceof RefusedFile)) throw e;
+    return { entries: [], problems: [{ offset: 0, message: e.message, excerpt: '' }], offset: 0 };
   }
   if (size > batch.offset) {
     const bytes = size - batch.offset;

@@ -14,7 +14,7 @@
 //                                             and checks every collective's result (JSON)
 //   fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR
 //                                             a sharded checkpoint as one full one (OUT_DIR/step-N)
-//   fsdp-train-native --lock-run-folder FD PID  fsdp-train's run-folder lock (train/run_folder_lock.h)
+//   fsdp-train-native --lock-run-folder FD PID  whether the run folder is free (run_folder/run_folder_lock.h)
 //
 // Several processes: mpirun -n N fsdp-train-native --config … (or srun), with launch.nproc_per_node
 // x launch.nnodes = N; `npx fsdp-train --nproc N CONFIG` runs mpirun for you. Every rank runs the
