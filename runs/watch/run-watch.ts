@@ -10,7 +10,8 @@ import { metricsPatternsOf, printedMetricsDecoder, type PrintedEntry } from './d
 import { FORMAT_NAMES } from './decoders/printed/recognisers';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
-import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
+import { describeEndWithoutRunEnd, type MemoryAtEnd } from '../../core/runs/run-end';
+import { cgroupMemoryOf, readCgroupMemory, type CgroupMemory } from './cgroup-memory';
 import { RunHistory } from '../../core/runs/run-history';
 import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
 import type { ConnectionState, Follower, RunMachine, TargetName } from '../machines/run-machine';
@@ -84,6 +85,8 @@ export class RunWatch {
   /** When the latest resume was asked for (seconds; see follow()). */
   private resumedAt = -Infinity;
   private liveness: NodeJS.Timeout | undefined;
+  /** The memory cgroup of the run's process group as first seen alive (runs on this machine). */
+  private cgroupAtStart: { pgid: number; cgroup: CgroupMemory } | undefined;
   private checking = false;
   private disposed = false;
   private readonly listeners = new Set<(change: RunWatchChange) => void>();
@@ -149,6 +152,7 @@ export class RunWatch {
     }
     this.followLogs();
     this.followPrinted();
+    void this.noteCgroup();
     if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
   }
 
@@ -402,6 +406,7 @@ export class RunWatch {
         this.emit([]);
         return;
       }
+      await this.noteCgroup();
       if ((this.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
         // Its last lines may still be on their way: read, wait a moment, then decide.
         this.follower?.poke();
@@ -450,18 +455,60 @@ export class RunWatch {
   }
 
   private async describeEnd(): Promise<string> {
-    const stderrTail = await this.machine
-      .readFile(`${this.ref.runDir}/stderr.log`, TAIL_BYTES, true)
-      .then((b) => b.toString('utf8'))
-      .catch(() => undefined);
     const m = this.manifest;
+    const memory = await this.memoryAtEnd();
     return describeEndWithoutRunEnd({
       ...(m && ENDED.has(m.status) && m.end_reason ? { manifestReason: m.end_reason } : {}),
       ...(m?.pgid !== undefined ? { pgid: m.pgid } : {}),
       ...(this.history.start ? { start: this.history.start } : {}),
-      ...(this.machine.target === 'local' ? { machineMemory: os.totalmem() } : {}),
-      ...(stderrTail ? { stderrTail } : {}),
+      ...(memory ? { memory } : {}),
+      ...(await this.stderrOfThisAttempt().then((stderrTail) => (stderrTail ? { stderrTail } : {}))),
     });
+  }
+
+  /**
+   * The end of stderr.log as this launch wrote it: a resume appends to the file, so what an earlier
+   * attempt said (a Stop's messages) is not quoted as this one's last words.
+   */
+  private async stderrOfThisAttempt(): Promise<string | undefined> {
+    const file = `${this.ref.runDir}/stderr.log`;
+    const from = this.manifest?.output_from?.stderr ?? 0;
+    try {
+      const { size } = await this.machine.readFileFrom(file, 0, 0);
+      const start = Math.max(from, size - TAIL_BYTES);
+      if (start >= size) return undefined;
+      return (await this.machine.readFileFrom(file, start, size - start)).data.toString('utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The run's process group's memory cgroup while it is alive (this machine only): its OOM-kill
+   * count then is what the count at the end is compared with.
+   */
+  private async noteCgroup(): Promise<void> {
+    const pgid = this.manifest?.pgid;
+    if (this.machine.target !== 'local' || pgid === undefined || this.cgroupAtStart?.pgid === pgid) return;
+    const cgroup = await cgroupMemoryOf(pgid);
+    if (cgroup && this.manifest?.pgid === pgid) this.cgroupAtStart = { pgid, cgroup };
+  }
+
+  /** What the run could hold and held at its end, and whether its cgroup counted an OOM kill meanwhile (this machine only). */
+  private async memoryAtEnd(): Promise<MemoryAtEnd | undefined> {
+    if (this.machine.target !== 'local') return undefined;
+    const before = this.cgroupAtStart?.cgroup;
+    const now = before ? await readCgroupMemory(before.dir, before.version) : undefined;
+    const rss = [...this.history.residentByRank.values()].reduce((sum, s) => sum + (s.lastValue ?? 0), 0);
+    // A cgroup with a limit of its own: its peak is this run's room; without one, the machine's
+    // memory is the room and the cgroup's peak (shared with everything else in it) says nothing.
+    const limited = now?.limit !== undefined;
+    return {
+      limit: limited ? now!.limit! : os.totalmem(),
+      limitOf: limited ? `its memory cgroup (${now!.dir})` : 'the machine',
+      ...(limited && now!.peak !== undefined ? { used: now!.peak, usedWhat: "the cgroup's peak was" } : rss > 0 ? { used: rss, usedWhat: 'its ranks last held (resident)' } : {}),
+      ...(before?.oomKills !== undefined && now?.oomKills !== undefined && now.oomKills > before.oomKills ? { oomKill: true } : {}),
+    };
   }
 
   private emit(entries: RunLogEntry[]): void {
