@@ -34,6 +34,8 @@ export interface DashboardHeader {
   /** A long operation under way with nothing new on the charts: start-up, the first step, a checkpoint save. */
   phase?: RunPhase;
   connection: ConnectionSummary;
+  /** The loss has been NaN or Inf since this step (to its last): a "completed" run that is not a success. */
+  nanSince?: number;
   /** A person's command with no metrics read: what is read, and what to add so there are some. */
   metricsNote?: string;
   /** Label and value pairs: model, world, strategy, batch, learning rate. */

@@ -77,6 +77,18 @@ export class RunHistory {
     return this.step.loss.lastStep ?? this.scalars.lastStep();
   }
 
+  /**
+   * The first step of the NaN (or Inf) the loss has been since, when its last value is not finite:
+   * a run that completed so learned nothing after that step, whatever its status says.
+   */
+  nonFiniteLossSince(): number | undefined {
+    const { steps, values } = this.step.loss;
+    let i = values.length - 1;
+    if (i < 0 || Number.isFinite(values[i])) return undefined;
+    while (i > 0 && !Number.isFinite(values[i - 1])) i--;
+    return steps[i];
+  }
+
   /** When the latest step was logged (seconds since the epoch), of the loss or of any scalar; undefined before the first. */
   get lastStepTime(): number | undefined {
     let last = this.step.time.lastValue;

@@ -24,6 +24,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
   const startedAt = h.firstStartTime ?? watch.manifest?.created;
   const endedAt = live ? undefined : (h.end?.time ?? h.step.time.lastValue ?? watch.manifest?.updated);
   const tokens = tokensSeen(h);
+  const nanSince = h.nonFiniteLossSince();
   const command = watch.manifest?.kind === 'command' || Array.isArray(config.command);
   const metrics = command ? commandMetrics(watch) : undefined;
   const phase = runPhase(h, {
@@ -54,6 +55,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     connection: c.state === 'reconnecting' ? c : { state: c.state },
     summary,
     ...(metricsNote ? { metricsNote } : {}),
+    ...(nanSince !== undefined ? { nanSince } : {}),
     problems: watch.problems.length,
     anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
     spikes: spikes.length,

@@ -44,9 +44,14 @@ export function renderHeader(h: DashboardHeader): void {
   receivedAt = Date.now();
   $('run-name').textContent = h.name;
   const status = $('run-status');
-  status.textContent = h.status;
-  status.dataset.status = h.status;
-  $('run-target').textContent = h.target === 'local' ? 'this machine' : `on ${h.target}`;
+  // A run whose loss ended NaN did not succeed, whatever it completed: the badge says so, not in green.
+  const nan = h.nanSince !== undefined;
+  status.textContent = nan ? `${h.status} · loss NaN since step ${h.nanSince}` : h.status;
+  status.dataset.status = nan && h.status === 'completed' ? 'completed-nan' : h.status;
+  // Two runs of one config share a name: when it started (and its id, on hover) tells them apart.
+  const started = h.startedAt !== undefined ? ` · started ${new Date(h.startedAt * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })}` : '';
+  $('run-target').textContent = `${h.target === 'local' ? 'this machine' : `on ${h.target}`}${started}`;
+  $('run-name').title = `run ${h.runId}`;
   $('run-step').textContent = h.step !== undefined ? `step ${h.step}${h.maxSteps ? ` / ${h.maxSteps}` : ''}` : 'no steps yet';
   $('run-loss').textContent = h.loss !== undefined ? `loss ${h.loss === null ? 'NaN' : h.loss.toFixed(4)}` : '';
   $('run-tokens').textContent = h.tokensSeen !== undefined ? `${formatCount(h.tokensSeen)} tokens` : '';

@@ -236,7 +236,7 @@ Object.assign(window, {
     yAxis: (id: ChartId) => cards.get(id)?.chart.yAxis(),
     xTicks: (id: ChartId) => cards.get(id)?.chart.xTicks(),
     png: (id: ChartId) => cards.get(id)?.chart.png(),
-    charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, note: c.note, tooltip: c.tooltip, series: c.series.map((s) => ({ label: s.label, role: s.role })), markers: c.markers ?? [] })),
+    charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, note: c.note, tooltip: c.tooltip, empty: c.empty, series: c.series.map((s) => ({ label: s.label, role: s.role })), markers: c.markers ?? [] })),
     xAxis: () => last?.xAxis,
     timings: () => timings.slice(),
     header,
