@@ -42,6 +42,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     runId: watch.manifest?.run_id ?? record.runId,
     name: runTitle(record, watch),
     target: record.target,
+    runKind: watch.ref.format === 'tensorboard' ? 'tensorboard' : command ? 'command' : 'native',
     status,
     ...(reason && status !== 'completed' && status !== 'running' ? { reason } : {}),
     ...(h.lastStep !== undefined ? { step: h.lastStep } : {}),
@@ -50,6 +51,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(eta !== undefined ? { etaSeconds: eta } : {}),
     ...(startedAt !== undefined ? { startedAt } : {}),
     ...(endedAt !== undefined ? { endedAt } : {}),
+    // Elapsed counts the run's starts, not the pauses between them (needs run_start: a TensorBoard folder has none).
+    ...(h.firstStartTime !== undefined ? { activeBefore: live ? h.activeBefore() : h.activeSeconds(), ...(live && h.runningSince !== undefined ? { runningSince: h.runningSince } : {}) } : {}),
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
     connection: c.state === 'reconnecting' ? c : { state: c.state },

@@ -256,10 +256,16 @@ export class RunWatch {
     if (this.job) return jobRunStatus(this.job, this.runFacts());
     const end = this.history.end;
     // run.json rewritten as live after the log's last end is a resume starting.
-    const resuming = end && this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time;
+    // A resume asked for after the end (this window pressed Resume or "Continue training") is one
+    // starting, even while run.json is not yet rewritten by the launch.
+    const resumedHere = end !== undefined && this.resumedAt > end.time && !this.vanished;
+    const resuming = end && ((this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time) || resumedHere);
     if (end && !resuming) return end.status;
     const m = this.manifest?.status;
-    if (m === 'completed' || m === 'failed' || m === 'stopped') return m;
+    if (resumedHere && (this.manifest?.updated ?? 0) <= this.resumedAt) return 'starting';
+    // A start logged after run.json last said "ended" is a resume running (run.json is read every few seconds).
+    const startedSince = !end && this.history.start !== undefined && this.history.start.time > (this.manifest?.updated ?? Infinity);
+    if ((m === 'completed' || m === 'failed' || m === 'stopped') && !startedSince) return m;
     if (this.vanished) return 'failed';
     if (this.history.start) return 'running';
     if (m) return m;

@@ -95,6 +95,23 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
   });
 
+  it('a run resumed from this window is "starting", not "stopped", before run.json and its first lines say so', async () => {
+    const runDir = path.join(tmp, 'runs', 'resumed');
+    mkdirSync(runDir, { recursive: true });
+    const t = Date.now() / 1000 - 60;
+    const line = (e: object) => `${JSON.stringify({ v: 1, ...e })}\n`;
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), line({ type: 'run_start', time: t, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] } }) + line({ type: 'run_end', time: t + 5, status: 'stopped', step: 3 }));
+    writeFileSync(path.join(runDir, 'run.json'), JSON.stringify({ v: 1, run_id: 'resumed', name: 'resumed', created: t, updated: t + 5, status: 'stopped', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' }));
+    const w = watch(runDir);
+    await w.start();
+    await until('the stop read', () => w.status() === 'stopped', 10_000);
+    await until('the watch to let go', () => w.connection.state === 'closed', 10_000);
+    w.follow({ resumedAt: Date.now() / 1000 });
+    assert.equal(w.status(), 'starting', 'Resume pressed: run.json still says stopped, the run is starting');
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), line({ type: 'run_start', time: Date.now() / 1000, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] }, start_step: 3 }), { flag: 'a' });
+    await until('the new start read', () => w.status() === 'running', 10_000);
+  });
+
   it("quotes only this attempt's stderr: what an earlier attempt said (a Stop's words) is not this one's last words", async () => {
     const runDir = path.join(tmp, 'runs', 'attempts');
     mkdirSync(runDir, { recursive: true });

@@ -13,7 +13,7 @@ export const HEADER_HTML = `
       <span id="connection" class="connection"></span>
     </div>
     <div class="progress-row">
-      <span id="run-step"></span><span id="run-loss"></span><span id="run-elapsed" title="Time since the run began"></span><span id="run-tokens" title="Training tokens consumed, all ranks"></span><span id="run-eta"></span><span id="run-problems" class="warning"></span>
+      <span id="run-step"></span><span id="run-loss"></span><span id="run-elapsed" title="Time the run has been running (pauses between a stop and a resume are not counted)"></span><span id="run-tokens" title="Training tokens consumed, all ranks"></span><span id="run-eta"></span><span id="run-problems" class="warning"></span>
     </div>
     <div id="run-phase" class="phase" role="status" hidden><vscode-progress-ring></vscode-progress-ring><span id="run-phase-text"></span></div>
     <div id="run-reason" class="error"></div>
@@ -89,7 +89,11 @@ export function tick(): void {
   const h = current;
   if (!h) return;
   const now = Date.now() / 1000;
-  if (h.startedAt !== undefined) {
+  if (h.activeBefore !== undefined) {
+    // Running time only: a pause before "Continue training" or a Resume is not counted.
+    const running = h.runningSince !== undefined ? Math.max(0, now - h.runningSince) : 0;
+    $('run-elapsed').textContent = `${formatDuration(h.activeBefore + running)} elapsed`;
+  } else if (h.startedAt !== undefined) {
     const end = h.endedAt ?? now;
     $('run-elapsed').textContent = `${formatDuration(Math.max(0, end - h.startedAt))} elapsed`;
   } else $('run-elapsed').textContent = '';

@@ -12,7 +12,7 @@ import { isXAxisMode, type XAxisMode } from '../../core/runs/x-axis';
 import { ChartCard } from '../shared/chart-card';
 import { connectToHost } from '../shared/vscode-api';
 import { header, HEADER_HTML, renderHeader, tick } from './header';
-import { appendLog, LOG_TAB_HTML, logText } from './log-tab';
+import { appendLog, describeLogs, LOG_TAB_HTML, logText } from './log-tab';
 import { ScalarTagsSection } from './scalar-tags';
 import './style.css';
 
@@ -143,6 +143,7 @@ function onFrame(frame: DashboardFrameMessage): void {
   last = frame;
   saveState();
   renderHeader(frame.header);
+  describeLogs(frame.header.runKind);
   // The connection line says "live" only while the run is: a frame saying it ended clears it now.
   renderConnection();
   $('points').textContent = `${frame.totalPoints.toLocaleString()} steps`;
