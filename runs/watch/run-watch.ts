@@ -13,6 +13,7 @@ import type { RunLogEntry } from '../../core/protocol/run-log-reader';
 import { describeEndWithoutRunEnd, type MemoryAtEnd } from '../../core/runs/run-end';
 import { cgroupMemoryOf, readCgroupMemory, type CgroupMemory } from './cgroup-memory';
 import { RunHistory } from '../../core/runs/run-history';
+import { runGroupMarkOf } from '../stop/run-group';
 import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
 import type { ConnectionState, Follower, RunMachine, TargetName } from '../machines/run-machine';
 import type { SlurmCluster } from '../slurm/slurm-cluster';
@@ -455,6 +456,12 @@ export class RunWatch {
   private async processesAlive(): Promise<boolean | undefined> {
     const m = this.manifest;
     if (!m) return undefined;
+    // A group whose leader is no longer the process the run started as is not the run's, however
+    // alive (runs/stop/run-group.ts). Runs from before leader_start was recorded: the group alone.
+    if (m.pgid !== undefined && m.leader_start !== undefined) {
+      const v = await this.machine.checkRunGroup(runGroupMarkOf(m)!).catch(() => undefined);
+      return v === undefined ? undefined : v.verdict === 'ok';
+    }
     if (m.pgid !== undefined) return this.machine.isAlive(m.pgid);
     if (m.pids?.length) return this.machine.processesAlive(m.pids, m.host);
     return undefined;
