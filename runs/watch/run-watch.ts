@@ -45,8 +45,9 @@ const PROBLEMS_KEPT = 50;
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
 /** After a run's end, its event files get at most this long to deliver their last records. */
 const LOGS_DRAIN_MS = { local: 5000, ssh: 15000 };
-/** After a run's end, its stdout and stderr get this long to deliver their last lines. */
-const PRINTED_DRAIN_MS = { local: 2000, ssh: 10000 };
+/** After a run's end, its stdout and stderr are read until they are quiet this long, for at most PRINTED_DRAIN_MS. */
+const PRINTED_QUIET_MS = 3000;
+const PRINTED_DRAIN_MS = { local: 20_000, ssh: 30_000 };
 /** A launched command's event files are those changed from a little before it was created. */
 const SINCE_SLACK_S = 60;
 /** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
@@ -333,9 +334,8 @@ export class RunWatch {
     f?.stop();
     // The run's last printed lines may still be on their way (run_end is written after its output ended).
     for (const printed of this.printedFollowers.values()) {
-      printed.poke();
       if (this.disposed) printed.stop();
-      else setTimeout(() => printed.stop(), this.machine.target === 'local' ? PRINTED_DRAIN_MS.local : PRINTED_DRAIN_MS.ssh);
+      else this.drainThenStop(printed);
     }
     this.printedFollowers.clear();
     // The run's event files may still hold its last records: read them, then let go.
@@ -345,6 +345,28 @@ export class RunWatch {
       if (this.disposed) logs.stop();
       else void logs.drain(this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh).finally(() => logs.stop());
     }
+  }
+
+  /**
+   * Reads a follower's file until nothing more has come for a while (a loaded machine may take
+   * seconds to deliver the last lines), then stops it; never longer than the drain's limit.
+   */
+  private drainThenStop(f: Follower): void {
+    const local = this.machine.target === 'local';
+    const deadline = Date.now() + (local ? PRINTED_DRAIN_MS.local : PRINTED_DRAIN_MS.ssh);
+    let last = -1;
+    let stillSince = Date.now();
+    const look = () => {
+      if (this.disposed || Date.now() > deadline || (f.offset === last && Date.now() - stillSince >= PRINTED_QUIET_MS)) {
+        f.stop();
+        return;
+      }
+      if (f.offset !== last) stillSince = Date.now();
+      last = f.offset;
+      f.poke();
+      setTimeout(look, 250);
+    };
+    look();
   }
 
   private scheduleLiveness(): void {
