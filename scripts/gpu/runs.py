@@ -25,7 +25,14 @@ def write_token_ids(path: Path, ids: bytes | list[int], vocab: int, tokenizer: s
     count = len(a)
     header = b"FSDPTOK\0" + struct.pack("<IIQII", 1, 1, count, vocab, zlib.crc32(payload)) + tokenizer.encode().ljust(16, b"\0") + bytes(16)
     assert len(header) == 64
-    path.write_bytes(header + payload)
+    # A new file renamed over the old one: a trainer reading the old one keeps reading it, whole
+    # (the runtime refuses a token file rewritten in place under it).
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(header + payload)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
     return path
 
 
