@@ -129,6 +129,10 @@ int print_plan(const std::string& path) {
   const fsdp::ParsedConfig parsed = fsdp::parse_run_config(*value, fsdp::config_base_dir(path));
   for (const auto& p : parsed.problems) std::cerr << fsdp::format_problem(shown(path), p) << "\n";
   if (!parsed.ok()) return kExitConfig;
+  if (const std::string too_large = fsdp::plan_size_problem(parsed.config); !too_large.empty()) {
+    std::cerr << fsdp::format_problem(shown(path), {"training.batch_size_per_gpu", too_large}) << "\n";
+    return kExitConfig;
+  }
   std::cout << fsdp::plan_memory(parsed.config).to_json().dump(2) << "\n";
   return 0;
 }
