@@ -6,8 +6,8 @@
 // phase's highest moment, torch.cuda.max_memory_allocated (blocks as the allocator hands them out)
 // and max_memory_reserved (the segments it had to cudaMalloc). Step 1 creates the optimizer state;
 // reserved memory can still grow in step 3 (what a segment holds after step 1 decides what step 2's
-// requests find free, and so on), so steps are replayed until one reserves nothing new: at least
-// three (the harness measures steps 2 and 3), at most MAX_STEPS. The phase peaks are the last step's.
+// requests find free, and so on): three steps are replayed (the harness measures steps 2 and 3),
+// and MAX_STEPS when step 3 still reserved a new segment. The phase peaks are the last step's.
 import { CachingAllocator } from '../caching-allocator';
 import type { MemoryCategory, Phase } from '../memory-estimate';
 import { shardGroupSize, type MemoryInput } from '../memory-input';
@@ -16,7 +16,7 @@ import { REPLAY_TERMS, replayTraining, type ReplayPhase, type ReplaySink, type R
 import type { FrameworkMoments, TermInfo } from './term-spec';
 
 const MIN_STEPS = 3;
-const MAX_STEPS = 8;
+const MAX_STEPS = 6;
 
 export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const fsdp = input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
@@ -24,9 +24,10 @@ export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const terms = REPLAY_TERMS.map((t) => termInfo(t, input, fsdp, G));
   let sink = new MeasuringSink(terms.length, input.device === 'cuda', MIN_STEPS);
   replayTraining(input, sink, MIN_STEPS);
-  for (let steps = MIN_STEPS + 1; sink.grewInLastStep && steps <= MAX_STEPS; steps++) {
-    sink = new MeasuringSink(terms.length, true, steps);
-    replayTraining(input, sink, steps);
+  if (sink.grewInLastStep) {
+    // Still growing in step 3 (rare): replay long enough for the rest to settle, once.
+    sink = new MeasuringSink(terms.length, true, MAX_STEPS);
+    replayTraining(input, sink, MAX_STEPS);
   }
   const notes: string[] = [];
   if (fsdp) notes.push('FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward');
