@@ -1,5 +1,5 @@
 // A metrics event as a line a person reads: the native runtime echoes every event of metrics.jsonl
-// to its stdout as JSON, which the Log tab shows as "step 12  loss 3.4521  lr 3.0e-4 …" instead.
+// to its stdout as JSON, which the Log tab shows as "step 12  loss 3.4521  lr 3.00e-4 …" instead.
 import { checkMetricsEvent, type MetricsEvent } from '../protocol/metrics';
 import { formatCount, roundForDisplay } from './number-format';
 import { describeAnomaly, formatBytes } from './run-history';
