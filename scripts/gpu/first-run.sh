@@ -7,7 +7,8 @@
 # $OUT/first-run-details.tar.gz, so few files come back.
 #
 #   part             budget  what                                              last H100 figure (2026-11-23)
-#   build              75 s  unpack .gpu-debs, configure, build 4 targets       ~30 s, every target, 16 cores
+#   build              75 s  unpack .gpu-debs, configure, build 4 targets       ~30 s, 16 cores; attention.cu alone
+#                            (sm_90) is 31 s of CPU now, the longest file
 #   cuda-tests         65 s  fsdp-cuda-tests (kernels, ops, parity, NCCL ...)   7 tests in 2.6 s
 #   bench-native       35 s  GPT-2 124M bf16 T1024, native, 12 steps            782 ms/step at micro-batch 48
 #   bench-eager        35 s  the same in PyTorch eager (SDPA flash)             227 ms/step at 48
