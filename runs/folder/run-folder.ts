@@ -6,9 +6,11 @@
 // is named by the same rule. Writers of run.json after this one (the runtime as the run goes, the
 // companion's supervisor for a person's command) merge their fields into what is here.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, RUN_MANIFEST_VERSION, type ManifestWorld, type RunManifest } from '../../core/protocol/run-manifest';
+import { writeHostFile, type LoginHost } from '../machines/login-host';
 
 /**
  * `<name>-YYYYMMDD-HHMMSS-<4 hex>` (UTC): sorts by start time, unique across quick relaunches, and
@@ -49,7 +51,8 @@ export interface RunFacts {
  * no longer the end.
  */
 export function startingManifest(facts: RunFacts, previous?: RunManifest, now = Date.now() / 1000): RunManifest {
-  const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  // The last run's end, and its processes: a group or pids named now would be another's.
+  const { end_reason: _ended, pids: _pids, pgid: _pgid, leader_start: _start, boot_id: _boot, ...kept } = previous ?? ({} as Partial<RunManifest>);
   return {
     ...kept,
     v: RUN_MANIFEST_VERSION,
@@ -78,16 +81,28 @@ export function writeJsonAtomically(file: string, value: unknown): void {
 
 /** run.json of a folder on this machine; undefined when absent or unreadable. */
 export function readManifestFile(runDir: string): RunManifest | undefined {
-  const file = path.join(runDir, 'run.json');
-  if (!existsSync(file)) return undefined;
-  const parsed = parseRunManifest(readFileSync(file, 'utf8'));
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readRegularFileSync(path.join(runDir, 'run.json'), MANIFEST_MAX_BYTES);
+  } catch (e) {
+    if (e instanceof RefusedFile) return undefined; // a FIFO or device named run.json: unreadable
+    throw e;
+  }
+  if (bytes === undefined) return undefined;
+  const parsed = parseRunManifest(bytes.toString('utf8'));
   return 'manifest' in parsed ? parsed.manifest : undefined;
 }
 
-/** Writes run.json into runDir (created if missing), with the launcher's own pid. */
+/**
+ * Writes run.json into runDir (created if missing), with the launcher's own pid. When this process
+ * is the group leader the detached start recorded (fsdp-train exec'd by it), that record is kept:
+ * it names this very process.
+ */
 export function writeStartingManifest(runDir: string, facts: RunFacts): RunManifest {
   mkdirSync(runDir, { recursive: true });
-  const manifest = { ...startingManifest(facts, readManifestFile(runDir)), pids: [process.pid] };
+  const previous = readManifestFile(runDir);
+  const ours = previous?.pgid === process.pid ? { pgid: previous.pgid, ...(previous.leader_start !== undefined ? { leader_start: previous.leader_start } : {}), ...(previous.boot_id ? { boot_id: previous.boot_id } : {}) } : {};
+  const manifest = { ...startingManifest(facts, previous), pids: [process.pid], ...ours };
   writeJsonAtomically(path.join(runDir, 'run.json'), manifest);
   return manifest;
 }
@@ -111,3 +126,26 @@ export function markEndedWithoutRunEnd(runDir: string, reason: string): void {
   if (!m || (m.status !== 'starting' && m.status !== 'running')) return;
   writeJsonAtomically(path.join(runDir, 'run.json'), { ...m, status: 'failed', end_reason: reason, updated: Date.now() / 1000 });
 }
+
+/** run.json's text, as every writer in this project's TypeScript writes it. */
+export function manifestText(m: RunManifest): string {
+  return `${JSON.stringify(m, null, 2)}\n`;
+}
+
+/**
+ * run.json of a run folder on a login host (this machine, or over ssh for a SLURM cluster), read as
+ * every reader reads it (a regular file only, within MANIFEST_MAX_BYTES); undefined when absent,
+ * refused or invalid.
+ */
+export async function readManifestOn(host: LoginHost, runDir: string): Promise<RunManifest | undefined> {
+  const r = await host.run(['sh', '-c', `test -f "$1" && head -c ${MANIFEST_MAX_BYTES} -- "$1"`, 'fsdp-read', `${runDir}/run.json`]);
+  if (r.code !== 0) return undefined;
+  const parsed = parseRunManifest(r.stdout);
+  return 'manifest' in parsed ? parsed.manifest : undefined;
+}
+
+/** Writes run.json into a run folder on a login host, atomically (before the run's owner exists, or after it is gone). */
+export async function writeManifestOn(host: LoginHost, runDir: string, m: RunManifest): Promise<void> {
+  await writeHostFile(host, `${runDir}/run.json`, manifestText(m));
+}
+
