@@ -83,6 +83,10 @@ export class NdParallelSection {
   /** Shows the input's degrees; `canApply`: the config can take them (a torchtitan job config). */
   show(input: MemoryInput, canApply: boolean): void {
     this.input = input;
+    // Only runs split by degrees (torchtitan configs) get the section: our runtime, PyTorch FSDP and
+    // DeepSpeed configs have no tensor, context or pipeline parallel degree to set.
+    this.element.hidden = !input.parallel;
+    if (!input.parallel) return;
     const plan = planOf(input);
     const set = (id: string, v: string | number) => {
       const s = this.selects[id];
@@ -104,6 +108,7 @@ export class NdParallelSection {
 
   /** The tables' work in pieces of a few estimates, as the other comparisons. */
   steps(input: MemoryInput, capacityBytes: number | undefined): Array<() => void> {
+    if (!input.parallel) return [];
     if (capacityBytes === undefined) return [() => fill(this.body)];
     const plan = planOf(input);
     const world = plan.replicate * plan.shard * plan.cp * plan.tp * plan.pp;
