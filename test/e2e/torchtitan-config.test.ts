@@ -51,6 +51,9 @@ describe('e2e: a torchtitan TOML config in a real VS Code', function () {
     const web = vscode.webview();
     await web.locator('#verdict').waitFor({ timeout: 60_000 });
     assert.match(await web.locator('#scope').innerText(), /per GPU — 64 GPUs \(8 per node × 8\), dp 8 × tp 8\+sp, torchtitan/);
+    // torchtitan has no sharding strategy and its GPUs follow the degrees: those two controls are hidden.
+    assert.equal(await web.locator('#strategy').isVisible(), false, 'Sharding is hidden');
+    assert.equal(await web.locator('#nproc').isVisible(), false, 'GPUs per node is hidden');
     await web.locator('#app[data-comparisons="done"]').waitFor({ timeout: 120_000 });
     const rows = web.locator('#nd-table tbody tr');
     assert.ok((await rows.count()) >= 3, 'several splits listed');
