@@ -113,6 +113,7 @@ describe('N-D parallel memory: per GPU, by hand', () => {
     assert.equal(plan.reshardAfterForward, false, 'torchtitan keeps parameters gathered under pipeline parallel');
     const e = estimateMemory(pp);
     assert.ok(e.notes.some((n) => /pipeline ranks differ: first .* last/.test(n)), e.notes.join('\n'));
+    assert.ok(e.notes.some((n) => /pipeline parallel: .* a lower bound/.test(n)), 'says the pipeline estimate is a lower bound (bench/results/memory-nd-2026-11-26.md)');
     // Interleaved: rank 0 keeps (1 + (p − 1)/(p·v)) times the layer-micro-batches of 1F1B.
     const inter = withDegrees({ ...pp, parallel: { ...plan, microbatches: 16 } }, { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: 'Interleaved1F1B' });
     const oneF1B = withDegrees({ ...pp, parallel: { ...plan, microbatches: 16 } }, { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: '1F1B' });

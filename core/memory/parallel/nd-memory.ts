@@ -44,6 +44,8 @@ export function ndTerms(input: MemoryInput): FrameworkTerms {
     const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
     if (first && last) notes.push(`pipeline ranks differ: first ${gib(first.peak)} (embedding, ${chunkForwardsInFlight(plan.schedule, 0, plan.pp, plan.microbatches, plan.stagesPerRank)} micro-batch chunks in flight), last ${gib(last.peak)} (output layer and logits); shown: pipeline rank ${worst.rank}`);
   }
+  // bench/results/memory-nd-2026-11-26.md: torchtitan's published 405B pipeline runs needed 1.7–2.7× this.
+  if (plan.pp > 1) notes.push('pipeline parallel: estimates fell 40–63 % below torchtitan\'s published H100 figures (bench/results/memory-nd-2026-11-26.md); read this one as a lower bound');
   if (plan.pp > 1 && !['1F1B', 'Interleaved1F1B', 'GPipe', 'LoopedBFS'].includes(plan.schedule)) notes.push(`${plan.schedule}: activations in flight counted as Interleaved1F1B's (a bound)`);
   if (plan.model.moe) notes.push('MoE: routed tokens assumed spread evenly over the experts');
   return { terms: worst.terms, backwardSteps: 2, fragmentation: CACHING_ALLOCATOR_FRAGMENTATION, notes };
