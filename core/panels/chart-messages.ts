@@ -33,6 +33,8 @@ export interface ChartFrame {
   tooltip?: string;
   /** Vertical markers this chart draws. */
   markers?: ChartMarker[];
+  /** Shown in place of the plot while it has no points: why it is empty. */
+  empty?: string;
 }
 
 /** A chart marker placed on the x axis: a checkpoint, a skipped step, a spike, a NaN. */

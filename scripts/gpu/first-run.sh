@@ -7,7 +7,8 @@
 # $OUT/first-run-details.tar.gz, so few files come back.
 #
 #   part             budget  what                                              last H100 figure (2026-11-23)
-#   build              75 s  unpack .gpu-debs, configure, build 4 targets       ~30 s, every target, 16 cores
+#   build              75 s  unpack .gpu-debs, configure, build 4 targets       ~30 s, 16 cores; attention.cu alone
+#                            (sm_90) is 31 s of CPU now, the longest file
 #   cuda-tests         65 s  fsdp-cuda-tests (kernels, ops, parity, NCCL ...)   7 tests in 2.6 s
 #   bench-native       35 s  GPT-2 124M bf16 T1024, native, 12 steps            782 ms/step at micro-batch 48
 #   bench-eager        35 s  the same in PyTorch eager (SDPA flash)             227 ms/step at 48
@@ -28,6 +29,8 @@
 #   --strategies a,b       multi-rank strategies (default FULL_SHARD,SHARD_GRAD_OP)
 #   --model M              benchmark model (default gpt2-124m); --micro-batch N: the native candidates
 #   --convergence-steps N  (default 200)
+#   --build-dir DIR        use the runtime already built in DIR instead of the build part (a warm
+#                          machine's native/build-gpu; here, the CPU build for the test's real run)
 #   --budget PART=S        a part's timeout in seconds
 #   --dry-run              print every part and its timeout, run nothing (the CPU test's mode)
 #   --plant PART=fail|timeout   with --dry-run: that part fails, or overruns its timeout (the test's planted failure)
@@ -50,7 +53,13 @@ MICRO_BATCH=""
 CONVERGENCE_STEPS=200
 DRY_RUN=0
 IN_PART=""
-COMMAND="bash scripts/gpu/first-run.sh${*:+ $*}"
+BUILD_DIR=""
+quoted() {  # its arguments as a command line to copy: plain words as they are, the rest shell-quoted
+  local a out=""
+  for a in "$@"; do if [[ "$a" =~ ^[][A-Za-z0-9_./:=,+-]+$ ]]; then out+=" $a"; else out+=" $(printf '%q' "$a")"; fi; done
+  printf '%s' "${out# }"
+}
+COMMAND="$(quoted bash scripts/gpu/first-run.sh "$@")"
 
 die() { echo "first-run.sh: $*" >&2; exit 2; }
 known_part() { [[ " ${ALL_PARTS[*]} " == *" $1 "* ]] || die "unknown part '$1' (parts: ${ALL_PARTS[*]})"; }
@@ -66,11 +75,13 @@ while [ $# -gt 0 ]; do
     --budget) known_part "${2%%=*}"; [[ "${2#*=}" =~ ^[0-9]+$ ]] || die "--budget $2: seconds must be a whole number"; BUDGET[${2%%=*}]="${2#*=}"; shift 2 ;;
     --plant) known_part "${2%%=*}"; [[ "${2#*=}" =~ ^(fail|timeout)$ ]] || die "--plant $2: fail or timeout"; PLANT[${2%%=*}]="${2#*=}"; shift 2 ;;
     --dry-run) DRY_RUN=1; shift ;;
+    --build-dir) BUILD_DIR="$(cd "$2" 2>/dev/null && pwd)" || die "--build-dir $2: no such folder"; shift 2 ;;
     --in-part) IN_PART="$2"; shift 2 ;;  # internal: run one part's body (what `timeout` runs)
     *) die "unknown option '$1'" ;;
   esac
 done
 [ "${#PLANT[@]}" -eq 0 ] || [ "$DRY_RUN" = 1 ] || die "--plant is for --dry-run only"
+[ -z "$BUILD_DIR" ] || [[ " ${PARTS[*]} " != *" build "* ]] || die "--build-dir replaces the build part: leave build out of --parts"
 
 MPI_ROOT_FLAG=()
 [ "$(id -u)" = 0 ] && MPI_ROOT_FLAG=(--allow-run-as-root)
@@ -78,9 +89,7 @@ MPI_ROOT_FLAG=()
 # --- the parts' bodies (run as `first-run.sh --in-part NAME` under timeout; logs in $WORK) ---------
 x() {  # runs its arguments; with --dry-run prints them instead
   if [ "$DRY_RUN" = 0 ]; then "$@"; return; fi
-  printf 'would run:'
-  for a in "$@"; do if [[ "$a" =~ ^[][A-Za-z0-9_./:=,+*-]+$ ]]; then printf ' %s' "$a"; else printf ' %q' "$a"; fi; done
-  echo
+  echo "would run: $(quoted "$@")"
 }
 
 gtest() {  # gtest NAME BINARY [LAUNCHER...]: a GoogleTest binary, its JSON report and log; a short listing of failures
@@ -132,7 +141,7 @@ fi
 
 # --- the run -----------------------------------------------------------------------------------------
 # The parts' files live outside $OUT (everything under $OUT comes back): only the summary and the archive go there.
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-first-run.XXXXXX")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-first-run.XXXXXX")" && [ -d "$WORK" ] || die "no work folder under ${TMPDIR:-/tmp}"
 export FSDP_FIRST_RUN_WORK="$WORK"
 mkdir -p "$OUT"
 COMMIT="${FSDP_COMMIT:-$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)}"
@@ -146,12 +155,21 @@ T0=$SECONDS
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   if [ "$DRY_RUN" = 1 ]; then echo "gpu: none (dry run)"
   else
-    echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1 | head -1)"
-    echo "cuda driver api: $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)"
+    if command -v nvidia-smi > /dev/null; then
+      echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1 | head -1)"
+      echo "cuda driver api: $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)"
+    else
+      echo "gpu: none (no nvidia-smi on this machine)"
+    fi
     echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)"
     echo "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || echo none)"
   fi
 } > "$WORK/device.txt"
+
+if [ -n "$BUILD_DIR" ]; then  # what the build part would have left, for the runtime already built there
+  mkdir -p "$WORK/build"
+  printf 'export LD_LIBRARY_PATH=%q\nBUILD=%q\nCLI=%q\n' "${LD_LIBRARY_PATH:-}" "$BUILD_DIR" "$BUILD_DIR/Release/fsdp-train-native" > "$WORK/build/build-env.sh"
+fi
 
 PLAN=""
 for p in "${PARTS[@]}"; do PLAN+="${PLAN:+,}$p:${BUDGET[$p]}"; done

@@ -176,6 +176,8 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--row", help="print this part's row of the table")
     args = ap.parse_args()
+    if not (args.work / "parts.jsonl").is_file():
+        ap.error(f"--work {args.work}: not first-run.sh's work folder (no parts.jsonl)")
     plan = [(p.split(":")[0], int(p.split(":")[1])) for p in args.plan.split(",") if p]
     dev = device(args.work)
     recs = records(args.work)

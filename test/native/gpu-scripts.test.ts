@@ -4,6 +4,7 @@
 //   summary; a planted failure and a planted overrun of a part's timeout still leave a whole summary
 //   with the later parts run; a run killed during a part (as the device tool ends a call at its time
 //   limit) leaves the summary of everything before it, the part it was in, and what it never reached;
+//   and for real, the parts a CPU machine can run (the CPU and MPI GoogleTest suites, filtered);
 // - multirank_runs.py runs first-run's multi-rank set (FULL_SHARD and SHARD_GRAD_OP at 2 ranks through
 //   MPI within 1e-6 of 1 rank, a SIGKILLed 2-rank run resumed bit for bit) and the collectives checks
 //   on the CPU backend, with measured = plan as one check over every run;
@@ -14,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { nativeCli, repoRoot } from './native-build';
+import { buildDir, gtestBinary, nativeCli, repoRoot } from './native-build';
 
 const gpuScripts = path.join(repoRoot, 'scripts', 'gpu');
 const firstRun = path.join(gpuScripts, 'first-run.sh');
@@ -188,11 +189,37 @@ describe('GPU scripts, dry run on the CPU', function () {
     assert.deepEqual(processesOf(marker), [], 'nothing of the run is left');
   });
 
+  it("first-run.sh runs for real what a CPU machine can: the CPU and MPI GoogleTest parts on this machine's build, their reports read into the summary", function () {
+    if (!existsSync(gtestBinary) || spawnSync('mpirun', ['--version']).status !== 0) {
+      console.log('    no GoogleTest build or no mpirun here');
+      this.skip();
+    }
+    const dir = path.join(out, 'real');
+    const r = spawnSync('bash', [firstRun, '--parts', 'cpu-tests,mpi-tests', '--build-dir', path.dirname(buildDir), '--gtest-filter', 'AttentionPath.*:StagedCollectives.SixteenBit*'], {
+      encoding: 'utf8',
+      env: { ...process.env, OUT: dir, TMPDIR: scratch(), FSDP_COMMIT: 'def456' },
+      timeout: 120_000,
+    });
+    assert.equal(r.status, 0, `${r.stdout.slice(-3000)}\n${r.stderr.slice(-2000)}`);
+    const s = readSummary(dir);
+    assert.equal(s.dry_run, false);
+    assert.equal(s.ok, true);
+    assert.match(s.device, /^none \(no nvidia-smi|^NVIDIA/);
+    const md = readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8');
+    // The CPU binary has the three attention-path tests; the MPI binary the one staged-collectives test, at 2 and 4 ranks.
+    assert.match(md, /\| cpu-tests \| 25 s \| \d+ s \| passed \| 3\/3 passed \|/);
+    assert.match(md, /\| mpi-tests \| 25 s \| \d+ s \| passed \| 2 ranks: 1\/1; 4 ranks: 1\/1 \|/);
+    assert.match(md, /`bash scripts\/gpu\/first-run\.sh --parts cpu-tests,mpi-tests --build-dir \S+ --gtest-filter AttentionPath\.\\\*:StagedCollectives\.SixteenBit\\\*`/);
+    const listing = spawnSync('tar', ['-tzf', path.join(dir, 'first-run-details.tar.gz')], { encoding: 'utf8' }).stdout;
+    for (const f of ['cpu-tests.json', 'cpu-tests.log', 'mpi-tests-2.json', 'mpi-tests-4.json']) assert.match(listing, new RegExp(`first-run/${f.replace('.', '\\.')}`));
+  });
+
   it('first-run.sh refuses an unknown part, a budget that is not seconds, and a planted failure outside a dry run', () => {
     for (const [args, message] of [
       [['--parts', 'build,cuda'], /unknown part 'cuda'/],
       [['--budget', 'build=1m'], /--budget build=1m: seconds must be a whole number/],
       [['--plant', 'build=fail'], /--plant is for --dry-run only/],
+      [['--build-dir', '.', '--parts', 'build,cuda-tests'], /--build-dir replaces the build part/],
     ] as const) {
       const r = spawnSync('bash', [firstRun, ...args], { encoding: 'utf8', env: { ...process.env, OUT: path.join(out, 'refused') } });
       assert.equal(r.status, 2, args.join(' '));

@@ -27,7 +27,9 @@ function render(m: DiagnosticsFrameMessage): void {
   if (m.anomalies.length > 1) {
     const list = el('div', undefined, 'anomaly-list');
     m.anomalies.forEach((a, i) => {
-      const b = el('button', `step ${a.event.step}: ${a.summary}`, i === m.selected ? 'selected' : '');
+      // Every rank reports what it saw: the rank tells the rows apart.
+      const rank = a.event.where.rank !== undefined ? `rank ${a.event.where.rank}, ` : '';
+      const b = el('button', `${rank}step ${a.event.step}: ${a.summary}`, i === m.selected ? 'selected' : '');
       b.addEventListener('click', () => host.send({ type: 'select', index: i }));
       list.append(b);
     });
@@ -51,6 +53,7 @@ function renderAnomaly(a: AnomalyView, index: number): void {
   fact('layer', e.where.layer, 'where-layer');
   fact('operation', e.where.op, 'where-op');
   fact('parameter', e.where.param);
+  fact('rank', e.where.rank, 'where-rank');
   where.append(dl, el('p', a.policy, 'policy'));
   app.append(where);
 
