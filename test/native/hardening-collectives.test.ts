@@ -20,6 +20,7 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
       } catch {
         // ended with the job
       }
+      stopped = undefined; // the next test freezes a rank of its own job
     }
     rmSync(dir, { recursive: true, force: true });
   });
