@@ -46,13 +46,15 @@ export class RunOutputTail {
 
   private async start(stream: LogStream, generation: number): Promise<void> {
     const file = `${this.runDir}/${stream}.log`;
-    let size: number;
+    let from: number;
     let head = '';
     try {
-      ({ size } = await this.machine.readFileFrom(file, 0, 0));
-      if (size > HEAD_BYTES + TAIL_BYTES) {
-        // The beginning, to its last whole line.
-        const start = (await this.machine.readFileFrom(file, 0, HEAD_BYTES)).data;
+      const { size } = await this.machine.readFileFrom(file, 0, 0);
+      from = Math.max(0, size - TAIL_BYTES);
+      if (from > 0) {
+        // Whenever the tail does not reach back to the start, the beginning too (how the run
+        // started), to its last whole line, and never past where the tail begins.
+        const start = (await this.machine.readFileFrom(file, 0, Math.min(HEAD_BYTES, from))).data;
         head = start.subarray(0, start.lastIndexOf(10) + 1).toString('utf8');
       }
     } catch (e) {
@@ -60,12 +62,11 @@ export class RunOutputTail {
       return;
     }
     if (generation !== this.generation) return;
-    const from = Math.max(0, size - TAIL_BYTES);
     const skipped = from - Buffer.byteLength(head);
-    const gap = head ? `\n… ${formatKiB(skipped)} not shown here: the whole output is in ${file} …\n\n` : '';
+    const gap = head && skipped > 0 ? `\n… ${formatKiB(skipped)} not shown here: the whole output is in ${file} …\n\n` : '';
     this.send({ stream, text: head ? readable(head) + gap : '', reset: true, ...(from > 0 && !head ? { note: `… the first ${formatKiB(from)} are in ${file}` } : {}) });
-    // A tail that starts mid-line starts at the next line.
-    let skipPartial = from > 0;
+    // A tail that starts mid-line starts at the next line (unless the head ends just where it starts).
+    let skipPartial = skipped > 0;
     this.followers.push(
       this.machine.follow(file, textLines, from, {
         batch: ({ entries }) => {

@@ -47,6 +47,27 @@ describe('run output tail (the Log tab)', () => {
     }
   });
 
+  it('shows the beginning of a log only a little longer than the tail, each line once', async () => {
+    // 70 KiB: longer than the 64 KiB tail, shorter than head and tail together. The first line is
+    // how the run started and must be shown; no line may be shown twice or lost.
+    const lines = Array.from({ length: 2600 }, (_, i) => `line ${i} ${'y'.repeat(20)}`);
+    writeFileSync(path.join(dir, 'stdout.log'), `${lines.join('\n')}\n`);
+    const chunks: OutputChunk[] = [];
+    const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
+    tail.follow();
+    try {
+      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      await until('the tail', () => text().includes('line 2599 '), 10_000);
+      const shown = text().split('\n').filter((l) => l.startsWith('line '));
+      assert.equal(shown[0], lines[0], 'the beginning: how the run started');
+      assert.equal(shown.at(-1), lines.at(-1));
+      assert.equal(new Set(shown).size, shown.length, 'no line twice');
+      for (const l of shown) assert.ok(lines.includes(l), `a whole line: ${l}`);
+    } finally {
+      tail.stop();
+    }
+  });
+
   it("shows the native runtime's JSON events on stdout as readable lines, and other lines as they are", async () => {
     const events = [
       { v: 1, type: 'run_start', time: 1, run_id: 'r1', config: {}, world: { size: 2, ranks: [] }, n_params: 124_000_000 },
@@ -64,7 +85,7 @@ describe('run output tail (the Log tab)', () => {
       assert.deepEqual(text().trimEnd().split('\n'), [
         'fsdp-train: plain words stay',
         'run r1 started: 2 ranks, 124.00M parameters',
-        'step 12  loss 3.452  lr 3.0e-4  grad norm 0.912  12.3K tok/s  45.2 ms  MFU 30.0%  mem 3.0 MiB',
+        'step 12  loss 3.4521  lr 3.00e-4  grad norm 0.912  12.3K tok/s  45.2 ms  MFU 30.0%  mem 3.0 MiB',
         'checkpoint of step 12 saved: checkpoints/step-12 (2.0 MiB)',
         'run completed at step 12',
         '{"not": "an event"}',

@@ -3,6 +3,7 @@
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import type { AnomalyView, DiagnosticsFrameMessage, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview, DumpTable } from '../../core/panels/diagnostics-messages';
 import { roundForDisplay } from '../../core/runs/number-format';
+import { codeParagraph } from '../shared/code-text';
 import { connectToHost } from '../shared/vscode-api';
 import './style.css';
 
@@ -75,7 +76,7 @@ function renderAnomaly(a: AnomalyView, index: number): void {
   for (const f of a.fixes) {
     const row = el('div', undefined, 'fix');
     const text = el('div');
-    text.append(el('strong', f.title), el('p', f.detail));
+    text.append(el('strong', f.title), codeParagraph(f.detail));
     row.append(text);
     if (f.action) {
       const b = el('vscode-button', f.action) as HTMLElement;
