@@ -130,7 +130,15 @@ export class VsCodeSession {
     const input = this.page.locator('.quick-input-widget input');
     await input.waitFor({ timeout: 20_000 });
     await input.fill(text);
-    await this.page.keyboard.press('Enter');
+    await input.press('Enter');
+    // An Enter that reaches the box while it is still settling (a loaded machine, a toast arriving)
+    // can be dropped, leaving the box open with the text typed (seen in CI on "Rename run"): while
+    // the same box is open with the same text, press it again.
+    for (let again = 0; again < 3; again++) {
+      const gone = await this.page.waitForFunction(() => !document.querySelector('.quick-input-widget input')?.checkVisibility(), undefined, { timeout: 3000 }).then(() => true, () => false);
+      if (gone || (await input.inputValue().catch(() => '')) !== text) return;
+      await input.press('Enter');
+    }
   }
 
   /**
