@@ -12,6 +12,7 @@
 #include "parallel/agreement.h"
 #include "parallel/strategy.h"
 #include "runtime/files.h"
+#include "runtime/blas_kernels.h"
 #include "runtime/peak_flops.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
@@ -156,7 +157,7 @@ std::string Trainer::set_up() {
   PeakFlops peak;
   if (rank0()) peak = machine_peak_flops(*backend_, options_.peak_flops);
   world_->broadcast(&peak.flops, sizeof peak.flops, 0);
-  events_->set_peak_flops(peak.flops, peak.source);
+  events_->set_peak(peak);
   try {
     device_world_ = device_collectives(*backend_, *world_, config_.launch.collectives);
     if (device_world_.owned && watched_world_) {
@@ -248,6 +249,14 @@ void Trainer::write_run_start(const std::string& resumed_from) {
     folder_->add_pids(pids);
   }
   events_->run_start(ranks, st_.step, layout_.total, resumed_from, device_world_.kind);
+  // Matrix products on kernels below what the CPU runs (runtime/blas_kernels.h): said where people look.
+  if (rank0() && config_.launch.device == "cpu") {
+    const BlasKernels blas = current_blas_kernels();
+    if (blas.slow) {
+      folder_->log("warn", "BLAS: " + blas.note);
+      std::fprintf(stderr, "fsdp-train-native: warning: BLAS: %s\n", blas.note.c_str());
+    }
+  }
 }
 
 void Trainer::write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped) {
