@@ -7,9 +7,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkHostAlias } from '../core/remote/remote-command';
 import type { TagSummary } from '../core/runs/scalar-history';
-import { LocalMachine } from '../extension/runs/local-machine';
-import type { RunMachine } from '../extension/runs/run-machine';
-import { SshMachine } from '../extension/runs/ssh-machine';
+import { LocalMachine } from '../runs/machines/local-machine';
+import type { RunMachine } from '../runs/machines/run-machine';
+import { SshMachine } from '../runs/machines/ssh-machine';
 import { readRunOnce, type ReadProblem, type RunRead } from './runs/read-once';
 
 const USAGE = `usage: fsdp-runs show PATH [--json] [--ssh-config FILE]

@@ -3,7 +3,7 @@
 // run.json), and runs the native trainer `fsdp-train-native` on it — by argument vector, never a
 // shell — forwarding SIGINT/SIGTERM and exiting with its exit code. With several ranks
 // (launch.nproc_per_node x launch.nnodes, --nproc sets the first) it starts them with mpirun
-// (core/launch/mpirun.ts). The extension's launcher starts runs through this same command.
+// (runs/launch/mpirun.ts). The extension's launcher starts runs through this same command.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -12,11 +12,11 @@ import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
-import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../core/launch/mpirun';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../core/launch/run-folder';
+import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../runs/launch/mpirun';
+import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../runs/folder/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
-import { lockRunFolder } from './train/run-folder-lock';
+import { lockRunFolder } from '../runs/folder/run-folder-lock';
 import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
@@ -142,7 +142,7 @@ export async function main(argv: string[]): Promise<number> {
     runDir ??= path.join(runsDir, newRunId(config.name ?? 'run'));
     if (rank === undefined || rank === 0) {
       mkdirSync(runDir, { recursive: true });
-      // Before anything is written into it: one trainer per run folder (cli/train/run-folder-lock.ts).
+      // Before anything is written into it: one trainer per run folder (runs/folder/run-folder-lock.ts).
       const busy = lockRunFolder(native, runDir);
       if (busy) {
         console.error(`fsdp-train: ${busy}`);

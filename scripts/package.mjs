@@ -1,7 +1,7 @@
 // `npm run package [OUT.vsix]`: the .vsix people install (code --install-extension fsdp-studio-<version>.vsix).
 // vsce runs the production build (vscode:prepublish), then .vscodeignore decides what ships: the
 // bundles without source maps, the native runtime's sources (built on the user's machine on first
-// use, extension/runs/local-runtime.ts) and the schemas. node_modules is not shipped: esbuild
+// use, runs/runtime/local-runtime.ts) and the schemas. node_modules is not shipped: esbuild
 // bundles every dependency. Afterwards dist/ gets its development build back (with source maps).
 // Prints the file's path, size and file count.
 import { spawnSync } from 'node:child_process';

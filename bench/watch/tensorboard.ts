@@ -8,7 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { tensorBoardDecoder } from '../../core/protocol/tensorboard/tensorboard-decoder';
+import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { repoRoot } from '../../scripts/code-server';
 import { VsCodeSession } from '../../test/e2e/harness/vscode-session';
 import { LoopbackSshd } from '../../test/harness/sshd';

@@ -2,15 +2,15 @@
 // uses: a run folder (metrics.jsonl, and the TensorBoard folder its run.json names) or a TensorBoard
 // log folder (its event files), on this machine or on an SSH host.
 import path from 'node:path';
-import { GrowingFileReader } from '../../core/protocol/growing-file';
-import { metricsDecoder } from '../../core/protocol/metrics-decoder';
-import type { DecodedBatch, DecoderFactory } from '../../core/protocol/record-decoder';
+import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
+import { metricsDecoder } from '../../runs/watch/decoders/metrics-decoder';
+import type { DecodedBatch, DecoderFactory } from '../../runs/watch/decoders/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { tensorBoardDecoder } from '../../core/protocol/tensorboard/tensorboard-decoder';
+import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { RunHistory } from '../../core/runs/run-history';
-import { EVENT_FILE_PREFIX } from '../../extension/runs/log-folder-follower';
-import { LocalMachine } from '../../extension/runs/local-machine';
-import type { RunMachine } from '../../extension/runs/run-machine';
+import { EVENT_FILE_PREFIX } from '../../runs/watch/log-folder-follower';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import type { RunMachine } from '../../runs/machines/run-machine';
 
 export interface ReadProblem {
   file: string;

@@ -1,12 +1,12 @@
 // A run's folder, runs/<run-id>/, as `fsdp-train` creates it before the runtime starts: the
 // resolved config (config.json, what the runtime reads) and the manifest (run.json, status
-// "starting", made by core/launch/run-folder.ts as for every run), both written atomically. The
+// "starting", made by runs/folder/run-folder.ts as for every run), both written atomically. The
 // runtime keeps run.json current from then on.
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
-import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
-import { writeJsonAtomically, writeStartingManifest } from '../../core/launch/run-folder';
+import { runWorld, worldSizeOf } from '../../runs/launch/mpirun';
+import { writeJsonAtomically, writeStartingManifest } from '../../runs/folder/run-folder';
 
 export interface LaunchFacts {
   configPath: string;

@@ -4,8 +4,7 @@
 // launcher starts its own ranks, files that are not there) — and resolved for the launcher.
 import path from 'node:path';
 import type { LaunchSpec, SlurmLaunch } from '../generated/launch-spec';
-import { slurmCommandProblem } from '../launch/slurm-ranks';
-import { readCommand, splitCommand, worldSizeOfCommand, type UserCommand } from '../launch/user-command';
+import { readCommand, slurmCommandProblem, splitCommand, worldSizeOfCommand, type UserCommand } from './user-command';
 import { checkHostAlias } from '../remote/remote-command';
 import type { RuleContext } from '../rules/rule';
 import launchSpecSchema from '../schemas/launch-spec.schema.json';
@@ -37,7 +36,7 @@ export interface ResolvedLaunchSpec {
   config?: string;
   /** Where run folders go on this machine. */
   runsDir: string;
-  /** A SLURM job on `nnodes` nodes, submitted from the login host `target` (core/launch/slurm-ranks.ts). */
+  /** A SLURM job on `nnodes` nodes, submitted from the login host `target` (runs/slurm/slurm-ranks.ts). */
   slurm?: SlurmLaunch;
   nnodes: number;
 }

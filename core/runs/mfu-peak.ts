@@ -1,5 +1,5 @@
 // MFU's peak as a run states it (run_start's peak_flops, peak_source and peak_measured; a step
-// event's peak_flops when the runtime raised it: native/src/runtime/peak_flops.h), and MFU never
+// event's peak_flops when the runtime raised it: native/src/backend/peak_flops.h), and MFU never
 // shown above 100%: a value above it (a run recorded before the runtime raised its peak, or a
 // person's own trainer) is shown at 100% and counted, so the chart says that the peak was too low.
 import type { RunStartEvent, StepEvent } from '../protocol/metrics';

@@ -5,12 +5,12 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { checkHostAlias } from '../../core/remote/remote-command';
-import { tensorBoardFolders } from '../runs/tensorboard-folders';
-import { LOCAL } from '../runs/run-machine';
-import type { RunRecord } from '../runs/run-registry';
-import { runKey } from '../runs/run-watch';
-import { sshConfigHosts } from '../runs/ssh-hosts';
-import type { SshMachine } from '../runs/ssh-machine';
+import { tensorBoardFolders } from '../../runs/watch/tensorboard-folders';
+import { LOCAL } from '../../runs/machines/run-machine';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import { runKey } from '../../runs/watch/run-watch';
+import { sshConfigHosts } from '../../runs/machines/ssh-hosts';
+import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { StudioContext } from '../studio-context';
 import { pickSlurmJob } from './attach-slurm';
 import { runSummary, runTitle, targetTitle } from '../views/run-labels';

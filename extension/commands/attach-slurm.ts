@@ -3,9 +3,9 @@
 // FSDP Studio's batch scripts set to the run folder); picking one watches that run.
 import * as vscode from 'vscode';
 import { checkHostAlias } from '../../core/remote/remote-command';
-import { LOCAL } from '../runs/run-machine';
-import type { RunRecord } from '../runs/run-registry';
-import { sshConfigHosts } from '../runs/ssh-hosts';
+import { LOCAL } from '../../runs/machines/run-machine';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import { sshConfigHosts } from '../../runs/machines/ssh-hosts';
 import type { StudioContext } from '../studio-context';
 
 type Item = vscode.QuickPickItem & { record?: RunRecord; host?: string };

@@ -8,17 +8,18 @@ import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
-import { launchMemoryNote } from '../../core/launch/launch-memory';
+import { launchMemoryNote } from '../../runs/launch/launch-memory';
 import { formatProblem } from '../../core/config/schema-problems';
-import { commandForConfig } from '../../core/launch/user-command';
+import { commandForConfig } from '../../core/config/user-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { launchCommandLocal, launchCommandRemote } from '../runs/command-launcher';
-import type { LaunchedRun } from '../runs/launcher';
-import { LOCAL } from '../runs/run-machine';
-import type { RunRecord } from '../runs/run-registry';
-import type { SshMachine } from '../runs/ssh-machine';
+import { launchCommandLocal, launchCommandRemote } from '../../runs/launch/command-launcher';
+import type { LaunchedRun } from '../../runs/launch/launcher';
+import { LOCAL } from '../../runs/machines/run-machine';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { StudioContext } from '../studio-context';
-import { remoteBase, showLaunched } from './launch-run';
+import { remoteBase } from '../runs/runs';
+import { showLaunched } from './show-launched';
 import { startCommandOnSlurm } from './slurm-runs';
 
 interface Relaunch {

@@ -7,12 +7,12 @@ import { formatProblem } from '../../core/config/schema-problems';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { formatBytes } from '../../core/runs/run-history';
-import { runWorld, worldSizeOf } from '../../core/launch/mpirun';
-import { launchHosts } from '../runs/hosts-launch';
-import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../runs/launcher';
-import { LOCAL } from '../runs/run-machine';
-import { showStartProgress } from '../runs/run-progress';
-import type { SshMachine } from '../runs/ssh-machine';
+import { runWorld, worldSizeOf } from '../../runs/launch/mpirun';
+import { launchHosts } from '../../runs/launch/hosts-launch';
+import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../runs/launch/launcher';
+import { LOCAL } from '../../runs/machines/run-machine';
+import { remoteBase } from '../runs/runs';
+import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { ConfigKind } from '../../core/config/document-kind';
 import { findLaunchables, launchableKind } from '../run-configs';
 import { launchConfigWithScript, launchSpecFile } from './launch-command';
@@ -20,6 +20,7 @@ import { onSlurm, slurmMemoryFits, startSlurmRun } from './slurm-runs';
 import { ensureRuntimeBuilt } from './build-runtime';
 import { rangeOfKeyPath, showConfigProblem, showLaunchFailure } from './launch-problems';
 import type { StudioContext } from '../studio-context';
+import { showLaunched } from './show-launched';
 
 export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.launchRun', (uri?: vscode.Uri) => launchRun(studio, uri));
@@ -166,25 +167,6 @@ export async function startRun(studio: StudioContext, req: LaunchRequest, previo
   studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSizeOf(runWorld(req.config))} process(es): ${launched.argv.join(' ')}`);
   await showLaunched(studio, launched, { name: req.config.name ?? launched.runId, configPath: req.configPath, ...(req.resumeRunDir ? { resumedAt: askedAt } : {}) });
   return launched;
-}
-
-/** Registers a run just started (or resumed), follows it, and opens its dashboard. */
-/** `resumedAt`: for a resume or relaunch in the same folder, when it was asked for (seconds). */
-export async function showLaunched(studio: StudioContext, launched: LaunchedRun, facts: { name: string; configPath: string; resumedAt?: number }): Promise<void> {
-  const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: facts.name, configPath: facts.configPath, launchedAt: Date.now(), pgid: launched.pgid };
-  studio.runs.remember(record);
-  const watch = studio.runs.watch(record);
-  showStartProgress(watch, record.name);
-  if (facts.resumedAt !== undefined) {
-    await watch.refreshManifest();
-    watch.follow({ resumedAt: facts.resumedAt });
-  }
-  studio.dashboards.show(record);
-}
-
-/** fsdp.remote.directory: where runtimes, data and runs live on SSH hosts. */
-export function remoteBase(): string {
-  return vscode.workspace.getConfiguration('fsdp.remote').get<string>('directory')?.trim() || '~/.fsdp-studio';
 }
 
 async function pickLaunchable(): Promise<{ uri: vscode.Uri; kind: ConfigKind } | undefined> {

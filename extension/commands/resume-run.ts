@@ -5,8 +5,8 @@
 // (training.max_steps raised to the steps done + N); resuming a completed run as it is would only
 // rewrite its final checkpoint.
 import * as vscode from 'vscode';
-import type { RunRecord } from '../runs/run-registry';
-import type { RunWatch } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { RunWatch } from '../../runs/watch/run-watch';
 import type { StudioContext } from '../studio-context';
 import { runTitle } from '../views/run-labels';
 import { relaunchCommand } from './launch-command';

@@ -1,8 +1,8 @@
 // Which run a command acts on: the one it was invoked on (a run key from a button, the runs view,
 // a dashboard) or one the person picks from the workspace's runs.
 import * as vscode from 'vscode';
-import type { RunRecord } from '../runs/run-registry';
-import { runKey } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import { runKey } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import type { RunsTreeNode } from '../views/runs-tree';
 import { runSummary, runTitle, targetTitle } from '../views/run-labels';

@@ -1,23 +1,23 @@
 // The editor's side of SLURM runs: submitting (after the memory check for the job's shape),
 // stopping and resuming by job id, with progress, messages and the batch script shown. The work
-// itself is in extension/runs/slurm-*.ts, which the tests drive against a real SLURM.
+// itself is in runs/slurm/, which the tests drive against a real SLURM.
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
-import { jobMemoryCheck } from '../../core/launch/slurm-memory';
+import { jobMemoryCheck } from '../../runs/slurm/slurm-memory';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import type { LaunchRequest } from '../runs/launcher';
-import { LOCAL } from '../runs/run-machine';
-import type { RunRecord } from '../runs/run-registry';
-import type { RunWatch } from '../runs/run-watch';
-import { stopSlurmJob } from '../runs/slurm-control';
-import { COMPANION_DIR, RemoteCompanionInstaller } from '../runs/remote-companion';
-import { launchCommandOnSlurm } from '../runs/slurm-command-launch';
-import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../runs/slurm-launch';
-import type { SshMachine } from '../runs/ssh-machine';
+import type { LaunchRequest } from '../../runs/launch/launcher';
+import { LOCAL } from '../../runs/machines/run-machine';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { RunWatch } from '../../runs/watch/run-watch';
+import { stopSlurmJob } from '../../runs/slurm/slurm-control';
+import { COMPANION_DIR, RemoteCompanionInstaller } from '../../runs/runtime/remote-companion';
+import { launchCommandOnSlurm } from '../../runs/slurm/slurm-command-launch';
+import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../../runs/slurm/slurm-launch';
+import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { StudioContext } from '../studio-context';
-import { remoteBase } from './launch-run';
+import { remoteBase } from '../runs/runs';
 
 /** Whether a config is launched as a SLURM job. */
 export function onSlurm(config: ResolvedRunConfig): boolean {

@@ -2,7 +2,7 @@
 // mpirun leads the group: it forwards that one to every rank instead of aborting them); the trainer
 // saves a checkpoint and writes run_end "stopped". SIGKILL if it is still alive after a grace period.
 import * as vscode from 'vscode';
-import { gracefulStopSignal } from '../../core/launch/mpirun';
+import { gracefulStopSignal } from '../../runs/launch/mpirun';
 import type { StudioContext } from '../studio-context';
 import { stopSlurmRun } from './slurm-runs';
 import { runTitle } from '../views/run-labels';

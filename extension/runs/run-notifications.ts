@@ -3,11 +3,11 @@
 // written while the editor watches — attaching to an old run does not replay its history as a
 // burst of pop-ups.
 import * as vscode from 'vscode';
-import { jobActive } from '../../core/launch/slurm-state';
+import { jobActive } from '../../runs/slurm/slurm-state';
 import type { AnomalyEvent, RunEndEvent } from '../../core/protocol/metrics';
 import { describeAnomaly } from '../../core/runs/run-history';
 import type { Runs } from './runs';
-import type { RunWatch } from './run-watch';
+import type { RunWatch } from '../../runs/watch/run-watch';
 import { runTitle } from '../views/run-labels';
 
 /** Events older than this when read are history, not news. */

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { MetricsEvent } from '../../core/protocol/metrics';
 import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
 import type { Runs } from './runs';
-import type { RunWatch } from './run-watch';
+import type { RunWatch } from '../../runs/watch/run-watch';
 import { runTitle } from '../views/run-labels';
 
 /** A save shorter than this gets no notification: a flash would only distract. */

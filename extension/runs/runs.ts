@@ -5,14 +5,14 @@ import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
-import { LocalMachine } from './local-machine';
-import { localLoginHost, sshLoginHost } from './login-host';
-import { LOCAL, type RunMachine, type TargetName } from './run-machine';
-import { RunRegistry, type RunRecord } from './run-registry';
-import { runKey, RunWatch, type RunRef } from './run-watch';
-import { SlurmCluster } from './slurm-cluster';
-import { SshMachine } from './ssh-machine';
-import type { SshSettings } from './ssh';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import { localLoginHost, sshLoginHost } from '../../runs/machines/login-host';
+import { LOCAL, type RunMachine, type TargetName } from '../../runs/machines/run-machine';
+import { RunRegistry, type RunRecord } from '../../runs/watch/run-registry';
+import { runKey, RunWatch, type RunRef } from '../../runs/watch/run-watch';
+import { SlurmCluster } from '../../runs/slurm/slurm-cluster';
+import { SshMachine } from '../../runs/machines/ssh-machine';
+import type { SshSettings } from '../../runs/machines/ssh';
 
 export class Runs implements vscode.Disposable {
   readonly registry: RunRegistry;
@@ -140,4 +140,9 @@ export class Runs implements vscode.Disposable {
 
 function expandHome(p: string): string {
   return p === '~' || p.startsWith('~/') ? path.join(os.homedir(), p.slice(1)) : p;
+}
+
+/** fsdp.remote.directory: where runtimes, data and runs live on SSH hosts. */
+export function remoteBase(): string {
+  return vscode.workspace.getConfiguration('fsdp.remote').get<string>('directory')?.trim() || '~/.fsdp-studio';
 }

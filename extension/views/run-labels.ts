@@ -1,8 +1,8 @@
 // How a run is named and summed up wherever it appears: runs view, status bar, quick picks.
 import * as vscode from 'vscode';
-import { jobSummary } from '../../core/launch/slurm-state';
-import type { RunRecord } from '../runs/run-registry';
-import type { RunStatus, RunWatch } from '../runs/run-watch';
+import { jobSummary } from '../../runs/slurm/slurm-state';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { RunStatus, RunWatch } from '../../runs/watch/run-watch';
 
 /** The name the person gave the run, else its config's name, else its id. */
 export function runTitle(record: RunRecord, watch?: RunWatch): string {

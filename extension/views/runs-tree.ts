@@ -2,8 +2,8 @@
 // in the description; runs of the same name are told apart by their start time, and the tooltip
 // has the run id. Refreshes at most a few times a second however fast events arrive.
 import * as vscode from 'vscode';
-import type { RunRecord } from '../runs/run-registry';
-import { runKey } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import { runKey } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { formatStart, runSummary, runTitle, startedAt, statusIcon, targetTitle } from './run-labels';
 

@@ -4,8 +4,8 @@ import * as vscode from 'vscode';
 import { parseDocument } from 'yaml';
 import type { FixId } from '../../core/panels/diagnostics-messages';
 import { fixEdit } from '../../core/runs/anomaly-report';
-import type { RunRecord } from '../runs/run-registry';
-import type { RunWatch } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { RunWatch } from '../../runs/watch/run-watch';
 
 export async function applyConfigFix(id: FixId, record: RunRecord, watch: RunWatch): Promise<void> {
   const configPath = record.configPath ?? watch.manifest?.config_path;

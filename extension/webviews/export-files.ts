@@ -1,7 +1,7 @@
 // Saving what a panel exports (a run's metrics as CSV, a chart as PNG): the editor's own save
 // dialog, so the webview never touches files and its CSP stays strict.
 import * as vscode from 'vscode';
-import type { RunRecord } from '../runs/run-registry';
+import type { RunRecord } from '../../runs/watch/run-registry';
 
 const FILTERS: Record<string, string[]> = { CSV: ['csv'], PNG: ['png'] };
 

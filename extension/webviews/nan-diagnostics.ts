@@ -7,8 +7,8 @@ import type { AnomalyView, DiagnosticsFromWebview, DiagnosticsState, Diagnostics
 import type { AnomalyEvent } from '../../core/protocol/metrics';
 import { anomalyView } from '../../core/runs/anomaly-report';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
-import type { RunRecord } from '../runs/run-registry';
-import { runKey, type RunWatch } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import { runKey, type RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';

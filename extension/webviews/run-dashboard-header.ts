@@ -6,8 +6,8 @@ import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
 import { formatCount } from '../../core/runs/number-format';
 import { runPhase, tokensSeen } from '../../core/runs/run-phase';
 import type { Spike } from '../../core/runs/spikes';
-import type { RunRecord } from '../runs/run-registry';
-import type { RunWatch } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { RunWatch } from '../../runs/watch/run-watch';
 import { maxStepsOf, runTitle } from '../views/run-labels';
 
 export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: readonly Spike[]): DashboardHeader {

@@ -3,8 +3,8 @@
 // tab is open through the machine's own transport (file watching here, a reconnecting tail over
 // ssh) with a decoder that hands on complete lines of text.
 import type { LogStream } from '../../core/panels/dashboard-messages';
-import type { DecoderFactory, RecordDecoder } from '../../core/protocol/record-decoder';
-import type { Follower, RunMachine } from '../runs/run-machine';
+import type { DecoderFactory, RecordDecoder } from '../../runs/watch/decoders/record-decoder';
+import type { Follower, RunMachine } from '../../runs/machines/run-machine';
 
 /** What the tab shows of a long log when it opens; the rest is in the file. */
 const TAIL_BYTES = 64 * 1024;

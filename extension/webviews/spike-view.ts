@@ -7,8 +7,8 @@ import type { SpikeFromWebview, SpikeState, SpikeToWebview } from '../../core/pa
 import { orderSpikes, spikeCharts, spikeEntry, spikeFixes } from '../../core/runs/spike-report';
 import { SpikeFinder, type Spike } from '../../core/runs/spikes';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
-import type { RunRecord } from '../runs/run-registry';
-import { runKey, type RunWatch } from '../runs/run-watch';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import { runKey, type RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';

@@ -195,7 +195,7 @@ def through_fsdp_train(c: Checks, cli: Path, root: Path, tokens: Path, work: Pat
     node = shutil.which("node")
     if not node or not (root / "dist" / "cli" / "fsdp-train.js").exists():
         c.results[f"fsdp-train --nproc 2 with launch.device {DEVICE}"] = {
-            "ok": None, "detail": "not run: no Node.js, or no dist/ (node scripts/build.mjs, then carry dist) on this machine; the runs above use core/launch/mpirun.ts's mpirun argv"}
+            "ok": None, "detail": "not run: no Node.js, or no dist/ (node scripts/build.mjs, then carry dist) on this machine; the runs above use runs/launch/mpirun.ts's mpirun argv"}
         print("skip fsdp-train --nproc 2: no Node.js or no dist/ here", flush=True)
         return
     cfg = sharded(tokens, 2, "FULL_SHARD", dtype="bfloat16" if DEVICE == "cuda" else "float32")

@@ -1,5 +1,5 @@
 """What the GPU scripts share: token files in the runtime's format (native/FORMATS.md), run configs,
-running the native CLI alone or under mpirun (as core/launch/mpirun.ts starts it) and reading its
+running the native CLI alone or under mpirun (as runs/launch/mpirun.ts starts it) and reading its
 metrics.jsonl, and comparing a run's measured memory with its plan."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def config(train: Path, *, d_model: int, n_layers: int, n_heads: int, vocab: int
 
 
 def mpirun_argv(ranks: int, argv: list[str]) -> list[str]:
-    """mpirun around argv as core/launch/mpirun.ts makes it for one host."""
+    """mpirun around argv as runs/launch/mpirun.ts makes it for one host."""
     root = ["--allow-run-as-root"] if hasattr(os, "getuid") and os.getuid() == 0 else []
     return ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *root, "-x", "OMP_WAIT_POLICY", "-x", "LD_LIBRARY_PATH", *argv]
 

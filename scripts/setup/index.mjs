@@ -24,6 +24,10 @@ export async function setup(purpose, { codeServer = purpose === 'test', log = co
   const { buildNative } = await import('./native.mjs');
   buildNative({ log });
   ensureSampleData(log);
+  if (purpose === 'test') {
+    const { ensurePythonEnv } = await import('./python-env.mjs');
+    ensurePythonEnv({ log });
+  }
   if (codeServer) {
     const { ensureCodeServer } = await import('./code-server.mjs');
     await ensureCodeServer({ log });

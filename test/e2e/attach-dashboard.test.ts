@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalMachine } from '../../extension/runs/local-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { untilValue as until } from '../harness/until';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { LocalMachine } from '../../extension/runs/local-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalMachine } from '../../extension/runs/local-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
 import { DDP_SCRIPT, TORCH_PYTHON } from '../harness/pytorch';
 import { LoopbackSshd } from '../harness/sshd';
 import { syntheticLoss } from '../harness/synthetic-run';

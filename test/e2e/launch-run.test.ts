@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { RunConfig } from '../../core/generated/run-config';
-import { LocalMachine } from '../../extension/runs/local-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { lossesWritten } from './harness/losses-written';
 import { VsCodeSession } from './harness/vscode-session';

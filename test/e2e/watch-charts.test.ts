@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalMachine } from '../../extension/runs/local-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { E2E_OUTPUT, VsCodeSession } from './harness/vscode-session';

@@ -3,6 +3,8 @@
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 
+/** The project's own Python environment (.venv, made by the test set-up): PyTorch 2.13 CPU, transformers, accelerate, lightning, … */
+export const VENV_PYTHON = path.join(repoRoot, '.venv', 'bin', 'python');
 export const TORCH_PYTHON = process.env.FSDP_TORCH_PYTHON ?? '/usr/bin/python3';
 export const SUPERVISOR = path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py');
 export const DDP_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');

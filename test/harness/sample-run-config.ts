@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadRunConfig } from '../../core/config/run-config';
 import type { ConfigProblem } from '../../core/config/schema-problems';
-import type { LaunchRequest } from '../../extension/runs/launcher';
+import type { LaunchRequest } from '../../runs/launch/launcher';
 import { repoRoot } from '../../scripts/code-server';
 
 export interface SampleRunOptions {

@@ -1,7 +1,7 @@
 // samples/tiny-cpu.yaml made into a small 2-rank FULL_SHARD run submitted to SLURM, for the
 // cluster tests: batch 4, no periodic checkpoints (a stop saves one), launch.slurm as given.
 import assert from 'node:assert/strict';
-import type { LaunchRequest } from '../../extension/runs/launcher';
+import type { LaunchRequest } from '../../runs/launch/launcher';
 import { sampleRunConfig } from './sample-run-config';
 
 export interface SlurmRunOptions {

@@ -1,13 +1,13 @@
 // Test data: TensorBoard event records made here, for what the public fixtures do not have
 // (tensor-encoded scalars, images, a file growing at a chosen pace). Events are encoded with
-// protobufjs from TensorFlow's message definitions (core/protocol/tensorboard/event-proto.ts) and
+// protobufjs from TensorFlow's message definitions (runs/watch/decoders/tensorboard/event-proto.ts) and
 // framed as TFRecords; production code never writes event files from TypeScript (the native
 // runtime has the one writer, native/src/metrics/tensorboard_writer.cc).
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { maskedCrc32c } from '../../core/protocol/tensorboard/crc32c';
-import { EVENT_TYPES } from '../../core/protocol/tensorboard/event-proto';
+import { maskedCrc32c } from '../../runs/watch/decoders/tensorboard/crc32c';
+import { EVENT_TYPES } from '../../runs/watch/decoders/tensorboard/event-proto';
 
 /** One TFRecord around `data`. */
 export function frameRecord(data: Uint8Array): Buffer {

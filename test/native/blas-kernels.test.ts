@@ -35,7 +35,7 @@ const CHOICES: Array<[string, number]> = [
 
 /** The environment without this test's knobs, plus `extra`. */
 function envWith(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env, OMP_NUM_THREADS: '2' };
+  const env: NodeJS.ProcessEnv = { ...process.env, OMP_NUM_THREADS: '2' };
   for (const k of ['OPENBLAS_CORETYPE', 'FSDP_BLAS_CHOICE', 'FSDP_CPU_FEATURES_HIDE', 'FSDP_EXPECT_BLAS_KERNELS']) delete env[k];
   return { ...env, ...extra };
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { mpirunArgv } from '../../core/launch/mpirun';
+import { mpirunArgv } from '../../runs/launch/mpirun';
 import { buildDir } from './native-build';
 
 const binary = path.join(buildDir, 'fsdp-mpi-tests');

@@ -1,4 +1,4 @@
-// MFU that is never above 100% (issue 24, item 3; runtime/peak_flops.h). On a CPU the peak is the
+// MFU that is never above 100% (issue 24, item 3; backend/peak_flops.h). On a CPU the peak is the
 // best this BLAS, with these kernels and threads, has reached on this machine, cached in
 // $FSDP_PEAK_CACHE: a run faster than the cached peak raises it and says so; an entry of other
 // kernels, threads or library is not this one; an entry older than a week is measured again; a
@@ -30,7 +30,7 @@ const now = () => Date.now() / 1000;
 /** Far above what any CPU's sgemm reaches: a run never raises it, and a re-measurement never equals it. */
 const UNREACHABLE = 5e15;
 
-describe('MFU against a true peak (runtime/peak_flops)', function () {
+describe('MFU against a true peak (backend/peak_flops)', function () {
   this.timeout(300_000);
   let tmp: string;
   let cache: string;

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { mpirunArgv } from '../../core/launch/mpirun';
+import { mpirunArgv } from '../../runs/launch/mpirun';
 import { nativeCli, repoRoot } from './native-build';
 import { eventsOf, readRun, startTrain, tempDir, train, writeConfig, type TrainResult } from './train-runs';
 import { outcomeOf, runSharded, shardedConfig } from './sharding-runs';

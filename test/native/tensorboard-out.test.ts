@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { tensorBoardDecoder } from '../../core/protocol/tensorboard/tensorboard-decoder';
+import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { NATIVE_TAGS } from '../../core/runs/scalar-tags';
 import { repoRoot } from './native-build';
 import { eventsOf, readRun, smallConfig, tempDir, train, writeConfig } from './train-runs';

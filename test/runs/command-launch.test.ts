@@ -1,4 +1,4 @@
-// A person's own training command launched as the editor launches it (extension/runs/command-launcher.ts):
+// A person's own training command launched as the editor launches it (runs/launch/command-launcher.ts):
 // a 2-rank DDP script (Debian's PyTorch, gloo) started by the companion's supervisor with the
 // environment rendezvous, on this machine and on an SSH host (real sshd on 127.0.0.1, the companion
 // copied there); watched live with every step once; Stop (SIGTERM to the process group) stops every
@@ -10,13 +10,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec, type ResolvedLaunchSpec } from '../../core/config/launch-spec';
-import { gracefulStopSignal } from '../../core/launch/mpirun';
-import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from '../../extension/runs/command-launcher';
-import type { LaunchedRun } from '../../extension/runs/launcher';
-import { LocalMachine } from '../../extension/runs/local-machine';
-import type { RunMachine } from '../../extension/runs/run-machine';
-import { RunWatch } from '../../extension/runs/run-watch';
-import { SshMachine } from '../../extension/runs/ssh-machine';
+import { gracefulStopSignal } from '../../runs/launch/mpirun';
+import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from '../../runs/launch/command-launcher';
+import type { LaunchedRun } from '../../runs/launch/launcher';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import type { RunMachine } from '../../runs/machines/run-machine';
+import { RunWatch } from '../../runs/watch/run-watch';
+import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { LoopbackSshd } from '../harness/sshd';

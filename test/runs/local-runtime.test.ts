@@ -1,13 +1,13 @@
 // The native runtime of an installed extension, built on this machine on first use
-// (extension/runs/local-runtime.ts, sharing runtime-build.ts with SSH hosts): where it goes, and
+// (runs/runtime/local-runtime.ts, sharing runtime-build.ts with SSH hosts): where it goes, and
 // what a person is told when the machine lacks a tool or a library — real CMake, real PATHs.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalRuntime, runtimeCacheRoot } from '../../extension/runs/local-runtime';
-import { missingPackages, sourceHash } from '../../extension/runs/runtime-build';
+import { LocalRuntime, runtimeCacheRoot } from '../../runs/runtime/local-runtime';
+import { missingPackages, sourceHash } from '../../runs/runtime/runtime-build';
 
 /** An extension folder with runtime sources of our choosing. */
 function fakeExtension(root: string, cmakeLists: string): string {

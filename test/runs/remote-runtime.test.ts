@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RemoteRuntimeInstaller, sourceHash } from '../../extension/runs/remote-runtime';
+import { RemoteRuntimeInstaller, sourceHash } from '../../runs/runtime/remote-runtime';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
 

@@ -1,4 +1,4 @@
-// Multi-process runs launched the way the editor launches them (extension/runs/launcher.ts), with the
+// Multi-process runs launched the way the editor launches them (runs/launch/launcher.ts), with the
 // real trainer under real mpirun: on this machine through fsdp-train (which runs mpirun itself), on an
 // SSH host (real sshd on 127.0.0.1) as mpirun around the host's runtime. "Stop" must reach every rank
 // as a graceful stop — a checkpoint, run_end "stopped" — and a resume must continue with every step
@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { gracefulStopSignal } from '../../core/launch/mpirun';
-import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../extension/runs/launcher';
-import { LocalMachine } from '../../extension/runs/local-machine';
-import type { RunMachine } from '../../extension/runs/run-machine';
-import { RunWatch } from '../../extension/runs/run-watch';
-import { SshMachine } from '../../extension/runs/ssh-machine';
+import { gracefulStopSignal } from '../../runs/launch/mpirun';
+import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../runs/launch/launcher';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import type { RunMachine } from '../../runs/machines/run-machine';
+import { RunWatch } from '../../runs/watch/run-watch';
+import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { sampleRunConfig } from '../harness/sample-run-config';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';

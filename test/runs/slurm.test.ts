@@ -1,5 +1,5 @@
 // Runs submitted to a real SLURM (test/harness/slurm.ts: slurmctld + slurmd + munged on this
-// machine) the way the editor submits them (extension/runs/slurm-launch.ts), with the real trainer
+// machine) the way the editor submits them (runs/slurm/slurm-launch.ts), with the real trainer
 // on 2 tasks under srun --mpi=pmix, watched by the editor's RunWatch: the job queues behind
 // another, runs, is followed live, stops with a checkpoint, resumes as a new job with every step
 // once; a job at its time limit saves and continues in its requeued job; scancel from outside
@@ -10,15 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { LocalMachine } from '../../extension/runs/local-machine';
-import { localLoginHost, sshLoginHost } from '../../extension/runs/login-host';
-import type { RunMachine } from '../../extension/runs/run-machine';
-import { RunWatch } from '../../extension/runs/run-watch';
-import { SlurmCluster } from '../../extension/runs/slurm-cluster';
-import { launchCommandOnSlurm } from '../../extension/runs/slurm-command-launch';
-import { stopSlurmJob } from '../../extension/runs/slurm-control';
-import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun, type SlurmLaunchTarget } from '../../extension/runs/slurm-launch';
-import { SshMachine } from '../../extension/runs/ssh-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import { localLoginHost, sshLoginHost } from '../../runs/machines/login-host';
+import type { RunMachine } from '../../runs/machines/run-machine';
+import { RunWatch } from '../../runs/watch/run-watch';
+import { SlurmCluster } from '../../runs/slurm/slurm-cluster';
+import { launchCommandOnSlurm } from '../../runs/slurm/slurm-command-launch';
+import { stopSlurmJob } from '../../runs/slurm/slurm-control';
+import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun, type SlurmLaunchTarget } from '../../runs/slurm/slurm-launch';
+import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { LocalSlurm } from '../harness/slurm';
 import { slurmRunConfig } from '../harness/slurm-run-config';

@@ -8,10 +8,10 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
-import { LocalMachine } from '../../extension/runs/local-machine';
-import type { RunMachine } from '../../extension/runs/run-machine';
-import { RunWatch } from '../../extension/runs/run-watch';
-import { SshMachine } from '../../extension/runs/ssh-machine';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import type { RunMachine } from '../../runs/machines/run-machine';
+import { RunWatch } from '../../runs/watch/run-watch';
+import { SshMachine } from '../../runs/machines/ssh-machine';
 import { LoopbackSshd } from '../harness/sshd';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { eventFileName, fileVersionRecord, scalarRecord } from '../harness/tensorboard-file';

@@ -5,7 +5,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
-import { launchMemoryNote } from '../../core/launch/launch-memory';
+import { launchMemoryNote } from '../../runs/launch/launch-memory';
 
 const ZERO3 = path.join(__dirname, '..', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json');
 const read = (p: string) => {

@@ -4,13 +4,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
-import { detachedStartArgv } from '../../extension/runs/detached-start';
-import { gracefulStopSignal } from '../../core/launch/mpirun';
-import { newRunId } from '../../core/launch/run-folder';
-import { withMpirun } from '../../extension/runs/launcher';
-import { RunRegistry } from '../../extension/runs/run-registry';
-import { sshArgv } from '../../extension/runs/ssh';
-import { sshConfigHosts } from '../../extension/runs/ssh-hosts';
+import { detachedStartArgv } from '../../runs/machines/detached-start';
+import { gracefulStopSignal } from '../../runs/launch/mpirun';
+import { newRunId } from '../../runs/folder/run-folder';
+import { withMpirun } from '../../runs/launch/launcher';
+import { RunRegistry } from '../../runs/watch/run-registry';
+import { sshArgv } from '../../runs/machines/ssh';
+import { sshConfigHosts } from '../../runs/machines/ssh-hosts';
 
 function config(launch: object): ResolvedRunConfig {
   return resolveRunConfig({ model: { d_model: 8, n_layers: 1, n_heads: 1, vocab_size: 256, max_seq_len: 8 }, data: { train: 'x.tok' }, training: { batch_size_per_gpu: 1, max_steps: 1 }, launch } as never, '/tmp');

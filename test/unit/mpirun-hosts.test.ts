@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mpirunArgv } from '../../core/launch/mpirun';
+import { mpirunArgv } from '../../runs/launch/mpirun';
 
 /** The value after an option in an argument vector. */
 function after(argv: string[], option: string): string | undefined {

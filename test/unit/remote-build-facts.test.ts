@@ -3,7 +3,7 @@
 // toolkit), the exact package a host lacking a library needs for its distribution, and which
 // backend a finished build has, read from CMake's own configure lines.
 import assert from 'node:assert/strict';
-import { cmakeDefinitions, describeBuiltBackend, missingLibrariesMessage, parseBuildFacts, type BuildFacts } from '../../extension/runs/remote-build-facts';
+import { cmakeDefinitions, describeBuiltBackend, missingLibrariesMessage, parseBuildFacts, type BuildFacts } from '../../runs/runtime/remote-build-facts';
 
 const gpuHost = (over: Partial<BuildFacts> = {}): BuildFacts => ({
   gpuArchitectures: ['90'],

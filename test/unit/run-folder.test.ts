@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId, startingManifest, writeStartingManifest, type RunFacts } from '../../core/launch/run-folder';
+import { latestRunOf, markEndedWithoutRunEnd, newRunId, startingManifest, writeStartingManifest, type RunFacts } from '../../runs/folder/run-folder';
 import { parseRunManifest } from '../../core/protocol/run-manifest';
 
 const facts = (over: Partial<RunFacts> = {}): RunFacts => ({

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadRunConfig } from '../../core/config/run-config';
-import { jobMemoryCheck } from '../../core/launch/slurm-memory';
+import { jobMemoryCheck } from '../../runs/slurm/slurm-memory';
 import { estimateMemory } from '../../core/memory/estimate';
 import { findGpu } from '../../core/memory/gpu-presets';
 import { isConfigInputError } from '../../core/memory/inputs/config-input';

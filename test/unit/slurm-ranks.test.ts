@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
-import { rankLines, torchrunUnderSlurm } from '../../core/launch/slurm-ranks';
+import { rankLines, torchrunUnderSlurm } from '../../runs/slurm/slurm-ranks';
 import launchSpecSchema from '../../core/schemas/launch-spec.schema.json';
 import runConfigSchema from '../../core/schemas/run-config.schema.json';
-import { scriptLine } from '../../core/launch/slurm-script';
+import { scriptLine } from '../../runs/slurm/slurm-script';
 import { commandLine } from '../../core/remote/remote-command';
 
 const JOB_ENV = { SLURM_JOB_NUM_NODES: '4', SLURM_JOB_ID: '7321', MASTER_ADDR: 'gpu-node-01', MASTER_PORT: '27321', PATH: process.env.PATH ?? '' };

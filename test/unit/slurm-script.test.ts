@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { resolveRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
-import { batchScript, directiveWord, outputPattern, parseSbatchOutput, sbatchArgv, scriptLine, slurmJobShape, stopCommand } from '../../core/launch/slurm-script';
+import { batchScript, directiveWord, outputPattern, parseSbatchOutput, sbatchArgv, scriptLine, slurmJobShape, stopCommand } from '../../runs/slurm/slurm-script';
 
 function config(launch: object, name = 'tiny'): ResolvedRunConfig {
   return resolveRunConfig({ name, model: { d_model: 8, n_layers: 1, n_heads: 1, vocab_size: 256, max_seq_len: 8 }, data: { train: 'x.tok' }, training: { batch_size_per_gpu: 1, max_steps: 1 }, launch } as never, '/tmp');

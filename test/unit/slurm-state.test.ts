@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { FIELD_SEPARATOR, GONE, jobActive, jobReason, jobRunStatus, parseSacct, parseSqueue, type SlurmJob } from '../../core/launch/slurm-state';
-import { timeLimitSeconds } from '../../core/launch/slurm-script';
-import { partitionInfo } from '../../extension/runs/slurm-cluster';
+import { FIELD_SEPARATOR, GONE, jobActive, jobReason, jobRunStatus, parseSacct, parseSqueue, type SlurmJob } from '../../runs/slurm/slurm-state';
+import { timeLimitSeconds } from '../../core/config/sbatch-options';
+import { partitionInfo } from '../../runs/slurm/slurm-cluster';
 
 const row = (...fields: string[]) => fields.join(FIELD_SEPARATOR);
 const job = (state: string, extra: Partial<SlurmJob> = {}): SlurmJob => ({ id: '42', state, from: 'squeue', ...extra });

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { GrowingFileReader } from '../../core/protocol/growing-file';
-import { crc32c } from '../../core/protocol/tensorboard/crc32c';
-import { tensorBoardDecoder, TensorBoardDecoder, type TensorBoardScalar } from '../../core/protocol/tensorboard/tensorboard-decoder';
+import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
+import { crc32c } from '../../runs/watch/decoders/tensorboard/crc32c';
+import { tensorBoardDecoder, TensorBoardDecoder, type TensorBoardScalar } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { eventRecord, fileVersionRecord, frameRecord, scalarRecord, tensorScalarRecord } from '../harness/tensorboard-file';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'tensorboard', 'janosh-tensorboard-reducer', 'tests', 'runs');

@@ -1,7 +1,7 @@
 // The command lines of torchrun, accelerate launch, deepspeed, mpirun and plain python, as
 // FSDP Studio reads them to launch a person's script (no shell; ranks; script; config; stop signal).
 import assert from 'node:assert/strict';
-import { commandForConfig, readCommand, splitCommand, stopSignalOf, worldSizeOfCommand } from '../../core/launch/user-command';
+import { commandForConfig, readCommand, splitCommand, stopSignalOf, worldSizeOfCommand } from '../../core/config/user-command';
 
 const read = (line: string) => {
   const s = splitCommand(line);

@@ -1,6 +1,6 @@
 // Run config rules about launching beyond one machine: a SLURM job (launch.slurm) and one job
 // across several SSH hosts (launch.hosts) — what their shape asks of the other launch keys.
-import { OPTIONS_SET_BY_THE_SCRIPT, timeLimitSeconds } from '../../launch/slurm-script';
+import { OPTIONS_SET_BY_THE_SCRIPT, timeLimitSeconds } from '../../config/sbatch-options';
 import { asNumber, isObject, report, valueAt, type ConfigRule } from '../rule';
 
 export const slurmOrHosts: ConfigRule = {
@@ -16,7 +16,7 @@ export const slurmOrHosts: ConfigRule = {
 export const hostsMatchNodes: ConfigRule = {
   code: 'run.hosts-nodes',
   why: 'mpirun starts launch.nproc_per_node ranks on each host of launch.hosts, and the runtime sizes its world and HYBRID_SHARD groups from launch.nnodes: the two must agree. The run starts on the first host, where its folder lives.',
-  source: 'core/launch/mpirun.ts (mpirunArgv with hosts)',
+  source: 'runs/launch/mpirun.ts (mpirunArgv with hosts)',
   check(ctx) {
     const hosts = valueAt(ctx.value, ['launch', 'hosts']);
     if (!Array.isArray(hosts) || hosts.length < 2) return [];
@@ -68,7 +68,7 @@ export const slurmGpusPerTask: ConfigRule = {
 export const slurmDirectivesOwnKeys: ConfigRule = {
   code: 'run.slurm-directive',
   why: 'The batch script sets the job\'s shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again would override it (the later line wins) and break what the editor relies on.',
-  source: 'core/launch/slurm-script.ts (batchScript, OPTIONS_SET_BY_THE_SCRIPT)',
+  source: 'runs/slurm/slurm-script.ts (batchScript, OPTIONS_SET_BY_THE_SCRIPT)',
   check(ctx) {
     const extra = valueAt(ctx.value, ['launch', 'slurm', 'extra_directives']);
     if (!Array.isArray(extra)) return [];
@@ -86,7 +86,7 @@ export const slurmDirectivesOwnKeys: ConfigRule = {
 export const slurmSignalWithinLimit: ConfigRule = {
   code: 'run.slurm-signal',
   why: 'signal_before_limit_s tells the job to save and requeue itself that long before its time limit; as long as the limit itself, the job would be told so as soon as it starts, and requeue forever.',
-  source: 'sbatch --signal=B:USR1@N (core/launch/slurm-script.ts)',
+  source: 'sbatch --signal=B:USR1@N (runs/slurm/slurm-script.ts)',
   check(ctx) {
     const slurm = valueAt(ctx.value, ['launch', 'slurm']);
     if (!isObject(slurm)) return [];

@@ -8,8 +8,8 @@
 
 #include "validation/validate.h"
 #include "memory/memory_plan.h"
-#include "runtime/device_probe.h"
-#include "train/smoke_step.h"
+#include "backend/device_probe.h"
+#include "addon/smoke_step.h"
 
 namespace {
 

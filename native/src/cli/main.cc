@@ -44,13 +44,13 @@
 #include "backend/backend.h"
 #include "memory/memory_plan.h"
 #include "parallel/allreduce_check.h"
+#include "backend/device_probe.h"
+#include "backend/peak_flops.h"
 #include "runtime/blas_kernels.h"
-#include "runtime/device_probe.h"
 #include "runtime/files.h"
-#include "runtime/peak_flops.h"
 #include "runtime/process_start.h"
 #include "runtime/threads.h"
-#include "train/run_folder_lock.h"
+#include "run_folder/run_folder_lock.h"
 #include "train/trainer.h"
 #ifdef FSDP_MPI_BUILT
 #include "parallel/mpi/mpi_collectives.h"
@@ -144,13 +144,13 @@ int print_sgemm_peak(long n) {
   const fsdp::SgemmSpeed s = fsdp::measure_sgemm(*backend, n, fsdp::kPeakSgemmRepeats);
   nlohmann::json out = {{"n", n}, {"repeats", fsdp::kPeakSgemmRepeats}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops},
                         {"kernels", fsdp::current_blas_kernels().core}};
-  // The peak's own measurement: the best this machine reached counts for MFU (runtime/peak_flops.h).
+  // The peak's own measurement: the best this machine reached counts for MFU (backend/peak_flops.h).
   if (n == fsdp::kPeakSgemmN) out["cache"] = fsdp::record_sgemm_peak(s, fsdp::current_threads());
   std::cout << out.dump() << "\n";
   return 0;
 }
 
-/** Where MFU's peak for THREADS threads is cached, and under which key (runtime/peak_flops.h). */
+/** Where MFU's peak for THREADS threads is cached, and under which key (backend/peak_flops.h). */
 int print_peak_cache_key(int threads) {
   if (threads <= 0) {
     std::cerr << "fsdp-train-native: --peak-cache-key THREADS: THREADS must be a positive number\n";

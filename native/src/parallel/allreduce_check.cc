@@ -10,7 +10,7 @@
 #include "parallel/agreement.h"
 #include "parallel/device_collectives.h"
 #include "parallel/process_groups.h"
-#include "runtime/device_probe.h"
+#include "backend/device_probe.h"
 
 namespace fsdp {
 

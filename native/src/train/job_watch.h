@@ -11,18 +11,12 @@
 
 #include "backend/backend.h"
 #include "parallel/collectives.h"
+#include "parallel/job_rank.h"
 #include "runtime/allocator.h"
 #include "runtime/peer_watch.h"
 #include "train/run_folder.h"
 
 namespace fsdp {
-
-struct JobRank {
-  int rank = 0;
-  std::string host;
-  int pid = 0;
-  MemoryUsage resident, resident_host;  // device (backend) and offload host memory, live now
-};
 
 /** Every rank's record, in rank order, on every rank (a collective). */
 std::vector<JobRank> gather_job(Collectives& world, Backend& backend);

@@ -17,7 +17,7 @@
 #include "metrics/metrics_log.h"
 #include "metrics/run_manifest.h"
 #include "metrics/tensorboard_writer.h"
-#include "train/run_folder_lock.h"
+#include "run_folder/run_folder_lock.h"
 
 namespace fsdp {
 

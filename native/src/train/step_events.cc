@@ -4,7 +4,7 @@
 
 #include "metrics/metrics_log.h"
 #include "parallel/agreement.h"
-#include "runtime/device_probe.h"
+#include "backend/device_probe.h"
 #include "runtime/files.h"
 #include "runtime/threads.h"
 

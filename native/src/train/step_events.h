@@ -15,7 +15,7 @@
 #include "config/run_config.h"
 #include "memory/memory_plan.h"
 #include "parallel/collectives.h"
-#include "runtime/peak_flops.h"
+#include "backend/peak_flops.h"
 #include "train/job_watch.h"
 #include "train/run_folder.h"
 
@@ -34,7 +34,7 @@ class StepEvents {
  public:
   StepEvents(RunFolder& folder, Collectives& world, Backend& backend, const RunConfig& config, const MemoryPlan& plan, double flops_per_token);
 
-  /** The peak MFU is measured against (0: none; runtime/peak_flops.h), rank 0's, for run_start and the steps. */
+  /** The peak MFU is measured against (0: none; backend/peak_flops.h), rank 0's, for run_start and the steps. */
   void set_peak(PeakFlops peak) { peak_ = std::move(peak); }
   double peak_flops() const { return peak_.flops; }
 

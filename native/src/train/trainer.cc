@@ -12,13 +12,13 @@
 #include "parallel/agreement.h"
 #include "parallel/strategy.h"
 #include "runtime/files.h"
+#include "backend/peak_flops.h"
 #include "runtime/blas_kernels.h"
-#include "runtime/peak_flops.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "backend/backend_options.h"
-#include "runtime/device_probe.h"
-#include "train/memory_check.h"
+#include "backend/device_probe.h"
+#include "memory/memory_check.h"
 #include "train/run_failure.h"
 #include "train/step_end_vote.h"
 
@@ -151,7 +151,7 @@ std::string Trainer::set_up() {
   }
   error = first_failure(*world_, error);
   if (!error.empty()) return error;
-  // MFU against a true peak (runtime/peak_flops.h): the datasheet's on GPUs, else this machine's
+  // MFU against a true peak (backend/peak_flops.h): the datasheet's on GPUs, else this machine's
   // sgemm peak, cached per machine; rank 0 finds it while the others wait (measured together they
   // would share the cores).
   PeakFlops peak;

@@ -29,7 +29,7 @@
 #include "parallel/single_process.h"
 #include "parallel/watched_collectives.h"
 #include "train/checkpoints.h"
-#include "train/collective_watchdog.h"
+#include "parallel/collective_watchdog.h"
 #include "train/job_watch.h"
 #include "train/loss_scaler.h"
 #include "train/nan_planting.h"

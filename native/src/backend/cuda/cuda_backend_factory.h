@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "runtime/device_probe.h"
+#include "backend/device_probe.h"
 
 namespace fsdp {
 

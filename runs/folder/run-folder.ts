@@ -1,0 +1,113 @@
+// The one place a run's identity and its manifest (runs/<run-id>/run.json) are made, for every kind
+// of run: the native runtime launched by `npx fsdp-train` or by the editor (locally or on an SSH
+// host), and a person's own training command launched by the editor. The run id is the run
+// folder's name; the native runtime started directly on a folder without run.json (by mpirun or
+// srun, without fsdp-train) takes that name too (native/src/metrics/run_manifest.cc), so every run
+// is named by the same rule. Writers of run.json after this one (the runtime as the run goes, the
+// companion's supervisor for a person's command) merge their fields into what is here.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseRunManifest, RUN_MANIFEST_VERSION, type ManifestWorld, type RunManifest } from '../../core/protocol/run-manifest';
+
+/**
+ * `<name>-YYYYMMDD-HHMMSS-<4 hex>` (UTC): sorts by start time, unique across quick relaunches, and
+ * safe as a folder name and as a shell word whatever the config's name holds.
+ */
+export function newRunId(name: string | undefined, now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  const slug = (name ?? 'run').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 40) || 'run';
+  return `${slug}-${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+/** What a launcher knows about a run when it starts it. */
+export interface RunFacts {
+  runId: string;
+  /** The config's (or launch spec's) name, for display. */
+  name?: string;
+  /** The resolved config or launch spec, as the run reads it. */
+  config: Record<string, unknown>;
+  /** The file it was launched from. */
+  configPath?: string;
+  world: ManifestWorld;
+  /** Host name where rank 0 runs (or the SSH alias, when launched there from the editor). */
+  host: string;
+  /** "local" or the SSH host alias. */
+  target: string;
+  /** The argument vector that starts the run. */
+  command: string[];
+  maxSteps?: number;
+  /** "command": a person's own training command; absent: the native runtime. */
+  kind?: RunManifest['kind'];
+  /** Where the run writes logs other than metrics.jsonl (TensorBoard event files). */
+  logs?: RunManifest['logs'];
+}
+
+/**
+ * The manifest a launch writes before the run starts (status "starting"). With `previous` (a resume
+ * or a relaunch in the same folder) the run keeps its identity and history fields; its old end is
+ * no longer the end.
+ */
+export function startingManifest(facts: RunFacts, previous?: RunManifest, now = Date.now() / 1000): RunManifest {
+  const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  return {
+    ...kept,
+    v: RUN_MANIFEST_VERSION,
+    run_id: previous?.run_id ?? facts.runId,
+    ...(facts.name ? { name: facts.name } : {}),
+    created: previous?.created ?? now,
+    updated: now,
+    status: 'starting',
+    ...(facts.maxSteps !== undefined ? { max_steps: facts.maxSteps } : {}),
+    config: facts.config,
+    ...(facts.configPath ? { config_path: facts.configPath } : {}),
+    world: facts.world,
+    host: facts.host,
+    target: facts.target,
+    command: facts.command,
+    ...(facts.kind ? { kind: facts.kind } : {}),
+    ...(facts.logs ? { logs: facts.logs } : {}),
+  };
+}
+
+export function writeJsonAtomically(file: string, value: unknown): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
+  renameSync(tmp, file);
+}
+
+/** run.json of a folder on this machine; undefined when absent or unreadable. */
+export function readManifestFile(runDir: string): RunManifest | undefined {
+  const file = path.join(runDir, 'run.json');
+  if (!existsSync(file)) return undefined;
+  const parsed = parseRunManifest(readFileSync(file, 'utf8'));
+  return 'manifest' in parsed ? parsed.manifest : undefined;
+}
+
+/** Writes run.json into runDir (created if missing), with the launcher's own pid. */
+export function writeStartingManifest(runDir: string, facts: RunFacts): RunManifest {
+  mkdirSync(runDir, { recursive: true });
+  const manifest = { ...startingManifest(facts, readManifestFile(runDir)), pids: [process.pid] };
+  writeJsonAtomically(path.join(runDir, 'run.json'), manifest);
+  return manifest;
+}
+
+/** The most recently created run of this name under runsDir, for `--resume auto`. */
+export function latestRunOf(runsDir: string, name: string): string | undefined {
+  if (!existsSync(runsDir)) return undefined;
+  let best: { dir: string; created: number } | undefined;
+  for (const entry of readdirSync(runsDir, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const dir = path.join(runsDir, entry.name);
+    const m = readManifestFile(dir);
+    if (m && m.name === name && (!best || m.created > best.created)) best = { dir, created: m.created };
+  }
+  return best?.dir;
+}
+
+/** Marks a run failed when it ended without saying so itself (killed by a signal, refused its config). */
+export function markEndedWithoutRunEnd(runDir: string, reason: string): void {
+  const m = readManifestFile(runDir);
+  if (!m || (m.status !== 'starting' && m.status !== 'running')) return;
+  writeJsonAtomically(path.join(runDir, 'run.json'), { ...m, status: 'failed', end_reason: reason, updated: Date.now() / 1000 });
+}

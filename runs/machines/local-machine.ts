@@ -1,0 +1,155 @@
+// Runs on this machine: files read directly, growing files followed by watching their folder
+// (local-follower.ts), the trainer started in its own session and stopped through its process group.
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { DecoderFactory } from '../watch/decoders/record-decoder';
+import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
+import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
+import { LocalFollower } from '../watch/transports/local-follower';
+import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type ListedFile, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
+
+export class LocalMachine implements RunMachine {
+  readonly target = LOCAL;
+
+  async readManifest(runDir: string): Promise<RunManifest | undefined> {
+    const file = path.join(runDir, 'run.json');
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+    const parsed = parseRunManifest(text);
+    if ('error' in parsed) throw new Error(`${file}: ${parsed.error}`);
+    return parsed.manifest;
+  }
+
+  async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
+    const handle = await open(file, 'r');
+    try {
+      const start = tail ? Math.max(0, (await handle.stat()).size - maxBytes) : 0;
+      const buf = Buffer.alloc(maxBytes);
+      const { bytesRead } = await handle.read(buf, 0, maxBytes, start);
+      return buf.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async readFileFrom(file: string, offset: number, maxBytes: number): Promise<{ data: Buffer; size: number }> {
+    let handle;
+    try {
+      handle = await open(file, 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { data: Buffer.alloc(0), size: 0 };
+      throw e;
+    }
+    try {
+      const size = (await handle.stat()).size;
+      const length = Math.max(0, Math.min(maxBytes, size - offset));
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = length ? await handle.read(buf, 0, length, offset) : { bytesRead: 0 };
+      return { data: buf.subarray(0, bytesRead), size };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async listRunDirs(runsDir: string): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(runsDir);
+    } catch {
+      return [];
+    }
+    return names.map((n) => path.join(runsDir, n)).filter((d) => existsSync(path.join(d, 'run.json'))).sort();
+  }
+
+  follow<R>(file: string, decoder: DecoderFactory<R>, offset: number, handlers: FollowHandlers<R>): Follower {
+    return new LocalFollower(file, decoder, offset, handlers);
+  }
+
+  async listFiles(dir: string, prefix: string, depth: number): Promise<ListedFile[]> {
+    const found: ListedFile[] = [];
+    const walk = async (d: string, level: number): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(d, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        const p = path.join(d, e.name);
+        if (e.isDirectory() && level < depth) await walk(p, level + 1);
+        else if (e.isFile() && e.name.startsWith(prefix)) {
+          const s = await stat(p).catch(() => undefined);
+          if (s) found.push({ path: p, bytes: s.size, mtime: s.mtimeMs / 1000 });
+        }
+      }
+    };
+    await walk(dir, 0);
+    return found.sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  async start(spec: DetachedStart): Promise<StartedRun> {
+    mkdirSync(spec.runDir, { recursive: true });
+    const out = openSync(path.join(spec.runDir, 'stdout.log'), 'a');
+    const err = openSync(path.join(spec.runDir, 'stderr.log'), 'a');
+    try {
+      const argv = detachedStartArgv(spec.manifest, path.join(spec.runDir, 'run.json'), spec.argv);
+      // detached: setsid() in the child, so the run has its own session and process group and a
+      // window reload, closing the editor or a signal to the editor's group leaves it running.
+      const child = spawn(argv[0], argv.slice(1), { cwd: spec.cwd, detached: true, stdio: ['ignore', out, err], env: { ...process.env, ...spec.env } });
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', (e) => reject(new Error(`could not start ${spec.argv[0]}: ${e.message}`)));
+      });
+      child.once('exit', (code) => {
+        if (code === START_SCRIPT_FAILED) console.error(`FSDP Studio: could not write ${spec.runDir}/run.json before starting the trainer`);
+      });
+      child.unref();
+      return { pid: child.pid!, pgid: child.pid! };
+    } finally {
+      closeSync(out);
+      closeSync(err);
+    }
+  }
+
+  async isAlive(pgid: number): Promise<boolean> {
+    try {
+      process.kill(-pgid, 0);
+      return true;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  }
+
+  async processesAlive(pids: number[], host: string): Promise<boolean | undefined> {
+    if (host !== os.hostname()) return undefined;
+    return pids.some((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (e) {
+        return (e as NodeJS.ErrnoException).code === 'EPERM';
+      }
+    });
+  }
+
+  async removeRunDir(runDir: string): Promise<void> {
+    if (!existsSync(path.join(runDir, 'run.json'))) throw new Error(`${runDir} is not a run folder (it has no run.json): not deleted`);
+    await rm(runDir, { recursive: true, force: true });
+  }
+
+  async signal(pgid: number, signal: StopSignal): Promise<void> {
+    try {
+      process.kill(-pgid, signal);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+    }
+  }
+}

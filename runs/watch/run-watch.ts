@@ -1,0 +1,399 @@
+// Watching one run: its manifest, what it logs folded into a RunHistory from the first byte — its
+// metrics.jsonl, and the TensorBoard event files of a person's own command or of a TensorBoard log
+// folder attached as a run — the connection state, and whether its processes are still alive.
+// Dashboards, the runs view and the status bar all read the same RunWatch, so they never disagree.
+import os from 'node:os';
+import { jobActive, jobReason, jobRunStatus, jobWaiting, type RunFacts, type SlurmJob } from '../slurm/slurm-state';
+import { metricsDecoder } from './decoders/metrics-decoder';
+import type { RecordProblem } from './decoders/record-decoder';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { RunLogEntry } from '../../core/protocol/run-log-reader';
+import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
+import { RunHistory } from '../../core/runs/run-history';
+import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
+import type { ConnectionState, Follower, RunMachine, TargetName } from '../machines/run-machine';
+import type { SlurmCluster } from '../slurm/slurm-cluster';
+import { goneJob, jobOfRecord, recordJobEnd } from '../slurm/slurm-run';
+
+export interface RunRef {
+  /** "local" or an SSH host alias. */
+  target: TargetName;
+  /** Absolute path of the run directory on the target (or of a TensorBoard log folder). */
+  runDir: string;
+  /** "tensorboard": runDir is a TensorBoard log folder (one run), not a run folder with run.json. */
+  format?: 'tensorboard';
+}
+
+export function runKey(ref: RunRef): string {
+  return `${ref.target}:${ref.runDir}`;
+}
+
+/** queued, cancelled, timed-out and preempted: runs submitted to SLURM (runs/slurm/slurm-state.ts). */
+export type RunStatus = 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted' | 'unknown';
+
+export interface RunWatchChange {
+  /** Events appended since the last change (empty for connection or status changes). */
+  entries: RunLogEntry[];
+}
+
+const PROBLEMS_KEPT = 50;
+/** How often a live run's processes are checked (a crash writes no run_end). */
+const LIVENESS_MS = { local: 3000, ssh: 15000 };
+/** After a run's end, its event files get at most this long to deliver their last records. */
+const LOGS_DRAIN_MS = { local: 5000, ssh: 15000 };
+/** A launched command's event files are those changed from a little before it was created. */
+const SINCE_SLACK_S = 60;
+/** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
+const TAIL_BYTES = 4096;
+const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
+
+export class RunWatch {
+  readonly history = new RunHistory();
+  manifest: RunManifest | undefined;
+  connection: ConnectionState = { state: 'closed' };
+  readonly problems: RecordProblem[] = [];
+  /**
+   * Set when the run ended without a run_end: its processes are gone, or its launcher wrote the
+   * exit into run.json (a runtime killed by a signal, a config refused before the first step).
+   */
+  vanished: string | undefined;
+  /** The person pressed Stop on this run (its "stopped by signal 15" is then their own doing). */
+  stopRequested = false;
+  /** Why the manifest could not be read, if it could not. */
+  manifestError: string | undefined;
+  /** The SLURM job behind the run (run.json's slurm.job_id) as last reported; undefined for other runs. */
+  job: SlurmJob | undefined;
+  private follower: Follower | undefined;
+  private logFolder: LogFolderFollower | undefined;
+  private readonly logProgress = newLogFolderProgress();
+  private logConnection: ConnectionState = { state: 'closed' };
+  private metricsConnection: ConnectionState = { state: 'closed' };
+  private offset = 0;
+  /** When the latest resume was asked for (seconds; see follow()). */
+  private resumedAt = -Infinity;
+  private liveness: NodeJS.Timeout | undefined;
+  private checking = false;
+  private disposed = false;
+  private readonly listeners = new Set<(change: RunWatchChange) => void>();
+
+  /** `cluster`: the target as a SLURM login host, for runs submitted there. */
+  constructor(readonly ref: RunRef, readonly machine: RunMachine, private readonly cluster?: SlurmCluster) {}
+
+  get key(): string {
+    return runKey(this.ref);
+  }
+
+  get metricsFile(): string {
+    return `${this.ref.runDir}/metrics.jsonl`;
+  }
+
+  /** Registers a listener for new events and state changes; returns its disposer. */
+  onChange(listener: (change: RunWatchChange) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Reads the manifest and follows metrics.jsonl from where this watch stopped (first: byte 0). */
+  async start(): Promise<void> {
+    await this.refreshJob();
+    this.follow();
+  }
+
+  /** Reads the manifest and, for a SLURM run, asks about its current job (after a stop or a resubmission). */
+  async refreshJob(): Promise<void> {
+    await this.refreshManifest();
+    const jobId = this.jobId();
+    if (!jobId) return;
+    await this.checkJob(jobId);
+    this.emit([]);
+    if (this.watchesJob()) this.scheduleLiveness();
+  }
+
+  /**
+   * Starts following again, e.g. after a resume appended to a finished run's log. `resumedAt`
+   * (seconds): when the resume was asked for; an end written before it is the last run's, not this
+   * one's, even when it is read only now (Resume pressed as the stop's last lines arrive).
+   */
+  follow(opts: { resumedAt?: number } = {}): void {
+    if (opts.resumedAt !== undefined) this.resumedAt = opts.resumedAt;
+    if (this.disposed || this.follower || this.logFolder) return;
+    this.vanished = undefined;
+    const pid = this.manifest?.pgid;
+    if (this.ref.format !== 'tensorboard') {
+      this.follower = this.machine.follow(this.metricsFile, metricsDecoder, this.offset, {
+        batch: (batch) => {
+          this.offset = batch.offset;
+          for (const e of batch.entries) this.history.apply(e.event);
+          this.keepProblems(batch.problems);
+          // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
+          // lines — keeps following: its run_start comes after them.)
+          if (this.history.end && this.history.end.time >= this.resumedAt && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
+          // The trainer started while its job was last seen queued: ask SLURM again now, not at the next poll.
+          if (this.job && jobWaiting(this.job) && batch.entries.some((e) => e.event.type === 'run_start')) void this.refreshJob();
+          if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
+        },
+        connection: (state) => this.setConnection('metrics', state),
+      }, pid);
+    }
+    this.followLogs();
+    if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
+  }
+
+  /** Follows the TensorBoard folder the run logs to (named in run.json, which may come a moment after the run). */
+  private followLogs(): void {
+    const logs = this.logFolderOptions();
+    if (logs && !this.logFolder) {
+      this.logFolder = new LogFolderFollower(this.machine, logs.dir, logs.options, this.logProgress, {
+        batch: (_file, batch) => {
+          for (const s of batch.entries) this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+          this.keepProblems(batch.problems);
+          if (batch.entries.length || batch.problems.length) this.emit([]);
+        },
+        connection: (state) => this.setConnection('logs', state),
+      });
+    }
+  }
+
+  /** The TensorBoard folder this run's scalars come from, if any. */
+  private logFolderOptions(): { dir: string; options: LogFolderOptions } | undefined {
+    if (this.ref.format === 'tensorboard') return { dir: this.ref.runDir, options: { depth: 0 } };
+    const dir = this.manifest?.logs?.tensorboard;
+    if (!dir) return undefined;
+    // A launched command writes where it likes below its folder (runs/<date>_<host>/, version_N/):
+    // its own files are those written since it was created.
+    const created = this.manifest?.created;
+    return { dir, options: { depth: 3, ...(created !== undefined ? { since: created - SINCE_SLACK_S } : {}), ...(this.manifest?.pgid ? { pid: this.manifest.pgid } : {}) } };
+  }
+
+  /** The event files this watch reads. */
+  get logFiles(): string[] {
+    return this.logFolder?.files ?? [...this.logProgress.offsets.keys()];
+  }
+
+  private keepProblems(problems: RecordProblem[]): void {
+    if (!problems.length) return;
+    this.problems.push(...problems);
+    this.problems.splice(0, Math.max(0, this.problems.length - PROBLEMS_KEPT));
+  }
+
+  /** The watch's connection: its metrics.jsonl's, unless its logs' is worse (or it has only logs). */
+  private setConnection(which: 'metrics' | 'logs', state: ConnectionState): void {
+    if (which === 'metrics') this.metricsConnection = state;
+    else this.logConnection = state;
+    const rank = (s: ConnectionState) => ({ reconnecting: 3, connecting: 2, live: 1, closed: 0 })[s.state];
+    const primary = this.ref.format === 'tensorboard' ? this.logConnection : this.metricsConnection;
+    const logs = this.logFolder ? this.logConnection : undefined;
+    this.connection = logs && primary.state !== 'closed' && rank(logs) > rank(primary) ? logs : primary;
+    this.emit([]);
+  }
+
+  status(): RunStatus {
+    if (this.job) return jobRunStatus(this.job, this.runFacts());
+    const end = this.history.end;
+    // run.json rewritten as live after the log's last end is a resume starting.
+    const resuming = end && this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time;
+    if (end && !resuming) return end.status;
+    const m = this.manifest?.status;
+    if (m === 'completed' || m === 'failed' || m === 'stopped') return m;
+    if (this.vanished) return 'failed';
+    if (this.history.start) return 'running';
+    if (m) return m;
+    return 'unknown';
+  }
+
+  /** Why the run ended, in words, when it did not complete. */
+  endReason(): string | undefined {
+    if (this.stopRequested && this.status() === 'stopped') return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
+    const fromJob = this.job && jobReason(this.job, jobRunStatus(this.job, this.runFacts()));
+    if (fromJob) return fromJob;
+    return this.vanished ?? this.history.end?.reason ?? this.manifest?.end_reason;
+  }
+
+  isLive(): boolean {
+    const s = this.status();
+    return s === 'starting' || s === 'running' || s === 'queued';
+  }
+
+  async refreshManifest(): Promise<void> {
+    try {
+      this.manifest = await this.machine.readManifest(this.ref.runDir);
+      this.manifestError = undefined;
+      if (this.follower && !this.logFolder) this.followLogs();
+    } catch (e) {
+      this.manifestError = (e as Error).message;
+    }
+  }
+
+  /** Reads what was appended now (local runs; ssh tails deliver by themselves). */
+  poke(): void {
+    this.follower?.poke();
+    this.logFolder?.poke();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.stopFollowing();
+    clearTimeout(this.liveness);
+    this.listeners.clear();
+  }
+
+  /** The run wrote its end: its event files (run.json may name them only now) are read to their end, then let go. */
+  private async followToTheEnd(): Promise<void> {
+    if (!this.logFolder && this.ref.format !== 'tensorboard') await this.refreshManifest();
+    // Resumed while run.json was read: the end is the last run's; its successor's lines come next.
+    if ((this.history.end?.time ?? -Infinity) < this.resumedAt) return;
+    // Or run.json, rewritten by a launch after that end, says so (a watch made after the resume).
+    if (this.isLive()) return;
+    this.stopFollowing();
+  }
+
+  private stopFollowing(): void {
+    // A SLURM run's job is watched on after a run_end: a requeued job starts the run again.
+    if (!this.watchesJob()) {
+      clearTimeout(this.liveness);
+      this.liveness = undefined;
+    }
+    const f = this.follower;
+    this.follower = undefined;
+    f?.stop();
+    // The run's event files may still hold its last records: read them, then let go.
+    const logs = this.logFolder;
+    this.logFolder = undefined;
+    if (logs) {
+      if (this.disposed) logs.stop();
+      else void logs.drain(this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh).finally(() => logs.stop());
+    }
+  }
+
+  private scheduleLiveness(): void {
+    clearTimeout(this.liveness);
+    const every = this.machine.target === 'local' ? LIVENESS_MS.local : LIVENESS_MS.ssh;
+    this.liveness = setTimeout(() => void this.checkLiveness(), every);
+  }
+
+  /** The run's SLURM job, when it was submitted to one and the target can be asked. */
+  private jobId(): string | undefined {
+    return this.cluster ? this.manifest?.slurm?.job_id : undefined;
+  }
+
+  /** Whether the run's SLURM job is to be asked about: it has one that may not have ended. */
+  private watchesJob(): boolean {
+    return !this.disposed && !!this.jobId() && (!this.job || jobActive(this.job));
+  }
+
+  private runFacts(): RunFacts {
+    const { start, end } = this.history;
+    return { ...(start ? { startedAt: start.time } : {}), ...(end ? { end: { status: end.status, time: end.time } } : {}) };
+  }
+
+  /**
+   * A SLURM run: its job's state stands in for the process group. The run is followed again when
+   * a job of it runs after the last run_end (a requeue), and no longer once the job ended; the end
+   * is recorded in run.json, which outlives the controller's memory of the job.
+   */
+  private async checkJob(jobId: string): Promise<void> {
+    const asked = await this.cluster!.job(jobId);
+    if (asked === 'unreachable') return;
+    const job = asked ?? jobOfRecord(this.manifest!) ?? goneJob(jobId);
+    this.job = job;
+    if (jobActive(job)) {
+      if (!this.follower && this.isLive()) this.follow();
+      return;
+    }
+    // Its last lines may still be on their way: read, wait a moment, then stop following. A job
+    // that ran and ended between two looks was never followed: read what it wrote first. (On the
+    // first look, start() follows from the beginning right after.)
+    const unread = this.offset > 0 && !this.follower && !this.disposed;
+    if (unread) this.follow();
+    this.follower?.poke();
+    await new Promise((r) => setTimeout(r, unread && this.machine.target !== 'local' ? 5000 : 1500));
+    if (this.disposed) return;
+    this.stopFollowing();
+    if (asked && !this.manifest?.slurm?.final_state) {
+      await recordJobEnd(this.cluster!.host, this.ref.runDir, job).catch(() => undefined);
+      await this.refreshManifest();
+    }
+  }
+
+  /**
+   * A run that ended without a run_end crashed, was killed, or was refused before it began: its
+   * process group (or, for runs started without one, its pids) is gone, or its launcher marked it
+   * ended in run.json. Every run gets this check, whoever started it.
+   */
+  private async checkLiveness(): Promise<void> {
+    if (this.disposed || this.checking || (!this.follower && !this.watchesJob())) return;
+    this.checking = true;
+    try {
+      await this.refreshManifest();
+      const jobId = this.jobId();
+      if (jobId) {
+        await this.checkJob(jobId);
+        this.emit([]);
+        return;
+      }
+      if ((this.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
+        // Its last lines may still be on their way: read, wait a moment, then decide.
+        this.follower?.poke();
+        await new Promise((r) => setTimeout(r, 1500));
+        await this.refreshManifest();
+        // A long log still being read may hold the end: only the file's last line tells.
+        if (!this.disposed && (this.isLive() || this.endedWithoutRunEnd()) && !(await this.logEndsWithRunEnd())) {
+          this.vanished = await this.describeEnd();
+          this.stopFollowing();
+        }
+      }
+      this.emit([]);
+    } finally {
+      this.checking = false;
+      if (this.follower || this.watchesJob()) this.scheduleLiveness();
+    }
+  }
+
+  /** run.json says the run ended, but the log has no run_end for it. */
+  private endedWithoutRunEnd(): boolean {
+    const m = this.manifest;
+    return !!m && ENDED.has(m.status) && !this.history.end && !this.vanished;
+  }
+
+  private async logEndsWithRunEnd(): Promise<boolean> {
+    const tail = await this.machine.readFile(this.metricsFile, TAIL_BYTES, true).catch(() => Buffer.alloc(0));
+    const last = tail.toString('utf8').trimEnd().split('\n').pop() ?? '';
+    try {
+      const event = JSON.parse(last) as { type?: unknown; time?: unknown };
+      if (event.type !== 'run_end') return false;
+      // run.json rewritten by a launch (status "starting") after that end: the end is the last
+      // run's, and the relaunched trainer died before it wrote a line.
+      const m = this.manifest;
+      return !(m?.status === 'starting' && m.updated !== undefined && typeof event.time === 'number' && event.time < m.updated);
+    } catch {
+      return false;
+    }
+  }
+
+  private async processesAlive(): Promise<boolean | undefined> {
+    const m = this.manifest;
+    if (!m) return undefined;
+    if (m.pgid !== undefined) return this.machine.isAlive(m.pgid);
+    if (m.pids?.length) return this.machine.processesAlive(m.pids, m.host);
+    return undefined;
+  }
+
+  private async describeEnd(): Promise<string> {
+    const stderrTail = await this.machine
+      .readFile(`${this.ref.runDir}/stderr.log`, TAIL_BYTES, true)
+      .then((b) => b.toString('utf8'))
+      .catch(() => undefined);
+    const m = this.manifest;
+    return describeEndWithoutRunEnd({
+      ...(m && ENDED.has(m.status) && m.end_reason ? { manifestReason: m.end_reason } : {}),
+      ...(m?.pgid !== undefined ? { pgid: m.pgid } : {}),
+      ...(this.history.start ? { start: this.history.start } : {}),
+      ...(this.machine.target === 'local' ? { machineMemory: os.totalmem() } : {}),
+      ...(stderrTail ? { stderrTail } : {}),
+    });
+  }
+
+  private emit(entries: RunLogEntry[]): void {
+    for (const l of this.listeners) l({ entries });
+  }
+}
