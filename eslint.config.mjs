@@ -12,7 +12,7 @@ const nodeGlobals = Object.fromEntries(
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/**', 'dist/**', 'native/build*/**', '.tools/**', 'test-output/**', 'core/generated/**', 'samples/data/**', 'samples/runs/**', 'runs/*-????????-??????-*/**', '.gpu-debs/**'],
+    ignores: ['node_modules/**', 'dist/**', 'native/build*/**', '.tools/**', 'test-output/**', 'core/generated/**', 'samples/data/**', 'samples/runs/**', 'runs/*-????????-??????-*/**', '.gpu-debs/**', '.venv/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

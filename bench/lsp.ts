@@ -6,11 +6,14 @@
 //  3. For reference, the analysis alone in this process (core/config/config-analysis.ts).
 //  4. Diagnostics of generated configs of 1k, 10k and 100k keys (target: 100k under 2 s), and how
 //     long the server takes meanwhile to answer completion in another document (issue 19).
+//  5. The same 100k-key run configs outside the editor (issue 26): `fsdp-estimate FILE` and
+//     `fsdp-train FILE --plan` as a person runs them, start to exit (target: under 2 s each).
 // Writes bench/results/lsp-<date>.json and .md with the machine, the load and the command.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { analyseConfig } from '../core/config/config-analysis';
 import { newRunConfigText } from '../core/config/new-run-config';
@@ -116,6 +119,7 @@ async function main(): Promise<void> {
   } finally {
     await server.stop();
   }
+  const cli = measureCommandLine();
 
   const date = new Date().toISOString().slice(0, 10);
   const machine = {
@@ -126,7 +130,7 @@ async function main(): Promise<void> {
     loadAverage1m: Math.round(os.loadavg()[0] * 100) / 100,
   };
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim();
-  const report = { date, command: 'npm run bench:lsp', commit, machine, runsPerCase: RUNS, warmup: WARMUP, targets: { diagnosticsP95Ms: 20, completionMs: 10, diagnostics100kKeysMs: 2000 }, results, large };
+  const report = { date, command: 'npm run bench:lsp', commit, machine, runsPerCase: RUNS, warmup: WARMUP, targets: { diagnosticsP95Ms: 20, completionMs: 10, diagnostics100kKeysMs: 2000, commandLine100kKeysMs: 2000 }, results, large, commandLine: cli };
   const dir = path.join(root, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, `lsp-${date}.json`), JSON.stringify(report, null, 2) + '\n');
@@ -150,6 +154,14 @@ async function main(): Promise<void> {
     '| config | keys | bytes | problems (shown) | diagnostics median / max | completion meanwhile: requests, median / max | analysis alone, CPU |',
     '|---|---|---|---|---|---|---|',
     ...large.map((r) => `| ${r.shape} | ${r.keys.toLocaleString('en-US')} | ${r.bytes.toLocaleString('en-US')} | ${r.problems.toLocaleString('en-US')} (${r.shown}) | ${r.diagnosticsMs.median} / ${r.diagnosticsMs.max} | ${r.completionMeanwhileMs.n}, ${r.completionMeanwhileMs.median} / ${r.completionMeanwhileMs.max} | ${r.analysisCpuMs} |`),
+    '',
+    '## Outside the editor (100k keys)',
+    '',
+    `Each command run ${CLI_RUNS} times on the generated file, as a person runs it (\`node bin/<tool>.mjs FILE …\`, the bundled CLI): wall time from start to exit, and the Node process's own CPU time (its \`--plan\` child, fsdp-train-native, not included). run-config-unknown-keys: refused (exit 2) with its first 1,000 problems listed; run-config-valid: a run config with 100,000 SLURM directives, estimated or planned (exit 0). Target: under 2,000 ms.`,
+    '',
+    '| config | command | exit | wall median / max | CPU median |',
+    '|---|---|---|---|---|',
+    ...cli.map((r) => `| ${r.shape} | ${r.command} | ${r.exit} | ${r.wallMs.median} / ${r.wallMs.max} | ${r.cpuMs.median} |`),
     '',
   ].join('\n');
   writeFileSync(path.join(dir, `lsp-${date}.md`), md);
@@ -201,6 +213,48 @@ async function measureLarge(server: LanguageServerClient, shape: LargeConfigShap
   const problems = analyseConfig(config.kind, config.text, config.file).problems.length;
   const cpu = process.cpuUsage(c0);
   return { shape, keys, bytes: Buffer.byteLength(config.text), problems, shown, diagnosticsMs: stats(diag), completionMeanwhileMs: stats(meanwhile), analysisCpuMs: Math.round((cpu.user + cpu.system) / 1000) };
+}
+
+const CLI_RUNS = 5;
+
+interface CommandLineResult {
+  shape: LargeConfigShape;
+  command: string;
+  exit: number | null;
+  wallMs: ReturnType<typeof stats>;
+  cpuMs: ReturnType<typeof stats>;
+}
+
+/** fsdp-estimate and fsdp-train --plan on the 100k-key run configs, each started CLI_RUNS times. */
+function measureCommandLine(): CommandLineResult[] {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-cli-'));
+  const out: CommandLineResult[] = [];
+  try {
+    for (const shape of ['run-config-unknown-keys', 'run-config-valid'] as const) {
+      const config = largeConfig(shape, 100_000);
+      const file = path.join(dir, path.basename(config.file));
+      writeFileSync(file, config.text);
+      for (const [tool, args] of [['fsdp-estimate', [file]], ['fsdp-train', [file, '--plan']]] as const) {
+        const wall: number[] = [];
+        const cpu: number[] = [];
+        let exit: number | null = null;
+        for (let i = 0; i < CLI_RUNS; i++) {
+          const cpuFile = path.join(dir, 'cpu.json');
+          const t0 = performance.now();
+          const r = spawnSync(process.execPath, ['--import', pathToFileURL(path.join(root, 'bench', 'cpu-at-exit.mjs')).href, path.join(root, 'bin', `${tool}.mjs`), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, FSDP_BENCH_CPU_FILE: cpuFile }, maxBuffer: 64 << 20 });
+          wall.push(performance.now() - t0);
+          cpu.push((JSON.parse(readFileSync(cpuFile, 'utf8')) as { cpuMs: number }).cpuMs);
+          exit = r.status;
+          const expected = shape === 'run-config-valid' ? 0 : 2;
+          if (r.status !== expected) throw new Error(`${tool} ${args.join(' ')}: exit ${r.status}, expected ${expected}: ${r.stderr.slice(0, 500)}`);
+        }
+        out.push({ shape, command: `${tool} ${args.map((a) => (a === file ? path.basename(file) : a)).join(' ')}`, exit, wallMs: stats(wall), cpuMs: stats(cpu) });
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
 }
 
 function positionOf(text: string, needle: string, character: number): { line: number; character: number } {

@@ -11,6 +11,7 @@ import { LocalMachine } from '../runs/machines/local-machine';
 import type { RunMachine } from '../runs/machines/run-machine';
 import { SshMachine } from '../runs/machines/ssh-machine';
 import { readRunOnce, type ReadProblem, type RunRead } from './runs/read-once';
+import { terminalSafe, terminalSafeJson } from './runs/terminal-safe';
 
 const USAGE = `usage: fsdp-runs show PATH [--json] [--ssh-config FILE]
 
@@ -55,7 +56,7 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   const json = showJson(read);
-  if (args.values.json) console.log(JSON.stringify(json, null, 2));
+  if (args.values.json) console.log(terminalSafeJson(json));
   else console.log(showText(where, read, json));
   return 0;
 }
@@ -71,7 +72,8 @@ export function locate(where: string, sshConfig?: string): { machine: RunMachine
 }
 
 export function showJson(read: RunRead): ShowJson {
-  const tags: Record<string, TagSummary> = {};
+  // No prototype: a tag named __proto__ is a key like any other (on {} it set the prototype and vanished).
+  const tags: Record<string, TagSummary> = Object.create(null) as Record<string, TagSummary>;
   for (const tag of read.history.scalars.tags()) {
     const s = read.history.scalars.summary(tag);
     if (s) tags[tag] = s;
@@ -83,16 +85,17 @@ function showText(where: string, read: RunRead, json: ShowJson): string {
   const m = read.manifest;
   const status = read.history.end?.status ?? m?.status;
   const head = read.kind === 'run' ? `run ${m?.run_id ?? path.basename(where)}${status ? ` (${status})` : ''}` : 'TensorBoard log folder';
-  const rows = Object.entries(json.tags).map(([tag, s]) => [tag, String(s.count), String(s.first_step), String(s.last_step), s.last_value === null ? 'not finite' : formatValue(s.last_value), s.last_wall_time === null ? '' : new Date(s.last_wall_time * 1000).toISOString().replace('T', ' ').slice(0, 19)]);
+  // Every text from the run folder goes through terminalSafe: it is data, not terminal control.
+  const rows = Object.entries(json.tags).map(([tag, s]) => [terminalSafe(tag), String(s.count), String(s.first_step), String(s.last_step), s.last_value === null ? 'not finite' : formatValue(s.last_value), s.last_wall_time === null ? '' : new Date(s.last_wall_time * 1000).toISOString().replace('T', ' ').slice(0, 19)]);
   const header = ['tag', 'count', 'first', 'last', 'last value', 'last wall time (UTC)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
-  const out = [`${head}: ${where}`, `${read.files.length} file${read.files.length === 1 ? '' : 's'} read`, ''];
+  const out = [terminalSafe(`${head}: ${where}`), `${read.files.length} file${read.files.length === 1 ? '' : 's'} read`, ''];
   if (rows.length) out.push(line(header), ...rows.map(line));
   else out.push('no scalars yet');
   if (json.problems.length) {
     out.push('', `${json.problems.length} problem${json.problems.length === 1 ? '' : 's'}:`);
-    for (const p of json.problems.slice(0, 50)) out.push(`  ${p.file}:${p.offset}: ${p.message}`);
+    for (const p of json.problems.slice(0, 50)) out.push(`  ${terminalSafe(`${p.file}:${p.offset}: ${p.message}`)}`);
   }
   return out.join('\n');
 }

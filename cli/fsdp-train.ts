@@ -16,7 +16,7 @@ import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf }
 import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../runs/folder/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
-import { lockRunFolder } from '../runs/folder/run-folder-lock';
+import { runFolderInUse } from '../runs/folder/run-folder-lock';
 import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
@@ -143,7 +143,8 @@ export async function main(argv: string[]): Promise<number> {
     if (rank === undefined || rank === 0) {
       mkdirSync(runDir, { recursive: true });
       // Before anything is written into it: one trainer per run folder (runs/folder/run-folder-lock.ts).
-      const busy = lockRunFolder(native, runDir);
+      // The trainer takes the lock itself as it starts and holds it for its life.
+      const busy = runFolderInUse(native, runDir);
       if (busy) {
         console.error(`fsdp-train: ${busy}`);
         return 1;
@@ -163,7 +164,9 @@ export async function main(argv: string[]): Promise<number> {
 
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile!, '--run-dir', runDir, ...resumeArgs];
-  const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1));
+  // The trainer watches this process (FSDP_LAUNCHER_PID) and ends the run, saying so in run.json,
+  // if it is killed outright (as mpirun's ranks do in runJob).
+  const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1), { watched: true });
   // A run that ended without saying so itself is failed in run.json, with the exit that ended it
   // (a no-op when the runtime wrote its own end).
   if (code !== 0) {
@@ -215,9 +218,10 @@ let abortedBy: NodeJS.Signals | undefined;
  * checkpoint); a second one aborts it at once, as the usage text says. A terminal's Ctrl-C also
  * reaches the runtime itself (same process group), which takes any number of stops as one.
  */
-function runNative(native: string, argv: string[], opts: { stdin?: string } = {}): Promise<number> {
+function runNative(native: string, argv: string[], opts: { stdin?: string; watched?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'inherit', 'inherit'], env: runtimeEnv() });
+    const env = opts.watched ? { ...runtimeEnv(), FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname() } : runtimeEnv();
+    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'inherit', 'inherit'], env });
     if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
     let stopSignal: NodeJS.Signals | undefined;
     const onStop = (signal: NodeJS.Signals) => {

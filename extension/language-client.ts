@@ -18,7 +18,8 @@ export async function startConfigLanguageClient(studio: StudioContext): Promise<
   };
   const clientOptions: LanguageClientOptions = {
     // The server decides by name and content which of these are configs; it leaves the rest alone.
-    documentSelector: ['yaml', 'json', 'jsonc'].flatMap((language) => [
+    // VS Code has no TOML language of its own: the extension contributes the id (torchtitan configs).
+    documentSelector: ['yaml', 'json', 'jsonc', 'toml'].flatMap((language) => [
       { scheme: 'file', language },
       { scheme: 'untitled', language },
     ]),

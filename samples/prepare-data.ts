@@ -7,7 +7,7 @@
 // fortunes-<tokenizer>-{train,val}.tok and their .stats.json (token count, unigram entropy).
 import { mkdir, readdir, readFile, stat, writeFile, lstat } from 'node:fs/promises';
 import path from 'node:path';
-import { encodeTokenFile, unigramEntropy } from '../core/data/token-file';
+import { unigramEntropy, writeTokenFile } from '../core/data/token-file';
 
 const GPT2_VOCAB = 50257;
 const GPT2_END_OF_TEXT = 50256;
@@ -35,7 +35,8 @@ export async function prepareData(opts: Options): Promise<{ train: string; val: 
 
 async function writeSplit(base: string, tokens: Uint16Array, vocab: number, opts: Options): Promise<number> {
   const entropy = unigramEntropy(tokens);
-  await writeFile(`${base}.tok`, encodeTokenFile(tokens, vocab, opts.tokenizer));
+  // A new file renamed over the old one: a trainer reading the old one is left reading it, whole.
+  writeTokenFile(`${base}.tok`, tokens, vocab, opts.tokenizer);
   const stats = {
     corpus: `Debian fortunes (${opts.corpus})`,
     tokenizer: opts.tokenizer,

@@ -1,10 +1,12 @@
 // A run read once, from its start to what is there now, through the readers the editor's watch
 // uses: a run folder (metrics.jsonl, and the TensorBoard folder its run.json names) or a TensorBoard
 // log folder (its event files), on this machine or on an SSH host.
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
 import { metricsDecoder } from '../../runs/watch/decoders/metrics-decoder';
 import type { DecodedBatch, DecoderFactory } from '../../runs/watch/decoders/record-decoder';
+import { RefusedFile } from '../../core/protocol/regular-file';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { RunHistory } from '../../core/runs/run-history';
@@ -64,10 +66,34 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
   return { kind: manifest || ownFiles.length ? 'run' : 'tensorboard', ...(manifest ? { manifest } : {}), history, files, problems };
 }
 
-/** A whole file through a decoder: read directly here, streamed from an SSH host. */
+/**
+ * A whole file through a decoder: read directly here, streamed from an SSH host. A file the readers
+ * refuse (a FIFO, a device: core/protocol/regular-file.ts) is a problem of the run, not the end. A
+ * record cut short by the end of the file is a problem too: the watch waits for the rest of it, a
+ * reading made once would otherwise say nothing of it.
+ */
 async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFactory<R>): Promise<DecodedBatch<R>> {
-  if (machine instanceof LocalMachine) return (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
-  return decoder(0).push(await machine.readFile(file, MAX_REMOTE_BYTES));
+  let batch: DecodedBatch<R>;
+  let size: number;
+  try {
+    if (machine instanceof LocalMachine) {
+      batch = await (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
+      const read = batch;
+      size = await stat(file).then((s) => s.size, () => read.offset);
+    } else {
+      const bytes = await machine.readFile(file, MAX_REMOTE_BYTES);
+      batch = decoder(0).push(bytes);
+      size = bytes.length;
+    }
+  } catch (e) {
+    if (!(e instanceof RefusedFile)) throw e;
+    return { entries: [], problems: [{ offset: 0, message: e.message, excerpt: '' }], offset: 0 };
+  }
+  if (size > batch.offset) {
+    const bytes = size - batch.offset;
+    batch.problems.push({ offset: batch.offset, message: `the last record is incomplete: ${bytes} byte${bytes === 1 ? '' : 's'} after the last complete one (the writer is still writing it, or the file was cut short)`, excerpt: '' });
+  }
+  return batch;
 }
 
 /** What is read of one remote file at most (it is held in memory once). */

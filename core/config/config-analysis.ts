@@ -9,6 +9,8 @@ import { checkRunConfigText, runConfigSchema } from './run-config';
 import type { ConfigProblem } from './schema-problems';
 import type { SchemaNode } from './schema-walk';
 import { parseSourceDocument, sourceKindOf, type SourceDocument } from './source-document';
+import { checkHfTrainingConfig, hfTrainingSchema } from './hf-training-config';
+import { checkTorchtitanConfig, torchtitanSchema } from './torchtitan-config';
 import { runConfigRules, validRunConfigRules } from '../rules/run-config';
 import { DEFAULT_SETTINGS, isObject, type AnalysisEnvironment, type RuleContext } from '../rules/rule';
 
@@ -26,6 +28,8 @@ export const SCHEMAS: Record<ConfigKind, SchemaNode> = {
   deepspeed: deepspeedSchema,
   accelerate: accelerateSchema,
   'launch-spec': launchSpecSchemaNode,
+  torchtitan: torchtitanSchema,
+  'hf-training': hfTrainingSchema,
 };
 
 const WHAT: Record<ConfigKind, string> = {
@@ -33,11 +37,21 @@ const WHAT: Record<ConfigKind, string> = {
   deepspeed: 'a DeepSpeed config must be a JSON object',
   accelerate: 'an accelerate config must be a mapping of settings',
   'launch-spec': 'a launch spec must be a mapping with a command',
+  torchtitan: 'a torchtitan job config must be TOML tables ([job], [model], [training], …)',
+  'hf-training': 'TrainingArguments must be a mapping of argument names to values',
+};
+
+const CHECKS: Record<Exclude<ConfigKind, 'run-config'>, (ctx: RuleContext) => ConfigProblem[]> = {
+  deepspeed: checkDeepSpeedConfig,
+  accelerate: checkAccelerateConfig,
+  'launch-spec': checkLaunchSpec,
+  torchtitan: checkTorchtitanConfig,
+  'hf-training': checkHfTrainingConfig,
 };
 
 /** YAML version of the program that reads each kind: accelerate uses PyYAML (YAML 1.1). */
 export function yamlVersionOf(kind: ConfigKind): '1.1' | '1.2' {
-  return kind === 'accelerate' ? '1.1' : '1.2';
+  return kind === 'accelerate' || kind === 'hf-training' ? '1.1' : '1.2';
 }
 
 export function analyseConfig(kind: ConfigKind, text: string, fileName: string, env: AnalysisEnvironment = { settings: DEFAULT_SETTINGS }): ConfigAnalysis {
@@ -58,7 +72,7 @@ export function analyseConfig(kind: ConfigKind, text: string, fileName: string, 
       problems.push({ severity: 'error', path: [], code: 'schema.type', message: WHAT[kind], range: doc.rangeOf([]) });
     } else {
       const ctx: RuleContext = { doc, value: doc.value, fileName, env };
-      problems.push(...(kind === 'deepspeed' ? checkDeepSpeedConfig(ctx) : kind === 'launch-spec' ? checkLaunchSpec(ctx) : checkAccelerateConfig(ctx)));
+      problems.push(...CHECKS[kind](ctx));
     }
   }
   return { kind, fileName, doc, schema, problems: sortProblems(problems) };

@@ -4,7 +4,9 @@
 // estimator's "apply" uses setConfigValue, which refuses what it should not do silently.
 import * as jsonc from 'jsonc-parser';
 import { isMap, isPair, isScalar, parseDocument, stringify, type Node as YamlNode, type Pair, type YAMLMap } from 'yaml';
-import { sourceKindOf, type ConfigPath, type SourceRange } from './source-document';
+import { sourceKindOf, type ConfigPath, type SourceKind, type SourceRange } from './source-document';
+import { tomlEdit } from './toml-edits';
+import { TomlSourceDocument } from './toml-document';
 import { isEmptyScalar } from './yaml-document';
 
 export type ConfigEdit =
@@ -28,7 +30,7 @@ export interface TextReplacement {
 }
 
 export interface EditOptions {
-  kind: 'yaml' | 'json';
+  kind: SourceKind;
   yamlVersion?: '1.1' | '1.2';
 }
 
@@ -36,7 +38,7 @@ export interface EditOptions {
 export function applyConfigEdits(text: string, edits: readonly ConfigEdit[], options: EditOptions): string {
   let current = text;
   for (const edit of edits) {
-    const r = options.kind === 'json' ? jsonEdit(current, edit) : yamlEdit(current, edit, options.yamlVersion ?? '1.2');
+    const r = options.kind === 'json' ? jsonEdit(current, edit) : options.kind === 'toml' ? tomlEdit(current, edit) : yamlEdit(current, edit, options.yamlVersion ?? '1.2');
     if (r) current = current.slice(0, r.start) + r.newText + current.slice(r.end);
   }
   return current;
@@ -56,6 +58,10 @@ export function setConfigValue(text: string, fileName: string, path: ConfigPath,
   const kind = sourceKindOf(fileName);
   if (kind === 'yaml') {
     const refusal = yamlRefusal(text, path, value);
+    if (refusal) return { error: refusal };
+  }
+  if (kind === 'toml') {
+    const refusal = tomlRefusal(text);
     if (refusal) return { error: refusal };
   }
   return applyConfigEdits(text, [value === undefined ? { kind: 'remove', path } : { kind: 'set', path, value }], { kind });
@@ -122,6 +128,11 @@ function yamlEdit(text: string, edit: ConfigEdit, version: '1.1' | '1.2'): TextR
     return { start: colon + 1, end: colon + 1, newText: ` ${rendered}` };
   }
   return insertMissing(text, doc.contents as YamlNode | null, edit.path, edit.value, version);
+}
+
+function tomlRefusal(text: string): string | undefined {
+  const doc = new TomlSourceDocument(text);
+  return doc.syntaxErrors.length ? `cannot edit a file with TOML errors (${doc.syntaxErrors[0].message})` : undefined;
 }
 
 function yamlRefusal(text: string, path: ConfigPath, value: unknown): string | undefined {

@@ -5,6 +5,7 @@
 import path from 'node:path';
 import type { LaunchSpec, SlurmLaunch } from '../generated/launch-spec';
 import { readCommand, slurmCommandProblem, splitCommand, worldSizeOfCommand, type UserCommand } from './user-command';
+import { compileMetricsPattern } from './metrics-pattern';
 import { checkHostAlias } from '../remote/remote-command';
 import type { RuleContext } from '../rules/rule';
 import launchSpecSchema from '../schemas/launch-spec.schema.json';
@@ -32,6 +33,8 @@ export interface ResolvedLaunchSpec {
   python: string;
   /** The TensorBoard folder, on the target (relative to cwd joined to it). */
   tensorboard?: string;
+  /** The launch spec's own patterns for the metrics the command prints (metrics.pattern). */
+  metricsPatterns?: string[];
   /** The DeepSpeed or accelerate config named for the memory estimate, on this machine. */
   config?: string;
   /** Where run folders go on this machine. */
@@ -67,6 +70,14 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
     const cwd = path.resolve(dir, spec.cwd ?? '.');
     if (command.script && ctx.env.readFile(path.resolve(cwd, command.script)) === undefined) {
       problems.push(at(['command'], 'warning', 'launch.script', `command: ${command.script} is not in ${path.relative(dir, cwd) || '.'} (the command runs in cwd)`));
+    }
+  }
+  const patterns = spec.metrics?.pattern;
+  for (const [i, pattern] of (typeof patterns === 'string' ? [patterns] : patterns ?? []).entries()) {
+    const compiled = compileMetricsPattern(pattern);
+    if (typeof compiled === 'string') {
+      const where: ConfigPath = typeof patterns === 'string' ? ['metrics', 'pattern'] : ['metrics', 'pattern', i];
+      problems.push(at(where, 'error', 'launch.metrics-pattern', `${where.join('.')}: ${compiled}`));
     }
   }
   if (spec.config && ctx.env.readFile && ctx.env.readFile(path.resolve(dir, spec.config)) === undefined) {
@@ -106,6 +117,7 @@ export function loadLaunchSpec(text: string, file: string, readFile?: (p: string
       ...(worldSize !== undefined ? { worldSize } : {}),
       python: spec.python ?? 'python3',
       ...(tb ? { tensorboard: tb.startsWith('/') || tb.startsWith('~') ? tb : target === 'local' ? path.resolve(cwd, tb) : `${cwd.replace(/\/+$/, '')}/${tb}` } : {}),
+      ...(spec.metrics?.pattern ? { metricsPatterns: typeof spec.metrics.pattern === 'string' ? [spec.metrics.pattern] : [...spec.metrics.pattern] } : {}),
       ...(spec.config ? { config: path.resolve(dir, spec.config) } : {}),
       runsDir: path.resolve(dir, spec.runs_dir ?? 'runs'),
       ...(spec.slurm ? { slurm: spec.slurm } : {}),

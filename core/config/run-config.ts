@@ -30,7 +30,11 @@ export interface LoadedRunConfig {
 
 /** Parses and checks a run config's text. Syntax and schema errors come back as problems, never thrown. */
 export function checkRunConfigText(text: string, fileName: string): { doc: SourceDocument; problems: ConfigProblem[] } {
-  const doc = parseSourceDocument(text, sourceKindOf(fileName));
+  return checkRunConfigDocument(parseSourceDocument(text, sourceKindOf(fileName)));
+}
+
+/** The same checks of a run config already parsed (each parse of a 100k-key file is most of its check). */
+export function checkRunConfigDocument(doc: SourceDocument): { doc: SourceDocument; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = doc.syntaxErrors.map((e) => ({
     severity: 'error' as const,
     path: [],
@@ -131,6 +135,9 @@ export function applyOverride(target: Record<string, unknown>, assignment: strin
  * Every number of a run config must be finite; each one that is not is reported where it is written.
  */
 function nonFiniteProblems(doc: SourceDocument): ConfigProblem[] {
+  // Almost every config has none: a plain walk says so without making a path or an entry (the
+  // walk below, for 100,000 keys, was a fifth of such a file's check).
+  if (!hasNonFiniteNumber(doc.value)) return [];
   const problems: ConfigProblem[] = [];
   // Values still to look at, each with its key and the index of its container in `entered`; a path
   // is made only for a number that is not finite (100,000 keys would otherwise make 100,000 arrays).
@@ -158,6 +165,21 @@ function nonFiniteProblems(doc: SourceDocument): ConfigProblem[] {
     }
   }
   return problems.reverse();
+}
+
+function hasNonFiniteNumber(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const value = stack.pop();
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return true;
+    } else if (Array.isArray(value)) {
+      for (const v of value) stack.push(v);
+    } else if (value !== null && typeof value === 'object') {
+      for (const v of Object.values(value)) stack.push(v);
+    }
+  }
+  return false;
 }
 
 function nonFiniteInOverride(value: Record<string, unknown>, assignment: string): string | undefined {

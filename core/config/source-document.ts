@@ -1,11 +1,16 @@
-// A config file parsed with source positions, YAML or JSON-with-comments alike, so every problem
+// A config file parsed with source positions, YAML, JSON-with-comments or TOML alike, so every problem
 // found in the value can point at the exact key or value in the text, every edit can touch exactly
 // one entry, and completion and hover know which key the cursor is on.
 import { JsonSourceDocument } from './json-document';
+import { readLargeYaml } from './large-yaml-document';
+import { TomlSourceDocument } from './toml-document';
 import { beyondLimits, UnreadDocument } from './unread-document';
 import { YamlSourceDocument } from './yaml-document';
 
 export type ConfigPath = ReadonlyArray<string | number>;
+
+/** The syntaxes configs are written in. */
+export type SourceKind = 'yaml' | 'json' | 'toml';
 
 export interface SourcePosition {
   /** 0-based line. */
@@ -36,7 +41,7 @@ export interface CursorLocation {
 }
 
 export interface SourceDocument {
-  readonly kind: 'yaml' | 'json';
+  readonly kind: SourceKind;
   readonly text: string;
   /** The parsed value; undefined when the text is empty or unparseable at the top. */
   readonly value: unknown;
@@ -61,12 +66,25 @@ export interface ParseOptions {
   yamlVersion?: '1.1' | '1.2';
 }
 
+/**
+ * YAML 1.2 texts longer than this are read by js-yaml's event parser when it reads them cleanly
+ * (large-yaml-document.ts): about 8 times faster than the `yaml` package's CST, which the editor
+ * needs for the edits and the cursor of documents people write by hand, not generated ones.
+ */
+export const LARGE_YAML_CHARS = 64 * 1024;
+
 /** Parses within the limits of unread-document.ts; a text beyond them is one syntax problem, never a thrown error. */
-export function parseSourceDocument(text: string, kind: 'yaml' | 'json', options: ParseOptions = {}): SourceDocument {
+export function parseSourceDocument(text: string, kind: SourceKind, options: ParseOptions = {}): SourceDocument {
   const beyond = beyondLimits(text, kind);
   if (beyond) return new UnreadDocument(text, kind, beyond);
   try {
-    return kind === 'yaml' ? new YamlSourceDocument(text, options.yamlVersion ?? '1.2') : new JsonSourceDocument(text);
+    if (kind === 'toml') return new TomlSourceDocument(text);
+    const version = options.yamlVersion ?? '1.2';
+    if (kind === 'yaml' && version === '1.2' && text.length > LARGE_YAML_CHARS) {
+      const large = readLargeYaml(text);
+      if (large) return large;
+    }
+    return kind === 'yaml' ? new YamlSourceDocument(text, version) : new JsonSourceDocument(text);
   } catch (e) {
     // A stack the limits did not foresee (a parser's own recursion): still a problem, not a crash.
     if (e instanceof RangeError) return new UnreadDocument(text, kind, { message: `the file cannot be read: ${e.message} (nested too deeply?)`, offset: 0 });
@@ -74,7 +92,8 @@ export function parseSourceDocument(text: string, kind: 'yaml' | 'json', options
   }
 }
 
-/** Chooses the parser by file name: .json/.jsonc/.hjson are JSON with comments, the rest YAML. */
-export function sourceKindOf(fileName: string): 'yaml' | 'json' {
+/** Chooses the parser by file name: .json/.jsonc/.hjson are JSON with comments, .toml TOML, the rest YAML. */
+export function sourceKindOf(fileName: string): SourceKind {
+  if (/\.toml$/i.test(fileName)) return 'toml';
   return /\.(json|jsonc|hjson)$/i.test(fileName) ? 'json' : 'yaml';
 }

@@ -2,7 +2,7 @@
 // is megabytes long or nested hundreds of levels deep, and parsing one that is would take the
 // editor's time or overflow the parsers' stacks ("Maximum call stack size exceeded"). Such a text
 // gets one clear syntax problem at the place it goes beyond the limit, and no value.
-import type { ConfigPath, CursorLocation, SourceDocument, SourceRange, SyntaxProblem } from './source-document';
+import type { ConfigPath, CursorLocation, SourceDocument, SourceKind, SourceRange, SyntaxProblem } from './source-document';
 import { TextPositions } from './text-positions';
 
 /** The largest text parsed: 16 MiB (a 100,000-key config is about 3 MB). */
@@ -11,11 +11,12 @@ export const MAX_PARSED_CHARS = 16 * 1024 * 1024;
 export const MAX_NESTING = 200;
 
 /** Why the text is not parsed, with the offset to point at; undefined when it is within the limits. */
-export function beyondLimits(text: string, kind: 'yaml' | 'json'): { message: string; offset: number } | undefined {
+export function beyondLimits(text: string, kind: SourceKind): { message: string; offset: number } | undefined {
   if (text.length > MAX_PARSED_CHARS) {
     return { message: `the file has ${text.length.toLocaleString('en-US')} characters, more than any config (checks stop at ${MAX_PARSED_CHARS.toLocaleString('en-US')})`, offset: 0 };
   }
-  const deep = kind === 'json' ? deepestJson(text) : deepestYaml(text);
+  // TOML nests by dotted keys and headers, not indentation; its inline tables and arrays by brackets, as JSON.
+  const deep = kind === 'yaml' ? deepestYaml(text) : deepestJson(text);
   return deep === undefined ? undefined : { message: `nested more than ${MAX_NESTING} levels deep: no config is, and the file is not read further`, offset: deep };
 }
 
@@ -104,7 +105,7 @@ export class UnreadDocument extends TextPositions implements SourceDocument {
 
   constructor(
     text: string,
-    readonly kind: 'yaml' | 'json',
+    readonly kind: SourceKind,
     why: { message: string; offset: number },
   ) {
     super(text);

@@ -63,19 +63,7 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
   }
 
   locate(offset: number): CursorLocation {
-    const fromTree = this.locateInTree(this.contents, [], offset);
-    if (fromTree) return fromTree;
-    const lineStart = this.text.lastIndexOf('\n', offset - 1) + 1;
-    const before = this.text.slice(lineStart, offset);
-    const word = this.wordAt(offset);
-    const keyValue = /^(\s*)(?:-\s+)?([\w.-]+)\s*:\s*[\w.-]*$/.exec(before);
-    if (keyValue) {
-      const indent = keyValue[1].length;
-      return { path: [...this.parentPathAt(lineStart, indent), keyValue[2]], part: 'value', word };
-    }
-    const bare = /^(\s*)(?:-\s+)?[\w.-]*$/.exec(before);
-    const indent = bare ? bare[1].length : 0;
-    return { path: this.parentPathAt(lineStart, indent), part: 'key', word };
+    return this.locateInTree(this.contents, [], offset) ?? locateByIndentation(this.text, offset, this.wordAt(offset));
   }
 
   /** The key or scalar value of the parsed tree under `offset`, if any. */
@@ -102,28 +90,6 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
       }
     }
     return undefined;
-  }
-
-  /**
-   * The keys of the enclosing block mappings of a line indented by `indent`: scanning upwards, each
-   * less indented `key:` line that opens a block is one level of the path.
-   */
-  private parentPathAt(lineStart: number, indent: number): string[] {
-    const path: string[] = [];
-    let limit = indent;
-    let end = lineStart - 1;
-    while (end > 0 && limit > 0) {
-      const start = this.text.lastIndexOf('\n', end - 1) + 1;
-      const line = this.text.slice(start, end);
-      end = start - 1;
-      if (!line.trim() || /^\s*#/.test(line)) continue;
-      const lineIndent = /^\s*/.exec(line)![0].length;
-      if (lineIndent >= limit) continue;
-      limit = lineIndent;
-      const opener = /^\s*(?:-\s+)?([\w.-]+|"[^"]*"|'[^']*')\s*:\s*(?:#.*)?$/.exec(line);
-      if (opener) path.unshift(opener[1].replace(/^["']|["']$/g, ''));
-    }
-    return path;
   }
 
   private pairOf(map: YAMLMap, key: string): Pair | undefined {
@@ -204,4 +170,43 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
 /** `key:` with nothing after it parses as a null scalar with an empty source range. */
 export function isEmptyScalar(node: unknown): boolean {
   return isScalar(node) && node.value === null && !!node.range && node.range[0] === node.range[1];
+}
+
+/**
+ * Where the cursor is in block YAML that does not parse (yet) there, read from indentation: the
+ * key being given a value on this line, or the mapping a key is being typed into.
+ */
+export function locateByIndentation(text: string, offset: number, word: CursorLocation['word']): CursorLocation {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  const before = text.slice(lineStart, offset);
+  const keyValue = /^(\s*)(?:-\s+)?([\w.-]+)\s*:\s*[\w.-]*$/.exec(before);
+  if (keyValue) {
+    const indent = keyValue[1].length;
+    return { path: [...parentPathAt(text, lineStart, indent), keyValue[2]], part: 'value', word };
+  }
+  const bare = /^(\s*)(?:-\s+)?[\w.-]*$/.exec(before);
+  const indent = bare ? bare[1].length : 0;
+  return { path: parentPathAt(text, lineStart, indent), part: 'key', word };
+}
+
+/**
+ * The keys of the enclosing block mappings of a line indented by `indent`: scanning upwards, each
+ * less indented `key:` line that opens a block is one level of the path.
+ */
+function parentPathAt(text: string, lineStart: number, indent: number): string[] {
+  const path: string[] = [];
+  let limit = indent;
+  let end = lineStart - 1;
+  while (end > 0 && limit > 0) {
+    const start = text.lastIndexOf('\n', end - 1) + 1;
+    const line = text.slice(start, end);
+    end = start - 1;
+    if (!line.trim() || /^\s*#/.test(line)) continue;
+    const lineIndent = /^\s*/.exec(line)![0].length;
+    if (lineIndent >= limit) continue;
+    limit = lineIndent;
+    const opener = /^\s*(?:-\s+)?([\w.-]+|"[^"]*"|'[^']*')\s*:\s*(?:#.*)?$/.exec(line);
+    if (opener) path.unshift(opener[1].replace(/^["']|["']$/g, ''));
+  }
+  return path;
 }

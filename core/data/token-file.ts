@@ -1,5 +1,8 @@
 // Token files: the runtime's training data format (native/FORMATS.md). This is the TypeScript
 // side, used by the data preparation script and by tests; the native loader reads the same bytes.
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import path from 'node:path';
 import { crc32 } from 'node:zlib';
 
 export const TOKEN_FILE_MAGIC = Buffer.from('FSDPTOK\0', 'latin1');
@@ -32,8 +35,38 @@ export function encodeTokenFile(tokens: Uint16Array, vocabSize: number, tokenize
   return Buffer.concat([header, payload]);
 }
 
+/**
+ * Writes a token file as a new file renamed over `file`: a trainer reading the old one keeps
+ * reading it, whole (the runtime refuses a file rewritten in place under it, naming it), and a
+ * crash mid-write leaves the old file, not half a new one.
+ */
+export function writeTokenFile(file: string, tokens: Uint16Array, vocabSize: number, tokenizer: string): void {
+  const bytes = encodeTokenFile(tokens, vocabSize, tokenizer);
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const fd = openSync(tmp, 'wx');
+  try {
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, file);
+  } catch (e) {
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed
+    }
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
 /** Reads and verifies a token file; throws an Error naming what is wrong. */
 export function decodeTokenFile(bytes: Buffer, name = 'token file'): { header: TokenFileHeader; tokens: Uint16Array } {
+  // A file cut short inside its header still begins as a token file does: it is truncated.
+  const present = Math.min(bytes.length, TOKEN_FILE_MAGIC.length);
+  if (bytes.length < TOKEN_FILE_HEADER_BYTES && bytes.subarray(0, present).equals(TOKEN_FILE_MAGIC.subarray(0, present))) {
+    throw new Error(`${name}: ${bytes.length} bytes, shorter than the ${TOKEN_FILE_HEADER_BYTES}-byte header of a token file (truncated)`);
+  }
   if (bytes.length < TOKEN_FILE_HEADER_BYTES || !bytes.subarray(0, 8).equals(TOKEN_FILE_MAGIC)) {
     throw new Error(`${name}: not a token file (bad magic)`);
   }

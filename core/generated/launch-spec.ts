@@ -44,6 +44,15 @@ export interface LaunchSpec {
     tensorboard?: string;
   };
   /**
+   * How FSDP Studio reads the metrics your command prints. Without this key it recognises nanoGPT's `iter N: loss X`, the Hugging Face Trainer's printed dicts, Lightning's progress bar, torchtitan's step lines and `key=value` / `key: value` pairs on a line with a step, in stdout or stderr.
+   */
+  metrics?: {
+    /**
+     * Your own line format, tried before the built-in ones: a regular expression with a named group `step` and a named group per value, named as you want them charted (`loss`, `lr`, `grad_norm`, `val_loss`, `tokens_per_s`, `mfu` fill the dashboard's charts; any other name gets a chart of its own). Python's `(?P<name>…)` works too. E.g. `epoch \d+ it (?<step>\d+) L=(?<loss>[\d.]+)`. One pattern or a list.
+     */
+    pattern?: string | [string, ...string[]];
+  };
+  /**
    * The DeepSpeed or accelerate config the command uses (relative to the spec's folder): its memory estimate is shown before launch.
    */
   config?: string;

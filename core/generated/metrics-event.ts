@@ -75,7 +75,7 @@ export interface RunStartEvent {
    */
   host_memory?: number;
   /**
-   * Runtime build facts: version, backend, BLAS, threads.
+   * Runtime build facts: version, backend, compute dtype, BLAS, threads, collectives, and the kernels attention runs on (on CUDA: tensor cores, or the CUDA cores and why).
    */
   runtime?: {
     [k: string]: unknown | undefined;

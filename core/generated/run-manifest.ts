@@ -57,9 +57,17 @@ export interface RunManifest {
    */
   pids?: number[];
   /**
-   * Process group of the detached run, for stopping it as a whole.
+   * Process group of the detached run, for stopping it as a whole; its leader is the process the run was started as. Never 0 or 1 (kill(0) is the caller's own group, kill(-1) every process the user owns, group 1 the system's).
    */
   pgid?: number;
+  /**
+   * When the group's leader started, in clock ticks since boot (field 22 of /proc/PGID/stat): Stop signals the group only while its leader is still that process.
+   */
+  leader_start?: number;
+  /**
+   * /proc/sys/kernel/random/boot_id of the host when the run started: leader_start counts from that boot.
+   */
+  boot_id?: string;
   /**
    * The argument vector that started the run.
    */

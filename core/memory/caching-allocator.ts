@@ -95,6 +95,8 @@ export class CachingAllocator {
   reserved = 0;
   peakAllocated = 0;
   peakReserved = 0;
+  /** The largest segment cudaMalloc'ed: how much one request placed differently can change reserved memory. */
+  largestSegment = 0;
 
   /** Allocates `bytes` for tensor `id` on `stream`; returns the size of the block handed out. */
   malloc(id: number, bytes: number, stream = 0): number {
@@ -108,6 +110,7 @@ export class CachingAllocator {
       this.nextAddr += segment;
       this.reserved += segment;
       this.peakReserved = Math.max(this.peakReserved, this.reserved);
+      this.largestSegment = Math.max(this.largestSegment, segment);
     }
     const remaining = block.size - size;
     if (small ? remaining >= MIN_BLOCK : remaining > SMALL_SIZE) {

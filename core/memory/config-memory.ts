@@ -83,10 +83,16 @@ function doesNotFit(read: ConfigMemoryInput, e: MemoryEstimate): ConfigProblem {
     severity: 'warning',
     path: [],
     code: 'memory.does-not-fit',
-    message: `needs ≈ ${formatBytes(e.peak.total)} per ${unitOf(e)} at its peak (${e.peakPhase}), ${formatBytes(-fit.headroomBytes)} more than ${fit.gpu.name} has; ${ideas.join('; ')}`,
+    message: `${needs(e)} per ${unitOf(e)} at its peak (${e.peakPhase}), ${formatBytes(-fit.headroomBytes)} more than ${fit.gpu.name} has; ${ideas.join('; ')}`,
     range: read.fitAnchor,
     fixes,
   };
+}
+
+/** "needs ≈ 23.4 GiB", or where the estimate is unsure "may need up to 27.1 GiB (≈ 23.4 GiB; unsure: why)". */
+function needs(e: MemoryEstimate): string {
+  if (!e.unsure) return `needs ≈ ${formatBytes(e.peak.total)}`;
+  return `may need up to ${formatBytes(e.unsure.high)} (≈ ${formatBytes(e.peak.total)}; unsure: ${e.unsure.why})`;
 }
 
 function isKeyAssignment(a: ConfigAssignment): a is Extract<ConfigAssignment, { path: unknown }> {

@@ -7,6 +7,7 @@ import { pytorchMoments } from './frameworks/pytorch';
 import type { FrameworkMoments, FrameworkTerms, TermSpec } from './frameworks/term-spec';
 import { emptyCategoryBytes, MEMORY_CATEGORIES, PHASES, type CategoryBytes, type MemoryEstimate, type MemoryTerm, type Phase, type PhaseEstimate } from './memory-estimate';
 import type { CheckpointPolicy, Framework, MemoryInput } from './memory-input';
+import { farFromMeasured } from './measured-coverage';
 
 const FRAMEWORKS: Record<Framework, (input: MemoryInput) => FrameworkTerms | FrameworkMoments> = {
   'fsdp-studio': fsdpStudioTerms,
@@ -33,6 +34,9 @@ function frameworkMoments(input: MemoryInput): FrameworkMoments {
 }
 
 const RECENT = 256;
+
+/** Largest segments the unsure range allows either way (bench/memory-accuracy.ts: the fewest that cover every measured point). */
+export const UNSURE_SEGMENTS = 2;
 const recent = new Map<string, FrameworkMoments>();
 
 export function estimateMemory(input: MemoryInput): MemoryEstimate {
@@ -122,14 +126,22 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
     peak: peakEntry.bytes,
     categoryPeaks: { ...categoryPeaks, total: peakEntry.bytes.total },
     allocatorPeak,
-    ...(fw.allocator ? { reservedPeak: fw.allocator.reservedPeak } : {}),
+    ...(fw.allocator ? { reservedPeak: fw.allocator.reservedPeak, largestSegment: fw.allocator.largestSegment } : {}),
     host: { perRank: hostPerRank, perNode: hostPerRank * input.nprocPerNode },
     checkpointing: { policy: input.checkpointing.policy === 'auto' ? 'none' : input.checkpointing.policy, everyN: input.checkpointing.everyN },
     notes: [...fw.notes],
   };
+  const why = fw.allocator ? farFromMeasured(input) : undefined;
+  if (fw.allocator && why) {
+    // Reserved memory cannot fall below the allocated peak; the cached rest can move by a segment each way per request placed differently.
+    const band = UNSURE_SEGMENTS * fw.allocator.largestSegment;
+    const cached = fw.allocator.reservedPeak - allocatorPeak;
+    estimate.unsure = { why, low: estimate.peak.total - Math.min(band, Math.max(0, cached)), high: estimate.peak.total + band };
+  }
   if (input.gpu) {
-    const headroomBytes = input.gpu.memoryBytes - estimate.peak.total;
-    estimate.fit = { gpu: input.gpu, fits: headroomBytes >= 0, headroomBytes };
+    const top = estimate.unsure?.high ?? estimate.peak.total;
+    const headroomBytes = input.gpu.memoryBytes - top;
+    estimate.fit = { gpu: input.gpu, fits: headroomBytes >= 0, headroomBytes, ...(estimate.unsure ? { atRangeTop: true } : {}) };
   }
   return estimate;
 }

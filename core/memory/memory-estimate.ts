@@ -35,9 +35,12 @@ export interface PhaseEstimate {
 
 export interface FitVerdict {
   gpu: GpuSpec;
+  /** Whether the peak fits; where the estimate is unsure, whether the top of its range fits. */
   fits: boolean;
-  /** Capacity minus the peak; negative when it does not fit. */
+  /** Capacity minus the peak (unsure: minus the range's top); negative when it does not fit. */
   headroomBytes: number;
+  /** The verdict is on the unsure range's top (the estimate itself may fit). */
+  atRangeTop?: boolean;
 }
 
 export interface MemoryEstimate {
@@ -53,11 +56,20 @@ export interface MemoryEstimate {
   allocatorPeak: number;
   /** The caching allocator's reserved peak (torch.cuda.max_memory_reserved), where it is replayed. */
   reservedPeak?: number;
+  /** The largest segment the allocator replay reserved: one request placed differently moves reserved memory by about this much. */
+  largestSegment?: number;
   /** Offloaded bytes in host memory. */
   host: { perRank: number; perNode: number };
   /** The policy in effect; for 'auto', the one chosen. */
   checkpointing: { policy: Exclude<CheckpointPolicy, 'auto'>; everyN: number };
   fit?: FitVerdict;
+  /**
+   * Where the estimate is unsure (far from every GPU measurement, core/memory/measured-coverage.ts):
+   * why, and the range of the peak (what must fit). The caching allocator's reserved memory is
+   * exact up to where its largest requests land; the range allows two of its largest segments
+   * either way, which covers every measured point, so its top is safe.
+   */
+  unsure?: { why: string; low: number; high: number };
   /** Assumptions the estimate rests on, in words (e.g. "model from preset GPT-2 124M"). */
   notes: string[];
 }

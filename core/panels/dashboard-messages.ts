@@ -34,6 +34,8 @@ export interface DashboardHeader {
   /** A long operation under way with nothing new on the charts: start-up, the first step, a checkpoint save. */
   phase?: RunPhase;
   connection: ConnectionSummary;
+  /** A person's command with no metrics read: what is read, and what to add so there are some. */
+  metricsNote?: string;
   /** Label and value pairs: model, world, strategy, batch, learning rate. */
   summary: Array<[string, string]>;
   /** Lines of metrics.jsonl that could not be read. */

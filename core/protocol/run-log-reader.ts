@@ -4,7 +4,8 @@
 // than MAX_LINE_BYTES is reported and skipped however the bytes arrive (one rule for any chunk
 // size); a file that shrank or was rewritten under the reader is read again from its start, and
 // what was returned already is not returned twice.
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { LOG_MAX_BYTES, openRegularFile } from './regular-file';
 import { checkMetricsEvent, type MetricsEvent } from './metrics';
 
 export interface RunLogEntry {
@@ -151,15 +152,12 @@ export class RunLogReader {
   async read(chunkBytes = 1 << 20): Promise<RunLogBatch> {
     const entries: RunLogEntry[] = [];
     const problems: RunLogProblem[] = [];
-    let file;
+    // A regular file only, opened without blocking (regular-file.ts): a FIFO or a device named
+    // metrics.jsonl is refused, and the read stops at what the file held when opened.
+    const opened = await openRegularFile(this.path, LOG_MAX_BYTES);
+    if (!opened) return { entries, problems, offset: this.offset };
+    const { handle: file, size } = opened;
     try {
-      file = await open(this.path, 'r');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries, problems, offset: this.offset };
-      throw e;
-    }
-    try {
-      const { size } = await file.stat();
       const held = this.parser.heldBytes();
       if (held.length > 0 && !held.equals(await bytesAt(file, this.parser.offset, held.length))) {
         // The unterminated last line was cut or replaced (a resumed trainer truncates it): read on from the last complete line.
@@ -175,8 +173,8 @@ export class RunLogReader {
         this.position = 0;
       }
       const buf = Buffer.allocUnsafe(chunkBytes);
-      for (;;) {
-        const { bytesRead } = await file.read(buf, 0, chunkBytes, this.position);
+      while (this.position < size) {
+        const { bytesRead } = await file.read(buf, 0, Math.min(chunkBytes, size - this.position), this.position);
         if (bytesRead === 0) break;
         this.position += bytesRead;
         const batch = this.parser.push(buf.subarray(0, bytesRead));

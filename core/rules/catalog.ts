@@ -2,13 +2,15 @@
 import { accelerateRules } from './accelerate';
 import { deepspeedRules } from './deepspeed';
 import type { ConfigRule } from './rule';
+import { hfTrainingRules } from './hf-training';
 import { runConfigRules, validRunConfigRules } from './run-config';
+import { torchtitanRules } from './torchtitan';
 
 type RuleInfo = Pick<ConfigRule, 'code' | 'why' | 'source'>;
 
 // Problems that come from the schemas and the parsers rather than from a rule.
 const SCHEMA_RULES: RuleInfo[] = [
-  { code: 'syntax', why: 'The file cannot be read as YAML or JSON (with comments), so nothing else can be checked until this is fixed.', source: 'YAML 1.2 / JSON with comments, as read by the yaml and jsonc-parser packages' },
+  { code: 'syntax', why: 'The file cannot be read as YAML, JSON (with comments) or TOML, so nothing else can be checked until this is fixed.', source: 'YAML 1.2 / JSON with comments / TOML 1.0, as read by the yaml, jsonc-parser and toml-eslint-parser packages' },
   { code: 'schema.unknown-key', why: 'The key is not one the program reads here. Where it refuses unknown keys this is an error; where it silently ignores them (DeepSpeed\'s top level, accelerate\'s fsdp_config) a warning, because the setting you meant does not take effect.', source: 'core/schemas/*.schema.json (additionalProperties, x-unknown-keys)' },
   { code: 'schema.deprecated', why: 'The key still works but is deprecated; its replacement is named in the message.', source: 'core/schemas/*.schema.json (deprecated, x-replaced-by)' },
   { code: 'schema.type', why: 'The value has the wrong type for this key.', source: 'core/schemas/*.schema.json (type)' },
@@ -17,7 +19,7 @@ const SCHEMA_RULES: RuleInfo[] = [
   { code: 'schema.required', why: 'A key this section must have is missing.', source: 'core/schemas/*.schema.json (required)' },
 ];
 
-const ALL = new Map<string, RuleInfo>([...SCHEMA_RULES, ...runConfigRules, ...validRunConfigRules, ...deepspeedRules, ...accelerateRules].map((r) => [r.code, r]));
+const ALL = new Map<string, RuleInfo>([...SCHEMA_RULES, ...runConfigRules, ...validRunConfigRules, ...deepspeedRules, ...accelerateRules, ...torchtitanRules, ...hfTrainingRules].map((r) => [r.code, r]));
 
 export function ruleInfo(code: string): RuleInfo | undefined {
   return ALL.get(code);

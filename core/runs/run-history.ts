@@ -25,6 +25,15 @@ export type StepMetric = (typeof STEP_METRICS)[number];
 
 const LOG_LINES_KEPT = 200;
 
+/** Which output a run's printed metrics are read from, in which format, and whether its steps are counted logs. */
+export interface PrintedSource {
+  file: 'stdout' | 'stderr';
+  /** The format's name as a person reads it ("nanoGPT", "Hugging Face Trainer"). */
+  format: string;
+  /** The script printed no step numbers: the x axis counts its logs. */
+  counted: boolean;
+}
+
 export class RunHistory {
   readonly step: Record<StepMetric, StepSeries>;
   readonly valLoss = new StepSeries();
@@ -53,6 +62,10 @@ export class RunHistory {
   /** Number of events applied; a cheap change counter for views. */
   eventCount = 0;
   private sawWholeRunSteps = false;
+  /** The run wrote scalars events (the companion's fsdp_studio.log, its callbacks). */
+  loggedScalars = false;
+  /** Where printed metrics came from, once a line was recognised (undefined: none so far). */
+  printed: PrintedSource | undefined;
 
   constructor() {
     this.step = Object.fromEntries(STEP_METRICS.map((m) => [m, new StepSeries()])) as Record<StepMetric, StepSeries>;
@@ -65,6 +78,16 @@ export class RunHistory {
   /** Last completed optimizer step (of the loss, else of any scalar), or undefined before the first. */
   get lastStep(): number | undefined {
     return this.step.loss.lastStep ?? this.scalars.lastStep();
+  }
+
+  /** When the latest step was logged (seconds since the epoch), of the loss or of any scalar; undefined before the first. */
+  get lastStepTime(): number | undefined {
+    let last = this.step.time.lastValue;
+    for (const tag of this.scalars.tags()) {
+      const t = this.scalars.get(tag)!.wallTimes.lastValue;
+      if (t !== undefined && Number.isFinite(t) && (last === undefined || t > last)) last = t;
+    }
+    return last;
   }
 
   /** The tag a recognised metric is drawn from, if the run logged one. */
@@ -94,6 +117,7 @@ export class RunHistory {
         this.valLossTimes.set(event.step, event.time);
         break;
       case 'scalars':
+        this.loggedScalars = true;
         for (const [tag, value] of Object.entries(event.values)) this.applyScalar(tag, event.step, value ?? null, event.time);
         break;
       case 'checkpoint':
@@ -136,13 +160,20 @@ export class RunHistory {
    * One scalar from any source. A tag seen for the first time that means a native chart's metric
    * (and that metric has no tag yet) is drawn in that chart.
    */
-  applyScalar(tag: string, step: number, value: number | null, wallTime: number): void {
+  applyScalar(tag: string, step: number, value: number | null, wallTime: number, metric: RecognisedMetric | null = recogniseTag(tag) ?? null): void {
     this.eventCount++;
-    if (!this.scalars.get(tag)) {
-      const metric = recogniseTag(tag);
-      if (metric && !this.boundTags.has(metric)) this.bindTag(metric, tag);
-    }
+    if (!this.scalars.get(tag) && metric && !this.boundTags.has(metric)) this.bindTag(metric, tag);
     this.scalars.add(tag, step, value, wallTime);
+  }
+
+  /**
+   * The values of one step a script printed (runs/watch/decoders/printed/): each recogniser says what
+   * its values mean, so a name that would read as the loss elsewhere (nanoGPT's held-out "train
+   * loss") is not taken for it. `source` names where they were read, for the header.
+   */
+  applyPrinted(step: number, values: ReadonlyArray<{ tag: string; value: number; metric: RecognisedMetric | null }>, wallTime: number, source: PrintedSource): void {
+    this.printed = source;
+    for (const v of values) this.applyScalar(v.tag, step, Number.isFinite(v.value) ? v.value : null, wallTime, v.metric);
   }
 
   /** Makes `tag` the source of a recognised metric: its values live in that chart's series. */

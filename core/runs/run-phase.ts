@@ -11,6 +11,11 @@ export interface PhaseInputs {
   launchedAt?: number;
   /** Whether the trainer saves a checkpoint right after this step (its config's schedule). */
   savesAfter(step: number): boolean;
+  /**
+   * A person's own command (a launch spec), and what its metrics are read from: nothing is known
+   * of its model or its steps until it logs one, so nothing is claimed.
+   */
+  command?: { sources: string };
 }
 
 /** The long operation a live run is in, or undefined when steps are coming. */
@@ -21,7 +26,12 @@ export function runPhase(h: RunHistory, inputs: PhaseInputs): RunPhase | undefin
   const lastLog = h.logs.length ? h.logs[h.logs.length - 1] : undefined;
   if (!start) {
     const log = lastLog?.msg;
-    return { label: 'Starting the trainer', ...(log ? { detail: log } : {}), since: inputs.launchedAt ?? lastLog?.time ?? Date.now() / 1000 };
+    return { label: inputs.command ? 'Starting the command' : 'Starting the trainer', ...(log ? { detail: log } : {}), since: inputs.launchedAt ?? lastLog?.time ?? Date.now() / 1000 };
+  }
+  if (inputs.command) {
+    const last = h.lastStepTime;
+    if (last !== undefined && last >= start.time) return undefined;
+    return { label: 'Waiting for the first step', detail: `the command is running; its metrics are read from ${inputs.command.sources}`, since: start.time };
   }
   // No step since the latest run_start: the model is built and the data open; the first step runs.
   if (lastTime === undefined || lastTime < start.time) {

@@ -187,4 +187,7 @@ const KIND_TITLES: Record<ConfigKind, string> = {
   'launch-spec': 'your command (launch spec)',
   deepspeed: 'DeepSpeed config: deepspeed + your script',
   accelerate: 'accelerate config: accelerate launch + your script',
+  // Checked and estimated, not launched from here (findLaunchables does not list them).
+  torchtitan: 'torchtitan job config',
+  'hf-training': 'Hugging Face TrainingArguments',
 };

@@ -1,8 +1,9 @@
-// "FSDP: Stop run": the graceful stop signal to the run's process group (SIGTERM, or SIGUSR1 where
-// mpirun leads the group: it forwards that one to every rank instead of aborting them); the trainer
-// saves a checkpoint and writes run_end "stopped". SIGKILL if it is still alive after a grace period.
+// "FSDP: Stop run": runs/stop/stop-run.ts checks that the process group run.json names is the
+// run's, sends it the graceful stop (the trainer saves a checkpoint and writes run_end "stopped"),
+// and SIGKILL if it is still alive after a grace period; this command asks which run, shows the
+// progress, and says why when Stop refuses.
 import * as vscode from 'vscode';
-import { gracefulStopSignal } from '../../runs/launch/mpirun';
+import { stopRun } from '../../runs/stop/stop-run';
 import type { StudioContext } from '../studio-context';
 import { stopSlurmRun } from './slurm-runs';
 import { runTitle } from '../views/run-labels';
@@ -12,10 +13,10 @@ import { runFromArgument, type RunArgument } from './run-picks';
 const GRACE_MS = 20_000;
 
 export function registerStopRun(studio: StudioContext): vscode.Disposable {
-  return vscode.commands.registerCommand('fsdp.stopRun', (arg?: RunArgument) => stopRun(studio, arg));
+  return vscode.commands.registerCommand('fsdp.stopRun', (arg?: RunArgument) => stopPickedRun(studio, arg));
 }
 
-async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
+async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<void> {
   if (!vscode.workspace.isTrusted) {
     void vscode.window.showWarningMessage('Stopping a run sends signals to its processes: trust this workspace first.');
     return;
@@ -33,34 +34,36 @@ async function stopRun(studio: StudioContext, arg: RunArgument): Promise<void> {
     await stopSlurmRun(studio, record, watch);
     return;
   }
-  const pgid = watch.manifest?.pgid ?? record.pgid;
-  if (pgid === undefined) {
-    void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: its run.json names no process group (it was not launched by FSDP Studio).`);
+  const machine = runs.machine(record.target);
+  const manifest = watch.manifest;
+  if (!manifest) {
+    void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: its run.json cannot be read, so what to signal is unknown.`);
     return;
   }
-  const machine = runs.machine(record.target);
-  // The ranks to end if they outlive the group: this run's, read now. (A Resume pressed while the
-  // stop finishes rewrites run.json with the new run's pids, which must live.)
-  const pids = watch.manifest?.pids ?? [];
   // Its end then reads "stopped with Stop", not the signal's number in red.
   watch.stopRequested = true;
   runs.remember({ ...record, stopRequestedAt: Date.now() });
   try {
-    const stop = gracefulStopSignal(watch.manifest?.command);
-    await machine.signal(pgid, stop);
-    studio.output.info(`sent ${stop} to process group ${pgid} of ${record.runDir} (${record.target})`);
-    const deadline = Date.now() + GRACE_MS;
-    // The trainer finishes its step and saves a checkpoint (seconds for a big model): say so.
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…` }, async () => {
-      while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false) await new Promise((r) => setTimeout(r, 500));
+    let progress: Thenable<void> | undefined;
+    let saved: () => void = () => undefined;
+    const outcome = await stopRun(machine, manifest, {
+      graceMs: GRACE_MS,
+      ...(record.pgid !== undefined ? { launchedPgid: record.pgid } : {}),
+      signalled: (signal, pgid) => {
+        studio.output.info(`sent ${signal} to process group ${pgid} of ${record.runDir} (${record.target})`);
+        // The trainer finishes its step and saves a checkpoint (seconds for a big model): say so.
+        progress = vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…` }, () => new Promise<void>((resolve) => (saved = resolve)));
+      },
     });
-    if ((await machine.isAlive(pgid)) === true) {
-      await machine.signal(pgid, 'SIGKILL');
-      studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${stop}: killed (SIGKILL)`);
+    saved();
+    await progress;
+    if (!outcome.stopped && 'refused' in outcome) {
+      watch.stopRequested = false;
+      studio.output.warn(`Stop ${record.runDir} (${record.target}) refused: ${outcome.refused}`);
+      void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${outcome.refused}`);
+      return;
     }
-    // mpirun gives each rank a process group of its own (group id = its pid), outside the one
-    // above: the ranks run.json lists are ended too, whatever state they are in.
-    for (const pid of pids) if (pid !== pgid && (await machine.isAlive(pid)) === true) await machine.signal(pid, 'SIGKILL');
+    if (outcome.stopped && outcome.killed) studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${outcome.signal}: killed (SIGKILL)`);
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);
     return;

@@ -14,23 +14,50 @@ const SAVE_NOTICE_AFTER_MS = 1000;
 /** No wait is shown for longer than this (a run that hangs is the dashboard's to show). */
 const LONGEST_WAIT_MS = 30 * 60_000;
 
-/** From a launch (or resume) until its first step: "Starting tiny-cpu: …". */
+/**
+ * From a launch (or resume) until its first step: "Starting tiny-cpu: …". It closes at the first
+ * step whatever logged it (metrics.jsonl, the companion, TensorBoard files, printed lines), at the
+ * run's end, or — for a person's command, which may print nothing the watch can read — after
+ * COMMAND_WAIT_MS, with a word on where the dashboard says what is read.
+ */
 export function showStartProgress(watch: RunWatch, name: string): void {
   const since = Date.now() / 1000 - 1;
-  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Starting ${name}` }, (progress) => {
-    progress.report({ message: 'starting the trainer…' });
-    return waitFor(watch, (events) => {
+  const isCommand = () => watch.manifest?.kind === 'command';
+  let commandStarted: number | undefined;
+  const firstStep = () => {
+    const last = watch.history.lastStepTime;
+    return last !== undefined && last >= since;
+  };
+  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Starting ${name}` }, async (progress) => {
+    progress.report({ message: 'starting…' });
+    const done = await waitFor(watch, (events) => {
       for (const e of events) {
         if (e.time < since) continue;
-        if (e.type === 'run_start') progress.report({ message: startMessage(e) });
-        if (e.type === 'step' || e.type === 'run_end') return true;
+        if (e.type === 'run_start') {
+          commandStarted = isCommand() ? Date.now() : undefined;
+          progress.report({ message: startMessage(e, isCommand()) });
+        }
+        if (e.type === 'run_end') return true;
       }
-      return !!watch.vanished;
-    });
+      if (commandStarted !== undefined && Date.now() - commandStarted > COMMAND_WAIT_MS) return true;
+      return firstStep() || !!watch.vanished || (watch.history.end !== undefined && watch.history.end.time >= since);
+    }, LONGEST_WAIT_MS, COMMAND_CHECK_MS);
+    if (done && !firstStep() && watch.isLive() && isCommand()) {
+      void vscode.window.showInformationMessage(`${name} is running, but no step has been read from it yet: the dashboard says what is read and what to add to the launch spec.`, 'Open dashboard').then((pick) => {
+        if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+      });
+    }
   });
 }
 
-function startMessage(e: Extract<MetricsEvent, { type: 'run_start' }>): string {
+/** A person's command with no step read after this long: the notification gives way to a word on why. */
+const COMMAND_WAIT_MS = 60_000;
+/** How often a wait looks again without news (a command printing nothing sends none). */
+const COMMAND_CHECK_MS = 5_000;
+
+function startMessage(e: Extract<MetricsEvent, { type: 'run_start' }>, command: boolean): string {
+  // A command's run_start comes from the supervisor before Python has even imported torch: nothing is ready yet.
+  if (command) return `the command is running (${e.world.size} rank${e.world.size > 1 ? 's' : ''}); waiting for its first step…`;
   const params = e.n_params !== undefined ? ` (${(e.n_params / 1e6).toFixed(1)}M parameters)` : '';
   return `model and data are ready${params}; running the first step…`;
 }
@@ -64,8 +91,11 @@ export function showCheckpointProgress(runs: Runs): vscode.Disposable {
   });
 }
 
-/** Resolves true when `done` holds for events appended from now on (or at once), false after `timeoutMs`. */
-function waitFor(watch: RunWatch, done: (events: MetricsEvent[]) => boolean, timeoutMs = LONGEST_WAIT_MS): Promise<boolean> {
+/**
+ * Resolves true when `done` holds for events appended from now on (or at once), false after
+ * `timeoutMs`; with `recheckMs`, `done` is also asked every so often without news.
+ */
+function waitFor(watch: RunWatch, done: (events: MetricsEvent[]) => boolean, timeoutMs = LONGEST_WAIT_MS, recheckMs?: number): Promise<boolean> {
   return new Promise((resolve) => {
     if (done([])) {
       resolve(true);
@@ -76,8 +106,10 @@ function waitFor(watch: RunWatch, done: (events: MetricsEvent[]) => boolean, tim
       finish(true);
     });
     const timer = setTimeout(() => finish(false), timeoutMs);
+    const recheck = recheckMs ? setInterval(() => done([]) && finish(true), recheckMs) : undefined;
     function finish(result: boolean): void {
       clearTimeout(timer);
+      clearInterval(recheck);
       subscription.dispose();
       resolve(result);
     }

@@ -24,11 +24,19 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
   const startedAt = h.firstStartTime ?? watch.manifest?.created;
   const endedAt = live ? undefined : (h.end?.time ?? h.step.time.lastValue ?? watch.manifest?.updated);
   const tokens = tokensSeen(h);
+  const command = watch.manifest?.kind === 'command' || Array.isArray(config.command);
+  const metrics = command ? commandMetrics(watch) : undefined;
   const phase = runPhase(h, {
     live,
     ...(watch.manifest?.created !== undefined ? { launchedAt: watch.manifest.created } : {}),
     savesAfter: (step) => checkpointExpectedAfter(step, h.start?.config ?? watch.manifest?.config, watch.stopRequested),
+    ...(metrics ? { command: { sources: metrics.reading } } : {}),
   });
+  const summary: Array<[string, string]> = watch.ref.format === 'tensorboard' ? [['logs', `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`]] : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size);
+  if (metrics?.found) summary.push(['metrics', metrics.found]);
+  // A command that has said nothing the watch can chart: say what is read, and what to add.
+  const waitedLong = live && h.start !== undefined && Date.now() / 1000 - h.start.time > NO_METRICS_AFTER_S;
+  const metricsNote = metrics && h.lastStep === undefined && (!live || waitedLong) && status !== 'queued' && status !== 'starting' ? noMetricsNote(metrics.reading, live) : undefined;
   return {
     runId: watch.manifest?.run_id ?? record.runId,
     name: runTitle(record, watch),
@@ -44,7 +52,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
     connection: c.state === 'reconnecting' ? c : { state: c.state },
-    summary: watch.ref.format === 'tensorboard' ? [['logs', `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`]] : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size),
+    summary,
+    ...(metricsNote ? { metricsNote } : {}),
     problems: watch.problems.length,
     anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
     spikes: spikes.length,
@@ -52,6 +61,34 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     canStop: live,
     canResume: !live && status !== 'completed' && status !== 'unknown',
   };
+}
+
+/** A live command with no step after this long gets the note on what is read and what to add. */
+const NO_METRICS_AFTER_S = 30;
+
+/** What a command run's metrics are read from, and what has given some so far. */
+function commandMetrics(watch: RunWatch): { reading: string; found?: string } {
+  const h = watch.history;
+  const tensorboard = watch.manifest?.logs?.tensorboard;
+  const reading = `what it prints (stdout and stderr)${tensorboard ? `, TensorBoard files in ${tensorboard}` : ''} and fsdp_studio.log calls`;
+  const found: string[] = [];
+  const p = h.printed;
+  if (p) {
+    const notes = [p.counted ? 'the step is the number of the log: the Trainer prints none' : '', watch.printedTimesEstimated ? 'times of lines printed before the watch began are estimated' : ''].filter(Boolean);
+    found.push(`${p.format} lines in ${p.file}${notes.length ? ` (${notes.join('; ')})` : ''}`);
+  }
+  if (watch.logFiles.length) found.push(`TensorBoard, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`);
+  if (h.loggedScalars) found.push('fsdp_studio.log');
+  return { reading, ...(found.length ? { found: found.join('; ') } : {}) };
+}
+
+function noMetricsNote(reading: string, live: boolean): string {
+  return (
+    `${live ? 'No step read yet' : 'No metrics'}: FSDP Studio reads ${reading}, and found no step in them. ` +
+    "Printed lines it recognises: nanoGPT's `iter N: loss X`, the Hugging Face Trainer's dicts, Lightning's progress bar, torchtitan's step lines, and `key=value` or `key: value` pairs on a line with `step N`. " +
+    "To chart yours, add to the launch spec `metrics: {pattern: 'it (?<step>\\d+) L=(?<loss>[\\d.]+)'}` (a named group step and one per value), " +
+    'or name the folder your SummaryWriter writes in `logs: {tensorboard: DIR}`, or call `fsdp_studio.log(step, loss=loss)` in the script.'
+  );
 }
 
 interface ConfigShape {

@@ -5,6 +5,7 @@ import { CompletionItemKind, CompletionItemTag, InsertTextFormat, type Completio
 import { yamlVersionOf, type ConfigAnalysis } from '../../core/config/config-analysis';
 import { describeAllowed, isSection, resolve, schemaAt, typesOf, type SchemaNode } from '../../core/config/schema-walk';
 import type { CursorLocation } from '../../core/config/source-document';
+import { renderToml } from '../../core/config/toml-edits';
 import { FILLED_BY_HUGGING_FACE } from '../../core/rules/deepspeed/auto-values';
 import { valueAt } from '../../core/rules/rule';
 import type { ServerFeature } from './feature';
@@ -31,13 +32,17 @@ function keyItems(analysis: ConfigAnalysis, loc: CursorLocation): CompletionItem
   const typed = loc.word.text.replace(/^["']|["']$/g, '');
   const { doc } = analysis;
   const quoted = doc.kind === 'json' && doc.text[loc.word.start - 1] === '"';
-  const column = loc.word.start - (doc.text.lastIndexOf('\n', loc.word.start - 1) + 1);
+  const lineStart = doc.text.lastIndexOf('\n', loc.word.start - 1) + 1;
+  const column = loc.word.start - lineStart;
+  // TOML: in a `[table.header]` only the name goes in; a sub-table as a key becomes a dotted key.
+  const inHeader = doc.kind === 'toml' && /^\s*\[\[?[\w.\s-]*$/.test(doc.text.slice(lineStart, loc.word.start));
   const items: CompletionItem[] = [];
   for (const [key, raw] of Object.entries(section.properties)) {
     if (existing.has(key) && key !== typed) continue;
     const node = resolve(raw, analysis.schema) ?? raw;
     const insert = doc.kind === 'json'
       ? (quoted ? key : `"${key}": `)
+      : doc.kind === 'toml' ? (inHeader ? key : isSection(node) ? `${key}.` : `${key} = `)
       : isSection(node) ? `${key}:\n${' '.repeat(column + 2)}` : `${key}: `;
     items.push({
       label: key,
@@ -67,7 +72,7 @@ function valueItems(analysis: ConfigAnalysis, loc: CursorLocation): CompletionIt
   if (analysis.kind === 'deepspeed' && FILLED_BY_HUGGING_FACE.has(loc.path.join('.'))) add('auto');
   const version = yamlVersionOf(analysis.kind);
   return values.map((v, i) => {
-    const text = analysis.doc.kind === 'json' ? JSON.stringify(v) : stringify(v, { version }).trimEnd();
+    const text = analysis.doc.kind === 'json' ? JSON.stringify(v) : analysis.doc.kind === 'toml' ? renderToml(v) : stringify(v, { version }).trimEnd();
     return {
       label: text,
       kind: CompletionItemKind.Value,

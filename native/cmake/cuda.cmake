@@ -176,21 +176,41 @@ if(CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE)
     list(APPEND outputs ${check_dir}/${object}.o)
     list(APPEND compiled "\"${name}\"")
   endforeach()
-  # Where cuBLASLt's header is missing, cublaslt_matmul.cc is still syntax-checked against
-  # stubs/cublasLt.h (its declarations, no definitions); the kernel micro-benchmark, built only
-  # with the backend, is compiled (not linked) here.
+  # Where cuBLASLt's or NCCL's header is missing, the files that need it are still syntax-checked
+  # against stubs/cublasLt.h or stubs/nccl.h (the declarations they use, no definitions); the
+  # kernel micro-benchmark, built only with the backend, is compiled (not linked) here.
   set(stubbed)
+  set(stub_checks)
   if(NOT FSDP_CUBLASLT_INCLUDE)
     foreach(file ${FSDP_CUDA_CUBLAS_SOURCES})
-      get_filename_component(name ${file} NAME)
-      add_custom_command(OUTPUT ${check_dir}/${name}.stub.o
-                         COMMAND ${CMAKE_CXX_COMPILER} -std=c++17 -Wall -Wextra -Werror ${common_includes} -I${CMAKE_SOURCE_DIR}/cmake/stubs -c ${file}
-                                 -o ${check_dir}/${name}.stub.o
-                         DEPENDS ${file} ${depends} ${CMAKE_SOURCE_DIR}/cmake/stubs/cublasLt.h COMMENT "c++ (cublasLt.h stub): ${name}" VERBATIM)
-      list(APPEND outputs ${check_dir}/${name}.stub.o)
-      list(APPEND stubbed "\"${name}\"")
+      list(APPEND stub_checks "${file}|cublasLt.h")
     endforeach()
   endif()
+  if(NOT FSDP_NCCL_INCLUDE)
+    list(APPEND stub_checks "${FSDP_CUDA_COMM_DIR}/nccl_collectives.cc|nccl.h")
+    if(GTest_FOUND)
+      list(APPEND stub_checks "${CMAKE_SOURCE_DIR}/test/cuda/nccl_test.cc|nccl.h")
+    endif()
+  endif()
+  foreach(check ${stub_checks})
+    string(REPLACE "|" ";" check ${check})
+    list(GET check 0 file)
+    list(GET check 1 stub)
+    # Named as the report names the file where it is skipped.
+    file(RELATIVE_PATH name ${CMAKE_SOURCE_DIR} ${file})
+    string(REGEX REPLACE "^src/backend/cuda/" "" name ${name})
+    string(REPLACE "/" "_" object ${name})
+    set(extra)
+    if(file MATCHES "/test/cuda/")
+      set(extra -DFSDP_WITH_CUDA -DFSDP_WITH_NCCL -I${CMAKE_SOURCE_DIR}/test -DFSDP_REFERENCE_FIXTURES="")
+    endif()
+    add_custom_command(OUTPUT ${check_dir}/${object}.stub.o
+                       COMMAND ${CMAKE_CXX_COMPILER} -std=c++17 -Wall -Wextra -Werror ${common_includes} -I${CMAKE_SOURCE_DIR}/cmake/stubs ${extra} -c ${file}
+                               -o ${check_dir}/${object}.stub.o
+                       DEPENDS ${file} ${depends} ${FSDP_TEST_HEADERS} ${CMAKE_SOURCE_DIR}/cmake/stubs/${stub} COMMENT "c++ (${stub} stub): ${name}" VERBATIM)
+    list(APPEND outputs ${check_dir}/${object}.stub.o)
+    list(APPEND stubbed "\"${name}\"")
+  endforeach()
   file(GLOB FSDP_BENCH_CHECK_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.cc)
   foreach(file ${FSDP_BENCH_CHECK_SOURCES})
     file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${file})

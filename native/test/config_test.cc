@@ -1,6 +1,7 @@
 // Reading run configs: schema defaults, aliases, and errors that name the key.
 #include <gtest/gtest.h>
 
+#include "memory/memory_plan.h"
 #include "validation/validate.h"
 #include "test_config.h"
 
@@ -35,6 +36,61 @@ TEST(RunConfig, NamesTheKeyOfATypeError) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.problems[0].path, "model.d_model");
   EXPECT_NE(p.problems[0].message.find("expected an integer"), std::string::npos);
+}
+
+/** The problems of a config whose training.<key> is the JSON text `raw`, as "path: message". */
+std::vector<std::string> problems_with(const std::string& section, const std::string& key, const std::string& raw) {
+  auto j = test::tiny_config_json();
+  j[section][key] = nlohmann::json::parse(raw);
+  std::vector<std::string> out;
+  for (const auto& p : parse_run_config(j).problems) out.push_back(p.path + ": " + p.message);
+  return out;
+}
+
+TEST(RunConfig, RefusesNumbersBeyondTheSchemaRangeInsteadOfTruncatingThem) {
+  // Issue 26, item 1: static_cast<int> read 4294967300 as 4, 2^31 as -2^31, 2^53 as 0.
+  using V = std::vector<std::string>;
+  EXPECT_EQ(problems_with("training", "batch_size_per_gpu", "4294967300"), V{"training.batch_size_per_gpu: must be <= 65536, got 4294967300"});
+  EXPECT_EQ(problems_with("training", "batch_size_per_gpu", "9007199254740992"), V{"training.batch_size_per_gpu: must be <= 65536, got 9007199254740992"});
+  EXPECT_EQ(problems_with("training", "max_steps", "2147483648"), V{"training.max_steps: must be <= 1000000000, got 2147483648"});
+  EXPECT_EQ(problems_with("training", "max_steps", "18446744073709551615"), V{"training.max_steps: must be <= 1000000000, got 18446744073709551615"});
+  EXPECT_EQ(problems_with("training", "max_steps", "1e300"), V{"training.max_steps: must be <= 1000000000, got 1e+300"});
+  EXPECT_EQ(problems_with("model", "n_layers", "-4294967295"), V{"model.n_layers: must be >= 1, got -4294967295"});
+  EXPECT_EQ(problems_with("training", "max_steps", "12.5"), V{"training.max_steps: expected an integer, got 12.5"});
+  EXPECT_EQ(problems_with("training", "seed", "4294967296"), V{"training.seed: must be <= 4294967295, got 4294967296"});
+  // Numbers are held to the schema's bounds too, exclusive ones included.
+  EXPECT_EQ(problems_with("model", "dropout", "1"), V{"model.dropout: must be < 1, got 1"});
+  EXPECT_EQ(problems_with("training", "learning_rate", "0"), V{"training.learning_rate: must be > 0, got 0"});
+  EXPECT_EQ(problems_with("training", "betas", "[0.9, 1.5]"), V{"training.betas: must be < 1, got 1.5"});
+  // In range: read exactly, whatever JSON type holds it.
+  auto j = test::tiny_config_json();
+  j["training"]["max_steps"] = 1000000000.0;
+  j["training"]["seed"] = 4294967295u;
+  const RunConfig c = test::parse_or_die(j);
+  EXPECT_EQ(c.training.max_steps, 1000000000);
+  EXPECT_EQ(c.training.seed, 4294967295u);
+}
+
+TEST(RunConfig, ReadsZeroStageAsAJsonNumberNotItsLow32Bits) {
+  auto j = test::tiny_config_json();
+  j["fsdp"] = {{"zero_stage", 4294967298u}};
+  const ParsedConfig p = parse_run_config(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.problems[0].path, "fsdp.zero_stage");
+  EXPECT_EQ(p.problems[0].message, "4294967298 is not one of 0, 1, 2, 3");
+}
+
+TEST(Validate, RefusesSizesWhoseMemoryPlanExceeds64BitBytes) {
+  auto j = test::tiny_config_json(1024, 2, 1024);
+  j["model"]["max_seq_len"] = 1048576;
+  j["data"]["seq_len"] = 1048576;
+  j["training"]["batch_size_per_gpu"] = 65536;
+  const auto problems = check_run_config(j, "", {false, false});
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0].path, "training.batch_size_per_gpu");
+  EXPECT_NE(problems[0].message.find("beyond 2^62 bytes"), std::string::npos) << problems[0].message;
+  RunConfig c = test::parse_or_die(j);
+  EXPECT_THROW(plan_memory(c), std::runtime_error);
 }
 
 TEST(Validate, ChecksRelationsBetweenKeys) {

@@ -5,11 +5,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "data/batch_stream.h"
 #include "file_fixtures.h"
@@ -108,9 +110,20 @@ TEST(TokenFile, RefusesAFifoAFolderAndADeviceWithoutBlocking) {
   EXPECT_EQ(open_error("/dev/zero", 256), "/dev/zero: is a device, not a regular file");
 }
 
+/** Writes `id` at token `at` of the file in place, then gives it back its modification time (so only the ids can tell). */
+void plant_keeping_mtime(const std::string& path, std::uint64_t at, std::uint16_t id) {
+  const auto mtime = fs::last_write_time(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(64 + 2 * at));
+    f.write(reinterpret_cast<const char*>(&id), 2);
+  }
+  fs::last_write_time(path, mtime);
+}
+
 TEST(BatchStream, ChecksEveryIdAsItBuildsABatchAndReportsItFromThePrefetchThread) {
-  // The file is good when opened, then changed under the mapping (a private mapping shows other
-  // writers' changes to pages it has not written): batches are checked as they are built.
+  // The file is good when opened, then changed by a writer that even restores its modification
+  // time: batches are still checked as they are built.
   TempFolder dir;
   const auto tokens = counting(1001);
   const std::string path = (dir.path / "changing.tok").string();
@@ -119,12 +132,7 @@ TEST(BatchStream, ChecksEveryIdAsItBuildsABatchAndReportsItFromThePrefetchThread
   HostAllocator alloc;
   BatchStream direct(alloc, file, 4, 10, false, 1, 0), prefetched(alloc, file, 4, 10, false, 1, 2);
   direct.next(), prefetched.next();  // batch 0: sequences 0-3, tokens 0-40
-  {
-    const std::uint16_t bad = 1000;
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(64 + 2 * 95);  // token 95: sequence 9, in batch 2 (tokens 80-120)
-    f.write(reinterpret_cast<const char*>(&bad), 2);
-  }
+  plant_keeping_mtime(path, 95, 1000);  // token 95: sequence 9, in batch 2 (tokens 80-120)
   std::vector<std::int32_t> in(40), tg(40);
   BatchStream::read(*file, 4, 10, false, 1, 1, in.data(), tg.data());  // batch 1 is untouched
   const std::string expected = path + ": token 95 is id 1000, not below the vocabulary size 256";
@@ -142,8 +150,57 @@ TEST(BatchStream, ChecksEveryIdAsItBuildsABatchAndReportsItFromThePrefetchThread
   last[40] = 256;
   test::write_bytes(path, test::token_file_bytes(counting(41)));
   auto good = std::make_shared<const TokenFile>(path, 256);
-  std::fstream(path, std::ios::in | std::ios::out | std::ios::binary).seekp(64 + 80).write(reinterpret_cast<const char*>(&last[40]), 2);
+  plant_keeping_mtime(path, 40, last[40]);
   EXPECT_THROW(BatchStream::read(*good, 4, 10, false, 1, 0, in.data(), tg.data()), std::runtime_error);
+}
+
+TEST(TokenFile, AFileRewrittenInPlaceUnderARunIsAnErrorNamingItNotASignal) {
+  // Issue 26, item 3: samples/prepare-data.ts rewrote token files in place (truncate, write); a
+  // mapped file then raised SIGBUS on the next page the trainer touched.
+  TempFolder dir;
+  const std::string path = (dir.path / "train.tok").string();
+  test::write_bytes(path, test::token_file_bytes(counting(100'001)));
+  auto file = std::make_shared<const TokenFile>(path, 256);
+  HostAllocator alloc;
+  BatchStream stream(alloc, file, 4, 100, true, 1, 2);
+  stream.next();
+  ::truncate(path.c_str(), 64 + 2 * 10);  // the writer's first act: truncate (then it writes)
+  const std::string expected = path + ": changed while the run was reading it (200066 bytes when the run opened it, 84 now)";
+  try {
+    for (int i = 0; i < 10; ++i) stream.next();
+    FAIL() << "batches were read from a truncated file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(expected, 0), 0u) << e.what();
+  }
+  // The same size, new content (the writer's second act): its modification time tells.
+  test::write_bytes(path, test::token_file_bytes(counting(100'001)));
+  auto reopened = std::make_shared<const TokenFile>(path, 256);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  test::write_bytes(path, test::token_file_bytes(counting(100'001, 100)));
+  std::vector<std::int32_t> in(400), tg(400);
+  try {
+    BatchStream::read(*reopened, 4, 100, true, 1, 0, in.data(), tg.data());
+    FAIL() << "a batch was read from a file rewritten since it was opened";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": changed while the run was reading it (modified "), std::string::npos) << e.what();
+  }
+  // Replaced by rename, as writers now do: the run keeps reading the file it opened.
+  test::write_bytes(path, test::token_file_bytes(counting(100'001)));
+  auto renamed = std::make_shared<const TokenFile>(path, 256);
+  test::write_bytes(path + ".tmp", test::token_file_bytes(counting(7)));
+  fs::rename(path + ".tmp", path);
+  BatchStream::read(*renamed, 4, 100, true, 1, 3, in.data(), tg.data());
+  EXPECT_EQ(tg[0], in[1]);
+}
+
+TEST(TokenFile, AFileCutShortInsideItsHeaderIsReportedTruncatedNotBadMagic) {
+  TempFolder dir;
+  const std::string path = (dir.path / "short.tok").string();
+  test::write_bytes(path, test::token_file_bytes(counting(100)).substr(0, 40));
+  EXPECT_EQ(open_error(path, 256), path + ": 40 bytes, shorter than the 64-byte header of a token file (truncated)");
+  EXPECT_THROW(read_token_file_header(path), std::runtime_error);
+  test::write_bytes(path, std::string(40, 'x'));
+  EXPECT_EQ(open_error(path, 256), path + ": not a token file (bad magic)");
 }
 
 TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {

@@ -12,6 +12,11 @@ completed, stopped (a stop signal came), or failed (with which rank ended how, a
 it printed to stderr; each rank's stderr lines are marked with its rank). One rank failing stops
 the others, as torchrun does.
 
+This process owns the run (native/FORMATS.md, "The run folder and its owner"): nothing of the run
+outlives it. Its ranks die with it (PR_SET_PDEATHSIG); when it leads the run's process group, a
+guard process ends the whole group and writes the run's end, failed with the reason, if this
+process is killed (start_guard). Any Python >= 3.9, standard library only.
+
 Stop signals go to the whole process group (the editor's Stop, a terminal's Ctrl-C): every rank,
 torchrun, accelerate and deepspeed get them directly, so this process does not forward them; it
 only notes that the run was stopped and waits for the command to end.
@@ -21,6 +26,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -37,10 +43,14 @@ PEERS_GRACE_S = 10.0
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [GUARD_FLAG]:
+        return guard_main(argv[1], int(argv[2]))
     args = parse_args(argv)
     run_dir = os.path.abspath(args.run_dir)
     log = EventLog(run_dir)
     manifest = read_manifest(run_dir)
+    guard = start_guard(run_dir)
     stopped = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
@@ -55,10 +65,11 @@ def main(argv=None):
     else:
         ranks.append(env)
     try:
-        children = [subprocess.Popen(args.command, env=e, stderr=subprocess.PIPE) for e in ranks]
+        children = [subprocess.Popen(args.command, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent) for e in ranks]
     except OSError as e:
         reason = f"cannot start {args.command[0]}: {e.strerror or e}"
         finish(log, run_dir, manifest, "failed", reason)
+        dismiss_guard(guard)
         print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
         return 127
     last_words = [None] * len(children)
@@ -90,7 +101,74 @@ def main(argv=None):
         status, reason = "failed", f"{who} {how}{': ' + last if last else ''}"
         code = 128 - c if c < 0 else c
     finish(log, run_dir, manifest, status, reason)
+    dismiss_guard(guard)
     return code
+
+
+#: The hidden first argument of the guard process (see start_guard).
+GUARD_FLAG = "--guard-of-supervisor"
+
+
+def die_with_parent():
+    """In each rank before it runs: killed (SIGKILL) when this supervisor dies, however it dies
+    (prctl PR_SET_PDEATHSIG, Linux). Elsewhere nothing: the guard below still ends the group."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))
+    except Exception:  # noqa: BLE001 - not Linux, or no prctl: the guard covers the group
+        pass
+
+
+def start_guard(run_dir):
+    """This supervisor owns the run: when it is killed (SIGKILL, the OOM killer), nothing of the run
+    may go on without it. A guard process holds the read end of a pipe whose write end only this
+    process has: when this process dies the pipe ends, and the guard writes the run's end
+    (failed, with the reason) as this supervisor would have, then kills the whole process group —
+    the ranks and whatever they started (torchrun's workers), which PR_SET_PDEATHSIG alone does not
+    reach. Only when this process leads its own group (the editor's detached start makes it so):
+    a group shared with a caller (a SLURM batch shell) is not the run's to kill."""
+    if os.getpgrp() != os.getpid():
+        return None
+    read_end, write_end = os.pipe()  # not inherited by the ranks (PEP 446)
+    try:
+        guard = subprocess.Popen([sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid())], stdin=read_end, stdout=subprocess.DEVNULL, close_fds=True)
+    except OSError:
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    return write_end, guard
+
+
+def dismiss_guard(guard):
+    """The run ended as this supervisor says: the guard leaves without doing anything."""
+    if guard is None:
+        return
+    write_end, process = guard
+    try:
+        os.write(write_end, b"ended\n")
+    except OSError:
+        pass
+    os.close(write_end)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def guard_main(run_dir, supervisor_pid):
+    # Stop's signals go to the whole group: the guard outlives them, to act if the supervisor does not.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    said = sys.stdin.buffer.read()
+    if said.startswith(b"ended"):
+        return 0
+    reason = f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
+    finish(EventLog(run_dir), run_dir, read_manifest(run_dir), "failed", reason)
+    print(f"fsdp_studio.supervise: {reason}", file=sys.stderr, flush=True)
+    os.killpg(0, signal.SIGKILL)
+    return 1
 
 
 def parse_args(argv):
@@ -192,12 +270,31 @@ def last_step(metrics_path, tail=1 << 16):
     return 0
 
 
+#: The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts).
+MAX_MANIFEST_BYTES = 32 * 1024 * 1024
+
+
 def read_manifest(run_dir):
+    """run.json as every reader of a run folder reads it: a regular file only, opened without
+    blocking (a FIFO named run.json would wait for a writer for ever), within the size a manifest may
+    have. None when absent, refused or unreadable."""
+    path = os.path.join(run_dir, "run.json")
     try:
-        with open(os.path.join(run_dir, "run.json")) as f:
-            return json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MANIFEST_BYTES:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            return json.loads(f.read(MAX_MANIFEST_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def update_manifest(run_dir, fields):

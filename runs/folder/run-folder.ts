@@ -6,8 +6,9 @@
 // is named by the same rule. Writers of run.json after this one (the runtime as the run goes, the
 // companion's supervisor for a person's command) merge their fields into what is here.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, RUN_MANIFEST_VERSION, type ManifestWorld, type RunManifest } from '../../core/protocol/run-manifest';
 
 /**
@@ -49,7 +50,8 @@ export interface RunFacts {
  * no longer the end.
  */
 export function startingManifest(facts: RunFacts, previous?: RunManifest, now = Date.now() / 1000): RunManifest {
-  const { end_reason: _ended, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  // The last run's end, and its processes: a group or pids named now would be another's.
+  const { end_reason: _ended, pids: _pids, pgid: _pgid, leader_start: _start, boot_id: _boot, ...kept } = previous ?? ({} as Partial<RunManifest>);
   return {
     ...kept,
     v: RUN_MANIFEST_VERSION,
@@ -78,16 +80,28 @@ export function writeJsonAtomically(file: string, value: unknown): void {
 
 /** run.json of a folder on this machine; undefined when absent or unreadable. */
 export function readManifestFile(runDir: string): RunManifest | undefined {
-  const file = path.join(runDir, 'run.json');
-  if (!existsSync(file)) return undefined;
-  const parsed = parseRunManifest(readFileSync(file, 'utf8'));
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readRegularFileSync(path.join(runDir, 'run.json'), MANIFEST_MAX_BYTES);
+  } catch (e) {
+    if (e instanceof RefusedFile) return undefined; // a FIFO or device named run.json: unreadable
+    throw e;
+  }
+  if (bytes === undefined) return undefined;
+  const parsed = parseRunManifest(bytes.toString('utf8'));
   return 'manifest' in parsed ? parsed.manifest : undefined;
 }
 
-/** Writes run.json into runDir (created if missing), with the launcher's own pid. */
+/**
+ * Writes run.json into runDir (created if missing), with the launcher's own pid. When this process
+ * is the group leader the detached start recorded (fsdp-train exec'd by it), that record is kept:
+ * it names this very process.
+ */
 export function writeStartingManifest(runDir: string, facts: RunFacts): RunManifest {
   mkdirSync(runDir, { recursive: true });
-  const manifest = { ...startingManifest(facts, readManifestFile(runDir)), pids: [process.pid] };
+  const previous = readManifestFile(runDir);
+  const ours = previous?.pgid === process.pid ? { pgid: previous.pgid, ...(previous.leader_start !== undefined ? { leader_start: previous.leader_start } : {}), ...(previous.boot_id ? { boot_id: previous.boot_id } : {}) } : {};
+  const manifest = { ...startingManifest(facts, previous), pids: [process.pid], ...ours };
   writeJsonAtomically(path.join(runDir, 'run.json'), manifest);
   return manifest;
 }

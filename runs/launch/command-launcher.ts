@@ -59,7 +59,7 @@ export function manifestFor(req: CommandLaunchRequest, runId: string, argv: stri
       runId,
       name: spec.name,
       // What the run was launched with, for the dashboard and for a relaunch.
-      config: { command: spec.command.argv, launcher: spec.command.launcher, cwd: spec.cwd, env: spec.env, nproc_per_node: spec.nproc, target: spec.target, ...(spec.config ? { config: spec.config } : {}) },
+      config: { command: spec.command.argv, launcher: spec.command.launcher, cwd: spec.cwd, env: spec.env, nproc_per_node: spec.nproc, target: spec.target, ...(spec.config ? { config: spec.config } : {}), ...(spec.metricsPatterns ? { metrics: { pattern: spec.metricsPatterns } } : {}) },
       configPath: req.specPath,
       world: { size: spec.worldSize ?? 1, ...(spec.nproc > 1 ? { nproc_per_node: spec.nproc } : {}) },
       host,

@@ -1,25 +1,52 @@
 // Starting a trainer detached, the same way on this machine and over ssh: /bin/sh, already the
 // leader of a new session (spawn's `detached`, or `setsid` remotely), writes run.json with its own
-// pid as the run's pid and process group, then execs the trainer, which keeps that pid. So the
-// manifest names the process before the trainer runs a single instruction: no window in which a
-// run exists that Stop cannot reach, and no race with the trainer's own writes to run.json.
+// pid as the run's pid and process group (and when it started, so Stop can tell a reused pid), puts
+// the run's id in the environment as the mark of its processes (runs/stop/run-group.ts), then execs
+// the trainer, which keeps that pid. So the manifest names the process before the trainer runs a
+// single instruction: no window in which a run exists that Stop cannot reach, and no race with the
+// trainer's own writes to run.json.
 import type { RunManifest } from '../../core/protocol/run-manifest';
+import { RUN_MARK_ENV } from '../stop/run-group';
 
-/** $1 $2 $3: manifest text around the two pid places; $4: manifest path; then the argv to exec. */
+/**
+ * $1…$5: manifest text around the places of the pid (twice), the leader's start time and the boot
+ * id; $6: manifest path; $7: the run id, exported as the run's mark; then the argv to exec. The
+ * start time is field 22 of /proc/$$/stat (what Stop compares before it signals the group).
+ */
 export const START_SCRIPT = [
-  'printf %s "$1" "$$" "$2" "$$" "$3" > "$4.tmp" && mv -f "$4.tmp" "$4" || exit 97',
-  'shift 4',
+  "t=$(sed 's/^.*) //' /proc/$$/stat 2>/dev/null | cut -d' ' -f20) b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)",
+  'printf %s "$1" "$$" "$2" "$$" "$3" "${t:-0}" "$4" "$b" "$5" > "$6.tmp" && mv -f "$6.tmp" "$6" || exit 97',
+  `${RUN_MARK_ENV}=$7; export ${RUN_MARK_ENV}`,
+  'shift 7',
   'exec "$@"',
 ].join('\n');
 
 /** Exit status of the start script when it could not write run.json. */
 export const START_SCRIPT_FAILED = 97;
 
-/** The argument vector that writes `manifest` (pids and pgid filled in) to `manifestPath`, then execs `argv`. */
+/**
+ * The argument vector that writes `manifest` (pids, pgid, leader_start and boot_id filled in) to
+ * `manifestPath`, marks the run's processes with its id, then execs `argv`.
+ */
 export function detachedStartArgv(manifest: RunManifest, manifestPath: string, argv: string[]): string[] {
-  const hole = `@@fsdp-pid-${Math.random().toString(36).slice(2)}@@`;
-  const text = `${JSON.stringify({ ...manifest, pids: [hole], pgid: hole }, null, 2)}\n`;
-  const parts = text.split(JSON.stringify(hole));
-  if (parts.length !== 3) throw new Error('internal: the manifest template must hold the pid exactly twice');
-  return ['/bin/sh', '-c', START_SCRIPT, 'fsdp-start', parts[0], parts[1], parts[2], manifestPath, ...argv];
+  const hole = `@@fsdp-${Math.random().toString(36).slice(2)}@@`;
+  const [pid, start, boot] = [`${hole}pid`, `${hole}start`, `${hole}boot`];
+  // The places in this order, whatever the manifest held before.
+  const { pids: _pids, pgid: _pgid, leader_start: _start, boot_id: _boot, ...rest } = manifest;
+  const text = `${JSON.stringify({ ...rest, pids: [pid], pgid: pid, leader_start: start, boot_id: boot }, null, 2)}\n`;
+  // Numbers replace their quoted hole; the boot id stays a string, so only its hole's text goes.
+  const parts = splitAt(text, [JSON.stringify(pid), JSON.stringify(pid), JSON.stringify(start), boot]);
+  return ['/bin/sh', '-c', START_SCRIPT, 'fsdp-start', ...parts, manifestPath, manifest.run_id, ...argv];
+}
+
+function splitAt(text: string, holes: string[]): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  for (const h of holes) {
+    const at = rest.indexOf(h);
+    if (at < 0) throw new Error('internal: the manifest template lacks a place for the start script to fill');
+    parts.push(rest.slice(0, at));
+    rest = rest.slice(at + h.length);
+  }
+  return [...parts, rest];
 }

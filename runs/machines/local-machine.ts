@@ -1,12 +1,14 @@
 // Runs on this machine: files read directly, growing files followed by watching their folder
 // (local-follower.ts), the trainer started in its own session and stopped through its process group.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { DecoderFactory } from '../watch/decoders/record-decoder';
+import { LOG_MAX_BYTES, MANIFEST_MAX_BYTES, openRegularFile, readRegularFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
+import { parseRunGroupVerdict, RUN_GROUP_CHECK, runGroupCheckArgs, type RunGroupMark, type RunGroupVerdict } from '../stop/run-group';
 import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
 import { LocalFollower } from '../watch/transports/local-follower';
 import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type ListedFile, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
@@ -16,46 +18,38 @@ export class LocalMachine implements RunMachine {
 
   async readManifest(runDir: string): Promise<RunManifest | undefined> {
     const file = path.join(runDir, 'run.json');
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
-    const parsed = parseRunManifest(text);
+    const bytes = await readRegularFile(file, MANIFEST_MAX_BYTES);
+    if (bytes === undefined) return undefined;
+    const parsed = parseRunManifest(bytes.toString('utf8'));
     if ('error' in parsed) throw new Error(`${file}: ${parsed.error}`);
     return parsed.manifest;
   }
 
   async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
-    const handle = await open(file, 'r');
+    const opened = await openRegularFile(file, LOG_MAX_BYTES);
+    if (!opened) throw Object.assign(new Error(`${file} does not exist`), { code: 'ENOENT' });
     try {
-      const start = tail ? Math.max(0, (await handle.stat()).size - maxBytes) : 0;
-      const buf = Buffer.alloc(maxBytes);
-      const { bytesRead } = await handle.read(buf, 0, maxBytes, start);
+      const length = Math.min(maxBytes, opened.size);
+      const start = tail ? opened.size - length : 0;
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = length ? await opened.handle.read(buf, 0, length, start) : { bytesRead: 0 };
       return buf.subarray(0, bytesRead);
     } finally {
-      await handle.close();
+      await opened.handle.close();
     }
   }
 
   async readFileFrom(file: string, offset: number, maxBytes: number): Promise<{ data: Buffer; size: number }> {
-    let handle;
+    const opened = await openRegularFile(file, LOG_MAX_BYTES);
+    if (!opened) return { data: Buffer.alloc(0), size: 0 };
     try {
-      handle = await open(file, 'r');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { data: Buffer.alloc(0), size: 0 };
-      throw e;
-    }
-    try {
-      const size = (await handle.stat()).size;
+      const size = opened.size;
       const length = Math.max(0, Math.min(maxBytes, size - offset));
       const buf = Buffer.alloc(length);
-      const { bytesRead } = length ? await handle.read(buf, 0, length, offset) : { bytesRead: 0 };
+      const { bytesRead } = length ? await opened.handle.read(buf, 0, length, offset) : { bytesRead: 0 };
       return { data: buf.subarray(0, bytesRead), size };
     } finally {
-      await handle.close();
+      await opened.handle.close();
     }
   }
 
@@ -120,6 +114,7 @@ export class LocalMachine implements RunMachine {
   }
 
   async isAlive(pgid: number): Promise<boolean> {
+    if (!Number.isInteger(pgid) || pgid <= 1) return false; // kill(0)/kill(-1) would answer for other processes
     try {
       process.kill(-pgid, 0);
       return true;
@@ -145,7 +140,16 @@ export class LocalMachine implements RunMachine {
     await rm(runDir, { recursive: true, force: true });
   }
 
+  checkRunGroup(mark: RunGroupMark): Promise<RunGroupVerdict> {
+    return new Promise((resolve) => {
+      execFile('/bin/sh', ['-c', RUN_GROUP_CHECK, 'fsdp-run-group', ...runGroupCheckArgs(mark)], { timeout: 60_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+        resolve(parseRunGroupVerdict(err && !stdout ? `${err.message} ${stderr}` : stdout));
+      });
+    });
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
+    if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid}: never a run's`);
     try {
       process.kill(-pgid, signal);
     } catch (e) {

@@ -3,6 +3,7 @@
 // here: these modules are tested directly against real processes and a real sshd.
 import type { DecodedBatch, DecoderFactory } from '../watch/decoders/record-decoder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { RunGroupMark, RunGroupVerdict } from '../stop/run-group';
 
 /** Where a run lives: "local", or the SSH host alias it was launched on. */
 export type TargetName = string;
@@ -99,6 +100,11 @@ export interface RunMachine {
   processesAlive(pids: number[], host: string): Promise<boolean | undefined>;
   /** Deletes a run folder with everything in it; refuses a folder without a run.json. */
   removeRunDir(runDir: string): Promise<void>;
+  /**
+   * Whether the process group is still the run's (runs/stop/run-group.ts), asked before any signal:
+   * never signal a group this has not answered "ok" for.
+   */
+  checkRunGroup(mark: RunGroupMark): Promise<RunGroupVerdict>;
   /** Sends a signal to the whole process group. */
   signal(pgid: number, signal: StopSignal): Promise<void>;
 }

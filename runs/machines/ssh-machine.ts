@@ -2,8 +2,10 @@
 // `tail -c +OFFSET -F` (ssh-follower.ts), so nothing is lost or read twice however often the
 // connection drops.
 import type { DecoderFactory } from '../watch/decoders/record-decoder';
+import { MANIFEST_MAX_BYTES, RefusedFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
 import type { RemoteWord } from '../../core/remote/remote-command';
+import { parseRunGroupVerdict, RUN_GROUP_CHECK, runGroupCheckArgs, type RunGroupMark, type RunGroupVerdict } from '../stop/run-group';
 import { detachedStartArgv } from './detached-start';
 import type { DetachedStart, Follower, FollowHandlers, ListedFile, RunMachine, StartedRun, StopSignal } from './run-machine';
 import { runSsh, runSshChecked, SSH_CONNECTION_FAILED, SshError, type SshSettings } from './ssh';
@@ -29,10 +31,13 @@ export class SshMachine implements RunMachine {
 
   async readManifest(runDir: string): Promise<RunManifest | undefined> {
     const file = `${runDir}/run.json`;
-    // `test -e` first: exit 3 means absent, any other failure is an error worth reporting.
-    const r = await runSsh(this.target, [{ raw: 'if test -e' }, { path: file }, { raw: '; then cat --' }, { path: file }, { raw: '; else exit 3; fi' }], this.settings(), { timeoutMs: 60_000 });
+    // Exit 3: absent; 4: not a regular file; 5: too large (core/protocol/regular-file.ts's rules,
+    // asked of the host before a byte is read). Any other failure is an error worth reporting.
+    const r = await runSsh(this.target, [...onlyRegular(file), { raw: '; size=$(wc -c <' }, { path: file }, { raw: `) && if test "$size" -gt ${MANIFEST_MAX_BYTES}; then echo "$size" >&2; exit 5; fi; head -c ${MANIFEST_MAX_BYTES} --` }, { path: file }], this.settings(), { timeoutMs: 60_000 });
     if (r.code === 3) return undefined;
     if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} over ssh: ${r.stderr || 'connection failed'}`);
+    if (r.code === 4) throw new RefusedFile(`${this.target}:${file}`, 'is not a regular file (a FIFO, a device or a folder)');
+    if (r.code === 5) throw new RefusedFile(`${this.target}:${file}`, `is ${r.stderr.trim()} bytes, more than the ${MANIFEST_MAX_BYTES} bytes a file of its kind may be`);
     if (r.code !== 0) throw new SshError(`reading ${file} on ${this.target} failed: ${r.stderr}`);
     const parsed = parseRunManifest(r.stdout.toString('utf8'));
     if ('error' in parsed) throw new Error(`${this.target}:${file}: ${parsed.error}`);
@@ -40,20 +45,28 @@ export class SshMachine implements RunMachine {
   }
 
   async readFile(file: string, maxBytes: number, tail = false): Promise<Buffer> {
-    return runSshChecked(this.target, [tail ? 'tail' : 'head', '-c', String(maxBytes), '--', { path: file }], this.settings(), `reading ${file}`, { timeoutMs: 60_000 });
+    const r = await runSsh(this.target, [...onlyRegular(file), { raw: ';' }, tail ? 'tail' : 'head', '-c', String(maxBytes), '--', { path: file }], this.settings(), { timeoutMs: 60_000 });
+    if (r.code === 4) throw new RefusedFile(`${this.target}:${file}`, 'is not a regular file (a FIFO, a device or a folder)');
+    if (r.code === 3) throw Object.assign(new SshError(`${this.target}:${file} does not exist`), { code: 'ENOENT' });
+    if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} over ssh: ${r.stderr || 'connection failed'}`);
+    if (r.code !== 0) throw new SshError(`reading ${file} on ${this.target} failed: ${r.stderr}`);
+    return r.stdout;
   }
 
   async readFileFrom(file: string, offset: number, maxBytes: number): Promise<{ data: Buffer; size: number }> {
     const from = Math.max(0, Math.floor(offset)) + 1;
     const max = Math.max(0, Math.floor(maxBytes));
     // The size on the first line, then the bytes; an absent file prints size 0 and nothing.
-    const out = await runSshChecked(
+    const r = await runSsh(
       this.target,
-      [{ raw: 'if test -e' }, { path: file }, { raw: '; then wc -c <' }, { path: file }, { raw: `&& tail -c +${from} --` }, { path: file }, { raw: `| head -c ${max}; else echo 0; fi` }],
+      [{ raw: 'if ! test -e' }, { path: file }, { raw: '; then echo 0; exit 0; fi;' }, ...onlyRegular(file), { raw: '; wc -c <' }, { path: file }, { raw: `&& tail -c +${from} --` }, { path: file }, { raw: `| head -c ${max}` }],
       this.settings(),
-      `reading ${file}`,
       { timeoutMs: 60_000 },
     );
+    if (r.code === 4) throw new RefusedFile(`${this.target}:${file}`, 'is not a regular file (a FIFO, a device or a folder)');
+    if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} over ssh: ${r.stderr || 'connection failed'}`);
+    if (r.code !== 0) throw new SshError(`reading ${file} on ${this.target} failed: ${r.stderr}`);
+    const out = r.stdout;
     const nl = out.indexOf(10);
     const size = Number(out.subarray(0, nl < 0 ? out.length : nl).toString('utf8').trim()) || 0;
     return { data: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), size };
@@ -114,6 +127,7 @@ export class SshMachine implements RunMachine {
   }
 
   async isAlive(pgid: number): Promise<boolean | undefined> {
+    if (!Number.isInteger(pgid) || pgid <= 1) return false; // kill(0)/kill(-1) would answer for other processes
     const r = await runSsh(this.target, ['kill', '-s', '0', '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) return undefined;
     return r.code === 0;
@@ -136,8 +150,24 @@ export class SshMachine implements RunMachine {
     if (r.code !== 0) throw new SshError(`deleting ${runDir} on ${this.target} failed: ${r.stderr}`);
   }
 
+  async checkRunGroup(mark: RunGroupMark): Promise<RunGroupVerdict> {
+    const r = await runSsh(this.target, ['sh', '-c', RUN_GROUP_CHECK, 'fsdp-run-group', ...runGroupCheckArgs(mark)], this.settings(), { timeoutMs: 60_000 });
+    if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to check the run's processes: ${r.stderr || 'connection failed'}`);
+    return parseRunGroupVerdict(r.stdout.toString('utf8') || r.stderr);
+  }
+
   async signal(pgid: number, signal: StopSignal): Promise<void> {
+    if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid} on ${this.target}: never a run's`);
     const r = await runSsh(this.target, ['kill', '-s', signal.slice(3), '--', `-${pgid}`], this.settings(), { timeoutMs: 30_000 });
     if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.target} to stop the run: ${r.stderr}`);
   }
+}
+
+/**
+ * Remote shell words that end the command unless `file` is a regular file (after symbolic links):
+ * exit 3 when it does not exist, 4 when it is a FIFO, a device or a folder. A FIFO would block
+ * cat or head there until the ssh timeout, and /dev/zero would stream until the byte cap.
+ */
+export function onlyRegular(file: string): RemoteWord[] {
+  return [{ raw: 'if ! test -e' }, { path: file }, { raw: '; then exit 3; fi; if ! test -f' }, { path: file }, { raw: '; then exit 4; fi' }];
 }

@@ -145,14 +145,25 @@ export async function submitRun(
   delete manifest.pgid;
   await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
   progress(`submitting to SLURM${host.target === LOCAL ? '' : ` on ${host.target}`}…`);
-  const jobId = await cluster.submitHeld(script, opts.resume);
+  let jobId: string;
+  try {
+    jobId = await cluster.submitHeld(script, opts.resume);
+  } catch (e) {
+    // No job, so nothing will ever write this run's end: say it here, with sbatch's own words,
+    // instead of leaving it "starting" for ever.
+    const reason = `sbatch refused the job: ${(e as Error).message}`;
+    await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify({ ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }, null, 2)}\n`).catch(() => undefined);
+    throw new Error(reason, { cause: e });
+  }
   try {
     manifest.slurm = { ...manifest.slurm!, job_id: jobId, jobs: [...jobs, jobId] };
     await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
     await cluster.release(jobId);
   } catch (e) {
     await cluster.cancel(jobId).catch(() => undefined);
-    throw new Error(`job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`, { cause: e });
+    const reason = `job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`;
+    await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify({ ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }, null, 2)}\n`).catch(() => undefined);
+    throw new Error(reason, { cause: e });
   }
   return { jobId, script, argv };
 }

@@ -6,10 +6,13 @@ import os from 'node:os';
 import { jobActive, jobReason, jobRunStatus, jobWaiting, type RunFacts, type SlurmJob } from '../slurm/slurm-state';
 import { metricsDecoder } from './decoders/metrics-decoder';
 import type { RecordProblem } from './decoders/record-decoder';
+import { metricsPatternsOf, printedMetricsDecoder, type PrintedEntry } from './decoders/printed/printed-metrics-decoder';
+import { FORMAT_NAMES } from './decoders/printed/recognisers';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
 import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
 import { RunHistory } from '../../core/runs/run-history';
+import { runGroupMarkOf } from '../stop/run-group';
 import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
 import type { ConnectionState, Follower, RunMachine, TargetName } from '../machines/run-machine';
 import type { SlurmCluster } from '../slurm/slurm-cluster';
@@ -41,11 +44,16 @@ const PROBLEMS_KEPT = 50;
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
 /** After a run's end, its event files get at most this long to deliver their last records. */
 const LOGS_DRAIN_MS = { local: 5000, ssh: 15000 };
+/** After a run's end, its stdout and stderr get this long to deliver their last lines. */
+const PRINTED_DRAIN_MS = { local: 2000, ssh: 10000 };
 /** A launched command's event files are those changed from a little before it was created. */
 const SINCE_SLACK_S = 60;
 /** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
 const TAIL_BYTES = 4096;
 const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
+/** Where a person's command prints: both are read for step lines (loggers and progress bars write to stderr). */
+const PRINTED_FILES = ['stdout', 'stderr'] as const;
+type PrintedFile = (typeof PRINTED_FILES)[number];
 
 export class RunWatch {
   readonly history = new RunHistory();
@@ -69,6 +77,11 @@ export class RunWatch {
   private logConnection: ConnectionState = { state: 'closed' };
   private metricsConnection: ConnectionState = { state: 'closed' };
   private offset = 0;
+  /** The run's stdout.log and stderr.log read for printed step lines (a person's command), and where each read got to. */
+  private readonly printedFollowers = new Map<PrintedFile, Follower>();
+  private readonly printedOffsets = new Map<PrintedFile, number>();
+  /** The file whose step lines the charts take: the first to give one (the other may repeat them later, or late). */
+  private printedFile: PrintedFile | undefined;
   /** When the latest resume was asked for (seconds; see follow()). */
   private resumedAt = -Infinity;
   private liveness: NodeJS.Timeout | undefined;
@@ -136,8 +149,57 @@ export class RunWatch {
       }, pid);
     }
     this.followLogs();
+    this.followPrinted();
     if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
   }
+
+  /**
+   * A person's command: what it prints is read for step lines (nanoGPT's `iter N: loss X`, the
+   * Trainer's dicts, …; runs/watch/decoders/printed/), with the launch spec's own patterns first. The
+   * native runtime's output is not: its metrics.jsonl says everything.
+   */
+  private followPrinted(): void {
+    if (this.ref.format === 'tensorboard' || this.manifest?.kind !== 'command') return;
+    const decoder = printedMetricsDecoder(metricsPatternsOf(this.manifest.config));
+    for (const file of PRINTED_FILES) {
+      if (this.printedFollowers.has(file)) continue;
+      const from = this.printedOffsets.get(file) ?? 0;
+      let first = true;
+      const follower = this.machine.follow(`${this.ref.runDir}/${file}.log`, decoder, from, {
+        batch: (batch) => {
+          this.printedOffsets.set(file, batch.offset);
+          const backlog = first && from === 0;
+          first = false;
+          if (!batch.entries.length || (this.printedFile && this.printedFile !== file)) return;
+          this.printedFile = file;
+          const times = this.printedTimes(batch.entries, backlog ? batch.offset : undefined);
+          batch.entries.forEach((e, i) => this.history.applyPrinted(e.step, e.values, times[i], { file, format: FORMAT_NAMES[e.format], counted: !!e.counted }));
+          this.emit([]);
+        },
+        connection: () => undefined,
+      }, this.manifest?.pgid);
+      this.printedFollowers.set(file, follower);
+    }
+  }
+
+  /**
+   * When each printed step happened. Lines carry no time: those read as they arrive are stamped
+   * with the arrival; a first read of output that was already there (the watch began after the
+   * run, or the editor reloaded) spreads its lines by their place in the file between the run's
+   * start and the time the read reached (now, or the run's end), an estimate the header states.
+   */
+  private printedTimes(entries: PrintedEntry[], backlogBytes: number | undefined): number[] {
+    const now = Date.now() / 1000;
+    const endedAt = this.history.end?.time ?? (this.manifest && ENDED.has(this.manifest.status) ? this.manifest.updated : undefined);
+    const until = Math.min(now, endedAt ?? now);
+    const since = this.history.firstStartTime ?? this.manifest?.created;
+    if (backlogBytes === undefined || since === undefined || backlogBytes <= 0 || until - since < 2) return entries.map(() => until);
+    this.printedTimesEstimated = true;
+    return entries.map((e) => since + ((until - since) * e.offset) / backlogBytes);
+  }
+
+  /** Some printed steps' times were estimated from their place in the output (printedTimes). */
+  printedTimesEstimated = false;
 
   /** Follows the TensorBoard folder the run logs to (named in run.json, which may come a moment after the run). */
   private followLogs(): void {
@@ -219,6 +281,8 @@ export class RunWatch {
       this.manifest = await this.machine.readManifest(this.ref.runDir);
       this.manifestError = undefined;
       if (this.follower && !this.logFolder) this.followLogs();
+      // run.json may come a moment after the watch: only then is it known to be a command's run.
+      if (this.follower && this.printedFollowers.size === 0) this.followPrinted();
     } catch (e) {
       this.manifestError = (e as Error).message;
     }
@@ -228,6 +292,7 @@ export class RunWatch {
   poke(): void {
     this.follower?.poke();
     this.logFolder?.poke();
+    for (const f of this.printedFollowers.values()) f.poke();
   }
 
   dispose(): void {
@@ -256,6 +321,13 @@ export class RunWatch {
     const f = this.follower;
     this.follower = undefined;
     f?.stop();
+    // The run's last printed lines may still be on their way (run_end is written after its output ended).
+    for (const printed of this.printedFollowers.values()) {
+      printed.poke();
+      if (this.disposed) printed.stop();
+      else setTimeout(() => printed.stop(), this.machine.target === 'local' ? PRINTED_DRAIN_MS.local : PRINTED_DRAIN_MS.ssh);
+    }
+    this.printedFollowers.clear();
     // The run's event files may still hold its last records: read them, then let go.
     const logs = this.logFolder;
     this.logFolder = undefined;
@@ -373,6 +445,12 @@ export class RunWatch {
   private async processesAlive(): Promise<boolean | undefined> {
     const m = this.manifest;
     if (!m) return undefined;
+    // A group whose leader is no longer the process the run started as is not the run's, however
+    // alive (runs/stop/run-group.ts). Runs from before leader_start was recorded: the group alone.
+    if (m.pgid !== undefined && m.leader_start !== undefined) {
+      const v = await this.machine.checkRunGroup(runGroupMarkOf(m)!).catch(() => undefined);
+      return v === undefined ? undefined : v.verdict === 'ok';
+    }
     if (m.pgid !== undefined) return this.machine.isAlive(m.pgid);
     if (m.pids?.length) return this.machine.processesAlive(m.pids, m.host);
     return undefined;

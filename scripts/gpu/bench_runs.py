@@ -10,7 +10,10 @@
 - --all: throughput, then the kernels, then an Nsight Compute profile of two native steps (GPT-2
   124M, micro-batch 16, seq 1024), as far as the time budget (--budget-s) allows: whatever is left
   out is recorded as skipped, and results are written after every part, so a call cut short
-  still returns what it measured.
+  still returns what it measured;
+- --runners native|eager|compile (first-run.sh, one process per runner under its own timeout):
+  that runner alone, merged into the results already in --out with --merge; PyTorch measures at
+  the micro-batch the native runtime ran (the same work per step), else searches the list.
 
 Writes under --out: gpu-<date>.json and gpu-<date>.md (to commit as bench/results/gpu-<date>.*),
 kernels.json, profile.md, and the logs. Targets (issue 14, at seq 1024): native >= 1.2x torch.compile
@@ -69,10 +72,11 @@ class Budget:
         return self.left() >= seconds
 
 
-def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int, work: Path, timeout: float) -> dict[str, Any]:
+def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int, work: Path, timeout: float,
+                      micro_batches: list[int] | None = None) -> dict[str, Any]:
     """The first micro-batch of the list that runs `steps` steps; median of the steps after the first four."""
     tried: dict[str, str] = {}
-    for mb in CANDIDATES[(model, seq)]:
+    for mb in micro_batches or CANDIDATES[(model, seq)]:
         m = MODELS[model]
         cfg = config(tokens, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], vocab=m["vocab"], seq=seq, batch=mb, steps=steps,
                      dtype="bfloat16")
@@ -82,6 +86,9 @@ def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int,
             tried[str(mb)] = "timed out"
             break
         s = of_type(events, "step")
+        if code == 124:  # runs.run's timeout: a smaller micro-batch would not fit in what is left either
+            tried[str(mb)] = f"timed out after {timeout:.0f} s"
+            break
         if code != 0 or len(s) < steps:
             tried[str(mb)] = "did not run: " + err[-300:].strip().replace("\n", " ")
             continue
@@ -91,13 +98,14 @@ def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int,
         return {"micro_batch": mb, "tried": tried, "tokens_per_s": statistics.median(x["tokens_per_s"] for x in timed),
                 "step_ms_median": statistics.median(x["step_ms"] for x in timed), "runtime_mfu": statistics.median(x.get("mfu") or 0 for x in timed),
                 "mem_peak": max(x["mem_peak"] for x in s), "memory_plan_total": start["memory_plan"]["total"], "peak_flops": start.get("peak_flops"),
+                "attention": start.get("runtime", {}).get("attention"),
                 "gpu": s[-1].get("gpu")}
     return {"micro_batch": None, "tried": tried}
 
 
-def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], out: Path, timeout: float) -> dict[str, Any]:
-    ref_out = out / "throughput" / f"{model}-{seq}"
-    mbs = ",".join(str(x) for x in sorted(CANDIDATES[(model, seq)]))
+def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], out: Path, timeout: float, micro_batches: list[int] | None = None) -> dict[str, Any]:
+    ref_out = out / "throughput" / f"{model}-{seq}-{'-'.join(modes)}"
+    mbs = ",".join(str(x) for x in sorted(micro_batches or CANDIDATES[(model, seq)]))
     cmd = [sys.executable, str(reference), "--model", model, "--seq", str(seq), "--micro-batches", mbs, "--modes", ",".join(modes), "--warmup", "3",
            "--steps", "10", "--out", str(ref_out)]
     try:
@@ -105,7 +113,7 @@ def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], 
         log = p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
         log = f"timed out after {timeout:.0f} s\n{e.stdout or ''}{e.stderr or ''}"
-    (out / f"pytorch-{model}-{seq}.log").write_text(log if isinstance(log, str) else str(log))
+    (out / f"pytorch-{model}-{seq}-{'-'.join(modes)}.log").write_text(log if isinstance(log, str) else str(log))
     files = sorted(glob.glob(str(ref_out / "*.json")))
     if not files:
         return {"error": log[-600:]}
@@ -248,8 +256,9 @@ def write(doc: dict[str, Any], out: Path) -> None:
         md += ["## Not run in this call", "", *[f"- {s}" for s in doc["skipped"]], ""]
     errors = [f"- {part}: {doc[part]['error'].strip()[-400:]}" for part in ("kernels", "profile") if isinstance(doc.get(part), dict) and doc[part].get("error")]
     errors += [f"- PyTorch {key}: {r['pytorch']['error'].strip()[-400:]}" for key, r in doc.get("throughput", {}).items() if (r.get("pytorch") or {}).get("error")]
+    errors += [f"- PyTorch {mode} {key}: {e.strip()[-400:]}" for key, r in doc.get("throughput", {}).items() for mode, e in ((r.get("pytorch") or {}).get("errors") or {}).items()]
     errors += [f"- native {key}: nothing ran ({json.dumps(r['native'].get('tried'))[:400]})" for key, r in doc.get("throughput", {}).items()
-               if r.get("native", {}).get("micro_batch") is None]
+               if "native" in r and r["native"].get("micro_batch") is None]
     if errors:
         md += ["## Errors", "", *errors, ""]
     text = "\n".join(md) + "\n"
@@ -271,6 +280,9 @@ def main() -> int:
     ap.add_argument("--kernels", action="store_true", help="only the kernel micro-benchmark")
     ap.add_argument("--all", action="store_true", help="throughput, kernels and a kernel profile, as the budget allows")
     ap.add_argument("--budget-s", type=float, default=330.0, help="seconds this benchmark may take; parts that would not fit are skipped")
+    ap.add_argument("--runners", help="native, eager and/or compile alone (first-run.sh: one runner per call, under its own timeout)")
+    ap.add_argument("--merge", action="store_true", help="add to the results already in --out (of this date) instead of starting anew")
+    ap.add_argument("--micro-batches", help="the candidates, largest first (default: the list per model and sequence)")
     args = ap.parse_args()
     budget = Budget(args.budget_s)
     command = os.environ.get("FSDP_BENCH_COMMAND") or " ".join([sys.argv[0], *sys.argv[1:]])
@@ -283,6 +295,16 @@ def main() -> int:
         gpu = next((line.split(", ") for line in doc["environment"] if line.count(", ") == 3), None)  # nvidia-smi: name, memory, driver, cc
         if gpu:
             doc["device"], doc["driver"] = gpu[0], gpu[2]
+    previous = args.out / f"gpu-{doc['date']}.json"
+    if args.merge and previous.exists():
+        kept = json.loads(previous.read_text())
+        doc.update({k: v for k, v in kept.items() if k not in ("command", "load_average")})
+    if args.runners:
+        work = Path(tempfile.mkdtemp(prefix="fsdp-bench-"))
+        try:
+            return measure_runners(args, doc, budget, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     if args.kernels:
         doc["kernels"] = kernel_bench(args.kernel_bench, args.out, timeout=max(60.0, budget.left()))
         write(doc, args.out)
@@ -293,6 +315,44 @@ def main() -> int:
         return measure_all(args, doc, budget, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_runners(args: argparse.Namespace, doc: dict[str, Any], budget: Budget, work: Path) -> int:
+    """The runners named by --runners, each for every model and sequence asked; the caller's timeout is the budget.
+    Exit 1 when a runner measured nothing."""
+    runners = args.runners.split(",")
+    if not set(runners) <= {"native", "eager", "compile"}:
+        raise SystemExit(f"--runners {args.runners}: each must be native, eager or compile")
+    asked = [int(x) for x in args.micro_batches.split(",")] if args.micro_batches else None
+    measured_all = True
+    for model, seq in [(m, int(s)) for s in args.seqs.split(",") for m in args.models.split(",")]:
+        entry = doc["throughput"].setdefault(f"{model}/{seq}", {})
+        if "native" in runners:
+            # Enough for every step at the largest micro-batch (4M ids take Python seconds of a 35 s part).
+            count = (args.steps + 1) * max(asked or CANDIDATES[(model, seq)]) * (seq + 1)
+            tokens = write_tokens(work / f"train-{model}-{seq}.tok", count, MODELS[model]["vocab"], seed=2)
+            entry["native"] = native_throughput(args.cli, tokens, model, seq, args.steps, work, timeout=max(10.0, budget.left()), micro_batches=asked)
+            measured_all &= entry["native"].get("micro_batch") is not None
+            print(f"native {model}/{seq}: {json.dumps(entry['native'])[:300]}", flush=True)
+            write(doc, args.out)
+        for mode in (r for r in runners if r != "native"):
+            same = [entry["native"]["micro_batch"]] if (entry.get("native") or {}).get("micro_batch") else None
+            r = pytorch_throughput(args.reference, model, seq, [mode], args.out, timeout=max(10.0, budget.left()), micro_batches=asked or same)
+            pt = entry.setdefault("pytorch", {})
+            if r.get("error"):
+                pt.setdefault("errors", {})[mode] = r["error"]
+                measured_all = False
+            else:
+                results = {**(pt.get("results") or {}), **(r.get("results") or {})}
+                pt.update({k: v for k, v in r.items() if v is not None})
+                pt["results"] = results
+                (pt.get("errors") or {}).pop(mode, None)
+                for k in ("device", "driver", "torch"):
+                    if not doc.get(k) and r.get(k):
+                        doc[k] = r[k]
+            print(f"pytorch {mode} {model}/{seq}: {json.dumps(r.get('results') or r.get('error'))[:300]}", flush=True)
+            write(doc, args.out)
+    return 0 if measured_all else 1
 
 
 def measure_all(args: argparse.Namespace, doc: dict[str, Any], budget: Budget, work: Path) -> int:

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Sourced by test.sh and bench.sh on the GPU machine: unpacks the carried Debian packages, finds
-# cuBLAS and NCCL in PyTorch's NVIDIA wheels, and builds the runtime with the CUDA backend for this
-# GPU's architecture into native/build-gpu (kept between calls while the machine stays warm).
-# Writes what it found to $OUT/environment.txt. Fails loudly, naming what is missing: the CUDA
-# backend, NCCL (the one-rank NCCL checks), MPI (every multi-rank check).
+# Sourced by test.sh and bench.sh on the GPU machine, run by first-run.sh (under its own timeout):
+# unpacks the carried Debian packages, finds cuBLAS and NCCL in PyTorch's NVIDIA wheels, and builds
+# the runtime with the CUDA backend for this GPU's architecture only (nvidia-smi's compute_cap) into
+# native/build-gpu (kept between calls while the machine stays warm). FSDP_BUILD_TARGETS names the
+# targets to build (default: all). Writes what it found to $OUT/environment.txt, and
+# $OUT/build-env.sh (BUILD, CLI, LD_LIBRARY_PATH) for a script that ran it instead of sourcing it.
+# Fails loudly, naming what is missing: the CUDA backend, NCCL (the one-rank NCCL checks), MPI
+# (every multi-rank check).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/gpu-out}"
@@ -57,10 +60,13 @@ grep -E "CUDA backend|OpenBLAS|MPI" "$OUT/configure.log" || true
 grep -q "CUDA backend: cuBLASLt" "$OUT/configure.log" || { echo "BUILD FAILED: the CUDA backend was not configured (no cuBLASLt found): see configure.log"; exit 1; }
 grep -q "NCCL ON" "$OUT/configure.log" || { echo "BUILD FAILED: NCCL was not found (in the toolkit or $NVIDIA_WHEELS): the NCCL checks cannot run"; exit 1; }
 grep -q -- "-- MPI: " "$OUT/configure.log" || { echo "BUILD FAILED: MPI was not found (mpi.h: carry .gpu-debs with libopenmpi-dev, scripts/gpu/fetch-debs.sh): every multi-rank check needs it"; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED:"; grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
+TARGET_ARGS=()
+for target in ${FSDP_BUILD_TARGETS:-}; do TARGET_ARGS+=(--target "$target"); done
+cmake --build "$BUILD" -j "$(nproc)" "${TARGET_ARGS[@]}" > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED:"; grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
 for binary in fsdp-train-native fsdp-native-tests fsdp-cuda-tests fsdp-mpi-tests; do
   [ -x "$BUILD/Release/$binary" ] || { echo "BUILD FAILED: $BUILD/Release/$binary was not built (GoogleTest or MPI missing? see configure.log)"; exit 1; }
 done
 CLI="$BUILD/Release/fsdp-train-native"
 BUILD_SECONDS=$((SECONDS - BUILD_T0))
+printf 'export LD_LIBRARY_PATH=%q\nBUILD=%q\nCLI=%q\n' "$LD_LIBRARY_PATH" "$BUILD" "$CLI" > "$OUT/build-env.sh"
 echo "built: $CLI in ${BUILD_SECONDS} s"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runs import CATEGORIES, config, measured_peaks, of_type, plan_differences, run, text_corpus, write_token_ids, write_tokens
+from runs import CATEGORIES, PlanLedger, config, measured_peaks, of_type, run, text_corpus, write_token_ids, write_tokens
 
 # A small GPT with head size 32 (one of the attention kernel's sizes).
 SMALL = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64, batch=8)
@@ -29,23 +29,33 @@ class Checks:
     def __init__(self) -> None:
         self.results: dict[str, Any] = {}
         self.failures: list[str] = []
+        self.group = ""  # the part that makes the checks (--only names it, a follow-up re-runs it)
+        self.plan = PlanLedger()  # measured = plan over every run, one check (report_plan)
+
+    def report_plan(self) -> None:
+        if self.plan.runs:
+            group, self.group = self.group, "memory"
+            self.plan.report(self)
+            self.group = group
 
     def check(self, name: str, ok: bool, detail: object, seconds: float | None = None) -> None:
-        self.results[name] = {"ok": ok, "detail": detail, **({"seconds": round(seconds, 1)} if seconds is not None else {})}
+        self.results[name] = {"ok": ok, "detail": detail, **({"seconds": round(seconds, 1)} if seconds is not None else {}), **({"group": self.group} if self.group else {})}
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {json.dumps(detail, default=str)[:400]}", flush=True)
         if not ok:
             self.failures.append(name)
 
 
 def memory(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
-    """Every category's measured peak equals the plan; the total is at most the plan's; cuBLASLt's
-    workspace is the one the plan reports outside the allocator."""
+    """Every category's measured peak equals the plan (in the one plan check, with the other runs');
+    the total is at most the plan's; cuBLASLt's workspace is the one the plan reports outside the allocator."""
     cases = [("float32", {}), ("bfloat16", {}), ("float16", {}),
              ("bfloat16", {"activation_checkpointing": {"enabled": True, "policy": "selective"}}),
              ("bfloat16", {"activation_checkpointing": {"enabled": True, "policy": "every_n", "every_n_layers": 1}, "training": {"gradient_accumulation_steps": 2}}),
              ("float32", {"model": {"tie_embeddings": False}})]
+    attention: dict[str, Any] = {}
     for dtype, extra in cases:
-        name = f"memory plan = measured per category, {dtype}" + (f" {json.dumps(extra)}" if extra else "")
+        label = f"memory, {dtype}" + (f" {json.dumps(extra)}" if extra else "")
+        name = f"{label}: total within the plan, cuBLASLt workspace as planned"
         t0 = time.time()
         cfg = config(tokens, steps=4, dtype=dtype, extra=extra, **SMALL)
         code, events, err = run(cli, cfg, work / f"memory-{len(c.results)}")
@@ -53,12 +63,19 @@ def memory(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
             c.check(name, False, err)
             continue
         plan = of_type(events, "run_start")[0]["memory_plan"]
+        attention[label] = of_type(events, "run_start")[0].get("runtime", {}).get("attention")
         measured = measured_peaks(events)
         gpu = of_type(events, "step")[-1].get("gpu", {})
         library = plan.get("outside_allocator", {}).get("library_workspace")
-        ok = not plan_differences(events) and measured["total"] <= plan["total"] and library == gpu.get("library_workspace_bytes")
+        c.plan.add(label, events)
+        ok = measured["total"] <= plan["total"] and library == gpu.get("library_workspace_bytes")
         c.check(name, ok, {"plan": {k: plan[k] for k in (*CATEGORIES, "total")}, "measured": measured,
                            "library_workspace": {"plan": library, "measured": gpu.get("library_workspace_bytes")}}, time.time() - t0)
+    # Attention on tensor cores in 16 bits, on the CUDA cores in float32, as run_start names it (a silent fallback would pass everything else).
+    if attention:
+        want = {label: ("tensor cores" if "float32" not in label else "CUDA cores") for label in attention}
+        c.check("run_start names the attention path: tensor cores in bfloat16/float16, CUDA cores in float32",
+                all(isinstance(attention[k], str) and attention[k].startswith(want[k]) for k in attention), attention)
 
 
 def float32_parity(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
@@ -66,6 +83,8 @@ def float32_parity(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     for device in ("cpu", "cuda"):
         code, events, err = run(cli, config(tokens, steps=10, device=device, **SMALL), work / f"parity-{device}")
         losses[device] = [s["loss"] for s in of_type(events, "step")] if code == 0 else err
+        if device == "cuda":
+            c.plan.add("float32 parity run", events)
     ok = isinstance(losses["cpu"], list) and isinstance(losses["cuda"], list) and len(losses["cpu"]) == len(losses["cuda"]) == 10
     worst = max((abs(a - b) / abs(a) for a, b in zip(losses["cpu"], losses["cuda"])), default=math.inf) if ok else math.inf
     c.check("float32 CLI losses within 1e-5 of the CPU", ok and worst <= 1e-5, {"worst_relative": worst, "losses": losses})
@@ -114,6 +133,7 @@ def convergence(c: Checks, cli: Path, work: Path, steps: int) -> None:
         cfg = config(train, d_model=512, n_layers=8, n_heads=8, vocab=256, seq=256, batch=32, steps=steps, dtype=dtype,
                      extra={"data": {"val": str(val)}, "training": {"learning_rate": 1e-3, "warmup_steps": 50}, "logging": {"every_n_steps": 50, "eval_every_n_steps": steps, "eval_batches": 16}})
         code, events, err = run(cli, cfg, work / f"convergence-{dtype}", timeout=400)
+        c.plan.add(f"convergence {dtype}", events)
         evals = of_type(events, "eval")
         finals[dtype] = evals[-1]["val_loss"] if code == 0 and evals else err
     ok = all(isinstance(v, float) for v in finals.values())
@@ -122,24 +142,33 @@ def convergence(c: Checks, cli: Path, work: Path, steps: int) -> None:
             {"val_loss": finals, "spread": spread, "corpus_bytes": len(text)}, time.time() - t0)
 
 
+GROUPS: dict[str, Any] = {"memory": memory, "float32_parity": float32_parity, "loss_scaling": loss_scaling, "nan_location": nan_location,
+                          "convergence": convergence}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--convergence-steps", type=int, default=400)
+    ap.add_argument("--only", default=",".join(GROUPS), help=f"the groups of checks to run, of {', '.join(GROUPS)}")
     args = ap.parse_args()
+    only = args.only.split(",")
+    if not set(only) <= set(GROUPS):
+        ap.error(f"--only {args.only}: each must be one of {', '.join(GROUPS)}")
     work = Path(tempfile.mkdtemp(prefix="fsdp-gpu-runs-"))
     tokens = write_tokens(work / "train.tok", 200_000, SMALL["vocab"], seed=1)
     c = Checks()
-    for part in (memory, float32_parity, loss_scaling, nan_location):
+    for name in (g for g in GROUPS if g in only):
+        c.group = name
         try:
-            part(c, args.cli, tokens, work)
+            if name == "convergence":
+                convergence(c, args.cli, work, args.convergence_steps)
+            else:
+                GROUPS[name](c, args.cli, tokens, work)
         except Exception as e:  # a part that crashes is a failed check, named, not a silent stop
-            c.check(part.__name__, False, f"{type(e).__name__}: {e}")
-    try:
-        convergence(c, args.cli, work, args.convergence_steps)
-    except Exception as e:
-        c.check("convergence", False, f"{type(e).__name__}: {e}")
+            c.check(name, False, f"{type(e).__name__}: {e}")
+    c.report_plan()
     shutil.rmtree(work, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "runs.json").write_text(json.dumps(c.results, indent=2, default=str))

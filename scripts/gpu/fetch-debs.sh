@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run HERE (a developer machine with Debian's package archive), before a GPU-machine call: puts the
 # Debian packages the native build needs and the GPU machine lacks (it has no package manager and
-# no network) into .gpu-debs/, which the call carries (`carry: [".gpu-debs"]`). About 10 MB.
-# scripts/gpu/deps.sh unpacks them there. Only Debian packages, fetched by apt-get.
+# no network) into .gpu-debs/, which the call carries (`carry: [".gpu-debs"]`). About 15 MB.
+# scripts/gpu/build.sh unpacks them there. Only Debian packages, fetched by apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p .gpu-debs

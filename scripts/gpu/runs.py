@@ -25,7 +25,14 @@ def write_token_ids(path: Path, ids: bytes | list[int], vocab: int, tokenizer: s
     count = len(a)
     header = b"FSDPTOK\0" + struct.pack("<IIQII", 1, 1, count, vocab, zlib.crc32(payload)) + tokenizer.encode().ljust(16, b"\0") + bytes(16)
     assert len(header) == 64
-    path.write_bytes(header + payload)
+    # A new file renamed over the old one: a trainer reading the old one keeps reading it, whole
+    # (the runtime refuses a token file rewritten in place under it).
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(header + payload)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
     return path
 
 
@@ -114,17 +121,48 @@ def measured_peaks(events: list[dict[str, Any]], rank: int | None = None) -> dic
 CATEGORIES = ("params", "grads", "optimizer", "activations", "workspace", "comm", "other")
 
 
-def plan_differences(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every rank's measured peak per category against the plan: {rank: {category: [plan, measured]}} where they differ."""
-    plan = of_type(events, "run_start")[0]["memory_plan"]
+def plan_comparison(events: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """Every rank's measured peak per category beside the plan: {rank: {category: {planned, measured, difference}}}
+    (difference = measured - planned, in bytes; rank "0" for a one-process run)."""
+    starts = of_type(events, "run_start")
+    if not starts:
+        return {}
+    plan = starts[0]["memory_plan"]
     ranks = sorted({e["rank"] for e in events if e.get("type") == "step" and "rank" in e}) or [None]
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, dict[str, int]]] = {}
     for r in ranks:
         m = measured_peaks(events, r)
-        diff = {k: [plan[k], m.get(k, 0)] for k in CATEGORIES if plan[k] != m.get(k, 0)}
-        if diff:
-            out[str(0 if r is None else r)] = diff
+        out[str(0 if r is None else r)] = {k: {"planned": plan[k], "measured": m.get(k, 0), "difference": m.get(k, 0) - plan[k]} for k in CATEGORIES}
     return out
+
+
+def plan_differences(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """plan_comparison's categories that differ, by rank (empty when measured = plan everywhere)."""
+    out: dict[str, Any] = {}
+    for rank, categories in plan_comparison(events).items():
+        diff = {k: v for k, v in categories.items() if v["difference"] != 0}
+        if diff:
+            out[rank] = diff
+    return out
+
+
+class PlanLedger:
+    """Measured peak = plan for every run a script makes, reported as ONE check at the end: every run's
+    differing categories with planned, measured and difference bytes. The runs' other checks (losses,
+    resume, refusals) do not depend on it, so a bookkeeping mismatch does not hide their results."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, dict[str, Any]] = {}
+
+    def add(self, run: str, events: list[dict[str, Any]]) -> None:
+        if of_type(events, "run_start") and of_type(events, "step"):
+            self.runs[run] = plan_differences(events)
+
+    def report(self, checks: Any, name: str = "measured peak = plan per category, every run and rank") -> None:
+        """checks.check(name, ok, detail): ok when at least one run was compared and none differs."""
+        differing = {run: diff for run, diff in self.runs.items() if diff}
+        checks.check(name, bool(self.runs) and not differing,
+                     {"runs_compared": len(self.runs), "runs_differing": len(differing), "differences": differing} if self.runs else "no run reached a step to compare")
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -42,6 +42,9 @@ describe('e2e: memory estimator details in a light theme', function () {
     symlinkSync(path.join(repoRoot, 'samples', 'data'), path.join(workspace, 'data'));
     // The sample widened to 48 blocks of 2048 (2.4 B parameters, ~39 GiB of fp32 weights, gradients
     // and moments): more than this machine has.
+    // GPT-2 124M in plain PyTorch on an H100 at 44 × 1024 tokens a micro-batch, 11 × the most measured:
+    // the estimate fits, the top of its unsure range does not (issue 29).
+    writeFileSync(path.join(workspace, 'accelerate_config.yaml'), "# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=44\ncompute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\n");
     writeFileSync(path.join(workspace, 'too-big.yaml'), readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8').replace(/d_model: \d+/, 'd_model: 2048').replace(/n_layers: \d+/, 'n_layers: 48'));
     vscode = await VsCodeSession.open({ workspace, settings: { 'workbench.colorTheme': 'Default Light Modern' } });
   });
@@ -107,6 +110,33 @@ describe('e2e: memory estimator details in a light theme', function () {
       if (batch) assert.ok(Number(batch[1]) <= 64, `${label}: at most four times the current 16`);
     }
     await vscode.screenshot('memory-estimator-knobs');
+  });
+
+  it('says where the estimate is unsure: why, the range, and "may not fit" (its top) at ≥ 4.5:1 contrast', async () => {
+    await vscode.openFile('accelerate_config.yaml');
+    await vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: 'unsure' }).first().waitFor({ timeout: 60_000 });
+    await vscode.runCommand('FSDP: Open memory estimator');
+    const web = vscode.webview();
+    const unsure = web.locator('#unsure');
+    await unsure.waitFor({ timeout: 60_000 });
+    const text = await unsure.innerText();
+    assert.match(text, /^Unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096, so no GPU measurement vouches for this estimate\. What nvidia-smi shows may be anywhere from ([\d.]+) GiB to ([\d.]+) GiB \(two of the allocator's largest segments either way\); the verdict is on \2 GiB\.$/);
+    const verdict = web.locator('#verdict.unsure');
+    assert.match(await verdict.innerText(), /^may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)$/);
+    assert.match(await web.locator('#summary').innerText(), / — unsure, [\d.]+–[\d.]+ GiB \(tokens per micro-batch 45056/);
+    assert.equal(await web.locator('#fewest-gpus').count(), 0, 'no "fits on 1 GPU" beside "may not fit"');
+    const colours = await verdict.evaluate((e) => {
+      const root = getComputedStyle(document.documentElement);
+      return { text: getComputedStyle(e).color, background: root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor };
+    });
+    const background = colours.background.startsWith('#') ? [1, 3, 5].map((i) => parseInt(colours.background.slice(i, i + 2), 16)) : rgb(colours.background);
+    const ratio = contrast(rgb(colours.text), background);
+    assert.ok(ratio >= 4.5, `verdict ${colours.text} on ${colours.background}: ${ratio.toFixed(2)}:1`);
+    await vscode.screenshot('memory-estimator-unsure');
+    // Four sequences a micro-batch were measured: no range, and the verdict is the estimate's.
+    await web.locator('#micro-batch input').fill('4');
+    await web.locator('#verdict.fits').waitFor({ timeout: 30_000 });
+    assert.equal(await web.locator('#unsure').count(), 0);
   });
 
   it('asks before launching a config that does not fit this machine, with "Don\'t launch" as the default button', async () => {

@@ -1,9 +1,10 @@
 // Generated configs with many keys, as the scale tests and `npm run bench:lsp` use them: the shapes
 // that were quadratic (many unknown keys: one problem each; many keys in one mapping: YAML's
-// duplicate-key check) and one that is big but clean (DeepSpeed compression groups).
+// duplicate-key check) and ones that are big but clean (DeepSpeed compression groups, a run
+// config's SLURM directives).
 import type { ConfigKind } from '../../core/config/document-kind';
 
-export type LargeConfigShape = 'run-config-unknown-keys' | 'deepspeed-unknown-keys' | 'deepspeed-groups' | 'accelerate-mapping';
+export type LargeConfigShape = 'run-config-unknown-keys' | 'run-config-valid' | 'deepspeed-unknown-keys' | 'deepspeed-groups' | 'accelerate-mapping';
 
 export function largeConfig(shape: LargeConfigShape, keys: number): { kind: ConfigKind; text: string; file: string } {
   switch (shape) {
@@ -11,6 +12,12 @@ export function largeConfig(shape: LargeConfigShape, keys: number): { kind: Conf
       const lines = ['model:', '  d_model: 32', '  n_layers: 2', '  n_heads: 2', '  vocab_size: 256', '  max_seq_len: 32', 'data:', '  train: x.tok', 'training:', '  batch_size_per_gpu: 4', '  max_steps: 5', '  learning_rate: 0.001'];
       for (let i = 0; i < keys; i++) lines.push(`  extra_${i}: ${i}`);
       return { kind: 'run-config', text: lines.join('\n') + '\n', file: '/cfg/large.fsdp.yaml' };
+    }
+    case 'run-config-valid': {
+      // Big and clean, so the estimate and the plan are made: a SLURM job with many directives.
+      const lines = ['model:', '  d_model: 32', '  n_layers: 2', '  n_heads: 2', '  vocab_size: 256', '  max_seq_len: 32', 'data:', '  train: x.tok', 'training:', '  batch_size_per_gpu: 4', '  max_steps: 5', '  learning_rate: 0.001', 'launch:', '  slurm:', '    extra_directives:'];
+      for (let i = 0; i < keys; i++) lines.push(`      - --comment=directive-${i}`);
+      return { kind: 'run-config', text: lines.join('\n') + '\n', file: '/cfg/valid.fsdp.yaml' };
     }
     case 'deepspeed-unknown-keys': {
       const o: Record<string, unknown> = { train_micro_batch_size_per_gpu: 4 };

@@ -107,6 +107,29 @@ describe('language server over stdio: memory estimate inline', function () {
     assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
   });
 
+  it('says where a PyTorch estimate is unsure (far from every GPU measurement): the range, why, and a verdict on its top', async () => {
+    const accelerate = (microBatch: number) => `# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=${microBatch}
+compute_environment: LOCAL_MACHINE
+distributed_type: 'NO'
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 1
+`;
+    const uri = 'file:///w/accelerate_config.yaml';
+    // 4 × 1024 tokens a micro-batch was measured on the H100: no range.
+    assert.deepEqual(memoryWarnings(await server.open(uri, accelerate(4))), []);
+    assert.match((await server.codeLenses(uri))[0].command!.title, /^≈ [\d.]+ GiB \/ GPU \([^)]*\) — fits H100 80GB — for GPT-2 124M/);
+    // 44 × 1024 is 11 × the most measured: the estimate fits, the top of its range does not.
+    const diagnostics = await server.change(uri, accelerate(44));
+    const title = (await server.codeLenses(uri))[0].command!.title;
+    assert.match(title, /^≈ ([\d.]+) GiB \/ GPU \([^)]*\) — unsure, ([\d.]+)–([\d.]+) GiB \(tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) — may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)/);
+    const [, mid, low, high] = /≈ ([\d.]+) GiB .* unsure, ([\d.]+)–([\d.]+) GiB/.exec(title)!.map(Number);
+    assert.ok(low < mid && mid < 79.2 && high > 79.2, `${low} < ${mid} < capacity < ${high}`);
+    const [warning] = memoryWarnings(diagnostics);
+    assert.ok(warning, 'a warning: the top of the range does not fit');
+    assert.match(String(warning.message), /^may need up to [\d.]+ GiB \(≈ [\d.]+ GiB; unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) per GPU at its peak/);
+  });
+
   it('shows no estimate for a config with errors, and says when the model is assumed', async () => {
     const bad = 'file:///w/bad.fsdp.yaml';
     await server.open(bad, sample.replace('n_heads: 4', 'n_heads: four'));

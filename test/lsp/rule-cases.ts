@@ -2,6 +2,9 @@
 // expected diagnostic marked ⟪…⟫, and a close variant that does not. Files live in a temporary
 // folder, next to the DeepSpeed files the accelerate cases refer to.
 
+import { HF_TRAINING_RULE_CASES } from './rule-cases-hf-training';
+import { TORCHTITAN_RULE_CASES } from './rule-cases-torchtitan';
+
 export interface RuleCase {
   name: string;
   /** File name inside the test folder; decides how the config is recognised. */
@@ -23,6 +26,8 @@ export const REFERENCED_FILES: Record<string, string> = {
   'ds_bf16.json': JSON.stringify({ train_batch_size: 16, train_micro_batch_size_per_gpu: 2, gradient_accumulation_steps: 1, bf16: { enabled: true }, zero_optimization: { stage: 2 } }, null, 2),
   'ds_stage3.json': JSON.stringify({ train_micro_batch_size_per_gpu: 2, zero_optimization: { stage: 3 } }, null, 2),
   'ds_no_zero.json': JSON.stringify({ train_micro_batch_size_per_gpu: 2 }, null, 2),
+  'ds_hf.json': JSON.stringify({ train_batch_size: 'auto', train_micro_batch_size_per_gpu: 2, gradient_accumulation_steps: 'auto', bf16: { enabled: true }, zero_optimization: { stage: 2 } }, null, 2),
+  'ds_no_zero_bad.json': JSON.stringify({ train_micro_batch_size_per_gpu: 2, fp16: { enabled: true }, bf16: { enabled: true } }, null, 2),
 };
 
 const RUN = `model: {d_model: 64, n_layers: 2, n_heads: 4, vocab_size: 256, max_seq_len: 32}
@@ -69,6 +74,14 @@ export const RULE_CASES: RuleCase[] = [
     marked: run('launch:\n  device: cuda\n  nproc_per_node: 4\n  slurm: {gpus_per_node: ⟪2⟫}\n'), clean: run('launch:\n  device: cuda\n  nproc_per_node: 4\n  slurm: {gpus_per_node: 4}\n') },
   { name: 'an extra #SBATCH line setting what the config sets', file: 'slurm-directive.fsdp.yaml', code: 'run.slurm-directive', severity: 'error',
     marked: run('launch:\n  slurm:\n    extra_directives: [--exclusive, ⟪--ntasks-per-node=8⟫]\n'), clean: run('launch:\n  slurm:\n    extra_directives: [--exclusive]\n') },
+  { name: 'an extra #SBATCH line overriding the working directory in a short spelling', file: 'slurm-directive-short.fsdp.yaml', code: 'run.slurm-directive', severity: 'error',
+    marked: run('launch:\n  slurm:\n    extra_directives: [--constraint=a100, ⟪-D /scratch⟫]\n'), clean: run('launch:\n  slurm:\n    extra_directives: [--constraint=a100, -C a100]\n') },
+  { name: 'an extra #SBATCH line turning requeue off by an abbreviation', file: 'slurm-directive-abbrev.fsdp.yaml', code: 'run.slurm-directive', severity: 'error',
+    marked: run('launch:\n  slurm:\n    extra_directives: [⟪--no-requ⟫]\n'), clean: run('launch:\n  slurm:\n    extra_directives: [--nodelist=a]\n') },
+  { name: 'an extra #SBATCH line setting the signal with the value attached', file: 'slurm-directive-sig.fsdp.yaml', code: 'run.slurm-directive', severity: 'error',
+    marked: run('launch:\n  slurm:\n    extra_directives: [⟪--sig=B:USR1@30⟫, ⟪-t10⟫]\n'), clean: run('launch:\n  slurm:\n    extra_directives: [--mail-type=END]\n') },
+  { name: 'an extra #SBATCH option sbatch cannot read (ambiguous abbreviation)', file: 'slurm-directive-ambiguous.fsdp.yaml', code: 'run.slurm-directive', severity: 'warning',
+    marked: run('launch:\n  slurm:\n    extra_directives: [⟪--ti=5⟫]\n'), clean: run('launch:\n  slurm:\n    extra_directives: [--time-min=5]\n') },
   { name: 'the save-and-requeue signal as early as the time limit', file: 'slurm-signal.fsdp.yaml', code: 'run.slurm-signal', severity: 'warning',
     marked: run('launch:\n  slurm: {time_limit: "00:02:00", signal_before_limit_s: ⟪120⟫}\n'), clean: run('launch:\n  slurm: {time_limit: "00:10:00", signal_before_limit_s: 120}\n') },
   { name: 'zero_stage contradicting sharding_strategy', file: 'alias.fsdp.yaml', code: 'fsdp.zero-stage-conflict', severity: 'error',
@@ -199,4 +212,6 @@ export const RULE_CASES: RuleCase[] = [
     marked: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  ⟪fsdp_offload_param⟫: true\n', clean: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  offload_params: true\n' },
   { name: 'accelerate: the old fsdp_backward_prefetch_policy', file: 'accelerate_dep.yaml', code: 'schema.deprecated', severity: 'warning', fixes: 1,
     marked: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  ⟪fsdp_backward_prefetch_policy⟫: BACKWARD_PRE\n', clean: 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_backward_prefetch: BACKWARD_PRE\n' },
+  ...TORCHTITAN_RULE_CASES,
+  ...HF_TRAINING_RULE_CASES,
 ];

@@ -3,8 +3,9 @@
 // FSDP_CUDA_ARCHITECTURES (sm_80 and sm_90); every host file of the backend and of the GPU
 // collectives (parallel/cuda/), every runtime file with an FSDP_WITH_CUDA branch (with it on) and
 // every GPU test compiles — except the ones that need a library this machine lacks (cuBLASLt,
-// NCCL), which the report names with the reason; cuBLASLt's one file is then still syntax-checked
-// against a stub of its header, and the kernel micro-benchmark (native/bench/) compiles too.
+// NCCL), which the report names with the reason; those files are then still syntax-checked against
+// a stub of the header they need (native/cmake/stubs/), and the kernel micro-benchmark
+// (native/bench/) compiles too.
 // Without nvcc there is nothing to compile, and the test says so.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -79,9 +80,9 @@ describe('native runtime: CUDA backend compile check', function () {
       if (!check.compiled.includes(name)) continue;
       assert.doesNotMatch(readFileSync(file, 'utf8'), /#include <(cublas|nccl)/, `${name} includes cuBLAS or NCCL`);
     }
-    // A skipped cuBLASLt file is syntax-checked against the stub header instead.
-    for (const s of check.skipped.filter((s) => /cublasLt\.h/.test(s.reason))) {
-      assert.ok(check.stub_checked?.includes(s.file), `${s.file} was neither compiled nor checked against the cublasLt.h stub`);
+    // A file skipped for cuBLASLt or NCCL (the GPU collectives' NCCL path, its test) is syntax-checked against the stub header instead.
+    for (const s of check.skipped.filter((s) => /(cublasLt|nccl)\.h/.test(s.reason))) {
+      assert.ok(check.stub_checked?.includes(s.file), `${s.file} was neither compiled nor checked against a stub of the header it needs`);
     }
     // The kernel micro-benchmark (built with the backend) compiles here; the GPU tests are among the hosts above.
     const bench = readdirSync(path.join(nativeDir, 'bench')).filter((f) => f.endsWith('.cc')).map((f) => `bench/${f}`);
@@ -89,7 +90,25 @@ describe('native runtime: CUDA backend compile check', function () {
     for (const f of bench) assert.ok(check.compiled.includes(f), `${f} was not compiled`);
     assert.ok(hosts.has('test/cuda/attention_kernel_test.cc') && check.compiled.includes('test/cuda/attention_kernel_test.cc'));
     console.log(`    compiled with nvcc ${check.cuda_version}: ${check.compiled.join(', ')}`);
-    if (check.stub_checked?.length) console.log(`    checked against the cublasLt.h stub: ${check.stub_checked.join(', ')}`);
+    if (check.stub_checked?.length) console.log(`    checked against a stub header (cmake/stubs/): ${check.stub_checked.join(', ')}`);
     for (const s of check.skipped) console.log(`    not compiled here: ${s.file}: ${s.reason}`);
+  });
+});
+
+describe('native runtime: CUDA sources order every copy on a stream', () => {
+  // The backend's and the NCCL collectives' streams are non-blocking, so the legacy default stream
+  // (which cudaMemcpy and cudaMemset use) is unordered with them: a copy there can overtake, or be
+  // overtaken by, the work queued on them (the NCCL host-scalar path did, sharing a buffer with
+  // queued copies). Read on any machine, nvcc or not.
+  it('no runtime file copies or sets memory on the legacy stream', () => {
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : /\.(cc|cu|cuh|h)$/.test(e.name) ? [path.join(dir, e.name)] : []));
+    const sources = files(path.join(nativeDir, 'src'));
+    const streams = sources.filter((f) => /cudaStreamNonBlocking/.test(readFileSync(f, 'utf8')));
+    assert.ok(streams.some((f) => f.endsWith('nccl_collectives.cc')) && streams.some((f) => f.endsWith('cuda_backend.cc')), streams.join(', '));
+    const offenders = sources.flatMap((f) =>
+      readFileSync(f, 'utf8').split('\n').flatMap((line, i) => (/\bcuda(Memcpy|Memset|Memcpy2D|Memcpy3D|MemcpyToSymbol|MemcpyFromSymbol)\s*\(/.test(line.replace(/\/\/.*$/, '')) ? [`${path.relative(nativeDir, f)}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    assert.deepEqual(offenders, [], 'use the *Async form on the stream the data belongs to');
   });
 });

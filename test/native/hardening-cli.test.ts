@@ -3,7 +3,7 @@
 // included (even a frozen rank); `learning_rate: .inf` is reported at the user's file (not as
 // "got null" in the run folder's config.json); a runs_dir that is a file is reported by name.
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { until } from '../harness/until';
@@ -56,6 +56,17 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     }
     const asked = await train([writeConfig(dir, smallConfig({ training: { max_steps: 2 } })), '--nproc', String(cores + 1), '--oversubscribe', '--run-dir', path.join(dir, 'asked')]);
     assert.equal(asked.code, 0, asked.stderr);
+  });
+
+  it('caps --oversubscribe at 8 ranks a core, naming the cap, instead of starting 1000 processes (issue 26, item 7)', async () => {
+    const cores = os.availableParallelism();
+    const started = Date.now();
+    const runDir = path.join(dir, 'run-1000');
+    const r = await train([writeConfig(dir, smallConfig()), '--nproc', '1000', '--oversubscribe', '--run-dir', runDir]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stderr.trim(), `fsdp-train: launch.nproc_per_node is 1000, more than --oversubscribe allows here: at most ${8 * cores} ranks (8 per core; this machine has ${cores} core${cores === 1 ? '' : 's'})`);
+    assert.ok(!existsSync(runDir), 'nothing was started');
+    assert.ok(Date.now() - started < 30_000);
   });
 
   it('aborts a multi-rank job on a second SIGTERM, ending every process of it, a frozen rank included', async () => {

@@ -65,9 +65,11 @@ describe('fsdp-train: the run folder stays consistent', function () {
     const second: { code: number | null; stderr: string }[] = [];
     const { done } = startTrain([config, '--run-dir', runDir], (line, child) => {
       if (first || !line.includes('"type":"step"') || !line.includes('"step":7,')) return;
-      first = { pid: child.pid! };
       // The first trainer pauses between checkpoints: its folder must not change while the others try.
       const runtime = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids.at(-1)!;
+      // The lock is the trainer's own (the process that writes the checkpoints), not fsdp-train's.
+      first = { pid: runtime };
+      assert.notEqual(runtime, child.pid);
       process.kill(runtime, 'SIGSTOP');
       before = snapshot(runDir);
       const other = writeConfig(dir, smallConfig({ model: { d_model: 64 }, training: { max_steps: 3 } }), 'other.json');

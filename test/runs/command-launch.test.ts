@@ -21,9 +21,22 @@ import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { LoopbackSshd } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
-import { DDP_SCRIPT, TORCH_PYTHON } from '../harness/pytorch';
+import { DDP_SCRIPT, TORCH_PYTHON, VENV_PYTHON } from '../harness/pytorch';
 
 const STEPS = 40;
+
+/** A 1-layer GPT-2 under the Hugging Face Trainer, on the CPU, logging nowhere but its printed dicts. */
+const HF_TRAINER_SCRIPT = `import torch
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+class Tokens(torch.utils.data.Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i):
+        x = torch.randint(0, 64, (16,), generator=torch.Generator().manual_seed(i))
+        return {"input_ids": x, "labels": x}
+model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2))
+args = TrainingArguments(output_dir="hf-out", max_steps=6, logging_steps=2, per_device_train_batch_size=4, eval_strategy="steps", eval_steps=4, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True)
+Trainer(model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens()).train()
+`;
 const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) => untilHeld(what, cond, timeoutMs, 100);
 
 function writeSpec(dir: string, body: string, name = 'ddp.fsdp-launch.yaml'): { specPath: string; spec: ResolvedLaunchSpec } {
@@ -116,6 +129,53 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     assert.equal(watch.history.tagOf('loss'), 'train/loss');
     assert.equal(watch.manifest?.logs?.tensorboard, path.join(tmp, 'tb'));
     assert.equal(watch.logFiles.length, 1);
+  });
+
+  it('a script that only prints (nanoGPT\'s lines): its loss, validation loss and step time fill the charts', async () => {
+    const local = new LocalMachine();
+    const script = path.join(repoRoot, 'test', 'pytorch', 'print_only_train.py');
+    const req = writeSpec(tmp, [`command: ${JSON.stringify([VENV_PYTHON, script, '--steps', '30', '--step-sleep', '0.05', '--eval-every', '10'])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'), 'print.fsdp-launch.yaml');
+    const launched = await launchCommandLocal(local, repoRoot, req);
+    groups.push([local, launched.pgid]);
+    const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
+    watches.push(watch);
+    await watch.start();
+    await until('the run to end', () => watch.history.end?.status === 'completed');
+    await until('step 30 from stdout', () => watch.history.lastStep === 30, 10_000);
+    const out = readFileSync(path.join(launched.runDir, 'stdout.log'), 'utf8');
+    assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: 31 }, (_, i) => i), 'every printed iter once');
+    const printedLoss = [...out.matchAll(/^iter (\d+): loss ([\d.]+)/gm)].map((m) => Number(m[2]));
+    assert.deepEqual([...watch.history.step.loss.values], printedLoss);
+    assert.deepEqual([...watch.history.valLoss.steps], [0, 10, 20, 30]);
+    assert.equal(watch.history.tagOf('loss'), 'printed/loss');
+    assert.equal(watch.history.tagOf('step_ms'), 'printed/time_ms');
+    assert.equal(watch.history.step.mfu.length, 0, 'an MFU of -100% is "not measured"');
+    assert.deepEqual(watch.history.printed, { file: 'stdout', format: 'nanoGPT', counted: false });
+    // Each step has a time, in order, within the run.
+    const times = [...watch.history.step.time.values];
+    assert.ok(times.every((t, i) => i === 0 || t >= times[i - 1]));
+    assert.ok(times[0] >= watch.history.firstStartTime! - 1 && times[times.length - 1] <= watch.history.end!.time + 5);
+  });
+
+  it("the Hugging Face Trainer's printed dicts (transformers 5, nothing else logged) fill the loss and learning-rate charts", async () => {
+    const local = new LocalMachine();
+    const script = path.join(tmp, 'hf_train.py');
+    writeFileSync(script, HF_TRAINER_SCRIPT);
+    const req = writeSpec(tmp, [`command: ${JSON.stringify([VENV_PYTHON, script])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'), 'hf.fsdp-launch.yaml');
+    const launched = await launchCommandLocal(local, repoRoot, req);
+    groups.push([local, launched.pgid]);
+    const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
+    watches.push(watch);
+    await watch.start();
+    await until('the run to end', () => !!watch.history.end, 300_000);
+    assert.equal(watch.history.end?.status, 'completed', readFileSync(path.join(launched.runDir, 'stderr.log'), 'utf8').slice(-2000));
+    await until('three logs', () => watch.history.step.loss.length === 3, 10_000);
+    // max_steps 6, logging_steps 2: three training logs, numbered 1, 2, 3 (the Trainer prints no step).
+    assert.deepEqual([...watch.history.step.loss.steps], [1, 2, 3]);
+    assert.equal(watch.history.step.lr.length, 3);
+    assert.deepEqual(watch.history.printed, { file: 'stdout', format: 'Hugging Face Trainer', counted: true });
+    // Its evals (at steps 4 and 6: eval_steps 4, and at the end) belong to the log printed before them.
+    assert.deepEqual([...watch.history.valLoss.steps], [2, 3]);
   });
 
   describe('over ssh', () => {

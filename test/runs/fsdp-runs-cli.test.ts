@@ -67,6 +67,49 @@ describe('fsdp-runs show (command line)', function () {
     });
   });
 
+  it('writes tag names as data: control characters escaped in text and JSON, a tag named __proto__ kept (issue 26, item 5)', () => {
+    const title = '\u001b]0;pwned\u0007';  // what retitled the terminal
+    const csi = 'x\u009b2J\u202e';          // a C1 control sequence introducer and a bidi override
+    const tb = path.join(dir, 'hostile-tb');
+    spawnSync('mkdir', ['-p', tb]);
+    writeFileSync(path.join(tb, 'events.out.tfevents.1.h.1.0'), Buffer.concat([fileVersionRecord(1), scalarRecord(title, 1, 2.5, 2), scalarRecord('__proto__', 1, 7, 2), scalarRecord(csi, 1, 3, 2)]));
+    const runDir = path.join(dir, 'runs', 'hostile-run');
+    spawnSync('mkdir', ['-p', runDir]);
+    // Written out: an object literal's __proto__ would set its prototype, not make a key.
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), `{"v":1,"type":"scalars","step":3,"time":5,"values":{"__proto__":1.5,${JSON.stringify(title)}:2}}\n`);
+    for (const where of [tb, runDir]) {
+      const text = run('show', where);
+      assert.equal(text.code, 0, text.err);
+      // eslint-disable-next-line no-control-regex -- no control character may be printed
+      assert.doesNotMatch(text.out, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/, 'no control character reaches the terminal');
+      assert.match(text.out, /\\x1b]0;pwned\\x07 /);
+      assert.match(text.out, /^__proto__ /m);
+      const raw = run('show', where, '--json').out;
+      // eslint-disable-next-line no-control-regex -- nor written in the JSON
+      assert.doesNotMatch(raw, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+      const json = JSON.parse(raw) as { tags: Record<string, { last_value: number }> };
+      assert.ok(Object.hasOwn(json.tags, '__proto__'), Object.keys(json.tags).join(', '));
+      assert.equal(json.tags['__proto__'].last_value, where === tb ? 7 : 1.5);
+      assert.ok(Object.hasOwn(json.tags, title));
+      if (where === tb) assert.equal(json.tags[csi].last_value, 3);
+    }
+  });
+
+  it('reports a last record cut short, in metrics.jsonl and in an event file (issue 26, item 5)', () => {
+    const tb = path.join(dir, 'cut-tb');
+    spawnSync('mkdir', ['-p', tb]);
+    const last = scalarRecord('train/loss', 2, 2.25, 4);
+    writeFileSync(path.join(tb, 'events.out.tfevents.1.h.1.0'), Buffer.concat([fileVersionRecord(1), scalarRecord('train/loss', 1, 2.5, 2), last.subarray(0, last.length - 5)]));
+    const fromTb = JSON.parse(run('show', tb, '--json').out) as { tags: Record<string, { count: number }>; problems: Array<{ file: string; message: string }> };
+    assert.equal(fromTb.tags['train/loss'].count, 1);
+    assert.deepEqual(fromTb.problems.map((p) => [path.basename(p.file), p.message]), [['events.out.tfevents.1.h.1.0', `the last record is incomplete: ${last.length - 5} bytes after the last complete one (the writer is still writing it, or the file was cut short)`]]);
+    const runDir = path.join(dir, 'runs', 'cut-run');
+    spawnSync('mkdir', ['-p', runDir]);
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), `${JSON.stringify({ v: 1, type: 'scalars', step: 1, time: 5, values: { a: 1 } })}\n{"v":1,"type":"scal`);
+    const text = run('show', runDir);
+    assert.match(text.out, /1 problem:\n {2}.*metrics\.jsonl:\d+: the last record is incomplete: 19 bytes after the last complete one/);
+  });
+
   it('says what is wrong: nothing there, bad arguments, a hostile host', () => {
     const none = run('show', dir);
     assert.equal(none.code, 1);

@@ -185,8 +185,23 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     assert.equal(await cluster.partition('no-such-partition').catch(() => undefined), undefined);
     const dir = mkdtempSync(path.join(tmp, 'partition-'));
     const req = slurmRunConfig(dir, { steps: 10, partition: HOSTILE });
-    await assert.rejects(launchSlurm({ cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, req, () => undefined), /invalid partition/i);
+    await assert.rejects(launchSlurm({ cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, req, () => undefined), /sbatch refused the job: .*invalid partition/i);
     assert.ok(!existsSync(PWNED));
+    // The run sbatch refused is failed with sbatch's words, not "starting" for ever.
+    const [runDir] = readdirSync(path.join(dir, 'runs')).map((d) => path.join(dir, 'runs', d));
+    const m = readManifest(runDir);
+    assert.equal(m.status, 'failed');
+    assert.match(m.end_reason ?? '', /sbatch refused the job: .*invalid partition/i);
+    const machine = new LocalMachine();
+    const watch = new RunWatch({ target: machine.target, runDir }, machine, cluster);
+    try {
+      await watch.start();
+      await until('the watch to say failed', () => watch.status() === 'failed', 30_000);
+      assert.equal(watch.isLive(), false);
+      assert.match(watch.endReason() ?? '', /invalid partition/i);
+    } finally {
+      watch.dispose();
+    }
   });
 
   it("a person's PyTorch script from a launch spec: one task per rank with the env:// rendezvous from SLURM under the companion's supervisor, stopped by job id with SIGTERM, both ranks after the same step", async () => {

@@ -26,6 +26,15 @@ async function startSynthetic(machine: RunMachine, runDir: string, args: string[
   return machine.start({ runDir, manifest: manifestFor(runDir, machine.target), argv, cwd: repoRoot });
 }
 
+/** Steps the run has written so far (read from its file directly, not through a watch). */
+function stepsWritten(runDir: string): number {
+  try {
+    return readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"step"')).length;
+  } catch {
+    return 0;
+  }
+}
+
 function stepsOf(watch: RunWatch): number[] {
   return [...watch.history.step.loss.steps];
 }
@@ -156,8 +165,17 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       await w.start();
       let cuts = 0;
       for (const at of [40, 110, 180]) {
-        await until(`step ${at}`, () => (w.history.lastStep ?? 0) >= at);
-        assert.ok(sshd.killConnections() > 0, 'there was a connection to cut');
+        // The run is held at each cut's step until its watch has caught up and is connected: on a
+        // loaded machine the run (5 s long) would otherwise end, and its tail with it, before the
+        // watch had read that far, and there would be no connection left to cut.
+        await until(`step ${at} written`, () => stepsWritten(runDir) >= at);
+        process.kill(started.pid, 'SIGSTOP');
+        try {
+          await until(`step ${at} read, connected`, () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live');
+          assert.ok(sshd.killConnections() > 0, 'there was a connection to cut');
+        } finally {
+          process.kill(started.pid, 'SIGCONT');
+        }
         cuts++;
       }
       await until('run_end', () => !!w.history.end, 90_000);

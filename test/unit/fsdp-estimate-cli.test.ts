@@ -73,6 +73,19 @@ describe('fsdp-estimate (command line)', function () {
     assert.match(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB').out, new RegExp(`fewest A100 40GB GPUs that fit it \\(FULL_SHARD\\): ${n} `));
   });
 
+  it('--json says where a PyTorch estimate is unsure (far from every GPU measurement), and the verdict is on the range\'s top', () => {
+    const config = path.join(dir, 'accelerate_config.yaml');
+    writeFileSync(config, "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\n");
+    const near = JSON.parse(run(config, '--json', '--model', 'gpt2-124m', '--gpu', 'H100', '--seq-len', '1024', '--micro-batch', '4').out);
+    assert.equal(near.unsure, undefined);
+    const r = run(config, '--json', '--model', 'gpt2-124m', '--gpu', 'H100', '--seq-len', '1024', '--micro-batch', '44');
+    assert.equal(r.code, 0, r.err);
+    const far = JSON.parse(r.out);
+    assert.match(far.unsure.why, /^tokens per micro-batch 45056 is more than 2× outside the measured 512–4096$/);
+    assert.ok(far.unsure.low < far.bytes.total && far.bytes.total < far.unsure.high, JSON.stringify(far.unsure));
+    assert.deepEqual([far.fit.fits, far.fit.atRangeTop, far.fit.headroomBytes], [false, true, far.fit.capacityBytes - far.unsure.high]);
+  });
+
   it('a bad config exits 2 with file, line and key; a bad flag exits 2 with usage', () => {
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, readFileSync(sample, 'utf8').replace('n_heads: 4', 'n_heads: many'));

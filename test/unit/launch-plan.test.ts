@@ -43,13 +43,18 @@ describe('launch plan', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-start-'));
     try {
       const manifest = { v: 1 as const, run_id: 'r', created: 1, status: 'starting' as const, config: { note: `it's "quoted" $(x) %s \\n` }, world: { size: 1 }, host: 'h' };
-      const argv = detachedStartArgv(manifest, path.join(dir, 'run.json'), ['/bin/sh', '-c', 'echo "$$ $1"', 'sh', 'a b;c']);
+      const argv = detachedStartArgv(manifest, path.join(dir, 'run.json'), ['/bin/sh', '-c', 'echo "$$ $1 $FSDP_RUN_ID $(cut -d" " -f22 /proc/$$/stat)"', 'sh', 'a b;c']);
       const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
-      const [pid, arg] = r.stdout.trim().split(' ');
+      const words = r.stdout.trim().split(' ');
+      const [pid, arg] = words;
+      const [mark, ticks] = words.slice(-2);
       const written = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
       assert.deepEqual(written.pids, [Number(pid)], 'the exec keeps the pid that run.json names');
       assert.equal(written.pgid, Number(pid));
+      assert.equal(written.leader_start, Number(ticks), 'run.json records when the process it names started');
+      assert.equal(written.boot_id, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
+      assert.equal(mark, 'r', 'the run id marks its processes (FSDP_RUN_ID)');
       assert.deepEqual(written.config, manifest.config);
       assert.equal(arg, 'a');
     } finally {

@@ -45,6 +45,17 @@ describe('launch specs', () => {
     assert.equal(spec!.target, 'local');
   });
 
+  it("takes a person's own metrics pattern, and says where one cannot be read", () => {
+    const file = path.join(dir, 'own.fsdp-launch.yaml');
+    const good = loadLaunchSpec("command: python3 train.py\nmetrics:\n  pattern: 'ep \\d+ it (?P<step>\\d+) L=(?P<loss>[\\d.]+)'\n", file, read);
+    assert.deepEqual(good.problems, []);
+    assert.deepEqual(good.spec!.metricsPatterns, ['ep \\d+ it (?P<step>\\d+) L=(?P<loss>[\\d.]+)']);
+    const bad = loadLaunchSpec("command: python3 train.py\nmetrics:\n  pattern: ['loss=(?<loss>[\\d.]+)', '(?<step>\\d+']\n", file, read);
+    assert.deepEqual(bad.problems.map((p) => [p.code, p.path.join('.'), p.range.start.line]), [['launch.metrics-pattern', 'metrics.pattern.0', 2], ['launch.metrics-pattern', 'metrics.pattern.1', 2]]);
+    assert.match(bad.problems[0].message, /^metrics\.pattern\.0: needs a named group step/);
+    assert.match(bad.problems[1].message, /not a valid regular expression/);
+  });
+
   it('torchrun starts its own ranks: nproc_per_node is a warning, its world comes from its options', () => {
     const { spec, problems } = loadLaunchSpec('command: [torchrun, --nproc_per_node, "4", train.py]\nnproc_per_node: 2\n', path.join(dir, 't.fsdp-launch.yaml'), read);
     assert.deepEqual(problems.map((p) => [p.code, p.severity]), [['launch.nproc', 'warning']]);

@@ -4,6 +4,7 @@
 // number is a sum of tensor sizes.
 import assert from 'node:assert/strict';
 import { estimateMemory } from '../../core/memory/estimate';
+import { replayTraining, type ReplayTerm } from '../../core/memory/frameworks/pytorch-replay';
 import type { MemoryEstimate, Phase } from '../../core/memory/memory-estimate';
 import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
 import type { ModelShape } from '../../core/memory/model-shape';
@@ -17,6 +18,30 @@ const V = 16;
 
 function tiny(over: Partial<MemoryInput> = {}): MemoryInput {
   return { ...defaultMemoryInput(TINY, 8), device: 'cpu', microBatch: 2, strategy: 'NO_SHARD', ...over };
+}
+
+/** The most bytes of one replay term live at once during step 2's `phase`. */
+function maxLive(input: MemoryInput, which: ReplayTerm, phase: Phase): number {
+  const live = new Map<number, number>();
+  let now = 0;
+  let max = 0;
+  let measuring = false;
+  replayTraining(input, {
+    alloc(id, bytes, t, _stream, host) {
+      if (host || t !== which) return;
+      live.set(id, bytes);
+      now += bytes;
+      if (measuring) max = Math.max(max, now);
+    },
+    free(id) {
+      now -= live.get(id) ?? 0;
+      live.delete(id);
+    },
+    phase(step, p) {
+      measuring = step === 2 && p === phase;
+    },
+  }, 2);
+  return max;
 }
 
 function term(e: MemoryEstimate, id: string, phase: Phase): number {
@@ -50,14 +75,13 @@ describe('PyTorch replay: tiny GPT, fp32, flash attention, one GPU', () => {
     assert.equal(term(e, 'activations.logits', 'forward'), 2 * t * V * 4);
   });
 
-  it('peaks in the last block\'s MLP backward when activations outweigh the loss\'s gradients', () => {
-    // The final norm's tensors are gone (640, and its input: the last block's output); the head's gradient of the tied
-    // weight (16·8·4) and the final norm's (16·4) wait; the residual gradient (512), the gradient of
-    // the GELU output and of the fc output (2048 each) are live; the logits stay until `del logits`.
-    assert.equal(term(e, 'activations.saved', 'backward'), 512 + 2 * blockSaved - 512);
-    assert.equal(term(e, 'grads.fp32', 'backward'), 512 + 64);
-    assert.equal(term(e, 'activations.grads', 'backward'), 512 + 2048 + 2048);
-    assert.equal(term(e, 'activations.logits', 'backward'), t * V * 4);
+  it('peaks at the loss\'s backward: everything forward saved, the logits, log_softmax\'s output and their two gradients', () => {
+    // nll_loss's backward makes a V-wide gradient, log_softmax's another before either is freed; no
+    // parameter gradient exists yet (zero_grad(set_to_none) freed step 1's).
+    assert.equal(term(e, 'activations.saved', 'backward'), 512 + 2 * blockSaved + 128 + 512);
+    assert.equal(term(e, 'activations.logits', 'backward'), 4 * t * V * 4);
+    assert.equal(term(e, 'grads.fp32', 'backward'), 0);
+    assert.equal(term(e, 'activations.grads', 'backward'), 0);
     assert.equal(e.peakPhase, 'backward');
   });
 
@@ -75,16 +99,15 @@ describe('PyTorch replay: tiny GPT, fp32, flash attention, one GPU', () => {
 
   it('every_n checkpointing keeps a block\'s input only; its backward recomputes the rest', () => {
     const c = estimateMemory(tiny({ checkpointing: { policy: 'every_n', everyN: 1 } }));
-    // Recomputed in the last block's backward: everything it saves but its input and output projection outputs.
-    assert.equal(term(c, 'activations.recompute', 'backward'), blockSaved - 512);
+    // Recomputed in a block's backward: everything it saves but its input, up to the down projection's input (not its output).
+    assert.equal(maxLive(tiny({ checkpointing: { policy: 'every_n', everyN: 1 } }), 'recompute', 'backward'), blockSaved - 512);
     const every2 = estimateMemory(tiny({ checkpointing: { policy: 'every_n', everyN: 2 } }));
     assert.ok(term(every2, 'activations.saved', 'backward') > term(c, 'activations.saved', 'backward'), 'block 0 is not checkpointed with every_n:2');
   });
 
   it('selective checkpointing keeps matmul and attention outputs (and the input), recomputing norms, GELU and residual sums', () => {
-    const s = estimateMemory(tiny({ checkpointing: { policy: 'selective', everyN: 1 } }));
     // Recomputed: two norms' stats and outputs (2·640), the residual sum (512) and the GELU output (2048).
-    assert.equal(term(s, 'activations.recompute', 'backward'), 2 * 640 + 512 + 2048);
+    assert.equal(maxLive(tiny({ checkpointing: { policy: 'selective', everyN: 1 } }), 'recompute', 'backward'), 2 * 640 + 512 + 2048);
   });
 
   it('eager attention keeps the batch·heads·s² probabilities and a contiguous copy of its output instead of the logsumexp', () => {
@@ -108,7 +131,11 @@ describe('PyTorch replay: sharding', () => {
     assert.equal(term(e, 'comm.gathered', 'forward'), 4 * (208 + 2 * 872));
     // In backward the block's own parameters and the next block's prefetched all-gather.
     assert.equal(term(e, 'comm.gathered', 'backward'), 4 * (208 + 2 * 872));
-    assert.equal(term(e, 'grads.unsharded', 'backward'), 512 + 64, 'the head\'s and final norm\'s gradients wait for the root\'s reduce-scatter');
+    // The peak: the last block's down projection has made its input's gradient (2048) beside the
+    // residual's (512), and its weight and bias gradients (32·8·4 + 8·4); the head's and final norm's
+    // (512 + 64) wait for the root's reduce-scatter.
+    assert.equal(term(e, 'grads.unsharded', 'backward'), 512 + 64 + 1056);
+    assert.equal(term(e, 'activations.grads', 'backward'), 512 + 2048);
   });
 
   it('one rank copies the shard instead of all-gathering: no all-gather buffer', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { latestRunOf, markEndedWithoutRunEnd, newRunId, startingManifest, writeStartingManifest, type RunFacts } from '../../runs/folder/run-folder';
@@ -29,6 +29,23 @@ describe('run folders: one maker of run ids and run.json', () => {
     assert.equal(again.status, 'starting');
     assert.equal(again.end_reason, undefined);
     assert.deepEqual(again.command, ['x']);
+    assert.equal(again.pgid, undefined, 'the last run\'s process group is not this one\'s');
+  });
+
+  it('fsdp-train, exec\'d by the detached start as the group leader, keeps the leader record that names it', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-folder-'));
+    try {
+      const started = { ...startingManifest(facts(), undefined, 100), pids: [process.pid], pgid: process.pid, leader_start: 1234, boot_id: 'b' };
+      writeFileSync(path.join(dir, 'run.json'), JSON.stringify(started));
+      const kept = writeStartingManifest(dir, facts());
+      assert.deepEqual([kept.pgid, kept.leader_start, kept.boot_id], [process.pid, 1234, 'b']);
+      // Another process's group (a previous run's): not inherited.
+      writeFileSync(path.join(dir, 'run.json'), JSON.stringify({ ...started, pgid: process.pid + 1 }));
+      const fresh = writeStartingManifest(dir, facts());
+      assert.deepEqual([fresh.pgid, fresh.leader_start, fresh.boot_id], [undefined, undefined, undefined]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('writes a run.json that the schema accepts, finds the latest run of a name, and marks a silent end failed', async () => {

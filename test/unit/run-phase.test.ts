@@ -25,6 +25,17 @@ describe('run phase and totals', () => {
     assert.equal(runPhase(new RunHistory(), { live: false, savesAfter: every50 }), undefined, 'a run that is not live is doing nothing');
   });
 
+  it("never claims a person's command is running its first step: it waits for one, saying what is read", () => {
+    const h = new RunHistory();
+    const command = { sources: 'what it prints (stdout and stderr) and fsdp_studio.log calls' };
+    assert.equal(runPhase(h, { live: true, launchedAt: 90, savesAfter: () => false, command })?.label, 'Starting the command');
+    h.apply({ v: 1, type: 'run_start', time: 100, run_id: 'r', config: { command: ['python3', 'train.py'] }, world: { size: 1, ranks: [] } } as MetricsEvent);
+    assert.deepEqual(runPhase(h, { live: true, savesAfter: () => false, command }), { label: 'Waiting for the first step', detail: `the command is running; its metrics are read from ${command.sources}`, since: 100 });
+    h.applyPrinted(0, [{ tag: 'printed/loss', value: 2.5, metric: 'loss' }], 104, { file: 'stdout', format: 'nanoGPT', counted: false });
+    assert.equal(runPhase(h, { live: true, savesAfter: () => false, command }), undefined, 'a printed step is a step');
+    assert.equal(h.lastStepTime, 104);
+  });
+
   it('a resumed run runs its first step again after its new run_start', () => {
     const h = new RunHistory();
     [start(100), step(1, 101), step(2, 102)].forEach((e) => h.apply(e));

@@ -102,7 +102,9 @@ function render(): void {
   app.classList.remove('stale');
   fill(title, `Memory estimator — ${config.fileName}`, el('span', { class: 'kind' }, config.kind));
   const fits = e.fit?.fits;
-  verdict.className = fits === undefined ? '' : fits ? 'fits' : 'over';
+  // Unsure and only the range's top is over the GPU: neither "fits" nor "over".
+  const mayNotFit = !!e.fit?.atRangeTop && !fits && e.peak.total <= e.fit.gpu.memoryBytes;
+  verdict.className = fits === undefined ? '' : fits ? 'fits' : mayNotFit ? 'unsure' : 'over';
   verdict.dataset.fits = String(fits);
   fill(verdict, verdictText(e) ?? 'no target');
   fill(scope, scopeText(e));
@@ -164,8 +166,10 @@ function originText(config: EstimatorConfigMessage, input: MemoryInput): string 
 function extraLines(e: MemoryEstimate): HTMLElement[] {
   const lines: HTMLElement[] = [];
   if (e.reservedPeak !== undefined) lines.push(el('div', { id: 'allocator' }, `PyTorch's caching allocator: ${formatBytes(e.allocatorPeak)} allocated at the peak, ${formatBytes(e.reservedPeak)} reserved; with the CUDA context, ${formatBytes(e.peak.total)} as nvidia-smi shows it`));
+  if (e.unsure) lines.push(el('div', { id: 'unsure' }, `Unsure: ${e.unsure.why}, so no GPU measurement vouches for this estimate. What nvidia-smi shows may be anywhere from ${formatBytes(e.unsure.low)} to ${formatBytes(e.unsure.high)} (two of the allocator's largest segments either way); the verdict is on ${formatBytes(e.unsure.high)}.`));
   if (e.host.perRank > 0) lines.push(el('div', { id: 'host-memory' }, `host memory (offload): ${formatBytes(e.host.perRank)} per ${unitOf(e)}, ${formatBytes(e.host.perNode)} per node`));
-  if (e.fit && !e.fit.fits && e.fit.gpu.kind === 'gpu') {
+  // More GPUs are offered only when the estimate itself is over (not when only an unsure range's top is).
+  if (e.fit && !e.fit.fits && e.fit.gpu.kind === 'gpu' && e.peak.total > e.fit.gpu.memoryBytes) {
     const n = fewestGpus(e.input, e.fit.gpu.memoryBytes);
     lines.push(el('div', { id: 'fewest-gpus' }, n ? `fits on ${n.nprocPerNode * n.nnodes} × ${e.fit.gpu.name} with ${e.input.strategy} (${n.nprocPerNode} per node × ${n.nnodes})` : `more GPUs do not make it fit with ${e.input.strategy}`));
   }

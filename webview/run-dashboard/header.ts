@@ -17,6 +17,7 @@ export const HEADER_HTML = `
     </div>
     <div id="run-phase" class="phase" role="status" hidden><vscode-progress-ring></vscode-progress-ring><span id="run-phase-text"></span></div>
     <div id="run-reason" class="error"></div>
+    <div id="run-metrics-note" class="note" hidden></div>
     <dl id="run-summary" class="summary"></dl>
     <div class="actions">
       <vscode-button id="action-stop" data-action="stop" icon="debug-stop">Stop</vscode-button>
@@ -54,6 +55,8 @@ export function renderHeader(h: DashboardHeader): void {
   $('run-reason').textContent = h.reason ?? '';
   // A stop the person asked for is not an error.
   $('run-reason').className = h.status === 'failed' ? 'error' : 'muted';
+  $('run-metrics-note').textContent = h.metricsNote ?? '';
+  $('run-metrics-note').hidden = !h.metricsNote;
   $('run-summary').innerHTML = '';
   for (const [k, v] of h.summary) {
     const dt = document.createElement('dt');

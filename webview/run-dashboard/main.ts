@@ -143,6 +143,8 @@ function onFrame(frame: DashboardFrameMessage): void {
   last = frame;
   saveState();
   renderHeader(frame.header);
+  // The connection line says "live" only while the run is: a frame saying it ended clears it now.
+  renderConnection();
   $('points').textContent = `${frame.totalPoints.toLocaleString()} steps`;
   const container = $('charts');
   for (const c of frame.charts) {

@@ -1,11 +1,23 @@
-// One transformer block of a PyTorch model, forward and backward side by side, as the tensors
-// autograd allocates and frees: what each op saves for its backward, which temporaries die at once,
-// and which gradients its backward allocates. Used by the step replay (./pytorch-replay.ts).
-// What is saved follows Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
-// Transformer Models", §4) for the ops PyTorch actually runs: nn.Linear saves its input, LayerNorm
-// its input and fp32 mean/rstd (RMSNorm: rstd), GELU and SiLU their input, the gated product both
-// factors, F.scaled_dot_product_attention q, k, v, its output and an fp32 logsumexp per head and
-// token (rows padded to 32); residual adds save nothing.
+// One transformer block of a PyTorch model, forward and backward, as the tensors autograd allocates
+// and frees, in the order PyTorch runs them. The order matters as much as the sizes: the caching
+// allocator (../caching-allocator.ts) reuses a freed block only for a request that fits it, so the
+// reserved peak depends on which tensors are live when each request comes. The order here is the
+// one PyTorch 2's dispatcher shows for the harness's GPT (test/reference/gpt.py), recorded storage
+// by storage with test/reference/trace_allocations.py, with the CUDA kernels' own outputs and
+// temporaries where they differ from the CPU's. The rules:
+// - autograd keeps what an op saves for backward (Korthikanti et al. 2022 §4: a linear its input and
+//   weight, LayerNorm its input and fp32 mean and rstd, GELU/SiLU their input, SDPA q, k, v, its
+//   output and logsumexp); everything else dies when Python drops it: a projection's output at the
+//   residual add, a module's argument when its forward returns;
+// - a parameter's gradient is made by its op's backward (weight, then bias) and kept as .grad;
+//   the residual stream's gradient is a new tensor at each add (the two branches' gradients summed);
+// - under autocast a linear casts its bias, weight and (fp32) input to bf16 when it runs; the
+//   weight and bias copies stay in autocast's cache until the autocast context exits, the weight's
+//   longer when the linear saved it; in backward each copy's gradient is cast back to fp32;
+// - checkpointed blocks (non-reentrant torch.utils.checkpoint) save nothing in forward, so their
+//   tensors die as they would without autograd; backward recomputes the block up to its last saved
+//   tensor (early stop: not the last projection) before its first gradient; selective
+//   checkpointing keeps matmul and attention outputs and recomputes the rest.
 import { bytesOf, type MemoryInput } from '../memory-input';
 import { headDimOf, type ModelShape } from '../model-shape';
 
@@ -30,9 +42,9 @@ export interface BlockSizes {
   H: number;
   /** Bytes per element of a matmul or attention output. */
   a: number;
-  /** Bytes per element of the residual stream (fp32 under autocast). */
+  /** Bytes per element of the residual stream and the norms' outputs (fp32 under autocast). */
   xr: number;
-  /** fp32 statistics a norm saves per token. */
+  /** fp32 statistics a norm saves per token (LayerNorm: mean and rstd; RMSNorm: rstd). */
   stats: number;
   /** One fused q/k/v projection (GPT-2, NeoX, Phi) or three (Llama family). */
   fusedQkv: boolean;
@@ -44,6 +56,9 @@ export interface BlockSizes {
   /** Experts each token runs through (1 without MoE). */
   experts: number;
   swiglu: boolean;
+  autocast: boolean;
+  /** CUDA's attention kernels (their own gradient layout and temporaries) rather than the CPU's. */
+  cuda: boolean;
 }
 
 export function blockSizes(input: MemoryInput, mode: ComputeMode): BlockSizes {
@@ -68,258 +83,339 @@ export function blockSizes(input: MemoryInput, mode: ComputeMode): BlockSizes {
     seq: input.seqLen,
     experts: m.experts?.perToken ?? 1,
     swiglu: m.mlp === 'swiglu',
+    autocast: mode === 'autocast',
+    cuda: input.device === 'cuda',
   };
 }
+
+export type ActivationTerm = 'saved' | 'recompute' | 'actGrads';
+
+/** A block's linears by role: attention's input and output projections, the MLP's (gelu: fc, down; gated: gate, up, down). */
+export type LinearName = 'qkv' | 'proj' | 'fc' | 'gate' | 'up' | 'down';
 
 /** What the block replay needs from the step replay. */
 export interface TensorLog {
   alloc(term: ActivationTerm, bytes: number): number;
   free(id: number): void;
-  /** The weight gradients of a block's attention (`attention`) or MLP linears, where they live. */
-  weightGrads(part: 'attention' | 'mlp'): void;
+  /**
+   * A linear about to run: autocast's bf16 copies of its bias and weight, made now and cached until
+   * autocast exits. Returns the weight copy's id when `saved` (the linear keeps it for backward and
+   * the block frees it there), else 0 (autocast's exit frees it); 0 without autocast.
+   */
+  castLinear(linear: LinearName, term: 'autocast' | 'recompute', saved: boolean): number;
+  /** Autocast's context exits (end of forward, end of a recompute): the cached copies nothing saved are freed. */
+  exitAutocast(): void;
+  /**
+   * The gradients a linear's backward makes, weight then bias (`betweenWeightAndBias` runs between
+   * them). Under autocast they are bf16 and their ids come back for `castGrads`; otherwise they are
+   * the parameters' gradients and [] comes back.
+   */
+  linearGrads(linear: LinearName, betweenWeightAndBias?: () => void): number[];
+  /** ToCopyBackward of autocast's copies: each bf16 gradient becomes the fp32 .grad. */
+  castGrads(linear: LinearName, low: number[]): void;
+  /** A norm's weight (and bias) gradients; `first` is the block's first norm. */
+  normGrads(first: boolean): void;
 }
 
-export type ActivationTerm = 'saved' | 'recompute' | 'actGrads';
+/** How a block is checkpointed: not at all, every_n (whole block), selective (matmul and attention outputs kept). */
+export type BlockPolicy = 'none' | 'every' | 'selective';
+
+/** A block's live tensors by name: what forward kept, then what recompute made. */
+export type BlockKept = Map<string, number>;
 
 /**
- * A tensor the block keeps for backward; `mm` ones (matmul and attention outputs) survive selective
- * checkpointing, and `sacOnly` ones (projection outputs only a residual add reads) only exist because
- * selective checkpointing keeps them.
+ * Forward of one block on input `x` (live; kept by the block's first norm or its checkpoint).
+ * Returns the output (the next block's input) and what the block keeps for backward.
  */
-interface Kept {
-  id: number;
-  mm: boolean;
-  bytes: number;
-  sacOnly?: boolean;
-}
-
-export type BlockKept = Map<string, Kept>;
-
-/**
- * Forward of one block on input `x` (live; the block keeps it, as its first norm or its checkpoint
- * does). Returns the output (the next block's input) and what the block keeps.
- */
-export function blockForward(log: TensorLog, s: BlockSizes, x: number, term: 'saved' | 'recompute', selective: boolean): { out: number; kept: BlockKept } {
-  const kept: BlockKept = new Map([['x', { id: x, mm: false, bytes: 0 }]]);
-  const keep = (name: string, bytes: number, mm: boolean) => {
-    const id = log.alloc(term, bytes);
-    kept.set(name, { id, mm, bytes });
-    return id;
-  };
-  const { t, qDim, kvDim, F, a } = s;
-  norm(log, s, keep, 'ln1');
-  if (s.fusedQkv) keep('qkv', t * (qDim + 2 * kvDim) * a, true);
-  else {
-    keep('q', t * qDim * a, true);
-    keep('k', t * kvDim * a, true);
-    keep('v', t * kvDim * a, true);
-  }
-  if (s.rotary) {
-    // q·cos + rotate_half(q)·sin makes new q and k for attention; separate projections' outputs die.
-    const half = log.alloc('actGrads', t * qDim * a);
-    keep('qRot', t * qDim * a, false);
-    keep('kRot', t * kvDim * a, false);
-    log.free(half);
-    if (!s.fusedQkv) for (const n of ['q', 'k']) drop(log, kept, n);
-  }
-  if (s.eager) {
-    // softmax(q kᵀ) is kept whole (batch · heads · s²); the output is transposed back by a copy.
-    const probs = s.batch * s.H * s.seq * s.seq * a;
-    const scores = log.alloc('actGrads', probs);
-    keep('probs', probs, true);
-    log.free(scores);
-    if (s.dropout) {
-      keep('probsMask', s.batch * s.H * s.seq * s.seq, false);
-      keep('probsDropped', probs, false);
-    }
-    const pv = log.alloc('actGrads', t * qDim * a);
-    keep('attnOut', t * qDim * a, false);
-    log.free(pv);
-  } else {
-    // Flash and memory-efficient kernels write (B, T, H, D): the transpose back is free.
-    keep('attnOut', t * qDim * a, true);
-    keep('lse', s.batch * s.H * Math.ceil(s.seq / 32) * 32 * 4, true);
-  }
-  const x1 = residual(log, s, keep, kept, 'proj', term, selective);
-  kept.set('x1', { id: x1, mm: false, bytes: s.t * s.C * s.xr });
-  norm(log, s, keep, 'ln2');
-  const e = s.experts;
-  keep(s.swiglu ? 'gate' : 'fc', e * t * F * a, true);
-  if (s.swiglu) keep('up', e * t * F * a, true);
-  keep('act', e * t * F * a, false);
-  if (s.swiglu) keep('prod', e * t * F * a, false);
-  const out = residual(log, s, keep, kept, 'down', term, selective);
+export function blockForward(log: TensorLog, s: BlockSizes, x: number, policy: BlockPolicy): { out: number; kept: BlockKept } {
+  const kept: BlockKept = new Map([['x', x]]);
+  const out = run(log, s, kept, policy, 'forward');
   return { out, kept };
 }
 
-/** A norm: its statistics and its output as the next linear keeps it (autocast: the bf16 cast of an fp32 output). */
-function norm(log: TensorLog, s: BlockSizes, keep: (name: string, bytes: number, mm: boolean) => number, name: string): void {
-  keep(`${name}Stats`, s.t * s.stats, false);
-  if (s.a === s.xr) {
-    keep(`${name}Out`, s.t * s.C * s.a, false);
-    return;
-  }
-  const fp32 = log.alloc('actGrads', s.t * s.C * s.xr);
-  keep(`${name}Out`, s.t * s.C * s.a, false);
-  log.free(fp32);
-}
-
-/** An output projection and the residual add after it (x + proj(…) is a new residual tensor). */
-function residual(log: TensorLog, s: BlockSizes, keep: (name: string, bytes: number, mm: boolean) => number, kept: BlockKept, name: string, term: 'saved' | 'recompute', selective: boolean): number {
-  // Nothing saves the projection's output, but selective checkpointing keeps every matmul output.
-  const proj = keep(name, s.t * s.C * s.a, true);
-  kept.get(name)!.sacOnly = true;
-  if (s.dropout) keep(`${name}Mask`, s.t * s.C, false);
-  const sum = log.alloc(term, s.t * s.C * s.xr);
-  if (!selective) {
-    log.free(proj);
+function dropper(log: TensorLog, kept: BlockKept): (name: string) => void {
+  return (name) => {
+    const id = kept.get(name);
+    if (id === undefined) return;
     kept.delete(name);
-  }
-  return sum;
-}
-
-function drop(log: TensorLog, kept: BlockKept, name: string): void {
-  const k = kept.get(name);
-  if (!k) return;
-  log.free(k.id);
-  kept.delete(name);
+    log.free(id);
+  };
 }
 
 /**
- * Frees what a checkpointing policy does not keep at the end of a block's forward: everything but
- * the input (every_n), or everything but the input and the matmul/attention outputs (selective).
- * Returns what must be recomputed in backward.
+ * The block's forward as PyTorch runs it. `forward` with policy none keeps what autograd saves;
+ * every keeps nothing (each tensor dies when the code drops it); selective keeps matmul and
+ * attention outputs. `recompute` (backward of a checkpointed block) makes what forward did not keep,
+ * up to the last tensor backward needs; it returns 0.
  */
-export function dropForCheckpoint(log: TensorLog, kept: BlockKept, policy: 'every' | 'selective'): Dropped {
-  const dropped: Dropped = [];
-  for (const [name, k] of [...kept]) {
-    if (name === 'x' || (policy === 'selective' && k.mm)) continue;
-    drop(log, kept, name);
-    if (!k.sacOnly) dropped.push({ name, bytes: k.bytes, mm: k.mm });
-  }
-  return dropped;
-}
-
-export type Dropped = Array<{ name: string; bytes: number; mm: boolean }>;
-
-/** A checkpointed block's forward again, in its backward: what the policy dropped comes back. */
-export function recompute(log: TensorLog, kept: BlockKept, dropped: Dropped): void {
-  for (const d of dropped) kept.set(d.name, { id: log.alloc('recompute', d.bytes), mm: d.mm, bytes: d.bytes });
-}
-
-/**
- * Backward of one block, given the gradient of its output `g` (live, accumulated in place into the
- * gradient of its input, so the same id on return). Frees everything the block kept.
- */
-export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept): void {
-  const { t, C, qDim, kvDim, F, a } = s;
-  const free = (name: string) => drop(log, kept, name);
+function run(log: TensorLog, s: BlockSizes, kept: BlockKept, policy: BlockPolicy, pass: 'forward' | 'recompute'): number {
+  const { t, C, qDim, kvDim, F, a, xr } = s;
   const e = s.experts;
-  // MLP: down projection (the residual add casts the gradient to the branch dtype first).
-  const cast = s.xr !== s.a ? log.alloc('actGrads', t * C * a) : 0;
-  free('downMask');
-  const gHidden = log.alloc('actGrads', e * t * F * a);
-  if (cast) log.free(cast);
-  free('down');
-  let gIn: number;
+  // Whether autograd's saves stay: without checkpointing, and in a recompute (it runs to make them).
+  const saves = policy === 'none' || pass === 'recompute';
+  // Selective checkpointing's forward keeps matmul and attention outputs; its recompute finds them kept.
+  const sac = policy === 'selective';
+  const reuse = sac && pass === 'recompute';
+  const term: ActivationTerm = pass === 'recompute' ? 'recompute' : saves ? 'saved' : 'actGrads';
+  const mmTerm: ActivationTerm = sac && pass === 'forward' ? 'saved' : term;
+  const drop = dropper(log, kept);
+  const put = (name: string, bytes: number, tm: ActivationTerm = term) => {
+    kept.set(name, log.alloc(tm, bytes));
+  };
+  // A norm: its output (in the residual stream's dtype) and fp32 statistics, which stay only when saved.
+  const norm = (name: string) => {
+    put(`${name}Out`, t * C * xr);
+    const parts = s.stats / 4;
+    for (let i = 0; i < parts; i++) put(`${name}Stat${i}`, t * 4);
+    if (!saves) for (let i = 0; i < parts; i++) drop(`${name}Stat${i}`);
+  };
+  // A linear: autocast's copies of its bias and weight, and of its input when that is fp32 (a norm's
+  // output, which the linear saves in place of the norm output); then its output, unless selective
+  // checkpointing kept it.
+  const linear = (linear: LinearName, outName: string, outBytes: number, inFp32: boolean) => {
+    const w = log.castLinear(linear, pass === 'recompute' ? 'recompute' : 'autocast', saves);
+    if (w) kept.set(`${linear}W`, w);
+    const cast = s.autocast && inFp32;
+    if (cast) put(`${linear}In`, t * C * 2);
+    if (!reuse) put(outName, outBytes, mmTerm);
+    if (cast && !saves) drop(`${linear}In`);
+  };
+
+  // Attention: norm, projection(s), attention, output projection.
+  norm('ln1');
+  if (s.fusedQkv) linear('qkv', 'qkv', t * (qDim + 2 * kvDim) * a, true);
+  else {
+    linear('qkv', 'q', t * qDim * a, true);
+    if (!reuse) {
+      put('k', t * kvDim * a, mmTerm);
+      put('v', t * kvDim * a, mmTerm);
+    }
+  }
+  if (s.rotary && !reuse) {
+    // q·cos + rotate_half(q)·sin makes new q and k for attention; separate projections' outputs die.
+    const half = log.alloc('actGrads', t * qDim * a);
+    put('qRot', t * qDim * a);
+    put('kRot', t * kvDim * a);
+    log.free(half);
+    if (!s.fusedQkv) for (const n of ['q', 'k']) drop(n);
+  }
+  if (!reuse) {
+    if (s.eager) {
+      // softmax(q kᵀ) is kept whole (batch · heads · s²); the output is transposed back by a copy.
+      const probs = s.batch * s.H * s.seq * s.seq * a;
+      const scores = log.alloc('actGrads', probs);
+      put('probs', probs, mmTerm);
+      log.free(scores);
+      if (s.dropout) {
+        put('probsMask', s.batch * s.H * s.seq * s.seq);
+        put('probsDropped', probs);
+      }
+      const pv = log.alloc('actGrads', t * qDim * a);
+      put('attnOut', t * qDim * a, mmTerm);
+      log.free(pv);
+    } else {
+      // Flash and memory-efficient kernels write (B, T, H, D): the transpose back is free. The
+      // logsumexp is fp32 per head and row (rows padded to 32 by the memory-efficient kernel).
+      put('attnOut', t * qDim * a, mmTerm);
+      put('lse', s.batch * s.H * Math.ceil(s.seq / 32) * 32 * 4, mmTerm);
+      if (!saves && !sac) drop('lse');
+    }
+  }
+  linear('proj', 'proj', t * C * a, false);
+  if (s.dropout && !reuse) put('projMask', t * C);
+  // attn.forward returns: its argument (the norm output) and, when nothing saved them, q/k/v and the attention output die.
+  if (!saves && !sac) for (const n of ['qkv', 'q', 'k', 'v', 'qRot', 'kRot', 'attnOut', 'probs', 'probsMask', 'probsDropped']) drop(n);
+  if (!saves || s.autocast) drop('ln1Out');
+  // x + proj(…): a new residual tensor; the projection's output dies unless selective checkpointing's forward keeps it.
+  put('x1', t * C * xr);
+  if (!sac || pass === 'recompute') drop('proj');
+
+  // MLP: norm, up projection(s), activation, down projection.
+  norm('ln2');
   if (s.swiglu) {
-    // prod = act(gate) · up: gradients of both factors, then of gate through the activation.
-    const gAct = log.alloc('actGrads', e * t * F * a);
+    // down(act(gate(x)) · up(x)): act saves gate, the product saves act and up.
+    linear('gate', 'gate', e * t * F * a, true);
+    put('act', e * t * F * a);
+    if (!saves && !sac) drop('gate');
+    linear('up', 'up', e * t * F * a, true);
+    put('prod', e * t * F * a);
+    if (!saves) drop('act');
+    if (!saves && !sac) drop('up');
+  } else {
+    linear('fc', 'fc', e * t * F * a, true);
+    put('act', e * t * F * a);
+    if (!saves && !sac) drop('fc');
+  }
+  if (pass === 'recompute') {
+    // Early stop: the recompute ends once the down projection's saved input exists; autocast has
+    // already cast its weight (saved) and bias, and its exit frees what nothing saved.
+    const w = log.castLinear('down', 'recompute', true);
+    if (w) kept.set('downW', w);
+    log.exitAutocast();
+    if (s.autocast) drop('ln2Out');
+    return 0;
+  }
+  linear('down', 'down', t * C * a, false);
+  if (s.dropout) put('downMask', t * C);
+  if (!saves) for (const n of ['act', 'prod']) drop(n);
+  if (!saves || s.autocast) drop('ln2Out');
+  const out = log.alloc('saved', t * C * xr);
+  if (!sac) drop('down');
+  if (!saves) drop('x1');
+  return out;
+}
+
+/**
+ * Backward of one block, given the gradient of its output `g` (live). Recomputes a checkpointed
+ * block first, frees everything the block kept and `g`, and returns the gradient of its input.
+ */
+export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, policy: BlockPolicy, g: number): number {
+  const { t, C, qDim, kvDim, F, a, xr } = s;
+  const e = s.experts;
+  const drop = dropper(log, kept);
+  // The residual add casts its gradient to the branch's dtype (autocast: bf16) before the branch's backward starts.
+  let gCast = s.autocast ? log.alloc('actGrads', t * C * a) : 0;
+  if (policy !== 'none') run(log, s, kept, policy, 'recompute');
+
+  // A linear's backward: its input's gradient, then its weight's and bias's; the gradient it got
+  // (`consumed`), its saved input and weight copy go; autocast casts the input's gradient back to fp32
+  // when the input was cast, then the parameters' gradients. What a recompute made is held only by
+  // the node while it runs, so it goes before the bias's gradient (a node of its own, the bias's
+  // expand); what forward saved goes when autograd releases the node, after it.
+  const recomputed = policy !== 'none';
+  const linearBackward = (linear: LinearName, inBytes: number, savedInput: string | undefined, inCast: boolean, consumed: () => void) => {
+    const release = () => {
+      if (savedInput) drop(savedInput);
+      drop(`${linear}W`);
+    };
+    const gIn = log.alloc('actGrads', inBytes);
+    const low = log.linearGrads(linear, recomputed ? release : undefined);
+    consumed();
+    release();
+    let g32 = 0;
+    if (inCast) {
+      g32 = log.alloc('actGrads', inBytes * 2);
+      log.free(gIn);
+    }
+    log.castGrads(linear, low);
+    return g32 || gIn;
+  };
+
+  // MLP: down projection, activation, up projection(s), norm.
+  drop('downMask');
+  const gAct = linearBackward('down', e * t * F * a, s.swiglu ? 'prod' : 'act', false, () => {
+    if (gCast) log.free(gCast);
+  });
+  let gLn2: number;
+  if (s.swiglu) {
+    // prod = act(gate) · up: the product's backward (both factors' gradients; act and up go), the
+    // activation's (gate goes), then the two projections, up's first (it ran last), whose input
+    // gradients are summed.
+    const gA = log.alloc('actGrads', e * t * F * a);
     const gUp = log.alloc('actGrads', e * t * F * a);
-    log.free(gHidden);
-    free('prod');
-    const gGate = log.alloc('actGrads', e * t * F * a);
     log.free(gAct);
-    free('act');
-    free('up');
-    gIn = log.alloc('actGrads', t * C * a);
-    log.free(gUp);
-    log.free(gGate);
-    free('gate');
+    drop('act');
+    drop('up');
+    const gGate = log.alloc('actGrads', e * t * F * a);
+    log.free(gA);
+    drop('gate');
+    const fromUp = linearBackward('up', t * C * a, s.autocast ? 'upIn' : undefined, s.autocast, () => log.free(gUp));
+    const fromGate = linearBackward('gate', t * C * a, s.autocast ? 'gateIn' : 'ln2Out', s.autocast, () => log.free(gGate));
+    gLn2 = log.alloc('actGrads', t * C * xr);
+    log.free(fromUp);
+    log.free(fromGate);
   } else {
     const gFc = log.alloc('actGrads', e * t * F * a);
-    log.free(gHidden);
-    free('act');
-    gIn = log.alloc('actGrads', t * C * a);
-    log.free(gFc);
-    free('fc');
+    log.free(gAct);
+    drop('fc');
+    gLn2 = linearBackward('fc', t * C * a, s.autocast ? 'fcIn' : 'ln2Out', s.autocast, () => log.free(gFc));
   }
-  log.weightGrads('mlp');
-  normBackward(log, s, free, 'ln2', gIn);
-  free('x1');
-  // Attention: output projection, attention, q/k/v projections.
-  const cast2 = s.xr !== s.a ? log.alloc('actGrads', t * C * a) : 0;
-  free('projMask');
-  const gAttn = log.alloc('actGrads', t * qDim * a);
-  if (cast2) log.free(cast2);
-  free('proj');
-  let gQ: number;
-  let gK: number;
-  let gV: number;
+  const g1 = normBackward(log, s, kept, 'ln2', gLn2, 'x1', false);
+  // The residual's gradient: the output's and the norm branch's, summed into a new tensor.
+  const r1 = log.alloc('actGrads', t * C * xr);
+  log.free(g);
+  log.free(g1);
+
+  // Attention: output projection, attention, q/k/v projection(s), norm.
+  gCast = s.autocast ? log.alloc('actGrads', t * C * a) : 0;
+  drop('projMask');
+  const gAttn = linearBackward('proj', t * qDim * a, undefined, false, () => {
+    if (gCast) log.free(gCast);
+  });
+  let gQkv: number[];
   if (s.eager) {
-    free('attnOut');
+    drop('attnOut');
     const probs = s.batch * s.H * s.seq * s.seq * a;
     const gProbs = log.alloc('actGrads', probs);
-    gV = log.alloc('actGrads', t * kvDim * a);
+    const gV = log.alloc('actGrads', t * kvDim * a);
     log.free(gAttn);
-    free('probsDropped');
-    free('probsMask');
+    drop('probsDropped');
+    drop('probsMask');
     const gScores = log.alloc('actGrads', probs);
     log.free(gProbs);
-    free('probs');
-    gQ = log.alloc('actGrads', t * qDim * a);
-    gK = log.alloc('actGrads', t * kvDim * a);
+    drop('probs');
+    const gQ = log.alloc('actGrads', t * qDim * a);
+    const gK = log.alloc('actGrads', t * kvDim * a);
     log.free(gScores);
+    gQkv = gradOfQkv(log, s, kept, [gQ, gK, gV]);
   } else {
-    // dq, dk, dv and the kernel's fp32 row sums; FlashAttention-2 (bf16/fp16) also accumulates dq
-    // in fp32, with the sequence rounded up to 128.
-    gQ = log.alloc('actGrads', t * qDim * a);
-    gK = log.alloc('actGrads', t * kvDim * a);
-    gV = log.alloc('actGrads', t * kvDim * a);
+    // SDPA's backward. On CUDA the memory-efficient kernel (fp32) writes dq, dk, dv into one chunk
+    // laid out as the fused projection's output when q, k, v are views of it (attention_backward.cu);
+    // flash (bf16/fp16) makes three, plus its fp32 row sums and dq accumulator (sequence rounded up
+    // to 128), freed before it returns. The CPU kernel makes three and nothing else.
+    const chunk = s.cuda && a === 4 && s.fusedQkv && !s.rotary;
+    const grads = chunk ? [log.alloc('actGrads', t * (qDim + 2 * kvDim) * a)] : [log.alloc('actGrads', t * qDim * a), log.alloc('actGrads', t * kvDim * a), log.alloc('actGrads', t * kvDim * a)];
     const rows = a === 4 ? Math.ceil(s.seq / 32) * 32 : Math.ceil(s.seq / 128) * 128;
-    const rowSums = log.alloc('actGrads', s.batch * s.H * rows * 4);
-    const dqAccum = a === 4 ? 0 : log.alloc('actGrads', s.batch * rows * qDim * 4);
-    log.free(gAttn);
+    const rowSums = s.cuda ? log.alloc('actGrads', s.batch * s.H * rows * 4) : 0;
+    const dqAccum = s.cuda && a !== 4 ? log.alloc('actGrads', s.batch * rows * qDim * 4) : 0;
     log.free(dqAccum);
     log.free(rowSums);
-    free('attnOut');
-    free('lse');
+    log.free(gAttn);
+    gQkv = gradOfQkv(log, s, kept, grads, () => {
+      drop('lse');
+      drop('attnOut');
+    });
   }
-  if (s.rotary) {
-    const q = log.alloc('actGrads', t * qDim * a);
-    const k = log.alloc('actGrads', t * kvDim * a);
-    log.free(gQ);
-    log.free(gK);
-    free('qRot');
-    free('kRot');
-    gQ = q;
-    gK = k;
-  }
-  for (const n of ['q', 'k', 'v', 'qkv']) free(n);
-  let gQkv = 0;
-  if (s.fusedQkv) {
-    // The split's backward concatenates dq, dk, dv into one gradient of the fused output.
-    gQkv = log.alloc('actGrads', t * (qDim + 2 * kvDim) * a);
-    for (const id of [gQ, gK, gV]) log.free(id);
-  }
-  const gLn = log.alloc('actGrads', t * C * a);
-  if (gQkv) log.free(gQkv);
-  else for (const id of [gQ, gK, gV]) log.free(id);
-  log.weightGrads('attention');
-  normBackward(log, s, free, 'ln1', gLn);
-  free('x');
+  const gLn1 = linearBackward('qkv', t * C * a, s.autocast ? 'qkvIn' : 'ln1Out', s.autocast, () => gQkv.forEach((id) => log.free(id)));
+  // The block input goes with the first norm's backward; so does the down projection's output that
+  // selective checkpointing kept and nothing read (the checkpoint frame ends).
+  const g2 = normBackward(log, s, kept, 'ln1', gLn1, 'x', true, ['down']);
+  const r2 = log.alloc('actGrads', t * C * xr);
+  log.free(r1);
+  log.free(g2);
+  return r2;
 }
 
-/** A norm's backward: its input gradient (through fp32 when autocast cast its output), added in place to the residual gradient. */
-function normBackward(log: TensorLog, s: BlockSizes, free: (name: string) => void, name: string, gOut: number): void {
-  free(`${name}Out`);
-  let grad = gOut;
-  if (s.a !== s.xr) {
-    grad = log.alloc('actGrads', s.t * s.C * s.xr);
-    log.free(gOut);
+/**
+ * From the gradients attention returned for q, k, v to what the projection(s) take: attention's
+ * saved inputs go (then `afterAttention`'s), rotary positions are undone, and a fused projection's
+ * split is undone by a concatenation into a new tensor.
+ */
+function gradOfQkv(log: TensorLog, s: BlockSizes, kept: BlockKept, grads: number[], afterAttention?: () => void): number[] {
+  const { t, qDim, kvDim, a } = s;
+  const drop = dropper(log, kept);
+  for (const n of ['qkv', 'qRot', 'kRot', 'v']) drop(n);
+  afterAttention?.();
+  if (s.rotary) {
+    // The rotation's backward: new gradients of q and k.
+    const gQ = log.alloc('actGrads', t * qDim * a);
+    const gK = log.alloc('actGrads', t * kvDim * a);
+    for (const id of grads.slice(0, 2)) log.free(id);
+    grads = [gQ, gK, ...grads.slice(2)];
   }
+  for (const n of ['q', 'k']) drop(n);
+  if (!s.fusedQkv) return grads; // three projections: each takes its own gradient
+  const gQkv = log.alloc('actGrads', t * (qDim + 2 * kvDim) * a);
+  for (const id of grads) log.free(id);
+  return [gQkv];
+}
+
+/** A norm's backward: its input's gradient and its parameters'; the gradient it got, its saved input and statistics go. */
+function normBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, name: string, gOut: number, input: string, first: boolean, also: string[] = []): number {
   const gIn = log.alloc('actGrads', s.t * s.C * s.xr);
-  log.free(grad);
-  free(`${name}Stats`);
-  log.free(gIn);
+  log.normGrads(first);
+  log.free(gOut);
+  const drop = dropper(log, kept);
+  for (const n of [`${name}Stat0`, `${name}Stat1`, ...also, input]) drop(n);
+  return gIn;
 }

@@ -6,7 +6,7 @@
 // test/reference/measure_memory.py measures, so each choice below can be checked against a GPU.
 import { bytesOf, shardGroupSize, worldSize, type MemoryInput } from '../memory-input';
 import { parameterTensors, type ParameterTensors } from '../model-shape';
-import { blockBackward, blockForward, blockSizes, computeMode, dropForCheckpoint, recompute, type BlockKept, type BlockSizes, type ComputeMode, type Dropped, type TensorLog } from './pytorch-block';
+import { blockBackward, blockForward, blockSizes, computeMode, type BlockKept, type BlockPolicy, type BlockSizes, type ComputeMode, type LinearName, type TensorLog } from './pytorch-block';
 
 export const REPLAY_TERMS = ['params', 'autocast', 'grads', 'gradsUnsharded', 'optimizer', 'optimizerStep', 'saved', 'recompute', 'actGrads', 'logits', 'gathered', 'reduceScatter', 'ddpBuckets', 'cublas', 'batch'] as const;
 export type ReplayTerm = (typeof REPLAY_TERMS)[number];
@@ -59,7 +59,8 @@ class Replay implements TensorLog {
   private readonly optimizerState: number[] = [];
   /** Plain parameters' gradients (.grad), by tensor key; FSDP's live in each unit. */
   private readonly grads = new Map<string, number>();
-  private readonly castIds = new Map<string, number[]>();
+  /** autocast's cache: bf16 copies of weights and biases nothing saved, freed when autocast exits. */
+  private autocastCache: number[] = [];
   /** FSDP over several ranks: the flat all-gather output kept for overlap (forward) or prefetched (backward). */
   private flat = 0;
   private readonly workspaces = new Set<'forward' | 'backward'>();
@@ -160,7 +161,7 @@ class Replay implements TensorLog {
     if (pass === 'forward') this.alloc('cublas', CUBLASLT_WORKSPACE_BYTES);
   }
 
-  private forward(): { blocks: Array<{ kept: BlockKept; dropped?: Dropped }>; x0: number; tail: Tail } {
+  private forward(): { blocks: Array<{ kept: BlockKept; policy: BlockPolicy }>; tail: Tail } {
     const s = this.s;
     const root = this.units[this.L];
     if (this.fsdp) this.gather(root, 'forward');
@@ -173,16 +174,14 @@ class Replay implements TensorLog {
       this.free(x);
       x = sum;
     }
-    const x0 = x;
-    const blocks: Array<{ kept: BlockKept; dropped?: Dropped }> = [];
+    const blocks: Array<{ kept: BlockKept; policy: BlockPolicy }> = [];
     for (let i = 0; i < this.L; i++) {
       this.block = i;
       const unit = this.units[i];
       if (this.fsdp) this.gather(unit, 'forward');
-      if (this.mode === 'autocast') this.castWeights(i, 'autocast');
-      const policy = this.policyOf(i);
-      const { out, kept } = blockForward(this, s, x, 'saved', policy === 'selective');
-      blocks.push({ kept, ...(policy ? { dropped: dropForCheckpoint(this, kept, policy) } : {}) });
+      const policy = this.policyOf(i) ?? 'none';
+      const { out, kept } = blockForward(this, s, x, policy);
+      blocks.push({ kept, policy });
       x = out;
       if (this.fsdp && this.input.strategy !== 'SHARD_GRAD_OP') this.reshard(unit);
     }
@@ -190,41 +189,37 @@ class Replay implements TensorLog {
     // The root's post-forward frees the last all-gather output kept for overlap.
     this.free(this.flat);
     this.flat = 0;
-    return { blocks, x0, tail };
+    return { blocks, tail };
   }
 
-  /** Final norm, LM head, loss: the logits and log_softmax's fp32 output stay for backward. */
+  /**
+   * Final norm, LM head, loss (F.cross_entropy on fp32 logits): the logits and log_softmax's fp32
+   * output stay for backward. Under autocast the head casts the tied weight (saved) and its fp32
+   * input; leaving autocast frees the copies nothing saved.
+   */
   private head(xL: number): Tail {
     const s = this.s;
     const V = this.input.model.vocabSize;
-    const stats = this.alloc('saved', s.t * s.stats);
-    let lnOut: number;
-    if (s.a === s.xr) lnOut = this.alloc('saved', s.t * s.C * s.a);
-    else {
-      const fp32 = this.alloc('actGrads', s.t * s.C * s.xr);
-      lnOut = this.alloc('saved', s.t * s.C * s.a);
-      this.free(fp32);
+    const lnOut = this.alloc('saved', s.t * s.C * s.xr);
+    const stats = [this.alloc('saved', s.t * 4), ...(s.stats > 4 ? [this.alloc('saved', s.t * 4)] : [])];
+    let headCast = 0;
+    let lnCast = 0;
+    if (this.mode === 'autocast') {
+      if (this.input.model.headBias) this.autocastCache.push(this.alloc('autocast', V * 2));
+      headCast = this.alloc('autocast', V * s.C * 2);
+      lnCast = this.alloc('saved', s.t * s.C * 2);
     }
-    // autocast casts the head's weight (the tied embedding's too: the embedding itself ran in fp32).
-    const headCast = this.mode === 'autocast' ? this.alloc('autocast', V * s.C * 2) : 0;
-    const headBiasCast = this.mode === 'autocast' && this.input.model.headBias ? this.alloc('autocast', V * 2) : 0;
     const logits = this.alloc('logits', s.t * V * s.a);
+    if (lnCast) this.free(lnOut); // the fp32 norm output; the linear saved its bf16 copy
     // F.cross_entropy in fp32: a float copy of bf16 logits, and log_softmax's output (saved).
     const upcast = s.a < 4 ? this.alloc('logits', s.t * V * 4) : 0;
     const logSoftmax = this.alloc('logits', s.t * V * 4);
     this.free(upcast);
-    if (this.mode === 'autocast') {
-      // Leaving autocast empties its cache: bias casts go, and weight casts only checkpointing kept.
-      this.free(headBiasCast);
-      for (let i = 0; i < this.L; i++) {
-        this.uncast(i, 'bias');
-        if (this.policyOf(i)) for (const part of ['attention', 'mlp'] as const) this.uncast(i, part);
-      }
-    }
-    return { xL, stats, lnOut, headCast, logits, logSoftmax };
+    this.exitAutocast();
+    return { xL, stats, lnOut: lnCast || lnOut, headCast, logits, logSoftmax };
   }
 
-  private backward(fwd: { blocks: Array<{ kept: BlockKept; dropped?: Dropped }>; x0: number; tail: Tail }): void {
+  private backward(fwd: { blocks: Array<{ kept: BlockKept; policy: BlockPolicy }>; tail: Tail }): void {
     const s = this.s;
     const m = this.input.model;
     const V = m.vocabSize;
@@ -234,8 +229,8 @@ class Replay implements TensorLog {
     // Loss: nll_loss's and log_softmax's backward, in fp32; back to the logits' dtype.
     const gLogSoftmax = this.alloc('logits', s.t * V * 4);
     const gLogits32 = this.alloc('logits', s.t * V * 4);
-    this.free(tail.logSoftmax);
     this.free(gLogSoftmax);
+    this.free(tail.logSoftmax);
     let gLogits = gLogits32;
     if (s.a < 4) {
       gLogits = this.alloc('logits', s.t * V * s.a);
@@ -243,38 +238,45 @@ class Replay implements TensorLog {
     }
     // Autograd's device thread gets its own cuBLAS handle and workspace at its first matrix product.
     this.cublasWorkspaces('backward');
-    // LM head: the input gradient and the weight gradient (the tied embedding's first contribution).
-    const gHead = this.alloc('actGrads', s.t * s.C * s.a);
+    // LM head: mm's backward makes the weight's gradient (the tied embedding's first contribution) before the input's.
     const headWeight = V * m.dModel;
-    const headGrad = this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
-    if (m.headBias) this.paramGrad('head.bias', V, this.units[this.L]);
+    const autocast = this.mode === 'autocast';
+    const headLow = autocast ? this.alloc('grads', headWeight * 2) : this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
+    const headBiasLow = m.headBias ? (autocast ? this.alloc('grads', V * 2) : this.paramGrad('head.bias', V, this.units[this.L])) : 0;
+    const gHead = this.alloc('actGrads', s.t * s.C * s.a);
     this.free(gLogits);
-    this.free(tail.lnOut);
     this.free(tail.headCast);
-    // Final norm.
+    this.free(tail.lnOut);
     let g = gHead;
-    if (s.a !== s.xr) {
-      g = this.alloc('actGrads', s.t * s.C * s.xr);
+    let headGrad = headLow;
+    if (autocast) {
+      // ToCopyBackward of the input's, the weight's and the bias's copies, in that order.
+      g = this.alloc('actGrads', s.t * s.C * 4);
       this.free(gHead);
+      headGrad = this.alloc('grads', headWeight * 4);
+      this.free(headLow);
+      if (!m.tieEmbeddings) this.grads.set('root.head', headGrad);
+      if (headBiasLow) {
+        this.grads.set('root.head.bias', this.alloc('grads', V * 4));
+        this.free(headBiasLow);
+      }
     }
+    // Final norm.
     const gX = this.alloc('actGrads', s.t * s.C * s.xr);
-    this.free(g);
-    this.free(tail.stats);
-    this.free(tail.xL);
     for (const [j, n] of this.t.finalNorm.entries()) this.paramGrad(`norm.${j}`, n, this.units[this.L]);
+    this.free(g);
+    this.free(tail.xL);
+    for (const id of tail.stats) this.free(id);
+    let grad = gX;
     for (let i = this.L - 1; i >= 0; i--) {
       this.block = i;
       const unit = this.units[i];
       if (this.fsdp) this.gather(unit, 'backward');
       const b = fwd.blocks[i];
-      if (b.dropped) {
-        if (this.mode === 'autocast') this.castWeights(i, 'recompute');
-        recompute(this, b.kept, b.dropped);
-      }
-      blockBackward(this, s, b.kept);
+      grad = blockBackward(this, s, b.kept, b.policy, grad);
       if (this.fsdp) this.reduceScatter(unit);
     }
-    this.embeddingBackward(gX, headGrad);
+    this.embeddingBackward(grad, m.tieEmbeddings ? headGrad : 0);
     if (this.fsdp) {
       this.reduceScatter(this.units[this.L]);
       // The root's final callback waits for the last reduce-scatter and frees its input.
@@ -286,38 +288,70 @@ class Replay implements TensorLog {
     this.free(tail.logits); // `del logits, loss` after backward
   }
 
-  /** Gradients of the token and position embeddings; a tied head's gradient is added to the embedding's. */
+  /**
+   * Gradients of the learned positions (summed over the batch, then written into the whole table)
+   * and of the token embedding (a dense V×C tensor). A tied head's contribution and the embedding's
+   * are summed into a third tensor; under autocast on CUDA the head's came out of a dtype cast and
+   * the sum is made in place (the H100 measurements' allocated peaks say so, to the byte; PyTorch's
+   * CPU build adds into a third tensor there too, test/fixtures/pytorch-op-order/).
+   */
   private embeddingBackward(gX: number, headGrad: number): void {
     const m = this.input.model;
+    const s = this.s;
     const root = this.units[this.L];
-    if (m.positionEmbeddings > 0) this.paramGrad('wpe', m.positionEmbeddings * m.dModel, root);
+    if (m.positionEmbeddings > 0) {
+      const perPosition = this.alloc('actGrads', s.seq * m.dModel * s.xr);
+      this.paramGrad('wpe', m.positionEmbeddings * m.dModel, root);
+      this.free(perPosition);
+    }
     const wte = m.vocabSize * m.dModel;
     if (!m.tieEmbeddings) {
-      this.paramGrad('wte', wte, root);
+      this.denseEmbeddingGrad(wte, root, true);
       this.free(gX);
       return;
     }
-    // embedding_dense_backward writes a dense V×C gradient. The head's contribution reached autograd
-    // as a transposed view (mm's weight gradient), which cannot take an in-place sum, so the two are
-    // added into a third tensor; under autocast it came out of a dtype cast, and the sum is in place.
-    const dense = this.paramGrad('wte', wte, root, false);
+    const dense = this.denseEmbeddingGrad(wte, root);
     this.free(gX);
-    if (this.mode === 'autocast' || !headGrad) {
+    if (!headGrad || (this.mode === 'autocast' && this.input.device === 'cuda')) {
       this.free(dense);
       if (this.fsdp) root.grads = root.grads.filter((id) => id !== dense);
+      else if (headGrad) this.grads.set('root.wte', headGrad);
       return;
     }
     const sum = this.fsdp ? this.alloc('gradsUnsharded', wte * this.p) : this.alloc('grads', wte * 4);
-    this.free(dense);
     this.free(headGrad);
+    this.free(dense);
     if (this.fsdp) root.grads = [...root.grads.filter((id) => id !== dense && id !== headGrad), sum];
     else this.grads.set('root.wte', sum);
   }
 
   /**
+   * embedding_dense_backward. On CUDA with more than 3072 tokens it sorts the token ids and sums
+   * each id's rows in partial segments of NROWS_PER_THREAD = 10 rows (EmbeddingBackwardKernel.cu):
+   * int64 sorted and original ids, then the zeroed V×C gradient, then segment offsets and counts and
+   * an fp32 (tokens/10 + min(tokens, V)) × C buffer of partial sums, all freed before it returns.
+   */
+  private denseEmbeddingGrad(numel: number, root: Unit, asGrad = false): number {
+    const s = this.s;
+    const V = this.input.model.vocabSize;
+    const sorting = this.input.device === 'cuda' && s.t > 3072;
+    const ids = sorting ? [this.alloc('actGrads', s.t * 8), this.alloc('actGrads', s.t * 8)] : [];
+    const grad = this.paramGrad('wte', numel, root, asGrad);
+    if (sorting) {
+      const segments = Math.min(s.t, V);
+      const partials = Math.floor(s.t / 10) + segments;
+      const temps = [this.alloc('actGrads', s.t * 8), this.alloc('actGrads', segments * 8), this.alloc('actGrads', segments * 8), this.alloc('actGrads', partials * 8), this.alloc('actGrads', partials * this.input.model.dModel * 4)];
+      for (const id of temps.reverse()) this.free(id);
+      for (const id of ids) this.free(id);
+    }
+    return grad;
+  }
+
+  /**
    * A parameter gradient as autograd materialises it; returns its id, or 0 when it went into an
-   * existing .grad at once (a later micro-step). Plain: fp32 (autocast: a bf16 gradient cast to fp32),
-   * kept as .grad. FSDP: the unsharded gradient in param_dtype, until the unit's reduce-scatter.
+   * existing .grad at once (a later micro-step). Plain: fp32, kept as .grad (autocast's bf16
+   * gradients are cast to it by castGrads). FSDP: the unsharded gradient in param_dtype, until the
+   * unit's reduce-scatter.
    */
   private paramGrad(key: string, numel: number, unit: Unit, asGrad = true): number {
     if (this.fsdp) {
@@ -325,12 +359,7 @@ class Replay implements TensorLog {
       unit.grads.push(id);
       return id;
     }
-    let id: number;
-    if (this.mode === 'autocast') {
-      const low = this.alloc('grads', numel * 2);
-      id = this.alloc('grads', numel * 4);
-      this.free(low);
-    } else id = this.alloc('grads', numel * 4);
+    const id = this.alloc('grads', numel * 4);
     if (!asGrad) return id;
     const full = `${unit === this.units[this.L] ? 'root' : this.block}.${key}`;
     if (this.grads.has(full)) {
@@ -341,36 +370,78 @@ class Replay implements TensorLog {
     return id;
   }
 
-  weightGrads(part: 'attention' | 'mlp'): void {
-    const { norms, linears } = this.blockParts(part);
-    const unit = this.units[this.block];
-    for (const [j, l] of linears.entries()) {
-      this.paramGrad(`${part}.${j}.w`, l.weight, unit);
-      if (l.bias) this.paramGrad(`${part}.${j}.b`, l.bias, unit);
-    }
-    for (const [j, n] of norms.entries()) this.paramGrad(`${part}.norm${j}`, n, unit);
-    if (this.mode === 'autocast') this.uncast(this.block, part);
+  /** The block's linears of one kind, as parameterTensors lists them (MoE: every expert's, and the router with the first up projection). */
+  private linearsOf(linear: LinearName): Array<{ key: string; weight: number; bias: number }> {
+    const all = this.t.blockLinears;
+    const swiglu = this.input.model.mlp === 'swiglu';
+    const perExpert = swiglu ? 3 : 2;
+    const experts = this.input.model.experts?.count ?? 1;
+    const kinds: LinearName[] = swiglu ? ['gate', 'up', 'down'] : ['fc', 'down'];
+    const pick = (i: number) => ({ key: `l${i}`, ...all[i] });
+    if (linear === 'qkv') return [pick(0)];
+    if (linear === 'proj') return [pick(1)];
+    const k = kinds.indexOf(linear);
+    const out = Array.from({ length: experts }, (_, e) => pick(2 + e * perExpert + k));
+    if (this.input.model.experts && k === 0) out.push(pick(all.length - 1));
+    return out;
   }
 
-  private blockParts(part: 'attention' | 'mlp'): { norms: number[]; linears: Array<{ weight: number; bias: number }> } {
+  // TensorLog: autocast's copies and the parameters' gradients, for the block replay.
+  castLinear(linear: LinearName, term: 'autocast' | 'recompute', saved: boolean): number {
+    if (this.mode !== 'autocast') return 0;
+    let weights = 0;
+    let biases = 0;
+    for (const l of this.linearsOf(linear)) {
+      weights += l.weight;
+      biases += l.bias;
+    }
+    if (biases) this.autocastCache.push(this.alloc(term === 'recompute' ? 'recompute' : 'autocast', biases * 2));
+    const w = this.alloc(term === 'recompute' ? 'recompute' : 'autocast', weights * 2);
+    if (saved) return w;
+    this.autocastCache.push(w);
+    return 0;
+  }
+
+  exitAutocast(): void {
+    for (const id of this.autocastCache) this.free(id);
+    this.autocastCache = [];
+  }
+
+  linearGrads(linear: LinearName, betweenWeightAndBias?: () => void): number[] {
+    const unit = this.units[this.block];
+    const low: number[] = [];
+    const grad = (key: string, numel: number) => {
+      if (!numel) return;
+      if (this.mode === 'autocast') low.push(this.alloc('grads', numel * 2));
+      else this.paramGrad(key, numel, unit);
+    };
+    const linears = this.linearsOf(linear);
+    for (const l of linears) grad(`${l.key}.w`, l.weight);
+    betweenWeightAndBias?.();
+    for (const l of linears) grad(`${l.key}.b`, l.bias);
+    return low;
+  }
+
+  castGrads(linear: LinearName, low: number[]): void {
+    if (!low.length) return;
+    const unit = this.units[this.block];
+    let i = 0;
+    const linears = this.linearsOf(linear);
+    for (const [part, key] of [['w', 'weight'], ['b', 'bias']] as const) {
+      for (const l of linears) {
+        if (!l[key]) continue;
+        this.paramGrad(`${l.key}.${part}`, l[key], unit);
+        this.free(low[i++]);
+      }
+    }
+  }
+
+  normGrads(first: boolean): void {
     const normTensors = this.input.model.norm === 'layernorm' ? 2 : 1;
     const two = (this.input.model.normsPerBlock ?? 2) === 2;
-    const linears = this.t.blockLinears;
-    if (part === 'attention') return { norms: this.t.block.slice(0, normTensors), linears: linears.slice(0, 2) };
-    return { norms: two ? this.t.block.slice(normTensors, 2 * normTensors) : [], linears: linears.slice(2) };
-  }
-
-  /** autocast's bf16 copies of a block's linear weights and biases, cached for the forward. */
-  private castWeights(i: number, term: 'autocast' | 'recompute'): void {
-    for (const part of ['attention', 'mlp'] as const) {
-      this.castIds.set(`${i}.${part}`, this.blockParts(part).linears.map((l) => this.alloc(term, l.weight * 2)));
-    }
-    if (term === 'autocast') this.castIds.set(`${i}.bias`, this.t.blockLinears.filter((l) => l.bias).map((l) => this.alloc('autocast', l.bias * 2)));
-  }
-
-  private uncast(i: number, part: 'attention' | 'mlp' | 'bias'): void {
-    for (const id of this.castIds.get(`${i}.${part}`) ?? []) this.free(id);
-    this.castIds.delete(`${i}.${part}`);
+    if (!first && !two) return;
+    const tensors = this.t.block.slice(first ? 0 : normTensors, first ? normTensors : 2 * normTensors);
+    for (const [j, n] of tensors.entries()) this.paramGrad(`norm${first ? 1 : 2}.${j}`, n, this.units[this.block]);
   }
 
   private policyOf(block: number): 'every' | 'selective' | undefined {
@@ -459,17 +530,28 @@ class Replay implements TensorLog {
   }
 }
 
-/** Where a gradient's key falls in parameter order: embeddings, blocks 0…L−1, final norm and head (FSDP: a unit's buffer goes with its last parameter). */
+/**
+ * Where a gradient's key falls in parameter order (zero_grad frees them in that order): embeddings,
+ * then each block's first norm, attention's linears, second norm and the MLP's linears, then the
+ * final norm and head. FSDP: a unit's reduce-scattered buffer goes with its unit.
+ */
 function gradOrder(key: string): number {
-  const [where, name] = key.split('.');
+  const [where, name, part] = key.split('.');
   if (where === 'root') return name === 'wte' ? -2 : name === 'wpe' ? -1 : 1e9;
-  if (where === 'rs') return Number(name);
-  return Number(where) * 2 + (name === 'mlp' ? 1 : 0);
+  if (where === 'rs') return Number(name) * 1000;
+  let within: number;
+  if (name === 'norm1') within = Number(part);
+  else if (name === 'norm2') within = 6 + Number(part);
+  else {
+    const i = Number(name.slice(1));
+    within = (i < 2 ? 2 + 2 * i : 8 + 2 * (i - 2)) + (part === 'b' ? 1 : 0);
+  }
+  return Number(where) * 1000 + within;
 }
 
 interface Tail {
   xL: number;
-  stats: number;
+  stats: number[];
   lnOut: number;
   headCast: number;
   logits: number;

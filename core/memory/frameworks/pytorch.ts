@@ -4,9 +4,10 @@
 // Rather than adding up formulas, the run is replayed tensor by tensor (./pytorch-replay.ts) through
 // a replay of the CUDA caching allocator (../caching-allocator.ts): the bytes of every term at each
 // phase's highest moment, torch.cuda.max_memory_allocated (blocks as the allocator hands them out)
-// and max_memory_reserved (the segments it had to cudaMalloc). Two steps are replayed: step 1
-// creates the optimizer state, step 2 is what the harness measures (its steps 2 and 3 are alike,
-// and reserved memory no longer grows after step 2).
+// and max_memory_reserved (the segments it had to cudaMalloc). Step 1 creates the optimizer state;
+// reserved memory can still grow in step 3 (what a segment holds after step 1 decides what step 2's
+// requests find free, and so on): three steps are replayed (the harness measures steps 2 and 3),
+// and MAX_STEPS when step 3 still reserved a new segment. The phase peaks are the last step's.
 import { CachingAllocator } from '../caching-allocator';
 import type { MemoryCategory, Phase } from '../memory-estimate';
 import { shardGroupSize, type MemoryInput } from '../memory-input';
@@ -14,14 +15,20 @@ import { processOverheads } from './gpu-overheads';
 import { REPLAY_TERMS, replayTraining, type ReplayPhase, type ReplaySink, type ReplayTerm } from './pytorch-replay';
 import type { FrameworkMoments, TermInfo } from './term-spec';
 
-const STEPS = 2;
+const MIN_STEPS = 3;
+const MAX_STEPS = 6;
 
 export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const fsdp = input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
   const G = shardGroupSize(input);
   const terms = REPLAY_TERMS.map((t) => termInfo(t, input, fsdp, G));
-  const sink = new MeasuringSink(terms.length, input.device === 'cuda');
-  replayTraining(input, sink, STEPS);
+  let sink = new MeasuringSink(terms.length, input.device === 'cuda', MIN_STEPS);
+  replayTraining(input, sink, MIN_STEPS);
+  if (sink.grewInLastStep) {
+    // Still growing in step 3 (rare): replay long enough for the rest to settle, once.
+    sink = new MeasuringSink(terms.length, true, MAX_STEPS);
+    replayTraining(input, sink, MAX_STEPS);
+  }
   const notes: string[] = [];
   if (fsdp) notes.push('FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward');
   if (input.offload.optimizer && !fsdp) notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');
@@ -33,7 +40,7 @@ export function pytorchMoments(input: MemoryInput): FrameworkMoments {
       return [ph, { bytes: [...best.bytes, ...process.map((p) => p.bytes)], allocated: best.allocated }];
     })) as FrameworkMoments['phasePeaks'],
     momentTotals: sink.totals.map((x) => x + process.reduce((s, p) => s + (p.info.outsideAllocator ? p.bytes : 0), 0)),
-    allocator: input.device === 'cuda' ? { allocatedPeak: sink.allocator!.peakAllocated, reservedPeak: sink.allocator!.peakReserved } : undefined,
+    allocator: input.device === 'cuda' ? { allocatedPeak: sink.allocator!.peakAllocated, reservedPeak: sink.allocator!.peakReserved, largestSegment: sink.allocator!.largestSegment } : undefined,
     hostPeak: sink.hostPeak,
     notes,
   };
@@ -80,8 +87,9 @@ class MeasuringSink implements ReplaySink {
   private measuring = false;
   private step = 0;
   private phaseNow: ReplayPhase = 'setup';
+  private reservedBeforeLastStep = 0;
 
-  constructor(termCount: number, cuda: boolean) {
+  constructor(termCount: number, cuda: boolean, private readonly steps: number) {
     this.allocator = cuda ? new CachingAllocator() : undefined;
     this.live = new Array<number>(termCount).fill(0);
     const empty = () => ({ allocated: -1, bytes: new Array<number>(termCount).fill(0) });
@@ -120,12 +128,18 @@ class MeasuringSink implements ReplaySink {
     this.allocator?.free(id);
   }
 
+  /** Whether the last replayed step reserved a new segment (reserved memory is not yet steady). */
+  get grewInLastStep(): boolean {
+    return !!this.allocator && this.allocator.reserved > this.reservedBeforeLastStep;
+  }
+
   phase(step: number, phase: ReplayPhase): void {
-    // Phase peaks and the allocator's allocated peak from step 2; reserved memory from the start.
+    // The allocated peak from step 2 (as the harness resets its counters); reserved memory from the start.
     if (step === 2 && this.step !== 2) this.allocator?.resetPeaks();
+    if (step === this.steps && this.step !== step) this.reservedBeforeLastStep = this.allocator?.reserved ?? 0;
     this.step = step;
     this.phaseNow = phase;
-    this.measuring = step === STEPS && phase !== 'setup';
+    this.measuring = step === this.steps && phase !== 'setup';
     // A phase starts where the last ended: its first moment is what is already live.
     if (this.measuring) this.moment();
   }

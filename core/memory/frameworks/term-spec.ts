@@ -39,8 +39,8 @@ export interface FrameworkMoments {
   phasePeaks: Record<Phase, { bytes: number[]; allocated: number }>;
   /** Device bytes at every moment examined (requested sizes plus what is outside the allocator); each is affine in the micro-batch. */
   momentTotals: number[];
-  /** The caching allocator replay's max_memory_allocated and max_memory_reserved (GPU only). */
-  allocator?: { allocatedPeak: number; reservedPeak: number };
+  /** The caching allocator replay's max_memory_allocated and max_memory_reserved, and its largest segment (GPU only). */
+  allocator?: { allocatedPeak: number; reservedPeak: number; largestSegment: number };
   /** Offloaded bytes in host memory at their highest. */
   hostPeak: number;
   notes: string[];

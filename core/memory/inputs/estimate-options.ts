@@ -3,6 +3,7 @@
 //   # fsdp-studio: model=llama-2-7b seq_len=4096 micro_batch=4 gpu=H100 nproc=8
 //   // fsdp-studio: model=gpt2-355m checkpointing=every_n     (JSON with comments, as DeepSpeed reads it)
 // A custom model: `layers=24 d_model=2048 heads=16 vocab=32000 [kv_heads=8 ffn=5632 style=llama]`.
+import type { SourceKind } from '../../config/source-document';
 import { gpuProblem } from '../gpu-presets';
 import type { CheckpointPolicy, Framework } from '../memory-input';
 
@@ -121,9 +122,9 @@ export function mergeOptions(...layers: Array<EstimateOptions | undefined>): Est
  * The text with `key=value` set in its `fsdp-studio:` comment, which is added as the first line
  * (`#` for YAML, `//` for JSON with comments, as DeepSpeed's hjson reader accepts) if absent.
  */
-export function setOptionInText(text: string, kind: 'yaml' | 'json', key: string, value: string | number): string {
+export function setOptionInText(text: string, kind: SourceKind, key: string, value: string | number): string {
   const m = /((?:#|\/\/)[ \t]*fsdp-studio:)([^\n\r]*)/.exec(text);
-  if (!m) return `${kind === 'yaml' ? '#' : '//'} fsdp-studio: ${key}=${value}\n${text}`;
+  if (!m) return `${kind === 'json' ? '//' : '#'} fsdp-studio: ${key}=${value}\n${text}`;
   const words = m[2].trim().split(/[ \t]+/).filter(Boolean);
   const at = words.findIndex((w) => w.split('=')[0].replace(/-/g, '_') === key);
   if (at >= 0) words[at] = `${key}=${value}`;

@@ -1,6 +1,6 @@
 // Our run config as an estimate's input: everything is in the file (model, batch, strategy,
 // precision, checkpointing, launch); options can only name the GPU or override the world size.
-import { checkRunConfigText, resolveRunConfig, type ResolvedRunConfig } from '../../config/run-config';
+import { checkRunConfigDocument, checkRunConfigText, resolveRunConfig, type ResolvedRunConfig } from '../../config/run-config';
 import { formatProblem } from '../../config/schema-problems';
 import type { SourceDocument } from '../../config/source-document';
 import { findGpu, gpuProblem } from '../gpu-presets';
@@ -12,8 +12,9 @@ import type { EstimateOptions } from './estimate-options';
 
 const GiB = 1024 ** 3;
 
-export function runConfigInput(text: string, fileName: string, options: EstimateOptions): ConfigInputResult {
-  const { doc, problems } = checkRunConfigText(text, fileName);
+/** `parsed`: the text already parsed (as a run config: YAML 1.2 or JSON by the file's name), so it is not parsed twice. */
+export function runConfigInput(text: string, fileName: string, options: EstimateOptions, parsed?: SourceDocument): ConfigInputResult {
+  const { doc, problems } = parsed ? checkRunConfigDocument(parsed) : checkRunConfigText(text, fileName);
   const error = problems.find((p) => p.severity === 'error');
   if (error) return { kind: 'run-config', error: formatProblem(fileName, error), range: error.range };
   const config = resolveRunConfig(doc.value as ResolvedRunConfig, '/');

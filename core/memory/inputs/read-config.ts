@@ -37,7 +37,7 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
   };
   switch (kind) {
     case 'run-config':
-      return runConfigInput(text, fileName, merged);
+      return runConfigInput(text, fileName, merged, doc);
     case 'deepspeed':
       return atComment(deepspeedInput(doc, fileName, merged, source));
     case 'accelerate':

@@ -1,6 +1,6 @@
 // Run config rules about launching beyond one machine: a SLURM job (launch.slurm) and one job
 // across several SSH hosts (launch.hosts) — what their shape asks of the other launch keys.
-import { OPTIONS_SET_BY_THE_SCRIPT, timeLimitSeconds } from '../../config/sbatch-options';
+import { readDirective, SET_BY_THE_SCRIPT, timeLimitSeconds } from '../../config/sbatch-options';
 import { asNumber, isObject, report, valueAt, type ConfigRule } from '../rule';
 
 export const slurmOrHosts: ConfigRule = {
@@ -67,17 +67,24 @@ export const slurmGpusPerTask: ConfigRule = {
 
 export const slurmDirectivesOwnKeys: ConfigRule = {
   code: 'run.slurm-directive',
-  why: 'The batch script sets the job\'s shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again would override it (the later line wins) and break what the editor relies on.',
-  source: 'runs/slurm/slurm-script.ts (batchScript, OPTIONS_SET_BY_THE_SCRIPT)',
+  why: 'The batch script sets the job\'s shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again — in any spelling sbatch accepts: -t 5, --time=5, --ti 5, --no-requ — overrides it (the later line wins) and breaks what the editor relies on (the run folder gets no output, requeue is off). A directive sbatch cannot read makes the submission fail.',
+  source: 'core/config/sbatch-options.ts (readDirective: getopt_long\'s rules; SET_BY_THE_SCRIPT); runs/slurm/slurm-script.ts (batchScript)',
   check(ctx) {
     const extra = valueAt(ctx.value, ['launch', 'slurm', 'extra_directives']);
     if (!Array.isArray(extra)) return [];
     const out = [];
     for (const [i, line] of extra.entries()) {
       if (typeof line !== 'string') continue;
-      const option = line.split(/[=\s]/)[0];
-      if (!OPTIONS_SET_BY_THE_SCRIPT.includes(option)) continue;
-      out.push(report(ctx, this, { path: ['launch', 'slurm', 'extra_directives', i], severity: 'error', message: `${option} is set from the config (${keyFor(option)}); remove this line` }));
+      const path = ['launch', 'slurm', 'extra_directives', i];
+      const reading = readDirective(line);
+      if ('problem' in reading) {
+        out.push(report(ctx, this, { path, severity: 'warning', message: `${reading.problem}: sbatch would refuse the job` }));
+        continue;
+      }
+      const owned = reading.options.filter((o) => o in SET_BY_THE_SCRIPT);
+      if (owned.length === 0) continue;
+      const what = owned.map((o) => `--${o} (from ${SET_BY_THE_SCRIPT[o]})`).join(' and ');
+      out.push(report(ctx, this, { path, severity: 'error', message: `"${line.trim()}" sets ${what}, which the batch script already sets; a later #SBATCH line wins, so this one would override it: remove it` }));
     }
     return out;
   },
@@ -96,8 +103,3 @@ export const slurmSignalWithinLimit: ConfigRule = {
     return [report(ctx, this, { path: ['launch', 'slurm', slurm.signal_before_limit_s === undefined ? 'time_limit' : 'signal_before_limit_s'], severity: 'warning', message: `the job would be told to save and requeue ${signal} s before a time limit of ${limit} s, that is at once: raise time_limit or lower signal_before_limit_s` })];
   },
 };
-
-function keyFor(option: string): string {
-  const keys: Record<string, string> = { '--nodes': 'launch.nnodes', '-N': 'launch.nnodes', '--ntasks-per-node': 'launch.nproc_per_node', '--ntasks': 'launch.nnodes × launch.nproc_per_node', '-n': 'launch.nnodes × launch.nproc_per_node', '--partition': 'launch.slurm.partition', '-p': 'launch.slurm.partition', '--account': 'launch.slurm.account', '-A': 'launch.slurm.account', '--qos': 'launch.slurm.qos', '-q': 'launch.slurm.qos', '--time': 'launch.slurm.time_limit', '-t': 'launch.slurm.time_limit', '--job-name': 'launch.slurm.job_name', '-J': 'launch.slurm.job_name', '--gpus-per-node': 'launch.slurm.gpus_per_node', '--cpus-per-task': 'launch.slurm.cpus_per_task', '-c': 'launch.slurm.cpus_per_task', '--requeue': 'launch.slurm.requeue', '--no-requeue': 'launch.slurm.requeue', '--signal': 'launch.slurm.signal_before_limit_s' };
-  return keys[option] ?? 'the run folder';
-}

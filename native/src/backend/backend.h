@@ -131,6 +131,11 @@ class Backend {
   virtual double nominal_peak_flops() const { return 0; }
   /** Device readings for step events; none on the CPU. */
   virtual std::optional<DeviceReadings> readings() { return std::nullopt; }
+  /**
+   * The kernels attention runs on for B sequences of a model with d_model C and H heads, in words,
+   * for the run's start event: a GPU backend names its path and why (a fallback is never silent).
+   */
+  virtual std::string attention_kernels(long /*B*/, long /*C*/, long /*H*/) const { return name() + " kernels (" + dtype_name(compute_dtype()) + ")"; }
 
   // --- what collectives need of a device ----------------------------------------------------------
   /** The queue the backend computes on, for collectives to order their work after (a cudaStream_t on CUDA); null on the CPU. */

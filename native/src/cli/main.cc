@@ -16,7 +16,7 @@
 //                                             and checks every collective's result (JSON)
 //   fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR
 //                                             a sharded checkpoint as one full one (OUT_DIR/step-N)
-//   fsdp-train-native --lock-run-folder FD PID  fsdp-train's run-folder lock (train/run_folder_lock.h)
+//   fsdp-train-native --lock-run-folder FD PID  whether the run folder is free (run_folder/run_folder_lock.h)
 //
 // Several processes: mpirun -n N fsdp-train-native --config … (or srun), with launch.nproc_per_node
 // x launch.nnodes = N; `npx fsdp-train --nproc N CONFIG` runs mpirun for you. Every rank runs the
@@ -134,6 +134,10 @@ int print_plan(const std::string& path) {
   const fsdp::ParsedConfig parsed = fsdp::parse_run_config(*value, fsdp::config_base_dir(path));
   for (const auto& p : parsed.problems) std::cerr << fsdp::format_problem(shown(path), p) << "\n";
   if (!parsed.ok()) return kExitConfig;
+  if (const std::string too_large = fsdp::plan_size_problem(parsed.config); !too_large.empty()) {
+    std::cerr << fsdp::format_problem(shown(path), {"training.batch_size_per_gpu", too_large}) << "\n";
+    return kExitConfig;
+  }
   std::cout << fsdp::plan_memory(parsed.config).to_json().dump(2) << "\n";
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "data/sequence_order.h"
 
@@ -38,25 +39,21 @@ void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std:
   const std::uint64_t n = sequence_count(file, T);
   const std::uint64_t global = static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(ranks);
   const std::uint64_t per_epoch = n / global;
+  if (per_epoch == 0) throw std::runtime_error(file.path() + ": fewer sequences (" + std::to_string(n) + ") than one batch of " + std::to_string(global));
   // The epoch comes from the position: each rank reshuffles at the same batch, by construction.
   const std::uint64_t epoch = position / per_epoch;
   const std::uint64_t first = (position % per_epoch) * global + static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(B);
   const SequenceOrder order(n, shuffle, seed, epoch);
-  const std::uint16_t* tokens = file.tokens();
-  const std::uint32_t limit = file.id_limit();
+  // Every id indexes the embedding table and the logits: TokenFile::read checks them as it reads,
+  // where every batch of either backend is built (and that the file is still the one opened).
+  std::vector<std::uint16_t> seq(static_cast<std::size_t>(T) + 1);
   for (long b = 0; b < B; ++b) {
     const std::uint64_t start = order[first + static_cast<std::uint64_t>(b)] * static_cast<std::uint64_t>(T);
-    const std::uint16_t* seq = tokens + start;
-    // Every id indexes the embedding table and the logits: checked here, where every batch of
-    // either backend is built, as it is copied (one compare per token).
-    std::uint16_t largest = 0;
+    file.read(start, static_cast<std::uint64_t>(T) + 1, seq.data());
     for (long t = 0; t < T; ++t) {
       inputs[b * T + t] = seq[t];
       targets[b * T + t] = seq[t + 1];
-      largest = std::max(largest, seq[t]);
     }
-    largest = std::max(largest, seq[T]);
-    if (largest >= limit) file.check_ids(start, static_cast<std::uint64_t>(T) + 1);
   }
 }
 

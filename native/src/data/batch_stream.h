@@ -47,7 +47,10 @@ class BatchStream {
   std::uint64_t sequences() const { return sequences_; }
   std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
 
-  /** Writes rank's part of micro-batch `position` of a stream into inputs/targets (B*T each); throws naming the file on an id not below file.id_limit(). */
+  /**
+   * Writes rank's part of micro-batch `position` of a stream into inputs/targets (B*T each); throws
+   * naming the file on an id not below file.id_limit(), or when the file changed since it was opened.
+   */
   static void read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
                    std::int32_t* targets, int rank = 0, int ranks = 1);
 

@@ -1,6 +1,5 @@
 #include "data/token_file.h"
 
-#include <sys/mman.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "runtime/files.h"
 
@@ -30,7 +30,15 @@ std::uint64_t u64(const unsigned char* p) { return u32(p) | static_cast<std::uin
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw std::runtime_error(path + ": " + what); }
 
 TokenFileHeader parse_header(const std::string& path, const unsigned char* h, std::uint64_t file_bytes) {
-  if (file_bytes < kHeaderBytes || std::memcmp(h, kMagic, 8) != 0) fail(path, "not a token file (bad magic)");
+  if (file_bytes < kHeaderBytes) {
+    // A file cut short inside its header still begins as a token file does: say it is truncated.
+    const std::size_t present = static_cast<std::size_t>(std::min<std::uint64_t>(file_bytes, sizeof kMagic));
+    if (std::memcmp(h, kMagic, present) == 0) {
+      fail(path, std::to_string(file_bytes) + " bytes, shorter than the " + std::to_string(kHeaderBytes) + "-byte header of a token file (truncated)");
+    }
+    fail(path, "not a token file (bad magic)");
+  }
+  if (std::memcmp(h, kMagic, 8) != 0) fail(path, "not a token file (bad magic)");
   TokenFileHeader hd;
   hd.version = u32(h + 8);
   if (hd.version != 1) fail(path, "unsupported token file version " + std::to_string(hd.version));
@@ -57,54 +65,70 @@ TokenFileHeader read_token_file_header(const std::string& path) {
   return parse_header(path, h, n < kHeaderBytes ? n : file.size());
 }
 
-TokenFile::TokenFile(const std::string& path, std::uint32_t model_vocab) : path_(path) {
-  std::uint64_t size = 0;
-  void* addr = MAP_FAILED;
-  int map_errno = 0;
-  {
-    const ReadOnlyFile file(path);
-    size = file.size();
-    if (size < kHeaderBytes) fail(path, "not a token file (bad magic)");
-    if (size > std::numeric_limits<std::size_t>::max()) fail(path, "too large to map");
-    addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
-    map_errno = errno;
-  }
-  if (addr == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(map_errno));
-  map_.addr = addr;
-  map_.bytes = size;
-  const auto* bytes = static_cast<const unsigned char*>(addr);
-  header_ = parse_header(path, bytes, size);
-  tokens_ = reinterpret_cast<const std::uint16_t*>(bytes + kHeaderBytes);
+TokenFile::TokenFile(const std::string& path, std::uint32_t model_vocab) : file_(path) {
+  const ReadOnlyFile::Stat opened = file_.stat();
+  opened_mtime_ns_ = opened.mtime_ns;
+  unsigned char h[kHeaderBytes] = {};
+  const std::size_t got = file_.read_some(0, h, kHeaderBytes);
+  header_ = parse_header(path, h, got < kHeaderBytes ? got : opened.size);
   id_limit_ = std::min<std::uint32_t>(header_.vocab_size, model_vocab);
   if (id_limit_ == 0) fail(path, "model vocabulary size is 0");
   // zlib's crc32 takes a uInt length; the payload goes in pieces, each also scanned for its
   // largest id (a vectorised max) while it is in cache. The checksum is compared first, so a
   // corrupted file is reported as corrupted rather than by the id the corruption made.
+  std::vector<std::uint16_t> piece(static_cast<std::size_t>(std::min(kPieceTokens, header_.token_count)));
   uLong crc = crc32(0L, Z_NULL, 0);
   std::uint16_t largest = 0;
   std::uint64_t largest_at = 0;
   for (std::uint64_t first = 0; first < header_.token_count; first += kPieceTokens) {
     const std::uint64_t n = std::min(kPieceTokens, header_.token_count - first);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(tokens_ + first), static_cast<uInt>(2 * n));
+    if (file_.read_some(kHeaderBytes + 2 * first, piece.data(), static_cast<std::size_t>(2 * n)) != 2 * n) {
+      check_unchanged();
+      fail(path, "ends before token " + std::to_string(first + n) + " although its size did not change");
+    }
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(piece.data()), static_cast<uInt>(2 * n));
     std::uint16_t m = 0;
-    for (std::uint64_t i = 0; i < n; ++i) m = std::max(m, tokens_[first + i]);
+    for (std::uint64_t i = 0; i < n; ++i) m = std::max(m, piece[i]);
     if (m > largest) largest = m, largest_at = first;
   }
+  check_unchanged();
   if (static_cast<std::uint32_t>(crc) != header_.crc32) fail(path, "checksum mismatch (corrupted)");
-  if (header_.token_count > 0 && largest >= id_limit_) check_ids(largest_at, std::min(kPieceTokens, header_.token_count - largest_at));
-}
-
-void TokenFile::check_ids(std::uint64_t first, std::uint64_t n) const {
-  for (std::uint64_t i = first; i < first + n; ++i) {
-    if (tokens_[i] < id_limit_) continue;
-    const bool model_smaller = id_limit_ < header_.vocab_size;
-    fail(path_, "token " + std::to_string(i) + " is id " + std::to_string(tokens_[i]) + ", not below the vocabulary size " + std::to_string(id_limit_) +
-                    (model_smaller ? " (model.vocab_size)" : " (the file's header)") + ": the file is corrupted or was made for another tokenizer");
+  if (header_.token_count > 0 && largest >= id_limit_) {
+    const std::uint64_t n = std::min(kPieceTokens, header_.token_count - largest_at);
+    file_.read_at(kHeaderBytes + 2 * largest_at, piece.data(), static_cast<std::size_t>(2 * n));
+    check_ids(largest_at, n, piece.data());
   }
 }
 
-TokenFile::Mapping::~Mapping() {
-  if (addr) ::munmap(addr, bytes);
+void TokenFile::read(std::uint64_t first, std::uint64_t n, std::uint16_t* dst) const {
+  if (first > header_.token_count || n > header_.token_count - first) {
+    throw std::out_of_range(path() + ": tokens " + std::to_string(first) + " to " + std::to_string(first + n) + " asked of a file of " + std::to_string(header_.token_count));
+  }
+  const std::size_t got = file_.read_some(kHeaderBytes + 2 * first, dst, static_cast<std::size_t>(2 * n));
+  // After the read: a change made before it completed is seen now, one made later at the next read.
+  check_unchanged();
+  if (got != 2 * n) fail(path(), "ends before token " + std::to_string(first + n) + " although its size did not change");
+  std::uint16_t largest = 0;
+  for (std::uint64_t i = 0; i < n; ++i) largest = std::max(largest, dst[i]);
+  if (largest >= id_limit_) check_ids(first, n, dst);
+}
+
+void TokenFile::check_unchanged() const {
+  const ReadOnlyFile::Stat now = file_.stat();
+  const std::uint64_t opened_size = kHeaderBytes + 2 * header_.token_count;
+  if (now.size == opened_size && now.mtime_ns == opened_mtime_ns_) return;
+  const std::string what = now.size != opened_size ? std::to_string(opened_size) + " bytes when the run opened it, " + std::to_string(now.size) + " now"
+                                                   : "modified " + std::to_string(static_cast<double>(now.mtime_ns - opened_mtime_ns_) / 1e9) + " s after the run opened it";
+  fail(path(), "changed while the run was reading it (" + what + "): a program rewrote it in place; write token files to a temporary file and rename it over the old one, as samples/prepare-data.ts does, and restart the run");
+}
+
+void TokenFile::check_ids(std::uint64_t first, std::uint64_t n, const std::uint16_t* tokens) const {
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (tokens[i] < id_limit_) continue;
+    const bool model_smaller = id_limit_ < header_.vocab_size;
+    fail(path(), "token " + std::to_string(first + i) + " is id " + std::to_string(tokens[i]) + ", not below the vocabulary size " + std::to_string(id_limit_) +
+                     (model_smaller ? " (model.vocab_size)" : " (the file's header)") + ": the file is corrupted or was made for another tokenizer");
+  }
 }
 
 }  // namespace fsdp

@@ -1,6 +1,7 @@
 #include "memory/memory_plan.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "backend/cuda/padded_vocab.h"
@@ -68,6 +69,24 @@ ActivationSizes activation_sizes(const RunConfig& c) {
   return z;
 }
 
+std::string plan_size_problem(const RunConfig& c) {
+  using F = long double;
+  const ModelShape s = ModelShape::of(c.model);
+  const F B = c.training.batch_size_per_gpu, T = c.data.seq_len, N = B * T, C = s.C, Fd = s.F, H = s.H, L = s.L, S = s.S;
+  const F V = static_cast<F>(head_vocab(c));
+  // Generous multiples of MEMORY.md's terms: parameters with their gradients, Adam moments and
+  // copies (at most 32 bytes a parameter), and every block's activations, the head and the
+  // workspace at 4 bytes an element and up to 8 tensors of each size.
+  const F params = (L + 1) * (4 * C * C + 2 * C * Fd + 16 * C) + (V + S) * C;
+  const F activations = (L + 2) * (N * (C + Fd + 1) + B * H * T * T) + N * V;
+  const F bound = 64 * (params + activations) + 16 * (c.data.prefetch_batches + 2) * N;
+  constexpr F kLimit = static_cast<F>(std::uint64_t{1} << 62);
+  if (bound < kLimit) return "";
+  return "the memory plan of this config is beyond 2^62 bytes (4 EiB) per rank (batch x sequence: " + std::to_string(c.training.batch_size_per_gpu) + " x " +
+         std::to_string(c.data.seq_len) + " tokens, " + std::to_string(c.model.n_layers) + " layers of d_model " + std::to_string(c.model.d_model) +
+         "): no machine holds it; lower training.batch_size_per_gpu, data.seq_len or the model's sizes";
+}
+
 namespace {
 
 int shard_degree(const RunConfig& c) {
@@ -82,6 +101,8 @@ int shard_degree(const RunConfig& c) {
 }  // namespace
 
 MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
+  // Every caller validates first; this keeps a config that skipped it from wrapping byte counts.
+  if (const std::string problem = plan_size_problem(c); !problem.empty()) throw std::runtime_error(problem);
   MemoryPlan plan;
   plan.policy = policy;
   const ParamLayout layout = ParamLayout::of(ModelShape::of(c.model));

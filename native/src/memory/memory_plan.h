@@ -50,6 +50,15 @@ struct MemoryPlan {
   nlohmann::json to_json() const;
 };
 
+/**
+ * Why the plan of this config cannot be made in 64-bit byte counts, or "" when it can. Each key
+ * is within its schema range, yet their products need not be (batch 65536 x heads 1024 x a
+ * 2^20-token sequence squared is 2^66 attention probabilities): a bound above every term of the
+ * plan, and so of every allocation it counts, is computed in long double and kept below 2^62
+ * bytes. Checked before any plan is made (validation/validate.cc).
+ */
+std::string plan_size_problem(const RunConfig& c);
+
 /** The plan for a config with an explicit activation policy (used by auto to try candidates). */
 MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy);
 /** The plan for a config, its activation policy resolved (auto chosen). */

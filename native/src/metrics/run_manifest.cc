@@ -4,22 +4,35 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "runtime/files.h"
 #include "runtime/peer_watch.h"
 
 namespace fsdp {
 
+/** The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts). */
+constexpr std::uint64_t kMaxManifestBytes = 32ull * 1024 * 1024;
+
 RunManifest::RunManifest(const std::string& run_dir, const nlohmann::json& config, int world_size)
     : path_((std::filesystem::path(run_dir) / "run.json").string()) {
-  std::ifstream in(path_);
-  if (in) {
-    std::stringstream text;
-    text << in.rdbuf();
-    doc_ = nlohmann::json::parse(text.str(), nullptr, false);
+  // Read as every reader of a run folder reads (core/protocol/regular-file.ts): a regular file only,
+  // opened without blocking, within the size a manifest may have. Anything else (a FIFO named
+  // run.json, a link to /dev/zero) is not read, and the manifest made below replaces it.
+  if (std::filesystem::exists(path_)) {
+    try {
+      ReadOnlyFile in(path_);
+      if (in.size() <= kMaxManifestBytes) {
+        std::string text(in.size(), '\0');
+        in.read_at(0, text.data(), text.size());
+        doc_ = nlohmann::json::parse(text, nullptr, false);
+      } else {
+        std::fprintf(stderr, "fsdp-train-native: %s is %llu bytes, more than a run manifest may be: replaced\n", path_.c_str(), static_cast<unsigned long long>(in.size()));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fsdp-train-native: %s: not read (%s): replaced\n", path_.c_str(), e.what());
+    }
   }
   if (!doc_.is_object()) {
     const std::string id = std::filesystem::path(run_dir).filename().string();

@@ -84,10 +84,7 @@ RunFolderLock::RunFolderLock(const std::string& dir) {
     fd_ = fd;
     return;
   }
-  // fsdp-train (or whoever started this runtime on this host) holds it for the run.
-  const Holder h = read_holder(fd);
   ::close(fd);
-  if (h.pid > 0 && h.host == host_name() && is_ancestor(h.pid)) return;
   throw std::runtime_error(dir + " is in use by another trainer: " + holder + " holds " + path +
                            ". Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder");
 }

@@ -4,10 +4,11 @@
 // dies, so a stale lock of a killed trainer is taken over without anyone's help; the file keeps
 // the holder's pid, host and start time for the refusal's message.
 //
-// fsdp-train takes the lock itself before it writes config.json and run.json, and holds it until
-// the job ends (through `fsdp-train-native --lock-run-folder FD PID` on a file it opened); the
-// runtime it starts, directly or through mpirun, finds the lock held by an ancestor on its host
-// and goes on. A runtime started by hand takes the lock itself.
+// The lock belongs to the trainer, the process that writes the checkpoints (rank 0 of a job): it
+// takes it before it writes anything and holds it until it exits, whoever started it. fsdp-train
+// only looks first (`fsdp-train-native --lock-run-folder FD PID` on a file it opened, let go at
+// once) so that it refuses a folder in use before it writes config.json and run.json; a killed
+// fsdp-train therefore never leaves a trainer running without the lock.
 #pragma once
 #include <string>
 
@@ -15,7 +16,7 @@ namespace fsdp {
 
 class RunFolderLock {
  public:
-  /** Takes dir/run.lock, or finds it held for this process by an ancestor; throws naming the holder otherwise. */
+  /** Takes dir/run.lock for this process; throws naming the holder when another holds it. */
   explicit RunFolderLock(const std::string& dir);
   ~RunFolderLock();
   RunFolderLock(const RunFolderLock&) = delete;
@@ -25,7 +26,7 @@ class RunFolderLock {
   static std::string path_in(const std::string& dir);
 
  private:
-  int fd_ = -1;  // held here; -1 when an ancestor holds it for us
+  int fd_ = -1;
 };
 
 /**

@@ -97,6 +97,12 @@ void ReadOnlyFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const
   if (read_some(offset, dst, n) != n) throw std::runtime_error(path_ + ": ends before byte " + std::to_string(offset + n) + " (truncated)");
 }
 
+ReadOnlyFile::Stat ReadOnlyFile::stat() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw std::runtime_error(path_ + ": cannot stat: " + std::strerror(errno));
+  return {static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
 void sync_path(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open to sync");

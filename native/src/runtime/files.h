@@ -30,6 +30,13 @@ class ReadOnlyFile {
   /** Reads exactly n bytes at offset, or throws naming the path. */
   void read_at(std::uint64_t offset, void* dst, std::size_t n) const;
 
+  /** The file's size and modification time (nanoseconds since the epoch) now, by fstat. */
+  struct Stat {
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+  };
+  Stat stat() const;
+
  private:
   std::string path_;
   int fd_ = -1;

@@ -66,7 +66,8 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                       {"peak_source", peak_.source},
                       {"host_memory", probe.cpu.memory_bytes},
                       {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"blas_kernels", probe.blas_kernels.to_json()}, {"threads", current_threads()},
-                                   {"collectives", collectives}}}};
+                                   {"collectives", collectives},
+                                   {"attention", backend_.attention_kernels(config_.training.batch_size_per_gpu, config_.model.d_model, config_.model.n_heads)}}}};
   if (peak_.measured > 0) e["peak_measured"] = peak_.measured;
   if (folder_.writer()) e["run_id"] = folder_.run_id();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;

@@ -5,6 +5,7 @@
 #include "data/token_file.h"
 #include "model/ops.h"
 #include "memory/activation_choice.h"
+#include "memory/memory_plan.h"
 
 namespace fsdp {
 
@@ -70,8 +71,12 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
     out.push_back({"fsdp.ranks_per_node", str(c.fsdp.ranks_per_node) + " does not divide the world size (" + str(c.world_size()) + ")"});
   }
 
+  // Before anything makes a plan: its byte counts must fit 64 bits.
+  const std::string too_large = plan_size_problem(c);
+  if (!too_large.empty()) out.push_back({"training.batch_size_per_gpu", too_large});
+
   const auto& ac = c.activation_checkpointing;
-  if (ac.enabled && ac.policy == CheckpointPolicy::automatic) {
+  if (too_large.empty() && ac.enabled && ac.policy == CheckpointPolicy::automatic) {
     std::string problem;
     resolve_activation_policy(c, &problem);
     if (!problem.empty()) out.push_back({"activation_checkpointing.memory_budget_gb", problem});

@@ -2,7 +2,9 @@
 // against the reference attention in double (attention_case.h): every dtype — bfloat16 and
 // float16 on tensor cores, float32 on CUDA cores — at head sizes 32, 64 and 128 and sequences that
 // end mid-tile; the log-sum-exp-only and given-log-sum-exp modes; bitwise repeatability; one
-// GPT-2-sized sequence. GPU machines only (built with the CUDA backend, run by `npm run test:gpu`);
+// GPT-2-sized sequence. Every bfloat16/float16 call must have run on the tensor cores and every
+// float32 call on the CUDA cores (kernels.h's attention_calls(): a silent fallback would pass the
+// accuracy checks). GPU machines only (built with the CUDA backend, run by `npm run test:gpu`);
 // the same tensor-core kernels run on the CPU emulation in ../flash_emulated_test.cc.
 #include <gtest/gtest.h>
 
@@ -35,12 +37,22 @@ struct Outputs {
   std::vector<float> y, lse, dqkv;
 };
 
+/** Asserts that the attention calls made since `before` (forward and backward: `calls` of them) all ran on t's path. */
+void expect_path(DType t, const cuda::AttentionCalls& before, unsigned long long calls, long head_size) {
+  const cuda::AttentionCalls now = cuda::attention_calls();
+  const bool tensor_cores = t != DType::f32;
+  EXPECT_EQ(now.tensor_cores - before.tensor_cores, tensor_cores ? calls : 0) << dtype_name(t) << " head size " << head_size << ": calls on tensor cores";
+  EXPECT_EQ(now.cuda_cores - before.cuda_cores, tensor_cores ? 0 : calls) << dtype_name(t) << " head size " << head_size << ": calls on CUDA cores";
+}
+
 Outputs run(const AttentionCase& c, DType t) {
   DeviceTensor qkv(c.qkv, t), dy(c.dy, t), y(c.y.size(), t), dqkv(c.qkv.size(), t);
   DeviceTensor lse(c.lse.size(), DType::f32), delta(c.lse.size(), DType::f32);
+  const cuda::AttentionCalls before = cuda::attention_calls();
   cuda::attention_forward(y.data(), lse.f32(), qkv.data(), c.B, c.T, c.C, c.H, false, t, nullptr);
   cuda::attention_backward_delta(delta.f32(), dy.data(), y.data(), c.B, c.T, c.C, c.H, t, nullptr);
   cuda::attention_backward(dqkv.data(), dy.data(), qkv.data(), lse.f32(), delta.f32(), c.B, c.T, c.C, c.H, t, nullptr);
+  expect_path(t, before, 2, c.C / c.H);
   return {y.host(), lse.host(), dqkv.host()};
 }
 
@@ -69,6 +81,18 @@ TEST(AttentionKernels, TensorCoresTakeBfloat16AndFloat16AtEveryCompiledHeadSize)
     for (long D : {32L, 64L, 128L}) EXPECT_TRUE(cuda::flash_attention_supports(t, D, 48 * 12));
   EXPECT_FALSE(cuda::flash_attention_supports(DType::f32, 64, 1));
   EXPECT_FALSE(cuda::flash_attention_supports(DType::bf16, 80, 1));
+  // And the calls really run there, forward (all three modes) and backward, at GPT-2's shapes too.
+  for (DType t : {DType::bf16, DType::f16})
+    for (long D : {32L, 64L, 128L}) {
+      const AttentionCase c(2, 130, D * 2, 2, 90 + D, rounding(t));
+      DeviceTensor qkv(c.qkv, t), y(c.y.size(), t), lse(c.lse.size(), DType::f32);
+      const cuda::AttentionCalls before = cuda::attention_calls();
+      cuda::attention_forward(y.data(), lse.f32(), qkv.data(), c.B, c.T, c.C, c.H, false, t, nullptr);
+      cuda::attention_forward(nullptr, lse.f32(), qkv.data(), c.B, c.T, c.C, c.H, false, t, nullptr);
+      cuda::attention_forward(y.data(), lse.f32(), qkv.data(), c.B, c.T, c.C, c.H, true, t, nullptr);
+      expect_path(t, before, 3, D);
+      run(c, t);
+    }
 }
 
 TEST(AttentionKernels, EveryDtypeAndHeadSizeMatchesTheReferenceOnWholeAndRaggedTiles) {
@@ -87,8 +111,10 @@ TEST(AttentionKernels, LogSumExpOnlyIsTheFullForwardsBitForBit) {
   for (DType t : {DType::bf16, DType::f32}) {
     const AttentionCase c(2, 100, 128, 2, 50, rounding(t));
     DeviceTensor qkv(c.qkv, t), y(c.y.size(), t), full(c.lse.size(), DType::f32), only(c.lse.size(), DType::f32);
+    const cuda::AttentionCalls before = cuda::attention_calls();
     cuda::attention_forward(y.data(), full.f32(), qkv.data(), c.B, c.T, c.C, c.H, false, t, nullptr);
     cuda::attention_forward(nullptr, only.f32(), qkv.data(), c.B, c.T, c.C, c.H, false, t, nullptr);
+    expect_path(t, before, 2, c.C / c.H);
     EXPECT_EQ(full.host(), only.host()) << dtype_name(t);
   }
 }

@@ -4,9 +4,10 @@
 // two agree to float32 rounding (relative 1e-5). In bfloat16 and float16 both sides get the same
 // 16-bit inputs; the CPU computes in float32 and its result is rounded to the 16-bit type, as the
 // kernels round their outputs: they may differ by the output rounding only, so the bound is the
-// type's unit roundoff u (2^-8, 2^-11) in relative L2 — 2u for attention, whose kernels may round
-// a probability tile on the way (tensor cores). An indexing bug, a missed row or a wrong mask is
-// orders of magnitude beyond.
+// type's unit roundoff u (2^-8, 2^-11) in relative L2 times the roundings the operation makes
+// (../rounding_budget.h, which the model parity test composes) — 2u for attention, whose kernels may round
+// a probability tile on the way (tensor cores; every 16-bit attention call must have run there).
+// An indexing bug, a missed row or a wrong mask is orders of magnitude beyond.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +17,9 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/kernels/kernels.h"
 #include "fixtures.h"
+#include "rounding_budget.h"
 #include "runtime/half.h"
 #include "runtime/rng.h"
 
@@ -26,8 +29,8 @@ namespace {
 const long kHeadSizes[] = {32, 64, 128};
 const long kLengths[] = {1, 31, 33, 65, 127, 129};
 
-double unit_roundoff(DType t) { return t == DType::bf16 ? 1.0 / 256 : t == DType::f16 ? 1.0 / 2048 : 0; }
-double tolerance(DType t, double factor = 1.0) { return t == DType::f32 ? 1e-5 : factor * unit_roundoff(t); }
+// The roundings each operation makes (rounding_budget.h: the model parity test composes the same factors).
+double tolerance(DType t, double factor = 1.0) { return t == DType::f32 ? 1e-5 : factor * rounding::unit_roundoff(t); }
 
 /** x rounded to t and back (what both sides see of a t tensor). */
 float as(DType t, float x) { return t == DType::bf16 ? bf16_to_float(float_to_bf16(x)) : t == DType::f16 ? f16_to_float(float_to_f16(x)) : x; }
@@ -108,14 +111,19 @@ TEST_P(OpShapes, AttentionForwardAndBackwardAtEveryHeadSizeAndRaggedLength) {
       float* g_state = static_cast<float*>(gpu.zeros(gpu.be->attention_state_size(B, T, H), DType::f32));
       float* g_scratch = static_cast<float*>(gpu.zeros(gpu.be->attention_scratch_size(B, T, H), DType::f32));
       void* g_dqkv = gpu.zeros(dqkv.size(), t);
+      const cuda::AttentionCalls before = cuda::attention_calls();
       gpu.be->attention_forward(g_y, g_state, g_qkv, B, T, C, H, nullptr);
-      expect_close(t, y, gpu.get(g_y, y.size()), 2.0, "attention forward, " + at);
+      expect_close(t, y, gpu.get(g_y, y.size()), rounding::kRoundings::attention, "attention forward, " + at);
       gpu.be->attention_backward(g_dqkv, g_scratch, gpu.put(dy), g_qkv, g_y, g_state, B, T, C, H, nullptr);
-      expect_close(t, dqkv, gpu.get(g_dqkv, dqkv.size()), 2.0, "attention backward, " + at);
+      expect_close(t, dqkv, gpu.get(g_dqkv, dqkv.size()), rounding::kRoundings::attention_backward, "attention backward, " + at);
       // The state alone, recomputed (selective checkpointing), is the forward's.
       float* again = static_cast<float*>(gpu.zeros(gpu.be->attention_state_size(B, T, H), DType::f32));
       gpu.be->attention_state(again, g_qkv, B, T, C, H);
       EXPECT_EQ(gpu.get(again, gpu.be->attention_state_size(B, T, H), DType::f32), gpu.get(g_state, gpu.be->attention_state_size(B, T, H), DType::f32)) << at;
+      // Forward, backward and the state: on tensor cores in bfloat16/float16, never a silent fallback.
+      const cuda::AttentionCalls after = cuda::attention_calls();
+      EXPECT_EQ(after.tensor_cores - before.tensor_cores, t == DType::f32 ? 0u : 3u) << at;
+      EXPECT_EQ(after.cuda_cores - before.cuda_cores, t == DType::f32 ? 3u : 0u) << at;
       gpu.held.clear();
     }
   }
@@ -137,15 +145,15 @@ TEST_P(OpShapes, LinearLayersAtRaggedRowCounts) {
 
     void *g_in = gpu.put(in), *g_w = gpu.put(w), *g_b = gpu.put(b), *g_out = gpu.zeros(out.size(), t), *g_h = gpu.zeros(h.size(), t), *g_g = gpu.zeros(g.size(), t);
     gpu.be->linear_forward(g_out, t, g_in, g_w, g_b, N, I, O);
-    expect_close(t, out, gpu.get(g_out, out.size()), 1.0, "linear forward, " + at);
+    expect_close(t, out, gpu.get(g_out, out.size()), rounding::kRoundings::linear, "linear forward, " + at);
     gpu.be->linear_gelu_forward(g_g, g_h, g_in, g_w, g_b, N, I, O);
-    expect_close(t, h, gpu.get(g_h, h.size()), 1.0, "linear+GELU pre-activation, " + at);
+    expect_close(t, h, gpu.get(g_h, h.size()), rounding::kRoundings::linear, "linear+GELU pre-activation, " + at);
     // GELU of a pre-activation the GPU may have kept in float32 inside its epilogue: one rounding more.
-    expect_close(t, g, gpu.get(g_g, g.size()), 2.0, "linear+GELU, " + at);
+    expect_close(t, g, gpu.get(g_g, g.size()), rounding::kRoundings::linear_gelu, "linear+GELU, " + at);
     void* g_din = gpu.zeros(din.size(), t);
     float *g_dw = gpu.put_f32(std::vector<float>(dw.size(), 0.0f)), *g_db = gpu.put_f32(std::vector<float>(db.size(), 0.0f));
     gpu.be->linear_backward(g_din, false, g_dw, g_db, gpu.put(dout), t, g_in, g_w, N, I, O);
-    expect_close(t, din, gpu.get(g_din, din.size()), 1.0, "linear backward dx, " + at);
+    expect_close(t, din, gpu.get(g_din, din.size()), rounding::kRoundings::linear_backward, "linear backward dx, " + at);
     // Weight and bias gradients are float32 accumulators: only the inputs were rounded.
     EXPECT_LE(relative_error(dw, gpu.get(g_dw, dw.size(), DType::f32)), tolerance(DType::f32, 1.0) + (t == DType::f32 ? 0 : 1e-6)) << "dw, " << at;
     EXPECT_LE(relative_error(db, gpu.get(g_db, db.size(), DType::f32)), 1e-5) << "db, " << at;
@@ -171,19 +179,19 @@ TEST_P(OpShapes, LayerNormAndResidualAtRaggedRowCounts) {
       void *g_x = gpu.put(x), *g_w = gpu.put(w), *g_b = gpu.put(b), *g_out = gpu.zeros(out.size(), t);
       float *g_mean = gpu.put_f32(mean), *g_rstd = gpu.put_f32(rstd);
       gpu.be->layernorm_forward(g_out, g_mean, g_rstd, g_x, g_w, g_b, N, C);
-      expect_close(t, out, gpu.get(g_out, out.size()), 1.0, "layernorm forward, " + at);
+      expect_close(t, out, gpu.get(g_out, out.size()), rounding::kRoundings::layernorm, "layernorm forward, " + at);
       EXPECT_LE(relative_error(rstd, gpu.get(g_rstd, N, DType::f32)), 1e-5) << "rstd, " << at;
       void* g_dx = gpu.zeros(dx.size(), t);
       float *g_dw = gpu.put_f32(dw), *g_db = gpu.put_f32(db);
       gpu.be->layernorm_backward(g_dx, g_dw, g_db, gpu.put(dout), g_x, g_w, g_mean, g_rstd, N, C);
-      expect_close(t, dx, gpu.get(g_dx, dx.size()), 1.0, "layernorm backward dx, " + at);
+      expect_close(t, dx, gpu.get(g_dx, dx.size()), rounding::kRoundings::layernorm_backward, "layernorm backward dx, " + at);
       EXPECT_LE(relative_error(dw, gpu.get(g_dw, C, DType::f32)), 1e-5) << "layernorm dw, " << at;
       void *g_sum = gpu.zeros(sum.size(), t), *g_out2 = gpu.zeros(out2.size(), t);
       float *g_mean2 = gpu.put_f32(mean2), *g_rstd2 = gpu.put_f32(rstd2);
       gpu.be->residual_layernorm_forward(g_sum, g_out2, g_mean2, g_rstd2, gpu.put(res), g_x, 0.1f, 77, g_w, g_b, N, C);
-      expect_close(t, sum, gpu.get(g_sum, sum.size()), 1.0, "residual + dropout (same masks), " + at);
+      expect_close(t, sum, gpu.get(g_sum, sum.size()), rounding::kRoundings::residual, "residual + dropout (same masks), " + at);
       // The normalised sum is of the t-rounded sum on the GPU: one rounding more.
-      expect_close(t, out2, gpu.get(g_out2, out2.size()), 2.0, "residual layernorm, " + at);
+      expect_close(t, out2, gpu.get(g_out2, out2.size()), rounding::kRoundings::residual_layernorm, "residual layernorm, " + at);
       gpu.held.clear();
     }
   }
@@ -202,15 +210,15 @@ TEST_P(OpShapes, GeluDropoutSoftmaxCrossEntropyAndEmbeddingAtRaggedLengths) {
     void* g_x = gpu.put(x);
     void* g_g = gpu.zeros(g.size(), t);
     gpu.be->gelu_forward(g_g, g_x, g.size());
-    expect_close(t, g, gpu.get(g_g, g.size()), 1.0, "GELU, " + at);
+    expect_close(t, g, gpu.get(g_g, g.size()), rounding::kRoundings::gelu, "GELU, " + at);
     void* g_d = gpu.put(d);
     cpu.gelu_backward(d.data(), x.data(), d.size());
     gpu.be->gelu_backward(g_d, g_x, d.size());
-    expect_close(t, d, gpu.get(g_d, d.size()), 1.0, "GELU backward, " + at);
+    expect_close(t, d, gpu.get(g_d, d.size()), rounding::kRoundings::gelu_backward, "GELU backward, " + at);
     cpu.dropout(drop.data(), x.data(), drop.size(), 0.2f, 99);
     void* g_drop = gpu.zeros(drop.size(), t);
     gpu.be->dropout(g_drop, g_x, drop.size(), 0.2f, 99);
-    expect_close(t, drop, gpu.get(g_drop, drop.size()), 1.0, "dropout (the same masks), " + at);
+    expect_close(t, drop, gpu.get(g_drop, drop.size()), rounding::kRoundings::dropout, "dropout (the same masks), " + at);
 
     // Softmax cross-entropy on float32 logits, every target position.
     auto logits = random(N * V, 43 + T, 2.0f);
@@ -236,7 +244,7 @@ TEST_P(OpShapes, GeluDropoutSoftmaxCrossEntropyAndEmbeddingAtRaggedLengths) {
     std::int32_t* g_tokens = gpu.put_ids(tokens);
     void* g_emb = gpu.zeros(emb.size(), t);
     gpu.be->embedding_forward(g_emb, g_tokens, gpu.put(wte), gpu.put(wpe), B, T, C);
-    expect_close(t, emb, gpu.get(g_emb, emb.size()), 1.0, "embedding forward, " + at);
+    expect_close(t, emb, gpu.get(g_emb, emb.size()), rounding::kRoundings::embedding, "embedding forward, " + at);
     const auto demb = rounded(t, random(N * C, 46 + T));
     cpu.embedding_backward(dwte.data(), dwpe.data(), demb.data(), tokens.data(), B, T, C);
     float *g_dwte = gpu.put_f32(std::vector<float>(dwte.size(), 0.0f)), *g_dwpe = gpu.put_f32(std::vector<float>(dwpe.size(), 0.0f));

@@ -1,7 +1,7 @@
 // Reads a growing file on this machine from a byte offset to its current end through a decoder:
 // call read() again (on a file-watching event or a timer) for what was appended since. Every
 // complete record comes back once; a partial last record waits in the decoder for its end.
-import { open } from 'node:fs/promises';
+import { LOG_MAX_BYTES, openRegularFile } from '../../../core/protocol/regular-file';
 import type { DecodedBatch, DecoderFactory, LocalRecordReader, RecordDecoder, RecordProblem } from '../decoders/record-decoder';
 
 export class GrowingFileReader<R> implements LocalRecordReader<R> {
@@ -21,15 +21,12 @@ export class GrowingFileReader<R> implements LocalRecordReader<R> {
   async read(chunkBytes = 1 << 20): Promise<DecodedBatch<R>> {
     const entries: R[] = [];
     const problems: RecordProblem[] = [];
-    let file;
+    // Only a regular file, opened without blocking, and only what it held when opened: a FIFO or
+    // a device behind the name is refused (core/protocol/regular-file.ts), never read for ever.
+    const opened = await openRegularFile(this.path, LOG_MAX_BYTES);
+    if (!opened) return { entries, problems, offset: this.offset };
+    const { handle: file, size } = opened;
     try {
-      file = await open(this.path, 'r');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries, problems, offset: this.offset };
-      throw e;
-    }
-    try {
-      const { size } = await file.stat();
       if (size < this.position) {
         problems.push({
           offset: this.position,
@@ -39,8 +36,8 @@ export class GrowingFileReader<R> implements LocalRecordReader<R> {
         return { entries, problems, offset: this.offset };
       }
       const buf = Buffer.allocUnsafe(chunkBytes);
-      for (;;) {
-        const { bytesRead } = await file.read(buf, 0, chunkBytes, this.position);
+      while (this.position < size) {
+        const { bytesRead } = await file.read(buf, 0, Math.min(chunkBytes, size - this.position), this.position);
         if (bytesRead === 0) break;
         this.position += bytesRead;
         const batch = this.decoder.push(buf.subarray(0, bytesRead));

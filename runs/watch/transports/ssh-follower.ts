@@ -68,7 +68,8 @@ export class SshFollower<R> implements Follower {
     try {
       child = spawnSsh(
         this.host,
-        [{ raw: `echo ${READY} >&2; exec tail -c` }, `+${decoder.offset + 1}`, '-F', ...(this.options.pid ? [`--pid=${this.options.pid}`] : []), '--', { path: this.file }],
+        // Not a regular file (a FIFO, a device behind a link): said, and tried again later.
+        [{ raw: 'if test -e' }, { path: this.file }, { raw: '&& ! test -f' }, { path: this.file }, { raw: '; then echo "not a regular file (a FIFO, a device or a folder): not read" >&2; exit 4; fi;' }, { raw: `echo ${READY} >&2; exec tail -c` }, `+${decoder.offset + 1}`, '-F', ...(this.options.pid ? [`--pid=${this.options.pid}`] : []), '--', { path: this.file }],
         this.settings(),
         this.options.compress === false ? [] : ['-o', 'Compression=yes'],
       );

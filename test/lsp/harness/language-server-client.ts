@@ -64,7 +64,7 @@ export class LanguageServerClient {
   }
 
   /** Opens a document and returns the diagnostics the server publishes for it (within timeoutMs). */
-  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : 'yaml', timeoutMs = 10_000): Promise<Diagnostic[]> {
+  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : uri.endsWith('.toml') ? 'toml' : 'yaml', timeoutMs = 10_000): Promise<Diagnostic[]> {
     this.versions.set(uri, 1);
     const done = this.nextDiagnostics(uri, 1, timeoutMs);
     await this.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });

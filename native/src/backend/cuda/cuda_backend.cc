@@ -9,6 +9,7 @@
 
 #include "backend/cuda/convert.h"
 #include "backend/cuda/cuda_backend_factory.h"
+#include "backend/cuda/kernels/attention_path.h"
 #include "backend/cuda/kernels/kernels.h"
 
 namespace fsdp {
@@ -249,6 +250,8 @@ void CudaBackend::check_head_size(long C, long H) const {
     throw std::invalid_argument("launch.device cuda: head size " + std::to_string(C / H) + " (model.d_model / model.n_heads) has no attention kernel; use 32, 64 or 128");
   }
 }
+
+std::string CudaBackend::attention_kernels(long B, long C, long H) const { return attention_path_name(compute_, C, H, B); }
 
 std::size_t CudaBackend::attention_state_size(long B, long T, long H) const { return static_cast<std::size_t>(B * H * T); }
 std::size_t CudaBackend::attention_scratch_size(long B, long T, long H) const { return static_cast<std::size_t>(B * H * T); }

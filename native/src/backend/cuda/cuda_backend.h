@@ -42,6 +42,8 @@ class CudaBackend final : public Backend {
   std::string device_id() const override { return bus_id_; }
   double nominal_peak_flops() const override { return peak_flops_; }
   std::optional<DeviceReadings> readings() override;
+  /** kernels/attention_path.h's rule at the model's shape: tensor cores, or the CUDA cores and why. */
+  std::string attention_kernels(long B, long C, long H) const override;
   cudaStream_t stream() const { return stream_; }
   int device_index() const { return device_index_; }
 

@@ -3,6 +3,7 @@
 
 #include <nccl.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -50,8 +51,13 @@ struct NcclCollectives::State {
   cudaStream_t compute = nullptr, comm_stream = nullptr;
   cudaEvent_t compute_done = nullptr;
   ncclComm_t comm = nullptr;
-  void* staging = nullptr;  // device bytes for host operands and uneven blocks
+  void* staging = nullptr;  // device bytes for uneven blocks (async copies on comm_stream may still read it)
   std::size_t staging_bytes = 0;
+  // Host scalars' own buffers, device and pinned host: never shared with `staging`, and idle
+  // whenever all_reduce is not running (it waits for its copies before it returns).
+  void* scalars = nullptr;
+  void* scalars_host = nullptr;
+  std::size_t scalar_bytes = 0;
   int rank = 0, size = 1;
 
   /** The comm stream waits for the compute stream's queued work. */
@@ -78,6 +84,16 @@ struct NcclCollectives::State {
       staging_bytes = n;
     }
     return staging;
+  }
+  void scalar_buffers(std::size_t n) {
+    if (n <= scalar_bytes) return;
+    if (scalars) cudaFree(scalars);
+    if (scalars_host) cudaFreeHost(scalars_host);
+    scalars = scalars_host = nullptr;
+    scalar_bytes = 0;
+    check(cudaMalloc(&scalars, n), "scalar buffer");
+    check(cudaMallocHost(&scalars_host, n), "pinned scalar buffer");
+    scalar_bytes = n;
   }
 };
 
@@ -119,6 +135,8 @@ NcclCollectives::~NcclCollectives() {
   if (s_->comm_stream) cudaStreamSynchronize(s_->comm_stream);
   if (s_->comm) ncclCommDestroy(s_->comm);
   if (s_->staging) cudaFree(s_->staging);
+  if (s_->scalars) cudaFree(s_->scalars);
+  if (s_->scalars_host) cudaFreeHost(s_->scalars_host);
   if (s_->compute_done) cudaEventDestroy(s_->compute_done);
   if (s_->comm_stream) cudaStreamDestroy(s_->comm_stream);
 }
@@ -134,13 +152,18 @@ void NcclCollectives::all_reduce(void* data, std::size_t count, CommType type) {
     s_->end();
     return;
   }
-  // Host scalars (the gradient norm, agreed counts): through the device, blocking.
-  void* d = s_->stage(n);
-  check(cudaMemcpy(d, data, n, cudaMemcpyHostToDevice), "copy to device");
+  // Host scalars (the gradient norm, agreed counts): through buffers of their own, every copy on
+  // the communication stream (it is non-blocking: a plain cudaMemcpy runs on the legacy stream,
+  // unordered with it, and `staging` may still be read there by an uneven gather's copies), and the
+  // host reads only after the stream has finished them. Blocking, as the caller expects.
+  s_->scalar_buffers(n);
+  std::memcpy(s_->scalars_host, data, n);
   s_->begin();
-  check(ncclAllReduce(d, d, count, nccl_type(type), ncclSum, s_->comm, s_->comm_stream), "all_reduce");
+  check(cudaMemcpyAsync(s_->scalars, s_->scalars_host, n, cudaMemcpyHostToDevice, s_->comm_stream), "copy to device");
+  check(ncclAllReduce(s_->scalars, s_->scalars, count, nccl_type(type), ncclSum, s_->comm, s_->comm_stream), "all_reduce");
+  check(cudaMemcpyAsync(s_->scalars_host, s_->scalars, n, cudaMemcpyDeviceToHost, s_->comm_stream), "copy to host");
   check(cudaStreamSynchronize(s_->comm_stream), "synchronize");
-  check(cudaMemcpy(data, d, n, cudaMemcpyDeviceToHost), "copy to host");
+  std::memcpy(data, s_->scalars_host, n);
 }
 
 void NcclCollectives::reduce_scatter(const void* send, void* recv, std::size_t count, CommType type) {

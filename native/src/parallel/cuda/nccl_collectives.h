@@ -8,7 +8,8 @@
 // queued so far on the compute stream, and the compute stream waits for the operation, so the
 // caller sees the usual in-order results without blocking the host; work queued on the compute
 // stream in between (the next layer's compute) overlaps with it. Scalars in host memory (the
-// gradient norm, the optimizer's non-finite count) go through a small device buffer and block.
+// gradient norm, the optimizer's non-finite count) go through small buffers of their own (device and
+// pinned host), copied on the communication stream, and block until that stream has finished.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -9,10 +9,12 @@
 //
 // Layout: qkv[B*T, 3C] with head h's q at columns h*hs, k at C + h*hs, v at 2C + h*hs;
 // y[B*T, C] at h*hs; lse and delta [B, H, T].
+#include <atomic>
 #include <cmath>
 
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/kernels.h"
+#include "backend/cuda/kernels/attention_path.h"
 
 namespace fsdp::cuda {
 
@@ -304,9 +306,13 @@ bool with_head_size(long hs, F&& f) {
   }
 }
 
-/** Whether a call goes to the tensor-core kernels: their dtypes and sizes, and 16-byte rows (cp.async, vector stores). */
+std::atomic<unsigned long long> tensor_core_calls{0}, cuda_core_calls{0};
+
+/** Whether a call goes to the tensor-core kernels (attention_path.h's rule), counted per path so a fallback shows. */
 bool on_tensor_cores(DType t, long C, long H, long B, std::initializer_list<const void*> ptrs) {
-  return flash_attention_supports(t, C / H, B * H) && packable(static_cast<std::size_t>(C), dtype_bytes(t), ptrs);
+  const bool tensor_cores = attention_path(t, C, H, B, ptrs).path == AttentionPath::tensor_cores;
+  (tensor_cores ? tensor_core_calls : cuda_core_calls).fetch_add(1, std::memory_order_relaxed);
+  return tensor_cores;
 }
 
 void unsupported(long hs) {
@@ -316,6 +322,8 @@ void unsupported(long hs) {
 }  // namespace
 
 bool attention_supports(long head_size) { return head_size == 32 || head_size == 64 || head_size == 128; }
+
+AttentionCalls attention_calls() { return {tensor_core_calls.load(), cuda_core_calls.load()}; }
 
 void attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s) {
   if (on_tensor_cores(t, C, H, B, {y, qkv})) return flash_attention_forward(y, lse, qkv, B, T, C, H, given_lse, t, s);

@@ -2,6 +2,7 @@
 // sizes 32, 64 and 128.
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/kernels.h"
+#include "backend/cuda/kernels/attention_path.h"
 #include "backend/cuda/kernels/mma.cuh"  // first: the instructions the kernels are written in
 #include "backend/cuda/kernels/flash_forward.cuh"
 
@@ -20,9 +21,7 @@ void launch_forward(void* y, float* lse, const void* qkv, const flash::Shape& sh
 
 }  // namespace
 
-bool flash_attention_supports(DType t, long head_size, long batch_heads) {
-  return (t == DType::bf16 || t == DType::f16) && flash::compiled_head_size(head_size) && batch_heads > 0 && batch_heads <= 65535;
-}
+bool flash_attention_supports(DType t, long head_size, long batch_heads) { return flash_refusal(t, head_size, batch_heads) == nullptr; }
 
 void flash_attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s) {
   const flash::Shape sh = flash::Shape::of(B, T, C, H);

@@ -68,12 +68,21 @@ void attention_backward_delta(float* delta, const void* dy, const void* y, long 
 /** dqkv[B*T, 3C] (overwritten) from dy, qkv, lse and delta: dK and dV by key tiles, dQ by query tiles. */
 void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H, DType t,
                         cudaStream_t s);
+/**
+ * attention_forward and attention_backward calls so far in this process, by the kernels they ran
+ * on (attention_path.h's rule): a bfloat16/float16 call that fell back to the CUDA cores shows
+ * here, and the GPU tests assert the tensor-core path.
+ */
+struct AttentionCalls {
+  unsigned long long tensor_cores = 0, cuda_cores = 0;
+};
+AttentionCalls attention_calls();
 
 // --- flash_forward.cu, flash_backward.cu: the same attention on tensor cores ------------------
 /**
  * Whether the tensor-core kernels take a call: bfloat16 or float16, head size 32, 64 or 128, at
  * most 65535 sequence-heads (the grid's y). attention_forward/backward use them then (and when the
- * tensors are 16-byte aligned), the float32 CUDA-core kernels otherwise.
+ * tensors are 16-byte aligned: attention_path.h), the CUDA-core kernels otherwise.
  */
 bool flash_attention_supports(DType t, long head_size, long batch_heads);
 /** attention_forward's contract, on tensor cores (flash_attention_supports must hold). */

@@ -1,0 +1,93 @@
+// A script that only prints, in a real VS Code: a PyTorch script printing nanoGPT's lines (no
+// companion, no TensorBoard) launched from the palette through a launch spec fills the dashboard's
+// loss, validation-loss and step-time charts, the "Starting …" notification closes at its first
+// step without ever claiming a first step runs, and the header names where the metrics come from.
+// A script that prints nothing the watch reads ends with the header saying so and what to add.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import { repoRoot } from '../../scripts/code-server';
+import { VENV_PYTHON } from '../harness/pytorch';
+import { untilValue as until } from '../harness/until';
+import { VsCodeSession } from './harness/vscode-session';
+
+interface Header {
+  runId: string;
+  status: string;
+  step?: number;
+  phase?: { label: string; detail?: string };
+  metricsNote?: string;
+  summary: Array<[string, string]>;
+}
+interface ChartPoints {
+  x: number[];
+  series: Array<{ label: string; y: Array<number | null> }>;
+}
+
+describe('e2e: a script that only prints gets charts', function () {
+  this.timeout(15 * 60_000);
+  let workspace: string;
+  let vscode: VsCodeSession;
+  const local = new LocalMachine();
+  const groups: number[] = [];
+  const header = () => vscode.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
+  const dashboardOf = (runId: string, expr: string) => `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${expr} : undefined`;
+
+  before(async () => {
+    workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-print-ws-'));
+    copyFileSync(path.join(repoRoot, 'test', 'pytorch', 'print_only_train.py'), path.join(workspace, 'train.py'));
+    vscode = await VsCodeSession.open({ workspace });
+  });
+  afterEach(async function () {
+    await vscode?.reportFailure(this.currentTest);
+  });
+  after(async () => {
+    await vscode?.close();
+    for (const g of groups) await local.signal(g, 'SIGKILL');
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("nanoGPT's printed lines fill the loss, validation-loss and step-time charts; the Starting notification closes at the first step", async () => {
+    const command = [VENV_PYTHON, 'train.py', '--steps', '40', '--step-sleep', '0.25', '--eval-every', '10'];
+    writeFileSync(path.join(workspace, 'print.fsdp-launch.yaml'), `name: print\ncommand: ${JSON.stringify(command)}\n`);
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('print.fsdp-launch.yaml');
+    await vscode.waitForNotification(/Starting print/, 60_000);
+    const phases = new Set<string>();
+    const first = await until('a printed step on the dashboard', async () => {
+      const h = await header();
+      if (h.phase) phases.add(h.phase.label);
+      return h;
+    }, (h) => (h.step ?? -1) >= 3, 180_000);
+    groups.push((JSON.parse(readFileSync(path.join(workspace, 'runs', first.runId, 'run.json'), 'utf8')) as { pgid: number }).pgid);
+    assert.ok(![...phases].includes('Running the first step'), `phases seen: ${[...phases].join(', ')}`);
+    // The notification closes at the first step (it is not left spinning for the whole run).
+    await until('the Starting notification to close', () => vscode.notificationsText(), (t) => !/Starting print/.test(t), 30_000);
+    const done = await until('the run to complete', header, (h) => h.status === 'completed', 300_000);
+    assert.equal(done.step, 40);
+    assert.match(Object.fromEntries(done.summary).metrics, /^nanoGPT lines in stdout/);
+    assert.equal(done.metricsNote, undefined);
+    const loss = await vscode.inWebview<ChartPoints>(dashboardOf(done.runId, 'points("loss")'));
+    assert.deepEqual(loss.x, Array.from({ length: 41 }, (_, i) => i), 'iter 0..40, each once');
+    const printed = [...readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8').matchAll(/^iter (\d+): loss ([\d.]+)/gm)].map((m) => Number(m[2]));
+    assert.deepEqual(loss.series.find((s) => s.label === 'loss')!.y, printed);
+    const charts = await vscode.inWebview<Array<{ id: string; series: Array<{ label: string }> }>>(dashboardOf(done.runId, 'charts()'));
+    assert.ok(charts.find((c) => c.id === 'loss')!.series.some((s) => s.label === 'val loss'), 'the evaluation lines give the validation loss');
+    await vscode.screenshotEditor('docs-dashboard-printed-metrics');
+  });
+
+  it('a script that prints nothing the watch reads: the header says so, and what to add to the launch spec', async () => {
+    writeFileSync(path.join(workspace, 'quiet.py'), 'import time\nfor i in range(3):\n    print("working on it", flush=True)\n    time.sleep(0.2)\n');
+    writeFileSync(path.join(workspace, 'quiet.fsdp-launch.yaml'), `name: quiet\ncommand: ${JSON.stringify([VENV_PYTHON, 'quiet.py'])}\n`);
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('quiet.fsdp-launch.yaml');
+    const h = await until('the quiet run to complete', header, (x) => x.status === 'completed' && x.runId.startsWith('quiet'), 180_000);
+    assert.equal(h.step, undefined);
+    assert.match(h.metricsNote ?? '', /^No metrics: FSDP Studio reads what it prints \(stdout and stderr\)/);
+    assert.match(h.metricsNote ?? '', /metrics: \{pattern: /);
+    assert.ok(await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#run-metrics-note').isVisible());
+    await vscode.screenshotEditor('docs-dashboard-no-metrics');
+  });
+});

@@ -1,0 +1,58 @@
+"""A training script that only prints, as many do: no companion, no TensorBoard, no metrics file.
+
+A small MLP learns a fixed random linear map on the CPU with PyTorch; every step it prints its
+loss in the words and format of nanoGPT's train.py (karpathy/nanoGPT: `iter N: loss X, time Yms,
+mfu Z%`, the MFU -100.00%: not measured), and every `--eval-every` steps nanoGPT's evaluation line
+(`step N: train loss X, val loss Y`). FSDP Studio's tests check that these lines alone fill the
+dashboard's charts.
+
+    python3 print_only_train.py --steps 30 [--step-sleep 0.1] [--eval-every 10]
+"""
+import argparse
+import time
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=30)
+parser.add_argument("--step-sleep", type=float, default=0.0)
+parser.add_argument("--eval-every", type=int, default=10)
+args = parser.parse_args()
+
+torch.manual_seed(0)
+target = torch.nn.Linear(16, 4)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+print("number of parameters: %.2fM" % (sum(p.numel() for p in model.parameters()) / 1e6,))
+
+
+def batch():
+    x = torch.randn(64, 16)
+    with torch.no_grad():
+        return x, target(x)
+
+
+@torch.no_grad()
+def estimate_loss():
+    out = {}
+    for split in ("train", "val"):
+        x, y = batch()
+        out[split] = torch.nn.functional.mse_loss(model(x), y).item()
+    return out
+
+
+t0 = time.time()
+running_mfu = -1.0  # this script does not estimate its MFU: nanoGPT prints -100.00% until it has
+for iter_num in range(args.steps + 1):
+    if iter_num % args.eval_every == 0:
+        losses = estimate_loss()
+        print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+    x, y = batch()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    time.sleep(args.step_sleep)
+    t1 = time.time()
+    dt, t0 = t1 - t0, t1
+    print(f"iter {iter_num}: loss {loss.item():.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")

@@ -1,0 +1,149 @@
+// One owner per run (issue 25), on real processes: the process that writes the checkpoints holds
+// the run folder's lock for its whole life, and nothing of a run outlives the process that owns it.
+// - A native run: SIGKILL fsdp-train (the OOM killer's choice, or kill -9 on run.json's first pid).
+//   Before, the lock went with it while fsdp-train-native trained on, a second `--resume auto` was
+//   accepted and the two trainers destroyed each other's checkpoints. Now the trainer holds the lock
+//   (a second trainer is refused, naming it), and ends the run itself, saying why.
+// - A person's command: SIGKILL the supervisor. Before, silent ranks ran on to the end and run.json
+//   said "running" for ever. Now every process of the run dies with it (ranks and what they
+//   started), and run.json and metrics.jsonl say it failed, and why.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from '../../scripts/code-server';
+import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
+import { LocalMachine } from '../../runs/machines/local-machine';
+import { RunWatch } from '../../runs/watch/run-watch';
+import { until } from '../harness/until';
+
+const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
+const FSDP_TRAIN = path.join(repoRoot, 'cli', 'fsdp-train.ts');
+const SUPERVISOR = path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py');
+
+function manifestOf(runDir: string): RunManifest | undefined {
+  try {
+    const parsed = parseRunManifest(readFileSync(path.join(runDir, 'run.json'), 'utf8'));
+    return 'manifest' in parsed ? parsed.manifest : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** Processes (not zombies) whose environment carries the run's mark. */
+function markedProcesses(runId: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirNumeric('/proc')) {
+    try {
+      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(`FSDP_RUN_ID=${runId}`) && alive(Number(name))) found.push(Number(name));
+    } catch {
+      /* gone, or not ours */
+    }
+  }
+  return found;
+}
+
+function readdirNumeric(dir: string): string[] {
+  return (spawnSync('ls', [dir], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((n) => /^\d+$/.test(n));
+}
+
+function events(runDir: string): Array<{ type: string; status?: string; reason?: string }> {
+  const file = path.join(runDir, 'metrics.jsonl');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string });
+}
+
+describe('one owner per run (real processes)', function () {
+  this.timeout(300_000);
+  let tmp: string;
+  const local = new LocalMachine();
+  const cleanup: number[] = [];
+
+  beforeEach(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'fsdp-owner-'));
+  });
+  afterEach(() => {
+    for (const pid of cleanup.splice(0)) {
+      try {
+        process.kill(pid, 'SIGCONT');
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('fsdp-train killed outright: the trainer keeps the lock (a second trainer is refused, naming it) and ends the run saying why', async () => {
+    const runDir = path.join(tmp, 'native-20261126-000000-abcd');
+    const runId = path.basename(runDir);
+    const argv = [process.execPath, '--import', 'tsx', FSDP_TRAIN, path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), '--run-dir', runDir, '--set', 'training.max_steps=100000'];
+    const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', command: argv };
+    const started = await local.start({ runDir, manifest, argv, cwd: repoRoot, env: { FSDP_TRAIN_NATIVE: NATIVE } });
+    cleanup.push(started.pgid);
+    await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
+    const m = manifestOf(runDir)!;
+    const trainer = (m.pids ?? []).find((p) => p !== started.pid)!;
+    assert.ok(trainer && alive(trainer), `run.json names the trainer: ${JSON.stringify(m.pids)}`);
+
+    // Held still, so that what follows cannot race it; then its launcher is killed as the OOM killer would.
+    process.kill(trainer, 'SIGSTOP');
+    process.kill(started.pid, 'SIGKILL');
+    await until('fsdp-train gone', () => !alive(started.pid), 10_000);
+    const second = spawnSync(process.execPath, ['--import', 'tsx', FSDP_TRAIN, path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), '--run-dir', runDir, '--resume', 'auto'], { cwd: repoRoot, encoding: 'utf8', timeout: 120_000, env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE } });
+    assert.equal(second.status, 1, `a second trainer on the folder was accepted: ${second.stderr}`);
+    assert.match(second.stderr, new RegExp(`in use by another trainer: pid ${trainer} `));
+
+    process.kill(trainer, 'SIGCONT');
+    await until('the trainer to end', () => !alive(trainer), 30_000);
+    const ended = manifestOf(runDir)!;
+    assert.equal(ended.status, 'failed');
+    assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${started.pid}, fsdp-train\\) is gone`));
+    assert.deepEqual(events(runDir).filter((e) => e.type === 'run_start').length, 1, 'one trainer wrote this run');
+    assert.deepEqual(markedProcesses(runId), [], 'nothing of the run is left');
+  });
+
+  for (const [what, command] of [
+    ['silent ranks', ['--nproc', '2', '--', 'python3', '-c', 'import time; time.sleep(600)']],
+    ['what the command started (a launcher\'s workers)', ['--', '/bin/sh', '-c', 'sleep 600 & sleep 600 & wait']],
+  ] as const) {
+    it(`a supervisor killed outright takes ${what} with it; run.json and the watch say it failed, and why`, async () => {
+      const runDir = path.join(tmp, `cmd-20261126-00000${what.length % 10}-abcd`);
+      const runId = path.basename(runDir);
+      const argv = ['python3', SUPERVISOR, '--run-dir', runDir, ...command];
+      const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', command: argv, kind: 'command' };
+      const started = await local.start({ runDir, manifest, argv, cwd: tmp });
+      cleanup.push(started.pgid);
+      await until('the command running', () => manifestOf(runDir)?.status === 'running', 60_000);
+      await until('its processes started', () => markedProcesses(runId).length >= 3, 30_000);
+
+      process.kill(started.pid, 'SIGKILL');
+      await until('every process of the run gone', () => markedProcesses(runId).length === 0, 30_000);
+      const ended = manifestOf(runDir)!;
+      assert.equal(ended.status, 'failed');
+      assert.match(ended.end_reason ?? '', new RegExp(`supervisor \\(pid ${started.pid}\\) was killed`));
+      const end = events(runDir).filter((e) => e.type === 'run_end');
+      assert.equal(end.length, 1);
+      assert.equal(end[0].status, 'failed');
+
+      const watch = new RunWatch({ target: 'local', runDir }, local);
+      try {
+        await watch.start();
+        await until('the watch to say failed', () => watch.status() === 'failed', 30_000);
+        assert.match(watch.endReason() ?? '', /supervisor .* was killed/);
+      } finally {
+        watch.dispose();
+      }
+    });
+  }
+});
