@@ -1,9 +1,11 @@
-// `npx fsdp-train CONFIG [--nproc N] [--set key=value]... [--run-dir DIR] [--resume auto|never|PATH] [--plan]`:
+// `npx fsdp-train CONFIG [--nproc N] [--set key=value]... [--run-dir DIR] [--resume auto|never|PATH] [--from-hf DIR] [--plan]`:
 // validates and resolves a run config, creates the run folder (runs/<run-id>/ with config.json and
 // run.json), and runs the native trainer `fsdp-train-native` on it — by argument vector, never a
 // shell — forwarding SIGINT/SIGTERM and exiting with its exit code. With several ranks
 // (launch.nproc_per_node x launch.nnodes, --nproc sets the first) it starts them with mpirun
 // (runs/launch/mpirun.ts). The extension's launcher starts runs through this same command.
+// `npx fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR` writes a checkpoint as a Hugging Face
+// GPT-2 folder; `--from-hf DIR` starts a run from one (native/src/checkpoint/hf_gpt2.h).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -17,11 +19,13 @@ import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../runs/folder/ru
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
+import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
 import { prepareRunDirectory } from './train/run-directory';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
-                  [--resume auto|never|CHECKPOINT] [--no-memory-check] [--plan]
+                  [--resume auto|never|CHECKPOINT] [--from-hf HF_DIR] [--no-memory-check] [--plan]
        fsdp-train --export-checkpoint CHECKPOINT OUT_DIR
+       fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]
 
 CONFIG is a run config (YAML or JSON). --set overrides a key (--set training.max_steps=100).
 --nproc N: N ranks on this machine (launch.nproc_per_node), started with mpirun; with
@@ -36,8 +40,14 @@ are set aside in checkpoints/previous-TIME/, never deleted). --resume CHECKPOINT
 One trainer per run folder: a second one is refused with the first one's pid and host.
 A run whose memory plan does not fit this machine (MemAvailable, the memory cgroup's limit, GPU
 memory) is refused before it allocates; --no-memory-check (launch.check_memory: false) tries anyway.
+--from-hf HF_DIR: start from the weights of a Hugging Face GPT-2 folder (config.json +
+model.safetensors) whose model is the config's (every difference is named), written first as the
+run's step-0 checkpoint; AdamW starts over.
 --plan: print the runtime's memory plan (bytes per rank, native/MEMORY.md) and exit.
 --export-checkpoint: write a sharded checkpoint as one full checkpoint (OUT_DIR/step-N).
+export --hf OUT_DIR: write a checkpoint (saved by any number of ranks; a run folder: its newest)
+as a Hugging Face GPT-2 folder, config.json + model.safetensors, that transformers loads with
+GPT2LMHeadModel.from_pretrained(OUT_DIR). The model is read from the run's config.json, or CONFIG.
 Under mpirun or srun (started by you) each rank runs this command; give --run-dir.
 Ctrl-C (or SIGTERM) stops after the current step and saves a checkpoint; a second one aborts.
 Exit codes: 0 completed, 1 failed, 2 bad arguments or config, 128+N stopped by signal N.`;
@@ -65,6 +75,9 @@ export async function main(argv: string[]): Promise<number> {
         oversubscribe: { type: 'boolean' },
         'no-memory-check': { type: 'boolean' },
         'export-checkpoint': { type: 'boolean' },
+        'from-hf': { type: 'string' },
+        hf: { type: 'string' },
+        config: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -77,6 +90,11 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const native = nativeTrainerPath();
+  if (args.positionals[0] === 'export') return exportHf(native, args.positionals.slice(1), args.values.hf, args.values.config);
+  if (args.values.hf !== undefined || args.values.config !== undefined) {
+    console.error(`fsdp-train: --hf and --config belong to \`fsdp-train export\`\n${USAGE}`);
+    return EXIT_CONFIG;
+  }
   if (args.values['export-checkpoint']) {
     if (args.positionals.length !== 2) {
       console.error(USAGE);
@@ -134,6 +152,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const resume = args.values.resume;
+  const fromHf = args.values['from-hf'];
+  if (fromHf !== undefined && (resume !== undefined || rank !== undefined)) {
+    console.error(`fsdp-train: --from-hf starts a new run: ${resume !== undefined ? 'not with --resume' : 'run it as one command (it starts the ranks), not under mpirun or srun'}`);
+    return EXIT_CONFIG;
+  }
   const runsDir = config.logging.runs_dir!;
   let runDir = args.values['run-dir'] ? path.resolve(args.values['run-dir']) : undefined;
   let configFile: string | undefined;
@@ -155,7 +178,18 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`fsdp-train: ${runFolderProblem(e as NodeJS.ErrnoException, runDir, args.values['run-dir'] ? '--run-dir' : 'logging.runs_dir')}`);
     return EXIT_CONFIG;
   }
-  const resumeArgs = resume ? ['--resume', resume === 'auto' || resume === 'never' ? resume : path.resolve(resume)] : [];
+  let resumeArgs = resume ? ['--resume', resume === 'auto' || resume === 'never' ? resume : path.resolve(resume)] : [];
+  if (fromHf !== undefined) {
+    // The folder's weights become the run's step-0 checkpoint, which the ranks load as a resume does (on any number of them).
+    const checkpoints = checkpointsDirOf(runDir, config);
+    const imported = await runNative(native, ['--import-hf', configFile!, path.resolve(fromHf), checkpoints], { quiet: true });
+    if (imported !== 0) {
+      markEndedWithoutRunEnd(runDir, `the Hugging Face folder ${path.resolve(fromHf)} could not be imported`);
+      return imported;
+    }
+    console.error(`fsdp-train: starting from the Hugging Face model in ${path.resolve(fromHf)}`);
+    resumeArgs = ['--resume', path.join(checkpoints, 'step-00000000')];
+  }
 
   if (rank !== undefined) {
     // The other ranks may start before rank 0 has written config.json: each hands its own copy.
@@ -177,6 +211,34 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`fsdp-train: could not mark ${path.join(runDir, 'run.json')} as ended: ${(e as Error).message}`);
     }
   }
+  return code;
+}
+
+/** `fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]`. */
+async function exportHf(native: string, positionals: string[], outDir: string | undefined, configPath: string | undefined): Promise<number> {
+  if (positionals.length !== 1 || !outDir) {
+    console.error(`fsdp-train export: give one checkpoint or run folder and --hf OUT_DIR\n${USAGE}`);
+    return EXIT_CONFIG;
+  }
+  let source;
+  let stdin: string | undefined;
+  try {
+    source = exportSource(positionals[0], configPath);
+    if (configPath) {
+      // A config as people write it (YAML or JSON, defaults left out): the runtime reads it resolved.
+      const loaded = loadRunConfig(readFileSync(source.configFile, 'utf8'), source.configFile);
+      for (const p of shownProblems(loaded.problems)) console.error(formatProblem(configPath, p));
+      if (!loaded.config) return EXIT_CONFIG;
+      stdin = JSON.stringify(loaded.config);
+    }
+  } catch (e) {
+    console.error(`fsdp-train export: ${(e as Error).message}`);
+    return EXIT_CONFIG;
+  }
+  if (!existsSync(native)) return missingRuntime(native);
+  const out = path.resolve(outDir);
+  const code = await runNative(native, ['--export-hf', stdin === undefined ? source.configFile : '-', source.checkpoint, out], { stdin, quiet: true });
+  if (code === 0) console.log(`fsdp-train: ${source.checkpoint} written as a Hugging Face GPT-2 model in ${out} (config.json, model.safetensors)`);
   return code;
 }
 
@@ -218,10 +280,10 @@ let abortedBy: NodeJS.Signals | undefined;
  * checkpoint); a second one aborts it at once, as the usage text says. A terminal's Ctrl-C also
  * reaches the runtime itself (same process group), which takes any number of stops as one.
  */
-function runNative(native: string, argv: string[], opts: { stdin?: string; watched?: boolean } = {}): Promise<number> {
+function runNative(native: string, argv: string[], opts: { stdin?: string; watched?: boolean; quiet?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
     const env = opts.watched ? { ...runtimeEnv(), FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname() } : runtimeEnv();
-    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'inherit', 'inherit'], env });
+    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', opts.quiet ? 'ignore' : 'inherit', 'inherit'], env });
     if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
     let stopSignal: NodeJS.Signals | undefined;
     const onStop = (signal: NodeJS.Signals) => {

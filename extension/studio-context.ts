@@ -13,6 +13,7 @@ import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { registerOpenRun } from './commands/open-run';
 import { registerPrepareSampleData } from './commands/prepare-sample-data';
+import { registerExportHf } from './commands/export-hf';
 import { registerRenameRun } from './commands/rename-run';
 import { registerResumeRun } from './commands/resume-run';
 import { registerStopRun } from './commands/stop-run';
@@ -55,7 +56,7 @@ export class StudioContext implements vscode.Disposable {
   async start(): Promise<void> {
     this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
     this.track(registerAttachRun(this), registerStopRun(this), ...registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
-    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this), registerBuildRuntime(this));
+    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this), registerBuildRuntime(this), registerExportHf(this));
     const tree = new RunsTree(this.runs);
     this.track(
       tree,

@@ -78,6 +78,13 @@ export interface RunManifest {
   kind?: 'native' | 'command';
   logs?: ManifestLogs;
   resumed_from?: string;
+  /**
+   * Where the latest launch's output begins in stdout.log and stderr.log (bytes): a resume on this machine appends to them, so an earlier attempt's words are not read as this one's.
+   */
+  output_from?: {
+    stdout?: number;
+    stderr?: number;
+  };
   end_reason?: string;
   runtime_version?: string;
   slurm?: ManifestSlurm;

@@ -36,6 +36,8 @@ export interface ChartFrame {
   markers?: ChartMarker[];
   /** The MFU chart: the peak it is measured against, when it was measured, and what raised it. */
   peak?: MfuPeakInfo;
+  /** Shown in place of the plot while it has no points: why it is empty. */
+  empty?: string;
 }
 
 /** A chart marker placed on the x axis: a checkpoint, a skipped step, a spike, a NaN. */

@@ -18,6 +18,8 @@ export interface DashboardHeader {
   name: string;
   /** "local" or the SSH host. */
   target: string;
+  /** What runs: the native runtime, a person's own command (a launch spec), or a TensorBoard folder attached. */
+  runKind: 'native' | 'command' | 'tensorboard';
   /** queued, cancelled, timed-out, preempted: runs submitted to SLURM. */
   status: 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted' | 'unknown';
   /** Why it failed or stopped, in words. */
@@ -29,11 +31,20 @@ export interface DashboardHeader {
   /** When the run began (its first run_start, else its manifest), and ended, in epoch seconds: the header counts elapsed time from these. */
   startedAt?: number;
   endedAt?: number;
+  /**
+   * Time the run has been running: `activeBefore` seconds in its starts that ended, plus, while a
+   * start runs, the time since `runningSince` (epoch seconds). The idle time between a stop and a
+   * resume or "Continue training" is not in it.
+   */
+  activeBefore?: number;
+  runningSince?: number;
   /** Training tokens consumed so far, all ranks together. */
   tokensSeen?: number;
   /** A long operation under way with nothing new on the charts: start-up, the first step, a checkpoint save. */
   phase?: RunPhase;
   connection: ConnectionSummary;
+  /** The loss has been NaN or Inf since this step (to its last): a "completed" run that is not a success. */
+  nanSince?: number;
   /** A person's command with no metrics read: what is read, and what to add so there are some. */
   metricsNote?: string;
   /** Label and value pairs: model, world, strategy, batch, learning rate. */

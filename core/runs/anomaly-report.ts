@@ -5,15 +5,15 @@
 import type { AnomalyView, DumpTable, Fix, FixId } from '../panels/diagnostics-messages';
 import type { AnomalyEvent } from '../protocol/metrics';
 import { describeAnomaly } from './run-history';
+import { bf16Advice, clipAdvice, learningRateAdvice, nativeAdvice, suggestedWarmup, type AdviceContext } from './run-advice';
 
 type Scalar = string | number | boolean | null;
-type Config = { training?: { learning_rate?: number; max_grad_norm?: number; warmup_steps?: number }; mixed_precision?: { param_dtype?: string }; stability?: { on_nan?: string } };
 
 /** Columns worth a bar chart, most telling first. */
 const CHART_COLUMNS = ['max_abs', 'absmax', 'abs_max', 'max', 'rms', 'norm', 'grad_norm'];
 const MAX_ROWS = 500;
 
-export function anomalyView(event: AnomalyEvent, dump: unknown, dumpError: string | undefined, config: unknown): AnomalyView {
+export function anomalyView(event: AnomalyEvent, dump: unknown, dumpError: string | undefined, config: unknown, advice: AdviceContext = nativeAdvice(config)): AnomalyView {
   return {
     event,
     summary: describeAnomaly(event),
@@ -21,7 +21,7 @@ export function anomalyView(event: AnomalyEvent, dump: unknown, dumpError: strin
     ...(event.dump ? { dumpPath: event.dump } : {}),
     tables: dump === undefined ? [] : isNativeDump(dump) ? nativeDumpTables(dump, event, vocabSize(config)) : dumpTables(dump, event.where.layer),
     ...(dumpError ? { dumpError } : {}),
-    fixes: fixesFor(event, (config ?? {}) as Config),
+    fixes: fixesFor(event, advice),
   };
 }
 
@@ -138,8 +138,14 @@ function isScalar(v: unknown): v is Scalar {
   return v === null || ['string', 'number', 'boolean'].includes(typeof v);
 }
 
-/** The usual fixes, those that apply to this run's config first. */
-export function fixesFor(e: AnomalyEvent, config: Config): Fix[] {
+/**
+ * The usual fixes, those that apply to this run first. A native run's fixes carry an action (the
+ * config edit `fixEdit` makes); a person's own script gets the same fixes in its framework's words
+ * (where to clip, where the learning rate is set), with nothing to click that would edit a file.
+ */
+export function fixesFor(e: AnomalyEvent, ctx: AdviceContext): Fix[] {
+  if (ctx.framework !== 'native') return scriptFixes(e, ctx);
+  const config = ctx.config;
   const fixes: Fix[] = [];
   const lr = config.training?.learning_rate;
   fixes.push({
@@ -158,12 +164,38 @@ export function fixesFor(e: AnomalyEvent, config: Config): Fix[] {
   if (config.stability?.on_nan === 'stop') {
     fixes.push({ id: 'rollback_policy', title: 'Recover automatically', detail: 'With stability.on_nan: rollback the run reloads its last checkpoint, skips the batch and lowers the learning rate instead of stopping.', action: 'Set on_nan: rollback' });
   }
-  fixes.push({ id: 'check_data', title: 'Check the data', detail: `A corrupt or out-of-vocabulary batch gives NaN in the ${e.where.phase === 'forward' && (e.where.layer === 'embedding' || e.where.layer === 0) ? 'embedding, as here' : 'first layers'}. The dump shows the batch; re-run samples/prepare-data.ts or check the token file's vocabulary.` });
+  // The sample's data is made by samples/prepare-data.ts; anyone else's token file by their own tool.
+  const sampleData = /fortunes-byte/.test(config.data?.train ?? '');
+  fixes.push({
+    id: 'check_data',
+    title: 'Check the data',
+    detail: `A corrupt or out-of-vocabulary batch gives NaN in the ${e.where.phase === 'forward' && (e.where.layer === 'embedding' || e.where.layer === 0) ? 'embedding, as here' : 'first layers'}. The dump shows the batch; check that the token file's ids are below model.vocab_size${sampleData ? ' (the sample\'s data: re-run samples/prepare-data.ts)' : ''}.`,
+  });
   return fixes;
 }
 
-/** The config change a fix makes: a dotted path and its new value. */
-export function fixEdit(id: FixId, config: Config): { path: string[]; value: string | number } | undefined {
+/** The fixes for a person's own script, in its framework's words; none edits a file. */
+function scriptFixes(e: AnomalyEvent, ctx: Exclude<AdviceContext, { framework: 'native' }>): Fix[] {
+  const where = e.where.layer !== undefined && e.where.layer !== null ? ` (${e.where.layer}${e.where.op ? `, ${e.where.op}` : ''})` : '';
+  return [
+    { id: 'lower_lr', title: 'Lower the learning rate', detail: `Too large a step makes activations and the loss blow up${e.where.phase === 'optimizer' ? ', and this one happened in the optimizer' : ''}. ${learningRateAdvice(ctx)}` },
+    { id: 'clip', title: 'Clip gradients', detail: `One large gradient can push weights to Inf; 1.0 is the usual norm to clip at. ${clipAdvice(ctx)}` },
+    { id: 'bf16', title: 'Use bfloat16 instead of float16', detail: `float16 overflows above 65504; bfloat16 has float32's range. ${bf16Advice(ctx)}` },
+    {
+      id: 'check_data',
+      title: 'Check the data',
+      detail: `A corrupt batch (token ids at or above the vocabulary size, empty or all-padding sequences, labels out of range) gives NaN in the first layers${where && e.where.phase === 'forward' ? `; this one appeared in the forward pass${where}` : ''}. Look at the batch your DataLoader gave at step ${e.step}.`,
+    },
+  ];
+}
+
+/**
+ * The config change a fix makes to a native run config: a dotted path and its new value. Only
+ * native runs have one: a launch spec has no training keys, and a person's script is theirs.
+ */
+export function fixEdit(id: FixId, ctx: AdviceContext): { path: string[]; value: string | number } | undefined {
+  if (ctx.framework !== 'native') return undefined;
+  const config = ctx.config;
   switch (id) {
     case 'lower_lr':
       return config.training?.learning_rate !== undefined ? { path: ['training', 'learning_rate'], value: config.training.learning_rate / 2 } : undefined;
@@ -173,8 +205,10 @@ export function fixEdit(id: FixId, config: Config): { path: string[]; value: str
       return { path: ['mixed_precision', 'param_dtype'], value: 'bfloat16' };
     case 'rollback_policy':
       return { path: ['stability', 'on_nan'], value: 'rollback' };
-    case 'longer_warmup':
-      return { path: ['training', 'warmup_steps'], value: Math.max(2 * (config.training?.warmup_steps ?? 0), 100) };
+    case 'longer_warmup': {
+      const next = suggestedWarmup(config.training?.warmup_steps ?? 0, config.training?.max_steps);
+      return next !== undefined ? { path: ['training', 'warmup_steps'], value: next } : undefined;
+    }
     case 'skip_spikes':
       return { path: ['stability', 'on_spike'], value: 'skip' };
     default:

@@ -77,6 +77,10 @@ export class DashboardCharts {
     ];
     if (h.step.mfu.length) charts.push(this.mfuChart(measured('MFU', h.step.mfu)));
     charts.push(this.memoryChart(measured, reference));
+    for (const chart of charts) {
+      const why = chart.series.some((s) => s.role !== 'reference' && s.points.x.length > 0) ? undefined : this.whyEmpty(chart.id, range !== undefined);
+      if (why) chart.empty = why;
+    }
     return {
       charts,
       xAxis: { mode, ...(mode === 'elapsed' ? { origin } : {}) },
@@ -118,6 +122,19 @@ export class DashboardCharts {
       note: `${what.join(', ')}${plan ? '; dashed: the plan' : ''}`,
       tooltip: 'Allocator peak: the most bytes the runtime\'s allocator held during the step (what the plan counts). Resident: what the operating system counts for the process (RSS), or NVML for the GPU — libraries, code and buffers the allocator does not see.',
     };
+  }
+
+  /** Why a chart has nothing to draw, in words: no steps yet, nothing in the zoomed range, or a metric this run does not report. */
+  private whyEmpty(id: string, zoomed: boolean): string {
+    const h = this.history;
+    if (h.lastStep === undefined) return 'No steps yet.';
+    if (zoomed) return 'Nothing in the range shown.';
+    if (id === 'memory') {
+      return h.start?.memory_plan
+        ? 'No memory reported yet.'
+        : "No memory reported: FSDP Studio's runtime reports its allocator's peak and the process's resident memory with every step; this run's trainer reports none (PyTorch keeps no allocator peak on the CPU; torch.cuda's is for GPUs). Log it from the script — fsdp_studio.log(step, rss_bytes=…) or a TensorBoard scalar — and it is charted under all scalars.";
+    }
+    return 'Not reported by this run.';
   }
 
   /** Markers of the loss chart (checkpoints, skipped steps, NaN/Inf, loss spikes) and of the grad-norm chart. */

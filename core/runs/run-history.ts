@@ -62,6 +62,8 @@ export class RunHistory {
   /** Number of events applied; a cheap change counter for views. */
   eventCount = 0;
   private sawWholeRunSteps = false;
+  /** Each start of the run (a resume or "Continue training" is another): when it began, its latest event, its end. */
+  private readonly attempts: Array<{ start: number; last: number; end?: number }> = [];
   /** The run wrote scalars events (the companion's fsdp_studio.log, its callbacks). */
   loggedScalars = false;
   /** Where printed metrics came from, once a line was recognised (undefined: none so far). */
@@ -78,6 +80,18 @@ export class RunHistory {
   /** Last completed optimizer step (of the loss, else of any scalar), or undefined before the first. */
   get lastStep(): number | undefined {
     return this.step.loss.lastStep ?? this.scalars.lastStep();
+  }
+
+  /**
+   * The first step of the NaN (or Inf) the loss has been since, when its last value is not finite:
+   * a run that completed so learned nothing after that step, whatever its status says.
+   */
+  nonFiniteLossSince(): number | undefined {
+    const { steps, values } = this.step.loss;
+    let i = values.length - 1;
+    if (i < 0 || Number.isFinite(values[i])) return undefined;
+    while (i > 0 && !Number.isFinite(values[i - 1])) i--;
+    return steps[i];
   }
 
   /** When the latest step was logged (seconds since the epoch), of the loss or of any scalar; undefined before the first. */
@@ -97,8 +111,11 @@ export class RunHistory {
 
   apply(event: MetricsEvent): void {
     this.eventCount++;
+    const attempt = this.attempts[this.attempts.length - 1];
+    if (attempt && event.type !== 'run_start' && event.time > attempt.last) attempt.last = event.time;
     switch (event.type) {
       case 'run_start':
+        this.attempts.push({ start: event.time, last: event.time });
         this.firstStartTime ??= event.time;
         this.start = event;
         this.mfuPeak.onRunStart(event);
@@ -133,19 +150,52 @@ export class RunHistory {
         break;
       case 'run_end':
         this.end = event;
+        if (attempt && attempt.end === undefined) attempt.end = event.time;
         break;
     }
   }
 
-  /** Steps per second over the last `window` steps, from the events' own times. */
+  /**
+   * Steps per second over the last `window` steps of the latest start, from the events' own times:
+   * a run continued or resumed after a pause is timed on its new steps only, not across the gap.
+   */
   stepsPerSecond(window = 20): number | undefined {
     const t = this.step.time;
     if (t.length < 2) return undefined;
     const last = t.length - 1;
-    const first = Math.max(0, last - window);
+    let first = Math.max(0, last - window);
+    const since = this.start?.time;
+    while (since !== undefined && first < last && t.values[first] < since) first++;
     const dt = t.values[last] - t.values[first];
     const ds = t.steps[last] - t.steps[first];
     return dt > 0 && ds > 0 ? ds / dt : undefined;
+  }
+
+  /**
+   * Seconds the run has been running, in all its starts together: from each run_start to its
+   * run_end (or its last event, for a start that ended without one), the idle time between a stop
+   * and a resume or "Continue training" left out. `now` closes the latest start while it runs.
+   */
+  activeSeconds(now?: number): number {
+    let total = 0;
+    this.attempts.forEach((a, i) => {
+      const latest = i === this.attempts.length - 1;
+      const until = a.end ?? (latest && now !== undefined ? Math.max(now, a.last) : a.last);
+      total += Math.max(0, until - a.start);
+    });
+    return total;
+  }
+
+  /** Seconds of the starts that have ended: activeSeconds without the latest start while it runs. */
+  activeBefore(): number {
+    const running = this.runningSince !== undefined;
+    return this.attempts.slice(0, running ? -1 : undefined).reduce((sum, a) => sum + Math.max(0, (a.end ?? a.last) - a.start), 0);
+  }
+
+  /** When the latest start began, while it has not ended (undefined once it has, or before any). */
+  get runningSince(): number | undefined {
+    const a = this.attempts[this.attempts.length - 1];
+    return a && a.end === undefined ? a.start : undefined;
   }
 
   /** Seconds until max_steps at the recent pace; undefined when unknown or finished. */
@@ -162,6 +212,8 @@ export class RunHistory {
    */
   applyScalar(tag: string, step: number, value: number | null, wallTime: number, metric: RecognisedMetric | null = recogniseTag(tag) ?? null): void {
     this.eventCount++;
+    const attempt = this.attempts[this.attempts.length - 1];
+    if (attempt && attempt.end === undefined && wallTime > attempt.last) attempt.last = wallTime;
     if (!this.scalars.get(tag) && metric && !this.boundTags.has(metric)) this.bindTag(metric, tag);
     this.scalars.add(tag, step, value, wallTime);
   }

@@ -6,13 +6,13 @@ import type { Fix } from '../panels/diagnostics-messages';
 import type { SpikeEntry } from '../panels/spike-messages';
 import { downsampleToView } from './downsample';
 import { roundForDisplay } from './number-format';
+import { clipAdvice, earlyInRun, learningRateAdvice, suggestedWarmup, warmupAdvice, type AdviceContext } from './run-advice';
 import type { RunHistory } from './run-history';
 import { describeSpike, type Spike } from './spikes';
 
 /** Steps shown each side of a spike. */
 export const SPIKE_WINDOW_STEPS = 60;
 
-type Config = { training?: { learning_rate?: number; max_grad_norm?: number; warmup_steps?: number }; stability?: { on_spike?: string } };
 
 /** Loss spikes first, then grad-norm excursions; by step within each. */
 export function orderSpikes(spikes: readonly Spike[]): Spike[] {
@@ -40,9 +40,14 @@ function outcome(s: Spike): string {
   return 'The update was applied. Watch whether the loss comes back to its level within a few steps; if it does not, the run may be diverging.';
 }
 
-/** The usual fixes for a spike, the ones that apply to this run's config first. */
-export function spikeFixes(s: Spike, config: unknown): Fix[] {
-  const c = (config ?? {}) as Config;
+/**
+ * The usual fixes for a spike, the ones that apply to this run first: a native run's with the
+ * config edit each makes, a person's own script's in its framework's words (nothing edits a file).
+ * Warmup advice scales to the run's length.
+ */
+export function spikeFixes(s: Spike, ctx: AdviceContext): Fix[] {
+  if (ctx.framework !== 'native') return scriptSpikeFixes(s, ctx);
+  const c = ctx.config;
   const fixes: Fix[] = [];
   if (s.clippedTo !== undefined && s.action !== 'skip') return [{ id: 'lower_lr', title: 'Only if it recurs: lower the learning rate', detail: 'Clipping absorbed this excursion. If grad-norm excursions come often, the steps are too large for the loss surface here.', ...(c.training?.learning_rate !== undefined ? { action: 'Halve learning_rate' } : {}) }];
   const lr = c.training?.learning_rate;
@@ -53,13 +58,24 @@ export function spikeFixes(s: Spike, config: unknown): Fix[] {
     ...(lr !== undefined ? { action: 'Halve learning_rate' } : {}),
   });
   const warmup = c.training?.warmup_steps ?? 0;
-  if (s.step <= 2 * Math.max(warmup, 50)) {
-    fixes.push({ id: 'longer_warmup', title: 'Warm up for longer', detail: `Early in a run the optimizer's statistics are still settling; a longer warmup keeps the first steps small. training.warmup_steps is ${warmup}; ${Math.max(2 * warmup, 100)} is a common next try.`, action: `Set warmup_steps: ${Math.max(2 * warmup, 100)}` });
+  const total = c.training?.max_steps;
+  const next = suggestedWarmup(warmup, total);
+  if (next !== undefined && earlyInRun(s.step, warmup, total)) {
+    fixes.push({ id: 'longer_warmup', title: 'Warm up for longer', detail: `Early in a run the optimizer's statistics are still settling; a longer warmup keeps the first steps small. training.warmup_steps is ${warmup}${total !== undefined ? ` of ${total} steps` : ''}; ${next} is a common next try.`, action: `Set warmup_steps: ${next}` });
   }
   const clip = c.training?.max_grad_norm;
   if (clip === undefined || clip === 0 || clip > 1) fixes.push({ id: 'clip', title: 'Clip gradients', detail: `A large gradient makes a large step. training.max_grad_norm is ${clip ?? 'not set'}; 1.0 is the usual value.`, action: 'Set max_grad_norm: 1.0' });
   if (c.stability?.on_spike !== 'skip') fixes.push({ id: 'skip_spikes', title: 'Skip the updates of spiking steps', detail: "With stability.on_spike: skip the runtime drops the update of a step its spike detector flags, so one bad batch does not move the weights.", action: 'Set on_spike: skip' });
   fixes.push({ id: 'check_data', title: 'Check the data', detail: `One unusual batch (repeated text, a corrupt shard) spikes the loss for a step. Look at what the run read around step ${s.step}.` });
+  return fixes;
+}
+
+function scriptSpikeFixes(s: Spike, ctx: Exclude<AdviceContext, { framework: 'native' }>): Fix[] {
+  if (s.clippedTo !== undefined) return [{ id: 'lower_lr', title: 'Only if it recurs: lower the learning rate', detail: `Clipping absorbed this excursion. If grad-norm excursions come often, the steps are too large. ${learningRateAdvice(ctx)}` }];
+  const fixes: Fix[] = [{ id: 'lower_lr', title: 'Lower the learning rate', detail: `A learning rate too high for the loss surface makes the loss jump. ${learningRateAdvice(ctx)}` }];
+  if (earlyInRun(s.step, 0, ctx.totalSteps)) fixes.push({ id: 'longer_warmup', title: 'Warm up for longer', detail: `Early in a run the optimizer's statistics are still settling; a warmup keeps the first steps small. ${warmupAdvice(ctx)}` });
+  fixes.push({ id: 'clip', title: 'Clip gradients', detail: `A large gradient makes a large step; 1.0 is the usual norm to clip at. ${clipAdvice(ctx)}` });
+  fixes.push({ id: 'check_data', title: 'Check the data', detail: `One unusual batch (repeated text, a corrupt shard) spikes the loss for a step. Look at what your DataLoader gave around step ${s.step}.` });
   return fixes;
 }
 

@@ -12,15 +12,10 @@ import { launchMemoryNote } from '../../runs/launch/launch-memory';
 import { formatProblem } from '../../core/config/schema-problems';
 import { commandForConfig } from '../../core/config/user-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { launchCommandLocal, launchCommandRemote } from '../../runs/launch/command-launcher';
-import type { LaunchedRun } from '../../runs/launch/launcher';
-import { LOCAL } from '../../runs/machines/run-machine';
+import type { Launched } from '../../runs/launch/launch-run';
 import type { RunRecord } from '../../runs/watch/run-registry';
-import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { StudioContext } from '../studio-context';
-import { remoteBase } from '../runs/runs';
-import { showLaunched } from './show-launched';
-import { startCommandOnSlurm } from './slurm-runs';
+import { startLaunch } from './start-launch';
 
 interface Relaunch {
   runDir: string;
@@ -29,7 +24,7 @@ interface Relaunch {
 }
 
 /** Launches (or, with `relaunch`, starts again in its run folder) the command a launch spec names. */
-export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, relaunch?: Relaunch): Promise<LaunchedRun | undefined> {
+export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, relaunch?: Relaunch): Promise<Launched | undefined> {
   const rel = vscode.workspace.asRelativePath(uri);
   const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
   const { spec, problems } = loadLaunchSpec(text, uri.fsPath, readLocal);
@@ -48,36 +43,8 @@ export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, rel
     const choice = await vscode.window.showWarningMessage(`${memory.text}. Launch anyway?`, { modal: true }, 'Launch anyway');
     if (choice !== 'Launch anyway') return undefined;
   }
-  // A SLURM job: submitted (or resubmitted, for a run that was one) from the login host.
-  if (spec.slurm || relaunch?.previous?.slurm) {
-    await startCommandOnSlurm(studio, uri.fsPath, spec, relaunch);
-    return undefined;
-  }
-  const askedAt = Date.now() / 1000;
-  const verb = relaunch ? 'Resuming' : 'Launching';
-  const where = spec.target === LOCAL ? '' : ` on ${spec.target}`;
-  let launched: LaunchedRun;
-  try {
-    launched = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${verb} ${rel}${where}` }, async (progress) => {
-      const report = (message: string) => {
-        progress.report({ message });
-        studio.output.info(`${spec.target}: ${message}`);
-      };
-      if (memory) report(memory.text);
-      const req = { specPath: uri.fsPath, spec, ...(relaunch ? { resumeRunDir: relaunch.runDir } : {}) };
-      if (spec.target === LOCAL) return launchCommandLocal(studio.runs.machine(LOCAL), studio.extension.extensionPath, req, relaunch?.previous);
-      const machine = studio.runs.machine(spec.target) as SshMachine;
-      const base = await machine.absolute(remoteBase());
-      return launchCommandRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, relaunch?.previous);
-    });
-  } catch (e) {
-    studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
-    void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
-    return undefined;
-  }
-  studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}: ${launched.argv.join(' ')}`);
-  await showLaunched(studio, launched, { name: spec.name, configPath: uri.fsPath, ...(relaunch ? { resumedAt: askedAt } : {}) });
-  return launched;
+  const request = { specPath: uri.fsPath, spec, ...(relaunch ? { resumeRunDir: relaunch.runDir } : {}) };
+  return startLaunch(studio, { kind: 'command', request }, { ...(memory ? { note: memory.text } : {}), ...(relaunch?.previous ? { previous: relaunch.previous } : {}) });
 }
 
 /** Resume of a command's run: the same spec started again in the same run folder. */

@@ -1,26 +1,23 @@
 // "FSDP: Launch FSDP run": pick a run config, validate it (schema, then the runtime's own checks),
-// ask when its memory plan exceeds the target's memory, start the trainer detached on the target
-// (this machine or an SSH host) and open its dashboard.
+// ask when its memory plan exceeds the target's memory (or the SLURM partition's), start it through
+// the launch door (start-launch.ts) and open its dashboard.
 import * as vscode from 'vscode';
 import { checkRunConfigText, loadRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
 import { formatProblem } from '../../core/config/schema-problems';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { formatBytes } from '../../core/runs/run-history';
-import { runWorld, worldSizeOf } from '../../runs/launch/mpirun';
-import { launchHosts } from '../../runs/launch/hosts-launch';
-import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../runs/launch/launcher';
+import type { LaunchRequest } from '../../runs/launch/launcher';
+import type { Launched } from '../../runs/launch/launch-run';
 import { LOCAL } from '../../runs/machines/run-machine';
-import { remoteBase } from '../runs/runs';
-import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { ConfigKind } from '../../core/config/document-kind';
 import { findLaunchables, launchableKind } from '../run-configs';
 import { launchConfigWithScript, launchSpecFile } from './launch-command';
-import { onSlurm, slurmMemoryFits, startSlurmRun } from './slurm-runs';
+import { onSlurm, slurmMemoryFits } from './slurm-runs';
 import { ensureRuntimeBuilt } from './build-runtime';
-import { rangeOfKeyPath, showConfigProblem, showLaunchFailure } from './launch-problems';
+import { rangeOfKeyPath, showConfigProblem } from './launch-problems';
 import type { StudioContext } from '../studio-context';
-import { showLaunched } from './show-launched';
+import { startLaunch } from './start-launch';
 
 export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.launchRun', (uri?: vscode.Uri) => launchRun(studio, uri));
@@ -39,11 +36,7 @@ async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promi
   if (kind === 'deepspeed' || kind === 'accelerate') return launchConfigWithScript(studio, uri, kind);
   const config = await loadForLaunch(studio, uri);
   if (!config) return;
-  if (onSlurm(config)) {
-    if (await slurmMemoryFits(studio, config, uri.fsPath)) await startSlurmRun(studio, { configPath: uri.fsPath, config });
-    return;
-  }
-  if (!(await memoryFits(studio, config))) return;
+  if (onSlurm(config) ? !(await slurmMemoryFits(studio, config, uri.fsPath)) : !(await memoryFits(studio, config))) return;
   await startRun(studio, { configPath: uri.fsPath, config });
 }
 
@@ -129,44 +122,9 @@ async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Pro
   return choice === launch;
 }
 
-/** Starts (or resumes) a run, registers it and opens its dashboard. */
-export async function startRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun | undefined> {
-  // A SLURM run resumes as a SLURM job, whatever its config says now.
-  if (onSlurm(req.config) || previous?.slurm) {
-    await startSlurmRun(studio, req, previous);
-    return undefined;
-  }
-  const askedAt = Date.now() / 1000;
-  const target = req.config.launch.target ?? LOCAL;
-  const rel = vscode.workspace.asRelativePath(req.configPath);
-  const verb = req.resumeRunDir ? 'Resuming' : 'Launching';
-  let launched: LaunchedRun;
-  try {
-    launched = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `${verb} ${rel}${target === LOCAL ? '' : ` on ${target}`}` },
-      async (progress) => {
-        const report = (message: string) => {
-          progress.report({ message });
-          studio.output.info(`${target}: ${message}`);
-        };
-        if (req.config.launch.hosts) {
-          const machine = (alias: string) => studio.runs.machine(alias) as SshMachine;
-          return launchHosts({ settings: () => studio.runs.sshSettings(), base: remoteBase(), extensionRoot: studio.extension.extensionPath, machine }, req, report, previous);
-        }
-        if (target === LOCAL) return launchLocal(studio.runs.machine(LOCAL), { node: process.execPath, cli: studio.trainerCli()!, native: studio.localRuntime.binary }, req, previous);
-        const machine = studio.runs.machine(target) as SshMachine;
-        const base = await machine.absolute(remoteBase());
-        return launchRemote({ machine, settings: () => studio.runs.sshSettings(), base, extensionRoot: studio.extension.extensionPath }, req, report, previous);
-      },
-    );
-  } catch (e) {
-    studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
-    void showLaunchFailure(studio.output, vscode.Uri.file(req.configPath), `${verb} ${rel} failed: ${(e as Error).message}`);
-    return undefined;
-  }
-  studio.output.info(`${verb.toLowerCase()} ${launched.runId} on ${launched.target}: pid ${launched.pid}, ${worldSizeOf(runWorld(req.config))} process(es): ${launched.argv.join(' ')}`);
-  await showLaunched(studio, launched, { name: req.config.name ?? launched.runId, configPath: req.configPath, ...(req.resumeRunDir ? { resumedAt: askedAt } : {}) });
-  return launched;
+/** Starts (or resumes) a run config's run through the launch door (start-launch.ts). */
+export async function startRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<Launched | undefined> {
+  return startLaunch(studio, { kind: 'native', request: req }, previous ? { previous } : {});
 }
 
 async function pickLaunchable(): Promise<{ uri: vscode.Uri; kind: ConfigKind } | undefined> {

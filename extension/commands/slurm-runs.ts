@@ -1,23 +1,14 @@
-// The editor's side of SLURM runs: submitting (after the memory check for the job's shape),
-// stopping and resuming by job id, with progress, messages and the batch script shown. The work
+// The editor's side of SLURM runs: the memory check for the job's shape before it is submitted
+// (through the launch door, start-launch.ts), stopping by job id, and the batch script shown. The work
 // itself is in runs/slurm/, which the tests drive against a real SLURM.
-import path from 'node:path';
 import * as vscode from 'vscode';
-import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import { jobMemoryCheck } from '../../runs/slurm/slurm-memory';
-import type { RunManifest } from '../../core/protocol/run-manifest';
-import type { LaunchRequest } from '../../runs/launch/launcher';
 import { LOCAL } from '../../runs/machines/run-machine';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunWatch } from '../../runs/watch/run-watch';
 import { stopSlurmJob } from '../../runs/slurm/slurm-control';
-import { COMPANION_DIR, RemoteCompanionInstaller } from '../../runs/runtime/remote-companion';
-import { launchCommandOnSlurm } from '../../runs/slurm/slurm-command-launch';
-import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../../runs/slurm/slurm-launch';
-import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { StudioContext } from '../studio-context';
-import { remoteBase } from '../runs/runs';
 
 /** Whether a config is launched as a SLURM job. */
 export function onSlurm(config: ResolvedRunConfig): boolean {
@@ -44,64 +35,6 @@ export async function slurmMemoryFits(studio: StudioContext, config: ResolvedRun
   if (check.fits !== false) return true;
   const choice = await vscode.window.showWarningMessage(`The job's memory estimate ${check.message}. Submit anyway?`, { modal: true }, 'Submit anyway');
   return choice === 'Submit anyway';
-}
-
-/** Submits (or resubmits, for a resume) a run to SLURM, registers it and opens its dashboard. */
-export async function startSlurmRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedSlurmRun | undefined> {
-  const target = req.config.launch.target ?? LOCAL;
-  return submitWithProgress(studio, { name: req.config.name ?? path.basename(req.configPath), configPath: req.configPath, target, resumed: !!req.resumeRunDir }, async (report) => {
-    const cluster = studio.runs.cluster(target);
-    if (target === LOCAL) return launchSlurm({ cluster, place: placeHere(studio.runtime.cliPath, path.join(path.dirname(req.configPath), 'runs')) }, req, report, previous);
-    const base = await (studio.runs.machine(target) as SshMachine).absolute(remoteBase());
-    return launchSlurm({ cluster, place: placeOverSsh(target, () => studio.runs.sshSettings(), base, studio.extension.extensionPath) }, req, report, previous);
-  });
-}
-
-/** The submission as the person sees it: progress, the outcome, the run registered and its dashboard open. */
-async function submitWithProgress(studio: StudioContext, run: { name: string; configPath: string; target: string; resumed: boolean }, submit: (report: (message: string) => void) => Promise<LaunchedSlurmRun>): Promise<LaunchedSlurmRun | undefined> {
-  const rel = vscode.workspace.asRelativePath(run.configPath);
-  const verb = run.resumed ? 'Resubmitting' : 'Submitting';
-  let launched: LaunchedSlurmRun;
-  try {
-    launched = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${verb} ${rel} to SLURM${run.target === LOCAL ? '' : ` on ${run.target}`}` }, (progress) =>
-      submit((message) => {
-        progress.report({ message });
-        studio.output.info(`${run.target}: ${message}`);
-      }),
-    );
-  } catch (e) {
-    studio.output.error(`${verb} ${rel} failed: ${(e as Error).message}`);
-    void vscode.window.showErrorMessage(`${verb} ${rel} failed: ${(e as Error).message}`);
-    return undefined;
-  }
-  studio.output.info(`submitted ${launched.runId} as job ${launched.jobId} on ${run.target}: ${launched.argv.join(' ')}`);
-  const record: RunRecord = { target: run.target, runDir: launched.runDir, runId: launched.runId, name: run.name, configPath: run.configPath, launchedAt: Date.now() };
-  studio.runs.remember(record);
-  const watch = studio.runs.watch(record);
-  if (run.resumed) {
-    await watch.refreshJob();
-    watch.follow();
-  }
-  studio.dashboards.show(record);
-  void vscode.window.showInformationMessage(`${run.name}: job ${launched.jobId} submitted${run.target === LOCAL ? '' : ` on ${run.target}`}.`, 'Show batch script').then((pick) => {
-    if (pick) void showBatchScript(studio, record, launched.script);
-  });
-  return launched;
-}
-
-/** Submits (or resubmits) a launch spec's command to SLURM from its target, registers it and opens its dashboard. */
-export async function startCommandOnSlurm(studio: StudioContext, specPath: string, spec: ResolvedLaunchSpec, relaunch?: { runDir: string; previous: RunManifest | undefined }): Promise<void> {
-  const target = spec.target;
-  const place = async (s: ResolvedLaunchSpec, report: (m: string) => void) => {
-    if (target === LOCAL) return { companionRoot: path.join(studio.extension.extensionPath, COMPANION_DIR), runsDir: s.runsDir, cwd: s.cwd, ...(s.tensorboard ? { tensorboard: s.tensorboard } : {}) };
-    const machine = studio.runs.machine(target) as SshMachine;
-    const base = await machine.absolute(remoteBase());
-    const companionRoot = await new RemoteCompanionInstaller(target, () => studio.runs.sshSettings(), studio.extension.extensionPath).ensure(base, report);
-    return { companionRoot, runsDir: `${base}/runs`, cwd: await machine.absolute(s.cwd), ...(s.tensorboard ? { tensorboard: await machine.absolute(s.tensorboard) } : {}) };
-  };
-  await submitWithProgress(studio, { name: spec.name, configPath: specPath, target, resumed: !!relaunch }, (report) =>
-    launchCommandOnSlurm({ cluster: studio.runs.cluster(target), place }, { specPath, spec, ...(relaunch ? { resumeRunDir: relaunch.runDir } : {}) }, report, relaunch?.previous),
-  );
 }
 
 /** Opens a run's batch script: the file itself here, its text from the login host otherwise. */

@@ -75,7 +75,15 @@ function showAnomaly(watch: RunWatch, name: string, event: AnomalyEvent): void {
 }
 
 function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
-  if (event.status === 'completed') {
+  const nanSince = watch.history.nonFiniteLossSince();
+  if (event.status === 'completed' && nanSince !== undefined) {
+    // Not a success to continue from: its weights have been NaN since that step.
+    const actions = watch.history.anomalies.some((a) => a.kind !== 'spike') ? ['Show diagnostics', 'Open dashboard'] : ['Open dashboard'];
+    void vscode.window.showWarningMessage(`${name} completed at step ${event.step}, but its loss has been NaN since step ${nanSince}.`, ...actions).then((pick) => {
+      if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
+      if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+    });
+  } else if (event.status === 'completed') {
     const loss = watch.history.step.loss.lastValue;
     void vscode.window.showInformationMessage(`${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`, 'Open dashboard', 'Continue training…').then((pick) => {
       if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);

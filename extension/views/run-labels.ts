@@ -1,5 +1,6 @@
 // How a run is named and summed up wherever it appears: runs view, status bar, quick picks.
 import * as vscode from 'vscode';
+import { defaultStart, distinctNames } from '../../core/runs/run-names';
 import { jobSummary } from '../../runs/slurm/slurm-state';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunStatus, RunWatch } from '../../runs/watch/run-watch';
@@ -9,16 +10,31 @@ export function runTitle(record: RunRecord, watch?: RunWatch): string {
   return record.label ?? watch?.manifest?.name ?? record.name ?? record.runId;
 }
 
+/** The titles of several runs, each told apart from the others (core/runs/run-names.ts). */
+export function distinctTitles(runs: ReadonlyArray<{ record: RunRecord; watch?: RunWatch }>): string[] {
+  return distinctNames(runs.map(({ record, watch }) => {
+    const started = startedAt(record, watch);
+    return { title: runTitle(record, watch), ...(started !== undefined ? { startedAt: started } : {}), id: watch?.manifest?.run_id ?? record.runId };
+  }));
+}
+
+/** One run's title among all the workspace knows: with its start time when another run has its title. */
+export function titleAmong(record: RunRecord, all: readonly RunRecord[], watchOf: (record: RunRecord) => RunWatch | undefined): string {
+  const key = `${record.target}:${record.runDir}`;
+  const others = all.filter((r) => `${r.target}:${r.runDir}` !== key);
+  const entries = [record, ...others].map((r) => ({ record: r, watch: watchOf(r) }));
+  return distinctTitles(entries)[0];
+}
+
 /** When the run was first started (ms since the epoch), where known. */
 export function startedAt(record: RunRecord, watch?: RunWatch): number | undefined {
   const created = watch?.manifest?.created;
   return created !== undefined ? created * 1000 : record.launchedAt;
 }
 
-/** "Nov 23, 14:05": enough to tell apart two runs of one config. */
+/** "Nov 23, 14:05:12": enough to tell apart two runs of one config. */
 export function formatStart(ms: number | undefined): string | undefined {
-  if (ms === undefined) return undefined;
-  return new Date(ms).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return ms === undefined ? undefined : defaultStart(ms);
 }
 
 export function targetTitle(target: string): string {
@@ -29,7 +45,8 @@ export function targetTitle(target: string): string {
 export function runSummary(watch: RunWatch | undefined): string {
   if (!watch) return 'not attached';
   const status = watch.status();
-  const parts: string[] = [status];
+  const nanSince = watch.history.nonFiniteLossSince();
+  const parts: string[] = [nanSince !== undefined ? `${status}, loss NaN since step ${nanSince}` : status];
   // A SLURM run: its job, and while it waits, why and until when.
   if (watch.job && status !== 'unknown') parts.push(jobSummary(watch.job, status));
   const h = watch.history;
@@ -53,6 +70,8 @@ export function statusIcon(status: RunStatus | undefined, watch?: RunWatch): vsc
     case 'starting':
       return new vscode.ThemeIcon('loading~spin');
     case 'completed':
+      // Completed with its loss NaN to the end: not a pass.
+      if (watch?.history.nonFiniteLossSince() !== undefined) return new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'));
       return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
     case 'failed':
       return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));

@@ -52,7 +52,8 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
     item.description = runSummary(watch);
     item.iconPath = statusIcon(watch?.status(), watch);
     // run.live, run.completed, run.failed, run.stopped, run.starting…: the menus offer what fits.
-    item.contextValue = watch ? (watch.isLive() ? 'run.live' : `run.${watch.status()}`) : 'run.unknown';
+    // A run completed with its loss NaN to the end is not offered "Continue training": run.completed-nan.
+    item.contextValue = watch ? (watch.isLive() ? 'run.live' : `run.${watch.status()}${watch.status() === 'completed' && watch.history.nonFiniteLossSince() !== undefined ? '-nan' : ''}`) : 'run.unknown';
     const tip = new vscode.MarkdownString();
     tip.appendMarkdown(`**${title}** — ${targetTitle(node.record.target)}\n\n`);
     tip.appendText(`id ${watch?.manifest?.run_id ?? node.record.runId}${started ? `, started ${started}` : ''}\n`);

@@ -12,7 +12,7 @@ import { isXAxisMode } from '../../core/runs/x-axis';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey, type RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
-import { runSummary, runTitle, targetTitle } from '../views/run-labels';
+import { distinctTitles, runSummary, targetTitle } from '../views/run-labels';
 import { fileStem, pngFromDataUrl, saveExport } from './export-files';
 import { PanelHost } from './panel-host';
 
@@ -72,7 +72,8 @@ export class CompareRuns implements vscode.Disposable {
       return [];
     }
     records.sort((a, b) => (b.launchedAt ?? 0) - (a.launchedAt ?? 0) || a.runDir.localeCompare(b.runDir));
-    const items = records.map((record) => ({ label: runTitle(record, this.runs.existingWatch(runKey(record))), description: `${targetTitle(record.target)} · ${runSummary(this.runs.existingWatch(runKey(record)))}`, detail: record.runDir, record }));
+    const labels = distinctTitles(records.map((record) => ({ record, watch: this.runs.existingWatch(runKey(record)) })));
+    const items = records.map((record, i) => ({ label: labels[i], description: `${targetTitle(record.target)} · ${runSummary(this.runs.existingWatch(runKey(record)))}`, detail: record.runDir, record }));
     const pick = vscode.window.createQuickPick<(typeof items)[number]>();
     pick.title = 'Compare runs: pick two or more';
     pick.placeholder = 'Tick the runs to compare, then press Enter';
@@ -114,24 +115,29 @@ export class CompareRuns implements vscode.Disposable {
   }
 }
 
+/** The tab's title: the runs told apart ("Compare: tiny-cpu · 01:05:12 vs tiny-cpu · 01:07:40"), shortened when long. */
 function compareTitle(records: RunRecord[], runs: Runs): string {
-  const names = records.map((r) => runTitle(r, runs.existingWatch(runKey(r))));
+  const names = distinctTitles(records.map((record) => ({ record, watch: runs.existingWatch(runKey(record)) })));
   const joined = names.join(' vs ');
-  return joined.length <= 40 ? `Compare: ${joined}` : `Compare ${records.length} runs`;
+  return joined.length <= 72 ? `Compare: ${joined}` : `Compare ${records.length} runs: ${names[0]}, …`;
 }
 
 class ComparePanel {
   private readonly watches: RunWatch[];
   private readonly charts: CompareCharts;
+  /** The runs as the charts name them: their labels are set again as run.json is read (start times, ids). */
+  private readonly compared: Array<{ label: string; history: RunWatch['history'] }>;
   private view: ChartView;
   private timer: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly disposed = new vscode.EventEmitter<void>();
   readonly onDidDispose = this.disposed.event;
 
-  constructor(private readonly host: PanelHost<CompareToWebview, CompareFromWebview>, private readonly records: RunRecord[], runs: Runs, state: CompareState | undefined) {
+  constructor(private readonly host: PanelHost<CompareToWebview, CompareFromWebview>, private readonly records: RunRecord[], private readonly runs: Runs, state: CompareState | undefined) {
     this.watches = records.map((r) => runs.watch(r));
-    this.charts = new CompareCharts(this.watches.map((w, i) => ({ label: runTitle(records[i], w), history: w.history })));
+    this.compared = this.watches.map((w) => ({ label: '', history: w.history }));
+    this.labelRuns();
+    this.charts = new CompareCharts(this.compared);
     this.view = { range: null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? 0.6), xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step' };
     for (const w of this.watches) {
       const sub = w.onChange(() => this.schedule());
@@ -169,9 +175,19 @@ class ComparePanel {
     }, FRAME_MS);
   }
 
+  /** Each run's name, told apart from the others (two runs of one config differ by start time); the tab's title with them. */
+  private labelRuns(): string[] {
+    const names = distinctTitles(this.records.map((record, i) => ({ record, watch: this.watches[i] })));
+    names.forEach((n, i) => (this.compared[i].label = n));
+    const title = compareTitle(this.records, this.runs);
+    if (this.host.panel.title !== title) this.host.panel.title = title;
+    return names;
+  }
+
   private send(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    const names = this.labelRuns();
     const { charts, xAxis } = this.charts.build(this.view);
     this.host.post({
       type: 'compare',
@@ -182,7 +198,7 @@ class ComparePanel {
           key: runKey(r),
           target: r.target,
           runDir: r.runDir,
-          label: `${runTitle(r, w)} (${targetTitle(r.target)})`,
+          label: `${names[i]} (${targetTitle(r.target)})`,
           status: w.status(),
           ...(w.history.lastStep !== undefined ? { step: w.history.lastStep } : {}),
           ...(loss !== undefined ? { loss: Number.isFinite(loss) ? loss : null } : {}),

@@ -12,6 +12,7 @@ import { runKey, type RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';
+import { runAdvice } from './run-advice-context';
 import { PanelHost } from './panel-host';
 
 export const DIAGNOSTICS_VIEW_TYPE = 'fsdp.nanDiagnostics';
@@ -107,10 +108,11 @@ class DiagnosticsPanel {
     this.seen = all.length;
     const anomalies = all.filter(isNanOrInf);
     const config = this.watch.history.start?.config ?? this.watch.manifest?.config;
+    const advice = runAdvice(this.record, this.watch);
     const views: AnomalyView[] = [];
     for (const a of anomalies) {
       const d = a.dump ? await this.readDump(a.dump) : {};
-      views.push(anomalyView(a, d.dump, d.error, config));
+      views.push(anomalyView(a, d.dump, d.error, config, advice));
     }
     this.host.post({
       type: 'diagnostics',

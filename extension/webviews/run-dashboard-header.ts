@@ -24,6 +24,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
   const startedAt = h.firstStartTime ?? watch.manifest?.created;
   const endedAt = live ? undefined : (h.end?.time ?? h.step.time.lastValue ?? watch.manifest?.updated);
   const tokens = tokensSeen(h);
+  const nanSince = h.nonFiniteLossSince();
   const command = watch.manifest?.kind === 'command' || Array.isArray(config.command);
   const metrics = command ? commandMetrics(watch) : undefined;
   const phase = runPhase(h, {
@@ -41,6 +42,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     runId: watch.manifest?.run_id ?? record.runId,
     name: runTitle(record, watch),
     target: record.target,
+    runKind: watch.ref.format === 'tensorboard' ? 'tensorboard' : command ? 'command' : 'native',
     status,
     ...(reason && status !== 'completed' && status !== 'running' ? { reason } : {}),
     ...(h.lastStep !== undefined ? { step: h.lastStep } : {}),
@@ -49,11 +51,14 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(eta !== undefined ? { etaSeconds: eta } : {}),
     ...(startedAt !== undefined ? { startedAt } : {}),
     ...(endedAt !== undefined ? { endedAt } : {}),
+    // Elapsed counts the run's starts, not the pauses between them (needs run_start: a TensorBoard folder has none).
+    ...(h.firstStartTime !== undefined ? { activeBefore: live ? h.activeBefore() : h.activeSeconds(), ...(live && h.runningSince !== undefined ? { runningSince: h.runningSince } : {}) } : {}),
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
     connection: c.state === 'reconnecting' ? c : { state: c.state },
     summary,
     ...(metricsNote ? { metricsNote } : {}),
+    ...(nanSince !== undefined ? { nanSince } : {}),
     problems: watch.problems.length,
     anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
     spikes: spikes.length,

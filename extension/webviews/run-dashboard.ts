@@ -13,7 +13,7 @@ import { isXAxisMode } from '../../core/runs/x-axis';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
-import { runTitle } from '../views/run-labels';
+import { runTitle, titleAmong } from '../views/run-labels';
 import { fileStem, pngFromDataUrl, saveExport } from './export-files';
 import { PanelHost, type PanelSpec } from './panel-host';
 import { dashboardHeader } from './run-dashboard-header';
@@ -182,6 +182,9 @@ class RunDashboard implements vscode.Disposable {
     const t0 = Date.now();
     const { charts, xAxis, extent, totalPoints } = this.charts.build(this.view);
     const header = dashboardHeader(this.watch, this.record, this.charts.spikes.spikes());
+    // Two dashboards of one config's runs are told apart in their tabs by their start times.
+    const title = titleAmong(this.record, this.runs.records(), (r) => this.runs.existingWatch(`${r.target}:${r.runDir}`));
+    if (this.host.panel.title !== title) this.host.panel.title = title;
     // The "all scalars" section follows the step axis (its tags have no elapsed time of their own).
     const tags = buildScalarTags(this.watch.history, { range: xAxis.mode === 'step' ? this.view.range : null, width: this.view.width }, this.closedTagGroups);
     this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header, charts, xAxis, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing, tags });

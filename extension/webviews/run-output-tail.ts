@@ -1,13 +1,18 @@
 // The dashboard's log tab, host side: the run's stdout.log and stderr.log (what every launcher in
-// this project writes into the run folder), shown from their last TAIL_BYTES and followed while the
-// tab is open through the machine's own transport (file watching here, a reconnecting tail over
-// ssh) with a decoder that hands on complete lines of text.
+// this project writes into the run folder), shown from their beginning (HEAD_BYTES: how the run
+// started) and their last TAIL_BYTES, and followed while the tab is open through the machine's own
+// transport (file watching here, a reconnecting tail over ssh) with a decoder that hands on complete
+// lines of text. The native runtime's metrics events, which it echoes to stdout as JSON, are shown
+// as readable lines (core/runs/readable-events.ts).
 import type { LogStream } from '../../core/panels/dashboard-messages';
+import { readableLine } from '../../core/runs/readable-events';
 import type { DecoderFactory, RecordDecoder } from '../../runs/watch/decoders/record-decoder';
 import type { Follower, RunMachine } from '../../runs/machines/run-machine';
 
-/** What the tab shows of a long log when it opens; the rest is in the file. */
+/** What the tab shows of a long log's end when it opens; the middle is in the file. */
 const TAIL_BYTES = 64 * 1024;
+/** …and of its beginning: how the run started (its command, its first lines, its config). */
+const HEAD_BYTES = 16 * 1024;
 /** A line longer than this without its end is shown in pieces rather than held back. */
 const LONGEST_LINE = 64 * 1024;
 const STREAMS: LogStream[] = ['stdout', 'stderr'];
@@ -41,18 +46,27 @@ export class RunOutputTail {
 
   private async start(stream: LogStream, generation: number): Promise<void> {
     const file = `${this.runDir}/${stream}.log`;
-    let size: number;
+    let from: number;
+    let head = '';
     try {
-      ({ size } = await this.machine.readFileFrom(file, 0, 0));
+      const { size } = await this.machine.readFileFrom(file, 0, 0);
+      from = Math.max(0, size - TAIL_BYTES);
+      if (from > 0) {
+        // Whenever the tail does not reach back to the start, the beginning too (how the run
+        // started), to its last whole line, and never past where the tail begins.
+        const start = (await this.machine.readFileFrom(file, 0, Math.min(HEAD_BYTES, from))).data;
+        head = start.subarray(0, start.lastIndexOf(10) + 1).toString('utf8');
+      }
     } catch (e) {
       if (generation === this.generation) this.send({ stream, text: '', reset: true, note: `cannot read ${file}: ${(e as Error).message}` });
       return;
     }
     if (generation !== this.generation) return;
-    const from = Math.max(0, size - TAIL_BYTES);
-    this.send({ stream, text: '', reset: true, ...(from > 0 ? { note: `… the first ${formatKiB(from)} are in ${file}` } : {}) });
-    // A tail that starts mid-line starts at the next line.
-    let skipPartial = from > 0;
+    const skipped = from - Buffer.byteLength(head);
+    const gap = head && skipped > 0 ? `\n… ${formatKiB(skipped)} not shown here: the whole output is in ${file} …\n\n` : '';
+    this.send({ stream, text: head ? readable(head) + gap : '', reset: true, ...(from > 0 && !head ? { note: `… the first ${formatKiB(from)} are in ${file}` } : {}) });
+    // A tail that starts mid-line starts at the next line (unless the head ends just where it starts).
+    let skipPartial = skipped > 0;
     this.followers.push(
       this.machine.follow(file, textLines, from, {
         batch: ({ entries }) => {
@@ -62,12 +76,17 @@ export class RunOutputTail {
             text = text.slice(text.indexOf('\n') + 1);
             skipPartial = false;
           }
-          if (text) this.send({ stream, text, reset: false });
+          if (text) this.send({ stream, text: readable(text), reset: false });
         },
         connection: () => undefined,
       }),
     );
   }
+}
+
+/** Complete lines with the protocol's JSON events made readable (a line cut by LONGEST_LINE is left as it is). */
+function readable(text: string): string {
+  return text.split('\n').map((line, i, all) => (i < all.length - 1 ? readableLine(line) : line)).join('\n');
 }
 
 /** A decoder of a text log: each push yields the complete lines that arrived, as one string. */

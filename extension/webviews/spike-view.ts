@@ -12,6 +12,7 @@ import { runKey, type RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';
+import { runAdvice } from './run-advice-context';
 import { PanelHost } from './panel-host';
 
 export const SPIKES_VIEW_TYPE = 'fsdp.spikes';
@@ -122,7 +123,6 @@ class SpikePanel {
     let selected = this.step === undefined ? 0 : spikes.findIndex((s) => s.step === this.step);
     if (selected < 0) selected = 0;
     const s: Spike | undefined = spikes[selected];
-    const config = this.watch.history.start?.config ?? this.watch.manifest?.config;
     this.host.post({
       type: 'spikes',
       run: { target: this.record.target, runDir: this.record.runDir, name: runTitle(this.record, this.watch) },
@@ -130,7 +130,7 @@ class SpikePanel {
       selected,
       charts: s ? spikeCharts(this.watch.history, s, CHART_WIDTH, spikes) : [],
       xAxis: { mode: 'step' },
-      fixes: s ? spikeFixes(s, config) : [],
+      fixes: s ? spikeFixes(s, runAdvice(this.record, this.watch)) : [],
     });
   }
 

@@ -19,11 +19,15 @@ process is killed (start_guard). Any Python >= 3.9, standard library only.
 
 Stop signals go to the whole process group (the editor's Stop, a terminal's Ctrl-C): every rank,
 torchrun, accelerate and deepspeed get them directly, so this process does not forward them; it
-only notes that the run was stopped and waits for the command to end.
+only notes that the run was stopped and waits for the command to end. Launchers that start their
+workers in sessions of their own (torchrun and accelerate do) pass the signal on themselves; the
+workers' pids are added to run.json's pids as they appear, so that a Stop that has to kill the
+group kills them too, and any still alive when the command has ended are killed then.
 """
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -85,7 +89,9 @@ def main(argv=None):
         "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
     })
 
-    codes, r = wait_all(children)
+    workers = WorkerPids(run_dir, [os.getpid()] + [c.pid for c in children])
+    codes, r = wait_all(children, on_poll=workers.refresh)
+    workers.kill_left()
     for copier in copiers:
         copier.join(timeout=5)
     if stopped:
@@ -201,8 +207,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_all(children):
-    """Waits for every child; the first failure stops the rest (SIGTERM, then SIGKILL).
+def wait_all(children, on_poll=None):
+    """Waits for every child; the first failure stops the rest (SIGTERM, then SIGKILL). on_poll runs
+    between looks.
 
     Returns the exit codes (negative: killed by that signal) and the index of the child that
     failed first, on its own (None when none failed).
@@ -228,8 +235,72 @@ def wait_all(children):
             for other in children:
                 if other.poll() is None:
                     other.kill()
+        if on_poll:
+            on_poll()
         time.sleep(0.1)
     return codes, first
+
+
+class WorkerPids:
+    """Keeps run.json's pids current with the command's descendants (Linux /proc), looked at every
+    second; kill_left() ends those that outlived the command (workers in sessions of their own)."""
+
+    def __init__(self, run_dir, pids):
+        self.run_dir = run_dir
+        self.own = list(pids)
+        self.seen = {}  # pid: its start time (a pid used again later is another process)
+        self.next_look = 0.0
+
+    def refresh(self):
+        now = time.monotonic()
+        if now < self.next_look:
+            return
+        self.next_look = now + 1.0
+        found = {pid: started for pid, started in descendants(self.own[1:]).items() if pid not in self.seen}
+        if found:
+            self.seen.update(found)
+            update_manifest(self.run_dir, {"pids": self.own + list(self.seen)})
+
+    def kill_left(self):
+        alive = process_table()
+        for pid, started in self.seen.items():
+            if pid in alive and alive[pid][1] == started:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def process_table():
+    """{pid: (parent pid, start time)} of every process, from /proc; empty where there is no /proc."""
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                line = f.read().decode("ascii", "replace")
+            # The command name (field 2) is in parentheses and may hold spaces: the fields after the last ")".
+            fields = line[line.rindex(")") + 2:].split()
+            table[int(name)] = (int(fields[1]), int(fields[19]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def descendants(roots):
+    """{pid: start time} of every process below `roots`."""
+    table = process_table()
+    out, frontier = {}, set(roots)
+    while frontier:
+        below = [pid for pid, (ppid, _) in table.items() if ppid in frontier and pid not in out]
+        out.update((pid, table[pid][1]) for pid in below)
+        frontier = set(below)
+    return out
 
 
 def copy_stderr(pipe, prefix, last_words, r):
@@ -240,6 +311,8 @@ def copy_stderr(pipe, prefix, last_words, r):
         out.write(prefix.encode() + line)
         out.flush()
         text = line.decode("utf-8", "replace").strip()
+        # PyTorch 2 marks a rank's uncaught error "[rank1]: ..."; the reason names the rank already.
+        text = re.sub(r"^\[rank\d+\]:\s*", "", text)
         if text:
             last_words[r] = text[:300]
     pipe.close()

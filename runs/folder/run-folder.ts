@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'n
 import path from 'node:path';
 import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, RUN_MANIFEST_VERSION, type ManifestWorld, type RunManifest } from '../../core/protocol/run-manifest';
+import { writeHostFile, type LoginHost } from '../machines/login-host';
 
 /**
  * `<name>-YYYYMMDD-HHMMSS-<4 hex>` (UTC): sorts by start time, unique across quick relaunches, and
@@ -125,3 +126,26 @@ export function markEndedWithoutRunEnd(runDir: string, reason: string): void {
   if (!m || (m.status !== 'starting' && m.status !== 'running')) return;
   writeJsonAtomically(path.join(runDir, 'run.json'), { ...m, status: 'failed', end_reason: reason, updated: Date.now() / 1000 });
 }
+
+/** run.json's text, as every writer in this project's TypeScript writes it. */
+export function manifestText(m: RunManifest): string {
+  return `${JSON.stringify(m, null, 2)}\n`;
+}
+
+/**
+ * run.json of a run folder on a login host (this machine, or over ssh for a SLURM cluster), read as
+ * every reader reads it (a regular file only, within MANIFEST_MAX_BYTES); undefined when absent,
+ * refused or invalid.
+ */
+export async function readManifestOn(host: LoginHost, runDir: string): Promise<RunManifest | undefined> {
+  const r = await host.run(['sh', '-c', `test -f "$1" && head -c ${MANIFEST_MAX_BYTES} -- "$1"`, 'fsdp-read', `${runDir}/run.json`]);
+  if (r.code !== 0) return undefined;
+  const parsed = parseRunManifest(r.stdout);
+  return 'manifest' in parsed ? parsed.manifest : undefined;
+}
+
+/** Writes run.json into a run folder on a login host, atomically (before the run's owner exists, or after it is gone). */
+export async function writeManifestOn(host: LoginHost, runDir: string, m: RunManifest): Promise<void> {
+  await writeHostFile(host, `${runDir}/run.json`, manifestText(m));
+}
+

@@ -1,7 +1,7 @@
 // Runs on this machine: files read directly, growing files followed by watching their folder
 // (local-follower.ts), the trainer started in its own session and stopped through its process group.
 import { execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,7 +94,9 @@ export class LocalMachine implements RunMachine {
     const out = openSync(path.join(spec.runDir, 'stdout.log'), 'a');
     const err = openSync(path.join(spec.runDir, 'stderr.log'), 'a');
     try {
-      const argv = detachedStartArgv(spec.manifest, path.join(spec.runDir, 'run.json'), spec.argv);
+      // A resume appends: run.json says where this launch's output begins.
+      const manifest = { ...spec.manifest, output_from: { stdout: fstatSync(out).size, stderr: fstatSync(err).size } };
+      const argv = detachedStartArgv(manifest, path.join(spec.runDir, 'run.json'), spec.argv);
       // detached: setsid() in the child, so the run has its own session and process group and a
       // window reload, closing the editor or a signal to the editor's group leaves it running.
       const child = spawn(argv[0], argv.slice(1), { cwd: spec.cwd, detached: true, stdio: ['ignore', out, err], env: { ...process.env, ...spec.env } });

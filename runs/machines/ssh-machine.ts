@@ -106,7 +106,8 @@ export class SshMachine implements RunMachine {
 
   async start(spec: DetachedStart): Promise<StartedRun> {
     // Remote paths in the argv are absolute (see home()): the argv's words are passed literally.
-    const argv = detachedStartArgv(spec.manifest, `${spec.runDir}/run.json`, spec.argv);
+    // The output files are started afresh on the host (`>`): this launch's output begins at 0.
+    const argv = detachedStartArgv({ ...spec.manifest, output_from: { stdout: 0, stderr: 0 } }, `${spec.runDir}/run.json`, spec.argv);
     const env = Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`);
     // setsid: the run gets its own session on the host, so it survives this ssh connection. In
     // the non-interactive remote shell a background job is not a group leader, so setsid does not

@@ -7,7 +7,7 @@ import { applyOverride, type ResolvedRunConfig } from '../../core/config/run-con
 import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from './slurm-script';
 import { jobActive } from './slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { newRunId } from '../folder/run-folder';
+import { newRunId, writeManifestOn } from '../folder/run-folder';
 import { manifestFor, type LaunchRequest } from '../launch/launcher';
 import { writeHostFile, type LoginHost } from '../machines/login-host';
 import { RemoteRuntimeInstaller } from '../runtime/remote-runtime';
@@ -143,7 +143,7 @@ export async function submitRun(
   const manifest: RunManifest = { ...starting, command: argv, slurm: { script: BATCH_SCRIPT, jobs, stop_signal: opts.stopSignal } };
   delete manifest.pids;
   delete manifest.pgid;
-  await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+  await writeManifestOn(host, runDir, manifest);
   progress(`submitting to SLURM${host.target === LOCAL ? '' : ` on ${host.target}`}…`);
   let jobId: string;
   try {
@@ -152,17 +152,17 @@ export async function submitRun(
     // No job, so nothing will ever write this run's end: say it here, with sbatch's own words,
     // instead of leaving it "starting" for ever.
     const reason = `sbatch refused the job: ${(e as Error).message}`;
-    await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify({ ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }, null, 2)}\n`).catch(() => undefined);
+    await writeManifestOn(host, runDir, { ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }).catch(() => undefined);
     throw new Error(reason, { cause: e });
   }
   try {
     manifest.slurm = { ...manifest.slurm!, job_id: jobId, jobs: [...jobs, jobId] };
-    await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+    await writeManifestOn(host, runDir, manifest);
     await cluster.release(jobId);
   } catch (e) {
     await cluster.cancel(jobId).catch(() => undefined);
     const reason = `job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`;
-    await writeHostFile(host, `${runDir}/run.json`, `${JSON.stringify({ ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }, null, 2)}\n`).catch(() => undefined);
+    await writeManifestOn(host, runDir, { ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }).catch(() => undefined);
     throw new Error(reason, { cause: e });
   }
   return { jobId, script, argv };

@@ -3,8 +3,9 @@
 // (MinJobAge, 300 s by default) on a cluster without accounting. Written once the job ended, when
 // no trainer of the run is left to write run.json.
 import { GONE, jobReason, jobRunStatus, type SlurmJob } from './slurm-state';
-import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
-import { writeHostFile, type LoginHost } from '../machines/login-host';
+import type { RunManifest } from '../../core/protocol/run-manifest';
+import { readManifestOn, writeManifestOn } from '../folder/run-folder';
+import type { LoginHost } from '../machines/login-host';
 
 /** The job's end as run.json recorded it; undefined while none is recorded. */
 export function jobOfRecord(m: RunManifest): SlurmJob | undefined {
@@ -24,12 +25,8 @@ export function goneJob(jobId: string): SlurmJob {
  * written it last). A run whose trainer never reported its end is marked failed with the job's reason.
  */
 export async function recordJobEnd(host: LoginHost, runDir: string, job: SlurmJob): Promise<void> {
-  const file = `${runDir}/run.json`;
-  const r = await host.run(['cat', '--', file]);
-  if (r.code !== 0) return;
-  const parsed = parseRunManifest(r.stdout);
-  if ('error' in parsed || parsed.manifest.slurm?.job_id !== job.id) return;
-  const m = parsed.manifest;
+  const m = await readManifestOn(host, runDir);
+  if (!m || m.slurm?.job_id !== job.id) return;
   m.slurm = { ...m.slurm!, final_state: job.state, ...(job.reason ? { final_reason: job.reason } : {}), ...(job.endTime ? { ended: job.endTime } : {}) };
   if (m.status === 'starting' || m.status === 'running') {
     const status = jobRunStatus(job, {});
@@ -37,5 +34,5 @@ export async function recordJobEnd(host: LoginHost, runDir: string, job: SlurmJo
     m.end_reason = jobReason(job, status) ?? `job ${job.id} ended (${job.state})`;
   }
   m.updated = Date.now() / 1000;
-  await writeHostFile(host, file, `${JSON.stringify(m, null, 2)}\n`);
+  await writeManifestOn(host, runDir, m);
 }

@@ -10,7 +10,8 @@ import { metricsPatternsOf, printedMetricsDecoder, type PrintedEntry } from './d
 import { FORMAT_NAMES } from './decoders/printed/recognisers';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
-import { describeEndWithoutRunEnd } from '../../core/runs/run-end';
+import { describeEndWithoutRunEnd, type MemoryAtEnd } from '../../core/runs/run-end';
+import { cgroupMemoryOf, readCgroupMemory, type CgroupMemory } from './cgroup-memory';
 import { RunHistory } from '../../core/runs/run-history';
 import { runGroupMarkOf } from '../stop/run-group';
 import { LogFolderFollower, newLogFolderProgress, type LogFolderOptions } from './log-folder-follower';
@@ -44,8 +45,9 @@ const PROBLEMS_KEPT = 50;
 const LIVENESS_MS = { local: 3000, ssh: 15000 };
 /** After a run's end, its event files get at most this long to deliver their last records. */
 const LOGS_DRAIN_MS = { local: 5000, ssh: 15000 };
-/** After a run's end, its stdout and stderr get this long to deliver their last lines. */
-const PRINTED_DRAIN_MS = { local: 2000, ssh: 10000 };
+/** After a run's end, its stdout and stderr are read until they are quiet this long, for at most PRINTED_DRAIN_MS. */
+const PRINTED_QUIET_MS = 3000;
+const PRINTED_DRAIN_MS = { local: 20_000, ssh: 30_000 };
 /** A launched command's event files are those changed from a little before it was created. */
 const SINCE_SLACK_S = 60;
 /** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
@@ -85,6 +87,8 @@ export class RunWatch {
   /** When the latest resume was asked for (seconds; see follow()). */
   private resumedAt = -Infinity;
   private liveness: NodeJS.Timeout | undefined;
+  /** The memory cgroup of the run's process group as first seen alive (runs on this machine). */
+  private cgroupAtStart: { pgid: number; cgroup: CgroupMemory } | undefined;
   private checking = false;
   private disposed = false;
   private readonly listeners = new Set<(change: RunWatchChange) => void>();
@@ -150,6 +154,7 @@ export class RunWatch {
     }
     this.followLogs();
     this.followPrinted();
+    void this.noteCgroup();
     if (this.ref.format !== 'tensorboard') this.scheduleLiveness();
   }
 
@@ -253,10 +258,16 @@ export class RunWatch {
     if (this.job) return jobRunStatus(this.job, this.runFacts());
     const end = this.history.end;
     // run.json rewritten as live after the log's last end is a resume starting.
-    const resuming = end && this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time;
+    // A resume asked for after the end (this window pressed Resume or "Continue training") is one
+    // starting, even while run.json is not yet rewritten by the launch.
+    const resumedHere = end !== undefined && this.resumedAt > end.time && !this.vanished;
+    const resuming = end && ((this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time) || resumedHere);
     if (end && !resuming) return end.status;
     const m = this.manifest?.status;
-    if (m === 'completed' || m === 'failed' || m === 'stopped') return m;
+    if (resumedHere && (this.manifest?.updated ?? 0) <= this.resumedAt) return 'starting';
+    // A start logged after run.json last said "ended" is a resume running (run.json is read every few seconds).
+    const startedSince = !end && this.history.start !== undefined && this.history.start.time > (this.manifest?.updated ?? Infinity);
+    if ((m === 'completed' || m === 'failed' || m === 'stopped') && !startedSince) return m;
     if (this.vanished) return 'failed';
     if (this.history.start) return 'running';
     if (m) return m;
@@ -323,9 +334,8 @@ export class RunWatch {
     f?.stop();
     // The run's last printed lines may still be on their way (run_end is written after its output ended).
     for (const printed of this.printedFollowers.values()) {
-      printed.poke();
       if (this.disposed) printed.stop();
-      else setTimeout(() => printed.stop(), this.machine.target === 'local' ? PRINTED_DRAIN_MS.local : PRINTED_DRAIN_MS.ssh);
+      else this.drainThenStop(printed);
     }
     this.printedFollowers.clear();
     // The run's event files may still hold its last records: read them, then let go.
@@ -335,6 +345,28 @@ export class RunWatch {
       if (this.disposed) logs.stop();
       else void logs.drain(this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh).finally(() => logs.stop());
     }
+  }
+
+  /**
+   * Reads a follower's file until nothing more has come for a while (a loaded machine may take
+   * seconds to deliver the last lines), then stops it; never longer than the drain's limit.
+   */
+  private drainThenStop(f: Follower): void {
+    const local = this.machine.target === 'local';
+    const deadline = Date.now() + (local ? PRINTED_DRAIN_MS.local : PRINTED_DRAIN_MS.ssh);
+    let last = -1;
+    let stillSince = Date.now();
+    const look = () => {
+      if (this.disposed || Date.now() > deadline || (f.offset === last && Date.now() - stillSince >= PRINTED_QUIET_MS)) {
+        f.stop();
+        return;
+      }
+      if (f.offset !== last) stillSince = Date.now();
+      last = f.offset;
+      f.poke();
+      setTimeout(look, 250);
+    };
+    look();
   }
 
   private scheduleLiveness(): void {
@@ -403,6 +435,7 @@ export class RunWatch {
         this.emit([]);
         return;
       }
+      await this.noteCgroup();
       if ((this.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
         // Its last lines may still be on their way: read, wait a moment, then decide.
         this.follower?.poke();
@@ -457,18 +490,60 @@ export class RunWatch {
   }
 
   private async describeEnd(): Promise<string> {
-    const stderrTail = await this.machine
-      .readFile(`${this.ref.runDir}/stderr.log`, TAIL_BYTES, true)
-      .then((b) => b.toString('utf8'))
-      .catch(() => undefined);
     const m = this.manifest;
+    const memory = await this.memoryAtEnd();
     return describeEndWithoutRunEnd({
       ...(m && ENDED.has(m.status) && m.end_reason ? { manifestReason: m.end_reason } : {}),
       ...(m?.pgid !== undefined ? { pgid: m.pgid } : {}),
       ...(this.history.start ? { start: this.history.start } : {}),
-      ...(this.machine.target === 'local' ? { machineMemory: os.totalmem() } : {}),
-      ...(stderrTail ? { stderrTail } : {}),
+      ...(memory ? { memory } : {}),
+      ...(await this.stderrOfThisAttempt().then((stderrTail) => (stderrTail ? { stderrTail } : {}))),
     });
+  }
+
+  /**
+   * The end of stderr.log as this launch wrote it: a resume appends to the file, so what an earlier
+   * attempt said (a Stop's messages) is not quoted as this one's last words.
+   */
+  private async stderrOfThisAttempt(): Promise<string | undefined> {
+    const file = `${this.ref.runDir}/stderr.log`;
+    const from = this.manifest?.output_from?.stderr ?? 0;
+    try {
+      const { size } = await this.machine.readFileFrom(file, 0, 0);
+      const start = Math.max(from, size - TAIL_BYTES);
+      if (start >= size) return undefined;
+      return (await this.machine.readFileFrom(file, start, size - start)).data.toString('utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The run's process group's memory cgroup while it is alive (this machine only): its OOM-kill
+   * count then is what the count at the end is compared with.
+   */
+  private async noteCgroup(): Promise<void> {
+    const pgid = this.manifest?.pgid;
+    if (this.machine.target !== 'local' || pgid === undefined || this.cgroupAtStart?.pgid === pgid) return;
+    const cgroup = await cgroupMemoryOf(pgid);
+    if (cgroup && this.manifest?.pgid === pgid) this.cgroupAtStart = { pgid, cgroup };
+  }
+
+  /** What the run could hold and held at its end, and whether its cgroup counted an OOM kill meanwhile (this machine only). */
+  private async memoryAtEnd(): Promise<MemoryAtEnd | undefined> {
+    if (this.machine.target !== 'local') return undefined;
+    const before = this.cgroupAtStart?.cgroup;
+    const now = before ? await readCgroupMemory(before.dir, before.version) : undefined;
+    const rss = [...this.history.residentByRank.values()].reduce((sum, s) => sum + (s.lastValue ?? 0), 0);
+    // A cgroup with a limit of its own: its peak is this run's room; without one, the machine's
+    // memory is the room and the cgroup's peak (shared with everything else in it) says nothing.
+    const limited = now?.limit !== undefined;
+    return {
+      limit: limited ? now!.limit! : os.totalmem(),
+      limitOf: limited ? `its memory cgroup (${now!.dir})` : 'the machine',
+      ...(limited && now!.peak !== undefined ? { used: now!.peak, usedWhat: "the cgroup's peak was" } : rss > 0 ? { used: rss, usedWhat: 'its ranks last held (resident)' } : {}),
+      ...(before?.oomKills !== undefined && now?.oomKills !== undefined && now.oomKills > before.oomKills ? { oomKill: true } : {}),
+    };
   }
 
   private emit(entries: RunLogEntry[]): void {

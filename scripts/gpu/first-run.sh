@@ -7,7 +7,8 @@
 # $OUT/first-run-details.tar.gz, so few files come back.
 #
 #   part             budget  what                                              last H100 figure (2026-11-23)
-#   build              75 s  unpack .gpu-debs, configure, build 4 targets       ~30 s, every target, 16 cores
+#   build              75 s  unpack .gpu-debs, configure, build 4 targets       ~30 s, 16 cores; attention.cu alone
+#                            (sm_90) is 31 s of CPU now, the longest file
 #   cuda-tests         65 s  fsdp-cuda-tests (kernels, ops, parity, NCCL ...)   7 tests in 2.6 s
 #   bench-native       35 s  GPT-2 124M bf16 T1024, native, 12 steps            782 ms/step at micro-batch 48
 #   bench-eager        35 s  the same in PyTorch eager (SDPA flash)             227 ms/step at 48
@@ -15,7 +16,9 @@
 #   single-gpu-runs    60 s  check_runs.py, 200-step convergence                3 x 500 steps in ~50 s
 #   multi-rank         40 s  2 ranks over MPI: FULL_SHARD, SHARD_GRAD_OP = 1
 #                            rank; one SIGKILL + resume bit for bit
-#   cpu-tests          25 s  fsdp-native-tests                                  44 tests passed
+#   cpu-tests          25 s  fsdp-native-tests in 4 shards side by side         44 tests passed; 88 tests now: 98 s
+#                            wall, 18 s CPU in one process here (2 cores, load ~20, 2026-11-26), mostly file-writing
+#                            fuzzers waiting on the disk (Safetensors mutants: 15 s wall, 1.5 s CPU), which shards overlap
 #   mpi-tests          25 s  fsdp-mpi-tests at 2 and 4 ranks
 #                     435 s  (+ ~1 s of summary per part; FSDP_FIRST_RUN_BUDGET_S, default 465, is the
 #                            hard end: a part gets at most what is left, and none starts with < 5 s)
@@ -101,6 +104,16 @@ gtest() {  # gtest NAME BINARY [LAUNCHER...]: a GoogleTest binary, its JSON repo
   return $code
 }
 
+sharded_gtest() {  # sharded_gtest NAME BINARY SHARDS: GoogleTest's own sharding, the shards side by side (NAME-i.json each)
+  local name="$1" binary="$2" shards="$3" i code=0 pids=()
+  for ((i = 0; i < shards; i++)); do
+    gtest "$name-$i" "$binary" env GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i" OMP_NUM_THREADS=2 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || code=1; done
+  return $code
+}
+
 part_body() {  # part_body NAME BUDGET
   BUILD="$ROOT/native/build-gpu" CLI="$ROOT/native/build-gpu/Release/fsdp-train-native"
   [ -f "$WORK/build/build-env.sh" ] && source "$WORK/build/build-env.sh"
@@ -108,7 +121,7 @@ part_body() {  # part_body NAME BUDGET
   case "$1" in
     build) x env FSDP_BUILD_TARGETS="fsdp-train-native fsdp-native-tests fsdp-cuda-tests fsdp-mpi-tests" OUT="$WORK/build" bash "$HERE/build.sh" ;;
     cuda-tests) gtest cuda-tests "$BUILD/Release/fsdp-cuda-tests" ;;
-    cpu-tests) gtest cpu-tests "$BUILD/Release/fsdp-native-tests" env OMP_NUM_THREADS=4 ;;
+    cpu-tests) sharded_gtest cpu-tests "$BUILD/Release/fsdp-native-tests" 4 ;;  # its file-writing fuzzers wait on the disk: shards overlap them
     mpi-tests)
       gtest mpi-tests-2 "$BUILD/Release/fsdp-mpi-tests" "${mpi[@]}" -n 2
       local two=$?

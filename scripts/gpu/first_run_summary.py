@@ -53,6 +53,22 @@ def load(path: Path) -> Any:
         return None
 
 
+def gtest_shards(work: Path, name: str) -> dict[str, Any]:
+    """NAME.json, or the shards NAME-0.json, NAME-1.json, ... as one report (a missing shard is a failure)."""
+    shards = sorted(work.glob(f"{name}-[0-9]*.json"))
+    logs = sorted(work.glob(f"{name}-[0-9]*.log"))
+    if not shards and not logs:
+        return gtest(work / f"{name}.json")
+    parts = [gtest(work / f"{name}-{i}.json") for i in range(max(len(shards), len(logs)))]
+    errors = sorted({p["error"].split(":")[-1].strip() for p in parts if p.get("error")})
+    failed = [n for p in parts for n in p.get("failed", [])]
+    cut = [n for p in parts for n in p.get("cut_short", [])]
+    cases = sum(p.get("cases", 0) for p in parts)
+    return {"ok": not errors and not failed and cases > 0, "passed": sum(p.get("passed", 0) for p in parts), "failed": failed, "cut_short": cut,
+            "cases": cases, "shards": len(parts),
+            **({"error": f"{sum(1 for p in parts if p.get('error'))} of {len(parts)} shards: " + "; ".join(errors)} if errors else {})}
+
+
 def gtest_filter(failed: list[str]) -> str:
     """The failed tests as a quoted --gtest_filter (the whole suite when none failed)."""
     return "'" + (":".join(failed) if failed else "*") + "'"
@@ -73,11 +89,11 @@ def found(part: str, work: Path, status: str) -> tuple[dict[str, Any], list[str]
         return {"environment": env.read_text().splitlines()[:12] if env.exists() else [],
                 "output_tail": log.read_text().splitlines()[-12:] if log.exists() and status != "passed" else []}, []
     if part in ("cuda-tests", "cpu-tests"):
-        r = gtest(work / f"{part}.json")
-        return r, ["--gtest-filter", gtest_filter(r.get("failed", []))]
+        r = gtest_shards(work, part)
+        return r, ["--gtest-filter", gtest_filter(r.get("failed", []) + r.get("cut_short", []))]
     if part == "mpi-tests":
         two, four = gtest(work / "mpi-tests-2.json"), gtest(work / "mpi-tests-4.json")
-        failed = sorted(set(two.get("failed", [])) | set(four.get("failed", [])))
+        failed = sorted(set(two.get("failed", []) + two.get("cut_short", [])) | set(four.get("failed", []) + four.get("cut_short", [])))
         return {"ok": bool(two.get("ok") and four.get("ok")), "2 ranks": two, "4 ranks": four}, ["--gtest-filter", gtest_filter(failed)]
     if part.startswith("bench-"):
         return bench(work, part[len("bench-"):])
@@ -129,10 +145,10 @@ def verdict_of(status: str, details: dict[str, Any]) -> str:
 def one_line(part: str, d: dict[str, Any]) -> str:
     if part in ("cuda-tests", "cpu-tests"):
         return f"{d.get('passed', 0)}/{d.get('cases', 0)} passed" + (f"; failed: {', '.join(d['failed'][:8])}" if d.get("failed") else "") + (
-            f" {d['error']}" if d.get("error") else "")
+            f"; cut short during: {', '.join(d['cut_short'][:8])}" if d.get("cut_short") else "") + (f" ({d['error']})" if d.get("error") else "")
     if part == "mpi-tests":
-        return "; ".join(f"{k}: {v.get('passed', 0)}/{v.get('cases', 0)}" + (f" failed {', '.join(v['failed'][:4])}" if v.get("failed") else "")
-                         for k, v in d.items() if isinstance(v, dict))
+        return "; ".join(f"{k}: {v.get('passed', 0)}/{v.get('cases', 0)}" + (f" failed {', '.join(v['failed'][:4])}" if v.get("failed") else "") + (
+            f" cut short during {', '.join(v['cut_short'])}" if v.get("cut_short") else "") for k, v in d.items() if isinstance(v, dict))
     if part.startswith("bench-"):
         if d.get("tokens_per_s"):
             ratio = f"; native/this {d['native_over_this']}x ({d['target']}: {'met' if d['target_met'] else 'NOT met'})" if "native_over_this" in d else ""
@@ -210,7 +226,7 @@ def main() -> int:
     for p in parts:
         seconds = f"{p['seconds']} s" if p.get("seconds") is not None and p["verdict"] not in ("running", "not reached") else "-"
         verdict = {"running": "running (the call ended during it if this is the last summary)", "timed out": f"timed out after {p['budget_s']} s",
-                   "failed": f"FAILED (exit {p.get('exit_code')})"}.get(p["verdict"], p["verdict"])
+                   "failed": f"FAILED (exit {p.get('exit_code')}" + (", but what it wrote says failed)" if p.get("exit_code") == 0 else ")")}.get(p["verdict"], p["verdict"])
         cell = "" if args.dry_run or not p.get("details") else one_line(p["part"], p["details"]).replace("|", "/")
         md.append(f"| {p['part']} | {p['budget_s']} s | {seconds} | {verdict} | {cell} | `{p['follow_up']}` |")
         if p["part"] == args.row:

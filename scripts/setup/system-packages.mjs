@@ -17,9 +17,6 @@ export const PACKAGES = {
   // cluster (slurmctld + slurmd + munge, started by the test harness) for cluster launches; network
   // namespaces (iproute2) as separate hosts for runs across hosts.
   test: ['chromium', 'openssh-server', 'openssh-client', 'procps', 'python3-torch', 'python3-numpy', 'slurm-wlm', 'munge', 'iproute2'],
-  // PyTorch on the CPU, only to regenerate the reference fixtures (npm run fixtures:reference) and
-  // test their harness (npm run test:reference); npm test reads the committed fixtures without it.
-  reference: ['python3-torch', 'python3-numpy'],
 };
 
 /** Installs the packages of the given purposes that are not installed yet. */

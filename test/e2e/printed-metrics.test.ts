@@ -73,8 +73,11 @@ describe('e2e: a script that only prints gets charts', function () {
     assert.deepEqual(loss.x, Array.from({ length: 41 }, (_, i) => i), 'iter 0..40, each once');
     const printed = [...readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8').matchAll(/^iter (\d+): loss ([\d.]+)/gm)].map((m) => Number(m[2]));
     assert.deepEqual(loss.series.find((s) => s.label === 'loss')!.y, printed);
-    const charts = await vscode.inWebview<Array<{ id: string; series: Array<{ label: string }> }>>(dashboardOf(done.runId, 'charts()'));
+    const charts = await vscode.inWebview<Array<{ id: string; series: Array<{ label: string }>; empty?: string }>>(dashboardOf(done.runId, 'charts()'));
     assert.ok(charts.find((c) => c.id === 'loss')!.series.some((s) => s.label === 'val loss'), 'the evaluation lines give the validation loss');
+    // A PyTorch CPU run reports no memory: its chart says so, and what to log, instead of an empty box.
+    assert.match(charts.find((c) => c.id === 'memory')!.empty ?? '', /^No memory reported: .*PyTorch keeps no allocator peak on the CPU/);
+    assert.ok(await (await vscode.webviewFrame(dashboardOf(done.runId, 'header()'))).locator('.chart-memory .chart-empty').isVisible());
     await vscode.screenshotEditor('docs-dashboard-printed-metrics');
   });
 

@@ -152,8 +152,12 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
   it('follows the run\'s stdout and stderr live in the Log tab', async () => {
     const frame = await dashboardFrame('rich-run');
     await frame.locator('#tab-log').click();
-    const first = await until('the log', () => inDashboard<{ stdout: string; stderr: string }>('rich-run', 'window.fsdpDashboard.log()'), (l) => /synthetic: model ready/.test(l.stderr) && /step \d+ loss/.test(l.stdout), 30_000);
-    const lastStep = (text: string) => Math.max(...[...text.matchAll(/step (\d+) loss/g)].map((m) => Number(m[1])));
+    const first = await until('the log', () => inDashboard<{ stdout: string; stderr: string }>('rich-run', 'window.fsdpDashboard.log()'), (l) => /synthetic: model ready/.test(l.stderr) && /step \d+ {2}loss/.test(l.stdout), 30_000);
+    // The runtime's JSON events are shown as readable lines, from the run's start.
+    assert.match(first.stdout, /^run rich-run started: 1 rank, 124\.44M parameters/);
+    assert.doesNotMatch(first.stdout, /"type":/);
+    assert.match(await (await dashboardFrame('rich-run')).locator('#log-stderr-what').innerText(), /the runtime's messages/);
+    const lastStep = (text: string) => Math.max(...[...text.matchAll(/step (\d+) {2}loss/g)].map((m) => Number(m[1])));
     const before = lastStep(first.stdout);
     await until('new output', () => inDashboard<{ stdout: string }>('rich-run', 'window.fsdpDashboard.log()'), (l) => lastStep(l.stdout) >= before + 10, 30_000);
     await vscode.screenshot('watch-dashboard-log');

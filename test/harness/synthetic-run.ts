@@ -5,7 +5,7 @@
 // points. Run: node --import tsx test/harness/synthetic-run.ts --run-dir DIR --steps N [--rate HZ]
 //   [--resume] [--nan-at STEP] [--every-ckpt N]; SIGTERM ends it with run_end "stopped".
 //   The watch UI's tests add: --rich (a run_start and steps as the native runtime writes them: config,
-//   parameters, peak FLOP/s and its source, MFU, resident memory, output on stdout and stderr),
+//   parameters, peak FLOP/s and its source, MFU, resident memory, every event echoed to stdout and words on stderr),
 //   --loss-spike-at STEP (the loss 2.2× its level), --grad-spike-every N (a grad-norm spike the
 //   runtime reports, clipped at 1.0), --first-step-after S, --save-ms MS, --lr X, --eval-every N.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -69,7 +69,12 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
   const metrics = path.join(o.runDir, 'metrics.jsonl');
   const runId = path.basename(o.runDir);
   const now = () => Date.now() / 1000;
-  const emit = (e: Record<string, unknown>) => appendFileSync(metrics, `${JSON.stringify({ v: 1, time: now(), ...e } as MetricsEvent)}\n`);
+  const emit = (e: Record<string, unknown>) => {
+    const line = `${JSON.stringify({ v: 1, time: now(), ...e } as MetricsEvent)}\n`;
+    appendFileSync(metrics, line);
+    // The runtime echoes every event to its stdout too (native/src/metrics/metrics_log.cc).
+    if (o.rich) process.stdout.write(line);
+  };
   const lastCheckpoint = o.resume ? lastCheckpointStep(metrics) : 0;
   updateManifest(o.runDir, { status: 'running', step: lastCheckpoint, max_steps: o.steps, runtime_version: 'synthetic' });
   let step = lastCheckpoint;
@@ -119,7 +124,6 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
     const rich = o.rich ? { mem_rss: 9.1e7 + (step % 3) * 2e5, mfu: 0.31 + 0.01 * Math.sin(step), flops_per_s: 7.3e10 } : {};
     emit({ type: 'step', step, loss, lr: o.lr * Math.min(1, step / 20), grad_norm: gradNorm, tokens_per_s: 1000 + (step % 7), step_ms: 10, mem_peak: 3.7e7 + (step % 5) * 1e5, ...rich });
     if (gradSpike) emit({ type: 'anomaly', step, kind: 'spike', where: { phase: 'loss' }, action: 'report', value: gradNorm, zscore: 7.3, metric: 'grad_norm', dump: null });
-    if (o.rich) console.log(`step ${step} loss ${loss.toFixed(4)}`);
     if (o.evalEvery > 0 && step % o.evalEvery === 0) emit({ type: 'eval', step, val_loss: syntheticLoss(step) + 0.1 });
     if (step % o.checkpointEvery === 0) {
       if (o.saveMs > 0) await new Promise((r) => setTimeout(r, o.saveMs));

@@ -211,7 +211,8 @@ describe('GPU scripts, dry run on the CPU', function () {
     assert.match(md, /\| mpi-tests \| 25 s \| \d+ s \| passed \| 2 ranks: 1\/1; 4 ranks: 1\/1 \|/);
     assert.match(md, /`bash scripts\/gpu\/first-run\.sh --parts cpu-tests,mpi-tests --build-dir \S+ --gtest-filter AttentionPath\.\\\*:StagedCollectives\.SixteenBit\\\*`/);
     const listing = spawnSync('tar', ['-tzf', path.join(dir, 'first-run-details.tar.gz')], { encoding: 'utf8' }).stdout;
-    for (const f of ['cpu-tests.json', 'cpu-tests.log', 'mpi-tests-2.json', 'mpi-tests-4.json']) assert.match(listing, new RegExp(`first-run/${f.replace('.', '\\.')}`));
+    // cpu-tests in four shards side by side (GoogleTest's own sharding), a report and a log each.
+    for (const f of ['cpu-tests-0.json', 'cpu-tests-3.json', 'cpu-tests-3.log', 'mpi-tests-2.json', 'mpi-tests-4.json']) assert.match(listing, new RegExp(`first-run/${f.replace('.', '\\.')}`));
   });
 
   it('first-run.sh refuses an unknown part, a budget that is not seconds, and a planted failure outside a dry run', () => {
@@ -247,8 +248,13 @@ def gtest(name, cases):
         suites.setdefault(suite, []).append({"classname": suite, "name": test, **({"failures": [{"failure": "x"}]} if failed else {})})
     (work / f"{name}.json").write_text(json.dumps({"testsuites": [{"name": s, "testsuite": t} for s, t in suites.items()]}))
 gtest("cuda-tests", [("AttentionKernels.EveryDtype", True), ("AttentionKernels.Repeated", False), ("CudaParity.Float32", True)])
-gtest("cpu-tests", [("AttentionPath.Rule", False)])
 gtest("mpi-tests-2", [("Staged.AllReduce", False)])
+# The 4-rank run was cut short: no report, only GoogleTest's log up to the test it was in.
+(work / "mpi-tests-4.log").write_text("[==========] Running 2 tests from 1 test suite.\\n[ RUN      ] Staged.AllReduce\\n[       OK ] Staged.AllReduce (3 ms)\\n[ RUN      ] Staged.Gather\\n")
+# cpu-tests ran in two shards side by side: the first wrote its report, the second was cut short in a test.
+gtest("cpu-tests-0", [("AttentionPath.Rule", False)])
+(work / "cpu-tests-0.log").write_text("")
+(work / "cpu-tests-1.log").write_text("[ RUN      ] Safetensors.Mutants\\n")
 c = Checks()
 c.group = "memory"; c.check("memory, float32: total within the plan", True, {})
 c.group = "convergence"; c.check("convergence on real text", False, {"spread": 0.03})
@@ -274,16 +280,19 @@ records = [("build", "passed", 41, 0, 75), ("cuda-tests", "failed", 30, 1, 65), 
     assert.equal(r.status, 0, r.stderr);
     const s = readSummary(dir);
     assert.equal(s.device, 'NVIDIA H100 80GB HBM3');
-    assert.deepEqual([s.ok, s.failed], [false, ['cuda-tests', 'bench-compile', 'single-gpu-runs', 'multi-rank', 'mpi-tests']]);
+    assert.deepEqual([s.ok, s.failed], [false, ['cuda-tests', 'bench-compile', 'single-gpu-runs', 'multi-rank', 'cpu-tests', 'mpi-tests']]);
     const part = (name: string) => s.parts.find((p) => p.part === name) as PartResult;
     assert.equal(part('cuda-tests').follow_up, "bash scripts/gpu/first-run.sh --parts build,cuda-tests --gtest-filter 'AttentionKernels.EveryDtype:CudaParity.Float32'");
     assert.equal(part('single-gpu-runs').follow_up, 'bash scripts/gpu/first-run.sh --parts build,single-gpu-runs --checks convergence');
     assert.equal(part('multi-rank').follow_up, 'bash scripts/gpu/first-run.sh --parts build,multi-rank --strategies SHARD_GRAD_OP');
     assert.equal(part('bench-native').follow_up, 'bash scripts/gpu/first-run.sh --parts build,bench-native --model gpt2-124m --micro-batch 48');
     assert.equal(part('bench-compile').follow_up, 'bash scripts/gpu/first-run.sh --parts bench-compile --model gpt2-124m --micro-batch 48 --budget bench-compile=150');
-    // mpi-tests exited 0, but its 4-rank report was never written: failed, not passed.
+    // mpi-tests exited 0, but its 4-rank report was never written: failed, not passed, and its log says where it was.
     assert.equal(part('mpi-tests').verdict, 'failed');
-    assert.equal(part('cpu-tests').verdict, 'passed');
+    assert.equal(part('mpi-tests').follow_up, "bash scripts/gpu/first-run.sh --parts build,mpi-tests --gtest-filter 'Staged.Gather'");
+    // cpu-tests exited 0, but one of its shards never wrote its report: failed, narrowed to the test that shard was in.
+    assert.equal(part('cpu-tests').verdict, 'failed');
+    assert.equal(part('cpu-tests').follow_up, "bash scripts/gpu/first-run.sh --parts build,cpu-tests --gtest-filter 'Safetensors.Mutants'");
     const md = readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8');
     assert.match(md, /^# First GPU run — NVIDIA H100 80GB HBM3 \(81559 MiB\), driver 580\.159\.04, CUDA 13\.0 \(release 13\.0\), 2026-12-01T10:00:00Z/);
     assert.match(md, /\| cuda-tests \| 65 s \| 30 s \| FAILED \(exit 1\) \| 1\/3 passed; failed: AttentionKernels\.EveryDtype, CudaParity\.Float32 \|/);
@@ -291,6 +300,8 @@ records = [("build", "passed", 41, 0, 75), ("cuda-tests", "failed", 30, 1, 65), 
     assert.match(md, /\| bench-eager \| 35 s \| 25 s \| passed \| gpt2-124m\/1024 micro-batch 48: 217,000 tokens\/s; native\/this 1\.521x \(native >= 1\.5x eager: met\) \|/);
     assert.match(md, /\| bench-compile \| 75 s \| 75 s \| timed out after 75 s \| gpt2-124m\/1024 micro-batch 48: 304,000 tokens\/s; native\/this 1\.086x \(native >= 1\.2x torch\.compile: NOT met\) \|/);
     assert.match(md, /\| single-gpu-runs \| 60 s \| 50 s \| FAILED \(exit 1\) \| 1\/2 checks passed; failed: convergence on real text \|/);
+    assert.match(md, /\| cpu-tests \| 25 s \| 12 s \| FAILED \(exit 0, but what it wrote says failed\) \| 1\/2 passed; cut short during: Safetensors\.Mutants \(1 of 2 shards: read from its log/);
+    assert.match(md, /\| mpi-tests \| 25 s \| 9 s \| FAILED \(exit 0, but what it wrote says failed\) \| 2 ranks: 1\/1; 4 ranks: 1\/2 cut short during Staged\.Gather \|/);
   });
 
   it("the plan check reports per category planned, measured and difference as one failing check, and the runs' other checks stand", () => {

@@ -72,7 +72,8 @@ def provenance(command: list[str], device: str) -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "os": platform.platform(),
     }
-    package = debian_package_version("python3-torch")
+    # Debian's package only when it is the torch that ran (not a venv's beside it).
+    package = debian_package_version("python3-torch") if torch.__file__.startswith("/usr/lib/python3/") else None
     if package:
         record["torch_debian_package"] = f"python3-torch {package}"
     if hasattr(os, "getloadavg"):

@@ -3,8 +3,8 @@ config, the initial weights, a fixed batch, and 10 optimizer steps of PyTorch in
 float32; plus the learning rate of every schedule, step by step. The native runtime's tests
 (native/test/reference_fixture_test.cc) replay them.
 
-Run from the repository root: ``npm run fixtures:reference`` (installs python3-torch, then runs
-``python3 test/reference/make_fixtures.py --out test/fixtures/reference``).
+Run from the repository root: ``npm run fixtures:reference`` (makes the project's .venv if it is
+missing, then runs ``test/reference/make_fixtures.py --out test/fixtures/reference`` with its python).
 """
 
 from __future__ import annotations

@@ -90,7 +90,8 @@ def apply_fsdp2(model: Gpt, mesh: Any, param_dtype: torch.dtype | None) -> None:
 
 @functools.lru_cache(maxsize=None)
 def one_gpu_mesh() -> Any:
-    """A one-rank process group (NCCL, loopback) and its device mesh, made once per process."""
+    """A one-rank process group (NCCL, loopback) and its device mesh, made once per process; on a
+    machine without CUDA (the CPU dry run) gloo and a CPU mesh, which FSDP2 runs on too."""
     import socket
 
     import torch.distributed as dist
@@ -100,5 +101,5 @@ def one_gpu_mesh() -> Any:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    return init_device_mesh("cuda", (1,))
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    return init_device_mesh("cuda" if torch.cuda.is_available() else "cpu", (1,))

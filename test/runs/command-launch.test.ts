@@ -11,7 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec, type ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import { gracefulStopSignal } from '../../runs/launch/mpirun';
-import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from '../../runs/launch/command-launcher';
+import type { CommandLaunchRequest } from '../../runs/launch/command-launcher';
+import { launchRun } from '../../runs/launch/launch-run';
+import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
 import type { LaunchedRun } from '../../runs/launch/launcher';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import type { RunMachine } from '../../runs/machines/run-machine';
@@ -103,7 +105,8 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     const req = ddpSpec(tmp);
     await launchStopRelaunch(local, async (resume) => {
       const manifest = resume && (await local.readManifest(resume.runDir));
-      const launched = await launchCommandLocal(local, repoRoot, resume ? { ...req, resumeRunDir: resume.runDir } : req, manifest);
+      const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
+      const launched = (await launchRun({ kind: 'command', request }, { kind: 'local' }, testLaunchEnvironment({ local }), previousOf(manifest))) as LaunchedRun;
       groups.push([local, launched.pgid]);
       return launched;
     }, watches);
@@ -115,7 +118,7 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     const req = writeSpec(tmp, [`command: ${JSON.stringify([process.execPath, '--import', 'tsx', writer, '--dir', 'tb/Nov23_host', '--steps', '60', '--rate', '40'])}`, `cwd: ${JSON.stringify(repoRoot)}`, `logs: {tensorboard: ${JSON.stringify(path.join(tmp, 'tb'))}}`, ''].join('\n'), 'tb.fsdp-launch.yaml');
     // The writer's --dir is relative to cwd: make it land under the spec's TensorBoard folder.
     req.spec.command.argv[req.spec.command.argv.indexOf('tb/Nov23_host')] = path.join(tmp, 'tb', 'Nov23_host');
-    const launched = await launchCommandLocal(local, repoRoot, req);
+    const launched = (await launchRun({ kind: 'command', request: req }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
     groups.push([local, launched.pgid]);
     const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     watches.push(watch);
@@ -135,7 +138,7 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     const local = new LocalMachine();
     const script = path.join(repoRoot, 'test', 'pytorch', 'print_only_train.py');
     const req = writeSpec(tmp, [`command: ${JSON.stringify([VENV_PYTHON, script, '--steps', '30', '--step-sleep', '0.05', '--eval-every', '10'])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'), 'print.fsdp-launch.yaml');
-    const launched = await launchCommandLocal(local, repoRoot, req);
+    const launched = (await launchRun({ kind: 'command', request: req }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
     groups.push([local, launched.pgid]);
     const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     watches.push(watch);
@@ -162,7 +165,7 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     const script = path.join(tmp, 'hf_train.py');
     writeFileSync(script, HF_TRAINER_SCRIPT);
     const req = writeSpec(tmp, [`command: ${JSON.stringify([VENV_PYTHON, script])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'), 'hf.fsdp-launch.yaml');
-    const launched = await launchCommandLocal(local, repoRoot, req);
+    const launched = (await launchRun({ kind: 'command', request: req }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
     groups.push([local, launched.pgid]);
     const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     watches.push(watch);
@@ -195,10 +198,11 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     it('copies the companion once, launches detached on the host, stops, relaunches, every step once', async () => {
       const req = ddpSpec(tmp, sshd.alias);
       const progress: string[] = [];
-      const remote = { machine: ssh, settings: () => ({ configFile: sshd.clientConfig }), base, extensionRoot: repoRoot };
+      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, ssh]]), sshSettings: () => ({ configFile: sshd.clientConfig }), remoteBase: base });
       await launchStopRelaunch(ssh, async (resume) => {
         const manifest = resume && (await ssh.readManifest(resume.runDir));
-        const launched = await launchCommandRemote(remote, resume ? { ...req, resumeRunDir: resume.runDir } : req, (m) => progress.push(m), manifest);
+        const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
+        const launched = (await launchRun({ kind: 'command', request }, { kind: 'ssh', host: sshd.alias }, env, { progress: (m) => progress.push(m), ...previousOf(manifest) })) as LaunchedRun;
         groups.push([ssh, launched.pgid]);
         return launched;
       }, watches);

@@ -9,11 +9,12 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gracefulStopSignal } from '../../runs/launch/mpirun';
-import { launchHosts, reachableName } from '../../runs/launch/hosts-launch';
-import type { LaunchRequest } from '../../runs/launch/launcher';
+import { reachableName } from '../../runs/launch/hosts-launch';
+import { launchRun } from '../../runs/launch/launch-run';
+import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
+import type { LaunchedRun, LaunchRequest } from '../../runs/launch/launcher';
 import { RunWatch } from '../../runs/watch/run-watch';
 import { SshMachine } from '../../runs/machines/ssh-machine';
-import { repoRoot } from '../../scripts/code-server';
 import { NamespaceHosts } from '../harness/host-namespaces';
 import { sampleRunConfig } from '../harness/sample-run-config';
 import { SHARED_REMOTE_BASE } from '../harness/sshd';
@@ -59,10 +60,11 @@ describe('a run across two hosts with mpirun --host (network namespaces with the
   it('finds the same runtime on both, runs HYBRID_SHARD with one node per host, stops both ranks with a checkpoint and resumes with every step once', async () => {
     const settings = () => ({ configFile: hosts.clientConfig });
     const machines = new Map(hosts.aliases.map((a) => [a, new SshMachine(a, settings)]));
-    const ctx = { settings, base: SHARED_REMOTE_BASE, extensionRoot: repoRoot, machine: (a: string) => machines.get(a)! };
+    const env = testLaunchEnvironment({ ssh: machines, sshSettings: settings, remoteBase: SHARED_REMOTE_BASE });
+    const target = { kind: 'hosts' as const, hosts: hosts.aliases };
     assert.deepEqual(hosts.aliases.map((a) => reachableName(a, settings())), hosts.addresses, 'mpirun is given what the aliases resolve to');
     const req = hostsConfig(tmp, hosts.aliases);
-    const first = await launchHosts(ctx, req, () => undefined);
+    const first = (await launchRun({ kind: 'native', request: req }, target, env)) as LaunchedRun;
     assert.equal(first.argv[0], 'mpirun');
     assert.ok(first.argv.join(' ').includes(`--host ${hosts.addresses[0]}:1,${hosts.addresses[1]}:1`), first.argv.join(' '));
     const machine = machines.get(hosts.aliases[0])!;
@@ -81,7 +83,7 @@ describe('a run across two hosts with mpirun --host (network namespaces with the
       const checkpoints = readdirSync(path.join(first.runDir, 'checkpoints')).filter((n) => /^step-\d+$/.test(n));
       assert.deepEqual(checkpoints.map((n) => Number(n.slice(5))), [stoppedAt], 'one checkpoint, at the stop');
 
-      await launchHosts(ctx, { ...req, resumeRunDir: first.runDir }, () => undefined, await machine.readManifest(first.runDir));
+      await launchRun({ kind: 'native', request: { ...req, resumeRunDir: first.runDir } }, target, env, previousOf(await machine.readManifest(first.runDir)));
       watch.follow();
       await until('the resumed run completes', () => watch.history.end?.status === 'completed');
       assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');

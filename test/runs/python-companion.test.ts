@@ -1,17 +1,24 @@
-// The Python companion and its supervisor with Debian's real PyTorch (CPU, gloo): its own unit tests;
-// a 2-rank DDP script started with the environment rendezvous, whose every event the metrics
-// protocol's schema accepts, whose planted NaN is named by module and rank; one rank failing
-// stops the other; and `pip install` from the repository. (Stop and relaunch: command-launch.test.ts.)
+// The Python companion and its supervisor with real PyTorch 2 (the project's .venv: torch 2.13 CPU,
+// gloo): its own unit tests, the framework integrations inside a real Hugging Face Trainer, Lightning
+// Trainer and accelerate Accelerator (test_frameworks.py; a missing framework fails here); a 2-rank
+// DDP script started with the environment rendezvous, whose every event the metrics protocol's
+// schema accepts, whose planted NaN is named by module and rank; one rank failing stops the other;
+// workers a launcher starts in sessions of their own are listed in run.json and do not outlive the
+// run; `pip install` from the repository; and the package on the oldest Python it supports (3.9).
+// (Stop and relaunch: command-launch.test.ts and pytorch2-runs.test.ts.)
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
 import { metricsDecoder } from '../../runs/watch/decoders/metrics-decoder';
 import { RunHistory } from '../../core/runs/run-history';
 import { repoRoot } from '../../scripts/code-server';
-import { DDP_SCRIPT, SUPERVISOR, TORCH_PYTHON } from '../harness/pytorch';
+import { DDP_SCRIPT, SUPERVISOR, VENV_PYTHON } from '../harness/pytorch';
+
+/** Where a Python 3.9 may be: on PATH, or a pyenv version. */
+const OLDEST_PYTHONS = ['python3.9', ...(existsSync(path.join(os.homedir(), '.pyenv', 'versions')) ? readdirSync(path.join(os.homedir(), '.pyenv', 'versions')).filter((v) => v.startsWith('3.9')).map((v) => path.join(os.homedir(), '.pyenv', 'versions', v, 'bin', 'python3')) : [])];
 
 
 function runDirWithManifest(parent: string, name: string): string {
@@ -25,7 +32,7 @@ function runDirWithManifest(parent: string, name: string): string {
 function supervise(runDir: string, nproc: number, args: string[]) {
   const out = path.join(runDir, 'stdout.log');
   const err = path.join(runDir, 'stderr.log');
-  const child = spawn('/bin/sh', ['-c', 'out=$0; err=$1; shift; exec "$@" >>"$out" 2>>"$err"', out, err, TORCH_PYTHON, SUPERVISOR, '--run-dir', runDir, '--nproc', String(nproc), '--', TORCH_PYTHON, DDP_SCRIPT, ...args], { detached: true, stdio: 'ignore', cwd: runDir });
+  const child = spawn('/bin/sh', ['-c', 'out=$0; err=$1; shift; exec "$@" >>"$out" 2>>"$err"', out, err, VENV_PYTHON, SUPERVISOR, '--run-dir', runDir, '--nproc', String(nproc), '--', VENV_PYTHON, DDP_SCRIPT, ...args], { detached: true, stdio: 'ignore', cwd: runDir });
   const done = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { pgid: child.pid!, done };
 }
@@ -54,10 +61,45 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('passes its own unit tests (log, watch in forward, backward and the update, integrations)', () => {
-    const r = spawnSync(TORCH_PYTHON, ['-m', 'unittest', 'discover', '-s', path.join(repoRoot, 'python', 'tests')], { encoding: 'utf8', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  it('passes its own unit tests, the integrations inside the real Hugging Face, Lightning and accelerate trainers among them', function () {
+    this.timeout(600_000);
+    const r = spawnSync(VENV_PYTHON, ['-m', 'unittest', 'discover', '-v', '-s', path.join(repoRoot, 'python', 'tests')], {
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', FSDP_STUDIO_FRAMEWORKS: 'required', HF_HUB_OFFLINE: '1' },
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /Ran \d+ tests/);
+    assert.doesNotMatch(r.stderr, /skipped/);
+    // Passed (exit 0, nothing skipped) and ran: each framework's test is named in the verbose listing.
+    for (const test of ['test_a_trainer_with_the_callback_logs_its_loss_at_its_steps', 'test_a_trainer_with_the_logger_logs_what_the_module_logs_at_its_steps', 'test_an_accelerator_logging_with_the_tracker_logs_numbers_at_the_step_given']) {
+      assert.ok(r.stderr.includes(`${test} (test_frameworks.`), `${test} ran`);
+    }
+  });
+
+  it('a launcher\'s workers in sessions of their own are listed in run.json while they run, and do not outlive the run', async () => {
+    const runDir = runDirWithManifest(tmp, 'workers');
+    const script = 'import subprocess, sys, time\np = subprocess.Popen(["sleep", "300"], start_new_session=True)\nprint(p.pid, flush=True)\ntime.sleep(3)\n';
+    const child = spawn(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'], cwd: runDir });
+    groups.push(child.pid!);
+    let printed = '';
+    child.stdout!.on('data', (d: Buffer) => (printed += d));
+    let listed: number[] = [];
+    const worker = await new Promise<number>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
+    for (let i = 0; i < 50 && !listed.includes(worker); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      listed = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids?: number[] }).pids ?? [];
+    }
+    assert.ok(listed.includes(worker), `run.json pids ${JSON.stringify(listed)} name the worker ${worker}`);
+    assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0, printed);
+    // Ended: gone, or a zombie waiting for whichever process adopted it to reap it.
+    const alive = () => {
+      try {
+        return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${worker}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    assert.equal(alive(), false, 'the worker was ended with the run');
   });
 
   it('2 ranks by the environment rendezvous: every event valid, the planted NaN named by module and rank, completed', async () => {
@@ -96,13 +138,40 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.equal(history.anomalies[0].action, 'stop');
   });
 
+  it('works on the oldest Python it supports (3.9), without PyTorch: log, the integrations\' mappings, the supervisor', function () {
+    const python = OLDEST_PYTHONS.find((p) => spawnSync(p, ['-c', 'import sys; assert sys.version_info[:2] == (3, 9)']).status === 0);
+    if (!python) {
+      console.log(`      no Python 3.9 on this machine (looked for ${OLDEST_PYTHONS.join(', ')}): not run`);
+      this.skip();
+    }
+    const runDir = runDirWithManifest(tmp, 'py39');
+    const code = [
+      'import json, os, sys',
+      'import fsdp_studio',
+      'from fsdp_studio.integrations import huggingface, lightning, accelerate',
+      'fsdp_studio.init(sys.argv[1])',
+      'fsdp_studio.log(1, loss=2.5)',
+      'huggingface.on_log(type("S", (), {"global_step": 2, "is_world_process_zero": True})(), {"loss": 2.0})',
+      'lightning.log_metrics({"train_loss": 1.5}, 3)',
+      'accelerate.log_values({"train/loss": 1.0}, 4)',
+    ].join('\n');
+    const env = { ...process.env, PYTHONPATH: path.join(repoRoot, 'python'), PYTHONDONTWRITEBYTECODE: '1' };
+    const r = spawnSync(python!, ['-c', code, runDir], { encoding: 'utf8', env });
+    assert.equal(r.status, 0, r.stderr);
+    const supervised = spawnSync(python!, [SUPERVISOR, '--run-dir', runDir, '--', python!, '-c', 'print("hello")'], { encoding: 'utf8', env });
+    assert.equal(supervised.status, 0, supervised.stderr);
+    const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; step?: number; status?: string });
+    assert.deepEqual(events.filter((e) => e.type === 'scalars').map((e) => e.step), [1, 2, 3, 4]);
+    assert.equal(events.at(-1)?.status, 'completed');
+  });
+
   it('installs with pip from the repository, with no dependency', () => {
     const src = path.join(tmp, 'src');
     cpSync(path.join(repoRoot, 'python'), src, { recursive: true, filter: (p) => !p.includes('__pycache__') });
     const target = path.join(tmp, 'site');
-    const r = spawnSync(TORCH_PYTHON, ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', target, src], { encoding: 'utf8' });
+    const r = spawnSync(VENV_PYTHON, ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', target, src], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const check = spawnSync(TORCH_PYTHON, ['-c', 'import fsdp_studio, fsdp_studio.nan_watch, fsdp_studio.supervise; print(fsdp_studio.__file__)'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: target }, cwd: tmp });
+    const check = spawnSync(VENV_PYTHON, ['-c', 'import fsdp_studio, fsdp_studio.nan_watch, fsdp_studio.supervise; print(fsdp_studio.__file__)'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: target }, cwd: tmp });
     assert.equal(check.status, 0, check.stderr);
     assert.ok(check.stdout.startsWith(target), check.stdout);
     assert.ok(!existsSync(path.join(repoRoot, 'python', 'build')), 'nothing built in the repository');

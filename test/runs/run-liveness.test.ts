@@ -1,10 +1,11 @@
 // Every run gets a liveness check, whoever started it: runs fsdp-train starts from a terminal
 // (run.json names pids but no process group), runs refused before their first step, runs whose
 // processes were killed outright, and a runtime killed by signal 9 (the kernel's out-of-memory
-// killer) under a living fsdp-train. Real CLI, real native trainer, real signals.
+// killer, or something else) under a living fsdp-train, and a process the out-of-memory killer ends in
+// a real memory cgroup. Real CLI, real native trainer, real signals.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
@@ -20,6 +21,20 @@ function manifestOf(runDir: string): RunManifest | undefined {
   if (!existsSync(file)) return undefined;
   const parsed = parseRunManifest(readFileSync(file, 'utf8'));
   return 'manifest' in parsed ? parsed.manifest : undefined;
+}
+
+/** A memory cgroup (v1) under this process's own, or why one cannot be made here (as test/native/hardening-memory.test.ts makes it). */
+function memoryCgroup(limitBytes: number): { dir: string } | { skip: string } {
+  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  if (!line) return { skip: 'no cgroup v1 memory controller on this machine (cgroup v2 or none)' };
+  const dir = path.join('/sys/fs/cgroup/memory', line.split(':')[2], `fsdp-oom-test-${process.pid}`);
+  try {
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes));
+    return { dir };
+  } catch (e) {
+    return { skip: `cannot create a memory cgroup here (${(e as Error).message}): needs root and a writable cgroup hierarchy` };
+  }
 }
 
 /** A config that trains for long enough to be killed mid-run. */
@@ -80,6 +95,45 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
   });
 
+  it('a run resumed from this window is "starting", not "stopped", before run.json and its first lines say so', async () => {
+    const runDir = path.join(tmp, 'runs', 'resumed');
+    mkdirSync(runDir, { recursive: true });
+    const t = Date.now() / 1000 - 60;
+    const line = (e: object) => `${JSON.stringify({ v: 1, ...e })}\n`;
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), line({ type: 'run_start', time: t, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] } }) + line({ type: 'run_end', time: t + 5, status: 'stopped', step: 3 }));
+    writeFileSync(path.join(runDir, 'run.json'), JSON.stringify({ v: 1, run_id: 'resumed', name: 'resumed', created: t, updated: t + 5, status: 'stopped', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' }));
+    const w = watch(runDir);
+    await w.start();
+    await until('the stop read', () => w.status() === 'stopped', 10_000);
+    await until('the watch to let go', () => w.connection.state === 'closed', 10_000);
+    w.follow({ resumedAt: Date.now() / 1000 });
+    assert.equal(w.status(), 'starting', 'Resume pressed: run.json still says stopped, the run is starting');
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), line({ type: 'run_start', time: Date.now() / 1000, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] }, start_step: 3 }), { flag: 'a' });
+    await until('the new start read', () => w.status() === 'running', 10_000);
+  });
+
+  it("quotes only this attempt's stderr: what an earlier attempt said (a Stop's words) is not this one's last words", async () => {
+    const runDir = path.join(tmp, 'runs', 'attempts');
+    mkdirSync(runDir, { recursive: true });
+    writeFileSync(path.join(runDir, 'stderr.log'), 'fsdp-train: stopping at step 5 (SIGTERM)\n');
+    const manifest: RunManifest = { v: 1, run_id: 'attempts', name: 'attempts', created: Date.now() / 1000, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', kind: 'command' };
+    for (const [argv, said] of [[['sleep', '600'], undefined], [['sh', '-c', 'echo "loading shard 3 of 8" >&2; exec sleep 600'], 'loading shard 3 of 8']] as const) {
+      const started = await local.start({ runDir, manifest, argv: [...argv], cwd: tmp });
+      groups.push(started.pgid);
+      await until('run.json written by the launch', () => manifestOf(runDir)?.pgid === started.pgid, 10_000);
+      // The first attempt wrote nothing: both launches begin after the earlier words.
+      assert.equal(manifestOf(runDir)?.output_from?.stderr, Buffer.byteLength('fsdp-train: stopping at step 5 (SIGTERM)\n'));
+      if (said) await until('the new words', () => readFileSync(path.join(runDir, 'stderr.log'), 'utf8').includes(said), 10_000);
+      const w = watch(runDir);
+      await w.start();
+      await local.signal(started.pgid, 'SIGKILL');
+      await until('the run to be failed', () => w.vanished !== undefined, 30_000);
+      assert.doesNotMatch(w.endReason() ?? '', /stopping at step 5/);
+      if (said) assert.match(w.endReason() ?? '', /stderr\.log ends with: loading shard 3 of 8$/);
+      else assert.doesNotMatch(w.endReason() ?? '', /stderr/);
+    }
+  });
+
   it('a run fsdp-train started from a terminal (pids, no process group) whose processes are all killed is seen dead', async () => {
     const config = writeConfig(tmp, longConfig());
     const runDir = path.join(tmp, 'runs', 'killed');
@@ -95,11 +149,11 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     process.kill(-child.pid!, 'SIGKILL');
     await until('the run to be failed', () => w.status() === 'failed', 30_000);
     assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
-    assert.match(w.endReason() ?? '', /if the system ran out of memory: the memory plan needs .*; the machine has/);
+    assert.doesNotMatch(w.endReason() ?? '', /memory/, 'a small run on a big machine is not said to have run out of memory');
     assert.equal(w.connection.state, 'closed');
   });
 
-  it('a runtime killed by signal 9 under a living fsdp-train: failed, "may have run out of memory" with the plan beside the machine, and the watch stops', async () => {
+  it('a runtime killed by signal 9 under a living fsdp-train: failed, not blamed on memory (its plan and RSS far below the machine, both named), and the watch stops', async () => {
     const config = writeConfig(tmp, longConfig());
     const runDir = path.join(tmp, 'runs', 'oom');
     const { child, done } = startTrain([config, '--run-dir', runDir], undefined, { detached: true });
@@ -116,10 +170,33 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     assert.equal(w.status(), 'failed');
     const reason = w.endReason() ?? '';
     assert.match(reason, /signal 9 \(SIGKILL\)/);
-    assert.match(reason, /may have run out of memory/);
-    assert.match(reason, /the memory plan needs \d+(\.\d)? [KMG]iB; the machine has \d+(\.\d)? GiB/);
+    assert.match(reason, /not for want of memory \(the memory plan needs \d+(\.\d)? [KMG]iB; its ranks last held \(resident\) \d+(\.\d)? [KMG]iB; the machine has \d+(\.\d)? GiB\): something sent it SIGKILL/);
+    assert.doesNotMatch(reason, /may have run out of memory/);
     assert.equal(w.connection.state, 'closed', 'no "live" connection for a dead run');
     assert.equal(w.isLive(), false);
+  });
+
+  it("a process the kernel's out-of-memory killer ends in its memory cgroup (a real 64 MiB cgroup): the watch names the OOM killer from the cgroup's own count", async function () {
+    const cg = memoryCgroup(64 * 1024 * 1024);
+    if ('skip' in cg) {
+      console.log(`      skipped: ${cg.skip}`);
+      this.skip();
+    }
+    try {
+      const runDir = path.join(tmp, 'runs', 'oom-killed');
+      // Joins the cgroup, waits for the watch to see it there, then allocates until the kernel kills it.
+      const script = `echo $$ > ${cg.dir}/cgroup.procs && touch ${runDir}/in-cgroup && sleep 3 && exec /usr/bin/python3 -c "a = []\nwhile True: a.append(bytearray(1 << 20))"`;
+      const manifest: RunManifest = { v: 1, run_id: 'oom-killed', name: 'oom-killed', created: Date.now() / 1000, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', kind: 'command' };
+      const started = await local.start({ runDir, manifest, argv: ['/bin/sh', '-c', script], cwd: tmp });
+      groups.push(started.pgid);
+      await until('the process in the cgroup', () => existsSync(path.join(runDir, 'in-cgroup')), 20_000);
+      const w = watch(runDir);
+      await w.start();
+      await until('the run to be failed', () => w.vanished !== undefined, 60_000);
+      assert.match(w.endReason() ?? '', /ended without reporting the end of the run; the kernel's out-of-memory killer ended it: its memory cgroup counted an OOM kill \(the cgroup's peak was 6\d\.\d MiB; its memory cgroup \(.*fsdp-oom-test-\d+\) has 64\.0 MiB\)/);
+    } finally {
+      if (existsSync(cg.dir)) rmdirSync(cg.dir);
+    }
   });
 
   it('tells whether pids live on the host run.json names, here and over ssh, and does not guess on another host', async () => {

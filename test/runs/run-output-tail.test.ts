@@ -18,7 +18,7 @@ describe('run output tail (the Log tab)', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('shows the end of a long log from a line start, then follows what is appended', async () => {
+  it('shows the beginning and the end of a long log, whole lines, the middle named, then follows what is appended', async () => {
     const lines = Array.from({ length: 5000 }, (_, i) => `line ${i} ${'x'.repeat(20)}`);
     writeFileSync(path.join(dir, 'stderr.log'), `${lines.join('\n')}\n`);
     const chunks: OutputChunk[] = [];
@@ -28,10 +28,13 @@ describe('run output tail (the Log tab)', () => {
       const text = (stream: string) => chunks.filter((c) => c.stream === stream).map((c) => c.text).join('');
       await until('the tail', () => text('stderr').includes('line 4999 '), 10_000);
       const shown = text('stderr').split('\n').filter(Boolean);
-      assert.match(shown[0], /^line \d+ x{20}$/, 'starts at a whole line');
+      assert.equal(shown[0], lines[0], 'the beginning: how the run started');
+      const gap = shown.findIndex((l) => l.startsWith('… '));
+      assert.match(shown[gap], /^… \d+ KiB not shown here: the whole output is in .*stderr\.log …$/);
+      assert.match(shown[gap - 1], /^line \d+ x{20}$/, 'the beginning ends at a whole line');
+      assert.match(shown[gap + 1], /^line \d+ x{20}$/, 'the end starts at a whole line');
       assert.equal(shown.at(-1), lines[4999]);
-      assert.ok(shown.length < 5000 && shown.length > 1000, `${shown.length} lines of the last 64 KiB`);
-      assert.match(chunks.find((c) => c.stream === 'stderr' && c.note)!.note!, /^… the first \d+ KiB are in .*stderr\.log$/);
+      assert.ok(shown.length < 5000 && shown.length > 1000, `${shown.length} lines of the first 16 and last 64 KiB`);
       assert.ok(chunks.some((c) => c.stream === 'stdout' && c.reset), 'stdout, absent, is shown empty');
 
       appendFileSync(path.join(dir, 'stdout.log'), 'hello ');
@@ -39,6 +42,54 @@ describe('run output tail (the Log tab)', () => {
       await until('stdout', () => text('stdout') === 'hello wörld\n', 10_000);
       appendFileSync(path.join(dir, 'stdout.log'), ' line\n');
       await until('the rest of the line', () => text('stdout') === 'hello wörld\nsecond line\n', 10_000);
+    } finally {
+      tail.stop();
+    }
+  });
+
+  it('shows the beginning of a log only a little longer than the tail, each line once', async () => {
+    // 70 KiB: longer than the 64 KiB tail, shorter than head and tail together. The first line is
+    // how the run started and must be shown; no line may be shown twice or lost.
+    const lines = Array.from({ length: 2600 }, (_, i) => `line ${i} ${'y'.repeat(20)}`);
+    writeFileSync(path.join(dir, 'stdout.log'), `${lines.join('\n')}\n`);
+    const chunks: OutputChunk[] = [];
+    const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
+    tail.follow();
+    try {
+      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      await until('the tail', () => text().includes('line 2599 '), 10_000);
+      const shown = text().split('\n').filter((l) => l.startsWith('line '));
+      assert.equal(shown[0], lines[0], 'the beginning: how the run started');
+      assert.equal(shown.at(-1), lines.at(-1));
+      assert.equal(new Set(shown).size, shown.length, 'no line twice');
+      for (const l of shown) assert.ok(lines.includes(l), `a whole line: ${l}`);
+    } finally {
+      tail.stop();
+    }
+  });
+
+  it("shows the native runtime's JSON events on stdout as readable lines, and other lines as they are", async () => {
+    const events = [
+      { v: 1, type: 'run_start', time: 1, run_id: 'r1', config: {}, world: { size: 2, ranks: [] }, n_params: 124_000_000 },
+      { v: 1, type: 'step', time: 2, step: 12, loss: 3.45213, lr: 0.0003, grad_norm: 0.912, tokens_per_s: 12_345, step_ms: 45.2, mem_peak: 3 * 1024 ** 2, mfu: 0.3 },
+      { v: 1, type: 'checkpoint', time: 3, step: 12, path: 'checkpoints/step-12', bytes: 2 * 1024 ** 2 },
+      { v: 1, type: 'run_end', time: 4, status: 'completed', step: 12 },
+    ];
+    writeFileSync(path.join(dir, 'stdout.log'), `fsdp-train: plain words stay\n${events.map((e) => JSON.stringify(e)).join('\n')}\n{"not": "an event"}\n`);
+    const chunks: OutputChunk[] = [];
+    const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
+    tail.follow();
+    try {
+      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      await until('stdout', () => text().includes('an event'), 10_000);
+      assert.deepEqual(text().trimEnd().split('\n'), [
+        'fsdp-train: plain words stay',
+        'run r1 started: 2 ranks, 124.00M parameters',
+        'step 12  loss 3.452  lr 3.0e-4  grad norm 0.912  12.3K tok/s  45.2 ms  MFU 30.0%  mem 3.0 MiB',
+        'checkpoint of step 12 saved: checkpoints/step-12 (2.0 MiB)',
+        'run completed at step 12',
+        '{"not": "an event"}',
+      ]);
     } finally {
       tail.stop();
     }

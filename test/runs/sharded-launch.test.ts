@@ -8,7 +8,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gracefulStopSignal } from '../../runs/launch/mpirun';
-import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest } from '../../runs/launch/launcher';
+import type { LaunchedRun, LaunchRequest } from '../../runs/launch/launcher';
+import { launchRun } from '../../runs/launch/launch-run';
+import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import type { RunMachine } from '../../runs/machines/run-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
@@ -90,7 +92,9 @@ describe('sharded runs launched as the editor launches them (real mpirun, 2 rank
     await stopAndResume(
       local,
       async (previous) => {
-        const launched = await launchLocal(local, TRAINER, previous ? { ...req, resumeRunDir: previous.runDir } : req, previous && (await local.readManifest(previous.runDir)));
+        const env = testLaunchEnvironment({ local, localTrainer: TRAINER });
+        const request = previous ? { ...req, resumeRunDir: previous.runDir } : req;
+        const launched = (await launchRun({ kind: 'native', request }, { kind: 'local' }, env, previousOf(await (previous && local.readManifest(previous.runDir))))) as LaunchedRun;
         assert.notEqual(launched.argv[0], 'mpirun', 'a local run is led by fsdp-train, which stops its ranks gracefully');
         return launched;
       },
@@ -103,12 +107,13 @@ describe('sharded runs launched as the editor launches them (real mpirun, 2 rank
     try {
       const settings = () => ({ configFile: sshd.clientConfig });
       const ssh = new SshMachine(sshd.alias, settings);
-      const remote = { machine: ssh, settings, base: SHARED_REMOTE_BASE, extensionRoot: repoRoot };
+      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, ssh]]), sshSettings: settings, remoteBase: SHARED_REMOTE_BASE });
       const req = twoRankConfig(tmp);
       await stopAndResume(
         ssh,
         async (previous) => {
-          const launched = await launchRemote(remote, previous ? { ...req, resumeRunDir: previous.runDir } : req, () => {}, previous && (await ssh.readManifest(previous.runDir)));
+          const request = previous ? { ...req, resumeRunDir: previous.runDir } : req;
+          const launched = (await launchRun({ kind: 'native', request }, { kind: 'ssh', host: sshd.alias }, env, previousOf(await (previous && ssh.readManifest(previous.runDir))))) as LaunchedRun;
           assert.equal(launched.argv[0], 'mpirun');
           assert.equal(gracefulStopSignal(launched.argv), 'SIGUSR1');
           return launched;

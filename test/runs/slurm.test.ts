@@ -15,9 +15,11 @@ import { localLoginHost, sshLoginHost } from '../../runs/machines/login-host';
 import type { RunMachine } from '../../runs/machines/run-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
 import { SlurmCluster } from '../../runs/slurm/slurm-cluster';
-import { launchCommandOnSlurm } from '../../runs/slurm/slurm-command-launch';
 import { stopSlurmJob } from '../../runs/slurm/slurm-control';
-import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun, type SlurmLaunchTarget } from '../../runs/slurm/slurm-launch';
+import { placeOverSsh, type LaunchedSlurmRun } from '../../runs/slurm/slurm-launch';
+import { launchRun, type LaunchEnvironment } from '../../runs/launch/launch-run';
+import type { LaunchRequest } from '../../runs/launch/launcher';
+import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
 import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { LocalSlurm } from '../harness/slurm';
@@ -50,18 +52,27 @@ function assertEveryStepOnce(watch: RunWatch, last: number): void {
  * The first acceptance story: queued behind a job that fills the node, then running and watched,
  * stopped with a checkpoint, resumed as a new job that completes with every step once.
  */
-async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, machine: RunMachine, dir: string, runDirOf: (l: LaunchedSlurmRun) => string): Promise<void> {
+interface SlurmDoor {
+  env: LaunchEnvironment;
+  loginHost: string;
+  cluster: SlurmCluster;
+  /** The runtime in place on the cluster's filesystem before the queueing starts. */
+  prepare: (config: LaunchRequest['config']) => Promise<unknown>;
+}
+
+async function queueRunStopResume(slurm: LocalSlurm, door: SlurmDoor, machine: RunMachine, dir: string, runDirOf: (l: LaunchedSlurmRun) => string): Promise<void> {
+  const submit = async (request: LaunchRequest, previous?: RunManifest) => (await launchRun({ kind: 'native', request }, { kind: 'slurm', loginHost: door.loginHost }, door.env, previousOf(previous))) as LaunchedSlurmRun;
   // Enough steps that a quiet machine (about 40 ms a step) is still training when the watch looks.
   const steps = 150;
   const req = slurmRunConfig(dir, { steps, jobName: HOSTILE, extra: [`--comment=${HOSTILE}`] });
   // The runtime in place first (over SSH: built on first use, minutes), so the queueing is ours.
-  await target.place(req.config, () => undefined);
+  await door.prepare(req.config);
   // A job that takes every CPU of the node: ours queues behind it.
   const blocker = slurm.fillNode();
   await until('the blocker to run', () => slurm.jobState(blocker) === 'RUNNING');
-  const first = await launchSlurm(target, req, () => undefined);
+  const first = await submit(req);
   const runDir = runDirOf(first);
-  const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine, target.cluster);
+  const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine, door.cluster);
   try {
     await watch.start();
     assert.equal(watch.status(), 'queued', `status after submission: ${watch.status()} (${watch.endReason()})`);
@@ -75,7 +86,7 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
     assert.deepEqual(names, [HOSTILE, HOSTILE], 'the job name and an extra directive arrive as they were written');
     assert.ok(!existsSync(PWNED), 'nothing in them was executed');
     // Attach lists the user's jobs with their run folders (the job's working directory).
-    const mine = await target.cluster.myJobs();
+    const mine = await door.cluster.myJobs();
     assert.deepEqual(mine.filter((j) => j.id === first.jobId).map((j) => [j.state, j.workDir, j.name]), [['PENDING', first.runDir, HOSTILE]]);
 
     slurm.check(['scancel', blocker]);
@@ -83,7 +94,7 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
       const out = path.join(runDir, `slurm-${first.jobId}.out`);
       throw new Error(`${e.message}; status ${watch.status()} (${watch.endReason()}), job ${JSON.stringify(watch.job)}, connection ${JSON.stringify(watch.connection)}; ${out}:\n${existsSync(out) ? readFileSync(out, 'utf8').slice(-3000) : '(none)'}`, { cause: e });
     });
-    const outcome = await stopSlurmJob(target.cluster, first.jobId, 60);
+    const outcome = await stopSlurmJob(door.cluster, first.jobId, 60);
     assert.equal(outcome, 'stopped');
     await until('the run_end', () => !!watch.history.end);
     assert.equal(watch.history.end?.status, 'stopped', JSON.stringify(watch.history.end));
@@ -96,7 +107,7 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
     });
     assert.deepEqual(new Set(watch.history.memoryByRank.keys()), new Set([0, 1]), 'both ranks report');
 
-    const second = await launchSlurm(target, { ...req, resumeRunDir: first.runDir }, () => undefined, readManifest(runDir));
+    const second = await submit({ ...req, resumeRunDir: first.runDir }, readManifest(runDir));
     assert.notEqual(second.jobId, first.jobId, 'a resume is a new job');
     assert.deepEqual(readManifest(runDir).slurm?.jobs, [first.jobId, second.jobId]);
     await watch.refreshJob();
@@ -105,7 +116,7 @@ async function queueRunStopResume(slurm: LocalSlurm, target: SlurmLaunchTarget, 
     assert.equal(watch.history.start?.start_step, stoppedAt, 'the resumed job continued from the checkpoint');
 
     // "Continue training" for 20 more steps: a third job, from the final checkpoint.
-    const third = await launchSlurm(target, { ...req, resumeRunDir: first.runDir, overrides: [`training.max_steps=${steps + 20}`] }, () => undefined, readManifest(runDir));
+    const third = await submit({ ...req, resumeRunDir: first.runDir, overrides: [`training.max_steps=${steps + 20}`] }, readManifest(runDir));
     await watch.refreshJob();
     await until('the continued run completes', () => watch.status() === 'completed' && watch.history.lastStep === steps + 20, 600_000);
     assertEveryStepOnce(watch, steps + 20);
@@ -140,7 +151,8 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
   it('this machine as the login host: queued behind another job, running and watched live, stopped with a checkpoint, resumed as a new job, every step once', async () => {
     const cluster = new SlurmCluster(localLoginHost());
     const dir = mkdtempSync(path.join(tmp, 'here '));
-    await queueRunStopResume(slurm, { cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, new LocalMachine(), dir, (l) => l.runDir);
+    const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
+    await queueRunStopResume(slurm, { env, loginHost: 'local', cluster, prepare: async () => undefined }, new LocalMachine(), dir, (l) => l.runDir);
   });
 
   it('a job at its time limit saves before it is killed and its requeued job continues; scancel from outside shows as cancelled', async () => {
@@ -149,7 +161,8 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     // 1 minute, the signal 30 s before: the first job is told to save about 30 s in, long before
     // 100000 steps; the requeued one is cancelled in its first 30 s.
     const req = slurmRunConfig(dir, { steps: 100_000, timeLimit: 1, signalBeforeLimitS: 30 });
-    const launched = await launchSlurm({ cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, req, () => undefined);
+    const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
+    const launched = (await launchRun({ kind: 'native', request: req }, { kind: 'slurm', loginHost: 'local' }, env)) as LaunchedSlurmRun;
     const machine = new LocalMachine();
     const watch = new RunWatch({ target: machine.target, runDir: launched.runDir }, machine, cluster);
     try {
@@ -185,7 +198,8 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     assert.equal(await cluster.partition('no-such-partition').catch(() => undefined), undefined);
     const dir = mkdtempSync(path.join(tmp, 'partition-'));
     const req = slurmRunConfig(dir, { steps: 10, partition: HOSTILE });
-    await assert.rejects(launchSlurm({ cluster, place: placeHere(NATIVE, path.join(dir, 'runs')) }, req, () => undefined), /sbatch refused the job: .*invalid partition/i);
+    const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
+    await assert.rejects(launchRun({ kind: 'native', request: req }, { kind: 'slurm', loginHost: 'local' }, env), /sbatch refused the job: .*invalid partition/i);
     assert.ok(!existsSync(PWNED));
     // The run sbatch refused is failed with sbatch's words, not "starting" for ever.
     const [runDir] = readdirSync(path.join(dir, 'runs')).map((d) => path.join(dir, 'runs', d));
@@ -218,8 +232,9 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     ].join('\n') + '\n');
     const { spec, problems } = loadLaunchSpec(readFileSync(specFile, 'utf8'), specFile);
     assert.ok(spec, JSON.stringify(problems));
-    const place = async () => ({ companionRoot: path.join(repoRoot, 'python'), runsDir: spec.runsDir, cwd: spec.cwd });
-    const launched = await launchCommandOnSlurm({ cluster, place }, { specPath: specFile, spec }, () => undefined);
+    // The door's SLURM strategy for a command: the companion from this checkout (python/), the spec's runs folder and cwd.
+    const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]) });
+    const launched = (await launchRun({ kind: 'command', request: { specPath: specFile, spec } }, { kind: 'slurm', loginHost: 'local' }, env)) as LaunchedSlurmRun;
     const { runDir, jobId } = launched;
     assert.equal(readManifest(runDir).kind, 'command');
     assert.equal(readManifest(runDir).slurm?.stop_signal, 'TERM', 'a script is stopped with SIGTERM');
@@ -250,7 +265,9 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
       const machine = new SshMachine(sshd.alias, settings);
       const dir = mkdtempSync(path.join(tmp, 'ssh-'));
       // The host is this machine: its run folder is read directly for the checks.
-      await queueRunStopResume(slurm, { cluster, place: placeOverSsh(sshd.alias, settings, SHARED_REMOTE_BASE, repoRoot) }, machine, dir, (l) => l.runDir);
+      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, machine]]), sshSettings: settings, clusters: new Map([[sshd.alias, cluster]]), remoteBase: SHARED_REMOTE_BASE });
+      const prepare = (config: LaunchRequest['config']) => placeOverSsh(sshd.alias, settings, SHARED_REMOTE_BASE, repoRoot)(config, () => undefined);
+      await queueRunStopResume(slurm, { env, loginHost: sshd.alias, cluster, prepare }, machine, dir, (l) => l.runDir);
     } finally {
       await sshd.stop();
     }

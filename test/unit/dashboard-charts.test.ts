@@ -25,6 +25,25 @@ const view = (v: Partial<ChartView> = {}): ChartView => ({ range: null, width: 5
 const chart = (charts: ChartFrame[], id: string) => charts.find((c) => c.id === id)!;
 
 describe('DashboardCharts', () => {
+  it("says why a chart is empty: no steps yet, or a metric a person's PyTorch script does not report (its memory)", () => {
+    const h = new RunHistory();
+    h.apply({ v: 1, type: 'run_start', time: T0, run_id: 'r', config: { command: ['python3', 'train.py'] }, world: { size: 1, ranks: [] } } as MetricsEvent);
+    assert.equal(chart(new DashboardCharts(h).build(view()).charts, 'memory').empty, 'No steps yet.');
+    for (let s = 1; s <= 5; s++) h.applyPrinted(s, [{ tag: 'printed/loss', value: 1 / s, metric: 'loss' }], T0 + s, { file: 'stdout', format: 'nanoGPT', counted: false });
+    const { charts } = new DashboardCharts(h).build(view());
+    assert.equal(chart(charts, 'loss').empty, undefined);
+    assert.match(chart(charts, 'memory').empty ?? '', /^No memory reported: .*this run's trainer reports none \(PyTorch keeps no allocator peak on the CPU/);
+    assert.equal(chart(charts, 'lr').empty, 'Not reported by this run.');
+    assert.equal(chart(new DashboardCharts(history(5)).build(view()).charts, 'memory').empty, undefined, 'a native run draws its memory');
+  });
+
+  it('a loss NaN to the end is found from the step it began (a run "completed" that learned nothing after it)', () => {
+    const h = history(10);
+    assert.equal(h.nonFiniteLossSince(), undefined);
+    for (let s = 11; s <= 20; s++) h.apply({ v: 1, type: 'step', time: T0 + 100 + s, step: s, loss: s === 12 ? 3 : null, lr: 1e-3, grad_norm: null, tokens_per_s: 1, step_ms: 5, mem_peak: 1 } as MetricsEvent);
+    assert.equal(h.nonFiniteLossSince(), 13, 'from the step after the last finite loss');
+  });
+
   it('gives each chart its series downsampled to the width, the EMA and validation loss on the loss chart', () => {
     const { charts, totalPoints, extent } = new DashboardCharts(history(100_000)).build(view({ smoothing: 0.9 }));
     assert.equal(totalPoints, 100_000);

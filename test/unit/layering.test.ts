@@ -49,6 +49,13 @@ describe('layering: the import graph of the project', () => {
     assert.ok([...reachable(graph, 'bench/watch/run.ts').keys()].some((f) => f.startsWith('runs/')));
   });
 
+  it('every launch goes through the one door (runs/launch/launch-run.ts): no one else calls a launch strategy', () => {
+    const strategies = /\b(launchLocal|launchRemote|launchHosts|launchCommandLocal|launchCommandRemote|launchSlurm|launchCommandOnSlurm)\b/;
+    const home = new Set(['test/unit/layering.test.ts', 'runs/launch/launch-run.ts', 'runs/launch/launcher.ts', 'runs/launch/command-launcher.ts', 'runs/launch/hosts-launch.ts', 'runs/slurm/slurm-launch.ts', 'runs/slurm/slurm-command-launch.ts']);
+    const offenders = [...graph.keys()].filter((f) => !home.has(f) && strategies.test(readFileSync(path.join(root, f), 'utf8')));
+    assert.deepEqual(offenders, []);
+  });
+
   it('no runtime import cycle between files', () => {
     const product = new Map([...graph].filter(([file]) => PRODUCT.some((f) => file.startsWith(`${f}/`))));
     assert.deepEqual(importCycles(product), []);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { RunStartEvent } from '../../core/protocol/metrics';
-import { describeEndWithoutRunEnd, memoryBeside, signalIn } from '../../core/runs/run-end';
+import { describeEndWithoutRunEnd, signalIn } from '../../core/runs/run-end';
 
 const GiB = 1024 ** 3;
 
@@ -14,17 +14,33 @@ function start(perRank: number, hosts: string[], hostMemory?: number): RunStartE
 }
 
 describe('why a run ended without run_end (core/runs/run-end.ts)', () => {
-  it('signal 9 says the system may have run out of memory, with the plan of the ranks on rank 0\'s host beside the machine', () => {
-    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9', start: start(23.7 * GiB, ['a', 'a', 'b'], 11.8 * GiB), machineMemory: 64 * GiB });
+  it('signal 9 with the plan near the machine: the system may have run out of memory, the plan of the ranks on rank 0\'s host beside it', () => {
+    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9', start: start(23.7 * GiB, ['a', 'a', 'b'], 11.8 * GiB), memory: { limit: 50 * GiB } });
     assert.equal(
       text,
-      "the runtime ended by signal 9 (SIGKILL); the system may have run out of memory (the kernel's out-of-memory killer ends processes with signal 9): the memory plan needs 23.7 GiB per rank × 2 ranks on this host (47.4 GiB); the machine has 11.8 GiB",
+      "the runtime ended by signal 9 (SIGKILL); the system may have run out of memory (the kernel's out-of-memory killer ends processes with signal 9): the memory plan needs 23.7 GiB per rank × 2 ranks on this host (47.4 GiB); the machine has 50.0 GiB",
     );
   });
 
-  it('a run that vanished says so, offers memory as one cause, and quotes the last lines of stderr.log', () => {
-    const text = describeEndWithoutRunEnd({ pgid: 4242, start: start(2 * GiB, ['a']), machineMemory: 8 * GiB, stderrTail: 'loading\n\nSegmentation fault\n' });
-    assert.equal(text, "the trainer's processes (group 4242) ended without reporting the end of the run; if the system ran out of memory: the memory plan needs 2.0 GiB; the machine has 8.0 GiB; stderr.log ends with: loading ⏎ Segmentation fault");
+  it('signal 9 with a 111 MiB plan on a 23.5 GiB machine is not blamed on memory', () => {
+    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9', start: start(111 * 1024 ** 2, ['a']), memory: { limit: 23.5 * GiB, used: 300 * 1024 ** 2, usedWhat: 'its ranks last held (resident)' } });
+    assert.equal(text, 'the runtime ended by signal 9 (SIGKILL); not for want of memory (the memory plan needs 111 MiB; its ranks last held (resident) 300 MiB; the machine has 23.5 GiB): something sent it SIGKILL — a kill -9, a scheduler, or a stop that did not finish in time');
+  });
+
+  it("signal 9 after the memory cgroup counted an OOM kill names the OOM killer, whatever the plan", () => {
+    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9', start: start(10 * 1024 ** 2, ['a']), memory: { limit: 64 * 1024 ** 2, limitOf: 'its memory cgroup (/sys/fs/cgroup/memory/x)', used: 64 * 1024 ** 2, usedWhat: "the cgroup's peak was", oomKill: true } });
+    assert.equal(text, "the runtime ended by signal 9 (SIGKILL); the kernel's out-of-memory killer ended it: its memory cgroup counted an OOM kill (the memory plan needs 10.0 MiB; the cgroup's peak was 64.0 MiB; its memory cgroup (/sys/fs/cgroup/memory/x) has 64.0 MiB)");
+  });
+
+  it('signal 9 with nothing known of memory says what SIGKILL may come from, without picking one', () => {
+    assert.match(describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9' }), /\(SIGKILL\); SIGKILL comes from the kernel's out-of-memory killer, a kill -9, a scheduler or a stop that did not finish in time; nothing here tells which$/);
+  });
+
+  it('a run that vanished says so and quotes the last lines of stderr; memory only when it was short', () => {
+    const text = describeEndWithoutRunEnd({ pgid: 4242, start: start(2 * GiB, ['a']), memory: { limit: 8 * GiB }, stderrTail: 'loading\n\nSegmentation fault\n' });
+    assert.equal(text, "the trainer's processes (group 4242) ended without reporting the end of the run; stderr.log ends with: loading ⏎ Segmentation fault");
+    const short = describeEndWithoutRunEnd({ pgid: 4242, start: start(7.5 * GiB, ['a']), memory: { limit: 8 * GiB } });
+    assert.equal(short, "the trainer's processes (group 4242) ended without reporting the end of the run; memory was short: the memory plan needs 7.5 GiB; the machine has 8.0 GiB");
   });
 
   it('quotes what the trainer said, not fsdp-train\'s line saying where the run is', () => {
@@ -34,14 +50,12 @@ describe('why a run ended without run_end (core/runs/run-end.ts)', () => {
   });
 
   it('a refused config is not blamed on memory', () => {
-    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime refused the config before the first step (exit 2)', start: start(GiB, ['a']), machineMemory: 8 * GiB });
+    const text = describeEndWithoutRunEnd({ manifestReason: 'the runtime refused the config before the first step (exit 2)', start: start(7.9 * GiB, ['a']), memory: { limit: 8 * GiB } });
     assert.equal(text, 'the runtime refused the config before the first step (exit 2)');
   });
 
-  it('reads signal numbers and tolerates a run that never started', () => {
+  it('reads signal numbers', () => {
     assert.equal(signalIn('stopped by signal 15'), 15);
     assert.equal(signalIn('exit 2'), undefined);
-    assert.equal(memoryBeside(undefined, 8 * GiB), undefined);
-    assert.match(describeEndWithoutRunEnd({ manifestReason: 'the runtime ended by signal 9' }), /may have run out of memory \(the kernel's out-of-memory killer ends processes with signal 9\)$/);
   });
 });

@@ -44,6 +44,26 @@ describe('run phase and totals', () => {
     assert.match(runPhase(h, { live: true, savesAfter: () => false })!.detail!, /^resumed at step 2; /);
   });
 
+  it('elapsed time and the ETA count the run\'s running time, not the pause before "Continue training"', () => {
+    const h = new RunHistory();
+    // 10 steps, 1 s each; stopped at 111; continued 252 s later (an idle gap); 5 steps at 2 s each.
+    h.apply(start(100));
+    for (let s = 1; s <= 10; s++) h.apply(step(s, 100 + s));
+    h.apply({ v: 1, type: 'run_end', time: 111, status: 'completed', step: 10 });
+    assert.equal(h.activeSeconds(), 11);
+    h.apply(start(363, { start_step: 10 }));
+    assert.equal(h.runningSince, 363);
+    assert.equal(h.activeBefore(), 11, 'the first start, without the gap');
+    assert.equal(h.etaSeconds(100), undefined, 'no pace yet: the old steps are before the gap');
+    for (let s = 11; s <= 15; s++) h.apply(step(s, 363 + 2 * (s - 10)));
+    assert.equal(h.activeSeconds(375), 11 + 12);
+    assert.equal(h.stepsPerSecond(), 0.5, "this start's pace, not one averaged across the gap");
+    assert.equal(h.etaSeconds(100), 85 * 2);
+    h.apply({ v: 1, type: 'run_end', time: 374, status: 'completed', step: 15 });
+    assert.equal(h.runningSince, undefined);
+    assert.equal(h.activeSeconds(), 11 + 11);
+  });
+
   it('counts tokens seen from the global batch, or from throughput for a trainer that does not say', () => {
     const h = new RunHistory();
     [start(100), step(1, 101), step(2, 102), step(10, 110)].forEach((e) => h.apply(e));

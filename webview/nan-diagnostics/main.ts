@@ -3,6 +3,7 @@
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import type { AnomalyView, DiagnosticsFrameMessage, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview, DumpTable } from '../../core/panels/diagnostics-messages';
 import { roundForDisplay } from '../../core/runs/number-format';
+import { codeParagraph } from '../shared/code-text';
 import { connectToHost } from '../shared/vscode-api';
 import './style.css';
 
@@ -27,7 +28,9 @@ function render(m: DiagnosticsFrameMessage): void {
   if (m.anomalies.length > 1) {
     const list = el('div', undefined, 'anomaly-list');
     m.anomalies.forEach((a, i) => {
-      const b = el('button', `step ${a.event.step}: ${a.summary}`, i === m.selected ? 'selected' : '');
+      // Every rank reports what it saw: the rank tells the rows apart.
+      const rank = a.event.where.rank !== undefined ? `rank ${a.event.where.rank}, ` : '';
+      const b = el('button', `${rank}step ${a.event.step}: ${a.summary}`, i === m.selected ? 'selected' : '');
       b.addEventListener('click', () => host.send({ type: 'select', index: i }));
       list.append(b);
     });
@@ -51,6 +54,7 @@ function renderAnomaly(a: AnomalyView, index: number): void {
   fact('layer', e.where.layer, 'where-layer');
   fact('operation', e.where.op, 'where-op');
   fact('parameter', e.where.param);
+  fact('rank', e.where.rank, 'where-rank');
   where.append(dl, el('p', a.policy, 'policy'));
   app.append(where);
 
@@ -72,7 +76,7 @@ function renderAnomaly(a: AnomalyView, index: number): void {
   for (const f of a.fixes) {
     const row = el('div', undefined, 'fix');
     const text = el('div');
-    text.append(el('strong', f.title), el('p', f.detail));
+    text.append(el('strong', f.title), codeParagraph(f.detail));
     row.append(text);
     if (f.action) {
       const b = el('vscode-button', f.action) as HTMLElement;

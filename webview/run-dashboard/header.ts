@@ -13,7 +13,7 @@ export const HEADER_HTML = `
       <span id="connection" class="connection"></span>
     </div>
     <div class="progress-row">
-      <span id="run-step"></span><span id="run-loss"></span><span id="run-elapsed" title="Time since the run began"></span><span id="run-tokens" title="Training tokens consumed, all ranks"></span><span id="run-eta"></span><span id="run-problems" class="warning"></span>
+      <span id="run-step"></span><span id="run-loss"></span><span id="run-elapsed" title="Time the run has been running (pauses between a stop and a resume are not counted)"></span><span id="run-tokens" title="Training tokens consumed, all ranks"></span><span id="run-eta"></span><span id="run-problems" class="warning"></span>
     </div>
     <div id="run-phase" class="phase" role="status" hidden><vscode-progress-ring></vscode-progress-ring><span id="run-phase-text"></span></div>
     <div id="run-reason" class="error"></div>
@@ -44,9 +44,14 @@ export function renderHeader(h: DashboardHeader): void {
   receivedAt = Date.now();
   $('run-name').textContent = h.name;
   const status = $('run-status');
-  status.textContent = h.status;
-  status.dataset.status = h.status;
-  $('run-target').textContent = h.target === 'local' ? 'this machine' : `on ${h.target}`;
+  // A run whose loss ended NaN did not succeed, whatever it completed: the badge says so, not in green.
+  const nan = h.nanSince !== undefined;
+  status.textContent = nan ? `${h.status} · loss NaN since step ${h.nanSince}` : h.status;
+  status.dataset.status = nan && h.status === 'completed' ? 'completed-nan' : h.status;
+  // Two runs of one config share a name: when it started (and its id, on hover) tells them apart.
+  const started = h.startedAt !== undefined ? ` · started ${new Date(h.startedAt * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })}` : '';
+  $('run-target').textContent = `${h.target === 'local' ? 'this machine' : `on ${h.target}`}${started}`;
+  $('run-name').title = `run ${h.runId}`;
   $('run-step').textContent = h.step !== undefined ? `step ${h.step}${h.maxSteps ? ` / ${h.maxSteps}` : ''}` : 'no steps yet';
   $('run-loss').textContent = h.loss !== undefined ? `loss ${h.loss === null ? 'NaN' : h.loss.toFixed(4)}` : '';
   $('run-tokens').textContent = h.tokensSeen !== undefined ? `${formatCount(h.tokensSeen)} tokens` : '';
@@ -84,7 +89,11 @@ export function tick(): void {
   const h = current;
   if (!h) return;
   const now = Date.now() / 1000;
-  if (h.startedAt !== undefined) {
+  if (h.activeBefore !== undefined) {
+    // Running time only: a pause before "Continue training" or a Resume is not counted.
+    const running = h.runningSince !== undefined ? Math.max(0, now - h.runningSince) : 0;
+    $('run-elapsed').textContent = `${formatDuration(h.activeBefore + running)} elapsed`;
+  } else if (h.startedAt !== undefined) {
     const end = h.endedAt ?? now;
     $('run-elapsed').textContent = `${formatDuration(Math.max(0, end - h.startedAt))} elapsed`;
   } else $('run-elapsed').textContent = '';

@@ -1,16 +1,24 @@
 // The log tab, webview side: the run's stdout and stderr as the host follows them, each pane kept
 // scrolled to the end while the person has not scrolled up, and trimmed to its last MAX_CHARS.
-import type { LogStream } from '../../core/panels/dashboard-messages';
+import type { DashboardHeader, LogStream } from '../../core/panels/dashboard-messages';
 
 const MAX_CHARS = 1_000_000;
 
 export const LOG_TAB_HTML = `
   <div class="log-panes">
-    <section class="log-pane"><h2>stderr <span class="muted">(the runtime's messages, warnings and errors)</span></h2><div class="log-note muted" id="log-note-stderr"></div><pre id="log-stderr" class="log" tabindex="0">…</pre></section>
-    <section class="log-pane"><h2>stdout</h2><div class="log-note muted" id="log-note-stdout"></div><pre id="log-stdout" class="log" tabindex="0">…</pre></section>
+    <section class="log-pane"><h2>stderr <span class="muted" id="log-stderr-what"></span></h2><div class="log-note muted" id="log-note-stderr"></div><pre id="log-stderr" class="log" tabindex="0">…</pre></section>
+    <section class="log-pane"><h2>stdout <span class="muted" id="log-stdout-what"></span></h2><div class="log-note muted" id="log-note-stdout"></div><pre id="log-stdout" class="log" tabindex="0">…</pre></section>
   </div>`;
 
 const shown: Record<LogStream, string> = { stdout: '', stderr: '' };
+
+/** What each pane holds, in the words of the run's kind: the runtime's messages, or a person's script's. */
+export function describeLogs(kind: DashboardHeader['runKind']): void {
+  const what = document.getElementById('log-stderr-what');
+  if (what) what.textContent = kind === 'command' ? "(your command's warnings, errors and logging output; marked [rank N] when FSDP Studio started the ranks)" : kind === 'native' ? "(the runtime's messages, warnings and errors)" : '';
+  const out = document.getElementById('log-stdout-what');
+  if (out) out.textContent = kind === 'native' ? '(the runtime\'s events, one line each)' : kind === 'command' ? '(what your command prints)' : '';
+}
 
 export function appendLog(stream: LogStream, text: string, reset: boolean, note: string | undefined): void {
   const pre = document.getElementById(`log-${stream}`);

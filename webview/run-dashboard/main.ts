@@ -12,7 +12,7 @@ import { isXAxisMode, type XAxisMode } from '../../core/runs/x-axis';
 import { ChartCard } from '../shared/chart-card';
 import { connectToHost } from '../shared/vscode-api';
 import { header, HEADER_HTML, renderHeader, tick } from './header';
-import { appendLog, LOG_TAB_HTML, logText } from './log-tab';
+import { appendLog, describeLogs, LOG_TAB_HTML, logText } from './log-tab';
 import { ScalarTagsSection } from './scalar-tags';
 import './style.css';
 
@@ -143,6 +143,7 @@ function onFrame(frame: DashboardFrameMessage): void {
   last = frame;
   saveState();
   renderHeader(frame.header);
+  describeLogs(frame.header.runKind);
   // The connection line says "live" only while the run is: a frame saying it ended clears it now.
   renderConnection();
   $('points').textContent = `${frame.totalPoints.toLocaleString()} steps`;
@@ -236,7 +237,7 @@ Object.assign(window, {
     yAxis: (id: ChartId) => cards.get(id)?.chart.yAxis(),
     xTicks: (id: ChartId) => cards.get(id)?.chart.xTicks(),
     png: (id: ChartId) => cards.get(id)?.chart.png(),
-    charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, note: c.note, tooltip: c.tooltip, series: c.series.map((s) => ({ label: s.label, role: s.role })), markers: c.markers ?? [] })),
+    charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, note: c.note, tooltip: c.tooltip, empty: c.empty, series: c.series.map((s) => ({ label: s.label, role: s.role })), markers: c.markers ?? [] })),
     xAxis: () => last?.xAxis,
     timings: () => timings.slice(),
     header,

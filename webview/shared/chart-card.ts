@@ -23,6 +23,7 @@ export class ChartCard {
   readonly chart: StepChart;
   private readonly heading: HTMLElement;
   private readonly noteEl: HTMLElement;
+  private readonly emptyEl: HTMLElement;
   private note: string | undefined;
   private y: YOptions;
 
@@ -50,11 +51,17 @@ export class ChartCard {
       }),
     );
     head.append(this.heading, this.noteEl, tools);
-    this.element.append(head, this.chart.element);
+    this.emptyEl = document.createElement('p');
+    this.emptyEl.className = 'chart-empty muted';
+    this.emptyEl.hidden = true;
+    this.element.append(head, this.emptyEl, this.chart.element);
   }
 
-  update(frame: { series: ChartSeries[]; note?: string; tooltip?: string; markers?: ChartMarker[] }, range: XRange | null, xAxis: XAxisFrame): void {
+  update(frame: { series: ChartSeries[]; note?: string; tooltip?: string; markers?: ChartMarker[]; empty?: string }, range: XRange | null, xAxis: XAxisFrame): void {
     this.note = frame.note;
+    // An empty chart says why in words, in place of a blank plot.
+    this.emptyEl.textContent = frame.empty ?? '';
+    this.emptyEl.hidden = !frame.empty;
     this.noteEl.textContent = frame.note ?? '';
     const tip = [frame.note, frame.tooltip].filter(Boolean).join('\n');
     this.heading.title = tip;

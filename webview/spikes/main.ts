@@ -4,6 +4,7 @@
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import type { SpikeEntry, SpikeFrameMessage, SpikeFromWebview, SpikeState, SpikeToWebview } from '../../core/panels/spike-messages';
 import { ChartCard } from '../shared/chart-card';
+import { codeParagraph } from '../shared/code-text';
 import { connectToHost } from '../shared/vscode-api';
 import '../run-dashboard/style.css';
 import './style.css';
@@ -88,7 +89,7 @@ function renderDetail(s: SpikeEntry, m: SpikeFrameMessage): void {
     ...m.fixes.map((f) => {
       const row = el('div', undefined, 'fix');
       const text = el('div');
-      text.append(el('strong', f.title), el('p', f.detail));
+      text.append(el('strong', f.title), codeParagraph(f.detail));
       row.append(text);
       if (f.action) {
         const b = el('vscode-button', f.action) as HTMLElement;

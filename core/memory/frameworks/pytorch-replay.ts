@@ -30,9 +30,9 @@ export function cublasWorkspaceBytes(computeCapability: number | undefined): num
 /** cuBLASLt's workspace (CUBLASLT_WORKSPACE_SIZE default 1024 KiB), one per process. */
 export const CUBLASLT_WORKSPACE_BYTES = 1 * MiB;
 
-/** Replays model loading and `steps` optimizer steps of `input` into `sink`. */
-export function replayTraining(input: MemoryInput, sink: ReplaySink, steps: number): void {
-  new Replay(input, sink).run(steps);
+/** Replays model loading and up to `steps` optimizer steps of `input` into `sink`; `settled(step)` can end it after a step. */
+export function replayTraining(input: MemoryInput, sink: ReplaySink, steps: number, settled?: (step: number) => boolean): void {
+  new Replay(input, sink).run(steps, settled);
 }
 
 interface Unit {
@@ -94,7 +94,7 @@ class Replay implements TensorLog {
     if (id) this.sink.free(id);
   }
 
-  run(steps: number): void {
+  run(steps: number, settled?: (step: number) => boolean): void {
     this.sink.phase(0, 'setup');
     this.setup();
     for (let step = 1; step <= steps; step++) {
@@ -106,6 +106,7 @@ class Replay implements TensorLog {
       }
       this.sink.phase(step, 'optimizer');
       this.optimizerStep(step === 1);
+      if (settled?.(step)) break;
     }
   }
 

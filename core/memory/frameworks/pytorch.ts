@@ -6,8 +6,8 @@
 // phase's highest moment, torch.cuda.max_memory_allocated (blocks as the allocator hands them out)
 // and max_memory_reserved (the segments it had to cudaMalloc). Step 1 creates the optimizer state;
 // reserved memory can still grow in step 3 (what a segment holds after step 1 decides what step 2's
-// requests find free, and so on): three steps are replayed (the harness measures steps 2 and 3),
-// and MAX_STEPS when step 3 still reserved a new segment. The phase peaks are the last step's.
+// requests find free, and so on): steps are replayed until one from the third on reserves nothing
+// new (the harness measures steps 2 and 3), at most MAX_STEPS. The phase peaks are the last step's.
 import { CachingAllocator } from '../caching-allocator';
 import type { MemoryCategory, Phase } from '../memory-estimate';
 import { shardGroupSize, type MemoryInput } from '../memory-input';
@@ -22,13 +22,8 @@ export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const fsdp = input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
   const G = shardGroupSize(input);
   const terms = REPLAY_TERMS.map((t) => termInfo(t, input, fsdp, G));
-  let sink = new MeasuringSink(terms.length, input.device === 'cuda', MIN_STEPS);
-  replayTraining(input, sink, MIN_STEPS);
-  if (sink.grewInLastStep) {
-    // Still growing in step 3 (rare): replay long enough for the rest to settle, once.
-    sink = new MeasuringSink(terms.length, true, MAX_STEPS);
-    replayTraining(input, sink, MAX_STEPS);
-  }
+  const sink = new MeasuringSink(terms.length, input.device === 'cuda');
+  replayTraining(input, sink, MAX_STEPS, (step) => step >= MIN_STEPS && !sink.grewInStep);
   const notes: string[] = [];
   if (fsdp) notes.push('FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward');
   if (input.offload.optimizer && !fsdp) notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');
@@ -87,9 +82,9 @@ class MeasuringSink implements ReplaySink {
   private measuring = false;
   private step = 0;
   private phaseNow: ReplayPhase = 'setup';
-  private reservedBeforeLastStep = 0;
+  private reservedAtStepStart = 0;
 
-  constructor(termCount: number, cuda: boolean, private readonly steps: number) {
+  constructor(termCount: number, cuda: boolean) {
     this.allocator = cuda ? new CachingAllocator() : undefined;
     this.live = new Array<number>(termCount).fill(0);
     const empty = () => ({ allocated: -1, bytes: new Array<number>(termCount).fill(0) });
@@ -128,18 +123,28 @@ class MeasuringSink implements ReplaySink {
     this.allocator?.free(id);
   }
 
-  /** Whether the last replayed step reserved a new segment (reserved memory is not yet steady). */
-  get grewInLastStep(): boolean {
-    return !!this.allocator && this.allocator.reserved > this.reservedBeforeLastStep;
+  /** Whether the step replayed so far reserved a new segment (reserved memory is not yet steady). */
+  get grewInStep(): boolean {
+    return !!this.allocator && this.allocator.reserved > this.reservedAtStepStart;
   }
 
   phase(step: number, phase: ReplayPhase): void {
     // The allocated peak from step 2 (as the harness resets its counters); reserved memory from the start.
     if (step === 2 && this.step !== 2) this.allocator?.resetPeaks();
-    if (step === this.steps && this.step !== step) this.reservedBeforeLastStep = this.allocator?.reserved ?? 0;
+    if (step !== this.step) {
+      this.reservedAtStepStart = this.allocator?.reserved ?? 0;
+      // Each step from the second measures afresh: the last one replayed gives the phase peaks and moments.
+      if (step >= 2) {
+        for (const b of Object.values(this.best)) {
+          b.allocated = -1;
+          b.bytes.fill(0);
+        }
+        this.totals.length = 0;
+      }
+    }
     this.step = step;
     this.phaseNow = phase;
-    this.measuring = step === this.steps && phase !== 'setup';
+    this.measuring = step >= 2 && phase !== 'setup';
     // A phase starts where the last ended: its first moment is what is already live.
     if (this.measuring) this.moment();
   }

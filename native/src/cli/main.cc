@@ -16,6 +16,15 @@
 //                                             and checks every collective's result (JSON)
 //   fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR
 //                                             a sharded checkpoint as one full one (OUT_DIR/step-N)
+//   fsdp-train-native --export-hf CONFIG.json CHECKPOINT OUT_DIR
+//                                             a checkpoint (any world size) as a Hugging Face GPT-2
+//                                             folder: config.json + model.safetensors
+//   fsdp-train-native --import-hf CONFIG.json HF_DIR CHECKPOINT_DIR
+//                                             a Hugging Face GPT-2 folder as the step-0 checkpoint
+//                                             of a run of CONFIG (CHECKPOINT_DIR/step-00000000)
+//   fsdp-train-native --logits CONFIG.json CHECKPOINT
+//                                             the model's logits for the token ids on standard
+//                                             input ([[ids of a sequence], ...], JSON) as JSON
 //   fsdp-train-native --lock-run-folder FD PID  whether the run folder is free (run_folder/run_folder_lock.h)
 //
 // Several processes: mpirun -n N fsdp-train-native --config … (or srun), with launch.nproc_per_node
@@ -39,10 +48,13 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/hf_gpt2.h"
 #include "config/load.h"
 #include "validation/validate.h"
 #include "backend/backend.h"
 #include "memory/memory_plan.h"
+#include "model/gpt.h"
+#include "parallel/replicated_state.h"
 #include "parallel/allreduce_check.h"
 #include "backend/device_probe.h"
 #include "backend/peak_flops.h"
@@ -52,6 +64,7 @@
 #include "runtime/threads.h"
 #include "run_folder/run_folder_lock.h"
 #include "train/trainer.h"
+#include "train/trainer_state.h"
 #ifdef FSDP_MPI_BUILT
 #include "parallel/mpi/mpi_collectives.h"
 #endif
@@ -63,7 +76,9 @@ constexpr int kExitConfig = 2;
 int usage() {
   std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N] | --peak-cache-key THREADS | --allreduce-check\n"
                "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] [--peak-flops FLOPS]\n"
-               "       fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR\n";
+               "       fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR\n"
+               "       fsdp-train-native --export-hf CONFIG.json CHECKPOINT OUT_DIR | --import-hf CONFIG.json HF_DIR CHECKPOINT_DIR\n"
+               "       fsdp-train-native --logits CONFIG.json CHECKPOINT < TOKENS.json\n";
   return kExitConfig;
 }
 
@@ -92,7 +107,7 @@ int print_probe() {
 
 // What this build can do, so the editor can tell a partial build from a missing one.
 int print_version() {
-  nlohmann::json capabilities = {"probe", "check", "plan", "train", "export-checkpoint"};
+  nlohmann::json capabilities = {"probe", "check", "plan", "train", "export-checkpoint", "export-hf", "import-hf", "logits"};
 #ifdef FSDP_MPI_BUILT
   capabilities.push_back("mpi");
   capabilities.push_back("allreduce-check");
@@ -269,6 +284,69 @@ int export_checkpoint(const std::string& from, const std::string& to) {
   }
 }
 
+/** The config's model, for the Hugging Face commands: its data files need not exist here. */
+bool load_model_config(const std::string& path, fsdp::RunConfig& config) { return load_config(path, false, config); }
+
+int export_hf(const std::string& config_path, const std::string& checkpoint, const std::string& out_dir) {
+  fsdp::RunConfig config;
+  if (!load_model_config(config_path, config)) return kExitConfig;
+  try {
+    fsdp::export_hf_gpt2(checkpoint, config.model, out_dir);
+    std::cout << nlohmann::json{{"path", out_dir}, {"config", fsdp::hf_gpt2_config(config.model)}}.dump() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int import_hf(const std::string& config_path, const std::string& hf_dir, const std::string& checkpoint_dir) {
+  fsdp::RunConfig config;
+  if (!load_model_config(config_path, config)) return kExitConfig;
+  try {
+    // The state of a run before its first step: it starts from the imported weights.
+    const fsdp::TrainerState fresh(config.stability.spike_zscore, config.stability.spike_window);
+    const fsdp::SavedCheckpoint c = fsdp::import_hf_gpt2(hf_dir, config.model, fresh.to_json(), checkpoint_dir);
+    std::cout << nlohmann::json{{"path", c.path}, {"step", c.step}, {"bytes", c.bytes}}.dump() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+/** Logits of the checkpoint's model (float32, one process) for sequences of token ids read as JSON from standard input. */
+int print_logits(const std::string& config_path, const std::string& checkpoint) {
+  fsdp::RunConfig config;
+  if (!load_model_config(config_path, config)) return kExitConfig;
+  try {
+    const nlohmann::json rows = nlohmann::json::parse(std::cin);
+    const long B = static_cast<long>(rows.size());
+    const long T = B > 0 && rows[0].is_array() ? static_cast<long>(rows[0].size()) : 0;
+    if (B == 0 || T == 0 || T > config.model.max_seq_len) throw std::runtime_error("standard input: expected [[token ids], ...] of equal lengths from 1 to model.max_seq_len (" + std::to_string(config.model.max_seq_len) + ")");
+    std::vector<std::int32_t> inputs, targets(static_cast<std::size_t>(B * T), 0);
+    for (const auto& row : rows) {
+      if (!row.is_array() || static_cast<long>(row.size()) != T) throw std::runtime_error("standard input: every sequence must hold " + std::to_string(T) + " token ids");
+      for (const auto& id : row) {
+        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() >= config.model.vocab_size) throw std::runtime_error("standard input: " + id.dump() + " is not a token id below model.vocab_size");
+        inputs.push_back(id.get<std::int32_t>());
+      }
+    }
+    const fsdp::ParamLayout layout = fsdp::ParamLayout::of(fsdp::ModelShape::of(config.model));
+    const std::unique_ptr<fsdp::Backend> be = fsdp::make_backend("cpu");
+    fsdp::ReplicatedState state(*be, layout, /*with_optimizer_state=*/true);
+    fsdp::load_checkpoint(checkpoint, layout, state);
+    fsdp::Gpt gpt(*be, layout, state, 0.0f, fsdp::ActivationPolicy::none(static_cast<int>(layout.shape.L)));
+    std::vector<float> logits(static_cast<std::size_t>(B * T * layout.shape.V));
+    gpt.evaluate({inputs.data(), targets.data(), B, T}, logits.data());
+    std::cout << nlohmann::json{{"shape", {B, T, layout.shape.V}}, {"logits", logits}}.dump() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp-train-native: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 /**
  * For fsdp-train, before it writes a run folder: locks the lock file it opened and passed as `fd`
  * on behalf of `holder_pid` (the lock belongs to the open file, which fsdp-train keeps for the
@@ -302,6 +380,9 @@ int main(int argc, char** argv) {
   if (cmd == "--peak-cache-key" && argc == 3) return print_peak_cache_key(std::atoi(argv[2]));
   if (cmd == "--allreduce-check" && argc == 2) return allreduce_check(argc, argv);
   if (cmd == "--export-checkpoint" && argc == 4) return export_checkpoint(argv[2], argv[3]);
+  if (cmd == "--export-hf" && argc == 5) return export_hf(argv[2], argv[3], argv[4]);
+  if (cmd == "--import-hf" && argc == 5) return import_hf(argv[2], argv[3], argv[4]);
+  if (cmd == "--logits" && argc == 4) return print_logits(argv[2], argv[3]);
   if (cmd == "--lock-run-folder" && argc == 4) return lock_run_folder(std::atoi(argv[2]), std::atoi(argv[3]));
   if (cmd == "--config" || cmd == "--run-dir") return train(argc, argv);
   return usage();

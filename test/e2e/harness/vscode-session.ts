@@ -233,6 +233,19 @@ export class VsCodeSession {
     return (await toast.locator('.notification-list-item-message').first().textContent()) ?? '';
   }
 
+  /** Picks a colour theme by its label ("Dark Modern", "Light High Contrast") with "Preferences: Color Theme", as a person does. */
+  async setColorTheme(label: string): Promise<void> {
+    await this.runCommand('Preferences: Color Theme');
+    const input = this.page.locator('.quick-input-widget input');
+    await input.fill(label);
+    const rows = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+    await rows.first().waitFor({ timeout: 20_000 });
+    const names = await rows.locator('.label-name').allInnerTexts();
+    const i = names.findIndex((n) => n.trim() === label);
+    if (i < 0) throw new Error(`no colour theme "${label}" among ${names.join(' | ')}`);
+    await rows.nth(i).click();
+  }
+
   /** Copies VS Code's logs (extension hosts, output channels) to test-output/e2e/<name>/, for failure reports. */
   saveLogs(name: string): string {
     const dest = path.join(E2E_OUTPUT, name);
