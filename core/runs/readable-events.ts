@@ -1,5 +1,5 @@
 // A metrics event as a line a person reads: the native runtime echoes every event of metrics.jsonl
-// to its stdout as JSON, which the Log tab shows as "step 12  loss 3.4521  lr 3.0e-4 …" instead.
+// to its stdout as JSON, which the Log tab shows as "step 12  loss 3.4521  lr 3.00e-4 …" instead.
 import { checkMetricsEvent, type MetricsEvent } from '../protocol/metrics';
 import { formatCount, roundForDisplay } from './number-format';
 import { describeAnomaly, formatBytes } from './run-history';
@@ -28,7 +28,9 @@ export function describeEvent(e: MetricsEvent): string {
     }
     case 'step': {
       const rank = e.rank !== undefined ? ` [rank ${e.rank}]` : '';
-      const parts = [`step ${e.step}${rank}`, `loss ${n(e.loss)}`, `lr ${n(e.lr, 3)}`, `grad norm ${n(e.grad_norm, 3)}`, `${formatCount(e.tokens_per_s)} tok/s`, `${n(e.step_ms, 4)} ms`];
+      // Fixed decimals: the columns of consecutive steps line up.
+      const fixed = (v: number | null | undefined, f: (x: number) => string) => (v === null || v === undefined || !Number.isFinite(v) ? 'NaN' : f(v));
+      const parts = [`step ${e.step}${rank}`, `loss ${fixed(e.loss, (x) => x.toFixed(4))}`, `lr ${fixed(e.lr, (x) => x.toExponential(2))}`, `grad norm ${fixed(e.grad_norm, (x) => x.toFixed(3))}`, `${formatCount(e.tokens_per_s)} tok/s`, `${fixed(e.step_ms, (x) => x.toFixed(1))} ms`];
       if (e.mfu !== undefined && e.mfu !== null) parts.push(`MFU ${(e.mfu * 100).toFixed(1)}%`);
       parts.push(`mem ${formatBytes(e.mem_peak)}`);
       if (e.skipped) parts.push('update skipped');

@@ -24,9 +24,16 @@ export async function setup(purpose, { codeServer = purpose === 'test', log = co
   const { buildNative } = await import('./native.mjs');
   buildNative({ log });
   ensureSampleData(log);
-  if (purpose === 'test') {
-    const { ensurePythonEnv } = await import('./python-env.mjs');
-    ensurePythonEnv({ log });
+  const { ensurePythonEnv } = await import('./python-env.mjs');
+  if (purpose === 'test') ensurePythonEnv({ log });
+  else {
+    // npm start: the PyTorch sample (samples/fsdp2-torchrun.fsdp-launch.yaml) runs with it; the rest of
+    // the editor does not need it, so a machine without Python 3.11 still starts.
+    try {
+      ensurePythonEnv({ log });
+    } catch (e) {
+      log(`note: ${e.message}; samples/fsdp2-torchrun.fsdp-launch.yaml will not run until .venv exists`);
+    }
   }
   if (codeServer) {
     const { ensureCodeServer } = await import('./code-server.mjs');

@@ -128,7 +128,10 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
   });
 
   it('on this machine: palette launch, the loss and every tag on the dashboard, reload, Stop (every rank), Resume, and the NaN named by module', async () => {
-    spec(workspace, 'ddp', ['--nan-step', '36', '--nan-rank', '1']);
+    // The run waits after step 10 while this file exists, so Stop finds it running however slow the reload is.
+    const hold = path.join(workspace, 'hold-ddp');
+    writeFileSync(hold, '');
+    spec(workspace, 'ddp', ['--nan-step', '36', '--nan-rank', '1', '--hold-at', '10', '--hold-while', hold]);
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('ddp.fsdp-launch.yaml');
     const first = await until('the run to report steps', header, (h) => !!h.runId && (h.step ?? 0) >= 3, 180_000);
@@ -149,6 +152,7 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-stop').click();
     const stopped = await until('the run to stop', header, (h) => h.status === 'stopped', 120_000);
     assert.ok(stopped.canResume);
+    rmSync(hold);
     const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
     const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
     assert.ok(at, out);
@@ -168,6 +172,15 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
 
     assert.deepEqual(await nanWhere('ddp'), { layer: 'blocks.1.mlp', phase: 'forward', op: 'Mlp' });
     assert.match(await vscode.inWebview<string>(`document.querySelector('tr.highlight')?.textContent`, 30_000), /blocks\.1\.mlp/);
+    // The advice speaks about the person's script in PyTorch's words, and nothing offers to edit a file.
+    const fixes = await vscode.inWebview<Array<{ text: string; buttons: number }>>(
+      `(() => { const f = [...document.querySelectorAll('.fix')].map((r) => ({ text: r.textContent, buttons: r.querySelectorAll('vscode-button').length })); return f.length ? f : undefined; })()`,
+      30_000,
+    );
+    assert.deepEqual(fixes.map((f) => f.buttons), fixes.map(() => 0), 'no fix edits a file of a script run');
+    const advice = fixes.map((f) => f.text).join('\n');
+    assert.match(advice, /torch\.nn\.utils\.clip_grad_norm_\(model\.parameters\(\), 1\.0\) in train\.py/);
+    assert.doesNotMatch(advice, /max_grad_norm|training\.|prepare-data/);
     await vscode.screenshot('launch-command-nan');
   });
 

@@ -10,6 +10,10 @@ forward on one rank at one step, so that the NaN view can be checked to name tha
 
     python3 ddp_train.py --steps 200 [--step-sleep 0.05] [--checkpoint DIR] [--save-every 20]
         [--nan-step K --nan-rank R --nan-module blocks.1.mlp] [--on-nan report|raise]
+        [--hold-at N --hold-while FILE]
+
+--hold-at/--hold-while: after step N every rank waits while FILE exists (a stop signal ends the
+wait), so a test can act on a run that is certainly still running however loaded the machine is.
 """
 import argparse
 import math
@@ -130,6 +134,8 @@ def main():
     p.add_argument("--nan-rank", type=int, default=0)
     p.add_argument("--nan-module", default="blocks.1.mlp")
     p.add_argument("--on-nan", default="report")
+    p.add_argument("--hold-at", type=int, default=0)
+    p.add_argument("--hold-while", default=None)
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -192,6 +198,9 @@ def main():
                 ex, ey = batch(10**6 + step, 0, 16)
                 fsdp_studio.log(step, {"eval/loss": F.cross_entropy(model(ex).reshape(-1, VOCAB), ey.reshape(-1))})
                 model.train()
+        if args.hold_while and step >= args.hold_at:
+            while not stop and os.path.exists(args.hold_while):
+                time.sleep(0.1)
         # Every rank stops after the same step: a stop signal seen by any is seen by all.
         flag = torch.tensor([1.0 if stop else 0.0])
         if world > 1:

@@ -85,7 +85,7 @@ describe('run output tail (the Log tab)', () => {
       assert.deepEqual(text().trimEnd().split('\n'), [
         'fsdp-train: plain words stay',
         'run r1 started: 2 ranks, 124.00M parameters',
-        'step 12  loss 3.452  lr 3.0e-4  grad norm 0.912  12.3K tok/s  45.2 ms  MFU 30.0%  mem 3.0 MiB',
+        'step 12  loss 3.4521  lr 3.00e-4  grad norm 0.912  12.3K tok/s  45.2 ms  MFU 30.0%  mem 3.0 MiB',
         'checkpoint of step 12 saved: checkpoints/step-12 (2.0 MiB)',
         'run completed at step 12',
         '{"not": "an event"}',

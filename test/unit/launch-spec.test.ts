@@ -73,4 +73,16 @@ describe('launch specs', () => {
     assert.match(check('command: python3 missing.py\n').join('\n'), /0:warning:command: missing\.py is not in \./);
     assert.deepEqual(check('command: python3 train.py\ntarget: gpu-box\ncwd: ~/code\n'), [], 'a remote script is not looked for here');
   });
+  it('the PyTorch 2 sample (samples/fsdp2-torchrun.fsdp-launch.yaml) loads with no problem: torchrun from .venv, 2 ranks, its script and TensorBoard folder in samples/', () => {
+    const samples = path.join(__dirname, '..', '..', 'samples');
+    const file = path.join(samples, 'fsdp2-torchrun.fsdp-launch.yaml');
+    const { spec, problems } = loadLaunchSpec(readFileSync(file, 'utf8'), file, read);
+    assert.deepEqual(problems, []);
+    assert.equal(spec!.command.argv[0], '../.venv/bin/torchrun');
+    assert.equal(spec!.worldSize, 2);
+    assert.equal(spec!.cwd, samples);
+    assert.equal(spec!.tensorboard, path.join(samples, 'runs-tb', 'fsdp2'));
+    const script = spec!.command.argv.find((a) => a.endsWith('.py'))!;
+    assert.ok(readFileSync(path.join(samples, script), 'utf8').includes('fully_shard'), script);
+  });
 });

@@ -11,6 +11,12 @@ import type { CodeAction, CodeLens, CompletionItem, CompletionList, Diagnostic, 
 
 export const repoRoot = path.resolve(__dirname, '../../..');
 const SERVER = path.join(repoRoot, 'dist', 'language-server.js');
+/**
+ * How long a test waits for the server's diagnostics: a bound for a server that never answers, not a
+ * speed check. The first check of a run config runs the native runtime's validation and the memory
+ * plan, which took over 10 s on this shared 2-core machine under load (memory-hints failed so).
+ */
+const DIAGNOSTICS_WAIT_MS = 40_000;
 
 export interface ServerSession {
   settings?: Record<string, unknown>;
@@ -64,7 +70,7 @@ export class LanguageServerClient {
   }
 
   /** Opens a document and returns the diagnostics the server publishes for it (within timeoutMs). */
-  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : uri.endsWith('.toml') ? 'toml' : 'yaml', timeoutMs = 10_000): Promise<Diagnostic[]> {
+  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : uri.endsWith('.toml') ? 'toml' : 'yaml', timeoutMs = DIAGNOSTICS_WAIT_MS): Promise<Diagnostic[]> {
     this.versions.set(uri, 1);
     const done = this.nextDiagnostics(uri, 1, timeoutMs);
     await this.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
@@ -117,7 +123,7 @@ export class LanguageServerClient {
     if (this.child.exitCode === null) this.child.kill();
   }
 
-  private nextDiagnostics(uri: string, version: number, timeoutMs = 10_000): Promise<Diagnostic[]> {
+  private nextDiagnostics(uri: string, version: number, timeoutMs = DIAGNOSTICS_WAIT_MS): Promise<Diagnostic[]> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no diagnostics for ${uri} version ${version} within ${timeoutMs / 1000} s${this.exited ? `; ${this.exited}` : ''}`)), timeoutMs);
       this.waiters.push({ uri, version, resolve: (d) => (clearTimeout(timer), resolve(d)) });
