@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
-import { GRACEFUL_STOP_SIGNAL, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../runs/launch/mpirun';
+import { GRACEFUL_STOP_SIGNAL, LAUNCHER_ENV, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../runs/launch/mpirun';
 import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../runs/folder/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
@@ -271,6 +271,11 @@ function runtimeEnv(): NodeJS.ProcessEnv {
   return { ...process.env, OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive' };
 }
 
+/** What tells the trainer who launched it (native/src/cli/main.cc, launcher_pid): this process. */
+function launcherEnv(): Record<(typeof LAUNCHER_ENV)[number], string> {
+  return { FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname(), FSDP_LAUNCHER_NAME: 'fsdp-train' };
+}
+
 /** The signal that aborted the run (a second SIGINT or SIGTERM), for run.json's reason. */
 let abortedBy: NodeJS.Signals | undefined;
 
@@ -282,7 +287,7 @@ let abortedBy: NodeJS.Signals | undefined;
  */
 function runNative(native: string, argv: string[], opts: { stdin?: string; watched?: boolean; quiet?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
-    const env = opts.watched ? { ...runtimeEnv(), FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname() } : runtimeEnv();
+    const env = opts.watched ? { ...runtimeEnv(), ...launcherEnv() } : runtimeEnv();
     const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', opts.quiet ? 'ignore' : 'inherit', 'inherit'], env });
     if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
     let stopSignal: NodeJS.Signals | undefined;
@@ -319,8 +324,8 @@ function runNative(native: string, argv: string[], opts: { stdin?: string; watch
  * The ranks watch this process (FSDP_LAUNCHER_PID) and end the job if it is killed outright.
  */
 function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number> {
-  const env = { ...runtimeEnv(), FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname() };
-  const argv = mpirunArgv(runWorld(config), nativeArgv, { asRoot: process.getuid?.() === 0, exported: ['OMP_WAIT_POLICY', 'FSDP_LAUNCHER_PID', 'FSDP_LAUNCHER_HOST'] });
+  const env = { ...runtimeEnv(), ...launcherEnv() };
+  const argv = mpirunArgv(runWorld(config), nativeArgv, { asRoot: process.getuid?.() === 0, exported: ['OMP_WAIT_POLICY', ...LAUNCHER_ENV] });
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'], env, detached: true });
     let stopSignal: NodeJS.Signals | undefined;

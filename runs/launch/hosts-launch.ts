@@ -4,7 +4,7 @@
 // host, detached there as an SSH run is: the run lives on the first host, and is watched, stopped
 // (SIGUSR1 to mpirun, which forwards it to every rank on every host) and resumed as one.
 import { spawnSync } from 'node:child_process';
-import { mpirunArgv, runWorld } from './mpirun';
+import { LAUNCHER_ENV, mpirunArgv, runWorld } from './mpirun';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import { newRunId } from '../folder/run-folder';
@@ -62,7 +62,7 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
   }
   const argv = mpirunArgv(world, [binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])], {
     asRoot: process.getuid?.() === 0,
-    exported: ['OMP_WAIT_POLICY'],
+    exported: ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
     hosts: names,
   });
   progress(`starting ${world.nnodes * world.nprocPerNode} ranks on ${aliases.join(', ')} from ${aliases[0]}…`);

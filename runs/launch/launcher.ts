@@ -4,7 +4,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
-import { mpirunArgv, runWorld, worldSizeOf } from './mpirun';
+import { LAUNCHER_ENV, mpirunArgv, runWorld, worldSizeOf } from './mpirun';
 import { newRunId, startingManifest } from '../folder/run-folder';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { RemoteRuntimeInstaller } from '../runtime/remote-runtime';
@@ -91,7 +91,7 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
       timeoutMs: 60_000,
     });
   }
-  const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])], ['OMP_WAIT_POLICY']);
+  const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])], ['OMP_WAIT_POLICY', ...LAUNCHER_ENV]);
   progress(`starting the run on ${machine.target}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
   // Passive OpenMP waiting: spinning idle threads slow a run down on a host's shared cores.

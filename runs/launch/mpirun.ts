@@ -37,6 +37,12 @@ export function runWorld(config: Pick<ResolvedRunConfig, 'launch'>): MpirunWorld
 export const GRACEFUL_STOP_SIGNAL = 'SIGUSR1';
 
 /**
+ * Who launched a run, for its rank 0 to watch (native/src/cli/main.cc, launcher_pid): set by
+ * fsdp-train and by the editor's detached start, and passed through mpirun to every rank.
+ */
+export const LAUNCHER_ENV = ['FSDP_LAUNCHER_PID', 'FSDP_LAUNCHER_HOST', 'FSDP_LAUNCHER_NAME'] as const;
+
+/**
  * The signal that stops a run started by `command` after its current step, with a checkpoint:
  * mpirun forwards only SIGUSR1 to the ranks without aborting them; fsdp-train and a lone runtime
  * take SIGTERM.

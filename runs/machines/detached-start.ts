@@ -19,6 +19,9 @@ export const START_SCRIPT = [
   'printf %s "$1" "$$" "$2" "$$" "$3" "${t:-0}" "$4" "$b" "$5" > "$6.tmp" && mv -f "$6.tmp" "$6" || exit 97',
   `${RUN_MARK_ENV}=$7; export ${RUN_MARK_ENV}`,
   'shift 7',
+  // The process exec'd below leads the run: the native trainer watches it (when it is mpirun or
+  // fsdp-train) and ends the run, saying so, if it is killed (native/FORMATS.md).
+  'FSDP_LAUNCHER_PID=$$ FSDP_LAUNCHER_HOST=$(uname -n) FSDP_LAUNCHER_NAME=${1##*/}; export FSDP_LAUNCHER_PID FSDP_LAUNCHER_HOST FSDP_LAUNCHER_NAME',
   'exec "$@"',
 ].join('\n');
 

@@ -4,18 +4,23 @@
 //   Before, the lock went with it while fsdp-train-native trained on, a second `--resume auto` was
 //   accepted and the two trainers destroyed each other's checkpoints. Now the trainer holds the lock
 //   (a second trainer is refused, naming it), and ends the run itself, saying why.
+// - A native run led by mpirun (an SSH host, several hosts): SIGKILL mpirun. Rank 0 ends the run,
+//   saying why, and takes the other ranks on its host with it.
 // - A person's command: SIGKILL the supervisor. Before, silent ranks ran on to the end and run.json
 //   said "running" for ever. Now every process of the run dies with it (ranks and what they
 //   started), and run.json and metrics.jsonl say it failed, and why.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
+import { withMpirun } from '../../runs/launch/launcher';
+import { LAUNCHER_ENV } from '../../runs/launch/mpirun';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
+import { sampleRunConfig } from '../harness/sample-run-config';
 import { until } from '../harness/until';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
@@ -111,6 +116,30 @@ describe('one owner per run (real processes)', function () {
     assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${started.pid}, fsdp-train\\) is gone`));
     assert.deepEqual(events(runDir).filter((e) => e.type === 'run_start').length, 1, 'one trainer wrote this run');
     assert.deepEqual(markedProcesses(runId), [], 'nothing of the run is left');
+  });
+
+  it('mpirun killed outright (a run on an SSH host or across hosts): rank 0 ends the run saying why, and no rank outlives it', async () => {
+    const runDir = path.join(tmp, 'mpi-20261126-000000-abcd');
+    const runId = path.basename(runDir);
+    mkdirSync(runDir);
+    const { config } = sampleRunConfig(tmp, { name: 'two-ranks', steps: 100_000, sharding: 'FULL_SHARD', launch: (text) => text.replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2') });
+    writeFileSync(path.join(runDir, 'config.json'), JSON.stringify(config));
+    // As launchRemote starts it on a host: mpirun around the runtime, led by the detached start.
+    const argv = withMpirun(config, [NATIVE, '--config', path.join(runDir, 'config.json'), '--run-dir', runDir], ['OMP_WAIT_POLICY', ...LAUNCHER_ENV]);
+    assert.equal(argv[0], 'mpirun');
+    const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 2 }, host: os.hostname(), target: 'local', command: argv };
+    const started = await local.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });
+    cleanup.push(started.pgid);
+    await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
+    const ranks = markedProcesses(runId).filter((p) => p !== started.pid && readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native'));
+    assert.equal(ranks.length, 2, `two ranks carry the run's mark: ${ranks}`);
+
+    process.kill(started.pid, 'SIGKILL');
+    await until('every rank gone', () => ranks.every((p) => !alive(p)), 60_000);
+    const ended = manifestOf(runDir)!;
+    assert.equal(ended.status, 'failed');
+    assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${started.pid}, mpirun\\) is gone`));
+    assert.deepEqual(events(runDir).filter((e) => e.type === 'run_end').map((e) => e.status), ['failed']);
   });
 
   for (const [what, command] of [

@@ -204,12 +204,22 @@ Job join_job(int* argc, char*** argv) {
   return job;
 }
 
-/** The launcher that started this job (fsdp-train sets it), when it runs on this host. */
+/**
+ * The launcher that started this job, when it runs on this host and is not this process: fsdp-train,
+ * or what the editor's detached start exec'd (mpirun on an SSH host or across hosts). Rank 0
+ * watches it and ends the run, saying so, when it is killed (native/FORMATS.md, "the run's owner").
+ */
 int launcher_pid() {
   const char* pid = std::getenv("FSDP_LAUNCHER_PID");
   const char* host = std::getenv("FSDP_LAUNCHER_HOST");
   if (!pid || !host || fsdp::host_name() != host) return 0;
-  return std::atoi(pid);
+  const int launcher = std::atoi(pid);
+  return launcher == ::getpid() ? 0 : launcher;
+}
+
+std::string launcher_name() {
+  const char* name = std::getenv("FSDP_LAUNCHER_NAME");
+  return name && *name ? name : "its launcher";
 }
 
 int train(int argc, char** argv) {
@@ -248,7 +258,10 @@ int train(int argc, char** argv) {
   options.peak_flops = peak_flops;
   options.stop = &g_stop_signal;
   options.world = job.world.get();
-  if (rank0) options.launcher_pid = launcher_pid();
+  if (rank0) {
+    options.launcher_pid = launcher_pid();
+    options.launcher_name = launcher_name();
+  }
   try {
     fsdp::Trainer trainer(config, options);
     const fsdp::RunResult r = trainer.run();

@@ -21,17 +21,18 @@ namespace fsdp {
 /** Every rank's record, in rank order, on every rank (a collective). */
 std::vector<JobRank> gather_job(Collectives& world, Backend& backend);
 
-/** What rank 0 can watch: the other ranks on its own host, and the launcher when launcher_pid > 0. */
-std::vector<WatchedProcess> watchable(const std::vector<JobRank>& ranks, int launcher_pid);
+/** What rank 0 can watch: the other ranks on its own host, and the launcher (named launcher_name) when launcher_pid > 0. */
+std::vector<WatchedProcess> watchable(const std::vector<JobRank>& ranks, int launcher_pid, const std::string& launcher_name);
 
 class JobWatch {
  public:
   /**
    * Starts watching; when a process is gone, writes run_end (failed, naming it) to the folder and
-   * stderr and exits the process at once (its main thread may be blocked in a collective forever;
-   * mpirun then stops the other ranks).
+   * stderr, kills the other ranks on this host (`local_ranks`: no rank outlives the job, even when
+   * what is gone is mpirun, which would have stopped them) and exits the process at once (its main
+   * thread may be blocked in a collective forever).
    */
-  JobWatch(RunFolder& folder, std::vector<WatchedProcess> watched);
+  JobWatch(RunFolder& folder, std::vector<WatchedProcess> watched, std::vector<int> local_ranks);
   ~JobWatch();
 
   /** The step the run has completed, for the run_end the watch may write. */

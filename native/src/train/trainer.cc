@@ -241,10 +241,12 @@ void Trainer::write_run_start(const std::string& resumed_from) {
   }
   if (rank0() && !watch_) {
     // Rank 0 watches the ranks it can see (those on its own host) and the job's launcher.
-    std::vector<WatchedProcess> watched = watchable(ranks, options_.launcher_pid);
-    std::vector<int> pids;
+    std::vector<WatchedProcess> watched = watchable(ranks, options_.launcher_pid, options_.launcher_name);
+    std::vector<int> pids, local_ranks;
     for (const auto& w : watched) pids.push_back(w.pid);
-    watch_ = std::make_unique<JobWatch>(*folder_, std::move(watched));
+    for (const auto& r : ranks)
+      if (r.rank != 0 && r.host == ranks[0].host) local_ranks.push_back(r.pid);
+    watch_ = std::make_unique<JobWatch>(*folder_, std::move(watched), std::move(local_ranks));
     watch_->at_step(st_.step);
     folder_->add_pids(pids);
   }

@@ -46,7 +46,8 @@ struct TrainerOptions {
   bool echo_metrics = true;       // also write events to standard output (rank 0)
   const std::atomic<int>* stop = nullptr;  // set (to the signal number) to stop after the current step
   Collectives* world = nullptr;   // the job's ranks (started by mpirun or srun); null: one process
-  int launcher_pid = 0;           // the process that started the job (fsdp-train), watched by rank 0; 0: none
+  int launcher_pid = 0;           // the process that started the job (fsdp-train, mpirun), watched by rank 0; 0: none
+  std::string launcher_name = "its launcher";  // how a refusal names it (FSDP_LAUNCHER_NAME)
 };
 
 struct RunResult {
