@@ -122,9 +122,10 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
     assert.equal(entry.measured, measured, 'raising keeps the measurement date: the week still counts from it');
     assert.ok(entry.raised_from! >= 1000 && entry.raised_from! < entry.flops, `raised from ${entry.raised_from}: the planted peak or an earlier step's`);
     assert.match(entry.raised_by ?? '', /^run \S+ at step \d+$/);
-    // The next run takes the raised peak and says what raised it.
+    // The next run starts from the raised peak and says what raised it (run_start is written before
+    // its own steps, which may raise the peak again when this run goes faster: the load varies).
     const next = await run('after');
-    assert.equal(next.start.peak_flops, Math.max(entry.flops, ...next.steps.map((s) => s.peak_flops ?? 0)));
+    assert.equal(next.start.peak_flops, entry.flops);
     assert.match(next.start.peak_source ?? '', /, raised by run \S+ at step \d+, cached in /);
   });
 
