@@ -116,7 +116,7 @@ function table(file: string, read: ConfigMemoryInput, e: MemoryEstimate): string
   const width = Math.max(...cells.map((c) => c.length)) + 2;
   const fmt = (b: number) => text(b).padStart(width);
   const per = unitOf(e);
-  const who = { 'fsdp-studio': 'FSDP Studio runtime', pytorch: i.strategy === 'NO_SHARD' ? 'PyTorch DDP' : 'PyTorch FSDP', deepspeed: 'DeepSpeed ZeRO' }[i.framework];
+  const who = { 'fsdp-studio': 'FSDP Studio runtime', pytorch: i.strategy === 'NO_SHARD' ? 'PyTorch DDP' : 'PyTorch FSDP', deepspeed: 'DeepSpeed ZeRO', torchtitan: 'torchtitan (N-D parallel)' }[i.framework];
   const origin = read.model && read.kind !== 'run-config' ? ` (${read.model.assumed ? 'assumed' : read.model.from}${read.model.namedBy ? `, named by ${read.model.namedBy}` : ''})` : '';
   const lines = [
     `${file} — ${who}, ${i.strategy} over ${worldSize(i)} ${per}${worldSize(i) > 1 ? 's' : ''}${i.nnodes > 1 ? ` (${i.nnodes} nodes)` : ''}`,

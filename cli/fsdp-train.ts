@@ -15,7 +15,7 @@ import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
 import { GRACEFUL_STOP_SIGNAL, LAUNCHER_ENV, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../runs/launch/mpirun';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId } from '../runs/folder/run-folder';
+import { endLaunchWithoutRunEnd, folderBefore, latestRunOf, markEndedWithoutRunEnd, newRunId, type FolderBefore } from '../runs/folder/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
@@ -160,6 +160,7 @@ export async function main(argv: string[]): Promise<number> {
   const runsDir = config.logging.runs_dir!;
   let runDir = args.values['run-dir'] ? path.resolve(args.values['run-dir']) : undefined;
   let configFile: string | undefined;
+  let before: FolderBefore | undefined;
   try {
     if (!runDir && resume === 'auto') runDir = latestRunOf(runsDir, config.name ?? 'run');
     runDir ??= path.join(runsDir, newRunId(config.name ?? 'run'));
@@ -172,6 +173,7 @@ export async function main(argv: string[]): Promise<number> {
         console.error(`fsdp-train: ${busy}`);
         return 1;
       }
+      before = folderBefore(runDir);
       configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
     }
   } catch (e) {
@@ -205,7 +207,7 @@ export async function main(argv: string[]): Promise<number> {
   // (a no-op when the runtime wrote its own end).
   if (code !== 0) {
     try {
-      markEndedWithoutRunEnd(runDir, exitReason(code));
+      endLaunchWithoutRunEnd(runDir, before!, exitReason(code));
     } catch (e) {
       // A full disk may refuse even this; say so instead of a stack trace.
       console.error(`fsdp-train: could not mark ${path.join(runDir, 'run.json')} as ended: ${(e as Error).message}`);

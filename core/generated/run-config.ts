@@ -384,6 +384,10 @@ export interface LaunchConfig {
    */
   collective_timeout_s?: number;
   /**
+   * Seconds a rank may go without a heartbeat (each rank's watchdog thread beats 4 times a second, whatever its main thread is doing) before the job is ended naming it: a frozen rank on the same host (SIGSTOP, a debugger) is found in this time, while a long collective of live ranks runs on to collective_timeout_s. Ranks on other hosts are found by the collective timeout. 0: no heartbeat check.
+   */
+  heartbeat_timeout_s?: number;
+  /**
    * Before the first allocation, compare the memory plan with the memory this machine has (MemAvailable, the memory cgroup's limit, each GPU's memory) and refuse a run that cannot fit, with the numbers; false runs it anyway.
    */
   check_memory?: boolean;

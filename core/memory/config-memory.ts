@@ -11,6 +11,8 @@ import { isConfigInputError, type ConfigAssignment, type ConfigMemoryInput } fro
 import type { ModelOrigin, ModelSource } from './inputs/model-from-options';
 import { readConfigForEstimate } from './inputs/read-config';
 import { knobEffects, maxMicroBatch } from './inverse-questions';
+import { fewestGpusAnyDegrees } from './parallel/nd-search';
+import { describeChange } from './memory-change';
 import type { MemoryEstimate } from './memory-estimate';
 import type { MemoryInput } from './memory-input';
 import { formatBytes, formatParameters, summaryLine, unitOf } from './summary';
@@ -69,6 +71,11 @@ function doesNotFit(read: ConfigMemoryInput, e: MemoryEstimate): ConfigProblem {
     best > 0 ? `micro-batch ${best} fits` : 'not even micro-batch 1 fits',
     ...fitting.filter((k) => k.change.knob !== 'microBatch').slice(0, 3).map((k) => `${k.label} fits (≈ ${formatBytes(k.peakBytes)})`),
   ];
+  if (input.framework === 'torchtitan' && !fitting.some((k) => k.change.knob === 'parallel')) {
+    // No split of these GPUs holds it: say how many GPUs would, with which degrees.
+    const few = fewestGpusAnyDegrees(input, fit.gpu.memoryBytes);
+    ideas.push(few ? `${few.gpus} GPUs would hold it (${describeChange({ knob: 'parallel', value: few.best.degrees })}, ≈ ${formatBytes(few.best.estimate.peak.total)})` : 'no split of up to 4096 GPUs holds it');
+  }
   // The least disruptive fix first: the largest micro-batch that fits, then the biggest savings.
   const ordered = [...fitting.filter((k) => k.change.knob === 'microBatch').sort((a, b) => b.peakBytes - a.peakBytes), ...fitting.filter((k) => k.change.knob !== 'microBatch')];
   const fixes: ConfigFix[] = [];

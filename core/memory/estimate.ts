@@ -4,6 +4,7 @@
 import { deepspeedTerms } from './frameworks/deepspeed';
 import { fsdpStudioTerms } from './frameworks/fsdp-studio';
 import { pytorchMoments } from './frameworks/pytorch';
+import { ndTerms } from './parallel/nd-memory';
 import type { FrameworkMoments, FrameworkTerms, TermSpec } from './frameworks/term-spec';
 import { emptyCategoryBytes, MEMORY_CATEGORIES, PHASES, type CategoryBytes, type MemoryEstimate, type MemoryTerm, type Phase, type PhaseEstimate } from './memory-estimate';
 import type { CheckpointPolicy, Framework, MemoryInput } from './memory-input';
@@ -13,6 +14,7 @@ const FRAMEWORKS: Record<Framework, (input: MemoryInput) => FrameworkTerms | Fra
   'fsdp-studio': fsdpStudioTerms,
   pytorch: pytorchMoments,
   deepspeed: deepspeedTerms,
+  torchtitan: ndTerms,
 };
 
 /** A framework's model in the one shape the estimator works with: each phase's highest moment. */

@@ -4,6 +4,7 @@ import { deviceTotalsAtMoments, estimateMemory } from './estimate';
 import { applyChange, describeChange, type MemoryChange } from './memory-change';
 import type { MemoryEstimate } from './memory-estimate';
 import { SHARDING_STRATEGIES, type MemoryInput } from './memory-input';
+import { bestDegrees } from './parallel/nd-search';
 
 const MAX_MICRO_BATCH = 1 << 16;
 /** A knob that moves the peak by less than this changes nothing worth offering. */
@@ -109,6 +110,9 @@ export function knobEffects(input: MemoryInput): KnobEffect[] {
   if (input.gpu) {
     const best = suggestedMicroBatch(input, maxMicroBatch(input, input.gpu.memoryBytes));
     if (best > 0 && best !== input.microBatch) changes.push({ knob: 'microBatch', value: best });
+    // N-D parallel: the fastest-looking other split of the same GPUs that fits.
+    const degrees = input.framework === 'torchtitan' && input.parallel ? bestDegrees(input, input.gpu.memoryBytes) : undefined;
+    if (degrees) changes.push({ knob: 'parallel', value: degrees });
   }
   return changes
     .map((change) => {

@@ -2,6 +2,7 @@
 // input by the inverse questions and the panel, and written back into a config by "apply".
 import { findGpu } from './gpu-presets';
 import type { CheckpointPolicy, MemoryInput, ShardingStrategy } from './memory-input';
+import { withDegrees, type Degrees } from './parallel/degrees';
 
 export type MemoryChange =
   | { knob: 'microBatch'; value: number }
@@ -10,7 +11,9 @@ export type MemoryChange =
   | { knob: 'precision'; value: 'float32' | 'bfloat16' }
   | { knob: 'offload'; value: boolean }
   | { knob: 'nproc'; value: number }
-  | { knob: 'gpu'; value: string };
+  | { knob: 'gpu'; value: string }
+  /** N-D parallel degrees (torchtitan's [parallelism]); the world size follows them. */
+  | { knob: 'parallel'; value: Degrees };
 
 export function applyChange(input: MemoryInput, change: MemoryChange): MemoryInput {
   switch (change.knob) {
@@ -28,6 +31,8 @@ export function applyChange(input: MemoryInput, change: MemoryChange): MemoryInp
       return { ...input, nprocPerNode: change.value };
     case 'gpu':
       return { ...input, gpu: findGpu(change.value) ?? input.gpu };
+    case 'parallel':
+      return withDegrees(input, change.value);
   }
 }
 
@@ -47,5 +52,12 @@ export function describeChange(change: MemoryChange): string {
       return `${change.value} GPUs per node`;
     case 'gpu':
       return change.value;
+    case 'parallel':
+      return describeDegrees(change.value);
   }
+}
+
+function describeDegrees(d: Degrees): string {
+  const parts = [`dp ${d.replicate > 1 ? `${d.replicate}×${d.shard}` : d.shard}`, ...(d.tp > 1 ? [`tp ${d.tp}`] : []), ...(d.cp > 1 ? [`cp ${d.cp}`] : []), ...(d.pp > 1 ? [`pp ${d.pp}${d.schedule ? ` ${d.schedule}` : ''}`] : []), ...(d.ep > 1 ? [`ep ${d.ep}`] : [])];
+  return parts.join(' × ');
 }

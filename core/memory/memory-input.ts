@@ -3,9 +3,13 @@
 // accelerate config; the panel edits one directly.
 import type { GpuSpec } from './gpu-presets';
 import type { ModelShape } from './model-shape';
+import type { ParallelPlan } from './parallel/parallel-plan';
 
-/** Whose memory behaviour is modelled: our native runtime, PyTorch (FSDP / DDP), or DeepSpeed ZeRO. */
-export type Framework = 'fsdp-studio' | 'pytorch' | 'deepspeed';
+/**
+ * Whose memory behaviour is modelled: our native runtime, PyTorch (FSDP / DDP), DeepSpeed ZeRO, or
+ * torchtitan's N-D parallelism (FSDP2 with tensor, context, pipeline and expert parallel: `parallel`).
+ */
+export type Framework = 'fsdp-studio' | 'pytorch' | 'deepspeed' | 'torchtitan';
 
 export type ShardingStrategy = 'NO_SHARD' | 'SHARD_OPTIMIZER' | 'SHARD_GRAD_OP' | 'FULL_SHARD' | 'HYBRID_SHARD';
 export const SHARDING_STRATEGIES: readonly ShardingStrategy[] = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD', 'HYBRID_SHARD'];
@@ -61,6 +65,8 @@ export interface MemoryInput {
    * the size of the cached segment the backward workspace was carved from back then.
    */
   cublasHistory?: { forward: boolean; backward: boolean; backwardSegmentBytes?: number };
+  /** N-D parallelism (framework 'torchtitan'): degrees, schedule, the model with its experts. */
+  parallel?: ParallelPlan;
 }
 
 /** DeepSpeed ZeRO's buffer settings, in elements as DeepSpeed counts them. */

@@ -6,7 +6,7 @@
 // is named by the same rule. Writers of run.json after this one (the runtime as the run goes, the
 // companion's supervisor for a person's command) merge their fields into what is here.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, RUN_MANIFEST_VERSION, type ManifestWorld, type RunManifest } from '../../core/protocol/run-manifest';
@@ -118,6 +118,68 @@ export function latestRunOf(runsDir: string, name: string): string | undefined {
     if (m && m.name === name && (!best || m.created > best.created)) best = { dir, created: m.created };
   }
   return best?.dir;
+}
+
+/** What a run folder holds before a launch into it, to tell afterwards whether the launch started the run at all. */
+export interface FolderBefore {
+  /** run.json's bytes; undefined for a new folder. */
+  manifest?: Buffer;
+  /** metrics.jsonl's size: a run that starts appends its run_start after it. */
+  metricsBytes: number;
+}
+
+export function folderBefore(runDir: string): FolderBefore {
+  let manifest: Buffer | undefined;
+  try {
+    manifest = readRegularFileSync(path.join(runDir, 'run.json'), MANIFEST_MAX_BYTES);
+  } catch (e) {
+    if (!(e instanceof RefusedFile)) throw e;
+  }
+  let metricsBytes = 0;
+  try {
+    metricsBytes = statSync(path.join(runDir, 'metrics.jsonl')).size;
+  } catch {
+    // no metrics yet
+  }
+  return { ...(manifest ? { manifest } : {}), metricsBytes };
+}
+
+/**
+ * After a launch that ended without the run saying how (exit ≠ 0, run.json still "starting"): when
+ * the launch never started the run (no run_start after `before.metricsBytes` — a refused --resume,
+ * a config the runtime refused) into a folder that had a run, run.json is put back as it was, so
+ * the run keeps the end it had ("completed, step 30" became "failed, step 0"); otherwise the run is
+ * marked failed with `reason` (markEndedWithoutRunEnd).
+ */
+export function endLaunchWithoutRunEnd(runDir: string, before: FolderBefore, reason: string): void {
+  // Still the launch's own "starting" manifest: the runtime wrote nothing of its own in it.
+  const untouched = readManifestFile(runDir)?.status === 'starting';
+  if (before.manifest && untouched && !startedSince(path.join(runDir, 'metrics.jsonl'), before.metricsBytes)) {
+    const file = path.join(runDir, 'run.json');
+    const tmp = `${file}.tmp-${process.pid}`;
+    writeFileSync(tmp, before.manifest);
+    renameSync(tmp, file);
+    return;
+  }
+  markEndedWithoutRunEnd(runDir, reason);
+}
+
+/** Whether metrics.jsonl holds a run_start after `offset` (its first MiB after it: a run_start comes first). */
+function startedSince(file: string, offset: number): boolean {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return false;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return false;
+    const buf = Buffer.alloc(1 << 20);
+    const n = readSync(fd, buf, 0, buf.length, offset);
+    return /"type"\s*:\s*"run_start"/.test(buf.subarray(0, n).toString('utf8'));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Marks a run failed when it ended without saying so itself (killed by a signal, refused its config). */

@@ -1,6 +1,7 @@
 // Issue 19, item 7, with real mpirun and four real ranks: a rank that freezes (SIGSTOP) no longer
 // leaves the others spinning in a collective forever; the watchdog ends the job within the
-// configured timeout, naming the rank that did not arrive, in stderr, run_end and run.json.
+// configured timeout, naming the rank that did not arrive, in stderr, run_end and run.json; with the
+// default timeouts, its heartbeat names it in 20 s (issue 26).
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -19,8 +20,34 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
       } catch {
         // ended with the job
       }
+      stopped = undefined; // the next test freezes a rank of its own job
     }
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('with the default timeouts, ends a 4-rank job whose rank 2 is stopped by its heartbeat, not after the collective timeout of 300 s (issue 26, item 2)', async function () {
+    // Before the heartbeat the default (collective_timeout_s 0: at least 300 s) ended this job
+    // after 301 s: past this test's limit.
+    this.timeout(150_000);
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' }, launch: { threads_per_rank: 1 } }));
+    const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
+      if (stopped || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
+      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').map((l) => (l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined)).find((e) => e?.type === 'run_start');
+      stopped = start!.world!.ranks.find((r) => r.rank === 2)!.pid;
+      process.kill(stopped, 'SIGSTOP');
+    });
+    const r = await done;
+    assert.ok(stopped, r.stderr);
+    assert.equal(r.code, 1, r.stderr);
+    const named = new RegExp(`rank 2 \\(pid ${stopped} on [^)]+\\) is stopped \\(SIGSTOP or a debugger\\) and has not answered for (\\d+) s \\(no heartbeat; launch\\.heartbeat_timeout_s is 20 s\\)`);
+    assert.match(r.stderr, /rank 0: rank 2 /);
+    const quiet = Number(named.exec(r.stderr)?.[1]);
+    assert.ok(quiet >= 20, r.stderr);
+    const { events, manifest } = await readRun(runDir);
+    const end = events.at(-1);
+    assert.ok(end?.type === 'run_end' && end.status === 'failed' && named.test(end.reason ?? ''), JSON.stringify(end));
+    assert.equal(manifest.status, 'failed');
   });
 
   it('ends a 4-rank job whose rank 2 is stopped, naming rank 2, within the collective timeout', async () => {

@@ -1,10 +1,10 @@
-// Issue 19, items 3, 4, 8, 9 and 10, through the real CLI and trainer: what a run folder holds
-// stays consistent whatever happened to it — a torn last line of metrics.jsonl, a second trainer
-// on the same folder, checkpoints that are all unusable, a checkpoint from beyond max_steps, a disk
-// that fills up (a real 8 MiB tmpfs).
+// Issue 19, items 3, 4, 8, 9 and 10, and issue 26, item 4, through the real CLI and trainer: what a
+// run folder holds stays consistent whatever happened to it — a torn last line of metrics.jsonl, a
+// second trainer on the same folder, checkpoints that are all unusable or gone, a checkpoint from
+// beyond max_steps, a disk that fills up (a real 8 MiB tmpfs).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { nativeCli } from './native-build';
@@ -127,7 +127,10 @@ describe('fsdp-train: the run folder stays consistent', function () {
     const { events, manifest } = await readRun(runDir);
     assert.equal(eventsOf(events, 'run_start').length, 1, 'no second history in metrics.jsonl');
     assert.ok(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').startsWith(metricsBefore));
-    assert.equal(manifest.status, 'failed');
+    // A refused resume keeps the run's end (issue 26): it completed, at step 6.
+    assert.equal(manifest.status, 'completed');
+    assert.equal(manifest.step, 6);
+    assert.equal(eventsOf(events, 'run_end').length, 1);
 
     const again = await train([config, '--run-dir', runDir, '--resume', 'never']);
     assert.equal(again.code, 0, again.stderr);
@@ -137,6 +140,50 @@ describe('fsdp-train: the run folder stays consistent', function () {
     assert.deepEqual(readdirSync(ckpts).filter((n) => n.startsWith('step-')).sort(), ['step-00000002', 'step-00000004', 'step-00000006']);
     const { events: all } = await readRun(runDir);
     assert.equal(eventsOf(all, 'run_start').at(-1)?.start_step ?? 0, 0);
+  });
+
+  it('--resume auto refuses a run that logged steps but left nothing to continue from, saying why, and leaves run.json as it was (issue 26, item 4)', async () => {
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 6 }, checkpointing: { save_every_n_steps: 2, keep_last_n: 3 } }));
+    assert.equal((await train([config, '--run-dir', runDir])).code, 0);
+    const ckpts = path.join(runDir, 'checkpoints');
+    const manifestBefore = readFileSync(path.join(runDir, 'run.json'), 'utf8');
+    assert.match(manifestBefore, /"status": "completed"/);
+    const metrics = path.join(runDir, 'metrics.jsonl');
+    const stepNames = () => readdirSync(ckpts).filter((n) => n.startsWith('step-')).sort();
+    const names = stepNames();
+    assert.deepEqual(names, ['step-00000002', 'step-00000004', 'step-00000006']);
+    // The three ways the probes left a folder with logged steps and nothing resumable.
+    const elsewhere = path.join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    const breakages: Array<[string, () => void, () => void, RegExp]> = [
+      ['only unfinished writes', () => names.forEach((n) => renameSync(path.join(ckpts, n), path.join(ckpts, `.tmp-${n}-123`))), () => names.forEach((n) => renameSync(path.join(ckpts, `.tmp-${n}-123`), path.join(ckpts, n))),
+        /holds only writes that never finished \(\.tmp-step-00000002-123, \.tmp-step-00000004-123, \.tmp-step-00000006-123\), which are never loaded/],
+      ['every step-* a symbolic link', () => names.forEach((n) => { renameSync(path.join(ckpts, n), path.join(elsewhere, n)); symlinkSync(path.join(elsewhere, n), path.join(ckpts, n)); }), () => names.forEach((n) => { rmSync(path.join(ckpts, n)); renameSync(path.join(elsewhere, n), path.join(ckpts, n)); }),
+        /holds symbolic links \(step-00000002, step-00000004, step-00000006\), not checkpoint folders of this run/],
+      ['the checkpoints folder deleted', () => renameSync(ckpts, path.join(dir, 'moved-away')), () => renameSync(path.join(dir, 'moved-away'), ckpts),
+        new RegExp(`the folder ${quote(ckpts)} does not exist \\(deleted\\?\\)`)],
+    ];
+    for (const [what, breakIt, mend, why] of breakages) {
+      breakIt();
+      const metricsBefore = readFileSync(metrics, 'utf8');
+      const r = await train([config, '--run-dir', runDir, '--resume', 'auto']);
+      assert.equal(r.code, 1, `${what}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`--resume auto: the run logged steps up to 6 \\(${quote(metrics)}\\) but there is no checkpoint to continue from: `), what);
+      assert.match(r.stderr, why, what);
+      assert.match(r.stderr, /Nothing was started and nothing deleted\. To start over from step 0, replacing those steps, run with --resume never/, what);
+      assert.equal(readFileSync(path.join(runDir, 'run.json'), 'utf8'), manifestBefore, `${what}: run.json was rewritten`);
+      const { events } = await readRun(runDir);
+      assert.equal(eventsOf(events, 'run_start').length, 1, `${what}: a run was started`);
+      assert.equal(eventsOf(events, 'run_end').length, 1, `${what}: a second end was written`);
+      assert.ok(readFileSync(metrics, 'utf8').startsWith(metricsBefore));
+      mend();
+    }
+    assert.deepEqual(stepNames(), names, 'every checkpoint is where it was');
+    // --resume never remains the way to start over.
+    rmSync(ckpts, { recursive: true });
+    const over = await train([config, '--run-dir', runDir, '--resume', 'never']);
+    assert.equal(over.code, 0, over.stderr);
   });
 
   it('refuses a checkpoint from beyond training.max_steps instead of "completing" without a step', async () => {

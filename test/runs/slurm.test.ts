@@ -22,6 +22,7 @@ import type { LaunchRequest } from '../../runs/launch/launcher';
 import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
 import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
+import { VENV_PYTHON } from '../harness/pytorch';
 import { LocalSlurm } from '../harness/slurm';
 import { slurmRunConfig } from '../harness/slurm-run-config';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
@@ -225,9 +226,9 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     const ddp = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');
     writeFileSync(specFile, [
       'name: ddp-on-slurm',
-      `command: [/usr/bin/python3, ${JSON.stringify(ddp)}, --steps, "100000", --step-sleep, "0.02", --checkpoint, ${JSON.stringify(path.join(dir, 'ckpt'))}]`,
+      `command: [${JSON.stringify(VENV_PYTHON)}, ${JSON.stringify(ddp)}, --steps, "100000", --step-sleep, "0.02", --checkpoint, ${JSON.stringify(path.join(dir, 'ckpt'))}]`,
       'nproc_per_node: 2',
-      'python: /usr/bin/python3',
+      `python: ${JSON.stringify(VENV_PYTHON)}`,
       'slurm: {time_limit: 5}',
     ].join('\n') + '\n');
     const { spec, problems } = loadLaunchSpec(readFileSync(specFile, 'utf8'), specFile);

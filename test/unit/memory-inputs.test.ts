@@ -169,10 +169,10 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
     assert.equal(findGpu('tpu-v5'), undefined);
   });
 
-  it('refuses a file that is none of the three kinds, saying so', () => {
+  it('refuses a file that is none of the kinds, saying so', () => {
     const r = readConfigForEstimate('name: hello\n', 'x.yaml');
     assert.ok(isConfigInputError(r));
-    assert.match(r.error, /is not a run config .* a DeepSpeed config or an accelerate config/);
+    assert.match(r.error, /is not a run config .* a DeepSpeed, accelerate, torchtitan or TrainingArguments config/);
   });
 });
 

@@ -80,7 +80,8 @@ export class Comparisons {
     const steps: Array<() => void> = [];
     for (const strategy of SHARDING_STRATEGIES) {
       steps.push(() => {
-        const shown = !(strategy === 'HYBRID_SHARD' && input.framework === 'deepspeed');
+        // torchtitan splits by degrees (the N-D section), not by a sharding strategy.
+        const shown = !(strategy === 'HYBRID_SHARD' && input.framework === 'deepspeed') && input.framework !== 'torchtitan';
         this.strategyRows.get(strategy)!.hidden = !shown;
         if (!shown) return;
         for (const n of GPU_COUNTS) {

@@ -84,6 +84,8 @@ export class Controls {
 
   /** Shows an input's values (without firing change events). */
   show(input: MemoryInput, gpuId: string): void {
+    // torchtitan splits by degrees (the N-D section): no sharding strategy, the GPUs follow the degrees.
+    for (const id of ['strategy', 'nproc']) this.fields[id].parentElement!.hidden = input.framework === 'torchtitan';
     const set = (id: string, value: string) => {
       if (this.fields[id].value !== value) this.fields[id].value = value;
     };

@@ -9,12 +9,15 @@ import type { MemoryInput } from '../../core/memory/memory-input';
 import { fewestGpus } from '../../core/memory/inverse-questions';
 import type { MemoryEstimate } from '../../core/memory/memory-estimate';
 import { parameterCounts } from '../../core/memory/model-shape';
+import { totalParameters } from '../../core/memory/parallel/nd-model';
+import { describePlan } from '../../core/memory/parallel/parallel-plan';
 import { formatBytes, formatParameters, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
 import type { EstimatorConfigMessage, MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
 import { connectToHost } from '../shared/vscode-api';
 import { Comparisons } from './comparisons';
 import { Controls, HOST_TARGET } from './controls';
 import { el, fill } from './dom';
+import { NdParallelSection } from './nd-parallel';
 import { PhaseBars } from './phase-bars';
 import './style.css';
 
@@ -41,7 +44,8 @@ const message = el('div', { id: 'message', role: 'status' });
 const controls = new Controls((change) => tryChanges([change]));
 const bars = new PhaseBars();
 const comparisons = new Comparisons({ onTry: tryChanges, onApply: apply });
-app.append(title, error, el('div', { class: 'verdict-box' }, scope, verdict, summary, modelOrigin), controls.element, pending, message, bars.element, comparisons.element, notes);
+const ndParallel = new NdParallelSection({ onTry: tryChanges, onApply: apply });
+app.append(title, error, el('div', { class: 'verdict-box' }, scope, verdict, summary, modelOrigin), controls.element, pending, message, bars.element, ndParallel.element, comparisons.element, notes);
 
 host.listen((m) => {
   if (m.type === 'config') {
@@ -112,6 +116,7 @@ function render(): void {
   fill(modelOrigin, originText(config, input));
   controls.show(input, input.gpu?.kind === 'host' ? HOST_TARGET : (input.gpu?.id ?? ''));
   bars.update(e, input.gpu?.memoryBytes, input.gpu?.name);
+  ndParallel.show(input, config.kind === 'torchtitan');
   scheduleComparisons(input);
   renderPending(config.input, input);
   fill(notes, ...[...config.notes, ...e.notes].map((n) => el('li', {}, n)));
@@ -131,7 +136,7 @@ const SLICE_MS = 8;
 function scheduleComparisons(input: MemoryInput): void {
   const generation = ++comparisonsFor;
   app.dataset.comparisons = 'pending';
-  const steps = comparisons.steps(input, input.gpu?.memoryBytes);
+  const steps = [...ndParallel.steps(input, input.gpu?.memoryBytes), ...comparisons.steps(input, input.gpu?.memoryBytes)];
   const run = () => {
     if (generation !== comparisonsFor) return;
     const started = performance.now();
@@ -148,14 +153,15 @@ function scopeText(e: MemoryEstimate): string {
   const i = e.input;
   const unit = unitOf(e);
   const n = i.nprocPerNode * i.nnodes;
-  const who = { 'fsdp-studio': 'our runtime', pytorch: 'PyTorch', deepspeed: 'DeepSpeed' }[i.framework];
-  return `per ${unit} — ${n} ${unit}${n > 1 ? 's' : ''}${i.nnodes > 1 ? ` (${i.nprocPerNode} per node × ${i.nnodes})` : ''}, ${i.strategy}, ${who}`;
+  const who = { 'fsdp-studio': 'our runtime', pytorch: 'PyTorch', deepspeed: 'DeepSpeed', torchtitan: 'torchtitan' }[i.framework];
+  const how = i.parallel ? describePlan(i.parallel) : i.strategy;
+  return `per ${unit} — ${n} ${unit}${n > 1 ? 's' : ''}${i.nnodes > 1 ? ` (${i.nprocPerNode} per node × ${i.nnodes})` : ''}, ${how}, ${who}`;
 }
 
 /** Which model, and from where: the config's model section, a preset, or a Hugging Face config.json. */
 function originText(config: EstimatorConfigMessage, input: MemoryInput): string {
   const m = config.model;
-  const params = `${formatParameters(parameterCounts(input.model).total)} parameters`;
+  const params = `${formatParameters(input.parallel ? totalParameters(input.parallel.model) : parameterCounts(input.model).total)} parameters`;
   if (!m) return `model: ${input.model.name}, ${params}`;
   if (m.assumed) return `model: ${m.name}, ${params} — assumed: name it with model=… in a "fsdp-studio:" comment`;
   const from = m.from === 'preset' ? 'a preset' : m.from === 'custom' ? 'the comment\'s numbers' : m.from;
@@ -188,6 +194,10 @@ function renderPending(from: MemoryInput, to: MemoryInput): void {
   if (to.offload.optimizer !== from.offload.optimizer) changes.push({ knob: 'offload', value: to.offload.optimizer });
   if (to.nprocPerNode !== from.nprocPerNode) changes.push({ knob: 'nproc', value: to.nprocPerNode });
   if (to.gpu && to.gpu.kind === 'gpu' && to.gpu.id !== from.gpu?.id) changes.push({ knob: 'gpu', value: to.gpu.id });
+  const [a, b] = [to.parallel, from.parallel];
+  if (a && b && state.config?.kind === 'torchtitan' && (a.replicate !== b.replicate || a.shard !== b.shard || a.tp !== b.tp || a.cp !== b.cp || a.pp !== b.pp || a.ep !== b.ep || (a.pp > 1 && a.schedule !== b.schedule))) {
+    changes.push({ knob: 'parallel', value: { replicate: a.replicate, shard: a.shard, tp: a.tp, cp: a.cp, pp: a.pp, ep: a.ep, schedule: a.schedule } });
+  }
   // Keep the buttons when the changes are the same: a pointer may be pressing one of them.
   const key = JSON.stringify(changes);
   if (pending.dataset.changes === key) return;

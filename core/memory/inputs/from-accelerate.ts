@@ -123,6 +123,8 @@ function accelerateAssignments(type: string, input: MemoryInput, change: MemoryC
       return 'offload needs FSDP or DeepSpeed';
     case 'nproc':
       return [{ path: ['num_processes'], value: change.value * input.nnodes }];
+    case 'parallel':
+      return 'tensor, context, pipeline and expert parallel degrees are set in a torchtitan job config';
     case 'gpu':
       return [{ option: 'gpu', value: change.value }];
   }

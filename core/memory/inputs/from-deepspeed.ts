@@ -103,6 +103,8 @@ function deepspeedAssignments(doc: SourceDocument, input: MemoryInput, change: M
       return [{ option: 'checkpointing', value: change.value.policy === 'every_n' && change.value.everyN > 1 ? `every_n:${change.value.everyN}` : change.value.policy }];
     case 'nproc':
       return [{ option: 'nproc', value: change.value }];
+    case 'parallel':
+      return 'tensor, context, pipeline and expert parallel degrees are set in a torchtitan job config';
     case 'gpu':
       return [{ option: 'gpu', value: change.value }];
   }

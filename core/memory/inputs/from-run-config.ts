@@ -101,6 +101,8 @@ function runConfigAssignments(doc: SourceDocument, change: MemoryChange): Config
       return [{ path: ['fsdp', 'cpu_offload'], value: change.value }];
     case 'nproc':
       return [{ path: ['launch', 'nproc_per_node'], value: change.value }];
+    case 'parallel':
+      return 'tensor, context, pipeline and expert parallel degrees are set in a torchtitan job config';
     case 'gpu':
       return [{ path: ['launch', 'gpu'], value: change.value }];
   }

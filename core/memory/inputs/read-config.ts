@@ -9,6 +9,8 @@ import type { ConfigInputResult, ConfigKind } from './config-input';
 import { findOptionComment, mergeOptions, type EstimateOptions } from './estimate-options';
 import { accelerateInput } from './from-accelerate';
 import { deepspeedInput } from './from-deepspeed';
+import { hfTrainingInput } from './from-hf-training';
+import { torchtitanInput } from './from-torchtitan';
 import { runConfigInput } from './from-run-config';
 import type { ModelSource } from './model-from-options';
 
@@ -42,8 +44,12 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
       return atComment(deepspeedInput(doc, fileName, merged, source));
     case 'accelerate':
       return atComment(accelerateInput(doc, fileName, merged, source));
+    case 'torchtitan':
+      return atComment(torchtitanInput(doc, fileName, merged, source));
+    case 'hf-training':
+      return atComment(hfTrainingInput(doc, fileName, merged, source));
     default: {
-      const why = doc.syntaxErrors.length ? `cannot be parsed (${doc.syntaxErrors[0].message})` : 'is not a run config (model, data, training), a DeepSpeed config or an accelerate config';
+      const why = doc.syntaxErrors.length ? `cannot be parsed (${doc.syntaxErrors[0].message})` : 'is not a run config (model, data, training), a DeepSpeed, accelerate, torchtitan or TrainingArguments config';
       return { error: `${fileName} ${why}` };
     }
   }

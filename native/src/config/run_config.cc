@@ -202,6 +202,7 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   la.collectives = r.one_of("launch.collectives", {"auto", "nccl", "mpi"});
   la.check_memory = r.boolean("launch.check_memory", true);
   la.collective_timeout_s = r.number("launch.collective_timeout_s", 0);
+  la.heartbeat_timeout_s = r.number("launch.heartbeat_timeout_s", 20);
 
   auto& inj = c.debug.inject_nan;
   if (r.has("debug.inject_nan")) {

@@ -22,6 +22,8 @@ constexpr double kInterval = 0.25;       // seconds between looks
 constexpr double kStaleAfter = 3.0;      // a watchdog that has not published for this long is not running
 constexpr double kAutoMinimum = 300.0;   // the automatic timeout is never below this
 constexpr double kStepFactor = 20.0;
+constexpr double kDeferred = 10.0;       // a rank that is not the one to act waits this much longer
+constexpr double kWakeGrace = 5.0;       // after this rank was stopped itself: time for the others to beat again
 
 /** The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie), or 0 when there is no such process. */
 char process_state(int pid) {
@@ -53,13 +55,15 @@ std::string seconds(double s) {
 
 }  // namespace
 
-CollectiveWatchdog::CollectiveWatchdog(const std::vector<JobRank>& ranks, int me, CollectiveClock& clock, double timeout_s, std::function<void(const std::string&)> on_stuck)
-    : ranks_(ranks), me_(me), clock_(clock), configured_(timeout_s), on_stuck_(std::move(on_stuck)) {
+CollectiveWatchdog::CollectiveWatchdog(const std::vector<JobRank>& ranks, int me, CollectiveClock& clock, double timeout_s, double heartbeat_s,
+                                       std::function<void(const std::string&)> on_stuck)
+    : ranks_(ranks), me_(me), clock_(clock), configured_(timeout_s), heartbeat_(heartbeat_s), on_stuck_(std::move(on_stuck)) {
   const fs::path base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
   dir_ = (base / ("fsdp-collectives-" + ranks_.at(0).host + "-" + std::to_string(ranks_.at(0).pid))).string();
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  publish(unix_time());
+  started_ = last_look_ = unix_time();
+  publish(started_);
   thread_ = std::thread([this] { watch(); });
 }
 
@@ -103,6 +107,14 @@ void CollectiveWatchdog::watch() {
     if (stop_.load()) return;
     const double now = unix_time();
     publish(now);
+    // This thread did not run for a while (the process was stopped, or the machine slept): the
+    // others may have been stopped with it; give them time to beat again before judging them.
+    if (now - last_look_ > kStaleAfter) judge_after_ = now + kWakeGrace;
+    last_look_ = now;
+    if (const std::string silent = silent_rank(now); !silent.empty()) {
+      on_stuck_(silent);
+      return;
+    }
     const double since = clock_.waiting_since.load();
     // Rank 0 speaks first (it writes the run's end); the others follow if it does not.
     const double limit = me_ == 0 ? timeout() : 2 * timeout() + 10;
@@ -111,6 +123,39 @@ void CollectiveWatchdog::watch() {
               ", launch.collective_timeout_s): " + who_did_not_arrive(now) + ". The job stops; continue from the last complete checkpoint with --resume auto");
     return;
   }
+}
+
+std::string CollectiveWatchdog::silent_rank(double now) {
+  if (heartbeat_ <= 0 || now < judge_after_) return "";
+  const std::string& host = ranks_.at(me_).host;
+  // The ranks on this host that have been silent too long (a rank that never beat since this
+  // watchdog started counts from then), and the lowest one that has not: the one that acts.
+  std::vector<std::pair<const JobRank*, double>> silent;
+  int actor = -1;
+  for (const JobRank& r : ranks_) {
+    if (r.host != host) continue;
+    double quiet = 0;
+    if (r.rank != me_) {
+      const Published p = read_state(state_file(r.rank));
+      // A rank whose state was seen and is gone has left the job (its watchdog removes it at the end).
+      if (!p.found && seen_.count(r.rank)) continue;
+      if (p.found) seen_.insert(r.rank);
+      quiet = now - (p.found ? std::max(p.at, started_) : started_);
+    }
+    if (quiet > heartbeat_) silent.emplace_back(&r, quiet);
+    else if (actor < 0) actor = r.rank;
+  }
+  if (silent.empty()) return "";
+  const double longest = std::max_element(silent.begin(), silent.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->second;
+  if (me_ != actor && longest <= heartbeat_ + kDeferred) return "";
+  std::string named;
+  for (const auto& [r, quiet] : silent) {
+    const char state = process_state(r->pid);
+    const std::string who = "rank " + std::to_string(r->rank) + " (pid " + std::to_string(r->pid) + " on " + r->host + ")";
+    const std::string what = state == 'T' || state == 't' ? " is stopped (SIGSTOP or a debugger) and has not answered for " : state == 0 || state == 'Z' ? " is gone: no answer for " : " has not answered for ";
+    named += (named.empty() ? "" : "; ") + who + what + seconds(quiet) + (state == 'T' || state == 't' || state == 0 || state == 'Z' ? "" : " (frozen)");
+  }
+  return named + " (no heartbeat; launch.heartbeat_timeout_s is " + seconds(heartbeat_) + "). The job stops; continue from the last complete checkpoint with --resume auto";
 }
 
 std::string CollectiveWatchdog::who_did_not_arrive(double now) const {

@@ -1,10 +1,12 @@
 #include "train/checkpoints.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "parallel/agreement.h"
@@ -39,11 +41,58 @@ std::string Checkpoints::resume_point(const std::string& resume) {
   return path;
 }
 
+namespace {
+
+/**
+ * Why dir holds no checkpoint to continue from, in a few words: it is missing, it holds only
+ * writes that never finished, its step-* entries are links rather than the run's own folders, or
+ * nothing at all.
+ */
+std::string why_nothing_resumable(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) return "the folder " + dir + " does not exist (deleted?)";
+  if (!fs::is_directory(dir, ec)) return dir + " is not a folder";
+  std::vector<std::string> unfinished, links, other;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".old-", 0) == 0) unfinished.push_back(name);
+    else if (e.is_symlink(ec)) links.push_back(name);
+    else if (name.rfind("previous-", 0) != 0) other.push_back(name);
+  }
+  auto list = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < 5; ++i) out += (out.empty() ? "" : ", ") + names[i];
+    return names.size() > 5 ? out + " and " + std::to_string(names.size() - 5) + " more" : out;
+  };
+  std::vector<std::string> parts;
+  if (!unfinished.empty()) parts.push_back("only writes that never finished (" + list(unfinished) + "), which are never loaded");
+  if (!links.empty()) parts.push_back("symbolic links (" + list(links) + "), not checkpoint folders of this run");
+  if (!other.empty()) parts.push_back("no checkpoint among " + list(other));
+  if (parts.empty()) return dir + " is empty";
+  std::string out = dir + " holds ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
+}
+
+}  // namespace
+
 std::string Checkpoints::newest_usable_or_why(std::string* error) {
-  // Leftovers of writes that never finished hold disk space and are never loaded: gone first.
-  remove_unfinished_writes(dir_);
   std::string why;
   const auto all = list_checkpoints(dir_);
+  if (all.empty()) {
+    // Starting from step 0 would replace the steps the run has logged: with nothing to continue
+    // from, a run that has logged steps is refused, and told how to start over.
+    const long logged = folder_.last_logged_step();
+    if (logged > 0) {
+      *error = "--resume auto: the run logged steps up to " + std::to_string(logged) + " (" + (fs::path(folder_.dir()) / "metrics.jsonl").string() +
+               ") but there is no checkpoint to continue from: " + why_nothing_resumable(dir_) +
+               ".\nNothing was started and nothing deleted. To start over from step 0, replacing those steps, run with --resume never";
+      return "";
+    }
+  }
+  // Leftovers of writes that never finished hold disk space and are never loaded: gone first.
+  remove_unfinished_writes(dir_);
   for (const auto& [step, dir] : all) {
     const std::string problem = verify_checkpoint(dir);
     if (problem.empty()) return dir;

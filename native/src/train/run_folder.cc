@@ -1,7 +1,9 @@
 #include "train/run_folder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "runtime/files.h"
 
@@ -78,6 +80,19 @@ void RunFolder::end(RunStatus status, long step, const std::string& reason) {
     }
   }
   if (!lost.empty()) std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written: %s\n", lost.c_str());
+}
+
+long RunFolder::last_logged_step() const {
+  std::ifstream in(std::filesystem::path(dir_) / "metrics.jsonl");
+  long last = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    // Only step events count; a line cut short or not JSON is passed over, as the readers do.
+    if (line.find("\"step\"") == std::string::npos) continue;
+    const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("type", "") == "step" && e.contains("step") && e["step"].is_number_integer()) last = std::max(last, e["step"].get<long>());
+  }
+  return last;
 }
 
 }  // namespace fsdp

@@ -51,6 +51,9 @@ class RunFolder {
   /** The run's end: the run_end event, then run.json's status. Called once, by any thread. */
   void end(RunStatus status, long step, const std::string& reason);
 
+  /** The highest step a `step` event of metrics.jsonl names (0 when none): what the run has logged so far. */
+  long last_logged_step() const;
+
  private:
   std::string dir_;
   bool writer_;

@@ -69,15 +69,17 @@ RunResult Trainer::run() {
   if (error.empty()) {
     try {
       resumed_from = checkpoints_->resume_point(options_.resume);
-      if (resumed_from.empty()) {
-        initialise_parameters();
-      } else {
-        load(resumed_from);
-        folder_->log("info", "resumed from " + resumed_from + " at step " + std::to_string(st_.step));
-      }
+      if (!resumed_from.empty()) load(resumed_from);
     } catch (const std::exception& e) {
-      error = e.what();  // a checkpoint every rank refused together (load_checkpoint agrees)
+      // --resume refused (nothing to continue from, nothing usable, a checkpoint every rank refused
+      // together): nothing was started, so the run keeps the end it had — no run_end, run.json
+      // untouched (it turned "completed, step 30" into "failed, step 0"); the reason is logged and said.
+      const RunResult r{RunStatus::failed, st_.step, e.what()};
+      folder_->log("error", r.reason);
+      return r;
     }
+    if (resumed_from.empty()) initialise_parameters();
+    else folder_->log("info", "resumed from " + resumed_from + " at step " + std::to_string(st_.step));
   }
   if (!error.empty()) {
     RunResult r{RunStatus::failed, st_.step, error};
@@ -230,7 +232,8 @@ void Trainer::write_run_start(const std::string& resumed_from) {
   // Every rank's host, pid and resident memory (model state and data ring, before any step).
   const std::vector<JobRank> ranks = gather_job(*world_, *backend_);
   if (world_->size() > 1 && !watchdog_) {
-    watchdog_ = std::make_unique<CollectiveWatchdog>(ranks, world_->rank(), clock_, config_.launch.collective_timeout_s, [this](const std::string& reason) {
+    watchdog_ = std::make_unique<CollectiveWatchdog>(ranks, world_->rank(), clock_, config_.launch.collective_timeout_s, config_.launch.heartbeat_timeout_s,
+                                                     [this](const std::string& reason) {
       // The main thread waits in a collective that will not complete: this thread ends the job.
       if (rank0()) folder_->end(RunStatus::failed, completed_step_.load(), reason);
       std::fprintf(stderr, "fsdp-train-native: rank %d: %s\n", world_->rank(), reason.c_str());
