@@ -3,14 +3,18 @@
 // the palette through a launch spec — its loss fills the dashboard and the "all scalars" section, a
 // reload mid-run keeps every step once, Stop stops every rank after the same step, Resume continues
 // with every step once, and the NaN diagnostics view names the module where a NaN was planted. The
-// same over a real sshd on 127.0.0.1. A DeepSpeed config launched with its launcher around the
+// same over a real sshd on 127.0.0.1. PyTorch 2 from the project's .venv: `torchrun --nproc_per_node
+// 2` with FSDP2 fully_shard (SummaryWriter scalars on the dashboard, Stop through torchrun to both
+// ranks, Resume from the DCP checkpoint), and a Hugging Face Trainer whose planted NaN the NaN view
+// names by module (fsdp_studio.watch). A DeepSpeed config launched with its launcher around the
 // script picked. And a TensorBoard log folder of the workspace, attached.
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { repoRoot } from '../../scripts/code-server';
 import { LocalMachine } from '../../runs/machines/local-machine';
-import { DDP_SCRIPT, TORCH_PYTHON } from '../harness/pytorch';
+import { DDP_SCRIPT, TORCH_PYTHON, VENV_PYTHON } from '../harness/pytorch';
 import { LoopbackSshd } from '../harness/sshd';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { writeTensorBoardRun } from '../harness/tensorboard-file';
@@ -97,14 +101,14 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
    * The NaN diagnostics view of a run, on the anomaly rank 1 reported where the NaN was made (rank
    * 0 reports later, from the averaged gradients, in its update): where it says the NaN was.
    */
-  const nanWhere = async (run: string): Promise<Record<string, string>> => {
+  const nanWhere = async (run: string, layer = 'blocks.1.mlp'): Promise<Record<string, string>> => {
     await vscode.runCommand('FSDP: Show NaN diagnostics');
     await vscode.pickQuickItem(run);
     const frame = await vscode.webviewFrame(`document.getElementById('where-layer')`, 60_000);
-    const origin = frame.locator('.anomaly-list button', { hasText: 'blocks.1.mlp' });
+    const origin = frame.locator('.anomaly-list button', { hasText: layer });
     if (await origin.count()) await origin.first().click();
     return vscode.inWebview<Record<string, string>>(
-      `document.getElementById('where-layer')?.textContent === 'blocks.1.mlp' ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
+      `document.getElementById('where-layer')?.textContent === ${JSON.stringify(layer)} ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
       60_000,
     );
   };
@@ -114,6 +118,7 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-ws-'));
     remoteBase = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-remote-'));
     copyFileSync(DDP_SCRIPT, path.join(workspace, 'train.py'));
+    for (const script of ['hf_train.py']) copyFileSync(path.join(path.dirname(DDP_SCRIPT), script), path.join(workspace, script));
     vscode = await VsCodeSession.open({ workspace, settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.remote.directory': remoteBase } });
   });
   afterEach(async function () {
@@ -182,6 +187,54 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     assert.match(advice, /torch\.nn\.utils\.clip_grad_norm_\(model\.parameters\(\), 1\.0\) in train\.py/);
     assert.doesNotMatch(advice, /max_grad_norm|training\.|prepare-data/);
     await vscode.screenshot('launch-command-nan');
+  });
+
+  it('torchrun --nproc_per_node 2 with FSDP2 fully_shard: SummaryWriter scalars on the dashboard, Stop through torchrun to both ranks, Resume from the DCP checkpoint', async () => {
+    const steps = 16;
+    const command = [path.join(path.dirname(VENV_PYTHON), 'torchrun'), '--standalone', '--nproc_per_node', '2', path.join(repoRoot, 'samples', 'pytorch', 'fsdp2_train.py'),
+      '--data', path.join(repoRoot, 'samples', 'data', 'fortunes-byte-train.tok'), '--batch', '4', '--seq', '32', '--steps', String(steps), '--step-sleep', '0.4', '--tb', 'tb-fsdp2', '--checkpoint', 'ckpt-fsdp2', '--save-every', '100'];
+    writeFileSync(path.join(workspace, 'fsdp2.fsdp-launch.yaml'), [`name: fsdp2`, `command: ${JSON.stringify(command)}`, 'logs: {tensorboard: tb-fsdp2}', 'env: {OMP_NUM_THREADS: 1}', ''].join('\n'));
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('fsdp2.fsdp-launch.yaml');
+    const first = await until('the FSDP2 run to report steps', header, (h) => h.runId?.startsWith('fsdp2-') && (h.step ?? 0) >= 3, 300_000);
+    const runDir = path.join(workspace, 'runs', first.runId);
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pgid: number };
+    groups.push(manifest.pgid);
+    const tags = await vscode.inWebview<TagsSnapshot>(dashboardOf(first.runId, 'tags()'));
+    assert.deepEqual(tags.groups.find((g) => g.group === 'train')?.drawnIn, { 'train/loss': 'Loss', 'train/learning_rate': 'Learning rate', 'train/grad_norm': 'Gradient norm', 'train/tokens_per_s': 'Throughput' });
+
+    await until('Stop to be offered', header, (h) => h.canStop && (h.step ?? 0) >= 4, 60_000);
+    await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-stop').click();
+    await until('the FSDP2 run to stop', header, (h) => h.status === 'stopped', 120_000);
+    const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
+    const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
+    assert.ok(at, out);
+    assert.match(out, new RegExp(`rank 1: stopped after step ${at}`), 'torchrun passed the stop to both ranks');
+    assert.ok(existsSync(path.join(workspace, 'ckpt-fsdp2', `step-${at}`, '.metadata')), 'the DCP checkpoint of the stop');
+    await until('nothing of the run left', () => local.isAlive(manifest.pgid), (alive) => !alive, 60_000);
+
+    await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-resume').click();
+    const done = await until('the resumed FSDP2 run to complete', header, (h) => h.runId === first.runId && h.status === 'completed', 300_000);
+    assert.equal(done.step, steps);
+    assert.match(readFileSync(path.join(runDir, 'stdout.log'), 'utf8'), new RegExp(`rank 0: resumed from ckpt-fsdp2/step-${at}`));
+    const loss = await until('every step on the loss chart', () => lossOf(first.runId), (p) => p.x.length === steps, 60_000);
+    assert.deepEqual(loss.x, Array.from({ length: steps }, (_, i) => i + 1));
+    await vscode.screenshot('launch-torchrun-fsdp2');
+  });
+
+  it('a Hugging Face Trainer (GPT-2, random init) with report_to tensorboard and FsdpStudioCallback: its loss on the dashboard, its planted NaN named by module in the NaN view', async () => {
+    const steps = 12;
+    const command = [VENV_PYTHON, 'hf_train.py', '--out', 'hf-out', '--steps', String(steps), '--step-sleep', '0.2', '--nan-step', '9', '--nan-module', 'transformer.h.1.mlp'];
+    writeFileSync(path.join(workspace, 'hf.fsdp-launch.yaml'), [`name: hf`, `command: ${JSON.stringify(command)}`, 'logs: {tensorboard: hf-out/runs}', 'env: {OMP_NUM_THREADS: 1, HF_HUB_OFFLINE: 1}', ''].join('\n'));
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('hf.fsdp-launch.yaml');
+    await vscode.waitForNotification(/NaN in forward, layer transformer\.h\.1\.mlp/, 300_000);
+    const done = await until('the Hugging Face run to complete', header, (h) => h.runId?.startsWith('hf-') && h.status === 'completed', 300_000);
+    groups.push((JSON.parse(readFileSync(path.join(workspace, 'runs', done.runId, 'run.json'), 'utf8')) as { pgid: number }).pgid);
+    const loss = await until('its loss chart', () => lossOf(done.runId), (p) => p.x.length === steps, 60_000);
+    assert.deepEqual(loss.x.slice(0, 8), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.deepEqual(await nanWhere('hf', 'transformer.h.1.mlp'), { layer: 'transformer.h.1.mlp', phase: 'forward', op: 'GPT2MLP' });
+    await vscode.screenshot('launch-hf-trainer-nan');
   });
 
   it('on an SSH host (loopback sshd): the same script launched there, watched across a reload, its NaN named, stopped on every rank', async () => {

@@ -60,7 +60,9 @@ export class LocalSlurm {
     try {
       writeFileSync(file('munge.key'), randomBytes(1024));
       chmodSync(file('munge.key'), 0o400);
-      for (const d of ['state', 'spool', 'munge']) mkdirSync(file(d));
+      for (const d of ['state', 'spool', 'munge', 'tmp']) mkdirSync(file(d));
+      // mpi.conf (read beside slurm.conf): the PMIx plugin's own base for those folders, the same one.
+      writeFileSync(file('mpi.conf'), `PMIxCliTmpDirBase=${file('tmp')}\n`);
       const [ctldPort, slurmdPort] = await twoFreePorts();
       const memoryMb = Math.floor(os.totalmem() / 2 ** 20 / 2);
       writeFileSync(
@@ -78,6 +80,10 @@ export class LocalSlurm {
           'CredType=cred/munge',
           `StateSaveLocation=${file('state')}`,
           `SlurmdSpoolDir=${file('spool')}`,
+          // PMIx makes a folder per job step under TmpFS named by uid, job id and step id only
+          // (spmix_appdir_0_3.0): every test cluster numbers its jobs from 1, so in the shared /tmp
+          // a folder left by an earlier cluster's job 3 made this cluster's job 3 fail to launch.
+          `TmpFS=${file('tmp')}`,
           `SlurmctldPidFile=${file('slurmctld.pid')}`,
           `SlurmdPidFile=${file('slurmd.pid')}`,
           `SlurmctldLogFile=${file('slurmctld.log')}`,

@@ -14,11 +14,13 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
-import { launchCommandLocal, type CommandLaunchRequest } from '../../runs/launch/command-launcher';
+import type { CommandLaunchRequest } from '../../runs/launch/command-launcher';
+import { launchRun } from '../../runs/launch/launch-run';
 import type { LaunchedRun } from '../../runs/launch/launcher';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
 import { repoRoot } from '../../scripts/code-server';
+import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
 import { VENV_PYTHON } from '../harness/pytorch';
 import { until as untilHeld } from '../harness/until';
 
@@ -94,7 +96,9 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     const req = request(tmp, c);
     const launch = async (resume?: LaunchedRun) => {
       const manifest = resume && (await local.readManifest(resume.runDir));
-      const launched = await launchCommandLocal(local, repoRoot, resume ? { ...req, resumeRunDir: resume.runDir } : req, manifest);
+      // Through the one door, as the editor launches and resumes (runs/launch/launch-run.ts).
+      const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
+      const launched = (await launchRun({ kind: 'command', request }, { kind: 'local' }, testLaunchEnvironment({ local }), previousOf(manifest))) as LaunchedRun;
       groups.push(launched.pgid);
       return launched;
     };

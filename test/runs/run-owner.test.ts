@@ -124,7 +124,7 @@ describe('one owner per run (real processes)', function () {
     mkdirSync(runDir);
     const { config } = sampleRunConfig(tmp, { name: 'two-ranks', steps: 100_000, sharding: 'FULL_SHARD', launch: (text) => text.replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2') });
     writeFileSync(path.join(runDir, 'config.json'), JSON.stringify(config));
-    // As launchRemote starts it on a host: mpirun around the runtime, led by the detached start.
+    // As an SSH launch starts it on a host: mpirun around the runtime, led by the detached start.
     const argv = withMpirun(config, [NATIVE, '--config', path.join(runDir, 'config.json'), '--run-dir', runDir], ['OMP_WAIT_POLICY', ...LAUNCHER_ENV]);
     assert.equal(argv[0], 'mpirun');
     const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 2 }, host: os.hostname(), target: 'local', command: argv };
