@@ -11,11 +11,31 @@ import type { MemoryByCategory, MemoryPlan } from '../core/protocol/metrics';
 
 const execFileAsync = promisify(execFile);
 
+/** The OpenBLAS kernels a process runs and how they were chosen (native/src/runtime/blas_kernels.h). */
+export interface BlasKernels {
+  library: string;
+  library_file: string;
+  /** OpenBLAS's core type in use, e.g. "SkylakeX", "Zen", "Prescott". */
+  kernels: string;
+  /** The runtime's choice for this CPU (empty: OpenBLAS's own detection). */
+  chosen: string;
+  set_by: 'runtime' | 'environment' | 'library';
+  cpu: string;
+  kernels_tier: number;
+  cpu_tier: number;
+  /** Kernels below what the CPU runs: a known-slow path. */
+  slow: boolean;
+  /** One sentence for people. */
+  note: string;
+}
+
 export interface DeviceProbe {
   cpu: { logicalCores: number; ompMaxThreads: number; memoryBytes: number; modelName: string };
   gpus: Array<{ index: number; name: string; memoryBytes: number; computeCapability: string }>;
   cudaBuilt: boolean;
   blas: string;
+  /** The editor's own process: OpenBLAS's detection, as the addon loads before the runtime could choose (runs choose at their start). */
+  blasKernels: BlasKernels;
 }
 
 /** A problem the runtime finds in a config: `path` is the dotted key (e.g. "model.n_heads"). */

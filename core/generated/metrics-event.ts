@@ -67,6 +67,10 @@ export interface RunStartEvent {
    */
   peak_source?: string;
   /**
+   * Seconds since the Unix epoch, with fractions.
+   */
+  peak_measured?: number;
+  /**
    * A size in bytes.
    */
   host_memory?: number;
@@ -159,9 +163,13 @@ export interface StepEvent {
    */
   flops_per_s?: number;
   /**
-   * Model FLOPs utilisation: flops_per_s / peak_flops.
+   * Model FLOPs utilisation: flops_per_s / peak_flops, never above 1 from this runtime: a step faster than the peak raises it (peak_flops).
    */
   mfu?: number;
+  /**
+   * Present when this step raised MFU's peak (its model FLOP/s went above it): the peak from this step on.
+   */
+  peak_flops?: number;
   /**
    * The update was not applied (NaN, overflow or spike policy).
    */

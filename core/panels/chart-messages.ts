@@ -2,6 +2,7 @@
 // the spike view: series already downsampled to the chart's width (core/runs/downsample.ts), in
 // the units of the x axis the person chose.
 import type { Points } from '../runs/downsample';
+import type { MfuPeakInfo } from '../runs/mfu-peak';
 import type { XAxisMode } from '../runs/x-axis';
 
 /** Built-in charts; other sections (e.g. scalar tags of other trainers) use their own ids. */
@@ -33,6 +34,8 @@ export interface ChartFrame {
   tooltip?: string;
   /** Vertical markers this chart draws. */
   markers?: ChartMarker[];
+  /** The MFU chart: the peak it is measured against, when it was measured, and what raised it. */
+  peak?: MfuPeakInfo;
   /** Shown in place of the plot while it has no points: why it is empty. */
   empty?: string;
 }

@@ -5,7 +5,7 @@
 // markers each chart reads (checkpoints, skipped steps, spikes, NaN).
 import type { ChartFrame, ChartMarker, ChartSeries, XAxisFrame } from '../panels/chart-messages';
 import type { XRange } from './downsample';
-import { formatFlops, roundForDisplay } from './number-format';
+import { roundForDisplay } from './number-format';
 import type { RunHistory } from './run-history';
 import { SmoothedSeries } from './smoothing';
 import { clippingOf, describeSpike, SpikeFinder } from './spikes';
@@ -29,9 +29,6 @@ export interface ChartsForView {
   extent?: XRange;
   totalPoints: number;
 }
-
-/** MFU above this is not noise: the peak it is measured against is too low. */
-const MFU_NOISE = 1.05;
 
 export class DashboardCharts {
   private readonly smoothed = new Map<StepSeries, SmoothedSeries>();
@@ -93,20 +90,11 @@ export class DashboardCharts {
   }
 
   private mfuChart(series: ChartSeries[]): ChartFrame {
-    const start = this.history.start;
-    const peak = start?.peak_flops;
     const chart: ChartFrame = { id: 'mfu', title: 'MFU', unit: 'ratio', series };
-    if (!peak) return { ...chart, note: 'the run did not say what peak it is measured against' };
-    const source = start?.peak_source;
-    const mfu = this.history.step.mfu.values;
-    let highest = 0;
-    for (let i = 0; i < mfu.length; i++) if (mfu[i] > highest) highest = mfu[i];
-    const over = highest > MFU_NOISE ? `; reached ${(highest * 100).toFixed(0)}%, so that peak is below what this device does` : '';
-    return {
-      ...chart,
-      note: `of ${formatFlops(peak)} per rank${source ? ` (${source})` : ''}${over}`,
-      tooltip: `Model FLOPs utilisation: the model's FLOPs per second on one rank divided by the peak FLOP/s of its device, ${formatFlops(peak)}${source ? `, from ${source}` : ''}. Above 100% only by noise when the peak is right.`,
-    };
+    const peak = this.history.mfuPeak;
+    const words = peak.describe();
+    if (!words || !peak.current) return { ...chart, note: 'the run did not say what peak it is measured against' };
+    return { ...chart, ...words, peak: peak.current };
   }
 
   /** Allocator peak and resident memory per rank as separate lines, the plan dashed. */

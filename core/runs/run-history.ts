@@ -5,6 +5,7 @@
 // it (native step events, the companion's scalars events, TensorBoard event files), is also kept
 // per tag in `scalars`; tags that mean what a native chart shows share that chart's series.
 import type { AnomalyEvent, LogEvent, MetricsEvent, RunEndEvent, RunStartEvent, StepEvent } from '../protocol/metrics';
+import { MfuPeak } from './mfu-peak';
 import { ScalarHistory } from './scalar-history';
 import { NATIVE_TAGS, recogniseTag, type RecognisedMetric } from './scalar-tags';
 import { StepSeries } from './step-series';
@@ -51,6 +52,8 @@ export class RunHistory {
   /** Every anomaly the run reported, including ones from work a resume replaced. */
   readonly anomalies: AnomalyEvent[] = [];
   readonly logs: LogEvent[] = [];
+  /** MFU's peak as the run states it (raised by later steps), and the MFU values shown at 100%. */
+  readonly mfuPeak = new MfuPeak();
   /** The latest run_start (a resumed run has several). */
   start: RunStartEvent | undefined;
   /** The first run_start's time: when the run began. */
@@ -115,6 +118,7 @@ export class RunHistory {
         this.attempts.push({ start: event.time, last: event.time });
         this.firstStartTime ??= event.time;
         this.start = event;
+        this.mfuPeak.onRunStart(event);
         this.end = undefined;
         // Work after start_step was lost; its events are replaced by the ones that follow. A run
         // that does not say (a person's own command, relaunched) keeps its history: whatever steps
@@ -256,7 +260,8 @@ export class RunHistory {
     s.tokens_per_s.set(event.step, event.tokens_per_s);
     s.step_ms.set(event.step, event.step_ms);
     s.time.set(event.step, event.time);
-    if (event.mfu !== undefined) s.mfu.set(event.step, event.mfu);
+    this.mfuPeak.onStep(event);
+    if (event.mfu !== undefined) s.mfu.set(event.step, this.mfuPeak.cap(event.mfu));
     if (event.skipped) this.addMarker({ step: event.step, kind: 'skipped', label: 'update skipped' });
   }
 

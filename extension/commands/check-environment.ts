@@ -10,6 +10,7 @@ import { mpirunArgv } from '../../runs/launch/mpirun';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import { findRunConfigs } from '../run-configs';
 import { runSsh } from '../../runs/machines/ssh';
+import type { BlasKernels } from '../native-runtime';
 import type { StudioContext } from '../studio-context';
 
 const execFileAsync = promisify(execFile);
@@ -65,6 +66,7 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
     results.push({ name: 'Native runtime', ok: false, detail: studio.runtime.lastError() ?? 'not loaded', fix });
     results.push({ name: 'CPU', ok: true, detail: `${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB` });
   }
+  results.push(await blasKernelsCheck(studio));
   results.push(await toolCheck('MPI (mpirun)', 'mpirun', ['--version'], 'install OpenMPI: sudo apt-get install openmpi-bin libopenmpi-dev'));
   results.push(await ncclCheck(addon?.probeDevices().gpus.length ?? 0));
   results.push(await toolCheck('OpenSSH client', 'ssh', ['-V'], 'install OpenSSH: sudo apt-get install openssh-client'));
@@ -92,6 +94,25 @@ async function allReduceCheck(studio: StudioContext): Promise<CheckResult> {
   } catch (e) {
     const err = e as Error & { stderr?: string };
     return { name, ok: false, detail: (err.stderr?.trim().split('\n').pop() || err.message.split('\n')[0]), fix };
+  }
+}
+
+/**
+ * Which OpenBLAS kernels runs use, as the runtime's CLI chooses them at its start (from the CPU's
+ * own features: native/src/runtime/blas_kernels.h), and whether that is a known-slow path.
+ */
+async function blasKernelsCheck(studio: StudioContext): Promise<CheckResult> {
+  const name = 'BLAS kernels';
+  const cli = studio.runtime.cliPath;
+  if (!existsSync(cli)) return { name, ok: false, notRun: true, detail: 'the native runtime is not built' };
+  try {
+    const { stdout } = await execFileAsync(cli, ['--probe'], { timeout: 60_000 });
+    const k = (JSON.parse(stdout) as { blas_kernels?: BlasKernels }).blas_kernels;
+    if (!k) return { name, ok: false, notRun: true, detail: 'this build of the runtime does not say (rebuild it)' };
+    if (!k.slow) return { name, ok: true, detail: k.note };
+    return { name, ok: false, detail: k.note, fix: k.set_by === 'environment' ? 'unset OPENBLAS_CORETYPE' : 'install Debian\'s libopenblas0-openmp (an OpenBLAS built with DYNAMIC_ARCH)' };
+  } catch (e) {
+    return { name, ok: false, detail: `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`, fix: 'rebuild the runtime ("FSDP: Build native runtime")' };
   }
 }
 

@@ -28,7 +28,7 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
     }
   });
 
-  it('activates and runs a command end to end: Check environment reports the native runtime', async () => {
+  it('activates and runs a command end to end: Check environment reports the native runtime and its BLAS kernels', async () => {
     await vscode.runCommand('FSDP: Check environment');
     const message = await vscode.waitForNotification(/Environment: \d+ of \d+ checks passed/);
     const file = await vscode.screenshot('foundation-check-environment');
@@ -36,5 +36,14 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
     const [, passed, total] = /(\d+) of (\d+)/.exec(message)!.map(Number);
     assert.ok(total >= 5, message);
     assert.equal(passed, total, `a check failed on a machine set up by npm test: ${message}`);
+    // The output channel lists each check; the BLAS row names the kernels runs use (runtime/blas_kernels.h).
+    // Monaco draws spaces as no-break spaces, and a long line over several visual lines.
+    const outputText = async () => (await vscode.page.locator('.part.panel .view-lines').allInnerTexts()).join(' ').replace(/\u00a0/g, ' ').replace(/\s+/g, ' ');
+    let text = '';
+    for (let tries = 0; tries < 60 && !/BLAS kernels: /.test(text); tries++) {
+      text = await outputText();
+      if (!/BLAS kernels: /.test(text)) await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.match(text, /✓ BLAS kernels: OpenBLAS's \w+ kernels.* for \w+ family 0x[0-9a-f]+ model/, text);
   });
 });

@@ -119,14 +119,32 @@ describe('DashboardCharts', () => {
     assert.equal(val, undefined, 'no evaluation in this run before step 250');
   });
 
-  it('says what MFU is measured against, and when it exceeds 100% that the peak is too low', () => {
-    const h = history(20, 1, { start: { peak_flops: 2.35e11, peak_source: 'sgemm measured on this machine (cached 2026-11-23)' } });
+  it('says what MFU is measured against and when that peak was measured; MFU above 100% is shown at 100% and said', () => {
+    const measured = Date.UTC(2026, 10, 23, 14, 5) / 1000;
+    const h = history(20, 1, { start: { peak_flops: 2.35e11, peak_source: 'sgemm measured on this machine (cached 2026-11-23)', peak_measured: measured } });
     for (let s = 21; s <= 25; s++) h.apply({ v: 1, type: 'step', time: T0 + 100 + s, step: s, loss: 1, lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1, mfu: 0.42 } as MetricsEvent);
     const mfu = chart(new DashboardCharts(h).build(view()).charts, 'mfu');
-    assert.equal(mfu.note, 'of 235 GFLOP/s per rank (sgemm measured on this machine (cached 2026-11-23))');
-    assert.match(mfu.tooltip!, /235 GFLOP\/s, from sgemm measured/);
+    assert.equal(mfu.note, 'of 235 GFLOP/s per rank (sgemm measured on this machine (cached 2026-11-23)), measured 2026-11-23 14:05 UTC');
+    assert.match(mfu.tooltip!, /235 GFLOP\/s, from sgemm measured .*, measured 2026-11-23 14:05 UTC/);
+    assert.deepEqual(mfu.peak, { flops: 2.35e11, source: 'sgemm measured on this machine (cached 2026-11-23)', measured }, 'the peak goes to the webview as data too');
+    // A run recorded before the runtime raised its peak: its 122% and 159% are drawn at 100% and said.
     h.apply({ v: 1, type: 'step', time: T0 + 200, step: 26, loss: 1, lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1, mfu: 1.22 } as MetricsEvent);
-    assert.match(chart(new DashboardCharts(h).build(view()).charts, 'mfu').note!, /reached 122%, so that peak is below what this device does/);
+    h.apply({ v: 1, type: 'step', time: T0 + 201, step: 27, loss: 1, lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1, mfu: 1.59 } as MetricsEvent);
+    const over = chart(new DashboardCharts(h).build(view()).charts, 'mfu');
+    assert.match(over.note!, /; 2 steps measured above it \(up to 159%\) shown at 100%: that peak is below what this device does$/);
+    const y = over.series[0].points.y.filter((v): v is number => v !== null);
+    assert.equal(Math.max(...y), 1, 'never drawn above 100%');
+    assert.equal(h.step.mfu.values.at(-1), 1);
+  });
+
+  it('follows a peak the run raised: the note names the new peak and the step that raised it', () => {
+    const h = history(2, 1, { start: { peak_flops: 1e9, peak_source: "this machine's sgemm peak", peak_measured: T0 } });
+    h.apply({ v: 1, type: 'step', time: T0 + 50, step: 3, loss: 1, lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1, mfu: 1, flops_per_s: 4.2e10, peak_flops: 4.2e10 } as MetricsEvent);
+    h.apply({ v: 1, type: 'step', time: T0 + 51, step: 4, loss: 1, lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1, mfu: 0.9 } as MetricsEvent);
+    const mfu = chart(new DashboardCharts(h).build(view()).charts, 'mfu');
+    assert.match(mfu.note!, /^of 42 GFLOP\/s per rank \(this machine's sgemm peak\), measured .* UTC; raised at step 3 from 1 GFLOP\/s: this run went faster than the peak it had$/);
+    assert.deepEqual(mfu.peak?.raised, { step: 3, from: 1e9 });
+    assert.equal(mfu.peak?.flops, 4.2e10);
   });
 
   it('marks a loss spike on the loss chart, a clipped grad-norm excursion on the grad-norm chart, with the clipping threshold dashed', () => {

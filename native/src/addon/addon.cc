@@ -54,6 +54,7 @@ Napi::Value ProbeDevices(const Napi::CallbackInfo& info) {
   out.Set("gpus", gpus);
   out.Set("cudaBuilt", p.cuda_built);
   out.Set("blas", p.blas);
+  out.Set("blasKernels", from_json(env, p.blas_kernels.to_json()));
   return out;
 }
 

@@ -10,8 +10,6 @@
 #include "backend/cuda/cuda_backend_factory.h"
 #endif
 
-extern "C" char* openblas_get_config(void);
-
 namespace fsdp {
 
 namespace {
@@ -38,7 +36,8 @@ DeviceProbe probe_devices() {
   long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page_size > 0) p.cpu.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
   p.cpu.model_name = cpu_model_name();
-  p.blas = std::string("OpenBLAS ") + openblas_get_config();
+  p.blas_kernels = current_blas_kernels();
+  p.blas = p.blas_kernels.library;
 #ifdef FSDP_WITH_CUDA
   p.cuda_built = true;
   p.gpus = probe_gpus();

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/blas_kernels.h"
+
 namespace fsdp {
 
 struct CpuInfo {
@@ -26,6 +28,7 @@ struct DeviceProbe {
   std::vector<GpuInfo> gpus;
   bool cuda_built = false;  // the CUDA backend was compiled into this build
   std::string blas;         // BLAS library and its configuration
+  BlasKernels blas_kernels;  // which kernels its products run, and why
 };
 
 DeviceProbe probe_devices();

@@ -6,7 +6,9 @@
 //   fsdp-train-native --probe                 CPU, memory, GPUs (JSON)
 //   fsdp-train-native --check CONFIG.json     the runtime's own checks; exit 2 on errors
 //   fsdp-train-native --plan CONFIG.json      the memory plan (JSON, native/MEMORY.md)
-//   fsdp-train-native --sgemm-peak [N]        OpenBLAS sgemm FLOP/s on N x N (default 2048): MFU's peak
+//   fsdp-train-native --sgemm-peak [N]        OpenBLAS sgemm FLOP/s on N x N (default 2048): MFU's peak,
+//                                             which at 2048 raises the cached peak when faster
+//   fsdp-train-native --peak-cache-key THREADS  where MFU's peak is cached, and its key (JSON)
 //   fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] [--peak-flops F]
 //                                             train: events to DIR/metrics.jsonl and stdout,
 //                                             DIR/run.json kept current, checkpoints in DIR
@@ -55,8 +57,10 @@
 #include "parallel/replicated_state.h"
 #include "parallel/allreduce_check.h"
 #include "backend/device_probe.h"
-#include "runtime/files.h"
 #include "backend/peak_flops.h"
+#include "runtime/blas_kernels.h"
+#include "runtime/files.h"
+#include "runtime/process_start.h"
 #include "runtime/threads.h"
 #include "run_folder/run_folder_lock.h"
 #include "train/trainer.h"
@@ -70,7 +74,7 @@ namespace {
 constexpr int kExitConfig = 2;
 
 int usage() {
-  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N] | --allreduce-check\n"
+  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N] | --peak-cache-key THREADS | --allreduce-check\n"
                "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] [--peak-flops FLOPS]\n"
                "       fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR\n"
                "       fsdp-train-native --export-hf CONFIG.json CHECKPOINT OUT_DIR | --import-hf CONFIG.json HF_DIR CHECKPOINT_DIR\n"
@@ -95,6 +99,7 @@ int print_probe() {
       {"gpus", gpus},
       {"cuda_built", p.cuda_built},
       {"blas", p.blas},
+      {"blas_kernels", p.blas_kernels.to_json()},
   };
   std::cout << out.dump(2) << "\n";
   return 0;
@@ -156,7 +161,21 @@ int print_sgemm_peak(long n) {
   fsdp::use_threads(fsdp::resolve_threads(0, 1));
   auto backend = fsdp::make_backend("cpu");
   const fsdp::SgemmSpeed s = fsdp::measure_sgemm(*backend, n, fsdp::kPeakSgemmRepeats);
-  std::cout << nlohmann::json{{"n", n}, {"repeats", fsdp::kPeakSgemmRepeats}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops}}.dump() << "\n";
+  nlohmann::json out = {{"n", n}, {"repeats", fsdp::kPeakSgemmRepeats}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops},
+                        {"kernels", fsdp::current_blas_kernels().core}};
+  // The peak's own measurement: the best this machine reached counts for MFU (backend/peak_flops.h).
+  if (n == fsdp::kPeakSgemmN) out["cache"] = fsdp::record_sgemm_peak(s, fsdp::current_threads());
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
+/** Where MFU's peak for THREADS threads is cached, and under which key (backend/peak_flops.h). */
+int print_peak_cache_key(int threads) {
+  if (threads <= 0) {
+    std::cerr << "fsdp-train-native: --peak-cache-key THREADS: THREADS must be a positive number\n";
+    return kExitConfig;
+  }
+  std::cout << nlohmann::json{{"path", fsdp::peak_cache_path()}, {"key", fsdp::peak_cache_key(threads)}}.dump() << "\n";
   return 0;
 }
 
@@ -358,22 +377,10 @@ int lock_run_folder(int fd, int holder_pid) {
   }
 }
 
-/**
- * OpenMP threads that spin while waiting take the cores OpenBLAS and the other kernels need, and
- * on a small shared machine that costs several times the step time. libgomp reads its wait
- * policy only when it loads, so without one in the environment the program runs itself again
- * with OMP_WAIT_POLICY=passive. Set OMP_WAIT_POLICY (e.g. to active) to choose otherwise.
- */
-void ensure_openmp_wait_policy(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY")) return;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
-  execv("/proc/self/exe", argv);  // returns only on failure; then run with the default policy
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  ensure_openmp_wait_policy(argv);
+  fsdp::prepare_process_environment(argv);
   const std::string cmd = argc >= 2 ? argv[1] : "";
   if (cmd == "--probe" && argc == 2) return print_probe();
   if (cmd == "--version" && argc == 2) return print_version();
@@ -383,6 +390,7 @@ int main(int argc, char** argv) {
     return load_config(argv[2], true, config) ? 0 : kExitConfig;
   }
   if (cmd == "--sgemm-peak" && argc <= 3) return print_sgemm_peak(argc == 3 ? std::atol(argv[2]) : fsdp::kPeakSgemmN);
+  if (cmd == "--peak-cache-key" && argc == 3) return print_peak_cache_key(std::atoi(argv[2]));
   if (cmd == "--allreduce-check" && argc == 2) return allreduce_check(argc, argv);
   if (cmd == "--export-checkpoint" && argc == 4) return export_checkpoint(argv[2], argv[3]);
   if (cmd == "--export-hf" && argc == 5) return export_hf(argv[2], argv[3], argv[4]);

@@ -62,12 +62,13 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                       {"start_step", start_step},
                       {"n_params", n_params},
                       {"flops_per_token", flops_per_token_},
-                      {"peak_flops", peak_flops_},
-                      {"peak_source", peak_source_},
+                      {"peak_flops", peak_.flops},
+                      {"peak_source", peak_.source},
                       {"host_memory", probe.cpu.memory_bytes},
-                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"threads", current_threads()},
+                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"blas_kernels", probe.blas_kernels.to_json()}, {"threads", current_threads()},
                                    {"collectives", collectives},
                                    {"attention", backend_.attention_kernels(config_.training.batch_size_per_gpu, config_.model.d_model, config_.model.n_heads)}}}};
+  if (peak_.measured > 0) e["peak_measured"] = peak_.measured;
   if (folder_.writer()) e["run_id"] = folder_.run_id();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;
   folder_.write(e);
@@ -95,10 +96,11 @@ nlohmann::json StepEvents::step_event(const StepRecord& s, const MemoryUsage& de
                       {"mem_peak", device.total},
                       {"mem_peak_by_category", by_category(device)},
                       {"flops_per_s", flops},
-                      {"mfu", peak_flops_ > 0 ? flops / peak_flops_ : 0.0}};
+                      {"mfu", peak_.flops > 0 ? std::min(1.0, flops / peak_.flops) : 0.0}};
   // What the operating system counts for the process, beside what the allocator counts (the dashboard draws both).
   if (resident > 0) e["mem_rss"] = resident;
   if (plan_.host.total > 0) e["mem_peak_host_by_category"] = by_category(host);
+  if (peak_raised_at_ == s.step) e["peak_flops"] = peak_.flops;  // MFU's peak from this step on
   if (s.skipped) e["skipped"] = true;
   if (s.loss_scale) e["loss_scale"] = *s.loss_scale;
   if (gpu) e["gpu"] = *gpu;
@@ -122,6 +124,11 @@ void StepEvents::step(const StepRecord& s) {
   const std::size_t per_rank = mine.size();
   auto at = [&](int r, std::size_t k) { return all[r * per_rank + k]; };
   constexpr std::size_t kCpu = 2 * kUsageValues + 1, kResident = 2 * kUsageValues + 2;
+  // Model FLOP/s above the peak: the peak was too low (measured under load), and is raised first.
+  const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len * config_.training.gradient_accumulation_steps;
+  double fastest = tokens * flops_per_token_ / std::max(s.seconds, 1e-9);
+  for (int r = 0; r < W; ++r) fastest = std::max(fastest, tokens * flops_per_token_ / std::max(at(r, 2 * kUsageValues), 1e-9));
+  if (peak_.flops > 0 && fastest > peak_.flops) raise_peak(fastest, s.step);
   if (W == 1) {
     folder_.write(step_event(s, usage_at(all.data()), usage_at(all.data() + kUsageValues), s.seconds, at(0, kCpu), at(0, kResident), 1, gpu));
     return;
@@ -143,6 +150,17 @@ void StepEvents::step(const StepRecord& s) {
     e["rank"] = r;
     folder_.write(e);
   }
+}
+
+void StepEvents::raise_peak(double flops, long step) {
+  const double before = peak_.flops;
+  peak_.flops = flops;
+  peak_raised_at_ = step;
+  const std::string by = "run " + folder_.run_id() + " at step " + std::to_string(step);
+  const bool cached = raise_cached_peak(peak_.cache_key, flops, by);
+  folder_.log("info", "MFU's peak raised from " + format_gflops(before) + " to " + format_gflops(flops) + " at step " + std::to_string(step) +
+                          ": this run's model FLOP/s went above it, so it was below what this machine does" +
+                          (cached ? " (raised in " + peak_cache_path() + " too)" : ""));
 }
 
 void StepEvents::eval(long step, double val_loss) { folder_.write({{"type", "eval"}, {"step", step}, {"val_loss", finite_or_null(val_loss)}}); }

@@ -15,6 +15,7 @@
 #include "config/run_config.h"
 #include "memory/memory_plan.h"
 #include "parallel/collectives.h"
+#include "backend/peak_flops.h"
 #include "train/job_watch.h"
 #include "train/run_folder.h"
 
@@ -33,12 +34,9 @@ class StepEvents {
  public:
   StepEvents(RunFolder& folder, Collectives& world, Backend& backend, const RunConfig& config, const MemoryPlan& plan, double flops_per_token);
 
-  /** FLOP/s MFU is measured against (0: none), and where it comes from (rank 0's, for run_start). */
-  void set_peak_flops(double flops, std::string source = "") {
-    peak_flops_ = flops;
-    peak_source_ = std::move(source);
-  }
-  double peak_flops() const { return peak_flops_; }
+  /** The peak MFU is measured against (0: none; backend/peak_flops.h), rank 0's, for run_start and the steps. */
+  void set_peak(PeakFlops peak) { peak_ = std::move(peak); }
+  double peak_flops() const { return peak_.flops; }
 
   /** run_start: the config, the world (ranks from gather_job), the plan, where the run starts, what the device collectives are. */
   void run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params, const std::string& resumed_from, const std::string& collectives);
@@ -57,8 +55,12 @@ class StepEvents {
   Backend& backend_;
   const RunConfig& config_;
   const MemoryPlan& plan_;
-  double flops_per_token_ = 0, peak_flops_ = 0;
-  std::string peak_source_;
+  /** A step went faster than the peak: the peak becomes that speed (and the cache's, when it came from there), said in a log event. */
+  void raise_peak(double flops, long step);
+
+  double flops_per_token_ = 0;
+  PeakFlops peak_;
+  long peak_raised_at_ = -1;  // the step that last raised the peak
   double step_cpu_start_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "parallel/strategy.h"
 #include "runtime/files.h"
 #include "backend/peak_flops.h"
+#include "runtime/blas_kernels.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "backend/backend_options.h"
@@ -152,13 +153,13 @@ std::string Trainer::set_up() {
   }
   error = first_failure(*world_, error);
   if (!error.empty()) return error;
-  // MFU against a true peak (runtime/peak_flops.h): the datasheet's on GPUs, else this machine's
+  // MFU against a true peak (backend/peak_flops.h): the datasheet's on GPUs, else this machine's
   // sgemm peak, cached per machine; rank 0 finds it while the others wait (measured together they
   // would share the cores).
   PeakFlops peak;
   if (rank0()) peak = machine_peak_flops(*backend_, options_.peak_flops);
   world_->broadcast(&peak.flops, sizeof peak.flops, 0);
-  events_->set_peak_flops(peak.flops, peak.source);
+  events_->set_peak(peak);
   try {
     device_world_ = device_collectives(*backend_, *world_, config_.launch.collectives);
     if (device_world_.owned && watched_world_) {
@@ -253,6 +254,14 @@ void Trainer::write_run_start(const std::string& resumed_from) {
     folder_->add_pids(pids);
   }
   events_->run_start(ranks, st_.step, layout_.total, resumed_from, device_world_.kind);
+  // Matrix products on kernels below what the CPU runs (runtime/blas_kernels.h): said where people look.
+  if (rank0() && config_.launch.device == "cpu") {
+    const BlasKernels blas = current_blas_kernels();
+    if (blas.slow) {
+      folder_->log("warn", "BLAS: " + blas.note);
+      std::fprintf(stderr, "fsdp-train-native: warning: BLAS: %s\n", blas.note.c_str());
+    }
+  }
 }
 
 void Trainer::write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped) {
