@@ -7,27 +7,10 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { BlasKernels } from '../core/protocol/blas-kernels';
 import type { MemoryByCategory, MemoryPlan } from '../core/protocol/metrics';
 
 const execFileAsync = promisify(execFile);
-
-/** The OpenBLAS kernels a process runs and how they were chosen (native/src/runtime/blas_kernels.h). */
-export interface BlasKernels {
-  library: string;
-  library_file: string;
-  /** OpenBLAS's core type in use, e.g. "SkylakeX", "Zen", "Prescott". */
-  kernels: string;
-  /** The runtime's choice for this CPU (empty: OpenBLAS's own detection). */
-  chosen: string;
-  set_by: 'runtime' | 'environment' | 'library';
-  cpu: string;
-  kernels_tier: number;
-  cpu_tier: number;
-  /** Kernels below what the CPU runs: a known-slow path. */
-  slow: boolean;
-  /** One sentence for people. */
-  note: string;
-}
 
 export interface DeviceProbe {
   cpu: { logicalCores: number; ompMaxThreads: number; memoryBytes: number; modelName: string };

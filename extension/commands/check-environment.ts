@@ -10,7 +10,7 @@ import { mpirunArgv } from '../../runs/launch/mpirun';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import { findRunConfigs } from '../run-configs';
 import { runSsh } from '../../runs/machines/ssh';
-import type { BlasKernels } from '../native-runtime';
+import type { BlasKernels } from '../../core/protocol/blas-kernels';
 import type { StudioContext } from '../studio-context';
 
 const execFileAsync = promisify(execFile);

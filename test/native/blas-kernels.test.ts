@@ -8,21 +8,9 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { BlasKernels } from '../../core/protocol/blas-kernels';
 import { gtestBinary, nativeCli } from './native-build';
 import { eventsOf, readRun, smallConfig, tempDir, train, writeConfig } from './train-runs';
-
-interface BlasKernels {
-  library: string;
-  library_file: string;
-  kernels: string;
-  chosen: string;
-  set_by: 'runtime' | 'environment' | 'library';
-  cpu: string;
-  kernels_tier: number;
-  cpu_tier: number;
-  slow: boolean;
-  note: string;
-}
 
 /** Every choice the runtime makes (runtime/blas_kernels.cc choose_blas_core), with the vector tier it needs; Prescott is OpenBLAS's own pick for a CPU without AVX. */
 const CHOICES: Array<[string, number]> = [
