@@ -75,8 +75,12 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
     assert.equal(r.code, 1, r.stderr);
     assert.ok(r.stderr.includes(`${path.join(damaged, 'rank-00003.bin')}: missing`), r.stderr);
     assert.match(r.stderr, /not loaded/);
-    const { events } = await readRun(path.join(dir, 'damaged-run'));
-    assert.equal(eventsOf(events, 'run_end').at(-1)!.status, 'failed');
+    // A refused resume starts nothing (issue 26): no run_start or run_end; the refusal is logged
+    // naming the file, and fsdp-train marks this new folder's run.json failed.
+    const { events, manifest } = await readRun(path.join(dir, 'damaged-run'));
+    assert.deepEqual(eventsOf(events, 'run_start').length + eventsOf(events, 'run_end').length, 0);
+    assert.ok(eventsOf(events, 'log').some((e) => e.level === 'error' && e.msg.includes('rank-00003.bin: missing')), JSON.stringify(events));
+    assert.equal(manifest.status, 'failed');
   });
 
   it('ends the job within 30 s naming a killed rank, then resumes to the uninterrupted losses', async () => {
