@@ -159,9 +159,10 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
   it('a job at its time limit saves before it is killed and its requeued job continues; scancel from outside shows as cancelled', async () => {
     const cluster = new SlurmCluster(localLoginHost());
     const dir = mkdtempSync(path.join(tmp, 'limit-'));
-    // 1 minute, the signal 30 s before: the first job is told to save about 30 s in, long before
-    // 100000 steps; the requeued one is cancelled in its first 30 s.
-    const req = slurmRunConfig(dir, { steps: 100_000, timeLimit: 1, signalBeforeLimitS: 30 });
+    // 2 minutes, the signal 30 s before: the first job is told to save 30–90 s in (SLURM may send
+    // the signal up to 60 s early: with a 1-minute limit it came as the job started, in CI), long
+    // before 100000 steps; the requeued one is cancelled in its first 30 s.
+    const req = slurmRunConfig(dir, { steps: 100_000, timeLimit: 2, signalBeforeLimitS: 30 });
     const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
     const launched = (await launchRun({ kind: 'native', request: req }, { kind: 'slurm', loginHost: 'local' }, env)) as LaunchedSlurmRun;
     const machine = new LocalMachine();

@@ -86,6 +86,16 @@ std::atomic<int> g_stop_signal{0};
 
 void on_stop_signal(int signo) { g_stop_signal.store(signo); }
 
+/** SIGINT, SIGTERM and SIGUSR1 (what mpirun forwards to every rank without stopping them itself) ask for a stop. */
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
 int print_probe() {
   const fsdp::DeviceProbe p = fsdp::probe_devices();
   nlohmann::json gpus = nlohmann::json::array();
@@ -238,19 +248,17 @@ int train(int argc, char** argv) {
     }
   }
   if (config_path.empty() || run_dir.empty()) return usage();
+  // Stop after the current step, leaving a checkpoint and a run_end event behind. Set before the
+  // job is joined too: a stop can come while MPI starts up (SLURM sends a job's time-limit signal
+  // up to a minute early, so a short job may get it at once), and the default action would kill
+  // the rank with nothing saved; set again after, in case MPI's start-up put its own in place.
+  install_stop_handlers();
   Job job = join_job(&argc, &argv);
+  install_stop_handlers();
   const bool rank0 = !job.world || job.world->rank() == 0;
   fsdp::RunConfig config;
   // Every rank reads the config (the same answer everywhere); rank 0 alone reports its problems.
   if (!load_config(config_path, true, config, rank0)) return kExitConfig;
-
-  // Stop after the current step, leaving a checkpoint and a run_end event behind.
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGUSR1, &sa, nullptr);  // what mpirun forwards to every rank without stopping them itself
 
   fsdp::TrainerOptions options;
   options.run_dir = run_dir;
