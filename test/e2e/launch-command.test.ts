@@ -262,8 +262,12 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await vscode.pickQuickItem('ddp-ssh');
     const status = async () => (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string }).status;
     await until('the remote run to stop', status, (s) => s === 'stopped', 120_000);
-    await vscode.runCommand('FSDP: Open run dashboard');
-    await vscode.pickQuickItem('ddp-ssh');
+    // The stopped run's views update as the pick opens and can take the focus, closing it (CI): open it again.
+    for (let attempt = 1; ; attempt++) {
+      await vscode.runCommand('FSDP: Open run dashboard');
+      if (await vscode.pickQuickItem('ddp-ssh', 10_000).then(() => true, () => false)) break;
+      if (attempt === 3) throw new Error('the run picker of "Open run dashboard" closed before ddp-ssh could be picked, three times');
+    }
     await until('its dashboard to say so', header, (x) => x.runId === h.runId && x.status === 'stopped', 60_000);
     const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
     const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
