@@ -127,7 +127,11 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
       throw new Error(`${e.message}: ${JSON.stringify(watch.history.end)}\n${stderr()}`);
     });
     const first = c.firstStep ?? 1;
-    await until(`step ${c.steps + first - 1} read`, () => watch.history.lastStep === c.steps + first - 1, 30_000);
+    // The resumed start's own event file is found by listing the folder: give a loaded machine time
+    // (CI once missed 30 s for the Hugging Face Trainer's last step; not reproduced since).
+    await until(`step ${c.steps + first - 1} read`, () => watch.history.lastStep === c.steps + first - 1, 90_000).catch((e: Error) => {
+      throw new Error(`${e.message}: last step read ${watch.history.lastStep}\n${stderr()}`);
+    });
     assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: c.steps }, (_, i) => i + first), 'every step once');
     assert.ok(watch.history.step.loss.values.every((v) => v === null || Number.isFinite(v)));
     return { watch, runDir: started.runDir, stoppedAt };
