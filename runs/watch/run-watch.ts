@@ -165,7 +165,13 @@ export class RunWatch {
    */
   private followPrinted(): void {
     if (this.ref.format === 'tensorboard' || this.manifest?.kind !== 'command') return;
-    const decoder = printedMetricsDecoder(metricsPatternsOf(this.manifest.config));
+    const patterns = metricsPatternsOf(this.manifest.config);
+    // Printed lines are the metrics of a run that logs them nowhere else. A run that names its
+    // TensorBoard folder has its scalars there, and its printed lines would race them for the charts
+    // (the HF Trainer prints what it logs: whichever came first took the loss chart, and a resumed
+    // run's later event file went unread). A pattern the spec gives still asks for them.
+    if (this.manifest.logs?.tensorboard && patterns.length === 0) return;
+    const decoder = printedMetricsDecoder(patterns);
     for (const file of PRINTED_FILES) {
       if (this.printedFollowers.has(file)) continue;
       const from = this.printedOffsets.get(file) ?? 0;
