@@ -102,8 +102,13 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
    * 0 reports later, from the averaged gradients, in its update): where it says the NaN was.
    */
   const nanWhere = async (run: string, layer = 'blocks.1.mlp'): Promise<Record<string, string>> => {
-    await vscode.runCommand('FSDP: Show NaN diagnostics');
-    await vscode.pickQuickItem(run);
+    // A run that just ended updates its views, which can take the focus and close a picker opened
+    // just then (the row found, then hidden before the click): open it again.
+    for (let attempt = 1; ; attempt++) {
+      await vscode.runCommand('FSDP: Show NaN diagnostics');
+      if (await vscode.pickQuickItem(run, 10_000).then(() => true, () => false)) break;
+      if (attempt === 3) throw new Error(`the run picker of "Show NaN diagnostics" closed before ${run} could be picked, three times`);
+    }
     const frame = await vscode.webviewFrame(`document.getElementById('where-layer')`, 60_000);
     const origin = frame.locator('.anomaly-list button', { hasText: layer });
     if (await origin.count()) await origin.first().click();

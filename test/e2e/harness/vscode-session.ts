@@ -122,7 +122,7 @@ export class VsCodeSession {
   async pickQuickItem(text: string | RegExp, timeoutMs = 30_000): Promise<void> {
     const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
     await row.waitFor({ timeout: timeoutMs });
-    await row.click();
+    await row.click({ timeout: timeoutMs });
   }
 
   /** Types into the open quick pick or input box and presses Enter. */
