@@ -28,10 +28,11 @@ import importlib.metadata
 import json
 import os
 import re
-import sys
 import types
 import typing
 import warnings
+
+from committed_file import write_or_check  # beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "core", "schemas", "hf-training-args.schema.json")
@@ -231,21 +232,7 @@ def main() -> None:
     schema = build()
     rendered = json.dumps(schema, indent=2, ensure_ascii=False, default=str) + "\n"
     versions = ", ".join(f"{k} {v}" for k, v in schema["x-generated-from"].items())
-    rel = os.path.relpath(args.out, ROOT)
-    if args.check:
-        try:
-            with open(args.out, encoding="utf-8") as f:
-                committed = f.read()
-        except FileNotFoundError:
-            committed = ""
-        if committed != rendered:
-            sys.exit(f"{rel} differs from what the installed {versions} give: run .venv/bin/python scripts/schemas/hf_training_schema.py")
-        print(f"{rel} matches the installed {versions}")
-        return
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(rendered)
-    print(f"wrote {rel} from {versions}")
-
+    write_or_check(args.out, rendered, ROOT, f"the installed {versions}", ".venv/bin/python scripts/schemas/hf_training_schema.py", args.check)
 
 if __name__ == "__main__":
     main()

@@ -29,6 +29,8 @@ import sys
 import tempfile
 import zipfile
 
+from committed_file import write_or_check  # beside this script
+
 RELEASE = "0.2.2"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "core", "schemas", "torchtitan-config.schema.json")
@@ -231,20 +233,7 @@ def main() -> None:
     else:
         text, origin = find_source(args.version)
     rendered = json.dumps(build(text, args.version, origin), indent=2, ensure_ascii=False) + "\n"
-    if args.check:
-        try:
-            with open(args.out, encoding="utf-8") as f:
-                committed = f.read()
-        except FileNotFoundError:
-            committed = ""
-        if committed != rendered:
-            sys.exit(f"{os.path.relpath(args.out, ROOT)} differs from what torchtitan {args.version} ({origin}) gives: run python scripts/schemas/torchtitan_schema.py")
-        print(f"{os.path.relpath(args.out, ROOT)} matches torchtitan {args.version} ({origin})")
-        return
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(rendered)
-    print(f"wrote {os.path.relpath(args.out, ROOT)} from {origin}")
-
+    write_or_check(args.out, rendered, ROOT, f"torchtitan {args.version} ({origin})", "python scripts/schemas/torchtitan_schema.py", args.check)
 
 if __name__ == "__main__":
     main()
