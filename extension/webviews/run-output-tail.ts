@@ -50,11 +50,12 @@ export class RunOutputTail {
     let head = '';
     try {
       const { size } = await this.machine.readFileFrom(file, 0, 0);
-      from = Math.max(0, size - TAIL_BYTES);
+      // A log no longer than head and tail together is shown whole: split, its head could end
+      // inside the first line (the runtime's run_start holds the whole config) and lose it.
+      from = size <= TAIL_BYTES + HEAD_BYTES ? 0 : size - TAIL_BYTES;
       if (from > 0) {
-        // Whenever the tail does not reach back to the start, the beginning too (how the run
-        // started), to its last whole line, and never past where the tail begins.
-        const start = (await this.machine.readFileFrom(file, 0, Math.min(HEAD_BYTES, from))).data;
+        // The beginning too (how the run started), to its last whole line; it ends before the tail.
+        const start = (await this.machine.readFileFrom(file, 0, HEAD_BYTES)).data;
         head = start.subarray(0, start.lastIndexOf(10) + 1).toString('utf8');
       }
     } catch (e) {

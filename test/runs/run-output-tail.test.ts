@@ -68,6 +68,31 @@ describe('run output tail (the Log tab)', () => {
     }
   });
 
+  it('shows the first line of a log just over the tail when that line is longer than what precedes the tail', async () => {
+    // The native runtime's run_start (its whole config) is a 2 KiB line; a log 1 KiB over the tail
+    // has its tail starting inside it. The watch e2e lost exactly that line in CI.
+    const first = `{"start": "${'c'.repeat(2048)}"}`;
+    const rest = Array.from({ length: 2200 }, (_, i) => `line ${i} ${'z'.repeat(24)}`);
+    let body = `${first}\n${rest.join('\n')}\n`;
+    const over = Buffer.byteLength(body) - 64 * 1024;
+    assert.ok(over > 0, 'longer than the tail');
+    body = body.slice(0, body.length - Math.max(0, over - 1024)); // 1 KiB over the tail, inside the first line
+    writeFileSync(path.join(dir, 'stdout.log'), body);
+    const chunks: OutputChunk[] = [];
+    const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
+    tail.follow();
+    try {
+      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      const lastWhole = body.slice(0, body.lastIndexOf('\n')).split('\n').at(-1)!;
+      await until('the tail', () => text().includes(`${lastWhole}\n`), 10_000);
+      const shown = text().split('\n');
+      assert.equal(shown[0], first, 'the first line, whole');
+      assert.equal(new Set(shown.filter(Boolean)).size, shown.filter(Boolean).length, 'no line twice');
+    } finally {
+      tail.stop();
+    }
+  });
+
   it("shows the native runtime's JSON events on stdout as readable lines, and other lines as they are", async () => {
     const events = [
       { v: 1, type: 'run_start', time: 1, run_id: 'r1', config: {}, world: { size: 2, ranks: [] }, n_params: 124_000_000 },
