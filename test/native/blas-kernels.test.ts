@@ -67,7 +67,7 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
     const plain = probe();
     if (plain.cpu_tier < 3) {
       console.log(`    not run here: this CPU has no AVX2/FMA to hide (${plain.cpu})`);
-      return;
+      this.skip();
     }
     const k = probe({ FSDP_CPU_FEATURES_HIDE: 'avx512,avx2,fma' });
     assert.equal(k.chosen, 'Sandybridge');
@@ -85,12 +85,12 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
     assert.notEqual(k.kernels, 'Prescott', `OpenBLAS's own detection, not its fallback: ${k.note}`);
   });
 
-  it('leaves a person\'s OPENBLAS_CORETYPE alone, and a run on a known-slow path says so', async () => {
+  it('leaves a person\'s OPENBLAS_CORETYPE alone, and a run on a known-slow path says so', async function () {
     const plain = probe();
     const slowCore = plain.cpu_tier >= 2 ? 'Prescott' : undefined;
     if (!slowCore) {
       console.log(`    not run here: no kernels are slower than this CPU's own (${plain.cpu})`);
-      return;
+      this.skip();
     }
     const k = probe({ OPENBLAS_CORETYPE: slowCore });
     assert.equal(k.set_by, 'environment');
@@ -149,7 +149,7 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
       const cpu = probe();
       if (tier > cpu.cpu_tier) {
         console.log(`    not run here: ${core} kernels need instructions this CPU lacks (${cpu.cpu}); a CPU with them runs this case`);
-        return;
+        this.skip();
       }
       const dir = tempDir('blas-gtest');
       try {

@@ -11,6 +11,9 @@ import { LoopbackSshd } from '../harness/sshd';
 import { parseArgs, syntheticLoss, writeSyntheticRun } from '../harness/synthetic-run';
 import { fileVersionRecord, scalarRecord, tensorScalarRecord } from '../harness/tensorboard-file';
 
+/** A C0 or C1 control character or a bidi override: none may reach the terminal. */
+// eslint-disable-next-line no-control-regex -- these characters are what the test looks for
+const CONTROL_CHARACTER = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/;
 const STRICT = path.join(repoRoot, 'test', 'fixtures', 'tensorboard', 'janosh-tensorboard-reducer', 'tests', 'runs', 'strict', 'run_1');
 
 function run(...args: string[]) {
@@ -80,8 +83,7 @@ describe('fsdp-runs show (command line)', function () {
     for (const where of [tb, runDir]) {
       const text = run('show', where);
       assert.equal(text.code, 0, text.err);
-      // eslint-disable-next-line no-control-regex -- no control character may be printed
-      assert.doesNotMatch(text.out, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/, 'no control character reaches the terminal');
+      assert.doesNotMatch(text.out, CONTROL_CHARACTER, 'no control character reaches the terminal');
       assert.match(text.out, /\\x1b]0;pwned\\x07 /);
       assert.match(text.out, /^__proto__ /m);
       const raw = run('show', where, '--json').out;
