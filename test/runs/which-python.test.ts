@@ -12,6 +12,8 @@ import type { LaunchedRun } from '../../runs/launch/launcher';
 import { launchRun } from '../../runs/launch/launch-run';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import { probePython, pythonChecks, pythonInUse } from '../../runs/machines/python-check';
+import { launcherProblem } from '../../runs/launch/launcher-check';
+import { localLoginHost } from '../../runs/machines/login-host';
 import { repoRoot } from '../../scripts/code-server';
 import { testLaunchEnvironment } from '../harness/launch-environment';
 import { pythonWithoutTorch, VENV_PYTHON } from '../harness/pytorch';
@@ -77,6 +79,16 @@ describe('which Python runs a person\'s command (real interpreters, real process
     const { manifest, stdout } = await runToEnd(selected);
     assert.equal(manifest.status, 'completed', String(manifest.end_reason));
     assert.match(stdout, /ran with \S+ torch 2\./);
+  });
+
+  it("the launcher check looks as the supervisor will: torchrun in the chosen Python's folder, a bare python3 word run by the chosen Python", async () => {
+    // Only the torch-less venv on PATH (Debian's python3-torch puts a torchrun in /usr/bin).
+    const env = `env: {PATH: ${JSON.stringify(path.dirname(bare))}}`;
+    const torchrun = spec('lc-torchrun', ['command: torchrun --nproc_per_node 1 train.py', env]).spec;
+    assert.match((await launcherProblem(localLoginHost(), torchrun)) ?? '', /torchrun is not on the PATH/, 'nothing chosen: the PATH as written has no torchrun');
+    assert.equal(await launcherProblem(localLoginHost(), withSelectedPython(torchrun, VENV_PYTHON)), undefined);
+    const gone = spec('lc-python', ['command: python3 train.py', 'python: /nowhere/bin/python3', env]).spec;
+    assert.match((await launcherProblem(localLoginHost(), gone)) ?? '', /\/nowhere\/bin\/python3 is not an executable file/);
   });
 
   it("Check environment's Python rows on this machine: .venv's interpreter, torch 2 without CUDA; a Python without torch; none at all", async () => {
