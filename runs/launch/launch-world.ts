@@ -46,7 +46,10 @@ export function launchWorldProblem(spec: ResolvedLaunchSpec, readFile: (file: st
 export function describeLaunch(spec: ResolvedLaunchSpec, readFile: (file: string) => string | undefined): string {
   const implied = impliedWorldSize(spec, readFile);
   const where = spec.slurm ? `as a SLURM job from ${spec.target === 'local' ? 'this machine' : spec.target}` : spec.target === 'local' ? 'on this machine' : `on ${spec.target}`;
-  const ranks = spec.worldSize === undefined ? 'as many ranks as the launcher finds GPUs' : `${spec.worldSize} rank${spec.worldSize === 1 ? '' : 's'}`;
-  const config = implied ? `; ${path.basename(implied.config)} implies ${implied.size} (${implied.why})` : '';
+  const count = (n: number) => `${n} rank${n === 1 ? '' : 's'}`;
+  // accelerate launch without --num_processes takes the config's count; deepspeed without --num_gpus every GPU it finds.
+  const fromConfig = spec.worldSize === undefined && spec.command.launcher === 'accelerate' && implied;
+  const ranks = spec.worldSize !== undefined ? count(spec.worldSize) : fromConfig ? `${count(implied.size)} (the config's ${implied.why})` : 'as many ranks as the launcher finds GPUs';
+  const config = implied && !fromConfig ? `; ${path.basename(implied.config)} implies ${implied.size} (${implied.why})` : '';
   return `${spec.command.argv.join(' ')} — ${ranks} ${where}${config}`;
 }

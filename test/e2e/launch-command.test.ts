@@ -302,6 +302,7 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     const runsDir = path.join(workspace, 'runs');
     const dsRuns = () => (existsSync(runsDir) ? readdirSync(runsDir).filter((d) => d.startsWith('ds_config-')) : []);
     assert.deepEqual(dsRuns(), [], 'nothing starts before the review');
+    await vscode.screenshot('docs-launch-deepspeed-review');
     await review.locator('.monaco-button', { hasText: /^Launch$/ }).click();
     const refused = await vscode.waitForNotification(/Launching ds_config\.fsdp-launch\.yaml failed/, 120_000);
     assert.match(refused, /cannot start deepspeed on this machine: deepspeed is not on the PATH\. DeepSpeed installs it \(pip install deepspeed/);

@@ -83,6 +83,11 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
       describeLaunch(specFor('ds_config.json', ds, ['deepspeed', '/code/train.py', '--deepspeed', '/code/ds_config.json'], 'target: gpu-box\ncwd: /code\n'), read),
       'deepspeed /code/train.py --deepspeed /code/ds_config.json — as many ranks as the launcher finds GPUs on gpu-box; ds_config.json implies 4 (train_batch_size 64 ÷ (micro-batch 4 × accumulation 4))',
     );
+    const acc = readFileSync(path.join(SAMPLES, 'accelerate-fsdp.yaml'), 'utf8');
+    assert.equal(
+      describeLaunch(specFor('accelerate-fsdp.yaml', acc, commandForConfig('accelerate', 'accelerate-fsdp.yaml', 'train.py', 1)), read),
+      'accelerate launch --config_file accelerate-fsdp.yaml train.py — 4 ranks (the config\'s num_processes 4) on this machine',
+    );
   });
 
   it('looks for the launcher where the command will: on its PATH, or the path it names from its folder', async function () {
