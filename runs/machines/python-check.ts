@@ -163,6 +163,7 @@ function runLocal(python: string): Promise<{ code: number; stdout: string; stder
     execFile(python, ['-c', PROBE], { timeout: PROBE_TIMEOUT_MS }, (err, stdout, stderr) => {
       const code = (err as NodeJS.ErrnoException | null)?.code;
       if (code === 'ENOENT') return resolve({ code: 127, stdout: '', stderr: '' });
+      if (err && (err as { killed?: boolean }).killed) return reject(new Error(`${python} did not answer within ${PROBE_TIMEOUT_MS / 1000} s`));
       if (err && typeof code !== 'number' && !stdout) return reject(err);
       resolve({ code: typeof code === 'number' ? code : 0, stdout, stderr });
     });
