@@ -12,6 +12,7 @@ import type { RunMachine } from '../runs/machines/run-machine';
 import { SshMachine } from '../runs/machines/ssh-machine';
 import { readRunOnce, type ReadProblem, type RunRead } from './runs/read-once';
 import { terminalSafe, terminalSafeJson } from './runs/terminal-safe';
+import { exitWhenFlushed } from './exit-when-flushed';
 
 const USAGE = `usage: fsdp-runs show PATH [--json] [--ssh-config FILE]
 
@@ -104,4 +105,4 @@ function formatValue(v: number): string {
   return Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4) : String(Number(v.toPrecision(6)));
 }
 
-if (require.main === module) void main(process.argv.slice(2)).then((code) => process.exit(code));
+if (require.main === module) void main(process.argv.slice(2)).then(exitWhenFlushed);

@@ -21,6 +21,7 @@ import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
 import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
 import { prepareRunDirectory } from './train/run-directory';
+import { exitWhenFlushed } from './exit-when-flushed';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|never|CHECKPOINT] [--from-hf HF_DIR] [--no-memory-check] [--plan]
@@ -362,4 +363,4 @@ function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number
   });
 }
 
-if (require.main === module) void main(process.argv.slice(2)).then((code) => process.exit(code));
+if (require.main === module) void main(process.argv.slice(2)).then(exitWhenFlushed);

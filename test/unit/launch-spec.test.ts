@@ -1,6 +1,6 @@
 // Launch specs (*.fsdp-launch.yaml) as the language server checks them and the launcher resolves them.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { analyseConfig } from '../../core/config/config-analysis';
@@ -84,5 +84,27 @@ describe('launch specs', () => {
     assert.equal(spec!.tensorboard, path.join(samples, 'runs-tb', 'fsdp2'));
     const script = spec!.command.argv.find((a) => a.endsWith('.py'))!;
     assert.ok(readFileSync(path.join(samples, script), 'utf8').includes('fully_shard'), script);
+  });
+  it('every launch spec in samples/ loads with no problem, and its script is there', () => {
+    const samples = path.join(__dirname, '..', '..', 'samples');
+    const specs = readdirSync(samples).filter((f) => f.endsWith('.fsdp-launch.yaml'));
+    assert.ok(specs.length >= 2, specs.join(', '));
+    for (const name of specs) {
+      const file = path.join(samples, name);
+      const { spec, problems } = loadLaunchSpec(readFileSync(file, 'utf8'), file, read);
+      assert.deepEqual(problems, [], name);
+      const script = spec!.command.argv.find((a) => a.endsWith('.py'));
+      assert.ok(script && existsSync(path.resolve(spec!.cwd, script)), `${name}: ${script}`);
+    }
+  });
+  it('the DDP sample (samples/ddp-python.fsdp-launch.yaml): a plain python command FSDP Studio starts on 2 ranks, a script that logs through the companion', () => {
+    const samples = path.join(__dirname, '..', '..', 'samples');
+    const file = path.join(samples, 'ddp-python.fsdp-launch.yaml');
+    const { spec } = loadLaunchSpec(readFileSync(file, 'utf8'), file, read);
+    assert.equal(spec!.command.launcher, 'python');
+    assert.equal(spec!.command.argv[0], '../.venv/bin/python');
+    assert.deepEqual([spec!.nproc, spec!.worldSize], [2, 2]);
+    const script = readFileSync(path.join(samples, 'pytorch', 'ddp_train.py'), 'utf8');
+    for (const call of ['DistributedDataParallel', 'fsdp_studio.log(', 'fsdp_studio.watch(']) assert.ok(script.includes(call), call);
   });
 });
