@@ -1,14 +1,16 @@
 // "Launch FSDP run" on a launch spec (a person's own command: torchrun, accelerate launch,
 // deepspeed, python) or on a DeepSpeed / accelerate config (launched with its launcher around a
-// script the person picks, through a launch spec written beside the config). The spec is checked
-// as the language server checks it, the memory estimate of the config it names is shown before the
-// command starts (and asked about when it does not fit), and the run opens in its dashboard.
+// script the person picks, through a launch spec written beside the config and reviewed before it
+// runs). The spec is checked as the language server checks it, its ranks against its config's, the
+// memory estimate of the config it names is shown before the command starts (and asked about when it
+// does not fit), and the run opens in its dashboard.
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
 import { launchMemoryNote } from '../../runs/launch/launch-memory';
+import { configFileWorldSize, describeLaunch, launchWorldProblem } from '../../runs/launch/launch-world';
 import { formatProblem } from '../../core/config/schema-problems';
 import { commandForConfig } from '../../core/config/user-command';
 import type { RunManifest } from '../../core/protocol/run-manifest';
@@ -37,6 +39,12 @@ export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, rel
   }
   // A run starts again where it lives, even if the spec's target changed since.
   if (relaunch) spec.target = relaunch.target;
+  const world = launchWorldProblem(spec, readLocal);
+  if (world) {
+    studio.output.error(`${rel}: ${world}`);
+    void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${world}`);
+    return undefined;
+  }
   const gpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
   const memory = launchMemoryNote(spec, readLocal, { ...(gpu ? { gpu } : {}), hostMemoryBytes: os.totalmem() });
   if (memory?.doesNotFit) {
@@ -59,8 +67,10 @@ export async function relaunchCommand(studio: StudioContext, record: RunRecord, 
 
 /**
  * A DeepSpeed or accelerate config: the person picks their training script, a launch spec with the
- * matching launcher is written beside the config (kept, so the launch can be edited and repeated),
- * and launched.
+ * matching launcher is written beside the config (kept, so the launch can be edited and repeated)
+ * with the ranks the config implies, opened, and launched once the person has reviewed what will
+ * run and said so. Every launch of a spec naming a config refuses ranks that disagree with it, and
+ * the launch itself refuses a launcher the target does not have (runs/launch/launcher-check.ts).
  */
 export async function launchConfigWithScript(studio: StudioContext, uri: vscode.Uri, kind: 'deepspeed' | 'accelerate'): Promise<void> {
   const dir = path.dirname(uri.fsPath);
@@ -82,7 +92,9 @@ export async function launchConfigWithScript(studio: StudioContext, uri: vscode.
     { title: `Launch ${path.basename(uri.fsPath)} with ${launcher}`, placeHolder: `Your training script (${launcher} runs it with this config)` },
   );
   if (!script) return;
-  const nproc = kind === 'deepspeed' ? vscode.workspace.getConfiguration('fsdp.deepspeed', uri).get<number | null>('worldSize') ?? 1 : 1;
+  // The ranks the config implies (DeepSpeed's batch identity), else the setting, else 1.
+  const implied = configFileWorldSize(uri.fsPath, readLocal)?.size;
+  const nproc = kind === 'deepspeed' ? implied ?? vscode.workspace.getConfiguration('fsdp.deepspeed', uri).get<number | null>('worldSize') ?? 1 : 1;
   const relScript = path.relative(dir, script.uri.fsPath);
   const command = commandForConfig(kind, path.basename(uri.fsPath), relScript, nproc);
   const body = [
@@ -94,6 +106,16 @@ export async function launchConfigWithScript(studio: StudioContext, uri: vscode.
   ].join('\n');
   await vscode.workspace.fs.writeFile(specUri, Buffer.from(body));
   await vscode.window.showTextDocument(specUri, { preview: false });
+  // Nothing starts before the person has seen what will run: the spec is open for editing.
+  const { spec } = loadLaunchSpec(body, specUri.fsPath, readLocal);
+  const rel = vscode.workspace.asRelativePath(specUri);
+  const what = spec ? describeLaunch(spec, readLocal) : command.join(' ');
+  studio.output.info(`wrote ${rel}: ${what}`);
+  const choice = await vscode.window.showInformationMessage(`Review ${rel} before it runs: ${what}. Edit the command if needed, then Launch.`, 'Launch');
+  if (choice !== 'Launch') return;
+  // What the person edited meanwhile is what runs.
+  const edited = vscode.workspace.textDocuments.find((d) => d.uri.fsPath === specUri.fsPath);
+  if (edited?.isDirty) await edited.save();
   await launchSpecFile(studio, specUri);
 }
 

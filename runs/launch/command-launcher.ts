@@ -12,6 +12,8 @@ import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { LaunchedRun, RemoteContext } from './launcher';
 import { COMPANION_DIR, RemoteCompanionInstaller, supervisorPath } from '../runtime/remote-companion';
 import { LOCAL, type RunMachine } from '../machines/run-machine';
+import { localLoginHost, sshLoginHost } from '../machines/login-host';
+import { launcherProblem } from './launcher-check';
 
 export interface CommandLaunchRequest {
   /** The launch spec on this machine. */
@@ -28,6 +30,8 @@ export function supervisedArgv(spec: ResolvedLaunchSpec, companionRoot: string, 
 
 export async function launchCommandLocal(machine: RunMachine, extensionRoot: string, req: CommandLaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {
   const { spec } = req;
+  const missing = await launcherProblem(localLoginHost(), spec);
+  if (missing) throw new Error(missing);
   const runId = previous?.run_id ?? newRunId(spec.name);
   const runDir = req.resumeRunDir ?? path.join(spec.runsDir, runId);
   const argv = supervisedArgv(spec, path.join(extensionRoot, COMPANION_DIR), runDir);
@@ -39,6 +43,8 @@ export async function launchCommandLocal(machine: RunMachine, extensionRoot: str
 export async function launchCommandRemote(remote: RemoteContext, req: CommandLaunchRequest, progress: (m: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
   const { machine } = remote;
   const { spec } = req;
+  const missing = await launcherProblem(sshLoginHost(machine.target, remote.settings), spec);
+  if (missing) throw new Error(missing);
   const companion = await new RemoteCompanionInstaller(machine.target, remote.settings, remote.extensionRoot).ensure(remote.base, progress);
   const runId = previous?.run_id ?? newRunId(spec.name);
   const runDir = req.resumeRunDir ?? `${remote.base}/runs/${runId}`;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import { recogniseConfig } from '../../core/config/document-kind';
 import { configMemory, type TargetDefaults } from '../../core/memory/config-memory';
+import { launchConfigPath } from './launch-world';
 
 export interface LaunchMemoryNote {
   /** "ds_config.json: ≈ 23.4 GiB / GPU (…) — fits H100 80GB", or why it does not fit. */
@@ -13,7 +14,7 @@ export interface LaunchMemoryNote {
 }
 
 export function launchMemoryNote(spec: ResolvedLaunchSpec, readFile: (file: string) => string | undefined, defaults: TargetDefaults): LaunchMemoryNote | undefined {
-  const named = spec.config ?? (spec.command.configFile && spec.target === 'local' ? path.resolve(spec.cwd, spec.command.configFile) : undefined);
+  const named = launchConfigPath(spec);
   const text = named ? readFile(named) : undefined;
   if (!named || text === undefined) return undefined;
   const kind = recogniseConfig(named, text);

@@ -7,7 +7,8 @@
 // 2` with FSDP2 fully_shard (SummaryWriter scalars on the dashboard, Stop through torchrun to both
 // ranks, Resume from the DCP checkpoint), and a Hugging Face Trainer whose planted NaN the NaN view
 // names by module (fsdp_studio.watch). A DeepSpeed config launched with its launcher around the
-// script picked. And a TensorBoard log folder of the workspace, attached.
+// script picked, reviewed first, its ranks from the config, refused while deepspeed is not installed.
+// And a TensorBoard log folder of the workspace, attached.
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -35,7 +36,8 @@ interface Header {
   canResume: boolean;
   summary: Array<[string, string]>;
 }
-const PUBLIC_ZERO3 = path.join(__dirname, '..', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json');
+/** The DeepSpeed sample: its batch keys imply 4 ranks (train_batch_size 64 = micro-batch 4 × accumulation 4 × 4). */
+const SAMPLE_DS_CONFIG = path.join(repoRoot, 'samples', 'ds_config.json');
 
 /** The "FSDP Studio" output channel's log, from a copy of VS Code's logs. */
 function outputLog(logs: string): string {
@@ -281,16 +283,30 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     assertEveryStepOnce(await lossOf(h.runId), runDir, 'stopped, over ssh');
   });
 
-  it('a DeepSpeed config: launched with deepspeed around the script picked, its memory estimate shown first (deepspeed itself is not installed here: the run fails saying so)', async () => {
-    copyFileSync(PUBLIC_ZERO3, path.join(workspace, 'ds_config.json'));
+  it('a DeepSpeed config: a spec with the ranks the config implies, opened for review first; launched when asked, its memory estimate shown, refused before anything starts since deepspeed is not installed here', async () => {
+    copyFileSync(SAMPLE_DS_CONFIG, path.join(workspace, 'ds_config.json'));
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('ds_config.json');
     await vscode.pickQuickItem(/^train\.py/); // not hf_train.py, which the workspace also holds
-    const h = await until('the run to end', header, (x) => x.runId?.startsWith('ds_config-') && x.status === 'failed', 120_000);
-    assert.match(h.reason ?? '', /cannot start deepspeed/);
+    // The review: what will run, with its ranks and the config's own count; nothing has started.
+    const review = vscode.page.locator('.notifications-toasts .notification-toast', { hasText: /Review ds_config\.fsdp-launch\.yaml before it runs/ }).first();
+    await review.waitFor({ timeout: 60_000 });
+    assert.match(
+      (await review.textContent()) ?? '',
+      /deepspeed --num_gpus 4 train\.py --deepspeed ds_config\.json — 4 ranks on this machine; ds_config\.json implies 4 \(train_batch_size 64 ÷ \(micro-batch 4 × accumulation 4\)\)/,
+    );
     const written = readFileSync(path.join(workspace, 'ds_config.fsdp-launch.yaml'), 'utf8');
-    assert.match(written, /^command: \["deepspeed","--num_gpus","1","train.py","--deepspeed","ds_config.json"\]$/m);
+    assert.match(written, /^command: \["deepspeed","--num_gpus","4","train.py","--deepspeed","ds_config.json"\]$/m, 'the ranks the config implies (64 ÷ (4 × 4)), not 1');
     assert.match(written, /^config: "ds_config.json"$/m);
+    assert.match(await vscode.editorText(), /--num_gpus/, 'the spec is open for review');
+    const runsDir = path.join(workspace, 'runs');
+    const dsRuns = () => (existsSync(runsDir) ? readdirSync(runsDir).filter((d) => d.startsWith('ds_config-')) : []);
+    assert.deepEqual(dsRuns(), [], 'nothing starts before the review');
+    await vscode.screenshot('docs-launch-deepspeed-review');
+    await review.locator('.monaco-button', { hasText: /^Launch$/ }).click();
+    const refused = await vscode.waitForNotification(/Launching ds_config\.fsdp-launch\.yaml failed/, 120_000);
+    assert.match(refused, /cannot start deepspeed on this machine: deepspeed is not on the PATH\. DeepSpeed installs it \(pip install deepspeed/);
+    assert.deepEqual(dsRuns(), [], 'no run folder for a launcher that is not there');
     const log = outputLog(vscode.saveLogs('launch-deepspeed'));
     assert.match(log, /ds_config\.json: ≈ [\d.]+ GiB \/ GPU/, 'the memory estimate was shown before the launch');
   });

@@ -6,7 +6,7 @@
 // NaN is named by module and rank. And a command that logs only TensorBoard event files fills the
 // loss chart from them.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec, type ResolvedLaunchSpec } from '../../core/config/launch-spec';
@@ -213,6 +213,21 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
       const manifest = JSON.parse(readFileSync(path.join(base, 'runs', (await ssh.listRunDirs(path.join(base, 'runs')))[0].split('/').pop()!, 'run.json'), 'utf8'));
       assert.equal(manifest.target, sshd.alias);
       assert.equal(manifest.status, 'completed');
+    });
+
+    it('refuses a launcher the host does not have, or a folder it lacks, before anything starts there', async () => {
+      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, ssh]]), sshSettings: () => ({ configFile: sshd.clientConfig }), remoteBase: base });
+      const runsThere = () => (existsSync(path.join(base, 'runs')) ? readdirSync(path.join(base, 'runs')) : []);
+      const before = runsThere();
+      const launch = (body: string) => launchRun({ kind: 'command', request: writeSpec(tmp, body, 'ds.fsdp-launch.yaml') }, { kind: 'ssh', host: sshd.alias }, env, { progress: () => undefined });
+      // deepspeed is installed nowhere here; the host's own PATH and the spec's env are what is searched.
+      await assert.rejects(
+        launch(`command: [deepspeed, --num_gpus, "1", train.py]\ntarget: ${sshd.alias}\ncwd: "~"\nenv: {OMP_NUM_THREADS: 1}\n`),
+        new RegExp(`^Error: cannot start deepspeed on ${sshd.alias}: deepspeed is not on the PATH\\. DeepSpeed installs it`),
+      );
+      const gone = path.join(base, 'no such folder');
+      await assert.rejects(launch(`command: [python3, train.py]\ntarget: ${sshd.alias}\ncwd: ${JSON.stringify(gone)}\n`), { message: `the command's folder ${gone} is not on ${sshd.alias}` });
+      assert.deepEqual(runsThere(), before, 'no run folder made');
     });
   });
 });
