@@ -18,6 +18,8 @@ export type { LaunchSpec };
 export const launchSpecSchemaNode = launchSpecSchema as SchemaNode;
 const validate = compileSchema(launchSpecSchema);
 
+export type PythonSource = 'launch spec' | 'Python extension';
+
 export interface ResolvedLaunchSpec {
   name: string;
   command: UserCommand;
@@ -30,7 +32,10 @@ export interface ResolvedLaunchSpec {
   nproc: number;
   /** Ranks of the whole command, when known. */
   worldSize?: number;
+  /** The Python that runs the supervisor; when chosen (pythonSource), also a bare `python`/`python3` first word of the command, its folder first on the command's PATH. */
   python: string;
+  /** Who chose `python`: the spec's python: key, or the Python extension's interpreter for the workspace; absent: the default python3 on the target's PATH. */
+  pythonSource?: PythonSource;
   /** The TensorBoard folder, on the target (relative to cwd joined to it). */
   tensorboard?: string;
   /** The launch spec's own patterns for the metrics the command prints (metrics.pattern). */
@@ -115,7 +120,9 @@ export function loadLaunchSpec(text: string, file: string, readFile?: (p: string
       target,
       nproc,
       ...(worldSize !== undefined ? { worldSize } : {}),
-      python: spec.python ?? 'python3',
+      // A relative path (with a slash) on this machine is relative to cwd, as the command's script is.
+      python: spec.python && target === 'local' && spec.python.includes('/') && !spec.python.startsWith('~') ? path.resolve(cwd, spec.python) : spec.python ?? 'python3',
+      ...(spec.python ? { pythonSource: 'launch spec' as const } : {}),
       ...(tb ? { tensorboard: tb.startsWith('/') || tb.startsWith('~') ? tb : target === 'local' ? path.resolve(cwd, tb) : `${cwd.replace(/\/+$/, '')}/${tb}` } : {}),
       ...(spec.metrics?.pattern ? { metricsPatterns: typeof spec.metrics.pattern === 'string' ? [spec.metrics.pattern] : [...spec.metrics.pattern] } : {}),
       ...(spec.config ? { config: path.resolve(dir, spec.config) } : {}),
@@ -124,6 +131,15 @@ export function loadLaunchSpec(text: string, file: string, readFile?: (p: string
       nnodes: spec.nnodes ?? 1,
     },
   };
+}
+
+/**
+ * The spec with the interpreter the Python extension has selected for the workspace, when the spec
+ * names none itself and the command runs on this machine (the selection is a path here).
+ */
+export function withSelectedPython(spec: ResolvedLaunchSpec, selected: string | undefined): ResolvedLaunchSpec {
+  if (!selected || spec.pythonSource || spec.target !== 'local' || spec.slurm) return spec;
+  return { ...spec, python: selected, pythonSource: 'Python extension' };
 }
 
 function commandWords(command: LaunchSpec['command']): { argv: string[] } | { error: string } {

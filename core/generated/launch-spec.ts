@@ -31,7 +31,7 @@ export interface LaunchSpec {
    */
   nproc_per_node?: number;
   /**
-   * The Python that runs FSDP Studio's supervisor around the command (any Python 3.8+; the command names its own).
+   * The Python that runs the command: a path (/opt/venvs/train/bin/python; .venv/bin/python, relative to cwd, on this machine; ~/envs/x/bin/python on an SSH host) or a name on the target's PATH. It runs FSDP Studio's supervisor, a command that starts with a bare python or python3, and its folder comes first on the command's PATH, so torchrun, accelerate and deepspeed come from the same environment (as activating it would). Without it, on this machine the interpreter selected in the Python extension (ms-python.python) is used when that extension is installed, otherwise python3 and the command as written, from the PATH. A command that fails on a missing module (No module named 'torch') names the Python that ran it. "FSDP: Check environment" shows each target's Python, its torch and whether CUDA is available.
    */
   python?: string;
   /**

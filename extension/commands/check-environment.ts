@@ -12,6 +12,9 @@ import { findRunConfigs } from '../run-configs';
 import { runSsh } from '../../runs/machines/ssh';
 import type { BlasKernels } from '../../core/protocol/blas-kernels';
 import type { StudioContext } from '../studio-context';
+import { pythonChecks, pythonInUse, type PythonInUse } from '../../runs/machines/python-check';
+import { loadLaunchSpec, withSelectedPython } from '../../core/config/launch-spec';
+import { selectedPython } from '../python-interpreter';
 
 const execFileAsync = promisify(execFile);
 
@@ -69,8 +72,19 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
   results.push(await blasKernelsCheck(studio));
   results.push(await toolCheck('MPI (mpirun)', 'mpirun', ['--version'], 'install OpenMPI: sudo apt-get install openmpi-bin libopenmpi-dev'));
   results.push(await ncclCheck(addon?.probeDevices().gpus.length ?? 0));
+  const pythons = await launchSpecPythons();
+  results.push(...(await localPythonChecks(pythons.get('local') ?? [])));
   results.push(await toolCheck('OpenSSH client', 'ssh', ['-V'], 'install OpenSSH: sudo apt-get install openssh-client'));
-  for (const host of await sshHostsInUse()) results.push(await sshCheck(studio, host));
+  const hosts = new Set([...(await sshHostsInUse()), ...[...pythons.keys()].filter((t) => t !== 'local')]);
+  for (const host of hosts) {
+    const reach = await sshCheck(studio, host);
+    results.push(reach);
+    if (!reach.ok) continue;
+    // The Python the launch specs for this host run, else python3 on the host's PATH.
+    for (const p of pythons.get(host) ?? [{ python: 'python3', chosenBy: 'python3 on its PATH', torchNeeded: false }]) {
+      results.push(...(await pythonChecks(p.python, { host, ssh: studio.runs.sshSettings() }, p.chosenBy, { torchNeeded: p.torchNeeded })));
+    }
+  }
   results.push(await allReduceCheck(studio));
   return results;
 }
@@ -127,6 +141,50 @@ async function ncclCheck(gpus: number): Promise<CheckResult> {
     /* no ldconfig: reported as not found below */
   }
   return { name: 'NCCL', ok: false, detail: 'libnccl.so not found by the dynamic linker', fix: 'install NCCL (e.g. the libnccl2 package from NVIDIA\'s CUDA repository) or add its lib folder to LD_LIBRARY_PATH' };
+}
+
+/** This machine's Pythons: those the local launch specs' commands run, else the one a spec would get (the Python extension's selection, or python3). */
+async function localPythonChecks(inUse: PythonInUse[]): Promise<CheckResult[]> {
+  const rows = async (p: PythonInUse): Promise<CheckResult[]> =>
+    p.missing
+      ? [{ name: 'Python on this machine', ok: false, detail: `${p.python}, the command of ${p.chosenBy}, is not found (from its cwd and PATH)`, fix: "install it, or name the Python that has it in the launch spec's python: key" }]
+      : pythonChecks(p.python, { host: 'local' }, p.chosenBy, { torchNeeded: p.torchNeeded });
+  // One at a time: each imports torch, seconds of CPU on a loaded machine.
+  const out: CheckResult[] = [];
+  for (const p of inUse) out.push(...(await rows(p)));
+  if (inUse.length) return out;
+  const selected = await selectedPython(vscode.extensions, vscode.workspace.workspaceFolders?.[0]?.uri);
+  if ('path' in selected) return pythonChecks(selected.path, { host: 'local' }, "the Python extension's selection for the workspace", { torchNeeded: false });
+  return pythonChecks('python3', { host: 'local' }, `python3 on PATH (${selected.none})`, { torchNeeded: false });
+}
+
+/**
+ * The Python each launch spec of the workspace runs, by target ("local" or an SSH host): on this
+ * machine as the supervisor will find it (python:, the Python extension's selection, the command's
+ * own first word or its #! line); on a host its python:, the command's own python, else python3.
+ */
+async function launchSpecPythons(): Promise<Map<string, PythonInUse[]>> {
+  const byTarget = new Map<string, PythonInUse[]>();
+  const add = (target: string, p: PythonInUse) => {
+    const list = byTarget.get(target) ?? [];
+    if (!list.some((q) => q.python === p.python)) list.push(p);
+    byTarget.set(target, list);
+  };
+  const uris = await vscode.workspace.findFiles('**/*.fsdp-launch.{yaml,yml}', '{**/node_modules/**,**/.git/**}', 200);
+  for (const uri of uris) {
+    const rel = vscode.workspace.asRelativePath(uri);
+    let loaded;
+    try {
+      loaded = loadLaunchSpec(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8'), uri.fsPath).spec;
+    } catch {
+      continue; // an unreadable spec is the language server's business
+    }
+    if (!loaded || loaded.slurm) continue;
+    const selected = loaded.pythonSource || loaded.target !== 'local' ? undefined : await selectedPython(vscode.extensions, uri);
+    const spec = withSelectedPython(loaded, selected && 'path' in selected ? selected.path : undefined);
+    add(spec.target, pythonInUse(spec, rel, process.env.PATH));
+  }
+  return byTarget;
 }
 
 /** Hosts people mean to use: the fsdp.ssh.hosts setting and the launch targets of the workspace's run configs. */

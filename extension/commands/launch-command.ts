@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { loadLaunchSpec } from '../../core/config/launch-spec';
+import { loadLaunchSpec, withSelectedPython } from '../../core/config/launch-spec';
 import { launchMemoryNote } from '../../runs/launch/launch-memory';
 import { configFileWorldSize, describeLaunch, launchWorldProblem } from '../../runs/launch/launch-world';
 import { formatProblem } from '../../core/config/schema-problems';
@@ -18,6 +18,7 @@ import type { Launched } from '../../runs/launch/launch-run';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { StudioContext } from '../studio-context';
 import { startLaunch } from './start-launch';
+import { selectedPython } from '../python-interpreter';
 
 interface Relaunch {
   runDir: string;
@@ -29,16 +30,20 @@ interface Relaunch {
 export async function launchSpecFile(studio: StudioContext, uri: vscode.Uri, relaunch?: Relaunch): Promise<Launched | undefined> {
   const rel = vscode.workspace.asRelativePath(uri);
   const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
-  const { spec, problems } = loadLaunchSpec(text, uri.fsPath, readLocal);
+  const { spec: loaded, problems } = loadLaunchSpec(text, uri.fsPath, readLocal);
   for (const p of problems) studio.output[p.severity === 'error' ? 'error' : 'warn'](formatProblem(rel, p));
-  if (!spec) {
+  if (!loaded) {
     const first = problems.find((p) => p.severity === 'error')!;
     studio.output.show(true);
     void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${formatProblem(rel, first)}`);
     return undefined;
   }
   // A run starts again where it lives, even if the spec's target changed since.
-  if (relaunch) spec.target = relaunch.target;
+  if (relaunch) loaded.target = relaunch.target;
+  // Without python: in the spec, the interpreter selected in the Python extension runs it here.
+  const selected = loaded.pythonSource || loaded.target !== 'local' ? undefined : await selectedPython(vscode.extensions, uri);
+  const spec = withSelectedPython(loaded, selected && 'path' in selected ? selected.path : undefined);
+  if (spec.pythonSource) studio.output.info(`${rel}: Python ${spec.python} (from the ${spec.pythonSource})`);
   const world = launchWorldProblem(spec, readLocal);
   if (world) {
     studio.output.error(`${rel}: ${world}`);

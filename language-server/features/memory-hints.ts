@@ -2,7 +2,7 @@
 // most of the memory ("≈ 23.4 GiB / GPU (params 3.1 · …) — fits H100 80GB") that opens the
 // memory estimator panel, and a warning, with quick fixes, when the config does not fit its
 // target (launch.gpu, the config's "fsdp-studio: gpu=…" comment, or the fsdp.estimator.gpu setting).
-// While the config has an error, the lens stays with the last good estimate, marked stale; an
+// While the config has an error (other than an unknown key), the lens stays with the last good estimate, marked stale; an
 // estimate that cannot be made (an unknown model, a shape no model has) is a warning of its own.
 import os from 'node:os';
 import type { CodeLens } from 'vscode-languageserver/node';
@@ -33,8 +33,10 @@ export const memoryHints: ServerFeature = {
       const known = outcomes.get(analysis);
       if (known) return known;
       let outcome: Outcome;
-      // A config with errors gets its diagnostics, not a guess.
-      if (analysis.problems.some((p) => p.severity === 'error')) outcome = { stale: true };
+      // A config with errors gets its diagnostics, not a guess; a typo (an unknown key) is not such
+      // an error here: the estimate reads the keys it knows, as for a ds_config (whose DeepSpeed
+      // ignores unknown keys) so for an accelerate config (whose accelerate refuses them).
+      if (analysis.problems.some((p) => p.severity === 'error' && p.code !== 'schema.unknown-key')) outcome = { stale: true };
       else {
         const source = analysis.fileName.startsWith('/') || /^[A-Za-z]:[\\/]/.test(analysis.fileName) ? hfModelSource(analysis.fileName) : undefined;
         const m = configMemory(analysis.kind, analysis.doc.text, analysis.fileName, { gpu: server.settingsOf(uri).estimator?.gpu ?? undefined, hostMemoryBytes: os.totalmem() }, source);

@@ -1,6 +1,6 @@
 """Runs a person's training command for FSDP Studio, in the run folder the editor made.
 
-    python3 .../fsdp_studio/supervise.py --run-dir DIR [--nproc N] -- COMMAND...
+    python3 .../fsdp_studio/supervise.py --run-dir DIR [--nproc N] [--use-this-python] -- COMMAND...
 
 The editor starts this in a session of its own, after writing DIR/run.json (status "starting",
 the command, this process's id as the run's pid and process group). It marks the run running,
@@ -10,7 +10,10 @@ MASTER_ADDR, MASTER_PORT) in the same process group, with this package on PYTHON
 FSDP_STUDIO_RUN_DIR set, and when it ends writes run_end and the final status to run.json:
 completed, stopped (a stop signal came), or failed (with which rank ended how, and the last line
 it printed to stderr; each rank's stderr lines are marked with its rank). One rank failing stops
-the others, as torchrun does.
+the others, as torchrun does. A failure on a missing module (No module named 'torch') names the
+Python that ran the command, its path and version. With --use-this-python (the launch spec's
+python:, or the Python extension's selection) the Python running this supervisor also runs a bare
+python/python3 first word of the command, and its folder comes first on the command's PATH.
 
 This process owns the run (native/FORMATS.md, "The run folder and its owner"): nothing of the run
 outlives it. Its ranks die with it (PR_SET_PDEATHSIG); when it leads the run's process group, a
@@ -28,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -60,7 +64,9 @@ def main(argv=None):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
 
     world = args.nproc
-    env = child_env(run_dir)
+    env = child_env(run_dir, own_python=args.use_this_python)
+    if args.use_this_python:
+        args.command = with_this_python(args.command)
     ranks = []
     if world > 1:
         port = str(args.master_port or free_port())
@@ -104,7 +110,7 @@ def main(argv=None):
         how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
         who = f"rank {r}" if world > 1 else args.command[0]
         last = last_words[r]
-        status, reason = "failed", f"{who} {how}{': ' + last if last else ''}"
+        status, reason = "failed", f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env)}"
         code = 128 - c if c < 0 else c
     finish(log, run_dir, manifest, status, reason)
     dismiss_guard(guard)
@@ -182,6 +188,7 @@ def parse_args(argv):
     p.add_argument("--run-dir", required=True)
     p.add_argument("--nproc", type=int, default=1, help="ranks to start with the environment rendezvous (a plain python command)")
     p.add_argument("--master-port", type=int, default=0)
+    p.add_argument("--use-this-python", action="store_true", help="run a bare python/python3 first word of the command with the Python running this supervisor, and put that Python's folder first on the command's PATH (as activating its environment would), so that torchrun, accelerate and deepspeed come from it too")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -193,12 +200,83 @@ def parse_args(argv):
     return args
 
 
-def child_env(run_dir):
+def child_env(run_dir, own_python=False):
     env = dict(os.environ)
     env[RUN_DIR_ENV] = run_dir
+    if own_python:
+        env["PATH"] = os.path.dirname(sys.executable) + (os.pathsep + env["PATH"] if env.get("PATH") else "")
     env["PYTHONPATH"] = PACKAGE_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
+
+
+#: A command's first word that names a Python by name only (python, python3, python3.11).
+PYTHON_WORD = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+def with_this_python(command):
+    """The command with a bare Python word first replaced by this supervisor's own interpreter (the
+    launch spec's python:, or the Python extension's choice); a path or another launcher is kept."""
+    if PYTHON_WORD.match(command[0]):
+        return [sys.executable] + command[1:]
+    return command
+
+
+#: What Python prints when an import fails: ModuleNotFoundError's message.
+MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def missing_module_hint(last_words, command, env):
+    """For a command that ended on a missing module: which Python ran it (path and version), so that
+    `No module named 'torch'` says where torch was looked for. Empty for any other failure."""
+    m = MISSING_MODULE.search(last_words or "")
+    if not m:
+        return ""
+    module = m.group(1).split(".")[0]
+    python = interpreter_of(command, env)
+    if python is None:
+        return f" (the Python that ran {command[0]} was not found on its PATH)"
+    named_by_path = os.sep in command[0]
+    fix = "name one that has it in the command" if named_by_path else "name one that has it in the launch spec's python: key, or select one in the Python extension"
+    return f" — the Python that ran it, {describe_python(python, env)}, has no {module}: {fix}"
+
+
+def interpreter_of(command, env):
+    """The Python that runs command: its first word when that is a Python, else the interpreter its
+    script's #! line names (torchrun, accelerate and deepspeed are such scripts). None when the first
+    word is not found on the command's PATH."""
+    first = command[0]
+    exe = first if os.sep in first else shutil.which(first, path=env.get("PATH"))
+    if not exe:
+        return None
+    if PYTHON_WORD.match(os.path.basename(exe)):
+        return exe
+    try:
+        with open(exe, "rb") as f:
+            line = f.readline(512).decode("utf-8", "replace")
+    except OSError:
+        return exe
+    if not line.startswith("#!"):
+        return exe
+    words = line[2:].split()
+    if words and os.path.basename(words[0]) == "env":
+        # #!/usr/bin/env [-S] python3: the word after env's options, found on the same PATH.
+        names = [w for w in words[1:] if not w.startswith("-")]
+        return shutil.which(names[0], path=env.get("PATH")) if names else exe
+    return words[0] if words else exe
+
+
+def describe_python(python, env):
+    """"PATH (Python X.Y.Z)" as that interpreter says it (sys.executable, sys.version); the path alone
+    when it cannot be asked."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print(sys.executable); print(sys.version.split()[0])"], env=env, capture_output=True, text=True, timeout=30)
+        lines = out.stdout.split("\n")
+        if out.returncode == 0 and len(lines) >= 2 and lines[1]:
+            return f"{lines[0] or python} (Python {lines[1]})"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return python
 
 
 def free_port():

@@ -25,7 +25,12 @@ export interface CommandLaunchRequest {
 
 /** The argument vector that runs the command under the supervisor. */
 export function supervisedArgv(spec: ResolvedLaunchSpec, companionRoot: string, runDir: string): string[] {
-  return [spec.python, supervisorPath(companionRoot), '--run-dir', runDir, ...(spec.nproc > 1 ? ['--nproc', String(spec.nproc)] : []), '--', ...spec.command.argv];
+  return [spec.python, supervisorPath(companionRoot), '--run-dir', runDir, ...(spec.nproc > 1 ? ['--nproc', String(spec.nproc)] : []), ...usePython(spec), '--', ...spec.command.argv];
+}
+
+/** A chosen Python (the spec's python:, the Python extension's) runs the command's bare `python` word and comes first on its PATH. */
+export function usePython(spec: ResolvedLaunchSpec): string[] {
+  return spec.pythonSource ? ['--use-this-python'] : [];
 }
 
 export async function launchCommandLocal(machine: RunMachine, extensionRoot: string, req: CommandLaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {

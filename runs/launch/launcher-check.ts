@@ -8,12 +8,16 @@ import path from 'node:path';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import type { LoginHost } from '../machines/login-host';
 import { LOCAL } from '../machines/run-machine';
+import { PYTHON_WORD } from '../machines/python-check';
 
 /** Exit 3: the folder is not there; 1/127: the program is not (not found, or not executable). */
 const FIND = [
   'case $1 in "~") d=$HOME ;; "~/"*) d=$HOME/${1#"~/"} ;; *) d=$1 ;; esac',
   'cd -- "$d" 2>/dev/null || exit 3',
-  'case $2 in */*) test -f "$2" && test -x "$2" ;; *) command -v -- "$2" >/dev/null ;; esac',
+  // $3: the chosen Python's folder, first on the command's PATH as the supervisor puts it.
+  'case $3 in "") ;; "~/"*) PATH=$HOME/${3#"~/"}:$PATH ;; *) PATH=$3:$PATH ;; esac',
+  'case $2 in "~/"*) p=$HOME/${2#"~/"} ;; *) p=$2 ;; esac',
+  'case $p in */*) test -f "$p" && test -x "$p" ;; *) command -v -- "$p" >/dev/null ;; esac',
 ].join('\n');
 const NO_FOLDER = 3;
 
@@ -26,9 +30,13 @@ const INSTALL: Record<string, string> = {
 
 /** Why the command's launcher cannot start on the host, or undefined when it is there. */
 export async function launcherProblem(host: LoginHost, spec: ResolvedLaunchSpec, cwd = spec.cwd): Promise<string | undefined> {
-  const program = spec.command.argv[0];
+  // A chosen Python (the spec's python:, the Python extension's) runs a bare python word of the
+  // command and comes first on its PATH (the supervisor's --use-this-python): look as it will.
+  const chosen = spec.pythonSource ? spec.python : undefined;
+  const program = chosen && PYTHON_WORD.test(spec.command.argv[0]) ? chosen : spec.command.argv[0];
+  const first = chosen?.includes('/') ? path.posix.dirname(chosen) : '';
   const where = host.target === LOCAL ? 'this machine' : host.target;
-  const r = await host.run(['/bin/sh', '-c', FIND, 'fsdp-find-launcher', cwd, program], { env: spec.env, timeoutMs: 30_000 });
+  const r = await host.run(['/bin/sh', '-c', FIND, 'fsdp-find-launcher', cwd, program, first], { env: spec.env, timeoutMs: 30_000 });
   if (r.code === 0) return undefined;
   if (r.code === NO_FOLDER) return `the command's folder ${cwd} is not on ${where}`;
   const name = path.basename(program);

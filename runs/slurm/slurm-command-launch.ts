@@ -9,7 +9,7 @@ import { slurmCommandProblem } from '../../core/config/user-command';
 import type { RankLaunch } from './slurm-ranks';
 import { BATCH_SCRIPT, batchScript, slurmJobShape } from './slurm-script';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { manifestFor, type CommandLaunchRequest } from '../launch/command-launcher';
+import { manifestFor, usePython, type CommandLaunchRequest } from '../launch/command-launcher';
 import { writeHostFile } from '../machines/login-host';
 import { supervisorPath } from '../runtime/remote-companion';
 import { LOCAL } from '../machines/run-machine';
@@ -61,7 +61,7 @@ export async function launchCommandOnSlurm(target: CommandSlurmTarget, req: Comm
       ranks,
       env: spec.env,
       cwd: place.cwd,
-      supervisor: [spec.python, supervisorPath(place.companionRoot), '--run-dir', runDir, '--'],
+      supervisor: [spec.python, supervisorPath(place.companionRoot), '--run-dir', runDir, ...usePython(spec), '--'],
       about: [`FSDP Studio run ${runId}`, `from ${req.specPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
     });
     progress('writing the run folder and the batch script…');

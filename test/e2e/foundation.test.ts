@@ -4,7 +4,7 @@ import { untilValue } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
 
 describe('e2e: the extension in a real VS Code (code-server + Chromium)', function () {
-  this.timeout(180_000);
+  this.timeout(300_000);
   let vscode: VsCodeSession;
 
   before(async () => {
@@ -30,14 +30,22 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
 
   it('activates and runs a command end to end: Check environment reports the native runtime and its BLAS kernels', async () => {
     await vscode.runCommand('FSDP: Check environment');
-    const message = await vscode.waitForNotification(/Environment: \d+ of \d+ checks passed/);
+    // A bound, not a speed check: the check imports torch in the Python the samples' launch spec runs
+    // (.venv's, from its torchrun's #! line), tens of seconds on a loaded machine.
+    const message = await vscode.waitForNotification(/Environment: \d+ of \d+ checks passed/, 150_000);
     const file = await vscode.screenshot('foundation-check-environment');
     assert.ok(existsSync(file));
     const [, passed, total] = /(\d+) of (\d+)/.exec(message)!.map(Number);
     assert.ok(total >= 5, message);
-    assert.equal(passed, total, `a check failed on a machine set up by npm test: ${message}`);
+    // The samples' SSH and SLURM run configs name placeholder hosts, to be edited (gpu-box, my-cluster):
+    // reaching them fails, and says so; every other check passes on a machine set up by npm test.
+    const failed = (/passed; (.+?) failed/.exec(message)?.[1].split(', ') ?? []).sort();
+    assert.deepEqual(failed, ['SSH to gpu-box', 'SSH to my-cluster'], message);
+    assert.equal(passed, total - failed.length, `a check failed on a machine set up by npm test: ${message}`);
     // The output channel lists each check; the BLAS row names the kernels runs use (runtime/blas_kernels.h).
-    // Monaco draws spaces as no-break spaces, and a long line over several visual lines.
+    // Monaco draws spaces as no-break spaces, and a long line over several visual lines; it draws only
+    // the lines in view, so the panel is maximized to show every row of the check.
+    await vscode.runCommand('View: Toggle Maximized Panel');
     const outputText = async () => (await vscode.page.locator('.part.panel .view-lines').allInnerTexts()).join(' ').replace(/\u00a0/g, ' ').replace(/\s+/g, ' ');
     let text = '';
     for (let tries = 0; tries < 60 && !/BLAS kernels: /.test(text); tries++) {
@@ -45,5 +53,13 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
       if (!/BLAS kernels: /.test(text)) await new Promise((r) => setTimeout(r, 500));
     }
     assert.match(text, /✓ BLAS kernels: OpenBLAS's \w+ kernels.* for \w+ family 0x[0-9a-f]+ model/, text);
+    // Python and torch, as the samples' launch specs run them (issue 28: which Python): .venv's, named
+    // by the spec found first (both run it: one through torchrun's #! line).
+    for (let tries = 0; tries < 60 && !/PyTorch on this machine: /.test(text); tries++) {
+      text = await outputText();
+      if (!/PyTorch on this machine: /.test(text)) await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.match(text, /✓ Python on this machine: \S+\/\.venv\/bin\/python3? \(Python 3\.\d+\.\d+\), what (fsdp2-torchrun|ddp-python)\.fsdp-launch\.yaml's \.\.\/\.venv\/bin\/(torchrun|python) runs/, text);
+    assert.match(text, /✓ PyTorch on this machine: torch 2\.13\.\S+, CUDA not available/, text);
   });
 });

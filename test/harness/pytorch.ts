@@ -1,5 +1,6 @@
 // Debian's PyTorch for tests of a person's own training: the system Python has python3-torch (the
 // python3 first on PATH may not), the test DDP script, and the companion's supervisor.
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 
@@ -8,3 +9,13 @@ export const VENV_PYTHON = path.join(repoRoot, '.venv', 'bin', 'python');
 export const TORCH_PYTHON = process.env.FSDP_TORCH_PYTHON ?? '/usr/bin/python3';
 export const SUPERVISOR = path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py');
 export const DDP_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');
+
+/**
+ * A real Python without torch: a venv of Debian's python3 made without pip and without the system's
+ * site-packages (where Debian's python3-torch lives), so `import torch` fails there with
+ * "No module named 'torch'". Returns its bin/python3.
+ */
+export function pythonWithoutTorch(dir: string): string {
+  execFileSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', dir]);
+  return path.join(dir, 'bin', 'python3');
+}

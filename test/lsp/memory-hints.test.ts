@@ -130,6 +130,33 @@ num_processes: 1
     assert.match(String(warning.message), /^may need up to [\d.]+ GiB \(≈ [\d.]+ GiB; unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) per GPU at its peak/);
   });
 
+  it('keeps the estimate of an accelerate config with a typo, as of a ds_config with one: the same figure, not stale', async () => {
+    const accelerate = (typo: string) => `# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=4
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  zero_stage: 2
+${typo}num_machines: 1
+num_processes: 2
+`;
+    const uri = 'file:///w/accelerate_config.yaml';
+    await server.open(uri, accelerate(''));
+    const clean = (await server.codeLenses(uri))[0].command!.title;
+    assert.match(clean, /^≈ [\d.]+ GiB \/ GPU/);
+    const diagnostics = await server.change(uri, accelerate('mixed_precison: bf16\n'));
+    const typo = diagnostics.find((d) => d.code === 'schema.unknown-key');
+    assert.equal(typo?.severity, 1, 'accelerate refuses an unknown top-level key: an error');
+    assert.match(String(typo?.message), /did you mean "mixed_precision"\?/);
+    assert.equal((await server.codeLenses(uri))[0].command!.title, clean);
+    const ds = 'file:///w/ds_config.json';
+    const dsText = (typo: string) => `{"train_micro_batch_size_per_gpu": 4, ${typo}"zero_optimization": {"stage": 2}}`;
+    await server.open(ds, dsText(''));
+    const dsClean = (await server.codeLenses(ds))[0].command!.title;
+    const dsDiagnostics = await server.change(ds, dsText('"gradient_clippin": 1.0, '));
+    assert.ok(dsDiagnostics.some((d) => d.code === 'schema.unknown-key'));
+    assert.equal((await server.codeLenses(ds))[0].command!.title, dsClean);
+  });
+
   it('shows no estimate for a config with errors, and says when the model is assumed', async () => {
     const bad = 'file:///w/bad.fsdp.yaml';
     await server.open(bad, sample.replace('n_heads: 4', 'n_heads: four'));

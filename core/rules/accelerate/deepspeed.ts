@@ -89,3 +89,27 @@ export const referencedFileChecks: ConfigRule = {
     return problems;
   },
 };
+
+export const offloadNeedsStage: ConfigRule = {
+  code: 'accelerate.offload-ignored',
+  why: 'accelerate hands offload_param_device and offload_optimizer_device to DeepSpeed as zero_optimization.offload_param / offload_optimizer, where the same rules hold as in a ds_config (deepspeed.offload-ignored): parameter offload is done by the stage 3 optimizer only, optimizer offload needs ZeRO (stage 1-3), NVMe optimizer offload needs stage 3. accelerate\'s zero_stage defaults to 2.',
+  source: 'accelerate/commands/launch.py: deepspeed_fields_from_accelerate_config; accelerate/utils/dataclasses.py: DeepSpeedPlugin (offload_param_device "Only applicable with ZeRO Stage-3"); deepspeed/runtime/zero/config.py: DeepSpeedZeroConfig.offload_param',
+  check(ctx) {
+    const ds = section(ctx);
+    // With a DeepSpeed file, the file decides (and the file's own rules check it).
+    if (!ds || typeof ds[FILE] === 'string') return [];
+    const stage = asNumber(ds.zero_stage) ?? 2;
+    const problems: ConfigProblem[] = [];
+    const param = ds.offload_param_device;
+    if (stage < 3 && typeof param === 'string' && param !== 'none') {
+      problems.push(report(ctx, this, { path: [DS, 'offload_param_device'], severity: 'warning', message: `offload_param_device does nothing at ZeRO stage ${stage}: parameters are offloaded only at stage 3`, fixes: [{ title: 'Set offload_param_device: none', preferred: true, edits: [{ kind: 'set', path: [DS, 'offload_param_device'], value: 'none' }] }] }));
+    }
+    const optimizer = ds.offload_optimizer_device;
+    if (stage === 0 && typeof optimizer === 'string' && optimizer !== 'none') {
+      problems.push(report(ctx, this, { path: [DS, 'offload_optimizer_device'], severity: 'warning', message: 'offload_optimizer_device does nothing without ZeRO (stage 0)', fixes: [{ title: 'Set offload_optimizer_device: none', preferred: true, edits: [{ kind: 'set', path: [DS, 'offload_optimizer_device'], value: 'none' }] }] }));
+    } else if (stage < 3 && optimizer === 'nvme') {
+      problems.push(report(ctx, this, { path: [DS, 'offload_optimizer_device'], severity: 'warning', message: `NVMe optimizer offload is available only at ZeRO stage 3 (this is stage ${stage}); use cpu`, fixes: [{ title: 'Offload to cpu', preferred: true, edits: [{ kind: 'set', path: [DS, 'offload_optimizer_device'], value: 'cpu' }] }] }));
+    }
+    return problems;
+  },
+};

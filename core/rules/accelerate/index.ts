@@ -1,6 +1,6 @@
 // Every accelerate cross-field rule, in the order their problems are listed.
 import type { ConfigRule } from '../rule';
-import { fileOverrides, referencedFileChecks, zero3InitFlag } from './deepspeed';
+import { fileOverrides, offloadNeedsStage, referencedFileChecks, zero3InitFlag } from './deepspeed';
 import { cpuRamEfficientLoading, fsdpVersionOptions, hybridShardNeedsWrapping, sizeBasedWrapMinimum } from './fsdp';
 import { distributedTypeRequired, multiNodeAddress, processCount, processesPerMachine } from './launch';
 import { yaml11Booleans } from './yaml-booleans';
@@ -17,5 +17,6 @@ export const accelerateRules: ConfigRule[] = [
   sizeBasedWrapMinimum,
   fileOverrides,
   zero3InitFlag,
+  offloadNeedsStage,
   referencedFileChecks,
 ];
