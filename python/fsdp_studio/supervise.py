@@ -110,7 +110,7 @@ def main(argv=None):
         how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
         who = f"rank {r}" if world > 1 else args.command[0]
         last = last_words[r]
-        status, reason = "failed", f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env)}"
+        status, reason = "failed", f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env, args.use_this_python)}"
         code = 128 - c if c < 0 else c
     finish(log, run_dir, manifest, status, reason)
     dismiss_guard(guard)
@@ -226,7 +226,7 @@ def with_this_python(command):
 MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 
 
-def missing_module_hint(last_words, command, env):
+def missing_module_hint(last_words, command, env, chosen=False):
     """For a command that ended on a missing module: which Python ran it (path and version), so that
     `No module named 'torch'` says where torch was looked for. Empty for any other failure."""
     m = MISSING_MODULE.search(last_words or "")
@@ -236,8 +236,12 @@ def missing_module_hint(last_words, command, env):
     python = interpreter_of(command, env)
     if python is None:
         return f" (the Python that ran {command[0]} was not found on its PATH)"
-    named_by_path = os.sep in command[0]
-    fix = "name one that has it in the command" if named_by_path else "name one that has it in the launch spec's python: key, or select one in the Python extension"
+    if chosen and os.path.dirname(python) == os.path.dirname(sys.executable):
+        fix = "it was chosen by the launch spec's python: key (or the Python extension's selection): name one that has it there"
+    elif os.sep in command[0]:
+        fix = "name one that has it in the command"
+    else:
+        fix = "name one that has it in the launch spec's python: key, or select one in the Python extension"
     return f" — the Python that ran it, {describe_python(python, env)}, has no {module}: {fix}"
 
 

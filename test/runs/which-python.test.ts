@@ -66,6 +66,14 @@ describe('which Python runs a person\'s command (real interpreters, real process
     assert.equal(end.reason, reason, 'the run_end the dashboard shows says the same');
   });
 
+  it("python: naming a Python without torch: the failure names it and says the spec chose it", async () => {
+    const { manifest } = await runToEnd(spec('chosen-bare', ['command: python3 train.py', `python: ${JSON.stringify(bare)}`]));
+    assert.equal(manifest.status, 'failed');
+    const reason = String(manifest.end_reason);
+    assert.ok(reason.includes(`No module named 'torch' — the Python that ran it, ${bare} (Python 3.`), reason);
+    assert.match(reason, /chosen by the launch spec's python: key \(or the Python extension's selection\): name one that has it there$/);
+  });
+
   it("python: in the spec runs the command's python3 word with that interpreter, even with another python3 first on PATH", async () => {
     const { manifest, stdout } = await runToEnd(spec('chosen', ['command: python3 train.py', `python: ${JSON.stringify(VENV_PYTHON)}`, `env: {PATH: ${JSON.stringify(pathWith(path.dirname(bare)))}}`]));
     assert.equal(manifest.status, 'completed', String(manifest.end_reason));
