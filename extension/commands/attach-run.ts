@@ -34,6 +34,9 @@ async function attachRun(studio: StudioContext): Promise<void> {
   qp.placeholder = 'A run of this workspace, or browse a host';
   qp.matchOnDescription = true;
   qp.matchOnDetail = true;
+  // Stays open when a webview takes the focus (a dashboard loading, or restored after a reload):
+  // a run's picker must not vanish under the person's cursor. Escape still closes it.
+  qp.ignoreFocusOut = true;
   const known: Item[] = runs.records().map((record) => {
     const watch = runs.existingWatch(runKey(record));
     return { label: runTitle(record, watch), description: `${targetTitle(record.target)} · ${runSummary(watch)}`, detail: record.runDir, record };

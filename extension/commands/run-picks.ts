@@ -39,10 +39,12 @@ export async function pickRuns(runs: Runs, opts: RunPickOptions, many: boolean):
     const watch = runs.existingWatch(runKey(record));
     return { label: runTitle(record, watch), description: `${targetTitle(record.target)} · ${runSummary(watch)}`, detail: record.runDir, record };
   });
+  // The picker stays open when a webview takes the focus (a dashboard loading, a run's view updated
+  // at its end): it must not vanish under the person's cursor. Escape still closes it.
   if (many) {
-    const picks = await vscode.window.showQuickPick(items, { title: opts.title, canPickMany: true, matchOnDetail: true });
+    const picks = await vscode.window.showQuickPick(items, { title: opts.title, canPickMany: true, matchOnDetail: true, ignoreFocusOut: true });
     return picks?.map((p) => p.record) ?? [];
   }
-  const pick = await vscode.window.showQuickPick(items, { title: opts.title, matchOnDescription: true, matchOnDetail: true });
+  const pick = await vscode.window.showQuickPick(items, { title: opts.title, matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true });
   return pick ? [pick.record] : [];
 }
