@@ -18,7 +18,7 @@ export async function setup(purpose, { codeServer = purpose === 'test', log = co
   const t0 = Date.now();
   const purposes = ['build', 'data'];
   if (codeServer) purposes.push('codeServer');
-  if (purpose === 'test') purposes.push('test');
+  if (purpose === 'test') purposes.push('format', 'test');
   ensureSystemPackages(purposes, log);
   ensureNpmPackages(log);
   const { buildNative } = await import('./native.mjs');

@@ -16,6 +16,8 @@ export const PACKAGES = {
   // training scripts run for real on the CPU (Debian's torch, gloo backend); a real one-node SLURM
   // cluster (slurmctld + slurmd + munge, started by the test harness) for cluster launches; network
   // namespaces (iproute2) as separate hosts for runs across hosts.
+  // The one formatting of the native runtime's C++ (.clang-format), checked by the tests.
+  format: ['clang-format'],
   test: ['chromium', 'openssh-server', 'openssh-client', 'procps', 'python3-torch', 'python3-numpy', 'slurm-wlm', 'munge', 'iproute2'],
 };
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 const root = path.resolve(__dirname, '../..');
@@ -21,5 +22,16 @@ describe('lint (eslint.config.mjs)', () => {
     const eslint = new ESLint({ cwd: root });
     const [result] = await eslint.lintText('export const x: any = 1;\n', { filePath: path.join(root, 'core/lint-probe.ts') });
     assert.deepEqual(result.messages.map((m) => m.ruleId), ['@typescript-eslint/no-explicit-any']);
+  });
+
+  // The one formatting of the code base (issue 25): Prettier for TypeScript, JavaScript modules and
+  // CSS (.prettierrc.json), clang-format for the native runtime (.clang-format). `npm run format`
+  // fixes what these name.
+  it('every source file is formatted (npm run format:check)', function () {
+    this.timeout(600_000);
+    const prettier = spawnSync(process.execPath, [path.join(root, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level', 'warn', '**/*.{ts,mjs,css}'], { cwd: root, encoding: 'utf8' });
+    assert.equal(prettier.status, 0, `Prettier: not formatted (npm run format):\n${prettier.stdout}${prettier.stderr}`);
+    const native = spawnSync(process.execPath, [path.join(root, 'scripts', 'format-native.mjs'), '--check'], { cwd: root, encoding: 'utf8' });
+    assert.equal(native.status, 0, `clang-format: ${native.stdout}${native.stderr}`);
   });
 });
