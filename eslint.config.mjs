@@ -6,13 +6,41 @@ import tseslint from 'typescript-eslint';
 
 // The Node globals our plain .mjs scripts use (TypeScript files get `no-undef` from tsc instead).
 const nodeGlobals = Object.fromEntries(
-  ['process', 'console', 'Buffer', 'URL', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'AbortController', 'TextDecoder', 'TextEncoder', 'performance', 'fetch', 'structuredClone', 'queueMicrotask']
-    .map((name) => [name, 'readonly']),
+  [
+    'process',
+    'console',
+    'Buffer',
+    'URL',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+    'AbortController',
+    'TextDecoder',
+    'TextEncoder',
+    'performance',
+    'fetch',
+    'structuredClone',
+    'queueMicrotask',
+  ].map((name) => [name, 'readonly']),
 );
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/**', 'dist/**', 'native/build*/**', '.tools/**', 'test-output/**', 'core/generated/**', 'samples/data/**', 'samples/runs/**', 'runs/*-????????-??????-*/**', '.gpu-debs/**', '.venv/**'],
+    ignores: [
+      'node_modules/**',
+      'dist/**',
+      'native/build*/**',
+      '.tools/**',
+      'test-output/**',
+      'core/generated/**',
+      'samples/data/**',
+      'samples/runs/**',
+      'runs/*-????????-??????-*/**',
+      '.gpu-debs/**',
+      '.venv/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -33,10 +33,46 @@ if (isConfigInputError(sampleInput)) throw new Error(sampleInput.error);
 
 const CASES: Array<{ name: string; input: MemoryInput }> = [
   { name: 'samples/tiny-cpu.yaml (our runtime, 4 layers)', input: sampleInput.input },
-  { name: 'GPT-2 124M, PyTorch FSDP, 8 GPUs, bf16', input: { ...defaultMemoryInput(preset('gpt2-124m').shape, 1024), microBatch: 16, nprocPerNode: 8, precision: { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' } } },
-  { name: 'Llama 2 7B, DeepSpeed ZeRO-3, 8 GPUs, bf16', input: { ...defaultMemoryInput(preset('llama-2-7b').shape, 4096), framework: 'deepspeed', microBatch: 2, nprocPerNode: 8, precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' } } },
-  { name: 'Llama 3 70B, PyTorch FSDP, 8 × 8 GPUs, every-block checkpointing', input: { ...defaultMemoryInput(preset('llama-3-70b').shape, 8192), microBatch: 1, nprocPerNode: 8, nnodes: 8, checkpointing: { policy: 'every_n', everyN: 1 }, precision: { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' } } },
-  { name: 'GPT-2 1.5B, our runtime, auto checkpointing (budget 8 GiB)', input: { ...defaultMemoryInput(preset('gpt2-1.5b').shape, 1024), framework: 'fsdp-studio', attention: 'eager', microBatch: 8, checkpointing: { policy: 'auto', everyN: 1, budgetBytes: 8 * 1024 ** 3 } } },
+  {
+    name: 'GPT-2 124M, PyTorch FSDP, 8 GPUs, bf16',
+    input: {
+      ...defaultMemoryInput(preset('gpt2-124m').shape, 1024),
+      microBatch: 16,
+      nprocPerNode: 8,
+      precision: { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' },
+    },
+  },
+  {
+    name: 'Llama 2 7B, DeepSpeed ZeRO-3, 8 GPUs, bf16',
+    input: {
+      ...defaultMemoryInput(preset('llama-2-7b').shape, 4096),
+      framework: 'deepspeed',
+      microBatch: 2,
+      nprocPerNode: 8,
+      precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' },
+    },
+  },
+  {
+    name: 'Llama 3 70B, PyTorch FSDP, 8 × 8 GPUs, every-block checkpointing',
+    input: {
+      ...defaultMemoryInput(preset('llama-3-70b').shape, 8192),
+      microBatch: 1,
+      nprocPerNode: 8,
+      nnodes: 8,
+      checkpointing: { policy: 'every_n', everyN: 1 },
+      precision: { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' },
+    },
+  },
+  {
+    name: 'GPT-2 1.5B, our runtime, auto checkpointing (budget 8 GiB)',
+    input: {
+      ...defaultMemoryInput(preset('gpt2-1.5b').shape, 1024),
+      framework: 'fsdp-studio',
+      attention: 'eager',
+      microBatch: 8,
+      checkpointing: { policy: 'auto', everyN: 1, budgetBytes: 8 * 1024 ** 3 },
+    },
+  },
 ];
 
 function stats(samples: number[]) {
@@ -57,11 +93,23 @@ function time(fn: (i: number) => void, batches = 200, perBatch = 50): ReturnType
   return stats(out);
 }
 
-async function panelTimings(): Promise<{ update: ReturnType<typeof stats>; toFrame: ReturnType<typeof stats>; nextFrame: number; config: string }> {
+async function panelTimings(): Promise<{
+  update: ReturnType<typeof stats>;
+  toFrame: ReturnType<typeof stats>;
+  nextFrame: number;
+  config: string;
+}> {
   const bundle = path.join(root, 'dist', 'webview', 'memory-estimator.js');
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run npm run build first`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-panel-'));
-  const config: EstimatorConfigMessage = { type: 'config', fileName: 'gpt2-124m.yaml', kind: 'run-config', input: CASES[1].input, notes: [], hostMemoryBytes: os.totalmem() };
+  const config: EstimatorConfigMessage = {
+    type: 'config',
+    fileName: 'gpt2-124m.yaml',
+    kind: 'run-config',
+    input: CASES[1].input,
+    notes: [],
+    hostMemoryBytes: os.totalmem(),
+  };
   // The panel as VS Code would host it, with acquireVsCodeApi provided by the page.
   writeFileSync(
     path.join(dir, 'index.html'),
@@ -69,7 +117,11 @@ async function panelTimings(): Promise<{ update: ReturnType<typeof stats>; toFra
 <script>window.acquireVsCodeApi = () => ({ postMessage() {}, getState() { return undefined; }, setState() {} });</script>
 <script src="file://${bundle}"></script></body></html>`,
   );
-  const browser = await chromium.launch({ executablePath: process.env.FSDP_STUDIO_CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const browser = await chromium.launch({
+    executablePath: process.env.FSDP_STUDIO_CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
   try {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     await page.goto(`file://${path.join(dir, 'index.html')}`);
@@ -94,7 +146,12 @@ async function panelTimings(): Promise<{ update: ReturnType<typeof stats>; toFra
     });
     const measured = samples.slice(20); // the first updates compile the code paths
     const nextFrame = measured.filter((s) => s.toFrame <= NEXT_FRAME_MS).length / measured.length;
-    return { update: stats(measured.map((s) => s.update)), toFrame: stats(measured.map((s) => s.toFrame)), nextFrame, config: CASES[1].name };
+    return {
+      update: stats(measured.map((s) => s.update)),
+      toFrame: stats(measured.map((s) => s.toFrame)),
+      nextFrame,
+      config: CASES[1].name,
+    };
   } finally {
     await browser.close();
     rmSync(dir, { recursive: true, force: true });
@@ -104,21 +161,44 @@ async function panelTimings(): Promise<{ update: ReturnType<typeof stats>; toFra
 async function main(): Promise<void> {
   const load = os.loadavg();
   // Every call a new micro-batch: estimates are memoised, and the bench measures making one.
-  const estimates = CASES.map((c) => ({ name: c.name, ms: time((i) => estimateMemory({ ...c.input, microBatch: c.input.microBatch + i }), 40, 5) }));
-  const readAndEstimate = time(() => {
-    const r = readConfigForEstimate(sample, 'tiny-cpu.yaml');
-    if (!isConfigInputError(r)) estimateMemory(r.input);
-  }, 100, 20);
+  const estimates = CASES.map((c) => ({
+    name: c.name,
+    ms: time((i) => estimateMemory({ ...c.input, microBatch: c.input.microBatch + i }), 40, 5),
+  }));
+  const readAndEstimate = time(
+    () => {
+      const r = readConfigForEstimate(sample, 'tiny-cpu.yaml');
+      if (!isConfigInputError(r)) estimateMemory(r.input);
+    },
+    100,
+    20,
+  );
   const panel = await panelTimings();
   const date = new Date().toISOString().slice(0, 10);
-  const chromiumVersion = execFileSync(process.env.FSDP_STUDIO_CHROMIUM ?? '/usr/bin/chromium', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  const chromiumVersion = execFileSync(process.env.FSDP_STUDIO_CHROMIUM ?? '/usr/bin/chromium', ['--version'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }).trim();
   const result = {
     date,
     command: 'npm run bench:estimator',
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memoryGiB: +(os.totalmem() / 1024 ** 3).toFixed(1), node: process.version, chromium: chromiumVersion, loadAverage1m: +load[0].toFixed(2) },
+    machine: {
+      cpu: os.cpus()[0]?.model,
+      cores: os.cpus().length,
+      memoryGiB: +(os.totalmem() / 1024 ** 3).toFixed(1),
+      node: process.version,
+      chromium: chromiumVersion,
+      loadAverage1m: +load[0].toFixed(2),
+    },
     oneEstimateMs: estimates,
     readConfigAndEstimateMs: readAndEstimate,
-    panel: { frameBudgetMs: +FRAME_MS.toFixed(2), config: panel.config, updateMs: panel.update, inputToNextFrameMs: panel.toFrame, shownByNextFrame: +panel.nextFrame.toFixed(3) },
+    panel: {
+      frameBudgetMs: +FRAME_MS.toFixed(2),
+      config: panel.config,
+      updateMs: panel.update,
+      inputToNextFrameMs: panel.toFrame,
+      shownByNextFrame: +panel.nextFrame.toFixed(3),
+    },
   };
   mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
   const base = path.join(root, 'bench', 'results', `estimator-${date}`);

@@ -33,7 +33,8 @@ function runConfig500(): string {
   for (const line of base) {
     if (/^\s*\w+:/.test(line)) {
       const indent = /^\s*/.exec(line)![0];
-      for (let k = 0; k < perKey; k++) out.push(`${indent}# note ${out.length}: why this value, who changed it and when, and what was tried before`);
+      for (let k = 0; k < perKey; k++)
+        out.push(`${indent}# note ${out.length}: why this value, who changed it and when, and what was tried before`);
     }
     out.push(line);
   }
@@ -43,11 +44,40 @@ function runConfig500(): string {
 
 /** A DeepSpeed config of 500 lines: a real one (transformers' ZeRO-3 test config) plus a compression section with many layer groups. */
 function deepspeedConfig500(): string {
-  const real = JSON.parse(readFileSync(path.join(root, 'test', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json'), 'utf8'));
+  const real = JSON.parse(
+    readFileSync(
+      path.join(
+        root,
+        'test',
+        'fixtures',
+        'public-configs',
+        'huggingface-transformers',
+        'tests',
+        'deepspeed',
+        'ds_config_zero3.json',
+      ),
+      'utf8',
+    ),
+  );
   const build = (n: number) => {
     const groups: Record<string, unknown> = {};
-    for (let i = 0; i < n; i++) groups[`wq${i}`] = { params: { start_bits: 8, target_bits: 4, quantization_period: 50 }, modules: [`layer.${i}.attention.self`, `layer.${i}.output`] };
-    const config = { ...real, train_micro_batch_size_per_gpu: 4, gradient_accumulation_steps: 2, train_batch_size: 64, compression_training: { weight_quantization: { shared_parameters: { enabled: true, quantizer_kernel: false, schedule_offset: 0 }, different_groups: groups } } };
+    for (let i = 0; i < n; i++)
+      groups[`wq${i}`] = {
+        params: { start_bits: 8, target_bits: 4, quantization_period: 50 },
+        modules: [`layer.${i}.attention.self`, `layer.${i}.output`],
+      };
+    const config = {
+      ...real,
+      train_micro_batch_size_per_gpu: 4,
+      gradient_accumulation_steps: 2,
+      train_batch_size: 64,
+      compression_training: {
+        weight_quantization: {
+          shared_parameters: { enabled: true, quantizer_kernel: false, schedule_offset: 0 },
+          different_groups: groups,
+        },
+      },
+    };
     return JSON.stringify(config, null, 2).split('\n');
   };
   let n = 0;
@@ -69,8 +99,20 @@ async function main(): Promise<void> {
   const runText = runConfig500();
   const dsText = deepspeedConfig500();
   const docs = [
-    { name: 'run config, YAML, 500 lines', uri: 'file:///bench/run.fsdp.yaml', text: runText, edit: (t: string, i: number) => t.replace(/max_steps: \d+/, `max_steps: ${1000 + i}`), completeAt: positionOf(runText, '  sharding_strategy:', 2) },
-    { name: 'DeepSpeed config, JSON, 500 lines', uri: 'file:///bench/ds_config.json', text: dsText, edit: (t: string, i: number) => t.replace(/"steps_per_print": \d+/, `"steps_per_print": ${1000 + i}`), completeAt: positionOf(dsText, '    "stage": 3', 4) },
+    {
+      name: 'run config, YAML, 500 lines',
+      uri: 'file:///bench/run.fsdp.yaml',
+      text: runText,
+      edit: (t: string, i: number) => t.replace(/max_steps: \d+/, `max_steps: ${1000 + i}`),
+      completeAt: positionOf(runText, '  sharding_strategy:', 2),
+    },
+    {
+      name: 'DeepSpeed config, JSON, 500 lines',
+      uri: 'file:///bench/ds_config.json',
+      text: dsText,
+      edit: (t: string, i: number) => t.replace(/"steps_per_print": \d+/, `"steps_per_print": ${1000 + i}`),
+      completeAt: positionOf(dsText, '    "stage": 3', 4),
+    },
   ];
   for (const d of docs) {
     const lines = d.text.split('\n').length - 1;
@@ -79,7 +121,16 @@ async function main(): Promise<void> {
 
   const server = await LanguageServerClient.start();
   const large: LargeResult[] = [];
-  const results: Array<{ name: string; problems: number; problemCodes: string[]; analysisMs: ReturnType<typeof stats>; analysisCpuMs: ReturnType<typeof stats>; diagnosticsMs: ReturnType<typeof stats>; completionMs: ReturnType<typeof stats>; completionItems: number }> = [];
+  const results: Array<{
+    name: string;
+    problems: number;
+    problemCodes: string[];
+    analysisMs: ReturnType<typeof stats>;
+    analysisCpuMs: ReturnType<typeof stats>;
+    diagnosticsMs: ReturnType<typeof stats>;
+    completionMs: ReturnType<typeof stats>;
+    completionItems: number;
+  }> = [];
   try {
     for (const d of docs) {
       const first = await server.open(d.uri, d.text);
@@ -113,9 +164,19 @@ async function main(): Promise<void> {
           analysisCpu.push((cpu.user + cpu.system) / 1000);
         }
       }
-      results.push({ name: d.name, problems: first.length, problemCodes: [...new Set(first.map((p) => String(p.code)))], analysisMs: stats(analysis), analysisCpuMs: stats(analysisCpu), diagnosticsMs: stats(diag), completionMs: stats(comp), completionItems: items });
+      results.push({
+        name: d.name,
+        problems: first.length,
+        problemCodes: [...new Set(first.map((p) => String(p.code)))],
+        analysisMs: stats(analysis),
+        analysisCpuMs: stats(analysisCpu),
+        diagnosticsMs: stats(diag),
+        completionMs: stats(comp),
+        completionItems: items,
+      });
     }
-    for (const shape of LARGE_SHAPES) for (const keys of [1_000, 10_000, 100_000]) large.push(await measureLarge(server, shape, keys, docs[0]));
+    for (const shape of LARGE_SHAPES)
+      for (const keys of [1_000, 10_000, 100_000]) large.push(await measureLarge(server, shape, keys, docs[0]));
   } finally {
     await server.stop();
   }
@@ -130,7 +191,18 @@ async function main(): Promise<void> {
     loadAverage1m: Math.round(os.loadavg()[0] * 100) / 100,
   };
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim();
-  const report = { date, command: 'npm run bench:lsp', commit, machine, runsPerCase: RUNS, warmup: WARMUP, targets: { diagnosticsP95Ms: 20, completionMs: 10, diagnostics100kKeysMs: 2000, commandLine100kKeysMs: 2000 }, results, large, commandLine: cli };
+  const report = {
+    date,
+    command: 'npm run bench:lsp',
+    commit,
+    machine,
+    runsPerCase: RUNS,
+    warmup: WARMUP,
+    targets: { diagnosticsP95Ms: 20, completionMs: 10, diagnostics100kKeysMs: 2000, commandLine100kKeysMs: 2000 },
+    results,
+    large,
+    commandLine: cli,
+  };
   const dir = path.join(root, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, `lsp-${date}.json`), JSON.stringify(report, null, 2) + '\n');
@@ -141,9 +213,12 @@ async function main(): Promise<void> {
     '',
     '| config | problems | diagnostics median | diagnostics p95 (≤ 20) | completion median | completion p95 (≤ 10) | analysis alone, wall p95 | analysis alone, CPU median / p95 |',
     '|---|---|---|---|---|---|---|---|',
-    ...results.map((r) => `| ${r.name} | ${r.problems} (${r.problemCodes.join(', ')}) | ${r.diagnosticsMs.median} | ${r.diagnosticsMs.p95} | ${r.completionMs.median} | ${r.completionMs.p95} | ${r.analysisMs.p95} | ${r.analysisCpuMs.median} / ${r.analysisCpuMs.p95} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${r.problems} (${r.problemCodes.join(', ')}) | ${r.diagnosticsMs.median} | ${r.diagnosticsMs.p95} | ${r.completionMs.median} | ${r.completionMs.p95} | ${r.analysisMs.p95} | ${r.analysisCpuMs.median} / ${r.analysisCpuMs.p95} |`,
+    ),
     '',
-    'The problems are real and part of the work timed: the run config is written for 8 × H100 and this machine\'s runtime (validateConfig, on) refuses CUDA, bfloat16 and 8 ranks here; the DeepSpeed config uses a deprecated key.',
+    "The problems are real and part of the work timed: the run config is written for 8 × H100 and this machine's runtime (validateConfig, on) refuses CUDA, bfloat16 and 8 ranks here; the DeepSpeed config uses a deprecated key.",
     '',
     'Diagnostics: from sending textDocument/didChange (whole text) to receiving its textDocument/publishDiagnostics. Completion: textDocument/completion request to response, at a key inside a section. Analysis alone: parse, schema and rules in this process; its CPU time (process.cpuUsage) is not inflated by other processes on the shared cores, its wall time is.',
     '',
@@ -153,7 +228,10 @@ async function main(): Promise<void> {
     '',
     '| config | keys | bytes | problems (shown) | diagnostics median / max | completion meanwhile: requests, median / max | analysis alone, CPU |',
     '|---|---|---|---|---|---|---|',
-    ...large.map((r) => `| ${r.shape} | ${r.keys.toLocaleString('en-US')} | ${r.bytes.toLocaleString('en-US')} | ${r.problems.toLocaleString('en-US')} (${r.shown}) | ${r.diagnosticsMs.median} / ${r.diagnosticsMs.max} | ${r.completionMeanwhileMs.n}, ${r.completionMeanwhileMs.median} / ${r.completionMeanwhileMs.max} | ${r.analysisCpuMs} |`),
+    ...large.map(
+      (r) =>
+        `| ${r.shape} | ${r.keys.toLocaleString('en-US')} | ${r.bytes.toLocaleString('en-US')} | ${r.problems.toLocaleString('en-US')} (${r.shown}) | ${r.diagnosticsMs.median} / ${r.diagnosticsMs.max} | ${r.completionMeanwhileMs.n}, ${r.completionMeanwhileMs.median} / ${r.completionMeanwhileMs.max} | ${r.analysisCpuMs} |`,
+    ),
     '',
     '## Outside the editor (100k keys)',
     '',
@@ -161,7 +239,9 @@ async function main(): Promise<void> {
     '',
     '| config | command | exit | wall median / max | CPU median |',
     '|---|---|---|---|---|',
-    ...cli.map((r) => `| ${r.shape} | ${r.command} | ${r.exit} | ${r.wallMs.median} / ${r.wallMs.max} | ${r.cpuMs.median} |`),
+    ...cli.map(
+      (r) => `| ${r.shape} | ${r.command} | ${r.exit} | ${r.wallMs.median} / ${r.wallMs.max} | ${r.cpuMs.median} |`,
+    ),
     '',
   ].join('\n');
   writeFileSync(path.join(dir, `lsp-${date}.md`), md);
@@ -186,7 +266,12 @@ interface LargeResult {
 let largeDocuments = 0;
 
 /** Opens a generated config LARGE_RUNS times; meanwhile asks for completion in `other` every 20 ms. */
-async function measureLarge(server: LanguageServerClient, shape: LargeConfigShape, keys: number, other: { uri: string; completeAt: { line: number; character: number } }): Promise<LargeResult> {
+async function measureLarge(
+  server: LanguageServerClient,
+  shape: LargeConfigShape,
+  keys: number,
+  other: { uri: string; completeAt: { line: number; character: number } },
+): Promise<LargeResult> {
   const config = largeConfig(shape, keys);
   const diag: number[] = [];
   const meanwhile: number[] = [];
@@ -195,11 +280,13 @@ async function measureLarge(server: LanguageServerClient, shape: LargeConfigShap
     const uri = `file:///bench/large/${largeDocuments++}/${path.basename(config.file)}`;
     const t0 = performance.now();
     let done = false;
-    const diagnostics = server.open(uri, config.text, config.file.endsWith('.json') ? 'json' : 'yaml', 600_000).then((d) => {
-      diag.push(performance.now() - t0);
-      done = true;
-      return d;
-    });
+    const diagnostics = server
+      .open(uri, config.text, config.file.endsWith('.json') ? 'json' : 'yaml', 600_000)
+      .then((d) => {
+        diag.push(performance.now() - t0);
+        done = true;
+        return d;
+      });
     while (!done) {
       const c0 = performance.now();
       await server.completion(other.uri, other.completeAt);
@@ -212,7 +299,16 @@ async function measureLarge(server: LanguageServerClient, shape: LargeConfigShap
   const c0 = process.cpuUsage();
   const problems = analyseConfig(config.kind, config.text, config.file).problems.length;
   const cpu = process.cpuUsage(c0);
-  return { shape, keys, bytes: Buffer.byteLength(config.text), problems, shown, diagnosticsMs: stats(diag), completionMeanwhileMs: stats(meanwhile), analysisCpuMs: Math.round((cpu.user + cpu.system) / 1000) };
+  return {
+    shape,
+    keys,
+    bytes: Buffer.byteLength(config.text),
+    problems,
+    shown,
+    diagnosticsMs: stats(diag),
+    completionMeanwhileMs: stats(meanwhile),
+    analysisCpuMs: Math.round((cpu.user + cpu.system) / 1000),
+  };
 }
 
 const CLI_RUNS = 5;
@@ -234,21 +330,42 @@ function measureCommandLine(): CommandLineResult[] {
       const config = largeConfig(shape, 100_000);
       const file = path.join(dir, path.basename(config.file));
       writeFileSync(file, config.text);
-      for (const [tool, args] of [['fsdp-estimate', [file]], ['fsdp-train', [file, '--plan']]] as const) {
+      for (const [tool, args] of [
+        ['fsdp-estimate', [file]],
+        ['fsdp-train', [file, '--plan']],
+      ] as const) {
         const wall: number[] = [];
         const cpu: number[] = [];
         let exit: number | null = null;
         for (let i = 0; i < CLI_RUNS; i++) {
           const cpuFile = path.join(dir, 'cpu.json');
           const t0 = performance.now();
-          const r = spawnSync(process.execPath, ['--import', pathToFileURL(path.join(root, 'bench', 'cpu-at-exit.mjs')).href, path.join(root, 'bin', `${tool}.mjs`), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, FSDP_BENCH_CPU_FILE: cpuFile }, maxBuffer: 64 << 20 });
+          const r = spawnSync(
+            process.execPath,
+            [
+              '--import',
+              pathToFileURL(path.join(root, 'bench', 'cpu-at-exit.mjs')).href,
+              path.join(root, 'bin', `${tool}.mjs`),
+              ...args,
+            ],
+            { cwd: dir, encoding: 'utf8', env: { ...process.env, FSDP_BENCH_CPU_FILE: cpuFile }, maxBuffer: 64 << 20 },
+          );
           wall.push(performance.now() - t0);
           cpu.push((JSON.parse(readFileSync(cpuFile, 'utf8')) as { cpuMs: number }).cpuMs);
           exit = r.status;
           const expected = shape === 'run-config-valid' ? 0 : 2;
-          if (r.status !== expected) throw new Error(`${tool} ${args.join(' ')}: exit ${r.status}, expected ${expected}: ${r.stderr.slice(0, 500)}`);
+          if (r.status !== expected)
+            throw new Error(
+              `${tool} ${args.join(' ')}: exit ${r.status}, expected ${expected}: ${r.stderr.slice(0, 500)}`,
+            );
         }
-        out.push({ shape, command: `${tool} ${args.map((a) => (a === file ? path.basename(file) : a)).join(' ')}`, exit, wallMs: stats(wall), cpuMs: stats(cpu) });
+        out.push({
+          shape,
+          command: `${tool} ${args.map((a) => (a === file ? path.basename(file) : a)).join(' ')}`,
+          exit,
+          wallMs: stats(wall),
+          cpuMs: stats(cpu),
+        });
       }
     }
   } finally {

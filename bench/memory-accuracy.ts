@@ -13,7 +13,19 @@ import path from 'node:path';
 import { UNSURE_SEGMENTS } from '../core/memory/estimate';
 import { replayTraining } from '../core/memory/frameworks/pytorch-replay';
 import type { MemoryInput } from '../core/memory/memory-input';
-import { accuracySummary, compareReserved, harnessHistory, reservedOf, segmentsToCover, summariseReserved, widthSplits, type MeasuredFile, type ReservedError, type ReservedFile, type ReservedSummary } from '../core/memory/measured-comparison';
+import {
+  accuracySummary,
+  compareReserved,
+  harnessHistory,
+  reservedOf,
+  segmentsToCover,
+  summariseReserved,
+  widthSplits,
+  type MeasuredFile,
+  type ReservedError,
+  type ReservedFile,
+  type ReservedSummary,
+} from '../core/memory/measured-comparison';
 
 const root = path.resolve(__dirname, '..');
 const runsDir = path.join(root, 'test', 'fixtures', 'measured');
@@ -35,15 +47,36 @@ interface Requests {
 function replayRequests(input: MemoryInput): Requests {
   let count = 0;
   let bytes = 0;
-  replayTraining(input, { alloc: (_id, b, _t, _s, host) => { if (!host && b > MiB) { count++; bytes += b; } }, free: () => {}, phase: () => {} }, 3);
+  replayTraining(
+    input,
+    {
+      alloc: (_id, b, _t, _s, host) => {
+        if (!host && b > MiB) {
+          count++;
+          bytes += b;
+        }
+      },
+      free: () => {},
+      phase: () => {},
+    },
+    3,
+  );
   return { count, mib: bytes / MiB };
 }
-function measuredRequests(stats: Record<string, number> | undefined, before: Record<string, number> | undefined): Requests | undefined {
+function measuredRequests(
+  stats: Record<string, number> | undefined,
+  before: Record<string, number> | undefined,
+): Requests | undefined {
   if (!stats || !before) return undefined;
-  return { count: stats['allocation.large_pool.allocated'] - before['allocation.large_pool.allocated'], mib: (stats['requested_bytes.large_pool.allocated'] - before['requested_bytes.large_pool.allocated']) / MiB };
+  return {
+    count: stats['allocation.large_pool.allocated'] - before['allocation.large_pool.allocated'],
+    mib: (stats['requested_bytes.large_pool.allocated'] - before['requested_bytes.large_pool.allocated']) / MiB,
+  };
 }
 
-const rows: Array<ReservedError & { file: string; device: string; requests?: { replay: Requests; measured: Requests } }> = [];
+const rows: Array<
+  ReservedError & { file: string; device: string; requests?: { replay: Requests; measured: Requests } }
+> = [];
 const started = performance.now();
 for (const file of jsonFiles(runsDir)) {
   const data = JSON.parse(readFileSync(path.join(runsDir, file), 'utf8')) as MeasuredFile;
@@ -51,9 +84,17 @@ for (const file of jsonFiles(runsDir)) {
   data.points.forEach((p, i) => {
     if (!p.id.includes(only)) return;
     type Stats = Record<string, number> | undefined;
-    const measured = measuredRequests((p.measured as { memory_stats?: Stats }).memory_stats, i > 0 ? (data.points[i - 1].measured as { memory_stats?: Stats }).memory_stats : undefined);
+    const measured = measuredRequests(
+      (p.measured as { memory_stats?: Stats }).memory_stats,
+      i > 0 ? (data.points[i - 1].measured as { memory_stats?: Stats }).memory_stats : undefined,
+    );
     const input = { ...p.input, ...(history.get(p.id) ? { cublasHistory: history.get(p.id) } : {}) };
-    rows.push({ ...reservedOf(p, history.get(p.id)), file, device: data.device, ...(measured ? { requests: { replay: replayRequests(input), measured } } : {}) });
+    rows.push({
+      ...reservedOf(p, history.get(p.id)),
+      file,
+      device: data.device,
+      ...(measured ? { requests: { replay: replayRequests(input), measured } } : {}),
+    });
   });
 }
 for (const file of jsonFiles(reservedDir)) {
@@ -70,8 +111,12 @@ const table = [
   '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ...rows.map((r) => {
     const f = r.full;
-    const full = f ? `${mib(f.allocated.measured)} | ${pct(f.allocated.error)} | ${pct(f.phases.forward.error)} | ${pct(f.phases.backward.error)} | ${pct(f.phases.optimizer.error)}` : '— | — | — | — | —';
-    const q = r.requests ? `${r.requests.replay.count - r.requests.measured.count}, ${(r.requests.replay.mib - r.requests.measured.mib).toFixed(0)}` : '—';
+    const full = f
+      ? `${mib(f.allocated.measured)} | ${pct(f.allocated.error)} | ${pct(f.phases.forward.error)} | ${pct(f.phases.backward.error)} | ${pct(f.phases.optimizer.error)}`
+      : '— | — | — | — | —';
+    const q = r.requests
+      ? `${r.requests.replay.count - r.requests.measured.count}, ${(r.requests.replay.mib - r.requests.measured.mib).toFixed(0)}`
+      : '—';
     return `| ${r.id} | ${full} | ${mib(r.reserved.measured)} | ${pct(r.reserved.error)} | ${mib(r.largestSegment)} | ${q} |`;
   }),
 ];
@@ -79,7 +124,13 @@ const withRequests = rows.filter((r) => r.requests);
 const sameRequests = withRequests.filter((r) => r.requests!.replay.count === r.requests!.measured.count).length;
 const runs = rows.filter((r) => r.full).map((r) => r.full!);
 const summary = accuracySummary(runs);
-const targets = { allocated: [0.015, 0.05], forward: [0.03, NaN], backward: [0.03, NaN], optimizer: [0.03, NaN], reserved: [0.05, 0.12] } as const;
+const targets = {
+  allocated: [0.015, 0.05],
+  forward: [0.03, NaN],
+  backward: [0.03, NaN],
+  optimizer: [0.03, NaN],
+  reserved: [0.05, 0.12],
+} as const;
 const summaryTable = [
   '| peak (whole harness runs) | median abs. error | target | largest | target | worst point |',
   '|---|---:|---:|---:|---:|---|',
@@ -98,10 +149,29 @@ const reservedHeader = [
 const splits = widthSplits(rows);
 const splitTable = [
   ...reservedHeader,
-  ...splits.map((sp) => reservedLine(`fitted on d${sp.fitWidths.join(', d')} (range: ± ${sp.segments} largest segments); held out: d${sp.heldOutWidths.join(', d')}`, sp.heldOut)),
-  ...[...new Set(rows.map((r) => r.file))].map((f) => reservedLine(`all of ${f} (range: ± ${UNSURE_SEGMENTS})`, summariseReserved(rows.filter((r) => r.file === f), UNSURE_SEGMENTS))),
+  ...splits.map((sp) =>
+    reservedLine(
+      `fitted on d${sp.fitWidths.join(', d')} (range: ± ${sp.segments} largest segments); held out: d${sp.heldOutWidths.join(', d')}`,
+      sp.heldOut,
+    ),
+  ),
+  ...[...new Set(rows.map((r) => r.file))].map((f) =>
+    reservedLine(
+      `all of ${f} (range: ± ${UNSURE_SEGMENTS})`,
+      summariseReserved(
+        rows.filter((r) => r.file === f),
+        UNSURE_SEGMENTS,
+      ),
+    ),
+  ),
 ];
-const heldOutAllocated = splits.map((sp) => (sp.heldOutFull ? `held out d${sp.heldOutWidths.join(', d')}: allocated median ${pct2(sp.heldOutFull.allocated.median)}, largest ${pct2(sp.heldOutFull.allocated.max)}` : '')).filter(Boolean);
+const heldOutAllocated = splits
+  .map((sp) =>
+    sp.heldOutFull
+      ? `held out d${sp.heldOutWidths.join(', d')}: allocated median ${pct2(sp.heldOutFull.allocated.median)}, largest ${pct2(sp.heldOutFull.allocated.max)}`
+      : '',
+  )
+  .filter(Boolean);
 const allSegments = segmentsToCover(rows);
 
 console.log(table.join('\n'));
@@ -110,8 +180,12 @@ console.log(summaryTable.join('\n'));
 console.log();
 console.log(splitTable.join('\n'));
 console.log(`\n${heldOutAllocated.join('; ')}`);
-console.log(`largest segments it takes to cover every point: ${allSegments} (the estimator's range uses ${UNSURE_SEGMENTS})`);
-console.log(`large-pool requests: the replay makes as many as the GPU counted on ${sameRequests} of ${withRequests.length} points`);
+console.log(
+  `largest segments it takes to cover every point: ${allSegments} (the estimator's range uses ${UNSURE_SEGMENTS})`,
+);
+console.log(
+  `large-pool requests: the replay makes as many as the GPU counted on ${sameRequests} of ${withRequests.length} points`,
+);
 console.log(`\n${rows.length} points, ${msPerPoint.toFixed(1)} ms per estimate`);
 
 if (!only) {
@@ -123,22 +197,30 @@ if (!only) {
     }
   })();
   const date = new Date().toISOString().slice(0, 10);
-  const machine = { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, loadAverage1m: +os.loadavg()[0].toFixed(2) };
+  const machine = {
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    node: process.version,
+    loadAverage1m: +os.loadavg()[0].toFixed(2),
+  };
   const command = 'npm run bench:memory-accuracy';
   const fixtures = [...new Set(rows.map((r) => `${r.file} (${r.device})`))];
   const base = path.join(root, 'bench', 'results', `memory-accuracy-${date}`);
   mkdirSync(path.dirname(base), { recursive: true });
-  writeFileSync(`${base}.json`, `${JSON.stringify({ date, command, commit, machine, fixtures, summary, splits, unsureSegments: UNSURE_SEGMENTS, segmentsToCoverAll: allSegments, points: rows }, null, 2)}\n`);
+  writeFileSync(
+    `${base}.json`,
+    `${JSON.stringify({ date, command, commit, machine, fixtures, summary, splits, unsureSegments: UNSURE_SEGMENTS, segmentsToCoverAll: allSegments, points: rows }, null, 2)}\n`,
+  );
   const md = [
     `# Memory estimator vs measured GPU memory, ${date}`,
     '',
     `Command: \`${command}\` at commit ${commit}. Fixtures: ${fixtures.map((f) => `\`${f}\``).join(', ')}. Machine: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}; 1-minute load average ${machine.loadAverage1m}; ${msPerPoint.toFixed(1)} ms per estimate.`,
     '',
-    'Errors are (estimate − measured) / measured. Allocated: torch.cuda.max_memory_allocated over steps 2–3; phases: each phase\'s peak in step 3; reserved: torch.cuda.max_memory_reserved. Whole harness runs are replayed in the process history they ran in (`harnessHistory`); reserved-only points as a fresh process.',
+    "Errors are (estimate − measured) / measured. Allocated: torch.cuda.max_memory_allocated over steps 2–3; phases: each phase's peak in step 3; reserved: torch.cuda.max_memory_reserved. Whole harness runs are replayed in the process history they ran in (`harnessHistory`); reserved-only points as a fresh process.",
     '',
     '## Shapes not fitted on',
     '',
-    'The replay has no fitted constant; its one free choice is the width of the unsure range (how many of the replay\'s largest segments either way). Split by model width: fitted on one width, every other point held out (the issue-29 points are held out in both splits).',
+    "The replay has no fitted constant; its one free choice is the width of the unsure range (how many of the replay's largest segments either way). Split by model width: fitted on one width, every other point held out (the issue-29 points are held out in both splits).",
     '',
     ...splitTable,
     '',

@@ -30,7 +30,11 @@ export interface ShowJson {
 export async function main(argv: string[]): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, 'ssh-config': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    args = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { json: { type: 'boolean' }, 'ssh-config': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (e) {
     console.error(`fsdp-runs: ${(e as Error).message}\n${USAGE}`);
     return 2;
@@ -85,13 +89,31 @@ export function showJson(read: RunRead): ShowJson {
 function showText(where: string, read: RunRead, json: ShowJson): string {
   const m = read.manifest;
   const status = read.history.end?.status ?? m?.status;
-  const head = read.kind === 'run' ? `run ${m?.run_id ?? path.basename(where)}${status ? ` (${status})` : ''}` : 'TensorBoard log folder';
+  const head =
+    read.kind === 'run'
+      ? `run ${m?.run_id ?? path.basename(where)}${status ? ` (${status})` : ''}`
+      : 'TensorBoard log folder';
   // Every text from the run folder goes through terminalSafe: it is data, not terminal control.
-  const rows = Object.entries(json.tags).map(([tag, s]) => [terminalSafe(tag), String(s.count), String(s.first_step), String(s.last_step), s.last_value === null ? 'not finite' : formatValue(s.last_value), s.last_wall_time === null ? '' : new Date(s.last_wall_time * 1000).toISOString().replace('T', ' ').slice(0, 19)]);
+  const rows = Object.entries(json.tags).map(([tag, s]) => [
+    terminalSafe(tag),
+    String(s.count),
+    String(s.first_step),
+    String(s.last_step),
+    s.last_value === null ? 'not finite' : formatValue(s.last_value),
+    s.last_wall_time === null ? '' : new Date(s.last_wall_time * 1000).toISOString().replace('T', ' ').slice(0, 19),
+  ]);
   const header = ['tag', 'count', 'first', 'last', 'last value', 'last wall time (UTC)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
-  const out = [terminalSafe(`${head}: ${where}`), `${read.files.length} file${read.files.length === 1 ? '' : 's'} read`, ''];
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
+  const out = [
+    terminalSafe(`${head}: ${where}`),
+    `${read.files.length} file${read.files.length === 1 ? '' : 's'} read`,
+    '',
+  ];
   if (rows.length) out.push(line(header), ...rows.map(line));
   else out.push('no scalars yet');
   if (json.problems.length) {

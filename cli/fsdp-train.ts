@@ -14,8 +14,22 @@ import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
-import { GRACEFUL_STOP_SIGNAL, LAUNCHER_ENV, launcherRank, mpirunArgv, runWorld, worldSizeOf } from '../runs/launch/mpirun';
-import { endLaunchWithoutRunEnd, folderBefore, latestRunOf, markEndedWithoutRunEnd, newRunId, type FolderBefore } from '../runs/folder/run-folder';
+import {
+  GRACEFUL_STOP_SIGNAL,
+  LAUNCHER_ENV,
+  launcherRank,
+  mpirunArgv,
+  runWorld,
+  worldSizeOf,
+} from '../runs/launch/mpirun';
+import {
+  endLaunchWithoutRunEnd,
+  folderBefore,
+  latestRunOf,
+  markEndedWithoutRunEnd,
+  newRunId,
+  type FolderBefore,
+} from '../runs/folder/run-folder';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
@@ -57,7 +71,10 @@ const EXIT_CONFIG = 2;
 
 /** The native trainer built by `npm install` (scripts/setup/native.mjs), relative to this bundle. */
 export function nativeTrainerPath(): string {
-  return process.env.FSDP_TRAIN_NATIVE ?? path.resolve(__dirname, '..', '..', 'native', 'build', 'Release', 'fsdp-train-native');
+  return (
+    process.env.FSDP_TRAIN_NATIVE ??
+    path.resolve(__dirname, '..', '..', 'native', 'build', 'Release', 'fsdp-train-native')
+  );
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -91,7 +108,8 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const native = nativeTrainerPath();
-  if (args.positionals[0] === 'export') return exportHf(native, args.positionals.slice(1), args.values.hf, args.values.config);
+  if (args.positionals[0] === 'export')
+    return exportHf(native, args.positionals.slice(1), args.values.hf, args.values.config);
   if (args.values.hf !== undefined || args.values.config !== undefined) {
     console.error(`fsdp-train: --hf and --config belong to \`fsdp-train export\`\n${USAGE}`);
     return EXIT_CONFIG;
@@ -109,7 +127,10 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT_CONFIG;
   }
   const overrides = [...(args.values.set ?? [])];
-  for (const [flag, key] of [['nproc', 'launch.nproc_per_node'], ['ranks-per-node', 'fsdp.ranks_per_node']] as const) {
+  for (const [flag, key] of [
+    ['nproc', 'launch.nproc_per_node'],
+    ['ranks-per-node', 'fsdp.ranks_per_node'],
+  ] as const) {
     const value = args.values[flag];
     if (value === undefined) continue;
     if (!/^[1-9]\d*$/.test(value)) {
@@ -125,7 +146,9 @@ export async function main(argv: string[]): Promise<number> {
   try {
     text = readFileSync(configPath, 'utf8');
   } catch (e) {
-    console.error(`fsdp-train: ${configPath}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    console.error(
+      `fsdp-train: ${configPath}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+    );
     return EXIT_CONFIG;
   }
   const shown = path.relative(process.cwd(), configPath) || configPath;
@@ -140,7 +163,9 @@ export async function main(argv: string[]): Promise<number> {
   // Started as one rank of a job by mpirun or srun: rank 0 prepares the folder, every rank trains.
   const rank = launcherRank(process.env);
   if (rank !== undefined && !args.values['run-dir']) {
-    console.error('fsdp-train: started by mpirun or srun: give --run-dir, so that every rank writes to the same run folder');
+    console.error(
+      'fsdp-train: started by mpirun or srun: give --run-dir, so that every rank writes to the same run folder',
+    );
     return EXIT_CONFIG;
   }
 
@@ -155,7 +180,9 @@ export async function main(argv: string[]): Promise<number> {
   const resume = args.values.resume;
   const fromHf = args.values['from-hf'];
   if (fromHf !== undefined && (resume !== undefined || rank !== undefined)) {
-    console.error(`fsdp-train: --from-hf starts a new run: ${resume !== undefined ? 'not with --resume' : 'run it as one command (it starts the ranks), not under mpirun or srun'}`);
+    console.error(
+      `fsdp-train: --from-hf starts a new run: ${resume !== undefined ? 'not with --resume' : 'run it as one command (it starts the ranks), not under mpirun or srun'}`,
+    );
     return EXIT_CONFIG;
   }
   const runsDir = config.logging.runs_dir!;
@@ -175,17 +202,24 @@ export async function main(argv: string[]): Promise<number> {
         return 1;
       }
       before = folderBefore(runDir);
-      configFile = prepareRunDirectory(runDir, config, { configPath, command: [process.execPath, ...process.argv.slice(1)] });
+      configFile = prepareRunDirectory(runDir, config, {
+        configPath,
+        command: [process.execPath, ...process.argv.slice(1)],
+      });
     }
   } catch (e) {
-    console.error(`fsdp-train: ${runFolderProblem(e as NodeJS.ErrnoException, runDir, args.values['run-dir'] ? '--run-dir' : 'logging.runs_dir')}`);
+    console.error(
+      `fsdp-train: ${runFolderProblem(e as NodeJS.ErrnoException, runDir, args.values['run-dir'] ? '--run-dir' : 'logging.runs_dir')}`,
+    );
     return EXIT_CONFIG;
   }
   let resumeArgs = resume ? ['--resume', resume === 'auto' || resume === 'never' ? resume : path.resolve(resume)] : [];
   if (fromHf !== undefined) {
     // The folder's weights become the run's step-0 checkpoint, which the ranks load as a resume does (on any number of them).
     const checkpoints = checkpointsDirOf(runDir, config);
-    const imported = await runNative(native, ['--import-hf', configFile!, path.resolve(fromHf), checkpoints], { quiet: true });
+    const imported = await runNative(native, ['--import-hf', configFile!, path.resolve(fromHf), checkpoints], {
+      quiet: true,
+    });
     if (imported !== 0) {
       markEndedWithoutRunEnd(runDir, `the Hugging Face folder ${path.resolve(fromHf)} could not be imported`);
       return imported;
@@ -203,7 +237,10 @@ export async function main(argv: string[]): Promise<number> {
   const nativeArgs = [native, '--config', configFile!, '--run-dir', runDir, ...resumeArgs];
   // The trainer watches this process (FSDP_LAUNCHER_PID) and ends the run, saying so in run.json,
   // if it is killed outright (as mpirun's ranks do in runJob).
-  const code = worldSizeOf(runWorld(config)) > 1 ? await runJob(config, nativeArgs) : await runNative(nativeArgs[0], nativeArgs.slice(1), { watched: true });
+  const code =
+    worldSizeOf(runWorld(config)) > 1
+      ? await runJob(config, nativeArgs)
+      : await runNative(nativeArgs[0], nativeArgs.slice(1), { watched: true });
   // A run that ended without saying so itself is failed in run.json, with the exit that ended it
   // (a no-op when the runtime wrote its own end).
   if (code !== 0) {
@@ -218,7 +255,12 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** `fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]`. */
-async function exportHf(native: string, positionals: string[], outDir: string | undefined, configPath: string | undefined): Promise<number> {
+async function exportHf(
+  native: string,
+  positionals: string[],
+  outDir: string | undefined,
+  configPath: string | undefined,
+): Promise<number> {
   if (positionals.length !== 1 || !outDir) {
     console.error(`fsdp-train export: give one checkpoint or run folder and --hf OUT_DIR\n${USAGE}`);
     return EXIT_CONFIG;
@@ -240,8 +282,15 @@ async function exportHf(native: string, positionals: string[], outDir: string | 
   }
   if (!existsSync(native)) return missingRuntime(native);
   const out = path.resolve(outDir);
-  const code = await runNative(native, ['--export-hf', stdin === undefined ? source.configFile : '-', source.checkpoint, out], { stdin, quiet: true });
-  if (code === 0) console.log(`fsdp-train: ${source.checkpoint} written as a Hugging Face GPT-2 model in ${out} (config.json, model.safetensors)`);
+  const code = await runNative(
+    native,
+    ['--export-hf', stdin === undefined ? source.configFile : '-', source.checkpoint, out],
+    { stdin, quiet: true },
+  );
+  if (code === 0)
+    console.log(
+      `fsdp-train: ${source.checkpoint} written as a Hugging Face GPT-2 model in ${out} (config.json, model.safetensors)`,
+    );
   return code;
 }
 
@@ -257,15 +306,20 @@ function exitReason(code: number): string {
 function runFolderProblem(e: NodeJS.ErrnoException, runDir: string | undefined, setting: string): string {
   const where = e.path ?? runDir ?? '';
   const why =
-    e.code === 'ENOTDIR' || e.code === 'EEXIST' ? 'a file is in the way where a folder must be'
-    : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied'
-    : e.code === 'ENOSPC' ? 'the disk is full'
-    : e.message;
+    e.code === 'ENOTDIR' || e.code === 'EEXIST'
+      ? 'a file is in the way where a folder must be'
+      : e.code === 'EACCES' || e.code === 'EPERM'
+        ? 'permission denied'
+        : e.code === 'ENOSPC'
+          ? 'the disk is full'
+          : e.message;
   return `cannot create the run folder ${runDir ?? ''} (${setting}): ${where}: ${why}${e.code ? ` (${e.code})` : ''}`;
 }
 
 function missingRuntime(native: string): number {
-  console.error(`fsdp-train: ${native} is missing: build the runtime with npm install (or node scripts/setup/native.mjs)`);
+  console.error(
+    `fsdp-train: ${native} is missing: build the runtime with npm install (or node scripts/setup/native.mjs)`,
+  );
   return 1;
 }
 
@@ -276,7 +330,11 @@ function runtimeEnv(): NodeJS.ProcessEnv {
 
 /** What tells the trainer who launched it (native/src/cli/main.cc, launcher_pid): this process. */
 function launcherEnv(): Record<(typeof LAUNCHER_ENV)[number], string> {
-  return { FSDP_LAUNCHER_PID: String(process.pid), FSDP_LAUNCHER_HOST: os.hostname(), FSDP_LAUNCHER_NAME: 'fsdp-train' };
+  return {
+    FSDP_LAUNCHER_PID: String(process.pid),
+    FSDP_LAUNCHER_HOST: os.hostname(),
+    FSDP_LAUNCHER_NAME: 'fsdp-train',
+  };
 }
 
 /** The signal that aborted the run (a second SIGINT or SIGTERM), for run.json's reason. */
@@ -288,10 +346,17 @@ let abortedBy: NodeJS.Signals | undefined;
  * checkpoint); a second one aborts it at once, as the usage text says. A terminal's Ctrl-C also
  * reaches the runtime itself (same process group), which takes any number of stops as one.
  */
-function runNative(native: string, argv: string[], opts: { stdin?: string; watched?: boolean; quiet?: boolean } = {}): Promise<number> {
+function runNative(
+  native: string,
+  argv: string[],
+  opts: { stdin?: string; watched?: boolean; quiet?: boolean } = {},
+): Promise<number> {
   return new Promise((resolve) => {
     const env = opts.watched ? { ...runtimeEnv(), ...launcherEnv() } : runtimeEnv();
-    const child = spawn(native, argv, { stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', opts.quiet ? 'ignore' : 'inherit', 'inherit'], env });
+    const child = spawn(native, argv, {
+      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', opts.quiet ? 'ignore' : 'inherit', 'inherit'],
+      env,
+    });
     if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
     let stopSignal: NodeJS.Signals | undefined;
     const onStop = (signal: NodeJS.Signals) => {
@@ -328,7 +393,10 @@ function runNative(native: string, argv: string[], opts: { stdin?: string; watch
  */
 function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number> {
   const env = { ...runtimeEnv(), ...launcherEnv() };
-  const argv = mpirunArgv(runWorld(config), nativeArgv, { asRoot: process.getuid?.() === 0, exported: ['OMP_WAIT_POLICY', ...LAUNCHER_ENV] });
+  const argv = mpirunArgv(runWorld(config), nativeArgv, {
+    asRoot: process.getuid?.() === 0,
+    exported: ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
+  });
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'], env, detached: true });
     let stopSignal: NodeJS.Signals | undefined;

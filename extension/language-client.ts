@@ -2,7 +2,12 @@
 // only connects the editor: which files are configs, and everything about them, is the server's.
 import path from 'node:path';
 import type * as vscode from 'vscode';
-import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import {
+  LanguageClient,
+  TransportKind,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
 import type { StudioContext } from './studio-context';
 
 /** The running client; `restart` starts the server again (e.g. once the native addon is built). */
@@ -39,7 +44,9 @@ export async function startConfigLanguageClient(studio: StudioContext): Promise<
     restart: async () => {
       // The addon path is read by the server at start-up.
       client.clientOptions.initializationOptions = { nativeAddonPath: studio.runtime.addonPath };
-      await client.restart().catch((e: Error) => studio.output.error(`restarting the config language server failed: ${e.message}`));
+      await client
+        .restart()
+        .catch((e: Error) => studio.output.error(`restarting the config language server failed: ${e.message}`));
     },
   };
 }

@@ -13,7 +13,9 @@ export interface PythonEnvironmentsApi {
   ready?: Promise<void>;
   environments?: {
     getActiveEnvironmentPath(resource?: vscode.Uri): { id: string; path: string };
-    resolveEnvironment(environment: { id: string; path: string } | string): Promise<{ executable: { uri?: { fsPath: string } } } | undefined>;
+    resolveEnvironment(
+      environment: { id: string; path: string } | string,
+    ): Promise<{ executable: { uri?: { fsPath: string } } } | undefined>;
   };
 }
 
@@ -39,7 +41,9 @@ export async function selectedPython(extensions: Extensions, resource?: vscode.U
     const resolved = await envs.resolveEnvironment(active);
     const exe = resolved?.executable.uri?.fsPath;
     if (exe) return { path: exe };
-    return { none: `the Python extension's selected environment (${active.path}) has no Python interpreter it can resolve` };
+    return {
+      none: `the Python extension's selected environment (${active.path}) has no Python interpreter it can resolve`,
+    };
   } catch (e) {
     return { none: `the Python extension did not answer: ${(e as Error).message}` };
   }

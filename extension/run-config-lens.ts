@@ -14,7 +14,10 @@ const LAUNCHABLE: ReadonlySet<ConfigKind> = new Set(['run-config', 'launch-spec'
 const EDIT_SETTLE_MS = 300;
 
 export function configKindOf(document: vscode.TextDocument): ConfigKind | undefined {
-  const associations = vscode.workspace.getConfiguration('fsdp', document.uri).get<Record<string, ConfigAssociation>>('files.associations') ?? {};
+  const associations =
+    vscode.workspace
+      .getConfiguration('fsdp', document.uri)
+      .get<Record<string, ConfigAssociation>>('files.associations') ?? {};
   return recogniseConfig(document.uri.path, document.getText(), associations);
 }
 
@@ -28,7 +31,14 @@ export function registerLaunchLens(): vscode.Disposable {
     provideCodeLenses(document) {
       if (!isLaunchable(document)) return [];
       const top = new vscode.Range(0, 0, 0, 0);
-      return [new vscode.CodeLens(top, { title: '$(rocket) Launch', tooltip: 'FSDP: Launch FSDP run with this config', command: 'fsdp.launchRun', arguments: [document.uri] })];
+      return [
+        new vscode.CodeLens(top, {
+          title: '$(rocket) Launch',
+          tooltip: 'FSDP: Launch FSDP run with this config',
+          command: 'fsdp.launchRun',
+          arguments: [document.uri],
+        }),
+      ];
     },
   };
   let pending: NodeJS.Timeout | undefined;
@@ -36,7 +46,11 @@ export function registerLaunchLens(): vscode.Disposable {
     clearTimeout(pending);
     pending = undefined;
     const editor = vscode.window.activeTextEditor;
-    void vscode.commands.executeCommand('setContext', LAUNCHABLE_CONTEXT, !!editor && editor.document.uri.scheme === 'file' && isLaunchable(editor.document));
+    void vscode.commands.executeCommand(
+      'setContext',
+      LAUNCHABLE_CONTEXT,
+      !!editor && editor.document.uri.scheme === 'file' && isLaunchable(editor.document),
+    );
   };
   update();
   return vscode.Disposable.from(

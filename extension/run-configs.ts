@@ -35,7 +35,9 @@ export function isRunConfigText(text: string): boolean {
 }
 
 /** Run configs, launch specs, DeepSpeed and accelerate configs of the workspace, with their kind. */
-export async function findLaunchables(token?: vscode.CancellationToken): Promise<Array<{ uri: vscode.Uri; kind: ConfigKind }>> {
+export async function findLaunchables(
+  token?: vscode.CancellationToken,
+): Promise<Array<{ uri: vscode.Uri; kind: ConfigKind }>> {
   const candidates = await vscode.workspace.findFiles('**/*.{yaml,yml,json}', EXCLUDE, 1000, token);
   const found: Array<{ uri: vscode.Uri; kind: ConfigKind }> = [];
   for (const uri of candidates) {
@@ -54,6 +56,7 @@ export async function launchableKind(uri: vscode.Uri): Promise<ConfigKind | unde
   } catch {
     return undefined;
   }
-  const associations = vscode.workspace.getConfiguration('fsdp.files', uri).get<Record<string, ConfigKind | 'none'>>('associations') ?? {};
+  const associations =
+    vscode.workspace.getConfiguration('fsdp.files', uri).get<Record<string, ConfigKind | 'none'>>('associations') ?? {};
   return recogniseConfig(uri.fsPath, text, associations) ?? (isRunConfigText(text) ? 'run-config' : undefined);
 }

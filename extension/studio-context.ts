@@ -54,9 +54,26 @@ export class StudioContext implements vscode.Disposable {
   }
 
   async start(): Promise<void> {
-    this.track(registerLaunchRun(this), registerCheckEnvironment(this), registerOpenMemoryEstimator(this), registerNewRunConfig(this));
-    this.track(registerAttachRun(this), registerStopRun(this), ...registerResumeRun(this), ...registerOpenRun(this), registerLaunchLens());
-    this.track(registerDeleteRun(this), registerRenameRun(this), registerPrepareSampleData(this), registerBuildRuntime(this), registerExportHf(this));
+    this.track(
+      registerLaunchRun(this),
+      registerCheckEnvironment(this),
+      registerOpenMemoryEstimator(this),
+      registerNewRunConfig(this),
+    );
+    this.track(
+      registerAttachRun(this),
+      registerStopRun(this),
+      ...registerResumeRun(this),
+      ...registerOpenRun(this),
+      registerLaunchLens(),
+    );
+    this.track(
+      registerDeleteRun(this),
+      registerRenameRun(this),
+      registerPrepareSampleData(this),
+      registerBuildRuntime(this),
+      registerExportHf(this),
+    );
     const tree = new RunsTree(this.runs);
     this.track(
       tree,

@@ -31,7 +31,10 @@ export type ProblemSource = (analysis: ConfigAnalysis) => ConfigProblem[];
 
 export class ConfigServer {
   readonly documents = new TextDocuments(TextDocument);
-  private readonly analyses = new Map<string, { version: number; settings: FsdpSettings; analysis: ConfigAnalysis | undefined }>();
+  private readonly analyses = new Map<
+    string,
+    { version: number; settings: FsdpSettings; analysis: ConfigAnalysis | undefined }
+  >();
   private readonly settings = new Map<string, FsdpSettings>();
   private readonly problemSources: ProblemSource[] = [];
   private readonly analysisListeners: Array<(uri: string) => void> = [];
@@ -47,7 +50,8 @@ export class ConfigServer {
     readonly runtime: RuntimeValidation & { addonPath?: string },
     workerScript?: string,
   ) {
-    if (workerScript) this.checks = new BackgroundChecks(workerScript, runtime.addonPath ?? '', (m) => connection.console.error(m));
+    if (workerScript)
+      this.checks = new BackgroundChecks(workerScript, runtime.addonPath ?? '', (m) => connection.console.error(m));
   }
 
   /** The analysis of an open document, or undefined when it is not a config we know. */
@@ -87,8 +91,17 @@ export class ConfigServer {
     if (!kind) return [];
     let problems: ConfigProblem[] | undefined;
     if (this.checks) {
-      const openFiles = this.documents.all().filter((d) => d.uri !== uri && d.uri.startsWith('file:') && d.getText().length <= LARGE_DOCUMENT_CHARS).map((d): [string, string] => [fileURLToPath(d.uri), d.getText()]);
-      problems = await this.checks.check(uri, { kind, text, fileName, settings: analysisSettings(settings), openFiles });
+      const openFiles = this.documents
+        .all()
+        .filter((d) => d.uri !== uri && d.uri.startsWith('file:') && d.getText().length <= LARGE_DOCUMENT_CHARS)
+        .map((d): [string, string] => [fileURLToPath(d.uri), d.getText()]);
+      problems = await this.checks.check(uri, {
+        kind,
+        text,
+        fileName,
+        settings: analysisSettings(settings),
+        openFiles,
+      });
     } else {
       problems = analyseConfig(kind, text, fileName, this.environment(settings, true)).problems;
     }
@@ -149,7 +162,11 @@ export class ConfigServer {
   }
 
   private environment(settings: FsdpSettings, withRuntime: boolean): AnalysisEnvironment {
-    return { settings: analysisSettings(settings), readFile: (file) => this.readFile(file), validateRunConfig: withRuntime ? this.runtime.validateConfig : undefined };
+    return {
+      settings: analysisSettings(settings),
+      readFile: (file) => this.readFile(file),
+      validateRunConfig: withRuntime ? this.runtime.validateConfig : undefined,
+    };
   }
 
   /** A referenced file's text: the editor's copy if it is open, else the disk's. */
@@ -166,7 +183,12 @@ export class ConfigServer {
   private async fetchSettings(uri: string): Promise<FsdpSettings> {
     if (!this.supportsConfiguration) return {};
     try {
-      return ((await this.connection.workspace.getConfiguration({ scopeUri: uri, section: 'fsdp' })) as FsdpSettings | null) ?? {};
+      return (
+        ((await this.connection.workspace.getConfiguration({
+          scopeUri: uri,
+          section: 'fsdp',
+        })) as FsdpSettings | null) ?? {}
+      );
     } catch (e) {
       this.connection.console.warn(`could not read the fsdp settings for ${uri}: ${(e as Error).message}`);
       return {};

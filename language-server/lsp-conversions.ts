@@ -15,13 +15,25 @@ const SEVERITY = {
 } as const;
 
 export function toDiagnostic(p: ConfigProblem): Diagnostic {
-  return { range: p.range, severity: SEVERITY[p.severity], code: p.code, source: DIAGNOSTIC_SOURCE, message: p.path.length ? `${p.path.join('.')}: ${p.message}` : p.message };
+  return {
+    range: p.range,
+    severity: SEVERITY[p.severity],
+    code: p.code,
+    source: DIAGNOSTIC_SOURCE,
+    message: p.path.length ? `${p.path.join('.')}: ${p.message}` : p.message,
+  };
 }
 
 /** The text edit that applies `fix` to the analysed text. */
 export function textEditFor(analysis: ConfigAnalysis, fix: ConfigFix): TextEdit {
   const before = analysis.doc.text;
-  const after = applyConfigEdits(before, fix.edits, { kind: analysis.doc.kind, yamlVersion: yamlVersionOf(analysis.kind) });
+  const after = applyConfigEdits(before, fix.edits, {
+    kind: analysis.doc.kind,
+    yamlVersion: yamlVersionOf(analysis.kind),
+  });
   const r = replacementBetween(before, after);
-  return { range: { start: analysis.doc.positionAt(r.start), end: analysis.doc.positionAt(r.end) }, newText: r.newText };
+  return {
+    range: { start: analysis.doc.positionAt(r.start), end: analysis.doc.positionAt(r.end) },
+    newText: r.newText,
+  };
 }

@@ -15,7 +15,11 @@ export interface RuntimeValidation {
 }
 
 interface AddonWithValidation {
-  validateConfig?(config: object): { ok: boolean; errors?: RuntimeVerdict['errors']; warnings?: RuntimeVerdict['warnings'] };
+  validateConfig?(config: object): {
+    ok: boolean;
+    errors?: RuntimeVerdict['errors'];
+    warnings?: RuntimeVerdict['warnings'];
+  };
 }
 
 /** The default addon location, relative to the bundled server (dist/language-server.js). */
@@ -24,7 +28,8 @@ export function defaultAddonPath(): string {
 }
 
 export function loadRuntimeValidation(addonPath: string): RuntimeValidation {
-  if (!existsSync(addonPath)) return { status: `runtime validation off: the native runtime is not built (${addonPath} is missing)` };
+  if (!existsSync(addonPath))
+    return { status: `runtime validation off: the native runtime is not built (${addonPath} is missing)` };
   let addon: AddonWithValidation;
   try {
     // Loaded at run time so esbuild leaves the binary module alone.

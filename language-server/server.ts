@@ -1,7 +1,13 @@
 // Entry of the language server (bundled to dist/language-server.js, started by the extension or
 // any LSP client over stdio): wires document events to the analysis and registers the features.
 import { isMainThread, workerData } from 'node:worker_threads';
-import { createConnection, DidChangeConfigurationNotification, ProposedFeatures, TextDocumentSyncKind, type InitializeResult } from 'vscode-languageserver/node';
+import {
+  createConnection,
+  DidChangeConfigurationNotification,
+  ProposedFeatures,
+  TextDocumentSyncKind,
+  type InitializeResult,
+} from 'vscode-languageserver/node';
 import { isAnalysisWorker, runAnalysisWorker } from './analysis-worker';
 import { ConfigServer } from './config-server';
 import { FEATURES } from './features';
@@ -26,7 +32,10 @@ function startServer(): void {
     const runtime = loadRuntimeValidation(options.nativeAddonPath ?? defaultAddonPath());
     server = new ConfigServer(connection, runtime, __filename);
     server.supportsConfiguration = !!params.capabilities.workspace?.configuration;
-    const capabilities = Object.assign({ textDocumentSync: TextDocumentSyncKind.Incremental }, ...FEATURES.map((f) => f.capabilities));
+    const capabilities = Object.assign(
+      { textDocumentSync: TextDocumentSyncKind.Incremental },
+      ...FEATURES.map((f) => f.capabilities),
+    );
     for (const feature of FEATURES) feature.register(server);
     return { capabilities, serverInfo: { name: 'FSDP Studio config server' } };
   });
@@ -34,13 +43,15 @@ function startServer(): void {
   connection.onInitialized(() => {
     if (!server) return;
     connection.console.info(server.runtime.status);
-    if (server.supportsConfiguration) void connection.client.register(DidChangeConfigurationNotification.type, { section: 'fsdp' });
+    if (server.supportsConfiguration)
+      void connection.client.register(DidChangeConfigurationNotification.type, { section: 'fsdp' });
     const s = server;
     s.documents.onDidOpen((e) => void s.refresh(e.document.uri));
     s.documents.onDidChangeContent((e) => {
       void s.refresh(e.document.uri);
       // An accelerate config reads the DeepSpeed file it names: re-check the open ones.
-      for (const other of s.documents.all()) if (other.uri !== e.document.uri && s.analysisOf(other.uri)?.kind === 'accelerate') void s.refresh(other.uri);
+      for (const other of s.documents.all())
+        if (other.uri !== e.document.uri && s.analysisOf(other.uri)?.kind === 'accelerate') void s.refresh(other.uri);
     });
     s.documents.onDidClose((e) => {
       s.forget(e.document.uri);

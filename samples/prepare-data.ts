@@ -20,7 +20,8 @@ interface Options {
 
 export async function prepareData(opts: Options): Promise<{ train: string; val: string; entropy: number }> {
   const fortunes = await readFortunes(opts.corpus);
-  if (fortunes.length < 100) throw new Error(`${opts.corpus}: found only ${fortunes.length} fortunes; install Debian's fortunes package`);
+  if (fortunes.length < 100)
+    throw new Error(`${opts.corpus}: found only ${fortunes.length} fortunes; install Debian's fortunes package`);
   const encode = opts.tokenizer === 'gpt2' ? await gpt2Encoder() : byteEncoder;
   const train: number[] = [];
   const val: number[] = [];
@@ -82,7 +83,10 @@ function parseArgs(argv: string[]): Options {
     if (flag === '--tokenizer' && (value === 'byte' || value === 'gpt2')) opts.tokenizer = value;
     else if (flag === '--out' && value) opts.out = path.resolve(value);
     else if (flag === '--corpus' && value) opts.corpus = path.resolve(value);
-    else throw new Error(`unknown argument ${flag}${value ? ` ${value}` : ''}; usage: prepare-data [--tokenizer byte|gpt2] [--out DIR] [--corpus DIR]`);
+    else
+      throw new Error(
+        `unknown argument ${flag}${value ? ` ${value}` : ''}; usage: prepare-data [--tokenizer byte|gpt2] [--out DIR] [--corpus DIR]`,
+      );
     i++;
   }
   return opts;
@@ -92,7 +96,9 @@ if (require.main === module) {
   const opts = parseArgs(process.argv.slice(2));
   stat(opts.corpus)
     .then(() => prepareData(opts))
-    .then(({ train, val, entropy }) => console.log(`wrote ${train} and ${val}; unigram entropy ${entropy.toFixed(4)} nats/token`))
+    .then(({ train, val, entropy }) =>
+      console.log(`wrote ${train} and ${val}; unigram entropy ${entropy.toFixed(4)} nats/token`),
+    )
     .catch((e: Error) => {
       console.error(`prepare-data: ${e.message}`);
       process.exit(1);

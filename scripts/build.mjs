@@ -29,7 +29,8 @@ for (const name of existsSync(path.join(root, 'cli')) ? readdirSync(path.join(ro
 }
 const webviewEntries = {};
 for (const name of existsSync(path.join(root, 'webview')) ? readdirSync(path.join(root, 'webview')) : []) {
-  if (existsSync(path.join(root, 'webview', name, 'main.ts'))) webviewEntries[`webview/${name}`] = `webview/${name}/main.ts`;
+  if (existsSync(path.join(root, 'webview', name, 'main.ts')))
+    webviewEntries[`webview/${name}`] = `webview/${name}/main.ts`;
 }
 
 const builds = [
@@ -63,7 +64,8 @@ function copyAssets() {
   const assets = path.join(dist, 'webview', 'assets');
   mkdirSync(assets, { recursive: true });
   const codicons = path.join(root, 'node_modules', '@vscode', 'codicons', 'dist');
-  for (const f of ['codicon.css', 'codicon.ttf']) if (existsSync(path.join(codicons, f))) cpSync(path.join(codicons, f), path.join(assets, f));
+  for (const f of ['codicon.css', 'codicon.ttf'])
+    if (existsSync(path.join(codicons, f))) cpSync(path.join(codicons, f), path.join(assets, f));
   const uplotCss = path.join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css');
   if (existsSync(uplotCss)) cpSync(uplotCss, path.join(assets, 'uPlot.min.css'));
 }

@@ -36,7 +36,8 @@ export interface RunningCodeServer {
 }
 
 export async function startCodeServer(opts: CodeServerOptions): Promise<RunningCodeServer> {
-  if (!existsSync(entry)) throw new Error(`code-server is not installed (${entry}); run npm test or npm start once to set it up`);
+  if (!existsSync(entry))
+    throw new Error(`code-server is not installed (${entry}); run npm test or npm start once to set it up`);
   const port = opts.port ?? (await freePort());
   const extensionsDir = path.join(opts.dataDir, 'extensions');
   const userDataDir = path.join(opts.dataDir, 'user-data');
@@ -46,22 +47,40 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<RunningC
   else linkExtension(extensionsDir);
   writeFileSync(
     path.join(userDataDir, 'User', 'settings.json'),
-    JSON.stringify({ 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'extensions.autoCheckUpdates': false, 'workbench.enableExperiments': false, ...opts.settings }, null, 2),
+    JSON.stringify(
+      {
+        'workbench.startupEditor': 'none',
+        'telemetry.telemetryLevel': 'off',
+        'extensions.autoCheckUpdates': false,
+        'workbench.enableExperiments': false,
+        ...opts.settings,
+      },
+      null,
+      2,
+    ),
   );
   const args = [
     entry,
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${port}`,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-getting-started-override',
-    '--extensions-dir', extensionsDir,
-    '--user-data-dir', userDataDir,
+    '--extensions-dir',
+    extensionsDir,
+    '--user-data-dir',
+    userDataDir,
     ...(opts.workspaceTrust === false ? ['--disable-workspace-trust'] : []),
     opts.workspace,
   ];
   // Detached: its own process group, so stop() can end the file watcher and extension host too.
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  const child = spawn(process.execPath, args, {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...opts.env },
+  });
   let output = '';
   const onData = (b: Buffer) => {
     output += b.toString();
@@ -105,13 +124,22 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<RunningC
 
 /** `code-server --install-extension FILE.vsix`: the extension unpacked into the extensions folder, as users get it. */
 function installVsix(vsix: string, extensionsDir: string, userDataDir: string): void {
-  const r = spawnSync(process.execPath, [entry, '--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix], { encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`code-server --install-extension ${vsix} failed (exit ${r.status}): ${r.stderr || r.stdout}`);
+  const r = spawnSync(
+    process.execPath,
+    [entry, '--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix],
+    { encoding: 'utf8', timeout: 120_000 },
+  );
+  if (r.status !== 0)
+    throw new Error(`code-server --install-extension ${vsix} failed (exit ${r.status}): ${r.stderr || r.stdout}`);
 }
 
 /** Makes the repository itself an installed extension: `<publisher>.<name>-<version>` → repo root. */
 function linkExtension(extensionsDir: string): void {
-  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { publisher: string; name: string; version: string };
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    publisher: string;
+    name: string;
+    version: string;
+  };
   const link = path.join(extensionsDir, `${pkg.publisher}.${pkg.name}-${pkg.version}`);
   rmSync(link, { force: true, recursive: false });
   symlinkSync(repoRoot, link, 'dir');

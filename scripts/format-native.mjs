@@ -19,9 +19,19 @@ if (probe.error) {
   console.error('format-native: clang-format is not installed (apt-get install clang-format)');
   process.exit(2);
 }
-const r = spawnSync('clang-format', [write ? '-i' : '--dry-run', ...(write ? [] : ['-Werror']), '--style=file', ...files], { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
+const r = spawnSync(
+  'clang-format',
+  [write ? '-i' : '--dry-run', ...(write ? [] : ['-Werror']), '--style=file', ...files],
+  { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 },
+);
 if (r.status !== 0) {
-  const bad = [...new Set([...(r.stderr ?? '').matchAll(/^(\S+\.(?:h|cc|cu|cuh)):\d+:\d+: (?:error|warning)/gm)].map((m) => path.relative(root, m[1])))];
+  const bad = [
+    ...new Set(
+      [...(r.stderr ?? '').matchAll(/^(\S+\.(?:h|cc|cu|cuh)):\d+:\d+: (?:error|warning)/gm)].map((m) =>
+        path.relative(root, m[1]),
+      ),
+    ),
+  ];
   console.error(bad.length ? `format-native: not formatted (npm run format):\n  ${bad.join('\n  ')}` : r.stderr);
   process.exit(1);
 }

@@ -15,7 +15,11 @@ const out = path.resolve(process.argv[2] ?? path.join(root, `${pkg.name}-${pkg.v
 
 // vsce runs the vscode:prepublish script (the production build) itself.
 const vsce = path.join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
-const r = spawnSync(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--out', out], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+const r = spawnSync(
+  process.execPath,
+  [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--out', out],
+  { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' },
+);
 process.stdout.write(r.stdout ?? '');
 if (r.status !== 0) {
   console.error(`npm run package: vsce failed (exit ${r.status})`);
@@ -23,5 +27,6 @@ if (r.status !== 0) {
 }
 const files = /Packaged: .*\((\d+) files/.exec(r.stdout ?? '')?.[1];
 const dev = spawnSync(process.execPath, [path.join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
-if (dev.status !== 0) console.error('npm run package: the development build of dist/ failed afterwards; run npm run build');
+if (dev.status !== 0)
+  console.error('npm run package: the development build of dist/ failed afterwards; run npm run build');
 console.log(`packaged ${out}: ${(statSync(out).size / 2 ** 20).toFixed(1)} MiB${files ? `, ${files} files` : ''}`);

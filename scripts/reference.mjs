@@ -14,7 +14,10 @@ import { ensurePythonEnv, VENV_PYTHON } from './setup/python-env.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const COMMANDS = {
-  fixtures: [['test/reference/make_fixtures.py', '--out', 'test/fixtures/reference'], ['test/reference/make_parallel_fixture.py']],
+  fixtures: [
+    ['test/reference/make_fixtures.py', '--out', 'test/fixtures/reference'],
+    ['test/reference/make_parallel_fixture.py'],
+  ],
   parallel: [['test/reference/make_parallel_fixture.py']],
   test: [['-m', 'unittest', 'discover', '--start-directory', 'test/reference', '--pattern', 'test_*.py']],
 };

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { setup, root } from './setup/index.mjs';
 
 const samples = path.join(root, 'samples');
-const hasCode = !process.env.FSDP_STUDIO_CODE_SERVER && spawnSync('code', ['--version'], { stdio: 'ignore' }).status === 0;
+const hasCode =
+  !process.env.FSDP_STUDIO_CODE_SERVER && spawnSync('code', ['--version'], { stdio: 'ignore' }).status === 0;
 
 try {
   await setup('start', { codeServer: !hasCode });
@@ -19,7 +20,11 @@ if (hasCode) {
   spawn('code', ['--extensionDevelopmentPath', root, samples], { stdio: 'ignore', detached: true }).unref();
   console.log(`Opened VS Code on ${samples} with FSDP Studio loaded from ${root}.`);
 } else {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'serve-code-server.ts'), samples], { cwd: root, stdio: 'inherit' });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'scripts', 'serve-code-server.ts'), samples],
+    { cwd: root, stdio: 'inherit' },
+  );
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code) => process.exit(code ?? 0));
 }

@@ -12,7 +12,13 @@ try {
   process.exit(1);
 }
 // Every suite that needs no GPU, fastest first so a broken basic fails early.
-export const ALL_SUITES = ['test/unit/**/*.test.ts', 'test/lsp/**/*.test.ts', 'test/native/**/*.test.ts', 'test/runs/**/*.test.ts', 'test/e2e/**/*.test.ts'];
+export const ALL_SUITES = [
+  'test/unit/**/*.test.ts',
+  'test/lsp/**/*.test.ts',
+  'test/native/**/*.test.ts',
+  'test/runs/**/*.test.ts',
+  'test/e2e/**/*.test.ts',
+];
 const args = process.argv.slice(2);
 const specs = args.some((a) => /\.ts$|\*/.test(a)) ? [] : ALL_SUITES;
 const mocha = path.join(root, 'node_modules', 'mocha', 'bin', 'mocha.js');

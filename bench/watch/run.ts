@@ -34,7 +34,12 @@ function percentile(values: number[], p: number): number {
 }
 
 function summary(values: number[]) {
-  return { n: values.length, p50: round(percentile(values, 50)), p95: round(percentile(values, 95)), max: round(Math.max(...values)) };
+  return {
+    n: values.length,
+    p50: round(percentile(values, 50)),
+    p95: round(percentile(values, 95)),
+    max: round(Math.max(...values)),
+  };
 }
 
 function round(v: number): number {
@@ -67,7 +72,22 @@ function extensionHostPid(vscode: VsCodeSession): number {
 
 async function startSynthetic(machine: RunMachine, runDir: string, args: string[]): Promise<number> {
   const argv = [process.execPath, '--import', 'tsx', SYNTHETIC, '--run-dir', runDir, ...args];
-  const run = await machine.start({ runDir, argv, cwd: repoRoot, manifest: { v: 1, run_id: path.basename(runDir), name: path.basename(runDir), created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: machine.target } });
+  const run = await machine.start({
+    runDir,
+    argv,
+    cwd: repoRoot,
+    manifest: {
+      v: 1,
+      run_id: path.basename(runDir),
+      name: path.basename(runDir),
+      created: Date.now() / 1000,
+      status: 'starting',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      target: machine.target,
+    },
+  });
   return run.pgid;
 }
 
@@ -132,7 +152,11 @@ async function main(): Promise<void> {
   const groups: Array<[RunMachine, number]> = [];
   const vscode = await VsCodeSession.open({
     workspace,
-    settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.ssh.hosts': [sshd.alias], 'fsdp.remote.directory': remoteBase },
+    settings: {
+      'fsdp.ssh.configFile': sshd.clientConfig,
+      'fsdp.ssh.hosts': [sshd.alias],
+      'fsdp.remote.directory': remoteBase,
+    },
   });
   const results: Record<string, unknown> = {};
   try {
@@ -141,7 +165,9 @@ async function main(): Promise<void> {
     groups.push([local, await startSynthetic(local, localDir, ['--steps', '300', '--rate', '10'])]);
     await attachLocal(vscode, 'latency-local');
     await waitForStep(vscode, 'latency-local', 300, 120_000);
-    results.latencyLocalMs = summary(latencies(writeTimes(path.join(localDir, 'metrics.jsonl')), await timings(vscode, 'latency-local')));
+    results.latencyLocalMs = summary(
+      latencies(writeTimes(path.join(localDir, 'metrics.jsonl')), await timings(vscode, 'latency-local')),
+    );
     console.log('latency local', results.latencyLocalMs);
 
     // 2. Extension-host CPU: idle with a dashboard open, then while a run writes 100 events/s.
@@ -150,7 +176,10 @@ async function main(): Promise<void> {
     await vscode.page.waitForTimeout(20_000);
     const idleCpu = ((cpuSeconds(host) - idle0) / 20) * 100;
     const cpuDir = path.join(workspace, 'runs', 'cpu-100hz');
-    groups.push([local, await startSynthetic(local, cpuDir, ['--steps', '6000', '--rate', '100', '--every-ckpt', '1000'])]);
+    groups.push([
+      local,
+      await startSynthetic(local, cpuDir, ['--steps', '6000', '--rate', '100', '--every-ckpt', '1000']),
+    ]);
     await attachLocal(vscode, 'cpu-100hz');
     await waitForStep(vscode, 'cpu-100hz', 500, 60_000); // past the catch-up, in the steady state
     const t0 = Date.now();
@@ -178,7 +207,9 @@ async function main(): Promise<void> {
     await vscode.pickQuickItem(sshd.alias);
     await vscode.pickQuickItem('latency-ssh', 60_000);
     await waitForStep(vscode, 'latency-ssh', 300, 120_000);
-    results.latencySshMs = summary(latencies(writeTimes(path.join(sshDir, 'metrics.jsonl')), await timings(vscode, 'latency-ssh')));
+    results.latencySshMs = summary(
+      latencies(writeTimes(path.join(sshDir, 'metrics.jsonl')), await timings(vscode, 'latency-ssh')),
+    );
     console.log('latency ssh', results.latencySshMs);
 
     // 3. A million points: load, then zoom and pan round trips.
@@ -191,11 +222,13 @@ async function main(): Promise<void> {
     await waitForStep(vscode, 'big-1m', BIG_STEPS, 10 * 60_000);
     const loadS = (Date.now() - a0) / 1000;
     const zooms: Array<{ roundTripMs: number; drawMs: number; points: number }> = [];
-    const zoom = async (min: number, max: number) => zooms.push(await vscode.inWebview(dashboardOf('big-1m', `zoom(${JSON.stringify({ min, max })})`), 60_000));
+    const zoom = async (min: number, max: number) =>
+      zooms.push(await vscode.inWebview(dashboardOf('big-1m', `zoom(${JSON.stringify({ min, max })})`), 60_000));
     await vscode.inWebview(dashboardOf('big-1m', 'zoom(null)'), 60_000);
     for (let i = 0; i < 3; i++) {
       zooms.push(await vscode.inWebview(dashboardOf('big-1m', 'zoom(null)'), 60_000)); // whole run
-      for (let span = BIG_STEPS / 2; span >= 1000; span /= 4) await zoom(BIG_STEPS / 2 - span / 2, BIG_STEPS / 2 + span / 2);
+      for (let span = BIG_STEPS / 2; span >= 1000; span /= 4)
+        await zoom(BIG_STEPS / 2 - span / 2, BIG_STEPS / 2 + span / 2);
       for (let k = 0; k < 5; k++) await zoom(100_000 * k, 100_000 * k + 200_000); // pans
     }
     results.frames1M = {
@@ -227,10 +260,13 @@ async function main(): Promise<void> {
       memoryGiB: round(os.totalmem() / 2 ** 30),
       node: process.version,
       kernel: os.release(),
-      chromium: execFileSync('/usr/bin/chromium', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(),
+      chromium: execFileSync('/usr/bin/chromium', ['--version'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim(),
       loadAverage1mAtStart: round(load0[0]),
       loadAverage1mAtEnd: round(os.loadavg()[0]),
-      note: 'a 2-core machine shared with other engineers\' builds and tests; the load average says how busy it was',
+      note: "a 2-core machine shared with other engineers' builds and tests; the load average says how busy it was",
     },
     results,
   };

@@ -29,14 +29,23 @@ function percentile(values: number[], p: number): number {
 
 function summary(values: number[]) {
   const round = (v: number) => Math.round(v * 10) / 10;
-  return { n: values.length, p50: round(percentile(values, 50)), p95: round(percentile(values, 95)), max: round(Math.max(...values)) };
+  return {
+    n: values.length,
+    p50: round(percentile(values, 50)),
+    p95: round(percentile(values, 95)),
+    max: round(Math.max(...values)),
+  };
 }
 
 /** Wall time (ms) of each step's train/loss record, read back from the event file. */
 function writeTimes(dir: string): Map<number, number> {
-  const file = path.join(dir, readdirSync(dir).find((n) => n.startsWith('events.out.tfevents.'))!);
+  const file = path.join(
+    dir,
+    readdirSync(dir).find((n) => n.startsWith('events.out.tfevents.'))!,
+  );
   const times = new Map<number, number>();
-  for (const s of tensorBoardDecoder()(0).push(readFileSync(file)).entries) if (s.tag === 'train/loss') times.set(s.step, s.wallTime * 1000);
+  for (const s of tensorBoardDecoder()(0).push(readFileSync(file)).entries)
+    if (s.tag === 'train/loss') times.set(s.step, s.wallTime * 1000);
   return times;
 }
 
@@ -54,18 +63,28 @@ function latencies(times: Map<number, number>, frames: FrameTiming[]): number[] 
 }
 
 function startWriter(dir: string): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WRITER, '--dir', dir, '--steps', String(STEPS), '--rate', String(RATE)], { stdio: 'ignore' });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', WRITER, '--dir', dir, '--steps', String(STEPS), '--rate', String(RATE)],
+    { stdio: 'ignore' },
+  );
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-async function measure(vscode: VsCodeSession, dir: string, attach: () => Promise<void>): Promise<ReturnType<typeof summary>> {
+async function measure(
+  vscode: VsCodeSession,
+  dir: string,
+  attach: () => Promise<void>,
+): Promise<ReturnType<typeof summary>> {
   const runId = path.basename(dir);
   const done = startWriter(dir);
   await new Promise((r) => setTimeout(r, 1500)); // the file exists before the folder is attached
   await attach();
-  const expr = (e: string) => `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${e} : undefined`;
+  const expr = (e: string) =>
+    `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${e} : undefined`;
   await done;
-  for (let i = 0; i < 120 && (await vscode.inWebview<number>(expr('header().step ?? -1'), 60_000)) < STEPS; i++) await vscode.page.waitForTimeout(500);
+  for (let i = 0; i < 120 && (await vscode.inWebview<number>(expr('header().step ?? -1'), 60_000)) < STEPS; i++)
+    await vscode.page.waitForTimeout(500);
   return summary(latencies(writeTimes(dir), await vscode.inWebview<FrameTiming[]>(expr('timings()'))));
 }
 
@@ -75,7 +94,10 @@ async function main(): Promise<void> {
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-tb-'));
   const remote = mkdtempSync(path.join(os.tmpdir(), 'fsdp-bench-tb-remote-'));
   const sshd = await LoopbackSshd.start();
-  const vscode = await VsCodeSession.open({ workspace, settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.ssh.hosts': [sshd.alias] } });
+  const vscode = await VsCodeSession.open({
+    workspace,
+    settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.ssh.hosts': [sshd.alias] },
+  });
   const results: Record<string, unknown> = {};
   try {
     const localDir = path.join(workspace, 'tb', 'latency-local');

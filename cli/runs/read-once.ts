@@ -35,7 +35,8 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
   const history = new RunHistory();
   const problems: ReadProblem[] = [];
   const files: string[] = [];
-  const join = (a: string, b: string) => (machine instanceof LocalMachine ? path.join(a, b) : `${a.replace(/\/+$/, '')}/${b}`);
+  const join = (a: string, b: string) =>
+    machine instanceof LocalMachine ? path.join(a, b) : `${a.replace(/\/+$/, '')}/${b}`;
   const manifest = await machine.readManifest(dir).catch((e: Error) => {
     problems.push({ file: join(dir, 'run.json'), offset: 0, message: e.message });
     return undefined;
@@ -44,7 +45,9 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
   const ownFiles = await machine.listFiles(dir, 'metrics.jsonl', 0);
   const eventFiles = await machine.listFiles(dir, EVENT_FILE_PREFIX, 0);
   if (!manifest && ownFiles.length === 0 && eventFiles.length === 0) {
-    throw new Error(`${dir}: no run here (no run.json, metrics.jsonl or TensorBoard event files ${EVENT_FILE_PREFIX}*)`);
+    throw new Error(
+      `${dir}: no run here (no run.json, metrics.jsonl or TensorBoard event files ${EVENT_FILE_PREFIX}*)`,
+    );
   }
   if (manifest || ownFiles.length) {
     files.push(metrics);
@@ -59,11 +62,18 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
     for (const f of listed.filter((l) => since === undefined || l.mtime >= since)) {
       files.push(f.path);
       const batch = await readAll(machine, f.path, tensorBoardDecoder());
-      for (const s of batch.entries) history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+      for (const s of batch.entries)
+        history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
       problems.push(...batch.problems.map((p) => ({ file: f.path, ...p })));
     }
   }
-  return { kind: manifest || ownFiles.length ? 'run' : 'tensorboard', ...(manifest ? { manifest } : {}), history, files, problems };
+  return {
+    kind: manifest || ownFiles.length ? 'run' : 'tensorboard',
+    ...(manifest ? { manifest } : {}),
+    history,
+    files,
+    problems,
+  };
 }
 
 /**
@@ -79,7 +89,10 @@ async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFac
     if (machine instanceof LocalMachine) {
       batch = await (decoder.localReader?.(file, 0) ?? new GrowingFileReader(file, decoder)).read();
       const read = batch;
-      size = await stat(file).then((s) => s.size, () => read.offset);
+      size = await stat(file).then(
+        (s) => s.size,
+        () => read.offset,
+      );
     } else {
       const bytes = await machine.readFile(file, MAX_REMOTE_BYTES);
       batch = decoder(0).push(bytes);
@@ -91,7 +104,11 @@ async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFac
   }
   if (size > batch.offset) {
     const bytes = size - batch.offset;
-    batch.problems.push({ offset: batch.offset, message: `the last record is incomplete: ${bytes} byte${bytes === 1 ? '' : 's'} after the last complete one (the writer is still writing it, or the file was cut short)`, excerpt: '' });
+    batch.problems.push({
+      offset: batch.offset,
+      message: `the last record is incomplete: ${bytes} byte${bytes === 1 ? '' : 's'} after the last complete one (the writer is still writing it, or the file was cut short)`,
+      excerpt: '',
+    });
   }
   return batch;
 }

@@ -21,7 +21,10 @@ export function terminalSafe(s: string): string {
  * C1 controls or bidi marks; those are escaped here as \uNNNN, which leaves the JSON the same value.
  */
 export function terminalSafeJson(value: unknown): string {
-  return JSON.stringify(value, null, 2).replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value, null, 2).replace(
+    UNSAFE_IN_JSON,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 // What JSON.stringify leaves unescaped of UNSAFE (its C0 controls outside strings are its own layout).

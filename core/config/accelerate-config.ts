@@ -14,7 +14,9 @@ const validate = compileSchema(accelerateConfigSchema);
 export function checkAccelerateConfig(ctx: RuleContext): ConfigProblem[] {
   // `distributed_type: NO` read as false is reported once, by the rule that explains YAML 1.1.
   const asBooleans = new Set(stringKeysReadAsBooleans(ctx).map((f) => f.path.join('.')));
-  const schema = schemaProblems(validate, ctx.doc, { tool: 'accelerate' }).filter((p) => !(p.code === 'schema.type' && asBooleans.has(p.path.join('.'))));
+  const schema = schemaProblems(validate, ctx.doc, { tool: 'accelerate' }).filter(
+    (p) => !(p.code === 'schema.type' && asBooleans.has(p.path.join('.'))),
+  );
   return [
     ...schema,
     ...deprecatedKeyProblems(accelerateSchema, ctx.doc, { tool: 'accelerate' }),

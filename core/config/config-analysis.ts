@@ -54,19 +54,31 @@ export function yamlVersionOf(kind: ConfigKind): '1.1' | '1.2' {
   return kind === 'accelerate' || kind === 'hf-training' ? '1.1' : '1.2';
 }
 
-export function analyseConfig(kind: ConfigKind, text: string, fileName: string, env: AnalysisEnvironment = { settings: DEFAULT_SETTINGS }): ConfigAnalysis {
+export function analyseConfig(
+  kind: ConfigKind,
+  text: string,
+  fileName: string,
+  env: AnalysisEnvironment = { settings: DEFAULT_SETTINGS },
+): ConfigAnalysis {
   const schema = SCHEMAS[kind];
   if (kind === 'run-config') {
     const { doc, problems } = checkRunConfigText(text, fileName);
     if (isObject(doc.value) && !problems.some((p) => p.code === 'syntax')) {
       const ctx: RuleContext = { doc, value: doc.value, fileName, env };
       problems.push(...runConfigRules.flatMap((r) => r.check(ctx)));
-      if (!problems.some((p) => p.severity === 'error')) problems.push(...validRunConfigRules.flatMap((r) => r.check(ctx)));
+      if (!problems.some((p) => p.severity === 'error'))
+        problems.push(...validRunConfigRules.flatMap((r) => r.check(ctx)));
     }
     return { kind, fileName, doc, schema, problems: sortProblems(problems) };
   }
   const doc = parseSourceDocument(text, sourceKindOf(fileName), { yamlVersion: yamlVersionOf(kind) });
-  const problems: ConfigProblem[] = doc.syntaxErrors.map((e) => ({ severity: e.severity ?? 'error', path: [], code: 'syntax', message: e.message, range: e.range }));
+  const problems: ConfigProblem[] = doc.syntaxErrors.map((e) => ({
+    severity: e.severity ?? 'error',
+    path: [],
+    code: 'syntax',
+    message: e.message,
+    range: e.range,
+  }));
   if (!problems.some((p) => p.severity === 'error')) {
     if (!isObject(doc.value)) {
       problems.push({ severity: 'error', path: [], code: 'schema.type', message: WHAT[kind], range: doc.rangeOf([]) });
@@ -79,5 +91,7 @@ export function analyseConfig(kind: ConfigKind, text: string, fileName: string, 
 }
 
 function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
-  return problems.sort((a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character);
+  return problems.sort(
+    (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
+  );
 }

@@ -3,7 +3,16 @@
 // fixes are described as structural edits so the same fix works on YAML and JSON; the memory
 // estimator's "apply" uses setConfigValue, which refuses what it should not do silently.
 import * as jsonc from 'jsonc-parser';
-import { isMap, isPair, isScalar, parseDocument, stringify, type Node as YamlNode, type Pair, type YAMLMap } from 'yaml';
+import {
+  isMap,
+  isPair,
+  isScalar,
+  parseDocument,
+  stringify,
+  type Node as YamlNode,
+  type Pair,
+  type YAMLMap,
+} from 'yaml';
 import { sourceKindOf, type ConfigPath, type SourceKind, type SourceRange } from './source-document';
 import { tomlEdit } from './toml-edits';
 import { TomlSourceDocument } from './toml-document';
@@ -38,7 +47,12 @@ export interface EditOptions {
 export function applyConfigEdits(text: string, edits: readonly ConfigEdit[], options: EditOptions): string {
   let current = text;
   for (const edit of edits) {
-    const r = options.kind === 'json' ? jsonEdit(current, edit) : options.kind === 'toml' ? tomlEdit(current, edit) : yamlEdit(current, edit, options.yamlVersion ?? '1.2');
+    const r =
+      options.kind === 'json'
+        ? jsonEdit(current, edit)
+        : options.kind === 'toml'
+          ? tomlEdit(current, edit)
+          : yamlEdit(current, edit, options.yamlVersion ?? '1.2');
     if (r) current = current.slice(0, r.start) + r.newText + current.slice(r.end);
   }
   return current;
@@ -54,7 +68,12 @@ export interface TextEdit {
  * a YAML file with errors, a section where a value is expected, or a key to add inside a flow
  * mapping ({…}) are refused rather than guessed.
  */
-export function setConfigValue(text: string, fileName: string, path: ConfigPath, value: unknown): string | { error: string } {
+export function setConfigValue(
+  text: string,
+  fileName: string,
+  path: ConfigPath,
+  value: unknown,
+): string | { error: string } {
   const kind = sourceKindOf(fileName);
   if (kind === 'yaml') {
     const refusal = yamlRefusal(text, path, value);
@@ -64,11 +83,17 @@ export function setConfigValue(text: string, fileName: string, path: ConfigPath,
     const refusal = tomlRefusal(text);
     if (refusal) return { error: refusal };
   }
-  return applyConfigEdits(text, [value === undefined ? { kind: 'remove', path } : { kind: 'set', path, value }], { kind });
+  return applyConfigEdits(text, [value === undefined ? { kind: 'remove', path } : { kind: 'set', path, value }], {
+    kind,
+  });
 }
 
 /** One edit that turns `before` into `after`: the smallest range where they differ. */
-export function diffEdit(before: string, after: string, positionAt: (offset: number) => SourceRange['start']): TextEdit | undefined {
+export function diffEdit(
+  before: string,
+  after: string,
+  positionAt: (offset: number) => SourceRange['start'],
+): TextEdit | undefined {
   if (before === after) return undefined;
   const r = replacementBetween(before, after);
   return { range: { start: positionAt(r.start), end: positionAt(r.end) }, newText: r.newText };
@@ -96,7 +121,11 @@ function jsonEdit(text: string, edit: ConfigEdit): TextReplacement | undefined {
     const key = root && jsonc.findNodeAtLocation(root, path)?.parent?.children?.[0];
     return key ? { start: key.offset, end: key.offset + key.length, newText: JSON.stringify(edit.to) } : undefined;
   }
-  const formattingOptions = { insertSpaces: !/^\t/m.test(text), tabSize: detectIndent(text), eol: text.includes('\r\n') ? '\r\n' : '\n' };
+  const formattingOptions = {
+    insertSpaces: !/^\t/m.test(text),
+    tabSize: detectIndent(text),
+    eol: text.includes('\r\n') ? '\r\n' : '\n',
+  };
   const [change] = jsonc.modify(text, path, edit.kind === 'set' ? edit.value : undefined, { formattingOptions });
   return change ? { start: change.offset, end: change.offset + change.length, newText: change.content } : undefined;
 }
@@ -196,7 +225,13 @@ function removePair(text: string, parent: YAMLMap, pair: Pair): TextReplacement 
 }
 
 /** Adds a missing key (and any missing sections above it) under its nearest existing mapping. */
-function insertMissing(text: string, root: YamlNode | null, path: ConfigPath, value: unknown, version: '1.1' | '1.2'): TextReplacement | undefined {
+function insertMissing(
+  text: string,
+  root: YamlNode | null,
+  path: ConfigPath,
+  value: unknown,
+  version: '1.1' | '1.2',
+): TextReplacement | undefined {
   let depth = 0;
   let node: YamlNode | null | undefined = root;
   let holder: Pair | undefined;
@@ -223,7 +258,9 @@ function insertMissing(text: string, root: YamlNode | null, path: ConfigPath, va
     indent = firstKey - (text.lastIndexOf('\n', firstKey - 1) + 1);
     const last = node.items[node.items.length - 1];
     const lastValue = last.value as YamlNode | null;
-    const lastEnd = (lastValue?.range && !isEmptyScalar(lastValue) ? lastValue.range : (last.key as YamlNode).range!)[1];
+    const lastEnd = (
+      lastValue?.range && !isEmptyScalar(lastValue) ? lastValue.range : (last.key as YamlNode).range!
+    )[1];
     at = lastEnd > 0 && text[lastEnd - 1] === '\n' ? lastEnd : lineEndAfter(text, lastEnd);
   } else if (holder) {
     // `section:` with no value yet: the new keys go on the lines below, indented one level more.
@@ -234,7 +271,9 @@ function insertMissing(text: string, root: YamlNode | null, path: ConfigPath, va
     indent = 0;
     at = text.length;
   }
-  const lines = rest.map((k, i) => `${' '.repeat(indent + 2 * i)}${k}:${i === rest.length - 1 ? ` ${renderFlow(value, version)}` : ''}`);
+  const lines = rest.map(
+    (k, i) => `${' '.repeat(indent + 2 * i)}${k}:${i === rest.length - 1 ? ` ${renderFlow(value, version)}` : ''}`,
+  );
   const lead = at > 0 && text[at - 1] !== '\n' ? '\n' : '';
   return { start: at, end: at, newText: `${lead}${lines.join('\n')}\n` };
 }

@@ -23,14 +23,21 @@ export function configWorldSize(kind: ConfigKind, text: string, fileName: string
     const total = get('train_batch_size');
     const micro = get('train_micro_batch_size_per_gpu');
     const accumulation = get('gradient_accumulation_steps') ?? 1;
-    if (!positive(total) || !positive(micro) || !positive(accumulation) || total % (micro * accumulation) !== 0) return undefined;
-    return { size: total / (micro * accumulation), why: `train_batch_size ${total} ÷ (micro-batch ${micro} × accumulation ${accumulation})` };
+    if (!positive(total) || !positive(micro) || !positive(accumulation) || total % (micro * accumulation) !== 0)
+      return undefined;
+    return {
+      size: total / (micro * accumulation),
+      why: `train_batch_size ${total} ÷ (micro-batch ${micro} × accumulation ${accumulation})`,
+    };
   }
   if (kind === 'accelerate') {
     const processes = get('num_processes');
     if (!positive(processes)) return undefined;
     const machines = get('num_machines');
-    return { size: processes, why: `num_processes ${processes}${positive(machines) && machines > 1 ? ` (across ${machines} machines)` : ''}` };
+    return {
+      size: processes,
+      why: `num_processes ${processes}${positive(machines) && machines > 1 ? ` (across ${machines} machines)` : ''}`,
+    };
   }
   return undefined;
 }

@@ -9,11 +9,16 @@ export type ConfigKind = 'run-config' | 'deepspeed' | 'accelerate' | 'launch-spe
 /** What a user may associate a glob with: a kind, or "none" to leave matching files alone. */
 export type ConfigAssociation = ConfigKind | 'none';
 
-export function recogniseConfig(fileName: string, text: string, associations: Record<string, ConfigAssociation> = {}): ConfigKind | undefined {
+export function recogniseConfig(
+  fileName: string,
+  text: string,
+  associations: Record<string, ConfigAssociation> = {},
+): ConfigKind | undefined {
   const normalised = fileName.replace(/\\/g, '/');
   for (const [glob, kind] of Object.entries(associations)) {
     // As in VS Code's files.associations: a pattern without a slash matches the file name.
-    if (minimatch(normalised, glob, { dot: true, matchBase: !glob.includes('/'), nocase: true })) return kind === 'none' ? undefined : kind;
+    if (minimatch(normalised, glob, { dot: true, matchBase: !glob.includes('/'), nocase: true }))
+      return kind === 'none' ? undefined : kind;
   }
   return byName(normalised) ?? byContent(normalised, text);
 }
@@ -23,18 +28,62 @@ function byName(file: string): ConfigKind | undefined {
   if (/\.fsdp\.ya?ml$/.test(base)) return 'run-config';
   if (/\.fsdp-launch\.ya?ml$/.test(base)) return 'launch-spec';
   if (/\.jsonc?$/.test(base) && (/^ds_config/.test(base) || base.includes('deepspeed'))) return 'deepspeed';
-  if (/\.ya?ml$/.test(base) && (base.includes('accelerate') || /\/huggingface\/accelerate\/[^/]+$/.test(file))) return 'accelerate';
+  if (/\.ya?ml$/.test(base) && (base.includes('accelerate') || /\/huggingface\/accelerate\/[^/]+$/.test(file)))
+    return 'accelerate';
   return undefined;
 }
 
 // Keys only DeepSpeed configs have at the top; a JSON file with none of them is not one.
-const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', 'train_batch_size', 'zero_allow_untested_optimizer', 'steps_per_print', 'wall_clock_breakdown'];
+const DEEPSPEED_KEYS = [
+  'zero_optimization',
+  'train_micro_batch_size_per_gpu',
+  'train_batch_size',
+  'zero_allow_untested_optimizer',
+  'steps_per_print',
+  'wall_clock_breakdown',
+];
 
 // torchtitan's JobConfig sections; a TOML file with two of them is a job config (pyproject.toml has none).
-const TORCHTITAN_SECTIONS = ['job', 'model', 'training', 'parallelism', 'optimizer', 'lr_scheduler', 'checkpoint', 'activation_checkpoint', 'metrics', 'compile'];
+const TORCHTITAN_SECTIONS = [
+  'job',
+  'model',
+  'training',
+  'parallelism',
+  'optimizer',
+  'lr_scheduler',
+  'checkpoint',
+  'activation_checkpoint',
+  'metrics',
+  'compile',
+];
 
 // TrainingArguments / TRL keys no other config we know has at its top; three of them make a file one.
-const TRAINING_ARGUMENT_KEYS = ['per_device_train_batch_size', 'per_device_eval_batch_size', 'num_train_epochs', 'output_dir', 'learning_rate', 'logging_steps', 'save_strategy', 'eval_strategy', 'lr_scheduler_type', 'warmup_ratio', 'warmup_steps', 'gradient_checkpointing', 'activation_checkpointing', 'report_to', 'max_steps', 'save_steps', 'model_name_or_path', 'dataset_name', 'bf16', 'fsdp', 'fsdp_config', 'push_to_hub', 'max_length', 'packing'];
+const TRAINING_ARGUMENT_KEYS = [
+  'per_device_train_batch_size',
+  'per_device_eval_batch_size',
+  'num_train_epochs',
+  'output_dir',
+  'learning_rate',
+  'logging_steps',
+  'save_strategy',
+  'eval_strategy',
+  'lr_scheduler_type',
+  'warmup_ratio',
+  'warmup_steps',
+  'gradient_checkpointing',
+  'activation_checkpointing',
+  'report_to',
+  'max_steps',
+  'save_steps',
+  'model_name_or_path',
+  'dataset_name',
+  'bf16',
+  'fsdp',
+  'fsdp_config',
+  'push_to_hub',
+  'max_length',
+  'packing',
+];
 
 function byContent(file: string, text: string): ConfigKind | undefined {
   if (/\.toml$/i.test(file)) {
@@ -43,10 +92,29 @@ function byContent(file: string, text: string): ConfigKind | undefined {
   }
   const keys = topLevelKeys(file, text);
   if (['model', 'data', 'training'].every((k) => keys.has(k))) return 'run-config';
-  if (/\.ya?ml$/i.test(file) && keys.has('command') && (keys.has('logs') || keys.has('nproc_per_node') || (keys.has('target') && keys.has('cwd')))) return 'launch-spec';
+  if (
+    /\.ya?ml$/i.test(file) &&
+    keys.has('command') &&
+    (keys.has('logs') || keys.has('nproc_per_node') || (keys.has('target') && keys.has('cwd')))
+  )
+    return 'launch-spec';
   if (/\.jsonc?$/i.test(file) && DEEPSPEED_KEYS.some((k) => keys.has(k))) return 'deepspeed';
-  if (/\.ya?ml$/i.test(file) && keys.has('distributed_type') && (keys.has('compute_environment') || keys.has('num_processes') || keys.has('mixed_precision') || keys.has('fsdp_config') || keys.has('deepspeed_config'))) return 'accelerate';
-  if (/\.(ya?ml|jsonc?)$/i.test(file) && !keys.has('distributed_type') && TRAINING_ARGUMENT_KEYS.filter((k) => keys.has(k)).length >= 3) return 'hf-training';
+  if (
+    /\.ya?ml$/i.test(file) &&
+    keys.has('distributed_type') &&
+    (keys.has('compute_environment') ||
+      keys.has('num_processes') ||
+      keys.has('mixed_precision') ||
+      keys.has('fsdp_config') ||
+      keys.has('deepspeed_config'))
+  )
+    return 'accelerate';
+  if (
+    /\.(ya?ml|jsonc?)$/i.test(file) &&
+    !keys.has('distributed_type') &&
+    TRAINING_ARGUMENT_KEYS.filter((k) => keys.has(k)).length >= 3
+  )
+    return 'hf-training';
   return undefined;
 }
 
@@ -72,7 +140,8 @@ export function topLevelKeys(file: string, text: string): Set<string> {
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (c === '/' && text[i + 1] === '/') i = text.indexOf('\n', i) === -1 ? text.length : text.indexOf('\n', i);
-    else if (c === '/' && text[i + 1] === '*') i = text.indexOf('*/', i + 2) === -1 ? text.length : text.indexOf('*/', i + 2) + 1;
+    else if (c === '/' && text[i + 1] === '*')
+      i = text.indexOf('*/', i + 2) === -1 ? text.length : text.indexOf('*/', i + 2) + 1;
     else if (c === '{' || c === '[') depth++;
     else if (c === '}' || c === ']') depth--;
     else if (c === '"') {

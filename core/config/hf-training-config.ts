@@ -13,7 +13,9 @@ export const hfTrainingSchema = hfTrainingArgsSchema as SchemaNode;
 const validate = compileSchema(hfTrainingArgsSchema);
 
 /** The library versions the schema was generated from. */
-export const HF_TRAINING_VERSIONS = (hfTrainingArgsSchema as { 'x-generated-from': Record<string, string> })['x-generated-from'];
+export const HF_TRAINING_VERSIONS = (hfTrainingArgsSchema as { 'x-generated-from': Record<string, string> })[
+  'x-generated-from'
+];
 
 /**
  * Arguments older transformers / TRL releases had, which files written for them still carry, and the
@@ -22,7 +24,7 @@ export const HF_TRAINING_VERSIONS = (hfTrainingArgsSchema as { 'x-generated-from
 const REPLACED: Record<string, { by: string; why: string; value?: (v: unknown) => unknown }> = {
   torch_dtype: { by: 'dtype', why: 'ModelConfig names it dtype' },
   evaluation_strategy: { by: 'eval_strategy', why: 'TrainingArguments names it eval_strategy' },
-  max_seq_length: { by: 'max_length', why: 'TRL\'s configs name it max_length' },
+  max_seq_length: { by: 'max_length', why: "TRL's configs name it max_length" },
   warmup_ratio: { by: 'warmup_steps', why: 'warmup_steps takes a float in [0, 1) as a ratio of the total steps' },
 };
 
@@ -33,13 +35,45 @@ export function checkHfTrainingConfig(ctx: RuleContext): ConfigProblem[] {
     const replaced = REPLACED[key];
     if (replaced) {
       const taken = key in ctx.value && replaced.by in ctx.value;
-      return { ...p, message: `"${key}" is not an argument of the installed ${versions()} (${replaced.why}); use "${replaced.by}"`, suggestion: replaced.by, fixes: taken ? [{ title: `Remove ${key} (${replaced.by} is given)`, preferred: true, edits: [{ kind: 'remove', path: [key] }] }] : [{ title: `Rename to ${replaced.by}`, preferred: true, edits: [{ kind: 'rename', path: [key], to: replaced.by }] }] };
+      return {
+        ...p,
+        message: `"${key}" is not an argument of the installed ${versions()} (${replaced.why}); use "${replaced.by}"`,
+        suggestion: replaced.by,
+        fixes: taken
+          ? [
+              {
+                title: `Remove ${key} (${replaced.by} is given)`,
+                preferred: true,
+                edits: [{ kind: 'remove', path: [key] }],
+              },
+            ]
+          : [
+              {
+                title: `Rename to ${replaced.by}`,
+                preferred: true,
+                edits: [{ kind: 'rename', path: [key], to: replaced.by }],
+              },
+            ],
+      };
     }
-    return { ...p, message: p.message.replace('(TrainingArguments rejects it)', '(no TrainingArguments, TRL config or accelerate launch argument has it: HfArgumentParser and accelerate launch refuse it)') };
+    return {
+      ...p,
+      message: p.message.replace(
+        '(TrainingArguments rejects it)',
+        '(no TrainingArguments, TRL config or accelerate launch argument has it: HfArgumentParser and accelerate launch refuse it)',
+      ),
+    };
   });
-  return [...schema, ...deprecatedKeyProblems(hfTrainingSchema, ctx.doc, { tool: 'transformers' }), ...hfTrainingRules.flatMap((rule) => rule.check(ctx))];
+  return [
+    ...schema,
+    ...deprecatedKeyProblems(hfTrainingSchema, ctx.doc, { tool: 'transformers' }),
+    ...hfTrainingRules.flatMap((rule) => rule.check(ctx)),
+  ];
 }
 
 function versions(): string {
-  return Object.entries(HF_TRAINING_VERSIONS).filter(([k]) => k !== 'accelerate').map(([k, v]) => `${k} ${v}`).join(', ');
+  return Object.entries(HF_TRAINING_VERSIONS)
+    .filter(([k]) => k !== 'accelerate')
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 }

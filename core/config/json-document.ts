@@ -15,7 +15,10 @@ export class JsonSourceDocument extends TextPositions implements SourceDocument 
     const errors: jsonc.ParseError[] = [];
     this.root = jsonc.parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
     for (const err of errors) {
-      this.syntaxErrors.push({ message: jsonc.printParseErrorCode(err.error), range: this.range(err.offset, err.offset + err.length) });
+      this.syntaxErrors.push({
+        message: jsonc.printParseErrorCode(err.error),
+        range: this.range(err.offset, err.offset + err.length),
+      });
     }
     if (this.root) this.reportDuplicateKeys(this.root);
     this.value = this.root ? jsonc.getNodeValue(this.root) : undefined;
@@ -51,7 +54,15 @@ export class JsonSourceDocument extends TextPositions implements SourceDocument 
     const prev = location.previousNode;
     if (prev && ['string', 'number', 'boolean', 'null'].includes(prev.type)) {
       // A value's word is the whole JSON token, quotes included: completions insert JSON.
-      return { path, part: 'value', word: { text: this.text.slice(prev.offset, prev.offset + prev.length), start: prev.offset, end: prev.offset + prev.length } };
+      return {
+        path,
+        part: 'value',
+        word: {
+          text: this.text.slice(prev.offset, prev.offset + prev.length),
+          start: prev.offset,
+          end: prev.offset + prev.length,
+        },
+      };
     }
     return { path, part: 'value', word: this.wordAt(offset) };
   }
@@ -84,7 +95,8 @@ export class JsonSourceDocument extends TextPositions implements SourceDocument 
       index = new Map();
       for (const prop of object.children ?? []) {
         const [key, value] = prop.children ?? [];
-        if (prop.children?.length === 2 && typeof key.value === 'string' && !index.has(key.value)) index.set(key.value, value);
+        if (prop.children?.length === 2 && typeof key.value === 'string' && !index.has(key.value))
+          index.set(key.value, value);
       }
       this.propertyIndex.set(object, index);
     }
@@ -100,7 +112,11 @@ export class JsonSourceDocument extends TextPositions implements SourceDocument 
         const key = prop.children?.[0];
         if (!key) continue;
         const name = String(key.value);
-        if (seen.has(name)) this.syntaxErrors.push({ message: `duplicate key "${name}": DeepSpeed rejects it and JSON readers keep only the last`, range: this.range(key.offset, key.offset + key.length) });
+        if (seen.has(name))
+          this.syntaxErrors.push({
+            message: `duplicate key "${name}": DeepSpeed rejects it and JSON readers keep only the last`,
+            range: this.range(key.offset, key.offset + key.length),
+          });
         seen.add(name);
       }
     }

@@ -9,7 +9,17 @@
 // `readLargeYaml` and is read by the `yaml` package as every smaller document is, so its
 // problems read the same whatever the size. test/unit/large-yaml-document.test.ts holds both
 // readers to the same values and ranges.
-import { COLLECTION_STYLE, constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, parseEvents, SCALAR_STYLE, type Event, type ScalarEvent } from 'js-yaml';
+import {
+  COLLECTION_STYLE,
+  constructFromEvents,
+  CORE_SCHEMA,
+  EVENT_ID,
+  getScalarValue,
+  parseEvents,
+  SCALAR_STYLE,
+  type Event,
+  type ScalarEvent,
+} from 'js-yaml';
 import type { ConfigPath, CursorLocation, SourceDocument, SourceRange, SyntaxProblem } from './source-document';
 import { MAX_NESTING } from './unread-document';
 import { locateByIndentation } from './yaml-document';
@@ -47,9 +57,11 @@ export function readLargeYaml(text: string): LargeYamlDocument | undefined {
   for (const e of events) {
     // Directives (%YAML 1.1), tags and aliases: rare in configs, and where the two readers could differ.
     if (e.type === EVENT_ID.ALIAS || (e.type === EVENT_ID.DOCUMENT && e.directives.length > 0)) return undefined;
-    if ((e.type === EVENT_ID.SCALAR || e.type === EVENT_ID.MAPPING || e.type === EVENT_ID.SEQUENCE) && e.tagStart >= 0) return undefined;
+    if ((e.type === EVENT_ID.SCALAR || e.type === EVENT_ID.MAPPING || e.type === EVENT_ID.SEQUENCE) && e.tagStart >= 0)
+      return undefined;
     // Block scalars (| and >): js-yaml's offsets are their content's, the yaml package's start at the indicator.
-    if (e.type === EVENT_ID.SCALAR && (e.style === SCALAR_STYLE.LITERAL_BLOCK || e.style === SCALAR_STYLE.FOLDED_BLOCK)) return undefined;
+    if (e.type === EVENT_ID.SCALAR && (e.style === SCALAR_STYLE.LITERAL_BLOCK || e.style === SCALAR_STYLE.FOLDED_BLOCK))
+      return undefined;
   }
   const root = tree.build(events);
   if (tree.unsupported) return undefined;
@@ -75,7 +87,8 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
 
   rangeOf(path: ConfigPath, part: 'key' | 'value' = 'value'): SourceRange {
     const found = this.find(path);
-    if (found.pair && (found.depth < path.length || part === 'key' || found.node === undefined)) return this.range(found.pair.keyStart, found.pair.keyEnd);
+    if (found.pair && (found.depth < path.length || part === 'key' || found.node === undefined))
+      return this.range(found.pair.keyStart, found.pair.keyEnd);
     if (!found.node) return this.range(0, 0);
     // A block collection's range runs to the start of the next line; the squiggle should not.
     let end = found.node.end;
@@ -94,14 +107,27 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
     return this.locateInTree(this.root, [], offset) ?? locateByIndentation(this.text, offset, this.wordAt(offset));
   }
 
-  private locateInTree(node: PositionedNode | undefined, path: (string | number)[], offset: number): CursorLocation | undefined {
+  private locateInTree(
+    node: PositionedNode | undefined,
+    path: (string | number)[],
+    offset: number,
+  ): CursorLocation | undefined {
     if (node?.kind === 'map') {
       for (const p of node.pairs) {
         if (p.key === undefined) continue;
-        if (offset >= p.keyStart && offset <= p.keyEnd) return { path, part: 'key', word: { text: this.text.slice(p.keyStart, p.keyEnd), start: p.keyStart, end: p.keyEnd } };
+        if (offset >= p.keyStart && offset <= p.keyEnd)
+          return {
+            path,
+            part: 'key',
+            word: { text: this.text.slice(p.keyStart, p.keyEnd), start: p.keyStart, end: p.keyEnd },
+          };
         const v = p.value;
         if (v.kind === 'scalar' && !v.empty && offset >= v.start && offset <= v.end) {
-          return { path: [...path, p.key], part: 'value', word: { text: this.text.slice(v.start, v.end), start: v.start, end: v.end } };
+          return {
+            path: [...path, p.key],
+            part: 'value',
+            word: { text: this.text.slice(v.start, v.end), start: v.start, end: v.end },
+          };
         }
         if ((v.kind === 'map' || v.kind === 'seq') && offset >= v.start && offset <= v.end) {
           const inner = this.locateInTree(v, [...path, p.key], offset);
@@ -111,7 +137,8 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
     } else if (node?.kind === 'seq') {
       for (let i = 0; i < node.items.length; i++) {
         const item = node.items[i];
-        if (item.kind !== 'scalar' && offset >= item.start && offset <= item.end) return this.locateInTree(item, [...path, i], offset);
+        if (item.kind !== 'scalar' && offset >= item.start && offset <= item.end)
+          return this.locateInTree(item, [...path, i], offset);
       }
     }
     return undefined;
@@ -153,7 +180,8 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
         const byKey = new Map<string, Pair>();
         for (const p of node.pairs) {
           if (p.key !== undefined) {
-            if (byKey.has(p.key)) this.syntaxErrors.push({ message: 'Map keys must be unique', range: this.range(p.keyStart, p.keyEnd) });
+            if (byKey.has(p.key))
+              this.syntaxErrors.push({ message: 'Map keys must be unique', range: this.range(p.keyStart, p.keyEnd) });
             else byKey.set(p.key, p);
           }
           stack.push(p.value);
@@ -178,7 +206,13 @@ class TreeBuilder {
 
   build(events: Event[]): PositionedNode | undefined {
     if (events[0]?.type !== EVENT_ID.DOCUMENT) return undefined;
-    type Open = { node: Extract<PositionedNode, { kind: 'map' | 'seq' }>; flow: boolean; pendingKey?: PositionedNode; pendingKeyText?: string; last?: 'empty' | 'block' | 'other' };
+    type Open = {
+      node: Extract<PositionedNode, { kind: 'map' | 'seq' }>;
+      flow: boolean;
+      pendingKey?: PositionedNode;
+      pendingKeyText?: string;
+      last?: 'empty' | 'block' | 'other';
+    };
     const stack: Open[] = [];
     // Block collections: their end is already a line's.
     const blockEnds = new WeakSet<PositionedNode>();
@@ -220,11 +254,14 @@ class TreeBuilder {
         const flow = e.style === COLLECTION_STYLE.FLOW;
         // A flow collection's end is found after its opening bracket (even when it is empty).
         const end = flow ? e.start + 1 : e.start;
-        const node: Extract<PositionedNode, { kind: 'map' | 'seq' }> = e.type === EVENT_ID.MAPPING ? { kind: 'map', start: e.start, end, pairs: [] } : { kind: 'seq', start: e.start, end, items: [] };
+        const node: Extract<PositionedNode, { kind: 'map' | 'seq' }> =
+          e.type === EVENT_ID.MAPPING
+            ? { kind: 'map', start: e.start, end, pairs: [] }
+            : { kind: 'seq', start: e.start, end, items: [] };
         stack.push({ node, flow });
       } else if (e.type === EVENT_ID.POP) {
         const open = stack.pop();
-        if (!open) break;  // the document's end
+        if (!open) break; // the document's end
         // A flow collection ends at its closing bracket; a block one, as the `yaml` package has it,
         // at the start of the line after its last value's (a comment on that line included).
         // (Ending in `key:` with no value, at that line's end; in a block collection, where that one ends.)
@@ -244,14 +281,26 @@ class TreeBuilder {
     if (e.valueStart < 0) return { kind: 'scalar', start: 0, end: 0, empty: true };
     // Quoted scalars' offsets exclude the quotes; the `yaml` package's ranges include them.
     const quoted = e.style === SCALAR_STYLE.SINGLE_QUOTED || e.style === SCALAR_STYLE.DOUBLE_QUOTED;
-    return { kind: 'scalar', start: quoted ? e.valueStart - 1 : e.valueStart, end: quoted ? e.valueEnd + 1 : e.valueEnd, empty: false };
+    return {
+      kind: 'scalar',
+      start: quoted ? e.valueStart - 1 : e.valueStart,
+      end: quoted ? e.valueEnd + 1 : e.valueEnd,
+      empty: false,
+    };
   }
 
   /** The key as the constructed object has it: plain keys resolved by the core schema (`1`, `true`, `null`), others as written. */
   private keyText(e: ScalarEvent): string {
     const written = getScalarValue(this.text, e);
     if (e.style !== SCALAR_STYLE.PLAIN || !/^[-+.0-9~nNtTfF]/.test(written)) return written;
-    const [value] = constructFromEvents([{ type: EVENT_ID.DOCUMENT, explicitStart: false, explicitEnd: false, directives: [] }, e, { type: EVENT_ID.POP }], { source: this.text, schema: CORE_SCHEMA });
+    const [value] = constructFromEvents(
+      [
+        { type: EVENT_ID.DOCUMENT, explicitStart: false, explicitEnd: false, directives: [] },
+        e,
+        { type: EVENT_ID.POP },
+      ],
+      { source: this.text, schema: CORE_SCHEMA },
+    );
     // js-yaml keys a null key "null", the yaml package "" (and looks it up as "null").
     if (value === null) this.unsupported = true;
     return String(value);

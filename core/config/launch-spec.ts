@@ -54,7 +54,13 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
   const problems = schemaProblems(validate, ctx.doc, { tool: 'FSDP Studio' });
   if (problems.some((p) => p.severity === 'error')) return problems;
   const spec = ctx.value as unknown as LaunchSpec;
-  const at = (p: ConfigPath, severity: ConfigProblem['severity'], code: string, message: string): ConfigProblem => ({ severity, path: p, code, message, range: ctx.doc.rangeOf(p, 'value') });
+  const at = (p: ConfigPath, severity: ConfigProblem['severity'], code: string, message: string): ConfigProblem => ({
+    severity,
+    path: p,
+    code,
+    message,
+    range: ctx.doc.rangeOf(p, 'value'),
+  });
   const words = commandWords(spec.command);
   if ('error' in words) return [...problems, at(['command'], 'error', 'launch.command', `command: ${words.error}`)];
   const command = readCommand(words.argv);
@@ -62,23 +68,53 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
   if (target !== 'local') {
     const bad = checkHostAlias(target);
     if (bad) problems.push(at(['target'], 'error', 'launch.target', `target: ${bad}`));
-    if (!spec.cwd) problems.push(at(['target'], 'error', 'launch.remote-cwd', `target ${target}: give cwd, the folder on ${target} that holds your code (absolute, or ~/…); it is not copied there`));
-    else if (!spec.cwd.startsWith('/') && !spec.cwd.startsWith('~')) problems.push(at(['cwd'], 'error', 'launch.remote-cwd', `cwd: on ${target} give an absolute folder (or ~/…), not one relative to this machine's spec`));
+    if (!spec.cwd)
+      problems.push(
+        at(
+          ['target'],
+          'error',
+          'launch.remote-cwd',
+          `target ${target}: give cwd, the folder on ${target} that holds your code (absolute, or ~/…); it is not copied there`,
+        ),
+      );
+    else if (!spec.cwd.startsWith('/') && !spec.cwd.startsWith('~'))
+      problems.push(
+        at(
+          ['cwd'],
+          'error',
+          'launch.remote-cwd',
+          `cwd: on ${target} give an absolute folder (or ~/…), not one relative to this machine's spec`,
+        ),
+      );
   }
   const onSlurm = spec.slurm && slurmCommandProblem(command.launcher);
   if (onSlurm) problems.push(at(['command'], 'error', 'launch.slurm-command', `command: ${onSlurm}`));
   if ((spec.nproc_per_node ?? 1) > 1 && command.launcher !== 'python') {
-    problems.push(at(['nproc_per_node'], 'warning', 'launch.nproc', `nproc_per_node applies to a plain python command; ${command.argv[0]} starts its own ranks (set them in its options)`));
+    problems.push(
+      at(
+        ['nproc_per_node'],
+        'warning',
+        'launch.nproc',
+        `nproc_per_node applies to a plain python command; ${command.argv[0]} starts its own ranks (set them in its options)`,
+      ),
+    );
   }
   const dir = path.dirname(ctx.fileName);
   if (target === 'local' && ctx.env.readFile) {
     const cwd = path.resolve(dir, spec.cwd ?? '.');
     if (command.script && ctx.env.readFile(path.resolve(cwd, command.script)) === undefined) {
-      problems.push(at(['command'], 'warning', 'launch.script', `command: ${command.script} is not in ${path.relative(dir, cwd) || '.'} (the command runs in cwd)`));
+      problems.push(
+        at(
+          ['command'],
+          'warning',
+          'launch.script',
+          `command: ${command.script} is not in ${path.relative(dir, cwd) || '.'} (the command runs in cwd)`,
+        ),
+      );
     }
   }
   const patterns = spec.metrics?.pattern;
-  for (const [i, pattern] of (typeof patterns === 'string' ? [patterns] : patterns ?? []).entries()) {
+  for (const [i, pattern] of (typeof patterns === 'string' ? [patterns] : (patterns ?? [])).entries()) {
     const compiled = compileMetricsPattern(pattern);
     if (typeof compiled === 'string') {
       const where: ConfigPath = typeof patterns === 'string' ? ['metrics', 'pattern'] : ['metrics', 'pattern', i];
@@ -86,20 +122,50 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
     }
   }
   if (spec.config && ctx.env.readFile && ctx.env.readFile(path.resolve(dir, spec.config)) === undefined) {
-    problems.push(at(['config'], 'warning', 'launch.config', `config: ${spec.config} is not there; the memory estimate needs it`));
+    problems.push(
+      at(['config'], 'warning', 'launch.config', `config: ${spec.config} is not there; the memory estimate needs it`),
+    );
   }
   return problems;
 }
 
 /** The spec resolved for launching, or the problems that stop it. */
-export function loadLaunchSpec(text: string, file: string, readFile?: (p: string) => string | undefined): { spec?: ResolvedLaunchSpec; problems: ConfigProblem[] } {
+export function loadLaunchSpec(
+  text: string,
+  file: string,
+  readFile?: (p: string) => string | undefined,
+): { spec?: ResolvedLaunchSpec; problems: ConfigProblem[] } {
   const doc = parseSourceDocument(text, sourceKindOf(file));
-  const syntax: ConfigProblem[] = doc.syntaxErrors.map((e) => ({ severity: e.severity ?? 'error', path: [], code: 'syntax', message: e.message, range: e.range }));
+  const syntax: ConfigProblem[] = doc.syntaxErrors.map((e) => ({
+    severity: e.severity ?? 'error',
+    path: [],
+    code: 'syntax',
+    message: e.message,
+    range: e.range,
+  }));
   if (syntax.some((p) => p.severity === 'error')) return { problems: syntax };
   if (typeof doc.value !== 'object' || doc.value === null || Array.isArray(doc.value)) {
-    return { problems: [{ severity: 'error', path: [], code: 'schema.type', message: 'a launch spec must be a mapping with a command', range: doc.rangeOf([]) }] };
+    return {
+      problems: [
+        {
+          severity: 'error',
+          path: [],
+          code: 'schema.type',
+          message: 'a launch spec must be a mapping with a command',
+          range: doc.rangeOf([]),
+        },
+      ],
+    };
   }
-  const problems = [...syntax, ...checkLaunchSpec({ doc, value: doc.value as Record<string, unknown>, fileName: file, env: { settings: { deepspeedLaunchedWith: 'unknown' }, ...(readFile ? { readFile } : {}) } })];
+  const problems = [
+    ...syntax,
+    ...checkLaunchSpec({
+      doc,
+      value: doc.value as Record<string, unknown>,
+      fileName: file,
+      env: { settings: { deepspeedLaunchedWith: 'unknown' }, ...(readFile ? { readFile } : {}) },
+    }),
+  ];
   if (problems.some((p) => p.severity === 'error')) return { problems };
   const spec = doc.value as LaunchSpec;
   const words = commandWords(spec.command) as { argv: string[] };
@@ -107,7 +173,7 @@ export function loadLaunchSpec(text: string, file: string, readFile?: (p: string
   const dir = path.dirname(file);
   const target = spec.target ?? 'local';
   const cwd = target === 'local' ? path.resolve(dir, spec.cwd ?? '.') : spec.cwd!;
-  const nproc = command.launcher === 'python' ? spec.nproc_per_node ?? 1 : 1;
+  const nproc = command.launcher === 'python' ? (spec.nproc_per_node ?? 1) : 1;
   const worldSize = worldSizeOfCommand(command, nproc);
   const tb = spec.logs?.tensorboard;
   return {
@@ -121,10 +187,27 @@ export function loadLaunchSpec(text: string, file: string, readFile?: (p: string
       nproc,
       ...(worldSize !== undefined ? { worldSize } : {}),
       // A relative path (with a slash) on this machine is relative to cwd, as the command's script is.
-      python: spec.python && target === 'local' && spec.python.includes('/') && !spec.python.startsWith('~') ? path.resolve(cwd, spec.python) : spec.python ?? 'python3',
+      python:
+        spec.python && target === 'local' && spec.python.includes('/') && !spec.python.startsWith('~')
+          ? path.resolve(cwd, spec.python)
+          : (spec.python ?? 'python3'),
       ...(spec.python ? { pythonSource: 'launch spec' as const } : {}),
-      ...(tb ? { tensorboard: tb.startsWith('/') || tb.startsWith('~') ? tb : target === 'local' ? path.resolve(cwd, tb) : `${cwd.replace(/\/+$/, '')}/${tb}` } : {}),
-      ...(spec.metrics?.pattern ? { metricsPatterns: typeof spec.metrics.pattern === 'string' ? [spec.metrics.pattern] : [...spec.metrics.pattern] } : {}),
+      ...(tb
+        ? {
+            tensorboard:
+              tb.startsWith('/') || tb.startsWith('~')
+                ? tb
+                : target === 'local'
+                  ? path.resolve(cwd, tb)
+                  : `${cwd.replace(/\/+$/, '')}/${tb}`,
+          }
+        : {}),
+      ...(spec.metrics?.pattern
+        ? {
+            metricsPatterns:
+              typeof spec.metrics.pattern === 'string' ? [spec.metrics.pattern] : [...spec.metrics.pattern],
+          }
+        : {}),
       ...(spec.config ? { config: path.resolve(dir, spec.config) } : {}),
       runsDir: path.resolve(dir, spec.runs_dir ?? 'runs'),
       ...(spec.slurm ? { slurm: spec.slurm } : {}),
@@ -143,6 +226,7 @@ export function withSelectedPython(spec: ResolvedLaunchSpec, selected: string | 
 }
 
 function commandWords(command: LaunchSpec['command']): { argv: string[] } | { error: string } {
-  if (Array.isArray(command)) return command.length && command[0] ? { argv: [...command] } : { error: 'the command is empty' };
+  if (Array.isArray(command))
+    return command.length && command[0] ? { argv: [...command] } : { error: 'the command is empty' };
   return splitCommand(command);
 }

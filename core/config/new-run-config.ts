@@ -25,7 +25,16 @@ export interface NewRunConfigModel {
 
 /** The model sizes our runtime's GPT (LayerNorm, GELU, tied embeddings) can train: tiny and the GPT-2 family. */
 export const NEW_CONFIG_MODELS: readonly NewRunConfigModel[] = [
-  { id: 'tiny', label: 'tiny (0.8M, byte-level, trains on a CPU in a minute)', d_model: 128, n_layers: 4, n_heads: 4, vocab_size: 256, max_seq_len: 128, data: 'byte' },
+  {
+    id: 'tiny',
+    label: 'tiny (0.8M, byte-level, trains on a CPU in a minute)',
+    d_model: 128,
+    n_layers: 4,
+    n_heads: 4,
+    vocab_size: 256,
+    max_seq_len: 128,
+    data: 'byte',
+  },
   ...MODEL_PRESETS.filter((p) => p.shape.mlp === 'gelu' && p.shape.norm === 'layernorm').map((p) => ({
     id: p.id,
     label: p.shape.name,
@@ -57,14 +66,24 @@ const STRATEGIES = ['NO_SHARD', 'SHARD_GRAD_OP', 'FULL_SHARD'] as const;
 
 export function newRunConfigText(choice: NewRunConfigChoice): string {
   const model = NEW_CONFIG_MODELS.find((m) => m.id === choice.model);
-  if (!model) throw new Error(`unknown model "${choice.model}"; known: ${NEW_CONFIG_MODELS.map((m) => m.id).join(', ')}`);
+  if (!model)
+    throw new Error(`unknown model "${choice.model}"; known: ${NEW_CONFIG_MODELS.map((m) => m.id).join(', ')}`);
   const gpu = choice.target === 'cpu' ? undefined : GPU_PRESETS.find((g) => g.id === choice.target);
-  if (choice.target !== 'cpu' && !gpu) throw new Error(`unknown target "${choice.target}"; known: ${NEW_CONFIG_TARGETS.join(', ')}`);
+  if (choice.target !== 'cpu' && !gpu)
+    throw new Error(`unknown target "${choice.target}"; known: ${NEW_CONFIG_TARGETS.join(', ')}`);
   const ranks = Math.max(1, Math.floor(choice.ranks));
   if (gpu) return render(model, gpu, ranks, planFor(model, gpu, ranks, gpu));
-  if (!choice.hostMemoryBytes) throw new Error('a CPU target needs this machine\'s memory (hostMemoryBytes)');
+  if (!choice.hostMemoryBytes) throw new Error("a CPU target needs this machine's memory (hostMemoryBytes)");
   const share = hostTarget(Math.floor((choice.hostMemoryBytes * HOST_SHARE) / ranks));
-  return render(model, undefined, ranks, planFor(model, undefined, ranks, { ...share, name: `${gib(share.memoryBytes)} GiB, ${Math.round(HOST_SHARE * 100)}% of this machine's memory / ${ranks} rank${ranks > 1 ? 's' : ''}` }));
+  return render(
+    model,
+    undefined,
+    ranks,
+    planFor(model, undefined, ranks, {
+      ...share,
+      name: `${gib(share.memoryBytes)} GiB, ${Math.round(HOST_SHARE * 100)}% of this machine's memory / ${ranks} rank${ranks > 1 ? 's' : ''}`,
+    }),
+  );
 }
 
 interface Plan {
@@ -86,14 +105,30 @@ function planFor(model: NewRunConfigModel, gpu: GpuSpec | undefined, ranks: numb
       if (fit < 1) continue;
       const microBatch = 2 ** Math.floor(Math.log2(Math.min(fit, gpu ? 32 : 16)));
       const peak = estimateMemory({ ...input, microBatch }).peak.total;
-      return { strategy, microBatch, checkpointing, note: `estimated peak ${gib(peak)} GiB per ${per} of ${gpu ? `${gib(target.memoryBytes)} GiB` : target.name} (largest micro-batch that fits: ${fit})` };
+      return {
+        strategy,
+        microBatch,
+        checkpointing,
+        note: `estimated peak ${gib(peak)} GiB per ${per} of ${gpu ? `${gib(target.memoryBytes)} GiB` : target.name} (largest micro-batch that fits: ${fit})`,
+      };
     }
   }
   const where = gpu ? gpu.name : target.name;
-  return { strategy: ranks > 1 ? 'FULL_SHARD' : 'NO_SHARD', microBatch: 1, checkpointing: true, note: `does not fit ${where} even with one sequence per ${per} and activation checkpointing: ${gpu ? 'add GPUs (launch.nproc_per_node)' : 'use fewer ranks'} or pick a smaller model` };
+  return {
+    strategy: ranks > 1 ? 'FULL_SHARD' : 'NO_SHARD',
+    microBatch: 1,
+    checkpointing: true,
+    note: `does not fit ${where} even with one sequence per ${per} and activation checkpointing: ${gpu ? 'add GPUs (launch.nproc_per_node)' : 'use fewer ranks'} or pick a smaller model`,
+  };
 }
 
-function estimateInput(model: NewRunConfigModel, gpu: GpuSpec | undefined, ranks: number, strategy: string, checkpointing: boolean) {
+function estimateInput(
+  model: NewRunConfigModel,
+  gpu: GpuSpec | undefined,
+  ranks: number,
+  strategy: string,
+  checkpointing: boolean,
+) {
   const draft = render(model, gpu, ranks, { strategy, microBatch: 1, checkpointing, note: '' });
   const r = readConfigForEstimate(draft, 'new.fsdp.yaml');
   return isConfigInputError(r) ? undefined : r.input;

@@ -18,7 +18,17 @@ export const ZERO_STAGE_STRATEGY = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_O
 
 /** A run config with every default filled in: what `fsdp-train` and the runtime operate on. */
 export type ResolvedRunConfig = RunConfig & {
-  [K in 'fsdp' | 'mixed_precision' | 'activation_checkpointing' | 'checkpointing' | 'stability' | 'logging' | 'launch' | 'debug']-?: NonNullable<RunConfig[K]>;
+  [
+    K in
+      | 'fsdp'
+      | 'mixed_precision'
+      | 'activation_checkpointing'
+      | 'checkpointing'
+      | 'stability'
+      | 'logging'
+      | 'launch'
+      | 'debug'
+  ]-?: NonNullable<RunConfig[K]>;
 };
 
 export interface LoadedRunConfig {
@@ -44,7 +54,13 @@ export function checkRunConfigDocument(doc: SourceDocument): { doc: SourceDocume
   }));
   if (problems.length === 0) {
     if (doc.value === undefined || doc.value === null || typeof doc.value !== 'object' || Array.isArray(doc.value)) {
-      problems.push({ severity: 'error', path: [], code: 'schema.type', message: 'a run config must be a mapping with model, data and training sections', range: doc.rangeOf([]) });
+      problems.push({
+        severity: 'error',
+        path: [],
+        code: 'schema.type',
+        message: 'a run config must be a mapping with model, data and training sections',
+        range: doc.rangeOf([]),
+      });
     } else {
       const nonFinite = nonFiniteProblems(doc);
       const at = new Set(nonFinite.map((p) => p.path.join('.')));
@@ -71,11 +87,18 @@ export function loadRunConfig(text: string, fileName: string, overrides: string[
   const problems: ConfigProblem[] = [...checked.problems];
   for (const o of overrides) {
     const err = applyOverride(value, o) ?? nonFiniteInOverride(value, o);
-    if (err) problems.push({ severity: 'error', path: [], code: 'override', message: err, range: checked.doc.rangeOf([]) });
+    if (err)
+      problems.push({ severity: 'error', path: [], code: 'override', message: err, range: checked.doc.rangeOf([]) });
   }
   if (!validateRunConfigSchema(value)) {
     for (const e of validateRunConfigSchema.errors ?? []) {
-      problems.push({ severity: 'error', path: [], code: `schema.${e.keyword}`, message: `after --set: ${e.instancePath.slice(1).replace(/\//g, '.') || 'config'} ${e.message ?? 'is invalid'}`, range: checked.doc.rangeOf([]) });
+      problems.push({
+        severity: 'error',
+        path: [],
+        code: `schema.${e.keyword}`,
+        message: `after --set: ${e.instancePath.slice(1).replace(/\//g, '.') || 'config'} ${e.message ?? 'is invalid'}`,
+        range: checked.doc.rangeOf([]),
+      });
     }
   }
   return finish(checked.doc, problems, fileName, value);
@@ -93,7 +116,7 @@ function finish(doc: SourceDocument, problems: ConfigProblem[], fileName: string
 export function resolveRunConfig(config: RunConfig, baseDir: string): ResolvedRunConfig {
   const resolved = applySchemaDefaults(runConfigSchema, structuredClone(config), runConfigSchema) as ResolvedRunConfig;
   const fsdp = resolved.fsdp;
-  if (fsdp.zero_stage !== undefined && (config.fsdp?.sharding_strategy === undefined)) {
+  if (fsdp.zero_stage !== undefined && config.fsdp?.sharding_strategy === undefined) {
     fsdp.sharding_strategy = ZERO_STAGE_STRATEGY[fsdp.zero_stage];
   }
   delete fsdp.zero_stage;
@@ -111,7 +134,8 @@ export function applyOverride(target: Record<string, unknown>, assignment: strin
   const keys = assignment.slice(0, eq).split('.');
   // Keys that would reach Object.prototype instead of a config section.
   const hostile = keys.find((k) => k === '__proto__' || k === 'constructor' || k === 'prototype' || k === '');
-  if (hostile !== undefined) return `--set ${keys.join('.')}: ${hostile ? `"${hostile}" is not a config key` : 'an empty key'}`;
+  if (hostile !== undefined)
+    return `--set ${keys.join('.')}: ${hostile ? `"${hostile}" is not a config key` : 'an empty key'}`;
   let value: unknown;
   try {
     value = parseYamlScalar(assignment.slice(eq + 1));
@@ -122,7 +146,8 @@ export function applyOverride(target: Record<string, unknown>, assignment: strin
   for (const k of keys.slice(0, -1)) {
     const next = Object.hasOwn(obj, k) ? obj[k] : undefined;
     if (next === undefined) obj[k] = {};
-    else if (typeof next !== 'object' || next === null || Array.isArray(next)) return `--set ${keys.join('.')}: ${k} is not a section`;
+    else if (typeof next !== 'object' || next === null || Array.isArray(next))
+      return `--set ${keys.join('.')}: ${k} is not a section`;
     obj = obj[k] as Record<string, unknown>;
   }
   obj[keys[keys.length - 1]] = value;
@@ -153,7 +178,13 @@ function nonFiniteProblems(doc: SourceDocument): ConfigProblem[] {
       const at: Array<string | number> = [];
       for (let c = parent; c > 0; c = entered[c].parent) at.unshift(entered[c].key);
       if (parent >= 0) at.push(key);
-      problems.push({ severity: 'error', path: at, code: 'schema.type', message: `must be a finite number, got ${describeNonFinite(value)}`, range: doc.rangeOf(at) });
+      problems.push({
+        severity: 'error',
+        path: at,
+        code: 'schema.type',
+        message: `must be a finite number, got ${describeNonFinite(value)}`,
+        range: doc.rangeOf(at),
+      });
     } else if (value !== null && typeof value === 'object') {
       const me = entered.push({ key, parent }) - 1;
       const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
@@ -185,8 +216,11 @@ function hasNonFiniteNumber(root: unknown): boolean {
 function nonFiniteInOverride(value: Record<string, unknown>, assignment: string): string | undefined {
   const key = assignment.slice(0, assignment.indexOf('='));
   let v: unknown = value;
-  for (const k of key.split('.')) v = v !== null && typeof v === 'object' && Object.hasOwn(v, k) ? (v as Record<string, unknown>)[k] : undefined;
-  return typeof v === 'number' && !Number.isFinite(v) ? `--set ${key}: must be a finite number, got ${describeNonFinite(v)}` : undefined;
+  for (const k of key.split('.'))
+    v = v !== null && typeof v === 'object' && Object.hasOwn(v, k) ? (v as Record<string, unknown>)[k] : undefined;
+  return typeof v === 'number' && !Number.isFinite(v)
+    ? `--set ${key}: must be a finite number, got ${describeNonFinite(v)}`
+    : undefined;
 }
 
 function describeNonFinite(x: number): string {
@@ -197,16 +231,25 @@ function aliasProblems(doc: SourceDocument): ConfigProblem[] {
   const fsdp = (doc.value as RunConfig).fsdp;
   if (fsdp?.zero_stage === undefined || fsdp.sharding_strategy === undefined) return [];
   if (ZERO_STAGE_STRATEGY[fsdp.zero_stage] === fsdp.sharding_strategy) return [];
-  return [{
-    severity: 'error',
-    path: ['fsdp', 'zero_stage'],
-    code: 'fsdp.zero-stage-conflict',
-    message: `zero_stage ${fsdp.zero_stage} means ${ZERO_STAGE_STRATEGY[fsdp.zero_stage]}, but sharding_strategy is ${fsdp.sharding_strategy}; give one of them`,
-    range: doc.rangeOf(['fsdp', 'zero_stage'], 'key'),
-  }];
+  return [
+    {
+      severity: 'error',
+      path: ['fsdp', 'zero_stage'],
+      code: 'fsdp.zero-stage-conflict',
+      message: `zero_stage ${fsdp.zero_stage} means ${ZERO_STAGE_STRATEGY[fsdp.zero_stage]}, but sharding_strategy is ${fsdp.sharding_strategy}; give one of them`,
+      range: doc.rangeOf(['fsdp', 'zero_stage'], 'key'),
+    },
+  ];
 }
 
-type SchemaNode = { $ref?: string; default?: unknown; type?: string; required?: string[]; properties?: Record<string, SchemaNode>; 'x-absent-means-off'?: boolean };
+type SchemaNode = {
+  $ref?: string;
+  default?: unknown;
+  type?: string;
+  required?: string[];
+  properties?: Record<string, SchemaNode>;
+  'x-absent-means-off'?: boolean;
+};
 
 /** Fills `default`s of absent keys, and creates absent object sections whose keys have defaults. */
 function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitions: object }): unknown {
@@ -220,7 +263,8 @@ function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitio
       if (def !== undefined) obj[key] = structuredClone(def);
       // An absent section is created so its keys get their defaults, unless it has required keys
       // (debug.inject_nan) or says so (launch.slurm): then its absence means "off".
-      else if (childSchema.properties && !childSchema.required?.length && !childSchema['x-absent-means-off']) obj[key] = {};
+      else if (childSchema.properties && !childSchema.required?.length && !childSchema['x-absent-means-off'])
+        obj[key] = {};
       else continue;
     }
     obj[key] = applySchemaDefaults(child, obj[key], root);

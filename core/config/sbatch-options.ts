@@ -15,42 +15,117 @@ type Arg = 'none' | 'required' | 'optional';
  * when no other long option starts with it.
  */
 const SBATCH_OPTIONS: Array<[string, Arg, string?]> = [
-  ['account', 'required', 'A'], ['acctg-freq', 'required'], ['array', 'required', 'a'], ['batch', 'required'],
-  ['bb', 'required'], ['bbf', 'required'], ['begin', 'required', 'b'], ['chdir', 'required', 'D'],
-  ['cluster-constraint', 'required'], ['clusters', 'required', 'M'], ['comment', 'required'],
-  ['constraint', 'required', 'C'], ['container', 'required'], ['contiguous', 'none'], ['core-spec', 'required', 'S'],
-  ['cores-per-socket', 'required'], ['cpu-freq', 'required'], ['cpus-per-gpu', 'required'],
-  ['cpus-per-task', 'required', 'c'], ['deadline', 'required'], ['delay-boot', 'required'],
-  ['dependency', 'required', 'd'], ['distribution', 'required', 'm'], ['error', 'required', 'e'],
-  ['exclude', 'required', 'x'], ['exclusive', 'optional'], ['export', 'optional'], ['export-file', 'required'],
-  ['extra-node-info', 'required', 'B'], ['get-user-env', 'optional'], ['gid', 'required'], ['gpu-bind', 'required'],
-  ['gpu-freq', 'required'], ['gpus', 'required', 'G'], ['gpus-per-node', 'required'], ['gpus-per-socket', 'required'],
-  ['gpus-per-task', 'required'], ['gres', 'required'], ['gres-flags', 'required'], ['help', 'none', 'h'],
-  ['hint', 'required'], ['hold', 'none', 'H'], ['ignore-pbs', 'none'], ['input', 'required', 'i'],
-  ['job-name', 'required', 'J'], ['kill-on-invalid-dep', 'required'], ['licenses', 'required', 'L'],
-  ['mail-type', 'required'], ['mail-user', 'required'], ['mcs-label', 'required'], ['mem', 'required'],
-  ['mem-bind', 'required'], ['mem-per-cpu', 'required'], ['mem-per-gpu', 'required'], ['mincpus', 'required'],
-  ['network', 'required'], ['nice', 'optional'], ['no-kill', 'optional', 'k'], ['no-requeue', 'none'],
-  ['nodefile', 'required', 'F'], ['nodelist', 'required', 'w'], ['nodes', 'required', 'N'], ['ntasks', 'required', 'n'],
-  ['ntasks-per-core', 'required'], ['ntasks-per-gpu', 'required'], ['ntasks-per-node', 'required'],
-  ['ntasks-per-socket', 'required'], ['open-mode', 'required'], ['output', 'required', 'o'],
-  ['overcommit', 'none', 'O'], ['oversubscribe', 'none', 's'], ['parsable', 'none'], ['partition', 'required', 'p'],
-  ['power', 'required'], ['prefer', 'required'], ['priority', 'required'], ['profile', 'required'],
-  ['propagate', 'optional'], ['qos', 'required', 'q'], ['quiet', 'none', 'Q'], ['reboot', 'none'], ['requeue', 'none'],
-  ['reservation', 'required'], ['signal', 'required'], ['sockets-per-node', 'required'], ['spread-job', 'none'],
-  ['switches', 'required'], ['test-only', 'none'], ['thread-spec', 'required'], ['threads-per-core', 'required'],
-  ['time', 'required', 't'], ['time-min', 'required'], ['tmp', 'required'], ['uid', 'required'], ['usage', 'none'],
-  ['use-min-nodes', 'none'], ['verbose', 'none', 'v'], ['version', 'none', 'V'], ['wait', 'none', 'W'],
-  ['wait-all-nodes', 'required'], ['wckey', 'required'], ['wrap', 'required'],
+  ['account', 'required', 'A'],
+  ['acctg-freq', 'required'],
+  ['array', 'required', 'a'],
+  ['batch', 'required'],
+  ['bb', 'required'],
+  ['bbf', 'required'],
+  ['begin', 'required', 'b'],
+  ['chdir', 'required', 'D'],
+  ['cluster-constraint', 'required'],
+  ['clusters', 'required', 'M'],
+  ['comment', 'required'],
+  ['constraint', 'required', 'C'],
+  ['container', 'required'],
+  ['contiguous', 'none'],
+  ['core-spec', 'required', 'S'],
+  ['cores-per-socket', 'required'],
+  ['cpu-freq', 'required'],
+  ['cpus-per-gpu', 'required'],
+  ['cpus-per-task', 'required', 'c'],
+  ['deadline', 'required'],
+  ['delay-boot', 'required'],
+  ['dependency', 'required', 'd'],
+  ['distribution', 'required', 'm'],
+  ['error', 'required', 'e'],
+  ['exclude', 'required', 'x'],
+  ['exclusive', 'optional'],
+  ['export', 'optional'],
+  ['export-file', 'required'],
+  ['extra-node-info', 'required', 'B'],
+  ['get-user-env', 'optional'],
+  ['gid', 'required'],
+  ['gpu-bind', 'required'],
+  ['gpu-freq', 'required'],
+  ['gpus', 'required', 'G'],
+  ['gpus-per-node', 'required'],
+  ['gpus-per-socket', 'required'],
+  ['gpus-per-task', 'required'],
+  ['gres', 'required'],
+  ['gres-flags', 'required'],
+  ['help', 'none', 'h'],
+  ['hint', 'required'],
+  ['hold', 'none', 'H'],
+  ['ignore-pbs', 'none'],
+  ['input', 'required', 'i'],
+  ['job-name', 'required', 'J'],
+  ['kill-on-invalid-dep', 'required'],
+  ['licenses', 'required', 'L'],
+  ['mail-type', 'required'],
+  ['mail-user', 'required'],
+  ['mcs-label', 'required'],
+  ['mem', 'required'],
+  ['mem-bind', 'required'],
+  ['mem-per-cpu', 'required'],
+  ['mem-per-gpu', 'required'],
+  ['mincpus', 'required'],
+  ['network', 'required'],
+  ['nice', 'optional'],
+  ['no-kill', 'optional', 'k'],
+  ['no-requeue', 'none'],
+  ['nodefile', 'required', 'F'],
+  ['nodelist', 'required', 'w'],
+  ['nodes', 'required', 'N'],
+  ['ntasks', 'required', 'n'],
+  ['ntasks-per-core', 'required'],
+  ['ntasks-per-gpu', 'required'],
+  ['ntasks-per-node', 'required'],
+  ['ntasks-per-socket', 'required'],
+  ['open-mode', 'required'],
+  ['output', 'required', 'o'],
+  ['overcommit', 'none', 'O'],
+  ['oversubscribe', 'none', 's'],
+  ['parsable', 'none'],
+  ['partition', 'required', 'p'],
+  ['power', 'required'],
+  ['prefer', 'required'],
+  ['priority', 'required'],
+  ['profile', 'required'],
+  ['propagate', 'optional'],
+  ['qos', 'required', 'q'],
+  ['quiet', 'none', 'Q'],
+  ['reboot', 'none'],
+  ['requeue', 'none'],
+  ['reservation', 'required'],
+  ['signal', 'required'],
+  ['sockets-per-node', 'required'],
+  ['spread-job', 'none'],
+  ['switches', 'required'],
+  ['test-only', 'none'],
+  ['thread-spec', 'required'],
+  ['threads-per-core', 'required'],
+  ['time', 'required', 't'],
+  ['time-min', 'required'],
+  ['tmp', 'required'],
+  ['uid', 'required'],
+  ['usage', 'none'],
+  ['use-min-nodes', 'none'],
+  ['verbose', 'none', 'v'],
+  ['version', 'none', 'V'],
+  ['wait', 'none', 'W'],
+  ['wait-all-nodes', 'required'],
+  ['wckey', 'required'],
+  ['wrap', 'required'],
 ];
 
 /** The options the batch script sets, and where each comes from; an extra directive must not set them again. */
 export const SET_BY_THE_SCRIPT: Record<string, string> = {
   'job-name': 'launch.slurm.job_name',
-  chdir: 'the run folder, the job\'s working directory',
-  output: 'the run folder (slurm-%j.out), where the editor reads the job\'s output',
-  error: 'the run folder (slurm-%j.out), where the editor reads the job\'s output',
-  'open-mode': 'the run folder\'s job output, appended across requeues',
+  chdir: "the run folder, the job's working directory",
+  output: "the run folder (slurm-%j.out), where the editor reads the job's output",
+  error: "the run folder (slurm-%j.out), where the editor reads the job's output",
+  'open-mode': "the run folder's job output, appended across requeues",
   nodes: 'launch.nnodes',
   ntasks: 'launch.nnodes × launch.nproc_per_node',
   'ntasks-per-node': 'launch.nproc_per_node',
@@ -68,14 +143,20 @@ export const SET_BY_THE_SCRIPT: Record<string, string> = {
 /** What sbatch makes of one directive's words. */
 export type DirectiveReading =
   /** Options it sets, by long name (a group of short flags sets several). */
-  | { options: string[] }
-  | { problem: string };
+  { options: string[] } | { problem: string };
 
 /** How sbatch reads one extra directive (`--time=5`, `-t 5`, `--ti 5`, `-HD/tmp`, `#SBATCH -o x`). */
 export function readDirective(line: string): DirectiveReading {
-  const words = line.trim().replace(/^#SBATCH\s+/, '').split(/\s+/).filter(Boolean);
+  const words = line
+    .trim()
+    .replace(/^#SBATCH\s+/, '')
+    .split(/\s+/)
+    .filter(Boolean);
   const first = words[0] ?? '';
-  if (!first.startsWith('-') || first === '-' || first === '--') return { problem: `"${line.trim()}" is not an sbatch option (one option per directive, such as --constraint=a100)` };
+  if (!first.startsWith('-') || first === '-' || first === '--')
+    return {
+      problem: `"${line.trim()}" is not an sbatch option (one option per directive, such as --constraint=a100)`,
+    };
   if (first.startsWith('--')) {
     const [typed] = first.slice(2).split('=');
     const found = longOption(typed);
@@ -96,7 +177,8 @@ function longOption(typed: string): { name: string } | { problem: string } {
   if (SBATCH_OPTIONS.some(([name]) => name === typed)) return { name: typed };
   const candidates = SBATCH_OPTIONS.filter(([name]) => name.startsWith(typed)).map(([name]) => name);
   if (candidates.length === 1 && typed.length > 0) return { name: candidates[0] };
-  if (candidates.length > 1 && typed.length > 0) return { problem: `sbatch refuses --${typed}: it abbreviates ${candidates.map((c) => `--${c}`).join(', ')}` };
+  if (candidates.length > 1 && typed.length > 0)
+    return { problem: `sbatch refuses --${typed}: it abbreviates ${candidates.map((c) => `--${c}`).join(', ')}` };
   return { problem: `sbatch has no option --${typed}` };
 }
 

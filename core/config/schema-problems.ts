@@ -33,7 +33,11 @@ export interface SchemaCheckOptions {
   value?: unknown;
 }
 
-export function schemaProblems(validate: ValidateFunction, doc: SourceDocument, options: SchemaCheckOptions = {}): ConfigProblem[] {
+export function schemaProblems(
+  validate: ValidateFunction,
+  doc: SourceDocument,
+  options: SchemaCheckOptions = {},
+): ConfigProblem[] {
   const value = 'value' in options ? options.value : doc.value;
   if (value === undefined || validate(value)) return [];
   const problems: ConfigProblem[] = [];
@@ -69,7 +73,11 @@ export function schemaProblems(validate: ValidateFunction, doc: SourceDocument, 
  * Deprecated keys (schema `deprecated: true`) with their replacement (`x-replaced-by`) and a fix
  * that switches to it. Giving both the old and the new key is an error when the tool refuses it.
  */
-export function deprecatedKeyProblems(schema: SchemaNode, doc: SourceDocument, options: { tool?: string; bothIsError?: boolean } = {}): ConfigProblem[] {
+export function deprecatedKeyProblems(
+  schema: SchemaNode,
+  doc: SourceDocument,
+  options: { tool?: string; bothIsError?: boolean } = {},
+): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   forEachKnownKey(schema, doc.value, (path, key, node, value) => {
     if (!node.deprecated) return;
@@ -81,11 +89,33 @@ export function deprecatedKeyProblems(schema: SchemaNode, doc: SourceDocument, o
     if (target && !both) {
       const mapped = node['x-replacement-value'];
       if (mapped !== undefined) {
-        fixes.push({ title: value ? `Replace ${key} with ${replacement}: ${JSON.stringify(mapped)}` : `Remove ${key} (false means off)`, preferred: true, edits: value ? [{ kind: 'set', path: target, value: mapped }, { kind: 'remove', path }] : [{ kind: 'remove', path }] });
+        fixes.push({
+          title: value
+            ? `Replace ${key} with ${replacement}: ${JSON.stringify(mapped)}`
+            : `Remove ${key} (false means off)`,
+          preferred: true,
+          edits: value
+            ? [
+                { kind: 'set', path: target, value: mapped },
+                { kind: 'remove', path },
+              ]
+            : [{ kind: 'remove', path }],
+        });
       } else if (target.length === path.length) {
-        fixes.push({ title: `Rename ${key} to ${replacement}`, preferred: true, edits: [{ kind: 'rename', path, to: replacement! }] });
+        fixes.push({
+          title: `Rename ${key} to ${replacement}`,
+          preferred: true,
+          edits: [{ kind: 'rename', path, to: replacement! }],
+        });
       } else {
-        fixes.push({ title: `Move ${key} to ${replacement}`, preferred: true, edits: [{ kind: 'set', path: target, value }, { kind: 'remove', path }] });
+        fixes.push({
+          title: `Move ${key} to ${replacement}`,
+          preferred: true,
+          edits: [
+            { kind: 'set', path: target, value },
+            { kind: 'remove', path },
+          ],
+        });
       }
     }
     problems.push({
@@ -119,7 +149,13 @@ export function pointerToPath(pointer: string): (string | number)[] {
 
 const SUGGESTION_BUDGET = 1000;
 
-function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: string | undefined, budget: { suggestions: number }): ConfigProblem | undefined {
+function toProblem(
+  err: ErrorObject,
+  doc: SourceDocument,
+  root: unknown,
+  tool: string | undefined,
+  budget: { suggestions: number },
+): ConfigProblem | undefined {
   const path = pointerToPath(err.instancePath);
   const value = valueAt(root, path);
   const params = err.params as Record<string, unknown>;
@@ -131,11 +167,16 @@ function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: s
       if (propertyOf(parent, key)) return undefined;
       const known = Object.keys(parent.properties ?? {});
       const prefix = parent['x-key-prefix'];
-      const suggestion = budget.suggestions-- > 0 ? (closestMatch(key, known) ?? (prefix ? closestMatch(prefix + key, known) : undefined)) : undefined;
+      const suggestion =
+        budget.suggestions-- > 0
+          ? (closestMatch(key, known) ?? (prefix ? closestMatch(prefix + key, known) : undefined))
+          : undefined;
       const keyPath = [...path, key];
       const ignored = parent['x-unknown-keys'] === 'ignored';
       const consequence = tool ? (ignored ? `${tool} ignores it` : `${tool} rejects it`) : '';
-      const hint = suggestion ? `did you mean "${suggestion}"?` : `known keys: ${known.length > 12 ? `${known.slice(0, 12).join(', ')}, … (${known.length} in all)` : known.join(', ')}`;
+      const hint = suggestion
+        ? `did you mean "${suggestion}"?`
+        : `known keys: ${known.length > 12 ? `${known.slice(0, 12).join(', ')}, … (${known.length} in all)` : known.join(', ')}`;
       return {
         severity: ignored ? 'warning' : 'error',
         path: keyPath,
@@ -143,7 +184,16 @@ function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: s
         message: `unknown key "${key}"${consequence ? ` (${consequence})` : ''}; ${hint}`,
         range: doc.rangeOf(keyPath, 'key'),
         suggestion,
-        fixes: suggestion && !doc.has([...path, suggestion]) ? [{ title: `Rename to ${suggestion}`, preferred: true, edits: [{ kind: 'rename', path: keyPath, to: suggestion }] }] : undefined,
+        fixes:
+          suggestion && !doc.has([...path, suggestion])
+            ? [
+                {
+                  title: `Rename to ${suggestion}`,
+                  preferred: true,
+                  edits: [{ kind: 'rename', path: keyPath, to: suggestion }],
+                },
+              ]
+            : undefined,
       };
     }
     case 'required': {
@@ -167,7 +217,15 @@ function toProblem(err: ErrorObject, doc: SourceDocument, root: unknown, tool: s
         message: `${JSON.stringify(value)} is not one of ${list}${suggestion ? `; did you mean "${suggestion}"?` : ''}`,
         range: doc.rangeOf(path),
         suggestion,
-        fixes: suggestion ? [{ title: `Change to ${suggestion}`, preferred: true, edits: [{ kind: 'set', path, value: allowed.find((a) => String(a) === suggestion) }] }] : undefined,
+        fixes: suggestion
+          ? [
+              {
+                title: `Change to ${suggestion}`,
+                preferred: true,
+                edits: [{ kind: 'set', path, value: allowed.find((a) => String(a) === suggestion) }],
+              },
+            ]
+          : undefined,
       };
     }
     case 'type':
@@ -224,7 +282,9 @@ export function valueAt(root: unknown, path: ConfigPath): unknown {
 
 function describeType(type: unknown): string {
   const types = Array.isArray(type) ? type : [type];
-  const words = types.map((t) => (t === 'integer' ? 'an integer' : t === 'object' ? 'a mapping' : t === 'array' ? 'a list' : `a ${String(t)}`));
+  const words = types.map((t) =>
+    t === 'integer' ? 'an integer' : t === 'object' ? 'a mapping' : t === 'array' ? 'a list' : `a ${String(t)}`,
+  );
   return words.join(' or ');
 }
 
@@ -232,7 +292,8 @@ function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
   if (typeof value === 'number' && Number.isInteger(value)) return String(value);
   return JSON.stringify(value);
 }

@@ -62,7 +62,8 @@ export function propertyOf(node: SchemaNode, key: string): SchemaNode | undefine
   const props = node.properties ?? {};
   if (Object.prototype.hasOwnProperty.call(props, key)) return props[key];
   const prefix = node['x-key-prefix'];
-  if (prefix && !key.startsWith(prefix) && Object.prototype.hasOwnProperty.call(props, prefix + key)) return props[prefix + key];
+  if (prefix && !key.startsWith(prefix) && Object.prototype.hasOwnProperty.call(props, prefix + key))
+    return props[prefix + key];
   return undefined;
 }
 
@@ -92,7 +93,11 @@ export function describeAllowed(node: SchemaNode): string {
  * Visits every key present in `value` that the schema knows, with its schema: the walk the
  * deprecation check and the "auto" check need.
  */
-export function forEachKnownKey(root: SchemaNode, value: unknown, visit: (path: (string | number)[], key: string, node: SchemaNode, value: unknown) => void): void {
+export function forEachKnownKey(
+  root: SchemaNode,
+  value: unknown,
+  visit: (path: (string | number)[], key: string, node: SchemaNode, value: unknown) => void,
+): void {
   const walk = (node: SchemaNode | undefined, v: unknown, path: (string | number)[]) => {
     if (!node || v === null || typeof v !== 'object') return;
     if (Array.isArray(v)) {

@@ -21,7 +21,12 @@ export function shownProblems(problems: ConfigProblem[], max = MAX_SHOWN_PROBLEM
 const MORE = 'problems.more';
 
 /** The problem that stands for `count` problems not listed, of the given codes. */
-export function moreProblems(count: number, codes: string[], at: ConfigProblem['range'], max = MAX_SHOWN_PROBLEMS): ConfigProblem {
+export function moreProblems(
+  count: number,
+  codes: string[],
+  at: ConfigProblem['range'],
+  max = MAX_SHOWN_PROBLEMS,
+): ConfigProblem {
   return {
     severity: 'information',
     path: [],

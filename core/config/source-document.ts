@@ -87,7 +87,11 @@ export function parseSourceDocument(text: string, kind: SourceKind, options: Par
     return kind === 'yaml' ? new YamlSourceDocument(text, version) : new JsonSourceDocument(text);
   } catch (e) {
     // A stack the limits did not foresee (a parser's own recursion): still a problem, not a crash.
-    if (e instanceof RangeError) return new UnreadDocument(text, kind, { message: `the file cannot be read: ${e.message} (nested too deeply?)`, offset: 0 });
+    if (e instanceof RangeError)
+      return new UnreadDocument(text, kind, {
+        message: `the file cannot be read: ${e.message} (nested too deeply?)`,
+        offset: 0,
+      });
     throw e;
   }
 }

@@ -69,17 +69,30 @@ export class TomlSourceDocument extends TextPositions implements SourceDocument 
       const parts = header[1].split('.');
       const typed = parts.pop() ?? '';
       const start = offset - typed.length;
-      return { path: parts.filter(Boolean), part: 'key', word: { text: typed, start, end: start + (this.wordAt(offset).end - offset) + typed.length } };
+      return {
+        path: parts.filter(Boolean),
+        part: 'key',
+        word: { text: typed, start, end: start + (this.wordAt(offset).end - offset) + typed.length },
+      };
     }
     const table = this.tableAt(lineStart);
     const keyValue = /^\s*([\w.-]+)\s*=\s*/.exec(before);
-    if (keyValue) return { path: [...table, ...keyValue[1].split('.')], part: 'value', word: valueWord(this.text, offset, lineStart + keyValue[0].length, word) };
+    if (keyValue)
+      return {
+        path: [...table, ...keyValue[1].split('.')],
+        part: 'value',
+        word: valueWord(this.text, offset, lineStart + keyValue[0].length, word),
+      };
     // A dotted key being typed (`float8.ena|`): its first segments are sections.
     const dotted = /^\s*([\w-]+(?:\.[\w-]+)*)\.[\w-]*$/.exec(before);
     const prefix = dotted ? dotted[1].split('.') : [];
     const keyStart = offset - (/[\w-]*$/.exec(before)?.[0].length ?? 0);
     const keyEnd = word.end;
-    return { path: [...table, ...prefix], part: 'key', word: { text: this.text.slice(keyStart, keyEnd), start: keyStart, end: keyEnd } };
+    return {
+      path: [...table, ...prefix],
+      part: 'key',
+      word: { text: this.text.slice(keyStart, keyEnd), start: keyStart, end: keyEnd },
+    };
   }
 
   /** The table whose body holds the line starting at `lineStart`: the last header above it. */
@@ -111,7 +124,8 @@ export class TomlSourceDocument extends TextPositions implements SourceDocument 
       // Each prefix of the header names a (possibly implicit) table.
       for (let i = 0; i < keys.length - 1; i++) {
         const p = names.slice(0, i + 1);
-        if (!this.entries.has(keyOf(p))) this.entries.set(keyOf(p), { key: keys[i].range, value: [item.range[0], item.range[1]] });
+        if (!this.entries.has(keyOf(p)))
+          this.entries.set(keyOf(p), { key: keys[i].range, value: [item.range[0], item.range[1]] });
       }
       if (item.kind === 'array') {
         const arrayPath = names.slice(0, keys.length);
@@ -165,7 +179,8 @@ function keyOf(path: ConfigPath): string {
 /** A header's dotted key as segments (bare or quoted). */
 function splitKey(key: string): string[] {
   const out: string[] = [];
-  for (const m of key.matchAll(/\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([\w-]+))\s*(?:\.|$)/g)) out.push(m[1] ?? m[2] ?? m[3]);
+  for (const m of key.matchAll(/\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([\w-]+))\s*(?:\.|$)/g))
+    out.push(m[1] ?? m[2] ?? m[3]);
   return out;
 }
 
@@ -179,7 +194,12 @@ function valueAtPath(root: unknown, path: (string | number)[]): unknown {
 }
 
 /** The value under the cursor: a whole string with its quotes, else the word. */
-function valueWord(text: string, offset: number, valueStart: number, word: { text: string; start: number; end: number }) {
+function valueWord(
+  text: string,
+  offset: number,
+  valueStart: number,
+  word: { text: string; start: number; end: number },
+) {
   const quote = text[valueStart];
   if (quote === '"' || quote === "'") {
     const close = text.indexOf(quote, valueStart + 1);

@@ -38,10 +38,14 @@ export function tomlEdit(text: string, edit: ConfigEdit): TextReplacement | unde
 /** TOML for a JSON-like value: strings as basic strings, numbers, booleans, arrays and inline tables. */
 export function renderToml(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : value > 0 ? 'inf' : value < 0 ? '-inf' : 'nan';
+  if (typeof value === 'number')
+    return Number.isFinite(value) ? String(value) : value > 0 ? 'inf' : value < 0 ? '-inf' : 'nan';
   if (typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return `[${value.map(renderToml).join(', ')}]`;
-  if (value && typeof value === 'object') return `{ ${Object.entries(value).map(([k, v]) => `${bareOrQuoted(k)} = ${renderToml(v)}`).join(', ')} }`;
+  if (value && typeof value === 'object')
+    return `{ ${Object.entries(value)
+      .map(([k, v]) => `${bareOrQuoted(k)} = ${renderToml(v)}`)
+      .join(', ')} }`;
   return '""';
 }
 
@@ -86,7 +90,11 @@ function insertKey(text: string, table: ConfigPath, key: string, rendered: strin
     return { start: at, end: at, newText: `${lead}${line}` };
   }
   const lead = text.length === 0 ? '' : text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
-  return { start: text.length, end: text.length, newText: `${lead}[${table.map((s) => bareOrQuoted(String(s))).join('.')}]\n${line}` };
+  return {
+    start: text.length,
+    end: text.length,
+    newText: `${lead}[${table.map((s) => bareOrQuoted(String(s))).join('.')}]\n${line}`,
+  };
 }
 
 function headerOf(text: string, table: ConfigPath): RegExpExecArray | undefined {

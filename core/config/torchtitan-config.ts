@@ -13,14 +13,20 @@ export const torchtitanSchema = torchtitanConfigSchema as SchemaNode;
 const validate = compileSchema(torchtitanConfigSchema);
 
 /** The torchtitan release the schema and rules follow. */
-export const TORCHTITAN_RELEASE = (torchtitanConfigSchema as { 'x-generated-from': { version: string } })['x-generated-from'].version;
+export const TORCHTITAN_RELEASE = (torchtitanConfigSchema as { 'x-generated-from': { version: string } })[
+  'x-generated-from'
+].version;
 
 export function checkTorchtitanConfig(ctx: RuleContext): ConfigProblem[] {
   const custom = customConfigModule(ctx.value);
   const schema = schemaProblems(validate, ctx.doc, { tool: `torchtitan ${TORCHTITAN_RELEASE}` }).map((p) =>
     // A custom config module extends JobConfig (ConfigManager._merge_configs): keys it adds are not ours to judge.
     custom && p.code === 'schema.unknown-key'
-      ? { ...p, severity: 'information' as const, message: `"${String(p.path[p.path.length - 1])}" is not in torchtitan's JobConfig; it must be defined by the custom config module ${custom}${p.suggestion ? ` (or did you mean "${p.suggestion}"?)` : ''}` }
+      ? {
+          ...p,
+          severity: 'information' as const,
+          message: `"${String(p.path[p.path.length - 1])}" is not in torchtitan's JobConfig; it must be defined by the custom config module ${custom}${p.suggestion ? ` (or did you mean "${p.suggestion}"?)` : ''}`,
+        }
       : p,
   );
   return [
@@ -32,7 +38,10 @@ export function checkTorchtitanConfig(ctx: RuleContext): ConfigProblem[] {
 
 /** job.custom_config_module (or the older experimental.custom_args_module), when set. */
 function customConfigModule(value: Record<string, unknown>): string | undefined {
-  for (const [section, key] of [['job', 'custom_config_module'], ['experimental', 'custom_args_module']]) {
+  for (const [section, key] of [
+    ['job', 'custom_config_module'],
+    ['experimental', 'custom_args_module'],
+  ]) {
     const s = value[section];
     const v = s && typeof s === 'object' ? (s as Record<string, unknown>)[key] : undefined;
     if (typeof v === 'string' && v) return v;

@@ -2,7 +2,14 @@
 // is megabytes long or nested hundreds of levels deep, and parsing one that is would take the
 // editor's time or overflow the parsers' stacks ("Maximum call stack size exceeded"). Such a text
 // gets one clear syntax problem at the place it goes beyond the limit, and no value.
-import type { ConfigPath, CursorLocation, SourceDocument, SourceKind, SourceRange, SyntaxProblem } from './source-document';
+import type {
+  ConfigPath,
+  CursorLocation,
+  SourceDocument,
+  SourceKind,
+  SourceRange,
+  SyntaxProblem,
+} from './source-document';
 import { TextPositions } from './text-positions';
 
 /** The largest text parsed: 16 MiB (a 100,000-key config is about 3 MB). */
@@ -13,11 +20,19 @@ export const MAX_NESTING = 200;
 /** Why the text is not parsed, with the offset to point at; undefined when it is within the limits. */
 export function beyondLimits(text: string, kind: SourceKind): { message: string; offset: number } | undefined {
   if (text.length > MAX_PARSED_CHARS) {
-    return { message: `the file has ${text.length.toLocaleString('en-US')} characters, more than any config (checks stop at ${MAX_PARSED_CHARS.toLocaleString('en-US')})`, offset: 0 };
+    return {
+      message: `the file has ${text.length.toLocaleString('en-US')} characters, more than any config (checks stop at ${MAX_PARSED_CHARS.toLocaleString('en-US')})`,
+      offset: 0,
+    };
   }
   // TOML nests by dotted keys and headers, not indentation; its inline tables and arrays by brackets, as JSON.
   const deep = kind === 'yaml' ? deepestYaml(text) : deepestJson(text);
-  return deep === undefined ? undefined : { message: `nested more than ${MAX_NESTING} levels deep: no config is, and the file is not read further`, offset: deep };
+  return deep === undefined
+    ? undefined
+    : {
+        message: `nested more than ${MAX_NESTING} levels deep: no config is, and the file is not read further`,
+        offset: deep,
+      };
 }
 
 /** The offset where JSON (with comments) nests beyond MAX_NESTING, if it does. */
@@ -49,7 +64,7 @@ function deepestJson(text: string): number | undefined {
 function deepestYaml(text: string): number | undefined {
   const indents: number[] = [];
   let flow = 0;
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     let end = text.indexOf('\n', start);
     if (end < 0) end = text.length;
     let i = start;
@@ -68,7 +83,17 @@ function deepestYaml(text: string): number | undefined {
     for (; i < end; i++) {
       const c = text.charCodeAt(i);
       // Most characters are none of these: one comparison chain per character.
-      if (c > BRACE_CLOSE || (c !== QUOTE && c !== APOSTROPHE && c !== HASH && c !== BRACKET_OPEN && c !== BRACKET_CLOSE && c !== BRACE_OPEN && c !== BRACE_CLOSE)) continue;
+      if (
+        c > BRACE_CLOSE ||
+        (c !== QUOTE &&
+          c !== APOSTROPHE &&
+          c !== HASH &&
+          c !== BRACKET_OPEN &&
+          c !== BRACKET_CLOSE &&
+          c !== BRACE_OPEN &&
+          c !== BRACE_CLOSE)
+      )
+        continue;
       if (c === QUOTE || c === APOSTROPHE) {
         if (i > start && !TOKEN_STARTS.has(text.charCodeAt(i - 1))) continue;
         for (i++; i < end && text.charCodeAt(i) !== c; i++) if (c === QUOTE && text.charCodeAt(i) === BACKSLASH) i++;
@@ -109,7 +134,9 @@ export class UnreadDocument extends TextPositions implements SourceDocument {
     why: { message: string; offset: number },
   ) {
     super(text);
-    this.syntaxErrors = [{ message: why.message, range: this.range(why.offset, Math.min(text.length, why.offset + 1)) }];
+    this.syntaxErrors = [
+      { message: why.message, range: this.range(why.offset, Math.min(text.length, why.offset + 1)) },
+    ];
   }
 
   rangeOf(_path: ConfigPath): SourceRange {

@@ -36,7 +36,10 @@ export function splitCommand(text: string): { argv: string[] } | { error: string
       let j = i + 1;
       for (; j < text.length && text[j] !== '"'; j++) {
         if (text[j] === '\\' && j + 1 < text.length && '"\\$`'.includes(text[j + 1])) j++;
-        else if (text[j] === '$' || text[j] === '`') return { error: `${text[j]} inside "…" at character ${j + 1}: the command runs without a shell, so nothing is expanded; put variables in env, or use '…'` };
+        else if (text[j] === '$' || text[j] === '`')
+          return {
+            error: `${text[j]} inside "…" at character ${j + 1}: the command runs without a shell, so nothing is expanded; put variables in env, or use '…'`,
+          };
         word += text[j];
       }
       if (j >= text.length) return { error: `unclosed " at character ${i + 1}` };
@@ -54,7 +57,9 @@ export function splitCommand(text: string): { argv: string[] } | { error: string
       word = '';
       inWord = false;
     } else if ('|&;<>()`$'.includes(c)) {
-      return { error: `"${c}" at character ${i + 1}: a launch spec runs one command without a shell (no pipes, redirections, ; or $VARIABLES); quote it if it is part of an argument, put variables in env, or run a script` };
+      return {
+        error: `"${c}" at character ${i + 1}: a launch spec runs one command without a shell (no pipes, redirections, ; or $VARIABLES); quote it if it is part of an argument, put variables in env, or run a script`,
+      };
     } else {
       word += c;
       inWord = true;
@@ -73,7 +78,8 @@ export function readCommand(argv: string[]): UserCommand {
   if (exe === 'torchrun') return torchrun(argv, 1);
   if (PYTHON.test(argv[0])) {
     const m = argv.indexOf('-m');
-    if (m > 0 && ['torch.distributed.run', 'torch.distributed.launch'].includes(argv[m + 1])) return torchrun(argv, m + 2);
+    if (m > 0 && ['torch.distributed.run', 'torch.distributed.launch'].includes(argv[m + 1]))
+      return torchrun(argv, m + 2);
     if (m > 0 && argv[m + 1] === 'accelerate.commands.launch') return accelerate(argv, m + 2);
     if (m > 0 && argv[m + 1] === 'deepspeed.launcher.runner') return deepspeed(argv, m + 2);
     return { argv, launcher: 'python', ...scriptFrom(argv, 1) };
@@ -114,7 +120,12 @@ export function worldSizeOfCommand(c: UserCommand, nprocForPython = 1): number |
 }
 
 /** The command a DeepSpeed or accelerate config is launched with, around the person's script. */
-export function commandForConfig(kind: 'deepspeed' | 'accelerate', config: string, script: string, nproc: number): string[] {
+export function commandForConfig(
+  kind: 'deepspeed' | 'accelerate',
+  config: string,
+  script: string,
+  nproc: number,
+): string[] {
   if (kind === 'accelerate') return ['accelerate', 'launch', '--config_file', config, script];
   return ['deepspeed', '--num_gpus', String(nproc), script, '--deepspeed', config];
 }
@@ -126,7 +137,13 @@ function torchrun(argv: string[], from: number): UserCommand {
   const opts = argv.slice(0, indexOfTarget(argv, from, TORCHRUN_FLAGS));
   const nproc = numberOpt(opts, ['--nproc_per_node', '--nproc-per-node']);
   const nnodes = rangeMax(stringOpt(opts, ['--nnodes']));
-  return { argv, launcher: 'torchrun', ...(nproc !== undefined ? { nprocPerNode: nproc } : {}), ...(nnodes !== undefined ? { nnodes } : {}), ...scriptFrom(argv, from, TORCHRUN_FLAGS) };
+  return {
+    argv,
+    launcher: 'torchrun',
+    ...(nproc !== undefined ? { nprocPerNode: nproc } : {}),
+    ...(nnodes !== undefined ? { nnodes } : {}),
+    ...scriptFrom(argv, from, TORCHRUN_FLAGS),
+  };
 }
 
 /** accelerate launch [options] script [args]: --num_processes (total), --num_machines, --config_file. */
@@ -162,9 +179,48 @@ function deepspeed(argv: string[], from: number): UserCommand {
 }
 
 /** Options of each launcher that stand alone (take no value); all others take one. */
-const TORCHRUN_FLAGS = new Set(['--standalone', '--no-python', '--no_python', '--run-path', '--run_path', '--module', '-m', '--tee']);
-const ACCELERATE_FLAGS = new Set(['--cpu', '--multi_gpu', '--multi-gpu', '--tpu', '--use_deepspeed', '--use_fsdp', '--use_megatron_lm', '--use_xpu', '-m', '--module', '--no_python', '--no-python', '--debug', '-q', '--quiet', '--same_network', '--rdzv_conf']);
-const DEEPSPEED_FLAGS = new Set(['--no_python', '--no_local_rank', '--force_multi', '--autotuning', '--elastic_training', '--bind_cores_to_rank', '--save_pid', '--enable_each_rank_log', '--no_ssh_check', '--no_ssh', '--module']);
+const TORCHRUN_FLAGS = new Set([
+  '--standalone',
+  '--no-python',
+  '--no_python',
+  '--run-path',
+  '--run_path',
+  '--module',
+  '-m',
+  '--tee',
+]);
+const ACCELERATE_FLAGS = new Set([
+  '--cpu',
+  '--multi_gpu',
+  '--multi-gpu',
+  '--tpu',
+  '--use_deepspeed',
+  '--use_fsdp',
+  '--use_megatron_lm',
+  '--use_xpu',
+  '-m',
+  '--module',
+  '--no_python',
+  '--no-python',
+  '--debug',
+  '-q',
+  '--quiet',
+  '--same_network',
+  '--rdzv_conf',
+]);
+const DEEPSPEED_FLAGS = new Set([
+  '--no_python',
+  '--no_local_rank',
+  '--force_multi',
+  '--autotuning',
+  '--elastic_training',
+  '--bind_cores_to_rank',
+  '--save_pid',
+  '--enable_each_rank_log',
+  '--no_ssh_check',
+  '--no_ssh',
+  '--module',
+]);
 
 /** Index of the first word after the launcher's options: the script (or module). */
 function indexOfTarget(argv: string[], from: number, flags: Set<string>): number {
@@ -186,7 +242,11 @@ export function slurmCommandProblem(launcher: string): string | undefined {
   return `under SLURM a launch spec runs a python script (one task per rank) or torchrun (one per node); ${launcher} starts its own ranks across nodes: run your script with torchrun or python instead`;
 }
 
-function scriptFrom(argv: string[], from: number, flags: Set<string> = new Set(['-u', '-O', '-B', '-s', '-E', '-I', '-q'])): { script?: string } {
+function scriptFrom(
+  argv: string[],
+  from: number,
+  flags: Set<string> = new Set(['-u', '-O', '-B', '-s', '-E', '-I', '-q']),
+): { script?: string } {
   const at = indexOfTarget(argv, from, flags);
   const word = argv[at];
   return word && word.endsWith('.py') ? { script: word } : {};

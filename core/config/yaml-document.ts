@@ -23,7 +23,8 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     // uniqueKeys false: the package compares each key with every earlier one of its mapping
     // (quadratic: minutes for 100k keys); duplicates are found below with one set per mapping.
     const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: false, version, logLevel: 'error' });
-    for (const err of doc.errors) this.syntaxErrors.push({ message: err.message.split('\n')[0], range: this.range(err.pos[0], err.pos[1]) });
+    for (const err of doc.errors)
+      this.syntaxErrors.push({ message: err.message.split('\n')[0], range: this.range(err.pos[0], err.pos[1]) });
     this.contents = (doc.contents as YamlNode | null) ?? null;
     this.reportDuplicateKeys(version);
     let value: unknown;
@@ -73,10 +74,21 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
         if (!isPair(item) || !isScalar(item.key) || !item.key.range) continue;
         const key = String(item.key.value);
         const [ks, ke] = item.key.range;
-        if (offset >= ks && offset <= ke) return { path, part: 'key', word: { text: this.text.slice(ks, ke), start: ks, end: ke } };
+        if (offset >= ks && offset <= ke)
+          return { path, part: 'key', word: { text: this.text.slice(ks, ke), start: ks, end: ke } };
         const value = item.value as YamlNode | null;
-        if (isScalar(value) && !isEmptyScalar(value) && value.range && offset >= value.range[0] && offset <= value.range[1]) {
-          return { path: [...path, key], part: 'value', word: { text: this.text.slice(value.range[0], value.range[1]), start: value.range[0], end: value.range[1] } };
+        if (
+          isScalar(value) &&
+          !isEmptyScalar(value) &&
+          value.range &&
+          offset >= value.range[0] &&
+          offset <= value.range[1]
+        ) {
+          return {
+            path: [...path, key],
+            part: 'value',
+            word: { text: this.text.slice(value.range[0], value.range[1]), start: value.range[0], end: value.range[1] },
+          };
         }
         if (value?.range && offset >= value.range[0] && offset <= value.range[1]) {
           const inner = this.locateInTree(value, [...path, key], offset);
@@ -86,7 +98,8 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     } else if (isSeq(node)) {
       for (let i = 0; i < node.items.length; i++) {
         const item = node.items[i] as YamlNode | null;
-        if (item?.range && offset >= item.range[0] && offset <= item.range[1] && !isScalar(item)) return this.locateInTree(item, [...path, i], offset);
+        if (item?.range && offset >= item.range[0] && offset <= item.range[1] && !isScalar(item))
+          return this.locateInTree(item, [...path, i], offset);
       }
     }
     return undefined;
@@ -96,7 +109,8 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
     let index = this.pairsByKey.get(map);
     if (!index) {
       index = new Map();
-      for (const p of map.items) if (isPair(p) && isScalar(p.key) && !index.has(String(p.key.value))) index.set(String(p.key.value), p as Pair);
+      for (const p of map.items)
+        if (isPair(p) && isScalar(p.key) && !index.has(String(p.key.value))) index.set(String(p.key.value), p as Pair);
       this.pairsByKey.set(map, index);
     }
     return index.get(key);
@@ -120,7 +134,12 @@ export class YamlSourceDocument extends TextPositions implements SourceDocument 
           if (isScalar(key) && key.range) {
             if (seen.has(key.value)) {
               const range = this.range(key.range[0], key.range[1]);
-              if (version === '1.1') this.syntaxErrors.push({ message: 'Map keys must be unique: PyYAML keeps only the last value', range, severity: 'warning' });
+              if (version === '1.1')
+                this.syntaxErrors.push({
+                  message: 'Map keys must be unique: PyYAML keeps only the last value',
+                  range,
+                  severity: 'warning',
+                });
               else this.syntaxErrors.push({ message: 'Map keys must be unique', range });
             }
             seen.add(key.value);

@@ -16,21 +16,33 @@ export interface TextEdit {
  * The edit that sets `path` to `value` in the YAML text, or a reason it cannot be made safely: the
  * file does not parse, or a map on the way is written in flow style or is not a map.
  */
-export function setYamlKey(text: string, path: readonly string[], value: string | number | boolean): TextEdit | { error: string } {
+export function setYamlKey(
+  text: string,
+  path: readonly string[],
+  value: string | number | boolean,
+): TextEdit | { error: string } {
   if (path.length === 0) return { error: 'no key to set' };
   const doc = parseDocument(text);
-  if (doc.errors.length) return { error: `the file does not parse (${doc.errors[0].message.split('\n')[0]}); fix that first` };
+  if (doc.errors.length)
+    return { error: `the file does not parse (${doc.errors[0].message.split('\n')[0]}); fix that first` };
   const root = doc.contents as Node | null;
-  if (root === null || root === undefined) return { offset: text.length, length: 0, text: `${text.length && !text.endsWith('\n') ? '\n' : ''}${newLines(path, 0, value, '').join('\n')}\n` };
+  if (root === null || root === undefined)
+    return {
+      offset: text.length,
+      length: 0,
+      text: `${text.length && !text.endsWith('\n') ? '\n' : ''}${newLines(path, 0, value, '').join('\n')}\n`,
+    };
   let map: Node = root;
   for (let i = 0; i < path.length; i++) {
     if (!isMap(map)) return { error: `${path.slice(0, i).join('.') || 'the document'} is not a map` };
     if (map.flow) return { error: `${path.slice(0, i).join('.')} is written as a flow map ({…}); edit it by hand` };
-    const pair = (map as YAMLMap).items.find((p) => isScalar(p.key) && String(p.key.value) === path[i]) as Pair<Node, Node | null> | undefined;
+    const pair = (map as YAMLMap).items.find((p) => isScalar(p.key) && String(p.key.value) === path[i]) as
+      Pair<Node, Node | null> | undefined;
     if (!pair) return insertAfterLastEntry(text, map as YAMLMap, path, i, value);
     if (i === path.length - 1) {
       const v = pair.value;
-      if (!v || !isScalar(v) || !v.range) return { error: `${path.join('.')} holds ${v ? 'a map or list' : 'nothing'}, not a value` };
+      if (!v || !isScalar(v) || !v.range)
+        return { error: `${path.join('.')} holds ${v ? 'a map or list' : 'nothing'}, not a value` };
       return { offset: v.range[0], length: v.range[1] - v.range[0], text: scalarText(value) };
     }
     if (!pair.value) return { error: `${path.slice(0, i + 1).join('.')} is empty` };
@@ -49,7 +61,13 @@ function newLines(path: readonly string[], from: number, value: string | number 
   return lines;
 }
 
-function insertAfterLastEntry(text: string, map: YAMLMap, path: readonly string[], from: number, value: string | number | boolean): TextEdit | { error: string } {
+function insertAfterLastEntry(
+  text: string,
+  map: YAMLMap,
+  path: readonly string[],
+  from: number,
+  value: string | number | boolean,
+): TextEdit | { error: string } {
   const items = map.items as Array<Pair<Node, Node | null>>;
   const first = items[0]?.key;
   const last = items[items.length - 1];

@@ -19,9 +19,11 @@ export interface TokenFileHeader {
 }
 
 export function encodeTokenFile(tokens: Uint16Array, vocabSize: number, tokenizer: string): Buffer {
-  if (tokenizer.length > 16 || !/^[\x20-\x7e]*$/.test(tokenizer)) throw new Error(`tokenizer name must be at most 16 ASCII characters: ${tokenizer}`);
+  if (tokenizer.length > 16 || !/^[\x20-\x7e]*$/.test(tokenizer))
+    throw new Error(`tokenizer name must be at most 16 ASCII characters: ${tokenizer}`);
   for (let i = 0; i < tokens.length; i++) {
-    if (tokens[i] >= vocabSize) throw new Error(`token ${tokens[i]} at index ${i} is not below vocab size ${vocabSize}`);
+    if (tokens[i] >= vocabSize)
+      throw new Error(`token ${tokens[i]} at index ${i} is not below vocab size ${vocabSize}`);
   }
   const payload = Buffer.from(tokens.buffer, tokens.byteOffset, tokens.byteLength);
   const header = Buffer.alloc(TOKEN_FILE_HEADER_BYTES);
@@ -42,10 +44,13 @@ export function encodeTokenFile(tokens: Uint16Array, vocabSize: number, tokenize
  */
 export function writeTokenFile(file: string, tokens: Uint16Array, vocabSize: number, tokenizer: string): void {
   const bytes = encodeTokenFile(tokens, vocabSize, tokenizer);
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`,
+  );
   const fd = openSync(tmp, 'wx');
   try {
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done);
     fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, file);
@@ -64,8 +69,13 @@ export function writeTokenFile(file: string, tokens: Uint16Array, vocabSize: num
 export function decodeTokenFile(bytes: Buffer, name = 'token file'): { header: TokenFileHeader; tokens: Uint16Array } {
   // A file cut short inside its header still begins as a token file does: it is truncated.
   const present = Math.min(bytes.length, TOKEN_FILE_MAGIC.length);
-  if (bytes.length < TOKEN_FILE_HEADER_BYTES && bytes.subarray(0, present).equals(TOKEN_FILE_MAGIC.subarray(0, present))) {
-    throw new Error(`${name}: ${bytes.length} bytes, shorter than the ${TOKEN_FILE_HEADER_BYTES}-byte header of a token file (truncated)`);
+  if (
+    bytes.length < TOKEN_FILE_HEADER_BYTES &&
+    bytes.subarray(0, present).equals(TOKEN_FILE_MAGIC.subarray(0, present))
+  ) {
+    throw new Error(
+      `${name}: ${bytes.length} bytes, shorter than the ${TOKEN_FILE_HEADER_BYTES}-byte header of a token file (truncated)`,
+    );
   }
   if (bytes.length < TOKEN_FILE_HEADER_BYTES || !bytes.subarray(0, 8).equals(TOKEN_FILE_MAGIC)) {
     throw new Error(`${name}: not a token file (bad magic)`);
@@ -75,14 +85,18 @@ export function decodeTokenFile(bytes: Buffer, name = 'token file'): { header: T
   if (bytes.readUInt32LE(12) !== DTYPE_UINT16) throw new Error(`${name}: unsupported dtype ${bytes.readUInt32LE(12)}`);
   const tokenCount = Number(bytes.readBigUInt64LE(16));
   const expected = TOKEN_FILE_HEADER_BYTES + 2 * tokenCount;
-  if (bytes.length !== expected) throw new Error(`${name}: ${bytes.length} bytes, expected ${expected} for ${tokenCount} tokens (truncated?)`);
+  if (bytes.length !== expected)
+    throw new Error(`${name}: ${bytes.length} bytes, expected ${expected} for ${tokenCount} tokens (truncated?)`);
   const payload = bytes.subarray(TOKEN_FILE_HEADER_BYTES);
   const stored = bytes.readUInt32LE(28);
   if (crc32(payload) !== stored) throw new Error(`${name}: checksum mismatch (corrupted)`);
   const tokenizer = bytes.subarray(32, 48).toString('latin1').replace(/\0+$/, '');
   const aligned = new Uint16Array(tokenCount);
   Buffer.from(aligned.buffer).set(payload);
-  return { header: { version, tokenCount, vocabSize: bytes.readUInt32LE(24), crc32: stored, tokenizer }, tokens: aligned };
+  return {
+    header: { version, tokenCount, vocabSize: bytes.readUInt32LE(24), crc32: stored, tokenizer },
+    tokens: aligned,
+  };
 }
 
 /** Entropy of the unigram distribution of `tokens`, in nats per token. */

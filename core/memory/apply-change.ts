@@ -7,7 +7,12 @@ import { isConfigInputError } from './inputs/config-input';
 import { setOptionInText, type EstimateOptions } from './inputs/estimate-options';
 import { readConfigForEstimate } from './inputs/read-config';
 
-export function changeEdit(text: string, fileName: string, change: MemoryChange, options: EstimateOptions = {}): { edit?: TextEdit; text: string } | { error: string } {
+export function changeEdit(
+  text: string,
+  fileName: string,
+  change: MemoryChange,
+  options: EstimateOptions = {},
+): { edit?: TextEdit; text: string } | { error: string } {
   const read = readConfigForEstimate(text, fileName, options);
   if (isConfigInputError(read)) return { error: read.error };
   const assignments = read.assignmentsFor(change);

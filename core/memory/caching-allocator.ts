@@ -115,7 +115,15 @@ export class CachingAllocator {
     const remaining = block.size - size;
     if (small ? remaining >= MIN_BLOCK : remaining > SMALL_SIZE) {
       // The front of the block is handed out; the rest stays cached.
-      const rest: Block = { size: remaining, addr: block.addr + size, stream, small, allocated: false, prev: block, next: block.next };
+      const rest: Block = {
+        size: remaining,
+        addr: block.addr + size,
+        stream,
+        small,
+        allocated: false,
+        prev: block,
+        next: block.next,
+      };
       if (block.next) block.next.prev = rest;
       block.next = rest;
       block.size = size;

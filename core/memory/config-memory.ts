@@ -33,14 +33,25 @@ export interface TargetDefaults {
   hostMemoryBytes?: number;
 }
 
-export function configMemory(kind: ConfigKind, text: string, fileName: string, defaults: TargetDefaults = {}, source?: ModelSource): ConfigMemory | { error: string; range?: SourceRange } {
+export function configMemory(
+  kind: ConfigKind,
+  text: string,
+  fileName: string,
+  defaults: TargetDefaults = {},
+  source?: ModelSource,
+): ConfigMemory | { error: string; range?: SourceRange } {
   const read = readConfigForEstimate(text, fileName, {}, kind, source);
   if (isConfigInputError(read)) return { error: read.error, ...(read.range ? { range: read.range } : {}) };
   const input = withDefaultTarget(read.input, defaults);
   const estimate = estimateMemory(input);
   const model = read.kind === 'run-config' ? undefined : modelWords(read.model);
   const title = `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`;
-  return { read, estimate, title, ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}) };
+  return {
+    read,
+    estimate,
+    title,
+    ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}),
+  };
 }
 
 /** "for meta-llama/Llama-3.1-8B (8.03 B parameters, Hugging Face cache, named by train.sh:3)". */
@@ -48,7 +59,12 @@ export function modelWords(m: ModelOrigin | undefined): string | undefined {
   if (!m) return undefined;
   if (m.assumed) return `for ${m.name}, assumed: add "fsdp-studio: model=…"`;
   const cached = /[\\/]models--[^\\/]+[\\/]snapshots[\\/]/.test(m.from);
-  const from = m.from === 'preset' || m.from === 'custom' ? m.from : cached ? 'Hugging Face cache' : m.from.split(/[\\/]/).slice(-2).join('/');
+  const from =
+    m.from === 'preset' || m.from === 'custom'
+      ? m.from
+      : cached
+        ? 'Hugging Face cache'
+        : m.from.split(/[\\/]/).slice(-2).join('/');
   return `for ${m.name} (${formatParameters(m.parameters)} parameters, ${from}${m.namedBy ? `, named by ${m.namedBy}` : ''})`;
 }
 
@@ -57,7 +73,13 @@ function withDefaultTarget(input: MemoryInput, defaults: TargetDefaults): Memory
   const gpu = defaults.gpu ? findGpu(defaults.gpu) : undefined;
   if (gpu) return { ...input, gpu };
   if (input.device === 'cpu' && defaults.hostMemoryBytes) {
-    return { ...input, gpu: { ...hostTarget(Math.floor(defaults.hostMemoryBytes / input.nprocPerNode)), name: `this machine's memory / ${input.nprocPerNode} rank${input.nprocPerNode > 1 ? 's' : ''}` } };
+    return {
+      ...input,
+      gpu: {
+        ...hostTarget(Math.floor(defaults.hostMemoryBytes / input.nprocPerNode)),
+        name: `this machine's memory / ${input.nprocPerNode} rank${input.nprocPerNode > 1 ? 's' : ''}`,
+      },
+    };
   }
   return input;
 }
@@ -69,22 +91,38 @@ function doesNotFit(read: ConfigMemoryInput, e: MemoryEstimate): ConfigProblem {
   const fitting = knobEffects(input).filter((k) => k.fits);
   const ideas = [
     best > 0 ? `micro-batch ${best} fits` : 'not even micro-batch 1 fits',
-    ...fitting.filter((k) => k.change.knob !== 'microBatch').slice(0, 3).map((k) => `${k.label} fits (≈ ${formatBytes(k.peakBytes)})`),
+    ...fitting
+      .filter((k) => k.change.knob !== 'microBatch')
+      .slice(0, 3)
+      .map((k) => `${k.label} fits (≈ ${formatBytes(k.peakBytes)})`),
   ];
   if (input.framework === 'torchtitan' && !fitting.some((k) => k.change.knob === 'parallel')) {
     // No split of these GPUs holds it: say how many GPUs would, with which degrees.
     const few = fewestGpusAnyDegrees(input, fit.gpu.memoryBytes);
-    ideas.push(few ? `${few.gpus} GPUs would hold it (${describeChange({ knob: 'parallel', value: few.best.degrees })}, ≈ ${formatBytes(few.best.estimate.peak.total)})` : 'no split of up to 4096 GPUs holds it');
+    ideas.push(
+      few
+        ? `${few.gpus} GPUs would hold it (${describeChange({ knob: 'parallel', value: few.best.degrees })}, ≈ ${formatBytes(few.best.estimate.peak.total)})`
+        : 'no split of up to 4096 GPUs holds it',
+    );
   }
   // The least disruptive fix first: the largest micro-batch that fits, then the biggest savings.
-  const ordered = [...fitting.filter((k) => k.change.knob === 'microBatch').sort((a, b) => b.peakBytes - a.peakBytes), ...fitting.filter((k) => k.change.knob !== 'microBatch')];
+  const ordered = [
+    ...fitting.filter((k) => k.change.knob === 'microBatch').sort((a, b) => b.peakBytes - a.peakBytes),
+    ...fitting.filter((k) => k.change.knob !== 'microBatch'),
+  ];
   const fixes: ConfigFix[] = [];
   for (const k of ordered) {
     const assignments = read.assignmentsFor(k.change);
     // Quick fixes edit the config's own keys; what only the fsdp-studio comment can say is left to the panel.
     if (typeof assignments === 'string' || !assignments.every(isKeyAssignment)) continue;
-    const edits = assignments.map((a): ConfigEdit => (a.value === undefined ? { kind: 'remove', path: a.path } : { kind: 'set', path: a.path, value: a.value }));
-    fixes.push({ title: `Memory: ${k.label} (≈ ${formatBytes(k.peakBytes)} per ${unitOf(e)}, fits ${fit.gpu.name})`, edits, ...(fixes.length === 0 ? { preferred: true } : {}) });
+    const edits = assignments.map((a): ConfigEdit =>
+      a.value === undefined ? { kind: 'remove', path: a.path } : { kind: 'set', path: a.path, value: a.value },
+    );
+    fixes.push({
+      title: `Memory: ${k.label} (≈ ${formatBytes(k.peakBytes)} per ${unitOf(e)}, fits ${fit.gpu.name})`,
+      edits,
+      ...(fixes.length === 0 ? { preferred: true } : {}),
+    });
   }
   return {
     severity: 'warning',

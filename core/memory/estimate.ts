@@ -6,7 +6,16 @@ import { fsdpStudioTerms } from './frameworks/fsdp-studio';
 import { pytorchMoments } from './frameworks/pytorch';
 import { ndTerms } from './parallel/nd-memory';
 import type { FrameworkMoments, FrameworkTerms, TermSpec } from './frameworks/term-spec';
-import { emptyCategoryBytes, MEMORY_CATEGORIES, PHASES, type CategoryBytes, type MemoryEstimate, type MemoryTerm, type Phase, type PhaseEstimate } from './memory-estimate';
+import {
+  emptyCategoryBytes,
+  MEMORY_CATEGORIES,
+  PHASES,
+  type CategoryBytes,
+  type MemoryEstimate,
+  type MemoryTerm,
+  type Phase,
+  type PhaseEstimate,
+} from './memory-estimate';
 import type { CheckpointPolicy, Framework, MemoryInput } from './memory-input';
 import { farFromMeasured } from './measured-coverage';
 
@@ -61,7 +70,10 @@ function estimateAuto(input: MemoryInput): MemoryEstimate {
     if (!smallest || e.peak.total < smallest.peak.total) smallest = e;
   }
   // Our runtime rejects such a config (native/MEMORY.md); the estimate still shows how close it gets.
-  const why = budget === undefined ? 'no budget (memory_budget_gb) or target GPU' : 'no policy fits the budget, so the runtime would reject this config';
+  const why =
+    budget === undefined
+      ? 'no budget (memory_budget_gb) or target GPU'
+      : 'no policy fits the budget, so the runtime would reject this config';
   return withAutoNote(smallest!, input, why);
 }
 
@@ -82,14 +94,21 @@ export function checkpointCandidates(input: MemoryInput): FixedPolicy[] {
   // A full recompute repeats a block's forward except its last product, whose output is kept;
   // selective recomputes only the attention scores (QK^T, half the attention FLOPs).
   const full = 2 * (4 * C * C + 2 * C * F) - 2 * C * F + attention;
-  const cost = (c: FixedPolicy) => (c.policy === 'selective' ? L * (attention / 2) : c.policy === 'every_n' ? Math.floor(L / c.everyN) * full : 0);
-  const candidates: FixedPolicy[] = [{ policy: 'none', everyN: 1 }, { policy: 'selective', everyN: 1 }];
+  const cost = (c: FixedPolicy) =>
+    c.policy === 'selective' ? L * (attention / 2) : c.policy === 'every_n' ? Math.floor(L / c.everyN) * full : 0;
+  const candidates: FixedPolicy[] = [
+    { policy: 'none', everyN: 1 },
+    { policy: 'selective', everyN: 1 },
+  ];
   for (let n = L; n >= 1; n--) {
     // Different n that checkpoint the same number of blocks cost the same; keep the largest.
     if (n < L && Math.floor(L / n) === Math.floor(L / (n + 1))) continue;
     candidates.push({ policy: 'every_n', everyN: n });
   }
-  return candidates.map((c, i) => ({ c, i, k: cost(c) })).sort((a, b) => a.k - b.k || a.i - b.i).map((x) => x.c);
+  return candidates
+    .map((c, i) => ({ c, i, k: cost(c) }))
+    .sort((a, b) => a.k - b.k || a.i - b.i)
+    .map((x) => x.c);
 }
 
 function estimateFixed(input: MemoryInput): MemoryEstimate {
@@ -100,19 +119,38 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
     label: t.label,
     where: t.where,
     ...(t.outsideAllocator ? { outsideAllocator: true } : {}),
-    bytes: { forward: fw.phasePeaks.forward.bytes[i], backward: fw.phasePeaks.backward.bytes[i], optimizer: fw.phasePeaks.optimizer.bytes[i] },
+    bytes: {
+      forward: fw.phasePeaks.forward.bytes[i],
+      backward: fw.phasePeaks.backward.bytes[i],
+      optimizer: fw.phasePeaks.optimizer.bytes[i],
+    },
   }));
-  const inAllocator = (phase: Phase) => terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
+  const inAllocator = (phase: Phase) =>
+    terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
   let allocatorPeak = Math.max(...PHASES.map(inAllocator));
   if (fw.allocator) {
     // The allocator hands out whole blocks: what it counts as allocated exceeds the tensors' bytes.
     const rounding = { forward: 0, backward: 0, optimizer: 0 };
     for (const phase of PHASES) rounding[phase] = Math.max(0, fw.phasePeaks[phase].allocated - inAllocator(phase));
-    terms.push({ id: 'other.block-rounding', category: 'other', label: 'caching allocator blocks larger than the tensors in them (512-byte rounding, unsplit remainders ≤ 1 MiB)', where: 'device', bytes: rounding });
+    terms.push({
+      id: 'other.block-rounding',
+      category: 'other',
+      label: 'caching allocator blocks larger than the tensors in them (512-byte rounding, unsplit remainders ≤ 1 MiB)',
+      where: 'device',
+      bytes: rounding,
+    });
     allocatorPeak = fw.allocator.allocatedPeak;
     // Reserved segments the allocator holds beyond its allocated peak: what nvidia-smi adds.
     const cache = Math.max(0, fw.allocator.reservedPeak - allocatorPeak);
-    terms.push({ id: 'other.allocator-cache', category: 'other', label: 'cached but unused allocator segments at the peak (block sizes that do not fit, the reduce-scatter stream\'s own pool)', where: 'device', outsideAllocator: true, bytes: { forward: cache, backward: cache, optimizer: cache } });
+    terms.push({
+      id: 'other.allocator-cache',
+      category: 'other',
+      label:
+        "cached but unused allocator segments at the peak (block sizes that do not fit, the reduce-scatter stream's own pool)",
+      where: 'device',
+      outsideAllocator: true,
+      bytes: { forward: cache, backward: cache, optimizer: cache },
+    });
   }
 
   const phases: PhaseEstimate[] = PHASES.map((phase) => ({ phase, bytes: sumByCategory(terms, phase) }));
@@ -130,7 +168,10 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
     allocatorPeak,
     ...(fw.allocator ? { reservedPeak: fw.allocator.reservedPeak, largestSegment: fw.allocator.largestSegment } : {}),
     host: { perRank: hostPerRank, perNode: hostPerRank * input.nprocPerNode },
-    checkpointing: { policy: input.checkpointing.policy === 'auto' ? 'none' : input.checkpointing.policy, everyN: input.checkpointing.everyN },
+    checkpointing: {
+      policy: input.checkpointing.policy === 'auto' ? 'none' : input.checkpointing.policy,
+      everyN: input.checkpointing.everyN,
+    },
     notes: [...fw.notes],
   };
   const why = fw.allocator ? farFromMeasured(input) : undefined;
@@ -138,12 +179,21 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
     // Reserved memory cannot fall below the allocated peak; the cached rest can move by a segment each way per request placed differently.
     const band = UNSURE_SEGMENTS * fw.allocator.largestSegment;
     const cached = fw.allocator.reservedPeak - allocatorPeak;
-    estimate.unsure = { why, low: estimate.peak.total - Math.min(band, Math.max(0, cached)), high: estimate.peak.total + band };
+    estimate.unsure = {
+      why,
+      low: estimate.peak.total - Math.min(band, Math.max(0, cached)),
+      high: estimate.peak.total + band,
+    };
   }
   if (input.gpu) {
     const top = estimate.unsure?.high ?? estimate.peak.total;
     const headroomBytes = input.gpu.memoryBytes - top;
-    estimate.fit = { gpu: input.gpu, fits: headroomBytes >= 0, headroomBytes, ...(estimate.unsure ? { atRangeTop: true } : {}) };
+    estimate.fit = {
+      gpu: input.gpu,
+      fits: headroomBytes >= 0,
+      headroomBytes,
+      ...(estimate.unsure ? { atRangeTop: true } : {}),
+    };
   }
   return estimate;
 }
@@ -175,15 +225,42 @@ function fromTermSpecs(fw: FrameworkTerms): FrameworkMoments {
   const backward: number[][] = [];
   for (let step = 0; step < fw.backwardSteps; step++) backward.push(at((t) => backwardAt(t, step)));
   const best = backward.reduce((a, b) => (total(b).total > total(a).total ? b : a));
-  const terms = fw.terms.map(({ id, category, label, where, outsideAllocator }) => ({ id, category, label, where, ...(outsideAllocator ? { outsideAllocator } : {}) }));
-  const phasePeaks = { forward: { bytes: forward, allocated: total(forward).allocated }, backward: { bytes: best, allocated: total(best).allocated }, optimizer: { bytes: optimizer, allocated: total(optimizer).allocated } };
+  const terms = fw.terms.map(({ id, category, label, where, outsideAllocator }) => ({
+    id,
+    category,
+    label,
+    where,
+    ...(outsideAllocator ? { outsideAllocator } : {}),
+  }));
+  const phasePeaks = {
+    forward: { bytes: forward, allocated: total(forward).allocated },
+    backward: { bytes: best, allocated: total(best).allocated },
+    optimizer: { bytes: optimizer, allocated: total(optimizer).allocated },
+  };
   if (fw.fragmentation > 0) {
     // The caching allocator rounds and splits blocks; reserved memory exceeds allocated by a margin.
-    terms.push({ id: 'other.fragmentation', category: 'other', label: `allocator fragmentation margin (${Math.round(fw.fragmentation * 100)}% of allocated)`, where: 'device', outsideAllocator: true });
-    for (const phase of PHASES) phasePeaks[phase].bytes = [...phasePeaks[phase].bytes, fw.fragmentation * phasePeaks[phase].allocated];
+    terms.push({
+      id: 'other.fragmentation',
+      category: 'other',
+      label: `allocator fragmentation margin (${Math.round(fw.fragmentation * 100)}% of allocated)`,
+      where: 'device',
+      outsideAllocator: true,
+    });
+    for (const phase of PHASES)
+      phasePeaks[phase].bytes = [...phasePeaks[phase].bytes, fw.fragmentation * phasePeaks[phase].allocated];
   }
-  const host = Math.max(...[forward, ...backward, optimizer].map((v) => fw.terms.reduce((s, t, i) => s + (t.where === 'host' ? v[i] : 0), 0)));
-  return { terms, phasePeaks, momentTotals: [forward, ...backward, optimizer].map((v) => total(v).total), hostPeak: host, notes: fw.notes };
+  const host = Math.max(
+    ...[forward, ...backward, optimizer].map((v) =>
+      fw.terms.reduce((s, t, i) => s + (t.where === 'host' ? v[i] : 0), 0),
+    ),
+  );
+  return {
+    terms,
+    phasePeaks,
+    momentTotals: [forward, ...backward, optimizer].map((v) => total(v).total),
+    hostPeak: host,
+    notes: fw.notes,
+  };
 }
 
 export function describePolicy(c: { policy: CheckpointPolicy; everyN: number }): string {

@@ -40,9 +40,16 @@ export function findGpu(name: string): GpuSpec | undefined {
   const custom = /^(?:custom[:=]?)?\s*(\d+(?:\.\d+)?)\s*(GiB|GB)$/i.exec(name.trim());
   if (custom) {
     const bytes = Math.round(Number(custom[1]) * (custom[2].toLowerCase() === 'gib' ? GiB : 1e9));
-    return { id: `custom-${custom[1]}${custom[2]}`, name: `custom ${custom[1]} ${custom[2]}`, memoryBytes: bytes, kind: 'gpu' };
+    return {
+      id: `custom-${custom[1]}${custom[2]}`,
+      name: `custom ${custom[1]} ${custom[2]}`,
+      memoryBytes: bytes,
+      kind: 'gpu',
+    };
   }
-  const key = squash(name).replace(/^nvidia/, '').replace(/(sxm\d?|pcie|nvl|hbm\d?e?)/g, '');
+  const key = squash(name)
+    .replace(/^nvidia/, '')
+    .replace(/(sxm\d?|pcie|nvl|hbm\d?e?)/g, '');
   const exact = GPU_PRESETS.find((g) => squash(g.id) === key || squash(g.name) === key);
   if (exact) return exact;
   // A bare family name picks its largest variant ("a100" → A100 80GB), as people mostly mean.
@@ -54,7 +61,8 @@ export function findGpu(name: string): GpuSpec | undefined {
 export function gpuProblem(name: string): string | undefined {
   const gpu = findGpu(name);
   if (!gpu) return `"${name}" is not a GPU preset (${GPU_PRESETS.map((g) => g.id).join(', ')}) or a size like 48GiB`;
-  if (gpu.id.startsWith('custom-') && !(gpu.memoryBytes >= MIN_CUSTOM && gpu.memoryBytes <= MAX_CUSTOM)) return `a GPU of ${name} cannot hold a training run; give a size from 1 GiB to 16 TiB`;
+  if (gpu.id.startsWith('custom-') && !(gpu.memoryBytes >= MIN_CUSTOM && gpu.memoryBytes <= MAX_CUSTOM))
+    return `a GPU of ${name} cannot hold a training run; give a size from 1 GiB to 16 TiB`;
   return undefined;
 }
 
@@ -67,5 +75,8 @@ export function hostTarget(memoryBytes: number): GpuSpec {
 }
 
 function squash(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]/g, '').replace(/geforce/, '');
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '')
+    .replace(/geforce/, '');
 }

@@ -15,10 +15,21 @@ export interface HfModel {
 type Json = Record<string, unknown>;
 
 /** Families read, by model_type. */
-export const HF_FAMILIES = ['llama', 'mistral', 'mixtral', 'qwen2', 'gemma', 'gpt2', 'gpt_neox', 'phi', 'phi-msft'] as const;
+export const HF_FAMILIES = [
+  'llama',
+  'mistral',
+  'mixtral',
+  'qwen2',
+  'gemma',
+  'gpt2',
+  'gpt_neox',
+  'phi',
+  'phi-msft',
+] as const;
 
 export function shapeFromHfConfig(config: unknown, name: string): HfModel | { error: string } {
-  if (!config || typeof config !== 'object' || Array.isArray(config)) return { error: 'config.json is not a JSON object' };
+  if (!config || typeof config !== 'object' || Array.isArray(config))
+    return { error: 'config.json is not a JSON object' };
   const c = config as Json;
   const type = typeof c.model_type === 'string' ? c.model_type : familyOfArchitecture(c.architectures);
   if (!type) return { error: 'config.json names no model_type' };
@@ -36,7 +47,16 @@ export function shapeFromHfConfig(config: unknown, name: string): HfModel | { er
 function familyOfArchitecture(architectures: unknown): string | undefined {
   if (!Array.isArray(architectures) || typeof architectures[0] !== 'string') return undefined;
   const a = architectures[0];
-  const known: Array<[RegExp, string]> = [[/^Llama/, 'llama'], [/^Mistral/, 'mistral'], [/^Mixtral/, 'mixtral'], [/^Qwen2For/, 'qwen2'], [/^Gemma/, 'gemma'], [/^GPT2/, 'gpt2'], [/^GPTNeoX/, 'gpt_neox'], [/^Phi/, 'phi']];
+  const known: Array<[RegExp, string]> = [
+    [/^Llama/, 'llama'],
+    [/^Mistral/, 'mistral'],
+    [/^Mixtral/, 'mixtral'],
+    [/^Qwen2For/, 'qwen2'],
+    [/^Gemma/, 'gemma'],
+    [/^GPT2/, 'gpt2'],
+    [/^GPTNeoX/, 'gpt_neox'],
+    [/^Phi/, 'phi'],
+  ];
   return known.find(([re]) => re.test(a))?.[1];
 }
 

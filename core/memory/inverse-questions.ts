@@ -101,8 +101,13 @@ export function knobEffects(input: MemoryInput): KnobEffect[] {
     changes.push({ knob: 'strategy', value: s });
   }
   const c = input.checkpointing;
-  for (const value of [{ policy: 'none', everyN: 1 }, { policy: 'selective', everyN: 1 }, { policy: 'every_n', everyN: 1 }] as const) {
-    if (c.policy !== value.policy || (value.policy === 'every_n' && c.everyN !== 1)) changes.push({ knob: 'checkpointing', value: { ...value } });
+  for (const value of [
+    { policy: 'none', everyN: 1 },
+    { policy: 'selective', everyN: 1 },
+    { policy: 'every_n', everyN: 1 },
+  ] as const) {
+    if (c.policy !== value.policy || (value.policy === 'every_n' && c.everyN !== 1))
+      changes.push({ knob: 'checkpointing', value: { ...value } });
   }
   changes.push({ knob: 'precision', value: input.precision.param === 'float32' ? 'bfloat16' : 'float32' });
   changes.push({ knob: 'offload', value: !input.offload.optimizer });
@@ -111,13 +116,20 @@ export function knobEffects(input: MemoryInput): KnobEffect[] {
     const best = suggestedMicroBatch(input, maxMicroBatch(input, input.gpu.memoryBytes));
     if (best > 0 && best !== input.microBatch) changes.push({ knob: 'microBatch', value: best });
     // N-D parallel: the fastest-looking other split of the same GPUs that fits.
-    const degrees = input.framework === 'torchtitan' && input.parallel ? bestDegrees(input, input.gpu.memoryBytes) : undefined;
+    const degrees =
+      input.framework === 'torchtitan' && input.parallel ? bestDegrees(input, input.gpu.memoryBytes) : undefined;
     if (degrees) changes.push({ knob: 'parallel', value: degrees });
   }
   return changes
     .map((change) => {
       const peakBytes = peakOf(applyChange(input, change));
-      return { change, label: describeChange(change), peakBytes, savedBytes: base - peakBytes, ...(input.gpu ? { fits: peakBytes <= input.gpu.memoryBytes } : {}) };
+      return {
+        change,
+        label: describeChange(change),
+        peakBytes,
+        savedBytes: base - peakBytes,
+        ...(input.gpu ? { fits: peakBytes <= input.gpu.memoryBytes } : {}),
+      };
     })
     .filter((k) => Math.abs(k.savedBytes) >= NOTHING_BYTES)
     .sort((a, b) => b.savedBytes - a.savedBytes);

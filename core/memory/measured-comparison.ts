@@ -88,7 +88,10 @@ export function harnessHistory(file: MeasuredFile): Map<string, NonNullable<Memo
   const [first, ...rest] = file.points;
   if (!first) return out;
   out.set(first.id, { forward: true, backward: false });
-  const backwardSegmentBytes = backwardWorkspaceSegment({ ...first.input, cublasHistory: { forward: true, backward: false } });
+  const backwardSegmentBytes = backwardWorkspaceSegment({
+    ...first.input,
+    cublasHistory: { forward: true, backward: false },
+  });
   for (const p of rest) out.set(p.id, { forward: true, backward: true, backwardSegmentBytes });
   return out;
 }
@@ -98,25 +101,32 @@ function backwardWorkspaceSegment(input: MemoryInput): number {
   const allocator = new CachingAllocator();
   let segment = 0;
   let phase = '';
-  replayTraining(input, {
-    alloc(id, bytes, term, stream, host) {
-      if (host) return;
-      allocator.malloc(id, bytes, stream);
-      if (term === 'cublas' && phase === 'backward' && !segment) segment = allocator.segmentOf(id);
+  replayTraining(
+    input,
+    {
+      alloc(id, bytes, term, stream, host) {
+        if (host) return;
+        allocator.malloc(id, bytes, stream);
+        if (term === 'cublas' && phase === 'backward' && !segment) segment = allocator.segmentOf(id);
+      },
+      free: (id) => allocator.free(id),
+      phase: (_, p) => {
+        phase = p;
+      },
     },
-    free: (id) => allocator.free(id),
-    phase: (_, p) => {
-      phase = p;
-    },
-  }, 1);
+    1,
+  );
   return segment;
 }
 
 export function comparePoint(p: MeasuredPoint, history?: MemoryInput['cublasHistory']): PointError {
   const e = estimateMemory({ ...p.input, ...(history ? { cublasHistory: history } : {}) });
   // A phase's allocator bytes: every device term the caching allocator counts, at that phase's peak.
-  const inAllocator = (phase: Phase) => e.terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
-  const phases = Object.fromEntries(PHASES.map((ph) => [ph, compare(inAllocator(ph), p.measured.phases[ph].peak_allocated)])) as Record<Phase, Comparison>;
+  const inAllocator = (phase: Phase) =>
+    e.terms.filter((t) => t.where === 'device' && !t.outsideAllocator).reduce((s, t) => s + t.bytes[phase], 0);
+  const phases = Object.fromEntries(
+    PHASES.map((ph) => [ph, compare(inAllocator(ph), p.measured.phases[ph].peak_allocated)]),
+  ) as Record<Phase, Comparison>;
   return {
     id: p.id,
     allocated: compare(e.allocatorPeak, p.measured.max_memory_allocated),
@@ -128,14 +138,25 @@ export function comparePoint(p: MeasuredPoint, history?: MemoryInput['cublasHist
 /** A reserved-only point, estimated as a fresh process (nothing known of what ran before it). */
 export function compareReserved(p: ReservedFile['points'][number]): ReservedError {
   const e = estimateMemory(p.input);
-  return { id: p.id, dModel: p.input.model.dModel, reserved: compare(e.reservedPeak ?? e.allocatorPeak, p.measured.max_memory_reserved_gib * GiB), largestSegment: e.largestSegment ?? 0 };
+  return {
+    id: p.id,
+    dModel: p.input.model.dModel,
+    reserved: compare(e.reservedPeak ?? e.allocatorPeak, p.measured.max_memory_reserved_gib * GiB),
+    largestSegment: e.largestSegment ?? 0,
+  };
 }
 
 /** A whole measured point as a ReservedError (its largest segment from the same estimate). */
 export function reservedOf(p: MeasuredPoint, history?: MemoryInput['cublasHistory']): ReservedError {
   const full = comparePoint(p, history);
   const e = estimateMemory({ ...p.input, ...(history ? { cublasHistory: history } : {}) });
-  return { id: p.id, dModel: p.input.model.dModel, reserved: full.reserved, largestSegment: e.largestSegment ?? 0, full };
+  return {
+    id: p.id,
+    dModel: p.input.model.dModel,
+    reserved: full.reserved,
+    largestSegment: e.largestSegment ?? 0,
+    full,
+  };
 }
 
 /** How many of the largest segments (whole numbers) it takes for estimate ± that many to hold every measurement. */
@@ -177,7 +198,8 @@ export function summariseReserved(points: ReservedError[], segments: number): Re
     worstUnder: under ? Math.min(0, under.reserved.error) : NaN,
     worstUnderId: under && under.reserved.error < 0 ? under.id : '',
     under2: points.filter((p) => p.reserved.error < -0.02).length,
-    covered: points.filter((p) => Math.abs(p.reserved.predicted - p.reserved.measured) <= segments * p.largestSegment).length,
+    covered: points.filter((p) => Math.abs(p.reserved.predicted - p.reserved.measured) <= segments * p.largestSegment)
+      .length,
   };
 }
 

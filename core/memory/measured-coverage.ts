@@ -28,15 +28,36 @@ export interface MeasuredShape {
   vocab: number;
 }
 
-const GRID_PATHS = ['plain', 'fsdp2'].flatMap((s) => ['fp32', 'bf16'].flatMap((p) => ['none', 'every', 'selective'].map((c) => `${s}/${p}/${c}`)));
+const GRID_PATHS = ['plain', 'fsdp2'].flatMap((s) =>
+  ['fp32', 'bf16'].flatMap((p) => ['none', 'every', 'selective'].map((c) => `${s}/${p}/${c}`)),
+);
 
-function grid(models: Array<[number, number]>, seqLens: number[], microBatches: number[], vocab: number): MeasuredShape[] {
-  return models.flatMap(([dModel, nLayers]) => GRID_PATHS.flatMap((path) => seqLens.flatMap((seqLen) => microBatches.map((microBatch) => ({ path, dModel, nLayers, seqLen, microBatch, vocab })))));
+function grid(
+  models: Array<[number, number]>,
+  seqLens: number[],
+  microBatches: number[],
+  vocab: number,
+): MeasuredShape[] {
+  return models.flatMap(([dModel, nLayers]) =>
+    GRID_PATHS.flatMap((path) =>
+      seqLens.flatMap((seqLen) =>
+        microBatches.map((microBatch) => ({ path, dModel, nLayers, seqLen, microBatch, vocab })),
+      ),
+    ),
+  );
 }
 
 export const MEASURED: readonly MeasuredShape[] = [
   // measured-memory-nvidia-h100-80gb-hbm3-2026-11-23.json: 144 points.
-  ...grid([[512, 8], [768, 12]], [512, 1024], [1, 2, 4], 50257),
+  ...grid(
+    [
+      [512, 8],
+      [768, 12],
+    ],
+    [512, 1024],
+    [1, 2, 4],
+    50257,
+  ),
   // measured-reserved/issue-29-h100.json: the five points issue 29 quotes.
   { path: 'plain/fp32/every', dModel: 1280, nLayers: 20, seqLen: 2048, microBatch: 8, vocab: 50257 },
   { path: 'fsdp2/fp32/every', dModel: 1280, nLayers: 20, seqLen: 2048, microBatch: 8, vocab: 50257 },
@@ -48,21 +69,51 @@ export const MEASURED: readonly MeasuredShape[] = [
 /** The measured code path an input runs, or why none did. */
 export function measuredPath(input: MemoryInput): { path: string } | { unmeasured: string } {
   const m = input.model;
-  if (input.framework !== 'pytorch' || input.device !== 'cuda') return { unmeasured: 'only PyTorch on a GPU is measured' };
+  if (input.framework !== 'pytorch' || input.device !== 'cuda')
+    return { unmeasured: 'only PyTorch on a GPU is measured' };
   if (worldSize(input) > 1) return { unmeasured: 'several ranks are not measured (one GPU only)' };
-  const gpt = m.mlp === 'gelu' && m.norm === 'layernorm' && m.bias && m.positionEmbeddings > 0 && m.tieEmbeddings && m.nKvHeads === m.nHeads && !m.experts && (m.normsPerBlock ?? 2) === 2 && !m.headBias && (m.headDim === undefined || m.headDim * m.nHeads === m.dModel);
-  if (!gpt) return { unmeasured: 'only GPT-2-style blocks are measured (not rotary, SwiGLU, RMSNorm, grouped-query or MoE blocks)' };
-  if (input.attention !== 'flash') return { unmeasured: 'only fused attention (F.scaled_dot_product_attention) is measured' };
+  const gpt =
+    m.mlp === 'gelu' &&
+    m.norm === 'layernorm' &&
+    m.bias &&
+    m.positionEmbeddings > 0 &&
+    m.tieEmbeddings &&
+    m.nKvHeads === m.nHeads &&
+    !m.experts &&
+    (m.normsPerBlock ?? 2) === 2 &&
+    !m.headBias &&
+    (m.headDim === undefined || m.headDim * m.nHeads === m.dModel);
+  if (!gpt)
+    return {
+      unmeasured: 'only GPT-2-style blocks are measured (not rotary, SwiGLU, RMSNorm, grouped-query or MoE blocks)',
+    };
+  if (input.attention !== 'flash')
+    return { unmeasured: 'only fused attention (F.scaled_dot_product_attention) is measured' };
   if (input.dropout > 0) return { unmeasured: 'dropout is not measured' };
   if (input.gradAccumSteps > 1) return { unmeasured: 'gradient accumulation is not measured' };
   if (input.offload.optimizer || input.offload.params) return { unmeasured: 'CPU offload is not measured' };
   const strategy = input.strategy === 'NO_SHARD' ? 'plain' : input.strategy === 'FULL_SHARD' ? 'fsdp2' : undefined;
   if (!strategy) return { unmeasured: `${input.strategy} is not measured` };
   const p = input.precision;
-  const precision = p.param === 'float32' && p.activation === 'float32' ? 'fp32' : p.param === 'bfloat16' && p.activation === 'bfloat16' && p.reduce === 'float32' ? 'bf16' : undefined;
-  if (!precision) return { unmeasured: `precision ${p.param}/${p.activation}/${p.reduce} is not measured (fp32, or bf16 with fp32 reduction)` };
+  const precision =
+    p.param === 'float32' && p.activation === 'float32'
+      ? 'fp32'
+      : p.param === 'bfloat16' && p.activation === 'bfloat16' && p.reduce === 'float32'
+        ? 'bf16'
+        : undefined;
+  if (!precision)
+    return {
+      unmeasured: `precision ${p.param}/${p.activation}/${p.reduce} is not measured (fp32, or bf16 with fp32 reduction)`,
+    };
   const c = input.checkpointing;
-  const policy = c.policy === 'none' ? 'none' : c.policy === 'selective' ? 'selective' : c.policy === 'every_n' && c.everyN === 1 ? 'every' : undefined;
+  const policy =
+    c.policy === 'none'
+      ? 'none'
+      : c.policy === 'selective'
+        ? 'selective'
+        : c.policy === 'every_n' && c.everyN === 1
+          ? 'every'
+          : undefined;
   if (!policy) return { unmeasured: 'checkpointing every n > 1 blocks is not measured' };
   return { path: `${strategy}/${precision}/${policy}` };
 }
@@ -86,7 +137,8 @@ export function farFromMeasured(input: MemoryInput): string | undefined {
     const values = same.map(of);
     const lo = Math.min(...values) / FAR_FACTOR;
     const hi = Math.max(...values) * FAR_FACTOR;
-    if (value < lo || value > hi) return `${name} ${value} is more than ${FAR_FACTOR}× outside the measured ${Math.min(...values)}–${Math.max(...values)}`;
+    if (value < lo || value > hi)
+      return `${name} ${value} is more than ${FAR_FACTOR}× outside the measured ${Math.min(...values)}–${Math.max(...values)}`;
   }
   return undefined;
 }

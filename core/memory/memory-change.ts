@@ -26,7 +26,13 @@ export function applyChange(input: MemoryInput, change: MemoryChange): MemoryInp
     case 'precision':
       return { ...input, precision: { param: change.value, reduce: change.value, activation: change.value } };
     case 'offload':
-      return { ...input, offload: { optimizer: change.value, params: change.value && input.strategy !== 'NO_SHARD' && input.strategy !== 'SHARD_OPTIMIZER' } };
+      return {
+        ...input,
+        offload: {
+          optimizer: change.value,
+          params: change.value && input.strategy !== 'NO_SHARD' && input.strategy !== 'SHARD_OPTIMIZER',
+        },
+      };
     case 'nproc':
       return { ...input, nprocPerNode: change.value };
     case 'gpu':
@@ -43,7 +49,11 @@ export function describeChange(change: MemoryChange): string {
     case 'strategy':
       return change.value;
     case 'checkpointing':
-      return change.value.policy === 'none' ? 'no activation checkpointing' : change.value.policy === 'selective' ? 'selective checkpointing' : `checkpoint every ${change.value.everyN === 1 ? 'block' : `${change.value.everyN} blocks`}`;
+      return change.value.policy === 'none'
+        ? 'no activation checkpointing'
+        : change.value.policy === 'selective'
+          ? 'selective checkpointing'
+          : `checkpoint every ${change.value.everyN === 1 ? 'block' : `${change.value.everyN} blocks`}`;
     case 'precision':
       return change.value === 'bfloat16' ? 'bf16 mixed precision' : 'fp32';
     case 'offload':
@@ -58,6 +68,12 @@ export function describeChange(change: MemoryChange): string {
 }
 
 function describeDegrees(d: Degrees): string {
-  const parts = [`dp ${d.replicate > 1 ? `${d.replicate}×${d.shard}` : d.shard}`, ...(d.tp > 1 ? [`tp ${d.tp}`] : []), ...(d.cp > 1 ? [`cp ${d.cp}`] : []), ...(d.pp > 1 ? [`pp ${d.pp}${d.schedule ? ` ${d.schedule}` : ''}`] : []), ...(d.ep > 1 ? [`ep ${d.ep}`] : [])];
+  const parts = [
+    `dp ${d.replicate > 1 ? `${d.replicate}×${d.shard}` : d.shard}`,
+    ...(d.tp > 1 ? [`tp ${d.tp}`] : []),
+    ...(d.cp > 1 ? [`cp ${d.cp}`] : []),
+    ...(d.pp > 1 ? [`pp ${d.pp}${d.schedule ? ` ${d.schedule}` : ''}`] : []),
+    ...(d.ep > 1 ? [`ep ${d.ep}`] : []),
+  ];
   return parts.join(' × ');
 }

@@ -4,7 +4,15 @@ import type { GpuSpec } from './gpu-presets';
 import type { CheckpointPolicy, MemoryInput } from './memory-input';
 
 export type MemoryCategory = 'params' | 'grads' | 'optimizer' | 'activations' | 'workspace' | 'comm' | 'other';
-export const MEMORY_CATEGORIES: readonly MemoryCategory[] = ['params', 'grads', 'optimizer', 'activations', 'workspace', 'comm', 'other'];
+export const MEMORY_CATEGORIES: readonly MemoryCategory[] = [
+  'params',
+  'grads',
+  'optimizer',
+  'activations',
+  'workspace',
+  'comm',
+  'other',
+];
 
 /** End of forward, backward (its highest point), optimizer step. */
 export type Phase = 'forward' | 'backward' | 'optimizer';

@@ -12,7 +12,13 @@ import type { ParallelPlan } from './parallel/parallel-plan';
 export type Framework = 'fsdp-studio' | 'pytorch' | 'deepspeed' | 'torchtitan';
 
 export type ShardingStrategy = 'NO_SHARD' | 'SHARD_OPTIMIZER' | 'SHARD_GRAD_OP' | 'FULL_SHARD' | 'HYBRID_SHARD';
-export const SHARDING_STRATEGIES: readonly ShardingStrategy[] = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD', 'HYBRID_SHARD'];
+export const SHARDING_STRATEGIES: readonly ShardingStrategy[] = [
+  'NO_SHARD',
+  'SHARD_OPTIMIZER',
+  'SHARD_GRAD_OP',
+  'FULL_SHARD',
+  'HYBRID_SHARD',
+];
 
 export type Dtype = 'float32' | 'bfloat16' | 'float16';
 

@@ -13,15 +13,54 @@ function gpt2(id: string, name: string, dModel: number, nLayers: number, nHeads:
   return {
     id,
     seqLen: 1024,
-    shape: { name, vocabSize: 50257, dModel, nLayers, nHeads, nKvHeads: nHeads, ffnHidden: 4 * dModel, mlp: 'gelu', norm: 'layernorm', bias: true, positionEmbeddings: 1024, tieEmbeddings: true },
+    shape: {
+      name,
+      vocabSize: 50257,
+      dModel,
+      nLayers,
+      nHeads,
+      nKvHeads: nHeads,
+      ffnHidden: 4 * dModel,
+      mlp: 'gelu',
+      norm: 'layernorm',
+      bias: true,
+      positionEmbeddings: 1024,
+      tieEmbeddings: true,
+    },
   };
 }
 
-function llama(id: string, name: string, o: { vocab: number; d: number; layers: number; heads: number; kvHeads: number; ffn: number; tied: boolean; seqLen: number }): ModelPreset {
+function llama(
+  id: string,
+  name: string,
+  o: {
+    vocab: number;
+    d: number;
+    layers: number;
+    heads: number;
+    kvHeads: number;
+    ffn: number;
+    tied: boolean;
+    seqLen: number;
+  },
+): ModelPreset {
   return {
     id,
     seqLen: o.seqLen,
-    shape: { name, vocabSize: o.vocab, dModel: o.d, nLayers: o.layers, nHeads: o.heads, nKvHeads: o.kvHeads, ffnHidden: o.ffn, mlp: 'swiglu', norm: 'rmsnorm', bias: false, positionEmbeddings: 0, tieEmbeddings: o.tied },
+    shape: {
+      name,
+      vocabSize: o.vocab,
+      dModel: o.d,
+      nLayers: o.layers,
+      nHeads: o.heads,
+      nKvHeads: o.kvHeads,
+      ffnHidden: o.ffn,
+      mlp: 'swiglu',
+      norm: 'rmsnorm',
+      bias: false,
+      positionEmbeddings: 0,
+      tieEmbeddings: o.tied,
+    },
   };
 }
 
@@ -30,12 +69,66 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
   gpt2('gpt2-355m', 'GPT-2 355M', 1024, 24, 16),
   gpt2('gpt2-774m', 'GPT-2 774M', 1280, 36, 20),
   gpt2('gpt2-1.5b', 'GPT-2 1.5B', 1600, 48, 25),
-  llama('llama-3.2-1b', 'Llama 3.2 1B', { vocab: 128256, d: 2048, layers: 16, heads: 32, kvHeads: 8, ffn: 8192, tied: true, seqLen: 4096 }),
-  llama('llama-3.2-3b', 'Llama 3.2 3B', { vocab: 128256, d: 3072, layers: 28, heads: 24, kvHeads: 8, ffn: 8192, tied: true, seqLen: 4096 }),
-  llama('llama-2-7b', 'Llama 2 7B', { vocab: 32000, d: 4096, layers: 32, heads: 32, kvHeads: 32, ffn: 11008, tied: false, seqLen: 4096 }),
-  llama('llama-3-8b', 'Llama 3 8B', { vocab: 128256, d: 4096, layers: 32, heads: 32, kvHeads: 8, ffn: 14336, tied: false, seqLen: 8192 }),
-  llama('llama-2-13b', 'Llama 2 13B', { vocab: 32000, d: 5120, layers: 40, heads: 40, kvHeads: 40, ffn: 13824, tied: false, seqLen: 4096 }),
-  llama('llama-3-70b', 'Llama 3 70B', { vocab: 128256, d: 8192, layers: 80, heads: 64, kvHeads: 8, ffn: 28672, tied: false, seqLen: 8192 }),
+  llama('llama-3.2-1b', 'Llama 3.2 1B', {
+    vocab: 128256,
+    d: 2048,
+    layers: 16,
+    heads: 32,
+    kvHeads: 8,
+    ffn: 8192,
+    tied: true,
+    seqLen: 4096,
+  }),
+  llama('llama-3.2-3b', 'Llama 3.2 3B', {
+    vocab: 128256,
+    d: 3072,
+    layers: 28,
+    heads: 24,
+    kvHeads: 8,
+    ffn: 8192,
+    tied: true,
+    seqLen: 4096,
+  }),
+  llama('llama-2-7b', 'Llama 2 7B', {
+    vocab: 32000,
+    d: 4096,
+    layers: 32,
+    heads: 32,
+    kvHeads: 32,
+    ffn: 11008,
+    tied: false,
+    seqLen: 4096,
+  }),
+  llama('llama-3-8b', 'Llama 3 8B', {
+    vocab: 128256,
+    d: 4096,
+    layers: 32,
+    heads: 32,
+    kvHeads: 8,
+    ffn: 14336,
+    tied: false,
+    seqLen: 8192,
+  }),
+  llama('llama-2-13b', 'Llama 2 13B', {
+    vocab: 32000,
+    d: 5120,
+    layers: 40,
+    heads: 40,
+    kvHeads: 40,
+    ffn: 13824,
+    tied: false,
+    seqLen: 4096,
+  }),
+  llama('llama-3-70b', 'Llama 3 70B', {
+    vocab: 128256,
+    d: 8192,
+    layers: 80,
+    heads: 64,
+    kvHeads: 8,
+    ffn: 28672,
+    tied: false,
+    seqLen: 8192,
+  }),
 ];
 
 /** Finds a preset by id, ignoring case and punctuation ("GPT2-124M", "llama_2_7b"). */

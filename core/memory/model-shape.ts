@@ -108,12 +108,24 @@ export function activeParameters(m: ModelShape): number {
   if (!m.experts) return parameterCounts(m).total;
   const c = parameterCounts(m);
   const f = m.ffnHidden;
-  const oneExpert = (m.mlp === 'gelu' ? 2 : 3) * m.dModel * f + (m.bias ? (m.mlp === 'gelu' ? f + m.dModel : 2 * f + m.dModel) : 0);
+  const oneExpert =
+    (m.mlp === 'gelu' ? 2 : 3) * m.dModel * f + (m.bias ? (m.mlp === 'gelu' ? f + m.dModel : 2 * f + m.dModel) : 0);
   return c.total - m.nLayers * (m.experts.count - m.experts.perToken) * oneExpert;
 }
 
 /** The model of our own runtime, from a run config's `model:` section (GPT-2 style block). */
-export function gptShape(model: { d_model: number; n_layers: number; n_heads: number; vocab_size: number; max_seq_len: number; mlp_ratio?: number; tie_embeddings?: boolean }, name = 'custom'): ModelShape {
+export function gptShape(
+  model: {
+    d_model: number;
+    n_layers: number;
+    n_heads: number;
+    vocab_size: number;
+    max_seq_len: number;
+    mlp_ratio?: number;
+    tie_embeddings?: boolean;
+  },
+  name = 'custom',
+): ModelShape {
   return {
     name,
     vocabSize: model.vocab_size,
@@ -135,9 +147,12 @@ export function shapeProblem(m: ModelShape): string | undefined {
   for (const key of ['vocabSize', 'dModel', 'nLayers', 'nHeads', 'nKvHeads', 'ffnHidden'] as const) {
     if (!Number.isSafeInteger(m[key]) || m[key] < 1) return `${key} must be a positive integer, not ${m[key]}`;
   }
-  if (m.headDim !== undefined && (!Number.isSafeInteger(m.headDim) || m.headDim < 1)) return `headDim must be a positive integer, not ${m.headDim}`;
-  if (m.headDim === undefined && m.dModel % m.nHeads !== 0) return `d_model ${m.dModel} is not divisible by n_heads ${m.nHeads}`;
+  if (m.headDim !== undefined && (!Number.isSafeInteger(m.headDim) || m.headDim < 1))
+    return `headDim must be a positive integer, not ${m.headDim}`;
+  if (m.headDim === undefined && m.dModel % m.nHeads !== 0)
+    return `d_model ${m.dModel} is not divisible by n_heads ${m.nHeads}`;
   if (m.nHeads % m.nKvHeads !== 0) return `n_heads ${m.nHeads} is not divisible by n_kv_heads ${m.nKvHeads}`;
-  if (m.experts && (!(m.experts.count >= 1) || !(m.experts.perToken >= 1) || m.experts.perToken > m.experts.count)) return `experts: ${m.experts.perToken} per token of ${m.experts.count} is not possible`;
+  if (m.experts && (!(m.experts.count >= 1) || !(m.experts.perToken >= 1) || m.experts.perToken > m.experts.count))
+    return `experts: ${m.experts.perToken} per token of ${m.experts.count} is not possible`;
   return undefined;
 }

@@ -27,7 +27,9 @@ export function summaryLine(estimate: MemoryEstimate): string {
   const n = (b: number) => (b / div).toFixed(1);
   const other = p.workspace + p.comm + p.other;
   const parts = `params ${n(p.params)} · grads ${n(p.grads)} · optim ${n(p.optimizer)} · act ${n(p.activations)} · other ${n(other)}`;
-  const unsure = estimate.unsure ? ` — unsure, ${n(estimate.unsure.low)}–${n(estimate.unsure.high)} ${unit} (${estimate.unsure.why})` : '';
+  const unsure = estimate.unsure
+    ? ` — unsure, ${n(estimate.unsure.low)}–${n(estimate.unsure.high)} ${unit} (${estimate.unsure.why})`
+    : '';
   return `≈ ${n(p.total)} ${unit} / ${unitOf(estimate)} (${parts})${unsure}${verdictSuffix(estimate)}`;
 }
 
@@ -36,7 +38,8 @@ export function verdictText(estimate: MemoryEstimate): string | undefined {
   if (!fit) return undefined;
   if (fit.fits) return `fits ${fit.gpu.name}`;
   // Unsure, and only the range's top is over: it may or may not fit.
-  if (fit.atRangeTop && estimate.peak.total <= fit.gpu.memoryBytes) return `may not fit ${fit.gpu.name} (the range's top is ${formatBytes(-fit.headroomBytes)} over)`;
+  if (fit.atRangeTop && estimate.peak.total <= fit.gpu.memoryBytes)
+    return `may not fit ${fit.gpu.name} (the range's top is ${formatBytes(-fit.headroomBytes)} over)`;
   return `does not fit ${fit.gpu.name} (${formatBytes(-fit.headroomBytes)} over)`;
 }
 

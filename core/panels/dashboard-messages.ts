@@ -21,7 +21,17 @@ export interface DashboardHeader {
   /** What runs: the native runtime, a person's own command (a launch spec), or a TensorBoard folder attached. */
   runKind: 'native' | 'command' | 'tensorboard';
   /** queued, cancelled, timed-out, preempted: runs submitted to SLURM. */
-  status: 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted' | 'unknown';
+  status:
+    | 'queued'
+    | 'starting'
+    | 'running'
+    | 'completed'
+    | 'failed'
+    | 'stopped'
+    | 'cancelled'
+    | 'timed-out'
+    | 'preempted'
+    | 'unknown';
   /** Why it failed or stopped, in words. */
   reason?: string;
   step?: number;

@@ -47,7 +47,11 @@ export interface DiagnosticsFrameMessage {
 }
 
 export type DiagnosticsToWebview = DiagnosticsFrameMessage;
-export type DiagnosticsFromWebview = PanelReadyMessage | { type: 'select'; index: number } | { type: 'fix'; id: FixId; index: number } | { type: 'openDump'; index: number };
+export type DiagnosticsFromWebview =
+  | PanelReadyMessage
+  | { type: 'select'; index: number }
+  | { type: 'fix'; id: FixId; index: number }
+  | { type: 'openDump'; index: number };
 
 export interface DiagnosticsState {
   target: string;

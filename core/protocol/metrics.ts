@@ -24,7 +24,8 @@ export function checkMetricsEvent(value: unknown): string | null {
   if (validateEvent(value)) return null;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
   const record = value as Record<string, unknown>;
-  if (record.v !== METRICS_PROTOCOL_VERSION) return `unsupported protocol version v=${JSON.stringify(record.v)} (this reader knows v=${METRICS_PROTOCOL_VERSION})`;
+  if (record.v !== METRICS_PROTOCOL_VERSION)
+    return `unsupported protocol version v=${JSON.stringify(record.v)} (this reader knows v=${METRICS_PROTOCOL_VERSION})`;
   const type = record.type;
   const branch = typeof type === 'string' ? branchSchemaName(type) : undefined;
   if (!branch) return `unknown event type ${JSON.stringify(type)}`;
@@ -41,6 +42,10 @@ export function checkMetricsEvent(value: unknown): string | null {
 }
 
 function branchSchemaName(type: string): string | undefined {
-  const name = type.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('') + 'Event';
+  const name =
+    type
+      .split('_')
+      .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+      .join('') + 'Event';
   return name in metricsSchema.definitions ? name : undefined;
 }

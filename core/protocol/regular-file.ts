@@ -15,7 +15,10 @@ export const LOG_MAX_BYTES = 16 * 1024 * 1024 * 1024;
 
 /** Why a file of a run folder was not read. */
 export class RefusedFile extends Error {
-  constructor(readonly file: string, readonly why: string) {
+  constructor(
+    readonly file: string,
+    readonly why: string,
+  ) {
     super(`${file} ${why}: not read`);
     this.name = 'RefusedFile';
   }
@@ -38,7 +41,10 @@ export function notRegular(s: Stats): string | undefined {
  * Opens a regular file for reading without ever blocking; undefined when it does not exist.
  * Throws RefusedFile for anything else, or for a file larger than `maxBytes`.
  */
-export async function openRegularFile(file: string, maxBytes: number): Promise<{ handle: FileHandle; size: number } | undefined> {
+export async function openRegularFile(
+  file: string,
+  maxBytes: number,
+): Promise<{ handle: FileHandle; size: number } | undefined> {
   let handle: FileHandle;
   try {
     handle = await open(file, NON_BLOCKING_READ);

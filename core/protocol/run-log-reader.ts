@@ -78,7 +78,11 @@ export class RunLogParser {
         this.skippingLongLine = false;
       } else if (lineBytes > MAX_LINE_BYTES) {
         // Whole in one chunk: the same rule as a line that arrives in pieces.
-        problems.push({ offset: lineOffset, message: `line longer than ${MAX_LINE_BYTES} bytes; skipped`, excerpt: excerptOf(this.pendingBytes ? this.pending[0] : piece) });
+        problems.push({
+          offset: lineOffset,
+          message: `line longer than ${MAX_LINE_BYTES} bytes; skipped`,
+          excerpt: excerptOf(this.pendingBytes ? this.pending[0] : piece),
+        });
       } else {
         const line = this.pendingBytes ? Buffer.concat([...this.pending, piece]) : piece;
         this.parseLine(line, lineOffset, entries, problems);
@@ -139,7 +143,10 @@ export class RunLogReader {
   /** While reading a rewritten file again up to this offset, events already returned are dropped. */
   private rereadUntil = -1;
 
-  constructor(readonly path: string, startOffset = 0) {
+  constructor(
+    readonly path: string,
+    startOffset = 0,
+  ) {
     this.parser = new RunLogParser(startOffset);
     this.position = startOffset;
   }
@@ -166,8 +173,15 @@ export class RunLogReader {
       }
       if (size < this.parser.offset || !(await endsLine(file, this.parser.offset))) {
         // Truncated or rewritten: read it all again, returning only what was not returned yet.
-        const what = size < this.parser.offset ? `the file shrank from ${this.parser.offset} to ${size} bytes (truncated or replaced)` : 'the file was rewritten under the reader';
-        problems.push({ offset: this.parser.offset, message: `${what}; read again from its start, returning only events not returned yet`, excerpt: '' });
+        const what =
+          size < this.parser.offset
+            ? `the file shrank from ${this.parser.offset} to ${size} bytes (truncated or replaced)`
+            : 'the file was rewritten under the reader';
+        problems.push({
+          offset: this.parser.offset,
+          message: `${what}; read again from its start, returning only events not returned yet`,
+          excerpt: '',
+        });
         this.rereadUntil = size;
         this.parser = new RunLogParser(0);
         this.position = 0;
@@ -197,7 +211,11 @@ export class RunLogReader {
     const time = (entry.event as { time?: unknown }).time;
     if (typeof time !== 'number') return this.rereadUntil < 0;
     const key = JSON.stringify(entry.event);
-    if (this.rereadUntil >= 0 && (time < this.latestTime || (time === this.latestTime && this.linesAtLatestTime.has(key)))) return false;
+    if (
+      this.rereadUntil >= 0 &&
+      (time < this.latestTime || (time === this.latestTime && this.linesAtLatestTime.has(key)))
+    )
+      return false;
     if (time > this.latestTime) {
       this.latestTime = time;
       this.linesAtLatestTime = new Set();

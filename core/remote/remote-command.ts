@@ -38,7 +38,8 @@ export function commandLine(words: RemoteWord[]): string {
  */
 export function checkHostAlias(alias: string): string | undefined {
   if (alias.length === 0) return 'the SSH host is empty';
-  if (alias.startsWith('-')) return `SSH host ${JSON.stringify(alias)} starts with "-", which ssh would read as an option`;
+  if (alias.startsWith('-'))
+    return `SSH host ${JSON.stringify(alias)} starts with "-", which ssh would read as an option`;
   if (!/^[A-Za-z0-9._@:[\]-]+$/.test(alias)) {
     return `SSH host ${JSON.stringify(alias)} has characters a host alias cannot have (allowed: letters, digits and . _ - @ : [ ])`;
   }

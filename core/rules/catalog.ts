@@ -10,16 +10,55 @@ type RuleInfo = Pick<ConfigRule, 'code' | 'why' | 'source'>;
 
 // Problems that come from the schemas and the parsers rather than from a rule.
 const SCHEMA_RULES: RuleInfo[] = [
-  { code: 'syntax', why: 'The file cannot be read as YAML, JSON (with comments) or TOML, so nothing else can be checked until this is fixed.', source: 'YAML 1.2 / JSON with comments / TOML 1.0, as read by the yaml, jsonc-parser and toml-eslint-parser packages' },
-  { code: 'schema.unknown-key', why: 'The key is not one the program reads here. Where it refuses unknown keys this is an error; where it silently ignores them (DeepSpeed\'s top level, accelerate\'s fsdp_config) a warning, because the setting you meant does not take effect.', source: 'core/schemas/*.schema.json (additionalProperties, x-unknown-keys)' },
-  { code: 'schema.deprecated', why: 'The key still works but is deprecated; its replacement is named in the message.', source: 'core/schemas/*.schema.json (deprecated, x-replaced-by)' },
-  { code: 'schema.type', why: 'The value has the wrong type for this key.', source: 'core/schemas/*.schema.json (type)' },
-  { code: 'schema.enum', why: 'The value is not one of the values this key accepts.', source: 'core/schemas/*.schema.json (enum)' },
-  { code: 'schema.range', why: 'The number is outside the range this key accepts.', source: 'core/schemas/*.schema.json (minimum, maximum)' },
-  { code: 'schema.required', why: 'A key this section must have is missing.', source: 'core/schemas/*.schema.json (required)' },
+  {
+    code: 'syntax',
+    why: 'The file cannot be read as YAML, JSON (with comments) or TOML, so nothing else can be checked until this is fixed.',
+    source:
+      'YAML 1.2 / JSON with comments / TOML 1.0, as read by the yaml, jsonc-parser and toml-eslint-parser packages',
+  },
+  {
+    code: 'schema.unknown-key',
+    why: "The key is not one the program reads here. Where it refuses unknown keys this is an error; where it silently ignores them (DeepSpeed's top level, accelerate's fsdp_config) a warning, because the setting you meant does not take effect.",
+    source: 'core/schemas/*.schema.json (additionalProperties, x-unknown-keys)',
+  },
+  {
+    code: 'schema.deprecated',
+    why: 'The key still works but is deprecated; its replacement is named in the message.',
+    source: 'core/schemas/*.schema.json (deprecated, x-replaced-by)',
+  },
+  {
+    code: 'schema.type',
+    why: 'The value has the wrong type for this key.',
+    source: 'core/schemas/*.schema.json (type)',
+  },
+  {
+    code: 'schema.enum',
+    why: 'The value is not one of the values this key accepts.',
+    source: 'core/schemas/*.schema.json (enum)',
+  },
+  {
+    code: 'schema.range',
+    why: 'The number is outside the range this key accepts.',
+    source: 'core/schemas/*.schema.json (minimum, maximum)',
+  },
+  {
+    code: 'schema.required',
+    why: 'A key this section must have is missing.',
+    source: 'core/schemas/*.schema.json (required)',
+  },
 ];
 
-const ALL = new Map<string, RuleInfo>([...SCHEMA_RULES, ...runConfigRules, ...validRunConfigRules, ...deepspeedRules, ...accelerateRules, ...torchtitanRules, ...hfTrainingRules].map((r) => [r.code, r]));
+const ALL = new Map<string, RuleInfo>(
+  [
+    ...SCHEMA_RULES,
+    ...runConfigRules,
+    ...validRunConfigRules,
+    ...deepspeedRules,
+    ...accelerateRules,
+    ...torchtitanRules,
+    ...hfTrainingRules,
+  ].map((r) => [r.code, r]),
+);
 
 export function ruleInfo(code: string): RuleInfo | undefined {
   return ALL.get(code);

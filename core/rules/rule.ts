@@ -61,7 +61,14 @@ export interface Finding {
 
 /** A problem of `rule` at `path`, its range taken from the document. */
 export function report(ctx: RuleContext, rule: Pick<ConfigRule, 'code'>, f: Finding): ConfigProblem {
-  return { severity: f.severity, path: f.path, code: rule.code, message: f.message, range: ctx.doc.rangeOf(f.path, f.part ?? 'value'), fixes: f.fixes };
+  return {
+    severity: f.severity,
+    path: f.path,
+    code: rule.code,
+    message: f.message,
+    range: ctx.doc.rangeOf(f.path, f.part ?? 'value'),
+    fixes: f.fixes,
+  };
 }
 
 export function isObject(v: unknown): v is Record<string, unknown> {

@@ -5,7 +5,14 @@
 import type { AnomalyView, DumpTable, Fix, FixId } from '../panels/diagnostics-messages';
 import type { AnomalyEvent } from '../protocol/metrics';
 import { describeAnomaly } from './run-history';
-import { bf16Advice, clipAdvice, learningRateAdvice, nativeAdvice, suggestedWarmup, type AdviceContext } from './run-advice';
+import {
+  bf16Advice,
+  clipAdvice,
+  learningRateAdvice,
+  nativeAdvice,
+  suggestedWarmup,
+  type AdviceContext,
+} from './run-advice';
 
 type Scalar = string | number | boolean | null;
 
@@ -13,13 +20,24 @@ type Scalar = string | number | boolean | null;
 const CHART_COLUMNS = ['max_abs', 'absmax', 'abs_max', 'max', 'rms', 'norm', 'grad_norm'];
 const MAX_ROWS = 500;
 
-export function anomalyView(event: AnomalyEvent, dump: unknown, dumpError: string | undefined, config: unknown, advice: AdviceContext = nativeAdvice(config)): AnomalyView {
+export function anomalyView(
+  event: AnomalyEvent,
+  dump: unknown,
+  dumpError: string | undefined,
+  config: unknown,
+  advice: AdviceContext = nativeAdvice(config),
+): AnomalyView {
   return {
     event,
     summary: describeAnomaly(event),
     policy: policyText(event),
     ...(event.dump ? { dumpPath: event.dump } : {}),
-    tables: dump === undefined ? [] : isNativeDump(dump) ? nativeDumpTables(dump, event, vocabSize(config)) : dumpTables(dump, event.where.layer),
+    tables:
+      dump === undefined
+        ? []
+        : isNativeDump(dump)
+          ? nativeDumpTables(dump, event, vocabSize(config))
+          : dumpTables(dump, event.where.layer),
     ...(dumpError ? { dumpError } : {}),
     fixes: fixesFor(event, advice),
   };
@@ -43,7 +61,17 @@ interface NativeDump {
   format: 'fsdp-studio-nan-dump';
   step: number;
   tokens?: number[][];
-  stats?: Array<{ phase: string; kind: string; layer: number | string; op: string; name: string; mean: number | null; std: number | null; max_abs: number | null; nonfinite: number }>;
+  stats?: Array<{
+    phase: string;
+    kind: string;
+    layer: number | string;
+    op: string;
+    name: string;
+    mean: number | null;
+    std: number | null;
+    max_abs: number | null;
+    nonfinite: number;
+  }>;
 }
 
 function isNativeDump(d: unknown): d is NativeDump {
@@ -58,7 +86,9 @@ function nativeDumpTables(d: NativeDump, e: AnomalyEvent, vocab: number | undefi
   const stats = d.stats ?? [];
   if (stats.length) {
     // The op that first held a non-finite value: the one the anomaly names, else the first that did.
-    let first = stats.findIndex((r) => r.nonfinite > 0 && r.phase === e.where.phase && r.layer === e.where.layer && r.op === e.where.op);
+    let first = stats.findIndex(
+      (r) => r.nonfinite > 0 && r.phase === e.where.phase && r.layer === e.where.layer && r.op === e.where.op,
+    );
     if (first < 0) first = stats.findIndex((r) => r.nonfinite > 0);
     tables.push({
       title: 'Per-op statistics of the step, re-run with checks',
@@ -75,7 +105,12 @@ function nativeDumpTables(d: NativeDump, e: AnomalyEvent, vocab: number | undefi
     tables.push({
       title: 'The batch',
       columns: ['micro-batch', 'tokens', `first ${TOKENS_SHOWN} token ids`, ...(asText ? ['as text'] : [])],
-      rows: batches.map((ids, i) => [i, ids.length, ids.slice(0, TOKENS_SHOWN).join(' '), ...(asText ? [bytesAsText(ids.slice(0, 120))] : [])]),
+      rows: batches.map((ids, i) => [
+        i,
+        ids.length,
+        ids.slice(0, TOKENS_SHOWN).join(' '),
+        ...(asText ? [bytesAsText(ids.slice(0, 120))] : []),
+      ]),
     });
   }
   return tables;
@@ -101,21 +136,42 @@ export function dumpTables(dump: unknown, layer: AnomalyEvent['where']['layer'])
     else if (Array.isArray(value)) plain.push([key, summarizeArray(value)]);
     else if (isScalar(value)) plain.push([key, value]);
   }
-  if (plain.length) tables.unshift({ title: 'dump', columns: ['field', 'value'], rows: plain.map(([k, v]) => [k, show(v)]) });
+  if (plain.length)
+    tables.unshift({ title: 'dump', columns: ['field', 'value'], rows: plain.map(([k, v]) => [k, show(v)]) });
   return tables;
 }
 
-function recordsTable(title: string, records: Array<Record<string, unknown>>, layer: AnomalyEvent['where']['layer']): DumpTable {
+function recordsTable(
+  title: string,
+  records: Array<Record<string, unknown>>,
+  layer: AnomalyEvent['where']['layer'],
+): DumpTable {
   const columns: string[] = [];
-  for (const r of records) for (const [k, v] of Object.entries(r)) if ((isScalar(v) || isRecord(v)) && !columns.includes(k)) columns.push(k);
-  const rows = records.slice(0, MAX_ROWS).map((r) => columns.map((c) => show(r[c] as Scalar | Record<string, unknown> | undefined)));
-  const highlight = layer === undefined || layer === null ? -1 : records.findIndex((r) => r.layer === layer || r.name === layer || r.index === layer);
+  for (const r of records)
+    for (const [k, v] of Object.entries(r)) if ((isScalar(v) || isRecord(v)) && !columns.includes(k)) columns.push(k);
+  const rows = records
+    .slice(0, MAX_ROWS)
+    .map((r) => columns.map((c) => show(r[c] as Scalar | Record<string, unknown> | undefined)));
+  const highlight =
+    layer === undefined || layer === null
+      ? -1
+      : records.findIndex((r) => r.layer === layer || r.name === layer || r.index === layer);
   const chartColumn = CHART_COLUMNS.find((c) => columns.includes(c) && records.some((r) => typeof r[c] === 'number'));
-  return { title, columns, rows, ...(chartColumn ? { chartColumn } : {}), ...(highlight >= 0 ? { highlightRow: highlight } : {}) };
+  return {
+    title,
+    columns,
+    rows,
+    ...(chartColumn ? { chartColumn } : {}),
+    ...(highlight >= 0 ? { highlightRow: highlight } : {}),
+  };
 }
 
 function fieldsTable(title: string, fields: Record<string, unknown>): DumpTable {
-  return { title, columns: ['field', 'value'], rows: Object.entries(fields).map(([k, v]) => [k, show(Array.isArray(v) ? summarizeArray(v) : (v as Scalar))]) };
+  return {
+    title,
+    columns: ['field', 'value'],
+    rows: Object.entries(fields).map(([k, v]) => [k, show(Array.isArray(v) ? summarizeArray(v) : (v as Scalar))]),
+  };
 }
 
 function show(v: Scalar | Record<string, unknown> | undefined): string | number | null {
@@ -126,7 +182,10 @@ function show(v: Scalar | Record<string, unknown> | undefined): string | number 
 }
 
 function summarizeArray(a: unknown[]): string {
-  const head = a.slice(0, 32).map((x) => (typeof x === 'number' || typeof x === 'string' ? x : JSON.stringify(x))).join(', ');
+  const head = a
+    .slice(0, 32)
+    .map((x) => (typeof x === 'number' || typeof x === 'string' ? x : JSON.stringify(x)))
+    .join(', ');
   return `[${head}${a.length > 32 ? `, … (${a.length} items)` : ''}]`;
 }
 
@@ -156,31 +215,63 @@ export function fixesFor(e: AnomalyEvent, ctx: AdviceContext): Fix[] {
   });
   const clip = config.training?.max_grad_norm;
   if (clip === undefined || clip === 0 || clip > 1) {
-    fixes.push({ id: 'clip', title: 'Clip gradients', detail: `One large gradient can push weights to Inf. training.max_grad_norm is ${clip ?? 'not set'}; 1.0 is the usual value.`, action: 'Set max_grad_norm: 1.0' });
+    fixes.push({
+      id: 'clip',
+      title: 'Clip gradients',
+      detail: `One large gradient can push weights to Inf. training.max_grad_norm is ${clip ?? 'not set'}; 1.0 is the usual value.`,
+      action: 'Set max_grad_norm: 1.0',
+    });
   }
   if (config.mixed_precision?.param_dtype === 'float16') {
-    fixes.push({ id: 'bf16', title: 'Use bfloat16 instead of float16', detail: 'float16 overflows above 65504; bfloat16 has float32\'s range, so activations and gradients do not turn into Inf.', action: 'Switch to bfloat16' });
+    fixes.push({
+      id: 'bf16',
+      title: 'Use bfloat16 instead of float16',
+      detail:
+        "float16 overflows above 65504; bfloat16 has float32's range, so activations and gradients do not turn into Inf.",
+      action: 'Switch to bfloat16',
+    });
   }
   if (config.stability?.on_nan === 'stop') {
-    fixes.push({ id: 'rollback_policy', title: 'Recover automatically', detail: 'With stability.on_nan: rollback the run reloads its last checkpoint, skips the batch and lowers the learning rate instead of stopping.', action: 'Set on_nan: rollback' });
+    fixes.push({
+      id: 'rollback_policy',
+      title: 'Recover automatically',
+      detail:
+        'With stability.on_nan: rollback the run reloads its last checkpoint, skips the batch and lowers the learning rate instead of stopping.',
+      action: 'Set on_nan: rollback',
+    });
   }
   // The sample's data is made by samples/prepare-data.ts; anyone else's token file by their own tool.
   const sampleData = /fortunes-byte/.test(config.data?.train ?? '');
   fixes.push({
     id: 'check_data',
     title: 'Check the data',
-    detail: `A corrupt or out-of-vocabulary batch gives NaN in the ${e.where.phase === 'forward' && (e.where.layer === 'embedding' || e.where.layer === 0) ? 'embedding, as here' : 'first layers'}. The dump shows the batch; check that the token file's ids are below model.vocab_size${sampleData ? ' (the sample\'s data: re-run samples/prepare-data.ts)' : ''}.`,
+    detail: `A corrupt or out-of-vocabulary batch gives NaN in the ${e.where.phase === 'forward' && (e.where.layer === 'embedding' || e.where.layer === 0) ? 'embedding, as here' : 'first layers'}. The dump shows the batch; check that the token file's ids are below model.vocab_size${sampleData ? " (the sample's data: re-run samples/prepare-data.ts)" : ''}.`,
   });
   return fixes;
 }
 
 /** The fixes for a person's own script, in its framework's words; none edits a file. */
 function scriptFixes(e: AnomalyEvent, ctx: Exclude<AdviceContext, { framework: 'native' }>): Fix[] {
-  const where = e.where.layer !== undefined && e.where.layer !== null ? ` (${e.where.layer}${e.where.op ? `, ${e.where.op}` : ''})` : '';
+  const where =
+    e.where.layer !== undefined && e.where.layer !== null
+      ? ` (${e.where.layer}${e.where.op ? `, ${e.where.op}` : ''})`
+      : '';
   return [
-    { id: 'lower_lr', title: 'Lower the learning rate', detail: `Too large a step makes activations and the loss blow up${e.where.phase === 'optimizer' ? ', and this one happened in the optimizer' : ''}. ${learningRateAdvice(ctx)}` },
-    { id: 'clip', title: 'Clip gradients', detail: `One large gradient can push weights to Inf; 1.0 is the usual norm to clip at. ${clipAdvice(ctx)}` },
-    { id: 'bf16', title: 'Use bfloat16 instead of float16', detail: `float16 overflows above 65504; bfloat16 has float32's range. ${bf16Advice(ctx)}` },
+    {
+      id: 'lower_lr',
+      title: 'Lower the learning rate',
+      detail: `Too large a step makes activations and the loss blow up${e.where.phase === 'optimizer' ? ', and this one happened in the optimizer' : ''}. ${learningRateAdvice(ctx)}`,
+    },
+    {
+      id: 'clip',
+      title: 'Clip gradients',
+      detail: `One large gradient can push weights to Inf; 1.0 is the usual norm to clip at. ${clipAdvice(ctx)}`,
+    },
+    {
+      id: 'bf16',
+      title: 'Use bfloat16 instead of float16',
+      detail: `float16 overflows above 65504; bfloat16 has float32's range. ${bf16Advice(ctx)}`,
+    },
     {
       id: 'check_data',
       title: 'Check the data',
@@ -198,7 +289,9 @@ export function fixEdit(id: FixId, ctx: AdviceContext): { path: string[]; value:
   const config = ctx.config;
   switch (id) {
     case 'lower_lr':
-      return config.training?.learning_rate !== undefined ? { path: ['training', 'learning_rate'], value: config.training.learning_rate / 2 } : undefined;
+      return config.training?.learning_rate !== undefined
+        ? { path: ['training', 'learning_rate'], value: config.training.learning_rate / 2 }
+        : undefined;
     case 'clip':
       return { path: ['training', 'max_grad_norm'], value: 1.0 };
     case 'bf16':

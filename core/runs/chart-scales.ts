@@ -53,7 +53,9 @@ export const STEP_INCREMENTS: number[] = (() => {
 })();
 
 /** Tick steps of an elapsed-time axis, in seconds: round seconds, minutes, hours, days. */
-export const DURATION_INCREMENTS: number[] = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+export const DURATION_INCREMENTS: number[] = [
+  1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800,
+];
 
 /** An elapsed-time tick: 45 s, 12:30 (min:s), 3:05:00 (h:min:s), 2 d 4 h. */
 export function formatElapsedTick(seconds: number): string {

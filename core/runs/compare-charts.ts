@@ -26,7 +26,13 @@ interface MetricChart {
   raw?: boolean;
 }
 
-const METRIC = (id: StepMetric, title: string, unit: ChartFrame['unit'], raw = false): MetricChart => ({ id, title, unit, series: (h) => h.step[id], ...(raw ? { raw } : {}) });
+const METRIC = (id: StepMetric, title: string, unit: ChartFrame['unit'], raw = false): MetricChart => ({
+  id,
+  title,
+  unit,
+  series: (h) => h.step[id],
+  ...(raw ? { raw } : {}),
+});
 
 export const COMPARED_METRICS: readonly MetricChart[] = [
   METRIC('loss', 'Loss', 'number'),
@@ -52,20 +58,41 @@ export class CompareCharts {
       if (metric.id !== 'loss' && per.every(({ s }) => s.length === 0)) continue;
       const series: ChartSeries[] = per.map(({ run, s }) => {
         const values = view.smoothing > 0 && !metric.raw ? this.smoothedOf(s).values(view.smoothing) : s.values;
-        const points = seriesPoints(s.steps, () => this.timesOf(run.history, s), values, view.xAxis, range, width, origin(run.history));
+        const points = seriesPoints(
+          s.steps,
+          () => this.timesOf(run.history, s),
+          values,
+          view.xAxis,
+          range,
+          width,
+          origin(run.history),
+        );
         return { label: run.label, points, ...(metric.sparse ? { sparse: true } : {}) };
       });
-      charts.push({ id: metric.id, title: metric.title, unit: metric.unit, series, ...(view.smoothing > 0 && !metric.raw ? { note: `EMA ${view.smoothing.toFixed(2)}` } : {}) });
+      charts.push({
+        id: metric.id,
+        title: metric.title,
+        unit: metric.unit,
+        series,
+        ...(view.smoothing > 0 && !metric.raw ? { note: `EMA ${view.smoothing.toFixed(2)}` } : {}),
+      });
     }
     let extent: XRange | undefined;
     for (const r of this.runs) {
       const loss = r.history.step.loss;
       if (!loss.length) continue;
-      const e = view.xAxis === 'step' ? { min: loss.steps[0], max: loss.lastStep! } : timeExtent(this.timesOf(r.history, loss), view.xAxis === 'elapsed' ? origin(r.history) : 0);
+      const e =
+        view.xAxis === 'step'
+          ? { min: loss.steps[0], max: loss.lastStep! }
+          : timeExtent(this.timesOf(r.history, loss), view.xAxis === 'elapsed' ? origin(r.history) : 0);
       extent = extent ? { min: Math.min(extent.min, e.min), max: Math.max(extent.max, e.max) } : e;
     }
     // Elapsed time has one origin per run; the axis reads from 0 for all.
-    return { charts, xAxis: { mode: view.xAxis, ...(view.xAxis === 'elapsed' ? { origin: 0 } : {}) }, ...(extent ? { extent } : {}) };
+    return {
+      charts,
+      xAxis: { mode: view.xAxis, ...(view.xAxis === 'elapsed' ? { origin: 0 } : {}) },
+      ...(extent ? { extent } : {}),
+    };
   }
 
   private smoothedOf(s: StepSeries): SmoothedSeries {

@@ -32,9 +32,10 @@ export function configDifferences(configs: unknown[]): ConfigDifference[] {
 /** Leaves of a config as dotted keys and display strings (arrays as one value, JSON). */
 function flatten(value: unknown, prefix = '', out = new Map<string, string>()): Map<string, string> {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+    for (const [k, v] of Object.entries(value as Record<string, unknown>))
+      flatten(v, prefix ? `${prefix}.${k}` : k, out);
     return out;
   }
-  if (prefix) out.set(prefix, typeof value === 'string' ? value : JSON.stringify(value) ?? String(value));
+  if (prefix) out.set(prefix, typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value)));
   return out;
 }

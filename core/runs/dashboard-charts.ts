@@ -45,12 +45,25 @@ export class DashboardCharts {
     const width = Math.max(50, Math.min(8192, Math.round(view.width)));
     const mode = view.xAxis;
     const origin = this.origin();
-    const points = (s: StepSeries, values: ArrayLike<number> = s.values) => seriesPoints(s.steps, () => this.timesOf(s), values, mode, range, width, origin);
-    const plain = (label: string, s: StepSeries, sparse = false): ChartSeries => ({ label, points: points(s), ...(sparse ? { sparse } : {}) });
+    const points = (s: StepSeries, values: ArrayLike<number> = s.values) =>
+      seriesPoints(s.steps, () => this.timesOf(s), values, mode, range, width, origin);
+    const plain = (label: string, s: StepSeries, sparse = false): ChartSeries => ({
+      label,
+      points: points(s),
+      ...(sparse ? { sparse } : {}),
+    });
     // A measured series: raw, and its EMA beside it when smoothing is on.
     const measured = (label: string, s: StepSeries): ChartSeries[] => {
       if (view.smoothing <= 0) return [plain(label, s)];
-      const [raw, ema] = seriesPointsMany(s.steps, () => this.timesOf(s), [s.values, this.smoothedOf(s).values(view.smoothing)], mode, range, width, origin);
+      const [raw, ema] = seriesPointsMany(
+        s.steps,
+        () => this.timesOf(s),
+        [s.values, this.smoothedOf(s).values(view.smoothing)],
+        mode,
+        range,
+        width,
+        origin,
+      );
       return [
         { label, points: raw, role: 'raw' },
         { label: `${label} (EMA ${view.smoothing.toFixed(2)})`, points: ema, role: 'smoothed', colourOf: label },
@@ -68,17 +81,39 @@ export class DashboardCharts {
     if (h.valLoss.length) lossSeries.push(plain('val loss', h.valLoss, true));
     const clip = clippingOf(h.start?.config);
     const gradSeries = measured('grad norm', h.step.grad_norm);
-    if (clip !== undefined && h.step.grad_norm.length) gradSeries.push(reference(`clipped at ${roundForDisplay(clip)}`, clip));
+    if (clip !== undefined && h.step.grad_norm.length)
+      gradSeries.push(reference(`clipped at ${roundForDisplay(clip)}`, clip));
     const charts: ChartFrame[] = [
       { id: 'loss', title: 'Loss', unit: 'number', series: lossSeries, markers: markers.loss },
-      { id: 'lr', title: 'Learning rate', unit: 'number', series: [plain('lr', h.step.lr)], tooltip: 'The schedule\'s value at each step (not smoothed: it is set, not measured).' },
-      { id: 'grad_norm', title: 'Gradient norm', unit: 'number', series: gradSeries, markers: markers.gradNorm, ...(clip !== undefined ? { note: `before clipping; clipped at ${roundForDisplay(clip)}` } : {}) },
-      { id: 'tokens_per_s', title: 'Throughput', unit: 'per_s', series: measured('tokens/s', h.step.tokens_per_s), note: 'tokens per second, all ranks' },
+      {
+        id: 'lr',
+        title: 'Learning rate',
+        unit: 'number',
+        series: [plain('lr', h.step.lr)],
+        tooltip: "The schedule's value at each step (not smoothed: it is set, not measured).",
+      },
+      {
+        id: 'grad_norm',
+        title: 'Gradient norm',
+        unit: 'number',
+        series: gradSeries,
+        markers: markers.gradNorm,
+        ...(clip !== undefined ? { note: `before clipping; clipped at ${roundForDisplay(clip)}` } : {}),
+      },
+      {
+        id: 'tokens_per_s',
+        title: 'Throughput',
+        unit: 'per_s',
+        series: measured('tokens/s', h.step.tokens_per_s),
+        note: 'tokens per second, all ranks',
+      },
     ];
     if (h.step.mfu.length) charts.push(this.mfuChart(measured('MFU', h.step.mfu)));
     charts.push(this.memoryChart(measured, reference));
     for (const chart of charts) {
-      const why = chart.series.some((s) => s.role !== 'reference' && s.points.x.length > 0) ? undefined : this.whyEmpty(chart.id, range !== undefined);
+      const why = chart.series.some((s) => s.role !== 'reference' && s.points.x.length > 0)
+        ? undefined
+        : this.whyEmpty(chart.id, range !== undefined);
       if (why) chart.empty = why;
     }
     return {
@@ -98,9 +133,14 @@ export class DashboardCharts {
   }
 
   /** Allocator peak and resident memory per rank as separate lines, the plan dashed. */
-  private memoryChart(measured: (label: string, s: StepSeries) => ChartSeries[], reference: (label: string, value: number) => ChartSeries): ChartFrame {
+  private memoryChart(
+    measured: (label: string, s: StepSeries) => ChartSeries[],
+    reference: (label: string, value: number) => ChartSeries,
+  ): ChartFrame {
     const h = this.history;
-    const ranks = [...new Set([...h.memoryByRank.keys(), ...h.residentByRank.keys(), ...h.gpuUsedByRank.keys()])].sort((a, b) => a - b);
+    const ranks = [...new Set([...h.memoryByRank.keys(), ...h.residentByRank.keys(), ...h.gpuUsedByRank.keys()])].sort(
+      (a, b) => a - b,
+    );
     const suffix = (r: number) => (ranks.length > 1 ? `, rank ${r}` : '');
     const series: ChartSeries[] = [];
     for (const r of ranks) {
@@ -113,14 +153,19 @@ export class DashboardCharts {
     }
     const plan = h.start?.memory_plan?.total;
     if (plan && series.length) series.push(reference('plan', plan));
-    const what = ['allocator peak per step', ...(h.residentByRank.size ? ['resident memory of the process'] : []), ...(h.gpuUsedByRank.size ? ['GPU memory in use'] : [])];
+    const what = [
+      'allocator peak per step',
+      ...(h.residentByRank.size ? ['resident memory of the process'] : []),
+      ...(h.gpuUsedByRank.size ? ['GPU memory in use'] : []),
+    ];
     return {
       id: 'memory',
       title: ranks.length > 1 ? 'Memory per rank' : 'Memory',
       unit: 'bytes',
       series,
       note: `${what.join(', ')}${plan ? '; dashed: the plan' : ''}`,
-      tooltip: 'Allocator peak: the most bytes the runtime\'s allocator held during the step (what the plan counts). Resident: what the operating system counts for the process (RSS), or NVML for the GPU — libraries, code and buffers the allocator does not see.',
+      tooltip:
+        "Allocator peak: the most bytes the runtime's allocator held during the step (what the plan counts). Resident: what the operating system counts for the process (RSS), or NVML for the GPU — libraries, code and buffers the allocator does not see.",
     };
   }
 
@@ -138,15 +183,25 @@ export class DashboardCharts {
   }
 
   /** Markers of the loss chart (checkpoints, skipped steps, NaN/Inf, loss spikes) and of the grad-norm chart. */
-  private markers(mode: XAxisMode, origin: number, range: XRange | undefined): { loss: ChartMarker[]; gradNorm: ChartMarker[] } {
+  private markers(
+    mode: XAxisMode,
+    origin: number,
+    range: XRange | undefined,
+  ): { loss: ChartMarker[]; gradNorm: ChartMarker[] } {
     const at = (step: number) => this.xOfStep(step, mode, origin);
     const inView = (m: ChartMarker) => !range || (m.x >= range.min && m.x <= range.max);
     const loss: ChartMarker[] = [];
     const gradNorm: ChartMarker[] = [];
-    for (const m of this.history.markers) if (m.kind !== 'spike') loss.push({ x: at(m.step), step: m.step, kind: m.kind, label: m.label });
+    for (const m of this.history.markers)
+      if (m.kind !== 'spike') loss.push({ x: at(m.step), step: m.step, kind: m.kind, label: m.label });
     // Spikes as the one spike rule sees them: a grad-norm excursion clipping absorbed is 'clipped'.
     for (const s of this.spikes.spikes()) {
-      const marker: ChartMarker = { x: at(s.step), step: s.step, kind: s.alert === 'marker' ? 'clipped' : 'spike', label: describeSpike(s) };
+      const marker: ChartMarker = {
+        x: at(s.step),
+        step: s.step,
+        kind: s.alert === 'marker' ? 'clipped' : 'spike',
+        label: describeSpike(s),
+      };
       (s.metric === 'loss' ? loss : gradNorm).push(marker);
     }
     loss.sort((a, b) => a.x - b.x);

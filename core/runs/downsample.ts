@@ -19,7 +19,12 @@ export interface Points {
  * them when few, else at most four per column, plus the nearest point outside each edge so the
  * line reaches the border. xs must be increasing.
  */
-export function downsampleToView(xs: ArrayLike<number>, ys: ArrayLike<number>, range: XRange | undefined, columns: number): Points {
+export function downsampleToView(
+  xs: ArrayLike<number>,
+  ys: ArrayLike<number>,
+  range: XRange | undefined,
+  columns: number,
+): Points {
   return downsampleManyToView(xs, [ys], range, columns)[0];
 }
 
@@ -27,7 +32,12 @@ export function downsampleToView(xs: ArrayLike<number>, ys: ArrayLike<number>, r
  * The same for several series over the same xs (a metric and its EMA): the columns are found once,
  * then each series is scanned column by column.
  */
-export function downsampleManyToView(xs: ArrayLike<number>, ysList: Array<ArrayLike<number>>, range: XRange | undefined, columns: number): Points[] {
+export function downsampleManyToView(
+  xs: ArrayLike<number>,
+  ysList: Array<ArrayLike<number>>,
+  range: XRange | undefined,
+  columns: number,
+): Points[] {
   const n = xs.length;
   if (n === 0) return ysList.map(() => ({ x: [], y: [] }));
   const min = range?.min ?? xs[0];

@@ -13,7 +13,8 @@ export function metricsCsv(h: RunHistory): string {
   if (h.valLoss.length) columns.push(['val_loss', h.valLoss]);
   const ranks = (byRank: Map<number, StepSeries>, name: string) => {
     const keys = [...byRank.keys()].sort((a, b) => a - b);
-    for (const r of keys) if (byRank.get(r)!.length) columns.push([keys.length > 1 ? `${name}_rank${r}` : name, byRank.get(r)!]);
+    for (const r of keys)
+      if (byRank.get(r)!.length) columns.push([keys.length > 1 ? `${name}_rank${r}` : name, byRank.get(r)!]);
   };
   ranks(h.memoryByRank, 'mem_peak');
   ranks(h.residentByRank, 'mem_rss');
@@ -30,7 +31,11 @@ export function metricsCsv(h: RunHistory): string {
   for (const step of steps) {
     while (ci < clock.length && clock.steps[ci] < step) ci++;
     const time = ci < clock.length && clock.steps[ci] === step ? clock.values[ci] : undefined;
-    const row = [String(step), time !== undefined ? time.toFixed(3) : '', time !== undefined && origin !== undefined ? (time - origin).toFixed(3) : ''];
+    const row = [
+      String(step),
+      time !== undefined ? time.toFixed(3) : '',
+      time !== undefined && origin !== undefined ? (time - origin).toFixed(3) : '',
+    ];
     columns.forEach(([, series], k) => {
       let i = cursors[k];
       if (i < series.length && series.steps[i] < step) i = lowerBound(series.steps, step);

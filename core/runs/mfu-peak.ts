@@ -30,11 +30,18 @@ export class MfuPeak {
   }
 
   onRunStart(e: RunStartEvent): void {
-    this.info = e.peak_flops ? { flops: e.peak_flops, ...(e.peak_source ? { source: e.peak_source } : {}), ...(e.peak_measured ? { measured: e.peak_measured } : {}) } : undefined;
+    this.info = e.peak_flops
+      ? {
+          flops: e.peak_flops,
+          ...(e.peak_source ? { source: e.peak_source } : {}),
+          ...(e.peak_measured ? { measured: e.peak_measured } : {}),
+        }
+      : undefined;
   }
 
   onStep(e: StepEvent): void {
-    if (e.peak_flops !== undefined && this.info && e.peak_flops !== this.info.flops) this.info = { ...this.info, flops: e.peak_flops, raised: { step: e.step, from: this.info.flops } };
+    if (e.peak_flops !== undefined && this.info && e.peak_flops !== this.info.flops)
+      this.info = { ...this.info, flops: e.peak_flops, raised: { step: e.step, from: this.info.flops } };
   }
 
   /** The MFU to show: at most 1. */
@@ -49,8 +56,12 @@ export class MfuPeak {
   describe(): { note: string; tooltip: string } | undefined {
     const p = this.info;
     if (!p) return undefined;
-    const when = p.measured ? `, measured ${new Date(p.measured * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC` : '';
-    const raised = p.raised ? `; raised at step ${p.raised.step} from ${formatFlops(p.raised.from)}: this run went faster than the peak it had` : '';
+    const when = p.measured
+      ? `, measured ${new Date(p.measured * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+      : '';
+    const raised = p.raised
+      ? `; raised at step ${p.raised.step} from ${formatFlops(p.raised.from)}: this run went faster than the peak it had`
+      : '';
     const capped = this.above
       ? `; ${this.above} step${this.above === 1 ? '' : 's'} measured above it (up to ${(this.highestAbove * 100).toFixed(0)}%) shown at 100%: that peak is below what this device does`
       : '';

@@ -19,7 +19,8 @@ export function readableLine(line: string): string {
 }
 
 export function describeEvent(e: MetricsEvent): string {
-  const n = (v: number | null | undefined, digits = 4) => (v === null || v === undefined ? 'NaN' : roundForDisplay(v, digits));
+  const n = (v: number | null | undefined, digits = 4) =>
+    v === null || v === undefined ? 'NaN' : roundForDisplay(v, digits);
   switch (e.type) {
     case 'run_start': {
       const params = e.n_params ? `, ${formatCount(e.n_params)} parameters` : '';
@@ -29,8 +30,16 @@ export function describeEvent(e: MetricsEvent): string {
     case 'step': {
       const rank = e.rank !== undefined ? ` [rank ${e.rank}]` : '';
       // Fixed decimals: the columns of consecutive steps line up.
-      const fixed = (v: number | null | undefined, f: (x: number) => string) => (v === null || v === undefined || !Number.isFinite(v) ? 'NaN' : f(v));
-      const parts = [`step ${e.step}${rank}`, `loss ${fixed(e.loss, (x) => x.toFixed(4))}`, `lr ${fixed(e.lr, (x) => x.toExponential(2))}`, `grad norm ${fixed(e.grad_norm, (x) => x.toFixed(3))}`, `${formatCount(e.tokens_per_s)} tok/s`, `${fixed(e.step_ms, (x) => x.toFixed(1))} ms`];
+      const fixed = (v: number | null | undefined, f: (x: number) => string) =>
+        v === null || v === undefined || !Number.isFinite(v) ? 'NaN' : f(v);
+      const parts = [
+        `step ${e.step}${rank}`,
+        `loss ${fixed(e.loss, (x) => x.toFixed(4))}`,
+        `lr ${fixed(e.lr, (x) => x.toExponential(2))}`,
+        `grad norm ${fixed(e.grad_norm, (x) => x.toFixed(3))}`,
+        `${formatCount(e.tokens_per_s)} tok/s`,
+        `${fixed(e.step_ms, (x) => x.toFixed(1))} ms`,
+      ];
       if (e.mfu !== undefined && e.mfu !== null) parts.push(`MFU ${(e.mfu * 100).toFixed(1)}%`);
       parts.push(`mem ${formatBytes(e.mem_peak)}`);
       if (e.skipped) parts.push('update skipped');
@@ -39,7 +48,9 @@ export function describeEvent(e: MetricsEvent): string {
     case 'eval':
       return `eval at step ${e.step}: val loss ${n(e.val_loss)}`;
     case 'scalars':
-      return `step ${e.step}: ${Object.entries(e.values).map(([k, v]) => `${k} ${n(v ?? null)}`).join('  ')}`;
+      return `step ${e.step}: ${Object.entries(e.values)
+        .map(([k, v]) => `${k} ${n(v ?? null)}`)
+        .join('  ')}`;
     case 'checkpoint':
       return `checkpoint of step ${e.step} saved: ${e.path} (${formatBytes(e.bytes)})`;
     case 'anomaly':

@@ -41,7 +41,10 @@ export function nativeAdvice(config: unknown): AdviceContext {
 export function adviceContext(kind: string | undefined, config: unknown, scriptText?: string): AdviceContext {
   if (kind !== 'command') return nativeAdvice(config);
   const c = (config ?? {}) as { command?: unknown; config?: unknown };
-  const argv = Array.isArray(c.command) && c.command.length && c.command.every((w) => typeof w === 'string') ? (c.command as string[]) : ['python3'];
+  const argv =
+    Array.isArray(c.command) && c.command.length && c.command.every((w) => typeof w === 'string')
+      ? (c.command as string[])
+      : ['python3'];
   const cmd = readCommand(argv);
   const configFile = typeof c.config === 'string' ? c.config : cmd.configFile;
   return {
@@ -58,9 +61,21 @@ export function adviceContext(kind: string | undefined, config: unknown, scriptT
  */
 export function frameworkOf(launcher: LauncherKind, scriptText?: string): Exclude<TrainingFramework, 'native'> {
   if (scriptText !== undefined) {
-    if (/^\s*(import\s+(lightning|pytorch_lightning)\b|from\s+(lightning|pytorch_lightning)(\.\S+)?\s+import\b)/m.test(scriptText)) return 'lightning';
-    if (/^\s*from\s+transformers(\.\S+)?\s+import\s+[^\n]*\b(Trainer|TrainingArguments|Seq2SeqTrainer)\b/m.test(scriptText) || /^\s*from\s+trl\s+import\b[^\n]*Trainer/m.test(scriptText)) return 'hf-trainer';
-    if (/^\s*(from\s+accelerate\s+import\s+[^\n]*\bAccelerator\b)/m.test(scriptText) && launcher !== 'deepspeed') return 'accelerate';
+    if (
+      /^\s*(import\s+(lightning|pytorch_lightning)\b|from\s+(lightning|pytorch_lightning)(\.\S+)?\s+import\b)/m.test(
+        scriptText,
+      )
+    )
+      return 'lightning';
+    if (
+      /^\s*from\s+transformers(\.\S+)?\s+import\s+[^\n]*\b(Trainer|TrainingArguments|Seq2SeqTrainer)\b/m.test(
+        scriptText,
+      ) ||
+      /^\s*from\s+trl\s+import\b[^\n]*Trainer/m.test(scriptText)
+    )
+      return 'hf-trainer';
+    if (/^\s*(from\s+accelerate\s+import\s+[^\n]*\bAccelerator\b)/m.test(scriptText) && launcher !== 'deepspeed')
+      return 'accelerate';
   }
   if (launcher === 'deepspeed') return 'deepspeed';
   if (launcher === 'accelerate') return 'accelerate';
@@ -138,7 +153,10 @@ export function bf16Advice(ctx: Exclude<AdviceContext, { framework: 'native' }>)
 
 /** How to warm the learning rate up in the run's framework. */
 export function warmupAdvice(ctx: Exclude<AdviceContext, { framework: 'native' }>): string {
-  const how = ctx.totalSteps !== undefined ? `about ${Math.max(1, Math.round(ctx.totalSteps * 0.05))} steps (5% of ${ctx.totalSteps})` : 'about 5% of the run\'s steps';
+  const how =
+    ctx.totalSteps !== undefined
+      ? `about ${Math.max(1, Math.round(ctx.totalSteps * 0.05))} steps (5% of ${ctx.totalSteps})`
+      : "about 5% of the run's steps";
   switch (ctx.framework) {
     case 'hf-trainer':
       return `Set \`warmup_ratio=0.05\` (or \`warmup_steps\`) in \`TrainingArguments\`: ${how}.`;

@@ -31,7 +31,16 @@ export interface MemoryAtEnd {
   oomKill?: boolean;
 }
 
-const SIGNAL_NAMES: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM' };
+const SIGNAL_NAMES: Record<number, string> = {
+  1: 'SIGHUP',
+  2: 'SIGINT',
+  6: 'SIGABRT',
+  7: 'SIGBUS',
+  8: 'SIGFPE',
+  9: 'SIGKILL',
+  11: 'SIGSEGV',
+  15: 'SIGTERM',
+};
 /** The kernel's OOM killer sends SIGKILL. */
 const OOM_SIGNAL = 9;
 const STDERR_LINES = 3;
@@ -52,17 +61,32 @@ export function describeEndWithoutRunEnd(f: EndWithoutRunEnd): string {
     const name = signal !== undefined ? SIGNAL_NAMES[signal] : undefined;
     parts.push(name && !f.manifestReason.includes(name) ? `${f.manifestReason} (${name})` : f.manifestReason);
   } else {
-    parts.push(`the trainer's processes${f.pgid !== undefined ? ` (group ${f.pgid})` : ''} ended without reporting the end of the run`);
+    parts.push(
+      `the trainer's processes${f.pgid !== undefined ? ` (group ${f.pgid})` : ''} ended without reporting the end of the run`,
+    );
   }
   const verdict = memoryVerdict(f.start, f.memory);
   if (signal === OOM_SIGNAL) {
     if (verdict.kind === 'oom-kill') parts.push(`the kernel's out-of-memory killer ended it: ${verdict.words}`);
-    else if (verdict.kind === 'near') parts.push(`the system may have run out of memory (the kernel's out-of-memory killer ends processes with signal 9): ${verdict.words}`);
-    else if (verdict.kind === 'far') parts.push(`not for want of memory (${verdict.words}): something sent it SIGKILL — a kill -9, a scheduler, or a stop that did not finish in time`);
-    else parts.push("SIGKILL comes from the kernel's out-of-memory killer, a kill -9, a scheduler or a stop that did not finish in time; nothing here tells which");
+    else if (verdict.kind === 'near')
+      parts.push(
+        `the system may have run out of memory (the kernel's out-of-memory killer ends processes with signal 9): ${verdict.words}`,
+      );
+    else if (verdict.kind === 'far')
+      parts.push(
+        `not for want of memory (${verdict.words}): something sent it SIGKILL — a kill -9, a scheduler, or a stop that did not finish in time`,
+      );
+    else
+      parts.push(
+        "SIGKILL comes from the kernel's out-of-memory killer, a kill -9, a scheduler or a stop that did not finish in time; nothing here tells which",
+      );
   } else if (signal === undefined && !f.manifestReason && (verdict.kind === 'oom-kill' || verdict.kind === 'near')) {
     // No word from anyone: killed outright or crashed; memory is named only when it was short.
-    parts.push(verdict.kind === 'oom-kill' ? `the kernel's out-of-memory killer ended it: ${verdict.words}` : `memory was short: ${verdict.words}`);
+    parts.push(
+      verdict.kind === 'oom-kill'
+        ? `the kernel's out-of-memory killer ended it: ${verdict.words}`
+        : `memory was short: ${verdict.words}`,
+    );
   }
   const said = lastLines(f.stderrTail);
   // Runs started from a terminal write their stderr there, not to stderr.log.
@@ -81,8 +105,11 @@ export function memoryVerdict(start: RunStartEvent | undefined, m: MemoryAtEnd |
     plan ? `the memory plan needs ${plan.words}` : '',
     m?.used !== undefined ? `${m.usedWhat ?? 'it held'} ${formatBytes(m.used)}` : '',
     limit !== undefined ? `${limitOf} has ${formatBytes(limit)}` : '',
-  ].filter(Boolean).join('; ');
-  if (m?.oomKill) return { kind: 'oom-kill', words: `its memory cgroup counted an OOM kill${facts ? ` (${facts})` : ''}` };
+  ]
+    .filter(Boolean)
+    .join('; ');
+  if (m?.oomKill)
+    return { kind: 'oom-kill', words: `its memory cgroup counted an OOM kill${facts ? ` (${facts})` : ''}` };
   if (limit === undefined || (plan === undefined && m?.used === undefined)) return { kind: 'unknown' };
   const need = Math.max(plan?.bytes ?? 0, m?.used ?? 0);
   return { kind: need >= NEAR_LIMIT * limit ? 'near' : 'far', words: facts };
@@ -95,7 +122,13 @@ function planOnHost(start: RunStartEvent | undefined): { bytes: number; words: s
   const host = start.world.ranks[0]?.host;
   const onHost = host !== undefined ? start.world.ranks.filter((r) => r.host === host).length : start.world.size;
   const ranks = Math.max(1, onHost);
-  return { bytes: perRank * ranks, words: ranks > 1 ? `${formatBytes(perRank)} per rank × ${ranks} ranks on this host (${formatBytes(perRank * ranks)})` : formatBytes(perRank) };
+  return {
+    bytes: perRank * ranks,
+    words:
+      ranks > 1
+        ? `${formatBytes(perRank)} per rank × ${ranks} ranks on this host (${formatBytes(perRank * ranks)})`
+        : formatBytes(perRank),
+  };
 }
 
 /** fsdp-train's own first line ("fsdp-train: run <id> in <dir>"): where, not why. */
@@ -103,6 +136,9 @@ const LAUNCHER_INFO = /^fsdp-train: run \S+ in /;
 
 function lastLines(text: string | undefined): string | undefined {
   if (!text) return undefined;
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && !LAUNCHER_INFO.test(l));
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !LAUNCHER_INFO.test(l));
   return lines.length ? lines.slice(-STDERR_LINES).join(' ⏎ ') : undefined;
 }

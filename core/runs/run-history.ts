@@ -135,10 +135,15 @@ export class RunHistory {
         break;
       case 'scalars':
         this.loggedScalars = true;
-        for (const [tag, value] of Object.entries(event.values)) this.applyScalar(tag, event.step, value ?? null, event.time);
+        for (const [tag, value] of Object.entries(event.values))
+          this.applyScalar(tag, event.step, value ?? null, event.time);
         break;
       case 'checkpoint':
-        this.addMarker({ step: event.step, kind: 'checkpoint', label: `checkpoint ${event.path} (${formatBytes(event.bytes)})` });
+        this.addMarker({
+          step: event.step,
+          kind: 'checkpoint',
+          label: `checkpoint ${event.path} (${formatBytes(event.bytes)})`,
+        });
         break;
       case 'anomaly':
         this.anomalies.push(event);
@@ -189,7 +194,9 @@ export class RunHistory {
   /** Seconds of the starts that have ended: activeSeconds without the latest start while it runs. */
   activeBefore(): number {
     const running = this.runningSince !== undefined;
-    return this.attempts.slice(0, running ? -1 : undefined).reduce((sum, a) => sum + Math.max(0, (a.end ?? a.last) - a.start), 0);
+    return this.attempts
+      .slice(0, running ? -1 : undefined)
+      .reduce((sum, a) => sum + Math.max(0, (a.end ?? a.last) - a.start), 0);
   }
 
   /** When the latest start began, while it has not ended (undefined once it has, or before any). */
@@ -202,7 +209,8 @@ export class RunHistory {
   etaSeconds(maxSteps: number | undefined): number | undefined {
     const last = this.lastStep;
     const rate = this.stepsPerSecond();
-    if (this.end || maxSteps === undefined || last === undefined || rate === undefined || last >= maxSteps) return undefined;
+    if (this.end || maxSteps === undefined || last === undefined || rate === undefined || last >= maxSteps)
+      return undefined;
     return (maxSteps - last) / rate;
   }
 
@@ -210,7 +218,13 @@ export class RunHistory {
    * One scalar from any source. A tag seen for the first time that means a native chart's metric
    * (and that metric has no tag yet) is drawn in that chart.
    */
-  applyScalar(tag: string, step: number, value: number | null, wallTime: number, metric: RecognisedMetric | null = recogniseTag(tag) ?? null): void {
+  applyScalar(
+    tag: string,
+    step: number,
+    value: number | null,
+    wallTime: number,
+    metric: RecognisedMetric | null = recogniseTag(tag) ?? null,
+  ): void {
     this.eventCount++;
     const attempt = this.attempts[this.attempts.length - 1];
     if (attempt && attempt.end === undefined && wallTime > attempt.last) attempt.last = wallTime;
@@ -223,9 +237,15 @@ export class RunHistory {
    * its values mean, so a name that would read as the loss elsewhere (nanoGPT's held-out "train
    * loss") is not taken for it. `source` names where they were read, for the header.
    */
-  applyPrinted(step: number, values: ReadonlyArray<{ tag: string; value: number; metric: RecognisedMetric | null }>, wallTime: number, source: PrintedSource): void {
+  applyPrinted(
+    step: number,
+    values: ReadonlyArray<{ tag: string; value: number; metric: RecognisedMetric | null }>,
+    wallTime: number,
+    source: PrintedSource,
+  ): void {
     this.printed = source;
-    for (const v of values) this.applyScalar(v.tag, step, Number.isFinite(v.value) ? v.value : null, wallTime, v.metric);
+    for (const v of values)
+      this.applyScalar(v.tag, step, Number.isFinite(v.value) ? v.value : null, wallTime, v.metric);
   }
 
   /** Makes `tag` the source of a recognised metric: its values live in that chart's series. */
@@ -279,7 +299,8 @@ export class RunHistory {
     this.valLoss.truncateFrom(step);
     this.valLossTimes.truncateFrom(step);
     this.scalars.truncateFrom(step);
-    for (const byRank of [this.memoryByRank, this.residentByRank, this.gpuUsedByRank]) for (const series of byRank.values()) series.truncateFrom(step);
+    for (const byRank of [this.memoryByRank, this.residentByRank, this.gpuUsedByRank])
+      for (const series of byRank.values()) series.truncateFrom(step);
     this.markerList = this.markerList.filter((m) => m.step < step || isAnomalyKind(m.kind));
   }
 
@@ -302,10 +323,20 @@ function isAnomalyKind(kind: MarkerKind): boolean {
 
 /** "NaN in backward, layer 2 (attn.softmax); skipped" — what an anomaly says in one line. */
 export function describeAnomaly(a: AnomalyEvent): string {
-  const what = a.kind === 'spike' ? `${a.metric ?? 'loss'} spike${a.zscore != null ? ` (z=${a.zscore.toFixed(1)})` : ''}` : `${a.kind === 'nan' ? 'NaN' : 'Inf'} in ${a.where.phase}`;
+  const what =
+    a.kind === 'spike'
+      ? `${a.metric ?? 'loss'} spike${a.zscore != null ? ` (z=${a.zscore.toFixed(1)})` : ''}`
+      : `${a.kind === 'nan' ? 'NaN' : 'Inf'} in ${a.where.phase}`;
   const layer = a.where.layer !== undefined && a.where.layer !== null ? `, layer ${a.where.layer}` : '';
   const op = a.where.op ? ` (${a.where.op})` : '';
-  const action = a.action === 'rollback' && a.rollback_to !== undefined ? `rolled back to step ${a.rollback_to}` : a.action === 'report' ? 'reported' : a.action === 'skip' ? 'update skipped' : 'run stopped';
+  const action =
+    a.action === 'rollback' && a.rollback_to !== undefined
+      ? `rolled back to step ${a.rollback_to}`
+      : a.action === 'report'
+        ? 'reported'
+        : a.action === 'skip'
+          ? 'update skipped'
+          : 'run stopped';
   return `${what}${layer}${op}; ${action}`;
 }
 

@@ -26,18 +26,30 @@ export function runPhase(h: RunHistory, inputs: PhaseInputs): RunPhase | undefin
   const lastLog = h.logs.length ? h.logs[h.logs.length - 1] : undefined;
   if (!start) {
     const log = lastLog?.msg;
-    return { label: inputs.command ? 'Starting the command' : 'Starting the trainer', ...(log ? { detail: log } : {}), since: inputs.launchedAt ?? lastLog?.time ?? Date.now() / 1000 };
+    return {
+      label: inputs.command ? 'Starting the command' : 'Starting the trainer',
+      ...(log ? { detail: log } : {}),
+      since: inputs.launchedAt ?? lastLog?.time ?? Date.now() / 1000,
+    };
   }
   if (inputs.command) {
     const last = h.lastStepTime;
     if (last !== undefined && last >= start.time) return undefined;
-    return { label: 'Waiting for the first step', detail: `the command is running; its metrics are read from ${inputs.command.sources}`, since: start.time };
+    return {
+      label: 'Waiting for the first step',
+      detail: `the command is running; its metrics are read from ${inputs.command.sources}`,
+      since: start.time,
+    };
   }
   // No step since the latest run_start: the model is built and the data open; the first step runs.
   if (lastTime === undefined || lastTime < start.time) {
     const resumed = start.start_step ? `resumed at step ${start.start_step}; ` : '';
     const params = start.n_params ? `${formatCount(start.n_params)} parameters, ` : '';
-    return { label: 'Running the first step', detail: `${resumed}model and data ready (${params}${start.world.size} rank${start.world.size > 1 ? 's' : ''})`, since: start.time };
+    return {
+      label: 'Running the first step',
+      detail: `${resumed}model and data ready (${params}${start.world.size} rank${start.world.size > 1 ? 's' : ''})`,
+      since: start.time,
+    };
   }
   const step = h.lastStep!;
   const saved = h.markers.some((m) => m.kind === 'checkpoint' && m.step >= step);
@@ -60,8 +72,11 @@ export function tokensSeen(h: RunHistory): number | undefined {
   const c = (h.start?.config ?? {}) as TokenConfig;
   const batch = c.training?.batch_size_per_gpu;
   const seq = c.data?.seq_len;
-  if (batch && seq) return step * batch * (c.training?.gradient_accumulation_steps ?? 1) * seq * (h.start?.world.size ?? 1);
+  if (batch && seq)
+    return step * batch * (c.training?.gradient_accumulation_steps ?? 1) * seq * (h.start?.world.size ?? 1);
   const rate = h.step.tokens_per_s.lastValue;
   const ms = h.step.step_ms.lastValue;
-  return rate !== undefined && ms !== undefined && Number.isFinite(rate * ms) ? Math.round((step * rate * ms) / 1000) : undefined;
+  return rate !== undefined && ms !== undefined && Number.isFinite(rate * ms)
+    ? Math.round((step * rate * ms) / 1000)
+    : undefined;
 }

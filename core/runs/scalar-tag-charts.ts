@@ -20,7 +20,11 @@ const DRAWN_IN: Record<RecognisedMetric, string> = {
   step_ms: '',
 };
 
-export function buildScalarTags(history: RunHistory, view: { range: XRange | null; width: number }, closed: ReadonlySet<string>): ScalarTagsFrame {
+export function buildScalarTags(
+  history: RunHistory,
+  view: { range: XRange | null; width: number },
+  closed: ReadonlySet<string>,
+): ScalarTagsFrame {
   const drawn = new Map<string, string>();
   for (const metric of Object.keys(DRAWN_IN) as RecognisedMetric[]) {
     const tag = history.tagOf(metric);
@@ -36,7 +40,12 @@ export function buildScalarTags(history: RunHistory, view: { range: XRange | nul
     if (values.length === 0) continue;
     const group = tagGroup(tag);
     const last = values.lastValue!;
-    const frame: ScalarTagFrame = { tag, count: values.length, lastStep: values.lastStep!, lastValue: Number.isFinite(last) ? last : null };
+    const frame: ScalarTagFrame = {
+      tag,
+      count: values.length,
+      lastStep: values.lastStep!,
+      lastValue: Number.isFinite(last) ? last : null,
+    };
     const drawnIn = drawn.get(tag);
     if (drawnIn) frame.drawnIn = drawnIn;
     else if (!closed.has(group)) {

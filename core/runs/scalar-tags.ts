@@ -26,7 +26,10 @@ const RULES: Array<[RecognisedMetric, RegExp]> = [
   // eval/loss, val_loss, loss/val, validation/loss, eval_loss
   ['val_loss', new RegExp(`(^|[/_.-])${EVAL}[/_.-]?loss$|(^|/)loss[/_.-]${EVAL}$`)],
   // train/loss, loss, train_loss, training_loss, loss/train, loss_metrics/global_avg_loss (torchtitan)
-  ['loss', /(^|[/_.-])(train|training)[/_.-]?loss$|^loss$|(^|\/)loss[/_.-]train(ing)?$|(^|\/)(global_)?avg_loss$|(^|\/)loss$/],
+  [
+    'loss',
+    /(^|[/_.-])(train|training)[/_.-]?loss$|^loss$|(^|\/)loss[/_.-]train(ing)?$|(^|\/)(global_)?avg_loss$|(^|\/)loss$/,
+  ],
   // train/learning_rate, lr, lr-AdamW (Lightning's LearningRateMonitor), lr/group0
   ['lr', /(^|[/_.-])(learning_rate|learning-rate|learningrate|lr)([-/][\w.]+)?$/],
   ['grad_norm', /(^|[/_.-])(global_)?grad(ient)?[_-]?norm(_total)?$/],

@@ -99,7 +99,16 @@ export function judgeLoss(step: number, value: number, before: ArrayLike<number>
   for (let i = 0; i < n - 1; i++) diffs[i] = Math.abs(before[i + 1] - before[i]);
   const noise = sortedMedian(diffs, n - 1);
   if (value - baseline < LOSS_NOISES * noise) return undefined;
-  return { step, metric: 'loss', value, baseline, ratio: value / baseline, source: 'watch', action: 'report', alert: 'warning' };
+  return {
+    step,
+    metric: 'loss',
+    value,
+    baseline,
+    ratio: value / baseline,
+    source: 'watch',
+    action: 'report',
+    alert: 'warning',
+  };
 }
 
 const levelScratch = new Float64Array(LOSS_LEVEL_STEPS);
@@ -219,7 +228,10 @@ export function lossSpikes(loss: StepSeries, from = 0, earlier: readonly Spike[]
 export function describeSpike(s: Spike): string {
   const v = roundForDisplay(s.value);
   if (s.metric === 'loss') {
-    const jump = s.baseline !== undefined && s.ratio !== undefined ? `${s.ratio.toFixed(1)}× its recent level (${roundForDisplay(s.baseline)} → ${v})` : `spike to ${v}`;
+    const jump =
+      s.baseline !== undefined && s.ratio !== undefined
+        ? `${s.ratio.toFixed(1)}× its recent level (${roundForDisplay(s.baseline)} → ${v})`
+        : `spike to ${v}`;
     return `loss ${jump}${s.action === 'skip' ? '; update skipped' : ''}`;
   }
   const clipped = s.clippedTo !== undefined ? `, clipped to ${roundForDisplay(s.clippedTo)}` : '';

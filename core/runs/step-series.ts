@@ -49,7 +49,6 @@ export class StepSeries {
     this.count = kept;
   }
 
-
   private grow(): void {
     const xs = new Float64Array(this.xs.length * 2);
     const ys = new Float64Array(this.ys.length * 2);

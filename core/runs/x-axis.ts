@@ -25,7 +25,10 @@ export class SeriesTimes {
   private clockRewrites = -1;
   private clockLength = 0;
 
-  constructor(private readonly source: StepSeries, private readonly clock: StepSeries) {}
+  constructor(
+    private readonly source: StepSeries,
+    private readonly clock: StepSeries,
+  ) {}
 
   values(): Float64Array {
     const src = this.source;
@@ -72,12 +75,28 @@ export class SeriesTimes {
  * Points of one series for a view in the given x mode. `range` is in that mode's units; `origin`
  * (elapsed mode) is the run's start time, subtracted after downsampling so nothing is copied.
  */
-export function seriesPoints(steps: Float64Array, times: (() => Float64Array) | undefined, values: ArrayLike<number>, mode: XAxisMode, range: XRange | undefined, width: number, origin: number): Points {
+export function seriesPoints(
+  steps: Float64Array,
+  times: (() => Float64Array) | undefined,
+  values: ArrayLike<number>,
+  mode: XAxisMode,
+  range: XRange | undefined,
+  width: number,
+  origin: number,
+): Points {
   return seriesPointsMany(steps, times, [values], mode, range, width, origin)[0];
 }
 
 /** The same for several value arrays over the same steps (a metric and its EMA), columns found once. */
-export function seriesPointsMany(steps: Float64Array, times: (() => Float64Array) | undefined, values: Array<ArrayLike<number>>, mode: XAxisMode, range: XRange | undefined, width: number, origin: number): Points[] {
+export function seriesPointsMany(
+  steps: Float64Array,
+  times: (() => Float64Array) | undefined,
+  values: Array<ArrayLike<number>>,
+  mode: XAxisMode,
+  range: XRange | undefined,
+  width: number,
+  origin: number,
+): Points[] {
   if (mode === 'step' || !times) return downsampleManyToView(steps, values, range, width);
   const shift = mode === 'elapsed' ? origin : 0;
   const shifted = range ? { min: range.min + shift, max: range.max + shift } : undefined;

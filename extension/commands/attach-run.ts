@@ -39,16 +39,34 @@ async function attachRun(studio: StudioContext): Promise<void> {
   qp.ignoreFocusOut = true;
   const known: Item[] = runs.records().map((record) => {
     const watch = runs.existingWatch(runKey(record));
-    return { label: runTitle(record, watch), description: `${targetTitle(record.target)} · ${runSummary(watch)}`, detail: record.runDir, record };
+    return {
+      label: runTitle(record, watch),
+      description: `${targetTitle(record.target)} · ${runSummary(watch)}`,
+      detail: record.runDir,
+      record,
+    };
   });
   known.sort((a, b) => (b.record!.launchedAt ?? 0) - (a.record!.launchedAt ?? 0));
-  const boards = (await workspaceTensorBoardFolders()).filter((dir) => !runs.registry.get(runKey({ target: LOCAL, runDir: dir })));
-  const tensorboard: Item[] = boards.map((dir) => ({ label: `$(graph) ${vscode.workspace.asRelativePath(dir)}`, description: 'TensorBoard log folder', detail: dir, record: { target: LOCAL, runDir: dir, runId: path.basename(dir), format: 'tensorboard' } }));
+  const boards = (await workspaceTensorBoardFolders()).filter(
+    (dir) => !runs.registry.get(runKey({ target: LOCAL, runDir: dir })),
+  );
+  const tensorboard: Item[] = boards.map((dir) => ({
+    label: `$(graph) ${vscode.workspace.asRelativePath(dir)}`,
+    description: 'TensorBoard log folder',
+    detail: dir,
+    record: { target: LOCAL, runDir: dir, runId: path.basename(dir), format: 'tensorboard' },
+  }));
   qp.items = [...known, ...tensorboard, { label: ON_HOST, alwaysShow: true }, { label: SLURM_JOBS, alwaysShow: true }];
   qp.show();
   try {
     const first = await accepted(qp);
-    const record = first?.record ?? (first?.label === SLURM_JOBS ? await pickSlurmJob(studio, qp, accepted) : first ? await remoteRun(studio, qp) : undefined);
+    const record =
+      first?.record ??
+      (first?.label === SLURM_JOBS
+        ? await pickSlurmJob(studio, qp, accepted)
+        : first
+          ? await remoteRun(studio, qp)
+          : undefined);
     if (!record) return;
     runs.remember(record);
     studio.dashboards.show(record);
@@ -93,9 +111,15 @@ async function remoteRun(studio: StudioContext, qp: vscode.QuickPick<Item>): Pro
   } finally {
     qp.busy = false;
   }
-  qp.placeholder = dirs.length ? 'Run to attach to' : `No runs in ${runsDir} on ${host}: look for TensorBoard log folders?`;
+  qp.placeholder = dirs.length
+    ? 'Run to attach to'
+    : `No runs in ${runsDir} on ${host}: look for TensorBoard log folders?`;
   qp.items = [
-    ...dirs.reverse().map((d) => ({ label: d.slice(d.lastIndexOf('/') + 1), detail: d, record: { target: host!, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1) } })),
+    ...dirs.reverse().map((d) => ({
+      label: d.slice(d.lastIndexOf('/') + 1),
+      detail: d,
+      record: { target: host!, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1) },
+    })),
     { label: HOST_TENSORBOARD, alwaysShow: true, host },
   ];
   const run = await accepted(qp);
@@ -103,7 +127,11 @@ async function remoteRun(studio: StudioContext, qp: vscode.QuickPick<Item>): Pro
 }
 
 /** TensorBoard log folders under a folder the person names on the host. */
-async function remoteTensorBoard(studio: StudioContext, qp: vscode.QuickPick<Item>, host: string): Promise<RunRecord | undefined> {
+async function remoteTensorBoard(
+  studio: StudioContext,
+  qp: vscode.QuickPick<Item>,
+  host: string,
+): Promise<RunRecord | undefined> {
   qp.items = [];
   qp.title = `TensorBoard log folders on ${host}`;
   qp.placeholder = `A folder on ${host} to look under (absolute or ~/…), then Enter`;
@@ -124,11 +152,18 @@ async function remoteTensorBoard(studio: StudioContext, qp: vscode.QuickPick<Ite
     qp.busy = false;
   }
   if (folders.length === 0) {
-    void vscode.window.showInformationMessage(`No TensorBoard event files (events.out.tfevents.*) under ${typed} on ${host}.`);
+    void vscode.window.showInformationMessage(
+      `No TensorBoard event files (events.out.tfevents.*) under ${typed} on ${host}.`,
+    );
     return undefined;
   }
   qp.placeholder = 'TensorBoard log folder to attach to (one run per folder)';
-  qp.items = folders.map((d) => ({ label: `$(graph) ${d.slice(d.lastIndexOf('/') + 1)}`, description: 'TensorBoard log folder', detail: d, record: { target: host, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1), format: 'tensorboard' } }));
+  qp.items = folders.map((d) => ({
+    label: `$(graph) ${d.slice(d.lastIndexOf('/') + 1)}`,
+    description: 'TensorBoard log folder',
+    detail: d,
+    record: { target: host, runDir: d, runId: d.slice(d.lastIndexOf('/') + 1), format: 'tensorboard' },
+  }));
   return (await accepted(qp))?.record;
 }
 
@@ -136,7 +171,11 @@ async function remoteTensorBoard(studio: StudioContext, qp: vscode.QuickPick<Ite
 async function workspaceTensorBoardFolders(): Promise<string[]> {
   const files = await vscode.workspace.findFiles('**/events.out.tfevents.*', '{**/node_modules/**,**/.git/**}', 2000);
   const dirs = [...new Set(files.map((f) => path.dirname(f.fsPath)))];
-  const runFolders = new Set((await vscode.workspace.findFiles('**/run.json', '{**/node_modules/**,**/.git/**}', 2000)).map((f) => path.dirname(f.fsPath)));
+  const runFolders = new Set(
+    (await vscode.workspace.findFiles('**/run.json', '{**/node_modules/**,**/.git/**}', 2000)).map((f) =>
+      path.dirname(f.fsPath),
+    ),
+  );
   return dirs.filter((d) => !runFolders.has(d)).sort();
 }
 

@@ -11,10 +11,16 @@ import type { StudioContext } from '../studio-context';
 type Item = vscode.QuickPickItem & { record?: RunRecord; host?: string };
 
 /** Walks the quick pick through login host, then job; undefined when dismissed or nothing fits. */
-export async function pickSlurmJob<T extends Item>(studio: StudioContext, qp: vscode.QuickPick<T>, accepted: (qp: vscode.QuickPick<T>) => Promise<T | undefined>): Promise<RunRecord | undefined> {
+export async function pickSlurmJob<T extends Item>(
+  studio: StudioContext,
+  qp: vscode.QuickPick<T>,
+  accepted: (qp: vscode.QuickPick<T>) => Promise<T | undefined>,
+): Promise<RunRecord | undefined> {
   const settings = studio.runs.sshSettings();
   const fromSettings = vscode.workspace.getConfiguration('fsdp.ssh').get<string[]>('hosts') ?? [];
-  const hosts = [...new Set([...fromSettings, ...sshConfigHosts(settings.configFile)])].filter((h) => h !== LOCAL && !checkHostAlias(h));
+  const hosts = [...new Set([...fromSettings, ...sshConfigHosts(settings.configFile)])].filter(
+    (h) => h !== LOCAL && !checkHostAlias(h),
+  );
   qp.value = '';
   qp.title = 'Jobs on which SLURM login host?';
   qp.placeholder = 'This machine, or an SSH host alias';
@@ -32,7 +38,9 @@ export async function pickSlurmJob<T extends Item>(studio: StudioContext, qp: vs
       label: `job ${job.id}: ${job.name ?? ''}`,
       description: job.state.toLowerCase() + (job.reason ? ` (${job.reason})` : ''),
       detail: job.workDir,
-      ...(job.workDir ? { record: { target: host, runDir: job.workDir, runId: job.workDir.slice(job.workDir.lastIndexOf('/') + 1) } } : {}),
+      ...(job.workDir
+        ? { record: { target: host, runDir: job.workDir, runId: job.workDir.slice(job.workDir.lastIndexOf('/') + 1) } }
+        : {}),
     }));
   } catch (e) {
     void vscode.window.showErrorMessage((e as Error).message);
@@ -41,7 +49,9 @@ export async function pickSlurmJob<T extends Item>(studio: StudioContext, qp: vs
     qp.busy = false;
   }
   if (items.length === 0) {
-    void vscode.window.showInformationMessage(`You have no jobs on ${host === LOCAL ? 'this machine' : host} that SLURM still holds.`);
+    void vscode.window.showInformationMessage(
+      `You have no jobs on ${host === LOCAL ? 'this machine' : host} that SLURM still holds.`,
+    );
     return undefined;
   }
   qp.placeholder = 'Job to attach to (its run folder is its working directory)';
@@ -49,7 +59,10 @@ export async function pickSlurmJob<T extends Item>(studio: StudioContext, qp: vs
   const record = (await accepted(qp))?.record;
   if (!record) return undefined;
   // Only a run folder can be watched: the job must be one FSDP Studio (or fsdp-train) started there.
-  const manifest = await studio.runs.machine(host).readManifest(record.runDir).catch(() => undefined);
+  const manifest = await studio.runs
+    .machine(host)
+    .readManifest(record.runDir)
+    .catch(() => undefined);
   if (!manifest) {
     void vscode.window.showErrorMessage(`${record.runDir} holds no run.json: that job is not an FSDP Studio run.`);
     return undefined;

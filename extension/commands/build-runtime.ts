@@ -11,7 +11,8 @@ export function registerBuildRuntime(studio: StudioContext): vscode.Disposable {
       void vscode.window.showInformationMessage(`The native runtime is built: ${studio.localRuntime.dir}`);
       return;
     }
-    if (await ensureRuntimeBuilt(studio)) void vscode.window.showInformationMessage(`Native runtime built in ${studio.localRuntime.dir}.`);
+    if (await ensureRuntimeBuilt(studio))
+      void vscode.window.showInformationMessage(`Native runtime built in ${studio.localRuntime.dir}.`);
   });
 }
 
@@ -20,16 +21,20 @@ export async function ensureRuntimeBuilt(studio: StudioContext): Promise<boolean
   const runtime = studio.localRuntime;
   if (runtime.isBuilt()) return true;
   if (!vscode.workspace.isTrusted) {
-    void vscode.window.showWarningMessage('Building the native runtime runs CMake and a compiler: trust this workspace first.');
+    void vscode.window.showWarningMessage(
+      'Building the native runtime runs CMake and a compiler: trust this workspace first.',
+    );
     return false;
   }
   const started = Date.now();
   try {
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'FSDP Studio: building the native runtime' }, (progress) =>
-      runtime.ensure((message) => {
-        progress.report({ message });
-        studio.output.info(`native runtime build: ${message}`);
-      }),
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'FSDP Studio: building the native runtime' },
+      (progress) =>
+        runtime.ensure((message) => {
+          progress.report({ message });
+          studio.output.info(`native runtime build: ${message}`);
+        }),
     );
   } catch (e) {
     const message = (e as Error).message;

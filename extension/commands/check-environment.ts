@@ -46,7 +46,10 @@ export function registerCheckEnvironment(studio: StudioContext): vscode.Disposab
     const notRun = results.filter((r) => r.notRun);
     const skipped = notRun.length ? `; not run: ${notRun.map((r) => `${r.name} (${r.detail})`).join(', ')}` : '';
     const summary = `Environment: ${run.length - failed.length} of ${run.length} checks passed`;
-    if (failed.length) void vscode.window.showWarningMessage(`${summary}; ${failed.map((f) => f.name).join(', ')} failed${skipped} (details in the FSDP Studio output).`);
+    if (failed.length)
+      void vscode.window.showWarningMessage(
+        `${summary}; ${failed.map((f) => f.name).join(', ')} failed${skipped} (details in the FSDP Studio output).`,
+      );
     else void vscode.window.showInformationMessage(`${summary}${skipped}.`);
   });
 }
@@ -57,24 +60,51 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
   if (addon) {
     const probe = addon.probeDevices();
     const gib = (b: number) => (b / 2 ** 30).toFixed(1);
-    results.push({ name: 'Native runtime', ok: true, detail: `${probe.blas}; CUDA backend ${probe.cudaBuilt ? 'built' : 'not built'}` });
-    results.push({ name: 'CPU', ok: true, detail: `${probe.cpu.logicalCores} cores (${probe.cpu.modelName}), ${gib(probe.cpu.memoryBytes)} GiB` });
+    results.push({
+      name: 'Native runtime',
+      ok: true,
+      detail: `${probe.blas}; CUDA backend ${probe.cudaBuilt ? 'built' : 'not built'}`,
+    });
+    results.push({
+      name: 'CPU',
+      ok: true,
+      detail: `${probe.cpu.logicalCores} cores (${probe.cpu.modelName}), ${gib(probe.cpu.memoryBytes)} GiB`,
+    });
     results.push(
       probe.gpus.length
-        ? { name: 'GPUs', ok: true, detail: probe.gpus.map((g) => `cuda:${g.index} ${g.name} ${gib(g.memoryBytes)} GiB`).join(', ') }
+        ? {
+            name: 'GPUs',
+            ok: true,
+            detail: probe.gpus.map((g) => `cuda:${g.index} ${g.name} ${gib(g.memoryBytes)} GiB`).join(', '),
+          }
         : { name: 'GPUs', ok: true, detail: 'none found: runs use the CPU backend' },
     );
   } else {
-    const fix = studio.localRuntime.fromCheckout ? 'run npm install in the extension folder (it builds native/ with cmake-js)' : 'run "FSDP: Build native runtime" (or launch a run: it is built on first use)';
+    const fix = studio.localRuntime.fromCheckout
+      ? 'run npm install in the extension folder (it builds native/ with cmake-js)'
+      : 'run "FSDP: Build native runtime" (or launch a run: it is built on first use)';
     results.push({ name: 'Native runtime', ok: false, detail: studio.runtime.lastError() ?? 'not loaded', fix });
-    results.push({ name: 'CPU', ok: true, detail: `${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB` });
+    results.push({
+      name: 'CPU',
+      ok: true,
+      detail: `${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    });
   }
   results.push(await blasKernelsCheck(studio));
-  results.push(await toolCheck('MPI (mpirun)', 'mpirun', ['--version'], 'install OpenMPI: sudo apt-get install openmpi-bin libopenmpi-dev'));
+  results.push(
+    await toolCheck(
+      'MPI (mpirun)',
+      'mpirun',
+      ['--version'],
+      'install OpenMPI: sudo apt-get install openmpi-bin libopenmpi-dev',
+    ),
+  );
   results.push(await ncclCheck(addon?.probeDevices().gpus.length ?? 0));
   const pythons = await launchSpecPythons();
   results.push(...(await localPythonChecks(pythons.get('local') ?? [])));
-  results.push(await toolCheck('OpenSSH client', 'ssh', ['-V'], 'install OpenSSH: sudo apt-get install openssh-client'));
+  results.push(
+    await toolCheck('OpenSSH client', 'ssh', ['-V'], 'install OpenSSH: sudo apt-get install openssh-client'),
+  );
   const hosts = new Set([...(await sshHostsInUse()), ...[...pythons.keys()].filter((t) => t !== 'local')]);
   for (const host of hosts) {
     const reach = await sshCheck(studio, host);
@@ -82,7 +112,11 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
     if (!reach.ok) continue;
     // The Python the launch specs for this host run, else python3 on the host's PATH.
     for (const p of pythons.get(host) ?? [{ python: 'python3', chosenBy: 'python3 on its PATH', torchNeeded: false }]) {
-      results.push(...(await pythonChecks(p.python, { host, ssh: studio.runs.sshSettings() }, p.chosenBy, { torchNeeded: p.torchNeeded })));
+      results.push(
+        ...(await pythonChecks(p.python, { host, ssh: studio.runs.sshSettings() }, p.chosenBy, {
+          torchNeeded: p.torchNeeded,
+        })),
+      );
     }
   }
   results.push(await allReduceCheck(studio));
@@ -98,16 +132,29 @@ async function allReduceCheck(studio: StudioContext): Promise<CheckResult> {
   const name = 'All-reduce across ranks';
   const cli = studio.runtime.cliPath;
   if (!existsSync(cli)) return { name, ok: false, notRun: true, detail: 'the native runtime is not built' };
-  const argv = mpirunArgv({ nprocPerNode: 2, nnodes: 1 }, [cli, '--allreduce-check'], { asRoot: process.getuid?.() === 0 });
-  const fix = 'check that `mpirun -n 2 hostname` works in a terminal (Open MPI: sudo apt-get install openmpi-bin libopenmpi-dev)';
+  const argv = mpirunArgv({ nprocPerNode: 2, nnodes: 1 }, [cli, '--allreduce-check'], {
+    asRoot: process.getuid?.() === 0,
+  });
+  const fix =
+    'check that `mpirun -n 2 hostname` works in a terminal (Open MPI: sudo apt-get install openmpi-bin libopenmpi-dev)';
   try {
     const { stdout } = await execFileAsync(argv[0], argv.slice(1), { timeout: 60_000 });
-    const r = JSON.parse(stdout.trim()) as { ok: boolean; world_size: number; elements: number; all_reduce_gbps: number; failures: string[] };
+    const r = JSON.parse(stdout.trim()) as {
+      ok: boolean;
+      world_size: number;
+      elements: number;
+      all_reduce_gbps: number;
+      failures: string[];
+    };
     if (!r.ok) return { name, ok: false, detail: r.failures.slice(0, 3).join('; '), fix };
-    return { name, ok: true, detail: `${r.world_size} ranks: all-reduce, reduce-scatter, all-gather and broadcast of ${r.elements} floats correct (all-reduce ${r.all_reduce_gbps.toFixed(2)} GB/s)` };
+    return {
+      name,
+      ok: true,
+      detail: `${r.world_size} ranks: all-reduce, reduce-scatter, all-gather and broadcast of ${r.elements} floats correct (all-reduce ${r.all_reduce_gbps.toFixed(2)} GB/s)`,
+    };
   } catch (e) {
     const err = e as Error & { stderr?: string };
-    return { name, ok: false, detail: (err.stderr?.trim().split('\n').pop() || err.message.split('\n')[0]), fix };
+    return { name, ok: false, detail: err.stderr?.trim().split('\n').pop() || err.message.split('\n')[0], fix };
   }
 }
 
@@ -124,9 +171,22 @@ async function blasKernelsCheck(studio: StudioContext): Promise<CheckResult> {
     const k = (JSON.parse(stdout) as { blas_kernels?: BlasKernels }).blas_kernels;
     if (!k) return { name, ok: false, notRun: true, detail: 'this build of the runtime does not say (rebuild it)' };
     if (!k.slow) return { name, ok: true, detail: k.note };
-    return { name, ok: false, detail: k.note, fix: k.set_by === 'environment' ? 'unset OPENBLAS_CORETYPE' : 'install Debian\'s libopenblas0-openmp (an OpenBLAS built with DYNAMIC_ARCH)' };
+    return {
+      name,
+      ok: false,
+      detail: k.note,
+      fix:
+        k.set_by === 'environment'
+          ? 'unset OPENBLAS_CORETYPE'
+          : "install Debian's libopenblas0-openmp (an OpenBLAS built with DYNAMIC_ARCH)",
+    };
   } catch (e) {
-    return { name, ok: false, detail: `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`, fix: 'rebuild the runtime ("FSDP: Build native runtime")' };
+    return {
+      name,
+      ok: false,
+      detail: `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`,
+      fix: 'rebuild the runtime ("FSDP: Build native runtime")',
+    };
   }
 }
 
@@ -140,21 +200,36 @@ async function ncclCheck(gpus: number): Promise<CheckResult> {
   } catch {
     /* no ldconfig: reported as not found below */
   }
-  return { name: 'NCCL', ok: false, detail: 'libnccl.so not found by the dynamic linker', fix: 'install NCCL (e.g. the libnccl2 package from NVIDIA\'s CUDA repository) or add its lib folder to LD_LIBRARY_PATH' };
+  return {
+    name: 'NCCL',
+    ok: false,
+    detail: 'libnccl.so not found by the dynamic linker',
+    fix: "install NCCL (e.g. the libnccl2 package from NVIDIA's CUDA repository) or add its lib folder to LD_LIBRARY_PATH",
+  };
 }
 
 /** This machine's Pythons: those the local launch specs' commands run, else the one a spec would get (the Python extension's selection, or python3). */
 async function localPythonChecks(inUse: PythonInUse[]): Promise<CheckResult[]> {
   const rows = async (p: PythonInUse): Promise<CheckResult[]> =>
     p.missing
-      ? [{ name: 'Python on this machine', ok: false, detail: `${p.python}, the command of ${p.chosenBy}, is not found (from its cwd and PATH)`, fix: "install it, or name the Python that has it in the launch spec's python: key" }]
+      ? [
+          {
+            name: 'Python on this machine',
+            ok: false,
+            detail: `${p.python}, the command of ${p.chosenBy}, is not found (from its cwd and PATH)`,
+            fix: "install it, or name the Python that has it in the launch spec's python: key",
+          },
+        ]
       : pythonChecks(p.python, { host: 'local' }, p.chosenBy, { torchNeeded: p.torchNeeded });
   // One at a time: each imports torch, seconds of CPU on a loaded machine.
   const out: CheckResult[] = [];
   for (const p of inUse) out.push(...(await rows(p)));
   if (inUse.length) return out;
   const selected = await selectedPython(vscode.extensions, vscode.workspace.workspaceFolders?.[0]?.uri);
-  if ('path' in selected) return pythonChecks(selected.path, { host: 'local' }, "the Python extension's selection for the workspace", { torchNeeded: false });
+  if ('path' in selected)
+    return pythonChecks(selected.path, { host: 'local' }, "the Python extension's selection for the workspace", {
+      torchNeeded: false,
+    });
   return pythonChecks('python3', { host: 'local' }, `python3 on PATH (${selected.none})`, { torchNeeded: false });
 }
 
@@ -180,7 +255,8 @@ async function launchSpecPythons(): Promise<Map<string, PythonInUse[]>> {
       continue; // an unreadable spec is the language server's business
     }
     if (!loaded || loaded.slurm) continue;
-    const selected = loaded.pythonSource || loaded.target !== 'local' ? undefined : await selectedPython(vscode.extensions, uri);
+    const selected =
+      loaded.pythonSource || loaded.target !== 'local' ? undefined : await selectedPython(vscode.extensions, uri);
     const spec = withSelectedPython(loaded, selected && 'path' in selected ? selected.path : undefined);
     add(spec.target, pythonInUse(spec, rel, process.env.PATH));
   }
@@ -192,7 +268,11 @@ async function sshHostsInUse(): Promise<string[]> {
   const hosts = new Set(vscode.workspace.getConfiguration('fsdp.ssh').get<string[]>('hosts') ?? []);
   for (const uri of await findRunConfigs()) {
     try {
-      const target = (parse(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8')) as { launch?: { target?: unknown } })?.launch?.target;
+      const target = (
+        parse(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8')) as {
+          launch?: { target?: unknown };
+        }
+      )?.launch?.target;
       if (typeof target === 'string' && target !== 'local') hosts.add(target);
     } catch {
       /* an unreadable config is the language server's business */
@@ -209,7 +289,12 @@ async function sshCheck(studio: StudioContext, host: string): Promise<CheckResul
   try {
     const r = await runSsh(host, ['true'], studio.runs.sshSettings(), { timeoutMs: 30_000 });
     if (r.code === 0) return { name, ok: true, detail: `reachable in ${Date.now() - t0} ms` };
-    return { name, ok: false, detail: r.stderr.split('\n').pop() || `ssh exited with ${r.code}`, fix: `check that \`ssh ${host} true\` works in a terminal without a password prompt (key in ssh-agent, host key in known_hosts)` };
+    return {
+      name,
+      ok: false,
+      detail: r.stderr.split('\n').pop() || `ssh exited with ${r.code}`,
+      fix: `check that \`ssh ${host} true\` works in a terminal without a password prompt (key in ssh-agent, host key in known_hosts)`,
+    };
   } catch (e) {
     return { name, ok: false, detail: (e as Error).message, fix: 'install the OpenSSH client' };
   }

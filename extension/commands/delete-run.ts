@@ -23,15 +23,20 @@ async function deleteRun(studio: StudioContext, arg: RunArgument): Promise<void>
   const watch = runs.watch(record);
   await watch.refreshManifest();
   if (watch.isLive()) {
-    void vscode.window.showWarningMessage(`${runTitle(record, watch)} is still running: stop it before deleting it.`, 'Stop run').then((pick) => {
-      if (pick) void vscode.commands.executeCommand('fsdp.stopRun', watch.key);
-    });
+    void vscode.window
+      .showWarningMessage(`${runTitle(record, watch)} is still running: stop it before deleting it.`, 'Stop run')
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('fsdp.stopRun', watch.key);
+      });
     return;
   }
   const where = record.target === 'local' ? record.runDir : `${record.runDir} on ${targetTitle(record.target)}`;
   const choice = await vscode.window.showWarningMessage(
     `Delete the run ${runTitle(record, watch)} (${watch.manifest?.run_id ?? record.runId})?`,
-    { modal: true, detail: `Its folder ${where} is deleted with its checkpoints, logs and metrics. This cannot be undone.` },
+    {
+      modal: true,
+      detail: `Its folder ${where} is deleted with its checkpoints, logs and metrics. This cannot be undone.`,
+    },
     'Delete run and folder',
   );
   if (choice !== 'Delete run and folder') return;

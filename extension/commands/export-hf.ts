@@ -27,11 +27,15 @@ async function exportHf(studio: StudioContext, arg: RunArgument): Promise<void> 
   await watch.refreshManifest();
   const title = runTitle(record, watch);
   if (record.target !== 'local') {
-    void vscode.window.showErrorMessage(`${title} runs on ${record.target}: export its checkpoints there with \`npx fsdp-train export RUN_DIR --hf OUT_DIR\`.`);
+    void vscode.window.showErrorMessage(
+      `${title} runs on ${record.target}: export its checkpoints there with \`npx fsdp-train export RUN_DIR --hf OUT_DIR\`.`,
+    );
     return;
   }
   if (watch.manifest?.kind === 'command') {
-    void vscode.window.showErrorMessage(`${title} is your own training command: its checkpoints are its own, not the native runtime's.`);
+    void vscode.window.showErrorMessage(
+      `${title} is your own training command: its checkpoints are its own, not the native runtime's.`,
+    );
     return;
   }
   const config = (watch.manifest?.config ?? {}) as { checkpointing?: { dir?: string } };
@@ -40,10 +44,20 @@ async function exportHf(studio: StudioContext, arg: RunArgument): Promise<void> 
     void vscode.window.showErrorMessage(`${title} has no complete checkpoint yet (checkpointing.dir of its config).`);
     return;
   }
-  const picked = checkpoints.length === 1 ? checkpoints[0] : (await vscode.window.showQuickPick(
-    checkpoints.map((c, i) => ({ label: `step ${c.step}`, description: i === 0 ? 'newest' : undefined, detail: c.path, checkpoint: c })),
-    { title: `Export a checkpoint of ${title}` },
-  ))?.checkpoint;
+  const picked =
+    checkpoints.length === 1
+      ? checkpoints[0]
+      : (
+          await vscode.window.showQuickPick(
+            checkpoints.map((c, i) => ({
+              label: `step ${c.step}`,
+              description: i === 0 ? 'newest' : undefined,
+              detail: c.path,
+              checkpoint: c,
+            })),
+            { title: `Export a checkpoint of ${title}` },
+          )
+        )?.checkpoint;
   if (!picked) return;
   const target = await vscode.window.showSaveDialog({
     title: `Hugging Face folder for step ${picked.step} of ${title}`,
@@ -52,15 +66,25 @@ async function exportHf(studio: StudioContext, arg: RunArgument): Promise<void> 
   });
   if (!target) return;
   try {
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting step ${picked.step} of ${title}…` }, async (progress) => {
-      await studio.localRuntime.ensure((message) => progress.report({ message }));
-      await exportHuggingFace(studio.localRuntime.binary, { checkpoint: picked.path, configFile: `${record.runDir}/config.json` }, target.fsPath);
-    });
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Exporting step ${picked.step} of ${title}…` },
+      async (progress) => {
+        await studio.localRuntime.ensure((message) => progress.report({ message }));
+        await exportHuggingFace(
+          studio.localRuntime.binary,
+          { checkpoint: picked.path, configFile: `${record.runDir}/config.json` },
+          target.fsPath,
+        );
+      },
+    );
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot export step ${picked.step} of ${title}: ${(e as Error).message}`);
     return;
   }
   studio.output.info(`exported ${picked.path} as a Hugging Face GPT-2 model in ${target.fsPath}`);
-  const open = await vscode.window.showInformationMessage(`Exported step ${picked.step} of ${title} as a Hugging Face model: ${target.fsPath}`, 'Reveal folder');
+  const open = await vscode.window.showInformationMessage(
+    `Exported step ${picked.step} of ${title} as a Hugging Face model: ${target.fsPath}`,
+    'Reveal folder',
+  );
   if (open) void vscode.commands.executeCommand('revealFileInOS', target);
 }

@@ -30,7 +30,11 @@ export function rangeOfKeyPath(text: string, fileName: string, dotted: string): 
 }
 
 /** A launch that failed past the config: the message, with the output channel that has the details. */
-export async function showLaunchFailure(output: vscode.LogOutputChannel, uri: vscode.Uri, message: string): Promise<void> {
+export async function showLaunchFailure(
+  output: vscode.LogOutputChannel,
+  uri: vscode.Uri,
+  message: string,
+): Promise<void> {
   const pick = await vscode.window.showErrorMessage(message, 'Show output', 'Open config');
   if (pick === 'Show output') output.show(true);
   if (pick === 'Open config') await vscode.window.showTextDocument(uri, { preview: false });

@@ -25,7 +25,10 @@ export function registerLaunchRun(studio: StudioContext): vscode.Disposable {
 
 async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promise<void> {
   if (!requireTrust('Launching a run executes the trainer')) return;
-  const picked = preselected instanceof vscode.Uri ? { uri: preselected, kind: await launchableKind(preselected) } : await pickLaunchable();
+  const picked =
+    preselected instanceof vscode.Uri
+      ? { uri: preselected, kind: await launchableKind(preselected) }
+      : await pickLaunchable();
   if (!picked) return;
   const { uri, kind } = picked;
   // A person's own command (a launch spec), or a DeepSpeed / accelerate config launched with its launcher.
@@ -36,7 +39,8 @@ async function launchRun(studio: StudioContext, preselected?: vscode.Uri): Promi
   if (kind === 'deepspeed' || kind === 'accelerate') return launchConfigWithScript(studio, uri, kind);
   const config = await loadForLaunch(studio, uri);
   if (!config) return;
-  if (onSlurm(config) ? !(await slurmMemoryFits(studio, config, uri.fsPath)) : !(await memoryFits(studio, config))) return;
+  if (onSlurm(config) ? !(await slurmMemoryFits(studio, config, uri.fsPath)) : !(await memoryFits(studio, config)))
+    return;
   await startRun(studio, { configPath: uri.fsPath, config });
 }
 
@@ -55,16 +59,27 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   if (errors.length) {
     for (const p of errors) studio.output.error(formatProblem(rel, p));
     studio.output.show(true);
-    void showConfigProblem(uri, `${rel} has ${errors.length} error${errors.length > 1 ? 's' : ''}: ${formatProblem(rel, errors[0])}`, errors[0].range);
+    void showConfigProblem(
+      uri,
+      `${rel} has ${errors.length} error${errors.length > 1 ? 's' : ''}: ${formatProblem(rel, errors[0])}`,
+      errors[0].range,
+    );
     return undefined;
   }
   const { config } = loadRunConfig(text, uri.fsPath);
   if (!config) return undefined;
   // A run across launch.hosts lives on the first of them.
   if (config.launch.hosts) config.launch.target = config.launch.hosts[0];
-  const badHost = [config.launch.target ?? '', ...(config.launch.hosts ?? [])].filter((h) => h !== LOCAL).map(checkHostAlias).find(Boolean);
+  const badHost = [config.launch.target ?? '', ...(config.launch.hosts ?? [])]
+    .filter((h) => h !== LOCAL)
+    .map(checkHostAlias)
+    .find(Boolean);
   if (badHost) {
-    void showConfigProblem(uri, `Cannot launch ${rel}: launch.target: ${badHost}.`, rangeOfKeyPath(text, uri.fsPath, 'launch.target'));
+    void showConfigProblem(
+      uri,
+      `Cannot launch ${rel}: launch.target: ${badHost}.`,
+      rangeOfKeyPath(text, uri.fsPath, 'launch.target'),
+    );
     return undefined;
   }
   // An installed extension builds its runtime here on first use (with progress, naming what is missing).
@@ -74,13 +89,19 @@ export async function loadForLaunch(studio: StudioContext, uri: vscode.Uri): Pro
   if (native && !native.ok) {
     for (const e of native.errors) studio.output.error(`${rel} ${e.path}: ${e.message}`);
     studio.output.show(true);
-    void showConfigProblem(uri, `Cannot launch ${rel}: ${native.errors[0]?.path}: ${native.errors[0]?.message}`, rangeOfKeyPath(text, uri.fsPath, native.errors[0]?.path ?? ''));
+    void showConfigProblem(
+      uri,
+      `Cannot launch ${rel}: ${native.errors[0]?.path}: ${native.errors[0]?.message}`,
+      rangeOfKeyPath(text, uri.fsPath, native.errors[0]?.path ?? ''),
+    );
     return undefined;
   }
   if (config.launch.target === LOCAL) {
     const capabilities = await studio.runtime.capabilities();
     if (!capabilities.includes('train') || !studio.trainerCli()) {
-      const why = studio.runtime.isBuilt() ? 'this build of the native runtime has no trainer yet' : 'the native runtime is not built (run npm install in the extension folder)';
+      const why = studio.runtime.isBuilt()
+        ? 'this build of the native runtime has no trainer yet'
+        : 'the native runtime is not built (run npm install in the extension folder)';
       void vscode.window.showErrorMessage(`Cannot launch ${rel}: ${why}. The config is valid.`);
       return undefined;
     }
@@ -107,11 +128,16 @@ async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Pro
   if (!probe) return true;
   const perNode = config.launch.nproc_per_node ?? 1;
   const capacity = config.launch.device === 'cuda' ? probe.gpus[0]?.memoryBytes : probe.cpu.memoryBytes / perNode;
-  const where = config.launch.device === 'cuda' ? (probe.gpus[0] ? `${probe.gpus[0].name}` : 'no GPU') : `this machine's memory shared by ${perNode} rank${perNode > 1 ? 's' : ''}`;
+  const where =
+    config.launch.device === 'cuda'
+      ? probe.gpus[0]
+        ? `${probe.gpus[0].name}`
+        : 'no GPU'
+      : `this machine's memory shared by ${perNode} rank${perNode > 1 ? 's' : ''}`;
   if (capacity === undefined || planned <= capacity) return true;
   // The safe choice is the default (the first button, taken by Enter); launching is the deliberate one.
   // Not a close affordance: VS Code would move that last and make "Launch anyway" the default.
-  const dontLaunch: vscode.MessageItem = { title: 'Don\'t launch' };
+  const dontLaunch: vscode.MessageItem = { title: "Don't launch" };
   const launch: vscode.MessageItem = { title: 'Launch anyway' };
   const choice = await vscode.window.showWarningMessage(
     `The memory plan needs ${formatBytes(planned)} per rank, more than ${where} has (${formatBytes(capacity)}). Launch anyway?`,
@@ -123,19 +149,34 @@ async function memoryFits(studio: StudioContext, config: ResolvedRunConfig): Pro
 }
 
 /** Starts (or resumes) a run config's run through the launch door (start-launch.ts). */
-export async function startRun(studio: StudioContext, req: LaunchRequest, previous?: RunManifest): Promise<Launched | undefined> {
+export async function startRun(
+  studio: StudioContext,
+  req: LaunchRequest,
+  previous?: RunManifest,
+): Promise<Launched | undefined> {
   return startLaunch(studio, { kind: 'native', request: req }, previous ? { previous } : {});
 }
 
 async function pickLaunchable(): Promise<{ uri: vscode.Uri; kind: ConfigKind } | undefined> {
   const found = await findLaunchables();
   if (found.length === 0) {
-    void vscode.window.showInformationMessage('Nothing to launch in this workspace: a run config is a YAML file with model, data and training sections (e.g. my-run.fsdp.yaml); a launch spec (my-train.fsdp-launch.yaml) names your own command; DeepSpeed and accelerate configs are launched with your script.');
+    void vscode.window.showInformationMessage(
+      'Nothing to launch in this workspace: a run config is a YAML file with model, data and training sections (e.g. my-run.fsdp.yaml); a launch spec (my-train.fsdp-launch.yaml) names your own command; DeepSpeed and accelerate configs are launched with your script.',
+    );
     return undefined;
   }
   const pick = await vscode.window.showQuickPick(
-    found.map(({ uri, kind }) => ({ label: vscode.workspace.asRelativePath(uri), description: KIND_TITLES[kind], uri, configKind: kind })),
-    { title: 'Launch FSDP run', placeHolder: 'Run config, launch spec, or DeepSpeed / accelerate config to launch', matchOnDescription: true },
+    found.map(({ uri, kind }) => ({
+      label: vscode.workspace.asRelativePath(uri),
+      description: KIND_TITLES[kind],
+      uri,
+      configKind: kind,
+    })),
+    {
+      title: 'Launch FSDP run',
+      placeHolder: 'Run config, launch spec, or DeepSpeed / accelerate config to launch',
+      matchOnDescription: true,
+    },
   );
   return pick && { uri: pick.uri, kind: pick.configKind };
 }

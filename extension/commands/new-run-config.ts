@@ -18,13 +18,31 @@ async function newRunConfig(studio: StudioContext): Promise<void> {
   );
   if (!model) return;
   const target = await vscode.window.showQuickPick(
-    [{ label: 'CPU (this machine)', description: 'the native CPU backend', id: 'cpu' }, ...GPU_PRESETS.map((g) => ({ label: g.name, description: `${(g.memoryBytes / 2 ** 30).toFixed(1)} GiB`, id: g.id }))],
+    [
+      { label: 'CPU (this machine)', description: 'the native CPU backend', id: 'cpu' },
+      ...GPU_PRESETS.map((g) => ({
+        label: g.name,
+        description: `${(g.memoryBytes / 2 ** 30).toFixed(1)} GiB`,
+        id: g.id,
+      })),
+    ],
     { title, placeHolder: 'Train on' },
   );
   if (!target) return;
-  const ranks = await vscode.window.showQuickPick(['1', '2', '4', '8'].map((n) => ({ label: n, description: target.id === 'cpu' ? 'ranks on this machine' : `${target.label} GPUs` })), { title, placeHolder: 'Processes per node' });
+  const ranks = await vscode.window.showQuickPick(
+    ['1', '2', '4', '8'].map((n) => ({
+      label: n,
+      description: target.id === 'cpu' ? 'ranks on this machine' : `${target.label} GPUs`,
+    })),
+    { title, placeHolder: 'Processes per node' },
+  );
   if (!ranks) return;
-  const text = newRunConfigText({ model: model.id, target: target.id, ranks: Number(ranks.label), hostMemoryBytes: os.totalmem() });
+  const text = newRunConfigText({
+    model: model.id,
+    target: target.id,
+    ranks: Number(ranks.label),
+    hostMemoryBytes: os.totalmem(),
+  });
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   if (!folder) {
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: 'yaml', content: text }));

@@ -9,7 +9,8 @@ const EXCLUDE = '{**/node_modules/**,**/runs/**,**/.git/**,**/dist/**}';
 
 export function registerOpenMemoryEstimator(studio: StudioContext): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.openMemoryEstimator', async (target?: vscode.Uri | string) => {
-    const uri = typeof target === 'string' ? vscode.Uri.parse(target) : (target ?? activeConfig() ?? (await pickConfig()));
+    const uri =
+      typeof target === 'string' ? vscode.Uri.parse(target) : (target ?? activeConfig() ?? (await pickConfig()));
     if (!uri) return;
     MemoryEstimatorPanel.show(studio.extension.extensionUri, uri);
   });
@@ -33,7 +34,9 @@ async function pickConfig(): Promise<vscode.Uri | undefined> {
     if (kind) items.push({ label: vscode.workspace.asRelativePath(uri), description: kind, uri });
   }
   if (items.length === 0) {
-    void vscode.window.showErrorMessage('FSDP: no run config, DeepSpeed config or accelerate config in this workspace to estimate.');
+    void vscode.window.showErrorMessage(
+      'FSDP: no run config, DeepSpeed config or accelerate config in this workspace to estimate.',
+    );
     return undefined;
   }
   items.sort((a, b) => a.label.localeCompare(b.label));

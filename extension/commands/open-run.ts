@@ -10,11 +10,17 @@ export function registerOpenRun(studio: StudioContext): vscode.Disposable[] {
   const runs = studio.runs;
   return [
     vscode.commands.registerCommand('fsdp.openDashboard', async (arg?: RunArgument) => {
-      const record = await runFromArgument(runs, arg, { title: 'Open run dashboard', none: 'No runs in this workspace yet: launch one, or attach to one.' });
+      const record = await runFromArgument(runs, arg, {
+        title: 'Open run dashboard',
+        none: 'No runs in this workspace yet: launch one, or attach to one.',
+      });
       if (record) studio.dashboards.show(record);
     }),
     vscode.commands.registerCommand('fsdp.openRunConfig', async (arg?: RunArgument) => {
-      const record = await runFromArgument(runs, arg, { title: 'Open run config', none: 'No runs in this workspace yet.' });
+      const record = await runFromArgument(runs, arg, {
+        title: 'Open run config',
+        none: 'No runs in this workspace yet.',
+      });
       if (!record) return;
       const configPath = record.configPath ?? runs.watch(record).manifest?.config_path;
       if (!configPath) {
@@ -24,14 +30,23 @@ export function registerOpenRun(studio: StudioContext): vscode.Disposable[] {
       await vscode.window.showTextDocument(vscode.Uri.file(configPath));
     }),
     vscode.commands.registerCommand('fsdp.openRunLog', async (arg?: RunArgument) => {
-      const record = await runFromArgument(runs, arg, { title: 'Open run log', none: 'No runs in this workspace yet.' });
+      const record = await runFromArgument(runs, arg, {
+        title: 'Open run log',
+        none: 'No runs in this workspace yet.',
+      });
       if (record) await openRunLog(studio, record.target, record.runDir);
     }),
     vscode.commands.registerCommand('fsdp.openRunFolder', async (arg?: RunArgument) => {
-      const record = await runFromArgument(runs, arg, { title: 'Open run folder', none: 'No runs in this workspace yet.' });
+      const record = await runFromArgument(runs, arg, {
+        title: 'Open run folder',
+        none: 'No runs in this workspace yet.',
+      });
       if (!record) return;
       if (record.target !== 'local') {
-        const pick = await vscode.window.showInformationMessage(`The run folder is on ${record.target}: ${record.runDir}`, 'Copy path');
+        const pick = await vscode.window.showInformationMessage(
+          `The run folder is on ${record.target}: ${record.runDir}`,
+          'Copy path',
+        );
         if (pick) await vscode.env.clipboard.writeText(record.runDir);
         return;
       }
@@ -50,9 +65,13 @@ const REMOTE_LOG_BYTES = 256 * 1024;
 
 async function openRunLog(studio: StudioContext, target: string, runDir: string): Promise<void> {
   if (target === 'local') {
-    const file = LOG_FILES.map((name) => path.join(runDir, name)).find((f) => existsSync(f) && statSync(f).size > 0) ?? path.join(runDir, LOG_FILES[0]);
+    const file =
+      LOG_FILES.map((name) => path.join(runDir, name)).find((f) => existsSync(f) && statSync(f).size > 0) ??
+      path.join(runDir, LOG_FILES[0]);
     if (!existsSync(file)) {
-      void vscode.window.showInformationMessage(`${path.basename(runDir)} has no log in its folder: runs started from a terminal write to that terminal.`);
+      void vscode.window.showInformationMessage(
+        `${path.basename(runDir)} has no log in its folder: runs started from a terminal write to that terminal.`,
+      );
       return;
     }
     const editor = await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
@@ -62,9 +81,14 @@ async function openRunLog(studio: StudioContext, target: string, runDir: string)
   }
   const machine = studio.runs.machine(target);
   for (const name of LOG_FILES) {
-    const text = (await machine.readFile(`${runDir}/${name}`, REMOTE_LOG_BYTES, true).catch(() => Buffer.alloc(0))).toString('utf8');
+    const text = (
+      await machine.readFile(`${runDir}/${name}`, REMOTE_LOG_BYTES, true).catch(() => Buffer.alloc(0))
+    ).toString('utf8');
     if (!text) continue;
-    const doc = await vscode.workspace.openTextDocument({ content: `# ${target}:${runDir}/${name} (its last ${REMOTE_LOG_BYTES / 1024} KiB at most)\n${text}`, language: 'log' });
+    const doc = await vscode.workspace.openTextDocument({
+      content: `# ${target}:${runDir}/${name} (its last ${REMOTE_LOG_BYTES / 1024} KiB at most)\n${text}`,
+      language: 'log',
+    });
     await vscode.window.showTextDocument(doc, { preview: true });
     return;
   }

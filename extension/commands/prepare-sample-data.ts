@@ -27,18 +27,30 @@ export function registerPrepareSampleData(studio: StudioContext): vscode.Disposa
     if (!out) return;
     const tokenizer = args?.tokenizer === 'gpt2' ? 'gpt2' : 'byte';
     if (!existsSync(CORPUS)) {
-      void vscode.window.showErrorMessage(`The sample data is made from Debian's fortunes corpus, which is not installed (${CORPUS} is missing): install the package "fortunes" (sudo apt-get install fortunes), then try again.`);
+      void vscode.window.showErrorMessage(
+        `The sample data is made from Debian's fortunes corpus, which is not installed (${CORPUS} is missing): install the package "fortunes" (sudo apt-get install fortunes), then try again.`,
+      );
       return;
     }
     const script = path.join(studio.extension.extensionPath, 'dist', 'prepare-data.js');
     try {
-      const said = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Preparing the sample data (${tokenizer} tokenizer) in ${vscode.workspace.asRelativePath(out)}…` }, () =>
-        new Promise<string>((resolve, reject) => {
-          execFile(process.execPath, [script, '--tokenizer', tokenizer, '--out', out, '--corpus', CORPUS], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, timeout: 10 * 60_000 }, (e, stdout, stderr) => {
-            if (e) reject(new Error(stderr.trim() || e.message));
-            else resolve(stdout.trim());
-          });
-        }),
+      const said = await vscode.window.withProgress(
+        {
+          location: vscode.ProgressLocation.Notification,
+          title: `Preparing the sample data (${tokenizer} tokenizer) in ${vscode.workspace.asRelativePath(out)}…`,
+        },
+        () =>
+          new Promise<string>((resolve, reject) => {
+            execFile(
+              process.execPath,
+              [script, '--tokenizer', tokenizer, '--out', out, '--corpus', CORPUS],
+              { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, timeout: 10 * 60_000 },
+              (e, stdout, stderr) => {
+                if (e) reject(new Error(stderr.trim() || e.message));
+                else resolve(stdout.trim());
+              },
+            );
+          }),
       );
       studio.output.info(`prepare-data: ${said}`);
       void vscode.window.showInformationMessage(`Sample data ready: ${said}.`);

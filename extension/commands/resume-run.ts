@@ -56,9 +56,14 @@ async function continueRun(studio: StudioContext, arg: RunArgument): Promise<voi
   const name = runTitle(record, watch);
   const done = watch.history.lastStep ?? watch.manifest?.step ?? 0;
   if (!watch.history.markers.some((m) => m.kind === 'checkpoint')) {
-    void vscode.window.showErrorMessage(`Cannot continue ${name}: it saved no checkpoint (checkpointing.save_final was off), so it would start over. Launch its config again instead.`, 'Open config').then((pick) => {
-      if (pick) void vscode.commands.executeCommand('fsdp.openRunConfig', watch.key);
-    });
+    void vscode.window
+      .showErrorMessage(
+        `Cannot continue ${name}: it saved no checkpoint (checkpointing.save_final was off), so it would start over. Launch its config again instead.`,
+        'Open config',
+      )
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('fsdp.openRunConfig', watch.key);
+      });
     return;
   }
   const suggested = watch.manifest?.max_steps ?? done;
@@ -86,14 +91,23 @@ async function endedWatch(studio: StudioContext, record: RunRecord, verb: string
   const pgid = watch.manifest?.pgid;
   const machine = studio.runs.machine(record.target);
   if (pgid !== undefined && (await machine.isAlive(pgid))) {
-    const gone = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Waiting for ${record.runId} to finish stopping…` }, async () => {
-      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
-        if (!(await machine.isAlive(pgid))) return true;
-      }
-      return false;
-    });
+    const gone = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Waiting for ${record.runId} to finish stopping…` },
+      async () => {
+        for (
+          const deadline = Date.now() + 60_000;
+          Date.now() < deadline;
+          await new Promise((r) => setTimeout(r, 500))
+        ) {
+          if (!(await machine.isAlive(pgid))) return true;
+        }
+        return false;
+      },
+    );
     if (!gone) {
-      void vscode.window.showErrorMessage(`Cannot ${verb} ${record.runId}: its processes (group ${pgid}) are still running. Stop it first.`);
+      void vscode.window.showErrorMessage(
+        `Cannot ${verb} ${record.runId}: its processes (group ${pgid}) are still running. Stop it first.`,
+      );
       return undefined;
     }
     await watch.refreshManifest();
@@ -110,7 +124,9 @@ async function restart(studio: StudioContext, record: RunRecord, watch: RunWatch
   if (watch.manifest?.kind === 'command') return relaunchCommand(studio, record, watch.manifest);
   const configPath = record.configPath ?? watch.manifest?.config_path;
   if (!configPath) {
-    void vscode.window.showErrorMessage(`Cannot restart ${record.runId}: its run.json does not say which config it was launched from.`);
+    void vscode.window.showErrorMessage(
+      `Cannot restart ${record.runId}: its run.json does not say which config it was launched from.`,
+    );
     return;
   }
   const config = await loadForLaunch(studio, vscode.Uri.file(configPath));
@@ -122,5 +138,9 @@ async function restart(studio: StudioContext, record: RunRecord, watch: RunWatch
     config.training.max_steps = maxSteps;
     overrides.push(`training.max_steps=${maxSteps}`);
   }
-  await startRun(studio, { configPath, config, resumeRunDir: record.runDir, ...(overrides.length ? { overrides } : {}) }, watch.manifest);
+  await startRun(
+    studio,
+    { configPath, config, resumeRunDir: record.runDir, ...(overrides.length ? { overrides } : {}) },
+    watch.manifest,
+  );
 }

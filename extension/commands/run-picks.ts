@@ -17,11 +17,16 @@ export interface RunPickOptions {
   none: string;
 }
 
-export async function runFromArgument(runs: Runs, arg: RunArgument, opts: RunPickOptions): Promise<RunRecord | undefined> {
+export async function runFromArgument(
+  runs: Runs,
+  arg: RunArgument,
+  opts: RunPickOptions,
+): Promise<RunRecord | undefined> {
   const key = typeof arg === 'string' ? arg : arg?.kind === 'run' ? arg.key : undefined;
   if (key) {
     const record = runs.registry.get(key);
-    if (!record) void vscode.window.showErrorMessage(`${opts.title}: the run ${key} is not in this workspace's runs list.`);
+    if (!record)
+      void vscode.window.showErrorMessage(`${opts.title}: the run ${key} is not in this workspace's runs list.`);
     return record;
   }
   const [picked] = await pickRuns(runs, opts, false);
@@ -37,14 +42,29 @@ export async function pickRuns(runs: Runs, opts: RunPickOptions, many: boolean):
   records.sort((a, b) => (b.launchedAt ?? 0) - (a.launchedAt ?? 0) || a.runDir.localeCompare(b.runDir));
   const items = records.map((record) => {
     const watch = runs.existingWatch(runKey(record));
-    return { label: runTitle(record, watch), description: `${targetTitle(record.target)} · ${runSummary(watch)}`, detail: record.runDir, record };
+    return {
+      label: runTitle(record, watch),
+      description: `${targetTitle(record.target)} · ${runSummary(watch)}`,
+      detail: record.runDir,
+      record,
+    };
   });
   // The picker stays open when a webview takes the focus (a dashboard loading, a run's view updated
   // at its end): it must not vanish under the person's cursor. Escape still closes it.
   if (many) {
-    const picks = await vscode.window.showQuickPick(items, { title: opts.title, canPickMany: true, matchOnDetail: true, ignoreFocusOut: true });
+    const picks = await vscode.window.showQuickPick(items, {
+      title: opts.title,
+      canPickMany: true,
+      matchOnDetail: true,
+      ignoreFocusOut: true,
+    });
     return picks?.map((p) => p.record) ?? [];
   }
-  const pick = await vscode.window.showQuickPick(items, { title: opts.title, matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true });
+  const pick = await vscode.window.showQuickPick(items, {
+    title: opts.title,
+    matchOnDescription: true,
+    matchOnDetail: true,
+    ignoreFocusOut: true,
+  });
   return pick ? [pick.record] : [];
 }

@@ -6,8 +6,20 @@ import type { StudioContext } from '../studio-context';
 
 /** Registers a run just started (or resumed), follows it, and opens its dashboard. */
 /** `resumedAt`: for a resume or relaunch in the same folder, when it was asked for (seconds). */
-export async function showLaunched(studio: StudioContext, launched: LaunchedRun, facts: { name: string; configPath: string; resumedAt?: number }): Promise<void> {
-  const record = { target: launched.target, runDir: launched.runDir, runId: launched.runId, name: facts.name, configPath: facts.configPath, launchedAt: Date.now(), pgid: launched.pgid };
+export async function showLaunched(
+  studio: StudioContext,
+  launched: LaunchedRun,
+  facts: { name: string; configPath: string; resumedAt?: number },
+): Promise<void> {
+  const record = {
+    target: launched.target,
+    runDir: launched.runDir,
+    runId: launched.runId,
+    name: facts.name,
+    configPath: facts.configPath,
+    launchedAt: Date.now(),
+    pgid: launched.pgid,
+  };
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
   showStartProgress(watch, record.name);

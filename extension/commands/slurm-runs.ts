@@ -20,7 +20,11 @@ export function onSlurm(config: ResolvedRunConfig): boolean {
  * partition's GPU (or a node's memory per task on the CPU). Asks when it does not fit; says in the
  * output what it compared, or why it could not.
  */
-export async function slurmMemoryFits(studio: StudioContext, config: ResolvedRunConfig, configPath: string): Promise<boolean> {
+export async function slurmMemoryFits(
+  studio: StudioContext,
+  config: ResolvedRunConfig,
+  configPath: string,
+): Promise<boolean> {
   const target = config.launch.target ?? LOCAL;
   let check;
   try {
@@ -33,28 +37,49 @@ export async function slurmMemoryFits(studio: StudioContext, config: ResolvedRun
   }
   studio.output.info(`memory check before submitting: ${check.message}`);
   if (check.fits !== false) return true;
-  const choice = await vscode.window.showWarningMessage(`The job's memory estimate ${check.message}. Submit anyway?`, { modal: true }, 'Submit anyway');
+  const choice = await vscode.window.showWarningMessage(
+    `The job's memory estimate ${check.message}. Submit anyway?`,
+    { modal: true },
+    'Submit anyway',
+  );
   return choice === 'Submit anyway';
 }
 
 /** Opens a run's batch script: the file itself here, its text from the login host otherwise. */
 export async function showBatchScript(studio: StudioContext, record: RunRecord, script: string): Promise<void> {
-  const doc = record.target === LOCAL
-    ? await vscode.workspace.openTextDocument(vscode.Uri.file(script))
-    : await vscode.workspace.openTextDocument({ language: 'shellscript', content: (await studio.runs.machine(record.target).readFile(script, 1 << 20)).toString('utf8') });
+  const doc =
+    record.target === LOCAL
+      ? await vscode.workspace.openTextDocument(vscode.Uri.file(script))
+      : await vscode.workspace.openTextDocument({
+          language: 'shellscript',
+          content: (await studio.runs.machine(record.target).readFile(script, 1 << 20)).toString('utf8'),
+        });
   await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true });
 }
 
 /** "Stop run" for a SLURM run: cancel it while it waits; the graceful stop, then scancel after the grace, while it runs. */
 export async function stopSlurmRun(studio: StudioContext, record: RunRecord, watch: RunWatch): Promise<void> {
   const jobId = watch.manifest!.slurm!.job_id!;
-  const grace = (watch.manifest?.config as { launch?: { slurm?: { stop_grace_s?: number } } } | undefined)?.launch?.slurm?.stop_grace_s ?? 120;
+  const grace =
+    (watch.manifest?.config as { launch?: { slurm?: { stop_grace_s?: number } } } | undefined)?.launch?.slurm
+      ?.stop_grace_s ?? 120;
   try {
-    const outcome = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping job ${jobId}` }, (progress) =>
-      stopSlurmJob(studio.runs.cluster(record.target), jobId, grace, (message) => progress.report({ message }), watch.manifest?.slurm?.stop_signal ?? 'USR1'),
+    const outcome = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Stopping job ${jobId}` },
+      (progress) =>
+        stopSlurmJob(
+          studio.runs.cluster(record.target),
+          jobId,
+          grace,
+          (message) => progress.report({ message }),
+          watch.manifest?.slurm?.stop_signal ?? 'USR1',
+        ),
     );
     studio.output.info(`stop ${record.runDir} (job ${jobId} on ${record.target}): ${outcome}`);
-    if (outcome === 'cancelled-after-grace') void vscode.window.showWarningMessage(`Job ${jobId} did not stop within ${grace} s of the stop signal: cancelled (scancel); its last checkpoint may be older.`);
+    if (outcome === 'cancelled-after-grace')
+      void vscode.window.showWarningMessage(
+        `Job ${jobId} did not stop within ${grace} s of the stop signal: cancelled (scancel); its last checkpoint may be older.`,
+      );
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop job ${jobId}: ${(e as Error).message}`);
   }

@@ -37,7 +37,9 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
   const machine = runs.machine(record.target);
   const manifest = watch.manifest;
   if (!manifest) {
-    void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: its run.json cannot be read, so what to signal is unknown.`);
+    void vscode.window.showErrorMessage(
+      `Cannot stop ${record.runId}: its run.json cannot be read, so what to signal is unknown.`,
+    );
     return;
   }
   // Its end then reads "stopped with Stop", not the signal's number in red.
@@ -52,7 +54,13 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
       signalled: (signal, pgid) => {
         studio.output.info(`sent ${signal} to process group ${pgid} of ${record.runDir} (${record.target})`);
         // The trainer finishes its step and saves a checkpoint (seconds for a big model): say so.
-        progress = vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…` }, () => new Promise<void>((resolve) => (saved = resolve)));
+        progress = vscode.window.withProgress(
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…`,
+          },
+          () => new Promise<void>((resolve) => (saved = resolve)),
+        );
       },
     });
     saved();
@@ -63,7 +71,10 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
       void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${outcome.refused}`);
       return;
     }
-    if (outcome.stopped && outcome.killed) studio.output.warn(`${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${outcome.signal}: killed (SIGKILL)`);
+    if (outcome.stopped && outcome.killed)
+      studio.output.warn(
+        `${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${outcome.signal}: killed (SIGKILL)`,
+      );
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);
     return;

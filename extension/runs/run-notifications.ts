@@ -38,11 +38,14 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
   const jobs = runs.onDidChange((watch) => {
     if (!watch?.job || jobActive(watch.job) || jobEnds.has(watch.key) || !seenAlive.has(watch.key)) return;
     const status = watch.status();
-    if (!['cancelled', 'timed-out', 'preempted', 'failed'].includes(status) || watch.history.end?.status === 'failed') return;
+    if (!['cancelled', 'timed-out', 'preempted', 'failed'].includes(status) || watch.history.end?.status === 'failed')
+      return;
     jobEnds.add(watch.key);
-    void vscode.window.showWarningMessage(`${title(runs, watch)}: ${watch.endReason() ?? status}.`, 'Open dashboard').then((pick) => {
-      if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-    });
+    void vscode.window
+      .showWarningMessage(`${title(runs, watch)}: ${watch.endReason() ?? status}.`, 'Open dashboard')
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+      });
   });
   const events = runs.onDidAppend(({ watch, entries }) => {
     const now = Date.now() / 1000;
@@ -78,17 +81,30 @@ function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
   const nanSince = watch.history.nonFiniteLossSince();
   if (event.status === 'completed' && nanSince !== undefined) {
     // Not a success to continue from: its weights have been NaN since that step.
-    const actions = watch.history.anomalies.some((a) => a.kind !== 'spike') ? ['Show diagnostics', 'Open dashboard'] : ['Open dashboard'];
-    void vscode.window.showWarningMessage(`${name} completed at step ${event.step}, but its loss has been NaN since step ${nanSince}.`, ...actions).then((pick) => {
-      if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
-      if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-    });
+    const actions = watch.history.anomalies.some((a) => a.kind !== 'spike')
+      ? ['Show diagnostics', 'Open dashboard']
+      : ['Open dashboard'];
+    void vscode.window
+      .showWarningMessage(
+        `${name} completed at step ${event.step}, but its loss has been NaN since step ${nanSince}.`,
+        ...actions,
+      )
+      .then((pick) => {
+        if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
+        if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+      });
   } else if (event.status === 'completed') {
     const loss = watch.history.step.loss.lastValue;
-    void vscode.window.showInformationMessage(`${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`, 'Open dashboard', 'Continue training…').then((pick) => {
-      if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-      if (pick === 'Continue training…') void vscode.commands.executeCommand('fsdp.continueRun', watch.key);
-    });
+    void vscode.window
+      .showInformationMessage(
+        `${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`,
+        'Open dashboard',
+        'Continue training…',
+      )
+      .then((pick) => {
+        if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+        if (pick === 'Continue training…') void vscode.commands.executeCommand('fsdp.continueRun', watch.key);
+      });
   } else if (event.status === 'failed') {
     showFailure(watch, `${name} failed at step ${event.step}: ${event.reason ?? 'no reason given'}.`);
   }

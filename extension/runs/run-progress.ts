@@ -28,26 +28,41 @@ export function showStartProgress(watch: RunWatch, name: string): void {
     const last = watch.history.lastStepTime;
     return last !== undefined && last >= since;
   };
-  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Starting ${name}` }, async (progress) => {
-    progress.report({ message: 'starting…' });
-    const done = await waitFor(watch, (events) => {
-      for (const e of events) {
-        if (e.time < since) continue;
-        if (e.type === 'run_start') {
-          commandStarted = isCommand() ? Date.now() : undefined;
-          progress.report({ message: startMessage(e, isCommand()) });
-        }
-        if (e.type === 'run_end') return true;
+  void vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Starting ${name}` },
+    async (progress) => {
+      progress.report({ message: 'starting…' });
+      const done = await waitFor(
+        watch,
+        (events) => {
+          for (const e of events) {
+            if (e.time < since) continue;
+            if (e.type === 'run_start') {
+              commandStarted = isCommand() ? Date.now() : undefined;
+              progress.report({ message: startMessage(e, isCommand()) });
+            }
+            if (e.type === 'run_end') return true;
+          }
+          if (commandStarted !== undefined && Date.now() - commandStarted > COMMAND_WAIT_MS) return true;
+          return (
+            firstStep() || !!watch.vanished || (watch.history.end !== undefined && watch.history.end.time >= since)
+          );
+        },
+        LONGEST_WAIT_MS,
+        COMMAND_CHECK_MS,
+      );
+      if (done && !firstStep() && watch.isLive() && isCommand()) {
+        void vscode.window
+          .showInformationMessage(
+            `${name} is running, but no step has been read from it yet: the dashboard says what is read and what to add to the launch spec.`,
+            'Open dashboard',
+          )
+          .then((pick) => {
+            if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+          });
       }
-      if (commandStarted !== undefined && Date.now() - commandStarted > COMMAND_WAIT_MS) return true;
-      return firstStep() || !!watch.vanished || (watch.history.end !== undefined && watch.history.end.time >= since);
-    }, LONGEST_WAIT_MS, COMMAND_CHECK_MS);
-    if (done && !firstStep() && watch.isLive() && isCommand()) {
-      void vscode.window.showInformationMessage(`${name} is running, but no step has been read from it yet: the dashboard says what is read and what to add to the launch spec.`, 'Open dashboard').then((pick) => {
-        if (pick) void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-      });
-    }
-  });
+    },
+  );
 }
 
 /** A person's command with no step read after this long: the notification gives way to a word on why. */
@@ -57,7 +72,8 @@ const COMMAND_CHECK_MS = 5_000;
 
 function startMessage(e: Extract<MetricsEvent, { type: 'run_start' }>, command: boolean): string {
   // A command's run_start comes from the supervisor before Python has even imported torch: nothing is ready yet.
-  if (command) return `the command is running (${e.world.size} rank${e.world.size > 1 ? 's' : ''}); waiting for its first step…`;
+  if (command)
+    return `the command is running (${e.world.size} rank${e.world.size > 1 ? 's' : ''}); waiting for its first step…`;
   const params = e.n_params !== undefined ? ` (${(e.n_params / 1e6).toFixed(1)}M parameters)` : '';
   return `model and data are ready${params}; running the first step…`;
 }
@@ -79,12 +95,21 @@ export function showCheckpointProgress(runs: Runs): vscode.Disposable {
     saving.add(watch.key);
     const step = last.step;
     // Read from the watch's state, not from the events of one batch: no arrival can slip between two waits.
-    const saved = () => watch.history.markers.some((m) => m.kind === 'checkpoint' && m.step >= step) || !!watch.history.end || !watch.isLive();
+    const saved = () =>
+      watch.history.markers.some((m) => m.kind === 'checkpoint' && m.step >= step) ||
+      !!watch.history.end ||
+      !watch.isLive();
     const quick = waitFor(watch, saved, SAVE_NOTICE_AFTER_MS);
     void quick.then(async (done) => {
       if (!done) {
         const record = runs.registry.get(watch.key);
-        await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${record ? runTitle(record, watch) : watch.ref.runDir}: saving the checkpoint of step ${step}…` }, () => waitFor(watch, saved));
+        await vscode.window.withProgress(
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: `${record ? runTitle(record, watch) : watch.ref.runDir}: saving the checkpoint of step ${step}…`,
+          },
+          () => waitFor(watch, saved),
+        );
       }
       saving.delete(watch.key);
     });
@@ -95,7 +120,12 @@ export function showCheckpointProgress(runs: Runs): vscode.Disposable {
  * Resolves true when `done` holds for events appended from now on (or at once), false after
  * `timeoutMs`; with `recheckMs`, `done` is also asked every so often without news.
  */
-function waitFor(watch: RunWatch, done: (events: MetricsEvent[]) => boolean, timeoutMs = LONGEST_WAIT_MS, recheckMs?: number): Promise<boolean> {
+function waitFor(
+  watch: RunWatch,
+  done: (events: MetricsEvent[]) => boolean,
+  timeoutMs = LONGEST_WAIT_MS,
+  recheckMs?: number,
+): Promise<boolean> {
   return new Promise((resolve) => {
     if (done([])) {
       resolve(true);

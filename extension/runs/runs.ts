@@ -37,7 +37,10 @@ export class Runs implements vscode.Disposable {
   sshSettings(): SshSettings {
     const cfg = vscode.workspace.getConfiguration('fsdp.ssh');
     const configFile = cfg.get<string>('configFile')?.trim();
-    return { ...(configFile ? { configFile: expandHome(configFile) } : {}), connectTimeoutS: cfg.get<number>('connectTimeout') ?? 15 };
+    return {
+      ...(configFile ? { configFile: expandHome(configFile) } : {}),
+      connectTimeoutS: cfg.get<number>('connectTimeout') ?? 15,
+    };
   }
 
   machine(target: TargetName): RunMachine {
@@ -68,7 +71,11 @@ export class Runs implements vscode.Disposable {
     const key = runKey(ref);
     let w = this.watches.get(key);
     if (!w) {
-      w = new RunWatch({ target: ref.target, runDir: ref.runDir, ...(ref.format ? { format: ref.format } : {}) }, this.machine(ref.target), this.cluster(ref.target));
+      w = new RunWatch(
+        { target: ref.target, runDir: ref.runDir, ...(ref.format ? { format: ref.format } : {}) },
+        this.machine(ref.target),
+        this.cluster(ref.target),
+      );
       w.stopRequested = this.registry.get(key)?.stopRequestedAt !== undefined;
       this.watches.set(key, w);
       const watch = w;
@@ -121,7 +128,8 @@ export class Runs implements vscode.Disposable {
     const found = await vscode.workspace.findFiles('**/runs/*/run.json', '{**/node_modules/**,**/.git/**}', 1000);
     for (const uri of found) {
       const runDir = path.dirname(uri.fsPath);
-      if (!this.registry.get(runKey({ target: LOCAL, runDir }))) this.registry.put({ target: LOCAL, runDir, runId: path.basename(runDir) });
+      if (!this.registry.get(runKey({ target: LOCAL, runDir })))
+        this.registry.put({ target: LOCAL, runDir, runId: path.basename(runDir) });
     }
     for (const r of this.records()) {
       if (r.target === LOCAL || r.launchedAt !== undefined) this.watch(r);

@@ -22,10 +22,12 @@ export function notifySpikes(runs: Runs): vscode.Disposable {
       if (spike.alert === 'marker' || now - timeOfStep(watch.history, spike.step) > FRESH_S) continue;
       const record = runs.registry.get(watch.key);
       const name = record ? runTitle(record, watch) : watch.ref.runDir;
-      void vscode.window.showWarningMessage(`${name}: ${describeSpike(spike)} at step ${spike.step}.`, 'Show spikes', 'Open dashboard').then((pick) => {
-        if (pick === 'Show spikes') void vscode.commands.executeCommand('fsdp.showSpikes', watch.key, spike.step);
-        if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
-      });
+      void vscode.window
+        .showWarningMessage(`${name}: ${describeSpike(spike)} at step ${spike.step}.`, 'Show spikes', 'Open dashboard')
+        .then((pick) => {
+          if (pick === 'Show spikes') void vscode.commands.executeCommand('fsdp.showSpikes', watch.key, spike.step);
+          if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+        });
     }
   });
 }

@@ -12,14 +12,24 @@ export function runTitle(record: RunRecord, watch?: RunWatch): string {
 
 /** The titles of several runs, each told apart from the others (core/runs/run-names.ts). */
 export function distinctTitles(runs: ReadonlyArray<{ record: RunRecord; watch?: RunWatch }>): string[] {
-  return distinctNames(runs.map(({ record, watch }) => {
-    const started = startedAt(record, watch);
-    return { title: runTitle(record, watch), ...(started !== undefined ? { startedAt: started } : {}), id: watch?.manifest?.run_id ?? record.runId };
-  }));
+  return distinctNames(
+    runs.map(({ record, watch }) => {
+      const started = startedAt(record, watch);
+      return {
+        title: runTitle(record, watch),
+        ...(started !== undefined ? { startedAt: started } : {}),
+        id: watch?.manifest?.run_id ?? record.runId,
+      };
+    }),
+  );
 }
 
 /** One run's title among all the workspace knows: with its start time when another run has its title. */
-export function titleAmong(record: RunRecord, all: readonly RunRecord[], watchOf: (record: RunRecord) => RunWatch | undefined): string {
+export function titleAmong(
+  record: RunRecord,
+  all: readonly RunRecord[],
+  watchOf: (record: RunRecord) => RunWatch | undefined,
+): string {
   const key = `${record.target}:${record.runDir}`;
   const others = all.filter((r) => `${r.target}:${r.runDir}` !== key);
   const entries = [record, ...others].map((r) => ({ record: r, watch: watchOf(r) }));
@@ -57,13 +67,15 @@ export function runSummary(watch: RunWatch | undefined): string {
     if (loss !== undefined) parts.push(`loss ${Number.isFinite(loss) ? loss.toFixed(3) : 'NaN'}`);
   }
   const c = watch.connection;
-  if (c.state === 'reconnecting') parts.push(`reconnecting in ${Math.max(0, Math.round((c.retryAt - Date.now()) / 1000))} s`);
+  if (c.state === 'reconnecting')
+    parts.push(`reconnecting in ${Math.max(0, Math.round((c.retryAt - Date.now()) / 1000))} s`);
   else if (c.state === 'connecting' && watch.isLive()) parts.push('connecting…');
   return parts.join(' · ');
 }
 
 export function statusIcon(status: RunStatus | undefined, watch?: RunWatch): vscode.ThemeIcon {
-  if (watch?.connection.state === 'reconnecting') return new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('list.warningForeground'));
+  if (watch?.connection.state === 'reconnecting')
+    return new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('list.warningForeground'));
   switch (status) {
     case 'running':
       return new vscode.ThemeIcon('sync~spin', new vscode.ThemeColor('charts.blue'));
@@ -71,7 +83,8 @@ export function statusIcon(status: RunStatus | undefined, watch?: RunWatch): vsc
       return new vscode.ThemeIcon('loading~spin');
     case 'completed':
       // Completed with its loss NaN to the end: not a pass.
-      if (watch?.history.nonFiniteLossSince() !== undefined) return new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'));
+      if (watch?.history.nonFiniteLossSince() !== undefined)
+        return new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'));
       return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
     case 'failed':
       return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));

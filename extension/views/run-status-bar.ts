@@ -13,7 +13,10 @@ export class RunStatusBar implements vscode.Disposable {
 
   constructor(private readonly runs: Runs) {
     this.item.name = 'FSDP run';
-    this.subscriptions = [runs.onDidChange((w) => (w === undefined || w === runs.focused) && this.schedule()), runs.onDidChangeFocus(() => this.update())];
+    this.subscriptions = [
+      runs.onDidChange((w) => (w === undefined || w === runs.focused) && this.schedule()),
+      runs.onDidChangeFocus(() => this.update()),
+    ];
     this.update();
   }
 
@@ -32,7 +35,14 @@ export class RunStatusBar implements vscode.Disposable {
       return;
     }
     const failed = watch.status() === 'failed';
-    const icon = watch.connection.state === 'reconnecting' ? '$(debug-disconnect)' : watch.isLive() ? '$(pulse)' : failed ? '$(error)' : '$(graph-line)';
+    const icon =
+      watch.connection.state === 'reconnecting'
+        ? '$(debug-disconnect)'
+        : watch.isLive()
+          ? '$(pulse)'
+          : failed
+            ? '$(error)'
+            : '$(graph-line)';
     this.item.text = `${icon} ${runTitle(record, watch)}: ${runSummary(watch)}`;
     this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     const reason = failed ? watch.endReason() : undefined;

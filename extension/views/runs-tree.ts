@@ -10,7 +10,8 @@ import { formatStart, runSummary, runTitle, startedAt, statusIcon, targetTitle }
 const REFRESH_MS = 300;
 
 /** `twin`: another run on the same host has the same title, so the start time goes beside it. */
-export type RunsTreeNode = { kind: 'host'; target: string } | { kind: 'run'; key: string; record: RunRecord; twin?: boolean };
+export type RunsTreeNode =
+  { kind: 'host'; target: string } | { kind: 'run'; key: string; record: RunRecord; twin?: boolean };
 
 export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<RunsTreeNode | undefined>();
@@ -25,15 +26,25 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
   getChildren(node?: RunsTreeNode): RunsTreeNode[] {
     const records = this.runs.records();
     if (!node) {
-      const targets = [...new Set(records.map((r) => r.target))].sort((a, b) => (a === 'local' ? -1 : b === 'local' ? 1 : a.localeCompare(b)));
+      const targets = [...new Set(records.map((r) => r.target))].sort((a, b) =>
+        a === 'local' ? -1 : b === 'local' ? 1 : a.localeCompare(b),
+      );
       return targets.map((target) => ({ kind: 'host', target }));
     }
     if (node.kind === 'run') return [];
     const onHost = records.filter((r) => r.target === node.target);
     const titles = onHost.map((r) => runTitle(r, this.runs.existingWatch(runKey(r))));
     return onHost
-      .map((record, i) => ({ kind: 'run' as const, key: runKey(record), record, twin: titles.indexOf(titles[i]) !== titles.lastIndexOf(titles[i]) }))
-      .sort((a, b) => (b.record.launchedAt ?? 0) - (a.record.launchedAt ?? 0) || b.record.runId.localeCompare(a.record.runId));
+      .map((record, i) => ({
+        kind: 'run' as const,
+        key: runKey(record),
+        record,
+        twin: titles.indexOf(titles[i]) !== titles.lastIndexOf(titles[i]),
+      }))
+      .sort(
+        (a, b) =>
+          (b.record.launchedAt ?? 0) - (a.record.launchedAt ?? 0) || b.record.runId.localeCompare(a.record.runId),
+      );
   }
 
   getTreeItem(node: RunsTreeNode): vscode.TreeItem {
@@ -47,13 +58,20 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
     const watch = this.runs.existingWatch(node.key);
     const title = runTitle(node.record, watch);
     const started = formatStart(startedAt(node.record, watch));
-    const item = new vscode.TreeItem(node.twin && started ? `${title} (${started})` : title, vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(
+      node.twin && started ? `${title} (${started})` : title,
+      vscode.TreeItemCollapsibleState.None,
+    );
     item.id = node.key;
     item.description = runSummary(watch);
     item.iconPath = statusIcon(watch?.status(), watch);
     // run.live, run.completed, run.failed, run.stopped, run.starting…: the menus offer what fits.
     // A run completed with its loss NaN to the end is not offered "Continue training": run.completed-nan.
-    item.contextValue = watch ? (watch.isLive() ? 'run.live' : `run.${watch.status()}${watch.status() === 'completed' && watch.history.nonFiniteLossSince() !== undefined ? '-nan' : ''}`) : 'run.unknown';
+    item.contextValue = watch
+      ? watch.isLive()
+        ? 'run.live'
+        : `run.${watch.status()}${watch.status() === 'completed' && watch.history.nonFiniteLossSince() !== undefined ? '-nan' : ''}`
+      : 'run.unknown';
     const tip = new vscode.MarkdownString();
     tip.appendMarkdown(`**${title}** — ${targetTitle(node.record.target)}\n\n`);
     tip.appendText(`id ${watch?.manifest?.run_id ?? node.record.runId}${started ? `, started ${started}` : ''}\n`);

@@ -22,24 +22,37 @@ const SPEC = { viewType: COMPARE_VIEW_TYPE, title: 'Compare runs', bundle: 'comp
 
 /** The same runs in any order are the same comparison. */
 export function comparisonKey(records: Array<{ target: string; runDir: string }>): string {
-  return records.map((r) => runKey(r)).sort().join('\n');
+  return records
+    .map((r) => runKey(r))
+    .sort()
+    .join('\n');
 }
 
 export class CompareRuns implements vscode.Disposable {
   private readonly open = new Map<string, ComparePanel>();
   private readonly disposables: vscode.Disposable[];
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly runs: Runs) {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly runs: Runs,
+  ) {
     this.disposables = [
       vscode.commands.registerCommand('fsdp.compareRuns', (...keys: unknown[]) => this.compare(keys)),
       vscode.window.registerWebviewPanelSerializer(COMPARE_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state: CompareState | undefined) => {
-          const records = (state?.runs ?? []).map((r) => this.runs.registry.get(runKey(r))).filter((r): r is RunRecord => !!r);
+          const records = (state?.runs ?? [])
+            .map((r) => this.runs.registry.get(runKey(r)))
+            .filter((r): r is RunRecord => !!r);
           if (records.length < 2) {
-            panel.webview.html = '<!DOCTYPE html><html><body><p>These runs are no longer in the workspace\'s runs list.</p></body></html>';
+            panel.webview.html =
+              "<!DOCTYPE html><html><body><p>These runs are no longer in the workspace's runs list.</p></body></html>";
             return;
           }
-          this.track(records, new PanelHost(panel, this.extensionUri, { ...SPEC, title: compareTitle(records, this.runs) }), state);
+          this.track(
+            records,
+            new PanelHost(panel, this.extensionUri, { ...SPEC, title: compareTitle(records, this.runs) }),
+            state,
+          );
         },
       }),
     ];
@@ -48,7 +61,9 @@ export class CompareRuns implements vscode.Disposable {
   /** Compares the runs named by key (from a view or a test), or the ones the person picks. */
   private async compare(keys: unknown[]): Promise<void> {
     const flat = keys.flat().filter((k): k is string => typeof k === 'string');
-    const records = flat.length ? flat.map((k) => this.runs.registry.get(k)).filter((r): r is RunRecord => !!r) : await this.pick();
+    const records = flat.length
+      ? flat.map((k) => this.runs.registry.get(k)).filter((r): r is RunRecord => !!r)
+      : await this.pick();
     if (records.length === 0) return;
     if (records.length < 2) {
       void vscode.window.showWarningMessage('Compare runs needs two or more runs.');
@@ -56,7 +71,12 @@ export class CompareRuns implements vscode.Disposable {
     }
     const existing = this.open.get(comparisonKey(records));
     if (existing) existing.reveal();
-    else this.track(records, PanelHost.create(this.extensionUri, { ...SPEC, title: compareTitle(records, this.runs) }), undefined);
+    else
+      this.track(
+        records,
+        PanelHost.create(this.extensionUri, { ...SPEC, title: compareTitle(records, this.runs) }),
+        undefined,
+      );
   }
 
   /**
@@ -68,12 +88,23 @@ export class CompareRuns implements vscode.Disposable {
     await this.runs.discover();
     const records = this.runs.records();
     if (records.length < 2) {
-      void vscode.window.showInformationMessage(records.length ? 'Compare runs needs two or more runs; this workspace has one.' : 'No runs in this workspace yet: launch or attach to some first.');
+      void vscode.window.showInformationMessage(
+        records.length
+          ? 'Compare runs needs two or more runs; this workspace has one.'
+          : 'No runs in this workspace yet: launch or attach to some first.',
+      );
       return [];
     }
     records.sort((a, b) => (b.launchedAt ?? 0) - (a.launchedAt ?? 0) || a.runDir.localeCompare(b.runDir));
-    const labels = distinctTitles(records.map((record) => ({ record, watch: this.runs.existingWatch(runKey(record)) })));
-    const items = records.map((record, i) => ({ label: labels[i], description: `${targetTitle(record.target)} · ${runSummary(this.runs.existingWatch(runKey(record)))}`, detail: record.runDir, record }));
+    const labels = distinctTitles(
+      records.map((record) => ({ record, watch: this.runs.existingWatch(runKey(record)) })),
+    );
+    const items = records.map((record, i) => ({
+      label: labels[i],
+      description: `${targetTitle(record.target)} · ${runSummary(this.runs.existingWatch(runKey(record)))}`,
+      detail: record.runDir,
+      record,
+    }));
     const pick = vscode.window.createQuickPick<(typeof items)[number]>();
     pick.title = 'Compare runs: pick two or more';
     pick.placeholder = 'Tick the runs to compare, then press Enter';
@@ -99,7 +130,11 @@ export class CompareRuns implements vscode.Disposable {
     });
   }
 
-  private track(records: RunRecord[], host: PanelHost<CompareToWebview, CompareFromWebview>, state: CompareState | undefined): void {
+  private track(
+    records: RunRecord[],
+    host: PanelHost<CompareToWebview, CompareFromWebview>,
+    state: CompareState | undefined,
+  ): void {
     const key = comparisonKey(records);
     this.open.get(key)?.dispose();
     const panel = new ComparePanel(host, records, this.runs, state);
@@ -133,12 +168,22 @@ class ComparePanel {
   private readonly disposed = new vscode.EventEmitter<void>();
   readonly onDidDispose = this.disposed.event;
 
-  constructor(private readonly host: PanelHost<CompareToWebview, CompareFromWebview>, private readonly records: RunRecord[], private readonly runs: Runs, state: CompareState | undefined) {
+  constructor(
+    private readonly host: PanelHost<CompareToWebview, CompareFromWebview>,
+    private readonly records: RunRecord[],
+    private readonly runs: Runs,
+    state: CompareState | undefined,
+  ) {
     this.watches = records.map((r) => runs.watch(r));
     this.compared = this.watches.map((w) => ({ label: '', history: w.history }));
     this.labelRuns();
     this.charts = new CompareCharts(this.compared);
-    this.view = { range: null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? 0.6), xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step' };
+    this.view = {
+      range: null,
+      width: 800,
+      smoothing: clampSmoothing(state?.smoothing ?? 0.6),
+      xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step',
+    };
     for (const w of this.watches) {
       const sub = w.onChange(() => this.schedule());
       this.disposables.push({ dispose: () => sub.dispose() });
@@ -158,7 +203,8 @@ class ComparePanel {
   }
 
   private async receive(m: CompareFromWebview): Promise<void> {
-    if (m.type === 'view') this.view = { ...this.view, range: m.range, width: m.width, xAxis: isXAxisMode(m.xAxis) ? m.xAxis : 'step' };
+    if (m.type === 'view')
+      this.view = { ...this.view, range: m.range, width: m.width, xAxis: isXAxisMode(m.xAxis) ? m.xAxis : 'step' };
     else if (m.type === 'smoothing') this.view = { ...this.view, smoothing: clampSmoothing(m.weight) };
     else if (m.type === 'exportPng') {
       const png = pngFromDataUrl(m.dataUrl);

@@ -13,20 +13,26 @@ import { runAdvice } from './run-advice-context';
 export async function applyConfigFix(id: FixId, record: RunRecord, watch: RunWatch): Promise<void> {
   const ctx = runAdvice(record, watch);
   if (ctx.framework !== 'native') {
-    void vscode.window.showInformationMessage('This run is your own script: change it as the advice says (nothing is edited for you).');
+    void vscode.window.showInformationMessage(
+      'This run is your own script: change it as the advice says (nothing is edited for you).',
+    );
     return;
   }
   const configPath = record.configPath ?? watch.manifest?.config_path;
   const edit = fixEdit(id, ctx);
   if (!configPath || !edit || /\.fsdp-launch\.ya?ml$/i.test(configPath)) {
-    void vscode.window.showInformationMessage(configPath ? 'This fix has no automatic edit.' : 'The run does not say which config it was launched from.');
+    void vscode.window.showInformationMessage(
+      configPath ? 'This fix has no automatic edit.' : 'The run does not say which config it was launched from.',
+    );
     return;
   }
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(configPath));
   const change = setYamlKey(doc.getText(), edit.path, edit.value);
   const rel = vscode.workspace.asRelativePath(doc.uri);
   if ('error' in change) {
-    void vscode.window.showWarningMessage(`${rel}: cannot set ${edit.path.join('.')} to ${edit.value}: ${change.error}.`);
+    void vscode.window.showWarningMessage(
+      `${rel}: cannot set ${edit.path.join('.')} to ${edit.value}: ${change.error}.`,
+    );
     return;
   }
   const editor = await vscode.window.showTextDocument(doc, { preview: false });
@@ -40,6 +46,9 @@ export async function applyConfigFix(id: FixId, record: RunRecord, watch: RunWat
   const at = doc.positionAt(change.offset + (change.length ? 0 : change.text.length));
   editor.selection = new vscode.Selection(at, at);
   editor.revealRange(new vscode.Range(at, at));
-  const choice = await vscode.window.showInformationMessage(`${rel}: set ${edit.path.join('.')} to ${edit.value} (not saved). Save it, then resume or relaunch the run.`, 'Save');
+  const choice = await vscode.window.showInformationMessage(
+    `${rel}: set ${edit.path.join('.')} to ${edit.value} (not saved). Save it, then resume or relaunch the run.`,
+    'Save',
+  );
   if (choice === 'Save') await doc.save();
 }

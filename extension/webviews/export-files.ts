@@ -6,8 +6,14 @@ import type { RunRecord } from '../../runs/watch/run-registry';
 const FILTERS: Record<string, string[]> = { CSV: ['csv'], PNG: ['png'] };
 
 /** Asks where to save `bytes` (proposing `fileName` in the run's folder, or the workspace for remote runs) and writes it. */
-export async function saveExport(record: RunRecord | undefined, fileName: string, kind: keyof typeof FILTERS, bytes: Uint8Array): Promise<vscode.Uri | undefined> {
-  const folder = record?.target === 'local' ? vscode.Uri.file(record.runDir) : vscode.workspace.workspaceFolders?.[0]?.uri;
+export async function saveExport(
+  record: RunRecord | undefined,
+  fileName: string,
+  kind: keyof typeof FILTERS,
+  bytes: Uint8Array,
+): Promise<vscode.Uri | undefined> {
+  const folder =
+    record?.target === 'local' ? vscode.Uri.file(record.runDir) : vscode.workspace.workspaceFolders?.[0]?.uri;
   const uri = await vscode.window.showSaveDialog({
     title: `Save ${kind}`,
     saveLabel: 'Save',
@@ -21,14 +27,20 @@ export async function saveExport(record: RunRecord | undefined, fileName: string
     void vscode.window.showErrorMessage(`Could not save ${uri.fsPath}: ${(e as Error).message}`);
     return undefined;
   }
-  void vscode.window.showInformationMessage(`Saved ${vscode.workspace.asRelativePath(uri)} (${formatSize(bytes.length)}).`, 'Open').then((pick) => {
-    if (pick) void vscode.commands.executeCommand('vscode.open', uri);
-  });
+  void vscode.window
+    .showInformationMessage(`Saved ${vscode.workspace.asRelativePath(uri)} (${formatSize(bytes.length)}).`, 'Open')
+    .then((pick) => {
+      if (pick) void vscode.commands.executeCommand('vscode.open', uri);
+    });
   return uri;
 }
 
 function formatSize(bytes: number): string {
-  return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MiB` : bytes >= 1024 ? `${(bytes / 1024).toFixed(0)} KiB` : `${bytes} B`;
+  return bytes >= 1 << 20
+    ? `${(bytes / (1 << 20)).toFixed(1)} MiB`
+    : bytes >= 1024
+      ? `${(bytes / 1024).toFixed(0)} KiB`
+      : `${bytes} B`;
 }
 
 /** A name safe as a file name: letters, digits, dot, dash and underscore. */

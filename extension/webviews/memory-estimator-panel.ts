@@ -69,21 +69,39 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
   private async sendConfig(): Promise<void> {
     const doc = await vscode.workspace.openTextDocument(this.uri);
     const fileName = vscode.workspace.asRelativePath(this.uri);
-    const read = readConfigForEstimate(doc.getText(), fileName, {}, undefined, this.uri.scheme === 'file' ? hfModelSource(this.uri.fsPath) : undefined);
+    const read = readConfigForEstimate(
+      doc.getText(),
+      fileName,
+      {},
+      undefined,
+      this.uri.scheme === 'file' ? hfModelSource(this.uri.fsPath) : undefined,
+    );
     // The panel shows one config at a time; a newer state replaces anything queued while hidden.
     this.host.clearQueue();
     if (isConfigInputError(read)) {
       this.host.post({ type: 'configError', fileName, error: read.error });
       return;
     }
-    this.host.post({ type: 'config', fileName, kind: read.kind, input: read.input, notes: read.notes, ...(read.model ? { model: read.model } : {}), hostMemoryBytes: os.totalmem() });
+    this.host.post({
+      type: 'config',
+      fileName,
+      kind: read.kind,
+      input: read.input,
+      notes: read.notes,
+      ...(read.model ? { model: read.model } : {}),
+      hostMemoryBytes: os.totalmem(),
+    });
   }
 
   private async apply(change: MemoryChange): Promise<void> {
     const doc = await vscode.workspace.openTextDocument(this.uri);
     const result = changeEdit(doc.getText(), vscode.workspace.asRelativePath(this.uri), change);
     if ('error' in result) {
-      this.host.post({ type: 'applied', ok: false, message: `Cannot apply ${describeChange(change)}: ${result.error}` });
+      this.host.post({
+        type: 'applied',
+        ok: false,
+        message: `Cannot apply ${describeChange(change)}: ${result.error}`,
+      });
       return;
     }
     if (!result.edit) {
@@ -94,7 +112,13 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
     const edit = new vscode.WorkspaceEdit();
     edit.replace(this.uri, new vscode.Range(start.line, start.character, end.line, end.character), result.edit.newText);
     const ok = await vscode.workspace.applyEdit(edit);
-    this.host.post({ type: 'applied', ok, message: ok ? `Applied ${describeChange(change)} to ${vscode.workspace.asRelativePath(this.uri)} (line ${start.line + 1}).` : `VS Code refused the edit for ${describeChange(change)}.` });
+    this.host.post({
+      type: 'applied',
+      ok,
+      message: ok
+        ? `Applied ${describeChange(change)} to ${vscode.workspace.asRelativePath(this.uri)} (line ${start.line + 1}).`
+        : `VS Code refused the edit for ${describeChange(change)}.`,
+    });
   }
 
   dispose(): void {

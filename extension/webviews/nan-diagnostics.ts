@@ -3,7 +3,12 @@
 // run's config file as an ordinary (undoable) edit when the person asks. Spikes have a view of
 // their own (spike-view.ts): they have no place in the network and no dump.
 import * as vscode from 'vscode';
-import type { AnomalyView, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview } from '../../core/panels/diagnostics-messages';
+import type {
+  AnomalyView,
+  DiagnosticsFromWebview,
+  DiagnosticsState,
+  DiagnosticsToWebview,
+} from '../../core/panels/diagnostics-messages';
 import type { AnomalyEvent } from '../../core/protocol/metrics';
 import { anomalyView } from '../../core/runs/anomaly-report';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
@@ -23,7 +28,10 @@ export class NanDiagnostics implements vscode.Disposable {
   private readonly open = new Map<string, DiagnosticsPanel>();
   private readonly disposables: vscode.Disposable[];
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly runs: Runs) {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly runs: Runs,
+  ) {
     this.disposables = [
       vscode.commands.registerCommand('fsdp.showDiagnostics', (arg?: RunArgument) => this.show(arg)),
       vscode.window.registerWebviewPanelSerializer(DIAGNOSTICS_VIEW_TYPE, {
@@ -42,13 +50,17 @@ export class NanDiagnostics implements vscode.Disposable {
   private async show(arg: RunArgument): Promise<void> {
     const record = await runFromArgument(this.runs, arg, {
       title: 'NaN diagnostics',
-      filter: (r) => (this.runs.existingWatch(runKey(r))?.history.anomalies.some(isNanOrInf) ?? false),
+      filter: (r) => this.runs.existingWatch(runKey(r))?.history.anomalies.some(isNanOrInf) ?? false,
       none: 'No run in this workspace has reported a NaN or Inf.',
     });
     if (!record) return;
     const existing = this.open.get(runKey(record));
     if (existing) existing.reveal();
-    else this.track(record, PanelHost.create(this.extensionUri, { ...SPEC, title: `NaN diagnostics: ${runTitle(record)}` }));
+    else
+      this.track(
+        record,
+        PanelHost.create(this.extensionUri, { ...SPEC, title: `NaN diagnostics: ${runTitle(record)}` }),
+      );
   }
 
   private track(record: RunRecord, host: PanelHost<DiagnosticsToWebview, DiagnosticsFromWebview>): void {
@@ -72,7 +84,11 @@ class DiagnosticsPanel {
   private readonly dumps = new Map<string, { dump?: unknown; error?: string }>();
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly host: PanelHost<DiagnosticsToWebview, DiagnosticsFromWebview>, private readonly watch: RunWatch, private readonly record: RunRecord) {
+  constructor(
+    private readonly host: PanelHost<DiagnosticsToWebview, DiagnosticsFromWebview>,
+    private readonly watch: RunWatch,
+    private readonly record: RunRecord,
+  ) {
     const sub = watch.onChange(() => {
       if (watch.history.anomalies.length !== this.seen) void this.send();
     });
@@ -99,7 +115,8 @@ class DiagnosticsPanel {
       await applyConfigFix(m.id, this.record, this.watch);
     } else if (m.type === 'openDump') {
       const dump = this.watch.history.anomalies.filter(isNanOrInf)[m.index]?.dump;
-      if (dump && this.record.target === 'local') await vscode.window.showTextDocument(vscode.Uri.file(`${this.record.runDir}/${dump}`));
+      if (dump && this.record.target === 'local')
+        await vscode.window.showTextDocument(vscode.Uri.file(`${this.record.runDir}/${dump}`));
     }
   }
 
@@ -127,7 +144,10 @@ class DiagnosticsPanel {
     if (cached) return cached;
     let result: { dump?: unknown; error?: string };
     try {
-      const bytes = await this.watch.machine.readFile(rel.startsWith('/') ? rel : `${this.record.runDir}/${rel}`, MAX_DUMP_BYTES);
+      const bytes = await this.watch.machine.readFile(
+        rel.startsWith('/') ? rel : `${this.record.runDir}/${rel}`,
+        MAX_DUMP_BYTES,
+      );
       result = { dump: JSON.parse(bytes.toString('utf8')) };
     } catch (e) {
       result = { error: `cannot read the dump ${rel}: ${(e as Error).message}` };

@@ -30,7 +30,11 @@ export class PanelHost<ToWebview extends PanelMessage, FromWebview extends Panel
   readonly onReady = this.readyEmitter.event;
   readonly onDidDispose = this.disposeEmitter.event;
 
-  static create<T extends PanelMessage, F extends PanelMessage>(extensionUri: vscode.Uri, spec: PanelSpec, column = vscode.ViewColumn.Active): PanelHost<T, F> {
+  static create<T extends PanelMessage, F extends PanelMessage>(
+    extensionUri: vscode.Uri,
+    spec: PanelSpec,
+    column = vscode.ViewColumn.Active,
+  ): PanelHost<T, F> {
     const panel = vscode.window.createWebviewPanel(spec.viewType, spec.title, column, PanelHost.options(extensionUri));
     return new PanelHost<T, F>(panel, extensionUri, spec);
   }
@@ -45,7 +49,11 @@ export class PanelHost<ToWebview extends PanelMessage, FromWebview extends Panel
   }
 
   /** Adopts an existing panel (e.g. one restored by a WebviewPanelSerializer after a reload). */
-  constructor(readonly panel: vscode.WebviewPanel, private readonly extensionUri: vscode.Uri, private readonly spec: PanelSpec) {
+  constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly extensionUri: vscode.Uri,
+    private readonly spec: PanelSpec,
+  ) {
     panel.webview.options = PanelHost.options(extensionUri);
     if (spec.iconPath) panel.iconPath = spec.iconPath;
     this.disposables.push(
@@ -100,7 +108,8 @@ export class PanelHost<ToWebview extends PanelMessage, FromWebview extends Panel
   private html(): string {
     const webview = this.panel.webview;
     const nonce = randomBytes(16).toString('base64');
-    const asset = (...p: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview', ...p)).toString();
+    const asset = (...p: string[]) =>
+      webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview', ...p)).toString();
     const csp = [
       "default-src 'none'",
       `script-src 'nonce-${nonce}'`,
@@ -108,7 +117,10 @@ export class PanelHost<ToWebview extends PanelMessage, FromWebview extends Panel
       `font-src ${webview.cspSource}`,
       `img-src ${webview.cspSource} data:`,
     ].join('; ');
-    const styles = ['codicon.css', ...(this.spec.styles ?? [])].map((s) => `<link rel="stylesheet" href="${asset('assets', s)}" id="${s === 'codicon.css' ? 'vscode-codicon-stylesheet' : s}">`);
+    const styles = ['codicon.css', ...(this.spec.styles ?? [])].map(
+      (s) =>
+        `<link rel="stylesheet" href="${asset('assets', s)}" id="${s === 'codicon.css' ? 'vscode-codicon-stylesheet' : s}">`,
+    );
     const ownCss = `<link rel="stylesheet" href="${asset(`${this.spec.bundle}.css`)}">`;
     return `<!DOCTYPE html>
 <html lang="en">

@@ -15,14 +15,21 @@ const commandAdvice = new WeakMap<RunWatch, AdviceContext>();
 
 export function runAdvice(record: RunRecord, watch: RunWatch): AdviceContext {
   const manifest = watch.manifest;
-  if (manifest?.kind !== 'command') return adviceContext(manifest?.kind, watch.history.start?.config ?? manifest?.config);
+  if (manifest?.kind !== 'command')
+    return adviceContext(manifest?.kind, watch.history.start?.config ?? manifest?.config);
   const known = commandAdvice.get(watch);
   if (known) return known;
   const config = manifest.config as { command?: unknown; cwd?: unknown };
   let scriptText: string | undefined;
-  if (record.target === 'local' && Array.isArray(config.command) && config.command.every((w) => typeof w === 'string') && config.command.length) {
+  if (
+    record.target === 'local' &&
+    Array.isArray(config.command) &&
+    config.command.every((w) => typeof w === 'string') &&
+    config.command.length
+  ) {
     const script = readCommand(config.command as string[]).script;
-    const cwd = typeof config.cwd === 'string' ? config.cwd : path.dirname(record.configPath ?? manifest.config_path ?? '.');
+    const cwd =
+      typeof config.cwd === 'string' ? config.cwd : path.dirname(record.configPath ?? manifest.config_path ?? '.');
     if (script) scriptText = readSmall(path.resolve(cwd, script));
   }
   const ctx = adviceContext('command', config, scriptText);

@@ -33,11 +33,22 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     savesAfter: (step) => checkpointExpectedAfter(step, h.start?.config ?? watch.manifest?.config, watch.stopRequested),
     ...(metrics ? { command: { sources: metrics.reading } } : {}),
   });
-  const summary: Array<[string, string]> = watch.ref.format === 'tensorboard' ? [['logs', `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`]] : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size);
+  const summary: Array<[string, string]> =
+    watch.ref.format === 'tensorboard'
+      ? [
+          [
+            'logs',
+            `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`,
+          ],
+        ]
+      : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size);
   if (metrics?.found) summary.push(['metrics', metrics.found]);
   // A command that has said nothing the watch can chart: say what is read, and what to add.
   const waitedLong = live && h.start !== undefined && Date.now() / 1000 - h.start.time > NO_METRICS_AFTER_S;
-  const metricsNote = metrics && h.lastStep === undefined && (!live || waitedLong) && status !== 'queued' && status !== 'starting' ? noMetricsNote(metrics.reading, live) : undefined;
+  const metricsNote =
+    metrics && h.lastStep === undefined && (!live || waitedLong) && status !== 'queued' && status !== 'starting'
+      ? noMetricsNote(metrics.reading, live)
+      : undefined;
   return {
     runId: watch.manifest?.run_id ?? record.runId,
     name: runTitle(record, watch),
@@ -52,7 +63,12 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(startedAt !== undefined ? { startedAt } : {}),
     ...(endedAt !== undefined ? { endedAt } : {}),
     // Elapsed counts the run's starts, not the pauses between them (needs run_start: a TensorBoard folder has none).
-    ...(h.firstStartTime !== undefined ? { activeBefore: live ? h.activeBefore() : h.activeSeconds(), ...(live && h.runningSince !== undefined ? { runningSince: h.runningSince } : {}) } : {}),
+    ...(h.firstStartTime !== undefined
+      ? {
+          activeBefore: live ? h.activeBefore() : h.activeSeconds(),
+          ...(live && h.runningSince !== undefined ? { runningSince: h.runningSince } : {}),
+        }
+      : {}),
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
     connection: c.state === 'reconnecting' ? c : { state: c.state },
@@ -79,10 +95,14 @@ function commandMetrics(watch: RunWatch): { reading: string; found?: string } {
   const found: string[] = [];
   const p = h.printed;
   if (p) {
-    const notes = [p.counted ? 'the step is the number of the log: the Trainer prints none' : '', watch.printedTimesEstimated ? 'times of lines printed before the watch began are estimated' : ''].filter(Boolean);
+    const notes = [
+      p.counted ? 'the step is the number of the log: the Trainer prints none' : '',
+      watch.printedTimesEstimated ? 'times of lines printed before the watch began are estimated' : '',
+    ].filter(Boolean);
     found.push(`${p.format} lines in ${p.file}${notes.length ? ` (${notes.join('; ')})` : ''}`);
   }
-  if (watch.logFiles.length) found.push(`TensorBoard, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`);
+  if (watch.logFiles.length)
+    found.push(`TensorBoard, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`);
   if (h.loggedScalars) found.push('fsdp_studio.log');
   return { reading, ...(found.length ? { found: found.join('; ') } : {}) };
 }
@@ -101,22 +121,45 @@ interface ConfigShape {
   launcher?: string;
   model?: { d_model?: number; n_layers?: number; n_heads?: number; vocab_size?: number };
   data?: { seq_len?: number };
-  training?: { batch_size_per_gpu?: number; gradient_accumulation_steps?: number; learning_rate?: number; schedule?: string };
+  training?: {
+    batch_size_per_gpu?: number;
+    gradient_accumulation_steps?: number;
+    learning_rate?: number;
+    schedule?: string;
+  };
   fsdp?: { sharding_strategy?: string };
   mixed_precision?: { param_dtype?: string };
   launch?: { device?: string };
 }
 
-function configSummary(c: ConfigShape, nParams: number | undefined, worldSize: number | undefined): Array<[string, string]> {
+function configSummary(
+  c: ConfigShape,
+  nParams: number | undefined,
+  worldSize: number | undefined,
+): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   // A person's own command (a launch spec): what ran, and on how many ranks.
-  if (Array.isArray(c.command)) return [['command', c.command.join(' ')], ['world', `${worldSize ?? 1} rank${(worldSize ?? 1) > 1 ? 's' : ''}${c.launcher ? ` (${c.launcher})` : ''}`]];
+  if (Array.isArray(c.command))
+    return [
+      ['command', c.command.join(' ')],
+      ['world', `${worldSize ?? 1} rank${(worldSize ?? 1) > 1 ? 's' : ''}${c.launcher ? ` (${c.launcher})` : ''}`],
+    ];
   const m = c.model;
-  if (m) out.push(['model', `${m.n_layers ?? '?'} layers × d${m.d_model ?? '?'}, ${m.n_heads ?? '?'} heads${nParams ? `, ${formatCount(nParams)} params` : ''}`]);
-  out.push(['world', `${worldSize ?? 1} × ${c.launch?.device ?? 'cpu'}${c.fsdp?.sharding_strategy ? `, ${c.fsdp.sharding_strategy}` : ''}${c.mixed_precision?.param_dtype ? `, ${c.mixed_precision.param_dtype}` : ''}`]);
+  if (m)
+    out.push([
+      'model',
+      `${m.n_layers ?? '?'} layers × d${m.d_model ?? '?'}, ${m.n_heads ?? '?'} heads${nParams ? `, ${formatCount(nParams)} params` : ''}`,
+    ]);
+  out.push([
+    'world',
+    `${worldSize ?? 1} × ${c.launch?.device ?? 'cpu'}${c.fsdp?.sharding_strategy ? `, ${c.fsdp.sharding_strategy}` : ''}${c.mixed_precision?.param_dtype ? `, ${c.mixed_precision.param_dtype}` : ''}`,
+  ]);
   const t = c.training;
   if (t?.batch_size_per_gpu !== undefined) {
-    out.push(['batch', `${t.batch_size_per_gpu ?? '?'} × ${t.gradient_accumulation_steps ?? 1} accum × ${c.data?.seq_len ?? '?'} tokens`]);
+    out.push([
+      'batch',
+      `${t.batch_size_per_gpu ?? '?'} × ${t.gradient_accumulation_steps ?? 1} accum × ${c.data?.seq_len ?? '?'} tokens`,
+    ]);
     if (t.learning_rate !== undefined) out.push(['lr', `${t.learning_rate}${t.schedule ? ` (${t.schedule})` : ''}`]);
   }
   return out;

@@ -39,12 +39,16 @@ export class RunDashboards implements vscode.Disposable {
   private readonly open = new Map<string, RunDashboard>();
   private readonly serializer: vscode.Disposable;
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly runs: Runs) {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly runs: Runs,
+  ) {
     this.serializer = vscode.window.registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, {
       deserializeWebviewPanel: async (panel, state: DashboardState | undefined) => {
         const record = state && this.runs.registry.get(`${state.target}:${state.runDir}`);
         if (!state || !record) {
-          panel.webview.html = '<!DOCTYPE html><html><body><p>This run is no longer in the workspace\'s runs list.</p></body></html>';
+          panel.webview.html =
+            "<!DOCTYPE html><html><body><p>This run is no longer in the workspace's runs list.</p></body></html>";
           return;
         }
         this.adopt(panel, record, state);
@@ -67,7 +71,11 @@ export class RunDashboards implements vscode.Disposable {
   private adopt(panel: vscode.WebviewPanel, record: RunRecord, state: DashboardState): void {
     const key = `${record.target}:${record.runDir}`;
     this.open.get(key)?.dispose();
-    const host = new PanelHost<DashboardToWebview, DashboardFromWebview>(panel, this.extensionUri, spec(runTitle(record)));
+    const host = new PanelHost<DashboardToWebview, DashboardFromWebview>(
+      panel,
+      this.extensionUri,
+      spec(runTitle(record)),
+    );
     this.track(key, new RunDashboard(host, this.runs.watch(record), record, this.runs, state));
   }
 
@@ -107,7 +115,12 @@ class RunDashboard implements vscode.Disposable {
     state: DashboardState | undefined,
   ) {
     this.charts = new DashboardCharts(watch.history);
-    this.view = { range: state?.range ?? null, width: 800, smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING), xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step' };
+    this.view = {
+      range: state?.range ?? null,
+      width: 800,
+      smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING),
+      xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step',
+    };
     this.output = new RunOutputTail(watch.machine, record.runDir, (chunk) => host.post({ type: 'log', ...chunk }));
     this.closedTagGroups = new Set(state?.closedTagGroups ?? []);
     const subscription = watch.onChange(() => this.schedule());
@@ -156,11 +169,22 @@ class RunDashboard implements vscode.Disposable {
         else this.output.stop();
         break;
       case 'exportCsv':
-        await saveExport(this.record, `${fileStem(runTitle(this.record, this.watch))}-metrics.csv`, 'CSV', Buffer.from(metricsCsv(this.watch.history), 'utf8'));
+        await saveExport(
+          this.record,
+          `${fileStem(runTitle(this.record, this.watch))}-metrics.csv`,
+          'CSV',
+          Buffer.from(metricsCsv(this.watch.history), 'utf8'),
+        );
         break;
       case 'exportPng': {
         const png = pngFromDataUrl(m.dataUrl);
-        if (png) await saveExport(this.record, `${fileStem(runTitle(this.record, this.watch))}-${fileStem(m.chart)}.png`, 'PNG', png);
+        if (png)
+          await saveExport(
+            this.record,
+            `${fileStem(runTitle(this.record, this.watch))}-${fileStem(m.chart)}.png`,
+            'PNG',
+            png,
+          );
         break;
       }
     }
@@ -168,11 +192,14 @@ class RunDashboard implements vscode.Disposable {
 
   private schedule(): void {
     const wait = Math.max(FRAME_MS, COST_FACTOR * this.lastFrameCost) - (Date.now() - this.lastFrameAt);
-    this.timer ??= setTimeout(() => {
-      this.timer = undefined;
-      // A hidden panel's webview is gone; it asks for a full frame when shown again.
-      if (this.host.panel.visible) this.sendFrame();
-    }, Math.max(0, wait));
+    this.timer ??= setTimeout(
+      () => {
+        this.timer = undefined;
+        // A hidden panel's webview is gone; it asks for a full frame when shown again.
+        if (this.host.panel.visible) this.sendFrame();
+      },
+      Math.max(0, wait),
+    );
   }
 
   /** Builds and posts a frame now (zoom and smoothing changes do not wait for the throttle). */
@@ -183,11 +210,28 @@ class RunDashboard implements vscode.Disposable {
     const { charts, xAxis, extent, totalPoints } = this.charts.build(this.view);
     const header = dashboardHeader(this.watch, this.record, this.charts.spikes.spikes());
     // Two dashboards of one config's runs are told apart in their tabs by their start times.
-    const title = titleAmong(this.record, this.runs.records(), (r) => this.runs.existingWatch(`${r.target}:${r.runDir}`));
+    const title = titleAmong(this.record, this.runs.records(), (r) =>
+      this.runs.existingWatch(`${r.target}:${r.runDir}`),
+    );
     if (this.host.panel.title !== title) this.host.panel.title = title;
     // The "all scalars" section follows the step axis (its tags have no elapsed time of their own).
-    const tags = buildScalarTags(this.watch.history, { range: xAxis.mode === 'step' ? this.view.range : null, width: this.view.width }, this.closedTagGroups);
-    this.host.post({ type: 'frame', run: { target: this.record.target, runDir: this.record.runDir }, seq: ++this.seq, header, charts, xAxis, ...(extent ? { extent } : {}), totalPoints, smoothing: this.view.smoothing, tags });
+    const tags = buildScalarTags(
+      this.watch.history,
+      { range: xAxis.mode === 'step' ? this.view.range : null, width: this.view.width },
+      this.closedTagGroups,
+    );
+    this.host.post({
+      type: 'frame',
+      run: { target: this.record.target, runDir: this.record.runDir },
+      seq: ++this.seq,
+      header,
+      charts,
+      xAxis,
+      ...(extent ? { extent } : {}),
+      totalPoints,
+      smoothing: this.view.smoothing,
+      tags,
+    });
     this.lastFrameAt = Date.now();
     this.lastFrameCost = this.lastFrameAt - t0;
     // A save or start-up that ends without a new event (a checkpoint's save is followed by one;

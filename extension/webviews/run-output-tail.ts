@@ -30,7 +30,11 @@ export class RunOutputTail {
   private readonly followers: Follower[] = [];
   private generation = 0;
 
-  constructor(private readonly machine: RunMachine, private readonly runDir: string, private readonly send: (chunk: OutputChunk) => void) {}
+  constructor(
+    private readonly machine: RunMachine,
+    private readonly runDir: string,
+    private readonly send: (chunk: OutputChunk) => void,
+  ) {}
 
   /** Starts (or restarts, from the tail again: the webview was reloaded) following both files. */
   follow(): void {
@@ -59,13 +63,20 @@ export class RunOutputTail {
         head = start.subarray(0, start.lastIndexOf(10) + 1).toString('utf8');
       }
     } catch (e) {
-      if (generation === this.generation) this.send({ stream, text: '', reset: true, note: `cannot read ${file}: ${(e as Error).message}` });
+      if (generation === this.generation)
+        this.send({ stream, text: '', reset: true, note: `cannot read ${file}: ${(e as Error).message}` });
       return;
     }
     if (generation !== this.generation) return;
     const skipped = from - Buffer.byteLength(head);
-    const gap = head && skipped > 0 ? `\n… ${formatKiB(skipped)} not shown here: the whole output is in ${file} …\n\n` : '';
-    this.send({ stream, text: head ? readable(head) + gap : '', reset: true, ...(from > 0 && !head ? { note: `… the first ${formatKiB(from)} are in ${file}` } : {}) });
+    const gap =
+      head && skipped > 0 ? `\n… ${formatKiB(skipped)} not shown here: the whole output is in ${file} …\n\n` : '';
+    this.send({
+      stream,
+      text: head ? readable(head) + gap : '',
+      reset: true,
+      ...(from > 0 && !head ? { note: `… the first ${formatKiB(from)} are in ${file}` } : {}),
+    });
     // A tail that starts mid-line starts at the next line (unless the head ends just where it starts).
     let skipPartial = skipped > 0;
     this.followers.push(
@@ -87,7 +98,10 @@ export class RunOutputTail {
 
 /** Complete lines with the protocol's JSON events made readable (a line cut by LONGEST_LINE is left as it is). */
 function readable(text: string): string {
-  return text.split('\n').map((line, i, all) => (i < all.length - 1 ? readableLine(line) : line)).join('\n');
+  return text
+    .split('\n')
+    .map((line, i, all) => (i < all.length - 1 ? readableLine(line) : line))
+    .join('\n');
 }
 
 /** A decoder of a text log: each push yields the complete lines that arrived, as one string. */

@@ -24,10 +24,15 @@ export class SpikeViews implements vscode.Disposable {
   private readonly open = new Map<string, SpikePanel>();
   private readonly disposables: vscode.Disposable[];
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly runs: Runs) {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly runs: Runs,
+  ) {
     this.disposables = [
       // Arguments: a run (key or runs-view node), and optionally the step of the spike to show.
-      vscode.commands.registerCommand('fsdp.showSpikes', (arg?: RunArgument, step?: number) => this.show(arg, typeof step === 'number' ? step : undefined)),
+      vscode.commands.registerCommand('fsdp.showSpikes', (arg?: RunArgument, step?: number) =>
+        this.show(arg, typeof step === 'number' ? step : undefined),
+      ),
       vscode.window.registerWebviewPanelSerializer(SPIKES_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state: SpikeState | undefined) => {
           const record = state && this.runs.registry.get(runKey(state));
@@ -35,7 +40,11 @@ export class SpikeViews implements vscode.Disposable {
             panel.dispose();
             return;
           }
-          this.track(record, new PanelHost(panel, this.extensionUri, { ...SPEC, title: `Spikes: ${runTitle(record)}` }), state?.step);
+          this.track(
+            record,
+            new PanelHost(panel, this.extensionUri, { ...SPEC, title: `Spikes: ${runTitle(record)}` }),
+            state?.step,
+          );
         },
       }),
     ];
@@ -80,7 +89,12 @@ class SpikePanel {
   private timer: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly host: PanelHost<SpikeToWebview, SpikeFromWebview>, private readonly watch: RunWatch, private readonly record: RunRecord, private step: number | undefined) {
+  constructor(
+    private readonly host: PanelHost<SpikeToWebview, SpikeFromWebview>,
+    private readonly watch: RunWatch,
+    private readonly record: RunRecord,
+    private step: number | undefined,
+  ) {
     this.finder = new SpikeFinder(watch.history);
     const sub = watch.onChange(() => {
       this.timer ??= setTimeout(() => {

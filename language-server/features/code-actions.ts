@@ -23,7 +23,13 @@ export const codeActions: ServerFeature = {
       const actions: CodeAction[] = [];
       for (const d of params.context.diagnostics) {
         if (d.source !== DIAGNOSTIC_SOURCE) continue;
-        const p = problems.find((q) => q.code === d.code && q.range.start.line === d.range.start.line && q.range.start.character === d.range.start.character && String(d.message).endsWith(q.message));
+        const p = problems.find(
+          (q) =>
+            q.code === d.code &&
+            q.range.start.line === d.range.start.line &&
+            q.range.start.character === d.range.start.character &&
+            String(d.message).endsWith(q.message),
+        );
         for (const fix of p?.fixes ?? []) {
           actions.push({
             title: fix.title,

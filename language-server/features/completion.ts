@@ -1,7 +1,13 @@
 // Completion of keys (those the section does not have yet) and of values (enum values, booleans,
 // examples, and "auto" where Hugging Face fills it in), each with its documentation.
 import { stringify } from 'yaml';
-import { CompletionItemKind, CompletionItemTag, InsertTextFormat, type CompletionItem, type CompletionList } from 'vscode-languageserver/node';
+import {
+  CompletionItemKind,
+  CompletionItemTag,
+  InsertTextFormat,
+  type CompletionItem,
+  type CompletionList,
+} from 'vscode-languageserver/node';
 import { yamlVersionOf, type ConfigAnalysis } from '../../core/config/config-analysis';
 import { describeAllowed, isSection, resolve, schemaAt, typesOf, type SchemaNode } from '../../core/config/schema-walk';
 import type { CursorLocation } from '../../core/config/source-document';
@@ -40,10 +46,20 @@ function keyItems(analysis: ConfigAnalysis, loc: CursorLocation): CompletionItem
   for (const [key, raw] of Object.entries(section.properties)) {
     if (existing.has(key) && key !== typed) continue;
     const node = resolve(raw, analysis.schema) ?? raw;
-    const insert = doc.kind === 'json'
-      ? (quoted ? key : `"${key}": `)
-      : doc.kind === 'toml' ? (inHeader ? key : isSection(node) ? `${key}.` : `${key} = `)
-      : isSection(node) ? `${key}:\n${' '.repeat(column + 2)}` : `${key}: `;
+    const insert =
+      doc.kind === 'json'
+        ? quoted
+          ? key
+          : `"${key}": `
+        : doc.kind === 'toml'
+          ? inHeader
+            ? key
+            : isSection(node)
+              ? `${key}.`
+              : `${key} = `
+          : isSection(node)
+            ? `${key}:\n${' '.repeat(column + 2)}`
+            : `${key}: `;
     items.push({
       label: key,
       kind: isSection(node) ? CompletionItemKind.Module : CompletionItemKind.Property,
@@ -72,7 +88,12 @@ function valueItems(analysis: ConfigAnalysis, loc: CursorLocation): CompletionIt
   if (analysis.kind === 'deepspeed' && FILLED_BY_HUGGING_FACE.has(loc.path.join('.'))) add('auto');
   const version = yamlVersionOf(analysis.kind);
   return values.map((v, i) => {
-    const text = analysis.doc.kind === 'json' ? JSON.stringify(v) : analysis.doc.kind === 'toml' ? renderToml(v) : stringify(v, { version }).trimEnd();
+    const text =
+      analysis.doc.kind === 'json'
+        ? JSON.stringify(v)
+        : analysis.doc.kind === 'toml'
+          ? renderToml(v)
+          : stringify(v, { version }).trimEnd();
     return {
       label: text,
       kind: CompletionItemKind.Value,
@@ -85,7 +106,9 @@ function valueItems(analysis: ConfigAnalysis, loc: CursorLocation): CompletionIt
 }
 
 function documentation(node: SchemaNode): string {
-  return [node.description, node.default !== undefined ? `Default: \`${JSON.stringify(node.default)}\`` : undefined].filter(Boolean).join('\n\n');
+  return [node.description, node.default !== undefined ? `Default: \`${JSON.stringify(node.default)}\`` : undefined]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 function rangeOf(analysis: ConfigAnalysis, loc: CursorLocation) {

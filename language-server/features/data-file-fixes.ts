@@ -43,7 +43,13 @@ function dataFileActions(analysis: ConfigAnalysis, d: Diagnostic, uri: string): 
     for (const [i, candidate] of closestTokenFiles(base, missing).entries()) {
       const relative = path.relative(base, candidate);
       const fix = { title: `Change to ${relative}`, edits: [{ kind: 'set' as const, path: at, value: relative }] };
-      actions.push({ title: fix.title, kind: CodeActionKind.QuickFix, diagnostics: [d], isPreferred: i === 0, edit: { changes: { [uri]: [textEditFor(analysis, fix)] } } });
+      actions.push({
+        title: fix.title,
+        kind: CodeActionKind.QuickFix,
+        diagnostics: [d],
+        isPreferred: i === 0,
+        edit: { changes: { [uri]: [textEditFor(analysis, fix)] } },
+      });
     }
     const sample = SAMPLE_FILE.exec(path.basename(missing));
     if (sample) {
@@ -51,7 +57,11 @@ function dataFileActions(analysis: ConfigAnalysis, d: Diagnostic, uri: string): 
         title: `Prepare the sample data (Debian's fortunes corpus, ${sample[1]} tokenizer) in ${path.relative(base, path.dirname(missing)) || '.'}`,
         kind: CodeActionKind.QuickFix,
         diagnostics: [d],
-        command: { title: 'Prepare the sample data', command: PREPARE_SAMPLE_DATA_COMMAND, arguments: [{ out: path.dirname(missing), tokenizer: sample[1] }] },
+        command: {
+          title: 'Prepare the sample data',
+          command: PREPARE_SAMPLE_DATA_COMMAND,
+          arguments: [{ out: path.dirname(missing), tokenizer: sample[1] }],
+        },
       });
     }
   }
@@ -64,7 +74,10 @@ export function closestTokenFiles(base: string, missing: string): string[] {
   const want = path.basename(missing).toLowerCase();
   const wantDir = path.dirname(missing);
   const scored = files
-    .map((file) => ({ file, d: editDistance(path.basename(file).toLowerCase(), want) + (path.dirname(file) === wantDir ? 0 : 0.5) }))
+    .map((file) => ({
+      file,
+      d: editDistance(path.basename(file).toLowerCase(), want) + (path.dirname(file) === wantDir ? 0 : 0.5),
+    }))
     // A suggestion should look like what was meant: a typo or two, or the same name elsewhere.
     .filter((s) => s.d <= Math.max(2, Math.floor(want.length / 5)));
   scored.sort((a, b) => a.d - b.d || a.file.localeCompare(b.file));
@@ -82,7 +95,8 @@ function tokenFilesUnder(base: string): string[] {
     }
     for (const e of entries) {
       if (found.length >= MAX_FILES) return;
-      if (e.isDirectory() && depth < SEARCH_DEPTH && !SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) walk(path.join(dir, e.name), depth + 1);
+      if (e.isDirectory() && depth < SEARCH_DEPTH && !SKIP_DIRS.has(e.name) && !e.name.startsWith('.'))
+        walk(path.join(dir, e.name), depth + 1);
       else if ((e.isFile() || e.isSymbolicLink()) && e.name.endsWith('.tok')) found.push(path.join(dir, e.name));
     }
   };
@@ -95,7 +109,8 @@ export function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    for (let j = 1; j <= b.length; j++)
+      row.push(Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
     prev = row;
   }
   return prev[b.length];

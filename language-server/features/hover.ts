@@ -26,18 +26,28 @@ export const hover: ServerFeature = {
         if (node.default !== undefined) lines.push(`Default: \`${JSON.stringify(node.default)}\``);
         sections.push(lines.join('\n\n'));
       }
-      for (const p of server.publishedProblems(params.textDocument.uri).filter((q) => contains(q.range, params.position))) {
+      for (const p of server
+        .publishedProblems(params.textDocument.uri)
+        .filter((q) => contains(q.range, params.position))) {
         const rule = ruleInfo(p.code);
-        sections.push([`**${p.severity}** (${p.code}): ${p.message}`, rule?.why, rule ? `Source: ${rule.source}` : undefined].filter(Boolean).join('\n\n'));
+        sections.push(
+          [`**${p.severity}** (${p.code}): ${p.message}`, rule?.why, rule ? `Source: ${rule.source}` : undefined]
+            .filter(Boolean)
+            .join('\n\n'),
+        );
       }
       if (!sections.length) return null;
-      return { contents: { kind: 'markdown', value: sections.join('\n\n---\n\n') }, range: { start: doc.positionAt(loc.word.start), end: doc.positionAt(loc.word.end) } };
+      return {
+        contents: { kind: 'markdown', value: sections.join('\n\n---\n\n') },
+        range: { start: doc.positionAt(loc.word.start), end: doc.positionAt(loc.word.end) },
+      };
     });
   },
 };
 
 function contains(range: SourceRange, pos: Position): boolean {
-  const after = pos.line > range.start.line || (pos.line === range.start.line && pos.character >= range.start.character);
+  const after =
+    pos.line > range.start.line || (pos.line === range.start.line && pos.character >= range.start.character);
   const before = pos.line < range.end.line || (pos.line === range.end.line && pos.character <= range.end.character);
   return after && before;
 }

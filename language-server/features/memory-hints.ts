@@ -36,10 +36,20 @@ export const memoryHints: ServerFeature = {
       // A config with errors gets its diagnostics, not a guess; a typo (an unknown key) is not such
       // an error here: the estimate reads the keys it knows, as for a ds_config (whose DeepSpeed
       // ignores unknown keys) so for an accelerate config (whose accelerate refuses them).
-      if (analysis.problems.some((p) => p.severity === 'error' && p.code !== 'schema.unknown-key')) outcome = { stale: true };
+      if (analysis.problems.some((p) => p.severity === 'error' && p.code !== 'schema.unknown-key'))
+        outcome = { stale: true };
       else {
-        const source = analysis.fileName.startsWith('/') || /^[A-Za-z]:[\\/]/.test(analysis.fileName) ? hfModelSource(analysis.fileName) : undefined;
-        const m = configMemory(analysis.kind, analysis.doc.text, analysis.fileName, { gpu: server.settingsOf(uri).estimator?.gpu ?? undefined, hostMemoryBytes: os.totalmem() }, source);
+        const source =
+          analysis.fileName.startsWith('/') || /^[A-Za-z]:[\\/]/.test(analysis.fileName)
+            ? hfModelSource(analysis.fileName)
+            : undefined;
+        const m = configMemory(
+          analysis.kind,
+          analysis.doc.text,
+          analysis.fileName,
+          { gpu: server.settingsOf(uri).estimator?.gpu ?? undefined, hostMemoryBytes: os.totalmem() },
+          source,
+        );
         outcome = 'error' in m ? m : { memory: m };
         if ('memory' in outcome) lastGood.set(uri, { title: outcome.memory.title, range: outcome.memory.read.anchor });
       }
@@ -61,7 +71,8 @@ export const memoryHints: ServerFeature = {
       const command = (title: string) => ({ title, command: OPEN_ESTIMATOR_COMMAND, arguments: [textDocument.uri] });
       if ('memory' in outcome) return [{ range: outcome.memory.read.anchor, command: command(outcome.memory.title) }];
       const last = lastGood.get(textDocument.uri);
-      if ('stale' in outcome && last) return [{ range: clamp(last.range, analysis.doc.text), command: command(`${STALE_PREFIX}${last.title}`) }];
+      if ('stale' in outcome && last)
+        return [{ range: clamp(last.range, analysis.doc.text), command: command(`${STALE_PREFIX}${last.title}`) }];
       return [];
     });
     server.documents.onDidClose(({ document }) => lastGood.delete(document.uri));
@@ -72,7 +83,13 @@ export const memoryHints: ServerFeature = {
 function noEstimate(error: string, range: SourceRange): ConfigProblem {
   // Errors arrive as "file:line:col path: message"; the editor shows the place itself.
   const message = error.replace(/^.*?:\d+:\d+ /, '');
-  return { severity: 'warning', path: [], code: 'memory.no-estimate', message: `no memory estimate: ${message}`, range };
+  return {
+    severity: 'warning',
+    path: [],
+    code: 'memory.no-estimate',
+    message: `no memory estimate: ${message}`,
+    range,
+  };
 }
 
 /** The last lens's range, kept inside a document that may have got shorter. */

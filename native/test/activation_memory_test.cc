@@ -18,16 +18,29 @@ struct Case {
   ActivationPolicy (*policy)(int);
 };
 
-ActivationPolicy none(int L) { return ActivationPolicy::none(L); }
-ActivationPolicy every1(int L) { return ActivationPolicy::every_n(L, 1); }
-ActivationPolicy every2(int L) { return ActivationPolicy::every_n(L, 2); }
-ActivationPolicy selective(int L) { return ActivationPolicy::selective(L); }
+ActivationPolicy none(int L) {
+  return ActivationPolicy::none(L);
+}
+ActivationPolicy every1(int L) {
+  return ActivationPolicy::every_n(L, 1);
+}
+ActivationPolicy every2(int L) {
+  return ActivationPolicy::every_n(L, 2);
+}
+ActivationPolicy selective(int L) {
+  return ActivationPolicy::selective(L);
+}
 
-const Case kCases[] = {{"none", 3, none},          {"every_n=1", 3, every1},       {"every_n=2 (last kept)", 3, every2},
-                       {"every_n=2 (last recomputed)", 4, every2}, {"selective", 3, selective}, {"selective L=1", 1, selective}};
+const Case kCases[] = {{"none", 3, none},
+                       {"every_n=1", 3, every1},
+                       {"every_n=2 (last kept)", 3, every2},
+                       {"every_n=2 (last recomputed)", 4, every2},
+                       {"selective", 3, selective},
+                       {"selective L=1", 1, selective}};
 
 RunConfig config_for(int layers, const ModelShape& s, long B, long T, float dropout) {
-  auto j = test::tiny_config_json(static_cast<int>(s.C), layers, static_cast<int>(s.H), static_cast<int>(s.V), static_cast<int>(T), static_cast<int>(B));
+  auto j = test::tiny_config_json(static_cast<int>(s.C), layers, static_cast<int>(s.H), static_cast<int>(s.V),
+                                  static_cast<int>(T), static_cast<int>(B));
   j["model"]["dropout"] = dropout;
   return test::parse_or_die(j);
 }
@@ -43,7 +56,8 @@ TEST(ActivationCheckpointing, EveryPolicyGivesBitwiseTheSameGradients) {
     EXPECT_EQ(a, b) << c.name;
     for (int u = 0; u < plain.state->unit_count(); ++u) {
       const std::size_t n = plain.layout.units[u].numel;
-      EXPECT_EQ(0, std::memcmp(plain.state->grads(u), ckpt.state->grads(u), n * sizeof(float))) << c.name << " " << plain.layout.units[u].name;
+      EXPECT_EQ(0, std::memcmp(plain.state->grads(u), ckpt.state->grads(u), n * sizeof(float)))
+          << c.name << " " << plain.layout.units[u].name;
     }
   }
 }

@@ -15,10 +15,11 @@ namespace fsdp::test {
 
 struct AttentionCase {
   long B, T, C, H;
-  std::vector<float> qkv, dy;       // [B*T, 3C], [B*T, C]: values representable in the compute dtype
+  std::vector<float> qkv, dy;        // [B*T, 3C], [B*T, C]: values representable in the compute dtype
   std::vector<double> y, lse, dqkv;  // the reference's y [B*T, C], lse [B, H, T], dqkv [B*T, 3C]
 
-  /** round: the compute dtype's rounding of a float32 (identity for float32). spread: inputs uniform in [-spread, spread]. */
+  /** round: the compute dtype's rounding of a float32 (identity for float32). spread: inputs uniform in [-spread,
+   * spread]. */
   template <class Round>
   AttentionCase(long b, long t, long c, long h, std::uint64_t seed, Round round, double spread = 2.0)
       : B(b), T(t), C(c), H(h), qkv(b * t * 3 * c), dy(b * t * c) {
@@ -40,7 +41,8 @@ struct AttentionCase {
           std::vector<double> s(static_cast<std::size_t>(tq + 1));
           for (long u = 0; u <= tq; ++u) {
             double acc = 0;
-            for (long i = 0; i < hs; ++i) acc += q[(bb * T + tq) * 3 * C + hh * hs + i] * q[(bb * T + u) * 3 * C + C + hh * hs + i];
+            for (long i = 0; i < hs; ++i)
+              acc += q[(bb * T + tq) * 3 * C + hh * hs + i] * q[(bb * T + u) * 3 * C + C + hh * hs + i];
             s[u] = acc / std::sqrt(static_cast<double>(hs));
             mx = std::max(mx, s[u]);
           }

@@ -13,8 +13,8 @@
 namespace fsdp::test {
 namespace {
 
-using cuda::AttentionPath;
 using cuda::attention_path;
+using cuda::AttentionPath;
 
 TEST(AttentionPath, SixteenBitTypesTakeTheTensorCoresAtEveryCompiledHeadSize) {
   alignas(16) static char buffer[64];
@@ -48,8 +48,10 @@ TEST(AttentionPath, EveryFallbackToTheCudaCoresHasItsReason) {
 }
 
 TEST(AttentionPath, TheRunStartNamesThePathAndTheCpuItsOwnKernels) {
-  EXPECT_EQ(cuda::attention_path_name(DType::bf16, 768, 12, 48), "tensor cores (mma.sync m16n8k16, bfloat16, head size 64)");
-  EXPECT_EQ(cuda::attention_path_name(DType::f32, 768, 12, 48), "CUDA cores (float32, head size 64: float32 has no tensor-core attention (no TF32 variant))");
+  EXPECT_EQ(cuda::attention_path_name(DType::bf16, 768, 12, 48),
+            "tensor cores (mma.sync m16n8k16, bfloat16, head size 64)");
+  EXPECT_EQ(cuda::attention_path_name(DType::f32, 768, 12, 48),
+            "CUDA cores (float32, head size 64: float32 has no tensor-core attention (no TF32 variant))");
   CpuBackend cpu;
   EXPECT_EQ(cpu.attention_kernels(8, 768, 12), "cpu kernels (float32)");
 }

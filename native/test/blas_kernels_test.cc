@@ -112,7 +112,8 @@ TEST(BlasKernels, ThisProcessRunsTheKernelsItWasMeantTo) {
   const char* forced = std::getenv(kOpenBlasCoreTypeVar);
   std::string expected = expected_env ? expected_env : forced ? forced : k.chosen;
   if (expected.empty()) expected = k.core;  // no choice for this CPU: OpenBLAS's own detection
-  EXPECT_EQ(strcasecmp(openblas_get_corename(), expected.c_str()), 0) << "OpenBLAS runs " << openblas_get_corename() << ", expected " << expected << "; " << k.note;
+  EXPECT_EQ(strcasecmp(openblas_get_corename(), expected.c_str()), 0)
+      << "OpenBLAS runs " << openblas_get_corename() << ", expected " << expected << "; " << k.note;
   EXPECT_EQ(k.core, openblas_get_corename());
   // Slow exactly when the kernels are below what the CPU runs.
   EXPECT_EQ(k.slow, kernel_tier(k.core) >= 0 && cpu_tier(read_cpu_features()) > kernel_tier(k.core)) << k.note;

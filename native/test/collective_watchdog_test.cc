@@ -61,7 +61,8 @@ TEST(CollectiveWatchdog, NamesARankWhoseHeartbeatStoppedLongBeforeTheCollectiveT
   EXPECT_FALSE(wait_for(v0, 6.0)) << *v0.get();
   EXPECT_FALSE(v1.get());
   // Rank 1 freezes: its state stays, its beats stop.
-  const std::string state = "/dev/shm/fsdp-collectives-" + ranks[0].host + "-" + std::to_string(ranks[0].pid) + "/rank-1";
+  const std::string state =
+      "/dev/shm/fsdp-collectives-" + ranks[0].host + "-" + std::to_string(ranks[0].pid) + "/rank-1";
   std::string kept;
   {
     ReadOnlyFile f(state);
@@ -72,7 +73,10 @@ TEST(CollectiveWatchdog, NamesARankWhoseHeartbeatStoppedLongBeforeTheCollectiveT
   write_file_atomically(state, kept);
   const auto reason = wait_for(v0, 30.0);
   ASSERT_TRUE(reason);
-  EXPECT_EQ(reason->rfind("rank 1 (pid " + std::to_string(::getpid()) + " on " + ranks[0].host + ") has not answered for ", 0), 0u) << *reason;
+  EXPECT_EQ(reason->rfind(
+                "rank 1 (pid " + std::to_string(::getpid()) + " on " + ranks[0].host + ") has not answered for ", 0),
+            0u)
+      << *reason;
   EXPECT_NE(reason->find("(frozen) (no heartbeat; launch.heartbeat_timeout_s is 5 s)"), std::string::npos) << *reason;
   rank0.stop();
 }
@@ -84,7 +88,8 @@ TEST(CollectiveWatchdog, WhenRankZeroIsSilentTheLowestLiveRankSaysSo) {
   auto rank0 = std::make_unique<CollectiveWatchdog>(ranks, 0, c0, 600, 5, [&](const std::string& r) { v0.set(r); });
   CollectiveWatchdog rank1(ranks, 1, c1, 600, 5, [&](const std::string& r) { v1.set(r); });
   EXPECT_FALSE(wait_for(v1, 1.0));
-  const std::string state = "/dev/shm/fsdp-collectives-" + ranks[0].host + "-" + std::to_string(ranks[0].pid) + "/rank-0";
+  const std::string state =
+      "/dev/shm/fsdp-collectives-" + ranks[0].host + "-" + std::to_string(ranks[0].pid) + "/rank-0";
   std::string kept;
   {
     ReadOnlyFile f(state);

@@ -50,11 +50,16 @@ std::vector<std::string> problems_with(const std::string& section, const std::st
 TEST(RunConfig, RefusesNumbersBeyondTheSchemaRangeInsteadOfTruncatingThem) {
   // Issue 26, item 1: static_cast<int> read 4294967300 as 4, 2^31 as -2^31, 2^53 as 0.
   using V = std::vector<std::string>;
-  EXPECT_EQ(problems_with("training", "batch_size_per_gpu", "4294967300"), V{"training.batch_size_per_gpu: must be <= 65536, got 4294967300"});
-  EXPECT_EQ(problems_with("training", "batch_size_per_gpu", "9007199254740992"), V{"training.batch_size_per_gpu: must be <= 65536, got 9007199254740992"});
-  EXPECT_EQ(problems_with("training", "max_steps", "2147483648"), V{"training.max_steps: must be <= 1000000000, got 2147483648"});
-  EXPECT_EQ(problems_with("training", "max_steps", "18446744073709551615"), V{"training.max_steps: must be <= 1000000000, got 18446744073709551615"});
-  EXPECT_EQ(problems_with("training", "max_steps", "1e300"), V{"training.max_steps: must be <= 1000000000, got 1e+300"});
+  EXPECT_EQ(problems_with("training", "batch_size_per_gpu", "4294967300"),
+            V{"training.batch_size_per_gpu: must be <= 65536, got 4294967300"});
+  EXPECT_EQ(problems_with("training", "batch_size_per_gpu", "9007199254740992"),
+            V{"training.batch_size_per_gpu: must be <= 65536, got 9007199254740992"});
+  EXPECT_EQ(problems_with("training", "max_steps", "2147483648"),
+            V{"training.max_steps: must be <= 1000000000, got 2147483648"});
+  EXPECT_EQ(problems_with("training", "max_steps", "18446744073709551615"),
+            V{"training.max_steps: must be <= 1000000000, got 18446744073709551615"});
+  EXPECT_EQ(problems_with("training", "max_steps", "1e300"),
+            V{"training.max_steps: must be <= 1000000000, got 1e+300"});
   EXPECT_EQ(problems_with("model", "n_layers", "-4294967295"), V{"model.n_layers: must be >= 1, got -4294967295"});
   EXPECT_EQ(problems_with("training", "max_steps", "12.5"), V{"training.max_steps: expected an integer, got 12.5"});
   EXPECT_EQ(problems_with("training", "seed", "4294967296"), V{"training.seed: must be <= 4294967295, got 4294967296"});

@@ -28,7 +28,8 @@ TEST(SequenceOrder, IsAPermutationThatChangesEveryEpoch) {
     EXPECT_EQ(*seen.rbegin(), n - 1);
   }
   int same = 0;
-  for (std::uint64_t i = 0; i < 1000; ++i) same += SequenceOrder(1000, true, 42, 0)[i] == SequenceOrder(1000, true, 42, 1)[i];
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    same += SequenceOrder(1000, true, 42, 0)[i] == SequenceOrder(1000, true, 42, 1)[i];
   EXPECT_LT(same, 20);
   EXPECT_EQ(SequenceOrder(1000, false, 42, 5)[123], 123u);
 }
@@ -39,7 +40,8 @@ std::string write_tokens(const fs::path& dir, std::uint64_t count) {
   for (std::uint64_t i = 0; i < count; ++i) tokens[i] = static_cast<std::uint16_t>(i % 251);
   char header[64] = {'F', 'S', 'D', 'P', 'T', 'O', 'K', '\0'};
   const std::uint32_t version = 1, dtype = 1, vocab = 256;
-  const auto crc = static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(tokens.data()), static_cast<uInt>(2 * count)));
+  const auto crc =
+      static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(tokens.data()), static_cast<uInt>(2 * count)));
   std::memcpy(header + 8, &version, 4);
   std::memcpy(header + 12, &dtype, 4);
   std::memcpy(header + 16, &count, 8);
@@ -54,7 +56,8 @@ std::string write_tokens(const fs::path& dir, std::uint64_t count) {
 }
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("fsdp-gtest-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::path path =
+      fs::temp_directory_path() / ("fsdp-gtest-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
   static inline int counter = 0;
@@ -67,7 +70,7 @@ TEST(BatchStream, YieldsNextTokenTargetsAndTheSameBatchesWithOrWithoutPrefetch) 
   BatchStream prefetched(alloc, file, 3, 10, true, 9, 2), direct(alloc, file, 3, 10, true, 9, 0);
   EXPECT_EQ(prefetched.sequences(), 100u);
   EXPECT_EQ(prefetched.batches_per_epoch(), 33u);  // 100 / 3, the last sequence left over
-  for (int k = 0; k < 70; ++k) {  // over two epochs
+  for (int k = 0; k < 70; ++k) {                   // over two epochs
     const Batch a = prefetched.next(), b = direct.next();
     for (long i = 0; i < 30; ++i) {
       ASSERT_EQ(a.inputs[i], b.inputs[i]) << "batch " << k;
@@ -107,7 +110,8 @@ TEST(BatchStream, SplitsEveryGlobalBatchAcrossRanksWithoutOverlapAndReshufflesPe
       joined.insert(joined.end(), part.begin(), part.end());
     }
     EXPECT_EQ(joined, first_tokens(position, B * ranks, 0, 1)) << "position " << position;
-    EXPECT_EQ(std::set<std::int32_t>(joined.begin(), joined.end()).size(), joined.size()) << "a sequence read twice at position " << position;
+    EXPECT_EQ(std::set<std::int32_t>(joined.begin(), joined.end()).size(), joined.size())
+        << "a sequence read twice at position " << position;
   }
   // The next epoch is another order, reached from the position alone (nothing like set_epoch to call).
   EXPECT_NE(first_tokens(0, B, 2, ranks), first_tokens(per_epoch, B, 2, ranks));

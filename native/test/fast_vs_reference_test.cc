@@ -11,12 +11,15 @@ namespace {
 using test::random_vector;
 using test::relative_error;
 
-std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+std::vector<float> to_float(const std::vector<double>& v) {
+  return {v.begin(), v.end()};
+}
 
 TEST(FastVsReference, LinearForwardAndBackward) {
   CpuBackend be;
   const long N = 37, I = 24, O = 19;
-  const auto in = random_vector(N * I, 1), w = random_vector(O * I, 2), b = random_vector(O, 3), dout = random_vector(N * O, 4);
+  const auto in = random_vector(N * I, 1), w = random_vector(O * I, 2), b = random_vector(O, 3),
+             dout = random_vector(N * O, 4);
   std::vector<double> out(N * O), din(N * I), dw(O * I, 0.0), db(O, 0.0);
   reference::linear_forward(out.data(), in.data(), w.data(), b.data(), N, I, O);
   reference::linear_backward(din.data(), dw.data(), db.data(), dout.data(), in.data(), w.data(), N, I, O);
@@ -36,14 +39,17 @@ TEST(FastVsReference, LinearForwardAndBackward) {
 TEST(FastVsReference, LayerNorm) {
   CpuBackend be;
   const long N = 33, C = 40;
-  const auto x = random_vector(N * C, 5, 3.0), w = random_vector(C, 6), b = random_vector(C, 7), dout = random_vector(N * C, 8);
+  const auto x = random_vector(N * C, 5, 3.0), w = random_vector(C, 6), b = random_vector(C, 7),
+             dout = random_vector(N * C, 8);
   std::vector<double> out(N * C), mean(N), rstd(N), dx(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
   reference::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-  reference::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  reference::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(),
+                                rstd.data(), N, C);
   auto fx = to_float(x), fw = to_float(w), fb = to_float(b), fdout = to_float(dout);
   std::vector<float> fout(N * C), fmean(N), frstd(N), fdx(N * C, 0.0f), fdw(C, 0.0f), fdb(C, 0.0f);
   be.layernorm_forward(fout.data(), fmean.data(), frstd.data(), fx.data(), fw.data(), fb.data(), N, C);
-  be.layernorm_backward(fdx.data(), fdw.data(), fdb.data(), fdout.data(), fx.data(), fw.data(), fmean.data(), frstd.data(), N, C);
+  be.layernorm_backward(fdx.data(), fdw.data(), fdb.data(), fdout.data(), fx.data(), fw.data(), fmean.data(),
+                        frstd.data(), N, C);
   EXPECT_LT(relative_error(fout, out), 1e-6);
   EXPECT_LT(relative_error(fdx, dx), 1e-5);
   EXPECT_LT(relative_error(fdw, dw), 1e-5);
@@ -118,15 +124,21 @@ void compare_training(const ModelShape& shape, float dropout, int steps) {
     EXPECT_LT(std::fabs(fast_loss - ref_loss) / ref_loss, 1e-5) << "loss at step " << step;
     if (step == 1) {
       const auto fast_grads = fast.grads_as_double();
-      for (std::size_t u = 0; u < grads.size(); ++u) EXPECT_LT(relative_error(fast_grads[u], grads[u]), 1e-4) << fast.layout.units[u].name;
+      for (std::size_t u = 0; u < grads.size(); ++u)
+        EXPECT_LT(relative_error(fast_grads[u], grads[u]), 1e-4) << fast.layout.units[u].name;
     }
     ASSERT_FALSE(adamw.step(*fast.state, step, lr, 1.0f, 1.0).has_value());
-    reference::adamw_step(fast.layout, params, grads, m, v, step, lr, t.beta1, t.beta2, t.eps, t.weight_decay, t.layer_lr_decay, 1.0);
+    reference::adamw_step(fast.layout, params, grads, m, v, step, lr, t.beta1, t.beta2, t.eps, t.weight_decay,
+                          t.layer_lr_decay, 1.0);
   }
 }
 
-TEST(FastVsReference, TenOptimizerStepsTied) { compare_training(test::small_shape(64, 32, 2, 4, 16, true), 0.0f, 10); }
-TEST(FastVsReference, TenOptimizerStepsUntiedWithDropout) { compare_training(test::small_shape(64, 32, 2, 4, 16, false), 0.1f, 10); }
+TEST(FastVsReference, TenOptimizerStepsTied) {
+  compare_training(test::small_shape(64, 32, 2, 4, 16, true), 0.0f, 10);
+}
+TEST(FastVsReference, TenOptimizerStepsUntiedWithDropout) {
+  compare_training(test::small_shape(64, 32, 2, 4, 16, false), 0.1f, 10);
+}
 
 }  // namespace
 }  // namespace fsdp

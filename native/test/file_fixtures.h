@@ -18,7 +18,8 @@ struct TempFolder {
   std::filesystem::path path;
   /** in_memory: under /dev/shm where there is one (fuzz tests write thousands of small files). */
   explicit TempFolder(bool in_memory = false) {
-    const std::filesystem::path base = in_memory && std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+    const std::filesystem::path base =
+        in_memory && std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
     path = base / ("fsdp-gtest-" + std::to_string(::getpid()) + "-f" + std::to_string(counter++));
     std::filesystem::create_directories(path);
   }
@@ -40,7 +41,8 @@ struct TokenFileFields {
 inline std::string token_file_bytes(const std::vector<std::uint16_t>& tokens, const TokenFileFields& f = {}) {
   std::string out(64, '\0');
   const std::uint64_t count = f.count_set ? f.count : tokens.size();
-  std::uint32_t crc = static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(tokens.data()), static_cast<uInt>(2 * tokens.size())));
+  std::uint32_t crc = static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(tokens.data()), static_cast<uInt>(2 * tokens.size())));
   if (!f.crc_right) crc ^= 1;
   std::memcpy(out.data(), "FSDPTOK\0", 8);
   std::memcpy(out.data() + 8, &f.version, 4);

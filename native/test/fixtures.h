@@ -17,7 +17,8 @@
 
 namespace fsdp::test {
 
-inline ModelShape small_shape(long long V = 11, long long C = 8, long long L = 2, long long H = 2, long long S = 6, bool tied = true) {
+inline ModelShape small_shape(long long V = 11, long long C = 8, long long L = 2, long long H = 2, long long S = 6,
+                              bool tied = true) {
   ModelShape s;
   s.V = V, s.C = C, s.L = L, s.H = H, s.F = 4 * C, s.S = S, s.tied = tied;
   return s;
@@ -45,23 +46,27 @@ struct FastModel {
   std::unique_ptr<ReplicatedState> state;
   std::unique_ptr<Gpt> gpt;
 
-  FastModel(const ModelShape& s, float dropout = 0, ActivationPolicy policy = {}, std::uint32_t seed = 7, double init_std = 0.2)
+  FastModel(const ModelShape& s, float dropout = 0, ActivationPolicy policy = {}, std::uint32_t seed = 7,
+            double init_std = 0.2)
       : layout(ParamLayout::of(s)) {
     state = std::make_unique<ReplicatedState>(be, layout);
     if (policy.blocks.empty()) policy = ActivationPolicy::none(static_cast<int>(s.L));
     gpt = std::make_unique<Gpt>(be, layout, *state, dropout, policy);
-    for (int u = 0; u < state->unit_count(); ++u) init_unit_range(layout.units[u], 0, layout.units[u].numel, state->params(u), seed, init_std, s.L);
+    for (int u = 0; u < state->unit_count(); ++u)
+      init_unit_range(layout.units[u], 0, layout.units[u].numel, state->params(u), seed, init_std, s.L);
   }
 
   template <class R>
   reference::Units<R> params_as() const {
     reference::Units<R> out;
-    for (int u = 0; u < state->unit_count(); ++u) out.emplace_back(state->params(u), state->params(u) + layout.units[u].numel);
+    for (int u = 0; u < state->unit_count(); ++u)
+      out.emplace_back(state->params(u), state->params(u) + layout.units[u].numel);
     return out;
   }
   reference::Units<double> grads_as_double() const {
     reference::Units<double> out;
-    for (int u = 0; u < state->unit_count(); ++u) out.emplace_back(state->grads(u), state->grads(u) + layout.units[u].numel);
+    for (int u = 0; u < state->unit_count(); ++u)
+      out.emplace_back(state->grads(u), state->grads(u) + layout.units[u].numel);
     return out;
   }
 };
@@ -71,7 +76,8 @@ template <class A, class B>
 double relative_error(const A& a, const B& b) {
   double diff = 0, na = 0, nb = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - static_cast<double>(b[i])) * (static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    diff += (static_cast<double>(a[i]) - static_cast<double>(b[i])) *
+            (static_cast<double>(a[i]) - static_cast<double>(b[i]));
     na += static_cast<double>(a[i]) * a[i];
     nb += static_cast<double>(b[i]) * b[i];
   }

@@ -29,7 +29,8 @@ struct Dtype16<__nv_bfloat16> {
   static float round(float x) { return emulation::bf16_value(emulation::bf16_bits(x)); }
   static __nv_bfloat16 of(float x) { return {emulation::bf16_bits(x)}; }
   static float value(__nv_bfloat16 x) { return emulation::bf16_value(x.bits); }
-  static constexpr double kTolerance = 8e-3;  // y (dq, dk, dv: 1.5x): P, dS and the outputs rounded to 8 bits (measured 2.4e-3)
+  static constexpr double kTolerance =
+      8e-3;  // y (dq, dk, dv: 1.5x): P, dS and the outputs rounded to 8 bits (measured 2.4e-3)
 };
 template <>
 struct Dtype16<__half> {
@@ -51,7 +52,9 @@ class Guarded {
   std::size_t size() const { return n_; }
   bool guards_intact() const {
     for (std::size_t i = 0; i < kGuard; ++i)
-      if (std::memcmp(&data_[i], &canary_value_, sizeof(V)) != 0 || std::memcmp(&data_[kGuard + n_ + i], &canary_value_, sizeof(V)) != 0) return false;
+      if (std::memcmp(&data_[i], &canary_value_, sizeof(V)) != 0 ||
+          std::memcmp(&data_[kGuard + n_ + i], &canary_value_, sizeof(V)) != 0)
+        return false;
     return true;
   }
 
@@ -89,25 +92,29 @@ std::string joined(const std::vector<std::string>& reports) {
 /** The launch geometry of flash_forward.cu / flash_backward.cu, on the emulation. */
 template <class E, int D>
 void forward(Guarded<E>* y, Guarded<float>& lse, const Guarded<E>& qkv, const flash::Shape& sh, bool given_lse) {
-  const Dim3 grid{static_cast<unsigned>(flash::tile_count(sh.T, flash::kQueryTile)), static_cast<unsigned>(sh.B * sh.H), 1};
+  const Dim3 grid{static_cast<unsigned>(flash::tile_count(sh.T, flash::kQueryTile)), static_cast<unsigned>(sh.B * sh.H),
+                  1};
   E* out = y ? y->get() : nullptr;
-  const auto reports = emulation::launch(grid, flash::kThreads, cuda::forward_shared_bytes<D>(),
-                                         [&] { cuda::flash_forward_kernel<E, D>(out, lse.get(), qkv.get(), sh, given_lse); });
+  const auto reports = emulation::launch(grid, flash::kThreads, cuda::forward_shared_bytes<D>(), [&] {
+    cuda::flash_forward_kernel<E, D>(out, lse.get(), qkv.get(), sh, given_lse);
+  });
   EXPECT_TRUE(reports.empty()) << joined(reports);
   EXPECT_TRUE(lse.guards_intact() && (!y || y->guards_intact())) << "the forward wrote outside its outputs";
 }
 
 template <class E, int D>
-void backward(Guarded<E>& dqkv, const Guarded<E>& dy, const Guarded<E>& qkv, const Guarded<float>& lse, const Guarded<float>& delta,
-              const flash::Shape& sh) {
+void backward(Guarded<E>& dqkv, const Guarded<E>& dy, const Guarded<E>& qkv, const Guarded<float>& lse,
+              const Guarded<float>& delta, const flash::Shape& sh) {
   const unsigned heads = static_cast<unsigned>(sh.B * sh.H);
-  auto reports = emulation::launch({static_cast<unsigned>(flash::tile_count(sh.T, flash::kKeyTile)), heads, 1}, flash::kThreads,
-                                   cuda::dkdv_shared_bytes<D>(),
-                                   [&] { cuda::flash_dkdv_kernel<E, D>(dqkv.get(), dy.get(), qkv.get(), lse.get(), delta.get(), sh); });
+  auto reports = emulation::launch(
+      {static_cast<unsigned>(flash::tile_count(sh.T, flash::kKeyTile)), heads, 1}, flash::kThreads,
+      cuda::dkdv_shared_bytes<D>(),
+      [&] { cuda::flash_dkdv_kernel<E, D>(dqkv.get(), dy.get(), qkv.get(), lse.get(), delta.get(), sh); });
   EXPECT_TRUE(reports.empty()) << "dK/dV: " << joined(reports);
-  reports = emulation::launch({static_cast<unsigned>(flash::tile_count(sh.T, flash::kQueryTile)), heads, 1}, flash::kThreads,
-                              cuda::dq_shared_bytes<D>(),
-                              [&] { cuda::flash_dq_kernel<E, D>(dqkv.get(), dy.get(), qkv.get(), lse.get(), delta.get(), sh); });
+  reports = emulation::launch(
+      {static_cast<unsigned>(flash::tile_count(sh.T, flash::kQueryTile)), heads, 1}, flash::kThreads,
+      cuda::dq_shared_bytes<D>(),
+      [&] { cuda::flash_dq_kernel<E, D>(dqkv.get(), dy.get(), qkv.get(), lse.get(), delta.get(), sh); });
   EXPECT_TRUE(reports.empty()) << "dQ: " << joined(reports);
   EXPECT_TRUE(dqkv.guards_intact()) << "the backward wrote outside dqkv";
 }
@@ -116,7 +123,8 @@ void backward(Guarded<E>& dqkv, const Guarded<E>& dy, const Guarded<E>& qkv, con
 template <class E, int D>
 void check_case(long B, long T, long H, std::uint64_t seed) {
   const long C = D * H;
-  SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " H " + std::to_string(H) + " head size " + std::to_string(D));
+  SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " H " + std::to_string(H) + " head size " +
+               std::to_string(D));
   const AttentionCase c(B, T, C, H, seed, Dtype16<E>::round);
   const flash::Shape sh = flash::Shape::of(B, T, C, H);
   const Guarded<E> qkv = to_device<E>(c.qkv), dy = to_device<E>(c.dy);
@@ -130,7 +138,8 @@ void check_case(long B, long T, long H, std::uint64_t seed) {
   // Log-sum-exp only (selective checkpointing's recompute): the same numbers, bit for bit.
   Guarded<float> lse_only(c.lse.size(), NAN);
   forward<E, D>(nullptr, lse_only, qkv, sh, false);
-  EXPECT_EQ(0, std::memcmp(lse_only.get(), lse.get(), sizeof(float) * lse.size())) << "lse-only mode differs from the full forward";
+  EXPECT_EQ(0, std::memcmp(lse_only.get(), lse.get(), sizeof(float) * lse.size()))
+      << "lse-only mode differs from the full forward";
 
   // Backward from the kernel's own y and lse, as the backend runs it.
   Guarded<float> delta(c.lse.size(), 0.0f);
@@ -148,7 +157,8 @@ void check_case(long B, long T, long H, std::uint64_t seed) {
         got.push_back(g[bt * 3 * C + part * C + i]);
         want.push_back(c.dqkv[bt * 3 * C + part * C + i]);
       }
-    EXPECT_LE(scaled_error(got, want), 1.5 * Dtype16<E>::kTolerance) << "d" << "qkv"[part];
+    EXPECT_LE(scaled_error(got, want), 1.5 * Dtype16<E>::kTolerance) << "d"
+                                                                     << "qkv"[part];
   }
 }
 
@@ -196,8 +206,10 @@ TEST(FlashKernelsEmulated, AGivenLogSumExpNormalisesAndCarriesAPlantedNanToItsRo
     for (long i = 0; i < C; ++i) {
       const bool planted = r == t && i / D == h;
       const float v = b[r * C + i];
-      if (planted) EXPECT_TRUE(std::isnan(v)) << "row " << r << " channel " << i;
-      else EXPECT_EQ(a[r * C + i], v) << "row " << r << " channel " << i;
+      if (planted)
+        EXPECT_TRUE(std::isnan(v)) << "row " << r << " channel " << i;
+      else
+        EXPECT_EQ(a[r * C + i], v) << "row " << r << " channel " << i;
     }
 }
 

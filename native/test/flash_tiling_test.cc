@@ -27,13 +27,17 @@ struct Coverage {
     for (long q = q0; q < q0 + rows; ++q)
       for (long k = k0; k < k0 + cols; ++k) {
         const bool seen = !masked || flash::visible(q, k, T);
-        if (!masked) ASSERT_TRUE(flash::visible(q, k, T)) << "tile (" << q0 << ", " << k0 << ") skips the mask but (" << q << ", " << k << ") is not visible";
+        if (!masked)
+          ASSERT_TRUE(flash::visible(q, k, T))
+              << "tile (" << q0 << ", " << k0 << ") skips the mask but (" << q << ", " << k << ") is not visible";
         if (seen) ++visits[static_cast<std::size_t>(q * T + k)];
       }
   }
   void expect_each_causal_pair_once() const {
     for (long q = 0; q < T; ++q)
-      for (long k = 0; k < T; ++k) ASSERT_EQ(visits[static_cast<std::size_t>(q * T + k)], k <= q ? 1 : 0) << "T " << T << " pair (" << q << ", " << k << ")";
+      for (long k = 0; k < T; ++k)
+        ASSERT_EQ(visits[static_cast<std::size_t>(q * T + k)], k <= q ? 1 : 0)
+            << "T " << T << " pair (" << q << ", " << k << ")";
   }
 };
 
@@ -44,7 +48,8 @@ TEST(FlashTiling, ForwardAndDqVisitEveryCausalPairOnceByQueryTiles) {
     Coverage c(T);
     for (long i = 0; i < flash::tile_count(T, flash::kQueryTile); ++i) {
       const long q0 = i * flash::kQueryTile;
-      for (long j = 0; j < flash::key_tile_end(q0, flash::kQueryTile, T); ++j) c.tile(q0, flash::kQueryTile, j * flash::kKeyTile, flash::kKeyTile);
+      for (long j = 0; j < flash::key_tile_end(q0, flash::kQueryTile, T); ++j)
+        c.tile(q0, flash::kQueryTile, j * flash::kKeyTile, flash::kKeyTile);
     }
     c.expect_each_causal_pair_once();
   }
@@ -57,7 +62,8 @@ TEST(FlashTiling, DkDvVisitsEveryCausalPairOnceByKeyTilesAtEitherQueryTile) {
       Coverage c(T);
       for (long k = 0; k < flash::tile_count(T, flash::kKeyTile); ++k) {
         const long k0 = k * flash::kKeyTile;
-        for (long i = flash::query_tile_begin(k0, rows); i < flash::tile_count(T, rows); ++i) c.tile(i * rows, rows, k0, flash::kKeyTile);
+        for (long i = flash::query_tile_begin(k0, rows); i < flash::tile_count(T, rows); ++i)
+          c.tile(i * rows, rows, k0, flash::kKeyTile);
       }
       c.expect_each_causal_pair_once();
     }
@@ -79,11 +85,13 @@ void expect_online_equals_two_pass(const std::vector<float>& s_log2, int tile) {
   flash::RowSoftmax st;
   for (std::size_t k0 = 0; k0 < s_log2.size(); k0 += static_cast<std::size_t>(tile)) {
     float mx = -INFINITY;
-    for (std::size_t k = k0; k < k0 + static_cast<std::size_t>(tile) && k < s_log2.size(); ++k) mx = std::max(mx, s_log2[k]);
+    for (std::size_t k = k0; k < k0 + static_cast<std::size_t>(tile) && k < s_log2.size(); ++k)
+      mx = std::max(mx, s_log2[k]);
     const float correction = flash::rescale(st, mx);
     ASSERT_FALSE(std::isnan(correction));
     float sum = 0;
-    for (std::size_t k = k0; k < k0 + static_cast<std::size_t>(tile) && k < s_log2.size(); ++k) sum += flash::probability(s_log2[k], st.m);
+    for (std::size_t k = k0; k < k0 + static_cast<std::size_t>(tile) && k < s_log2.size(); ++k)
+      sum += flash::probability(s_log2[k], st.m);
     st.l = st.l * correction + sum;
   }
   double mx = -INFINITY, sum = 0;
@@ -145,7 +153,7 @@ TEST(FlashTiling, Float16RoundsToNearestEvenWithSubnormalsAndOverflow) {
   EXPECT_EQ(round_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 1.0f + std::ldexp(1.0f, -9));  // halfway: up to even
   EXPECT_EQ(round_f16(65504.0f), 65504.0f);
   EXPECT_EQ(round_f16(65520.0f), INFINITY);
-  EXPECT_EQ(round_f16(std::ldexp(1.0f, -25)), 0.0f);                   // half a subnormal unit: to even (0)
+  EXPECT_EQ(round_f16(std::ldexp(1.0f, -25)), 0.0f);                       // half a subnormal unit: to even (0)
   EXPECT_EQ(round_f16(3 * std::ldexp(1.0f, -25)), std::ldexp(1.0f, -23));  // one and a half: to two units
   EXPECT_EQ(round_f16(-2.5f), -2.5f);
   EXPECT_TRUE(std::isnan(round_f16(NAN)));

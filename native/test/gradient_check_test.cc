@@ -23,7 +23,8 @@ double weighted(const Vec& out, const Vec& w) {
 
 TEST(GradientCheck, Linear) {
   const long N = 3, I = 4, O = 5;
-  Vec in = random_vector(N * I, 1), w = random_vector(O * I, 2), b = random_vector(O, 3), dout = random_vector(N * O, 4), out(N * O);
+  Vec in = random_vector(N * I, 1), w = random_vector(O * I, 2), b = random_vector(O, 3),
+      dout = random_vector(N * O, 4), out(N * O);
   auto f = [&] {
     reference::linear_forward(out.data(), in.data(), w.data(), b.data(), N, I, O);
     return weighted(out, dout);
@@ -45,7 +46,8 @@ TEST(GradientCheck, LayerNorm) {
   };
   f();
   Vec dx(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
-  reference::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  reference::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(),
+                                rstd.data(), N, C);
   EXPECT_LT(relative_error(dx, numeric_gradient(x, f)), kTolerance);
   EXPECT_LT(relative_error(dw, numeric_gradient(w, f)), kTolerance);
   EXPECT_LT(relative_error(db, numeric_gradient(b, f)), kTolerance);
@@ -120,8 +122,12 @@ void check_whole_model(float dropout, bool tied) {
   }
 }
 
-TEST(GradientCheck, WholeModelTied) { check_whole_model(0.0f, true); }
-TEST(GradientCheck, WholeModelUntiedWithDropout) { check_whole_model(0.2f, false); }
+TEST(GradientCheck, WholeModelTied) {
+  check_whole_model(0.0f, true);
+}
+TEST(GradientCheck, WholeModelUntiedWithDropout) {
+  check_whole_model(0.2f, false);
+}
 
 }  // namespace
 }  // namespace fsdp

@@ -6,7 +6,11 @@
 
 namespace fsdp::test {
 
-inline float round_f16(float x) { return f16_to_float(float_to_f16(x)); }
-inline float round_bf16(float x) { return bf16_to_float(float_to_bf16(x)); }
+inline float round_f16(float x) {
+  return f16_to_float(float_to_f16(x));
+}
+inline float round_bf16(float x) {
+  return bf16_to_float(float_to_bf16(x));
+}
 
 }  // namespace fsdp::test

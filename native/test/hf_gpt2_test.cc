@@ -26,7 +26,8 @@ using nlohmann::json;
 
 ModelConfig model_of(const ModelShape& s) {
   ModelConfig m;
-  m.vocab_size = static_cast<int>(s.V), m.d_model = static_cast<int>(s.C), m.n_layers = static_cast<int>(s.L), m.n_heads = static_cast<int>(s.H);
+  m.vocab_size = static_cast<int>(s.V), m.d_model = static_cast<int>(s.C), m.n_layers = static_cast<int>(s.L),
+  m.n_heads = static_cast<int>(s.H);
   m.max_seq_len = static_cast<int>(s.S), m.mlp_ratio = static_cast<int>(s.F / s.C), m.tie_embeddings = s.tied;
   return m;
 }
@@ -97,11 +98,13 @@ TEST(HfGpt2, ImportOfAnExportIsTheSameModelBitForBit) {
     Exported e(test::small_shape(13, 8, 3, 2, 7, tied));
     ASSERT_EQ(e.import_error(), "");
     test::FastModel again(test::small_shape(13, 8, 3, 2, 7, tied), 0, {}, /*seed=*/99);
-    const json trainer = load_checkpoint((e.root.path / "imported" / "step-00000000").string(), again.layout, *again.state);
+    const json trainer =
+        load_checkpoint((e.root.path / "imported" / "step-00000000").string(), again.layout, *again.state);
     EXPECT_EQ(trainer["step"], 0);
     for (int u = 0; u < again.state->unit_count(); ++u) {
       const std::size_t n = again.layout.units[u].numel;
-      EXPECT_TRUE(std::equal(again.state->params(u), again.state->params(u) + n, e.model.state->params(u))) << again.layout.units[u].name << " tied " << tied;
+      EXPECT_TRUE(std::equal(again.state->params(u), again.state->params(u) + n, e.model.state->params(u)))
+          << again.layout.units[u].name << " tied " << tied;
       const LocalShard sh = again.state->local(u);
       EXPECT_TRUE(std::all_of(sh.m, sh.m + sh.count, [](float x) { return x == 0; })) << "AdamW starts over";
     }
@@ -153,28 +156,39 @@ TEST(HfGpt2, MissingMisshapenOrUnknownTensorsAreRefused) {
   Exported e(test::small_shape());
   const fs::path file = e.hf / "model.safetensors";
   const std::string original = read_text(file);
-  const auto rewrite = [&](const std::function<void(std::vector<TensorToWrite>&, std::vector<std::vector<float>>&)>& edit) {
-    test::write_bytes(file, original);
-    const SafetensorsFile f(file.string());
-    std::vector<std::vector<float>> keep;
-    keep.reserve(f.tensors().size() + 1);
-    std::vector<TensorToWrite> ts;
-    for (const auto& [name, t] : f.tensors()) keep.push_back(f.floats(name)), ts.push_back({name, t.shape, keep.back().data()});
-    edit(ts, keep);
-    write_safetensors(file.string(), ts);
-  };
-  rewrite([](auto& ts, auto&) { ts.erase(std::find_if(ts.begin(), ts.end(), [](const TensorToWrite& t) { return t.name == "transformer.h.1.ln_2.bias"; })); });
-  EXPECT_NE(e.import_error().find("holds no tensor transformer.h.1.ln_2.bias (blocks.1.ln2.bias"), std::string::npos) << e.import_error();
+  const auto rewrite =
+      [&](const std::function<void(std::vector<TensorToWrite>&, std::vector<std::vector<float>>&)>& edit) {
+        test::write_bytes(file, original);
+        const SafetensorsFile f(file.string());
+        std::vector<std::vector<float>> keep;
+        keep.reserve(f.tensors().size() + 1);
+        std::vector<TensorToWrite> ts;
+        for (const auto& [name, t] : f.tensors())
+          keep.push_back(f.floats(name)), ts.push_back({name, t.shape, keep.back().data()});
+        edit(ts, keep);
+        write_safetensors(file.string(), ts);
+      };
+  rewrite([](auto& ts, auto&) {
+    ts.erase(std::find_if(ts.begin(), ts.end(),
+                          [](const TensorToWrite& t) { return t.name == "transformer.h.1.ln_2.bias"; }));
+  });
+  EXPECT_NE(e.import_error().find("holds no tensor transformer.h.1.ln_2.bias (blocks.1.ln2.bias"), std::string::npos)
+      << e.import_error();
   rewrite([](auto& ts, auto&) {
     for (auto& t : ts)
       if (t.name == "transformer.h.0.attn.c_attn.weight") t.shape = {24, 8};  // nn.Linear's layout, not Conv1D's
   });
-  EXPECT_NE(e.import_error().find("tensor transformer.h.0.attn.c_attn.weight has shape [24,8], the run config's model needs [8,24]"), std::string::npos) << e.import_error();
+  EXPECT_NE(e.import_error().find(
+                "tensor transformer.h.0.attn.c_attn.weight has shape [24,8], the run config's model needs [8,24]"),
+            std::string::npos)
+      << e.import_error();
   rewrite([](auto& ts, auto& keep) {
     keep.push_back(std::vector<float>(4, 0.0f));
     ts.push_back({"transformer.h.0.adapter.weight", {2, 2}, keep.back().data()});
   });
-  EXPECT_NE(e.import_error().find("tensor transformer.h.0.adapter.weight is not part of a GPT-2 model"), std::string::npos) << e.import_error();
+  EXPECT_NE(e.import_error().find("tensor transformer.h.0.adapter.weight is not part of a GPT-2 model"),
+            std::string::npos)
+      << e.import_error();
 }
 
 /** What opening the file threw, or "" when its header was accepted. */
@@ -205,15 +219,24 @@ TEST(Safetensors, DamagedOrHostileFilesAreReportedNamingTheFile) {
       {std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + "{}", "header of 9223372036854775807 bytes"},
       {with_header("{not json", data), "the header is not JSON"},
       {with_header("[1,2]", data), "not a JSON object"},
-      {with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,32]}})", data), "tensor \"a\": bytes [0, 32) outside the file's 16 bytes"},
+      {with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,32]}})", data),
+       "tensor \"a\": bytes [0, 32) outside the file's 16 bytes"},
       {with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[8,4]}})", data), "bytes [8, 4)"},
-      {with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", data), "shape [3] of F32 needs 12 bytes, data_offsets give 16"},
-      {with_header(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776,1099511627776],"data_offsets":[0,16]}})", data), "needs"},
+      {with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", data),
+       "shape [3] of F32 needs 12 bytes, data_offsets give 16"},
+      {with_header(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776,1099511627776],"data_offsets":[0,16]}})",
+                   data),
+       "needs"},
       {with_header(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", data), "shape holds -1"},
-      {with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", data), "two tensors share bytes from 4"},
-      {with_header(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", data), "tensor a is I64; only F32, F16 and BF16 are read"},
+      {with_header(
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+           data),
+       "two tensors share bytes from 4"},
+      {with_header(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", data),
+       "tensor a is I64; only F32, F16 and BF16 are read"},
       {with_header(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", data), "dtype is missing"},
-      {with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data), "data_offsets is missing or not [begin, end]"},
+      {with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data),
+       "data_offsets is missing or not [begin, end]"},
   };
   for (const auto& c : cases) {
     test::write_bytes(p, c.bytes);
@@ -224,8 +247,11 @@ TEST(Safetensors, DamagedOrHostileFilesAreReportedNamingTheFile) {
   // 16-bit tensors are widened exactly.
   const std::uint16_t halves[2] = {0x3c00, 0xc000};  // F16 1, -2
   const std::uint16_t bf[2] = {0x3f80, 0x4040};      // BF16 1, 3
-  test::write_bytes(p, with_header(R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})",
-                                   std::string(reinterpret_cast<const char*>(halves), 4) + std::string(reinterpret_cast<const char*>(bf), 4)));
+  test::write_bytes(
+      p,
+      with_header(
+          R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})",
+          std::string(reinterpret_cast<const char*>(halves), 4) + std::string(reinterpret_cast<const char*>(bf), 4)));
   const SafetensorsFile f(p.string());
   EXPECT_EQ(f.floats("h"), (std::vector<float>{1.0f, -2.0f}));
   EXPECT_EQ(f.floats("b"), (std::vector<float>{1.0f, 3.0f}));

@@ -23,7 +23,8 @@ TEST(Init, AShardEqualsTheSliceOfTheWholeUnit) {
     const std::size_t count = std::min<std::size_t>(1001, unit.numel - offset);
     std::vector<float> shard(count);
     init_unit_range(unit, offset, count, shard.data(), 5, 0.02, s.L);
-    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(shard[i], whole[offset + i]) << "offset " << offset << " index " << i;
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(shard[i], whole[offset + i]) << "offset " << offset << " index " << i;
   }
 }
 

@@ -21,7 +21,8 @@ std::vector<std::string> lines_of(const std::filesystem::path& p) {
 TEST(MetricsLog, EndsAnUnterminatedLastLineBeforeAppending) {
   test::TempFolder dir;
   const auto file = dir.path / "metrics.jsonl";
-  test::write_bytes(file, "{\"v\":1,\"type\":\"log\",\"time\":1,\"level\":\"info\",\"msg\":\"a\"}\n{\"v\":1,\"type\":\"step\",\"ti");
+  test::write_bytes(
+      file, "{\"v\":1,\"type\":\"log\",\"time\":1,\"level\":\"info\",\"msg\":\"a\"}\n{\"v\":1,\"type\":\"step\",\"ti");
   {
     MetricsLog log(file.string(), false);
     log.log("info", "resumed");

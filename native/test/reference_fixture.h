@@ -26,7 +26,9 @@ inline constexpr const char* kReferenceSchedulesFormat = "fsdp-studio/reference-
 inline constexpr int kReferenceFixtureVersion = 1;
 
 /** The folder of the committed fixtures (set by CMakeLists.txt). */
-inline std::filesystem::path reference_fixture_dir() { return FSDP_REFERENCE_FIXTURES; }
+inline std::filesystem::path reference_fixture_dir() {
+  return FSDP_REFERENCE_FIXTURES;
+}
 
 inline nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -42,7 +44,8 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path) {
 inline nlohmann::json read_reference_file(const std::filesystem::path& path, const char* format) {
   nlohmann::json j = read_json_file(path);
   if (j.value("format", "") != format) throw std::runtime_error(path.string() + ": format is not " + format);
-  if (j.value("version", 0) != kReferenceFixtureVersion) throw std::runtime_error(path.string() + ": version " + j.value("version", nlohmann::json()).dump() + " is not 1");
+  if (j.value("version", 0) != kReferenceFixtureVersion)
+    throw std::runtime_error(path.string() + ": version " + j.value("version", nlohmann::json()).dump() + " is not 1");
   return j;
 }
 
@@ -77,12 +80,15 @@ inline std::vector<double> decode_array(const nlohmann::json& a, const std::stri
   const std::size_t count = a.at("count"), width = dtype == "float64" ? 8 : dtype == "float32" ? 4 : 0;
   if (width == 0) throw std::runtime_error(where + ": dtype " + dtype + " is not float32 or float64");
   const std::vector<std::uint8_t> bytes = base64_decode(a.at("base64"), where);
-  if (bytes.size() != count * width) throw std::runtime_error(where + ": " + std::to_string(bytes.size()) + " bytes for " + std::to_string(count) + " " + dtype);
+  if (bytes.size() != count * width)
+    throw std::runtime_error(where + ": " + std::to_string(bytes.size()) + " bytes for " + std::to_string(count) + " " +
+                             dtype);
   const uLong crc = crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(bytes.size()));
   if (crc != a.at("crc32").get<std::uint32_t>()) throw std::runtime_error(where + ": CRC-32 mismatch (corrupted)");
   std::vector<double> out(count);
   for (std::size_t i = 0; i < count; ++i) {  // the files are little-endian, as is every machine this builds on
-    if (width == 8) std::memcpy(&out[i], bytes.data() + 8 * i, 8);
+    if (width == 8)
+      std::memcpy(&out[i], bytes.data() + 8 * i, 8);
     else {
       float f;
       std::memcpy(&f, bytes.data() + 4 * i, 4);
@@ -131,14 +137,19 @@ inline ReferenceFixture load_reference_fixture(const std::filesystem::path& path
       if (i >= params.size()) throw std::runtime_error(where + ": PyTorch has no parameter " + seg.name);
       const auto& p = params[i++];
       if (p.at("name") != seg.name || p.at("numel") != seg.numel || p.at("offset") != offset + seg.offset)
-        throw std::runtime_error(where + ": parameter " + std::to_string(i - 1) + " is " + p.dump() + ", the runtime has " + seg.name + " (" +
-                                 std::to_string(seg.numel) + " at " + std::to_string(offset + seg.offset) + ")");
+        throw std::runtime_error(where + ": parameter " + std::to_string(i - 1) + " is " + p.dump() +
+                                 ", the runtime has " + seg.name + " (" + std::to_string(seg.numel) + " at " +
+                                 std::to_string(offset + seg.offset) + ")");
     }
     offset += unit.numel;
   }
-  if (i != params.size()) throw std::runtime_error(where + ": PyTorch has parameters the runtime lacks, from " + params[i].at("name").get<std::string>());
+  if (i != params.size())
+    throw std::runtime_error(where + ": PyTorch has parameters the runtime lacks, from " +
+                             params[i].at("name").get<std::string>());
   f.initial_params = decode_array(f.doc.at("initial_params"), where + " initial_params");
-  if (f.initial_params.size() != offset) throw std::runtime_error(where + ": initial_params has " + std::to_string(f.initial_params.size()) + " values for " + std::to_string(offset) + " parameters");
+  if (f.initial_params.size() != offset)
+    throw std::runtime_error(where + ": initial_params has " + std::to_string(f.initial_params.size()) +
+                             " values for " + std::to_string(offset) + " parameters");
 
   const auto& batch = f.doc.at("batch");
   f.micro_batches = batch.at("micro_batches"), f.B = batch.at("B"), f.T = batch.at("T");
@@ -148,10 +159,12 @@ inline ReferenceFixture load_reference_fixture(const std::filesystem::path& path
       std::vector<std::int32_t> ids;
       for (const auto& row : micro)
         for (const auto& id : row) ids.push_back(id.get<std::int32_t>());
-      if (static_cast<long>(ids.size()) != f.B * f.T) throw std::runtime_error(where + ": batch." + key + " is not B x T per micro-batch");
+      if (static_cast<long>(ids.size()) != f.B * f.T)
+        throw std::runtime_error(where + ": batch." + key + " is not B x T per micro-batch");
       out.push_back(std::move(ids));
     }
-    if (static_cast<long>(out.size()) != f.micro_batches) throw std::runtime_error(where + ": batch." + key + " is not micro_batches long");
+    if (static_cast<long>(out.size()) != f.micro_batches)
+      throw std::runtime_error(where + ": batch." + key + " is not micro_batches long");
     return out;
   };
   f.inputs = read_ids("inputs");

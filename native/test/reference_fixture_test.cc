@@ -42,7 +42,9 @@ constexpr Tolerance kFloat32{1e-5, 1e-4, 1e-3};
 // The learning rate is computed in double on both sides, whatever the model's precision.
 constexpr double kLrTolerance = 1e-12;
 
-double relative(double a, double b) { return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b); }
+double relative(double a, double b) {
+  return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b);
+}
 
 double norm(const std::vector<double>& v) {
   double s = 0;
@@ -74,7 +76,8 @@ class Agreement {
 class Replay {
  public:
   virtual ~Replay() = default;
-  /** Zeroes the gradients, then forward and backward of every micro-batch (each adds the gradient of loss / micro-batches, as the trainer does); returns the mean loss and every micro-batch's logits. */
+  /** Zeroes the gradients, then forward and backward of every micro-batch (each adds the gradient of loss /
+   * micro-batches, as the trainer does); returns the mean loss and every micro-batch's logits. */
   virtual double forward_backward(std::vector<double>& logits) = 0;
   virtual std::vector<double> grads(int unit) = 0;
   virtual std::vector<double> params(int unit) = 0;
@@ -86,8 +89,10 @@ class Replay {
 class ReferenceReplay final : public Replay {
  public:
   explicit ReferenceReplay(const ReferenceFixture& f) : f_(f) {
-    for (int u = 0; u < static_cast<int>(f.layout.units.size()); ++u) params_.push_back(f.unit_slice<double>(f.initial_params, u));
-    m_ = reference::zeros_like<double>(f.layout), v_ = reference::zeros_like<double>(f.layout), grads_ = reference::zeros_like<double>(f.layout);
+    for (int u = 0; u < static_cast<int>(f.layout.units.size()); ++u)
+      params_.push_back(f.unit_slice<double>(f.initial_params, u));
+    m_ = reference::zeros_like<double>(f.layout), v_ = reference::zeros_like<double>(f.layout),
+    grads_ = reference::zeros_like<double>(f.layout);
   }
   double forward_backward(std::vector<double>& logits) override {
     grads_ = reference::zeros_like<double>(f_.layout);
@@ -96,7 +101,8 @@ class ReferenceReplay final : public Replay {
     for (long m = 0; m < f_.micro_batches; ++m) {
       std::vector<double> micro_logits;
       const reference::Tokens tok{f_.inputs[m].data(), f_.targets[m].data(), f_.B, f_.T};
-      loss += reference::forward_backward<double>(f_.layout, params_, tok, 0.0f, 0, &grads_, 1.0 / f_.micro_batches, &micro_logits);
+      loss += reference::forward_backward<double>(f_.layout, params_, tok, 0.0f, 0, &grads_, 1.0 / f_.micro_batches,
+                                                  &micro_logits);
       logits.insert(logits.end(), micro_logits.begin(), micro_logits.end());
     }
     return loss / f_.micro_batches;
@@ -113,7 +119,8 @@ class ReferenceReplay final : public Replay {
     // The trainer's clipping rule (torch.nn.utils.clip_grad_norm_'s), kept in double on this path.
     const TrainingConfig& c = f_.config.training;
     const double clip = c.max_grad_norm > 0 && grad_norm > c.max_grad_norm ? c.max_grad_norm / (grad_norm + 1e-6) : 1.0;
-    reference::adamw_step(f_.layout, params_, grads_, m_, v_, t, lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.layer_lr_decay, clip);
+    reference::adamw_step(f_.layout, params_, grads_, m_, v_, t, lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                          c.layer_lr_decay, clip);
     return clip;
   }
 
@@ -125,7 +132,9 @@ class ReferenceReplay final : public Replay {
 class FastReplay final : public Replay {
  public:
   explicit FastReplay(const ReferenceFixture& f)
-      : f_(f), state_(be_, f.layout), gpt_(be_, f.layout, state_, 0.0f, ActivationPolicy::none(static_cast<int>(f.layout.shape.L))),
+      : f_(f),
+        state_(be_, f.layout),
+        gpt_(be_, f.layout, state_, 0.0f, ActivationPolicy::none(static_cast<int>(f.layout.shape.L))),
         adamw_(be_, f.layout, f.config.training) {
     for (int u = 0; u < state_.unit_count(); ++u) {
       const auto values = f.unit_slice<float>(f.initial_params, u);
@@ -142,7 +151,8 @@ class FastReplay final : public Replay {
     }
     state_.zero_grads();
     double loss = 0;
-    for (long m = 0; m < f_.micro_batches; ++m) loss += gpt_.forward_backward(batch(m), 1.0f / static_cast<float>(f_.micro_batches), 0);
+    for (long m = 0; m < f_.micro_batches; ++m)
+      loss += gpt_.forward_backward(batch(m), 1.0f / static_cast<float>(f_.micro_batches), 0);
     return loss / f_.micro_batches;
   }
   std::vector<double> grads(int u) override { return {state_.grads(u), state_.grads(u) + f_.layout.units[u].numel}; }
@@ -167,11 +177,13 @@ class FastReplay final : public Replay {
 };
 
 /** Logits against the fixture's checksums ({sum, abs_sum, norm, sample}). */
-void compare_logits(Agreement& a, const std::vector<double>& logits, const json& expected, double tol, const std::string& where) {
+void compare_logits(Agreement& a, const std::vector<double>& logits, const json& expected, double tol,
+                    const std::string& where) {
   double sum = 0, abs_sum = 0;
   for (double x : logits) sum += x, abs_sum += std::fabs(x);
   a.check("logits_norm", relative(norm(logits), expected.at("norm")), tol, where);
-  a.check("logits_sum", std::fabs(sum - expected.at("sum").get<double>()) / expected.at("abs_sum").get<double>(), tol, where);
+  a.check("logits_sum", std::fabs(sum - expected.at("sum").get<double>()) / expected.at("abs_sum").get<double>(), tol,
+          where);
   const auto& sample = expected.at("sample");
   const std::size_t stride = logits.size() / sample.size();
   std::vector<double> got, want;
@@ -193,7 +205,10 @@ void replay(const ReferenceFixture& f, const std::string& dtype, Replay& r, cons
     const double loss = r.forward_backward(logits);
     a.check("loss", relative(loss, expected.at("loss")), tol.loss_logits, at);
     compare_logits(a, logits, expected.at("logits"), tol.loss_logits, at);
-    if (step == 1) a.check("logits_all_step1", test::relative_error(logits, test::decode_array(run.at("logits_step1"), f.name + " logits_step1")), tol.loss_logits, at);
+    if (step == 1)
+      a.check("logits_all_step1",
+              test::relative_error(logits, test::decode_array(run.at("logits_step1"), f.name + " logits_step1")),
+              tol.loss_logits, at);
 
     std::vector<std::vector<double>> before;
     for (int u = 0; u < units; ++u) {
@@ -201,7 +216,8 @@ void replay(const ReferenceFixture& f, const std::string& dtype, Replay& r, cons
       const auto g = r.grads(u);
       for (const auto& seg : f.layout.units[u].segments) {
         const std::vector<double> part(g.begin() + seg.offset, g.begin() + seg.offset + seg.numel);
-        a.check("grad_norm_param", relative(norm(part), expected.at("grad_norms").at(seg.name)), tol.grads, at + " " + seg.name);
+        a.check("grad_norm_param", relative(norm(part), expected.at("grad_norms").at(seg.name)), tol.grads,
+                at + " " + seg.name);
       }
     }
     const double grad_norm = r.grad_norm();
@@ -253,24 +269,29 @@ TEST_P(ReferenceFixtureTest, Float32FastPathMatchesPyTorchFloat32) {
   replay(f, "float32", r, kFloat32);
 }
 
-INSTANTIATE_TEST_SUITE_P(PyTorch, ReferenceFixtureTest, ::testing::ValuesIn(test::reference_fixture_files()), test_name);
+INSTANTIATE_TEST_SUITE_P(PyTorch, ReferenceFixtureTest, ::testing::ValuesIn(test::reference_fixture_files()),
+                         test_name);
 
 TEST(ReferenceFixtures, TwoModelFixturesAndTheSchedulesAreCommitted) {
-  EXPECT_GE(test::reference_fixture_files().size(), 2u) << "in " << test::reference_fixture_dir() << "; make them with npm run fixtures:reference";
+  EXPECT_GE(test::reference_fixture_files().size(), 2u)
+      << "in " << test::reference_fixture_dir() << "; make them with npm run fixtures:reference";
   EXPECT_TRUE(std::filesystem::exists(test::reference_fixture_dir() / "schedules.json"));
 }
 
 TEST(ReferenceFixtures, EveryScheduleMatchesPyTorch) {
-  const json doc = test::read_reference_file(test::reference_fixture_dir() / "schedules.json", test::kReferenceSchedulesFormat);
+  const json doc =
+      test::read_reference_file(test::reference_fixture_dir() / "schedules.json", test::kReferenceSchedulesFormat);
   Agreement a;
   for (const json& c : doc.at("cases")) {
     json config = test::tiny_config_json();
     for (const auto& [key, value] : c.at("training").items()) config["training"][key] = value;
     const RunConfig rc = test::parse_or_die(config);
-    const std::string what = c.at("training").at("schedule").get<std::string>() + " warmup " + c.at("training").at("warmup_steps").dump();
+    const std::string what =
+        c.at("training").at("schedule").get<std::string>() + " warmup " + c.at("training").at("warmup_steps").dump();
     long step = 1;
     for (const json& lr : c.at("lr")) {
-      a.check("lr", relative(scheduled_lr(rc.training, step), lr), kLrTolerance, what + " step " + std::to_string(step));
+      a.check("lr", relative(scheduled_lr(rc.training, step), lr), kLrTolerance,
+              what + " step " + std::to_string(step));
       ++step;
     }
   }

@@ -28,13 +28,15 @@
 
 namespace fsdp::test::rounding {
 
-inline double unit_roundoff(DType t) { return t == DType::bf16 ? 1.0 / 256 : t == DType::f16 ? 1.0 / 2048 : 0; }
+inline double unit_roundoff(DType t) {
+  return t == DType::bf16 ? 1.0 / 256 : t == DType::f16 ? 1.0 / 2048 : 0;
+}
 
 /** Roundings of each operation's output to the compute dtype (the op tests' factors). */
 namespace kRoundings {
-constexpr int linear = 1;              // cuBLASLt's product, bias in the epilogue, rounded once
-constexpr int linear_gelu = 2;         // GELU of a pre-activation the epilogue may have rounded
-constexpr int attention = 2;           // P rounded to the dtype before P V (tensor cores), then y
+constexpr int linear = 1;       // cuBLASLt's product, bias in the epilogue, rounded once
+constexpr int linear_gelu = 2;  // GELU of a pre-activation the epilogue may have rounded
+constexpr int attention = 2;    // P rounded to the dtype before P V (tensor cores), then y
 constexpr int layernorm = 1;
 constexpr int residual = 1;            // residual + dropout
 constexpr int residual_layernorm = 2;  // the rounded sum, then its LayerNorm
@@ -46,7 +48,7 @@ constexpr int linear_backward = 1;     // dx (weight and bias gradients are floa
 constexpr int attention_backward = 2;  // dS rounded before dS K / dSᵀ Q, then dqkv
 constexpr int layernorm_backward = 1;
 constexpr int gelu_backward = 1;
-constexpr int logits_backward = 1;     // softmax - onehot, in place in the dtype
+constexpr int logits_backward = 1;  // softmax - onehot, in place in the dtype
 }  // namespace kRoundings
 
 /** The operations a step composes, each with its roundings, in order. */

@@ -33,8 +33,8 @@ std::vector<float> normal(std::size_t n, std::uint64_t seed, float scale) {
 }
 
 struct Weights {
-  std::vector<float> wte = normal(kV * kC, 1, 0.02f), wpe = normal(kT * kC, 2, 0.02f), ones = std::vector<float>(4 * kC, 1.0f),
-                     zeros = std::vector<float>(4 * kC, 0.0f);
+  std::vector<float> wte = normal(kV * kC, 1, 0.02f), wpe = normal(kT * kC, 2, 0.02f),
+                     ones = std::vector<float>(4 * kC, 1.0f), zeros = std::vector<float>(4 * kC, 0.0f);
   std::vector<std::vector<float>> qkv, proj, fc, fc2;
   Weights() {
     const float residual_scale = 0.02f / std::sqrt(2.0f * kL);  // GPT-2's scaled residual projections
@@ -47,15 +47,18 @@ struct Weights {
   }
 };
 
-/** The network's logits; with `round` every output rounded as the CUDA backend rounds it, counting the roundings into `path`. */
-std::vector<float> logits(const Weights& w, const std::vector<std::int32_t>& tokens, float (*round)(float), rounding::Path* path) {
+/** The network's logits; with `round` every output rounded as the CUDA backend rounds it, counting the roundings into
+ * `path`. */
+std::vector<float> logits(const Weights& w, const std::vector<std::int32_t>& tokens, float (*round)(float),
+                          rounding::Path* path) {
   CpuBackend be;
   auto r = [&](std::vector<float>& x, const char* op) {
     if (!round) return;
     for (float& v : x) v = round(v);
     if (path) path->add(op, 1);
   };
-  std::vector<float> res(kN * kC), ln(kN * kC), mean(kN), rstd(kN), qkv(kN * 3 * kC), y(kN * kC), branch(kN * kC), h(kN * 4 * kC), g(kN * 4 * kC);
+  std::vector<float> res(kN * kC), ln(kN * kC), mean(kN), rstd(kN), qkv(kN * 3 * kC), y(kN * kC), branch(kN * kC),
+      h(kN * 4 * kC), g(kN * 4 * kC);
   std::vector<float> state(be.attention_state_size(kB, kT, kH));
   be.embedding_forward(res.data(), tokens.data(), w.wte.data(), w.wpe.data(), kB, kT, kC);
   r(res, "embedding");
@@ -101,15 +104,16 @@ TEST(RoundingBudget, IndependentRoundingsComposeAsTheRootSumSquareWellUnderTheBo
       const std::vector<float> exact = logits(w, tokens, nullptr, nullptr);
       const std::vector<float> rounded = logits(w, tokens, t == DType::bf16 ? round_bf16 : round_f16, &path);
       const double err = relative_error(exact, rounded), expected = u * path.root_sum_square() / std::sqrt(3.0);
-      SCOPED_TRACE(std::string(dtype_name(t)) + " seed " + std::to_string(seed) + ": error " + std::to_string(err / u) + " u over " +
-                   std::to_string(path.ops.size()) + " roundings, expected " + std::to_string(expected / u) + " u");
+      SCOPED_TRACE(std::string(dtype_name(t)) + " seed " + std::to_string(seed) + ": error " + std::to_string(err / u) +
+                   " u over " + std::to_string(path.ops.size()) + " roundings, expected " +
+                   std::to_string(expected / u) + " u");
       EXPECT_EQ(path.ops.size(), 3u + 10u * kL);
       EXPECT_LE(err, path.bound(t));
       EXPECT_GT(err, expected / 4) << "the roundings did not happen";
       EXPECT_LT(err, 4 * expected) << "errors compound faster than the root-sum-square";
       EXPECT_LT(err, path.linear_sum() * u / 4) << "the linear sum would not be loose";
-      std::printf("%s seed %d: logits error %.2f u; expected %.2f u, bound %.2f u, linear sum %d u\n", dtype_name(t), static_cast<int>(seed), err / u, expected / u,
-                  path.bound(t) / u, path.linear_sum());
+      std::printf("%s seed %d: logits error %.2f u; expected %.2f u, bound %.2f u, linear sum %d u\n", dtype_name(t),
+                  static_cast<int>(seed), err / u, expected / u, path.bound(t) / u, path.linear_sum());
     }
   }
 }

@@ -66,12 +66,15 @@ TEST(AdamWGroups, DecaysMatrixWeightsOnlyAndScalesRatesByLayer) {
   t.layer_lr_decay = 0.5;
   AdamW adamw(fast.be, fast.layout, t);
   std::vector<std::vector<float>> before;
-  for (int u = 0; u < fast.state->unit_count(); ++u) before.emplace_back(fast.state->params(u), fast.state->params(u) + fast.layout.units[u].numel);
+  for (int u = 0; u < fast.state->unit_count(); ++u)
+    before.emplace_back(fast.state->params(u), fast.state->params(u) + fast.layout.units[u].numel);
   ASSERT_FALSE(adamw.step(*fast.state, 1, 0.1, 1.0f, 1.0).has_value());
   const double L = 3;
   for (int u = 0; u < fast.state->unit_count(); ++u) {
     const UnitLayout& unit = fast.layout.units[u];
-    const double scale = unit.kind == UnitKind::embedding ? std::pow(0.5, L + 1) : unit.kind == UnitKind::block ? std::pow(0.5, L - unit.layer) : 1.0;
+    const double scale = unit.kind == UnitKind::embedding ? std::pow(0.5, L + 1)
+                         : unit.kind == UnitKind::block   ? std::pow(0.5, L - unit.layer)
+                                                          : 1.0;
     for (const auto& seg : unit.segments) {
       const std::size_t i = seg.offset;  // the first element of each tensor
       const double expected = seg.decay ? before[u][i] * (1.0 - 0.1 * scale * 0.5) : before[u][i];
@@ -82,7 +85,8 @@ TEST(AdamWGroups, DecaysMatrixWeightsOnlyAndScalesRatesByLayer) {
 
 TEST(AdamWGroups, RefusesAnUpdateThatIsNotFiniteAndNamesTheParameter) {
   test::FastModel fast(test::small_shape());
-  for (int u = 0; u < fast.state->unit_count(); ++u) fast.be.fill(fast.state->grads(u), fast.layout.units[u].numel, 0.01f);
+  for (int u = 0; u < fast.state->unit_count(); ++u)
+    fast.be.fill(fast.state->grads(u), fast.layout.units[u].numel, 0.01f);
   const std::vector<float> before(fast.state->params(2), fast.state->params(2) + fast.layout.units[2].numel);
   TrainingConfig t;
   AdamW adamw(fast.be, fast.layout, t);

@@ -73,7 +73,9 @@ TEST(TokenFile, RefusesAVocabularyOfZeroAndHeaderFieldsThatOverflow) {
   wraps.count = (std::uint64_t{1} << 63) + tokens.size(), wraps.count_set = true;
   test::write_bytes(path, test::token_file_bytes(tokens, wraps));
   std::string e = open_error(path, 256);
-  EXPECT_EQ(e.rfind(path + ": 264 bytes, expected more than any file can hold for the 9223372036854775908 tokens", 0), 0u) << e;
+  EXPECT_EQ(e.rfind(path + ": 264 bytes, expected more than any file can hold for the 9223372036854775908 tokens", 0),
+            0u)
+      << e;
   try {
     read_token_file_header(path);
     FAIL() << "the header of a count near 2^63 was accepted";
@@ -110,7 +112,8 @@ TEST(TokenFile, RefusesAFifoAFolderAndADeviceWithoutBlocking) {
   EXPECT_EQ(open_error("/dev/zero", 256), "/dev/zero: is a device, not a regular file");
 }
 
-/** Writes `id` at token `at` of the file in place, then gives it back its modification time (so only the ids can tell). */
+/** Writes `id` at token `at` of the file in place, then gives it back its modification time (so only the ids can tell).
+ */
 void plant_keeping_mtime(const std::string& path, std::uint64_t at, std::uint16_t id) {
   const auto mtime = fs::last_write_time(path);
   {
@@ -131,7 +134,7 @@ TEST(BatchStream, ChecksEveryIdAsItBuildsABatchAndReportsItFromThePrefetchThread
   auto file = std::make_shared<const TokenFile>(path, 256);
   HostAllocator alloc;
   BatchStream direct(alloc, file, 4, 10, false, 1, 0), prefetched(alloc, file, 4, 10, false, 1, 2);
-  direct.next(), prefetched.next();  // batch 0: sequences 0-3, tokens 0-40
+  direct.next(), prefetched.next();     // batch 0: sequences 0-3, tokens 0-40
   plant_keeping_mtime(path, 95, 1000);  // token 95: sequence 9, in batch 2 (tokens 80-120)
   std::vector<std::int32_t> in(40), tg(40);
   BatchStream::read(*file, 4, 10, false, 1, 1, in.data(), tg.data());  // batch 1 is untouched
@@ -165,7 +168,8 @@ TEST(TokenFile, AFileRewrittenInPlaceUnderARunIsAnErrorNamingItNotASignal) {
   BatchStream stream(alloc, file, 4, 100, true, 1, 2);
   stream.next();
   ::truncate(path.c_str(), 64 + 2 * 10);  // the writer's first act: truncate (then it writes)
-  const std::string expected = path + ": changed while the run was reading it (200066 bytes when the run opened it, 84 now)";
+  const std::string expected =
+      path + ": changed while the run was reading it (200066 bytes when the run opened it, 84 now)";
   try {
     for (int i = 0; i < 10; ++i) stream.next();
     FAIL() << "batches were read from a truncated file";
@@ -182,7 +186,8 @@ TEST(TokenFile, AFileRewrittenInPlaceUnderARunIsAnErrorNamingItNotASignal) {
     BatchStream::read(*reopened, 4, 100, true, 1, 0, in.data(), tg.data());
     FAIL() << "a batch was read from a file rewritten since it was opened";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ": changed while the run was reading it (modified "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path + ": changed while the run was reading it (modified "), std::string::npos)
+        << e.what();
   }
   // Replaced by rename, as writers now do: the run keeps reading the file it opened.
   test::write_bytes(path, test::token_file_bytes(counting(100'001)));
@@ -208,7 +213,9 @@ TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {
   const auto tokens = counting(160, 250);
   const std::string good = test::token_file_bytes(tokens);
   const std::string path = (dir.path / "mutant.tok").string();
-  const std::uint64_t interesting[] = {0, 1, 2, 255, 256, 65535, 65536, 70000, 0xffffffffu, 1ull << 32, 1ull << 62, 1ull << 63, (1ull << 63) + 80, ~0ull};
+  const std::uint64_t interesting[] = {
+      0,    1, 2, 255, 256, 65535, 65536, 70000, 0xffffffffu, 1ull << 32, 1ull << 62, 1ull << 63, (1ull << 63) + 80,
+      ~0ull};
   test::FuzzRng rng{19};
   int opened = 0, refused = 0;
   std::vector<std::int32_t> in(2 * 8), tg(2 * 8);
@@ -226,8 +233,12 @@ TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {
           std::memcpy(m.data() + where, &v, where == 16 ? 8 : 4);
           break;
         }
-        case 2: m.resize(rng.below(m.size() + 1)); break;
-        case 3: m.append(1 + rng.below(9), static_cast<char>(rng.below(256))); break;
+        case 2:
+          m.resize(rng.below(m.size() + 1));
+          break;
+        case 3:
+          m.append(1 + rng.below(9), static_cast<char>(rng.below(256)));
+          break;
         default:
           if (m.size() >= 66) {
             const std::uint16_t id = static_cast<std::uint16_t>(rng.below(2) ? rng.below(65536) : 250 + rng.below(20));
@@ -236,7 +247,8 @@ TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {
       }
     }
     if (rng.below(2) && m.size() >= 64) {  // a right checksum, so that what lies beyond it is tested
-      const auto crc = static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(m.data() + 64), static_cast<uInt>(m.size() - 64)));
+      const auto crc = static_cast<std::uint32_t>(
+          crc32(0, reinterpret_cast<const Bytef*>(m.data() + 64), static_cast<uInt>(m.size() - 64)));
       std::memcpy(m.data() + 28, &crc, 4);
     }
     test::write_bytes(path, m);
@@ -249,7 +261,10 @@ TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {
       const std::uint64_t sequences = f.size() > 0 ? (f.size() - 1) / 8 : 0;
       for (std::uint64_t p = 0; p < sequences / 2; ++p) {
         BatchStream::read(f, 2, 8, true, 3, p, in.data(), tg.data());
-        for (int i = 0; i < 16; ++i) ASSERT_TRUE(in[i] >= 0 && in[i] < static_cast<std::int32_t>(model_vocab) && tg[i] < static_cast<std::int32_t>(model_vocab)) << "mutant " << k;
+        for (int i = 0; i < 16; ++i)
+          ASSERT_TRUE(in[i] >= 0 && in[i] < static_cast<std::int32_t>(model_vocab) &&
+                      tg[i] < static_cast<std::int32_t>(model_vocab))
+              << "mutant " << k;
       }
       ++opened;
     } catch (const std::runtime_error& e) {

@@ -45,9 +45,13 @@ struct Block {
 
 Block* block = nullptr;
 
-Fiber& me() { return block->fibers[block->current]; }
+Fiber& me() {
+  return block->fibers[block->current];
+}
 
-void yield() { swapcontext(&me().context, &block->scheduler); }
+void yield() {
+  swapcontext(&me().context, &block->scheduler);
+}
 
 /** Waits until n fibers have arrived at b (this one included). */
 void wait(Barrier& b, int n) {
@@ -68,16 +72,28 @@ void fiber_entry(int index) {
   ++block->events;
 }
 
-int warp_of_me() { return static_cast<int>(me().index.x / 32); }
+int warp_of_me() {
+  return static_cast<int>(me().index.x / 32);
+}
 
 }  // namespace
 
-const Dim3& thread_index() { return me().index; }
-const Dim3& block_index() { return block->index; }
-const Dim3& block_dim() { return block->dim; }
-unsigned char* dynamic_shared() { return block->shared.data(); }
+const Dim3& thread_index() {
+  return me().index;
+}
+const Dim3& block_index() {
+  return block->index;
+}
+const Dim3& block_dim() {
+  return block->dim;
+}
+unsigned char* dynamic_shared() {
+  return block->shared.data();
+}
 
-void sync_threads() { wait(block->block_barrier, static_cast<int>(block->fibers.size())); }
+void sync_threads() {
+  wait(block->block_barrier, static_cast<int>(block->fibers.size()));
+}
 
 const unsigned char* exchange(const void* mine, std::size_t bytes) {
   const int w = warp_of_me();
@@ -87,12 +103,14 @@ const unsigned char* exchange(const void* mine, std::size_t bytes) {
   return warp_slots;
 }
 
-void exchange_done() { wait(block->warp_barriers[warp_of_me()], 32); }
+void exchange_done() {
+  wait(block->warp_barriers[warp_of_me()], 32);
+}
 
 void report(const std::string& what) {
   if (block->reports.size() < kMaxReports) {
-    block->reports.push_back("block (" + std::to_string(block->index.x) + ", " + std::to_string(block->index.y) + ") thread " +
-                             std::to_string(me().index.x) + ": " + what);
+    block->reports.push_back("block (" + std::to_string(block->index.x) + ", " + std::to_string(block->index.y) +
+                             ") thread " + std::to_string(me().index.x) + ": " + what);
   }
 }
 
@@ -169,10 +187,18 @@ std::vector<std::string> launch(Dim3 grid, int threads, std::size_t shared_bytes
   return reports;
 }
 
-std::uint16_t bf16_bits(float x) { return float_to_bf16(x); }
-float bf16_value(std::uint16_t bits) { return bf16_to_float(bits); }
-std::uint16_t half_bits(float x) { return float_to_f16(x); }
-float half_value(std::uint16_t bits) { return f16_to_float(bits); }
+std::uint16_t bf16_bits(float x) {
+  return float_to_bf16(x);
+}
+float bf16_value(std::uint16_t bits) {
+  return bf16_to_float(bits);
+}
+std::uint16_t half_bits(float x) {
+  return float_to_f16(x);
+}
+float half_value(std::uint16_t bits) {
+  return f16_to_float(bits);
+}
 
 }  // namespace fsdp::emulation
 
@@ -229,7 +255,8 @@ namespace {
 /** Each lane's row address; lane i receives, of matrix j, row i / 4 words i % 4 (or, transposed, column i / 4). */
 void ldmatrix(std::uint32_t (&r)[4], const void* p, bool trans) {
   const void* mine = p;
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) emulation::report("ldmatrix: a row address is not 16-byte aligned");
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    emulation::report("ldmatrix: a row address is not 16-byte aligned");
   if (!emulation::in_shared(p, 16)) emulation::report("ldmatrix: a row lies outside shared memory");
   const unsigned char* all = exchange(&mine, sizeof mine);
   const void* rows[32];
@@ -257,8 +284,12 @@ void ldmatrix(std::uint32_t (&r)[4], const void* p, bool trans) {
 
 }  // namespace
 
-void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) { ldmatrix(r, p, false); }
-void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p) { ldmatrix(r, p, true); }
+void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
+  ldmatrix(r, p, false);
+}
+void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p) {
+  ldmatrix(r, p, true);
+}
 
 void cp_async16(void* dst, const void* src, bool valid) {
   if (reinterpret_cast<std::uintptr_t>(dst) % 16 != 0 || (valid && reinterpret_cast<std::uintptr_t>(src) % 16 != 0)) {
@@ -269,8 +300,10 @@ void cp_async16(void* dst, const void* src, bool valid) {
     emulation::report("cp.async: the destination lies outside shared memory");
     return;
   }
-  if (valid) std::memcpy(dst, src, 16);
-  else std::memset(dst, 0, 16);
+  if (valid)
+    std::memcpy(dst, src, 16);
+  else
+    std::memset(dst, 0, 16);
 }
 
 }  // namespace fsdp::cuda::mma

@@ -84,7 +84,9 @@ struct alignas(16) int4 {
   int x, y, z, w;
 };
 
-inline void __syncthreads() { ::fsdp::emulation::sync_threads(); }
+inline void __syncthreads() {
+  ::fsdp::emulation::sync_threads();
+}
 
 template <class V>
 V __shfl_xor_sync(unsigned /*mask*/, V v, int lane_mask) {
@@ -106,23 +108,30 @@ struct Mma;
 
 template <>
 struct Mma<__nv_bfloat16> {
-  static void run(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) { mma_m16n8k16(d, a, b, true); }
+  static void run(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+    mma_m16n8k16(d, a, b, true);
+  }
   static std::uint32_t pack(float lo, float hi) {
-    return static_cast<std::uint32_t>(::fsdp::emulation::bf16_bits(lo)) | static_cast<std::uint32_t>(::fsdp::emulation::bf16_bits(hi)) << 16;
+    return static_cast<std::uint32_t>(::fsdp::emulation::bf16_bits(lo)) |
+           static_cast<std::uint32_t>(::fsdp::emulation::bf16_bits(hi)) << 16;
   }
 };
 
 template <>
 struct Mma<__half> {
-  static void run(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) { mma_m16n8k16(d, a, b, false); }
+  static void run(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+    mma_m16n8k16(d, a, b, false);
+  }
   static std::uint32_t pack(float lo, float hi) {
-    return static_cast<std::uint32_t>(::fsdp::emulation::half_bits(lo)) | static_cast<std::uint32_t>(::fsdp::emulation::half_bits(hi)) << 16;
+    return static_cast<std::uint32_t>(::fsdp::emulation::half_bits(lo)) |
+           static_cast<std::uint32_t>(::fsdp::emulation::half_bits(hi)) << 16;
   }
 };
 
 void ldmatrix_x4(std::uint32_t (&r)[4], const void* p);
 void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p);
-/** Copies at once (the emulation has no asynchrony); checks the destination is in shared memory and both are 16-byte aligned. */
+/** Copies at once (the emulation has no asynchrony); checks the destination is in shared memory and both are 16-byte
+ * aligned. */
 void cp_async16(void* dst, const void* src, bool valid);
 inline void cp_async_commit() {}
 template <int N>

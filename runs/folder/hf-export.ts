@@ -62,7 +62,9 @@ export function exportSource(target: string, configFile?: string): ExportSource 
     runDir = runFolderAbove(at);
   } else if (existsSync(path.join(at, 'config.json'))) {
     runDir = at;
-    const config = JSON.parse(readFileSync(path.join(at, 'config.json'), 'utf8')) as { checkpointing?: { dir?: string } };
+    const config = JSON.parse(readFileSync(path.join(at, 'config.json'), 'utf8')) as {
+      checkpointing?: { dir?: string };
+    };
     const dir = checkpointsDirOf(at, config);
     const newest = listCheckpoints(dir)[0];
     if (!newest) throw new Error(`${at}: the run has no complete checkpoint in ${dir}`);
@@ -81,10 +83,15 @@ export function exportSource(target: string, configFile?: string): ExportSource 
  */
 export function exportHuggingFace(binary: string, source: ExportSource, outDir: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(binary, ['--export-hf', source.configFile, source.checkpoint, path.resolve(outDir)], { maxBuffer: 1 << 20 }, (error, _stdout, stderr) => {
-      if (!error) return resolve();
-      const said = stderr.trim().replace(/^fsdp-train-native: /, '');
-      reject(new Error(said || error.message));
-    });
+    execFile(
+      binary,
+      ['--export-hf', source.configFile, source.checkpoint, path.resolve(outDir)],
+      { maxBuffer: 1 << 20 },
+      (error, _stdout, stderr) => {
+        if (!error) return resolve();
+        const said = stderr.trim().replace(/^fsdp-train-native: /, '');
+        reject(new Error(said || error.message));
+      },
+    );
   });
 }

@@ -6,10 +6,27 @@
 // is named by the same rule. Writers of run.json after this one (the runtime as the run goes, the
 // companion's supervisor for a person's command) merge their fields into what is here.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
-import { parseRunManifest, RUN_MANIFEST_VERSION, type ManifestWorld, type RunManifest } from '../../core/protocol/run-manifest';
+import {
+  parseRunManifest,
+  RUN_MANIFEST_VERSION,
+  type ManifestWorld,
+  type RunManifest,
+} from '../../core/protocol/run-manifest';
 import { writeHostFile, type LoginHost } from '../machines/login-host';
 
 /**
@@ -18,7 +35,11 @@ import { writeHostFile, type LoginHost } from '../machines/login-host';
  */
 export function newRunId(name: string | undefined, now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  const slug = (name ?? 'run').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 40) || 'run';
+  const slug =
+    (name ?? 'run')
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .replace(/^[-.]+|-+$/g, '')
+      .slice(0, 40) || 'run';
   return `${slug}-${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
@@ -52,7 +73,14 @@ export interface RunFacts {
  */
 export function startingManifest(facts: RunFacts, previous?: RunManifest, now = Date.now() / 1000): RunManifest {
   // The last run's end, and its processes: a group or pids named now would be another's.
-  const { end_reason: _ended, pids: _pids, pgid: _pgid, leader_start: _start, boot_id: _boot, ...kept } = previous ?? ({} as Partial<RunManifest>);
+  const {
+    end_reason: _ended,
+    pids: _pids,
+    pgid: _pgid,
+    leader_start: _start,
+    boot_id: _boot,
+    ...kept
+  } = previous ?? ({} as Partial<RunManifest>);
   return {
     ...kept,
     v: RUN_MANIFEST_VERSION,
@@ -101,7 +129,14 @@ export function readManifestFile(runDir: string): RunManifest | undefined {
 export function writeStartingManifest(runDir: string, facts: RunFacts): RunManifest {
   mkdirSync(runDir, { recursive: true });
   const previous = readManifestFile(runDir);
-  const ours = previous?.pgid === process.pid ? { pgid: previous.pgid, ...(previous.leader_start !== undefined ? { leader_start: previous.leader_start } : {}), ...(previous.boot_id ? { boot_id: previous.boot_id } : {}) } : {};
+  const ours =
+    previous?.pgid === process.pid
+      ? {
+          pgid: previous.pgid,
+          ...(previous.leader_start !== undefined ? { leader_start: previous.leader_start } : {}),
+          ...(previous.boot_id ? { boot_id: previous.boot_id } : {}),
+        }
+      : {};
   const manifest = { ...startingManifest(facts, previous), pids: [process.pid], ...ours };
   writeJsonAtomically(path.join(runDir, 'run.json'), manifest);
   return manifest;
@@ -186,7 +221,12 @@ function startedSince(file: string, offset: number): boolean {
 export function markEndedWithoutRunEnd(runDir: string, reason: string): void {
   const m = readManifestFile(runDir);
   if (!m || (m.status !== 'starting' && m.status !== 'running')) return;
-  writeJsonAtomically(path.join(runDir, 'run.json'), { ...m, status: 'failed', end_reason: reason, updated: Date.now() / 1000 });
+  writeJsonAtomically(path.join(runDir, 'run.json'), {
+    ...m,
+    status: 'failed',
+    end_reason: reason,
+    updated: Date.now() / 1000,
+  });
 }
 
 /** run.json's text, as every writer in this project's TypeScript writes it. */
@@ -200,7 +240,13 @@ export function manifestText(m: RunManifest): string {
  * refused or invalid.
  */
 export async function readManifestOn(host: LoginHost, runDir: string): Promise<RunManifest | undefined> {
-  const r = await host.run(['sh', '-c', `test -f "$1" && head -c ${MANIFEST_MAX_BYTES} -- "$1"`, 'fsdp-read', `${runDir}/run.json`]);
+  const r = await host.run([
+    'sh',
+    '-c',
+    `test -f "$1" && head -c ${MANIFEST_MAX_BYTES} -- "$1"`,
+    'fsdp-read',
+    `${runDir}/run.json`,
+  ]);
   if (r.code !== 0) return undefined;
   const parsed = parseRunManifest(r.stdout);
   return 'manifest' in parsed ? parsed.manifest : undefined;
@@ -210,4 +256,3 @@ export async function readManifestOn(host: LoginHost, runDir: string): Promise<R
 export async function writeManifestOn(host: LoginHost, runDir: string, m: RunManifest): Promise<void> {
   await writeHostFile(host, `${runDir}/run.json`, manifestText(m));
 }
-

@@ -25,7 +25,16 @@ export interface CommandLaunchRequest {
 
 /** The argument vector that runs the command under the supervisor. */
 export function supervisedArgv(spec: ResolvedLaunchSpec, companionRoot: string, runDir: string): string[] {
-  return [spec.python, supervisorPath(companionRoot), '--run-dir', runDir, ...(spec.nproc > 1 ? ['--nproc', String(spec.nproc)] : []), ...usePython(spec), '--', ...spec.command.argv];
+  return [
+    spec.python,
+    supervisorPath(companionRoot),
+    '--run-dir',
+    runDir,
+    ...(spec.nproc > 1 ? ['--nproc', String(spec.nproc)] : []),
+    ...usePython(spec),
+    '--',
+    ...spec.command.argv,
+  ];
 }
 
 /** A chosen Python (the spec's python:, the Python extension's) runs the command's bare `python` word and comes first on its PATH. */
@@ -33,7 +42,12 @@ export function usePython(spec: ResolvedLaunchSpec): string[] {
   return spec.pythonSource ? ['--use-this-python'] : [];
 }
 
-export async function launchCommandLocal(machine: RunMachine, extensionRoot: string, req: CommandLaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {
+export async function launchCommandLocal(
+  machine: RunMachine,
+  extensionRoot: string,
+  req: CommandLaunchRequest,
+  previous?: RunManifest,
+): Promise<LaunchedRun> {
   const { spec } = req;
   const missing = await launcherProblem(localLoginHost(), spec);
   if (missing) throw new Error(missing);
@@ -45,12 +59,20 @@ export async function launchCommandLocal(machine: RunMachine, extensionRoot: str
   return { ...started, target: LOCAL, runDir, runId, argv };
 }
 
-export async function launchCommandRemote(remote: RemoteContext, req: CommandLaunchRequest, progress: (m: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
+export async function launchCommandRemote(
+  remote: RemoteContext,
+  req: CommandLaunchRequest,
+  progress: (m: string) => void,
+  previous?: RunManifest,
+): Promise<LaunchedRun> {
   const { machine } = remote;
   const { spec } = req;
   const missing = await launcherProblem(sshLoginHost(machine.target, remote.settings), spec);
   if (missing) throw new Error(missing);
-  const companion = await new RemoteCompanionInstaller(machine.target, remote.settings, remote.extensionRoot).ensure(remote.base, progress);
+  const companion = await new RemoteCompanionInstaller(machine.target, remote.settings, remote.extensionRoot).ensure(
+    remote.base,
+    progress,
+  );
   const runId = previous?.run_id ?? newRunId(spec.name);
   const runDir = req.resumeRunDir ?? `${remote.base}/runs/${runId}`;
   // Remote paths are stored absolute (run.json names them for every later reader).
@@ -58,19 +80,44 @@ export async function launchCommandRemote(remote: RemoteContext, req: CommandLau
   const tensorboard = spec.tensorboard ? await machine.absolute(spec.tensorboard) : undefined;
   const argv = supervisedArgv(spec, companion, runDir);
   progress(`starting ${spec.command.argv[0]} on ${machine.target}…`);
-  const manifest = manifestFor({ ...req, spec: { ...spec, cwd } }, runId, argv, machine.target, machine.target, tensorboard, previous);
+  const manifest = manifestFor(
+    { ...req, spec: { ...spec, cwd } },
+    runId,
+    argv,
+    machine.target,
+    machine.target,
+    tensorboard,
+    previous,
+  );
   const started = await machine.start({ runDir, manifest, argv, cwd, env: spec.env });
   return { ...started, target: machine.target, runDir, runId, argv };
 }
 
-export function manifestFor(req: CommandLaunchRequest, runId: string, argv: string[], target: string, host: string, tensorboard: string | undefined, previous: RunManifest | undefined): RunManifest {
+export function manifestFor(
+  req: CommandLaunchRequest,
+  runId: string,
+  argv: string[],
+  target: string,
+  host: string,
+  tensorboard: string | undefined,
+  previous: RunManifest | undefined,
+): RunManifest {
   const { spec } = req;
   return startingManifest(
     {
       runId,
       name: spec.name,
       // What the run was launched with, for the dashboard and for a relaunch.
-      config: { command: spec.command.argv, launcher: spec.command.launcher, cwd: spec.cwd, env: spec.env, nproc_per_node: spec.nproc, target: spec.target, ...(spec.config ? { config: spec.config } : {}), ...(spec.metricsPatterns ? { metrics: { pattern: spec.metricsPatterns } } : {}) },
+      config: {
+        command: spec.command.argv,
+        launcher: spec.command.launcher,
+        cwd: spec.cwd,
+        env: spec.env,
+        nproc_per_node: spec.nproc,
+        target: spec.target,
+        ...(spec.config ? { config: spec.config } : {}),
+        ...(spec.metricsPatterns ? { metrics: { pattern: spec.metricsPatterns } } : {}),
+      },
       configPath: req.specPath,
       world: { size: spec.worldSize ?? 1, ...(spec.nproc > 1 ? { nproc_per_node: spec.nproc } : {}) },
       host,

@@ -22,11 +22,17 @@ export interface HostsContext {
   machine?: (alias: string) => SshMachine;
 }
 
-export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progress: (message: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
+export async function launchHosts(
+  ctx: HostsContext,
+  req: LaunchRequest,
+  progress: (message: string) => void,
+  previous?: RunManifest,
+): Promise<LaunchedRun> {
   const aliases = req.config.launch.hosts ?? [];
   const world = runWorld(req.config);
   if (aliases.length < 2) throw new Error('launch.hosts names fewer than two hosts');
-  if (aliases.length !== world.nnodes) throw new Error(`launch.hosts names ${aliases.length} hosts but launch.nnodes is ${world.nnodes}`);
+  if (aliases.length !== world.nnodes)
+    throw new Error(`launch.hosts names ${aliases.length} hosts but launch.nnodes is ${world.nnodes}`);
   for (const a of aliases) {
     const bad = checkHostAlias(a);
     if (bad) throw new SshError(`launch.hosts: ${bad}`);
@@ -36,7 +42,9 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
   const bases = await Promise.all(machines.map((m) => m.absolute(ctx.base)));
   const differing = bases.findIndex((b) => b !== bases[0]);
   if (differing > 0) {
-    throw new SshError(`fsdp.remote.directory is ${bases[0]} on ${aliases[0]} but ${bases[differing]} on ${aliases[differing]}: mpirun starts the same path on every host; set it to an absolute folder that is the same on all of them`);
+    throw new SshError(
+      `fsdp.remote.directory is ${bases[0]} on ${aliases[0]} but ${bases[differing]} on ${aliases[differing]}: mpirun starts the same path on every host; set it to an absolute folder that is the same on all of them`,
+    );
   }
   const base = bases[0];
   const first = machines[0];
@@ -45,11 +53,15 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
   for (const [i, alias] of aliases.entries()) {
     const installer = new RemoteRuntimeInstaller(alias, ctx.settings, ctx.extensionRoot);
     const runtime = await installer.ensure(base, (m) => progress(`${alias}: ${m}`));
-    if (i > 0 && runtime.binary !== binary) throw new SshError(`the runtime on ${alias} is at ${runtime.binary}, on ${aliases[0]} at ${binary}: not the same build`);
+    if (i > 0 && runtime.binary !== binary)
+      throw new SshError(
+        `the runtime on ${alias} is at ${runtime.binary}, on ${aliases[0]} at ${binary}: not the same build`,
+      );
     binary = runtime.binary;
     progress(`${alias}: runtime ${runtime.built ? 'built' : 'found'} (same sources hash); checking the data…`);
     config.data.train = await installer.ensureFile(base, req.config.data.train, (m) => progress(`${alias}: ${m}`));
-    if (req.config.data.val) config.data.val = await installer.ensureFile(base, req.config.data.val, (m) => progress(`${alias}: ${m}`));
+    if (req.config.data.val)
+      config.data.val = await installer.ensureFile(base, req.config.data.val, (m) => progress(`${alias}: ${m}`));
   }
   const names = aliases.map((a) => reachableName(a, ctx.settings()));
   const runId = previous?.run_id ?? newRunId(req.config.name);
@@ -58,13 +70,23 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
   config.launch.target = aliases[0];
   const configFile = `${runDir}/config.json`;
   if (!req.resumeRunDir) {
-    await runSshChecked(first.target, ['mkdir', '-p', '--', runDir, { raw: '&&' }, 'cat', { raw: '>' }, configFile], ctx.settings(), 'writing the run config', { input: `${JSON.stringify(config, null, 2)}\n`, timeoutMs: 60_000 });
+    await runSshChecked(
+      first.target,
+      ['mkdir', '-p', '--', runDir, { raw: '&&' }, 'cat', { raw: '>' }, configFile],
+      ctx.settings(),
+      'writing the run config',
+      { input: `${JSON.stringify(config, null, 2)}\n`, timeoutMs: 60_000 },
+    );
   }
-  const argv = mpirunArgv(world, [binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])], {
-    asRoot: process.getuid?.() === 0,
-    exported: ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
-    hosts: names,
-  });
+  const argv = mpirunArgv(
+    world,
+    [binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])],
+    {
+      asRoot: process.getuid?.() === 0,
+      exported: ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
+      hosts: names,
+    },
+  );
   progress(`starting ${world.nnodes * world.nprocPerNode} ranks on ${aliases.join(', ')} from ${aliases[0]}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, first.target, previous);
   const started = await first.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });
@@ -77,7 +99,11 @@ export async function launchHosts(ctx: HostsContext, req: LaunchRequest, progres
  * keys must let it reach that name without a password, as mpirun's launcher needs.
  */
 export function reachableName(alias: string, settings: SshSettings): string {
-  const r = spawnSync(settings.executable ?? 'ssh', [...(settings.configFile ? ['-F', settings.configFile] : []), '-G', '--', alias], { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync(
+    settings.executable ?? 'ssh',
+    [...(settings.configFile ? ['-F', settings.configFile] : []), '-G', '--', alias],
+    { encoding: 'utf8', timeout: 10_000 },
+  );
   const host = r.status === 0 ? /^hostname (\S+)$/m.exec(r.stdout)?.[1] : undefined;
   return host ?? alias.replace(/^.*@/, '');
 }

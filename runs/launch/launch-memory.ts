@@ -13,7 +13,11 @@ export interface LaunchMemoryNote {
   doesNotFit: boolean;
 }
 
-export function launchMemoryNote(spec: ResolvedLaunchSpec, readFile: (file: string) => string | undefined, defaults: TargetDefaults): LaunchMemoryNote | undefined {
+export function launchMemoryNote(
+  spec: ResolvedLaunchSpec,
+  readFile: (file: string) => string | undefined,
+  defaults: TargetDefaults,
+): LaunchMemoryNote | undefined {
   const named = launchConfigPath(spec);
   const text = named ? readFile(named) : undefined;
   if (!named || text === undefined) return undefined;

@@ -16,7 +16,14 @@ import { launchCommandOnSlurm, type CommandPlacement } from '../slurm/slurm-comm
 import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../slurm/slurm-launch';
 import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from './command-launcher';
 import { launchHosts } from './hosts-launch';
-import { launchLocal, launchRemote, type LaunchedRun, type LaunchRequest, type LocalTrainer, type RemoteContext } from './launcher';
+import {
+  launchLocal,
+  launchRemote,
+  type LaunchedRun,
+  type LaunchRequest,
+  type LocalTrainer,
+  type RemoteContext,
+} from './launcher';
 
 /** What runs. */
 export type RunSpec =
@@ -74,56 +81,125 @@ export function launchTargetOf(spec: RunSpec, previous?: RunManifest): LaunchTar
   return s.target === LOCAL ? { kind: 'local' } : { kind: 'ssh', host: s.target };
 }
 
-export async function launchRun(spec: RunSpec, target: LaunchTarget, env: LaunchEnvironment, opts: LaunchOptions = {}): Promise<Launched> {
+export async function launchRun(
+  spec: RunSpec,
+  target: LaunchTarget,
+  env: LaunchEnvironment,
+  opts: LaunchOptions = {},
+): Promise<Launched> {
   const progress = opts.progress ?? (() => undefined);
   if (spec.kind === 'native') return NATIVE[target.kind](spec.request, target as never, env, progress, opts.previous);
   return COMMAND[target.kind](spec.request, target as never, env, progress, opts.previous);
 }
 
 type Strategies<R> = {
-  [K in LaunchTarget['kind']]: (request: R, target: Extract<LaunchTarget, { kind: K }>, env: LaunchEnvironment, progress: (m: string) => void, previous?: RunManifest) => Promise<Launched>;
+  [K in LaunchTarget['kind']]: (
+    request: R,
+    target: Extract<LaunchTarget, { kind: K }>,
+    env: LaunchEnvironment,
+    progress: (m: string) => void,
+    previous?: RunManifest,
+  ) => Promise<Launched>;
 };
 
 const NATIVE: Strategies<LaunchRequest> = {
-  local: (req, _target, env, _progress, previous) => launchLocal(env.machine(LOCAL), required(env.localTrainer, 'fsdp-train on this machine'), req, previous),
-  ssh: async (req, target, env, progress, previous) => launchRemote(await remoteContext(env, target.host), req, progress, previous),
+  local: (req, _target, env, _progress, previous) =>
+    launchLocal(env.machine(LOCAL), required(env.localTrainer, 'fsdp-train on this machine'), req, previous),
+  ssh: async (req, target, env, progress, previous) =>
+    launchRemote(await remoteContext(env, target.host), req, progress, previous),
   hosts: (req, _target, env, progress, previous) =>
-    launchHosts({ settings: () => env.sshSettings(), base: env.remoteBase, extensionRoot: env.extensionRoot, machine: (alias) => env.sshMachine(alias) }, req, progress, previous),
+    launchHosts(
+      {
+        settings: () => env.sshSettings(),
+        base: env.remoteBase,
+        extensionRoot: env.extensionRoot,
+        machine: (alias) => env.sshMachine(alias),
+      },
+      req,
+      progress,
+      previous,
+    ),
   slurm: async (req, target, env, progress, previous) => {
     const place =
       target.loginHost === LOCAL
-        ? placeHere(required(env.localNative, 'fsdp-train-native on this machine'), path.join(path.dirname(req.configPath), 'runs'))
-        : placeOverSsh(target.loginHost, () => env.sshSettings(), await env.sshMachine(target.loginHost).absolute(env.remoteBase), env.extensionRoot);
+        ? placeHere(
+            required(env.localNative, 'fsdp-train-native on this machine'),
+            path.join(path.dirname(req.configPath), 'runs'),
+          )
+        : placeOverSsh(
+            target.loginHost,
+            () => env.sshSettings(),
+            await env.sshMachine(target.loginHost).absolute(env.remoteBase),
+            env.extensionRoot,
+          );
     return launchSlurm({ cluster: env.cluster(target.loginHost), place }, req, progress, previous);
   },
 };
 
 const COMMAND: Strategies<CommandLaunchRequest> = {
-  local: (req, _target, env, _progress, previous) => launchCommandLocal(env.machine(LOCAL), env.extensionRoot, req, previous),
-  ssh: async (req, target, env, progress, previous) => launchCommandRemote(await remoteContext(env, target.host), req, progress, previous),
+  local: (req, _target, env, _progress, previous) =>
+    launchCommandLocal(env.machine(LOCAL), env.extensionRoot, req, previous),
+  ssh: async (req, target, env, progress, previous) =>
+    launchCommandRemote(await remoteContext(env, target.host), req, progress, previous),
   hosts: async () => {
-    throw new Error('a launch spec runs on one host or as a SLURM job: start your command across hosts with its own launcher (torchrun --nnodes, deepspeed --hostfile), or add slurm:');
+    throw new Error(
+      'a launch spec runs on one host or as a SLURM job: start your command across hosts with its own launcher (torchrun --nnodes, deepspeed --hostfile), or add slurm:',
+    );
   },
   slurm: (req, target, env, progress, previous) =>
-    launchCommandOnSlurm({ cluster: env.cluster(target.loginHost), place: (spec, report) => placeCommand(env, target.loginHost, spec, report) }, req, progress, previous),
+    launchCommandOnSlurm(
+      {
+        cluster: env.cluster(target.loginHost),
+        place: (spec, report) => placeCommand(env, target.loginHost, spec, report),
+      },
+      req,
+      progress,
+      previous,
+    ),
 };
 
 async function remoteContext(env: LaunchEnvironment, host: string): Promise<RemoteContext> {
   const machine = env.sshMachine(host);
-  return { machine, settings: () => env.sshSettings(), base: await machine.absolute(env.remoteBase), extensionRoot: env.extensionRoot };
+  return {
+    machine,
+    settings: () => env.sshSettings(),
+    base: await machine.absolute(env.remoteBase),
+    extensionRoot: env.extensionRoot,
+  };
 }
 
 /** A command's SLURM job: the companion, the runs folder and the command's folder on the login host's filesystem. */
-async function placeCommand(env: LaunchEnvironment, loginHost: string, spec: ResolvedLaunchSpec, progress: (m: string) => void): Promise<CommandPlacement> {
+async function placeCommand(
+  env: LaunchEnvironment,
+  loginHost: string,
+  spec: ResolvedLaunchSpec,
+  progress: (m: string) => void,
+): Promise<CommandPlacement> {
   const tensorboard = spec.tensorboard;
-  if (loginHost === LOCAL) return { companionRoot: path.join(env.extensionRoot, COMPANION_DIR), runsDir: spec.runsDir, cwd: spec.cwd, ...(tensorboard ? { tensorboard } : {}) };
+  if (loginHost === LOCAL)
+    return {
+      companionRoot: path.join(env.extensionRoot, COMPANION_DIR),
+      runsDir: spec.runsDir,
+      cwd: spec.cwd,
+      ...(tensorboard ? { tensorboard } : {}),
+    };
   const machine = env.sshMachine(loginHost);
   const base = await machine.absolute(env.remoteBase);
-  const companionRoot = await new RemoteCompanionInstaller(loginHost, () => env.sshSettings(), env.extensionRoot).ensure(base, progress);
-  return { companionRoot, runsDir: `${base}/runs`, cwd: await machine.absolute(spec.cwd), ...(tensorboard ? { tensorboard: await machine.absolute(tensorboard) } : {}) };
+  const companionRoot = await new RemoteCompanionInstaller(
+    loginHost,
+    () => env.sshSettings(),
+    env.extensionRoot,
+  ).ensure(base, progress);
+  return {
+    companionRoot,
+    runsDir: `${base}/runs`,
+    cwd: await machine.absolute(spec.cwd),
+    ...(tensorboard ? { tensorboard: await machine.absolute(tensorboard) } : {}),
+  };
 }
 
 function required<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new Error(`cannot launch here: ${what} is not available (build the runtime: FSDP: Build native runtime)`);
+  if (value === undefined)
+    throw new Error(`cannot launch here: ${what} is not available (build the runtime: FSDP: Build native runtime)`);
   return value;
 }

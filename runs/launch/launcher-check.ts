@@ -29,18 +29,27 @@ const INSTALL: Record<string, string> = {
 };
 
 /** Why the command's launcher cannot start on the host, or undefined when it is there. */
-export async function launcherProblem(host: LoginHost, spec: ResolvedLaunchSpec, cwd = spec.cwd): Promise<string | undefined> {
+export async function launcherProblem(
+  host: LoginHost,
+  spec: ResolvedLaunchSpec,
+  cwd = spec.cwd,
+): Promise<string | undefined> {
   // A chosen Python (the spec's python:, the Python extension's) runs a bare python word of the
   // command and comes first on its PATH (the supervisor's --use-this-python): look as it will.
   const chosen = spec.pythonSource ? spec.python : undefined;
   const program = chosen && PYTHON_WORD.test(spec.command.argv[0]) ? chosen : spec.command.argv[0];
   const first = chosen?.includes('/') ? path.posix.dirname(chosen) : '';
   const where = host.target === LOCAL ? 'this machine' : host.target;
-  const r = await host.run(['/bin/sh', '-c', FIND, 'fsdp-find-launcher', cwd, program, first], { env: spec.env, timeoutMs: 30_000 });
+  const r = await host.run(['/bin/sh', '-c', FIND, 'fsdp-find-launcher', cwd, program, first], {
+    env: spec.env,
+    timeoutMs: 30_000,
+  });
   if (r.code === 0) return undefined;
   if (r.code === NO_FOLDER) return `the command's folder ${cwd} is not on ${where}`;
   const name = path.basename(program);
   const how = INSTALL[name] ?? 'install it there';
-  const sought = program.includes('/') ? `${program} is not an executable file (from ${cwd})` : `${program} is not on the PATH`;
+  const sought = program.includes('/')
+    ? `${program} is not an executable file (from ${cwd})`
+    : `${program} is not on the PATH`;
   return `cannot start ${name} on ${where}: ${sought}. ${how[0].toUpperCase()}${how.slice(1)}, or give its full path in the command (e.g. /path/to/venv/bin/${name}).`;
 }

@@ -62,18 +62,44 @@ export function withMpirun(config: ResolvedRunConfig, argv: string[], exported: 
   return mpirunArgv(world, argv, { asRoot: process.getuid?.() === 0, exported });
 }
 
-export async function launchLocal(machine: RunMachine, trainer: LocalTrainer, req: LaunchRequest, previous?: RunManifest): Promise<LaunchedRun> {
+export async function launchLocal(
+  machine: RunMachine,
+  trainer: LocalTrainer,
+  req: LaunchRequest,
+  previous?: RunManifest,
+): Promise<LaunchedRun> {
   const runId = previous?.run_id ?? newRunId(req.config.name);
-  const runDir = req.resumeRunDir ?? path.join(req.config.logging.runs_dir ?? path.join(path.dirname(req.configPath), 'runs'), runId);
+  const runDir =
+    req.resumeRunDir ??
+    path.join(req.config.logging.runs_dir ?? path.join(path.dirname(req.configPath), 'runs'), runId);
   // Several processes: fsdp-train runs mpirun itself (see withMpirun).
-  const argv = [trainer.node, trainer.cli, req.configPath, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : []), ...(req.overrides ?? []).flatMap((o) => ['--set', o])];
+  const argv = [
+    trainer.node,
+    trainer.cli,
+    req.configPath,
+    '--run-dir',
+    runDir,
+    ...(req.resumeRunDir ? ['--resume', 'auto'] : []),
+    ...(req.overrides ?? []).flatMap((o) => ['--set', o]),
+  ];
   const manifest = manifestFor(req, runId, argv, LOCAL, previous);
   // ELECTRON_RUN_AS_NODE: in desktop VS Code the editor's executable is Electron; this makes it Node.
-  const started = await machine.start({ runDir, manifest, argv, cwd: path.dirname(req.configPath), env: { ELECTRON_RUN_AS_NODE: '1', ...(trainer.native ? { FSDP_TRAIN_NATIVE: trainer.native } : {}) } });
+  const started = await machine.start({
+    runDir,
+    manifest,
+    argv,
+    cwd: path.dirname(req.configPath),
+    env: { ELECTRON_RUN_AS_NODE: '1', ...(trainer.native ? { FSDP_TRAIN_NATIVE: trainer.native } : {}) },
+  });
   return { ...started, target: LOCAL, runDir, runId, argv };
 }
 
-export async function launchRemote(remote: RemoteContext, req: LaunchRequest, progress: (m: string) => void, previous?: RunManifest): Promise<LaunchedRun> {
+export async function launchRemote(
+  remote: RemoteContext,
+  req: LaunchRequest,
+  progress: (m: string) => void,
+  previous?: RunManifest,
+): Promise<LaunchedRun> {
   const { machine } = remote;
   const installer = new RemoteRuntimeInstaller(machine.target, remote.settings, remote.extensionRoot);
   const runtime = await installer.ensure(remote.base, progress);
@@ -86,12 +112,22 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
   config.logging.runs_dir = `${remote.base}/runs`;
   const configFile = `${runDir}/config.json`;
   if (!req.resumeRunDir || req.overrides?.length) {
-    await runSshChecked(machine.target, ['mkdir', '-p', '--', runDir, { raw: '&&' }, 'cat', { raw: '>' }, configFile], remote.settings(), 'writing the run config', {
-      input: `${JSON.stringify(config, null, 2)}\n`,
-      timeoutMs: 60_000,
-    });
+    await runSshChecked(
+      machine.target,
+      ['mkdir', '-p', '--', runDir, { raw: '&&' }, 'cat', { raw: '>' }, configFile],
+      remote.settings(),
+      'writing the run config',
+      {
+        input: `${JSON.stringify(config, null, 2)}\n`,
+        timeoutMs: 60_000,
+      },
+    );
   }
-  const argv = withMpirun(config, [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])], ['OMP_WAIT_POLICY', ...LAUNCHER_ENV]);
+  const argv = withMpirun(
+    config,
+    [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])],
+    ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
+  );
   progress(`starting the run on ${machine.target}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
   // Passive OpenMP waiting: spinning idle threads slow a run down on a host's shared cores.
@@ -99,17 +135,26 @@ export async function launchRemote(remote: RemoteContext, req: LaunchRequest, pr
   return { ...started, target: machine.target, runDir, runId, argv };
 }
 
-export function manifestFor(req: LaunchRequest, runId: string, argv: string[], target: string, previous: RunManifest | undefined): RunManifest {
+export function manifestFor(
+  req: LaunchRequest,
+  runId: string,
+  argv: string[],
+  target: string,
+  previous: RunManifest | undefined,
+): RunManifest {
   const world = runWorld(req.config);
-  return startingManifest({
-    runId,
-    ...(req.config.name ? { name: req.config.name } : {}),
-    config: req.config as unknown as Record<string, unknown>,
-    configPath: req.configPath,
-    world: { size: worldSizeOf(world), nnodes: world.nnodes, nproc_per_node: world.nprocPerNode },
-    host: target === LOCAL ? os.hostname() : target,
-    target,
-    command: argv,
-    maxSteps: req.config.training.max_steps,
-  }, previous);
+  return startingManifest(
+    {
+      runId,
+      ...(req.config.name ? { name: req.config.name } : {}),
+      config: req.config as unknown as Record<string, unknown>,
+      configPath: req.configPath,
+      world: { size: worldSizeOf(world), nnodes: world.nnodes, nproc_per_node: world.nprocPerNode },
+      host: target === LOCAL ? os.hostname() : target,
+      target,
+      command: argv,
+      maxSteps: req.config.training.max_steps,
+    },
+    previous,
+  );
 }

@@ -56,12 +56,19 @@ export function gracefulStopSignal(command: readonly string[] | undefined): 'SIG
  * variable names to pass to every rank. `asRoot`: process.getuid?.() === 0 where it runs. `hosts`:
  * the job's hosts, one per node, as the host mpirun runs on reaches them (the first is that host).
  */
-export function mpirunArgv(world: MpirunWorld, argv: string[], opts: { asRoot: boolean; exported?: string[]; hosts?: string[] }): string[] {
+export function mpirunArgv(
+  world: MpirunWorld,
+  argv: string[],
+  opts: { asRoot: boolean; exported?: string[]; hosts?: string[] },
+): string[] {
   const n = worldSizeOf(world);
   const hosts = opts.hosts ?? [];
-  if (hosts.length && hosts.length !== world.nnodes) throw new Error(`${hosts.length} hosts for a job of ${world.nnodes} nodes: one host per node`);
+  if (hosts.length && hosts.length !== world.nnodes)
+    throw new Error(`${hosts.length} hosts for a job of ${world.nnodes} nodes: one host per node`);
   // Names and IPv4 addresses: mpirun reads "name:slots", so an IPv6 address cannot be given here.
-  for (const h of hosts) if (!/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(h)) throw new Error(`not a host name mpirun can take: ${JSON.stringify(h)}`);
+  for (const h of hosts)
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(h))
+      throw new Error(`not a host name mpirun can take: ${JSON.stringify(h)}`);
   return [
     'mpirun',
     '-n',

@@ -37,7 +37,13 @@ export function detachedStartArgv(manifest: RunManifest, manifestPath: string, a
   const [pid, start, boot] = [`${hole}pid`, `${hole}start`, `${hole}boot`];
   // The places in this order, whatever the manifest held before.
   const { pids: _pids, pgid: _pgid, leader_start: _start, boot_id: _boot, ...rest } = manifest;
-  const text = manifestText({ ...rest, pids: [pid], pgid: pid, leader_start: start, boot_id: boot } as unknown as RunManifest);
+  const text = manifestText({
+    ...rest,
+    pids: [pid],
+    pgid: pid,
+    leader_start: start,
+    boot_id: boot,
+  } as unknown as RunManifest);
   // Numbers replace their quoted hole; the boot id stays a string, so only its hole's text goes.
   const parts = splitAt(text, [JSON.stringify(pid), JSON.stringify(pid), JSON.stringify(start), boot]);
   return ['/bin/sh', '-c', START_SCRIPT, 'fsdp-start', ...parts, manifestPath, manifest.run_id, ...argv];

@@ -8,10 +8,25 @@ import path from 'node:path';
 import type { DecoderFactory } from '../watch/decoders/record-decoder';
 import { LOG_MAX_BYTES, MANIFEST_MAX_BYTES, openRegularFile, readRegularFile } from '../../core/protocol/regular-file';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
-import { parseRunGroupVerdict, RUN_GROUP_CHECK, runGroupCheckArgs, type RunGroupMark, type RunGroupVerdict } from '../stop/run-group';
+import {
+  parseRunGroupVerdict,
+  RUN_GROUP_CHECK,
+  runGroupCheckArgs,
+  type RunGroupMark,
+  type RunGroupVerdict,
+} from '../stop/run-group';
 import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
 import { LocalFollower } from '../watch/transports/local-follower';
-import { LOCAL, type DetachedStart, type Follower, type FollowHandlers, type ListedFile, type RunMachine, type StartedRun, type StopSignal } from './run-machine';
+import {
+  LOCAL,
+  type DetachedStart,
+  type Follower,
+  type FollowHandlers,
+  type ListedFile,
+  type RunMachine,
+  type StartedRun,
+  type StopSignal,
+} from './run-machine';
 
 export class LocalMachine implements RunMachine {
   readonly target = LOCAL;
@@ -60,7 +75,10 @@ export class LocalMachine implements RunMachine {
     } catch {
       return [];
     }
-    return names.map((n) => path.join(runsDir, n)).filter((d) => existsSync(path.join(d, 'run.json'))).sort();
+    return names
+      .map((n) => path.join(runsDir, n))
+      .filter((d) => existsSync(path.join(d, 'run.json')))
+      .sort();
   }
 
   follow<R>(file: string, decoder: DecoderFactory<R>, offset: number, handlers: FollowHandlers<R>): Follower {
@@ -99,13 +117,19 @@ export class LocalMachine implements RunMachine {
       const argv = detachedStartArgv(manifest, path.join(spec.runDir, 'run.json'), spec.argv);
       // detached: setsid() in the child, so the run has its own session and process group and a
       // window reload, closing the editor or a signal to the editor's group leaves it running.
-      const child = spawn(argv[0], argv.slice(1), { cwd: spec.cwd, detached: true, stdio: ['ignore', out, err], env: { ...process.env, ...spec.env } });
+      const child = spawn(argv[0], argv.slice(1), {
+        cwd: spec.cwd,
+        detached: true,
+        stdio: ['ignore', out, err],
+        env: { ...process.env, ...spec.env },
+      });
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
         child.once('error', (e) => reject(new Error(`could not start ${spec.argv[0]}: ${e.message}`)));
       });
       child.once('exit', (code) => {
-        if (code === START_SCRIPT_FAILED) console.error(`FSDP Studio: could not write ${spec.runDir}/run.json before starting the trainer`);
+        if (code === START_SCRIPT_FAILED)
+          console.error(`FSDP Studio: could not write ${spec.runDir}/run.json before starting the trainer`);
       });
       child.unref();
       return { pid: child.pid!, pgid: child.pid! };
@@ -138,20 +162,27 @@ export class LocalMachine implements RunMachine {
   }
 
   async removeRunDir(runDir: string): Promise<void> {
-    if (!existsSync(path.join(runDir, 'run.json'))) throw new Error(`${runDir} is not a run folder (it has no run.json): not deleted`);
+    if (!existsSync(path.join(runDir, 'run.json')))
+      throw new Error(`${runDir} is not a run folder (it has no run.json): not deleted`);
     await rm(runDir, { recursive: true, force: true });
   }
 
   checkRunGroup(mark: RunGroupMark): Promise<RunGroupVerdict> {
     return new Promise((resolve) => {
-      execFile('/bin/sh', ['-c', RUN_GROUP_CHECK, 'fsdp-run-group', ...runGroupCheckArgs(mark)], { timeout: 60_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-        resolve(parseRunGroupVerdict(err && !stdout ? `${err.message} ${stderr}` : stdout));
-      });
+      execFile(
+        '/bin/sh',
+        ['-c', RUN_GROUP_CHECK, 'fsdp-run-group', ...runGroupCheckArgs(mark)],
+        { timeout: 60_000, maxBuffer: 1 << 20 },
+        (err, stdout, stderr) => {
+          resolve(parseRunGroupVerdict(err && !stdout ? `${err.message} ${stderr}` : stdout));
+        },
+      );
     });
   }
 
   async signal(pgid: number, signal: StopSignal): Promise<void> {
-    if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid}: never a run's`);
+    if (!Number.isInteger(pgid) || pgid <= 1)
+      throw new Error(`refusing to signal process group ${pgid}: never a run's`);
     try {
       process.kill(-pgid, signal);
     } catch (e) {

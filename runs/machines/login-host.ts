@@ -33,7 +33,10 @@ export function localLoginHost(): LoginHost {
     target: LOCAL,
     run: (argv, opts = {}) =>
       new Promise((resolve, reject) => {
-        const child = spawn(argv[0], argv.slice(1), { stdio: [opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+        const child = spawn(argv[0], argv.slice(1), {
+          stdio: [opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+          env: { ...process.env, ...opts.env },
+        });
         let stdout = '';
         let stderr = '';
         child.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
@@ -43,12 +46,17 @@ export function localLoginHost(): LoginHost {
         const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
         child.once('error', (e: NodeJS.ErrnoException) => {
           clearTimeout(timer);
-          if (e.code === 'ENOENT') resolve({ code: COMMAND_NOT_FOUND, stdout: '', stderr: `${argv[0]}: command not found` });
+          if (e.code === 'ENOENT')
+            resolve({ code: COMMAND_NOT_FOUND, stdout: '', stderr: `${argv[0]}: command not found` });
           else reject(new Error(`cannot run ${argv[0]}: ${e.message}`));
         });
         child.once('close', (code, signal) => {
           clearTimeout(timer);
-          resolve({ code: code ?? 128, stdout, stderr: (signal ? `${argv[0]} ended by ${signal}\n` : '') + stderr.trim() });
+          resolve({
+            code: code ?? 128,
+            stdout,
+            stderr: (signal ? `${argv[0]} ended by ${signal}\n` : '') + stderr.trim(),
+          });
         });
         if (opts.input !== undefined) {
           child.stdin!.on('error', () => undefined);
@@ -63,8 +71,12 @@ export function sshLoginHost(target: TargetName, settings: () => SshSettings): L
     target,
     run: async (argv, opts = {}) => {
       const env = Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`);
-      const r = await runSsh(target, env.length ? ['env', ...env, ...argv] : argv, settings(), { ...(opts.input !== undefined ? { input: opts.input } : {}), timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
-      if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${target} over ssh: ${r.stderr || 'connection failed'}`);
+      const r = await runSsh(target, env.length ? ['env', ...env, ...argv] : argv, settings(), {
+        ...(opts.input !== undefined ? { input: opts.input } : {}),
+        timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      });
+      if (r.code === SSH_CONNECTION_FAILED)
+        throw new SshError(`cannot reach ${target} over ssh: ${r.stderr || 'connection failed'}`);
       return { code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
     },
   };
@@ -72,6 +84,12 @@ export function sshLoginHost(target: TargetName, settings: () => SshSettings): L
 
 /** Writes a file on the host atomically (a temporary name, then a rename), creating its folder. */
 export async function writeHostFile(host: LoginHost, file: string, content: string): Promise<void> {
-  const r = await host.run(['sh', '-c', 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1.tmp" && mv -f -- "$1.tmp" "$1"', 'fsdp-write', file], { input: content });
-  if (r.code !== 0) throw new Error(`writing ${file}${host.target === LOCAL ? '' : ` on ${host.target}`} failed: ${r.stderr || `exit ${r.code}`}`);
+  const r = await host.run(
+    ['sh', '-c', 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1.tmp" && mv -f -- "$1.tmp" "$1"', 'fsdp-write', file],
+    { input: content },
+  );
+  if (r.code !== 0)
+    throw new Error(
+      `writing ${file}${host.target === LOCAL ? '' : ` on ${host.target}`} failed: ${r.stderr || `exit ${r.code}`}`,
+    );
 }

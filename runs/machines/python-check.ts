@@ -57,10 +57,18 @@ export const PYTHON_WORD = /^python(\d+(\.\d+)?)?$/;
  * on PATH with the chosen interpreter's folder first) when it is a Python, or the interpreter its
  * #! line names (torchrun, accelerate, deepspeed). Undefined when the first word is not found.
  */
-export function commandInterpreter(argv: string[], cwd: string, chosen: string | undefined, envPath: string | undefined): string | undefined {
+export function commandInterpreter(
+  argv: string[],
+  cwd: string,
+  chosen: string | undefined,
+  envPath: string | undefined,
+): string | undefined {
   const first = argv[0];
   if (!first) return undefined;
-  const dirs = [...(chosen && chosen.includes('/') ? [path.dirname(chosen)] : []), ...(envPath ?? '').split(':').filter(Boolean)];
+  const dirs = [
+    ...(chosen && chosen.includes('/') ? [path.dirname(chosen)] : []),
+    ...(envPath ?? '').split(':').filter(Boolean),
+  ];
   if (PYTHON_WORD.test(first)) return chosen ?? which(first, dirs);
   const exe = first.includes('/') ? path.resolve(cwd, first) : which(first, dirs);
   if (!exe || !isFile(exe)) return undefined;
@@ -124,15 +132,30 @@ export interface PythonInUse {
  */
 export function pythonInUse(spec: ResolvedLaunchSpec, rel: string, localPath: string | undefined): PythonInUse {
   const argv = spec.command.argv;
-  const chosen = spec.pythonSource === 'launch spec' ? `python: in ${rel}` : spec.pythonSource === 'Python extension' ? `the Python extension's selection, for ${rel}` : undefined;
+  const chosen =
+    spec.pythonSource === 'launch spec'
+      ? `python: in ${rel}`
+      : spec.pythonSource === 'Python extension'
+        ? `the Python extension's selection, for ${rel}`
+        : undefined;
   if (spec.target === 'local') {
-    const python = commandInterpreter(argv, spec.cwd, spec.pythonSource ? spec.python : undefined, spec.env.PATH ?? localPath);
+    const python = commandInterpreter(
+      argv,
+      spec.cwd,
+      spec.pythonSource ? spec.python : undefined,
+      spec.env.PATH ?? localPath,
+    );
     if (!python) return { python: argv[0], chosenBy: rel, torchNeeded: true, missing: true };
     return { python, chosenBy: chosen ?? `what ${rel}'s ${argv[0]} runs`, torchNeeded: true };
   }
   if (chosen) return { python: spec.python, chosenBy: chosen, torchNeeded: true };
-  if (PYTHON_WORD.test(path.posix.basename(argv[0])) && (!argv[0].includes('/') || argv[0].startsWith('/'))) return { python: argv[0], chosenBy: `${rel}'s command`, torchNeeded: true };
-  return { python: 'python3', chosenBy: `python3 on its PATH (${rel}'s ${argv[0]} may run another)`, torchNeeded: false };
+  if (PYTHON_WORD.test(path.posix.basename(argv[0])) && (!argv[0].includes('/') || argv[0].startsWith('/')))
+    return { python: argv[0], chosenBy: `${rel}'s command`, torchNeeded: true };
+  return {
+    python: 'python3',
+    chosenBy: `python3 on its PATH (${rel}'s ${argv[0]} may run another)`,
+    torchNeeded: false,
+  };
 }
 
 /** Importing torch 2 takes seconds, many more on a loaded machine. */
@@ -142,7 +165,10 @@ const PROBE_TIMEOUT_MS = 120_000;
 export async function probePython(python: string, where: PythonWhere): Promise<PythonReport | { error: string }> {
   let out: { code: number; stdout: string; stderr: string };
   try {
-    out = where.host === 'local' ? await runLocal(python) : await runRemote(python, where.host, (where as { ssh: SshSettings }).ssh);
+    out =
+      where.host === 'local'
+        ? await runLocal(python)
+        : await runRemote(python, where.host, (where as { ssh: SshSettings }).ssh);
   } catch (e) {
     return { error: (e as Error).message.split('\n')[0] };
   }
@@ -163,14 +189,19 @@ function runLocal(python: string): Promise<{ code: number; stdout: string; stder
     execFile(python, ['-c', PROBE], { timeout: PROBE_TIMEOUT_MS }, (err, stdout, stderr) => {
       const code = (err as NodeJS.ErrnoException | null)?.code;
       if (code === 'ENOENT') return resolve({ code: 127, stdout: '', stderr: '' });
-      if (err && (err as { killed?: boolean }).killed) return reject(new Error(`${python} did not answer within ${PROBE_TIMEOUT_MS / 1000} s`));
+      if (err && (err as { killed?: boolean }).killed)
+        return reject(new Error(`${python} did not answer within ${PROBE_TIMEOUT_MS / 1000} s`));
       if (err && typeof code !== 'number' && !stdout) return reject(err);
       resolve({ code: typeof code === 'number' ? code : 0, stdout, stderr });
     });
   });
 }
 
-async function runRemote(python: string, host: string, ssh: SshSettings): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runRemote(
+  python: string,
+  host: string,
+  ssh: SshSettings,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const word: RemoteWord = python.startsWith('~/') ? { path: python } : python;
   const r = await runSsh(host, [word, '-c', PROBE], ssh, { timeoutMs: PROBE_TIMEOUT_MS });
   if (r.code === 255) throw new Error(`ssh ${host} failed: ${r.stderr.trim().split('\n').pop() ?? 'no connection'}`);
@@ -182,14 +213,24 @@ async function runRemote(python: string, host: string, ssh: SshSettings): Promis
  * CUDA or not). `chosenBy` says where the interpreter came from ("python3 on PATH", "the Python
  * extension's selection", "python: in gpt.fsdp-launch.yaml").
  */
-export async function pythonChecks(python: string, where: PythonWhere, chosenBy: string, opts: { torchNeeded?: boolean } = {}): Promise<PythonCheckRow[]> {
+export async function pythonChecks(
+  python: string,
+  where: PythonWhere,
+  chosenBy: string,
+  opts: { torchNeeded?: boolean } = {},
+): Promise<PythonCheckRow[]> {
   const torchNeeded = opts.torchNeeded ?? true;
   const on = where.host === 'local' ? 'this machine' : where.host;
   const choose = "name a Python in the launch spec's python: key, or select one in the Python extension";
   const r = await probePython(python, where);
   if ('error' in r) {
     return [
-      { name: `Python on ${on}`, ok: false, detail: `${python} (${chosenBy}): ${r.error}`, fix: `install Python 3 there, or ${choose}` },
+      {
+        name: `Python on ${on}`,
+        ok: false,
+        detail: `${python} (${chosenBy}): ${r.error}`,
+        fix: `install Python 3 there, or ${choose}`,
+      },
       { name: `PyTorch on ${on}`, ok: false, notRun: true, detail: 'no Python to ask' },
     ];
   }
@@ -197,11 +238,22 @@ export async function pythonChecks(python: string, where: PythonWhere, chosenBy:
   const rows: PythonCheckRow[] = [{ name: `Python on ${on}`, ok: true, detail: `${interpreter}, ${chosenBy}` }];
   if (r.torch === undefined && !torchNeeded) {
     // No launch spec runs this Python: native runs need no torch; say so without failing the check.
-    rows.push({ name: `PyTorch on ${on}`, ok: true, detail: `none in ${interpreter} (${r.torchError ?? 'torch did not import'}); only your own PyTorch scripts need it: ${choose}` });
+    rows.push({
+      name: `PyTorch on ${on}`,
+      ok: true,
+      detail: `none in ${interpreter} (${r.torchError ?? 'torch did not import'}); only your own PyTorch scripts need it: ${choose}`,
+    });
   } else if (r.torch === undefined) {
-    rows.push({ name: `PyTorch on ${on}`, ok: false, detail: `${r.torchError ?? 'torch did not import'} — in ${interpreter}`, fix: `install it into that Python (${r.executable} -m pip install torch), or ${choose}` });
+    rows.push({
+      name: `PyTorch on ${on}`,
+      ok: false,
+      detail: `${r.torchError ?? 'torch did not import'} — in ${interpreter}`,
+      fix: `install it into that Python (${r.executable} -m pip install torch), or ${choose}`,
+    });
   } else {
-    const cuda = r.cuda ? `CUDA ${r.cudaVersion ?? ''} available, ${r.gpus ?? 0} GPU${r.gpus === 1 ? '' : 's'}`.replace('  ', ' ') : `CUDA not available (${r.cudaVersion ? `built for CUDA ${r.cudaVersion}, no GPU usable` : 'a CPU-only build'})`;
+    const cuda = r.cuda
+      ? `CUDA ${r.cudaVersion ?? ''} available, ${r.gpus ?? 0} GPU${r.gpus === 1 ? '' : 's'}`.replace('  ', ' ')
+      : `CUDA not available (${r.cudaVersion ? `built for CUDA ${r.cudaVersion}, no GPU usable` : 'a CPU-only build'})`;
     rows.push({ name: `PyTorch on ${on}`, ok: true, detail: `torch ${r.torch}, ${cuda}` });
   }
   return rows;

@@ -82,7 +82,13 @@ export interface RunMachine {
    * Follows a growing file from `offset` through a decoder. `pid`: the run's leading process,
    * where known; a remote tail ends with it instead of lingering.
    */
-  follow<R>(file: string, decoder: DecoderFactory<R>, offset: number, handlers: FollowHandlers<R>, pid?: number): Follower;
+  follow<R>(
+    file: string,
+    decoder: DecoderFactory<R>,
+    offset: number,
+    handlers: FollowHandlers<R>,
+    pid?: number,
+  ): Follower;
   /**
    * Files under `dir` whose names start with `prefix`, in `dir` itself and in subfolders down to
    * `depth` levels, with their sizes and modification times: the event files of a TensorBoard log

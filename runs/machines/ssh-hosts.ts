@@ -30,7 +30,11 @@ function readConfig(file: string, hosts: Set<string>, seen: Set<string>): void {
     } else if (keyword.toLowerCase() === 'include') {
       // Relative includes are relative to ~/.ssh, as ssh_config(5) says.
       for (const w of words) {
-        const p = w.startsWith('~/') ? path.join(os.homedir(), w.slice(2)) : path.isAbsolute(w) ? w : path.join(os.homedir(), '.ssh', w);
+        const p = w.startsWith('~/')
+          ? path.join(os.homedir(), w.slice(2))
+          : path.isAbsolute(w)
+            ? w
+            : path.join(os.homedir(), '.ssh', w);
         if (!/[*?]/.test(p)) readConfig(p, hosts, seen);
       }
     }

@@ -31,11 +31,15 @@ export function sshArgv(host: string, remote: RemoteWord[], settings: SshSetting
   return [
     ...(settings.configFile ? ['-F', settings.configFile] : []),
     '-T', // no terminal: output is data
-    '-o', 'BatchMode=yes', // never prompt: there is no one to answer in the extension host
-    '-o', `ConnectTimeout=${settings.connectTimeoutS ?? 15}`,
+    '-o',
+    'BatchMode=yes', // never prompt: there is no one to answer in the extension host
+    '-o',
+    `ConnectTimeout=${settings.connectTimeoutS ?? 15}`,
     // Notice a dead connection within ~15 s instead of waiting for TCP's timeout.
-    '-o', 'ServerAliveInterval=5',
-    '-o', 'ServerAliveCountMax=3',
+    '-o',
+    'ServerAliveInterval=5',
+    '-o',
+    'ServerAliveCountMax=3',
     ...extra,
     '--',
     host,
@@ -43,8 +47,15 @@ export function sshArgv(host: string, remote: RemoteWord[], settings: SshSetting
   ];
 }
 
-export function spawnSsh(host: string, remote: RemoteWord[], settings: SshSettings, extra: string[] = []): ChildProcess {
-  return spawn(settings.executable ?? 'ssh', sshArgv(host, remote, settings, extra), { stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnSsh(
+  host: string,
+  remote: RemoteWord[],
+  settings: SshSettings,
+  extra: string[] = [],
+): ChildProcess {
+  return spawn(settings.executable ?? 'ssh', sshArgv(host, remote, settings, extra), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 export interface SshRunOptions {
@@ -54,11 +65,18 @@ export interface SshRunOptions {
 }
 
 /** Runs a remote command to completion. */
-export function runSsh(host: string, remote: RemoteWord[], settings: SshSettings, opts: SshRunOptions = {}): Promise<SshResult> {
+export function runSsh(
+  host: string,
+  remote: RemoteWord[],
+  settings: SshSettings,
+  opts: SshRunOptions = {},
+): Promise<SshResult> {
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = spawn(settings.executable ?? 'ssh', sshArgv(host, remote, settings), { stdio: [opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+      child = spawn(settings.executable ?? 'ssh', sshArgv(host, remote, settings), {
+        stdio: [opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      });
     } catch (e) {
       reject(e);
       return;
@@ -87,9 +105,16 @@ export function runSsh(host: string, remote: RemoteWord[], settings: SshSettings
 }
 
 /** Like runSsh, but a failed connection or a non-zero exit is an error naming the host and the reason. */
-export async function runSshChecked(host: string, remote: RemoteWord[], settings: SshSettings, what: string, opts: SshRunOptions = {}): Promise<Buffer> {
+export async function runSshChecked(
+  host: string,
+  remote: RemoteWord[],
+  settings: SshSettings,
+  what: string,
+  opts: SshRunOptions = {},
+): Promise<Buffer> {
   const r = await runSsh(host, remote, settings, opts);
-  if (r.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${host} over ssh (${what}): ${r.stderr || 'connection failed'}`);
+  if (r.code === SSH_CONNECTION_FAILED)
+    throw new SshError(`cannot reach ${host} over ssh (${what}): ${r.stderr || 'connection failed'}`);
   if (r.code !== 0) throw new SshError(`${what} on ${host} failed (exit ${r.code}): ${r.stderr || 'no message'}`);
   return r.stdout;
 }

@@ -4,10 +4,25 @@
 // both share runtime-build.ts) — into a cache folder named by the sources' content hash, so every
 // window and every later version with the same sources finds it at once. No vscode here.
 import { execFile, spawn } from 'node:child_process';
-import { accessSync, constants, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BUILD_FACTS_SCRIPT, cmakeDefinitions, missingLibrariesMessage, parseBuildFacts, type BuildFacts } from './remote-build-facts';
+import {
+  BUILD_FACTS_SCRIPT,
+  cmakeDefinitions,
+  missingLibrariesMessage,
+  parseBuildFacts,
+  type BuildFacts,
+} from './remote-build-facts';
 import { BUILD_TOOLS, buildFailureMessage, cmakeSteps, missingToolsMessage, sourceHash } from './runtime-build';
 
 export const TRAINER_BINARY = 'fsdp-train-native';
@@ -29,7 +44,10 @@ export class LocalRuntime {
   readonly fromCheckout: boolean;
   private building: Promise<void> | undefined;
 
-  constructor(private readonly extensionRoot: string, cacheRoot = runtimeCacheRoot()) {
+  constructor(
+    private readonly extensionRoot: string,
+    cacheRoot = runtimeCacheRoot(),
+  ) {
     const checkout = path.join(extensionRoot, 'native', 'build', 'Release');
     this.fromCheckout = existsSync(path.join(checkout, TRAINER_BINARY));
     this.dir = this.fromCheckout ? checkout : path.join(cacheRoot, sourceHash(extensionRoot).slice(0, 16), 'Release');
@@ -50,7 +68,12 @@ export class LocalRuntime {
   /** Builds the runtime unless it is built; one build at a time however many callers ask. */
   ensure(progress: (message: string) => void): Promise<void> {
     if (this.isBuilt()) return Promise.resolve();
-    if (this.fromCheckout) return Promise.reject(new Error(`${this.dir} is incomplete: rebuild it with npm install (node scripts/setup/native.mjs) in ${this.extensionRoot}`));
+    if (this.fromCheckout)
+      return Promise.reject(
+        new Error(
+          `${this.dir} is incomplete: rebuild it with npm install (node scripts/setup/native.mjs) in ${this.extensionRoot}`,
+        ),
+      );
     this.building ??= this.build(progress).finally(() => (this.building = undefined));
     return this.building;
   }
@@ -69,12 +92,18 @@ export class LocalRuntime {
     mkdirSync(tmp, { recursive: true });
     const log = path.join(tmp, 'build.log');
     const jobs = Math.max(1, os.availableParallelism?.() ?? os.cpus().length);
-    const [configure, compile] = cmakeSteps(path.join(this.extensionRoot, 'native'), path.join(tmp, 'build'), TARGETS, jobs, [
-      `-DFSDP_NODE_API_HEADERS=${path.join(this.extensionRoot, 'dist', 'native-headers')}`,
-      // The tests are not shipped: a machine with GoogleTest must not look for them.
-      '-DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON',
-      ...cmakeDefinitions(facts),
-    ]);
+    const [configure, compile] = cmakeSteps(
+      path.join(this.extensionRoot, 'native'),
+      path.join(tmp, 'build'),
+      TARGETS,
+      jobs,
+      [
+        `-DFSDP_NODE_API_HEADERS=${path.join(this.extensionRoot, 'dist', 'native-headers')}`,
+        // The tests are not shipped: a machine with GoogleTest must not look for them.
+        '-DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON',
+        ...cmakeDefinitions(facts),
+      ],
+    );
     try {
       progress('configuring the build (CMake)…');
       await run(configure, log, () => undefined);
@@ -105,7 +134,9 @@ export class LocalRuntime {
 /** remote-build-facts.ts's probe, run by this machine's sh. */
 function buildFacts(): Promise<BuildFacts> {
   return new Promise((resolve) => {
-    execFile('sh', ['-c', BUILD_FACTS_SCRIPT], { timeout: 60_000 }, (_e, stdout) => resolve(parseBuildFacts(stdout ?? '')));
+    execFile('sh', ['-c', BUILD_FACTS_SCRIPT], { timeout: 60_000 }, (_e, stdout) =>
+      resolve(parseBuildFacts(stdout ?? '')),
+    );
   });
 }
 
@@ -128,7 +159,9 @@ function run(argv: string[], log: string, onLine: (line: string) => void): Promi
       out.end();
       reject(e);
     });
-    child.once('close', (code) => out.end(() => (code === 0 ? resolve() : reject(new Error(`${argv[0]} exited with ${code}`)))));
+    child.once('close', (code) =>
+      out.end(() => (code === 0 ? resolve() : reject(new Error(`${argv[0]} exited with ${code}`)))),
+    );
   });
 }
 

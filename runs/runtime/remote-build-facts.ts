@@ -79,8 +79,20 @@ function family(os: string): Family {
 }
 
 const PACKAGES: Record<'blas' | 'json' | 'zlib', Record<Exclude<Family, 'unknown'>, string> & { what: string }> = {
-  blas: { what: 'OpenBLAS (the CPU backend, built with every runtime)', debian: 'libopenblas-dev', fedora: 'openblas-devel', suse: 'openblas-devel', arch: 'openblas' },
-  json: { what: 'nlohmann/json', debian: 'nlohmann-json3-dev', fedora: 'json-devel', suse: 'nlohmann_json-devel', arch: 'nlohmann-json' },
+  blas: {
+    what: 'OpenBLAS (the CPU backend, built with every runtime)',
+    debian: 'libopenblas-dev',
+    fedora: 'openblas-devel',
+    suse: 'openblas-devel',
+    arch: 'openblas',
+  },
+  json: {
+    what: 'nlohmann/json',
+    debian: 'nlohmann-json3-dev',
+    fedora: 'json-devel',
+    suse: 'nlohmann_json-devel',
+    arch: 'nlohmann-json',
+  },
   zlib: { what: 'zlib', debian: 'zlib1g-dev', fedora: 'zlib-devel', suse: 'zlib-devel', arch: 'zlib' },
 };
 
@@ -97,7 +109,9 @@ export function missingLibrariesMessage(host: string, f: BuildFacts): string | u
   if (!missing.length) return undefined;
   const fam = family(f.os);
   const what = missing.map((k) => PACKAGES[k].what).join(', ');
-  const gpu = f.gpuArchitectures.length ? ' (a CUDA runtime is built with the CPU backend beside it, so a GPU host needs them too)' : '';
+  const gpu = f.gpuArchitectures.length
+    ? ' (a CUDA runtime is built with the CPU backend beside it, so a GPU host needs them too)'
+    : '';
   if (fam === 'unknown') {
     return `${host} lacks ${what}, needed to build the runtime there${gpu}. Install their development packages (OpenBLAS's openblas.pc for pkg-config, nlohmann/json.hpp, zlib.h), then launch again.`;
   }
@@ -112,11 +126,15 @@ export function missingLibrariesMessage(host: string, f: BuildFacts): string | u
 export function describeBuiltBackend(configureLog: string, f: BuildFacts): string {
   const built = /CUDA backend: cuBLASLt (\S+); NCCL (ON|OFF) ?(\S*); architectures (\S+)/.exec(configureLog);
   if (built) {
-    const archs = built[4].split(';').map((a) => `sm_${a}`).join(', ');
+    const archs = built[4]
+      .split(';')
+      .map((a) => `sm_${a}`)
+      .join(', ');
     return `CUDA backend for ${archs} (cuBLASLt ${built[1]}; ${built[2] === 'ON' ? `NCCL ${built[3]}` : 'no NCCL: several GPUs communicate through MPI and pinned host memory'})`;
   }
   const notBuilt = /CUDA backend: not built \(([^)]*)\)/.exec(configureLog);
   if (notBuilt) return `CPU backend only: ${notBuilt[1]}`;
-  if (f.gpuArchitectures.length && !f.nvcc) return 'CPU backend only: the host has GPUs but no CUDA toolkit (nvcc); install it to build the CUDA backend';
+  if (f.gpuArchitectures.length && !f.nvcc)
+    return 'CPU backend only: the host has GPUs but no CUDA toolkit (nvcc); install it to build the CUDA backend';
   return 'CPU backend only (no CUDA toolkit on the host)';
 }

@@ -18,20 +18,52 @@ export function supervisorPath(companionRoot: string): string {
 }
 
 export class RemoteCompanionInstaller {
-  constructor(private readonly host: string, private readonly settings: () => SshSettings, private readonly extensionRoot: string) {}
+  constructor(
+    private readonly host: string,
+    private readonly settings: () => SshSettings,
+    private readonly extensionRoot: string,
+  ) {}
 
   /** Makes sure this companion is under `base` (absolute) on the host; returns the folder holding the package. */
   async ensure(base: string, progress: (message: string) => void): Promise<string> {
     const local = path.join(this.extensionRoot, COMPANION_DIR);
     const dir = `${base}/companion/${companionHash(local).slice(0, 16)}`;
     const found = await runSsh(this.host, ['test', '-f', supervisorPath(dir)], this.settings(), { timeoutMs: 60_000 });
-    if (found.code === SSH_CONNECTION_FAILED) throw new SshError(`cannot reach ${this.host} over ssh: ${found.stderr || 'connection failed'}`);
+    if (found.code === SSH_CONNECTION_FAILED)
+      throw new SshError(`cannot reach ${this.host} over ssh: ${found.stderr || 'connection failed'}`);
     if (found.code === 0) return dir;
     progress(`copying FSDP Studio's Python companion to ${this.host}…`);
     const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
     await runSshChecked(
       this.host,
-      ['rm', '-rf', '--', tmp, { raw: '&&' }, 'mkdir', '-p', '--', tmp, { raw: '&&' }, 'tar', '-xf', '-', '-C', tmp, { raw: '&&' }, 'mv', '-T', '--', tmp, dir, { raw: '2>/dev/null ||' }, 'rm', '-rf', '--', tmp],
+      [
+        'rm',
+        '-rf',
+        '--',
+        tmp,
+        { raw: '&&' },
+        'mkdir',
+        '-p',
+        '--',
+        tmp,
+        { raw: '&&' },
+        'tar',
+        '-xf',
+        '-',
+        '-C',
+        tmp,
+        { raw: '&&' },
+        'mv',
+        '-T',
+        '--',
+        tmp,
+        dir,
+        { raw: '2>/dev/null ||' },
+        'rm',
+        '-rf',
+        '--',
+        tmp,
+      ],
       this.settings(),
       'copying the Python companion',
       { input: await tarOf(local), timeoutMs: 120_000 },
@@ -57,12 +89,16 @@ export function companionHash(local: string): string {
 
 function tarOf(local: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const tar = spawn('tar', ['-C', local, '--exclude=__pycache__', '-cf', '-', COMPANION_PACKAGE], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const tar = spawn('tar', ['-C', local, '--exclude=__pycache__', '-cf', '-', COMPANION_PACKAGE], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     let err = '';
     tar.stdout.on('data', (b: Buffer) => out.push(b));
     tar.stderr.on('data', (b: Buffer) => (err += b.toString()));
     tar.once('error', (e) => reject(new Error(`cannot run tar: ${e.message}`)));
-    tar.once('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`tar of ${local} failed: ${err}`))));
+    tar.once('close', (code) =>
+      code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`tar of ${local} failed: ${err}`)),
+    );
   });
 }

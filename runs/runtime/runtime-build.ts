@@ -23,7 +23,8 @@ export const BUILD_TOOLS: Array<[tool: string, pkg: string]> = [
 ];
 
 /** Libraries the build looks for; named in the message when the configure step fails. */
-export const LIBRARY_PACKAGES = 'libopenblas-dev nlohmann-json3-dev zlib1g-dev (and openmpi-bin libopenmpi-dev for several processes)';
+export const LIBRARY_PACKAGES =
+  'libopenblas-dev nlohmann-json3-dev zlib1g-dev (and openmpi-bin libopenmpi-dev for several processes)';
 
 /** What CMake says when a library is missing, and the Debian package that has it. */
 const CMAKE_COMPLAINTS: Array<[RegExp, string]> = [
@@ -52,7 +53,11 @@ export function buildFailureMessage(where: string, log: string): string {
 }
 
 /** The message for tools missing before a build: which, and the packages that have them. */
-export function missingToolsMessage(where: string, missing: string[], tools: Array<[string, string]> = BUILD_TOOLS): string {
+export function missingToolsMessage(
+  where: string,
+  missing: string[],
+  tools: Array<[string, string]> = BUILD_TOOLS,
+): string {
   const pkgs = tools.filter(([t]) => missing.includes(t)).map(([, p]) => p);
   return `${where} lacks ${missing.join(', ')}, needed to build the native runtime. On Debian or Ubuntu: sudo apt-get install ${[...new Set(pkgs)].join(' ')} ${LIBRARY_PACKAGES.split(' (')[0]}`;
 }
@@ -61,7 +66,13 @@ export function missingToolsMessage(where: string, missing: string[], tools: Arr
  * The two CMake commands (configure, build) that build `targets` from `sourceDir` (the native
  * folder) into `buildDir`, outputs in `buildDir/Release`; `defines` are extra -DNAME=VALUE arguments.
  */
-export function cmakeSteps(sourceDir: string, buildDir: string, targets: string[], jobs: number, defines: string[] = []): string[][] {
+export function cmakeSteps(
+  sourceDir: string,
+  buildDir: string,
+  targets: string[],
+  jobs: number,
+  defines: string[] = [],
+): string[][] {
   return [
     ['cmake', '-S', sourceDir, '-B', buildDir, '-DCMAKE_BUILD_TYPE=Release', ...defines],
     ['cmake', '--build', buildDir, ...targets.flatMap((t) => ['--target', t]), '--parallel', String(jobs)],

@@ -3,7 +3,16 @@
 // sacct where the cluster keeps accounting; a cluster without it (sacct: "accounting storage is
 // disabled") is remembered as such and not asked again for a while: the run folder tells the rest.
 // Requests for several jobs made in the same tick go out as one squeue.
-import { accountingDisabled, myJobsArgv, parseSacct, parseSqueue, sacctArgv, SLURM_TIME_ENV, squeueArgv, type SlurmJob } from './slurm-state';
+import {
+  accountingDisabled,
+  myJobsArgv,
+  parseSacct,
+  parseSqueue,
+  sacctArgv,
+  SLURM_TIME_ENV,
+  squeueArgv,
+  type SlurmJob,
+} from './slurm-state';
 import { parseSbatchOutput, sbatchArgv, stopCommand } from './slurm-script';
 import { COMMAND_NOT_FOUND, type CommandResult, type LoginHost } from '../machines/login-host';
 import { LOCAL } from '../machines/run-machine';
@@ -42,7 +51,10 @@ export class SlurmCluster {
   async submitHeld(scriptPath: string, resume: boolean): Promise<string> {
     const out = await this.checked(sbatchArgv(scriptPath, { hold: true, resume }), 'submitting the job');
     const id = parseSbatchOutput(out);
-    if (!id) throw new SlurmError(`sbatch on ${this.where} did not answer with a job id (it said ${JSON.stringify(out.trim().slice(0, 200))})`);
+    if (!id)
+      throw new SlurmError(
+        `sbatch on ${this.where} did not answer with a job id (it said ${JSON.stringify(out.trim().slice(0, 200))})`,
+      );
     return id;
   }
 
@@ -97,9 +109,17 @@ export class SlurmCluster {
 
   /** A partition's nodes (the default partition when none is named); undefined when sinfo does not know it. */
   async partition(name?: string): Promise<PartitionInfo | undefined> {
-    const out = await this.checked(['sinfo', '--noheader', ...(name ? [`--partition=${name}`] : []), '--format=%P\x1f%G\x1f%m\x1f%c'], 'reading the partitions');
-    const rows = out.split('\n').map((l) => l.split('\x1f')).filter((f) => f.length === 4);
-    const row = name ? rows.find((f) => f[0].replace(/\*$/, '') === name) : rows.find((f) => f[0].endsWith('*')) ?? rows[0];
+    const out = await this.checked(
+      ['sinfo', '--noheader', ...(name ? [`--partition=${name}`] : []), '--format=%P\x1f%G\x1f%m\x1f%c'],
+      'reading the partitions',
+    );
+    const rows = out
+      .split('\n')
+      .map((l) => l.split('\x1f'))
+      .filter((f) => f.length === 4);
+    const row = name
+      ? rows.find((f) => f[0].replace(/\*$/, '') === name)
+      : (rows.find((f) => f[0].endsWith('*')) ?? rows[0]);
     return row ? partitionInfo(row) : undefined;
   }
 
@@ -125,7 +145,10 @@ export class SlurmCluster {
   }
 
   private failure(r: CommandResult, what: string, command = 'squeue'): SlurmError {
-    if (r.code === COMMAND_NOT_FOUND) return new SlurmError(`${command} is not found on ${this.where}: launch.target must be a SLURM login host (one where sbatch and squeue run)`);
+    if (r.code === COMMAND_NOT_FOUND)
+      return new SlurmError(
+        `${command} is not found on ${this.where}: launch.target must be a SLURM login host (one where sbatch and squeue run)`,
+      );
     return new SlurmError(`${what} on ${this.where} failed: ${r.stderr.trim() || `exit ${r.code}`}`);
   }
 }

@@ -32,17 +32,34 @@ export interface CommandSlurmTarget {
 }
 
 /** How the command's ranks start under SLURM, and how many there are. */
-export function commandRanks(spec: ResolvedLaunchSpec): { ranks: RankLaunch; tasksPerNode: number; worldSize?: number } {
+export function commandRanks(spec: ResolvedLaunchSpec): {
+  ranks: RankLaunch;
+  tasksPerNode: number;
+  worldSize?: number;
+} {
   const problem = slurmCommandProblem(spec.command.launcher);
   if (problem) throw new Error(problem);
   if (spec.command.launcher === 'torchrun') {
     const perNode = spec.command.nprocPerNode;
-    return { ranks: { kind: 'torchrun', argv: spec.command.argv }, tasksPerNode: 1, ...(perNode ? { worldSize: perNode * spec.nnodes } : {}) };
+    return {
+      ranks: { kind: 'torchrun', argv: spec.command.argv },
+      tasksPerNode: 1,
+      ...(perNode ? { worldSize: perNode * spec.nnodes } : {}),
+    };
   }
-  return { ranks: { kind: 'env', argv: spec.command.argv }, tasksPerNode: spec.nproc, worldSize: spec.nproc * spec.nnodes };
+  return {
+    ranks: { kind: 'env', argv: spec.command.argv },
+    tasksPerNode: spec.nproc,
+    worldSize: spec.nproc * spec.nnodes,
+  };
 }
 
-export async function launchCommandOnSlurm(target: CommandSlurmTarget, req: CommandLaunchRequest, progress: (message: string) => void, previous?: RunManifest): Promise<LaunchedSlurmRun> {
+export async function launchCommandOnSlurm(
+  target: CommandSlurmTarget,
+  req: CommandLaunchRequest,
+  progress: (message: string) => void,
+  previous?: RunManifest,
+): Promise<LaunchedSlurmRun> {
   const { cluster } = target;
   const host = cluster.host;
   const { spec } = req;
@@ -54,7 +71,10 @@ export async function launchCommandOnSlurm(target: CommandSlurmTarget, req: Comm
   if (resume) {
     await untilEnded(cluster, previous?.slurm?.job_id, progress);
   } else {
-    const shape = slurmJobShape({ name: spec.name, launch: { nnodes: spec.nnodes, nproc_per_node: tasksPerNode, slurm: spec.slurm ?? {} } } as Parameters<typeof slurmJobShape>[0]);
+    const shape = slurmJobShape({
+      name: spec.name,
+      launch: { nnodes: spec.nnodes, nproc_per_node: tasksPerNode, slurm: spec.slurm ?? {} },
+    } as Parameters<typeof slurmJobShape>[0]);
     const script = batchScript({
       shape,
       runDir,
@@ -62,13 +82,28 @@ export async function launchCommandOnSlurm(target: CommandSlurmTarget, req: Comm
       env: spec.env,
       cwd: place.cwd,
       supervisor: [spec.python, supervisorPath(place.companionRoot), '--run-dir', runDir, ...usePython(spec), '--'],
-      about: [`FSDP Studio run ${runId}`, `from ${req.specPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
+      about: [
+        `FSDP Studio run ${runId}`,
+        `from ${req.specPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`,
+      ],
     });
     progress('writing the run folder and the batch script…');
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
   }
-  const starting = manifestFor({ ...req, spec: { ...spec, cwd: place.cwd } }, runId, [], host.target, host.target, place.tensorboard, previous);
-  starting.world = { size: worldSize ?? 1, nnodes: spec.nnodes, nproc_per_node: spec.command.nprocPerNode ?? tasksPerNode };
+  const starting = manifestFor(
+    { ...req, spec: { ...spec, cwd: place.cwd } },
+    runId,
+    [],
+    host.target,
+    host.target,
+    place.tensorboard,
+    previous,
+  );
+  starting.world = {
+    size: worldSize ?? 1,
+    nnodes: spec.nnodes,
+    nproc_per_node: spec.command.nprocPerNode ?? tasksPerNode,
+  };
   const submitted = await submitRun(cluster, runDir, starting, { resume, stopSignal: 'TERM', previous }, progress);
   return { target: host.target, runDir, runId, ...submitted };
 }

@@ -17,7 +17,13 @@ export type StopOutcome =
 const POLL_MS = 1000;
 
 /** `signal`: the ranks' graceful stop (run.json's slurm.stop_signal). */
-export async function stopSlurmJob(cluster: SlurmCluster, jobId: string, graceS: number, progress: (message: string) => void = () => undefined, signal: 'USR1' | 'TERM' = 'USR1'): Promise<StopOutcome> {
+export async function stopSlurmJob(
+  cluster: SlurmCluster,
+  jobId: string,
+  graceS: number,
+  progress: (message: string) => void = () => undefined,
+  signal: 'USR1' | 'TERM' = 'USR1',
+): Promise<StopOutcome> {
   const job = await cluster.job(jobId);
   if (job === 'unreachable') throw new SlurmError(`cannot ask SLURM about job ${jobId} on ${cluster.host.target}`);
   if (!job || !jobActive(job)) return 'already-ended';
@@ -27,7 +33,7 @@ export async function stopSlurmJob(cluster: SlurmCluster, jobId: string, graceS:
   }
   await cluster.signalRanks(jobId, signal);
   progress(`job ${jobId}: the ranks save a checkpoint and exit…`);
-  for (const deadline = Date.now() + graceS * 1000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + graceS * 1000; Date.now() < deadline;) {
     await new Promise((r) => setTimeout(r, POLL_MS));
     const now = await cluster.job(jobId);
     if (now !== 'unreachable' && (!now || !jobActive(now))) return 'stopped';

@@ -47,12 +47,19 @@ export interface LaunchedSlurmRun {
  * A stopped job may still be winding down (its ranks exiting, Slurm's epilog): its successor must
  * not share the run folder with it. Waits for it to end, at most RESUME_WAIT_MS.
  */
-export async function untilEnded(cluster: SlurmCluster, jobId: string | undefined, progress: (message: string) => void): Promise<void> {
+export async function untilEnded(
+  cluster: SlurmCluster,
+  jobId: string | undefined,
+  progress: (message: string) => void,
+): Promise<void> {
   if (!jobId) return;
   for (const deadline = Date.now() + RESUME_WAIT_MS; ; await new Promise((r) => setTimeout(r, 1000))) {
     const job = await cluster.job(jobId);
     if (job !== 'unreachable' && (!job || !jobActive(job))) return;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} of this run is still ${job === 'unreachable' ? 'not known to have ended (SLURM cannot be asked)' : job.state.toLowerCase()}: stop it first`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `job ${jobId} of this run is still ${job === 'unreachable' ? 'not known to have ended (SLURM cannot be asked)' : job.state.toLowerCase()}: stop it first`,
+      );
     progress(`waiting for job ${jobId} to end…`);
   }
 }
@@ -61,7 +68,11 @@ const RESUME_WAIT_MS = 120_000;
 
 /** This machine is the login host: its own runtime build and data, the runs folder of the config. */
 export function placeHere(binary: string, defaultRunsDir: string): PlaceRun {
-  return async (config) => ({ binary, runsDir: config.logging.runs_dir ?? defaultRunsDir, config: structuredClone(config) });
+  return async (config) => ({
+    binary,
+    runsDir: config.logging.runs_dir ?? defaultRunsDir,
+    config: structuredClone(config),
+  });
 }
 
 /**
@@ -79,7 +90,12 @@ export function placeOverSsh(host: string, settings: () => SshSettings, base: st
   };
 }
 
-export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest, progress: (message: string) => void, previous?: RunManifest): Promise<LaunchedSlurmRun> {
+export async function launchSlurm(
+  target: SlurmLaunchTarget,
+  req: LaunchRequest,
+  progress: (message: string) => void,
+  previous?: RunManifest,
+): Promise<LaunchedSlurmRun> {
   const { cluster } = target;
   const host = cluster.host;
   const runId = previous?.run_id ?? newRunId(req.config.name);
@@ -103,7 +119,10 @@ export async function launchSlurm(target: SlurmLaunchTarget, req: LaunchRequest,
       shape: slurmJobShape(config),
       runDir,
       ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] },
-      about: [`FSDP Studio run ${runId}`, `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`],
+      about: [
+        `FSDP Studio run ${runId}`,
+        `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`,
+      ],
     });
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
   }
@@ -140,7 +159,11 @@ export async function submitRun(
   const script = `${runDir}/${BATCH_SCRIPT}`;
   const argv = sbatchArgv(script, { hold: false, resume: opts.resume });
   const jobs = opts.previous?.slurm?.jobs ?? [];
-  const manifest: RunManifest = { ...starting, command: argv, slurm: { script: BATCH_SCRIPT, jobs, stop_signal: opts.stopSignal } };
+  const manifest: RunManifest = {
+    ...starting,
+    command: argv,
+    slurm: { script: BATCH_SCRIPT, jobs, stop_signal: opts.stopSignal },
+  };
   delete manifest.pids;
   delete manifest.pgid;
   await writeManifestOn(host, runDir, manifest);
@@ -152,7 +175,12 @@ export async function submitRun(
     // No job, so nothing will ever write this run's end: say it here, with sbatch's own words,
     // instead of leaving it "starting" for ever.
     const reason = `sbatch refused the job: ${(e as Error).message}`;
-    await writeManifestOn(host, runDir, { ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }).catch(() => undefined);
+    await writeManifestOn(host, runDir, {
+      ...manifest,
+      status: 'failed',
+      end_reason: reason,
+      updated: Date.now() / 1000,
+    }).catch(() => undefined);
     throw new Error(reason, { cause: e });
   }
   try {
@@ -162,7 +190,12 @@ export async function submitRun(
   } catch (e) {
     await cluster.cancel(jobId).catch(() => undefined);
     const reason = `job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`;
-    await writeManifestOn(host, runDir, { ...manifest, status: 'failed', end_reason: reason, updated: Date.now() / 1000 }).catch(() => undefined);
+    await writeManifestOn(host, runDir, {
+      ...manifest,
+      status: 'failed',
+      end_reason: reason,
+      updated: Date.now() / 1000,
+    }).catch(() => undefined);
     throw new Error(reason, { cause: e });
   }
   return { jobId, script, argv };

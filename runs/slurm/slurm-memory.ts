@@ -25,7 +25,12 @@ export interface JobMemoryCheck {
   message: string;
 }
 
-export function jobMemoryCheck(configText: string, fileName: string, config: ResolvedRunConfig, partition: PartitionNodes | undefined): JobMemoryCheck {
+export function jobMemoryCheck(
+  configText: string,
+  fileName: string,
+  config: ResolvedRunConfig,
+  partition: PartitionNodes | undefined,
+): JobMemoryCheck {
   const world = (config.launch.nnodes ?? 1) * (config.launch.nproc_per_node ?? 1);
   const perNode = config.launch.nproc_per_node ?? 1;
   const where = partition ? `partition ${partition.name}` : 'the default partition';
@@ -33,19 +38,37 @@ export function jobMemoryCheck(configText: string, fileName: string, config: Res
   const gpuName = cuda ? (config.launch.gpu ?? partition?.gpuType) : undefined;
   const gpu = gpuName ? findGpu(gpuName) : undefined;
   if (cuda && !gpu) {
-    return { fits: undefined, message: gpuName ? `the GPU type "${gpuName}" of ${where} is not one the estimator knows; set launch.gpu (e.g. H100-80GB)` : `${where} does not name its GPU type; set launch.gpu for a memory check` };
+    return {
+      fits: undefined,
+      message: gpuName
+        ? `the GPU type "${gpuName}" of ${where} is not one the estimator knows; set launch.gpu (e.g. H100-80GB)`
+        : `${where} does not name its GPU type; set launch.gpu for a memory check`,
+    };
   }
   const read = readConfigForEstimate(configText, fileName, gpu ? { gpu: gpu.id } : {}, 'run-config');
   if (isConfigInputError(read)) return { fits: undefined, message: read.error };
   let input = read.input;
   if (!cuda) {
-    if (!partition?.memoryBytes) return { fits: undefined, message: `${where} does not say how much memory its nodes have` };
-    input = { ...input, gpu: { ...hostTarget(Math.floor(partition.memoryBytes / perNode)), name: `a node's memory / ${perNode} task${perNode > 1 ? 's' : ''}` } };
+    if (!partition?.memoryBytes)
+      return { fits: undefined, message: `${where} does not say how much memory its nodes have` };
+    input = {
+      ...input,
+      gpu: {
+        ...hostTarget(Math.floor(partition.memoryBytes / perNode)),
+        name: `a node's memory / ${perNode} task${perNode > 1 ? 's' : ''}`,
+      },
+    };
   }
   const estimate = estimateMemory(input);
   const fit = estimate.fit;
   const perRankBytes = estimate.peak.total;
-  if (!fit) return { fits: undefined, perRankBytes, message: `≈ ${formatBytes(perRankBytes)} per rank at ${world} ranks` };
+  if (!fit)
+    return { fits: undefined, perRankBytes, message: `≈ ${formatBytes(perRankBytes)} per rank at ${world} ranks` };
   const verdict = fit.fits ? 'fits' : `does not fit: ${formatBytes(-fit.headroomBytes)} more than`;
-  return { fits: fit.fits, perRankBytes, capacityBytes: fit.gpu.memoryBytes, message: `≈ ${formatBytes(perRankBytes)} per rank at ${world} ranks (${estimate.peakPhase}) ${verdict} ${fit.gpu.name} (${formatBytes(fit.gpu.memoryBytes)}) on ${where}` };
+  return {
+    fits: fit.fits,
+    perRankBytes,
+    capacityBytes: fit.gpu.memoryBytes,
+    message: `≈ ${formatBytes(perRankBytes)} per rank at ${world} ranks (${estimate.peakPhase}) ${verdict} ${fit.gpu.name} (${formatBytes(fit.gpu.memoryBytes)}) on ${where}`,
+  };
 }

@@ -30,40 +30,115 @@ const RENDEZVOUS: ScriptLine[] = [
 ];
 
 /** Each task's env:// variables from SLURM's, then the person's command as its arguments. */
-const ENV_RANK = 'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" WORLD_SIZE="$SLURM_NTASKS" LOCAL_WORLD_SIZE="$SLURM_NTASKS_PER_NODE" GROUP_RANK="$SLURM_NODEID"; exec "$@"';
+const ENV_RANK =
+  'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" WORLD_SIZE="$SLURM_NTASKS" LOCAL_WORLD_SIZE="$SLURM_NTASKS_PER_NODE" GROUP_RANK="$SLURM_NODEID"; exec "$@"';
 
 /** The lines before srun and the srun command (run in the background: the script waits for it). */
-export function rankLines(ranks: RankLaunch, s: { mpi: string; cpusPerTask?: number; tasksPerNode: number }, supervisor: string[] = []): ScriptLine[] {
+export function rankLines(
+  ranks: RankLaunch,
+  s: { mpi: string; cpusPerTask?: number; tasksPerNode: number },
+  supervisor: string[] = [],
+): ScriptLine[] {
   // srun does not take --cpus-per-task from sbatch since Slurm 22.05: say it again.
   const cpus = s.cpusPerTask ? [`--cpus-per-task=${s.cpusPerTask}`] : [];
   const background: RemoteWord = { raw: '&' };
   switch (ranks.kind) {
     case 'mpi':
       return [
-        { comment: `One task per rank; their MPI joins the job through srun --mpi=${s.mpi}. --resume auto when continuing.` },
-        { shell: ['srun', `--mpi=${s.mpi}`, '--kill-on-bad-exit=1', ...cpus, '--', ...ranks.argv, { raw: '"${resume[@]}"' }, background] },
+        {
+          comment: `One task per rank; their MPI joins the job through srun --mpi=${s.mpi}. --resume auto when continuing.`,
+        },
+        {
+          shell: [
+            'srun',
+            `--mpi=${s.mpi}`,
+            '--kill-on-bad-exit=1',
+            ...cpus,
+            '--',
+            ...ranks.argv,
+            { raw: '"${resume[@]}"' },
+            background,
+          ],
+        },
       ];
     case 'env':
       return [
         ...RENDEZVOUS,
         { comment: 'One task per rank, each with RANK, LOCAL_RANK and WORLD_SIZE from SLURM.' },
-        { shell: [...supervisor, 'srun', '--kill-on-bad-exit=1', ...cpus, '--', '/bin/sh', '-c', ENV_RANK, 'fsdp-rank', ...ranks.argv, background] },
+        {
+          shell: [
+            ...supervisor,
+            'srun',
+            '--kill-on-bad-exit=1',
+            ...cpus,
+            '--',
+            '/bin/sh',
+            '-c',
+            ENV_RANK,
+            'fsdp-rank',
+            ...ranks.argv,
+            background,
+          ],
+        },
       ];
     case 'torchrun': {
-      if (s.tasksPerNode !== 1) throw new Error(`torchrun starts the ranks of its node itself: the job needs one task per node, not ${s.tasksPerNode}`);
+      if (s.tasksPerNode !== 1)
+        throw new Error(
+          `torchrun starts the ranks of its node itself: the job needs one task per node, not ${s.tasksPerNode}`,
+        );
       return [
         ...RENDEZVOUS,
         { comment: 'One torchrun per node; they meet at the first node (c10d), the job id naming the rendezvous.' },
-        { shell: [...supervisor, 'srun', '--ntasks-per-node=1', '--kill-on-bad-exit=1', ...cpus, '--', ...torchrunUnderSlurm(ranks.argv), background] },
+        {
+          shell: [
+            ...supervisor,
+            'srun',
+            '--ntasks-per-node=1',
+            '--kill-on-bad-exit=1',
+            ...cpus,
+            '--',
+            ...torchrunUnderSlurm(ranks.argv),
+            background,
+          ],
+        },
       ];
     }
   }
 }
 
 /** torchrun's options that take a value (both spellings are accepted by torchrun). */
-const VALUE_OPTIONS = new Set(['nnodes', 'nproc_per_node', 'rdzv_backend', 'rdzv_endpoint', 'rdzv_id', 'rdzv_conf', 'max_restarts', 'monitor_interval', 'start_method', 'role', 'node_rank', 'master_addr', 'master_port', 'local_addr', 'log_dir', 'redirects', 'tee', 'local_ranks_filter', 'logs_specs']);
+const VALUE_OPTIONS = new Set([
+  'nnodes',
+  'nproc_per_node',
+  'rdzv_backend',
+  'rdzv_endpoint',
+  'rdzv_id',
+  'rdzv_conf',
+  'max_restarts',
+  'monitor_interval',
+  'start_method',
+  'role',
+  'node_rank',
+  'master_addr',
+  'master_port',
+  'local_addr',
+  'log_dir',
+  'redirects',
+  'tee',
+  'local_ranks_filter',
+  'logs_specs',
+]);
 /** The options the job decides: how many nodes and where they meet. */
-const JOB_DECIDES = new Set(['nnodes', 'node_rank', 'rdzv_backend', 'rdzv_endpoint', 'rdzv_id', 'master_addr', 'master_port', 'standalone']);
+const JOB_DECIDES = new Set([
+  'nnodes',
+  'node_rank',
+  'rdzv_backend',
+  'rdzv_endpoint',
+  'rdzv_id',
+  'master_addr',
+  'master_port',
+  'standalone',
+]);
 
 /**
  * A torchrun command line with the rendezvous the job decides: its own --nnodes, --node_rank,

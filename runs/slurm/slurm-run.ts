@@ -12,7 +12,13 @@ export function jobOfRecord(m: RunManifest): SlurmJob | undefined {
   const s = m.slurm;
   if (!s?.job_id) return undefined;
   if (!s.final_state) return undefined;
-  return { id: s.job_id, state: s.final_state, ...(s.final_reason ? { reason: s.final_reason } : {}), ...(s.ended ? { endTime: s.ended } : {}), from: 'record' };
+  return {
+    id: s.job_id,
+    state: s.final_state,
+    ...(s.final_reason ? { reason: s.final_reason } : {}),
+    ...(s.ended ? { endTime: s.ended } : {}),
+    from: 'record',
+  };
 }
 
 /** A job nobody can report on any more (see GONE). */
@@ -27,7 +33,12 @@ export function goneJob(jobId: string): SlurmJob {
 export async function recordJobEnd(host: LoginHost, runDir: string, job: SlurmJob): Promise<void> {
   const m = await readManifestOn(host, runDir);
   if (!m || m.slurm?.job_id !== job.id) return;
-  m.slurm = { ...m.slurm!, final_state: job.state, ...(job.reason ? { final_reason: job.reason } : {}), ...(job.endTime ? { ended: job.endTime } : {}) };
+  m.slurm = {
+    ...m.slurm!,
+    final_state: job.state,
+    ...(job.reason ? { final_reason: job.reason } : {}),
+    ...(job.endTime ? { ended: job.endTime } : {}),
+  };
   if (m.status === 'starting' || m.status === 'running') {
     const status = jobRunStatus(job, {});
     m.status = status === 'completed' || status === 'stopped' ? status : 'failed';

@@ -103,11 +103,14 @@ export function scriptLine(line: ScriptLine): string {
   if ('blank' in line) return '';
   if ('comment' in line) return `# ${line.comment.replace(/[\r\n\0]+/g, ' ')}`.trimEnd();
   if ('shell' in line) {
-    for (const w of line.shell) if (typeof w === 'string' && /[\r\n]/.test(w)) throw new Error(`a line break cannot be part of a word in the batch script: ${JSON.stringify(w)}`);
+    for (const w of line.shell)
+      if (typeof w === 'string' && /[\r\n]/.test(w))
+        throw new Error(`a line break cannot be part of a word in the batch script: ${JSON.stringify(w)}`);
     return commandLine(line.shell);
   }
   if ('directiveWord' in line) return `#SBATCH ${directiveWord(line.directiveWord)}`;
-  if (!/^--?[A-Za-z][A-Za-z0-9-]*$/.test(line.directive)) throw new Error(`not an sbatch option: ${JSON.stringify(line.directive)}`);
+  if (!/^--?[A-Za-z][A-Za-z0-9-]*$/.test(line.directive))
+    throw new Error(`not an sbatch option: ${JSON.stringify(line.directive)}`);
   return `#SBATCH ${line.value === undefined ? line.directive : `${line.directive}=${directiveWord(String(line.value))}`}`;
 }
 
@@ -117,7 +120,8 @@ export function scriptLine(line: ScriptLine): string {
  * and whitespace would end the value. A line break would end the line itself: refused.
  */
 export function directiveWord(value: string): string {
-  if (/[\0\r\n]/.test(value)) throw new Error(`an #SBATCH value cannot hold a line break or NUL: ${JSON.stringify(value)}`);
+  if (/[\0\r\n]/.test(value))
+    throw new Error(`an #SBATCH value cannot hold a line break or NUL: ${JSON.stringify(value)}`);
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
   return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
@@ -133,7 +137,9 @@ export function outputPattern(runDir: string, file: string): string {
 export function batchScript(spec: BatchScriptSpec): string {
   const s = spec.shape;
   const signal = gracefulSignalOf(spec.ranks);
-  for (const name of Object.keys(spec.env ?? {})) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`not an environment variable name: ${JSON.stringify(name)}`);
+  for (const name of Object.keys(spec.env ?? {}))
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new Error(`not an environment variable name: ${JSON.stringify(name)}`);
   const lines: ScriptLine[] = [
     ...spec.about.map((comment) => ({ comment })),
     { comment: 'Written by FSDP Studio; submit it again by hand with: sbatch job.sbatch [--resume auto]' },
@@ -153,11 +159,29 @@ export function batchScript(spec: BatchScriptSpec): string {
     ...(s.signalBeforeLimitS > 0 ? [{ directive: '--signal', value: `B:USR1@${s.signalBeforeLimitS}` }] : []),
     ...s.extraDirectives.map((directiveWord) => ({ directiveWord })),
     { blank: true },
-    ...Object.entries(spec.env ?? {}).map(([name, value]): ScriptLine => ({ shell: [{ raw: `export ${name}=${quoteWord(value)}` }] })),
+    ...Object.entries(spec.env ?? {}).map(([name, value]): ScriptLine => ({
+      shell: [{ raw: `export ${name}=${quoteWord(value)}` }],
+    })),
     ...BODY,
-    { shell: [{ raw: `trap 'time_up=1; signals=$((signals + 1)); echo "fsdp-studio: time limit near: stopping the ranks (SIG${signal})" >&2; ${stopRanks(signal, !!spec.supervisor)}' USR1` }] },
+    {
+      shell: [
+        {
+          raw: `trap 'time_up=1; signals=$((signals + 1)); echo "fsdp-studio: time limit near: stopping the ranks (SIG${signal})" >&2; ${stopRanks(signal, !!spec.supervisor)}' USR1`,
+        },
+      ],
+    },
     // A person's command: "Stop run" comes to this shell as USR2 (see stopCommand).
-    ...(signal === 'TERM' ? [{ shell: [{ raw: `trap 'signals=$((signals + 1)); echo "fsdp-studio: stop requested: stopping the ranks (SIGTERM)" >&2; ${stopRanks(signal, !!spec.supervisor)}' USR2` }] }] : []),
+    ...(signal === 'TERM'
+      ? [
+          {
+            shell: [
+              {
+                raw: `trap 'signals=$((signals + 1)); echo "fsdp-studio: stop requested: stopping the ranks (SIGTERM)" >&2; ${stopRanks(signal, !!spec.supervisor)}' USR2`,
+              },
+            ],
+          },
+        ]
+      : []),
     ...(spec.cwd ? [{ shell: [{ raw: 'cd --' }, spec.cwd, { raw: '|| exit 1' }] }] : []),
     { blank: true },
     ...rankLines(spec.ranks, s, spec.supervisor),
@@ -185,9 +209,19 @@ function waitAndRequeue(onlyIfStopped: boolean): ScriptLine[] {
   return [
     { shell: [{ raw: 'srun_pid=$!' }] },
     { shell: [{ raw: 'status=0' }] },
-    { shell: [{ raw: 'while :; do seen=$signals; wait "$srun_pid"; rc=$?; [ "$rc" != 127 ] && status=$rc; [ "$signals" = "$seen" ] && break; done' }] },
+    {
+      shell: [
+        {
+          raw: 'while :; do seen=$signals; wait "$srun_pid"; rc=$?; [ "$rc" != 127 ] && status=$rc; [ "$signals" = "$seen" ] && break; done',
+        },
+      ],
+    },
     // The runtime exits 0 only when the run completed; a person's script may exit 0 when stopped.
-    { shell: [{ raw: onlyIfStopped ? 'if [ "$time_up" = 1 ] && [ "$status" != 0 ]; then' : 'if [ "$time_up" = 1 ]; then' }] },
+    {
+      shell: [
+        { raw: onlyIfStopped ? 'if [ "$time_up" = 1 ] && [ "$status" != 0 ]; then' : 'if [ "$time_up" = 1 ]; then' },
+      ],
+    },
     { shell: [{ raw: '  echo "fsdp-studio: requeueing job $SLURM_JOB_ID to continue from its checkpoint" >&2' }] },
     { shell: [{ raw: '  scontrol requeue "$SLURM_JOB_ID" && exit 0' }] },
     { shell: [{ raw: 'fi' }] },
@@ -212,7 +246,14 @@ function stopRanks(signal: 'USR1' | 'TERM', supervised: boolean): string {
 
 /** sbatch's argument vector: held (released once run.json names the job), script arguments after. */
 export function sbatchArgv(scriptPath: string, opts: { hold: boolean; resume: boolean }): string[] {
-  return ['sbatch', '--parsable', ...(opts.hold ? ['--hold'] : []), '--', scriptPath, ...(opts.resume ? ['--resume', 'auto'] : [])];
+  return [
+    'sbatch',
+    '--parsable',
+    ...(opts.hold ? ['--hold'] : []),
+    '--',
+    scriptPath,
+    ...(opts.resume ? ['--resume', 'auto'] : []),
+  ];
 }
 
 /** The job id in sbatch --parsable's answer ("1234" or "1234;cluster"); undefined when it is not one. */

@@ -29,7 +29,8 @@ export interface SlurmJob {
 export const GONE = 'GONE';
 
 /** A run's status once the job behind it is known (run-watch.ts RunStatus has the same words). */
-export type JobRunStatus = 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted';
+export type JobRunStatus =
+  'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted';
 
 /** Unit separator between squeue's fields: it cannot appear in a name, a path or a reason. */
 export const FIELD_SEPARATOR = '\x1f';
@@ -63,7 +64,18 @@ export function parseSqueue(out: string): SlurmJob[] {
   for (const line of out.split('\n')) {
     const f = line.split(FIELD_SEPARATOR);
     if (f.length < 7 || !/^\d/.test(f[0])) continue;
-    jobs.push(clean({ id: f[0].trim(), state: f[1].trim(), reason: f[2], startTime: epoch(f[3]), endTime: epoch(f[4]), workDir: f[5], name: f.slice(6).join(FIELD_SEPARATOR), from: 'squeue' }));
+    jobs.push(
+      clean({
+        id: f[0].trim(),
+        state: f[1].trim(),
+        reason: f[2],
+        startTime: epoch(f[3]),
+        endTime: epoch(f[4]),
+        workDir: f[5],
+        name: f.slice(6).join(FIELD_SEPARATOR),
+        from: 'squeue',
+      }),
+    );
   }
   return jobs;
 }
@@ -74,7 +86,19 @@ export function parseSacct(out: string): SlurmJob[] {
     const f = line.split('|');
     if (f.length < 8 || !/^\d/.test(f[0])) continue;
     // "CANCELLED by 1000": the state is the first word.
-    jobs.push(clean({ id: f[0].trim(), state: f[1].trim().split(/\s+/)[0], reason: f[2], startTime: epoch(f[3]), endTime: epoch(f[4]), exitCode: f[5], workDir: f[6], name: f.slice(7).join('|'), from: 'sacct' }));
+    jobs.push(
+      clean({
+        id: f[0].trim(),
+        state: f[1].trim().split(/\s+/)[0],
+        reason: f[2],
+        startTime: epoch(f[3]),
+        endTime: epoch(f[4]),
+        exitCode: f[5],
+        workDir: f[6],
+        name: f.slice(7).join('|'),
+        from: 'sacct',
+      }),
+    );
   }
   return jobs;
 }
@@ -85,7 +109,16 @@ export function accountingDisabled(stderr: string): boolean {
 }
 
 const WAITING = new Set(['PENDING', 'REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED', 'RESV_DEL_HOLD', 'SPECIAL_EXIT']);
-const RUNNING = new Set(['RUNNING', 'COMPLETING', 'SUSPENDED', 'STAGE_OUT', 'SIGNALING', 'RESIZING', 'STOPPED', 'CONFIGURING']);
+const RUNNING = new Set([
+  'RUNNING',
+  'COMPLETING',
+  'SUSPENDED',
+  'STAGE_OUT',
+  'SIGNALING',
+  'RESIZING',
+  'STOPPED',
+  'CONFIGURING',
+]);
 
 /** Whether the job is still in the queue or running: it may still write to the run. */
 export function jobActive(job: SlurmJob): boolean {
@@ -119,11 +152,15 @@ const CLOCK_SLACK_S = 2;
  */
 export function jobRunStatus(job: SlurmJob, run: RunFacts): JobRunStatus {
   if (WAITING.has(job.state)) return 'queued';
-  const ofThisJob = (t: number | undefined) => t !== undefined && (job.startTime === undefined || t >= job.startTime - CLOCK_SLACK_S);
+  const ofThisJob = (t: number | undefined) =>
+    t !== undefined && (job.startTime === undefined || t >= job.startTime - CLOCK_SLACK_S);
   // An end is this job's only when the start before it is too: a job resumed within seconds of
   // the last one's end (squeue's times are whole seconds) would otherwise inherit that end.
   const startOfThisJob = run.startedAt === undefined || ofThisJob(run.startedAt);
-  const end = run.end && ofThisJob(run.end.time) && startOfThisJob && run.end.time >= (run.startedAt ?? -Infinity) ? run.end : undefined;
+  const end =
+    run.end && ofThisJob(run.end.time) && startOfThisJob && run.end.time >= (run.startedAt ?? -Infinity)
+      ? run.end
+      : undefined;
   if (RUNNING.has(job.state)) {
     if (job.state === 'CONFIGURING') return 'starting';
     if (end) return end.status;
@@ -172,11 +209,17 @@ export function jobReason(job: SlurmJob, status: JobRunStatus, now = Date.now() 
     case 'OUT_OF_MEMORY':
       return `${id} ran out of memory`;
     case 'FAILED':
-      return status === 'failed' ? `${id} failed${job.exitCode ? ` (exit ${job.exitCode})` : ''}${job.reason ? `: ${job.reason}` : ''}` : undefined;
+      return status === 'failed'
+        ? `${id} failed${job.exitCode ? ` (exit ${job.exitCode})` : ''}${job.reason ? `: ${job.reason}` : ''}`
+        : undefined;
     case GONE:
-      return status === 'failed' ? `${id} is no longer known to SLURM and the trainer did not report the end of the run; see slurm-${job.id}.out in the run folder` : undefined;
+      return status === 'failed'
+        ? `${id} is no longer known to SLURM and the trainer did not report the end of the run; see slurm-${job.id}.out in the run folder`
+        : undefined;
     case 'COMPLETED':
-      return status === 'failed' ? `${id} ended without the trainer reporting the end of the run; see slurm-${job.id}.out in the run folder` : undefined;
+      return status === 'failed'
+        ? `${id} ended without the trainer reporting the end of the run; see slurm-${job.id}.out in the run folder`
+        : undefined;
     default:
       return undefined;
   }
@@ -185,8 +228,15 @@ export function jobReason(job: SlurmJob, status: JobRunStatus, now = Date.now() 
 /** The job in a few words for a status line: "job 42 · waiting for resources · expected to start at 12:10". */
 export function jobSummary(job: SlurmJob, status: JobRunStatus, now = Date.now() / 1000): string {
   if (status !== 'queued') return `job ${job.id}`;
-  const why = job.state === 'PENDING' ? waitingFor(job.reason).replace(/ \(.*\)$/, '') : job.state.toLowerCase().replace(/_/g, ' ');
-  return [`job ${job.id}`, why, ...(job.startTime && job.startTime > now ? [`expected to start ${clockTime(job.startTime, now)}`] : [])].join(' · ');
+  const why =
+    job.state === 'PENDING'
+      ? waitingFor(job.reason).replace(/ \(.*\)$/, '')
+      : job.state.toLowerCase().replace(/_/g, ' ');
+  return [
+    `job ${job.id}`,
+    why,
+    ...(job.startTime && job.startTime > now ? [`expected to start ${clockTime(job.startTime, now)}`] : []),
+  ].join(' · ');
 }
 
 /** Slurm's pending reasons people meet most, said plainly; others as Slurm names them. */

@@ -86,7 +86,9 @@ export function runGroupMarkOf(manifest: RunManifest, launchedPgid?: number): Ru
     pgid,
     runId: manifest.run_id,
     // The start time recorded belongs to the group run.json names, not to one the launch reported.
-    ...(manifest.pgid !== undefined && manifest.leader_start !== undefined ? { leaderStart: manifest.leader_start } : {}),
+    ...(manifest.pgid !== undefined && manifest.leader_start !== undefined
+      ? { leaderStart: manifest.leader_start }
+      : {}),
     ...(manifest.boot_id ? { bootId: manifest.boot_id } : {}),
     createdAt: manifest.created,
     pids: (manifest.pids ?? []).filter((p) => p !== pgid),
@@ -96,7 +98,14 @@ export function runGroupMarkOf(manifest: RunManifest, launchedPgid?: number): Ru
 /** The script's arguments (after `sh -c SCRIPT NAME`). */
 export function runGroupCheckArgs(mark: RunGroupMark): string[] {
   const since = mark.createdAt !== undefined ? String(Math.floor(mark.createdAt) - 1) : '';
-  return [String(mark.pgid), mark.runId, mark.leaderStart !== undefined ? String(mark.leaderStart) : '', mark.bootId ?? '', since, ...(mark.pids ?? []).map(String)];
+  return [
+    String(mark.pgid),
+    mark.runId,
+    mark.leaderStart !== undefined ? String(mark.leaderStart) : '',
+    mark.bootId ?? '',
+    since,
+    ...(mark.pids ?? []).map(String),
+  ];
 }
 
 /** Reads the script's answer. */
@@ -107,5 +116,8 @@ export function parseRunGroupVerdict(out: string): RunGroupVerdict {
   if (head === 'gone') return { verdict: 'gone', markedPids };
   if (head === 'ok') return { verdict: 'ok', markedPids };
   if (head?.startsWith('refused ')) return { verdict: 'refused', reason: head.slice('refused '.length) };
-  return { verdict: 'refused', reason: `the check of the run's process group gave no answer${out.trim() ? `: ${out.trim().slice(0, 200)}` : ''}` };
+  return {
+    verdict: 'refused',
+    reason: `the check of the run's process group gave no answer${out.trim() ? `: ${out.trim().slice(0, 200)}` : ''}`,
+  };
 }

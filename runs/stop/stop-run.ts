@@ -29,11 +29,18 @@ export async function stopRun(machine: RunMachine, manifest: RunManifest, opts: 
   // The pids are read now: a Resume pressed while this stop finishes rewrites run.json with pids
   // that must live.
   const mark = runGroupMarkOf(manifest, opts.launchedPgid);
-  if (!mark) return { stopped: false, refused: 'its run.json names no process group (it was not launched by FSDP Studio): stop it where it was started' };
+  if (!mark)
+    return {
+      stopped: false,
+      refused: 'its run.json names no process group (it was not launched by FSDP Studio): stop it where it was started',
+    };
   const pgid = mark.pgid;
   const first = await machine.checkRunGroup(mark);
   if (first.verdict === 'refused') {
-    const older = manifest.leader_start === undefined ? ` (a run started before FSDP Studio marked its processes cannot be told apart: stop it from a terminal with kill -TERM -${pgid} if it is yours)` : '';
+    const older =
+      manifest.leader_start === undefined
+        ? ` (a run started before FSDP Studio marked its processes cannot be told apart: stop it from a terminal with kill -TERM -${pgid} if it is yours)`
+        : '';
     return { stopped: false, refused: `${first.reason}${older}` };
   }
   if (first.verdict === 'gone' && first.markedPids.length === 0) return { stopped: false, gone: true };
@@ -42,7 +49,8 @@ export async function stopRun(machine: RunMachine, manifest: RunManifest, opts: 
     await machine.signal(pgid, signal);
     opts.signalled?.(signal, pgid);
     const deadline = Date.now() + opts.graceMs;
-    while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false) await new Promise((r) => setTimeout(r, 500));
+    while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false)
+      await new Promise((r) => setTimeout(r, 500));
   }
   let killed = false;
   // Asked again before SIGKILL: twenty seconds are enough for a group id to be taken by another.

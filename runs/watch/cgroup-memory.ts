@@ -23,10 +23,16 @@ export async function cgroupMemoryOf(pid: number): Promise<CgroupMemory | undefi
   if (!text) return undefined;
   let found: { dir: string; version: 1 | 2 } | undefined;
   for (const line of text.split('\n')) {
-    const [id, controllers, path] = [line.slice(0, line.indexOf(':')), line.split(':')[1], line.split(':').slice(2).join(':')];
+    const [id, controllers, path] = [
+      line.slice(0, line.indexOf(':')),
+      line.split(':')[1],
+      line.split(':').slice(2).join(':'),
+    ];
     if (controllers === undefined || path === undefined) continue;
-    if (controllers.split(',').includes('memory')) found = { dir: `/sys/fs/cgroup/memory${path === '/' ? '' : path}`, version: 1 };
-    else if (id === '0' && controllers === '' && !found) found = { dir: `/sys/fs/cgroup${path === '/' ? '' : path}`, version: 2 };
+    if (controllers.split(',').includes('memory'))
+      found = { dir: `/sys/fs/cgroup/memory${path === '/' ? '' : path}`, version: 1 };
+    else if (id === '0' && controllers === '' && !found)
+      found = { dir: `/sys/fs/cgroup${path === '/' ? '' : path}`, version: 2 };
   }
   return found ? readCgroupMemory(found.dir, found.version) : undefined;
 }
@@ -34,7 +40,11 @@ export async function cgroupMemoryOf(pid: number): Promise<CgroupMemory | undefi
 /** The cgroup at `dir` read again (at the run's end: its processes are gone, the cgroup's counts stay). */
 export async function readCgroupMemory(dir: string, version: 1 | 2): Promise<CgroupMemory | undefined> {
   const read = (name: string) => readFile(`${dir}/${name}`, 'utf8').catch(() => undefined);
-  const [limitText, peakText, countsText] = await Promise.all(version === 1 ? [read('memory.limit_in_bytes'), read('memory.max_usage_in_bytes'), read('memory.oom_control')] : [read('memory.max'), read('memory.peak'), read('memory.events')]);
+  const [limitText, peakText, countsText] = await Promise.all(
+    version === 1
+      ? [read('memory.limit_in_bytes'), read('memory.max_usage_in_bytes'), read('memory.oom_control')]
+      : [read('memory.max'), read('memory.peak'), read('memory.events')],
+  );
   if (limitText === undefined && countsText === undefined) return undefined;
   const limit = Number(limitText?.trim());
   const peak = Number(peakText?.trim());

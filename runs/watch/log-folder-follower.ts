@@ -88,7 +88,9 @@ export class LogFolderFollower {
     const pause = this.machine.target === 'local' ? 50 : 500;
     while (!this.stopped && Date.now() < deadline) {
       this.poke();
-      const files = await this.machine.listFiles(this.dir, EVENT_FILE_PREFIX, this.options.depth).catch(() => undefined);
+      const files = await this.machine
+        .listFiles(this.dir, EVENT_FILE_PREFIX, this.options.depth)
+        .catch(() => undefined);
       const since = this.options.since;
       const ours = files?.filter((f) => since === undefined || f.mtime >= since || this.progress.offsets.has(f.path));
       if (ours && ours.every((f) => (this.progress.offsets.get(f.path) ?? 0) >= f.bytes)) return;
@@ -112,7 +114,8 @@ export class LogFolderFollower {
       this.listError = undefined;
       const since = this.options.since;
       for (const f of files) {
-        if (this.known.has(f.path) || (since !== undefined && f.mtime < since && !this.progress.offsets.has(f.path))) continue;
+        if (this.known.has(f.path) || (since !== undefined && f.mtime < since && !this.progress.offsets.has(f.path)))
+          continue;
         this.known.add(f.path);
         this.queue.push(f);
       }
@@ -143,7 +146,8 @@ export class LogFolderFollower {
     const next = this.queue.shift()!;
     this.start(next);
     // Older files than the newest FOLLOWED have been read to their end: stop their transports.
-    while (this.followed.length > FOLLOWED && this.followed[0].lastOffset >= this.followed[0].target) this.followed.shift()!.follower.stop();
+    while (this.followed.length > FOLLOWED && this.followed[0].lastOffset >= this.followed[0].target)
+      this.followed.shift()!.follower.stop();
     if (this.queue.length) setTimeout(() => this.advance(), 50);
   }
 
@@ -154,19 +158,32 @@ export class LogFolderFollower {
       this.progress.decoders.set(file.path, decoder);
     }
     const offset = this.progress.offsets.get(file.path) ?? 0;
-    const entry: Followed = { file: file.path, target: file.bytes, progressAt: Date.now(), lastOffset: offset, state: { state: 'connecting' }, follower: undefined as unknown as Follower };
+    const entry: Followed = {
+      file: file.path,
+      target: file.bytes,
+      progressAt: Date.now(),
+      lastOffset: offset,
+      state: { state: 'connecting' },
+      follower: undefined as unknown as Follower,
+    };
     this.followed.push(entry);
-    entry.follower = this.machine.follow(file.path, decoder, offset, {
-      batch: (batch) => {
-        this.progress.offsets.set(file.path, batch.offset);
-        this.handlers.batch(file.path, batch);
-        if (this.queue.length) this.advance();
+    entry.follower = this.machine.follow(
+      file.path,
+      decoder,
+      offset,
+      {
+        batch: (batch) => {
+          this.progress.offsets.set(file.path, batch.offset);
+          this.handlers.batch(file.path, batch);
+          if (this.queue.length) this.advance();
+        },
+        connection: (state) => {
+          entry.state = state;
+          this.report();
+        },
       },
-      connection: (state) => {
-        entry.state = state;
-        this.report();
-      },
-    }, this.options.pid);
+      this.options.pid,
+    );
   }
 
   /** One state for the folder: the worst of its files', or of its listing. */
@@ -175,7 +192,13 @@ export class LogFolderFollower {
     const states = this.followed.map((f) => f.state);
     const reconnecting = states.find((s) => s.state === 'reconnecting');
     if (reconnecting) this.handlers.connection(reconnecting);
-    else if (this.listError && this.machine.target !== 'local') this.handlers.connection({ state: 'reconnecting', attempt: 1, retryAt: Date.now() + LIST_MS.ssh, reason: this.listError });
+    else if (this.listError && this.machine.target !== 'local')
+      this.handlers.connection({
+        state: 'reconnecting',
+        attempt: 1,
+        retryAt: Date.now() + LIST_MS.ssh,
+        reason: this.listError,
+      });
     else if (states.some((s) => s.state === 'connecting')) this.handlers.connection({ state: 'connecting' });
     else this.handlers.connection({ state: 'live' });
   }

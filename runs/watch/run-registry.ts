@@ -62,7 +62,8 @@ export class RunRegistry {
       return; // absent or unreadable: start empty (a broken file is replaced on the next save)
     }
     for (const r of Array.isArray(parsed.runs) ? parsed.runs : []) {
-      if (typeof r?.target === 'string' && typeof r.runDir === 'string' && typeof r.runId === 'string') this.runs.set(runKey(r), r);
+      if (typeof r?.target === 'string' && typeof r.runDir === 'string' && typeof r.runId === 'string')
+        this.runs.set(runKey(r), r);
     }
   }
 

@@ -6,7 +6,11 @@ import os from 'node:os';
 import { jobActive, jobReason, jobRunStatus, jobWaiting, type RunFacts, type SlurmJob } from '../slurm/slurm-state';
 import { metricsDecoder } from './decoders/metrics-decoder';
 import type { RecordProblem } from './decoders/record-decoder';
-import { metricsPatternsOf, printedMetricsDecoder, type PrintedEntry } from './decoders/printed/printed-metrics-decoder';
+import {
+  metricsPatternsOf,
+  printedMetricsDecoder,
+  type PrintedEntry,
+} from './decoders/printed/printed-metrics-decoder';
 import { FORMAT_NAMES } from './decoders/printed/recognisers';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
@@ -33,7 +37,17 @@ export function runKey(ref: RunRef): string {
 }
 
 /** queued, cancelled, timed-out and preempted: runs submitted to SLURM (runs/slurm/slurm-state.ts). */
-export type RunStatus = 'queued' | 'starting' | 'running' | 'completed' | 'failed' | 'stopped' | 'cancelled' | 'timed-out' | 'preempted' | 'unknown';
+export type RunStatus =
+  | 'queued'
+  | 'starting'
+  | 'running'
+  | 'completed'
+  | 'failed'
+  | 'stopped'
+  | 'cancelled'
+  | 'timed-out'
+  | 'preempted'
+  | 'unknown';
 
 export interface RunWatchChange {
   /** Events appended since the last change (empty for connection or status changes). */
@@ -94,7 +108,11 @@ export class RunWatch {
   private readonly listeners = new Set<(change: RunWatchChange) => void>();
 
   /** `cluster`: the target as a SLURM login host, for runs submitted there. */
-  constructor(readonly ref: RunRef, readonly machine: RunMachine, private readonly cluster?: SlurmCluster) {}
+  constructor(
+    readonly ref: RunRef,
+    readonly machine: RunMachine,
+    private readonly cluster?: SlurmCluster,
+  ) {}
 
   get key(): string {
     return runKey(this.ref);
@@ -137,20 +155,32 @@ export class RunWatch {
     this.vanished = undefined;
     const pid = this.manifest?.pgid;
     if (this.ref.format !== 'tensorboard') {
-      this.follower = this.machine.follow(this.metricsFile, metricsDecoder, this.offset, {
-        batch: (batch) => {
-          this.offset = batch.offset;
-          for (const e of batch.entries) this.history.apply(e.event);
-          this.keepProblems(batch.problems);
-          // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
-          // lines — keeps following: its run_start comes after them.)
-          if (this.history.end && this.history.end.time >= this.resumedAt && batch.entries.some((e) => e.event === this.history.end)) void this.followToTheEnd();
-          // The trainer started while its job was last seen queued: ask SLURM again now, not at the next poll.
-          if (this.job && jobWaiting(this.job) && batch.entries.some((e) => e.event.type === 'run_start')) void this.refreshJob();
-          if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
+      this.follower = this.machine.follow(
+        this.metricsFile,
+        metricsDecoder,
+        this.offset,
+        {
+          batch: (batch) => {
+            this.offset = batch.offset;
+            for (const e of batch.entries) this.history.apply(e.event);
+            this.keepProblems(batch.problems);
+            // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
+            // lines — keeps following: its run_start comes after them.)
+            if (
+              this.history.end &&
+              this.history.end.time >= this.resumedAt &&
+              batch.entries.some((e) => e.event === this.history.end)
+            )
+              void this.followToTheEnd();
+            // The trainer started while its job was last seen queued: ask SLURM again now, not at the next poll.
+            if (this.job && jobWaiting(this.job) && batch.entries.some((e) => e.event.type === 'run_start'))
+              void this.refreshJob();
+            if (batch.entries.length || batch.problems.length) this.emit(batch.entries);
+          },
+          connection: (state) => this.setConnection('metrics', state),
         },
-        connection: (state) => this.setConnection('metrics', state),
-      }, pid);
+        pid,
+      );
     }
     this.followLogs();
     this.followPrinted();
@@ -176,19 +206,31 @@ export class RunWatch {
       if (this.printedFollowers.has(file)) continue;
       const from = this.printedOffsets.get(file) ?? 0;
       let first = true;
-      const follower = this.machine.follow(`${this.ref.runDir}/${file}.log`, decoder, from, {
-        batch: (batch) => {
-          this.printedOffsets.set(file, batch.offset);
-          const backlog = first && from === 0;
-          first = false;
-          if (!batch.entries.length || (this.printedFile && this.printedFile !== file)) return;
-          this.printedFile = file;
-          const times = this.printedTimes(batch.entries, backlog ? batch.offset : undefined);
-          batch.entries.forEach((e, i) => this.history.applyPrinted(e.step, e.values, times[i], { file, format: FORMAT_NAMES[e.format], counted: !!e.counted }));
-          this.emit([]);
+      const follower = this.machine.follow(
+        `${this.ref.runDir}/${file}.log`,
+        decoder,
+        from,
+        {
+          batch: (batch) => {
+            this.printedOffsets.set(file, batch.offset);
+            const backlog = first && from === 0;
+            first = false;
+            if (!batch.entries.length || (this.printedFile && this.printedFile !== file)) return;
+            this.printedFile = file;
+            const times = this.printedTimes(batch.entries, backlog ? batch.offset : undefined);
+            batch.entries.forEach((e, i) =>
+              this.history.applyPrinted(e.step, e.values, times[i], {
+                file,
+                format: FORMAT_NAMES[e.format],
+                counted: !!e.counted,
+              }),
+            );
+            this.emit([]);
+          },
+          connection: () => undefined,
         },
-        connection: () => undefined,
-      }, this.manifest?.pgid);
+        this.manifest?.pgid,
+      );
       this.printedFollowers.set(file, follower);
     }
   }
@@ -201,10 +243,12 @@ export class RunWatch {
    */
   private printedTimes(entries: PrintedEntry[], backlogBytes: number | undefined): number[] {
     const now = Date.now() / 1000;
-    const endedAt = this.history.end?.time ?? (this.manifest && ENDED.has(this.manifest.status) ? this.manifest.updated : undefined);
+    const endedAt =
+      this.history.end?.time ?? (this.manifest && ENDED.has(this.manifest.status) ? this.manifest.updated : undefined);
     const until = Math.min(now, endedAt ?? now);
     const since = this.history.firstStartTime ?? this.manifest?.created;
-    if (backlogBytes === undefined || since === undefined || backlogBytes <= 0 || until - since < 2) return entries.map(() => until);
+    if (backlogBytes === undefined || since === undefined || backlogBytes <= 0 || until - since < 2)
+      return entries.map(() => until);
     this.printedTimesEstimated = true;
     return entries.map((e) => since + ((until - since) * e.offset) / backlogBytes);
   }
@@ -218,7 +262,8 @@ export class RunWatch {
     if (logs && !this.logFolder) {
       this.logFolder = new LogFolderFollower(this.machine, logs.dir, logs.options, this.logProgress, {
         batch: (_file, batch) => {
-          for (const s of batch.entries) this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+          for (const s of batch.entries)
+            this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
           this.keepProblems(batch.problems);
           if (batch.entries.length || batch.problems.length) this.emit([]);
         },
@@ -235,7 +280,14 @@ export class RunWatch {
     // A launched command writes where it likes below its folder (runs/<date>_<host>/, version_N/):
     // its own files are those written since it was created.
     const created = this.manifest?.created;
-    return { dir, options: { depth: 3, ...(created !== undefined ? { since: created - SINCE_SLACK_S } : {}), ...(this.manifest?.pgid ? { pid: this.manifest.pgid } : {}) } };
+    return {
+      dir,
+      options: {
+        depth: 3,
+        ...(created !== undefined ? { since: created - SINCE_SLACK_S } : {}),
+        ...(this.manifest?.pgid ? { pid: this.manifest.pgid } : {}),
+      },
+    };
   }
 
   /** The event files this watch reads. */
@@ -267,12 +319,15 @@ export class RunWatch {
     // A resume asked for after the end (this window pressed Resume or "Continue training") is one
     // starting, even while run.json is not yet rewritten by the launch.
     const resumedHere = end !== undefined && this.resumedAt > end.time && !this.vanished;
-    const resuming = end && ((this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time) || resumedHere);
+    const resuming =
+      end &&
+      ((this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time) || resumedHere);
     if (end && !resuming) return end.status;
     const m = this.manifest?.status;
     if (resumedHere && (this.manifest?.updated ?? 0) <= this.resumedAt) return 'starting';
     // A start logged after run.json last said "ended" is a resume running (run.json is read every few seconds).
-    const startedSince = !end && this.history.start !== undefined && this.history.start.time > (this.manifest?.updated ?? Infinity);
+    const startedSince =
+      !end && this.history.start !== undefined && this.history.start.time > (this.manifest?.updated ?? Infinity);
     if ((m === 'completed' || m === 'failed' || m === 'stopped') && !startedSince) return m;
     if (this.vanished) return 'failed';
     if (this.history.start) return 'running';
@@ -282,7 +337,8 @@ export class RunWatch {
 
   /** Why the run ended, in words, when it did not complete. */
   endReason(): string | undefined {
-    if (this.stopRequested && this.status() === 'stopped') return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
+    if (this.stopRequested && this.status() === 'stopped')
+      return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
     const fromJob = this.job && jobReason(this.job, jobRunStatus(this.job, this.runFacts()));
     if (fromJob) return fromJob;
     return this.vanished ?? this.history.end?.reason ?? this.manifest?.end_reason;
@@ -349,7 +405,10 @@ export class RunWatch {
     this.logFolder = undefined;
     if (logs) {
       if (this.disposed) logs.stop();
-      else void logs.drain(this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh).finally(() => logs.stop());
+      else
+        void logs
+          .drain(this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh)
+          .finally(() => logs.stop());
     }
   }
 
@@ -363,7 +422,11 @@ export class RunWatch {
     let last = -1;
     let stillSince = Date.now();
     const look = () => {
-      if (this.disposed || Date.now() > deadline || (f.offset === last && Date.now() - stillSince >= PRINTED_QUIET_MS)) {
+      if (
+        this.disposed ||
+        Date.now() > deadline ||
+        (f.offset === last && Date.now() - stillSince >= PRINTED_QUIET_MS)
+      ) {
         f.stop();
         return;
       }
@@ -393,7 +456,10 @@ export class RunWatch {
 
   private runFacts(): RunFacts {
     const { start, end } = this.history;
-    return { ...(start ? { startedAt: start.time } : {}), ...(end ? { end: { status: end.status, time: end.time } } : {}) };
+    return {
+      ...(start ? { startedAt: start.time } : {}),
+      ...(end ? { end: { status: end.status, time: end.time } } : {}),
+    };
   }
 
   /**
@@ -475,7 +541,12 @@ export class RunWatch {
       // run.json rewritten by a launch (status "starting") after that end: the end is the last
       // run's, and the relaunched trainer died before it wrote a line.
       const m = this.manifest;
-      return !(m?.status === 'starting' && m.updated !== undefined && typeof event.time === 'number' && event.time < m.updated);
+      return !(
+        m?.status === 'starting' &&
+        m.updated !== undefined &&
+        typeof event.time === 'number' &&
+        event.time < m.updated
+      );
     } catch {
       return false;
     }
@@ -547,8 +618,14 @@ export class RunWatch {
     return {
       limit: limited ? now!.limit! : os.totalmem(),
       limitOf: limited ? `its memory cgroup (${now!.dir})` : 'the machine',
-      ...(limited && now!.peak !== undefined ? { used: now!.peak, usedWhat: "the cgroup's peak was" } : rss > 0 ? { used: rss, usedWhat: 'its ranks last held (resident)' } : {}),
-      ...(before?.oomKills !== undefined && now?.oomKills !== undefined && now.oomKills > before.oomKills ? { oomKill: true } : {}),
+      ...(limited && now!.peak !== undefined
+        ? { used: now!.peak, usedWhat: "the cgroup's peak was" }
+        : rss > 0
+          ? { used: rss, usedWhat: 'its ranks last held (resident)' }
+          : {}),
+      ...(before?.oomKills !== undefined && now?.oomKills !== undefined && now.oomKills > before.oomKills
+        ? { oomKill: true }
+        : {}),
     };
   }
 

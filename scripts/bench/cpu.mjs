@@ -45,7 +45,8 @@ const argValue = (name, fallback) => {
 };
 const positiveInt = (name, fallback) => {
   const v = Number(argValue(name, String(fallback)));
-  if (!Number.isInteger(v) || v < 1) throw new Error(`bench:cpu: ${name} wants a whole number ≥ 1, got ${argValue(name, '')}`);
+  if (!Number.isInteger(v) || v < 1)
+    throw new Error(`bench:cpu: ${name} wants a whole number ≥ 1, got ${argValue(name, '')}`);
   return v;
 };
 const ROUNDS = positiveInt('--rounds', 3);
@@ -59,9 +60,14 @@ const PEAK_RUNS = positiveInt('--peak-runs', 3);
 const THREADS = 2;
 const [D_MODEL, N_LAYERS, N_HEADS] = argValue('--model-shape', '768,12,12').split(',').map(Number);
 if (![D_MODEL, N_LAYERS, N_HEADS].every((x) => Number.isInteger(x) && x >= 1) || D_MODEL % N_HEADS) {
-  throw new Error(`bench:cpu: --model-shape wants D,LAYERS,HEADS (whole numbers, D a multiple of HEADS), got ${argValue('--model-shape', '')}`);
+  throw new Error(
+    `bench:cpu: --model-shape wants D,LAYERS,HEADS (whole numbers, D a multiple of HEADS), got ${argValue('--model-shape', '')}`,
+  );
 }
-const SHAPE = D_MODEL === 768 && N_LAYERS === 12 && N_HEADS === 12 ? 'GPT-2 124M shape' : `d ${D_MODEL}, ${N_LAYERS} layers, ${N_HEADS} heads (NOT GPT-2 124M: --model-shape)`;
+const SHAPE =
+  D_MODEL === 768 && N_LAYERS === 12 && N_HEADS === 12
+    ? 'GPT-2 124M shape'
+    : `d ${D_MODEL}, ${N_LAYERS} layers, ${N_HEADS} heads (NOT GPT-2 124M: --model-shape)`;
 
 await setup('start', { codeServer: false });
 const native = path.join(root, 'native', 'build', 'Release', 'fsdp-train-native');
@@ -79,11 +85,14 @@ const benchEnv = {
   TORCHINDUCTOR_COMPILE_THREADS: process.env.TORCHINDUCTOR_COMPILE_THREADS ?? '1',
 };
 const loads = () => os.loadavg().map((x) => +x.toFixed(2));
-const log = (msg) => console.error(`bench:cpu: ${new Date().toISOString().slice(11, 19)} ${msg} (load ${load().toFixed(1)})`);
+const log = (msg) =>
+  console.error(`bench:cpu: ${new Date().toISOString().slice(11, 19)} ${msg} (load ${load().toFixed(1)})`);
 
 function sgemmPeak() {
   // Best of PEAK_RUNS: the peak this BLAS reaches on these cores under the load of the moment (it raises the runtime's cached peak too).
-  const runs = Array.from({ length: PEAK_RUNS }, () => JSON.parse(execFileSync(native, ['--sgemm-peak', '2048'], { encoding: 'utf8', env: benchEnv })));
+  const runs = Array.from({ length: PEAK_RUNS }, () =>
+    JSON.parse(execFileSync(native, ['--sgemm-peak', '2048'], { encoding: 'utf8', env: benchEnv })),
+  );
   return { wall: Math.max(...runs.map((r) => r.flops)), cpu: Math.max(...runs.map((r) => r.cpu_flops)) };
 }
 
@@ -101,7 +110,8 @@ function gpt2Config(name, seqLen, batch, steps, checkpointing) {
     training: { batch_size_per_gpu: batch, max_steps: steps, learning_rate: 0.0006, warmup_steps: 2 },
     fsdp: { sharding_strategy: 'NO_SHARD' },
     checkpointing: { save_final: false },
-    activation_checkpointing: checkpointing === 'every-1' ? { enabled: true, policy: 'every_n', every_n_layers: 1 } : { enabled: false },
+    activation_checkpointing:
+      checkpointing === 'every-1' ? { enabled: true, policy: 'every_n', every_n_layers: 1 } : { enabled: false },
     launch: { threads_per_rank: THREADS },
     logging: { tensorboard: false },
   });
@@ -111,9 +121,33 @@ function gpt2Config(name, seqLen, batch, steps, checkpointing) {
 class PyTorchWorker {
   constructor(mode, c) {
     this.mode = mode;
-    this.child = spawn(python, [worker, '--mode', mode, '--batch', String(c.batch), '--seq', String(c.seq), '--threads', String(THREADS), '--checkpointing', c.checkpointing, '--warmup', '1',
-      '--d-model', String(D_MODEL), '--layers', String(N_LAYERS), '--heads', String(N_HEADS), '--vocab', '50257'],
-      { stdio: ['pipe', 'pipe', 'pipe'], env: benchEnv });
+    this.child = spawn(
+      python,
+      [
+        worker,
+        '--mode',
+        mode,
+        '--batch',
+        String(c.batch),
+        '--seq',
+        String(c.seq),
+        '--threads',
+        String(THREADS),
+        '--checkpointing',
+        c.checkpointing,
+        '--warmup',
+        '1',
+        '--d-model',
+        String(D_MODEL),
+        '--layers',
+        String(N_LAYERS),
+        '--heads',
+        String(N_HEADS),
+        '--vocab',
+        '50257',
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'], env: benchEnv },
+    );
     this.child.stdin.on('error', () => {}); // a worker killed at its timeout no longer reads
     this.stderr = '';
     this.child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
@@ -152,7 +186,10 @@ class PyTorchWorker {
 
 /** Steps after the warm-up one, as {wall_s, cpu_s}. */
 function nativeSteps(events) {
-  return events.filter((e) => e.type === 'step').slice(1).map((s) => ({ wall_s: s.step_ms / 1000, cpu_s: s.cpu_ms / 1000, loss: s.loss }));
+  return events
+    .filter((e) => e.type === 'step')
+    .slice(1)
+    .map((s) => ({ wall_s: s.step_ms / 1000, cpu_s: s.cpu_ms / 1000, loss: s.loss }));
 }
 
 function summary(steps, tokens, flopsPerToken) {
@@ -166,18 +203,22 @@ function summary(steps, tokens, flopsPerToken) {
     tokens_per_s: tokens / wall,
     cpu_tokens_per_s: (tokens / cpu) * THREADS,
     gflops: (tokens * flopsPerToken) / wall / 1e9,
-    cpu_gflops: ((tokens * flopsPerToken) / cpu) * THREADS / 1e9,
+    cpu_gflops: (((tokens * flopsPerToken) / cpu) * THREADS) / 1e9,
   };
 }
 
 /** Native, eager and compile on one model config, interleaved round by round. */
 async function sideBySide(c) {
-  log(`${c.name}: starting PyTorch eager${COMPILE ? ` and torch.compile (compiling, at most ${COMPILE_TIMEOUT_S} s)` : ''}…`);
+  log(
+    `${c.name}: starting PyTorch eager${COMPILE ? ` and torch.compile (compiling, at most ${COMPILE_TIMEOUT_S} s)` : ''}…`,
+  );
   const eager = new PyTorchWorker('eager', c);
   const compiled = COMPILE ? new PyTorchWorker('compile', c) : undefined;
   const compileStarted = Date.now();
   const eagerInfo = await eager.ready();
-  const compileInfo = compiled ? await compiled.ready(Math.max(1, COMPILE_TIMEOUT_S - (Date.now() - compileStarted) / 1000)) : undefined;
+  const compileInfo = compiled
+    ? await compiled.ready(Math.max(1, COMPILE_TIMEOUT_S - (Date.now() - compileStarted) / 1000))
+    : undefined;
   const compileNotMeasured = !COMPILE
     ? 'not run (--no-compile)'
     : !compileInfo
@@ -214,7 +255,12 @@ async function sideBySide(c) {
       native: summary(runs.native, tokens, fpt),
       eager: { ...summary(runs.eager, tokens, fpt), torch: eagerInfo.torch, first_step_s: eagerInfo.first_step_s },
       compile: compileInfo
-        ? { ...summary(runs.compile, tokens, fpt), torch: compileInfo.torch, first_step_s: compileInfo.first_step_s, compile_and_warmup_s: compileInfo.warmup_s }
+        ? {
+            ...summary(runs.compile, tokens, fpt),
+            torch: compileInfo.torch,
+            first_step_s: compileInfo.first_step_s,
+            compile_and_warmup_s: compileInfo.warmup_s,
+          }
         : { not_measured: compileNotMeasured },
       steps: runs,
       ...(eagerProfile ? { eager_profile: eagerProfile } : {}),
@@ -240,20 +286,34 @@ const GROUPS = [
   ['GELU', /gelu|tanhf/],
   ['loss (softmax cross-entropy)', /softmax_xent|expf|log/],
   ['embeddings', /embedding/],
-  ['bias, residual, fills, reductions, copies', /bias_|add_|fill|copy|sum_squares|chunked_sum|scale|memset|memcpy|memmove/],
+  [
+    'bias, residual, fills, reductions, copies',
+    /bias_|add_|fill|copy|sum_squares|chunked_sum|scale|memset|memcpy|memmove/,
+  ],
   ['initialisation (not steps: parameters drawn once)', /init_unit_range|sincos|ieee754_log/],
   ['kernel: page faults, memory mapping', /page|fault|mm_|clear_|alloc|lru|folio|pte|memcg|unmap|mas_/],
 ];
 function profileNative() {
   if (!PROFILE) return { skipped: 'not run (--no-profile)' };
   const perf = spawnSync('perf', ['stat', '-e', 'cpu-clock', 'true'], { encoding: 'utf8' });
-  if (perf.status !== 0) return { skipped: `perf cannot sample here: ${(perf.stderr || perf.error?.message || '').trim().split('\n')[0]} (Debian: apt-get install linux-perf)` };
+  if (perf.status !== 0)
+    return {
+      skipped: `perf cannot sample here: ${(perf.stderr || perf.error?.message || '').trim().split('\n')[0]} (Debian: apt-get install linux-perf)`,
+    };
   const config = gpt2Config('gpt2-124m-t128-profile', 128, 8, 3, 'none');
   const dir = path.join(work, 'profile');
   const data = path.join(work, 'perf.data');
-  const rec = spawnSync('perf', ['record', '-e', 'cpu-clock', '-F', '499', '-o', data, '--', native, '--config', config, '--run-dir', dir], { encoding: 'utf8', env: benchEnv, maxBuffer: 64 * 2 ** 20 });
+  const rec = spawnSync(
+    'perf',
+    ['record', '-e', 'cpu-clock', '-F', '499', '-o', data, '--', native, '--config', config, '--run-dir', dir],
+    { encoding: 'utf8', env: benchEnv, maxBuffer: 64 * 2 ** 20 },
+  );
   if (rec.status !== 0) return { skipped: `perf record failed: ${rec.stderr.trim().split('\n').pop()}` };
-  const report = spawnSync('perf', ['report', '-i', data, '--no-children', '--sort', 'symbol', '--stdio', '-q', '-g', 'none'], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+  const report = spawnSync(
+    'perf',
+    ['report', '-i', data, '--no-children', '--sort', 'symbol', '--stdio', '-q', '-g', 'none'],
+    { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 },
+  );
   const symbols = [];
   for (const line of report.stdout.split('\n')) {
     const m = /^\s*([\d.]+)%\s+\[[.k]\]\s+(.+?)\s*$/.exec(line);
@@ -266,26 +326,41 @@ function profileNative() {
     if (g) groups.set(g[0], groups.get(g[0]) + s.share);
     else other += s.share;
   }
-  const steps = JSON.parse(`[${readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').join(',')}]`).filter((e) => e.type === 'step');
+  const steps = JSON.parse(
+    `[${readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').join(',')}]`,
+  ).filter((e) => e.type === 'step');
   return {
     command: `perf record -e cpu-clock -F 499 -- fsdp-train-native (${SHAPE}, B 8, T 128, 3 steps, peak cached)`,
     step_cpu_s: steps.map((s) => s.cpu_ms / 1000),
-    groups: [...groups.entries(), ['other', other]].map(([name, share]) => ({ name, share })).filter((g) => g.share > 0.001).sort((a, b) => b.share - a.share),
+    groups: [...groups.entries(), ['other', other]]
+      .map(([name, share]) => ({ name, share }))
+      .filter((g) => g.share > 0.001)
+      .sort((a, b) => b.share - a.share),
     top_symbols: symbols.slice(0, 15),
   };
 }
 
 const loadAtStart = loads();
 const probe = JSON.parse(execFileSync(native, ['--probe'], { encoding: 'utf8', env: benchEnv }));
-if (!existsSync(python)) throw new Error(`${python} is missing: the project's .venv (npm test's set-up makes it: scripts/setup/python-env.mjs)`);
+if (!existsSync(python))
+  throw new Error(
+    `${python} is missing: the project's .venv (npm test's set-up makes it: scripts/setup/python-env.mjs)`,
+  );
 log('sgemm peak');
 const peakBefore = sgemmPeak();
 
 let tiny;
 if (TINY) {
   log('samples/tiny-cpu.yaml');
-  const entropy = JSON.parse(readFileSync(path.join(data, 'fortunes-byte-val.stats.json'), 'utf8')).unigram_entropy_nats;
-  const run = await train(path.join(root, 'samples', 'tiny-cpu.yaml'), ['--set', 'logging.eval_every_n_steps=5', '--set', 'checkpointing.save_every_n_steps=0']);
+  const entropy = JSON.parse(
+    readFileSync(path.join(data, 'fortunes-byte-val.stats.json'), 'utf8'),
+  ).unigram_entropy_nats;
+  const run = await train(path.join(root, 'samples', 'tiny-cpu.yaml'), [
+    '--set',
+    'logging.eval_every_n_steps=5',
+    '--set',
+    'checkpointing.save_every_n_steps=0',
+  ]);
   const below = run.events.find((e) => e.type === 'eval' && e.val_loss < entropy);
   const evals = run.events.filter((e) => e.type === 'eval');
   const steps = run.events.filter((e) => e.type === 'step').slice(3);
@@ -304,7 +379,14 @@ if (TINY) {
 const CONFIGS = [
   { name: 'gpt2-124m-t128-b8', seq: 128, batch: 8, checkpointing: 'none', steps: 2, rounds: ROUNDS, profile: true },
   { name: 'gpt2-124m-t512-b2', seq: 512, batch: 2, checkpointing: 'none', steps: 1, rounds: Math.min(ROUNDS, 2) },
-  { name: 'gpt2-124m-t512-b2-ckpt1', seq: 512, batch: 2, checkpointing: 'every-1', steps: 1, rounds: Math.min(ROUNDS, 2) },
+  {
+    name: 'gpt2-124m-t512-b2-ckpt1',
+    seq: 512,
+    batch: 2,
+    checkpointing: 'every-1',
+    steps: 1,
+    rounds: Math.min(ROUNDS, 2),
+  },
 ].filter((c) => !ONLY || c.name.includes(ONLY));
 const sideBySideResults = [];
 for (const c of CONFIGS) sideBySideResults.push(await sideBySide(STEPS ? { ...c, steps: STEPS } : c));
@@ -320,7 +402,11 @@ const result = {
   ...provenance({ blas: probe.blas, blas_kernels: probe.blas_kernels, torch: torchVersion }),
   threads: THREADS,
   model: { ...gpt2Model, shape: SHAPE },
-  environment: { OMP_WAIT_POLICY: benchEnv.OMP_WAIT_POLICY, TORCHINDUCTOR_COMPILE_THREADS: benchEnv.TORCHINDUCTOR_COMPILE_THREADS, nice: os.getPriority() },
+  environment: {
+    OMP_WAIT_POLICY: benchEnv.OMP_WAIT_POLICY,
+    TORCHINDUCTOR_COMPILE_THREADS: benchEnv.TORCHINDUCTOR_COMPILE_THREADS,
+    nice: os.getPriority(),
+  },
   // os.loadavg(): 1, 5 and 15 minutes.
   load_average: { start: loadAtStart, end: loads() },
   sgemm_peak_flops: { before: peakBefore, after: peakAfter },
@@ -335,18 +421,31 @@ const f1 = (x) => x.toFixed(1);
 const f2 = (x) => x.toFixed(2);
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
 const ac = (c) => (c.checkpointing === 'every-1' ? 'checkpointing every layer' : 'no checkpointing');
-const rows = sideBySideResults.flatMap((r) => [
-  ['native', r.native],
-  ['PyTorch eager', r.eager],
-  ['torch.compile', r.compile],
-].map(([who, s]) => `| ${r.config.name} (B ${r.config.batch}, T ${r.config.seq}, ${ac(r.config)}) | ${who} | ${s.not_measured
-  ? `${s.not_measured} | | | | | |`
-  : `${f2(s.step_s_median)} | ${f2(s.step_cpu_s_median)} | ${s.tokens_per_s.toFixed(0)} | ${s.cpu_tokens_per_s.toFixed(0)} | ${f1(s.cpu_gflops)} | ${s.steps} |`}`));
+const rows = sideBySideResults.flatMap((r) =>
+  [
+    ['native', r.native],
+    ['PyTorch eager', r.eager],
+    ['torch.compile', r.compile],
+  ].map(
+    ([who, s]) =>
+      `| ${r.config.name} (B ${r.config.batch}, T ${r.config.seq}, ${ac(r.config)}) | ${who} | ${
+        s.not_measured
+          ? `${s.not_measured} | | | | | |`
+          : `${f2(s.step_s_median)} | ${f2(s.step_cpu_s_median)} | ${s.tokens_per_s.toFixed(0)} | ${s.cpu_tokens_per_s.toFixed(0)} | ${f1(s.cpu_gflops)} | ${s.steps} |`
+      }`,
+  ),
+);
 const vs = (x) => (x ? `${f2(x)}×` : '—');
-const ratioRows = sideBySideResults.map((r) => `| ${r.config.name} | ${vs(r.native_vs.eager.wall)} | ${vs(r.native_vs.eager.cpu)} | ${vs(r.native_vs.compile?.wall)} | ${vs(r.native_vs.compile?.cpu)} | ${f1(r.load_average_1min.median)} (${f1(r.load_average_1min.min)}–${f1(r.load_average_1min.max)}) |`);
+const ratioRows = sideBySideResults.map(
+  (r) =>
+    `| ${r.config.name} | ${vs(r.native_vs.eager.wall)} | ${vs(r.native_vs.eager.cpu)} | ${vs(r.native_vs.compile?.wall)} | ${vs(r.native_vs.compile?.cpu)} | ${f1(r.load_average_1min.median)} (${f1(r.load_average_1min.min)}–${f1(r.load_average_1min.max)}) |`,
+);
 const t128 = sideBySideResults.find((r) => r.config.name === 'gpt2-124m-t128-b8');
 const met = (x, target) => (x === undefined ? 'not measured' : x >= target ? `met (${f2(x)}×)` : `NOT met (${f2(x)}×)`);
-const compileMd = (r) => (r.compile.not_measured ? `torch.compile ${r.compile.not_measured}.` : `torch.compile's first step (compiling) took ${f1(r.compile.first_step_s)} s.`);
+const compileMd = (r) =>
+  r.compile.not_measured
+    ? `torch.compile ${r.compile.not_measured}.`
+    : `torch.compile's first step (compiling) took ${f1(r.compile.first_step_s)} s.`;
 const loadMd = (l) => l.map(f1).join(' / ');
 const profileMd = nativeProfile.skipped
   ? `not profiled: ${nativeProfile.skipped}.`
@@ -388,10 +487,14 @@ ${t128 ? `Targets at T 128: native ≥ 1.5× eager — by CPU time ${met(t128.na
 Native, ${profileMd}
 
 ${eagerProfileMd}
-${tiny ? `
+${
+  tiny
+    ? `
 ## samples/tiny-cpu.yaml
 
 ${tiny.steps} steps; ${tiny.tokens_per_s.toFixed(0)} tokens/s (wall), MFU ${pct(tiny.mfu)}; validation loss ${tiny.step_of_val_below_entropy === null ? 'never went' : `went below the unigram entropy (${tiny.unigram_entropy.toFixed(3)} nats/token) at step ${tiny.step_of_val_below_entropy}, ${f1(tiny.seconds_to_val_below_entropy)} s (wall) after \`fsdp-train\` started`}; final validation loss ${tiny.final_val_loss.toFixed(3)} after ${f1(tiny.wall_seconds)} s in all.
-` : ''}`;
+`
+    : ''
+}`;
 writeResults('cpu', result, md);
 console.log(md);

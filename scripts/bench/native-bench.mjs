@@ -22,10 +22,16 @@ export function train(work, configFile, extraArgs = []) {
   const runDir = path.join(work, `run-${Math.random().toString(36).slice(2)}`);
   const started = Date.now() / 1000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, configFile, '--run-dir', runDir, ...extraArgs], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [cli, configFile, '--run-dir', runDir, ...extraArgs], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`fsdp-train ${[configFile, ...extraArgs].join(' ')} exited with ${code}`));
-      const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      if (code !== 0)
+        return reject(new Error(`fsdp-train ${[configFile, ...extraArgs].join(' ')} exited with ${code}`));
+      const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       resolve({ events, started, ended: Date.now() / 1000 });
     });
   });
@@ -43,7 +49,13 @@ export const load = () => os.loadavg()[0];
 export function provenance(extraMachine) {
   return {
     commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim(),
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memory_gib: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version, ...extraMachine },
+    machine: {
+      cpu: os.cpus()[0]?.model,
+      cores: os.cpus().length,
+      memory_gib: +(os.totalmem() / 2 ** 30).toFixed(1),
+      node: process.version,
+      ...extraMachine,
+    },
   };
 }
 

@@ -22,7 +22,8 @@ const data = path.join(root, 'samples', 'data');
 const work = scratchFolder('sharding');
 /** Runs fsdp-train --nproc N; resolves to the events of its metrics.jsonl. */
 // --oversubscribe: the benchmark emulates up to 4 ranks on a 2-core machine on purpose.
-const train = async (configFile, ranks, extraArgs) => (await trainIn(work, configFile, ['--nproc', String(ranks), '--oversubscribe', ...extraArgs])).events;
+const train = async (configFile, ranks, extraArgs) =>
+  (await trainIn(work, configFile, ['--nproc', String(ranks), '--oversubscribe', ...extraArgs])).events;
 
 const GLOBAL_BATCH = 8;
 const STEPS = 12;
@@ -52,7 +53,13 @@ function writeConfig(name, ranks, fsdp) {
     name,
     model: { d_model: 256, n_layers: 4, n_heads: 4, vocab_size: 256, max_seq_len: 64 },
     data: { train: path.join(data, 'fortunes-byte-train.tok'), seq_len: 64 },
-    training: { batch_size_per_gpu: GLOBAL_BATCH / ranks, max_steps: STEPS, learning_rate: 0.003, warmup_steps: 2, seed: 1234 },
+    training: {
+      batch_size_per_gpu: GLOBAL_BATCH / ranks,
+      max_steps: STEPS,
+      learning_rate: 0.003,
+      warmup_steps: 2,
+      seed: 1234,
+    },
     fsdp,
     checkpointing: { save_final: false, save_every_n_steps: 0 },
     launch: { threads_per_rank: 1 },
@@ -68,17 +75,23 @@ function memoryByRank(events) {
   const start = events.find((e) => e.type === 'run_start');
   const byRank = new Map();
   for (const e of ranked.length ? ranked : steps) byRank.set(e.rank ?? 0, [...(byRank.get(e.rank ?? 0) ?? []), e]);
-  return [...byRank].sort(([a], [b]) => a - b).map(([rank, rs]) => {
-    const peak = (field) => Object.fromEntries(CATEGORIES.map((c) => [c, Math.max(...rs.map((s) => s[field]?.[c] ?? 0))]));
-    const resident = start.world.ranks.find((r) => r.rank === rank) ?? start.world.ranks[0];
-    return {
-      rank,
-      peak: Math.max(...rs.map((s) => s.mem_peak)),
-      peak_by_category: peak('mem_peak_by_category'),
-      peak_host_by_category: peak('mem_peak_host_by_category'),
-      resident_model_state: ['params', 'grads', 'optimizer'].reduce((sum, c) => sum + resident.mem_resident[c] + resident.mem_resident_host[c], 0),
-    };
-  });
+  return [...byRank]
+    .sort(([a], [b]) => a - b)
+    .map(([rank, rs]) => {
+      const peak = (field) =>
+        Object.fromEntries(CATEGORIES.map((c) => [c, Math.max(...rs.map((s) => s[field]?.[c] ?? 0))]));
+      const resident = start.world.ranks.find((r) => r.rank === rank) ?? start.world.ranks[0];
+      return {
+        rank,
+        peak: Math.max(...rs.map((s) => s.mem_peak)),
+        peak_by_category: peak('mem_peak_by_category'),
+        peak_host_by_category: peak('mem_peak_host_by_category'),
+        resident_model_state: ['params', 'grads', 'optimizer'].reduce(
+          (sum, c) => sum + resident.mem_resident[c] + resident.mem_resident_host[c],
+          0,
+        ),
+      };
+    });
 }
 
 /** The job's step time: the slowest rank's (every step ends in a collective), median after warm-up. */
@@ -86,9 +99,13 @@ function stepTimes(events) {
   const steps = events.filter((e) => e.type === 'step');
   const ranked = steps.filter((e) => e.rank !== undefined);
   const byStep = new Map();
-  for (const e of ranked.length ? ranked : steps) if (e.step > WARMUP) byStep.set(e.step, Math.max(byStep.get(e.step) ?? 0, e.step_ms));
+  for (const e of ranked.length ? ranked : steps)
+    if (e.step > WARMUP) byStep.set(e.step, Math.max(byStep.get(e.step) ?? 0, e.step_ms));
   const cpu = (ranked.length ? ranked : steps).filter((e) => e.step > WARMUP);
-  return { step_ms_median: median([...byStep.values()]), cpu_ms_per_step: cpu.reduce((s, e) => s + e.cpu_ms, 0) / byStep.size };
+  return {
+    step_ms_median: median([...byStep.values()]),
+    cpu_ms_per_step: cpu.reduce((s, e) => s + e.cpu_ms, 0) / byStep.size,
+  };
 }
 
 const loadAtStart = load();
@@ -101,7 +118,15 @@ for (let round = 0; round < ROUNDS; ++round) {
       const events = await train(writeConfig(name, ranks, fsdp), ranks, args(ranks));
       const times = stepTimes(events);
       const prev = results.get(name);
-      if (!prev) results.set(name, { strategy: label, ranks, args: args(ranks), memory: memoryByRank(events), step_ms_medians: [times.step_ms_median], cpu_ms_per_step: [times.cpu_ms_per_step] });
+      if (!prev)
+        results.set(name, {
+          strategy: label,
+          ranks,
+          args: args(ranks),
+          memory: memoryByRank(events),
+          step_ms_medians: [times.step_ms_median],
+          cpu_ms_per_step: [times.cpu_ms_per_step],
+        });
       else {
         prev.step_ms_medians.push(times.step_ms_median);
         prev.cpu_ms_per_step.push(times.cpu_ms_per_step);
@@ -111,7 +136,11 @@ for (let round = 0; round < ROUNDS; ++round) {
 }
 rmSync(work, { recursive: true, force: true });
 
-const runs = [...results.values()].map((r) => ({ ...r, step_ms: Math.min(...r.step_ms_medians), cpu_ms: Math.min(...r.cpu_ms_per_step) }));
+const runs = [...results.values()].map((r) => ({
+  ...r,
+  step_ms: Math.min(...r.step_ms_medians),
+  cpu_ms: Math.min(...r.cpu_ms_per_step),
+}));
 for (const r of runs) {
   const base = runs.find((b) => b.strategy === 'NO_SHARD' && b.ranks === r.ranks);
   r.overhead_vs_no_shard = r.step_ms / base.step_ms - 1;
@@ -122,7 +151,14 @@ const result = {
   command: 'npm run bench:sharding',
   ...provenance({ mpi: execFileSync('mpirun', ['--version'], { encoding: 'utf8' }).split('\n')[0] }),
   load_average_1min: { start: loadAtStart, end: load() },
-  setup: { model: 'd_model 256, 4 layers, 4 heads, byte vocabulary (256), T 64, float32', global_batch: GLOBAL_BATCH, steps: STEPS, warmup_steps_excluded: WARMUP, rounds: ROUNDS, threads_per_rank: 1 },
+  setup: {
+    model: 'd_model 256, 4 layers, 4 heads, byte vocabulary (256), T 64, float32',
+    global_batch: GLOBAL_BATCH,
+    steps: STEPS,
+    warmup_steps_excluded: WARMUP,
+    rounds: ROUNDS,
+    threads_per_rank: 1,
+  },
   runs,
 };
 
@@ -132,8 +168,10 @@ const pct = (x) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(0)}%`;
 /** One row per rank, or one row "all" when every rank measured the same. */
 const memoryRows = runs.flatMap((r) => {
   const same = r.memory.every((m) => JSON.stringify({ ...m, rank: 0 }) === JSON.stringify({ ...r.memory[0], rank: 0 }));
-  return (same ? [{ ...r.memory[0], rank: r.ranks === 1 ? '0' : 'all' }] : r.memory).map((m) =>
-    `| ${r.strategy} | ${r.ranks} | ${m.rank} | ${CATEGORIES.map((c) => kib(m.peak_by_category[c])).join(' | ')} | ${kib(['params', 'grads', 'optimizer'].reduce((s, c) => s + m.peak_host_by_category[c], 0))} | ${kib(m.peak)} | ${kib(m.resident_model_state)} |`);
+  return (same ? [{ ...r.memory[0], rank: r.ranks === 1 ? '0' : 'all' }] : r.memory).map(
+    (m) =>
+      `| ${r.strategy} | ${r.ranks} | ${m.rank} | ${CATEGORIES.map((c) => kib(m.peak_by_category[c])).join(' | ')} | ${kib(['params', 'grads', 'optimizer'].reduce((s, c) => s + m.peak_host_by_category[c], 0))} | ${kib(m.peak)} | ${kib(m.resident_model_state)} |`,
+  );
 });
 const md = `# Sharding strategies: per-rank memory and step time, ${day}
 
@@ -157,10 +195,13 @@ Median step time in ms (the slowest rank's, steps ${WARMUP + 1}-${STEPS}): the l
 
 | strategy | ${RANKS.map((n) => `${n} rank${n > 1 ? 's' : ''}: step ms | vs NO_SHARD | CPU ms | vs NO_SHARD`).join(' | ')} |
 |---|${RANKS.map(() => '---:|---:|---:|---:').join('|')}|
-${STRATEGIES.map(([label]) => `| ${label} | ${RANKS.map((n) => {
-  const r = runs.find((x) => x.strategy === label && x.ranks === n);
-  return `${r.step_ms.toFixed(1)} (${Math.max(...r.step_ms_medians).toFixed(0)}) | ${pct(r.overhead_vs_no_shard)} | ${r.cpu_ms.toFixed(1)} | ${pct(r.cpu_overhead_vs_no_shard)}`;
-}).join(' | ')} |`).join('\n')}
+${STRATEGIES.map(
+  ([label]) =>
+    `| ${label} | ${RANKS.map((n) => {
+      const r = runs.find((x) => x.strategy === label && x.ranks === n);
+      return `${r.step_ms.toFixed(1)} (${Math.max(...r.step_ms_medians).toFixed(0)}) | ${pct(r.overhead_vs_no_shard)} | ${r.cpu_ms.toFixed(1)} | ${pct(r.cpu_overhead_vs_no_shard)}`;
+    }).join(' | ')} |`,
+).join('\n')}
 
 At 1 rank every strategy has nothing to shard or communicate (a shard is the whole unit, the plan's effective strategy is NO_SHARD): the 1-rank column does the same work in every row, so its spread is the noise floor of these figures.
 `;

@@ -3,7 +3,16 @@
 // ripgrep and prebuilt binaries, so they are skipped and the native modules rebuilt from source.
 // Recipe verified on this machine kind (../shared/notes/environment.md).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync, readFileSync, chmodSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  readFileSync,
+  chmodSync,
+} from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,11 +25,19 @@ export const CODE_SERVER_ENTRY = path.join(pkgDir, 'out', 'node', 'entry.js');
 const stamp = path.join(CODE_SERVER_DIR, 'installed-version');
 
 export async function ensureCodeServer({ log = console.log } = {}) {
-  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === `${CODE_SERVER_VERSION} ${process.version}` && existsSync(CODE_SERVER_ENTRY)) return;
+  if (
+    existsSync(stamp) &&
+    readFileSync(stamp, 'utf8') === `${CODE_SERVER_VERSION} ${process.version}` &&
+    existsSync(CODE_SERVER_ENTRY)
+  )
+    return;
   log(`installing code-server ${CODE_SERVER_VERSION} into .tools/code-server (about 3 minutes, once)…`);
   rmSync(CODE_SERVER_DIR, { recursive: true, force: true });
   mkdirSync(CODE_SERVER_DIR, { recursive: true });
-  writeFileSync(path.join(CODE_SERVER_DIR, 'package.json'), JSON.stringify({ name: 'fsdp-studio-tools', private: true }) + '\n');
+  writeFileSync(
+    path.join(CODE_SERVER_DIR, 'package.json'),
+    JSON.stringify({ name: 'fsdp-studio-tools', private: true }) + '\n',
+  );
   const vscodeDir = path.join(pkgDir, 'lib', 'vscode');
   const env = { ...process.env, npm_config_yes: 'true', npm_config_audit: 'false', npm_config_fund: 'false' };
   npm(['install', '--ignore-scripts', '--no-save', `code-server@${CODE_SERVER_VERSION}`], CODE_SERVER_DIR, env);
@@ -41,7 +58,8 @@ export async function ensureCodeServer({ log = console.log } = {}) {
 
 function npm(args, cwd, env) {
   const r = spawnSync('npm', args, { cwd, env, stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.status !== 0) throw new Error(`npm ${args.join(' ')} (in ${path.relative(root, cwd)}) failed with exit code ${r.status}`);
+  if (r.status !== 0)
+    throw new Error(`npm ${args.join(' ')} (in ${path.relative(root, cwd)}) failed with exit code ${r.status}`);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

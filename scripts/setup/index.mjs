@@ -49,7 +49,9 @@ export async function setup(purpose, { codeServer = purpose === 'test', log = co
  * of other platforms, so it cannot be compared with the lock directly).
  */
 function ensureNpmPackages(log) {
-  const lockHash = createHash('sha256').update(readFileSync(path.join(root, 'package-lock.json'))).digest('hex');
+  const lockHash = createHash('sha256')
+    .update(readFileSync(path.join(root, 'package-lock.json')))
+    .digest('hex');
   const stamp = path.join(root, 'node_modules', '.fsdp-studio-lock-hash');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === lockHash) return;
   log('installing npm packages (npm ci)…');
@@ -61,7 +63,10 @@ function ensureSampleData(log) {
   for (const tokenizer of ['byte', 'gpt2']) {
     if (existsSync(path.join(root, 'samples', 'data', `fortunes-${tokenizer}-val.tok`))) continue;
     log(`preparing sample data (${tokenizer} tokens from Debian's fortunes)…`);
-    run([process.execPath, '--import', 'tsx', path.join(root, 'samples', 'prepare-data.ts'), '--tokenizer', tokenizer], 'sample data preparation');
+    run(
+      [process.execPath, '--import', 'tsx', path.join(root, 'samples', 'prepare-data.ts'), '--tokenizer', tokenizer],
+      'sample data preparation',
+    );
   }
 }
 

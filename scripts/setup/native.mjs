@@ -23,16 +23,24 @@ export const NATIVE_OUTPUTS = {
 export function buildNative({ log = console.log, force = false } = {}) {
   ensureSystemPackages(['build'], log);
   const hash = sourceHash();
-  const upToDate = !force && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash && Object.values(NATIVE_OUTPUTS).every(existsSync);
+  const upToDate =
+    !force &&
+    existsSync(stampFile) &&
+    readFileSync(stampFile, 'utf8') === hash &&
+    Object.values(NATIVE_OUTPUTS).every(existsSync);
   if (upToDate) return false;
   const cmakeJs = path.join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
   if (!existsSync(cmakeJs)) throw new Error('cmake-js is not installed; run npm install');
   log('building the native runtime (cmake-js)…');
   const jobs = String(Math.max(1, os.availableParallelism?.() ?? os.cpus().length));
-  const r = spawnSync(process.execPath, [cmakeJs, 'build', '--directory', nativeDir, '--out', buildDir, '--parallel', jobs, '--log-level', 'warn'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [cmakeJs, 'build', '--directory', nativeDir, '--out', buildDir, '--parallel', jobs, '--log-level', 'warn'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   if (r.status !== 0) throw new Error(`native build failed (exit code ${r.status})`);
   writeFileSync(stampFile, hash);
   return true;

@@ -30,7 +30,21 @@ export function ensurePythonEnv({ log = console.log } = {}) {
   log(`making the Python environment .venv (PyTorch 2 CPU build and the pinned libraries; a few minutes, once)…`);
   rmSync(VENV_DIR, { recursive: true, force: true });
   run([base.path, '-m', 'venv', VENV_DIR], 'python -m venv');
-  run([VENV_PYTHON, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', REQUIREMENTS, '-c', CONSTRAINTS], 'pip install of python/requirements-dev.txt');
+  run(
+    [
+      VENV_PYTHON,
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '-r',
+      REQUIREMENTS,
+      '-c',
+      CONSTRAINTS,
+    ],
+    'pip install of python/requirements-dev.txt',
+  );
   writeFileSync(STAMP, hash);
 }
 
@@ -38,7 +52,11 @@ export function ensurePythonEnv({ log = console.log } = {}) {
 function findBasePython() {
   const tried = [];
   for (const candidate of ['python3.11', 'python3']) {
-    const r = spawnSync(candidate, ['-c', 'import sys, venv; print("%d.%d" % sys.version_info[:2]); print(sys.executable)'], { encoding: 'utf8' });
+    const r = spawnSync(
+      candidate,
+      ['-c', 'import sys, venv; print("%d.%d" % sys.version_info[:2]); print(sys.executable)'],
+      { encoding: 'utf8' },
+    );
     if (r.status !== 0) {
       tried.push(`${candidate}: ${r.error ? 'not found' : (r.stderr.trim().split('\n').pop() ?? `exit ${r.status}`)}`);
       continue;
@@ -47,7 +65,9 @@ function findBasePython() {
     if (version === PYTHON_VERSION) return { path: executable, version };
     tried.push(`${candidate}: Python ${version}`);
   }
-  throw new Error(`the project's Python environment needs Python ${PYTHON_VERSION} with the venv module (PyTorch 2.13.0's CPU build is made for it); found ${tried.join('; ')}`);
+  throw new Error(
+    `the project's Python environment needs Python ${PYTHON_VERSION} with the venv module (PyTorch 2.13.0's CPU build is made for it); found ${tried.join('; ')}`,
+  );
 }
 
 function run(argv, what) {

@@ -7,7 +7,19 @@ export const PACKAGES = {
   // The native runtime: compiler, CMake, BLAS, OpenMP (from g++), MPI, JSON, zlib, GoogleTest.
   // OpenBLAS's OpenMP build shares the runtime's OpenMP threads instead of starting its own
   // pool, which on few cores competes with the OpenMP kernels (native/CMakeLists.txt).
-  build: ['g++', 'cmake', 'make', 'pkg-config', 'libopenblas-dev', 'libopenblas-openmp-dev', 'zlib1g-dev', 'nlohmann-json3-dev', 'openmpi-bin', 'libopenmpi-dev', 'libgtest-dev'],
+  build: [
+    'g++',
+    'cmake',
+    'make',
+    'pkg-config',
+    'libopenblas-dev',
+    'libopenblas-openmp-dev',
+    'zlib1g-dev',
+    'nlohmann-json3-dev',
+    'openmpi-bin',
+    'libopenmpi-dev',
+    'libgtest-dev',
+  ],
   // The sample corpus: Debian's fortunes, about 2.5 MB of English text.
   data: ['fortunes'],
   // code-server (the VS Code that npm start opens where `code` is absent, and that e2e tests drive).
@@ -18,7 +30,17 @@ export const PACKAGES = {
   // namespaces (iproute2) as separate hosts for runs across hosts.
   // The one formatting of the native runtime's C++ (.clang-format), checked by the tests.
   format: ['clang-format'],
-  test: ['chromium', 'openssh-server', 'openssh-client', 'procps', 'python3-torch', 'python3-numpy', 'slurm-wlm', 'munge', 'iproute2'],
+  test: [
+    'chromium',
+    'openssh-server',
+    'openssh-client',
+    'procps',
+    'python3-torch',
+    'python3-numpy',
+    'slurm-wlm',
+    'munge',
+    'iproute2',
+  ],
 };
 
 /** Installs the packages of the given purposes that are not installed yet. */
@@ -27,11 +49,15 @@ export function ensureSystemPackages(purposes, log = console.log) {
   const missing = wanted.filter((pkg) => !isInstalled(pkg));
   if (missing.length === 0) return;
   if (!existsSync('/usr/bin/apt-get')) {
-    throw new Error(`missing system packages: ${missing.join(' ')}. This machine has no apt-get; install their equivalents and run again.`);
+    throw new Error(
+      `missing system packages: ${missing.join(' ')}. This machine has no apt-get; install their equivalents and run again.`,
+    );
   }
   const asRoot = process.getuid?.() === 0;
   if (!asRoot && spawnSync('sudo', ['-n', 'true']).status !== 0) {
-    throw new Error(`missing system packages: ${missing.join(' ')}. Install them with:\n  sudo apt-get install -y ${missing.join(' ')}\nand run again.`);
+    throw new Error(
+      `missing system packages: ${missing.join(' ')}. Install them with:\n  sudo apt-get install -y ${missing.join(' ')}\nand run again.`,
+    );
   }
   const sudo = asRoot ? [] : ['sudo', '-n'];
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -42,7 +68,10 @@ export function ensureSystemPackages(purposes, log = console.log) {
 
 function isInstalled(pkg) {
   try {
-    const status = execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const status = execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     return status.includes('install ok installed');
   } catch {
     return false;

@@ -37,9 +37,15 @@ async function waitForPoints(vscode: VsCodeSession, atLeast: number, timeoutMs =
 /** Steps 1..n, each once, each with the value the writer wrote. */
 function assertExactHistory(p: ChartPoints, what: string): void {
   const n = p.x.length;
-  assert.deepEqual(p.x, Array.from({ length: n }, (_, i) => i + 1), `${what}: steps are 1..${n} without gaps or doubles`);
+  assert.deepEqual(
+    p.x,
+    Array.from({ length: n }, (_, i) => i + 1),
+    `${what}: steps are 1..${n} without gaps or doubles`,
+  );
   const raw = p.series.find((s) => s.label === 'loss')!;
-  raw.y.forEach((v, i) => assert.ok(Math.abs((v as number) - syntheticLoss(i + 1)) < 1e-9, `${what}: loss of step ${i + 1} is ${v}`));
+  raw.y.forEach((v, i) =>
+    assert.ok(Math.abs((v as number) - syntheticLoss(i + 1)) < 1e-9, `${what}: loss of step ${i + 1} is ${v}`),
+  );
 }
 
 describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', function () {
@@ -63,8 +69,31 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
 
   async function startSynthetic(runId: string, args: string[]): Promise<string> {
     const runDir = path.join(workspace, 'runs', runId);
-    const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, ...args];
-    const run = await local.start({ runDir, argv, cwd: repoRoot, manifest: { v: 1, run_id: runId, name: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' } });
+    const argv = [
+      process.execPath,
+      '--import',
+      'tsx',
+      path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'),
+      '--run-dir',
+      runDir,
+      ...args,
+    ];
+    const run = await local.start({
+      runDir,
+      argv,
+      cwd: repoRoot,
+      manifest: {
+        v: 1,
+        run_id: runId,
+        name: runId,
+        created: Date.now() / 1000,
+        status: 'starting',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        target: 'local',
+      },
+    });
     started.push(run.pgid);
     return runDir;
   }
@@ -111,9 +140,24 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
 
   it('compares two runs: loss, validation loss, lr, grad norm and throughput, the differing config values, one tab per set of runs, and the comparison survives a reload', async () => {
     const short = await startSynthetic('cmp-short', ['--steps', '40', '--rate', '0', '--eval-every', '10']);
-    const long = await startSynthetic('cmp-long', ['--steps', '80', '--rate', '0', '--eval-every', '20', '--lr', '0.003']);
+    const long = await startSynthetic('cmp-long', [
+      '--steps',
+      '80',
+      '--rate',
+      '0',
+      '--eval-every',
+      '20',
+      '--lr',
+      '0.003',
+    ]);
     const third = await startSynthetic('cmp-third', ['--steps', '30', '--rate', '0']);
-    for (const dir of [short, long, third]) await until(`${path.basename(dir)} to complete`, async () => (await local.readManifest(dir))?.status, (status) => status === 'completed', 60_000);
+    for (const dir of [short, long, third])
+      await until(
+        `${path.basename(dir)} to complete`,
+        async () => (await local.readManifest(dir))?.status,
+        (status) => status === 'completed',
+        60_000,
+      );
     vscode ??= await VsCodeSession.open({ workspace });
     // Whatever webview is still loading must not take the focus from the pick; and the pick
     // itself stays open when focus moves (ignoreFocusOut), so a late load cannot close it.
@@ -121,45 +165,83 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     await vscode.pickQuickItem('cmp-short');
     // One run is not a comparison: the pick stays open and says so.
     await vscode.page.keyboard.press('Enter');
-    await vscode.page.locator('.quick-input-widget input[placeholder="Pick at least two runs to compare"]').waitFor({ timeout: 20_000 });
+    await vscode.page
+      .locator('.quick-input-widget input[placeholder="Pick at least two runs to compare"]')
+      .waitFor({ timeout: 20_000 });
     await vscode.pickQuickItem('cmp-long');
     await vscode.page.keyboard.press('Enter');
 
     type Compared = Array<{ label: string; status: string }>;
-    const compared = (n: number) => until('the comparison', () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000), (r) => r.length === n && r.every((x) => x.status === 'completed'), 60_000);
+    const compared = (n: number) =>
+      until(
+        'the comparison',
+        () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000),
+        (r) => r.length === n && r.every((x) => x.status === 'completed'),
+        60_000,
+      );
     const runs = await compared(2);
     assert.deepEqual(runs.map((r) => r.label.split(' ')[0]).sort(), ['cmp-long', 'cmp-short']);
     const order = runs.map((r) => r.label.split(' ')[0]);
 
     type Chart = { id: string; title: string; series: string[] };
     const charts = await vscode.inWebview<Chart[]>('window.fsdpCompare?.charts()');
-    assert.deepEqual(charts.map((c) => c.title), ['Loss', 'Validation loss', 'Learning rate', 'Gradient norm', 'Throughput']);
+    assert.deepEqual(
+      charts.map((c) => c.title),
+      ['Loss', 'Validation loss', 'Learning rate', 'Gradient norm', 'Throughput'],
+    );
     for (const c of charts) assert.deepEqual(c.series, order, `${c.title}: a line per run`);
     const val = await vscode.inWebview<ChartPoints>(`window.fsdpCompare?.points('val_loss')`);
     assert.deepEqual(val.x, [10, 20, 30, 40, 60, 80], 'evaluations of both runs on one step axis');
-    const diff = await vscode.inWebview<Array<{ key: string; values: Array<string | null> }>>('window.fsdpCompare?.configDiff()');
+    const diff = await vscode.inWebview<Array<{ key: string; values: Array<string | null> }>>(
+      'window.fsdpCompare?.configDiff()',
+    );
     const byRun = (values: Array<string | null>) => Object.fromEntries(order.map((r, i) => [r, values[i]]));
-    assert.deepEqual(diff.map((d) => [d.key, byRun(d.values)]), [
-      ['training.max_steps', { 'cmp-short': '40', 'cmp-long': '80' }],
-      ['training.learning_rate', { 'cmp-short': null, 'cmp-long': '0.003' }],
-    ]);
+    assert.deepEqual(
+      diff.map((d) => [d.key, byRun(d.values)]),
+      [
+        ['training.max_steps', { 'cmp-short': '40', 'cmp-long': '80' }],
+        ['training.learning_rate', { 'cmp-short': null, 'cmp-long': '0.003' }],
+      ],
+    );
 
     // Smoothing 0: each run's own loss, step by step, on one step axis.
-    await vscode.inWebview(`(() => { const s = document.getElementById('smoothing'); s.value = '0'; s.dispatchEvent(new Event('input')); return true; })()`);
-    const raw = await until('the raw losses', () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'), (p) => p.x.length === 80 && p.series.length === 2 && p.series.every((s) => Math.abs((s.y[1] as number) - syntheticLoss(2)) < 1e-9), 30_000);
-    assert.deepEqual(raw.x, Array.from({ length: 80 }, (_, i) => i + 1));
+    await vscode.inWebview(
+      `(() => { const s = document.getElementById('smoothing'); s.value = '0'; s.dispatchEvent(new Event('input')); return true; })()`,
+    );
+    const raw = await until(
+      'the raw losses',
+      () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'),
+      (p) =>
+        p.x.length === 80 &&
+        p.series.length === 2 &&
+        p.series.every((s) => Math.abs((s.y[1] as number) - syntheticLoss(2)) < 1e-9),
+      30_000,
+    );
+    assert.deepEqual(
+      raw.x,
+      Array.from({ length: 80 }, (_, i) => i + 1),
+    );
     for (const s of raw.series) {
       const steps = s.label.startsWith('cmp-short') ? 40 : 80;
       s.y.forEach((v, i) => {
-        if (i < steps) assert.ok(Math.abs((v as number) - syntheticLoss(i + 1)) < 1e-9, `${s.label} step ${i + 1}: ${v}`);
+        if (i < steps)
+          assert.ok(Math.abs((v as number) - syntheticLoss(i + 1)) < 1e-9, `${s.label} step ${i + 1}: ${v}`);
         else assert.ok(v === null || v === undefined, `${s.label} has no step ${i + 1}: ${v}`);
       });
     }
 
     // Smoothing 0.6: the debiased EMA starts at the first loss and then departs from the raw line.
-    await vscode.inWebview(`(() => { const s = document.getElementById('smoothing'); s.value = '0.6'; s.dispatchEvent(new Event('input')); return true; })()`);
-    const smooth = await until('the smoothed losses', () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'), (p) => p.series.length === 2 && Math.abs((p.series[0].y[5] as number) - syntheticLoss(6)) > 1e-6, 30_000);
-    for (const s of smooth.series) assert.ok(Math.abs((s.y[0] as number) - syntheticLoss(1)) < 1e-9, `${s.label} starts at the first loss`);
+    await vscode.inWebview(
+      `(() => { const s = document.getElementById('smoothing'); s.value = '0.6'; s.dispatchEvent(new Event('input')); return true; })()`,
+    );
+    const smooth = await until(
+      'the smoothed losses',
+      () => vscode!.inWebview<ChartPoints>('window.fsdpCompare?.points()'),
+      (p) => p.series.length === 2 && Math.abs((p.series[0].y[5] as number) - syntheticLoss(6)) > 1e-6,
+      30_000,
+    );
+    for (const s of smooth.series)
+      assert.ok(Math.abs((s.y[0] as number) - syntheticLoss(1)) < 1e-9, `${s.label} starts at the first loss`);
     await vscode.screenshot('compare-runs');
     await vscode.screenshotEditor('docs-compare-runs');
 
@@ -178,7 +260,16 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     await vscode.page.keyboard.press('Enter');
     await until('a second comparison tab', compareTabs, (n) => n === 2, 30_000);
     // Its webview keeps the runs in its state once it has drawn them: what a reload restores.
-    await until('the second comparison', () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000), (r) => r.map((x) => x.label.split(' ')[0]).sort().join() === 'cmp-short,cmp-third', 60_000);
+    await until(
+      'the second comparison',
+      () => vscode!.inWebview<Compared>('window.fsdpCompare?.runs()', 60_000),
+      (r) =>
+        r
+          .map((x) => x.label.split(' ')[0])
+          .sort()
+          .join() === 'cmp-short,cmp-third',
+      60_000,
+    );
 
     await vscode.reload();
     assert.equal((await compared(2)).length, 2, 'the comparison is restored with both runs after a reload');

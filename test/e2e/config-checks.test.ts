@@ -46,14 +46,22 @@ describe('e2e: config checks (language server) in a real VS Code', function () {
     await vscode.screenshot('config-checks-diagnostic');
     await vscode.page.keyboard.press('Escape');
     await vscode.applyQuickFix('Change to NO_SHARD');
-    await vscode.page.waitForFunction(() => document.querySelectorAll('.editor-instance .squiggly-error').length === 0, undefined, { timeout: 30_000 });
+    await vscode.page.waitForFunction(
+      () => document.querySelectorAll('.editor-instance .squiggly-error').length === 0,
+      undefined,
+      { timeout: 30_000 },
+    );
     assert.match(await vscode.editorText(), /^ {2}sharding_strategy: NO_SHARD$/m);
     await vscode.screenshot('config-checks-fixed');
     await vscode.page.keyboard.press('Control+S');
     const file = path.join(workspace, 'broken.fsdp.yaml');
     const fixed = BROKEN.replace('NO_SHRAD', 'NO_SHARD');
     for (let i = 0; i < 100 && readFileSync(file, 'utf8') !== fixed; i++) await vscode.page.waitForTimeout(200);
-    assert.equal(readFileSync(file, 'utf8'), fixed, 'the fix is one edit at the value; the rest of the file is as it was');
+    assert.equal(
+      readFileSync(file, 'utf8'),
+      fixed,
+      'the fix is one edit at the value; the rest of the file is as it was',
+    );
   });
 
   it('"FSDP: New run config" writes a commented config for a model size and target that passes the checks', async () => {
@@ -62,9 +70,15 @@ describe('e2e: config checks (language server) in a real VS Code', function () {
     await vscode.pickQuickItem('CPU (this machine)');
     await vscode.pickQuickItem('1');
     const file = path.join(workspace, 'tiny-cpu.fsdp.yaml');
-    await vscode.page.locator('.tabs-container .tab[aria-label*="tiny-cpu.fsdp.yaml"]').first().waitFor({ timeout: 30_000 });
+    await vscode.page
+      .locator('.tabs-container .tab[aria-label*="tiny-cpu.fsdp.yaml"]')
+      .first()
+      .waitFor({ timeout: 30_000 });
     const text = readFileSync(file, 'utf8');
-    assert.match(text, /^# tiny \(0\.8M, byte-level, trains on a CPU in a minute\) on 1 CPU rank, written by "FSDP: New run config"\.\n/);
+    assert.match(
+      text,
+      /^# tiny \(0\.8M, byte-level, trains on a CPU in a minute\) on 1 CPU rank, written by "FSDP: New run config"\.\n/,
+    );
     assert.match(text, /\n {2}device: cpu\n {2}nproc_per_node: 1\n$/);
     await vscode.page.waitForTimeout(3000); // the server has checked it by now
     assert.equal(await vscode.squiggles('error').count(), 0);

@@ -21,19 +21,69 @@ const THEMES: Array<[label: string, id: string]> = [
 ];
 
 /** A finished run folder: run.json and metrics.jsonl as the runtime writes them. */
-function writeRun(workspace: string, runId: string, o: { name: string; created: number; steps: number; nanFrom?: number; end: 'completed' | 'failed' }): string {
+function writeRun(
+  workspace: string,
+  runId: string,
+  o: { name: string; created: number; steps: number; nanFrom?: number; end: 'completed' | 'failed' },
+): string {
   const runDir = path.join(workspace, 'runs', runId);
   mkdirSync(runDir, { recursive: true });
   const t = o.created;
   const config = { name: o.name, training: { max_steps: o.steps, learning_rate: 3e-4 } };
-  const events: object[] = [{ v: 1, type: 'run_start', time: t + 1, run_id: runId, config, world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu' }] } }];
+  const events: object[] = [
+    {
+      v: 1,
+      type: 'run_start',
+      time: t + 1,
+      run_id: runId,
+      config,
+      world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu' }] },
+    },
+  ];
   for (let s = 1; s <= o.steps; s++) {
     const nan = o.nanFrom !== undefined && s >= o.nanFrom;
-    events.push({ v: 1, type: 'step', time: t + 1 + s, step: s, loss: nan ? null : 4 - s / o.steps, lr: 3e-4, grad_norm: nan ? null : 1, tokens_per_s: 1000, step_ms: 100, mem_peak: 1 << 20 });
+    events.push({
+      v: 1,
+      type: 'step',
+      time: t + 1 + s,
+      step: s,
+      loss: nan ? null : 4 - s / o.steps,
+      lr: 3e-4,
+      grad_norm: nan ? null : 1,
+      tokens_per_s: 1000,
+      step_ms: 100,
+      mem_peak: 1 << 20,
+    });
   }
-  events.push({ v: 1, type: 'run_end', time: t + 2 + o.steps, status: o.end, step: o.steps, ...(o.end === 'failed' ? { reason: 'the loss was NaN' } : {}) });
+  events.push({
+    v: 1,
+    type: 'run_end',
+    time: t + 2 + o.steps,
+    status: o.end,
+    step: o.steps,
+    ...(o.end === 'failed' ? { reason: 'the loss was NaN' } : {}),
+  });
   writeFileSync(path.join(runDir, 'metrics.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
-  writeFileSync(path.join(runDir, 'run.json'), JSON.stringify({ v: 1, run_id: runId, name: o.name, created: t, updated: t + 2 + o.steps, status: o.end, step: o.steps, config, world: { size: 1 }, host: 'h', target: 'local' }, null, 2));
+  writeFileSync(
+    path.join(runDir, 'run.json'),
+    JSON.stringify(
+      {
+        v: 1,
+        run_id: runId,
+        name: o.name,
+        created: t,
+        updated: t + 2 + o.steps,
+        status: o.end,
+        step: o.steps,
+        config,
+        world: { size: 1 },
+        host: 'h',
+        target: 'local',
+      },
+      null,
+      2,
+    ),
+  );
   return runDir;
 }
 
@@ -89,7 +139,11 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
     rmSync(workspace, { recursive: true, force: true });
   });
 
-  const headerOf = (runId: string) => vscode.inWebview<{ name: string; status: string; nanSince?: number }>(`window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.header() : undefined`, 60_000);
+  const headerOf = (runId: string) =>
+    vscode.inWebview<{ name: string; status: string; nanSince?: number }>(
+      `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.header() : undefined`,
+      60_000,
+    );
   const attach = async (runId: string) => {
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem(runId);
@@ -99,19 +153,41 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
   it('two runs of one config: their dashboard tabs and Compare (legend, table, tab) name each with its start time', async () => {
     await attach('tiny-cpu-a');
     await attach('tiny-cpu-b');
-    const tabs = await until('both dashboard tabs named apart', () => vscode.page.locator('.tabs-container .tab .label-name').allInnerTexts(), (t) => t.filter((x) => x.startsWith('tiny-cpu · ')).length === 2, 30_000);
+    const tabs = await until(
+      'both dashboard tabs named apart',
+      () => vscode.page.locator('.tabs-container .tab .label-name').allInnerTexts(),
+      (t) => t.filter((x) => x.startsWith('tiny-cpu · ')).length === 2,
+      30_000,
+    );
     const named = tabs.filter((x) => x.startsWith('tiny-cpu'));
     assert.notEqual(named[0], named[1]);
     await vscode.runCommand('FSDP: Compare runs');
     await vscode.pickQuickItem(path.join('runs', 'tiny-cpu-a'));
     await vscode.pickQuickItem(path.join('runs', 'tiny-cpu-b'));
     await vscode.page.keyboard.press('Enter');
-    const runs = await until('the comparison', () => vscode.inWebview<Array<{ label: string }>>('window.fsdpCompare?.runs()', 60_000), (r) => r.length === 2, 60_000);
-    assert.ok(runs.every((r) => /^tiny-cpu · .+ \(This machine\)$/.test(r.label)), JSON.stringify(runs));
+    const runs = await until(
+      'the comparison',
+      () => vscode.inWebview<Array<{ label: string }>>('window.fsdpCompare?.runs()', 60_000),
+      (r) => r.length === 2,
+      60_000,
+    );
+    assert.ok(
+      runs.every((r) => /^tiny-cpu · .+ \(This machine\)$/.test(r.label)),
+      JSON.stringify(runs),
+    );
     assert.notEqual(runs[0].label, runs[1].label);
     const legend = await vscode.inWebview<Array<{ series: string[] }>>('window.fsdpCompare?.charts()');
-    assert.deepEqual(new Set(legend[0].series.map((s) => s.replace(/ \(EMA.*$/, ''))).size, 2, 'the loss legend names two runs');
-    await until('the Compare tab named apart', () => vscode.page.locator('.tabs-container .tab .label-name').allInnerTexts(), (t) => t.some((x) => /^Compare: tiny-cpu · .+ vs tiny-cpu · /.test(x)), 30_000);
+    assert.deepEqual(
+      new Set(legend[0].series.map((s) => s.replace(/ \(EMA.*$/, ''))).size,
+      2,
+      'the loss legend names two runs',
+    );
+    await until(
+      'the Compare tab named apart',
+      () => vscode.page.locator('.tabs-container .tab .label-name').allInnerTexts(),
+      (t) => t.some((x) => /^Compare: tiny-cpu · .+ vs tiny-cpu · /.test(x)),
+      30_000,
+    );
     await vscode.screenshotEditor('docs-compare-runs-told-apart');
   });
 
@@ -119,7 +195,9 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
     const h = await attach('nan-late');
     assert.equal(h.status, 'completed');
     assert.equal(h.nanSince, 20);
-    const badge = await vscode.inWebview<{ text: string; status: string }>(`window.fsdpDashboard?.header()?.runId === 'nan-late' ? { text: document.getElementById('run-status').textContent, status: document.getElementById('run-status').dataset.status } : undefined`);
+    const badge = await vscode.inWebview<{ text: string; status: string }>(
+      `window.fsdpDashboard?.header()?.runId === 'nan-late' ? { text: document.getElementById('run-status').textContent, status: document.getElementById('run-status').dataset.status } : undefined`,
+    );
     assert.deepEqual(badge, { text: 'completed · loss NaN since step 20', status: 'completed-nan' });
   });
 
@@ -129,14 +207,21 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
       await attach(runId);
       for (const [label, theme] of THEMES) {
         await vscode.setColorTheme(label);
-        const b = await until(`${runId} in ${theme}`, () => vscode.inWebview<Badge>(
-          `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} && document.body.dataset.vscodeThemeId === ${JSON.stringify(theme)} ? (() => { const el = document.getElementById('run-status'); const cs = getComputedStyle(el.shadowRoot.querySelector('.root')); return { theme: document.body.dataset.vscodeThemeId, text: el.textContent, status: el.dataset.status, fg: cs.color, bg: cs.backgroundColor, page: getComputedStyle(document.body).backgroundColor }; })() : undefined`,
+        const b = await until(
+          `${runId} in ${theme}`,
+          () =>
+            vscode.inWebview<Badge>(
+              `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} && document.body.dataset.vscodeThemeId === ${JSON.stringify(theme)} ? (() => { const el = document.getElementById('run-status'); const cs = getComputedStyle(el.shadowRoot.querySelector('.root')); return { theme: document.body.dataset.vscodeThemeId, text: el.textContent, status: el.dataset.status, fg: cs.color, bg: cs.backgroundColor, page: getComputedStyle(document.body).backgroundColor }; })() : undefined`,
+              60_000,
+            ),
+          () => true,
           60_000,
-        ), () => true, 60_000);
+        );
         const bg = over(b.bg, b.page);
         const ratio = contrast(over(b.fg, `rgb(${bg.join(',')})`), bg);
         if (ratio < 4.5) failures.push(`${theme}, ${b.status}: ${b.fg} on ${b.bg} is ${ratio.toFixed(2)}:1`);
-        if (runId === 'tiny-cpu-b' && theme === 'Default Dark Modern') await vscode.screenshotEditor('docs-dashboard-dark-modern');
+        if (runId === 'tiny-cpu-b' && theme === 'Default Dark Modern')
+          await vscode.screenshotEditor('docs-dashboard-dark-modern');
       }
     }
     await vscode.setColorTheme('Light Modern');

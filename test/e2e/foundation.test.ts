@@ -20,11 +20,20 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
     // window settles a moment after it opens: on a loaded machine the palette can list the other
     // commands first. Look again until both are there (or fail naming what it shows).
     const has = (entries: string[]) => wanted.every((title) => entries.some((e) => e.includes(title)));
-    const entries = await untilValue('the FSDP commands in the palette', () => vscode.paletteEntries('FSDP:'), has, 60_000, 1000).catch(async () => vscode.paletteEntries('FSDP:'));
+    const entries = await untilValue(
+      'the FSDP commands in the palette',
+      () => vscode.paletteEntries('FSDP:'),
+      has,
+      60_000,
+      1000,
+    ).catch(async () => vscode.paletteEntries('FSDP:'));
     await vscode.screenshot('foundation-palette');
     await vscode.closePalette();
     for (const title of wanted) {
-      assert.ok(entries.some((e) => e.includes(title)), `palette lacks "${title}"; it shows: ${entries.join(' | ')}`);
+      assert.ok(
+        entries.some((e) => e.includes(title)),
+        `palette lacks "${title}"; it shows: ${entries.join(' | ')}`,
+      );
     }
   });
 
@@ -46,7 +55,11 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
     // Monaco draws spaces as no-break spaces, and a long line over several visual lines; it draws only
     // the lines in view, so the panel is maximized to show every row of the check.
     await vscode.runCommand('View: Toggle Maximized Panel');
-    const outputText = async () => (await vscode.page.locator('.part.panel .view-lines').allInnerTexts()).join(' ').replace(/\u00a0/g, ' ').replace(/\s+/g, ' ');
+    const outputText = async () =>
+      (await vscode.page.locator('.part.panel .view-lines').allInnerTexts())
+        .join(' ')
+        .replace(/\u00a0/g, ' ')
+        .replace(/\s+/g, ' ');
     let text = '';
     for (let tries = 0; tries < 60 && !/BLAS kernels: /.test(text); tries++) {
       text = await outputText();
@@ -59,7 +72,11 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
       text = await outputText();
       if (!/PyTorch on this machine: /.test(text)) await new Promise((r) => setTimeout(r, 500));
     }
-    assert.match(text, /✓ Python on this machine: \S+\/\.venv\/bin\/python3? \(Python 3\.\d+\.\d+\), what (fsdp2-torchrun|ddp-python)\.fsdp-launch\.yaml's \.\.\/\.venv\/bin\/(torchrun|python) runs/, text);
+    assert.match(
+      text,
+      /✓ Python on this machine: \S+\/\.venv\/bin\/python3? \(Python 3\.\d+\.\d+\), what (fsdp2-torchrun|ddp-python)\.fsdp-launch\.yaml's \.\.\/\.venv\/bin\/(torchrun|python) runs/,
+      text,
+    );
     assert.match(text, /✓ PyTorch on this machine: torch 2\.13\.\S+, CUDA not available/, text);
   });
 });

@@ -10,7 +10,16 @@
 // script picked, reviewed first, its ranks from the config, refused while deepspeed is not installed.
 // And a TensorBoard log folder of the workspace, attached.
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -76,14 +85,37 @@ function lossesLogged(runDir: string): Map<number, number | null> {
 function assertEveryStepOnce(p: ChartPoints, runDir: string, what: string): void {
   const written = lossesLogged(runDir);
   assert.ok(p.x.length > 0, `${what}: no points`);
-  assert.deepEqual(p.x, Array.from({ length: p.x.length }, (_, i) => i + 1), `${what}: steps 1..${p.x.length}, no gap, no double`);
+  assert.deepEqual(
+    p.x,
+    Array.from({ length: p.x.length }, (_, i) => i + 1),
+    `${what}: steps 1..${p.x.length}, no gap, no double`,
+  );
   const loss = p.series.find((s) => s.label === 'loss')!;
   loss.y.forEach((v, i) => assert.equal(v, written.get(i + 1), `${what}: loss of step ${i + 1}`));
 }
 
 function spec(workspace: string, name: string, lines: string[]): void {
-  const command = [TORCH_PYTHON, 'train.py', '--steps', String(STEPS), '--step-sleep', '0.3', '--checkpoint', `ckpt-${name}`, '--save-every', '1000', '--eval-every', '20', ...lines];
-  writeFileSync(path.join(workspace, `${name}.fsdp-launch.yaml`), [`name: ${name}`, `command: ${JSON.stringify(command)}`, 'nproc_per_node: 2', 'env: {OMP_NUM_THREADS: 1}', ''].join('\n'));
+  const command = [
+    TORCH_PYTHON,
+    'train.py',
+    '--steps',
+    String(STEPS),
+    '--step-sleep',
+    '0.3',
+    '--checkpoint',
+    `ckpt-${name}`,
+    '--save-every',
+    '1000',
+    '--eval-every',
+    '20',
+    ...lines,
+  ];
+  writeFileSync(
+    path.join(workspace, `${name}.fsdp-launch.yaml`),
+    [`name: ${name}`, `command: ${JSON.stringify(command)}`, 'nproc_per_node: 2', 'env: {OMP_NUM_THREADS: 1}', ''].join(
+      '\n',
+    ),
+  );
 }
 
 describe('e2e: your own PyTorch script launched, watched, stopped, resumed and diagnosed', function () {
@@ -96,7 +128,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
   const groups: number[] = [];
 
   const header = () => vscode.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
-  const dashboardOf = (runId: string, expr: string) => `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${expr} : undefined`;
+  const dashboardOf = (runId: string, expr: string) =>
+    `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${expr} : undefined`;
   const lossOf = (runId: string) => vscode.inWebview<ChartPoints>(dashboardOf(runId, 'points("loss")'), 60_000);
 
   /**
@@ -108,8 +141,15 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     // just then (the row found, then hidden before the click): open it again.
     for (let attempt = 1; ; attempt++) {
       await vscode.runCommand('FSDP: Show NaN diagnostics');
-      if (await vscode.pickQuickItem(run, 10_000).then(() => true, () => false)) break;
-      if (attempt === 3) throw new Error(`the run picker of "Show NaN diagnostics" closed before ${run} could be picked, three times`);
+      if (
+        await vscode.pickQuickItem(run, 10_000).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (attempt === 3)
+        throw new Error(`the run picker of "Show NaN diagnostics" closed before ${run} could be picked, three times`);
     }
     const frame = await vscode.webviewFrame(`document.getElementById('where-layer')`, 60_000);
     const origin = frame.locator('.anomaly-list button', { hasText: layer });
@@ -125,8 +165,12 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-ws-'));
     remoteBase = mkdtempSync(path.join(os.tmpdir(), 'fsdp-cmd-remote-'));
     copyFileSync(DDP_SCRIPT, path.join(workspace, 'train.py'));
-    for (const script of ['hf_train.py']) copyFileSync(path.join(path.dirname(DDP_SCRIPT), script), path.join(workspace, script));
-    vscode = await VsCodeSession.open({ workspace, settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.remote.directory': remoteBase } });
+    for (const script of ['hf_train.py'])
+      copyFileSync(path.join(path.dirname(DDP_SCRIPT), script), path.join(workspace, script));
+    vscode = await VsCodeSession.open({
+      workspace,
+      settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.remote.directory': remoteBase },
+    });
   });
   afterEach(async function () {
     await vscode?.reportFailure(this.currentTest);
@@ -148,16 +192,30 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await vscode.pickQuickItem('ddp.fsdp-launch.yaml');
     const first = await until('the run to report steps', header, (h) => !!h.runId && (h.step ?? 0) >= 3, 180_000);
     const runDir = path.join(workspace, 'runs', first.runId);
-    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { kind: string; pgid: number; pids: number[] };
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as {
+      kind: string;
+      pgid: number;
+      pids: number[];
+    };
     assert.equal(manifest.kind, 'command');
     groups.push(manifest.pgid);
     assert.deepEqual(Object.fromEntries(first.summary).world, '2 ranks (python)');
     assertEveryStepOnce(await lossOf(first.runId), runDir, 'while filling');
     const tags = await vscode.inWebview<TagsSnapshot>(dashboardOf(first.runId, 'tags()'));
-    assert.deepEqual(tags.groups[0].drawnIn, { loss: 'Loss', lr: 'Learning rate', grad_norm: 'Gradient norm', tokens_per_s: 'Throughput' });
+    assert.deepEqual(tags.groups[0].drawnIn, {
+      loss: 'Loss',
+      lr: 'Learning rate',
+      grad_norm: 'Gradient norm',
+      tokens_per_s: 'Throughput',
+    });
 
     await vscode.reload();
-    const restored = await until('the restored dashboard', () => lossOf(first.runId), (p) => p.x.length > 3, 120_000);
+    const restored = await until(
+      'the restored dashboard',
+      () => lossOf(first.runId),
+      (p) => p.x.length > 3,
+      120_000,
+    );
     assertEveryStepOnce(restored, runDir, 'after the reload');
 
     await until('Stop to be offered', header, (h) => h.canStop && (h.step ?? 0) >= 8, 60_000);
@@ -169,7 +227,12 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
     assert.ok(at, out);
     assert.match(out, new RegExp(`rank 1: stopped after step ${at}`), 'both ranks stopped after the same step');
-    await until('nothing of the run left', () => local.isAlive(manifest.pgid), (alive) => !alive, 30_000);
+    await until(
+      'nothing of the run left',
+      () => local.isAlive(manifest.pgid),
+      (alive) => !alive,
+      30_000,
+    );
 
     await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-resume').click();
     await vscode.waitForNotification(/NaN in forward, layer blocks\.1\.mlp/, 300_000);
@@ -183,13 +246,20 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await vscode.screenshot('launch-command-completed');
 
     assert.deepEqual(await nanWhere('ddp'), { layer: 'blocks.1.mlp', phase: 'forward', op: 'Mlp' });
-    assert.match(await vscode.inWebview<string>(`document.querySelector('tr.highlight')?.textContent`, 30_000), /blocks\.1\.mlp/);
+    assert.match(
+      await vscode.inWebview<string>(`document.querySelector('tr.highlight')?.textContent`, 30_000),
+      /blocks\.1\.mlp/,
+    );
     // The advice speaks about the person's script in PyTorch's words, and nothing offers to edit a file.
     const fixes = await vscode.inWebview<Array<{ text: string; buttons: number }>>(
       `(() => { const f = [...document.querySelectorAll('.fix')].map((r) => ({ text: r.textContent, buttons: r.querySelectorAll('vscode-button').length })); return f.length ? f : undefined; })()`,
       30_000,
     );
-    assert.deepEqual(fixes.map((f) => f.buttons), fixes.map(() => 0), 'no fix edits a file of a script run');
+    assert.deepEqual(
+      fixes.map((f) => f.buttons),
+      fixes.map(() => 0),
+      'no fix edits a file of a script run',
+    );
     const advice = fixes.map((f) => f.text).join('\n');
     assert.match(advice, /torch\.nn\.utils\.clip_grad_norm_\(model\.parameters\(\), 1\.0\) in train\.py/);
     assert.doesNotMatch(advice, /max_grad_norm|training\.|prepare-data/);
@@ -198,17 +268,57 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
 
   it('torchrun --nproc_per_node 2 with FSDP2 fully_shard: SummaryWriter scalars on the dashboard, Stop through torchrun to both ranks, Resume from the DCP checkpoint', async () => {
     const steps = 16;
-    const command = [path.join(path.dirname(VENV_PYTHON), 'torchrun'), '--standalone', '--nproc_per_node', '2', path.join(repoRoot, 'samples', 'pytorch', 'fsdp2_train.py'),
-      '--data', path.join(repoRoot, 'samples', 'data', 'fortunes-byte-train.tok'), '--batch', '4', '--seq', '32', '--steps', String(steps), '--step-sleep', '0.4', '--tb', 'tb-fsdp2', '--checkpoint', 'ckpt-fsdp2', '--save-every', '100'];
-    writeFileSync(path.join(workspace, 'fsdp2.fsdp-launch.yaml'), [`name: fsdp2`, `command: ${JSON.stringify(command)}`, 'logs: {tensorboard: tb-fsdp2}', 'env: {OMP_NUM_THREADS: 1}', ''].join('\n'));
+    const command = [
+      path.join(path.dirname(VENV_PYTHON), 'torchrun'),
+      '--standalone',
+      '--nproc_per_node',
+      '2',
+      path.join(repoRoot, 'samples', 'pytorch', 'fsdp2_train.py'),
+      '--data',
+      path.join(repoRoot, 'samples', 'data', 'fortunes-byte-train.tok'),
+      '--batch',
+      '4',
+      '--seq',
+      '32',
+      '--steps',
+      String(steps),
+      '--step-sleep',
+      '0.4',
+      '--tb',
+      'tb-fsdp2',
+      '--checkpoint',
+      'ckpt-fsdp2',
+      '--save-every',
+      '100',
+    ];
+    writeFileSync(
+      path.join(workspace, 'fsdp2.fsdp-launch.yaml'),
+      [
+        `name: fsdp2`,
+        `command: ${JSON.stringify(command)}`,
+        'logs: {tensorboard: tb-fsdp2}',
+        'env: {OMP_NUM_THREADS: 1}',
+        '',
+      ].join('\n'),
+    );
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('fsdp2.fsdp-launch.yaml');
-    const first = await until('the FSDP2 run to report steps', header, (h) => h.runId?.startsWith('fsdp2-') && (h.step ?? 0) >= 3, 300_000);
+    const first = await until(
+      'the FSDP2 run to report steps',
+      header,
+      (h) => h.runId?.startsWith('fsdp2-') && (h.step ?? 0) >= 3,
+      300_000,
+    );
     const runDir = path.join(workspace, 'runs', first.runId);
     const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pgid: number };
     groups.push(manifest.pgid);
     const tags = await vscode.inWebview<TagsSnapshot>(dashboardOf(first.runId, 'tags()'));
-    assert.deepEqual(tags.groups.find((g) => g.group === 'train')?.drawnIn, { 'train/loss': 'Loss', 'train/learning_rate': 'Learning rate', 'train/grad_norm': 'Gradient norm', 'train/tokens_per_s': 'Throughput' });
+    assert.deepEqual(tags.groups.find((g) => g.group === 'train')?.drawnIn, {
+      'train/loss': 'Loss',
+      'train/learning_rate': 'Learning rate',
+      'train/grad_norm': 'Gradient norm',
+      'train/tokens_per_s': 'Throughput',
+    });
 
     await until('Stop to be offered', header, (h) => h.canStop && (h.step ?? 0) >= 4, 60_000);
     await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-stop').click();
@@ -217,30 +327,92 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     const at = /rank 0: stopped after step (\d+)/.exec(out)?.[1];
     assert.ok(at, out);
     assert.match(out, new RegExp(`rank 1: stopped after step ${at}`), 'torchrun passed the stop to both ranks');
-    assert.ok(existsSync(path.join(workspace, 'ckpt-fsdp2', `step-${at}`, '.metadata')), 'the DCP checkpoint of the stop');
-    await until('nothing of the run left', () => local.isAlive(manifest.pgid), (alive) => !alive, 60_000);
+    assert.ok(
+      existsSync(path.join(workspace, 'ckpt-fsdp2', `step-${at}`, '.metadata')),
+      'the DCP checkpoint of the stop',
+    );
+    await until(
+      'nothing of the run left',
+      () => local.isAlive(manifest.pgid),
+      (alive) => !alive,
+      60_000,
+    );
 
     await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-resume').click();
-    const done = await until('the resumed FSDP2 run to complete', header, (h) => h.runId === first.runId && h.status === 'completed', 300_000);
+    const done = await until(
+      'the resumed FSDP2 run to complete',
+      header,
+      (h) => h.runId === first.runId && h.status === 'completed',
+      300_000,
+    );
     assert.equal(done.step, steps);
-    assert.match(readFileSync(path.join(runDir, 'stdout.log'), 'utf8'), new RegExp(`rank 0: resumed from ckpt-fsdp2/step-${at}`));
-    const loss = await until('every step on the loss chart', () => lossOf(first.runId), (p) => p.x.length === steps, 60_000);
-    assert.deepEqual(loss.x, Array.from({ length: steps }, (_, i) => i + 1));
+    assert.match(
+      readFileSync(path.join(runDir, 'stdout.log'), 'utf8'),
+      new RegExp(`rank 0: resumed from ckpt-fsdp2/step-${at}`),
+    );
+    const loss = await until(
+      'every step on the loss chart',
+      () => lossOf(first.runId),
+      (p) => p.x.length === steps,
+      60_000,
+    );
+    assert.deepEqual(
+      loss.x,
+      Array.from({ length: steps }, (_, i) => i + 1),
+    );
     await vscode.screenshot('launch-torchrun-fsdp2');
   });
 
   it('a Hugging Face Trainer (GPT-2, random init) with report_to tensorboard and FsdpStudioCallback: its loss on the dashboard, its planted NaN named by module in the NaN view', async () => {
     const steps = 12;
-    const command = [VENV_PYTHON, 'hf_train.py', '--out', 'hf-out', '--steps', String(steps), '--step-sleep', '0.2', '--nan-step', '9', '--nan-module', 'transformer.h.1.mlp'];
-    writeFileSync(path.join(workspace, 'hf.fsdp-launch.yaml'), [`name: hf`, `command: ${JSON.stringify(command)}`, 'logs: {tensorboard: hf-out/runs}', 'env: {OMP_NUM_THREADS: 1, HF_HUB_OFFLINE: 1}', ''].join('\n'));
+    const command = [
+      VENV_PYTHON,
+      'hf_train.py',
+      '--out',
+      'hf-out',
+      '--steps',
+      String(steps),
+      '--step-sleep',
+      '0.2',
+      '--nan-step',
+      '9',
+      '--nan-module',
+      'transformer.h.1.mlp',
+    ];
+    writeFileSync(
+      path.join(workspace, 'hf.fsdp-launch.yaml'),
+      [
+        `name: hf`,
+        `command: ${JSON.stringify(command)}`,
+        'logs: {tensorboard: hf-out/runs}',
+        'env: {OMP_NUM_THREADS: 1, HF_HUB_OFFLINE: 1}',
+        '',
+      ].join('\n'),
+    );
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('hf.fsdp-launch.yaml');
     await vscode.waitForNotification(/NaN in forward, layer transformer\.h\.1\.mlp/, 300_000);
-    const done = await until('the Hugging Face run to complete', header, (h) => h.runId?.startsWith('hf-') && h.status === 'completed', 300_000);
-    groups.push((JSON.parse(readFileSync(path.join(workspace, 'runs', done.runId, 'run.json'), 'utf8')) as { pgid: number }).pgid);
-    const loss = await until('its loss chart', () => lossOf(done.runId), (p) => p.x.length === steps, 60_000);
+    const done = await until(
+      'the Hugging Face run to complete',
+      header,
+      (h) => h.runId?.startsWith('hf-') && h.status === 'completed',
+      300_000,
+    );
+    groups.push(
+      (JSON.parse(readFileSync(path.join(workspace, 'runs', done.runId, 'run.json'), 'utf8')) as { pgid: number }).pgid,
+    );
+    const loss = await until(
+      'its loss chart',
+      () => lossOf(done.runId),
+      (p) => p.x.length === steps,
+      60_000,
+    );
     assert.deepEqual(loss.x.slice(0, 8), [1, 2, 3, 4, 5, 6, 7, 8]);
-    assert.deepEqual(await nanWhere('hf', 'transformer.h.1.mlp'), { layer: 'transformer.h.1.mlp', phase: 'forward', op: 'GPT2MLP' });
+    assert.deepEqual(await nanWhere('hf', 'transformer.h.1.mlp'), {
+      layer: 'transformer.h.1.mlp',
+      phase: 'forward',
+      op: 'GPT2MLP',
+    });
     await vscode.screenshot('launch-hf-trainer-nan');
   });
 
@@ -252,28 +424,49 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     writeFileSync(specFile, `${readFileSync(specFile, 'utf8')}target: gpu-box\ncwd: ${JSON.stringify(workspace)}\n`);
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('ddp-ssh.fsdp-launch.yaml');
-    const h = await until('the run on gpu-box to report steps', header, (x) => x.target === 'gpu-box' && (x.step ?? 0) >= 8, 300_000);
+    const h = await until(
+      'the run on gpu-box to report steps',
+      header,
+      (x) => x.target === 'gpu-box' && (x.step ?? 0) >= 8,
+      300_000,
+    );
     const runDir = path.join(remoteBase, 'runs', h.runId);
     assert.ok(existsSync(path.join(runDir, 'run.json')), 'the run folder is on the host');
-    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { target: string; pgid: number };
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as {
+      target: string;
+      pgid: number;
+    };
     assert.equal(manifest.target, 'gpu-box');
     groups.push(manifest.pgid);
 
     await vscode.reload();
-    const restored = await until('the re-attached history', () => lossOf(h.runId), (p) => p.x.length >= 8, 120_000);
+    const restored = await until(
+      'the re-attached history',
+      () => lossOf(h.runId),
+      (p) => p.x.length >= 8,
+      120_000,
+    );
     assertEveryStepOnce(restored, runDir, 'after a reload, over ssh');
 
     assert.deepEqual(await nanWhere('ddp-ssh'), { layer: 'blocks.1.mlp', phase: 'forward', op: 'Mlp' });
 
     await vscode.runCommand('FSDP: Stop run');
     await vscode.pickQuickItem('ddp-ssh');
-    const status = async () => (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string }).status;
+    const status = async () =>
+      (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string }).status;
     await until('the remote run to stop', status, (s) => s === 'stopped', 120_000);
     // The stopped run's views update as the pick opens and can take the focus, closing it (CI): open it again.
     for (let attempt = 1; ; attempt++) {
       await vscode.runCommand('FSDP: Open run dashboard');
-      if (await vscode.pickQuickItem('ddp-ssh', 10_000).then(() => true, () => false)) break;
-      if (attempt === 3) throw new Error('the run picker of "Open run dashboard" closed before ddp-ssh could be picked, three times');
+      if (
+        await vscode.pickQuickItem('ddp-ssh', 10_000).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (attempt === 3)
+        throw new Error('the run picker of "Open run dashboard" closed before ddp-ssh could be picked, three times');
     }
     await until('its dashboard to say so', header, (x) => x.runId === h.runId && x.status === 'stopped', 60_000);
     const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
@@ -289,14 +482,22 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await vscode.pickQuickItem('ds_config.json');
     await vscode.pickQuickItem(/^train\.py/); // not hf_train.py, which the workspace also holds
     // The review: what will run, with its ranks and the config's own count; nothing has started.
-    const review = vscode.page.locator('.notifications-toasts .notification-toast', { hasText: /Review ds_config\.fsdp-launch\.yaml before it runs/ }).first();
+    const review = vscode.page
+      .locator('.notifications-toasts .notification-toast', {
+        hasText: /Review ds_config\.fsdp-launch\.yaml before it runs/,
+      })
+      .first();
     await review.waitFor({ timeout: 60_000 });
     assert.match(
       (await review.textContent()) ?? '',
       /deepspeed --num_gpus 4 train\.py --deepspeed ds_config\.json — 4 ranks on this machine; ds_config\.json implies 4 \(train_batch_size 64 ÷ \(micro-batch 4 × accumulation 4\)\)/,
     );
     const written = readFileSync(path.join(workspace, 'ds_config.fsdp-launch.yaml'), 'utf8');
-    assert.match(written, /^command: \["deepspeed","--num_gpus","4","train.py","--deepspeed","ds_config.json"\]$/m, 'the ranks the config implies (64 ÷ (4 × 4)), not 1');
+    assert.match(
+      written,
+      /^command: \["deepspeed","--num_gpus","4","train.py","--deepspeed","ds_config.json"\]$/m,
+      'the ranks the config implies (64 ÷ (4 × 4)), not 1',
+    );
     assert.match(written, /^config: "ds_config.json"$/m);
     assert.match(await vscode.editorText(), /--num_gpus/, 'the spec is open for review');
     const runsDir = path.join(workspace, 'runs');
@@ -305,7 +506,10 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await vscode.screenshot('docs-launch-deepspeed-review');
     await review.locator('.monaco-button', { hasText: /^Launch$/ }).click();
     const refused = await vscode.waitForNotification(/Launching ds_config\.fsdp-launch\.yaml failed/, 120_000);
-    assert.match(refused, /cannot start deepspeed on this machine: deepspeed is not on the PATH\. DeepSpeed installs it \(pip install deepspeed/);
+    assert.match(
+      refused,
+      /cannot start deepspeed on this machine: deepspeed is not on the PATH\. DeepSpeed installs it \(pip install deepspeed/,
+    );
     assert.deepEqual(dsRuns(), [], 'no run folder for a launcher that is not there');
     const log = outputLog(vscode.saveLogs('launch-deepspeed'));
     assert.match(log, /ds_config\.json: ≈ [\d.]+ GiB \/ GPU/, 'the memory estimate was shown before the launch');
@@ -317,11 +521,26 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     await writeTensorBoardRun(dir, 60, 0, syntheticLoss);
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('tb_logs/Nov23_host');
-    const p = await until('the folder\'s loss', () => lossOf('Nov23_host'), (x) => x.x.length === 60, 60_000);
-    assert.deepEqual(p.x, Array.from({ length: 60 }, (_, i) => i + 1));
+    const p = await until(
+      "the folder's loss",
+      () => lossOf('Nov23_host'),
+      (x) => x.x.length === 60,
+      60_000,
+    );
+    assert.deepEqual(
+      p.x,
+      Array.from({ length: 60 }, (_, i) => i + 1),
+    );
     p.series.find((s) => s.label === 'loss')!.y.forEach((v, i) => assert.equal(v, Math.fround(syntheticLoss(i + 1))));
     const tags = await vscode.inWebview<TagsSnapshot>(dashboardOf('Nov23_host', 'tags()'));
-    assert.deepEqual(tags.groups, [{ group: 'train', open: true, tags: ['train/loss', 'train/learning_rate'], drawnIn: { 'train/loss': 'Loss', 'train/learning_rate': 'Learning rate' } }]);
+    assert.deepEqual(tags.groups, [
+      {
+        group: 'train',
+        open: true,
+        tags: ['train/loss', 'train/learning_rate'],
+        drawnIn: { 'train/loss': 'Loss', 'train/learning_rate': 'Learning rate' },
+      },
+    ]);
     await vscode.screenshot('attach-tensorboard');
   });
 });

@@ -27,7 +27,9 @@ function lossPoints(vscode: VsCodeSession, runId?: string): Promise<ChartPoints>
   return vscode.inWebview<ChartPoints>(`${guard}window.fsdpDashboard?.points('loss') || undefined`, 60_000);
 }
 
-async function header(vscode: VsCodeSession): Promise<{ runId: string; status: string; step?: number; canStop: boolean; canResume: boolean }> {
+async function header(
+  vscode: VsCodeSession,
+): Promise<{ runId: string; status: string; step?: number; canStop: boolean; canResume: boolean }> {
   return vscode.inWebview('window.fsdpDashboard?.header()', 60_000);
 }
 
@@ -36,7 +38,11 @@ function assertChartMatchesLog(p: ChartPoints, runDir: string, what: string): vo
   const written = lossesWritten(runDir);
   const n = p.x.length;
   assert.ok(n > 0, `${what}: no points`);
-  assert.deepEqual(p.x, Array.from({ length: n }, (_, i) => i + 1), `${what}: steps 1..${n} without gaps or doubles`);
+  assert.deepEqual(
+    p.x,
+    Array.from({ length: n }, (_, i) => i + 1),
+    `${what}: steps 1..${n} without gaps or doubles`,
+  );
   const raw = p.series.find((s) => s.label === 'loss')!;
   raw.y.forEach((v, i) => assert.equal(v, written.get(i + 1), `${what}: loss of step ${i + 1}`));
 }
@@ -71,7 +77,12 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     vscode = await VsCodeSession.open({ workspace: SAMPLES });
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('tiny-cpu.yaml');
-    const first = await until('a run to start', () => header(vscode!), (h) => !!h.runId && (h.step ?? 0) >= 3, 180_000);
+    const first = await until(
+      'a run to start',
+      () => header(vscode!),
+      (h) => !!h.runId && (h.step ?? 0) >= 3,
+      180_000,
+    );
     const runDir = runDirOf(runsDir, first.runId);
     created.push(runDir);
     assert.ok(!before.has(first.runId), 'a new run folder');
@@ -80,20 +91,44 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     await vscode.screenshot('launch-tiny-cpu-live');
 
     await vscode.reload();
-    const restored = await until('the restored dashboard', () => lossPoints(vscode!, first.runId), (p) => p.x.length > filling.x.length, 120_000);
+    const restored = await until(
+      'the restored dashboard',
+      () => lossPoints(vscode!, first.runId),
+      (p) => p.x.length > filling.x.length,
+      120_000,
+    );
     assertChartMatchesLog(restored, runDir, 'after the reload');
 
     // Stop from the dashboard: the trainer saves and ends with run_end "stopped".
-    await until('Stop to be offered', () => header(vscode!), (h) => h.canStop, 30_000);
+    await until(
+      'Stop to be offered',
+      () => header(vscode!),
+      (h) => h.canStop,
+      30_000,
+    );
     await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-stop').click();
-    const stopped = await until('the run to stop', () => header(vscode!), (h) => h.status === 'stopped', 120_000);
+    const stopped = await until(
+      'the run to stop',
+      () => header(vscode!),
+      (h) => h.status === 'stopped',
+      120_000,
+    );
     assert.ok(stopped.canResume);
     await (await vscode.webviewFrame('window.fsdpDashboard')).locator('#action-resume').click();
-    const resumed = await until('the resumed run to complete', () => header(vscode!), (h) => h.status === 'completed', 600_000);
+    const resumed = await until(
+      'the resumed run to complete',
+      () => header(vscode!),
+      (h) => h.status === 'completed',
+      600_000,
+    );
     const final = await lossPoints(vscode, first.runId);
     assertChartMatchesLog(final, runDir, 'after stop and resume');
     assert.equal(final.x.length, resumed.step);
-    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string; pgid: number; max_steps: number };
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as {
+      status: string;
+      pgid: number;
+      max_steps: number;
+    };
     assert.equal(manifest.status, 'completed');
     assert.equal(final.x.length, manifest.max_steps);
     await vscode.screenshot('launch-tiny-cpu-completed');
@@ -121,7 +156,10 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
         60_000,
       );
       assert.deepEqual(where, { layer: '2', phase: 'forward', op: 'attn.softmax' });
-      const highlighted = await vscode!.inWebview<string>(`document.querySelector('tr.highlight')?.textContent`, 30_000);
+      const highlighted = await vscode!.inWebview<string>(
+        `document.querySelector('tr.highlight')?.textContent`,
+        30_000,
+      );
       assert.match(highlighted, /attn\.softmax/);
       await vscode!.screenshot('launch-nan-diagnostics');
     } finally {
@@ -141,7 +179,14 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     config.training.max_steps = 3;
     config.checkpointing = { save_every_n_steps: 0, save_final: false };
     writeFileSync(path.join(folder, `run $(touch PWNED3); 'x'.yaml`), stringify(config));
-    writeFileSync(path.join(workspace, 'evil-host.yaml'), stringify({ ...config, name: 'evil', launch: { ...config.launch, target: `x;touch ${path.join(workspace, 'PWNED4')}` } }));
+    writeFileSync(
+      path.join(workspace, 'evil-host.yaml'),
+      stringify({
+        ...config,
+        name: 'evil',
+        launch: { ...config.launch, target: `x;touch ${path.join(workspace, 'PWNED4')}` },
+      }),
+    );
     try {
       vscode = await VsCodeSession.open({ workspace });
       await vscode.runCommand('FSDP: Launch FSDP run');
@@ -150,9 +195,14 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
       await vscode.runCommand('FSDP: Launch FSDP run');
       await vscode.pickQuickItem('evil-host.yaml');
       await vscode.waitForNotification(/SSH host .* has characters a host alias cannot have/, 60_000);
-      const leftovers = [workspace, folder, repoRoot, SAMPLES, os.homedir()].flatMap((d) => readdirSync(d).filter((n) => n.startsWith('PWNED')));
+      const leftovers = [workspace, folder, repoRoot, SAMPLES, os.homedir()].flatMap((d) =>
+        readdirSync(d).filter((n) => n.startsWith('PWNED')),
+      );
       assert.deepEqual(leftovers, [], 'nothing in the names was executed');
-      assert.ok(readdirSync(path.join(folder, 'runs')).length === 1, 'the run folder is next to the config, in the hostile folder');
+      assert.ok(
+        readdirSync(path.join(folder, 'runs')).length === 1,
+        'the run folder is next to the config, in the hostile folder',
+      );
     } finally {
       await vscode?.close();
       vscode = undefined;

@@ -25,7 +25,11 @@ function contrast(a: number[], b: number[]): number {
 /** "rgb(1, 2, 3)" or "color(srgb 0.1 0.2 0.3)" (what Chromium computes for color-mix) as [r, g, b]. */
 function rgb(css: string): number[] {
   const m = /^rgba?\(([^)]+)\)/.exec(css);
-  if (m) return m[1].split(',').slice(0, 3).map((v) => Number(v.trim()));
+  if (m)
+    return m[1]
+      .split(',')
+      .slice(0, 3)
+      .map((v) => Number(v.trim()));
   const c = /^color\(srgb ([\d.e-]+) ([\d.e-]+) ([\d.e-]+)/.exec(css);
   if (c) return [c[1], c[2], c[3]].map((v) => Number(v) * 255);
   throw new Error(`not a colour: ${css}`);
@@ -44,8 +48,16 @@ describe('e2e: memory estimator details in a light theme', function () {
     // and moments): more than this machine has.
     // GPT-2 124M in plain PyTorch on an H100 at 44 × 1024 tokens a micro-batch, 11 × the most measured:
     // the estimate fits, the top of its unsure range does not (issue 29).
-    writeFileSync(path.join(workspace, 'accelerate_config.yaml'), "# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=44\ncompute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\n");
-    writeFileSync(path.join(workspace, 'too-big.yaml'), readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8').replace(/d_model: \d+/, 'd_model: 2048').replace(/n_layers: \d+/, 'n_layers: 48'));
+    writeFileSync(
+      path.join(workspace, 'accelerate_config.yaml'),
+      "# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=44\ncompute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\n",
+    );
+    writeFileSync(
+      path.join(workspace, 'too-big.yaml'),
+      readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8')
+        .replace(/d_model: \d+/, 'd_model: 2048')
+        .replace(/n_layers: \d+/, 'n_layers: 48'),
+    );
     vscode = await VsCodeSession.open({ workspace, settings: { 'workbench.colorTheme': 'Default Light Modern' } });
   });
   afterEach(async function () {
@@ -67,12 +79,18 @@ describe('e2e: memory estimator details in a light theme', function () {
     await vscode.page.keyboard.press('Enter');
     await vscode.page.keyboard.press('End');
     await vscode.page.keyboard.type('x');
-    const stale = vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '(stale: the config has an error)' }).first();
+    const stale = vscode.page
+      .locator('.contentWidgets .codelens-decoration', { hasText: '(stale: the config has an error)' })
+      .first();
     await stale.waitFor({ timeout: 30_000 });
     assert.equal((await stale.innerText()).replace('(stale: the config has an error) ', ''), good);
     await vscode.screenshot('memory-estimator-codelens-stale');
     await vscode.page.keyboard.press('Backspace');
-    await vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '≈' }).filter({ hasNotText: 'stale' }).first().waitFor({ timeout: 30_000 });
+    await vscode.page
+      .locator('.contentWidgets .codelens-decoration', { hasText: '≈' })
+      .filter({ hasNotText: 'stale' })
+      .first()
+      .waitFor({ timeout: 30_000 });
   });
 
   it('shows "fits" at ≥ 4.5:1 contrast, says how many ranks the numbers are for, and which model', async () => {
@@ -82,14 +100,23 @@ describe('e2e: memory estimator details in a light theme', function () {
     await verdict.waitFor({ timeout: 60_000 });
     const colours = await verdict.evaluate((e) => {
       const root = getComputedStyle(document.documentElement);
-      return { text: getComputedStyle(e).color, background: root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor };
+      return {
+        text: getComputedStyle(e).color,
+        background:
+          root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor,
+      };
     });
-    const background = colours.background.startsWith('#') ? [1, 3, 5].map((i) => parseInt(colours.background.slice(i, i + 2), 16)) : rgb(colours.background);
+    const background = colours.background.startsWith('#')
+      ? [1, 3, 5].map((i) => parseInt(colours.background.slice(i, i + 2), 16))
+      : rgb(colours.background);
     const ratio = contrast(rgb(colours.text), background);
     assert.ok(background.reduce((s, v) => s + v, 0) > 600, `a light theme (background ${colours.background})`);
     assert.ok(ratio >= 4.5, `verdict ${colours.text} on ${colours.background}: ${ratio.toFixed(2)}:1`);
     assert.match(await web.locator('#scope').innerText(), /^per rank — 1 rank, NO_SHARD, our runtime$/);
-    assert.match(await web.locator('#model-origin').innerText(), /^model: the model section, 0\.8 M parameters, from tiny-cpu\.yaml \(model:\)$/);
+    assert.match(
+      await web.locator('#model-origin').innerText(),
+      /^model: the model section, 0\.8 M parameters, from tiny-cpu\.yaml \(model:\)$/,
+    );
     await vscode.screenshot('memory-estimator-light-theme');
 
     // Four ranks share this machine: the heading and the target say so.
@@ -102,7 +129,11 @@ describe('e2e: memory estimator details in a light theme', function () {
   it('offers no knob that changes nothing, and no micro-batch far beyond the current one', async () => {
     const web = vscode.webview();
     await web.locator('#app[data-comparisons="done"]').waitFor({ timeout: 30_000 });
-    const rows = await web.locator('#knob-table tbody tr:not([hidden])').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c as HTMLElement).innerText.trim())));
+    const rows = await web
+      .locator('#knob-table tbody tr:not([hidden])')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c as HTMLElement).innerText.trim())),
+      );
     assert.ok(rows.length > 0);
     for (const [label, , delta] of rows) {
       assert.doesNotMatch(delta, /^[−+]0\.0 MiB$/, `${label}: ${delta}`);
@@ -114,22 +145,37 @@ describe('e2e: memory estimator details in a light theme', function () {
 
   it('says where the estimate is unsure: why, the range, and "may not fit" (its top) at ≥ 4.5:1 contrast', async () => {
     await vscode.openFile('accelerate_config.yaml');
-    await vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: 'unsure' }).first().waitFor({ timeout: 60_000 });
+    await vscode.page
+      .locator('.contentWidgets .codelens-decoration', { hasText: 'unsure' })
+      .first()
+      .waitFor({ timeout: 60_000 });
     await vscode.runCommand('FSDP: Open memory estimator');
     const web = vscode.webview();
     const unsure = web.locator('#unsure');
     await unsure.waitFor({ timeout: 60_000 });
     const text = await unsure.innerText();
-    assert.match(text, /^Unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096, so no GPU measurement vouches for this estimate\. What nvidia-smi shows may be anywhere from ([\d.]+) GiB to ([\d.]+) GiB \(two of the allocator's largest segments either way\); the verdict is on \2 GiB\.$/);
+    assert.match(
+      text,
+      /^Unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096, so no GPU measurement vouches for this estimate\. What nvidia-smi shows may be anywhere from ([\d.]+) GiB to ([\d.]+) GiB \(two of the allocator's largest segments either way\); the verdict is on \2 GiB\.$/,
+    );
     const verdict = web.locator('#verdict.unsure');
     assert.match(await verdict.innerText(), /^may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)$/);
-    assert.match(await web.locator('#summary').innerText(), / — unsure, [\d.]+–[\d.]+ GiB \(tokens per micro-batch 45056/);
+    assert.match(
+      await web.locator('#summary').innerText(),
+      / — unsure, [\d.]+–[\d.]+ GiB \(tokens per micro-batch 45056/,
+    );
     assert.equal(await web.locator('#fewest-gpus').count(), 0, 'no "fits on 1 GPU" beside "may not fit"');
     const colours = await verdict.evaluate((e) => {
       const root = getComputedStyle(document.documentElement);
-      return { text: getComputedStyle(e).color, background: root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor };
+      return {
+        text: getComputedStyle(e).color,
+        background:
+          root.getPropertyValue('--vscode-editor-background').trim() || getComputedStyle(document.body).backgroundColor,
+      };
     });
-    const background = colours.background.startsWith('#') ? [1, 3, 5].map((i) => parseInt(colours.background.slice(i, i + 2), 16)) : rgb(colours.background);
+    const background = colours.background.startsWith('#')
+      ? [1, 3, 5].map((i) => parseInt(colours.background.slice(i, i + 2), 16))
+      : rgb(colours.background);
     const ratio = contrast(rgb(colours.text), background);
     assert.ok(ratio >= 4.5, `verdict ${colours.text} on ${colours.background}: ${ratio.toFixed(2)}:1`);
     await vscode.screenshot('memory-estimator-unsure');
@@ -145,7 +191,10 @@ describe('e2e: memory estimator details in a light theme', function () {
     await vscode.pickQuickItem('too-big.yaml');
     const dialog = vscode.page.locator('.monaco-dialog-box');
     await dialog.waitFor({ timeout: 60_000 });
-    assert.match(await dialog.innerText(), /The memory plan needs [\d.]+ GiB per rank, more than this machine's memory/);
+    assert.match(
+      await dialog.innerText(),
+      /The memory plan needs [\d.]+ GiB per rank, more than this machine's memory/,
+    );
     const focused = await vscode.page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText?.trim());
     assert.equal(focused, "Don't launch", 'Enter takes the safe choice');
     await vscode.screenshot('launch-does-not-fit-dialog');
@@ -154,4 +203,3 @@ describe('e2e: memory estimator details in a light theme', function () {
     assert.ok(!existsSync(path.join(workspace, 'runs')), 'nothing was launched');
   });
 });
-

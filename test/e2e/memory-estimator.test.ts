@@ -33,7 +33,10 @@ describe('e2e: memory estimator panel', function () {
     const lens = vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '≈' }).first();
     await lens.waitFor({ timeout: 60_000 });
     // native/MEMORY.md's worked example for this config: 116 445 184 bytes at the backward peak.
-    assert.match(await lens.innerText(), /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory/);
+    assert.match(
+      await lens.innerText(),
+      /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory/,
+    );
     await vscode.screenshot('memory-estimator-codelens');
     // Type a new micro-batch: go to its line, replace the value.
     const line = (await vscode.editorText()).split('\n').findIndex((l) => l.includes('batch_size_per_gpu')) + 1;
@@ -44,7 +47,11 @@ describe('e2e: memory estimator panel', function () {
     await vscode.page.keyboard.press('Backspace');
     await vscode.page.keyboard.press('Backspace');
     await vscode.page.keyboard.type('64');
-    await vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: /^≈ [\d.]+ MiB/ }).filter({ hasNotText: '111.1 MiB' }).first().waitFor({ timeout: 30_000 });
+    await vscode.page
+      .locator('.contentWidgets .codelens-decoration', { hasText: /^≈ [\d.]+ MiB/ })
+      .filter({ hasNotText: '111.1 MiB' })
+      .first()
+      .waitFor({ timeout: 30_000 });
     const after = Number(/^≈ ([\d.]+) MiB/.exec(await lens.innerText())![1]);
     assert.ok(after > 3 * 111.1, `micro-batch 64: ≈ ${after} MiB`);
   });
@@ -60,7 +67,9 @@ describe('e2e: memory estimator panel', function () {
     assert.match(await web.locator('#summary').innerText(), /^≈ [\d.]+ MiB \/ rank \(params/);
     const backward = web.locator('.phase-bar[data-phase="backward"]');
     const before = Number(await backward.getAttribute('data-bytes'));
-    const activationsBefore = Number(await backward.locator('.segment[data-category="activations"]').getAttribute('data-bytes'));
+    const activationsBefore = Number(
+      await backward.locator('.segment[data-category="activations"]').getAttribute('data-bytes'),
+    );
     await vscode.screenshot('memory-estimator-fits');
 
     // 100 000 sequences of 128 tokens need hundreds of GiB: no machine this runs on has that.
@@ -68,23 +77,33 @@ describe('e2e: memory estimator panel', function () {
     await web.locator('#verdict.over').waitFor({ timeout: 10_000 });
     assert.match(await verdict.innerText(), /^does not fit this machine .*\(\d+\.\d GiB over\)$/);
     const after = Number(await backward.getAttribute('data-bytes'));
-    const activationsAfter = Number(await backward.locator('.segment[data-category="activations"]').getAttribute('data-bytes'));
+    const activationsAfter = Number(
+      await backward.locator('.segment[data-category="activations"]').getAttribute('data-bytes'),
+    );
     assert.ok(after > 100 * before, `backward peak ${before} → ${after}`);
-    assert.ok(activationsAfter > 1000 * activationsBefore * 0.5, `activations ${activationsBefore} → ${activationsAfter}`);
-    const width = await backward.locator('.segment[data-category="activations"]').evaluate((e) => (e as HTMLElement).style.width);
+    assert.ok(
+      activationsAfter > 1000 * activationsBefore * 0.5,
+      `activations ${activationsBefore} → ${activationsAfter}`,
+    );
+    const width = await backward
+      .locator('.segment[data-category="activations"]')
+      .evaluate((e) => (e as HTMLElement).style.width);
     assert.ok(parseFloat(width) > 80, `the activations segment fills the bar (${width})`);
     assert.ok(Number(await web.locator('#app').getAttribute('data-update-ms')) > 0);
     await vscode.screenshot('memory-estimator-does-not-fit');
   });
 
-  it('applies the panel\'s micro-batch to the config at its line', async () => {
+  it("applies the panel's micro-batch to the config at its line", async () => {
     const web = vscode.webview();
     await web.locator('#micro-batch input').fill('24');
     const button = web.locator('#pending vscode-button[data-knob="microBatch"]');
     await button.waitFor({ timeout: 10_000 });
     await button.click();
     await web.locator('#message.ok').waitFor({ timeout: 20_000 });
-    assert.match(await web.locator('#message').innerText(), /^Applied micro-batch 24 to tiny-cpu\.yaml \(line \d+\)\.$/);
+    assert.match(
+      await web.locator('#message').innerText(),
+      /^Applied micro-batch 24 to tiny-cpu\.yaml \(line \d+\)\.$/,
+    );
     assert.match(await vscode.editorText(), /batch_size_per_gpu: 24/);
     // The panel now shows the config as edited: nothing left to apply.
     await web.locator('#pending vscode-button').first().waitFor({ state: 'detached', timeout: 10_000 });

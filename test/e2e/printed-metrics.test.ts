@@ -33,7 +33,8 @@ describe('e2e: a script that only prints gets charts', function () {
   const local = new LocalMachine();
   const groups: number[] = [];
   const header = () => vscode.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
-  const dashboardOf = (runId: string, expr: string) => `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${expr} : undefined`;
+  const dashboardOf = (runId: string, expr: string) =>
+    `window.fsdpDashboard?.header()?.runId === ${JSON.stringify(runId)} ? window.fsdpDashboard.${expr} : undefined`;
 
   before(async () => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-print-ws-'));
@@ -56,37 +57,83 @@ describe('e2e: a script that only prints gets charts', function () {
     await vscode.pickQuickItem('print.fsdp-launch.yaml');
     await vscode.waitForNotification(/Starting print/, 60_000);
     const phases = new Set<string>();
-    const first = await until('a printed step on the dashboard', async () => {
-      const h = await header();
-      if (h.phase) phases.add(h.phase.label);
-      return h;
-    }, (h) => (h.step ?? -1) >= 3, 180_000);
-    groups.push((JSON.parse(readFileSync(path.join(workspace, 'runs', first.runId, 'run.json'), 'utf8')) as { pgid: number }).pgid);
+    const first = await until(
+      'a printed step on the dashboard',
+      async () => {
+        const h = await header();
+        if (h.phase) phases.add(h.phase.label);
+        return h;
+      },
+      (h) => (h.step ?? -1) >= 3,
+      180_000,
+    );
+    groups.push(
+      (JSON.parse(readFileSync(path.join(workspace, 'runs', first.runId, 'run.json'), 'utf8')) as { pgid: number })
+        .pgid,
+    );
     assert.ok(![...phases].includes('Running the first step'), `phases seen: ${[...phases].join(', ')}`);
     // The notification closes at the first step (it is not left spinning for the whole run).
-    await until('the Starting notification to close', () => vscode.notificationsText(), (t) => !/Starting print/.test(t), 30_000);
+    await until(
+      'the Starting notification to close',
+      () => vscode.notificationsText(),
+      (t) => !/Starting print/.test(t),
+      30_000,
+    );
     const done = await until('the run to complete', header, (h) => h.status === 'completed', 300_000);
     assert.equal(done.step, 40);
     assert.match(Object.fromEntries(done.summary).metrics, /^nanoGPT lines in stdout/);
     assert.equal(done.metricsNote, undefined);
     const loss = await vscode.inWebview<ChartPoints>(dashboardOf(done.runId, 'points("loss")'));
-    assert.deepEqual(loss.x, Array.from({ length: 41 }, (_, i) => i), 'iter 0..40, each once');
-    const printed = [...readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8').matchAll(/^iter (\d+): loss ([\d.]+)/gm)].map((m) => Number(m[2]));
+    assert.deepEqual(
+      loss.x,
+      Array.from({ length: 41 }, (_, i) => i),
+      'iter 0..40, each once',
+    );
+    const printed = [
+      ...readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8').matchAll(
+        /^iter (\d+): loss ([\d.]+)/gm,
+      ),
+    ].map((m) => Number(m[2]));
     assert.deepEqual(loss.series.find((s) => s.label === 'loss')!.y, printed);
-    const charts = await vscode.inWebview<Array<{ id: string; series: Array<{ label: string }>; empty?: string }>>(dashboardOf(done.runId, 'charts()'));
-    assert.ok(charts.find((c) => c.id === 'loss')!.series.some((s) => s.label === 'val loss'), 'the evaluation lines give the validation loss');
+    const charts = await vscode.inWebview<Array<{ id: string; series: Array<{ label: string }>; empty?: string }>>(
+      dashboardOf(done.runId, 'charts()'),
+    );
+    assert.ok(
+      charts.find((c) => c.id === 'loss')!.series.some((s) => s.label === 'val loss'),
+      'the evaluation lines give the validation loss',
+    );
     // A PyTorch CPU run reports no memory: its chart says so, and what to log, instead of an empty box.
-    assert.match(charts.find((c) => c.id === 'memory')!.empty ?? '', /^No memory reported: .*PyTorch keeps no allocator peak on the CPU/);
-    assert.ok(await (await vscode.webviewFrame(dashboardOf(done.runId, 'header()'))).locator('.chart-memory .chart-empty').isVisible());
+    assert.match(
+      charts.find((c) => c.id === 'memory')!.empty ?? '',
+      /^No memory reported: .*PyTorch keeps no allocator peak on the CPU/,
+    );
+    assert.ok(
+      await (
+        await vscode.webviewFrame(dashboardOf(done.runId, 'header()'))
+      )
+        .locator('.chart-memory .chart-empty')
+        .isVisible(),
+    );
     await vscode.screenshotEditor('docs-dashboard-printed-metrics');
   });
 
   it('a script that prints nothing the watch reads: the header says so, and what to add to the launch spec', async () => {
-    writeFileSync(path.join(workspace, 'quiet.py'), 'import time\nfor i in range(3):\n    print("working on it", flush=True)\n    time.sleep(0.2)\n');
-    writeFileSync(path.join(workspace, 'quiet.fsdp-launch.yaml'), `name: quiet\ncommand: ${JSON.stringify([VENV_PYTHON, 'quiet.py'])}\n`);
+    writeFileSync(
+      path.join(workspace, 'quiet.py'),
+      'import time\nfor i in range(3):\n    print("working on it", flush=True)\n    time.sleep(0.2)\n',
+    );
+    writeFileSync(
+      path.join(workspace, 'quiet.fsdp-launch.yaml'),
+      `name: quiet\ncommand: ${JSON.stringify([VENV_PYTHON, 'quiet.py'])}\n`,
+    );
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('quiet.fsdp-launch.yaml');
-    const h = await until('the quiet run to complete', header, (x) => x.status === 'completed' && x.runId.startsWith('quiet'), 180_000);
+    const h = await until(
+      'the quiet run to complete',
+      header,
+      (x) => x.status === 'completed' && x.runId.startsWith('quiet'),
+      180_000,
+    );
     assert.equal(h.step, undefined);
     assert.match(h.metricsNote ?? '', /^No metrics: FSDP Studio reads what it prints \(stdout and stderr\)/);
     assert.match(h.metricsNote ?? '', /metrics: \{pattern: /);

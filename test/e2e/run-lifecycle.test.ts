@@ -45,13 +45,17 @@ function manifestOf(runDir: string): RunManifest {
   return JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as RunManifest;
 }
 
-describe('e2e: a run\'s life — launch, failure, continue, rename, delete', function () {
+describe("e2e: a run's life — launch, failure, continue, rename, delete", function () {
   this.timeout(10 * 60_000);
   let workspace: string;
   let vscode: VsCodeSession;
   const local = new LocalMachine();
 
-  const header = (name: string) => vscode.inWebview<Header>(`window.fsdpDashboard?.header()?.name === ${JSON.stringify(name)} ? window.fsdpDashboard.header() : undefined`, 60_000);
+  const header = (name: string) =>
+    vscode.inWebview<Header>(
+      `window.fsdpDashboard?.header()?.name === ${JSON.stringify(name)} ? window.fsdpDashboard.header() : undefined`,
+      60_000,
+    );
   const runDirOf = (runId: string) => path.join(workspace, 'runs', runId);
   const toasts = (text: RegExp) => vscode.page.locator('.notifications-toasts .notification-toast', { hasText: text });
   const treeRow = (label: string | RegExp) => vscode.page.locator('.pane-body .monaco-list-row', { hasText: label });
@@ -67,11 +71,25 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
       // Chosen with the keyboard, as applyQuickFix does: the menu's overlay can swallow clicks.
       for (let i = 0; i < 12; i++) {
         await vscode.page.keyboard.press('ArrowDown');
-        const focused = await menu.locator('.action-item.focused .action-label').first().textContent().catch(() => '');
+        const focused = await menu
+          .locator('.action-item.focused .action-label')
+          .first()
+          .textContent()
+          .catch(() => '');
         if (focused?.trim() === item) break;
       }
       await vscode.page.keyboard.press('Enter');
-      if (await vscode.page.locator(opened).first().waitFor({ timeout: 5000 }).then(() => true, () => false)) return;
+      if (
+        await vscode.page
+          .locator(opened)
+          .first()
+          .waitFor({ timeout: 5000 })
+          .then(
+            () => true,
+            () => false,
+          )
+      )
+        return;
       if (attempt === 3) throw new Error(`the context menu's "${item}" did not open ${opened}`);
       await vscode.page.keyboard.press('Escape');
     }
@@ -80,12 +98,22 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
   before(async () => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'fsdp-e2e-life-'));
     mkdirSync(path.join(workspace, 'data'));
-    for (const f of ['fortunes-byte-train.tok', 'fortunes-byte-val.tok']) symlinkSync(path.join(SAMPLE_DATA, f), path.join(workspace, 'data', f));
+    for (const f of ['fortunes-byte-train.tok', 'fortunes-byte-val.tok'])
+      symlinkSync(path.join(SAMPLE_DATA, f), path.join(workspace, 'data', f));
     writeFileSync(path.join(workspace, 'long.fsdp.yaml'), runConfig('long', { max_steps: 100_000 }));
     writeFileSync(path.join(workspace, 'quick.fsdp.yaml'), runConfig('quick', { max_steps: 12 }));
-    writeFileSync(path.join(workspace, 'typo.fsdp.yaml'), runConfig('typo', { max_steps: 12 }, 'data/fortunes-byte-trian.tok'));
-    writeFileSync(path.join(workspace, 'fresh.fsdp.yaml'), runConfig('fresh', { max_steps: 12 }, 'prepared/fortunes-byte-train.tok'));
-    writeFileSync(path.join(workspace, 'accelerate_config.yaml'), 'compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 2\nmixed_precision: bf16\n');
+    writeFileSync(
+      path.join(workspace, 'typo.fsdp.yaml'),
+      runConfig('typo', { max_steps: 12 }, 'data/fortunes-byte-trian.tok'),
+    );
+    writeFileSync(
+      path.join(workspace, 'fresh.fsdp.yaml'),
+      runConfig('fresh', { max_steps: 12 }, 'prepared/fortunes-byte-train.tok'),
+    );
+    writeFileSync(
+      path.join(workspace, 'accelerate_config.yaml'),
+      'compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 2\nmixed_precision: bf16\n',
+    );
     writeFileSync(path.join(workspace, 'notes.yaml'), 'todo:\n  - write the report\n');
     vscode = await VsCodeSession.open({ workspace });
   });
@@ -95,7 +123,7 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
   after(async () => {
     await vscode?.close();
     const runs = path.join(workspace, 'runs');
-    for (const dir of existsSync(runs) ? (await local.listRunDirs(runs)) : []) {
+    for (const dir of existsSync(runs) ? await local.listRunDirs(runs) : []) {
       const pgid = manifestOf(dir).pgid;
       if (pgid) await local.signal(pgid, 'SIGKILL');
     }
@@ -122,12 +150,27 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     await vscode.page.locator('.editor-instance .codelens-decoration a', { hasText: 'Launch' }).first().click();
     const message = await vscode.waitForNotification(/Cannot launch typo\.fsdp\.yaml: data\.train/, 30_000);
     assert.match(message, /fortunes-byte-trian\.tok/);
-    await toasts(/Cannot launch typo/).first().locator('.monaco-button', { hasText: 'Go to problem' }).click();
+    await toasts(/Cannot launch typo/)
+      .first()
+      .locator('.monaco-button', { hasText: 'Go to problem' })
+      .click();
     // The cursor goes to the value of data.train: the status bar shows its line and the selection.
-    const line = readFileSync(path.join(workspace, 'typo.fsdp.yaml'), 'utf8').split('\n').findIndex((l) => l.includes('fortunes-byte-trian')) + 1;
-    await until('the cursor on data.train', () => vscode.page.locator('.statusbar').innerText(), (t) => new RegExp(`Ln ${line}, Col \\d+ \\(\\d+ selected\\)`).test(t), 20_000);
+    const line =
+      readFileSync(path.join(workspace, 'typo.fsdp.yaml'), 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes('fortunes-byte-trian')) + 1;
+    await until(
+      'the cursor on data.train',
+      () => vscode.page.locator('.statusbar').innerText(),
+      (t) => new RegExp(`Ln ${line}, Col \\d+ \\(\\d+ selected\\)`).test(t),
+      20_000,
+    );
     await vscode.applyQuickFix('Change to data/fortunes-byte-train.tok');
-    await vscode.page.waitForFunction(() => document.querySelectorAll('.editor-instance .squiggly-error').length === 0, undefined, { timeout: 30_000 });
+    await vscode.page.waitForFunction(
+      () => document.querySelectorAll('.editor-instance .squiggly-error').length === 0,
+      undefined,
+      { timeout: 30_000 },
+    );
     assert.match(await vscode.editorText(), /train: data\/fortunes-byte-train\.tok/);
     await vscode.screenshot('lifecycle-data-file-fixed');
     await vscode.page.keyboard.press('Control+S');
@@ -138,20 +181,34 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     await vscode.squiggles('error').first().waitFor({ timeout: 30_000 });
     assert.match(await vscode.nextProblem(), /prepared\/fortunes-byte-train\.tok/);
     await vscode.page.keyboard.press('Escape');
-    await vscode.applyQuickFix('Prepare the sample data (Debian\'s fortunes corpus, byte tokenizer) in prepared');
+    await vscode.applyQuickFix("Prepare the sample data (Debian's fortunes corpus, byte tokenizer) in prepared");
     await vscode.waitForNotification(/Sample data ready/, 120_000);
     assert.ok(existsSync(path.join(workspace, 'prepared', 'fortunes-byte-train.tok')));
     // The runtime's check reads the file again on the next analysis.
     await vscode.page.keyboard.type(' ');
-    await vscode.page.waitForFunction(() => document.querySelectorAll('.editor-instance .squiggly-error').length === 0, undefined, { timeout: 30_000 });
+    await vscode.page.waitForFunction(
+      () => document.querySelectorAll('.editor-instance .squiggly-error').length === 0,
+      undefined,
+      { timeout: 30_000 },
+    );
   });
 
   it('shows progress until the first step; a runtime killed by signal 9 is failed everywhere, with the memory hint and Open log', async () => {
     await vscode.openFile('long.fsdp.yaml');
     await vscode.page.locator('.editor-instance .codelens-decoration a', { hasText: 'Launch' }).first().click();
     await vscode.waitForNotification(/Starting long/, 30_000);
-    const live = await until('the first steps', () => header('long'), (h) => (h.step ?? 0) >= 3, 120_000);
-    await until('the start notification to close', () => toasts(/Starting long/).count(), (n) => n === 0, 30_000);
+    const live = await until(
+      'the first steps',
+      () => header('long'),
+      (h) => (h.step ?? 0) >= 3,
+      120_000,
+    );
+    await until(
+      'the start notification to close',
+      () => toasts(/Starting long/).count(),
+      (n) => n === 0,
+      30_000,
+    );
     const runDir = runDirOf(live.runId);
     const m = manifestOf(runDir);
     const runtime = (m.pids ?? []).find((p) => p !== m.pgid);
@@ -165,13 +222,24 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     assert.match(text, /not for want of memory \(the memory plan needs .*; the machine has \d/);
     assert.doesNotMatch(text, /may have run out of memory/);
     const toast = toasts(/long failed:/).first();
-    for (const action of ['Open log', 'Resume']) assert.equal(await toast.locator('.monaco-button', { hasText: action }).count(), 1, `the toast offers ${action}`);
+    for (const action of ['Open log', 'Resume'])
+      assert.equal(await toast.locator('.monaco-button', { hasText: action }).count(), 1, `the toast offers ${action}`);
 
-    const failed = await until('the dashboard to say failed', () => header('long'), (h) => h.status === 'failed', 30_000);
+    const failed = await until(
+      'the dashboard to say failed',
+      () => header('long'),
+      (h) => h.status === 'failed',
+      30_000,
+    );
     assert.match(failed.reason ?? '', /signal 9/);
     assert.notEqual(failed.connection.state, 'live', 'a dead run is not "live"');
     assert.equal(failed.etaSeconds, undefined, 'no ETA for a dead run');
-    await until('the status bar to say failed', () => vscode.page.locator('.statusbar').innerText(), (t) => /long: failed/.test(t), 10_000);
+    await until(
+      'the status bar to say failed',
+      () => vscode.page.locator('.statusbar').innerText(),
+      (t) => /long: failed/.test(t),
+      10_000,
+    );
     await vscode.runCommand('FSDP Studio: Focus on Runs View');
     const row = treeRow(/^long/);
     await row.first().waitFor({ timeout: 30_000 });
@@ -184,15 +252,54 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
 
   it('a checkpoint save that takes seconds shows a progress notification until it is saved', async () => {
     const runDir = runDirOf('slow-save');
-    const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, '--steps', '400', '--rate', '20', '--every-ckpt', '20', '--save-ms', '8000', '--rich'];
-    await local.start({ runDir, argv, cwd: repoRoot, manifest: { v: 1, run_id: 'slow-save', name: 'slow-save', created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' } });
+    const argv = [
+      process.execPath,
+      '--import',
+      'tsx',
+      path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'),
+      '--run-dir',
+      runDir,
+      '--steps',
+      '400',
+      '--rate',
+      '20',
+      '--every-ckpt',
+      '20',
+      '--save-ms',
+      '8000',
+      '--rich',
+    ];
+    await local.start({
+      runDir,
+      argv,
+      cwd: repoRoot,
+      manifest: {
+        v: 1,
+        run_id: 'slow-save',
+        name: 'slow-save',
+        created: Date.now() / 1000,
+        status: 'starting',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        target: 'local',
+      },
+    });
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('slow-save');
     await vscode.waitForNotification(/slow-save: saving the checkpoint of step 20/, 60_000);
-    const checkpoints = () => readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"checkpoint"')).length;
+    const checkpoints = () =>
+      readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"type":"checkpoint"')).length;
     assert.equal(checkpoints(), 0, 'shown while the save is under way');
     await vscode.screenshot('lifecycle-checkpoint-progress');
-    await until('the save notification to close', () => toasts(/saving the checkpoint of step 20/).count(), (n) => n === 0, 30_000);
+    await until(
+      'the save notification to close',
+      () => toasts(/saving the checkpoint of step 20/).count(),
+      (n) => n === 0,
+      30_000,
+    );
     assert.ok(checkpoints() >= 1, 'closed when the checkpoint was saved');
     assert.equal(manifestOf(runDir).status, 'running', 'not by the end of the run');
     await local.signal(manifestOf(runDir).pgid!, 'SIGTERM');
@@ -200,12 +307,45 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
 
   it('a NaN that stops a run raises one toast, not two', async () => {
     const runDir = runDirOf('nan-run');
-    const argv = [process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'), '--run-dir', runDir, '--steps', '200', '--rate', '50', '--nan-at', '30'];
-    await local.start({ runDir, argv, cwd: repoRoot, manifest: { v: 1, run_id: 'nan-run', name: 'nan-run', created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' } });
+    const argv = [
+      process.execPath,
+      '--import',
+      'tsx',
+      path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts'),
+      '--run-dir',
+      runDir,
+      '--steps',
+      '200',
+      '--rate',
+      '50',
+      '--nan-at',
+      '30',
+    ];
+    await local.start({
+      runDir,
+      argv,
+      cwd: repoRoot,
+      manifest: {
+        v: 1,
+        run_id: 'nan-run',
+        name: 'nan-run',
+        created: Date.now() / 1000,
+        status: 'starting',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        target: 'local',
+      },
+    });
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('nan-run');
     await vscode.waitForNotification(/nan-run: NaN in forward/, 60_000);
-    await until('the run to end', async () => manifestOf(runDir).status, (st) => st === 'failed', 30_000);
+    await until(
+      'the run to end',
+      async () => manifestOf(runDir).status,
+      (st) => st === 'failed',
+      30_000,
+    );
     await vscode.page.waitForTimeout(3000); // a second toast would have come by now
     assert.equal(await toasts(/nan-run/).count(), 1, await vscode.notificationsText());
   });
@@ -221,28 +361,63 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     await vscode.runCommand('FSDP Studio: Focus on Runs View');
     const row = treeRow(/^quick/).first();
     await row.hover();
-    assert.equal(await row.locator('.action-label[aria-label="Resume run"]').count(), 0, 'no Resume on a completed run');
+    assert.equal(
+      await row.locator('.action-label[aria-label="Resume run"]').count(),
+      0,
+      'no Resume on a completed run',
+    );
     await row.locator('.action-label[aria-label="Continue training…"]').click();
     await vscode.typeIntoQuickInput('8');
-    await until('the continued run to complete', () => header('quick'), (h) => h.status === 'completed' && h.step === 20, 120_000);
+    await until(
+      'the continued run to complete',
+      () => header('quick'),
+      (h) => h.status === 'completed' && h.step === 20,
+      120_000,
+    );
     assert.equal(manifestOf(runDir).status, 'completed');
-    const steps = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"step"')).map((l) => (JSON.parse(l) as { step: number }).step);
-    assert.deepEqual([...new Set(steps)], Array.from({ length: 20 }, (_, i) => i + 1), 'steps 13..20 continue from the checkpoint of step 12');
+    const steps = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"type":"step"'))
+      .map((l) => (JSON.parse(l) as { step: number }).step);
+    assert.deepEqual(
+      [...new Set(steps)],
+      Array.from({ length: 20 }, (_, i) => i + 1),
+      'steps 13..20 continue from the checkpoint of step 12',
+    );
     await vscode.screenshot('lifecycle-continued');
 
     // A second run of the same config: Stop from the dashboard reads as the person's stop.
     await vscode.openFile('long.fsdp.yaml');
     await vscode.page.locator('.editor-instance .codelens-decoration a', { hasText: 'Launch' }).first().click();
-    const second = await until('the second long run', () => header('long'), (h) => h.status === 'running' && (h.step ?? 0) >= 2, 120_000);
-    await (await vscode.webviewFrame(`window.fsdpDashboard?.header()?.runId === ${JSON.stringify(second.runId)}`)).locator('#action-stop').click();
-    const stopped = await until('the stop', () => header('long'), (h) => h.runId === second.runId && h.status === 'stopped', 60_000);
+    const second = await until(
+      'the second long run',
+      () => header('long'),
+      (h) => h.status === 'running' && (h.step ?? 0) >= 2,
+      120_000,
+    );
+    await (
+      await vscode.webviewFrame(`window.fsdpDashboard?.header()?.runId === ${JSON.stringify(second.runId)}`)
+    )
+      .locator('#action-stop')
+      .click();
+    const stopped = await until(
+      'the stop',
+      () => header('long'),
+      (h) => h.runId === second.runId && h.status === 'stopped',
+      60_000,
+    );
     assert.match(stopped.reason ?? '', /^stopped with Stop at step \d+$/);
     const reasonClass = await vscode.inWebview<string>(`document.getElementById('run-reason')?.className`);
     assert.notEqual(reasonClass, 'error', 'a stop the person asked for is not shown as an error');
 
     // Two runs named "long": each label carries its start time, the tooltip its id.
     await vscode.runCommand('FSDP Studio: Focus on Runs View');
-    await until('two labelled long runs', () => treeRow(/^long \(/).count(), (n) => n === 2, 20_000);
+    await until(
+      'two labelled long runs',
+      () => treeRow(/^long \(/).count(),
+      (n) => n === 2,
+      20_000,
+    );
     await vscode.screenshot('lifecycle-twins-and-stop');
 
     // Rename the completed run, then delete it with its folder.
@@ -250,14 +425,25 @@ describe('e2e: a run\'s life — launch, failure, continue, rename, delete', fun
     // The menu's command gets its row, unless the tree re-rendered under the open menu (the other
     // run's updates): then it asks which run, "Rename run" (CI typed the new name into that list).
     const title = vscode.page.locator('.quick-input-widget .quick-input-title');
-    if (/^Rename run$/.test(((await title.textContent().catch(() => '')) ?? '').trim())) await vscode.pickQuickItem(/^quick/);
+    if (/^Rename run$/.test(((await title.textContent().catch(() => '')) ?? '').trim()))
+      await vscode.pickQuickItem(/^quick/);
     await title.filter({ hasText: /^Rename quick/ }).waitFor({ timeout: 20_000 });
     await vscode.typeIntoQuickInput('quick, continued');
     const renamed = treeRow(/^quick, continued/).first();
     await renamed.waitFor({ timeout: 20_000 });
     await fromContextMenu(renamed, 'Delete run…', '.monaco-dialog-box');
     await vscode.page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Delete run and folder' }).click();
-    await until('the run folder to be gone', async () => existsSync(runDir), (there) => !there, 20_000);
-    await until('the row to be gone', () => treeRow(/^quick, continued/).count(), (n) => n === 0, 20_000);
+    await until(
+      'the run folder to be gone',
+      async () => existsSync(runDir),
+      (there) => !there,
+      20_000,
+    );
+    await until(
+      'the row to be gone',
+      () => treeRow(/^quick, continued/).count(),
+      (n) => n === 0,
+      20_000,
+    );
   });
 });

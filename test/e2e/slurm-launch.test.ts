@@ -45,7 +45,13 @@ describe('e2e: a run submitted to SLURM from the palette (real slurmctld and slu
   });
 
   it('shows the job queued (runs view, status bar, dashboard), then running, and the dashboard fills with every step', async () => {
-    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as { name: string; data: { train: string; val: string }; training: Record<string, unknown>; fsdp: Record<string, unknown>; launch: unknown };
+    const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as {
+      name: string;
+      data: { train: string; val: string };
+      training: Record<string, unknown>;
+      fsdp: Record<string, unknown>;
+      launch: unknown;
+    };
     config.name = 'tiny-slurm';
     config.data.train = path.join(SAMPLES, config.data.train);
     config.data.val = path.join(SAMPLES, config.data.val);
@@ -56,35 +62,79 @@ describe('e2e: a run submitted to SLURM from the palette (real slurmctld and slu
     writeFileSync(path.join(workspace, 'tiny-slurm.yaml'), stringify(config));
     // Every CPU of the node taken: the run waits for resources.
     const blocker = slurm.fillNode();
-    await until('the blocker to run', async () => slurm.jobState(blocker), (s) => s === 'RUNNING', 60_000);
+    await until(
+      'the blocker to run',
+      async () => slurm.jobState(blocker),
+      (s) => s === 'RUNNING',
+      60_000,
+    );
 
     vscode = await VsCodeSession.open({ workspace, env: { SLURM_CONF: slurm.conf } });
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('tiny-slurm.yaml');
     const header = () => vscode!.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
-    const queued = await until('the dashboard to show the run queued', header, (h) => h.status === 'queued' && /waiting for resources/.test(h.reason ?? ''), 180_000);
+    const queued = await until(
+      'the dashboard to show the run queued',
+      header,
+      (h) => h.status === 'queued' && /waiting for resources/.test(h.reason ?? ''),
+      180_000,
+    );
     assert.ok(queued.canStop, 'a queued run can be stopped');
     const runDir = path.join(workspace, 'runs', queued.runId);
-    const jobId = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { slurm: { job_id: string } }).slurm.job_id;
+    const jobId = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { slurm: { job_id: string } })
+      .slurm.job_id;
     assert.equal(slurm.jobState(jobId), 'PENDING');
-    assert.match(readFileSync(path.join(runDir, 'job.sbatch'), 'utf8'), /^#SBATCH --ntasks-per-node=2$/m, 'the batch script is kept in the run folder');
+    assert.match(
+      readFileSync(path.join(runDir, 'job.sbatch'), 'utf8'),
+      /^#SBATCH --ntasks-per-node=2$/m,
+      'the batch script is kept in the run folder',
+    );
 
     await vscode.runCommand('FSDP Studio: Focus on Runs View');
     const row = vscode.page.locator('.monaco-list-row', { hasText: 'tiny-slurm' }).first();
     const status = vscode.page.locator('.statusbar-item', { hasText: 'tiny-slurm' }).first();
-    await until('the runs view to show the job queued', () => row.innerText(), (t) => new RegExp(`queued · job ${jobId} · waiting for resources`).test(t), 60_000);
-    await until('the status bar to show it queued', () => status.innerText(), (t) => /queued/.test(t), 30_000);
+    await until(
+      'the runs view to show the job queued',
+      () => row.innerText(),
+      (t) => new RegExp(`queued · job ${jobId} · waiting for resources`).test(t),
+      60_000,
+    );
+    await until(
+      'the status bar to show it queued',
+      () => status.innerText(),
+      (t) => /queued/.test(t),
+      30_000,
+    );
     await vscode.screenshot('slurm-queued');
 
     slurm.check(['scancel', blocker]);
-    await until('the runs view to show it running', () => row.innerText(), (t) => /running · job \d+ · step \d+/.test(t), 180_000);
-    await until('the status bar to show it running', () => status.innerText(), (t) => /running/.test(t), 30_000);
+    await until(
+      'the runs view to show it running',
+      () => row.innerText(),
+      (t) => /running · job \d+ · step \d+/.test(t),
+      180_000,
+    );
+    await until(
+      'the status bar to show it running',
+      () => status.innerText(),
+      (t) => /running/.test(t),
+      30_000,
+    );
     const done = await until('the run to complete', header, (h) => h.status === 'completed', 600_000);
     assert.equal(done.step, STEPS);
-    const points = await vscode.inWebview<{ x: number[]; series: Array<{ label: string; y: Array<number | null> }> }>(`window.fsdpDashboard?.points('loss') || undefined`, 60_000);
-    assert.deepEqual(points.x, Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');
+    const points = await vscode.inWebview<{ x: number[]; series: Array<{ label: string; y: Array<number | null> }> }>(
+      `window.fsdpDashboard?.points('loss') || undefined`,
+      60_000,
+    );
+    assert.deepEqual(
+      points.x,
+      Array.from({ length: STEPS }, (_, i) => i + 1),
+      'every step once',
+    );
     const written = lossesWritten(runDir);
-    points.series.find((s) => s.label === 'loss')!.y.forEach((v, i) => assert.equal(v, written.get(i + 1), `loss of step ${i + 1}`));
+    points.series
+      .find((s) => s.label === 'loss')!
+      .y.forEach((v, i) => assert.equal(v, written.get(i + 1), `loss of step ${i + 1}`));
     await vscode.screenshot('slurm-completed');
   });
 });

@@ -47,7 +47,9 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     // Whatever still runs on the "host" from this test ends with the test.
     const runs = path.join(SHARED_REMOTE_BASE, 'runs');
     for (const dir of existsSync(runs) ? readdirSync(runs).filter((d) => d.startsWith('tiny-ssh-')) : []) {
-      const manifest = JSON.parse(readFileSync(path.join(SHARED_REMOTE_BASE, 'runs', dir, 'run.json'), 'utf8')) as { pgid?: number };
+      const manifest = JSON.parse(readFileSync(path.join(SHARED_REMOTE_BASE, 'runs', dir, 'run.json'), 'utf8')) as {
+        pgid?: number;
+      };
       if (manifest.pgid) sshd.exec(`kill -s KILL -- -${manifest.pgid} 2>/dev/null || true`);
       rmSync(path.join(SHARED_REMOTE_BASE, 'runs', dir), { recursive: true, force: true });
     }
@@ -70,9 +72,18 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     await vscode.pickQuickItem('tiny-ssh.yaml');
     // A first launch on this host may build the runtime there (minutes); later ones find it.
     const header = () => vscode!.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
-    const started = await until('the run on gpu-box to report steps', header, (h) => h.target === 'gpu-box' && (h.step ?? 0) >= 5, 15 * 60_000);
+    const started = await until(
+      'the run on gpu-box to report steps',
+      header,
+      (h) => h.target === 'gpu-box' && (h.step ?? 0) >= 5,
+      15 * 60_000,
+    );
     const runDir = path.join(SHARED_REMOTE_BASE, 'runs', started.runId);
-    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { target: string; pgid: number; command: string[] };
+    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as {
+      target: string;
+      pgid: number;
+      command: string[];
+    };
     assert.equal(manifest.target, 'gpu-box');
     assert.ok(manifest.pgid > 0, 'the remote run records its process group');
 
@@ -80,7 +91,12 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     for (const step of [15, 40, 70]) {
       await until(`step ${step}`, header, (h) => (h.step ?? 0) >= step || h.status !== 'running', 300_000);
       cuts += sshd.killConnections() > 0 ? 1 : 0;
-      await until('the dashboard to say it lost the connection or reconnected', header, (h) => h.connection.state !== 'live' || (h.step ?? 0) > step, 30_000);
+      await until(
+        'the dashboard to say it lost the connection or reconnected',
+        header,
+        (h) => h.connection.state !== 'live' || (h.step ?? 0) > step,
+        30_000,
+      );
     }
     assert.equal(cuts, 3, 'three live connections were cut');
     const done = await until('the run to complete', header, (h) => h.status === 'completed', 10 * 60_000);
@@ -92,13 +108,22 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
     assertEveryStepOnce(chart, written, 'after three cut connections');
 
     await vscode.reload();
-    const again = await until('the re-attached history', () => vscode!.inWebview<ChartPoints>('window.fsdpDashboard?.points("loss")', 120_000), (p) => p.x.length === written.size, 120_000);
+    const again = await until(
+      'the re-attached history',
+      () => vscode!.inWebview<ChartPoints>('window.fsdpDashboard?.points("loss")', 120_000),
+      (p) => p.x.length === written.size,
+      120_000,
+    );
     assertEveryStepOnce(again, written, 'after a reload');
   });
 });
 
 function assertEveryStepOnce(p: ChartPoints, written: Map<number, number | null>, what: string): void {
-  assert.deepEqual(p.x, Array.from({ length: written.size }, (_, i) => i + 1), `${what}: steps 1..${written.size}, no gap, no double`);
+  assert.deepEqual(
+    p.x,
+    Array.from({ length: written.size }, (_, i) => i + 1),
+    `${what}: steps 1..${written.size}, no gap, no double`,
+  );
   const loss = p.series.find((s) => s.label === 'loss')!;
   loss.y.forEach((v, i) => assert.equal(v, written.get(i + 1), `${what}: loss of step ${i + 1}`));
 }

@@ -35,14 +35,27 @@ describe('e2e: a torchtitan TOML config in a real VS Code', function () {
     await vscode.openFile('llama3_70b.toml');
     await vscode.squiggles('error').first().waitFor({ timeout: 60_000 });
     const message = await vscode.nextProblem();
-    assert.match(message, /unknown key "tensor_parallel_degre" \(torchtitan 0\.2\.2 rejects it\); did you mean "tensor_parallel_degree"\?/);
+    assert.match(
+      message,
+      /unknown key "tensor_parallel_degre" \(torchtitan 0\.2\.2 rejects it\); did you mean "tensor_parallel_degree"\?/,
+    );
     await vscode.screenshot('torchtitan-diagnostic');
     await vscode.page.keyboard.press('Escape');
     await vscode.applyQuickFix('Rename to tensor_parallel_degree');
-    await vscode.page.waitForFunction(() => document.querySelectorAll('.editor-instance .squiggly-error').length === 0, undefined, { timeout: 30_000 });
-    const lens = vscode.page.locator('.contentWidgets .codelens-decoration', { hasText: '≈' }).filter({ hasNotText: 'stale' }).first();
+    await vscode.page.waitForFunction(
+      () => document.querySelectorAll('.editor-instance .squiggly-error').length === 0,
+      undefined,
+      { timeout: 30_000 },
+    );
+    const lens = vscode.page
+      .locator('.contentWidgets .codelens-decoration', { hasText: '≈' })
+      .filter({ hasNotText: 'stale' })
+      .first();
     await lens.waitFor({ timeout: 60_000 });
-    assert.match(await lens.innerText(), /^≈ [\d.]+ GiB \/ GPU \(params [\d.]+ · .*\) — fits H100 80GB .*for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)/);
+    assert.match(
+      await lens.innerText(),
+      /^≈ [\d.]+ GiB \/ GPU \(params [\d.]+ · .*\) — fits H100 80GB .*for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)/,
+    );
     await vscode.screenshot('torchtitan-memory-line');
   });
 
@@ -50,7 +63,10 @@ describe('e2e: a torchtitan TOML config in a real VS Code', function () {
     await vscode.page.locator('.contentWidgets .codelens-decoration a', { hasText: '≈' }).first().click();
     const web = vscode.webview();
     await web.locator('#verdict').waitFor({ timeout: 60_000 });
-    assert.match(await web.locator('#scope').innerText(), /per GPU — 64 GPUs \(8 per node × 8\), dp 8 × tp 8\+sp, torchtitan/);
+    assert.match(
+      await web.locator('#scope').innerText(),
+      /per GPU — 64 GPUs \(8 per node × 8\), dp 8 × tp 8\+sp, torchtitan/,
+    );
     // torchtitan has no sharding strategy and its GPUs follow the degrees: those two controls are hidden.
     assert.equal(await web.locator('#strategy').isVisible(), false, 'Sharding is hidden');
     assert.equal(await web.locator('#nproc').isVisible(), false, 'GPUs per node is hidden');

@@ -49,7 +49,16 @@ export class NamespaceHosts {
     const addresses = Array.from({ length: count }, (_, i) => `${subnet}.${i + 2}`);
     const namespaces = Array.from({ length: count }, (_, i) => `fsdp-${tag}-${letters[i]}`);
     const daemons: ChildProcess[] = [];
-    const hosts = new NamespaceHosts(dir, aliases, hostNames, addresses, file('ssh_config'), bridge, namespaces, daemons);
+    const hosts = new NamespaceHosts(
+      dir,
+      aliases,
+      hostNames,
+      addresses,
+      file('ssh_config'),
+      bridge,
+      namespaces,
+      daemons,
+    );
     try {
       ip('link', 'add', bridge, 'type', 'bridge');
       ip('addr', 'add', `${subnet}.1/24`, 'dev', bridge);
@@ -59,8 +68,21 @@ export class NamespaceHosts {
       writeFileSync(file('authorized_keys'), readFileSync(file('client_ed25519.pub')));
       const hostPub = readFileSync(file('host_ed25519.pub'), 'utf8').trim().split(/\s+/).slice(0, 2).join(' ');
       writeFileSync(file('known_hosts'), addresses.map((a) => `${a} ${hostPub}\n`).join(''));
-      const clientOptions = [`  User ${os.userInfo().username}`, `  IdentityFile ${file('client_ed25519')}`, '  IdentitiesOnly yes', `  UserKnownHostsFile ${file('known_hosts')}`, '  StrictHostKeyChecking yes', '  BatchMode yes', '  LogLevel ERROR'];
-      writeFileSync(file('ssh_config'), aliases.map((a, i) => [`Host ${a}`, `  HostName ${addresses[i]}`, '  Port 22', ...clientOptions].join('\n')).join('\n') + '\n');
+      const clientOptions = [
+        `  User ${os.userInfo().username}`,
+        `  IdentityFile ${file('client_ed25519')}`,
+        '  IdentitiesOnly yes',
+        `  UserKnownHostsFile ${file('known_hosts')}`,
+        '  StrictHostKeyChecking yes',
+        '  BatchMode yes',
+        '  LogLevel ERROR',
+      ];
+      writeFileSync(
+        file('ssh_config'),
+        aliases
+          .map((a, i) => [`Host ${a}`, `  HostName ${addresses[i]}`, '  Port 22', ...clientOptions].join('\n'))
+          .join('\n') + '\n',
+      );
       // How the hosts reach each other: by address (what the aliases resolve to), same key.
       writeFileSync(file('node_ssh_config'), ['Host *', ...clientOptions].join('\n') + '\n');
       mkdirSync('/run/sshd', { recursive: true });
@@ -75,23 +97,45 @@ export class NamespaceHosts {
         ip('netns', 'exec', ns, 'ip', 'link', 'set', `fsp${tag}${letters[i]}`, 'up');
         ip('netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up');
         const conf = file(`sshd_config_${letters[i]}`);
-        writeFileSync(conf, [
-          'Port 22',
-          `ListenAddress ${addresses[i]}`,
-          `HostKey ${file('host_ed25519')}`,
-          `AuthorizedKeysFile ${file('authorized_keys')}`,
-          `PidFile ${file(`sshd_${letters[i]}.pid`)}`,
-          'PasswordAuthentication no',
-          'KbdInteractiveAuthentication no',
-          'PermitRootLogin prohibit-password',
-          'StrictModes no',
-          'UsePAM no',
-          'MaxStartups 100',
-          'MaxSessions 100',
-          `SetEnv ${Object.entries(remoteEnvironment(dir, { OMPI_MCA_plm_rsh_args: `-F ${file('node_ssh_config')}` })).map(([k, v]) => `"${k}=${v}"`).join(' ')}`,
-        ].join('\n') + '\n');
+        writeFileSync(
+          conf,
+          [
+            'Port 22',
+            `ListenAddress ${addresses[i]}`,
+            `HostKey ${file('host_ed25519')}`,
+            `AuthorizedKeysFile ${file('authorized_keys')}`,
+            `PidFile ${file(`sshd_${letters[i]}.pid`)}`,
+            'PasswordAuthentication no',
+            'KbdInteractiveAuthentication no',
+            'PermitRootLogin prohibit-password',
+            'StrictModes no',
+            'UsePAM no',
+            'MaxStartups 100',
+            'MaxSessions 100',
+            `SetEnv ${Object.entries(remoteEnvironment(dir, { OMPI_MCA_plm_rsh_args: `-F ${file('node_ssh_config')}` }))
+              .map(([k, v]) => `"${k}=${v}"`)
+              .join(' ')}`,
+          ].join('\n') + '\n',
+        );
         // The namespace's own host name, then sshd in the foreground: our child, as in sshd.ts.
-        const daemon = spawn('ip', ['netns', 'exec', ns, 'unshare', '--uts', '--', 'sh', '-c', 'hostname "$1" && exec /usr/sbin/sshd -D -e -f "$2"', 'sh', hostNames[i], conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const daemon = spawn(
+          'ip',
+          [
+            'netns',
+            'exec',
+            ns,
+            'unshare',
+            '--uts',
+            '--',
+            'sh',
+            '-c',
+            'hostname "$1" && exec /usr/sbin/sshd -D -e -f "$2"',
+            'sh',
+            hostNames[i],
+            conf,
+          ],
+          { stdio: ['ignore', 'ignore', 'pipe'] },
+        );
         let log = '';
         daemon.stderr!.on('data', (b: Buffer) => (log = (log + b.toString()).slice(-20_000)));
         daemons.push(daemon);
@@ -122,7 +166,8 @@ export class NamespaceHosts {
     }
     // Whatever still runs in a namespace (a rank, an orted) goes with it.
     for (const ns of this.namespaces) {
-      const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout?.split('\n').filter(Boolean) ?? [];
+      const pids =
+        spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout?.split('\n').filter(Boolean) ?? [];
       for (const pid of pids) {
         try {
           process.kill(Number(pid), 'SIGKILL');

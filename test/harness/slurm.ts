@@ -4,7 +4,16 @@
 // the machine's own SLURM or munge set-up is read or changed; client commands reach this cluster
 // through SLURM_CONF (see `env`). Runs as root, as the tests do (SlurmUser=root).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -47,7 +56,10 @@ export class LocalSlurm {
 
   static async start(opts: LocalSlurmOptions = {}): Promise<LocalSlurm> {
     for (const tool of ['/usr/sbin/munged', '/usr/sbin/slurmctld', '/usr/sbin/slurmd']) {
-      if (!existsSync(tool)) throw new Error(`${tool} is missing: the SLURM tests need Debian's slurm-wlm and munge (scripts/setup/system-packages.mjs)`);
+      if (!existsSync(tool))
+        throw new Error(
+          `${tool} is missing: the SLURM tests need Debian's slurm-wlm and munge (scripts/setup/system-packages.mjs)`,
+        );
     }
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-slurm-'));
     const file = (name: string) => path.join(dir, name);
@@ -109,12 +121,24 @@ export class LocalSlurm {
           `PartitionName=${partition} Nodes=${node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO`,
         ].join('\n') + '\n',
       );
-      cluster.daemon('munged', '/usr/sbin/munged', ['-F', `--key-file=${file('munge.key')}`, `--socket=${file('munge/munge.socket')}`, `--pid-file=${file('munge/munged.pid')}`, `--log-file=${file('munge/munged.log')}`, `--seed-file=${file('munge/munged.seed')}`, '--force']);
+      cluster.daemon('munged', '/usr/sbin/munged', [
+        '-F',
+        `--key-file=${file('munge.key')}`,
+        `--socket=${file('munge/munge.socket')}`,
+        `--pid-file=${file('munge/munged.pid')}`,
+        `--log-file=${file('munge/munged.log')}`,
+        `--seed-file=${file('munge/munged.seed')}`,
+        '--force',
+      ]);
       await cluster.waitFor('munged socket', async () => existsSync(file('munge/munge.socket')));
       cluster.daemon('slurmctld', '/usr/sbin/slurmctld', ['-D', '-i', '-f', file('slurm.conf')]);
-      await cluster.waitFor('slurmctld answering', async () => cluster.run(['scontrol', 'ping']).stdout.includes('is UP'));
+      await cluster.waitFor('slurmctld answering', async () =>
+        cluster.run(['scontrol', 'ping']).stdout.includes('is UP'),
+      );
       cluster.daemon('slurmd', '/usr/sbin/slurmd', ['-D', '-f', file('slurm.conf')]);
-      await cluster.waitFor(`node ${node} idle`, async () => /^idle/.test(cluster.run(['sinfo', '-h', '-n', node, '-o', '%T']).stdout.trim()));
+      await cluster.waitFor(`node ${node} idle`, async () =>
+        /^idle/.test(cluster.run(['sinfo', '-h', '-n', node, '-o', '%T']).stdout.trim()),
+      );
     } catch (e) {
       await cluster.stop();
       throw e;
@@ -124,8 +148,13 @@ export class LocalSlurm {
 
   /** Runs a client command against this cluster; never throws on its exit status. */
   run(argv: string[], input?: string): { status: number; stdout: string; stderr: string } {
-    const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', env: { ...process.env, ...this.env }, timeout: 60_000, ...(input !== undefined ? { input } : {}) });
-    return { status: r.status ?? 1, stdout: r.stdout ?? '', stderr: r.stderr ?? (r.error?.message ?? '') };
+    const r = spawnSync(argv[0], argv.slice(1), {
+      encoding: 'utf8',
+      env: { ...process.env, ...this.env },
+      timeout: 60_000,
+      ...(input !== undefined ? { input } : {}),
+    });
+    return { status: r.status ?? 1, stdout: r.stdout ?? '', stderr: r.stderr ?? r.error?.message ?? '' };
   }
 
   /** Like run, but a failure is an error with the command's message. */
@@ -146,7 +175,15 @@ export class LocalSlurm {
    * folder), so a job submitted after it waits for resources; returns its id.
    */
   fillNode(minutes = 10): string {
-    return this.check(['sbatch', '--parsable', `--ntasks=${this.cpus}`, `--time=${minutes}`, `--output=${path.join(this.dir, 'blocker-%j.out')}`, '--wrap', `sleep ${minutes * 60}`]).trim();
+    return this.check([
+      'sbatch',
+      '--parsable',
+      `--ntasks=${this.cpus}`,
+      `--time=${minutes}`,
+      `--output=${path.join(this.dir, 'blocker-%j.out')}`,
+      '--wrap',
+      `sleep ${minutes * 60}`,
+    ]).trim();
   }
 
   /** What the daemons logged, for a failing test's message. */
@@ -162,7 +199,13 @@ export class LocalSlurm {
   async stop(): Promise<void> {
     if (this.daemons.get('slurmctld')?.exitCode === null) {
       this.run(['scancel', '--full', '--quiet', '--partition', this.partition]);
-      await untilValue('the jobs to end', async () => this.run(['squeue', '-h', '-t', 'all', '-o', '%T']).stdout, (s) => !/RUNNING|COMPLETING|PENDING|CONFIGURING|SUSPENDED/.test(s), 30_000, 300).catch(() => undefined);
+      await untilValue(
+        'the jobs to end',
+        async () => this.run(['squeue', '-h', '-t', 'all', '-o', '%T']).stdout,
+        (s) => !/RUNNING|COMPLETING|PENDING|CONFIGURING|SUSPENDED/.test(s),
+        30_000,
+        300,
+      ).catch(() => undefined);
     }
     for (const pid of jobProcesses(this.dir)) kill(pid, 'SIGKILL');
     for (const name of ['slurmd', 'slurmctld', 'munged']) {
@@ -196,10 +239,17 @@ export class LocalSlurm {
 
   private async waitFor(what: string, cond: () => Promise<boolean>): Promise<void> {
     try {
-      await untilValue(what, async () => {
-        for (const [name, d] of this.daemons) if (d.exitCode !== null) throw new Error(`${name} exited with code ${d.exitCode}`);
-        return cond();
-      }, (ok) => ok, START_TIMEOUT_MS, 200);
+      await untilValue(
+        what,
+        async () => {
+          for (const [name, d] of this.daemons)
+            if (d.exitCode !== null) throw new Error(`${name} exited with code ${d.exitCode}`);
+          return cond();
+        },
+        (ok) => ok,
+        START_TIMEOUT_MS,
+        200,
+      );
     } catch (e) {
       throw new Error(`${(e as Error).message}\n${this.daemonLogs()}`, { cause: e });
     }
@@ -221,7 +271,8 @@ function jobProcesses(dir: string): number[] {
     try {
       const environ = readFileSync(`/proc/${name}/environ`, 'latin1');
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'latin1');
-      if (environ.includes(`${dir}/`) || (cmd.startsWith('slurmstepd') && environ.includes(dir))) out.push(Number(name));
+      if (environ.includes(`${dir}/`) || (cmd.startsWith('slurmstepd') && environ.includes(dir)))
+        out.push(Number(name));
     } catch {
       /* exited, or not ours to read */
     }

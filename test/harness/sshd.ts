@@ -64,7 +64,9 @@ export class LoopbackSshd {
         'MaxSessions 100',
         'LogLevel VERBOSE',
         // One SetEnv line: sshd keeps only the first of repeated directives.
-        `SetEnv ${Object.entries(remoteEnvironment(dir, opts.setEnv)).map(([k, v]) => `"${k}=${v}"`).join(' ')}`,
+        `SetEnv ${Object.entries(remoteEnvironment(dir, opts.setEnv))
+          .map(([k, v]) => `"${k}=${v}"`)
+          .join(' ')}`,
       ].join('\n') + '\n',
     );
     writeFileSync(
@@ -159,7 +161,9 @@ export function remoteEnvironment(dir: string, extra: Record<string, string> = {
 }
 
 export function keygen(file: string): void {
-  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'fsdp-studio-test', '-f', file], { encoding: 'utf8' });
+  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'fsdp-studio-test', '-f', file], {
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr}`);
 }
 
@@ -199,7 +203,13 @@ function commandOf(pid: number): string {
   }
 }
 
-export async function waitForPort(port: number, daemon: ChildProcess, log: () => string, timeoutMs: number, host = '127.0.0.1'): Promise<void> {
+export async function waitForPort(
+  port: number,
+  daemon: ChildProcess,
+  log: () => string,
+  timeoutMs: number,
+  host = '127.0.0.1',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (daemon.exitCode !== null) throw new Error(`sshd exited with code ${daemon.exitCode}:\n${log()}`);

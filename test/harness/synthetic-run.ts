@@ -33,7 +33,16 @@ export interface SyntheticRunOptions {
   evalEvery: number;
 }
 
-const plan = { params: 4e6, grads: 4e6, optimizer: 8e6, activations: 2e7, workspace: 1e6, comm: 0, other: 0, total: 3.7e7 };
+const plan = {
+  params: 4e6,
+  grads: 4e6,
+  optimizer: 8e6,
+  activations: 2e7,
+  workspace: 1e6,
+  comm: 0,
+  other: 0,
+  total: 3.7e7,
+};
 
 /** The loss of step s: a decaying curve with deterministic wiggle, so tests can predict any point. */
 export function syntheticLoss(step: number): number {
@@ -76,21 +85,42 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
     if (o.rich) process.stdout.write(line);
   };
   const lastCheckpoint = o.resume ? lastCheckpointStep(metrics) : 0;
-  updateManifest(o.runDir, { status: 'running', step: lastCheckpoint, max_steps: o.steps, runtime_version: 'synthetic' });
+  updateManifest(o.runDir, {
+    status: 'running',
+    step: lastCheckpoint,
+    max_steps: o.steps,
+    runtime_version: 'synthetic',
+  });
   let step = lastCheckpoint;
   let stopping = false;
   process.on('SIGTERM', () => (stopping = true));
   // As the runtime does, a resume says so in a log line before its run_start: a reader must not
   // take lines after an earlier run_end for the end of the run.
   if (o.resume) {
-    emit({ type: 'log', level: 'info', msg: `resumed from checkpoints/step-${lastCheckpoint} at step ${lastCheckpoint}` });
+    emit({
+      type: 'log',
+      level: 'info',
+      msg: `resumed from checkpoints/step-${lastCheckpoint} at step ${lastCheckpoint}`,
+    });
     await new Promise((r) => setTimeout(r, 500)); // loading the checkpoint takes a moment
   }
   emit({
-    type: 'run_start', run_id: runId, config: o.rich ? richConfig(o) : { name: 'synthetic', training: { max_steps: o.steps, ...(o.lr !== 1e-3 ? { learning_rate: o.lr } : {}) } },
-    world: { size: 1, ranks: [{ rank: 0, host: 'localhost', device: 'cpu', pid: process.pid }] }, memory_plan: plan,
+    type: 'run_start',
+    run_id: runId,
+    config: o.rich
+      ? richConfig(o)
+      : { name: 'synthetic', training: { max_steps: o.steps, ...(o.lr !== 1e-3 ? { learning_rate: o.lr } : {}) } },
+    world: { size: 1, ranks: [{ rank: 0, host: 'localhost', device: 'cpu', pid: process.pid }] },
+    memory_plan: plan,
     ...(o.resume ? { start_step: lastCheckpoint, resumed_from: `checkpoints/step-${lastCheckpoint}` } : {}),
-    ...(o.rich ? { n_params: 124_439_808, flops_per_token: 7.5e8, peak_flops: 2.35e11, peak_source: 'sgemm measured on this machine (synthetic)' } : {}),
+    ...(o.rich
+      ? {
+          n_params: 124_439_808,
+          flops_per_token: 7.5e8,
+          peak_flops: 2.35e11,
+          peak_source: 'sgemm measured on this machine (synthetic)',
+        }
+      : {}),
   });
   if (o.rich) console.error(`synthetic: model ready, ${o.steps} steps`);
   if (o.firstStepAfter > 0) await new Promise((r) => setTimeout(r, o.firstStepAfter * 1000));
@@ -106,14 +136,47 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
       const dump = `diagnostics/step-${String(step).padStart(8, '0')}-nan.json`;
       mkdirSync(path.join(o.runDir, 'diagnostics'), { recursive: true });
       // The runtime's dump format (native/src/diagnostics/nan_dump.cc), with made-up statistics.
-      const stat = (layer: number, op: string, maxAbs: number | null, nonfinite: number) => ({ phase: 'forward', kind: 'activation', layer, op, name: `${op}.out`, mean: maxAbs === null ? null : 0.01, std: maxAbs === null ? null : 1, max_abs: maxAbs, nonfinite });
-      writeFileSync(path.join(o.runDir, dump), JSON.stringify({
-        format: 'fsdp-studio-nan-dump', version: 1, step, where: { phase: 'forward', layer: 1, op: 'attn.softmax' },
-        tokens: [[...'Synthetic batch text'].map((c) => c.charCodeAt(0))],
-        stats: [stat(0, 'attn.softmax', 0.9, 0), stat(0, 'mlp.gelu', 3.2, 0), stat(1, 'attn.softmax', null, 4096)],
-      }));
-      emit({ type: 'step', step, loss: null, lr: 1e-3, grad_norm: null, tokens_per_s: 1000, step_ms: 10, mem_peak: 3.7e7, skipped: true });
-      emit({ type: 'anomaly', step, kind: 'nan', where: { phase: 'forward', layer: 1, op: 'attn.softmax' }, action: 'stop', dump });
+      const stat = (layer: number, op: string, maxAbs: number | null, nonfinite: number) => ({
+        phase: 'forward',
+        kind: 'activation',
+        layer,
+        op,
+        name: `${op}.out`,
+        mean: maxAbs === null ? null : 0.01,
+        std: maxAbs === null ? null : 1,
+        max_abs: maxAbs,
+        nonfinite,
+      });
+      writeFileSync(
+        path.join(o.runDir, dump),
+        JSON.stringify({
+          format: 'fsdp-studio-nan-dump',
+          version: 1,
+          step,
+          where: { phase: 'forward', layer: 1, op: 'attn.softmax' },
+          tokens: [[...'Synthetic batch text'].map((c) => c.charCodeAt(0))],
+          stats: [stat(0, 'attn.softmax', 0.9, 0), stat(0, 'mlp.gelu', 3.2, 0), stat(1, 'attn.softmax', null, 4096)],
+        }),
+      );
+      emit({
+        type: 'step',
+        step,
+        loss: null,
+        lr: 1e-3,
+        grad_norm: null,
+        tokens_per_s: 1000,
+        step_ms: 10,
+        mem_peak: 3.7e7,
+        skipped: true,
+      });
+      emit({
+        type: 'anomaly',
+        step,
+        kind: 'nan',
+        where: { phase: 'forward', layer: 1, op: 'attn.softmax' },
+        action: 'stop',
+        dump,
+      });
       emit({ type: 'run_end', status: 'failed', step: step - 1, reason: 'NaN in forward, layer 1 (attn.softmax)' });
       updateManifest(o.runDir, { status: 'failed', step: step - 1, end_reason: 'NaN' });
       return;
@@ -121,9 +184,32 @@ export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
     const loss = syntheticLoss(step) * (step === o.lossSpikeAt ? 2.2 : 1);
     const gradSpike = o.gradSpikeEvery !== undefined && step % o.gradSpikeEvery === 0;
     const gradNorm = gradSpike ? 2.4930341506992773 : 1 + 1 / step;
-    const rich = o.rich ? { mem_rss: 9.1e7 + (step % 3) * 2e5, mfu: 0.31 + 0.01 * Math.sin(step), flops_per_s: 7.3e10 } : {};
-    emit({ type: 'step', step, loss, lr: o.lr * Math.min(1, step / 20), grad_norm: gradNorm, tokens_per_s: 1000 + (step % 7), step_ms: 10, mem_peak: 3.7e7 + (step % 5) * 1e5, ...rich });
-    if (gradSpike) emit({ type: 'anomaly', step, kind: 'spike', where: { phase: 'loss' }, action: 'report', value: gradNorm, zscore: 7.3, metric: 'grad_norm', dump: null });
+    const rich = o.rich
+      ? { mem_rss: 9.1e7 + (step % 3) * 2e5, mfu: 0.31 + 0.01 * Math.sin(step), flops_per_s: 7.3e10 }
+      : {};
+    emit({
+      type: 'step',
+      step,
+      loss,
+      lr: o.lr * Math.min(1, step / 20),
+      grad_norm: gradNorm,
+      tokens_per_s: 1000 + (step % 7),
+      step_ms: 10,
+      mem_peak: 3.7e7 + (step % 5) * 1e5,
+      ...rich,
+    });
+    if (gradSpike)
+      emit({
+        type: 'anomaly',
+        step,
+        kind: 'spike',
+        where: { phase: 'loss' },
+        action: 'report',
+        value: gradNorm,
+        zscore: 7.3,
+        metric: 'grad_norm',
+        dump: null,
+      });
     if (o.evalEvery > 0 && step % o.evalEvery === 0) emit({ type: 'eval', step, val_loss: syntheticLoss(step) + 0.1 });
     if (step % o.checkpointEvery === 0) {
       if (o.saveMs > 0) await new Promise((r) => setTimeout(r, o.saveMs));
@@ -142,7 +228,15 @@ function richConfig(o: SyntheticRunOptions): Record<string, unknown> {
     name: 'synthetic',
     model: { d_model: 768, n_layers: 12, n_heads: 12, vocab_size: 50304, max_seq_len: 1024 },
     data: { train: 'data/train.bin', seq_len: 256 },
-    training: { batch_size_per_gpu: 4, gradient_accumulation_steps: 1, max_steps: o.steps, learning_rate: o.lr, warmup_steps: 20, max_grad_norm: 1.0, schedule: 'warmup_cosine' },
+    training: {
+      batch_size_per_gpu: 4,
+      gradient_accumulation_steps: 1,
+      max_steps: o.steps,
+      learning_rate: o.lr,
+      warmup_steps: 20,
+      max_grad_norm: 1.0,
+      schedule: 'warmup_cosine',
+    },
     checkpointing: { save_every_n_steps: o.checkpointEvery, save_final: false },
     launch: { device: 'cpu' },
   };
@@ -151,9 +245,16 @@ function richConfig(o: SyntheticRunOptions): Record<string, unknown> {
 /** Keeps the fields the launcher wrote (pids, pgid, command, target): read, merge, rename. */
 function updateManifest(runDir: string, fields: Record<string, unknown>): void {
   const file = path.join(runDir, 'run.json');
-  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : {
-    v: 1, run_id: path.basename(runDir), created: Date.now() / 1000, config: {}, world: { size: 1 }, host: 'localhost',
-  };
+  const current = existsSync(file)
+    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
+    : {
+        v: 1,
+        run_id: path.basename(runDir),
+        created: Date.now() / 1000,
+        config: {},
+        world: { size: 1 },
+        host: 'localhost',
+      };
   writeFileSync(`${file}.tmp`, JSON.stringify({ ...current, ...fields, updated: Date.now() / 1000 }, null, 2));
   renameSync(`${file}.tmp`, file);
 }

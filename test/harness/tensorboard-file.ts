@@ -33,11 +33,25 @@ export function scalarRecord(tag: string, step: number, value: number, wallTime:
 }
 
 /** A scalar as TF2's tf.summary.scalar writes it: a rank-0 float tensor, metadata on the first only. */
-export function tensorScalarRecord(tag: string, step: number, value: number, wallTime: number, withMetadata: boolean): Buffer {
+export function tensorScalarRecord(
+  tag: string,
+  step: number,
+  value: number,
+  wallTime: number,
+  withMetadata: boolean,
+): Buffer {
   return eventRecord({
     wall_time: wallTime,
     step,
-    summary: { value: [{ tag, tensor: { dtype: 1, tensor_shape: {}, float_val: [value] }, ...(withMetadata ? { metadata: { plugin_data: { plugin_name: 'scalars' }, data_class: 1 } } : {}) }] },
+    summary: {
+      value: [
+        {
+          tag,
+          tensor: { dtype: 1, tensor_shape: {}, float_val: [value] },
+          ...(withMetadata ? { metadata: { plugin_data: { plugin_name: 'scalars' }, data_class: 1 } } : {}),
+        },
+      ],
+    },
   });
 }
 
@@ -51,7 +65,12 @@ export function eventFileName(wallTime: number, n = 0): string {
  * `train/loss` and `train/learning_rate` per step. Run: node --import tsx test/harness/tensorboard-file.ts
  * --dir DIR --steps N [--rate HZ].
  */
-export async function writeTensorBoardRun(dir: string, steps: number, rate: number, loss: (step: number) => number): Promise<string> {
+export async function writeTensorBoardRun(
+  dir: string,
+  steps: number,
+  rate: number,
+  loss: (step: number) => number,
+): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const t0 = Date.now() / 1000;
   const file = path.join(dir, eventFileName(t0));
@@ -63,12 +82,25 @@ export async function writeTensorBoardRun(dir: string, steps: number, rate: numb
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
     const now = Date.now() / 1000;
-    appendFileSync(file, Buffer.concat([scalarRecord('train/loss', step, loss(step), now), scalarRecord('train/learning_rate', step, 1e-3, now)]));
+    appendFileSync(
+      file,
+      Buffer.concat([
+        scalarRecord('train/loss', step, loss(step), now),
+        scalarRecord('train/learning_rate', step, 1e-3, now),
+      ]),
+    );
   }
   return file;
 }
 
 if (process.argv[1] && /tensorboard-file\.ts$/.test(process.argv[1])) {
   const arg = (name: string) => process.argv[process.argv.indexOf(name) + 1];
-  void import('./synthetic-run').then(({ syntheticLoss }) => writeTensorBoardRun(arg('--dir'), Number(arg('--steps')), Number(process.argv.includes('--rate') ? arg('--rate') : 50), syntheticLoss));
+  void import('./synthetic-run').then(({ syntheticLoss }) =>
+    writeTensorBoardRun(
+      arg('--dir'),
+      Number(arg('--steps')),
+      Number(process.argv.includes('--rate') ? arg('--rate') : 50),
+      syntheticLoss,
+    ),
+  );
 }

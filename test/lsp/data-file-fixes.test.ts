@@ -24,8 +24,14 @@ training: {batch_size_per_gpu: 2, max_steps: 10, learning_rate: 0.001}
 
 /** Applies LSP text edits (non-overlapping) to a text. */
 function applyEdits(text: string, edits: TextEdit[]): string {
-  const offset = (p: { line: number; character: number }) => text.split('\n').slice(0, p.line).reduce((n, l) => n + l.length + 1, 0) + p.character;
-  return [...edits].sort((a, b) => offset(b.range.start) - offset(a.range.start)).reduce((t, e) => t.slice(0, offset(e.range.start)) + e.newText + t.slice(offset(e.range.end)), text);
+  const offset = (p: { line: number; character: number }) =>
+    text
+      .split('\n')
+      .slice(0, p.line)
+      .reduce((n, l) => n + l.length + 1, 0) + p.character;
+  return [...edits]
+    .sort((a, b) => offset(b.range.start) - offset(a.range.start))
+    .reduce((t, e) => t.slice(0, offset(e.range.start)) + e.newText + t.slice(offset(e.range.end)), text);
 }
 
 function editsOf(edit: WorkspaceEdit | undefined, uri: string): TextEdit[] {
@@ -41,7 +47,8 @@ describe('language server: quick fixes for a missing data file', function () {
     server = await LanguageServerClient.start();
     tmp = mkdtempSync(path.join(os.tmpdir(), 'fsdp-datafix-'));
     mkdirSync(path.join(tmp, 'data'));
-    for (const f of ['fortunes-byte-train.tok', 'fortunes-byte-val.tok']) symlinkSync(path.join(SAMPLE_DATA, f), path.join(tmp, 'data', f));
+    for (const f of ['fortunes-byte-train.tok', 'fortunes-byte-val.tok'])
+      symlinkSync(path.join(SAMPLE_DATA, f), path.join(tmp, 'data', f));
   });
   after(async () => {
     await server?.stop();
@@ -60,14 +67,20 @@ describe('language server: quick fixes for a missing data file', function () {
     assert.ok(change, actions.map((a) => a.title).join(' | '));
     assert.equal(change.isPreferred, true);
     const text = config('data/fortunes-byte-trian.tok', 'data/fortunes-byte-val.tok');
-    assert.equal(applyEdits(text, editsOf(change.edit, uri)), config('data/fortunes-byte-train.tok', 'data/fortunes-byte-val.tok'));
+    assert.equal(
+      applyEdits(text, editsOf(change.edit, uri)),
+      config('data/fortunes-byte-train.tok', 'data/fortunes-byte-val.tok'),
+    );
     assert.equal(actions[0], change, 'the closest name comes first');
   });
 
   it('a sample file that was never prepared: "Prepare the sample data" runs the extension\'s command for its folder and tokenizer', async () => {
     const file = path.join(tmp, 'fresh.fsdp.yaml');
     const uri = pathToFileURL(file).href;
-    const diagnostics = await server.open(uri, config('data/fortunes-byte-train.tok', 'prepared/fortunes-gpt2-val.tok'));
+    const diagnostics = await server.open(
+      uri,
+      config('data/fortunes-byte-train.tok', 'prepared/fortunes-gpt2-val.tok'),
+    );
     const missing = diagnostics.find((d) => d.range.start.line === 3);
     assert.ok(missing, `a diagnostic on data.val: ${JSON.stringify(diagnostics.map((d) => d.message))}`);
     const actions = await server.codeActions(uri, missing.range, [missing]);
@@ -79,7 +92,10 @@ describe('language server: quick fixes for a missing data file', function () {
 
   it('ranks by name distance and offers nothing that does not look like what was meant', () => {
     assert.equal(editDistance('kitten', 'sitting'), 3);
-    assert.deepEqual(closestTokenFiles(tmp, path.join(tmp, 'data', 'fortunes-byte-val.tk')).map((f) => path.relative(tmp, f)), ['data/fortunes-byte-val.tok']);
+    assert.deepEqual(
+      closestTokenFiles(tmp, path.join(tmp, 'data', 'fortunes-byte-val.tk')).map((f) => path.relative(tmp, f)),
+      ['data/fortunes-byte-val.tok'],
+    );
     assert.deepEqual(closestTokenFiles(tmp, path.join(tmp, 'data', 'wikitext-103.tok')), []);
   });
 });

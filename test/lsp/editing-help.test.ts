@@ -34,7 +34,10 @@ describe('language server over stdio: completion and hover', function () {
     const strategy = items.find((i) => i.label === 'sharding_strategy')!;
     assert.match(docOf(strategy), /FULL_SHARD: ZeRO-3/);
     assert.match(docOf(strategy), /Default: `"FULL_SHARD"`/);
-    assert.equal(strategy.textEdit && 'newText' in strategy.textEdit ? strategy.textEdit.newText : '', 'sharding_strategy: ');
+    assert.equal(
+      strategy.textEdit && 'newText' in strategy.textEdit ? strategy.textEdit.newText : '',
+      'sharding_strategy: ',
+    );
   });
 
   it('completes enum values with the default marked', async () => {
@@ -53,12 +56,20 @@ describe('language server over stdio: completion and hover', function () {
     const keys = await server.completion(uri, { line: 2, character: 27 });
     const stage = keys.find((i) => i.label === 'stage');
     assert.ok(stage, labels(keys).join(' '));
-    assert.equal(stage.textEdit && 'newText' in stage.textEdit ? stage.textEdit.newText : '', 'stage', 'inside quotes only the name is inserted');
+    assert.equal(
+      stage.textEdit && 'newText' in stage.textEdit ? stage.textEdit.newText : '',
+      'stage',
+      'inside quotes only the name is inserted',
+    );
     const values = await server.completion(uri, { line: 1, character: 23 });
     assert.ok(labels(values).includes('"auto"'), labels(values).join(' '));
     await server.change(uri, '{\n  "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}\n}\n');
     const devices = await server.completion(uri, { line: 1, character: 70 });
-    assert.deepEqual(labels(devices), ['"none"', '"cpu"', '"nvme"', '"auto"'], 'accelerate fills the offload device in');
+    assert.deepEqual(
+      labels(devices),
+      ['"none"', '"cpu"', '"nvme"', '"auto"'],
+      'accelerate fills the offload device in',
+    );
   });
 
   it('completes accelerate values as PyYAML reads them: "no" quoted', async () => {
@@ -81,7 +92,10 @@ describe('language server over stdio: completion and hover', function () {
 
   it('hovers a problem with the rule behind it and its source', async () => {
     const uri = 'file:///work/ds_rule.json';
-    const diagnostics = await server.open(uri, '{"train_micro_batch_size_per_gpu": 1, "gradient_allreduce_op": "sum", "zero_optimization": {"stage": 3}}');
+    const diagnostics = await server.open(
+      uri,
+      '{"train_micro_batch_size_per_gpu": 1, "gradient_allreduce_op": "sum", "zero_optimization": {"stage": 3}}',
+    );
     const d = diagnostics.find((x) => x.code === 'deepspeed.allreduce-sum-stage3');
     assert.ok(d);
     const hover = await server.hover(uri, { line: 0, character: d.range.start.character + 2 });

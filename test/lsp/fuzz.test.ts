@@ -13,9 +13,55 @@ const SEED = 20261121;
 
 const SEEDS: Array<{ uri: string; text: string }> = [
   { uri: 'file:///fuzz/run.fsdp.yaml', text: readFileSync(path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), 'utf8') },
-  { uri: 'file:///fuzz/ds_config.json', text: readFileSync(path.join(repoRoot, 'test', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json'), 'utf8') },
-  { uri: 'file:///fuzz/accelerate_config.yaml', text: readFileSync(path.join(repoRoot, 'test', 'fixtures', 'public-configs', 'huggingface-accelerate', 'tests', 'test_configs', 'latest_fsdp.yaml'), 'utf8') },
-  { uri: 'file:///fuzz/zf_config.json', text: readFileSync(path.join(repoRoot, 'test', 'fixtures', 'public-configs', 'deepspeedai-DeepSpeedExamples', 'training', 'DeepSpeed-ZenFlow', 'finetuning', 'zf_config.json'), 'utf8') },
+  {
+    uri: 'file:///fuzz/ds_config.json',
+    text: readFileSync(
+      path.join(
+        repoRoot,
+        'test',
+        'fixtures',
+        'public-configs',
+        'huggingface-transformers',
+        'tests',
+        'deepspeed',
+        'ds_config_zero3.json',
+      ),
+      'utf8',
+    ),
+  },
+  {
+    uri: 'file:///fuzz/accelerate_config.yaml',
+    text: readFileSync(
+      path.join(
+        repoRoot,
+        'test',
+        'fixtures',
+        'public-configs',
+        'huggingface-accelerate',
+        'tests',
+        'test_configs',
+        'latest_fsdp.yaml',
+      ),
+      'utf8',
+    ),
+  },
+  {
+    uri: 'file:///fuzz/zf_config.json',
+    text: readFileSync(
+      path.join(
+        repoRoot,
+        'test',
+        'fixtures',
+        'public-configs',
+        'deepspeedai-DeepSpeedExamples',
+        'training',
+        'DeepSpeed-ZenFlow',
+        'finetuning',
+        'zf_config.json',
+      ),
+      'utf8',
+    ),
+  },
 ];
 
 /** mulberry32: a small, well-distributed 32-bit PRNG, so runs are reproducible. */
@@ -30,7 +76,38 @@ function random(seed: number): () => number {
   };
 }
 
-const JUNK = ['', ' ', '\n', '\t', ':', ',', '{', '}', '[', ']', '"', "'", '#', '-', '*a', '&a', '!!binary', 'auto', '"auto"', 'null', 'true', 'NO', '1e309', '-0', '0x1F', '∞', '😀', '\u0000', '\r\n', 'a'.repeat(300)];
+const JUNK = [
+  '',
+  ' ',
+  '\n',
+  '\t',
+  ':',
+  ',',
+  '{',
+  '}',
+  '[',
+  ']',
+  '"',
+  "'",
+  '#',
+  '-',
+  '*a',
+  '&a',
+  '!!binary',
+  'auto',
+  '"auto"',
+  'null',
+  'true',
+  'NO',
+  '1e309',
+  '-0',
+  '0x1F',
+  '∞',
+  '😀',
+  '\u0000',
+  '\r\n',
+  'a'.repeat(300),
+];
 const WRONG = ['"x"', '[]', '{}', 'null', 'true', '-1', '0', '1.5', '"auto"', '1e400', '[1, [2, [3]]]'];
 
 function mutate(text: string, rnd: () => number): string {
@@ -41,15 +118,46 @@ function mutate(text: string, rnd: () => number): string {
   for (let i = 0; i < edits; i++) {
     const p = Math.min(at(), out.length);
     switch (Math.floor(rnd() * 9)) {
-      case 0: out = out.slice(0, p) + pick(JUNK) + out.slice(p); break; // insert junk
-      case 1: out = out.slice(0, p) + out.slice(p + 1 + Math.floor(rnd() * 20)); break; // delete a run
-      case 2: out = out.slice(0, p); break; // truncate
-      case 3: out = out.replace(/(:\s*)(-?\d[\d.e+-]*|true|false|"[^"\n]*"|[A-Z_]{3,})/g, (m, pre: string) => (rnd() < 0.15 ? pre + pick(WRONG) : m)); break; // wrong types
-      case 4: { const lines = out.split('\n'); const a = Math.floor(rnd() * lines.length); const b = Math.floor(rnd() * lines.length); [lines[a], lines[b]] = [lines[b], lines[a]]; out = lines.join('\n'); break; } // swap lines
-      case 5: { const lines = out.split('\n'); const a = Math.floor(rnd() * lines.length); lines.splice(a, 0, lines[a] ?? ''); out = lines.join('\n'); break; } // duplicate a line (duplicate keys)
-      case 6: out = out.replace(/\n( *)/g, (m, sp: string) => (rnd() < 0.1 ? `\n${sp.slice(0, Math.max(0, sp.length - 2 + Math.floor(rnd() * 5)))}` : m)); break; // break indentation
-      case 7: out = `a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c]\n${out}`; break; // alias expansion
-      default: out = out.slice(0, p) + '{'.repeat(1 + Math.floor(rnd() * 50)) + out.slice(p); break; // deep nesting
+      case 0:
+        out = out.slice(0, p) + pick(JUNK) + out.slice(p);
+        break; // insert junk
+      case 1:
+        out = out.slice(0, p) + out.slice(p + 1 + Math.floor(rnd() * 20));
+        break; // delete a run
+      case 2:
+        out = out.slice(0, p);
+        break; // truncate
+      case 3:
+        out = out.replace(/(:\s*)(-?\d[\d.e+-]*|true|false|"[^"\n]*"|[A-Z_]{3,})/g, (m, pre: string) =>
+          rnd() < 0.15 ? pre + pick(WRONG) : m,
+        );
+        break; // wrong types
+      case 4: {
+        const lines = out.split('\n');
+        const a = Math.floor(rnd() * lines.length);
+        const b = Math.floor(rnd() * lines.length);
+        [lines[a], lines[b]] = [lines[b], lines[a]];
+        out = lines.join('\n');
+        break;
+      } // swap lines
+      case 5: {
+        const lines = out.split('\n');
+        const a = Math.floor(rnd() * lines.length);
+        lines.splice(a, 0, lines[a] ?? '');
+        out = lines.join('\n');
+        break;
+      } // duplicate a line (duplicate keys)
+      case 6:
+        out = out.replace(/\n( *)/g, (m, sp: string) =>
+          rnd() < 0.1 ? `\n${sp.slice(0, Math.max(0, sp.length - 2 + Math.floor(rnd() * 5)))}` : m,
+        );
+        break; // break indentation
+      case 7:
+        out = `a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c]\n${out}`;
+        break; // alias expansion
+      default:
+        out = out.slice(0, p) + '{'.repeat(1 + Math.floor(rnd() * 50)) + out.slice(p);
+        break; // deep nesting
     }
   }
   return out;
@@ -89,7 +197,9 @@ describe('language server over stdio: fuzz', function () {
     }
     const failures = server.logs.filter((l) => l.type === 1);
     assert.deepEqual(failures, [], 'errors logged by the server');
-    console.log(`      ${MUTANTS} mutants in ${((Date.now() - started) / 1000).toFixed(1)} s; slowest answer ${slowest} ms`);
+    console.log(
+      `      ${MUTANTS} mutants in ${((Date.now() - started) / 1000).toFixed(1)} s; slowest answer ${slowest} ms`,
+    );
   });
 });
 
@@ -97,7 +207,10 @@ function assertInside(diagnostics: Diagnostic[], text: string, what: string): vo
   const lines = text.split('\n');
   for (const d of diagnostics) {
     for (const p of [d.range.start, d.range.end]) {
-      assert.ok(p.line >= 0 && p.line < lines.length && p.character >= 0 && p.character <= lines[p.line].length, `${what}: diagnostic "${d.message}" at ${p.line}:${p.character} is outside the text`);
+      assert.ok(
+        p.line >= 0 && p.line < lines.length && p.character >= 0 && p.character <= lines[p.line].length,
+        `${what}: diagnostic "${d.message}" at ${p.line}:${p.character} is outside the text`,
+      );
     }
   }
 }

@@ -13,9 +13,10 @@ describe('language server over stdio: a TRL / TrainingArguments YAML being writt
     await server?.stop();
   });
 
-  it('completes arguments with the library\'s own help and values of its enums, and explains them on hover', async () => {
+  it("completes arguments with the library's own help and values of its enums, and explains them on hover", async () => {
     const uri = 'file:///work/sft.yaml';
-    const text = 'model_name_or_path: Qwen/Qwen2.5-0.5B\noutput_dir: out\nper_device_train_batch_size: 2\nlr_scheduler_type: \nwarm';
+    const text =
+      'model_name_or_path: Qwen/Qwen2.5-0.5B\noutput_dir: out\nper_device_train_batch_size: 2\nlr_scheduler_type: \nwarm';
     await server.open(uri, text);
     const keys = await server.completion(uri, { line: 4, character: 4 });
     const warmup = keys.find((i) => i.label === 'warmup_steps');

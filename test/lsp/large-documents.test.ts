@@ -34,12 +34,20 @@ describe('language server over stdio: large, deep and hostile documents', functi
   it('answers about other documents while a 100,000-key document is checked, then shows its first 1,000 problems and a count', async () => {
     const big = largeConfig('deepspeed-unknown-keys', 100_000);
     let bigDoneAt = 0;
-    const bigDiagnostics = server.open('file:///large/ds_config.json', big.text, 'json', 240_000).then((d) => ((bigDoneAt = Date.now()), d));
+    const bigDiagnostics = server
+      .open('file:///large/ds_config.json', big.text, 'json', 240_000)
+      .then((d) => ((bigDoneAt = Date.now()), d));
     // The small document is opened after the big one, and answered before the big one's check ends.
     const smallDiagnostics = await server.open('file:///large/small.fsdp.yaml', small);
-    assert.ok(smallDiagnostics.some((d) => String(d.message).includes('did you mean "FULL_SHARD"')), JSON.stringify(smallDiagnostics));
+    assert.ok(
+      smallDiagnostics.some((d) => String(d.message).includes('did you mean "FULL_SHARD"')),
+      JSON.stringify(smallDiagnostics),
+    );
     const items = await server.completion('file:///large/small.fsdp.yaml', { line: 4, character: 2 });
-    assert.ok(items.some((i) => i.label === 'cpu_offload'), 'completion answered');
+    assert.ok(
+      items.some((i) => i.label === 'cpu_offload'),
+      'completion answered',
+    );
     const hover = await server.hover('file:///large/small.fsdp.yaml', { line: 4, character: 5 });
     assert.match(JSON.stringify(hover), /fsdp\.sharding_strategy/);
     const answeredAt = Date.now();
@@ -47,24 +55,33 @@ describe('language server over stdio: large, deep and hostile documents', functi
     assert.ok(answeredAt < bigDoneAt, 'the small document was answered only after the large one was checked');
     assert.equal(d.length, 1001);
     assert.match(String(d[0].message), /^unknown_key_0: unknown key "unknown_key_0" \(DeepSpeed/);
-    assert.match(String(d[1000].message), /^99,000 more problems not shown \(schema\.unknown-key\); only the first 1,000 are listed$/);
+    assert.match(
+      String(d[1000].message),
+      /^99,000 more problems not shown \(schema\.unknown-key\); only the first 1,000 are listed$/,
+    );
     assert.ok(server.alive);
   });
 
   it('gives a 10,000-deep JSON file a diagnostic where the nesting passes the limit', async () => {
     const text = '{"train_batch_size": 8, "x": ' + '{"a": '.repeat(10_000) + '1' + '}'.repeat(10_000) + '}';
     const d = await server.open('file:///large/deep/ds_config.json', text, 'json');
-    assert.deepEqual(d.map((x) => [x.message, x.range.start.line]), [['nested more than 200 levels deep: no config is, and the file is not read further', 0]]);
+    assert.deepEqual(
+      d.map((x) => [x.message, x.range.start.line]),
+      [['nested more than 200 levels deep: no config is, and the file is not read further', 0]],
+    );
     assert.equal(d[0].range.start.character, 29 + 6 * 199);
   });
 
-  it("checks a run config whose data.train is a FIFO without waiting on it, and says what the file is", async () => {
+  it('checks a run config whose data.train is a FIFO without waiting on it, and says what the file is', async () => {
     const fifo = path.join(dir, 'train.tok');
     execFileSync('mkfifo', [fifo]);
     const text = small.replace('/nowhere/train.tok', JSON.stringify(fifo)).replace('FULL_SHRAD', 'FULL_SHARD');
     const d = await server.open(fileUri(path.join(dir, 'fifo.fsdp.yaml')), text);
     const runtime = d.filter((x) => x.code === 'run.runtime');
     assert.equal(runtime.length, 1, JSON.stringify(d));
-    assert.match(String(runtime[0].message), /the runtime rejects this config: data\.train: .*train\.tok: is a FIFO, not a regular file/);
+    assert.match(
+      String(runtime[0].message),
+      /the runtime rejects this config: data\.train: .*train\.tok: is a FIFO, not a regular file/,
+    );
   });
 });

@@ -9,14 +9,36 @@ describe('language server over stdio: launch specs for your own command', functi
   it('reports what is wrong with a launch spec where it is, and nothing for a good one', async () => {
     const server = await LanguageServerClient.start();
     try {
-      const bad = await server.open('file:///w/train.fsdp-launch.yaml', 'command: torchrun --nproc_per_node 2 train.py > log.txt\nlogs: {tensorbord: runs}\n');
-      assert.deepEqual(bad.map((d) => [d.code, d.range.start.line]), [['schema.unknown-key', 1]], 'the schema first: an unknown key');
-      const shell = await server.open('file:///w/b.fsdp-launch.yaml', 'command: torchrun --nproc_per_node 2 train.py > log.txt\n');
-      assert.deepEqual(shell.map((d) => [d.code, d.range.start.line]), [['launch.command', 0]]);
+      const bad = await server.open(
+        'file:///w/train.fsdp-launch.yaml',
+        'command: torchrun --nproc_per_node 2 train.py > log.txt\nlogs: {tensorbord: runs}\n',
+      );
+      assert.deepEqual(
+        bad.map((d) => [d.code, d.range.start.line]),
+        [['schema.unknown-key', 1]],
+        'the schema first: an unknown key',
+      );
+      const shell = await server.open(
+        'file:///w/b.fsdp-launch.yaml',
+        'command: torchrun --nproc_per_node 2 train.py > log.txt\n',
+      );
+      assert.deepEqual(
+        shell.map((d) => [d.code, d.range.start.line]),
+        [['launch.command', 0]],
+      );
       assert.match(String(shell[0].message), /">" at character 38: a launch spec runs one command without a shell/);
-      const host = await server.open('file:///w/c.fsdp-launch.yaml', 'command: python3 /code/train.py\ntarget: gpu-box\n');
-      assert.deepEqual(host.map((d) => d.code), ['launch.remote-cwd']);
-      const good = await server.open('file:///w/d.fsdp-launch.yaml', 'command: [torchrun, --nproc_per_node, "2", /code/train.py]\ntarget: gpu-box\ncwd: ~/code\nlogs: {tensorboard: runs}\n');
+      const host = await server.open(
+        'file:///w/c.fsdp-launch.yaml',
+        'command: python3 /code/train.py\ntarget: gpu-box\n',
+      );
+      assert.deepEqual(
+        host.map((d) => d.code),
+        ['launch.remote-cwd'],
+      );
+      const good = await server.open(
+        'file:///w/d.fsdp-launch.yaml',
+        'command: [torchrun, --nproc_per_node, "2", /code/train.py]\ntarget: gpu-box\ncwd: ~/code\nlogs: {tensorboard: runs}\n',
+      );
       assert.deepEqual(good, []);
     } finally {
       await server.stop();

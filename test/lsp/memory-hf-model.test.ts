@@ -9,7 +9,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LanguageServerClient, repoRoot } from './harness/language-server-client';
 
-const LLAMA = readFileSync(path.join(repoRoot, 'test', 'fixtures', 'hf-models', 'meta-llama--Llama-3.1-8B', 'config.json'), 'utf8');
+const LLAMA = readFileSync(
+  path.join(repoRoot, 'test', 'fixtures', 'hf-models', 'meta-llama--Llama-3.1-8B', 'config.json'),
+  'utf8',
+);
 const DS = `// fsdp-studio: model=meta-llama/Llama-3.1-8B gpu=H100 nproc=8
 {
   "train_micro_batch_size_per_gpu": 1,
@@ -58,17 +61,26 @@ describe('language server over stdio: a Hugging Face model from the local cache'
     await server.open(uri, DS);
     const lenses = await server.codeLenses(uri);
     assert.equal(lenses.length, 1);
-    assert.match(lenses[0].command!.title, / — for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache\)$/);
+    assert.match(
+      lenses[0].command!.title,
+      / — for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache\)$/,
+    );
   });
 
   it('finds the model a training script beside the config names', async () => {
     const uri = uriOf('ds_config.json');
     const text = DS.split('\n').slice(1).join('\n');
     writeFileSync(new URL(uri), text);
-    writeFileSync(path.join(home, 'project', 'train.sh'), 'deepspeed train.py --deepspeed ds_config.json \\\n  --model_name_or_path meta-llama/Llama-3.1-8B\n');
+    writeFileSync(
+      path.join(home, 'project', 'train.sh'),
+      'deepspeed train.py --deepspeed ds_config.json \\\n  --model_name_or_path meta-llama/Llama-3.1-8B\n',
+    );
     await server.open(uri, text);
     const title = (await server.codeLenses(uri))[0].command!.title;
-    assert.match(title, /for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache, named by train\.sh:2\)$/);
+    assert.match(
+      title,
+      /for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache, named by train\.sh:2\)$/,
+    );
     rmSync(path.join(home, 'project', 'train.sh'));
   });
 
@@ -79,7 +91,10 @@ describe('language server over stdio: a Hugging Face model from the local cache'
     const diagnostics = await server.open(uri, text);
     const warning = diagnostics.find((d) => d.code === 'memory.no-estimate');
     assert.ok(warning, JSON.stringify(diagnostics));
-    assert.match(String(warning.message), /^no memory estimate: fsdp-studio comment|model "meta-llama\/Llama-3\.1-405B" is not a preset/);
+    assert.match(
+      String(warning.message),
+      /^no memory estimate: fsdp-studio comment|model "meta-llama\/Llama-3\.1-405B" is not a preset/,
+    );
     assert.deepEqual(await server.codeLenses(uri), []);
   });
 });

@@ -30,15 +30,21 @@ describe('language server over stdio: memory estimate inline', function () {
   // The sample itself: the runtime's own check (through the addon) wants its data files to exist.
   const sampleUri = pathToFileURL(path.join(repoRoot, 'samples', 'tiny-cpu.yaml')).href;
 
-  it('puts a CodeLens with the estimate on a run config\'s model section; it opens the panel', async () => {
+  it("puts a CodeLens with the estimate on a run config's model section; it opens the panel", async () => {
     const uri = sampleUri;
     assert.deepEqual(await server.open(uri, sample), []);
     const lenses = await server.codeLenses(uri);
     assert.equal(lenses.length, 1);
     const modelLine = sample.split('\n').findIndex((l) => l.startsWith('model:'));
-    assert.deepEqual(lenses[0].range, { start: { line: modelLine, character: 0 }, end: { line: modelLine, character: 5 } });
+    assert.deepEqual(lenses[0].range, {
+      start: { line: modelLine, character: 0 },
+      end: { line: modelLine, character: 5 },
+    });
     // samples/tiny-cpu.yaml's plan, native/MEMORY.md's worked example: backward 116 445 184 B = 111.1 MiB.
-    assert.match(lenses[0].command!.title, /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory \/ 1 rank$/);
+    assert.match(
+      lenses[0].command!.title,
+      /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory \/ 1 rank$/,
+    );
     assert.deepEqual([lenses[0].command!.command, lenses[0].command!.arguments], ['fsdp.openMemoryEstimator', [uri]]);
   });
 
@@ -58,7 +64,10 @@ describe('language server over stdio: memory estimate inline', function () {
     const good = (await server.codeLenses(uri))[0].command!.title;
     const broken = sample.replace('learning_rate: 0.003', 'learning_rate: fast');
     const diagnostics = await server.change(uri, broken);
-    assert.ok(diagnostics.some((d) => d.severity === 1), 'the config has an error');
+    assert.ok(
+      diagnostics.some((d) => d.severity === 1),
+      'the config has an error',
+    );
     const lenses = await server.codeLenses(uri);
     assert.equal(lenses.length, 1);
     assert.equal(lenses[0].command!.title, `(stale: the config has an error) ${good}`);
@@ -73,7 +82,10 @@ describe('language server over stdio: memory estimate inline', function () {
     const w = warnings[0];
     assert.equal(w.severity, 2);
     assert.deepEqual(w.range, { start: { line: 2, character: 2 }, end: { line: 2, character: 34 } });
-    assert.match(String(w.message), /^needs ≈ [\d.]+ GiB per GPU at its peak \(\w+\), [\d.]+ GiB more than L4 24GB has; micro-batch \d+ fits/);
+    assert.match(
+      String(w.message),
+      /^needs ≈ [\d.]+ GiB per GPU at its peak \(\w+\), [\d.]+ GiB more than L4 24GB has; micro-batch \d+ fits/,
+    );
     const lens = (await server.codeLenses(uri))[0].command!.title;
     assert.match(lens, /does not fit L4 24GB/);
 
@@ -84,7 +96,10 @@ describe('language server over stdio: memory estimate inline', function () {
     const fixed = applyTextEdits(DS, preferred.edit!.changes![uri]);
     assert.ok(fixed.startsWith('// fsdp-studio: model=gpt2-355m gpu=L4\n{\n  "train_micro_batch_size_per_gpu": '));
     assert.deepEqual(memoryWarnings(await server.change(uri, fixed)), []);
-    assert.match((await server.codeLenses(uri))[0].command!.title, /— fits L4 24GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
+    assert.match(
+      (await server.codeLenses(uri))[0].command!.title,
+      /— fits L4 24GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/,
+    );
   });
 
   it('every quick fix it offers makes the warning go away', async () => {
@@ -104,11 +119,16 @@ describe('language server over stdio: memory estimate inline', function () {
     await server.open(uri, text);
     assert.doesNotMatch((await server.codeLenses(uri))[0].command!.title, /fits/);
     await server.setSettings({ estimator: { gpu: 'H200' } }, [{ uri, text }]);
-    assert.match((await server.codeLenses(uri))[0].command!.title, / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/);
+    assert.match(
+      (await server.codeLenses(uri))[0].command!.title,
+      / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/,
+    );
   });
 
   it('says where a PyTorch estimate is unsure (far from every GPU measurement): the range, why, and a verdict on its top', async () => {
-    const accelerate = (microBatch: number) => `# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=${microBatch}
+    const accelerate = (
+      microBatch: number,
+    ) => `# fsdp-studio: model=gpt2-124m gpu=H100 seq_len=1024 micro_batch=${microBatch}
 compute_environment: LOCAL_MACHINE
 distributed_type: 'NO'
 mixed_precision: 'no'
@@ -118,16 +138,25 @@ num_processes: 1
     const uri = 'file:///w/accelerate_config.yaml';
     // 4 × 1024 tokens a micro-batch was measured on the H100: no range.
     assert.deepEqual(memoryWarnings(await server.open(uri, accelerate(4))), []);
-    assert.match((await server.codeLenses(uri))[0].command!.title, /^≈ [\d.]+ GiB \/ GPU \([^)]*\) — fits H100 80GB — for GPT-2 124M/);
+    assert.match(
+      (await server.codeLenses(uri))[0].command!.title,
+      /^≈ [\d.]+ GiB \/ GPU \([^)]*\) — fits H100 80GB — for GPT-2 124M/,
+    );
     // 44 × 1024 is 11 × the most measured: the estimate fits, the top of its range does not.
     const diagnostics = await server.change(uri, accelerate(44));
     const title = (await server.codeLenses(uri))[0].command!.title;
-    assert.match(title, /^≈ ([\d.]+) GiB \/ GPU \([^)]*\) — unsure, ([\d.]+)–([\d.]+) GiB \(tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) — may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)/);
+    assert.match(
+      title,
+      /^≈ ([\d.]+) GiB \/ GPU \([^)]*\) — unsure, ([\d.]+)–([\d.]+) GiB \(tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) — may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)/,
+    );
     const [, mid, low, high] = /≈ ([\d.]+) GiB .* unsure, ([\d.]+)–([\d.]+) GiB/.exec(title)!.map(Number);
     assert.ok(low < mid && mid < 79.2 && high > 79.2, `${low} < ${mid} < capacity < ${high}`);
     const [warning] = memoryWarnings(diagnostics);
     assert.ok(warning, 'a warning: the top of the range does not fit');
-    assert.match(String(warning.message), /^may need up to [\d.]+ GiB \(≈ [\d.]+ GiB; unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) per GPU at its peak/);
+    assert.match(
+      String(warning.message),
+      /^may need up to [\d.]+ GiB \(≈ [\d.]+ GiB; unsure: tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) per GPU at its peak/,
+    );
   });
 
   it('keeps the estimate of an accelerate config with a typo, as of a ds_config with one: the same figure, not stale', async () => {
@@ -163,6 +192,9 @@ num_processes: 2
     assert.deepEqual(await server.codeLenses(bad), []);
     const ds = 'file:///w/ds_config.json';
     await server.open(ds, '{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}');
-    assert.match((await server.codeLenses(ds))[0].command!.title, /— for GPT-2 124M, assumed: add "fsdp-studio: model=…"$/);
+    assert.match(
+      (await server.codeLenses(ds))[0].command!.title,
+      /— for GPT-2 124M, assumed: add "fsdp-studio: model=…"$/,
+    );
   });
 });

@@ -32,7 +32,10 @@ describe('language server over stdio: every rule, triggered and not, with its ex
     const key = JSON.stringify(c.settings ?? {});
     let s = servers.get(key);
     if (!s) {
-      s = await LanguageServerClient.start({ settings: c.settings ?? {}, nativeAddonPath: path.join(repoRoot, 'native', 'build', 'Release', 'absent-for-rule-tests.node') });
+      s = await LanguageServerClient.start({
+        settings: c.settings ?? {},
+        nativeAddonPath: path.join(repoRoot, 'native', 'build', 'Release', 'absent-for-rule-tests.node'),
+      });
       servers.set(key, s);
     }
     return s;
@@ -45,35 +48,70 @@ describe('language server over stdio: every rule, triggered and not, with its ex
       const { text, ranges } = parseMarked(c.marked);
       const diagnostics = await server.open(uri, text);
       const mine = diagnostics.filter((d) => d.code === c.code);
-      assert.deepEqual(mine.map((d) => d.range).sort(byStart), ranges.sort(byStart), `ranges of ${c.code}; all diagnostics: ${show(diagnostics)}`);
+      assert.deepEqual(
+        mine.map((d) => d.range).sort(byStart),
+        ranges.sort(byStart),
+        `ranges of ${c.code}; all diagnostics: ${show(diagnostics)}`,
+      );
       for (const d of mine) assert.equal(d.severity, SEVERITY[c.severity], `severity of "${d.message}"`);
-      assert.deepEqual(diagnostics.filter((d) => d.code !== c.code && d.severity === SEVERITY.error), [], 'the triggering config has no other errors');
+      assert.deepEqual(
+        diagnostics.filter((d) => d.code !== c.code && d.severity === SEVERITY.error),
+        [],
+        'the triggering config has no other errors',
+      );
 
       for (const d of mine) {
         const actions = await server.codeActions(uri, d.range, [d]);
-        assert.equal(actions.length, c.fixes ?? 0, `quick fixes for "${d.message}": ${actions.map((a) => a.title).join(' | ')}`);
+        assert.equal(
+          actions.length,
+          c.fixes ?? 0,
+          `quick fixes for "${d.message}": ${actions.map((a) => a.title).join(' | ')}`,
+        );
         for (const action of actions) {
           const fixed = applyTextEdits(text, action.edit!.changes![uri]);
           const after = await server.change(uri, fixed);
           const still = after.filter((x) => x.code === c.code);
-          assert.ok(still.length < mine.length, `"${action.title}" did not remove the problem:\n${fixed}\n${show(after)}`);
-          assert.deepEqual(after.filter((x) => x.severity === SEVERITY.error && x.code !== c.code), [], `"${action.title}" introduced errors:\n${fixed}`);
+          assert.ok(
+            still.length < mine.length,
+            `"${action.title}" did not remove the problem:\n${fixed}\n${show(after)}`,
+          );
+          assert.deepEqual(
+            after.filter((x) => x.severity === SEVERITY.error && x.code !== c.code),
+            [],
+            `"${action.title}" introduced errors:\n${fixed}`,
+          );
           await server.change(uri, text);
         }
       }
 
       const clean = await server.change(uri, c.clean);
-      assert.deepEqual(clean.filter((d) => d.code === c.code), [], `the clean variant still triggers ${c.code}`);
-      assert.deepEqual(clean.filter((d) => d.severity === SEVERITY.error), [], `the clean variant has errors: ${show(clean)}`);
+      assert.deepEqual(
+        clean.filter((d) => d.code === c.code),
+        [],
+        `the clean variant still triggers ${c.code}`,
+      );
+      assert.deepEqual(
+        clean.filter((d) => d.severity === SEVERITY.error),
+        [],
+        `the clean variant has errors: ${show(clean)}`,
+      );
       await server.close(uri);
     });
   }
 });
 
-function byStart(a: { start: { line: number; character: number } }, b: { start: { line: number; character: number } }): number {
+function byStart(
+  a: { start: { line: number; character: number } },
+  b: { start: { line: number; character: number } },
+): number {
   return a.start.line - b.start.line || a.start.character - b.start.character;
 }
 
 function show(ds: Diagnostic[]): string {
-  return ds.map((d) => `[${d.severity} ${d.code} ${d.range.start.line}:${d.range.start.character}-${d.range.end.line}:${d.range.end.character}] ${d.message}`).join('\n');
+  return ds
+    .map(
+      (d) =>
+        `[${d.severity} ${d.code} ${d.range.start.line}:${d.range.start.character}-${d.range.end.line}:${d.range.end.character}] ${d.message}`,
+    )
+    .join('\n');
 }

@@ -24,7 +24,9 @@ const EXPECTED: Record<string, ConfigKind> = {
 
 /** The config files in samples/ (not the folders the sample runs and data preparation write). */
 function sampleConfigs(): string[] {
-  return readdirSync(SAMPLES).filter((name) => /\.(json|ya?ml|toml)$/.test(name)).sort();
+  return readdirSync(SAMPLES)
+    .filter((name) => /\.(json|ya?ml|toml)$/.test(name))
+    .sort();
 }
 
 describe('samples/: every config is clean in the language server', function () {
@@ -46,10 +48,16 @@ describe('samples/: every config is clean in the language server', function () {
       assert.equal(recogniseConfig(file, text), kind);
       const uri = pathToFileURL(file).href;
       const diagnostics = await server.open(uri, text);
-      assert.deepEqual(diagnostics.map((d) => `${d.range.start.line + 1}:${d.range.start.character + 1} ${d.code} ${d.message}`), []);
+      assert.deepEqual(
+        diagnostics.map((d) => `${d.range.start.line + 1}:${d.range.start.character + 1} ${d.code} ${d.message}`),
+        [],
+      );
       if (kind !== 'launch-spec') {
         const titles = (await server.codeLenses(uri)).map((l) => l.command?.title ?? '');
-        assert.ok(titles.some((t) => /^≈ [\d.]+ [KMG]iB \/ (rank|GPU) .* — fits /.test(t)), `no memory estimate that fits: ${JSON.stringify(titles)}`);
+        assert.ok(
+          titles.some((t) => /^≈ [\d.]+ [KMG]iB \/ (rank|GPU) .* — fits /.test(t)),
+          `no memory estimate that fits: ${JSON.stringify(titles)}`,
+        );
       }
       await server.close(uri);
     });

@@ -41,7 +41,7 @@ describe('language server over stdio: a torchtitan TOML config being written', f
     assert.equal(insertOf(linear), 'linear', 'in a header only the name goes in');
   });
 
-  it('explains a key on hover: torchtitan\'s own docstring, allowed values and default', async () => {
+  it("explains a key on hover: torchtitan's own docstring, allowed values and default", async () => {
     const uri = 'file:///work/train3.toml';
     await server.open(uri, '[parallelism]\ndata_parallel_shard_degree = -1\n[model]\nname = "llama3"\n');
     const hover = await server.hover(uri, { line: 1, character: 5 });

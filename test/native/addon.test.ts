@@ -23,7 +23,10 @@ describe('native addon: validateConfig and memoryPlan', () => {
   it('names the key of a relation the schema cannot check', () => {
     const result = addon.validateConfig(tinyCpu(['model.n_heads=3', 'data.seq_len=256']));
     assert.equal(result.ok, false);
-    assert.deepEqual(result.errors.map((e) => e.path), ['model.n_heads', 'data.seq_len']);
+    assert.deepEqual(
+      result.errors.map((e) => e.path),
+      ['model.n_heads', 'data.seq_len'],
+    );
     assert.match(result.errors[0].message, /3 does not divide model.d_model \(128\)/);
   });
 
@@ -44,7 +47,9 @@ describe('native addon: validateConfig and memoryPlan', () => {
     assert.equal(plan.optimizer, 8 * P);
     assert.equal(plan.comm, 0);
     assert.equal(plan.total, Math.max(plan.phases.forward, plan.phases.backward, plan.phases.optimizer));
-    assert.ok(plan.total < plan.params + plan.grads + plan.optimizer + plan.activations + plan.workspace + plan.other + 1);
+    assert.ok(
+      plan.total < plan.params + plan.grads + plan.optimizer + plan.activations + plan.workspace + plan.other + 1,
+    );
     assert.deepEqual(plan.world, { size: 1, shard_degree: 1, strategy: 'NO_SHARD' });
   });
 
@@ -58,19 +63,39 @@ describe('native addon: validateConfig and memoryPlan', () => {
 
   it('checkpointing every block keeps less activation memory than none, selective in between', () => {
     const none = addon.memoryPlan(tinyCpu()).activations;
-    const every1 = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.every_n_layers=1'])).activations;
-    const selective = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=selective'])).activations;
+    const every1 = addon.memoryPlan(
+      tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.every_n_layers=1']),
+    ).activations;
+    const selective = addon.memoryPlan(
+      tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=selective']),
+    ).activations;
     assert.ok(every1 < selective && selective < none, `every-1 ${every1}, selective ${selective}, none ${none}`);
   });
 
   it('auto picks the least recomputation that fits the budget', () => {
     const none = addon.memoryPlan(tinyCpu());
-    const roomy = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=auto', `activation_checkpointing.memory_budget_gb=${(none.total + 1) / 2 ** 30}`]));
+    const roomy = addon.memoryPlan(
+      tinyCpu([
+        'activation_checkpointing.enabled=true',
+        'activation_checkpointing.policy=auto',
+        `activation_checkpointing.memory_budget_gb=${(none.total + 1) / 2 ** 30}`,
+      ]),
+    );
     assert.equal(roomy.activation_checkpointing.policy, 'none');
-    const tight = addon.memoryPlan(tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=auto', `activation_checkpointing.memory_budget_gb=${(none.total - 1) / 2 ** 30}`]));
+    const tight = addon.memoryPlan(
+      tinyCpu([
+        'activation_checkpointing.enabled=true',
+        'activation_checkpointing.policy=auto',
+        `activation_checkpointing.memory_budget_gb=${(none.total - 1) / 2 ** 30}`,
+      ]),
+    );
     assert.notEqual(tight.activation_checkpointing.policy, 'none');
     assert.ok(tight.total <= none.total - 1);
-    const impossible = tinyCpu(['activation_checkpointing.enabled=true', 'activation_checkpointing.policy=auto', 'activation_checkpointing.memory_budget_gb=0.001']);
+    const impossible = tinyCpu([
+      'activation_checkpointing.enabled=true',
+      'activation_checkpointing.policy=auto',
+      'activation_checkpointing.memory_budget_gb=0.001',
+    ]);
     assert.equal(addon.validateConfig(impossible).errors[0].path, 'activation_checkpointing.memory_budget_gb');
   });
 });
@@ -81,7 +106,10 @@ describe('native addon: smokeStep', function () {
   it('runs one forward/backward of tiny-cpu off the main thread: an untrained loss near ln V', async () => {
     const result = await addon.smokeStep(tinyCpu());
     assert.equal(result.backend, 'cpu');
-    assert.ok(result.loss !== null && Math.abs(result.loss - result.expected_loss) < 0.5, `loss ${result.loss}, ln V ${result.expected_loss}`);
+    assert.ok(
+      result.loss !== null && Math.abs(result.loss - result.expected_loss) < 0.5,
+      `loss ${result.loss}, ln V ${result.expected_loss}`,
+    );
     assert.ok(result.grad_norm > 0);
     assert.equal(result.tokens, 16);
     assert.equal(result.n_params, addon.memoryPlan(tinyCpu()).n_params);

@@ -24,7 +24,8 @@ const CHOICES: Array<[string, number]> = [
 /** The environment without this test's knobs, plus `extra`. */
 function envWith(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, OMP_NUM_THREADS: '2' };
-  for (const k of ['OPENBLAS_CORETYPE', 'FSDP_BLAS_CHOICE', 'FSDP_CPU_FEATURES_HIDE', 'FSDP_EXPECT_BLAS_KERNELS']) delete env[k];
+  for (const k of ['OPENBLAS_CORETYPE', 'FSDP_BLAS_CHOICE', 'FSDP_CPU_FEATURES_HIDE', 'FSDP_EXPECT_BLAS_KERNELS'])
+    delete env[k];
   return { ...env, ...extra };
 }
 
@@ -48,7 +49,7 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
     rmSync(peakDir, { recursive: true, force: true });
   });
 
-  it('names the kernels, the CPU they were chosen for and how, and runs the runtime\'s choice', () => {
+  it("names the kernels, the CPU they were chosen for and how, and runs the runtime's choice", () => {
     const k = probe();
     console.log(`    this machine: ${k.note}`);
     assert.match(k.library, /^OpenBLAS \d/, 'the library and its build');
@@ -85,7 +86,7 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
     assert.notEqual(k.kernels, 'Prescott', `OpenBLAS's own detection, not its fallback: ${k.note}`);
   });
 
-  it('leaves a person\'s OPENBLAS_CORETYPE alone, and a run on a known-slow path says so', async function () {
+  it("leaves a person's OPENBLAS_CORETYPE alone, and a run on a known-slow path says so", async function () {
     const plain = probe();
     const slowCore = plain.cpu_tier >= 2 ? 'Prescott' : undefined;
     if (!slowCore) {
@@ -96,15 +97,23 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
     assert.equal(k.set_by, 'environment');
     assert.equal(k.kernels, slowCore);
     assert.equal(k.slow, true, k.note);
-    assert.match(k.note, /as OPENBLAS_CORETYPE=Prescott in the environment asks\. A known-slow path: this CPU runs .* kernels, and SSE ones make matrix products up to ~5x slower; unset OPENBLAS_CORETYPE/);
+    assert.match(
+      k.note,
+      /as OPENBLAS_CORETYPE=Prescott in the environment asks\. A known-slow path: this CPU runs .* kernels, and SSE ones make matrix products up to ~5x slower; unset OPENBLAS_CORETYPE/,
+    );
 
     const tmp = tempDir('blas-slow');
     const before = process.env.OPENBLAS_CORETYPE;
     process.env.OPENBLAS_CORETYPE = slowCore;
     try {
       // MFU's peak for these kernels, planted: measuring sgemm on SSE kernels would take most of a minute here.
-      const { key } = JSON.parse(execFileSync(nativeCli, ['--peak-cache-key', '2'], { encoding: 'utf8', env: process.env })) as { key: string };
-      writeFileSync(process.env.FSDP_PEAK_CACHE!, JSON.stringify({ v: 2, machines: { [key]: { flops: 1e15, measured: Date.now() / 1000 } } }));
+      const { key } = JSON.parse(
+        execFileSync(nativeCli, ['--peak-cache-key', '2'], { encoding: 'utf8', env: process.env }),
+      ) as { key: string };
+      writeFileSync(
+        process.env.FSDP_PEAK_CACHE!,
+        JSON.stringify({ v: 2, machines: { [key]: { flops: 1e15, measured: Date.now() / 1000 } } }),
+      );
       const config = writeConfig(tmp, smallConfig({ training: { max_steps: 1 } }));
       const result = await train([config, '--run-dir', path.join(tmp, 'run')]);
       assert.equal(result.code, 0, result.stderr);
@@ -142,13 +151,21 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
 
   // The numerical tests under each choice: wrong results from a BLAS on a CPU it misidentifies are
   // a known failure of older OpenBLAS builds, so a choice is made only if these pass under it.
-  const numerical = ['GradientCheck.*', 'FastVsReference.*', '*ReferenceFixture*', 'ActivationCheckpointing.*', 'BlasKernels.*'].join(':');
+  const numerical = [
+    'GradientCheck.*',
+    'FastVsReference.*',
+    '*ReferenceFixture*',
+    'ActivationCheckpointing.*',
+    'BlasKernels.*',
+  ].join(':');
   for (const [core, tier] of CHOICES) {
     it(`passes the gradient checks, fast-vs-reference and PyTorch parity on OpenBLAS's ${core} kernels`, function () {
       assert.ok(existsSync(gtestBinary), `${gtestBinary} is missing: is libgtest-dev installed?`);
       const cpu = probe();
       if (tier > cpu.cpu_tier) {
-        console.log(`    not run here: ${core} kernels need instructions this CPU lacks (${cpu.cpu}); a CPU with them runs this case`);
+        console.log(
+          `    not run here: ${core} kernels need instructions this CPU lacks (${cpu.cpu}); a CPU with them runs this case`,
+        );
         this.skip();
       }
       const dir = tempDir('blas-gtest');
@@ -156,16 +173,32 @@ describe('BLAS kernels chosen by the runtime (runtime/blas_kernels)', function (
         const report = path.join(dir, 'report.json');
         const r = spawnSync(gtestBinary, [`--gtest_filter=${numerical}`, `--gtest_output=json:${report}`], {
           encoding: 'utf8',
-          env: envWith({ OPENBLAS_CORETYPE: core, FSDP_EXPECT_BLAS_KERNELS: core, OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive' }),
+          env: envWith({
+            OPENBLAS_CORETYPE: core,
+            FSDP_EXPECT_BLAS_KERNELS: core,
+            OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive',
+          }),
         });
         assert.ok(existsSync(report), `no report (exit ${r.status ?? r.signal}):\n${r.stderr}`);
-        const result = JSON.parse(readFileSync(report, 'utf8')) as { tests: number; testsuites: Array<{ testsuite: Array<{ name: string; classname: string; failures?: Array<{ failure: string }> }> }> };
+        const result = JSON.parse(readFileSync(report, 'utf8')) as {
+          tests: number;
+          testsuites: Array<{
+            testsuite: Array<{ name: string; classname: string; failures?: Array<{ failure: string }> }>;
+          }>;
+        };
         const cases = result.testsuites.flatMap((s) => s.testsuite);
         const failed = cases.filter((t) => t.failures?.length);
-        assert.deepEqual(failed.map((t) => `${t.classname}.${t.name}: ${t.failures![0].failure}`), [], `on ${core}`);
+        assert.deepEqual(
+          failed.map((t) => `${t.classname}.${t.name}: ${t.failures![0].failure}`),
+          [],
+          `on ${core}`,
+        );
         assert.equal(r.status, 0, r.stdout.slice(-3000));
         for (const suite of ['GradientCheck', 'FastVsReference', 'ReferenceFixtureTest', 'BlasKernels']) {
-          assert.ok(cases.some((t) => t.classname.split('/').includes(suite)), `${suite} ran on ${core}`);
+          assert.ok(
+            cases.some((t) => t.classname.split('/').includes(suite)),
+            `${suite} ran on ${core}`,
+          );
         }
       } finally {
         rmSync(dir, { recursive: true, force: true });

@@ -14,7 +14,10 @@ describe('fsdp-train: the command line', function () {
 
   it('rejects a schema error with the file, line and key, exit code 2', async () => {
     const file = path.join(dir, 'bad.yaml');
-    writeFileSync(file, 'model:\n  d_model: 32\n  n_layers: 2\n  n_heads: 2\n  vocab_size: 256\n  max_seq_len: 32\ndata:\n  train: x.tok\ntraining:\n  batch_size_per_gpu: 4\n  max_steps: 5\n  learning_rate: 0.001\nfsdp:\n  sharding_strategy: FULL_SHRAD\n');
+    writeFileSync(
+      file,
+      'model:\n  d_model: 32\n  n_layers: 2\n  n_heads: 2\n  vocab_size: 256\n  max_seq_len: 32\ndata:\n  train: x.tok\ntraining:\n  batch_size_per_gpu: 4\n  max_steps: 5\n  learning_rate: 0.001\nfsdp:\n  sharding_strategy: FULL_SHRAD\n',
+    );
     const r = await train([file, '--run-dir', path.join(dir, 'run')]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /bad\.yaml:14:\d+ .*fsdp\.sharding_strategy.*FULL_SHRAD/);
@@ -42,9 +45,18 @@ describe('fsdp-train: the command line', function () {
     const { events, problems, manifest } = await readRun(runDir);
     assert.deepEqual(problems, []);
     assert.equal(events[0].type, 'run_start');
-    assert.deepEqual(eventsOf(events, 'step').map((e) => e.step), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
-    assert.deepEqual(eventsOf(events, 'eval').map((e) => e.step), [6, 12]);
-    assert.deepEqual(eventsOf(events, 'checkpoint').map((e) => e.step), [12]);
+    assert.deepEqual(
+      eventsOf(events, 'step').map((e) => e.step),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+    );
+    assert.deepEqual(
+      eventsOf(events, 'eval').map((e) => e.step),
+      [6, 12],
+    );
+    assert.deepEqual(
+      eventsOf(events, 'checkpoint').map((e) => e.step),
+      [12],
+    );
     assert.equal(events.at(-1)?.type, 'run_end');
     assert.equal(manifest.status, 'completed');
     assert.equal(manifest.step, 12);
@@ -55,7 +67,10 @@ describe('fsdp-train: the command line', function () {
   it('saves checkpoints by time with checkpointing.save_every_minutes', async () => {
     const runDir = path.join(dir, 'run');
     // 0.0001 minutes is 6 ms: more than one step of this model takes, so nearly every step saves.
-    const config = writeConfig(dir, smallConfig({ checkpointing: { save_every_minutes: 0.0001, save_final: false, keep_last_n: 2 } }));
+    const config = writeConfig(
+      dir,
+      smallConfig({ checkpointing: { save_every_minutes: 0.0001, save_final: false, keep_last_n: 2 } }),
+    );
     const r = await train([config, '--run-dir', runDir]);
     assert.equal(r.code, 0, r.stderr);
     const saved = eventsOf((await readRun(runDir)).events, 'checkpoint');
@@ -65,7 +80,10 @@ describe('fsdp-train: the command line', function () {
 
   it('stops after the current step on SIGTERM, saving a checkpoint, exit code 143', async () => {
     const runDir = path.join(dir, 'run');
-    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100000 }, checkpointing: { save_every_n_steps: 0 } }));
+    const config = writeConfig(
+      dir,
+      smallConfig({ training: { max_steps: 100000 }, checkpointing: { save_every_n_steps: 0 } }),
+    );
     let sent = false;
     const { done } = startTrain([config, '--run-dir', runDir], (line, child) => {
       if (!sent && line.includes('"type":"step"') && line.includes('"step":3,')) {

@@ -46,21 +46,28 @@ describe('native runtime: CUDA backend compile check', function () {
   });
 
   it('compiles every kernel for sm_80 and sm_90, and every host file, CUDA branch and GPU test whose libraries are here', () => {
-    const r = spawnSync('cmake', ['--build', cmakeBuild, '--target', 'fsdp_cuda_kernels_check', '--parallel', '2'], { encoding: 'utf8' });
+    const r = spawnSync('cmake', ['--build', cmakeBuild, '--target', 'fsdp_cuda_kernels_check', '--parallel', '2'], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, `the compile check failed:\n${(r.stdout + r.stderr).slice(-8000)}`);
     const check = JSON.parse(readFileSync(report, 'utf8')) as CheckReport;
     assert.deepEqual(check.architectures, ['80', '90']);
 
     const kernels = [
-      ...readdirSync(path.join(cudaSources, 'kernels')).filter((f) => f.endsWith('.cu')).map((f) => `kernels/${f}`),
+      ...readdirSync(path.join(cudaSources, 'kernels'))
+        .filter((f) => f.endsWith('.cu'))
+        .map((f) => `kernels/${f}`),
       ...readdirSync(cudaSources).filter((f) => f.endsWith('.cu')),
     ];
     // Host files as the report names them: the backend's by file name, the others by path under native/.
     const hosts = new Map<string, string>();
     for (const f of readdirSync(cudaSources).filter((f) => f.endsWith('.cc'))) hosts.set(f, path.join(cudaSources, f));
-    for (const f of readdirSync(commSources).filter((f) => f.endsWith('.cc'))) hosts.set(`src/parallel/cuda/${f}`, path.join(commSources, f));
-    for (const f of readdirSync(gpuTests).filter((f) => f.endsWith('.cc'))) hosts.set(`test/cuda/${f}`, path.join(gpuTests, f));
-    for (const f of ['src/parallel/device_collectives.cc', 'src/backend/backend.cc']) hosts.set(f, path.join(nativeDir, f));
+    for (const f of readdirSync(commSources).filter((f) => f.endsWith('.cc')))
+      hosts.set(`src/parallel/cuda/${f}`, path.join(commSources, f));
+    for (const f of readdirSync(gpuTests).filter((f) => f.endsWith('.cc')))
+      hosts.set(`test/cuda/${f}`, path.join(gpuTests, f));
+    for (const f of ['src/parallel/device_collectives.cc', 'src/backend/backend.cc'])
+      hosts.set(f, path.join(nativeDir, f));
     assert.ok(kernels.length >= 8, `kernel files: ${kernels.join(', ')}`);
     for (const k of kernels) assert.ok(check.compiled.includes(k), `${k} was not compiled`);
     // Every host file is either compiled or skipped for a library it really includes.
@@ -82,15 +89,23 @@ describe('native runtime: CUDA backend compile check', function () {
     }
     // A file skipped for cuBLASLt or NCCL (the GPU collectives' NCCL path, its test) is syntax-checked against the stub header instead.
     for (const s of check.skipped.filter((s) => /(cublasLt|nccl)\.h/.test(s.reason))) {
-      assert.ok(check.stub_checked?.includes(s.file), `${s.file} was neither compiled nor checked against a stub of the header it needs`);
+      assert.ok(
+        check.stub_checked?.includes(s.file),
+        `${s.file} was neither compiled nor checked against a stub of the header it needs`,
+      );
     }
     // The kernel micro-benchmark (built with the backend) compiles here; the GPU tests are among the hosts above.
-    const bench = readdirSync(path.join(nativeDir, 'bench')).filter((f) => f.endsWith('.cc')).map((f) => `bench/${f}`);
+    const bench = readdirSync(path.join(nativeDir, 'bench'))
+      .filter((f) => f.endsWith('.cc'))
+      .map((f) => `bench/${f}`);
     assert.ok(bench.includes('bench/kernel_bench.cc'), bench.join(', '));
     for (const f of bench) assert.ok(check.compiled.includes(f), `${f} was not compiled`);
-    assert.ok(hosts.has('test/cuda/attention_kernel_test.cc') && check.compiled.includes('test/cuda/attention_kernel_test.cc'));
+    assert.ok(
+      hosts.has('test/cuda/attention_kernel_test.cc') && check.compiled.includes('test/cuda/attention_kernel_test.cc'),
+    );
     console.log(`    compiled with nvcc ${check.cuda_version}: ${check.compiled.join(', ')}`);
-    if (check.stub_checked?.length) console.log(`    checked against a stub header (cmake/stubs/): ${check.stub_checked.join(', ')}`);
+    if (check.stub_checked?.length)
+      console.log(`    checked against a stub header (cmake/stubs/): ${check.stub_checked.join(', ')}`);
     for (const s of check.skipped) console.log(`    not compiled here: ${s.file}: ${s.reason}`);
   });
 });
@@ -102,12 +117,29 @@ describe('native runtime: CUDA sources order every copy on a stream', () => {
   // queued copies). Read on any machine, nvcc or not.
   it('no runtime file copies or sets memory on the legacy stream', () => {
     const files = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : /\.(cc|cu|cuh|h)$/.test(e.name) ? [path.join(dir, e.name)] : []));
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory()
+          ? files(path.join(dir, e.name))
+          : /\.(cc|cu|cuh|h)$/.test(e.name)
+            ? [path.join(dir, e.name)]
+            : [],
+      );
     const sources = files(path.join(nativeDir, 'src'));
     const streams = sources.filter((f) => /cudaStreamNonBlocking/.test(readFileSync(f, 'utf8')));
-    assert.ok(streams.some((f) => f.endsWith('nccl_collectives.cc')) && streams.some((f) => f.endsWith('cuda_backend.cc')), streams.join(', '));
+    assert.ok(
+      streams.some((f) => f.endsWith('nccl_collectives.cc')) && streams.some((f) => f.endsWith('cuda_backend.cc')),
+      streams.join(', '),
+    );
     const offenders = sources.flatMap((f) =>
-      readFileSync(f, 'utf8').split('\n').flatMap((line, i) => (/\bcuda(Memcpy|Memset|Memcpy2D|Memcpy3D|MemcpyToSymbol|MemcpyFromSymbol)\s*\(/.test(line.replace(/\/\/.*$/, '')) ? [`${path.relative(nativeDir, f)}:${i + 1}: ${line.trim()}`] : [])),
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .flatMap((line, i) =>
+          /\bcuda(Memcpy|Memset|Memcpy2D|Memcpy3D|MemcpyToSymbol|MemcpyFromSymbol)\s*\(/.test(
+            line.replace(/\/\/.*$/, ''),
+          )
+            ? [`${path.relative(nativeDir, f)}:${i + 1}: ${line.trim()}`]
+            : [],
+        ),
     );
     assert.deepEqual(offenders, [], 'use the *Async form on the stream the data belongs to');
   });

@@ -35,7 +35,11 @@ function standIn(root: string, name: string, header: string, soname: string): vo
 }
 
 function configure(build: string, args: string[]): string {
-  const r = spawnSync('nice', ['-n', '10', 'cmake', '-S', nativeDir, '-B', build, '-G', ninja ? 'Ninja' : 'Unix Makefiles', ...args], { encoding: 'utf8' });
+  const r = spawnSync(
+    'nice',
+    ['-n', '10', 'cmake', '-S', nativeDir, '-B', build, '-G', ninja ? 'Ninja' : 'Unix Makefiles', ...args],
+    { encoding: 'utf8' },
+  );
   const out = r.stdout + r.stderr;
   assert.equal(r.status, 0, `cmake configure + generate failed:\n${out.slice(-6000)}`);
   assert.doesNotMatch(out, /CMake Error/, out.slice(-6000));
@@ -46,8 +50,11 @@ function configure(build: string, args: string[]): string {
 function cudaFlags(build: string): string {
   if (ninja) {
     const text = readFileSync(path.join(build, 'build.ninja'), 'utf8');
-    const rule = /build CMakeFiles\/fsdp_runtime\.dir\/src\/backend\/cuda\/kernels\/adamw\.cu\.o:[^\n]*\n((?: {2}[^\n]*\n)*)/.exec(text);
-    assert.ok(rule, 'build.ninja has no rule for fsdp_runtime\'s kernels/adamw.cu');
+    const rule =
+      /build CMakeFiles\/fsdp_runtime\.dir\/src\/backend\/cuda\/kernels\/adamw\.cu\.o:[^\n]*\n((?: {2}[^\n]*\n)*)/.exec(
+        text,
+      );
+    assert.ok(rule, "build.ninja has no rule for fsdp_runtime's kernels/adamw.cu");
     return rule[1];
   }
   return readFileSync(path.join(build, 'CMakeFiles', 'fsdp_runtime.dir', 'flags.make'), 'utf8');
@@ -73,19 +80,27 @@ describe('native runtime: CUDA backend configure + generate (stand-in cuBLASLt a
 
   it('generates the backend for one architecture (as a GPU host builds it) and compiles a kernel through the generated rule', () => {
     const build = path.join(root, 'sm90');
-    const out = configure(build, [`-DFSDP_CUDA_LIBS_ROOT=${path.join(root, 'nvidia')}`, '-DFSDP_CUDA_ARCHITECTURES=90']);
+    const out = configure(build, [
+      `-DFSDP_CUDA_LIBS_ROOT=${path.join(root, 'nvidia')}`,
+      '-DFSDP_CUDA_ARCHITECTURES=90',
+    ]);
     assert.match(out, /CUDA backend: cuBLASLt .*libcublasLt\.so\.13; NCCL ON .*libnccl\.so\.2; architectures 90/);
     const flags = cudaFlags(build);
     assert.match(flags, /arch=compute_90,code=\[compute_90,sm_90\]/);
     assert.doesNotMatch(flags, /compute_80/);
-    const report = JSON.parse(readFileSync(path.join(build, 'cuda-check', 'report.json'), 'utf8')) as { backend_built: boolean; skipped: unknown[] };
+    const report = JSON.parse(readFileSync(path.join(build, 'cuda-check', 'report.json'), 'utf8')) as {
+      backend_built: boolean;
+      skipped: unknown[];
+    };
     assert.equal(report.backend_built, true);
     assert.deepEqual(report.skipped, [], 'with both libraries found, the compile check skips nothing');
 
     const object = 'CMakeFiles/fsdp_runtime.dir/src/backend/cuda/kernels/embedding.cu.o';
     const r = ninja
       ? spawnSync('nice', ['-n', '10', 'ninja', '-C', build, object], { encoding: 'utf8' })
-      : spawnSync('nice', ['-n', '10', 'make', '-C', build, '-f', 'CMakeFiles/fsdp_runtime.dir/build.make', object], { encoding: 'utf8' });
+      : spawnSync('nice', ['-n', '10', 'make', '-C', build, '-f', 'CMakeFiles/fsdp_runtime.dir/build.make', object], {
+          encoding: 'utf8',
+        });
     assert.equal(r.status, 0, `compiling ${object} through the generated rule:\n${(r.stdout + r.stderr).slice(-6000)}`);
     assert.ok(existsSync(path.join(build, object)));
   });

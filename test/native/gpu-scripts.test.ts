@@ -19,7 +19,17 @@ import { buildDir, gtestBinary, nativeCli, repoRoot } from './native-build';
 
 const gpuScripts = path.join(repoRoot, 'scripts', 'gpu');
 const firstRun = path.join(gpuScripts, 'first-run.sh');
-const PARTS = ['build', 'cuda-tests', 'bench-native', 'bench-eager', 'bench-compile', 'single-gpu-runs', 'multi-rank', 'cpu-tests', 'mpi-tests'];
+const PARTS = [
+  'build',
+  'cuda-tests',
+  'bench-native',
+  'bench-eager',
+  'bench-compile',
+  'single-gpu-runs',
+  'multi-rank',
+  'cpu-tests',
+  'mpi-tests',
+];
 
 interface PartResult {
   part: string;
@@ -86,21 +96,52 @@ describe('GPU scripts, dry run on the CPU', function () {
 
   it('first-run.sh: every part with its timeout and summary row; a planted failure and a planted overrun still leave a whole summary', () => {
     const dir = path.join(out, 'planted');
-    const r = spawnSync('bash', [firstRun, '--dry-run', '--plant', 'cuda-tests=fail', '--plant', 'bench-eager=timeout', '--budget', 'bench-eager=2'], {
-      encoding: 'utf8',
-      env: { ...process.env, OUT: dir, FSDP_COMMIT: 'abc123', TMPDIR: scratch() },
-      timeout: 120_000,
-    });
+    const r = spawnSync(
+      'bash',
+      [
+        firstRun,
+        '--dry-run',
+        '--plant',
+        'cuda-tests=fail',
+        '--plant',
+        'bench-eager=timeout',
+        '--budget',
+        'bench-eager=2',
+      ],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, OUT: dir, FSDP_COMMIT: 'abc123', TMPDIR: scratch() },
+        timeout: 120_000,
+      },
+    );
     assert.equal(r.status, 1, `a run with a failed part exits 1:\n${r.stdout}\n${r.stderr}`);
-    const budgets: Record<string, number> = { build: 75, 'cuda-tests': 65, 'bench-native': 35, 'bench-eager': 2, 'bench-compile': 75, 'single-gpu-runs': 60, 'multi-rank': 40, 'cpu-tests': 25, 'mpi-tests': 25 };
+    const budgets: Record<string, number> = {
+      build: 75,
+      'cuda-tests': 65,
+      'bench-native': 35,
+      'bench-eager': 2,
+      'bench-compile': 75,
+      'single-gpu-runs': 60,
+      'multi-rank': 40,
+      'cpu-tests': 25,
+      'mpi-tests': 25,
+    };
     // The budgets of an undisturbed run add up under the call's 8 minutes, with room for the summaries.
     assert.ok(Object.values({ ...budgets, 'bench-eager': 35 }).reduce((a, b) => a + b) <= 450);
     for (const part of PARTS) {
-      assert.match(r.stdout, new RegExp(`^=== ${part} \\(timeout ${budgets[part]} s\\)$`, 'm'), `${part} and its timeout`);
+      assert.match(
+        r.stdout,
+        new RegExp(`^=== ${part} \\(timeout ${budgets[part]} s\\)$`, 'm'),
+        `${part} and its timeout`,
+      );
       assert.match(r.stdout, new RegExp(`^\\| ${part} \\| ${budgets[part]} s \\| `, 'm'), `${part}'s summary row`);
     }
     const s = readSummary(dir);
-    assert.deepEqual(s.parts.map((p) => p.part), PARTS, 'every part, in order of value');
+    assert.deepEqual(
+      s.parts.map((p) => p.part),
+      PARTS,
+      'every part, in order of value',
+    );
     assert.equal(s.commit, 'abc123');
     assert.equal(s.dry_run, true);
     assert.equal(s.ok, false);
@@ -112,14 +153,21 @@ describe('GPU scripts, dry run on the CPU', function () {
     assert.equal(part('bench-eager').verdict, 'timed out');
     assert.equal(part('bench-eager').exit_code, 124);
     assert.match(part('bench-eager').follow_up, /--parts bench-eager .*--budget bench-eager=4/);
-    for (const name of PARTS.filter((p) => !['cuda-tests', 'bench-eager'].includes(p))) assert.equal(part(name).verdict, 'dry run', name);
+    for (const name of PARTS.filter((p) => !['cuda-tests', 'bench-eager'].includes(p)))
+      assert.equal(part(name).verdict, 'dry run', name);
     // What each part would run: the GPU's own binaries and scripts, with first-run's narrowing options.
     const wouldRun = (name: string) => (part(name).details?.would_run ?? []).join('\n');
     assert.match(wouldRun('build'), /FSDP_BUILD_TARGETS=.*fsdp-cuda-tests.* bash \S+\/build\.sh/);
-    assert.match(wouldRun('bench-native'), /bench_runs\.py .*--models gpt2-124m --seqs 1024 --runners native --merge --budget-s 32/);
+    assert.match(
+      wouldRun('bench-native'),
+      /bench_runs\.py .*--models gpt2-124m --seqs 1024 --runners native --merge --budget-s 32/,
+    );
     assert.match(wouldRun('bench-compile'), /--runners compile --merge --budget-s 72/);
     assert.match(wouldRun('single-gpu-runs'), /check_runs\.py .*--convergence-steps 200/);
-    assert.match(wouldRun('multi-rank'), /multirank_runs\.py .*--parts strategies,sigkill_resume --strategies FULL_SHARD,SHARD_GRAD_OP --ranks 2/);
+    assert.match(
+      wouldRun('multi-rank'),
+      /multirank_runs\.py .*--parts strategies,sigkill_resume --strategies FULL_SHARD,SHARD_GRAD_OP --ranks 2/,
+    );
     assert.match(wouldRun('mpi-tests'), /mpirun .*-n 2 \S+fsdp-mpi-tests[\s\S]*mpirun .*-n 4 \S+fsdp-mpi-tests/);
     for (const name of PARTS) assert.match(part(name).follow_up, /^bash scripts\/gpu\/first-run\.sh --parts /, name);
     const md = readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8');
@@ -127,7 +175,11 @@ describe('GPU scripts, dry run on the CPU', function () {
     assert.match(md, /\| cuda-tests \| 65 s \| \d+ s \| FAILED \(exit 1\) \|/);
     assert.match(md, /\| bench-eager \| 2 s \| \d+ s \| timed out after 2 s \|/);
     // Few files come back: the two summaries and one archive of the details.
-    assert.deepEqual(readdirSync(dir).sort(), ['first-run-details.tar.gz', 'gpu-test-results.json', 'gpu-test-results.md']);
+    assert.deepEqual(readdirSync(dir).sort(), [
+      'first-run-details.tar.gz',
+      'gpu-test-results.json',
+      'gpu-test-results.md',
+    ]);
     const listing = spawnSync('tar', ['-tzf', path.join(dir, 'first-run-details.tar.gz')], { encoding: 'utf8' }).stdout;
     assert.match(listing, /first-run\/parts\.jsonl/);
     assert.match(listing, /first-run\/cuda-tests\.out/);
@@ -136,11 +188,15 @@ describe('GPU scripts, dry run on the CPU', function () {
   it('first-run.sh: a run killed during a part leaves the summary of what it did, the part it was in and what it never reached', async () => {
     const dir = path.join(out, 'killed');
     const marker = `FSDP_FIRST_RUN_TEST_MARK=${dir}`;
-    const child = spawn('bash', [firstRun, '--dry-run', '--plant', 'single-gpu-runs=timeout', '--budget', 'single-gpu-runs=120'], {
-      env: { ...process.env, OUT: dir, FSDP_FIRST_RUN_TEST_MARK: dir, TMPDIR: scratch() },
-      stdio: 'ignore',
-      detached: true,
-    });
+    const child = spawn(
+      'bash',
+      [firstRun, '--dry-run', '--plant', 'single-gpu-runs=timeout', '--budget', 'single-gpu-runs=120'],
+      {
+        env: { ...process.env, OUT: dir, FSDP_FIRST_RUN_TEST_MARK: dir, TMPDIR: scratch() },
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
     const exited = new Promise((resolve) => child.on('exit', resolve));
     try {
       const deadline = Date.now() + 120_000;
@@ -179,12 +235,22 @@ describe('GPU scripts, dry run on the CPU', function () {
     const s = readSummary(dir);
     const verdicts = Object.fromEntries(s.parts.map((p) => [p.part, p.verdict]));
     assert.deepEqual(verdicts, {
-      build: 'dry run', 'cuda-tests': 'dry run', 'bench-native': 'dry run', 'bench-eager': 'dry run', 'bench-compile': 'dry run',
-      'single-gpu-runs': 'running', 'multi-rank': 'not reached', 'cpu-tests': 'not reached', 'mpi-tests': 'not reached',
+      build: 'dry run',
+      'cuda-tests': 'dry run',
+      'bench-native': 'dry run',
+      'bench-eager': 'dry run',
+      'bench-compile': 'dry run',
+      'single-gpu-runs': 'running',
+      'multi-rank': 'not reached',
+      'cpu-tests': 'not reached',
+      'mpi-tests': 'not reached',
     });
     assert.deepEqual(s.incomplete, ['single-gpu-runs', 'multi-rank', 'cpu-tests', 'mpi-tests']);
     assert.equal(s.ok, false);
-    assert.match(readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8'), /\| single-gpu-runs \| 120 s \| - \| running \(the call ended during it/);
+    assert.match(
+      readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8'),
+      /\| single-gpu-runs \| 120 s \| - \| running \(the call ended during it/,
+    );
     assert.ok(existsSync(path.join(dir, 'first-run-details.tar.gz')));
     assert.deepEqual(processesOf(marker), [], 'nothing of the run is left');
   });
@@ -195,11 +261,23 @@ describe('GPU scripts, dry run on the CPU', function () {
       this.skip();
     }
     const dir = path.join(out, 'real');
-    const r = spawnSync('bash', [firstRun, '--parts', 'cpu-tests,mpi-tests', '--build-dir', path.dirname(buildDir), '--gtest-filter', 'AttentionPath.*:StagedCollectives.SixteenBit*'], {
-      encoding: 'utf8',
-      env: { ...process.env, OUT: dir, TMPDIR: scratch(), FSDP_COMMIT: 'def456' },
-      timeout: 120_000,
-    });
+    const r = spawnSync(
+      'bash',
+      [
+        firstRun,
+        '--parts',
+        'cpu-tests,mpi-tests',
+        '--build-dir',
+        path.dirname(buildDir),
+        '--gtest-filter',
+        'AttentionPath.*:StagedCollectives.SixteenBit*',
+      ],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, OUT: dir, TMPDIR: scratch(), FSDP_COMMIT: 'def456' },
+        timeout: 120_000,
+      },
+    );
     assert.equal(r.status, 0, `${r.stdout.slice(-3000)}\n${r.stderr.slice(-2000)}`);
     const s = readSummary(dir);
     assert.equal(s.dry_run, false);
@@ -209,10 +287,14 @@ describe('GPU scripts, dry run on the CPU', function () {
     // The CPU binary has the three attention-path tests; the MPI binary the one staged-collectives test, at 2 and 4 ranks.
     assert.match(md, /\| cpu-tests \| 25 s \| \d+ s \| passed \| 3\/3 passed \|/);
     assert.match(md, /\| mpi-tests \| 25 s \| \d+ s \| passed \| 2 ranks: 1\/1; 4 ranks: 1\/1 \|/);
-    assert.match(md, /`bash scripts\/gpu\/first-run\.sh --parts cpu-tests,mpi-tests --build-dir \S+ --gtest-filter AttentionPath\.\\\*:StagedCollectives\.SixteenBit\\\*`/);
+    assert.match(
+      md,
+      /`bash scripts\/gpu\/first-run\.sh --parts cpu-tests,mpi-tests --build-dir \S+ --gtest-filter AttentionPath\.\\\*:StagedCollectives\.SixteenBit\\\*`/,
+    );
     const listing = spawnSync('tar', ['-tzf', path.join(dir, 'first-run-details.tar.gz')], { encoding: 'utf8' }).stdout;
     // cpu-tests in four shards side by side (GoogleTest's own sharding), a report and a log each.
-    for (const f of ['cpu-tests-0.json', 'cpu-tests-3.json', 'cpu-tests-3.log', 'mpi-tests-2.json', 'mpi-tests-4.json']) assert.match(listing, new RegExp(`first-run/${f.replace('.', '\\.')}`));
+    for (const f of ['cpu-tests-0.json', 'cpu-tests-3.json', 'cpu-tests-3.log', 'mpi-tests-2.json', 'mpi-tests-4.json'])
+      assert.match(listing, new RegExp(`first-run/${f.replace('.', '\\.')}`));
   });
 
   it('first-run.sh refuses an unknown part, a budget that is not seconds, and a planted failure outside a dry run', () => {
@@ -222,7 +304,10 @@ describe('GPU scripts, dry run on the CPU', function () {
       [['--plant', 'build=fail'], /--plant is for --dry-run only/],
       [['--build-dir', '.', '--parts', 'build,cuda-tests'], /--build-dir replaces the build part/],
     ] as const) {
-      const r = spawnSync('bash', [firstRun, ...args], { encoding: 'utf8', env: { ...process.env, OUT: path.join(out, 'refused') } });
+      const r = spawnSync('bash', [firstRun, ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, OUT: path.join(out, 'refused') },
+      });
       assert.equal(r.status, 2, args.join(' '));
       assert.match(r.stderr, message);
     }
@@ -275,33 +360,100 @@ records = [("build", "passed", 41, 0, 75), ("cuda-tests", "failed", 30, 1, 65), 
 `;
     const made = spawnSync('python3', ['-c', script], { encoding: 'utf8' });
     assert.equal(made.status, 0, made.stderr);
-    const plan = 'build:75,cuda-tests:65,bench-native:35,bench-eager:35,bench-compile:75,single-gpu-runs:60,multi-rank:40,cpu-tests:25,mpi-tests:25';
-    const r = spawnSync('python3', [path.join(gpuScripts, 'first_run_summary.py'), '--work', work, '--out', dir, '--commit', 'abc', '--plan', plan, '--total-budget', '465', '--elapsed', '300'], { encoding: 'utf8' });
+    const plan =
+      'build:75,cuda-tests:65,bench-native:35,bench-eager:35,bench-compile:75,single-gpu-runs:60,multi-rank:40,cpu-tests:25,mpi-tests:25';
+    const r = spawnSync(
+      'python3',
+      [
+        path.join(gpuScripts, 'first_run_summary.py'),
+        '--work',
+        work,
+        '--out',
+        dir,
+        '--commit',
+        'abc',
+        '--plan',
+        plan,
+        '--total-budget',
+        '465',
+        '--elapsed',
+        '300',
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
     const s = readSummary(dir);
     assert.equal(s.device, 'NVIDIA H100 80GB HBM3');
-    assert.deepEqual([s.ok, s.failed], [false, ['cuda-tests', 'bench-compile', 'single-gpu-runs', 'multi-rank', 'cpu-tests', 'mpi-tests']]);
+    assert.deepEqual(
+      [s.ok, s.failed],
+      [false, ['cuda-tests', 'bench-compile', 'single-gpu-runs', 'multi-rank', 'cpu-tests', 'mpi-tests']],
+    );
     const part = (name: string) => s.parts.find((p) => p.part === name) as PartResult;
-    assert.equal(part('cuda-tests').follow_up, "bash scripts/gpu/first-run.sh --parts build,cuda-tests --gtest-filter 'AttentionKernels.EveryDtype:CudaParity.Float32'");
-    assert.equal(part('single-gpu-runs').follow_up, 'bash scripts/gpu/first-run.sh --parts build,single-gpu-runs --checks convergence');
-    assert.equal(part('multi-rank').follow_up, 'bash scripts/gpu/first-run.sh --parts build,multi-rank --strategies SHARD_GRAD_OP');
-    assert.equal(part('bench-native').follow_up, 'bash scripts/gpu/first-run.sh --parts build,bench-native --model gpt2-124m --micro-batch 48');
-    assert.equal(part('bench-compile').follow_up, 'bash scripts/gpu/first-run.sh --parts bench-compile --model gpt2-124m --micro-batch 48 --budget bench-compile=150');
+    assert.equal(
+      part('cuda-tests').follow_up,
+      "bash scripts/gpu/first-run.sh --parts build,cuda-tests --gtest-filter 'AttentionKernels.EveryDtype:CudaParity.Float32'",
+    );
+    assert.equal(
+      part('single-gpu-runs').follow_up,
+      'bash scripts/gpu/first-run.sh --parts build,single-gpu-runs --checks convergence',
+    );
+    assert.equal(
+      part('multi-rank').follow_up,
+      'bash scripts/gpu/first-run.sh --parts build,multi-rank --strategies SHARD_GRAD_OP',
+    );
+    assert.equal(
+      part('bench-native').follow_up,
+      'bash scripts/gpu/first-run.sh --parts build,bench-native --model gpt2-124m --micro-batch 48',
+    );
+    assert.equal(
+      part('bench-compile').follow_up,
+      'bash scripts/gpu/first-run.sh --parts bench-compile --model gpt2-124m --micro-batch 48 --budget bench-compile=150',
+    );
     // mpi-tests exited 0, but its 4-rank report was never written: failed, not passed, and its log says where it was.
     assert.equal(part('mpi-tests').verdict, 'failed');
-    assert.equal(part('mpi-tests').follow_up, "bash scripts/gpu/first-run.sh --parts build,mpi-tests --gtest-filter 'Staged.Gather'");
+    assert.equal(
+      part('mpi-tests').follow_up,
+      "bash scripts/gpu/first-run.sh --parts build,mpi-tests --gtest-filter 'Staged.Gather'",
+    );
     // cpu-tests exited 0, but one of its shards never wrote its report: failed, narrowed to the test that shard was in.
     assert.equal(part('cpu-tests').verdict, 'failed');
-    assert.equal(part('cpu-tests').follow_up, "bash scripts/gpu/first-run.sh --parts build,cpu-tests --gtest-filter 'Safetensors.Mutants'");
+    assert.equal(
+      part('cpu-tests').follow_up,
+      "bash scripts/gpu/first-run.sh --parts build,cpu-tests --gtest-filter 'Safetensors.Mutants'",
+    );
     const md = readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8');
-    assert.match(md, /^# First GPU run — NVIDIA H100 80GB HBM3 \(81559 MiB\), driver 580\.159\.04, CUDA 13\.0 \(release 13\.0\), 2026-12-01T10:00:00Z/);
-    assert.match(md, /\| cuda-tests \| 65 s \| 30 s \| FAILED \(exit 1\) \| 1\/3 passed; failed: AttentionKernels\.EveryDtype, CudaParity\.Float32 \|/);
-    assert.match(md, /\| bench-native \| 35 s \| 20 s \| passed \| gpt2-124m\/1024 micro-batch 48: 330,000 tokens\/s; attention on tensor cores \(mma\.sync m16n8k16, bfloat16, head size 64\) \|/);
-    assert.match(md, /\| bench-eager \| 35 s \| 25 s \| passed \| gpt2-124m\/1024 micro-batch 48: 217,000 tokens\/s; native\/this 1\.521x \(native >= 1\.5x eager: met\) \|/);
-    assert.match(md, /\| bench-compile \| 75 s \| 75 s \| timed out after 75 s \| gpt2-124m\/1024 micro-batch 48: 304,000 tokens\/s; native\/this 1\.086x \(native >= 1\.2x torch\.compile: NOT met\) \|/);
-    assert.match(md, /\| single-gpu-runs \| 60 s \| 50 s \| FAILED \(exit 1\) \| 1\/2 checks passed; failed: convergence on real text \|/);
-    assert.match(md, /\| cpu-tests \| 25 s \| 12 s \| FAILED \(exit 0, but what it wrote says failed\) \| 1\/2 passed; cut short during: Safetensors\.Mutants \(1 of 2 shards: read from its log/);
-    assert.match(md, /\| mpi-tests \| 25 s \| 9 s \| FAILED \(exit 0, but what it wrote says failed\) \| 2 ranks: 1\/1; 4 ranks: 1\/2 cut short during Staged\.Gather \|/);
+    assert.match(
+      md,
+      /^# First GPU run — NVIDIA H100 80GB HBM3 \(81559 MiB\), driver 580\.159\.04, CUDA 13\.0 \(release 13\.0\), 2026-12-01T10:00:00Z/,
+    );
+    assert.match(
+      md,
+      /\| cuda-tests \| 65 s \| 30 s \| FAILED \(exit 1\) \| 1\/3 passed; failed: AttentionKernels\.EveryDtype, CudaParity\.Float32 \|/,
+    );
+    assert.match(
+      md,
+      /\| bench-native \| 35 s \| 20 s \| passed \| gpt2-124m\/1024 micro-batch 48: 330,000 tokens\/s; attention on tensor cores \(mma\.sync m16n8k16, bfloat16, head size 64\) \|/,
+    );
+    assert.match(
+      md,
+      /\| bench-eager \| 35 s \| 25 s \| passed \| gpt2-124m\/1024 micro-batch 48: 217,000 tokens\/s; native\/this 1\.521x \(native >= 1\.5x eager: met\) \|/,
+    );
+    assert.match(
+      md,
+      /\| bench-compile \| 75 s \| 75 s \| timed out after 75 s \| gpt2-124m\/1024 micro-batch 48: 304,000 tokens\/s; native\/this 1\.086x \(native >= 1\.2x torch\.compile: NOT met\) \|/,
+    );
+    assert.match(
+      md,
+      /\| single-gpu-runs \| 60 s \| 50 s \| FAILED \(exit 1\) \| 1\/2 checks passed; failed: convergence on real text \|/,
+    );
+    assert.match(
+      md,
+      /\| cpu-tests \| 25 s \| 12 s \| FAILED \(exit 0, but what it wrote says failed\) \| 1\/2 passed; cut short during: Safetensors\.Mutants \(1 of 2 shards: read from its log/,
+    );
+    assert.match(
+      md,
+      /\| mpi-tests \| 25 s \| 9 s \| FAILED \(exit 0, but what it wrote says failed\) \| 2 ranks: 1\/1; 4 ranks: 1\/2 cut short during Staged\.Gather \|/,
+    );
   });
 
   it("the plan check reports per category planned, measured and difference as one failing check, and the runs' other checks stand", () => {
@@ -322,11 +474,18 @@ print(json.dumps(c.results))
 `;
     const r = spawnSync('python3', ['-c', script], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const results = JSON.parse(r.stdout.trim().split('\n').pop() as string) as Record<string, { ok: boolean; detail: Record<string, unknown> }>;
+    const results = JSON.parse(r.stdout.trim().split('\n').pop() as string) as Record<
+      string,
+      { ok: boolean; detail: Record<string, unknown> }
+    >;
     assert.equal(results['run b: losses within 1e-6'].ok, true);
     const plan = results['measured peak = plan per category, every run and rank'];
     assert.equal(plan.ok, false);
-    assert.deepEqual(plan.detail, { runs_compared: 2, runs_differing: 1, differences: { 'run b': { '0': { activations: { planned: 1000, measured: 1096, difference: 96 } } } } });
+    assert.deepEqual(plan.detail, {
+      runs_compared: 2,
+      runs_differing: 1,
+      differences: { 'run b': { '0': { activations: { planned: 1000, measured: 1096, difference: 96 } } } },
+    });
   });
 
   it("multirank_runs.py runs first-run's multi-rank set and the collectives checks on the CPU backend", function () {
@@ -334,25 +493,72 @@ print(json.dumps(c.results))
       console.log('    no mpirun on this machine');
       this.skip();
     }
-    const r = spawnSync('python3', [path.join(gpuScripts, 'multirank_runs.py'), '--cli', nativeCli, '--out', out, '--root', repoRoot, '--device', 'cpu',
-      '--parts', 'strategies,sigkill_resume,collectives', '--strategies', 'FULL_SHARD,SHARD_GRAD_OP', '--ranks', '2'], {
-      encoding: 'utf8',
-      env: { ...process.env, OMP_NUM_THREADS: '1', OMP_WAIT_POLICY: 'passive' },
-      timeout: 240_000,
-    });
+    const r = spawnSync(
+      'python3',
+      [
+        path.join(gpuScripts, 'multirank_runs.py'),
+        '--cli',
+        nativeCli,
+        '--out',
+        out,
+        '--root',
+        repoRoot,
+        '--device',
+        'cpu',
+        '--parts',
+        'strategies,sigkill_resume,collectives',
+        '--strategies',
+        'FULL_SHARD,SHARD_GRAD_OP',
+        '--ranks',
+        '2',
+      ],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, OMP_NUM_THREADS: '1', OMP_WAIT_POLICY: 'passive' },
+        timeout: 240_000,
+      },
+    );
     assert.equal(r.status, 0, `multirank_runs.py failed:\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`);
-    const results = JSON.parse(readFileSync(path.join(out, 'multirank.json'), 'utf8')) as Record<string, { ok: boolean | null; detail: unknown }>;
+    const results = JSON.parse(readFileSync(path.join(out, 'multirank.json'), 'utf8')) as Record<
+      string,
+      { ok: boolean | null; detail: unknown }
+    >;
     const names = Object.keys(results).filter((k) => typeof results[k] === 'object');
-    for (const want of ['FULL_SHARD x2: losses within 1e-6 of 1 rank', 'SHARD_GRAD_OP x2: losses within 1e-6 of 1 rank', 'SIGKILLed 2-rank CUDA run resumes bit for bit',
-      '--allreduce-check x2 on CPU buffers', 'measured peak = plan per category, every run and rank']) {
+    for (const want of [
+      'FULL_SHARD x2: losses within 1e-6 of 1 rank',
+      'SHARD_GRAD_OP x2: losses within 1e-6 of 1 rank',
+      'SIGKILLed 2-rank CUDA run resumes bit for bit',
+      '--allreduce-check x2 on CPU buffers',
+      'measured peak = plan per category, every run and rank',
+    ]) {
       assert.ok(names.includes(want), `${want} missing from ${names.join('; ')}`);
       assert.equal(results[want].ok, true, `${want}: ${JSON.stringify(results[want].detail)}`);
     }
-    assert.equal((results['measured peak = plan per category, every run and rank'].detail as { runs_compared: number }).runs_compared, 4, 'the 1-rank run, both strategies and the checkpointed run');
+    assert.equal(
+      (results['measured peak = plan per category, every run and rank'].detail as { runs_compared: number })
+        .runs_compared,
+      4,
+      'the 1-rank run, both strategies and the checkpointed run',
+    );
     // test.sh's summary names what is missing (no GPU suites here) and fails.
-    writeFileSync(path.join(out, 'environment.txt'), 'date: 2026-01-01T00:00:00Z\nNVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 9.0\n');
+    writeFileSync(
+      path.join(out, 'environment.txt'),
+      'date: 2026-01-01T00:00:00Z\nNVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 9.0\n',
+    );
     writeFileSync(path.join(out, 'timings.txt'), 'build 1 0\nmulti-rank-runs 20 0\n');
-    const s = spawnSync('python3', [path.join(gpuScripts, 'summary.py'), '--out', out, '--commit', 'abc', '--timings', path.join(out, 'timings.txt')], { encoding: 'utf8' });
+    const s = spawnSync(
+      'python3',
+      [
+        path.join(gpuScripts, 'summary.py'),
+        '--out',
+        out,
+        '--commit',
+        'abc',
+        '--timings',
+        path.join(out, 'timings.txt'),
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(s.status, 1);
     const md = readFileSync(path.join(out, 'gpu-test-results.md'), 'utf8');
     assert.match(md, /^# GPU test results — NVIDIA H100 80GB HBM3 \(81559 MiB\), driver 580\.159\.04, 2026-01-01/);

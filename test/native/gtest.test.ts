@@ -12,15 +12,29 @@ describe('native runtime: GoogleTest suite', function () {
   this.timeout(600_000);
 
   it('passes every case', () => {
-    assert.ok(existsSync(gtestBinary), `${gtestBinary} is missing: is libgtest-dev installed? (scripts/setup/system-packages.mjs)`);
+    assert.ok(
+      existsSync(gtestBinary),
+      `${gtestBinary} is missing: is libgtest-dev installed? (scripts/setup/system-packages.mjs)`,
+    );
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-gtest-'));
     try {
       const report = path.join(dir, 'report.json');
-      const r = spawnSync(gtestBinary, [`--gtest_output=json:${report}`], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '2', OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive' } });
+      const r = spawnSync(gtestBinary, [`--gtest_output=json:${report}`], {
+        encoding: 'utf8',
+        env: { ...process.env, OMP_NUM_THREADS: '2', OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive' },
+      });
       assert.ok(existsSync(report), `the gtest binary wrote no report (exit ${r.status ?? r.signal}):\n${r.stderr}`);
-      const result = JSON.parse(readFileSync(report, 'utf8')) as { tests: number; testsuites: Array<{ testsuite: Array<{ name: string; classname: string; failures?: Array<{ failure: string }> }> }> };
+      const result = JSON.parse(readFileSync(report, 'utf8')) as {
+        tests: number;
+        testsuites: Array<{
+          testsuite: Array<{ name: string; classname: string; failures?: Array<{ failure: string }> }>;
+        }>;
+      };
       const failed = result.testsuites.flatMap((s) => s.testsuite).filter((t) => t.failures?.length);
-      assert.deepEqual(failed.map((t) => `${t.classname}.${t.name}: ${t.failures![0].failure}`), []);
+      assert.deepEqual(
+        failed.map((t) => `${t.classname}.${t.name}: ${t.failures![0].failure}`),
+        [],
+      );
       assert.equal(r.status, 0, r.stdout.slice(-4000));
       assert.ok(result.tests > 0);
     } finally {

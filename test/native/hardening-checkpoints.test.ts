@@ -60,7 +60,10 @@ describe('fsdp-train: checkpoint contents are not trusted', function () {
 
   it('refuses a manifest naming a file outside the checkpoint folder', async () => {
     editManifest((m) => (m.files[0].name = '../../../outside.bin'));
-    await resumeFails(/manifest\.json: files\[rank 0\]\.name "\.\.\/\.\.\/\.\.\/outside\.bin" is not rank-00000\.bin/, 'outside');
+    await resumeFails(
+      /manifest\.json: files\[rank 0\]\.name "\.\.\/\.\.\/\.\.\/outside\.bin" is not rank-00000\.bin/,
+      'outside',
+    );
     editManifest((m) => (m.files[0].name = '/etc/shadow'));
     await resumeFails(/manifest\.json: files\[rank 0\]\.name "\/etc\/shadow" is not rank-00000\.bin/, 'absolute');
   });

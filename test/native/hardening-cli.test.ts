@@ -18,20 +18,32 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
   it('aborts on a second Ctrl-C instead of finishing the step and saving (exit 130, run.json says so)', async () => {
     const runDir = path.join(dir, 'run');
     // Steps long enough that the graceful stop (finish the step, save) cannot end before the second signal.
-    const config = writeConfig(dir, smallConfig({ model: { d_model: 256, n_layers: 6, n_heads: 4, max_seq_len: 128 }, data: { seq_len: 128 }, training: { max_steps: 100_000, batch_size_per_gpu: 8 }, checkpointing: { save_every_n_steps: 0, save_final: true } }));
+    const config = writeConfig(
+      dir,
+      smallConfig({
+        model: { d_model: 256, n_layers: 6, n_heads: 4, max_seq_len: 128 },
+        data: { seq_len: 128 },
+        training: { max_steps: 100_000, batch_size_per_gpu: 8 },
+        checkpointing: { save_every_n_steps: 0, save_final: true },
+      }),
+    );
     let sent = 0;
     let stepsAtFirst = 0;
     // A terminal's Ctrl-C goes to the foreground process group: the CLI and the runtime together.
-    const { child, done } = startTrain([config, '--run-dir', runDir], (line, c) => {
-      if (sent > 0 || !line.includes('"type":"step"')) return;
-      sent = 1;
-      stepsAtFirst = Number(/"step":(\d+)/.exec(line)![1]);
-      process.kill(-c.pid!, 'SIGINT');
-      setTimeout(() => {
-        sent = 2;
+    const { child, done } = startTrain(
+      [config, '--run-dir', runDir],
+      (line, c) => {
+        if (sent > 0 || !line.includes('"type":"step"')) return;
+        sent = 1;
+        stepsAtFirst = Number(/"step":(\d+)/.exec(line)![1]);
         process.kill(-c.pid!, 'SIGINT');
-      }, 150);
-    }, { detached: true });
+        setTimeout(() => {
+          sent = 2;
+          process.kill(-c.pid!, 'SIGINT');
+        }, 150);
+      },
+      { detached: true },
+    );
     const r = await done;
     assert.equal(sent, 2, r.stderr);
     assert.equal(r.code, 130, r.stderr);
@@ -49,12 +61,28 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     const cores = os.availableParallelism();
     for (const n of [cores + 1, 1000]) {
       const started = Date.now();
-      const r = await train([writeConfig(dir, smallConfig()), '--nproc', String(n), '--run-dir', path.join(dir, `run-${n}`)]);
+      const r = await train([
+        writeConfig(dir, smallConfig()),
+        '--nproc',
+        String(n),
+        '--run-dir',
+        path.join(dir, `run-${n}`),
+      ]);
       assert.equal(r.code, 2, r.stderr);
-      assert.equal(r.stderr.trim(), `fsdp-train: launch.nproc_per_node is ${n} but this machine has ${cores} cores: ranks beyond that share cores and slow the whole job down. Use at most ${cores}, or run them anyway with --oversubscribe (launch.oversubscribe: true)`);
+      assert.equal(
+        r.stderr.trim(),
+        `fsdp-train: launch.nproc_per_node is ${n} but this machine has ${cores} cores: ranks beyond that share cores and slow the whole job down. Use at most ${cores}, or run them anyway with --oversubscribe (launch.oversubscribe: true)`,
+      );
       assert.ok(Date.now() - started < 30_000);
     }
-    const asked = await train([writeConfig(dir, smallConfig({ training: { max_steps: 2 } })), '--nproc', String(cores + 1), '--oversubscribe', '--run-dir', path.join(dir, 'asked')]);
+    const asked = await train([
+      writeConfig(dir, smallConfig({ training: { max_steps: 2 } })),
+      '--nproc',
+      String(cores + 1),
+      '--oversubscribe',
+      '--run-dir',
+      path.join(dir, 'asked'),
+    ]);
     assert.equal(asked.code, 0, asked.stderr);
   });
 
@@ -64,14 +92,20 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     const runDir = path.join(dir, 'run-1000');
     const r = await train([writeConfig(dir, smallConfig()), '--nproc', '1000', '--oversubscribe', '--run-dir', runDir]);
     assert.equal(r.code, 2, r.stderr);
-    assert.equal(r.stderr.trim(), `fsdp-train: launch.nproc_per_node is 1000, more than --oversubscribe allows here: at most ${8 * cores} ranks (8 per core; this machine has ${cores} core${cores === 1 ? '' : 's'})`);
+    assert.equal(
+      r.stderr.trim(),
+      `fsdp-train: launch.nproc_per_node is 1000, more than --oversubscribe allows here: at most ${8 * cores} ranks (8 per core; this machine has ${cores} core${cores === 1 ? '' : 's'})`,
+    );
     assert.ok(!existsSync(runDir), 'nothing was started');
     assert.ok(Date.now() - started < 30_000);
   });
 
   it('aborts a multi-rank job on a second SIGTERM, ending every process of it, a frozen rank included', async () => {
     const runDir = path.join(dir, 'job');
-    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' } }));
+    const config = writeConfig(
+      dir,
+      smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' } }),
+    );
     let pids: number[] = [];
     let signalled = false;
     const { child, done } = startTrain([config, '--nproc', '2', '--run-dir', runDir], (line, c) => {
@@ -92,13 +126,25 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     assert.equal(child.exitCode, 143);
   });
 
-  it('reports learning_rate: .inf at the line of the user\'s file', async () => {
+  it("reports learning_rate: .inf at the line of the user's file", async () => {
     const file = path.join(dir, 'inf.fsdp.yaml');
-    writeFileSync(file, `model: {d_model: 32, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32}\ndata: {train: x.tok}\ntraining:\n  batch_size_per_gpu: 4\n  max_steps: 5\n  learning_rate: .inf\n`);
+    writeFileSync(
+      file,
+      `model: {d_model: 32, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32}\ndata: {train: x.tok}\ntraining:\n  batch_size_per_gpu: 4\n  max_steps: 5\n  learning_rate: .inf\n`,
+    );
     const r = await train([file, '--run-dir', path.join(dir, 'run')]);
     assert.equal(r.code, 2);
-    assert.equal(r.stderr.trim(), `${path.relative(process.cwd(), file)}:6:18 training.learning_rate: must be a finite number, got .inf (infinity)`);
-    const set = await train([writeConfig(dir, smallConfig()), '--set', 'training.learning_rate=-.inf', '--run-dir', path.join(dir, 'run')]);
+    assert.equal(
+      r.stderr.trim(),
+      `${path.relative(process.cwd(), file)}:6:18 training.learning_rate: must be a finite number, got .inf (infinity)`,
+    );
+    const set = await train([
+      writeConfig(dir, smallConfig()),
+      '--set',
+      'training.learning_rate=-.inf',
+      '--run-dir',
+      path.join(dir, 'run'),
+    ]);
     assert.equal(set.code, 2);
     assert.match(set.stderr, /--set training\.learning_rate: must be a finite number, got -\.inf \(minus infinity\)/);
   });
@@ -110,7 +156,12 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
       const r = await train([writeConfig(dir, smallConfig({ logging: { runs_dir: runs } })), ...extra]);
       assert.equal(r.code, 2, r.stderr);
       assert.doesNotMatch(r.stderr, / {4}at |Error: ENOTDIR/);
-      assert.match(r.stderr, new RegExp(`^fsdp-train: cannot create the run folder .* \\(logging\\.runs_dir\\): ${runs.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*: a file is in the way where a folder must be \\(ENOTDIR\\)`));
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `^fsdp-train: cannot create the run folder .* \\(logging\\.runs_dir\\): ${runs.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*: a file is in the way where a folder must be \\(ENOTDIR\\)`,
+        ),
+      );
     }
   });
 });

@@ -30,17 +30,31 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
     // after 301 s: past this test's limit.
     this.timeout(150_000);
     const runDir = path.join(dir, 'run');
-    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' }, launch: { threads_per_rank: 1 } }));
+    const config = writeConfig(
+      dir,
+      smallConfig({
+        training: { max_steps: 100_000 },
+        fsdp: { sharding_strategy: 'FULL_SHARD' },
+        launch: { threads_per_rank: 1 },
+      }),
+    );
     const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
       if (stopped || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
-      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').map((l) => (l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined)).find((e) => e?.type === 'run_start');
+      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .split('\n')
+        .map((l) =>
+          l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined,
+        )
+        .find((e) => e?.type === 'run_start');
       stopped = start!.world!.ranks.find((r) => r.rank === 2)!.pid;
       process.kill(stopped, 'SIGSTOP');
     });
     const r = await done;
     assert.ok(stopped, r.stderr);
     assert.equal(r.code, 1, r.stderr);
-    const named = new RegExp(`rank 2 \\(pid ${stopped} on [^)]+\\) is stopped \\(SIGSTOP or a debugger\\) and has not answered for (\\d+) s \\(no heartbeat; launch\\.heartbeat_timeout_s is 20 s\\)`);
+    const named = new RegExp(
+      `rank 2 \\(pid ${stopped} on [^)]+\\) is stopped \\(SIGSTOP or a debugger\\) and has not answered for (\\d+) s \\(no heartbeat; launch\\.heartbeat_timeout_s is 20 s\\)`,
+    );
     assert.match(r.stderr, /rank 0: rank 2 /);
     const quiet = Number(named.exec(r.stderr)?.[1]);
     assert.ok(quiet >= 20, r.stderr);
@@ -52,18 +66,35 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
 
   it('ends a 4-rank job whose rank 2 is stopped, naming rank 2, within the collective timeout', async () => {
     const runDir = path.join(dir, 'run');
-    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 }, fsdp: { sharding_strategy: 'FULL_SHARD' }, launch: { threads_per_rank: 1, collective_timeout_s: 5 } }));
+    const config = writeConfig(
+      dir,
+      smallConfig({
+        training: { max_steps: 100_000 },
+        fsdp: { sharding_strategy: 'FULL_SHARD' },
+        launch: { threads_per_rank: 1, collective_timeout_s: 5 },
+      }),
+    );
     const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
       if (stopped || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
-      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').map((l) => (l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined)).find((e) => e?.type === 'run_start');
+      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .split('\n')
+        .map((l) =>
+          l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined,
+        )
+        .find((e) => e?.type === 'run_start');
       stopped = start!.world!.ranks.find((r) => r.rank === 2)!.pid;
       process.kill(stopped, 'SIGSTOP');
     });
     const r = await done;
     assert.ok(stopped, r.stderr);
     assert.equal(r.code, 1, r.stderr);
-    const named = new RegExp(`rank 2 \\(pid ${stopped} on [^)]+\\) is stopped \\(SIGSTOP or a debugger\\) and did not arrive`);
-    assert.match(r.stderr, /rank 0: rank 0 has waited \d+ s in a collective that did not complete \(the timeout is 5 s, launch\.collective_timeout_s\)/);
+    const named = new RegExp(
+      `rank 2 \\(pid ${stopped} on [^)]+\\) is stopped \\(SIGSTOP or a debugger\\) and did not arrive`,
+    );
+    assert.match(
+      r.stderr,
+      /rank 0: rank 0 has waited \d+ s in a collective that did not complete \(the timeout is 5 s, launch\.collective_timeout_s\)/,
+    );
     assert.match(r.stderr, named);
     // How soon is the runtime's own account above (it waited past the 5 s timeout), not this
     // test's clock: the machine is shared and loaded.
@@ -72,13 +103,17 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
     assert.ok(end?.type === 'run_end' && end.status === 'failed' && named.test(end.reason ?? ''), JSON.stringify(end));
     assert.equal(manifest.status, 'failed');
     // Nothing of the job is left, the stopped rank included.
-    await until('the stopped rank has ended', () => {
-      try {
-        process.kill(stopped!, 0);
-        return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${stopped}/stat`, 'utf8'));
-      } catch {
-        return true;
-      }
-    }, 20_000);
+    await until(
+      'the stopped rank has ended',
+      () => {
+        try {
+          process.kill(stopped!, 0);
+          return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${stopped}/stat`, 'utf8'));
+        } catch {
+          return true;
+        }
+      },
+      20_000,
+    );
   });
 });

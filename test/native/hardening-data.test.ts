@@ -34,21 +34,37 @@ describe('fsdp-train: token files are not trusted', function () {
       const data = path.join(dir, 'planted.tok');
       plantedTokenFile(data, id, 12_345);
       const runDir = path.join(dir, 'run');
-      const r = await train([writeConfig(dir, smallConfig({ data: { train: data, val: undefined } })), '--run-dir', runDir]);
+      const r = await train([
+        writeConfig(dir, smallConfig({ data: { train: data, val: undefined } })),
+        '--run-dir',
+        runDir,
+      ]);
       assert.equal(r.signal, null);
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, new RegExp(`${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: token 12345 is id ${id}, not below the vocabulary size 256`));
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: token 12345 is id ${id}, not below the vocabulary size 256`,
+        ),
+      );
       const { manifest, events } = await readRun(runDir);
       assert.equal(manifest.status, 'failed');
       const end = events.at(-1);
-      assert.ok(end?.type === 'run_end' && end.status === 'failed' && end.reason?.includes('token 12345'), JSON.stringify(end));
+      assert.ok(
+        end?.type === 'run_end' && end.status === 'failed' && end.reason?.includes('token 12345'),
+        JSON.stringify(end),
+      );
     });
   }
 
   it('refuses a header vocabulary of 0 before training, naming data.train and the file (exit 2)', async () => {
     const data = path.join(dir, 'zero.tok');
     plantedTokenFile(data, 5, 0, 0);
-    const r = await train([writeConfig(dir, smallConfig({ data: { train: data, val: undefined } })), '--run-dir', path.join(dir, 'run')]);
+    const r = await train([
+      writeConfig(dir, smallConfig({ data: { train: data, val: undefined } })),
+      '--run-dir',
+      path.join(dir, 'run'),
+    ]);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /data\.train: .*zero\.tok: the header's vocabulary size is 0/);
   });
@@ -58,21 +74,38 @@ describe('fsdp-train: token files are not trusted', function () {
     copyFileSync(path.join(sampleData, 'fortunes-byte-train.tok'), data);
     const runDir = path.join(dir, 'run');
     let rewritten = false;
-    const { done } = startTrain([writeConfig(dir, smallConfig({ data: { train: data, val: undefined }, training: { max_steps: 100_000 } })), '--run-dir', runDir], (line) => {
-      if (rewritten || !line.includes('"type":"step"')) return;
-      rewritten = true;
-      // What writeFile does: truncate the file, then write the new, shorter content.
-      writeFileSync(data, encodeTokenFile(new Uint16Array(1000), 256, 'byte'));
-    });
+    const { done } = startTrain(
+      [
+        writeConfig(dir, smallConfig({ data: { train: data, val: undefined }, training: { max_steps: 100_000 } })),
+        '--run-dir',
+        runDir,
+      ],
+      (line) => {
+        if (rewritten || !line.includes('"type":"step"')) return;
+        rewritten = true;
+        // What writeFile does: truncate the file, then write the new, shorter content.
+        writeFileSync(data, encodeTokenFile(new Uint16Array(1000), 256, 'byte'));
+      },
+    );
     const r = await done;
     assert.ok(rewritten, r.stderr);
     assert.equal(r.signal, null);
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, new RegExp(`${escape(data)}: changed while the run was reading it \\(${statSync(path.join(sampleData, 'fortunes-byte-train.tok')).size} bytes when the run opened it, (0|2064) now\\)`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `${escape(data)}: changed while the run was reading it \\(${statSync(path.join(sampleData, 'fortunes-byte-train.tok')).size} bytes when the run opened it, (0|2064) now\\)`,
+      ),
+    );
     const { manifest, events } = await readRun(runDir);
     assert.equal(manifest.status, 'failed');
     const end = events.at(-1);
-    assert.ok(end?.type === 'run_end' && end.status === 'failed' && end.reason?.includes(`${data}: changed while the run was reading it`), JSON.stringify(end));
+    assert.ok(
+      end?.type === 'run_end' &&
+        end.status === 'failed' &&
+        end.reason?.includes(`${data}: changed while the run was reading it`),
+      JSON.stringify(end),
+    );
   });
 
   it('keeps training on the file it opened while samples/prepare-data.ts replaces the data (issue 26, item 3)', async () => {
@@ -80,12 +113,29 @@ describe('fsdp-train: token files are not trusted', function () {
     const corpus = (name: string, words: number) => {
       const folder = path.join(dir, name);
       mkdirSync(folder);
-      writeFileSync(path.join(folder, 'quotes'), Array.from({ length: 150 }, (_, i) => `${'word '.repeat(words)}${name} ${i}\n`).join('%\n'));
+      writeFileSync(
+        path.join(folder, 'quotes'),
+        Array.from({ length: 150 }, (_, i) => `${'word '.repeat(words)}${name} ${i}\n`).join('%\n'),
+      );
       return folder;
     };
     const out = path.join(dir, 'data');
     const prepare = (from: string) => {
-      const p = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'samples', 'prepare-data.ts'), '--tokenizer', 'byte', '--out', out, '--corpus', from], { cwd: repoRoot, encoding: 'utf8' });
+      const p = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          path.join(repoRoot, 'samples', 'prepare-data.ts'),
+          '--tokenizer',
+          'byte',
+          '--out',
+          out,
+          '--corpus',
+          from,
+        ],
+        { cwd: repoRoot, encoding: 'utf8' },
+      );
       assert.equal(p.status, 0, p.stderr);
     };
     prepare(corpus('long', 60));
@@ -94,16 +144,23 @@ describe('fsdp-train: token files are not trusted', function () {
     const runDir = path.join(dir, 'run');
     let stepsAfter = 0;
     let state: 'training' | 'replaced' | 'stopping' = 'training';
-    const { done } = startTrain([writeConfig(dir, smallConfig({ data: { train: data, val: undefined }, training: { max_steps: 100_000 } })), '--run-dir', runDir], (line, c) => {
-      if (!line.includes('"type":"step"')) return;
-      if (state === 'training') {
-        prepare(corpus('short', 3)); // synchronous: the trainer's output waits in the pipe meanwhile
-        state = 'replaced';
-      } else if (state === 'replaced' && ++stepsAfter >= 5) {
-        state = 'stopping';
-        c.kill('SIGINT');
-      }
-    });
+    const { done } = startTrain(
+      [
+        writeConfig(dir, smallConfig({ data: { train: data, val: undefined }, training: { max_steps: 100_000 } })),
+        '--run-dir',
+        runDir,
+      ],
+      (line, c) => {
+        if (!line.includes('"type":"step"')) return;
+        if (state === 'training') {
+          prepare(corpus('short', 3)); // synchronous: the trainer's output waits in the pipe meanwhile
+          state = 'replaced';
+        } else if (state === 'replaced' && ++stepsAfter >= 5) {
+          state = 'stopping';
+          c.kill('SIGINT');
+        }
+      },
+    );
     const r = await done;
     assert.equal(state, 'stopping', r.stderr);
     assert.notEqual(statSync(data).ino, inode, 'prepare-data wrote a new file and renamed it');
@@ -117,7 +174,11 @@ describe('fsdp-train: token files are not trusted', function () {
     const fifo = path.join(dir, 'train.tok');
     execFileSync('mkfifo', [fifo]);
     const started = Date.now();
-    const r = await train([writeConfig(dir, smallConfig({ data: { train: fifo, val: undefined } })), '--run-dir', path.join(dir, 'run')]);
+    const r = await train([
+      writeConfig(dir, smallConfig({ data: { train: fifo, val: undefined } })),
+      '--run-dir',
+      path.join(dir, 'run'),
+    ]);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /data\.train: .*train\.tok: is a FIFO, not a regular file/);
     assert.ok(Date.now() - started < 60_000);

@@ -14,7 +14,9 @@ const biggest = { d_model: 65536, n_layers: 1024, n_heads: 512, vocab_size: 1048
 
 /** A memory cgroup (v1) under this process's own, or undefined with the reason it cannot be made here. */
 function memoryCgroup(limitBytes: number): { dir: string } | { skip: string } {
-  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  const line = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
   if (!line) return { skip: 'no cgroup v1 memory controller on this machine (cgroup v2 or none)' };
   const dir = path.join('/sys/fs/cgroup/memory', line.split(':')[2], `fsdp-test-${process.pid}`);
   try {
@@ -22,7 +24,9 @@ function memoryCgroup(limitBytes: number): { dir: string } | { skip: string } {
     writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes));
     return { dir };
   } catch (e) {
-    return { skip: `cannot create a memory cgroup here (${(e as Error).message}): needs root and a writable cgroup hierarchy` };
+    return {
+      skip: `cannot create a memory cgroup here (${(e as Error).message}): needs root and a writable cgroup hierarchy`,
+    };
   }
 }
 
@@ -34,19 +38,34 @@ describe('fsdp-train: memory is checked before it is allocated', function () {
 
   it('refuses the in-schema 52-trillion-parameter model with the numbers, not std::bad_alloc', async () => {
     const runDir = path.join(dir, 'run');
-    const r = await train([writeConfig(dir, smallConfig({ model: biggest, data: { seq_len: 32 }, training: { batch_size_per_gpu: 1 } })), '--run-dir', runDir]);
+    const r = await train([
+      writeConfig(dir, smallConfig({ model: biggest, data: { seq_len: 32 }, training: { batch_size_per_gpu: 1 } })),
+      '--run-dir',
+      runDir,
+    ]);
     assert.equal(r.code, 1, r.stderr);
     assert.doesNotMatch(r.stderr, /bad_alloc/);
-    assert.match(r.stderr, /run failed: the memory plan needs [\d.]+ GiB of host memory per rank \(params [\d.]+ GiB, grads [\d.]+ GiB, optimizer [\d.]+ GiB, .*\), but [\d.]+ GiB is available/);
+    assert.match(
+      r.stderr,
+      /run failed: the memory plan needs [\d.]+ GiB of host memory per rank \(params [\d.]+ GiB, grads [\d.]+ GiB, optimizer [\d.]+ GiB, .*\), but [\d.]+ GiB is available/,
+    );
     assert.match(r.stderr, /set launch\.check_memory: false \(fsdp-train --no-memory-check\) to try anyway/);
     const { manifest } = await readRun(runDir);
     assert.equal(manifest.status, 'failed');
   });
 
   it('with the check turned off, says which allocation failed and how large it was', async () => {
-    const r = await train([writeConfig(dir, smallConfig({ model: biggest, data: { seq_len: 32 }, training: { batch_size_per_gpu: 1 } })), '--no-memory-check', '--run-dir', path.join(dir, 'run')]);
+    const r = await train([
+      writeConfig(dir, smallConfig({ model: biggest, data: { seq_len: 32 }, training: { batch_size_per_gpu: 1 } })),
+      '--no-memory-check',
+      '--run-dir',
+      path.join(dir, 'run'),
+    ]);
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /out of memory: \d+ bytes \([\d.]+ GiB\) for params could not be allocated, with [\d.]+ MiB live \(params/);
+    assert.match(
+      r.stderr,
+      /out of memory: \d+ bytes \([\d.]+ GiB\) for params could not be allocated, with [\d.]+ MiB live \(params/,
+    );
   });
 
   it("refuses a run that would pass its memory cgroup's limit, naming the limit (instead of an OOM kill, exit 137)", async function () {
@@ -58,14 +77,38 @@ describe('fsdp-train: memory is checked before it is allocated', function () {
     try {
       const runDir = path.join(dir, 'run');
       // About 600 MiB planned (float32 parameters, gradients, AdamW moments, activations) under a 256 MiB limit.
-      const config = writeConfig(dir, smallConfig({ model: { d_model: 512, n_layers: 8, n_heads: 8, max_seq_len: 64 }, data: { seq_len: 64 }, training: { batch_size_per_gpu: 8 } }));
-      const child = spawn('sh', ['-c', `echo $$ > ${cg.dir}/cgroup.procs && exec "$0" "$@"`, process.execPath, cliShim, config, '--run-dir', runDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const config = writeConfig(
+        dir,
+        smallConfig({
+          model: { d_model: 512, n_layers: 8, n_heads: 8, max_seq_len: 64 },
+          data: { seq_len: 64 },
+          training: { batch_size_per_gpu: 8 },
+        }),
+      );
+      const child = spawn(
+        'sh',
+        [
+          '-c',
+          `echo $$ > ${cg.dir}/cgroup.procs && exec "$0" "$@"`,
+          process.execPath,
+          cliShim,
+          config,
+          '--run-dir',
+          runDir,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       child.stdout.resume();
       const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
       assert.equal(code, 1, stderr);
-      assert.match(stderr, new RegExp(`the memory plan needs [\\d.]+ MiB of host memory per rank .* but [\\d.]+ MiB is available \\(memory cgroup ${cg.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: limit 256 MiB, [\\d.]+ MiB in use\\)`));
+      assert.match(
+        stderr,
+        new RegExp(
+          `the memory plan needs [\\d.]+ MiB of host memory per rank .* but [\\d.]+ MiB is available \\(memory cgroup ${cg.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: limit 256 MiB, [\\d.]+ MiB in use\\)`,
+        ),
+      );
     } finally {
       if (existsSync(cg.dir)) rmdirSync(cg.dir);
     }

@@ -36,7 +36,7 @@ const probes: Array<[string, string, string, string]> = [
   ['logging', 'every_n_steps', '4294967297.0', 'must be <= 1000000000, got 4294967297'],
 ];
 
-describe('numbers beyond a key\'s range: refused by the runtime and both CLIs, never truncated', function () {
+describe("numbers beyond a key's range: refused by the runtime and both CLIs, never truncated", function () {
   this.timeout(300_000);
   let dir: string;
   before(() => {
@@ -55,23 +55,37 @@ describe('numbers beyond a key\'s range: refused by the runtime and both CLIs, n
       assert.equal(r.code, 2, r.stderr + r.stdout);
       // nlohmann prints a JSON float as written in full (4294967297.0).
       assert.match(r.stderr, new RegExp(`${escape(`${section}.${key}`)}: ${escape(said)}(\\.0)?\\n`));
-      assert.ok(!existsSync(path.join(runDir, 'metrics.jsonl')) || !readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').includes('"type":"step"'));
+      assert.ok(
+        !existsSync(path.join(runDir, 'metrics.jsonl')) ||
+          !readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').includes('"type":"step"'),
+      );
     });
 
     for (const cli of ['fsdp-train', 'fsdp-estimate'] as const) {
       it(`${section}.${key}: ${raw} — ${cli} refuses it at its line (exit 2)`, () => {
         const file = path.join(dir, `${cli}-${i}.fsdp.json`);
         writeFileSync(file, configText(section, key, raw));
-        const r = runCli([process.execPath, path.join(repoRoot, 'bin', `${cli}.mjs`), file, ...(cli === 'fsdp-train' ? ['--run-dir', path.join(dir, `cli-run-${i}`)] : [])]);
+        const r = runCli([
+          process.execPath,
+          path.join(repoRoot, 'bin', `${cli}.mjs`),
+          file,
+          ...(cli === 'fsdp-train' ? ['--run-dir', path.join(dir, `cli-run-${i}`)] : []),
+        ]);
         assert.equal(r.code, 2, r.stderr + r.stdout);
-        assert.match(r.stderr, new RegExp(`${escape(path.basename(file))}:\\d+:\\d+ ${escape(`${section}.${key}`)}: ${escape(said)}`));
+        assert.match(
+          r.stderr,
+          new RegExp(`${escape(path.basename(file))}:\\d+:\\d+ ${escape(`${section}.${key}`)}: ${escape(said)}`),
+        );
       });
     }
   });
 
   it('fsdp.zero_stage 4294967298 is not stage 2 to the runtime', () => {
     const file = path.join(dir, 'zero-stage.json');
-    writeFileSync(file, configText('fsdp', 'zero_stage', '4294967298').replace('"sharding_strategy": "NO_SHARD"', '"cpu_offload": false'));
+    writeFileSync(
+      file,
+      configText('fsdp', 'zero_stage', '4294967298').replace('"sharding_strategy": "NO_SHARD"', '"cpu_offload": false'),
+    );
     const r = runCli([nativeCli, '--check', file]);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /fsdp\.zero_stage: 4294967298 is not one of 0, 1, 2, 3/);

@@ -23,11 +23,17 @@ interface Logits {
 
 /** Sequences of token ids below 256 (the byte vocabulary), the same every run. */
 function tokenRows(rows: number, length: number): number[][] {
-  return Array.from({ length: rows }, (_, r) => Array.from({ length }, (_, t) => (r * 131 + t * 29 + ((r * t) % 7)) % 256));
+  return Array.from({ length: rows }, (_, r) =>
+    Array.from({ length }, (_, t) => (r * 131 + t * 29 + ((r * t) % 7)) % 256),
+  );
 }
 
 function nativeLogits(configFile: string, checkpoint: string, rows: number[][]): Logits {
-  const r = spawnSync(nativeCli, ['--logits', configFile, checkpoint], { input: JSON.stringify(rows), encoding: 'utf8', maxBuffer: 1 << 28 });
+  const r = spawnSync(nativeCli, ['--logits', configFile, checkpoint], {
+    input: JSON.stringify(rows),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Logits;
 }
@@ -36,7 +42,12 @@ type Job = { make: string; model: unknown; seed: number } | { logits: string; to
 
 /** Runs jobs in one start of transformers (test/pytorch/hf_gpt2.py): folders made, or logits of a folder. */
 function transformers(jobs: Job[]): Array<Logits & { tied: boolean }> {
-  const r = spawnSync(VENV_PYTHON, [HF_SCRIPT], { input: JSON.stringify(jobs), encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  const r = spawnSync(VENV_PYTHON, [HF_SCRIPT], {
+    input: JSON.stringify(jobs),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+    env: { ...process.env, HF_HUB_OFFLINE: '1' },
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Array<Logits & { tied: boolean }>;
 }
@@ -58,7 +69,16 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
   let dir: string;
   // Untied head and mlp_ratio 3: every tensor of GPT-2 and its n_inner, sharded over 2 ranks.
   const config = smallConfig({
-    model: { d_model: 32, n_layers: 2, n_heads: 4, vocab_size: 256, max_seq_len: 32, mlp_ratio: 3, tie_embeddings: false, init_std: 0.1 },
+    model: {
+      d_model: 32,
+      n_layers: 2,
+      n_heads: 4,
+      vocab_size: 256,
+      max_seq_len: 32,
+      mlp_ratio: 3,
+      tie_embeddings: false,
+      init_std: 0.1,
+    },
     training: { max_steps: 6, batch_size_per_gpu: 2 },
     fsdp: { sharding_strategy: 'FULL_SHARD' },
     launch: { nproc_per_node: 2, threads_per_rank: 1 },
@@ -71,12 +91,16 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
     dir = tempDir('hf-export');
     transformers([
       { make: fromTransformers(), model: config.model, seed: 5 },
-      { make: ofAnotherModel(), model: { ...(config.model as Record<string, unknown>), d_model: 16, n_layers: 3 }, seed: 6 },
+      {
+        make: ofAnotherModel(),
+        model: { ...(config.model as Record<string, unknown>), d_model: 16, n_layers: 3 },
+        seed: 6,
+      },
     ]);
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('a checkpoint saved by 2 ranks (FULL_SHARD) exports; transformers loads it with logits equal to the native model\'s within 1e-5', async () => {
+  it("a checkpoint saved by 2 ranks (FULL_SHARD) exports; transformers loads it with logits equal to the native model's within 1e-5", async () => {
     const runDir = path.join(dir, 'sharded');
     const r = await train([writeConfig(dir, config, 'sharded.json'), '--run-dir', runDir]);
     assert.equal(r.code, 0, r.stderr);
@@ -90,7 +114,11 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
     assert.equal(hfConfig.tie_word_embeddings, false);
 
     const rows = tokenRows(3, 32);
-    const ours = nativeLogits(path.join(runDir, 'config.json'), path.join(runDir, 'checkpoints', 'step-00000006'), rows);
+    const ours = nativeLogits(
+      path.join(runDir, 'config.json'),
+      path.join(runDir, 'checkpoints', 'step-00000006'),
+      rows,
+    );
     const [theirs] = transformers([{ logits: hf, tokens: rows }]);
     assert.equal(theirs.tied, false);
     const worst = worstDifference(ours, theirs);
@@ -98,7 +126,7 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
     assert.ok(worst <= TOLERANCE, `logits differ by ${worst}`);
   });
 
-  it('a folder transformers saved starts a native run on 2 ranks (--from-hf): its step-0 weights give transformers\' logits', async () => {
+  it("a folder transformers saved starts a native run on 2 ranks (--from-hf): its step-0 weights give transformers' logits", async () => {
     const hf = fromTransformers();
     const runDir = path.join(dir, 'imported');
     const r = await train([writeConfig(dir, config, 'imported.json'), '--run-dir', runDir, '--from-hf', hf]);
@@ -108,11 +136,17 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
     assert.equal(manifest.status, 'completed');
     // The run's own step events (those with a rank are each rank's memory).
     const steps = eventsOf(events, 'step').filter((s) => s.rank === undefined);
-    assert.deepEqual(steps.map((s) => s.step), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      steps.map((s) => s.step),
+      [1, 2, 3, 4, 5, 6],
+    );
     assert.ok(steps.every((s) => Number.isFinite(s.loss)));
 
     const rows = tokenRows(2, 32);
-    const worst = worstDifference(nativeLogits(path.join(runDir, 'config.json'), path.join(runDir, 'checkpoints', 'step-00000000'), rows), transformers([{ logits: hf, tokens: rows }])[0]);
+    const worst = worstDifference(
+      nativeLogits(path.join(runDir, 'config.json'), path.join(runDir, 'checkpoints', 'step-00000000'), rows),
+      transformers([{ logits: hf, tokens: rows }])[0],
+    );
     console.log(`      worst logit difference at step 0 (relative to the largest logit): ${worst.toExponential(2)}`);
     assert.ok(worst <= TOLERANCE, `logits differ by ${worst}`);
   });
@@ -120,7 +154,13 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
   it('a folder of another model is refused with every difference named, and a damaged model.safetensors naming the file', async () => {
     const hf = ofAnotherModel();
     const single = { ...config, launch: { ...(config.launch as Record<string, unknown>), nproc_per_node: 1 } };
-    const refused = await train([writeConfig(dir, single, 'other.json'), '--run-dir', path.join(dir, 'refused'), '--from-hf', hf]);
+    const refused = await train([
+      writeConfig(dir, single, 'other.json'),
+      '--run-dir',
+      path.join(dir, 'refused'),
+      '--from-hf',
+      hf,
+    ]);
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /config\.json is not the run config's model/);
     assert.match(refused.stderr, /n_embd is 16, the run config's model\.d_model 32/);
@@ -130,7 +170,13 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
 
     const damaged = path.join(dir, 'exported');
     truncateSync(path.join(damaged, 'model.safetensors'), 1000);
-    const r = await train([writeConfig(dir, single, 'damaged.json'), '--run-dir', path.join(dir, 'damaged'), '--from-hf', damaged]);
+    const r = await train([
+      writeConfig(dir, single, 'damaged.json'),
+      '--run-dir',
+      path.join(dir, 'damaged'),
+      '--from-hf',
+      damaged,
+    ]);
     assert.notEqual(r.code, 0);
     assert.ok(r.stderr.includes(path.join(damaged, 'model.safetensors')), r.stderr);
   });

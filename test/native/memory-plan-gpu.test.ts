@@ -17,7 +17,7 @@ const MEASURED = [
   { name: 'GPT-2 774M shape', model: { d_model: 1280, n_layers: 36, n_heads: 20 }, activations: 13.8, workspace: 1.03 },
 ];
 
-describe('native runtime: the CUDA plan\'s block terms meet the H100\'s measured peaks', () => {
+describe("native runtime: the CUDA plan's block terms meet the H100's measured peaks", () => {
   for (const m of MEASURED) {
     it(`${m.name}: activations and workspace of the blocks as measured (two decimals of GB)`, () => {
       const config = {
@@ -28,20 +28,44 @@ describe('native runtime: the CUDA plan\'s block terms meet the H100\'s measured
         mixed_precision: { param_dtype: 'bfloat16', reduce_dtype: 'bfloat16', buffer_dtype: 'bfloat16' },
         launch: { device: 'cuda' },
       } as RunConfig;
-      const plan = loadAddon().memoryPlan(resolveRunConfig(config, '/')) as unknown as Record<string, number> & { outside_allocator?: { library_workspace: number } };
-      const N = 8 * 1024, C = m.model.d_model, V = 50257, Vp = Math.ceil(V / 128) * 128, a = 2, p = 2;
+      const plan = loadAddon().memoryPlan(resolveRunConfig(config, '/')) as unknown as Record<string, number> & {
+        outside_allocator?: { library_workspace: number };
+      };
+      const N = 8 * 1024,
+        C = m.model.d_model,
+        V = 50257,
+        Vp = Math.ceil(V / 128) * 128,
+        a = 2,
+        p = 2;
       // Today's head and the classifier's largest scratch (MEMORY.md), taken off the plan.
       const headNow = a * N * C + 12 * N + p * N * Vp;
-      const scratchNow = Math.max((p + 4) * (Vp - Math.floor(V / 128) * 128) * C, 4 * Math.ceil(N / 256) * Math.max(3 * C, 4 * C), 4 * Math.ceil(N / 128) * 2 * C, 4 * (3 * N + 1));
+      const scratchNow = Math.max(
+        (p + 4) * (Vp - Math.floor(V / 128) * 128) * C,
+        4 * Math.ceil(N / 256) * Math.max(3 * C, 4 * C),
+        4 * Math.ceil(N / 128) * 2 * C,
+        4 * (3 * N + 1),
+      );
       // What the measured code's head held, and its largest scratch (the logits' gradient cast), taken off the measurement.
       const headThen = a * N * C + 12 * N + 4 * N * V;
       const scratchThen = p * N * V;
       const close = (mine: number, measured: number) => Math.abs(mine - measured) <= 0.0051 * GB;
-      assert.ok(close(plan.activations - headNow, m.activations * GB - headThen), `blocks' activations: plan ${(plan.activations - headNow) / GB} GB, measured ${(m.activations * GB - headThen) / GB} GB`);
-      assert.ok(close(plan.workspace - scratchNow, m.workspace * GB - scratchThen), `blocks' workspace: plan ${(plan.workspace - scratchNow) / GB} GB, measured ${(m.workspace * GB - scratchThen) / GB} GB`);
-      assert.equal(plan.outside_allocator?.library_workspace, 32 * 2 ** 20, 'cuBLASLt\'s workspace, outside the allocator');
+      assert.ok(
+        close(plan.activations - headNow, m.activations * GB - headThen),
+        `blocks' activations: plan ${(plan.activations - headNow) / GB} GB, measured ${(m.activations * GB - headThen) / GB} GB`,
+      );
+      assert.ok(
+        close(plan.workspace - scratchNow, m.workspace * GB - scratchThen),
+        `blocks' workspace: plan ${(plan.workspace - scratchNow) / GB} GB, measured ${(m.workspace * GB - scratchThen) / GB} GB`,
+      );
+      assert.equal(
+        plan.outside_allocator?.library_workspace,
+        32 * 2 ** 20,
+        "cuBLASLt's workspace, outside the allocator",
+      );
       // The same config on the CPU backend plans the T×T probabilities: far more.
-      const cpu = loadAddon().memoryPlan(resolveRunConfig({ ...config, launch: { device: 'cpu' } }, '/')) as unknown as Record<string, number>;
+      const cpu = loadAddon().memoryPlan(
+        resolveRunConfig({ ...config, launch: { device: 'cpu' } }, '/'),
+      ) as unknown as Record<string, number>;
       assert.ok(cpu.activations > 1.5 * plan.activations, `cpu ${cpu.activations} vs cuda ${plan.activations}`);
     });
   }

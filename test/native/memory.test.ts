@@ -17,8 +17,14 @@ describe('native runtime: measured memory peaks equal the plan', function () {
 
   const cases: Array<[string, Record<string, Record<string, unknown>>]> = [
     ['no checkpointing', {}],
-    ['every block checkpointed, 2 micro-batches', { activation_checkpointing: { enabled: true, every_n_layers: 1 }, training: { gradient_accumulation_steps: 2 } }],
-    ['every 2nd of 3 blocks', { model: { n_layers: 3 }, activation_checkpointing: { enabled: true, every_n_layers: 2 } }],
+    [
+      'every block checkpointed, 2 micro-batches',
+      { activation_checkpointing: { enabled: true, every_n_layers: 1 }, training: { gradient_accumulation_steps: 2 } },
+    ],
+    [
+      'every 2nd of 3 blocks',
+      { model: { n_layers: 3 }, activation_checkpointing: { enabled: true, every_n_layers: 2 } },
+    ],
     ['selective', { activation_checkpointing: { enabled: true, policy: 'selective' } }],
   ];
   for (const [name, extra] of cases) {
@@ -49,7 +55,10 @@ describe('native runtime: measured memory peaks equal the plan', function () {
     const every = await planOf({ activation_checkpointing: { enabled: true, every_n_layers: 1 } });
     const budget = (none.total + every.total) / 2 / 2 ** 30;
     const runDir = path.join(dir, 'auto');
-    const config = smallConfig({ training: { max_steps: 2 }, activation_checkpointing: { enabled: true, policy: 'auto', memory_budget_gb: budget } });
+    const config = smallConfig({
+      training: { max_steps: 2 },
+      activation_checkpointing: { enabled: true, policy: 'auto', memory_budget_gb: budget },
+    });
     const r = await train([writeConfig(dir, config, 'auto.json'), '--run-dir', runDir]);
     assert.equal(r.code, 0, r.stderr);
     const { events } = await readRun(runDir);

@@ -20,20 +20,34 @@ describe('native runtime: model states and staged collectives under mpirun (CPU 
       console.log('    no mpirun on this machine: install openmpi-bin (scripts/setup/system-packages.mjs)');
       this.skip();
     }
-    assert.ok(existsSync(binary), `${binary} is missing: is libopenmpi-dev installed? (the runtime builds it where MPI and GoogleTest are found)`);
+    assert.ok(
+      existsSync(binary),
+      `${binary} is missing: is libopenmpi-dev installed? (the runtime builds it where MPI and GoogleTest are found)`,
+    );
   });
 
   for (const ranks of [2, 4]) {
     it(`passes every case on ${ranks} ranks`, () => {
-      const argv = mpirunArgv({ nprocPerNode: ranks, nnodes: 1 }, [binary, '--gtest_color=no'], { asRoot: process.getuid?.() === 0 });
+      const argv = mpirunArgv({ nprocPerNode: ranks, nnodes: 1 }, [binary, '--gtest_color=no'], {
+        asRoot: process.getuid?.() === 0,
+      });
       const r = spawnSync(argv[0], argv.slice(1), {
         encoding: 'utf8',
         env: { ...process.env, OMP_NUM_THREADS: '1', OMP_WAIT_POLICY: 'passive' },
         timeout: 240_000,
       });
       const out = `${r.stdout}\n${r.stderr}`;
-      const failures = out.split('\n').filter((l) => /^\[ {2}FAILED {2}\] \w/.test(l) || /Failure$/.test(l) || /^Expected|^ {2}Actual|Which is|error:/.test(l));
-      assert.equal(r.status, 0, `fsdp-mpi-tests on ${ranks} ranks failed (exit ${r.status ?? r.signal}):\n${failures.join('\n') || out.slice(-6000)}`);
+      const failures = out
+        .split('\n')
+        .filter(
+          (l) =>
+            /^\[ {2}FAILED {2}\] \w/.test(l) || /Failure$/.test(l) || /^Expected|^ {2}Actual|Which is|error:/.test(l),
+        );
+      assert.equal(
+        r.status,
+        0,
+        `fsdp-mpi-tests on ${ranks} ranks failed (exit ${r.status ?? r.signal}):\n${failures.join('\n') || out.slice(-6000)}`,
+      );
       const passed = /\[ {2}PASSED {2}\] (\d+) tests?/.exec(out);
       assert.ok(passed && Number(passed[1]) >= 16, `expected the whole suite to run:\n${out.slice(-3000)}`);
     });

@@ -20,11 +20,31 @@ describe('native runtime: NaN diagnostics and stability policies', function () {
   }
 
   const located: Array<[string, Record<string, unknown>, Partial<AnomalyEvent['where']>]> = [
-    ['forward', { step: 4, layer: 1, phase: 'forward', op: 'attn.softmax' }, { phase: 'forward', layer: 1, op: 'attn.softmax' }],
-    ['forward, first op', { step: 2, layer: 0, phase: 'forward', op: 'ln1' }, { phase: 'forward', layer: 0, op: 'ln1' }],
-    ['backward', { step: 3, layer: 0, phase: 'backward', op: 'mlp.fc2' }, { phase: 'backward', layer: 0, op: 'mlp.fc2', param: 'blocks.0.mlp.fc2.weight' }],
-    ['backward, attention', { step: 3, layer: 1, phase: 'backward', op: 'attn.softmax' }, { phase: 'backward', layer: 1, op: 'attn.softmax', param: 'blocks.1.attn.qkv.weight' }],
-    ['optimizer', { step: 5, layer: 1, phase: 'optimizer', op: 'attn.proj' }, { phase: 'optimizer', layer: 1, op: 'attn.proj', param: 'blocks.1.attn.proj.weight' }],
+    [
+      'forward',
+      { step: 4, layer: 1, phase: 'forward', op: 'attn.softmax' },
+      { phase: 'forward', layer: 1, op: 'attn.softmax' },
+    ],
+    [
+      'forward, first op',
+      { step: 2, layer: 0, phase: 'forward', op: 'ln1' },
+      { phase: 'forward', layer: 0, op: 'ln1' },
+    ],
+    [
+      'backward',
+      { step: 3, layer: 0, phase: 'backward', op: 'mlp.fc2' },
+      { phase: 'backward', layer: 0, op: 'mlp.fc2', param: 'blocks.0.mlp.fc2.weight' },
+    ],
+    [
+      'backward, attention',
+      { step: 3, layer: 1, phase: 'backward', op: 'attn.softmax' },
+      { phase: 'backward', layer: 1, op: 'attn.softmax', param: 'blocks.1.attn.qkv.weight' },
+    ],
+    [
+      'optimizer',
+      { step: 5, layer: 1, phase: 'optimizer', op: 'attn.proj' },
+      { phase: 'optimizer', layer: 1, op: 'attn.proj', param: 'blocks.1.attn.proj.weight' },
+    ],
   ];
   for (const [name, inject, where] of located) {
     it(`locates a NaN planted in ${name} (${inject.op} of layer ${inject.layer}) and stops`, async () => {
@@ -53,15 +73,21 @@ describe('native runtime: NaN diagnostics and stability policies', function () {
     });
   }
 
-  it('skip: drops the step\'s update and trains on', async () => {
-    const run = await runWith('skip', { stability: { on_nan: 'skip' }, debug: { inject_nan: { step: 4, layer: 1, phase: 'forward' } } });
+  it("skip: drops the step's update and trains on", async () => {
+    const run = await runWith('skip', {
+      stability: { on_nan: 'skip' },
+      debug: { inject_nan: { step: 4, layer: 1, phase: 'forward' } },
+    });
     assert.equal(run.r.code, 0, run.r.stderr);
     assert.equal(eventsOf(run.events, 'anomaly')[0].action, 'skip');
     const steps = eventsOf(run.events, 'step');
     const fourth = steps.find((s) => s.step === 4)!;
     assert.equal(fourth.skipped, true);
     assert.equal(fourth.loss, null);
-    assert.deepEqual(steps.map((s) => s.step), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert.deepEqual(
+      steps.map((s) => s.step),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+    );
     assert.ok(steps.filter((s) => s.step > 4).every((s) => s.loss !== null && !s.skipped));
     assert.equal(run.manifest.status, 'completed');
   });
@@ -81,7 +107,10 @@ describe('native runtime: NaN diagnostics and stability policies', function () {
     assert.equal(restart.start_step, 4);
     assert.match(restart.resumed_from ?? '', /step-00000004$/);
     const after = eventsOf(run.events, 'step').filter((s) => run.events.indexOf(s) > run.events.indexOf(restart));
-    assert.deepEqual(after.map((s) => s.step), [5, 6, 7, 8, 9, 10, 11, 12]);
+    assert.deepEqual(
+      after.map((s) => s.step),
+      [5, 6, 7, 8, 9, 10, 11, 12],
+    );
     const lrOf = (events: typeof after, step: number) => events.find((s) => s.step === step)!.lr;
     assert.equal(lrOf(after, 5), lrOf(eventsOf(reference.events, 'step'), 5) * 0.5);
     assert.ok(after.every((s) => s.loss !== null));
@@ -95,7 +124,10 @@ describe('native runtime: NaN diagnostics and stability policies', function () {
       debug: { inject_nan: { step: 3, layer: 1, phase: 'forward', once: false } },
     });
     assert.equal(run.r.code, 1);
-    assert.deepEqual(eventsOf(run.events, 'anomaly').map((a) => a.action), ['rollback', 'stop']);
+    assert.deepEqual(
+      eventsOf(run.events, 'anomaly').map((a) => a.action),
+      ['rollback', 'stop'],
+    );
     assert.match(eventsOf(run.events, 'run_end')[0].reason ?? '', /max_rollbacks/);
   });
 

@@ -45,17 +45,27 @@ describe('the native trainer against PyTorch 2 at 1 and 2 ranks (test/fixtures/r
   before(() => {
     dir = tempDir('parallel-ref');
     tokens = path.join(dir, 'fortunes.tok');
-    writeFileSync(tokens, encodeTokenFile(Uint16Array.from(fixture.tokens.ids), fixture.config.model.vocab_size, 'byte'));
+    writeFileSync(
+      tokens,
+      encodeTokenFile(Uint16Array.from(fixture.tokens.ids), fixture.config.model.vocab_size, 'byte'),
+    );
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('was made by PyTorch 2 for every strategy at 1 and 2 ranks', () => {
     assert.equal(fixture.format, 'fsdp-studio/parallel-reference');
     assert.match(fixture.made_by.torch, /^2\./);
-    assert.deepEqual(fixture.runs.map((r) => `${r.world_size} ${r.sharding_strategy} ${r.pytorch}`), [
-      '1 NO_SHARD ddp', '1 FULL_SHARD fully_shard', '1 SHARD_GRAD_OP fully_shard_keep',
-      '2 NO_SHARD ddp', '2 FULL_SHARD fully_shard', '2 SHARD_GRAD_OP fully_shard_keep',
-    ]);
+    assert.deepEqual(
+      fixture.runs.map((r) => `${r.world_size} ${r.sharding_strategy} ${r.pytorch}`),
+      [
+        '1 NO_SHARD ddp',
+        '1 FULL_SHARD fully_shard',
+        '1 SHARD_GRAD_OP fully_shard_keep',
+        '2 NO_SHARD ddp',
+        '2 FULL_SHARD fully_shard',
+        '2 SHARD_GRAD_OP fully_shard_keep',
+      ],
+    );
     for (const r of fixture.runs) assert.equal(r.steps.length, 20);
   });
 
@@ -76,19 +86,28 @@ describe('the native trainer against PyTorch 2 at 1 and 2 ranks (test/fixtures/r
         const hf = path.join(dir, 'hf');
         const exported = await train(['export', path.join(runDir, 'checkpoints', 'step-00000000'), '--hf', hf]);
         assert.equal(exported.code, 0, exported.stderr);
-        assert.equal(crc32(readFileSync(path.join(hf, 'model.safetensors'))), fixture.initial_weights.safetensors_crc32,
-          'the runtime\'s initial weights changed since the fixture was made: regenerate it (npm run fixtures:reference)');
+        assert.equal(
+          crc32(readFileSync(path.join(hf, 'model.safetensors'))),
+          fixture.initial_weights.safetensors_crc32,
+          "the runtime's initial weights changed since the fixture was made: regenerate it (npm run fixtures:reference)",
+        );
       }
 
       // The run's own step events (those with a rank are each rank's memory).
       const steps = eventsOf((await readRun(runDir)).events, 'step').filter((s) => s.rank === undefined);
-      assert.deepEqual(steps.map((s) => s.step), expected.steps.map((s) => s.step));
+      assert.deepEqual(
+        steps.map((s) => s.step),
+        expected.steps.map((s) => s.step),
+      );
       const worst = { loss: 0, grad_norm: 0, lr: 0 };
       for (const [i, want] of expected.steps.entries()) {
         const got = steps[i];
-        for (const key of ['loss', 'grad_norm', 'lr'] as const) worst[key] = Math.max(worst[key], relative(got[key] as number, want[key]));
+        for (const key of ['loss', 'grad_norm', 'lr'] as const)
+          worst[key] = Math.max(worst[key], relative(got[key] as number, want[key]));
       }
-      console.log(`      worst relative difference: loss ${worst.loss.toExponential(2)}, grad_norm ${worst.grad_norm.toExponential(2)}, lr ${worst.lr.toExponential(2)}`);
+      console.log(
+        `      worst relative difference: loss ${worst.loss.toExponential(2)}, grad_norm ${worst.grad_norm.toExponential(2)}, lr ${worst.lr.toExponential(2)}`,
+      );
       assert.ok(worst.loss <= TOLERANCE, `loss differs by ${worst.loss}`);
       assert.ok(worst.grad_norm <= TOLERANCE, `gradient norm differs by ${worst.grad_norm}`);
       assert.ok(worst.lr <= 1e-12, `learning rate differs by ${worst.lr}`);

@@ -49,7 +49,9 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
 
   /** The cache key a run with `threads` threads uses: host, CPU, cores, threads, library, its file, kernels. */
   function keyFor(threads: number): string {
-    const out = JSON.parse(execFileSync(nativeCli, ['--peak-cache-key', String(threads)], { encoding: 'utf8', env: process.env })) as { path: string; key: string };
+    const out = JSON.parse(
+      execFileSync(nativeCli, ['--peak-cache-key', String(threads)], { encoding: 'utf8', env: process.env }),
+    ) as { path: string; key: string };
     assert.equal(out.path, cache);
     return out.key;
   }
@@ -61,7 +63,11 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
   const stored = () => JSON.parse(readFileSync(cache, 'utf8')) as PeakCache;
 
   async function run(name: string, steps = 1, threads = 2) {
-    const config = writeConfig(tmp, smallConfig({ training: { max_steps: steps }, launch: { threads_per_rank: threads } }), `${name}.json`);
+    const config = writeConfig(
+      tmp,
+      smallConfig({ training: { max_steps: steps }, launch: { threads_per_rank: threads } }),
+      `${name}.json`,
+    );
     const result = await train([config, '--run-dir', path.join(tmp, name)]);
     assert.equal(result.code, 0, result.stderr);
     const { events } = await readRun(path.join(tmp, name));
@@ -71,15 +77,25 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
   it('without a cache: measures the sgemm peak, says so in run_start, and stores it under the kernels, threads and library', async () => {
     const t0 = now();
     const { start, steps } = await run('first', 2);
-    assert.match(start.peak_source ?? '', /^this machine's sgemm peak \(2048³, 2 threads\), measured now, cached in .*peak-flops\.json: [\d.]+ GFLOP\/s$/);
-    assert.ok(start.peak_measured! >= t0 - 1 && start.peak_measured! <= now() + 1, 'run_start says when it was measured');
+    assert.match(
+      start.peak_source ?? '',
+      /^this machine's sgemm peak \(2048³, 2 threads\), measured now, cached in .*peak-flops\.json: [\d.]+ GFLOP\/s$/,
+    );
+    assert.ok(
+      start.peak_measured! >= t0 - 1 && start.peak_measured! <= now() + 1,
+      'run_start says when it was measured',
+    );
     assert.ok(start.host_memory! > 2 ** 30, 'the host memory is reported');
     for (const s of steps) assert.ok(s.mfu! <= 1, `step ${s.step}: MFU ${s.mfu}`);
     const entries = Object.entries(stored().machines);
     assert.equal(entries.length, 1);
     const [key, entry] = entries[0];
     assert.equal(key, keyFor(2));
-    assert.match(key, /\| 2 threads \| OpenBLAS \d[^|]* \| \S*libopenblas\S* \| \w+ kernels$/, 'keyed by host, CPU, cores, threads, library, its file and kernels');
+    assert.match(
+      key,
+      /\| 2 threads \| OpenBLAS \d[^|]* \| \S*libopenblas\S* \| \w+ kernels$/,
+      'keyed by host, CPU, cores, threads, library, its file and kernels',
+    );
     assert.equal(entry.flops, start.peak_flops);
     assert.equal(entry.threads, 2);
     assert.ok(entry.kernels && key.endsWith(`| ${entry.kernels} kernels`));
@@ -92,15 +108,21 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
     assert.equal(start.peak_flops, UNREACHABLE);
     assert.equal(start.peak_measured, measured);
     const day = new Date(measured * 1000).toISOString().slice(0, 10);
-    assert.match(start.peak_source ?? '', new RegExp(`\\(2048³, 2 threads\\), measured ${day}, cached in .*: 5000000\\.0 GFLOP/s$`));
+    assert.match(
+      start.peak_source ?? '',
+      new RegExp(`\\(2048³, 2 threads\\), measured ${day}, cached in .*: 5000000\\.0 GFLOP/s$`),
+    );
     assert.equal(stored().machines[keyFor(2)].flops, UNREACHABLE, 'left as it was');
-    assert.ok(steps.every((s) => s.peak_flops === undefined), 'nothing raised it');
+    assert.ok(
+      steps.every((s) => s.peak_flops === undefined),
+      'nothing raised it',
+    );
   });
 
   it('a run faster than the cached peak raises it, says so, and no MFU is above 100%', async () => {
     const key = keyFor(2);
     const measured = Math.floor(now() - DAY);
-    plant({ [key]: { flops: 1000, measured } });  // 1 kFLOP/s: as if measured on a machine too loaded to run
+    plant({ [key]: { flops: 1000, measured } }); // 1 kFLOP/s: as if measured on a machine too loaded to run
     const { start, steps, logs } = await run('raise', 3);
     assert.equal(start.peak_flops, 1000);
     const raised = steps.filter((s) => s.peak_flops !== undefined);
@@ -114,13 +136,20 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
       assert.ok(s.mfu! <= 1, `step ${s.step}: MFU ${s.mfu}`);
       assert.ok(s.flops_per_s! <= peak, `step ${s.step}: ${s.flops_per_s} FLOP/s above the peak ${peak}`);
     }
-    const said = logs.find((l) => /^MFU's peak raised from 0\.0 GFLOP\/s to [\d.]+ GFLOP\/s at step 1: this run's model FLOP\/s went above it/.test(l.msg));
+    const said = logs.find((l) =>
+      /^MFU's peak raised from 0\.0 GFLOP\/s to [\d.]+ GFLOP\/s at step 1: this run's model FLOP\/s went above it/.test(
+        l.msg,
+      ),
+    );
     assert.ok(said, `a log event says so: ${logs.map((l) => l.msg).join(' | ')}`);
     assert.match(said!.msg, /\(raised in .*peak-flops\.json too\)$/);
     const entry = stored().machines[key];
     assert.equal(entry.flops, peak, 'the cache holds the highest the run reached');
     assert.equal(entry.measured, measured, 'raising keeps the measurement date: the week still counts from it');
-    assert.ok(entry.raised_from! >= 1000 && entry.raised_from! < entry.flops, `raised from ${entry.raised_from}: the planted peak or an earlier step's`);
+    assert.ok(
+      entry.raised_from! >= 1000 && entry.raised_from! < entry.flops,
+      `raised from ${entry.raised_from}: the planted peak or an earlier step's`,
+    );
     assert.match(entry.raised_by ?? '', /^run \S+ at step \d+$/);
     // The next run starts from the raised peak and says what raised it (run_start is written before
     // its own steps, which may raise the peak again when this run goes faster: the load varies).
@@ -147,7 +176,8 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
     assert.notEqual(stale.start.peak_flops, UNREACHABLE);
     const after = stored().machines;
     assert.ok(after[key].measured > now() - 600, 'the week-old entry was replaced by a new measurement');
-    for (const k of [otherKernels, otherLibrary, keyFor(1)]) assert.deepEqual(after[k], planted[k], 'entries of other kernels, library and threads are kept, not used');
+    for (const k of [otherKernels, otherLibrary, keyFor(1)])
+      assert.deepEqual(after[k], planted[k], 'entries of other kernels, library and threads are kept, not used');
 
     plant({ [key]: { flops: UNREACHABLE, measured: now() + 30 * DAY } });
     assert.match((await run('future')).start.peak_source ?? '', /measured now/, 'a date in the future is not trusted');
@@ -164,11 +194,17 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
   });
 
   it('--sgemm-peak raises a lower cached peak and leaves a higher one', () => {
-    const threads = (JSON.parse(execFileSync(nativeCli, ['--sgemm-peak', '256'], { encoding: 'utf8' })) as { threads: number }).threads;
+    const threads = (
+      JSON.parse(execFileSync(nativeCli, ['--sgemm-peak', '256'], { encoding: 'utf8' })) as { threads: number }
+    ).threads;
     const key = keyFor(threads);
     const measured = Math.floor(now() - DAY);
     plant({ [key]: { flops: 1000, measured } });
-    const up = JSON.parse(execFileSync(nativeCli, ['--sgemm-peak'], { encoding: 'utf8' })) as { flops: number; cpu_flops: number; cache: string };
+    const up = JSON.parse(execFileSync(nativeCli, ['--sgemm-peak'], { encoding: 'utf8' })) as {
+      flops: number;
+      cpu_flops: number;
+      cache: string;
+    };
     assert.match(up.cache, /^raised the cached peak in .*peak-flops\.json$/);
     const entry = stored().machines[key];
     assert.equal(entry.flops, Math.max(up.flops, up.cpu_flops));
@@ -180,6 +216,9 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
     assert.match(kept.cache, /^below the cached peak in .*peak-flops\.json \(5000000\.0 GFLOP\/s\)$/);
     assert.equal(stored().machines[key].flops, UNREACHABLE);
     // Another size is not the peak's measurement and is not cached.
-    assert.equal((JSON.parse(execFileSync(nativeCli, ['--sgemm-peak', '256'], { encoding: 'utf8' })) as { cache?: string }).cache, undefined);
+    assert.equal(
+      (JSON.parse(execFileSync(nativeCli, ['--sgemm-peak', '256'], { encoding: 'utf8' })) as { cache?: string }).cache,
+      undefined,
+    );
   });
 });

@@ -30,7 +30,10 @@ interface ModelFixture {
   config: RunConfig;
   n_params: number;
   initial_params: EncodedArray;
-  runs: Record<'float64' | 'float32', { steps: Array<{ loss: number }>; logits_step1: EncodedArray; final_params: EncodedArray }>;
+  runs: Record<
+    'float64' | 'float32',
+    { steps: Array<{ loss: number }>; logits_step1: EncodedArray; final_params: EncodedArray }
+  >;
 }
 
 function checkArray(a: EncodedArray, where: string): void {
@@ -41,7 +44,11 @@ function checkArray(a: EncodedArray, where: string): void {
 
 describe('PyTorch reference fixtures (test/fixtures/reference)', function () {
   this.timeout(120_000);
-  const files = existsSync(DIR) ? readdirSync(DIR).filter((f) => f.endsWith('.json') && f !== 'schedules.json').sort() : [];
+  const files = existsSync(DIR)
+    ? readdirSync(DIR)
+        .filter((f) => f.endsWith('.json') && f !== 'schedules.json')
+        .sort()
+    : [];
 
   it('has two model fixtures and the schedules, each under 2 MB, saying how, where and when it was made', () => {
     assert.ok(files.length >= 2, `model fixtures in ${DIR}: ${files.join(', ') || 'none'}`);
@@ -50,7 +57,8 @@ describe('PyTorch reference fixtures (test/fixtures/reference)', function () {
       assert.ok(statSync(file).size <= MAX_BYTES, `${f}: ${statSync(file).size} bytes`);
       const doc = JSON.parse(readFileSync(file, 'utf8')) as { version: number; made_by: Record<string, unknown> };
       assert.equal(doc.version, 1, `${f}: version`);
-      for (const key of ['command', 'date', 'torch', 'device', 'cpu_model']) assert.ok(doc.made_by[key], `${f}: made_by.${key} is missing`);
+      for (const key of ['command', 'date', 'torch', 'device', 'cpu_model'])
+        assert.ok(doc.made_by[key], `${f}: made_by.${key} is missing`);
       assert.match(String(doc.made_by.command), /make_fixtures\.py/, `${f}: made_by.command`);
     }
   });
@@ -71,7 +79,10 @@ describe('PyTorch reference fixtures (test/fixtures/reference)', function () {
         checkArray(run.final_params, `${f} ${dtype} final_params`);
         assert.equal(run.final_params.dtype, dtype);
         // Training on one fixed batch must make progress, or the fixture tests little.
-        assert.ok(run.steps[9].loss < run.steps[0].loss - 0.1, `${f} ${dtype}: loss ${run.steps[0].loss} → ${run.steps[9].loss}`);
+        assert.ok(
+          run.steps[9].loss < run.steps[0].loss - 0.1,
+          `${f} ${dtype}: loss ${run.steps[0].loss} → ${run.steps[9].loss}`,
+        );
       }
     }
   });
@@ -81,23 +92,35 @@ describe('PyTorch reference fixtures (test/fixtures/reference)', function () {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-reference-'));
     try {
       const report = path.join(dir, 'report.json');
-      const r = spawnSync(gtestBinary, ['--gtest_filter=PyTorch/ReferenceFixtureTest.*:ReferenceFixtures.*', `--gtest_output=json:${report}`], {
-        encoding: 'utf8',
-        env: { ...process.env, OMP_NUM_THREADS: '2' },
-      });
+      const r = spawnSync(
+        gtestBinary,
+        ['--gtest_filter=PyTorch/ReferenceFixtureTest.*:ReferenceFixtures.*', `--gtest_output=json:${report}`],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, OMP_NUM_THREADS: '2' },
+        },
+      );
       assert.ok(existsSync(report), `the gtest binary wrote no report (exit ${r.status ?? r.signal}):\n${r.stderr}`);
       const result = JSON.parse(readFileSync(report, 'utf8')) as {
-        testsuites: Array<{ testsuite: Array<Record<string, string> & { name: string; classname: string; failures?: Array<{ failure: string }> }> }>;
+        testsuites: Array<{
+          testsuite: Array<
+            Record<string, string> & { name: string; classname: string; failures?: Array<{ failure: string }> }
+          >;
+        }>;
       };
       const cases = result.testsuites.flatMap((s) => s.testsuite);
       for (const c of cases) {
         const worst = Object.entries(c).filter(([k]) => k.startsWith('worst_'));
-        if (worst.length) console.log(`      ${c.name}\n${worst.map(([k, v]) => `        ${k.slice(6).padEnd(18)} ${v}`).join('\n')}`);
+        if (worst.length)
+          console.log(`      ${c.name}\n${worst.map(([k, v]) => `        ${k.slice(6).padEnd(18)} ${v}`).join('\n')}`);
       }
       // Two runs per model fixture, the schedules, and the check that the fixtures exist.
       assert.equal(cases.length, 2 * files.length + 2, cases.map((c) => c.name).join(', '));
       const failed = cases.filter((c) => c.failures?.length);
-      assert.deepEqual(failed.map((c) => `${c.classname}.${c.name}: ${c.failures![0].failure}`), []);
+      assert.deepEqual(
+        failed.map((c) => `${c.classname}.${c.name}: ${c.failures![0].failure}`),
+        [],
+      );
       assert.equal(r.status, 0, r.stdout.slice(-4000));
     } finally {
       rmSync(dir, { recursive: true, force: true });

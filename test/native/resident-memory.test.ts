@@ -13,7 +13,11 @@ describe('native runtime: resident memory in step events', function () {
 
   it('reports the RSS of the process with every step, above the allocator peak (libraries, code, buffers)', async () => {
     const runDir = path.join(dir, 'run');
-    const r = await train([writeConfig(dir, smallConfig({ training: { max_steps: 3 } }), 'config.json'), '--run-dir', runDir]);
+    const r = await train([
+      writeConfig(dir, smallConfig({ training: { max_steps: 3 } }), 'config.json'),
+      '--run-dir',
+      runDir,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const steps = eventsOf((await readRun(runDir)).events, 'step');
     assert.equal(steps.length, 3);

@@ -3,14 +3,32 @@
 // sequence of an uninterrupted run; a truncated or corrupted checkpoint is reported by path and
 // never loaded.
 import assert from 'node:assert/strict';
-import { openSync, readFileSync, readSync, rmSync, truncateSync, unlinkSync, writeSync, closeSync, statSync } from 'node:fs';
+import {
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+  writeSync,
+  closeSync,
+  statSync,
+} from 'node:fs';
 import path from 'node:path';
 import { eventsOf, lossHistory, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 
 const STEPS = 14;
 
 function resumableConfig(dir: string, extra: Record<string, Record<string, unknown>> = {}): string {
-  return writeConfig(dir, smallConfig({ model: { dropout: 0.1 }, training: { max_steps: STEPS }, checkpointing: { save_every_n_steps: 3, keep_last_n: 2 }, ...extra }));
+  return writeConfig(
+    dir,
+    smallConfig({
+      model: { dropout: 0.1 },
+      training: { max_steps: STEPS },
+      checkpointing: { save_every_n_steps: 3, keep_last_n: 2 },
+      ...extra,
+    }),
+  );
 }
 
 async function lossesOf(runDir: string): Promise<Map<number, number | null>> {
@@ -55,7 +73,10 @@ describe('native runtime: determinism, SIGKILL and resume, damaged checkpoints',
   });
 
   it('gives the same losses with activation checkpointing and without prefetching (dropout replayed)', async () => {
-    const config = resumableConfig(dir, { activation_checkpointing: { enabled: true, every_n_layers: 1 }, data: { prefetch_batches: 0 } });
+    const config = resumableConfig(dir, {
+      activation_checkpointing: { enabled: true, every_n_layers: 1 },
+      data: { prefetch_batches: 0 },
+    });
     const r = await train([config, '--run-dir', path.join(dir, 'checkpointed')]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(await lossesOf(path.join(dir, 'checkpointed')), reference);
@@ -117,7 +138,10 @@ describe('native runtime: determinism, SIGKILL and resume, damaged checkpoints',
     unlinkSync(path.join(runDir, 'checkpoints', 'step-00000003', 'manifest.json'));
     const auto = await train([config, '--run-dir', runDir, '--resume', 'auto']);
     assert.equal(auto.code, 1, auto.stderr);
-    assert.match(auto.stderr, /--resume auto: none of the 2 checkpoints .* can be loaded:[\s\S]*step-00000006[\s\S]*step-00000003.*not completed/);
+    assert.match(
+      auto.stderr,
+      /--resume auto: none of the 2 checkpoints .* can be loaded:[\s\S]*step-00000006[\s\S]*step-00000003.*not completed/,
+    );
     const never = await train([config, '--run-dir', runDir, '--resume', 'never']);
     assert.equal(never.code, 0, never.stderr);
     const { events } = await readRun(runDir);

@@ -37,7 +37,13 @@ describe('multi-process jobs: starting, checking, refusing and stopping them', f
   it('checks every collective across 4 ranks with --allreduce-check (what "FSDP: Check environment" runs)', async () => {
     const r = await mpirun(4, [nativeCli, '--allreduce-check']);
     assert.equal(r.code, 0, r.stderr);
-    const result = JSON.parse(r.stdout.trim()) as { ok: boolean; world_size: number; hosts: string[]; failures: string[]; elements: number };
+    const result = JSON.parse(r.stdout.trim()) as {
+      ok: boolean;
+      world_size: number;
+      hosts: string[];
+      failures: string[];
+      elements: number;
+    };
     assert.deepEqual(result.failures, []);
     assert.equal(result.ok, true);
     assert.equal(result.world_size, 4);
@@ -73,14 +79,22 @@ describe('multi-process jobs: starting, checking, refusing and stopping them', f
     assert.equal(noRunDir.code, 2);
     assert.match(noRunDir.stderr, /started by mpirun or srun: give --run-dir/);
     // Two ranks asked for, one process started without mpirun.
-    const direct = spawnSync(nativeCli, ['--config', path.join(dir, 'nproc', 'config.json'), '--run-dir', path.join(dir, 'direct')], { encoding: 'utf8' });
+    const direct = spawnSync(
+      nativeCli,
+      ['--config', path.join(dir, 'nproc', 'config.json'), '--run-dir', path.join(dir, 'direct')],
+      { encoding: 'utf8' },
+    );
     assert.equal(direct.status, 1);
     assert.match(direct.stderr, /not started by mpirun or srun: run npx fsdp-train --nproc 2 CONFIG/);
   });
 
   it('stops every rank after the same step on SIGTERM, with a checkpoint, exit code 143; the run resumes', async () => {
     const runDir = path.join(dir, 'stopped');
-    const config = writeConfig(dir, shardedConfig({ ranks: 2, strategy: 'SHARD_GRAD_OP', extra: { training: { max_steps: 100000 } } }), 'stop.json');
+    const config = writeConfig(
+      dir,
+      shardedConfig({ ranks: 2, strategy: 'SHARD_GRAD_OP', extra: { training: { max_steps: 100000 } } }),
+      'stop.json',
+    );
     let sent = false;
     const { done } = startTrain([config, '--nproc', '2', '--run-dir', runDir], (line, child) => {
       if (sent || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
@@ -97,16 +111,38 @@ describe('multi-process jobs: starting, checking, refusing and stopping them', f
     assert.equal(saved.step, end.step);
     assert.equal(manifest.status, 'stopped');
     // Both ranks stopped at the same step: each logged the same last step.
-    const last = eventsOf(events, 'step').filter((e) => e.rank !== undefined).slice(-2);
-    assert.deepEqual(last.map((e) => [e.rank, e.step]), [[0, end.step], [1, end.step]]);
-    const resumed = await train([config, '--nproc', '2', '--run-dir', runDir, '--resume', 'auto', '--set', `training.max_steps=${end.step + 2}`]);
+    const last = eventsOf(events, 'step')
+      .filter((e) => e.rank !== undefined)
+      .slice(-2);
+    assert.deepEqual(
+      last.map((e) => [e.rank, e.step]),
+      [
+        [0, end.step],
+        [1, end.step],
+      ],
+    );
+    const resumed = await train([
+      config,
+      '--nproc',
+      '2',
+      '--run-dir',
+      runDir,
+      '--resume',
+      'auto',
+      '--set',
+      `training.max_steps=${end.step + 2}`,
+    ]);
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.equal(eventsOf((await readRun(runDir)).events, 'run_start').at(-1)!.start_step, end.step);
   });
 
-  it('stops every rank with a checkpoint when the whole process group gets the signal (Ctrl-C in a terminal, the editor\'s stop)', async () => {
+  it("stops every rank with a checkpoint when the whole process group gets the signal (Ctrl-C in a terminal, the editor's stop)", async () => {
     const runDir = path.join(dir, 'group-stopped');
-    const config = writeConfig(dir, shardedConfig({ ranks: 2, strategy: 'FULL_SHARD', extra: { training: { max_steps: 100000 } } }), 'group.json');
+    const config = writeConfig(
+      dir,
+      shardedConfig({ ranks: 2, strategy: 'FULL_SHARD', extra: { training: { max_steps: 100000 } } }),
+      'group.json',
+    );
     let sent = false;
     const { done } = startTrain(
       [config, '--nproc', '2', '--run-dir', runDir],
@@ -130,7 +166,11 @@ describe('multi-process jobs: starting, checking, refusing and stopping them', f
 
   it('ends the job when its launcher is killed outright, saying so in run.json', async () => {
     const runDir = path.join(dir, 'orphaned');
-    const config = writeConfig(dir, shardedConfig({ ranks: 2, strategy: 'NO_SHARD', extra: { training: { max_steps: 100000 } } }), 'orphan.json');
+    const config = writeConfig(
+      dir,
+      shardedConfig({ ranks: 2, strategy: 'NO_SHARD', extra: { training: { max_steps: 100000 } } }),
+      'orphan.json',
+    );
     let killedAt = 0;
     const { done } = startTrain([config, '--nproc', '2', '--run-dir', runDir], (line, child) => {
       if (killedAt || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
@@ -147,7 +187,11 @@ describe('multi-process jobs: starting, checking, refusing and stopping them', f
       if (status !== 'running') break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    assert.equal(status, 'failed', `run.json still says ${status} ${(Date.now() - killedAt) / 1000} s after the launcher died`);
+    assert.equal(
+      status,
+      'failed',
+      `run.json still says ${status} ${(Date.now() - killedAt) / 1000} s after the launcher died`,
+    );
     const { events, manifest } = await readRun(runDir);
     assert.match(manifest.end_reason ?? '', /launcher .*is gone/);
     for (const pid of manifest.pids ?? []) {

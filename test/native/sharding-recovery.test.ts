@@ -38,14 +38,28 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
   it('writes one file per rank and a manifest naming them, from rank 0', () => {
     const files = readdirSync(step4()).sort();
     assert.deepEqual(files, ['manifest.json', 'rank-00000.bin', 'rank-00001.bin', 'rank-00002.bin', 'rank-00003.bin']);
-    const manifest = JSON.parse(readFileSync(path.join(step4(), 'manifest.json'), 'utf8')) as { world_size: number; files: Array<{ name: string; rank: number }> };
+    const manifest = JSON.parse(readFileSync(path.join(step4(), 'manifest.json'), 'utf8')) as {
+      world_size: number;
+      files: Array<{ name: string; rank: number }>;
+    };
     assert.equal(manifest.world_size, 4);
-    assert.deepEqual(manifest.files.map((f) => f.rank), [0, 1, 2, 3]);
+    assert.deepEqual(
+      manifest.files.map((f) => f.rank),
+      [0, 1, 2, 3],
+    );
   });
 
-  for (const [ranks, strategy] of [[2, 'FULL_SHARD'], [1, 'NO_SHARD'], [2, 'SHARD_OPTIMIZER']] as const) {
+  for (const [ranks, strategy] of [
+    [2, 'FULL_SHARD'],
+    [1, 'NO_SHARD'],
+    [2, 'SHARD_OPTIMIZER'],
+  ] as const) {
     it(`resumes the 4-rank checkpoint on ${ranks} rank${ranks > 1 ? 's' : ''} (${strategy}) with the uninterrupted continuation`, async () => {
-      const runDir = await runSharded(dir, `resume-${ranks}-${strategy}`, withCheckpoints({ ranks, strategy, args: ['--resume', step4()] }));
+      const runDir = await runSharded(
+        dir,
+        `resume-${ranks}-${strategy}`,
+        withCheckpoints({ ranks, strategy, args: ['--resume', step4()] }),
+      );
       const { events, losses } = await outcomeOf(runDir);
       assert.equal(eventsOf(events, 'run_start')[0].start_step, 4);
       assert.deepEqual([...losses.keys()], [5, 6, 7, 8]);
@@ -61,16 +75,24 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
     const exported = path.join(out, 'step-00000004');
     assert.deepEqual(readdirSync(exported).sort(), ['manifest.json', 'rank-00000.bin']);
     assert.equal(JSON.parse(readFileSync(path.join(exported, 'manifest.json'), 'utf8')).world_size, 1);
-    const fromExport = (await outcomeOf(await runSharded(dir, 'from-export', withCheckpoints({ ranks: 1, args: ['--resume', exported] })))).losses;
-    const fromShards = (await outcomeOf(await runSharded(dir, 'from-shards', withCheckpoints({ ranks: 1, args: ['--resume', step4()] })))).losses;
+    const fromExport = (
+      await outcomeOf(await runSharded(dir, 'from-export', withCheckpoints({ ranks: 1, args: ['--resume', exported] })))
+    ).losses;
+    const fromShards = (
+      await outcomeOf(await runSharded(dir, 'from-shards', withCheckpoints({ ranks: 1, args: ['--resume', step4()] })))
+    ).losses;
     assert.deepEqual(fromExport, fromShards);
   });
 
-  it('refuses, on every rank, a checkpoint that lost a rank\'s file, naming the file', async () => {
+  it("refuses, on every rank, a checkpoint that lost a rank's file, naming the file", async () => {
     const damaged = path.join(dir, 'damaged', 'step-00000004');
     cpSync(step4(), damaged, { recursive: true });
     rmSync(path.join(damaged, 'rank-00003.bin'));
-    const config = writeConfig(dir, shardedConfig(withCheckpoints({ ranks: 2, strategy: 'FULL_SHARD' })), 'damaged.json');
+    const config = writeConfig(
+      dir,
+      shardedConfig(withCheckpoints({ ranks: 2, strategy: 'FULL_SHARD' })),
+      'damaged.json',
+    );
     const r = await train([config, '--nproc', '2', '--run-dir', path.join(dir, 'damaged-run'), '--resume', damaged]);
     assert.equal(r.code, 1, r.stderr);
     assert.ok(r.stderr.includes(`${path.join(damaged, 'rank-00003.bin')}: missing`), r.stderr);
@@ -79,19 +101,28 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
     // naming the file, and fsdp-train marks this new folder's run.json failed.
     const { events, manifest } = await readRun(path.join(dir, 'damaged-run'));
     assert.deepEqual(eventsOf(events, 'run_start').length + eventsOf(events, 'run_end').length, 0);
-    assert.ok(eventsOf(events, 'log').some((e) => e.level === 'error' && e.msg.includes('rank-00003.bin: missing')), JSON.stringify(events));
+    assert.ok(
+      eventsOf(events, 'log').some((e) => e.level === 'error' && e.msg.includes('rank-00003.bin: missing')),
+      JSON.stringify(events),
+    );
     assert.equal(manifest.status, 'failed');
   });
 
   it('ends the job naming a killed rank, then resumes to the uninterrupted losses', async () => {
     const runDir = path.join(dir, 'killed');
-    const config = writeConfig(dir, shardedConfig(withCheckpoints({ ranks: 4, strategy: 'FULL_SHARD' })), 'killed.json');
+    const config = writeConfig(
+      dir,
+      shardedConfig(withCheckpoints({ ranks: 4, strategy: 'FULL_SHARD' })),
+      'killed.json',
+    );
     let killedAt = 0;
     let victim = 0;
     const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
       if (killedAt || !line.includes('"type":"step"') || !line.includes('"step":5,')) return;
       // Rank 2's pid, from the run_start every rank reported to.
-      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').find((l) => l.includes('"type":"run_start"'))!;
+      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .split('\n')
+        .find((l) => l.includes('"type":"run_start"'))!;
       victim = (JSON.parse(start) as { world: { ranks: Array<{ pid: number }> } }).world.ranks[2].pid;
       killedAt = Date.now();
       process.kill(victim, 'SIGKILL');

@@ -32,7 +32,8 @@ export function shardedConfig(run: ShardedRun): Record<string, unknown> {
     launch: { threads_per_rank: 1, ...extra.launch },
   });
   // fsdp.zero_stage names the strategy by itself (the config takes one or the other).
-  if (extra.fsdp?.zero_stage !== undefined && !run.strategy) delete (config.fsdp as Record<string, unknown>).sharding_strategy;
+  if (extra.fsdp?.zero_stage !== undefined && !run.strategy)
+    delete (config.fsdp as Record<string, unknown>).sharding_strategy;
   return config;
 }
 
@@ -41,7 +42,15 @@ export async function runSharded(dir: string, name: string, run: ShardedRun): Pr
   const runDir = path.join(dir, name);
   const config = writeConfig(dir, shardedConfig(run), `${name}.json`);
   // --oversubscribe: up to 4 ranks are emulated on a 2-core machine on purpose.
-  const r = await train([config, '--nproc', String(run.ranks), '--oversubscribe', '--run-dir', runDir, ...(run.args ?? [])]);
+  const r = await train([
+    config,
+    '--nproc',
+    String(run.ranks),
+    '--oversubscribe',
+    '--run-dir',
+    runDir,
+    ...(run.args ?? []),
+  ]);
   assert.equal(r.code, 0, `${name}: exit ${r.code}\n${r.stderr}`);
   return runDir;
 }
@@ -76,7 +85,10 @@ export function residentByRank(events: MetricsEvent[]): Array<{ device: MemoryBy
 }
 
 /** Largest relative difference between two loss sequences over the steps of `reference`. */
-export function maxRelativeDifference(reference: Map<number, number | null>, other: Map<number, number | null>): number {
+export function maxRelativeDifference(
+  reference: Map<number, number | null>,
+  other: Map<number, number | null>,
+): number {
   assert.deepEqual([...other.keys()], [...reference.keys()], 'the runs logged different steps');
   let worst = 0;
   for (const [step, want] of reference) {

@@ -15,8 +15,18 @@ function eventFiles(runDir: string): string[] {
   return readdirSync(runDir).filter((n) => n.startsWith('events.out.tfevents.'));
 }
 
-function show(where: string): { tags: Record<string, { count: number; first_step: number; last_step: number; last_value: number | null; last_wall_time: number | null }>; problems: unknown[] } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), 'show', where, '--json'], { encoding: 'utf8', cwd: repoRoot });
+function show(where: string): {
+  tags: Record<
+    string,
+    { count: number; first_step: number; last_step: number; last_value: number | null; last_wall_time: number | null }
+  >;
+  problems: unknown[];
+} {
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), 'show', where, '--json'],
+    { encoding: 'utf8', cwd: repoRoot },
+  );
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout);
 }
@@ -27,7 +37,7 @@ describe('native runs write TensorBoard event files', function () {
   before(() => (dir = tempDir('tbout')));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('every step and evaluation as scalars under the editor\'s tag names, equal to metrics.jsonl', async () => {
+  it("every step and evaluation as scalars under the editor's tag names, equal to metrics.jsonl", async () => {
     const runDir = path.join(dir, 'with');
     const config = writeConfig(dir, smallConfig({ logging: { eval_every_n_steps: 4, eval_batches: 1 } }), 'with.json');
     const r = await train([config, '--run-dir', runDir]);
@@ -37,18 +47,35 @@ describe('native runs write TensorBoard event files', function () {
     assert.match(files[0], /^events\.out\.tfevents\.\d+\.[^.]+.*\.\d+\.0$/);
     const bytes = readFileSync(path.join(runDir, files[0]));
     const batch = tensorBoardDecoder()(0).push(bytes);
-    assert.deepEqual(batch.problems, [], 'every record\'s CRCs hold and every Event decodes');
+    assert.deepEqual(batch.problems, [], "every record's CRCs hold and every Event decodes");
     assert.equal(batch.offset, bytes.length);
     const { events } = await readRun(runDir);
     const steps = eventsOf(events, 'step');
     assert.equal(steps.length, 12);
     const byTag = new Map<string, Array<[number, number]>>();
     for (const s of batch.entries) byTag.set(s.tag, [...(byTag.get(s.tag) ?? []), [s.step, s.value]]);
-    const expected = [NATIVE_TAGS.val_loss, NATIVE_TAGS.grad_norm, NATIVE_TAGS.loss, NATIVE_TAGS.lr, NATIVE_TAGS.step_ms, NATIVE_TAGS.tokens_per_s, ...(steps[0].mfu !== undefined ? [NATIVE_TAGS.mfu] : [])];
+    const expected = [
+      NATIVE_TAGS.val_loss,
+      NATIVE_TAGS.grad_norm,
+      NATIVE_TAGS.loss,
+      NATIVE_TAGS.lr,
+      NATIVE_TAGS.step_ms,
+      NATIVE_TAGS.tokens_per_s,
+      ...(steps[0].mfu !== undefined ? [NATIVE_TAGS.mfu] : []),
+    ];
     assert.deepEqual([...byTag.keys()].sort(), expected.sort());
-    assert.deepEqual(byTag.get('train/loss'), steps.map((s) => [s.step, Math.fround(s.loss!)]));
-    assert.deepEqual(byTag.get('train/lr'), steps.map((s) => [s.step, Math.fround(s.lr)]));
-    assert.deepEqual(byTag.get('eval/loss'), eventsOf(events, 'eval').map((e) => [e.step, Math.fround(e.val_loss!)]));
+    assert.deepEqual(
+      byTag.get('train/loss'),
+      steps.map((s) => [s.step, Math.fround(s.loss!)]),
+    );
+    assert.deepEqual(
+      byTag.get('train/lr'),
+      steps.map((s) => [s.step, Math.fround(s.lr)]),
+    );
+    assert.deepEqual(
+      byTag.get('eval/loss'),
+      eventsOf(events, 'eval').map((e) => [e.step, Math.fround(e.val_loss!)]),
+    );
     const first = batch.entries.find((e) => e.tag === 'train/loss')!;
     assert.ok(Math.abs(first.wallTime - steps[0].time) < 1, 'wall time of the step');
 
@@ -69,7 +96,11 @@ describe('native runs write TensorBoard event files', function () {
 
   it('logging.tensorboard: false writes metrics.jsonl only', async () => {
     const runDir = path.join(dir, 'without');
-    const config = writeConfig(dir, smallConfig({ training: { max_steps: 3 }, logging: { tensorboard: false } }), 'without.json');
+    const config = writeConfig(
+      dir,
+      smallConfig({ training: { max_steps: 3 }, logging: { tensorboard: false } }),
+      'without.json',
+    );
     const r = await train([config, '--run-dir', runDir]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(eventFiles(runDir), []);

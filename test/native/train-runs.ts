@@ -20,7 +20,11 @@ export function tempDir(prefix: string): string {
 export function smallConfig(overrides: Record<string, Record<string, unknown>> = {}): Record<string, unknown> {
   const base: Record<string, Record<string, unknown>> = {
     model: { d_model: 32, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32 },
-    data: { train: path.join(sampleData, 'fortunes-byte-train.tok'), val: path.join(sampleData, 'fortunes-byte-val.tok'), seq_len: 32 },
+    data: {
+      train: path.join(sampleData, 'fortunes-byte-train.tok'),
+      val: path.join(sampleData, 'fortunes-byte-val.tok'),
+      seq_len: 32,
+    },
     training: { batch_size_per_gpu: 4, max_steps: 12, learning_rate: 0.003, warmup_steps: 2, seed: 7 },
     fsdp: { sharding_strategy: 'NO_SHARD' },
     checkpointing: { save_every_n_steps: 0, keep_last_n: 3 },
@@ -48,8 +52,15 @@ export interface TrainResult {
  * Starts `fsdp-train ARGS`; `onLine` sees each stdout line as it arrives (it may kill the run).
  * `detached`: in a process group of its own, as a terminal's foreground job or the editor's launch.
  */
-export function startTrain(args: string[], onLine?: (line: string, child: ChildProcess) => void, opts: { detached?: boolean } = {}): { child: ChildProcess; done: Promise<TrainResult> } {
-  const child = spawn(process.execPath, [cliShim, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+export function startTrain(
+  args: string[],
+  onLine?: (line: string, child: ChildProcess) => void,
+  opts: { detached?: boolean } = {},
+): { child: ChildProcess; done: Promise<TrainResult> } {
+  const child = spawn(process.execPath, [cliShim, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached ?? false,
+  });
   let stdout = '';
   let stderr = '';
   let pending = '';
@@ -63,7 +74,9 @@ export function startTrain(args: string[], onLine?: (line: string, child: ChildP
     }
   });
   child.stderr!.on('data', (d: Buffer) => (stderr += d));
-  const done = new Promise<TrainResult>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const done = new Promise<TrainResult>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
   return { child, done };
 }
 
@@ -96,7 +109,8 @@ export function eventsOf<T extends MetricsEvent['type']>(events: MetricsEvent[],
 export function lossHistory(events: MetricsEvent[]): Map<number, number | null> {
   const losses = new Map<number, number | null>();
   for (const e of events) {
-    if (e.type === 'run_start') for (const step of [...losses.keys()]) if (step > (e.start_step ?? 0)) losses.delete(step);
+    if (e.type === 'run_start')
+      for (const step of [...losses.keys()]) if (step > (e.start_step ?? 0)) losses.delete(step);
     if (e.type === 'step') losses.set(e.step, e.loss);
   }
   return losses;

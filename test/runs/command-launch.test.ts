@@ -41,9 +41,14 @@ Trainer(model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens()).t
 `;
 // Bounds for a loaded, shared machine: two ranks of torch 2.13 take about three times the CPU of
 // Debian's 1.13 to start (10 s against 3.6 s, measured at load ~15), and CI runs beside other work.
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 240_000) => untilHeld(what, cond, timeoutMs, 100);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 240_000) =>
+  untilHeld(what, cond, timeoutMs, 100);
 
-function writeSpec(dir: string, body: string, name = 'ddp.fsdp-launch.yaml'): { specPath: string; spec: ResolvedLaunchSpec } {
+function writeSpec(
+  dir: string,
+  body: string,
+  name = 'ddp.fsdp-launch.yaml',
+): { specPath: string; spec: ResolvedLaunchSpec } {
   const specPath = path.join(dir, name);
   writeFileSync(specPath, body);
   const { spec, problems } = loadLaunchSpec(body, specPath);
@@ -52,11 +57,40 @@ function writeSpec(dir: string, body: string, name = 'ddp.fsdp-launch.yaml'): { 
 }
 
 function ddpSpec(dir: string, target = 'local'): CommandLaunchRequest {
-  const command = [VENV_PYTHON, DDP_SCRIPT, '--steps', String(STEPS), '--step-sleep', '0.15', '--checkpoint', path.join(dir, 'ckpt'), '--save-every', '1000', '--nan-step', '30', '--nan-rank', '1'];
-  return writeSpec(dir, [`command: ${JSON.stringify(command)}`, 'nproc_per_node: 2', `cwd: ${JSON.stringify(dir)}`, `target: ${target}`, 'env: {OMP_NUM_THREADS: 1}', ''].join('\n'));
+  const command = [
+    VENV_PYTHON,
+    DDP_SCRIPT,
+    '--steps',
+    String(STEPS),
+    '--step-sleep',
+    '0.15',
+    '--checkpoint',
+    path.join(dir, 'ckpt'),
+    '--save-every',
+    '1000',
+    '--nan-step',
+    '30',
+    '--nan-rank',
+    '1',
+  ];
+  return writeSpec(
+    dir,
+    [
+      `command: ${JSON.stringify(command)}`,
+      'nproc_per_node: 2',
+      `cwd: ${JSON.stringify(dir)}`,
+      `target: ${target}`,
+      'env: {OMP_NUM_THREADS: 1}',
+      '',
+    ].join('\n'),
+  );
 }
 
-async function launchStopRelaunch(machine: RunMachine, launch: (resume?: LaunchedRun) => Promise<LaunchedRun>, watches: RunWatch[]): Promise<RunWatch> {
+async function launchStopRelaunch(
+  machine: RunMachine,
+  launch: (resume?: LaunchedRun) => Promise<LaunchedRun>,
+  watches: RunWatch[],
+): Promise<RunWatch> {
   const first = await launch();
   const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine);
   watches.push(watch);
@@ -81,7 +115,11 @@ async function launchStopRelaunch(machine: RunMachine, launch: (resume?: Launche
   await launch(first);
   watch.follow();
   await until('the relaunched run completes', () => watch.history.end?.status === 'completed', 300_000);
-  assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');
+  assert.deepEqual(
+    [...watch.history.step.loss.steps],
+    Array.from({ length: STEPS }, (_, i) => i + 1),
+    'every step once',
+  );
   assert.deepEqual(watch.problems, []);
   const nan = watch.history.anomalies.find((a) => a.where.phase === 'forward');
   assert.deepEqual(nan?.where, { phase: 'forward', layer: 'blocks.1.mlp', op: 'Mlp', rank: 1 });
@@ -90,7 +128,7 @@ async function launchStopRelaunch(machine: RunMachine, launch: (resume?: Launche
   return watch;
 }
 
-describe('launching a person\'s own command (real PyTorch, real processes, real sshd on 127.0.0.1)', function () {
+describe("launching a person's own command (real PyTorch, real processes, real sshd on 127.0.0.1)", function () {
   this.timeout(10 * 60_000);
   let tmp: string;
   const watches: RunWatch[] = [];
@@ -105,42 +143,81 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
   it('on this machine: 2 ranks by the environment rendezvous, stopped and relaunched, every step once, the NaN named', async () => {
     const local = new LocalMachine();
     const req = ddpSpec(tmp);
-    await launchStopRelaunch(local, async (resume) => {
-      const manifest = resume && (await local.readManifest(resume.runDir));
-      const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
-      const launched = (await launchRun({ kind: 'command', request }, { kind: 'local' }, testLaunchEnvironment({ local }), previousOf(manifest))) as LaunchedRun;
-      groups.push([local, launched.pgid]);
-      return launched;
-    }, watches);
+    await launchStopRelaunch(
+      local,
+      async (resume) => {
+        const manifest = resume && (await local.readManifest(resume.runDir));
+        const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
+        const launched = (await launchRun(
+          { kind: 'command', request },
+          { kind: 'local' },
+          testLaunchEnvironment({ local }),
+          previousOf(manifest),
+        )) as LaunchedRun;
+        groups.push([local, launched.pgid]);
+        return launched;
+      },
+      watches,
+    );
   });
 
   it('a command that logs only TensorBoard event files: its tags fill the loss chart, the run completes', async () => {
     const local = new LocalMachine();
     const writer = path.join(repoRoot, 'test', 'harness', 'tensorboard-file.ts');
-    const req = writeSpec(tmp, [`command: ${JSON.stringify([process.execPath, '--import', 'tsx', writer, '--dir', 'tb/Nov23_host', '--steps', '60', '--rate', '40'])}`, `cwd: ${JSON.stringify(repoRoot)}`, `logs: {tensorboard: ${JSON.stringify(path.join(tmp, 'tb'))}}`, ''].join('\n'), 'tb.fsdp-launch.yaml');
+    const req = writeSpec(
+      tmp,
+      [
+        `command: ${JSON.stringify([process.execPath, '--import', 'tsx', writer, '--dir', 'tb/Nov23_host', '--steps', '60', '--rate', '40'])}`,
+        `cwd: ${JSON.stringify(repoRoot)}`,
+        `logs: {tensorboard: ${JSON.stringify(path.join(tmp, 'tb'))}}`,
+        '',
+      ].join('\n'),
+      'tb.fsdp-launch.yaml',
+    );
     // The writer's --dir is relative to cwd: make it land under the spec's TensorBoard folder.
     req.spec.command.argv[req.spec.command.argv.indexOf('tb/Nov23_host')] = path.join(tmp, 'tb', 'Nov23_host');
-    const launched = (await launchRun({ kind: 'command', request: req }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
+    const launched = (await launchRun(
+      { kind: 'command', request: req },
+      { kind: 'local' },
+      testLaunchEnvironment({ local }),
+    )) as LaunchedRun;
     groups.push([local, launched.pgid]);
     const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     watches.push(watch);
     await watch.start();
     await until('the run to end', () => watch.history.end?.status === 'completed');
     await until('step 60 from the event file', () => watch.history.lastStep === 60, 10_000).catch((e: Error) => {
-      throw new Error(`${e.message}; files ${JSON.stringify(watch.logFiles)}; last step ${watch.history.lastStep}; ${readFileSync(path.join(launched.runDir, 'stderr.log'), 'utf8')}`);
+      throw new Error(
+        `${e.message}; files ${JSON.stringify(watch.logFiles)}; last step ${watch.history.lastStep}; ${readFileSync(path.join(launched.runDir, 'stderr.log'), 'utf8')}`,
+      );
     });
-    assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: 60 }, (_, i) => i + 1));
+    assert.deepEqual(
+      [...watch.history.step.loss.steps],
+      Array.from({ length: 60 }, (_, i) => i + 1),
+    );
     watch.history.step.loss.values.forEach((v, i) => assert.equal(v, Math.fround(syntheticLoss(i + 1))));
     assert.equal(watch.history.tagOf('loss'), 'train/loss');
     assert.equal(watch.manifest?.logs?.tensorboard, path.join(tmp, 'tb'));
     assert.equal(watch.logFiles.length, 1);
   });
 
-  it('a script that only prints (nanoGPT\'s lines): its loss, validation loss and step time fill the charts', async () => {
+  it("a script that only prints (nanoGPT's lines): its loss, validation loss and step time fill the charts", async () => {
     const local = new LocalMachine();
     const script = path.join(repoRoot, 'test', 'pytorch', 'print_only_train.py');
-    const req = writeSpec(tmp, [`command: ${JSON.stringify([VENV_PYTHON, script, '--steps', '30', '--step-sleep', '0.05', '--eval-every', '10'])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'), 'print.fsdp-launch.yaml');
-    const launched = (await launchRun({ kind: 'command', request: req }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
+    const req = writeSpec(
+      tmp,
+      [
+        `command: ${JSON.stringify([VENV_PYTHON, script, '--steps', '30', '--step-sleep', '0.05', '--eval-every', '10'])}`,
+        `cwd: ${JSON.stringify(tmp)}`,
+        '',
+      ].join('\n'),
+      'print.fsdp-launch.yaml',
+    );
+    const launched = (await launchRun(
+      { kind: 'command', request: req },
+      { kind: 'local' },
+      testLaunchEnvironment({ local }),
+    )) as LaunchedRun;
     groups.push([local, launched.pgid]);
     const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     watches.push(watch);
@@ -148,7 +225,11 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     await until('the run to end', () => watch.history.end?.status === 'completed');
     await until('step 30 from stdout', () => watch.history.lastStep === 30, 10_000);
     const out = readFileSync(path.join(launched.runDir, 'stdout.log'), 'utf8');
-    assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: 31 }, (_, i) => i), 'every printed iter once');
+    assert.deepEqual(
+      [...watch.history.step.loss.steps],
+      Array.from({ length: 31 }, (_, i) => i),
+      'every printed iter once',
+    );
     const printedLoss = [...out.matchAll(/^iter (\d+): loss ([\d.]+)/gm)].map((m) => Number(m[2]));
     assert.deepEqual([...watch.history.step.loss.values], printedLoss);
     assert.deepEqual([...watch.history.valLoss.steps], [0, 10, 20, 30]);
@@ -166,14 +247,26 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     const local = new LocalMachine();
     const script = path.join(tmp, 'hf_train.py');
     writeFileSync(script, HF_TRAINER_SCRIPT);
-    const req = writeSpec(tmp, [`command: ${JSON.stringify([VENV_PYTHON, script])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'), 'hf.fsdp-launch.yaml');
-    const launched = (await launchRun({ kind: 'command', request: req }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
+    const req = writeSpec(
+      tmp,
+      [`command: ${JSON.stringify([VENV_PYTHON, script])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'),
+      'hf.fsdp-launch.yaml',
+    );
+    const launched = (await launchRun(
+      { kind: 'command', request: req },
+      { kind: 'local' },
+      testLaunchEnvironment({ local }),
+    )) as LaunchedRun;
     groups.push([local, launched.pgid]);
     const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     watches.push(watch);
     await watch.start();
     await until('the run to end', () => !!watch.history.end, 300_000);
-    assert.equal(watch.history.end?.status, 'completed', readFileSync(path.join(launched.runDir, 'stderr.log'), 'utf8').slice(-2000));
+    assert.equal(
+      watch.history.end?.status,
+      'completed',
+      readFileSync(path.join(launched.runDir, 'stderr.log'), 'utf8').slice(-2000),
+    );
     await until('three logs', () => watch.history.step.loss.length === 3, 10_000);
     // max_steps 6, logging_steps 2: three training logs, numbered 1, 2, 3 (the Trainer prints no step).
     assert.deepEqual([...watch.history.step.loss.steps], [1, 2, 3]);
@@ -200,33 +293,66 @@ describe('launching a person\'s own command (real PyTorch, real processes, real 
     it('copies the companion once, launches detached on the host, stops, relaunches, every step once', async () => {
       const req = ddpSpec(tmp, sshd.alias);
       const progress: string[] = [];
-      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, ssh]]), sshSettings: () => ({ configFile: sshd.clientConfig }), remoteBase: base });
-      await launchStopRelaunch(ssh, async (resume) => {
-        const manifest = resume && (await ssh.readManifest(resume.runDir));
-        const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
-        const launched = (await launchRun({ kind: 'command', request }, { kind: 'ssh', host: sshd.alias }, env, { progress: (m) => progress.push(m), ...previousOf(manifest) })) as LaunchedRun;
-        groups.push([ssh, launched.pgid]);
-        return launched;
-      }, watches);
+      const env = testLaunchEnvironment({
+        ssh: new Map([[sshd.alias, ssh]]),
+        sshSettings: () => ({ configFile: sshd.clientConfig }),
+        remoteBase: base,
+      });
+      await launchStopRelaunch(
+        ssh,
+        async (resume) => {
+          const manifest = resume && (await ssh.readManifest(resume.runDir));
+          const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
+          const launched = (await launchRun({ kind: 'command', request }, { kind: 'ssh', host: sshd.alias }, env, {
+            progress: (m) => progress.push(m),
+            ...previousOf(manifest),
+          })) as LaunchedRun;
+          groups.push([ssh, launched.pgid]);
+          return launched;
+        },
+        watches,
+      );
       assert.equal(progress.filter((m) => m.includes('companion')).length, 1, `copied once: ${progress.join(' | ')}`);
       assert.ok(existsSync(path.join(base, 'runs')));
-      const manifest = JSON.parse(readFileSync(path.join(base, 'runs', (await ssh.listRunDirs(path.join(base, 'runs')))[0].split('/').pop()!, 'run.json'), 'utf8'));
+      const manifest = JSON.parse(
+        readFileSync(
+          path.join(base, 'runs', (await ssh.listRunDirs(path.join(base, 'runs')))[0].split('/').pop()!, 'run.json'),
+          'utf8',
+        ),
+      );
       assert.equal(manifest.target, sshd.alias);
       assert.equal(manifest.status, 'completed');
     });
 
     it('refuses a launcher the host does not have, or a folder it lacks, before anything starts there', async () => {
-      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, ssh]]), sshSettings: () => ({ configFile: sshd.clientConfig }), remoteBase: base });
+      const env = testLaunchEnvironment({
+        ssh: new Map([[sshd.alias, ssh]]),
+        sshSettings: () => ({ configFile: sshd.clientConfig }),
+        remoteBase: base,
+      });
       const runsThere = () => (existsSync(path.join(base, 'runs')) ? readdirSync(path.join(base, 'runs')) : []);
       const before = runsThere();
-      const launch = (body: string) => launchRun({ kind: 'command', request: writeSpec(tmp, body, 'ds.fsdp-launch.yaml') }, { kind: 'ssh', host: sshd.alias }, env, { progress: () => undefined });
+      const launch = (body: string) =>
+        launchRun(
+          { kind: 'command', request: writeSpec(tmp, body, 'ds.fsdp-launch.yaml') },
+          { kind: 'ssh', host: sshd.alias },
+          env,
+          { progress: () => undefined },
+        );
       // deepspeed is installed nowhere here; the host's own PATH and the spec's env are what is searched.
       await assert.rejects(
-        launch(`command: [deepspeed, --num_gpus, "1", train.py]\ntarget: ${sshd.alias}\ncwd: "~"\nenv: {OMP_NUM_THREADS: 1}\n`),
-        new RegExp(`^Error: cannot start deepspeed on ${sshd.alias}: deepspeed is not on the PATH\\. DeepSpeed installs it`),
+        launch(
+          `command: [deepspeed, --num_gpus, "1", train.py]\ntarget: ${sshd.alias}\ncwd: "~"\nenv: {OMP_NUM_THREADS: 1}\n`,
+        ),
+        new RegExp(
+          `^Error: cannot start deepspeed on ${sshd.alias}: deepspeed is not on the PATH\\. DeepSpeed installs it`,
+        ),
       );
       const gone = path.join(base, 'no such folder');
-      await assert.rejects(launch(`command: [python3, train.py]\ntarget: ${sshd.alias}\ncwd: ${JSON.stringify(gone)}\n`), { message: `the command's folder ${gone} is not on ${sshd.alias}` });
+      await assert.rejects(
+        launch(`command: [python3, train.py]\ntarget: ${sshd.alias}\ncwd: ${JSON.stringify(gone)}\n`),
+        { message: `the command's folder ${gone} is not on ${sshd.alias}` },
+      );
       assert.deepEqual(runsThere(), before, 'no run folder made');
     });
   });

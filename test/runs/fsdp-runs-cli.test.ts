@@ -14,10 +14,24 @@ import { fileVersionRecord, scalarRecord, tensorScalarRecord } from '../harness/
 /** A C0 or C1 control character or a bidi override: none may reach the terminal. */
 // eslint-disable-next-line no-control-regex -- these characters are what the test looks for
 const CONTROL_CHARACTER = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/;
-const STRICT = path.join(repoRoot, 'test', 'fixtures', 'tensorboard', 'janosh-tensorboard-reducer', 'tests', 'runs', 'strict', 'run_1');
+const STRICT = path.join(
+  repoRoot,
+  'test',
+  'fixtures',
+  'tensorboard',
+  'janosh-tensorboard-reducer',
+  'tests',
+  'runs',
+  'strict',
+  'run_1',
+);
 
 function run(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), ...args], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -32,7 +46,13 @@ describe('fsdp-runs show (command line)', function () {
     assert.equal(r.code, 0, r.err);
     const json = JSON.parse(r.out);
     assert.deepEqual(Object.keys(json), ['tags', 'problems']);
-    assert.deepEqual(json.tags['strict/foo'], { count: 100, first_step: 0, last_step: 495, last_value: Math.fround(1.212090253829956), last_wall_time: json.tags['strict/foo'].last_wall_time });
+    assert.deepEqual(json.tags['strict/foo'], {
+      count: 100,
+      first_step: 0,
+      last_step: 495,
+      last_value: Math.fround(1.212090253829956),
+      last_wall_time: json.tags['strict/foo'].last_wall_time,
+    });
     assert.ok(Math.abs(json.tags['strict/foo'].last_wall_time - 1622543341.77) < 0.01);
     assert.deepEqual(json.problems, []);
     const text = run('show', STRICT);
@@ -45,7 +65,13 @@ describe('fsdp-runs show (command line)', function () {
     await writeSyntheticRun(parseArgs(['--run-dir', runDir, '--steps', '40', '--rate', '0', '--every-ckpt', '100']));
     writeFileSync(path.join(runDir, 'metrics.jsonl'), '{"v":1,"type":"step","time":1}\n', { flag: 'a' });
     const json = JSON.parse(run('show', runDir, '--json').out);
-    assert.deepEqual(Object.keys(json.tags), ['train/loss', 'train/lr', 'train/grad_norm', 'train/tokens_per_s', 'train/step_ms']);
+    assert.deepEqual(Object.keys(json.tags), [
+      'train/loss',
+      'train/lr',
+      'train/grad_norm',
+      'train/tokens_per_s',
+      'train/step_ms',
+    ]);
     assert.equal(json.tags['train/loss'].count, 40);
     assert.equal(json.tags['train/loss'].last_value, syntheticLoss(40));
     assert.equal(json.problems.length, 1);
@@ -54,15 +80,33 @@ describe('fsdp-runs show (command line)', function () {
     assert.match(run('show', runDir).out, /^run native-like \(completed\)/);
   });
 
-  it('a launched command\'s run folder reads the TensorBoard folder its run.json names', () => {
+  it("a launched command's run folder reads the TensorBoard folder its run.json names", () => {
     const runDir = path.join(dir, 'runs', 'cmd');
     const tb = path.join(dir, 'tb', 'Nov23_host');
     cpSync(path.join(dir, 'runs', 'native-like'), runDir, { recursive: true });
     rmSync(path.join(runDir, 'metrics.jsonl'));
-    const manifest = { v: 1, run_id: 'cmd', created: Date.now() / 1000, status: 'running', config: {}, world: { size: 1 }, host: 'h', kind: 'command', logs: { tensorboard: path.join(dir, 'tb') } };
+    const manifest = {
+      v: 1,
+      run_id: 'cmd',
+      created: Date.now() / 1000,
+      status: 'running',
+      config: {},
+      world: { size: 1 },
+      host: 'h',
+      kind: 'command',
+      logs: { tensorboard: path.join(dir, 'tb') },
+    };
     writeFileSync(path.join(runDir, 'run.json'), JSON.stringify(manifest));
     spawnSync('mkdir', ['-p', tb]);
-    writeFileSync(path.join(tb, 'events.out.tfevents.1.h.1.0'), Buffer.concat([fileVersionRecord(1), scalarRecord('train/loss', 1, 2.5, 2), tensorScalarRecord('eval/acc', 1, 0.5, 3, true), scalarRecord('train/loss', 2, 2.25, 4)]));
+    writeFileSync(
+      path.join(tb, 'events.out.tfevents.1.h.1.0'),
+      Buffer.concat([
+        fileVersionRecord(1),
+        scalarRecord('train/loss', 1, 2.5, 2),
+        tensorScalarRecord('eval/acc', 1, 0.5, 3, true),
+        scalarRecord('train/loss', 2, 2.25, 4),
+      ]),
+    );
     const json = JSON.parse(run('show', runDir, '--json').out);
     assert.deepEqual(json.tags, {
       'train/loss': { count: 2, first_step: 1, last_step: 2, last_value: 2.25, last_wall_time: 4 },
@@ -71,15 +115,26 @@ describe('fsdp-runs show (command line)', function () {
   });
 
   it('writes tag names as data: control characters escaped in text and JSON, a tag named __proto__ kept (issue 26, item 5)', () => {
-    const title = '\u001b]0;pwned\u0007';  // what retitled the terminal
-    const csi = 'x\u009b2J\u202e';          // a C1 control sequence introducer and a bidi override
+    const title = '\u001b]0;pwned\u0007'; // what retitled the terminal
+    const csi = 'x\u009b2J\u202e'; // a C1 control sequence introducer and a bidi override
     const tb = path.join(dir, 'hostile-tb');
     spawnSync('mkdir', ['-p', tb]);
-    writeFileSync(path.join(tb, 'events.out.tfevents.1.h.1.0'), Buffer.concat([fileVersionRecord(1), scalarRecord(title, 1, 2.5, 2), scalarRecord('__proto__', 1, 7, 2), scalarRecord(csi, 1, 3, 2)]));
+    writeFileSync(
+      path.join(tb, 'events.out.tfevents.1.h.1.0'),
+      Buffer.concat([
+        fileVersionRecord(1),
+        scalarRecord(title, 1, 2.5, 2),
+        scalarRecord('__proto__', 1, 7, 2),
+        scalarRecord(csi, 1, 3, 2),
+      ]),
+    );
     const runDir = path.join(dir, 'runs', 'hostile-run');
     spawnSync('mkdir', ['-p', runDir]);
     // Written out: an object literal's __proto__ would set its prototype, not make a key.
-    writeFileSync(path.join(runDir, 'metrics.jsonl'), `{"v":1,"type":"scalars","step":3,"time":5,"values":{"__proto__":1.5,${JSON.stringify(title)}:2}}\n`);
+    writeFileSync(
+      path.join(runDir, 'metrics.jsonl'),
+      `{"v":1,"type":"scalars","step":3,"time":5,"values":{"__proto__":1.5,${JSON.stringify(title)}:2}}\n`,
+    );
     for (const where of [tb, runDir]) {
       const text = run('show', where);
       assert.equal(text.code, 0, text.err);
@@ -101,15 +156,35 @@ describe('fsdp-runs show (command line)', function () {
     const tb = path.join(dir, 'cut-tb');
     spawnSync('mkdir', ['-p', tb]);
     const last = scalarRecord('train/loss', 2, 2.25, 4);
-    writeFileSync(path.join(tb, 'events.out.tfevents.1.h.1.0'), Buffer.concat([fileVersionRecord(1), scalarRecord('train/loss', 1, 2.5, 2), last.subarray(0, last.length - 5)]));
-    const fromTb = JSON.parse(run('show', tb, '--json').out) as { tags: Record<string, { count: number }>; problems: Array<{ file: string; message: string }> };
+    writeFileSync(
+      path.join(tb, 'events.out.tfevents.1.h.1.0'),
+      Buffer.concat([fileVersionRecord(1), scalarRecord('train/loss', 1, 2.5, 2), last.subarray(0, last.length - 5)]),
+    );
+    const fromTb = JSON.parse(run('show', tb, '--json').out) as {
+      tags: Record<string, { count: number }>;
+      problems: Array<{ file: string; message: string }>;
+    };
     assert.equal(fromTb.tags['train/loss'].count, 1);
-    assert.deepEqual(fromTb.problems.map((p) => [path.basename(p.file), p.message]), [['events.out.tfevents.1.h.1.0', `the last record is incomplete: ${last.length - 5} bytes after the last complete one (the writer is still writing it, or the file was cut short)`]]);
+    assert.deepEqual(
+      fromTb.problems.map((p) => [path.basename(p.file), p.message]),
+      [
+        [
+          'events.out.tfevents.1.h.1.0',
+          `the last record is incomplete: ${last.length - 5} bytes after the last complete one (the writer is still writing it, or the file was cut short)`,
+        ],
+      ],
+    );
     const runDir = path.join(dir, 'runs', 'cut-run');
     spawnSync('mkdir', ['-p', runDir]);
-    writeFileSync(path.join(runDir, 'metrics.jsonl'), `${JSON.stringify({ v: 1, type: 'scalars', step: 1, time: 5, values: { a: 1 } })}\n{"v":1,"type":"scal`);
+    writeFileSync(
+      path.join(runDir, 'metrics.jsonl'),
+      `${JSON.stringify({ v: 1, type: 'scalars', step: 1, time: 5, values: { a: 1 } })}\n{"v":1,"type":"scal`,
+    );
     const text = run('show', runDir);
-    assert.match(text.out, /1 problem:\n {2}.*metrics\.jsonl:\d+: the last record is incomplete: 19 bytes after the last complete one/);
+    assert.match(
+      text.out,
+      /1 problem:\n {2}.*metrics\.jsonl:\d+: the last record is incomplete: 19 bytes after the last complete one/,
+    );
   });
 
   it('says what is wrong: nothing there, bad arguments, a hostile host', () => {
@@ -130,7 +205,10 @@ describe('fsdp-runs show (command line)', function () {
       assert.equal(remote.code, 0, remote.err);
       assert.deepEqual(JSON.parse(remote.out), JSON.parse(run('show', STRICT, '--json').out));
       const runDir = path.join(dir, 'runs', 'native-like');
-      assert.deepEqual(JSON.parse(run('show', `${sshd.alias}:${runDir}`, '--json', '--ssh-config', sshd.clientConfig).out), JSON.parse(run('show', runDir, '--json').out));
+      assert.deepEqual(
+        JSON.parse(run('show', `${sshd.alias}:${runDir}`, '--json', '--ssh-config', sshd.clientConfig).out),
+        JSON.parse(run('show', runDir, '--json').out),
+      );
     } finally {
       await sshd.stop();
     }

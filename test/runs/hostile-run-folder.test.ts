@@ -22,7 +22,10 @@ import { until } from '../harness/until';
 /** Fails (instead of hanging the suite) when `work` does not settle within the deadline. */
 async function within<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not return within ${ms / 1000} s: it blocked`)), ms)));
+  const deadline = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(() => reject(new Error(`${what} did not return within ${ms / 1000} s: it blocked`)), ms)),
+  );
   try {
     return await Promise.race([work, deadline]);
   } finally {
@@ -38,7 +41,11 @@ function mkfifo(file: string): void {
 }
 
 function fsdpRuns(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), ...args], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
 }
 
 describe('run folders holding files that are not files (real FIFOs and devices)', function () {
@@ -72,17 +79,25 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
     it(`run.json as ${kind === 'fifo' ? 'a FIFO' : `a link to ${kind}`}: refused by name, the watch starts and says why, fsdp-runs show ends`, async () => {
       const runDir = await runFolder('manifest');
       replaceWith(path.join(runDir, 'run.json'), kind);
-      await assert.rejects(within('readManifest', 10_000, local.readManifest(runDir)), /run\.json is a (FIFO|character device).*not read/);
+      await assert.rejects(
+        within('readManifest', 10_000, local.readManifest(runDir)),
+        /run\.json is a (FIFO|character device).*not read/,
+      );
       const w = new RunWatch({ target: 'local', runDir }, local);
       watches.push(w);
-      await within('the watch\'s start()', 10_000, w.start());
+      await within("the watch's start()", 10_000, w.start());
       assert.match(w.manifestError ?? '', /run\.json is a (FIFO|character device)/);
       await until('the metrics are read all the same', () => w.history.lastStep === 5, 20_000);
       const r = fsdpRuns('show', runDir, '--json');
       assert.equal(r.error, undefined, `fsdp-runs show: ${r.error?.message}`);
       const json = JSON.parse(r.stdout);
       assert.equal(json.tags['train/loss'].count, 5);
-      assert.ok(json.problems.some((p: { file: string; message: string }) => p.file.endsWith('run.json') && /not a regular file/.test(p.message)), JSON.stringify(json.problems));
+      assert.ok(
+        json.problems.some(
+          (p: { file: string; message: string }) => p.file.endsWith('run.json') && /not a regular file/.test(p.message),
+        ),
+        JSON.stringify(json.problems),
+      );
     });
   }
 
@@ -91,11 +106,18 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
       const runDir = await runFolder('metrics');
       const metrics = path.join(runDir, 'metrics.jsonl');
       replaceWith(metrics, kind);
-      await assert.rejects(within('RunLogReader.read', 10_000, new RunLogReader(metrics).read()), /metrics\.jsonl is a (FIFO|character device).*not read/);
+      await assert.rejects(
+        within('RunLogReader.read', 10_000, new RunLogReader(metrics).read()),
+        /metrics\.jsonl is a (FIFO|character device).*not read/,
+      );
       const w = new RunWatch({ target: 'local', runDir }, local);
       watches.push(w);
-      await within('the watch\'s start()', 10_000, w.start());
-      await until('the watch reports the refusal', () => w.problems.some((p) => /not a regular file/.test(p.message)), 20_000);
+      await within("the watch's start()", 10_000, w.start());
+      await until(
+        'the watch reports the refusal',
+        () => w.problems.some((p) => /not a regular file/.test(p.message)),
+        20_000,
+      );
       assert.equal(w.history.lastStep, undefined);
       const r = fsdpRuns('show', runDir, '--json');
       assert.equal(r.error, undefined, `fsdp-runs show: ${r.error?.message}`);
@@ -105,16 +127,32 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
 
   it('fsdp-train and the native trainer do not block on a FIFO named run.json: they replace it and run', async () => {
     const exitOf = (argv: string[]) => {
-      const child = spawn(argv[0], argv.slice(1), { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE } });
+      const child = spawn(argv[0], argv.slice(1), {
+        cwd: repoRoot,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE },
+      });
       let err = '';
       child.stderr.on('data', (b) => (err += b));
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      return within(argv.slice(0, 4).join(' '), 120_000, exited).then((code) => ({ code, err })).finally(() => child.kill('SIGKILL'));
+      return within(argv.slice(0, 4).join(' '), 120_000, exited)
+        .then((code) => ({ code, err }))
+        .finally(() => child.kill('SIGKILL'));
     };
     const viaCli = path.join(tmp, 'via-cli');
     mkdirSync(viaCli);
     mkfifo(path.join(viaCli, 'run.json'));
-    const cli = await exitOf([process.execPath, '--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-train.ts'), path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), '--run-dir', viaCli, '--set', 'training.max_steps=2']);
+    const cli = await exitOf([
+      process.execPath,
+      '--import',
+      'tsx',
+      path.join(repoRoot, 'cli', 'fsdp-train.ts'),
+      path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
+      '--run-dir',
+      viaCli,
+      '--set',
+      'training.max_steps=2',
+    ]);
     assert.equal(cli.code, 0, cli.err);
     assert.equal(JSON.parse(readFileSync(path.join(viaCli, 'run.json'), 'utf8')).status, 'completed');
     // The runtime started directly on a folder (by mpirun or srun, as people do) reads run.json itself.
@@ -130,8 +168,16 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
     const runDir = path.join(tmp, 'supervised');
     mkdirSync(runDir);
     mkfifo(path.join(runDir, 'run.json'));
-    const child = spawn('python3', [path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py'), '--run-dir', runDir, '--', 'true'], { stdio: 'ignore' });
-    const code = await within('supervise.py with a FIFO run.json', 30_000, new Promise<number | null>((resolve) => child.once('exit', resolve))).finally(() => child.kill('SIGKILL'));
+    const child = spawn(
+      'python3',
+      [path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py'), '--run-dir', runDir, '--', 'true'],
+      { stdio: 'ignore' },
+    );
+    const code = await within(
+      'supervise.py with a FIFO run.json',
+      30_000,
+      new Promise<number | null>((resolve) => child.once('exit', resolve)),
+    ).finally(() => child.kill('SIGKILL'));
     assert.equal(code, 0);
     assert.match(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8'), /"run_end"/);
   });
@@ -150,13 +196,25 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
     it('a FIFO run.json and a metrics.jsonl linked to /dev/urandom on the host are refused, not streamed', async () => {
       const runDir = await runFolder('remote');
       replaceWith(path.join(runDir, 'run.json'), 'fifo');
-      await assert.rejects(within('readManifest over ssh', 30_000, ssh.readManifest(runDir)), /run\.json is not a regular file/);
+      await assert.rejects(
+        within('readManifest over ssh', 30_000, ssh.readManifest(runDir)),
+        /run\.json is not a regular file/,
+      );
       replaceWith(path.join(runDir, 'metrics.jsonl'), '/dev/urandom');
-      await assert.rejects(within('readFile over ssh', 30_000, ssh.readFile(path.join(runDir, 'metrics.jsonl'), 1 << 20)), /not a regular file/);
+      await assert.rejects(
+        within('readFile over ssh', 30_000, ssh.readFile(path.join(runDir, 'metrics.jsonl'), 1 << 20)),
+        /not a regular file/,
+      );
       const w = new RunWatch({ target: ssh.target, runDir }, ssh);
       watches.push(w);
-      await within('the watch\'s start() over ssh', 30_000, w.start());
-      await until('the tail reports the refusal', () => w.connection.state === 'reconnecting' && /not a regular file/.test((w.connection as { reason?: string }).reason ?? ''), 30_000);
+      await within("the watch's start() over ssh", 30_000, w.start());
+      await until(
+        'the tail reports the refusal',
+        () =>
+          w.connection.state === 'reconnecting' &&
+          /not a regular file/.test((w.connection as { reason?: string }).reason ?? ''),
+        30_000,
+      );
       assert.equal(w.history.lastStep, undefined);
     });
   });

@@ -21,7 +21,8 @@ import { SHARED_REMOTE_BASE } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
 
 const STEPS = 60;
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 600_000) => untilHeld(what, cond, timeoutMs, 200);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 600_000) =>
+  untilHeld(what, cond, timeoutMs, 200);
 
 function hostsConfig(dir: string, aliases: string[]): LaunchRequest {
   const { configPath, config, problems } = sampleRunConfig(dir, {
@@ -62,18 +63,29 @@ describe('a run across two hosts with mpirun --host (network namespaces with the
     const machines = new Map(hosts.aliases.map((a) => [a, new SshMachine(a, settings)]));
     const env = testLaunchEnvironment({ ssh: machines, sshSettings: settings, remoteBase: SHARED_REMOTE_BASE });
     const target = { kind: 'hosts' as const, hosts: hosts.aliases };
-    assert.deepEqual(hosts.aliases.map((a) => reachableName(a, settings())), hosts.addresses, 'mpirun is given what the aliases resolve to');
+    assert.deepEqual(
+      hosts.aliases.map((a) => reachableName(a, settings())),
+      hosts.addresses,
+      'mpirun is given what the aliases resolve to',
+    );
     const req = hostsConfig(tmp, hosts.aliases);
     const first = (await launchRun({ kind: 'native', request: req }, target, env)) as LaunchedRun;
     assert.equal(first.argv[0], 'mpirun');
-    assert.ok(first.argv.join(' ').includes(`--host ${hosts.addresses[0]}:1,${hosts.addresses[1]}:1`), first.argv.join(' '));
+    assert.ok(
+      first.argv.join(' ').includes(`--host ${hosts.addresses[0]}:1,${hosts.addresses[1]}:1`),
+      first.argv.join(' '),
+    );
     const machine = machines.get(hosts.aliases[0])!;
     const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine);
     try {
       await watch.start();
       await until('steps from both hosts', () => (watch.history.lastStep ?? 0) >= 3);
       const ranks = watch.history.start?.world.ranks ?? [];
-      assert.deepEqual(ranks.map((r) => r.host), hosts.hostNames, 'rank 0 on the first host, rank 1 on the second');
+      assert.deepEqual(
+        ranks.map((r) => r.host),
+        hosts.hostNames,
+        'rank 0 on the first host, rank 1 on the second',
+      );
       await machine.signal(first.pgid, gracefulStopSignal(first.argv));
       await until('run_end', () => !!watch.history.end);
       assert.equal(watch.history.end?.status, 'stopped', JSON.stringify(watch.history.end));
@@ -81,12 +93,25 @@ describe('a run across two hosts with mpirun --host (network namespaces with the
       assert.ok(stoppedAt < STEPS);
       await until('the job to end on both hosts', async () => (await machine.isAlive(first.pgid)) === false, 60_000);
       const checkpoints = readdirSync(path.join(first.runDir, 'checkpoints')).filter((n) => /^step-\d+$/.test(n));
-      assert.deepEqual(checkpoints.map((n) => Number(n.slice(5))), [stoppedAt], 'one checkpoint, at the stop');
+      assert.deepEqual(
+        checkpoints.map((n) => Number(n.slice(5))),
+        [stoppedAt],
+        'one checkpoint, at the stop',
+      );
 
-      await launchRun({ kind: 'native', request: { ...req, resumeRunDir: first.runDir } }, target, env, previousOf(await machine.readManifest(first.runDir)));
+      await launchRun(
+        { kind: 'native', request: { ...req, resumeRunDir: first.runDir } },
+        target,
+        env,
+        previousOf(await machine.readManifest(first.runDir)),
+      );
       watch.follow();
       await until('the resumed run completes', () => watch.history.end?.status === 'completed');
-      assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');
+      assert.deepEqual(
+        [...watch.history.step.loss.steps],
+        Array.from({ length: STEPS }, (_, i) => i + 1),
+        'every step once',
+      );
       assert.equal(watch.problems.length, 0, JSON.stringify(watch.problems));
       assert.ok(existsSync(path.join(first.runDir, 'run.json')));
     } finally {

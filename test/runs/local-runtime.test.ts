@@ -32,7 +32,7 @@ describe('the native runtime built on first use (installed extension)', function
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('lives in the cache under the sources\' hash; a source checkout uses its own build', () => {
+  it("lives in the cache under the sources' hash; a source checkout uses its own build", () => {
     const ext = fakeExtension(tmp, 'project(x)\n');
     const runtime = new LocalRuntime(ext, path.join(tmp, 'cache'));
     assert.equal(runtime.fromCheckout, false);
@@ -41,37 +41,74 @@ describe('the native runtime built on first use (installed extension)', function
     assert.equal(runtimeCacheRoot({ FSDP_RUNTIME_CACHE: '/x' }), '/x');
     assert.equal(runtimeCacheRoot({ XDG_CACHE_HOME: '/c' }), '/c/fsdp-studio/runtime');
     const repo = path.resolve(__dirname, '..', '..');
-    assert.equal(new LocalRuntime(repo).dir, path.join(repo, 'native', 'build', 'Release'), 'the checkout built by npm install');
+    assert.equal(
+      new LocalRuntime(repo).dir,
+      path.join(repo, 'native', 'build', 'Release'),
+      'the checkout built by npm install',
+    );
   });
 
   it('names the tools this machine lacks and the packages that have them', async () => {
     const ext = fakeExtension(tmp, 'project(x)\n');
     const bin = path.join(tmp, 'bin');
     mkdirSync(bin);
-    for (const tool of ['make']) symlinkSync(spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).stdout.trim(), path.join(bin, tool));
+    for (const tool of ['make'])
+      symlinkSync(
+        spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).stdout.trim(),
+        path.join(bin, tool),
+      );
     process.env.PATH = bin;
     const runtime = new LocalRuntime(ext, path.join(tmp, 'cache'));
-    await assert.rejects(runtime.ensure(() => undefined), /This machine lacks cmake, c\+\+, pkg-config, needed to build the native runtime\. On Debian or Ubuntu: sudo apt-get install cmake g\+\+ pkg-config libopenblas-dev/);
+    await assert.rejects(
+      runtime.ensure(() => undefined),
+      /This machine lacks cmake, c\+\+, pkg-config, needed to build the native runtime\. On Debian or Ubuntu: sudo apt-get install cmake g\+\+ pkg-config libopenblas-dev/,
+    );
   });
 
   it('a library CMake cannot find is named by its Debian package, and no half-built folder is left', async () => {
-    const ext = fakeExtension(tmp, 'cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CXX)\nfind_package(PkgConfig REQUIRED)\npkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas-that-is-not-installed)\n');
+    const ext = fakeExtension(
+      tmp,
+      'cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CXX)\nfind_package(PkgConfig REQUIRED)\npkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas-that-is-not-installed)\n',
+    );
     const cache = path.join(tmp, 'cache');
     const steps: string[] = [];
     const runtime = new LocalRuntime(ext, cache);
-    await assert.rejects(runtime.ensure((m) => steps.push(m)), (e: Error) => {
-      assert.match(e.message, /building the native runtime on this machine failed: it lacks libopenblas-dev \(on Debian or Ubuntu: sudo apt-get install libopenblas-dev\)/);
-      assert.match(e.message, /openblas-that-is-not-installed/, 'with what CMake said');
-      return true;
-    });
+    await assert.rejects(
+      runtime.ensure((m) => steps.push(m)),
+      (e: Error) => {
+        assert.match(
+          e.message,
+          /building the native runtime on this machine failed: it lacks libopenblas-dev \(on Debian or Ubuntu: sudo apt-get install libopenblas-dev\)/,
+        );
+        assert.match(e.message, /openblas-that-is-not-installed/, 'with what CMake said');
+        return true;
+      },
+    );
     assert.deepEqual(steps.slice(0, 2), ['checking the build tools…', 'configuring the build (CMake)…']);
-    assert.deepEqual(spawnSync('ls', ['-A', cache], { encoding: 'utf8' }).stdout.trim(), '', 'the failed build is removed');
+    assert.deepEqual(
+      spawnSync('ls', ['-A', cache], { encoding: 'utf8' }).stdout.trim(),
+      '',
+      'the failed build is removed',
+    );
   });
 
   it('reads the packages out of what CMake and the compiler say', () => {
-    assert.deepEqual(missingPackages('CMake Error at CMakeLists.txt:30 (find_package):\n  Could not find a package configuration file provided by "nlohmann_json"'), ['nlohmann-json3-dev']);
-    assert.deepEqual(missingPackages('-- Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)'), ['zlib1g-dev']);
-    assert.deepEqual(missingPackages('-- Found nlohmann_json: /usr/share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake (found suitable version "3.11.2")'), [], 'a library found is not missing');
+    assert.deepEqual(
+      missingPackages(
+        'CMake Error at CMakeLists.txt:30 (find_package):\n  Could not find a package configuration file provided by "nlohmann_json"',
+      ),
+      ['nlohmann-json3-dev'],
+    );
+    assert.deepEqual(missingPackages('-- Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)'), [
+      'zlib1g-dev',
+    ]);
+    assert.deepEqual(
+      missingPackages(
+        '-- Found nlohmann_json: /usr/share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake (found suitable version "3.11.2")',
+      ),
+      [],
+      'a library found is not missing',
+    );
     assert.deepEqual(missingPackages('all good'), []);
   });
 });

@@ -18,13 +18,31 @@ import { repoRoot } from '../../scripts/code-server';
 import { DDP_SCRIPT, SUPERVISOR, VENV_PYTHON } from '../harness/pytorch';
 
 /** Where a Python 3.9 may be: on PATH, or a pyenv version. */
-const OLDEST_PYTHONS = ['python3.9', ...(existsSync(path.join(os.homedir(), '.pyenv', 'versions')) ? readdirSync(path.join(os.homedir(), '.pyenv', 'versions')).filter((v) => v.startsWith('3.9')).map((v) => path.join(os.homedir(), '.pyenv', 'versions', v, 'bin', 'python3')) : [])];
-
+const OLDEST_PYTHONS = [
+  'python3.9',
+  ...(existsSync(path.join(os.homedir(), '.pyenv', 'versions'))
+    ? readdirSync(path.join(os.homedir(), '.pyenv', 'versions'))
+        .filter((v) => v.startsWith('3.9'))
+        .map((v) => path.join(os.homedir(), '.pyenv', 'versions', v, 'bin', 'python3'))
+    : []),
+];
 
 function runDirWithManifest(parent: string, name: string): string {
   const dir = path.join(parent, name);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'run.json'), JSON.stringify({ v: 1, run_id: name, created: Date.now() / 1000, status: 'starting', config: { command: 'ddp_train.py' }, world: { size: 2 }, host: os.hostname(), kind: 'command' }));
+  writeFileSync(
+    path.join(dir, 'run.json'),
+    JSON.stringify({
+      v: 1,
+      run_id: name,
+      created: Date.now() / 1000,
+      status: 'starting',
+      config: { command: 'ddp_train.py' },
+      world: { size: 2 },
+      host: os.hostname(),
+      kind: 'command',
+    }),
+  );
   return dir;
 }
 
@@ -32,7 +50,26 @@ function runDirWithManifest(parent: string, name: string): string {
 function supervise(runDir: string, nproc: number, args: string[]) {
   const out = path.join(runDir, 'stdout.log');
   const err = path.join(runDir, 'stderr.log');
-  const child = spawn('/bin/sh', ['-c', 'out=$0; err=$1; shift; exec "$@" >>"$out" 2>>"$err"', out, err, VENV_PYTHON, SUPERVISOR, '--run-dir', runDir, '--nproc', String(nproc), '--', VENV_PYTHON, DDP_SCRIPT, ...args], { detached: true, stdio: 'ignore', cwd: runDir });
+  const child = spawn(
+    '/bin/sh',
+    [
+      '-c',
+      'out=$0; err=$1; shift; exec "$@" >>"$out" 2>>"$err"',
+      out,
+      err,
+      VENV_PYTHON,
+      SUPERVISOR,
+      '--run-dir',
+      runDir,
+      '--nproc',
+      String(nproc),
+      '--',
+      VENV_PYTHON,
+      DDP_SCRIPT,
+      ...args,
+    ],
+    { detached: true, stdio: 'ignore', cwd: runDir },
+  );
   const done = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { pgid: child.pid!, done };
 }
@@ -63,28 +100,43 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
 
   it('passes its own unit tests, the integrations inside the real Hugging Face, Lightning and accelerate trainers among them', function () {
     this.timeout(600_000);
-    const r = spawnSync(VENV_PYTHON, ['-m', 'unittest', 'discover', '-v', '-s', path.join(repoRoot, 'python', 'tests')], {
-      encoding: 'utf8',
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', FSDP_STUDIO_FRAMEWORKS: 'required', HF_HUB_OFFLINE: '1' },
-    });
+    const r = spawnSync(
+      VENV_PYTHON,
+      ['-m', 'unittest', 'discover', '-v', '-s', path.join(repoRoot, 'python', 'tests')],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', FSDP_STUDIO_FRAMEWORKS: 'required', HF_HUB_OFFLINE: '1' },
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /Ran \d+ tests/);
     assert.doesNotMatch(r.stderr, /skipped/);
     // Passed (exit 0, nothing skipped) and ran: each framework's test is named in the verbose listing.
-    for (const test of ['test_a_trainer_with_the_callback_logs_its_loss_at_its_steps', 'test_a_trainer_with_the_logger_logs_what_the_module_logs_at_its_steps', 'test_an_accelerator_logging_with_the_tracker_logs_numbers_at_the_step_given']) {
+    for (const test of [
+      'test_a_trainer_with_the_callback_logs_its_loss_at_its_steps',
+      'test_a_trainer_with_the_logger_logs_what_the_module_logs_at_its_steps',
+      'test_an_accelerator_logging_with_the_tracker_logs_numbers_at_the_step_given',
+    ]) {
       assert.ok(r.stderr.includes(`${test} (test_frameworks.`), `${test} ran`);
     }
   });
 
-  it('a launcher\'s workers in sessions of their own are listed in run.json while they run, and do not outlive the run', async () => {
+  it("a launcher's workers in sessions of their own are listed in run.json while they run, and do not outlive the run", async () => {
     const runDir = runDirWithManifest(tmp, 'workers');
-    const script = 'import subprocess, sys, time\np = subprocess.Popen(["sleep", "300"], start_new_session=True)\nprint(p.pid, flush=True)\ntime.sleep(3)\n';
-    const child = spawn(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'], cwd: runDir });
+    const script =
+      'import subprocess, sys, time\np = subprocess.Popen(["sleep", "300"], start_new_session=True)\nprint(p.pid, flush=True)\ntime.sleep(3)\n';
+    const child = spawn(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', script], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      cwd: runDir,
+    });
     groups.push(child.pid!);
     let printed = '';
     child.stdout!.on('data', (d: Buffer) => (printed += d));
     let listed: number[] = [];
-    const worker = await new Promise<number>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
+    const worker = await new Promise<number>((resolve) =>
+      child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))),
+    );
     for (let i = 0; i < 50 && !listed.includes(worker); i++) {
       await new Promise((r) => setTimeout(r, 100));
       listed = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids?: number[] }).pids ?? [];
@@ -109,8 +161,14 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.equal(await run.done, 0, readFileSync(path.join(runDir, 'stderr.log'), 'utf8'));
     const { batch, history, manifest } = await readRun(runDir);
     assert.deepEqual(batch.problems, [], 'the schema accepts every line');
-    assert.deepEqual([...history.step.loss.steps], Array.from({ length: 20 }, (_, i) => i + 1));
-    assert.ok(history.step.loss.values[0] > 3 && history.step.loss.values[6] < history.step.loss.values[0], 'the loss falls before the NaN');
+    assert.deepEqual(
+      [...history.step.loss.steps],
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
+    assert.ok(
+      history.step.loss.values[0] > 3 && history.step.loss.values[6] < history.step.loss.values[0],
+      'the loss falls before the NaN',
+    );
     assert.deepEqual([...history.valLoss.steps], [10, 20]);
     assert.equal(history.start?.world.size, 2);
     assert.equal(history.end?.status, 'completed');
@@ -121,7 +179,10 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.equal(dump.format, 'fsdp-studio-nan-dump');
     assert.equal(dump.tokens.length, 8, 'the batch of rank 1');
     // Rank 0 learns of it from the averaged gradients: its update made the parameters NaN.
-    assert.ok(history.anomalies.some((a) => a.where.rank === 0 && a.where.phase === 'optimizer' && a.step === 9), JSON.stringify(history.anomalies));
+    assert.ok(
+      history.anomalies.some((a) => a.where.rank === 0 && a.where.phase === 'optimizer' && a.step === 9),
+      JSON.stringify(history.anomalies),
+    );
     assert.equal(manifest.status, 'completed');
     assert.equal(manifest.pids.length, 3, 'the supervisor and two ranks');
   });
@@ -133,13 +194,18 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.equal(await run.done, 1);
     const { history, manifest } = await readRun(runDir);
     assert.equal(history.end?.status, 'failed');
-    assert.match(history.end?.reason ?? '', /^rank 1 exited with status 1: FloatingPointError: NaN in forward of blocks\.1\.mlp/);
+    assert.match(
+      history.end?.reason ?? '',
+      /^rank 1 exited with status 1: FloatingPointError: NaN in forward of blocks\.1\.mlp/,
+    );
     assert.equal(manifest.status, 'failed');
     assert.equal(history.anomalies[0].action, 'stop');
   });
 
-  it('works on the oldest Python it supports (3.9), without PyTorch: log, the integrations\' mappings, the supervisor', function () {
-    const python = OLDEST_PYTHONS.find((p) => spawnSync(p, ['-c', 'import sys; assert sys.version_info[:2] == (3, 9)']).status === 0);
+  it("works on the oldest Python it supports (3.9), without PyTorch: log, the integrations' mappings, the supervisor", function () {
+    const python = OLDEST_PYTHONS.find(
+      (p) => spawnSync(p, ['-c', 'import sys; assert sys.version_info[:2] == (3, 9)']).status === 0,
+    );
     if (!python) {
       console.log(`      no Python 3.9 on this machine (looked for ${OLDEST_PYTHONS.join(', ')}): not run`);
       this.skip();
@@ -158,10 +224,19 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     const env = { ...process.env, PYTHONPATH: path.join(repoRoot, 'python'), PYTHONDONTWRITEBYTECODE: '1' };
     const r = spawnSync(python!, ['-c', code, runDir], { encoding: 'utf8', env });
     assert.equal(r.status, 0, r.stderr);
-    const supervised = spawnSync(python!, [SUPERVISOR, '--run-dir', runDir, '--', python!, '-c', 'print("hello")'], { encoding: 'utf8', env });
+    const supervised = spawnSync(python!, [SUPERVISOR, '--run-dir', runDir, '--', python!, '-c', 'print("hello")'], {
+      encoding: 'utf8',
+      env,
+    });
     assert.equal(supervised.status, 0, supervised.stderr);
-    const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; step?: number; status?: string });
-    assert.deepEqual(events.filter((e) => e.type === 'scalars').map((e) => e.step), [1, 2, 3, 4]);
+    const events = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; step?: number; status?: string });
+    assert.deepEqual(
+      events.filter((e) => e.type === 'scalars').map((e) => e.step),
+      [1, 2, 3, 4],
+    );
     assert.equal(events.at(-1)?.status, 'completed');
   });
 
@@ -169,9 +244,17 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     const src = path.join(tmp, 'src');
     cpSync(path.join(repoRoot, 'python'), src, { recursive: true, filter: (p) => !p.includes('__pycache__') });
     const target = path.join(tmp, 'site');
-    const r = spawnSync(VENV_PYTHON, ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', target, src], { encoding: 'utf8' });
+    const r = spawnSync(
+      VENV_PYTHON,
+      ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', target, src],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
-    const check = spawnSync(VENV_PYTHON, ['-c', 'import fsdp_studio, fsdp_studio.nan_watch, fsdp_studio.supervise; print(fsdp_studio.__file__)'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: target }, cwd: tmp });
+    const check = spawnSync(
+      VENV_PYTHON,
+      ['-c', 'import fsdp_studio, fsdp_studio.nan_watch, fsdp_studio.supervise; print(fsdp_studio.__file__)'],
+      { encoding: 'utf8', env: { ...process.env, PYTHONPATH: target }, cwd: tmp },
+    );
     assert.equal(check.status, 0, check.stderr);
     assert.ok(check.stdout.startsWith(target), check.stdout);
     assert.ok(!existsSync(path.join(repoRoot, 'python', 'build')), 'nothing built in the repository');

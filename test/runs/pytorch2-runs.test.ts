@@ -29,7 +29,8 @@ const SCRIPTS = path.join(repoRoot, 'test', 'pytorch');
 const FSDP2_SAMPLE = path.join(repoRoot, 'samples', 'pytorch', 'fsdp2_train.py');
 const SAMPLE_TOKENS = path.join(repoRoot, 'samples', 'data', 'fortunes-byte-train.tok');
 const VENV_BIN = path.dirname(VENV_PYTHON);
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 240_000) => untilHeld(what, cond, timeoutMs, 200);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 240_000) =>
+  untilHeld(what, cond, timeoutMs, 200);
 
 interface Case {
   name: string;
@@ -72,8 +73,14 @@ function freePort(): Promise<number> {
   });
 }
 
-function fsdpRunsShow(target: string): { tags: Record<string, { count: number; first_step: number; last_step: number }> } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), 'show', target, '--json'], { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 });
+function fsdpRunsShow(target: string): {
+  tags: Record<string, { count: number; first_step: number; last_step: number }>;
+} {
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(repoRoot, 'cli', 'fsdp-runs.ts'), 'show', target, '--json'],
+    { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 },
+  );
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout);
 }
@@ -92,13 +99,21 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
   });
 
   /** Launch, stop after `stopAfter` steps as Stop does, start again in the same folder, run to the end: every step once. */
-  async function launchStopResume(c: Case, stopAfter: number): Promise<{ watch: RunWatch; runDir: string; stoppedAt: number }> {
+  async function launchStopResume(
+    c: Case,
+    stopAfter: number,
+  ): Promise<{ watch: RunWatch; runDir: string; stoppedAt: number }> {
     const req = request(tmp, c);
     const launch = async (resume?: LaunchedRun) => {
       const manifest = resume && (await local.readManifest(resume.runDir));
       // Through the one door, as the editor launches and resumes (runs/launch/launch-run.ts).
       const request = resume ? { ...req, resumeRunDir: resume.runDir } : req;
-      const launched = (await launchRun({ kind: 'command', request }, { kind: 'local' }, testLaunchEnvironment({ local }), previousOf(manifest))) as LaunchedRun;
+      const launched = (await launchRun(
+        { kind: 'command', request },
+        { kind: 'local' },
+        testLaunchEnvironment({ local }),
+        previousOf(manifest),
+      )) as LaunchedRun;
       groups.push(launched.pgid);
       return launched;
     };
@@ -107,7 +122,10 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     watches.push(watch);
     await watch.start();
     const stderr = () => readFileSync(path.join(started.runDir, 'stderr.log'), 'utf8').slice(-3000);
-    await until(`step ${stopAfter} of ${c.name}`, () => (watch.history.lastStep ?? 0) >= stopAfter || !!watch.history.end).catch((e: Error) => {
+    await until(
+      `step ${stopAfter} of ${c.name}`,
+      () => (watch.history.lastStep ?? 0) >= stopAfter || !!watch.history.end,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}\n${stderr()}`);
     });
     const endedEarly = () => watch.history.end;
@@ -119,7 +137,8 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     const out = readFileSync(path.join(started.runDir, 'stdout.log'), 'utf8');
     const stoppedAt = Number(c.stoppedLines[0].exec(out)?.[1]);
     assert.ok(stoppedAt >= stopAfter && stoppedAt < c.steps, `stopped after step ${stoppedAt}: ${out}`);
-    for (const line of c.stoppedLines) assert.equal(Number(line.exec(out)?.[1]), stoppedAt, `every rank stopped after the same step: ${out}`);
+    for (const line of c.stoppedLines)
+      assert.equal(Number(line.exec(out)?.[1]), stoppedAt, `every rank stopped after the same step: ${out}`);
 
     await launch(started);
     watch.follow();
@@ -129,49 +148,110 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     const first = c.firstStep ?? 1;
     // The resumed start's own event file is found by listing the folder: give a loaded machine time
     // (CI once missed 30 s for the Hugging Face Trainer's last step; not reproduced since).
-    await until(`step ${c.steps + first - 1} read`, () => watch.history.lastStep === c.steps + first - 1, 90_000).catch((e: Error) => {
-      throw new Error(`${e.message}: last step read ${watch.history.lastStep}\n${stderr()}`);
-    });
-    assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: c.steps }, (_, i) => i + first), 'every step once');
+    await until(`step ${c.steps + first - 1} read`, () => watch.history.lastStep === c.steps + first - 1, 90_000).catch(
+      (e: Error) => {
+        throw new Error(`${e.message}: last step read ${watch.history.lastStep}\n${stderr()}`);
+      },
+    );
+    assert.deepEqual(
+      [...watch.history.step.loss.steps],
+      Array.from({ length: c.steps }, (_, i) => i + first),
+      'every step once',
+    );
     assert.ok(watch.history.step.loss.values.every((v) => v === null || Number.isFinite(v)));
     return { watch, runDir: started.runDir, stoppedAt };
   }
 
-  it('torchrun --nproc_per_node 2 with FSDP2 fully_shard on gloo (the PyTorch sample, on Debian\'s fortunes): SummaryWriter scalars, Stop reaches both ranks, DCP checkpoint, resumed', async () => {
+  it("torchrun --nproc_per_node 2 with FSDP2 fully_shard on gloo (the PyTorch sample, on Debian's fortunes): SummaryWriter scalars, Stop reaches both ranks, DCP checkpoint, resumed", async () => {
     const steps = 16;
     const tb = path.join(tmp, 'tb');
     const ckpt = path.join(tmp, 'ckpt');
-    const { watch, runDir, stoppedAt } = await launchStopResume({
-      name: 'fsdp2',
-      command: [path.join(VENV_BIN, 'torchrun'), '--standalone', '--nproc_per_node', '2', FSDP2_SAMPLE, '--data', SAMPLE_TOKENS, '--batch', '4', '--seq', '32',
-        '--steps', String(steps), '--step-sleep', '0.3', '--tb', tb, '--checkpoint', ckpt, '--save-every', '100'],
-      tensorboard: tb,
-      steps,
-      stoppedLines: [/rank 0: stopped after step (\d+)/, /rank 1: stopped after step (\d+)/],
-    }, 4);
+    const { watch, runDir, stoppedAt } = await launchStopResume(
+      {
+        name: 'fsdp2',
+        command: [
+          path.join(VENV_BIN, 'torchrun'),
+          '--standalone',
+          '--nproc_per_node',
+          '2',
+          FSDP2_SAMPLE,
+          '--data',
+          SAMPLE_TOKENS,
+          '--batch',
+          '4',
+          '--seq',
+          '32',
+          '--steps',
+          String(steps),
+          '--step-sleep',
+          '0.3',
+          '--tb',
+          tb,
+          '--checkpoint',
+          ckpt,
+          '--save-every',
+          '100',
+        ],
+        tensorboard: tb,
+        steps,
+        stoppedLines: [/rank 0: stopped after step (\d+)/, /rank 1: stopped after step (\d+)/],
+      },
+      4,
+    );
     // The stop's DCP checkpoint (every rank's shards), the one the second run continued from, and the last.
     assert.ok(existsSync(path.join(ckpt, `step-${stoppedAt}`, '.metadata')));
-    assert.deepEqual(readdirSync(path.join(ckpt, `step-${stoppedAt}`)).filter((f) => f.endsWith('.distcp')).sort(), ['__0_0.distcp', '__1_0.distcp']);
-    assert.match(readFileSync(path.join(runDir, 'stdout.log'), 'utf8'), new RegExp(`rank 1: resumed from .*step-${stoppedAt}`));
+    assert.deepEqual(
+      readdirSync(path.join(ckpt, `step-${stoppedAt}`))
+        .filter((f) => f.endsWith('.distcp'))
+        .sort(),
+      ['__0_0.distcp', '__1_0.distcp'],
+    );
+    assert.match(
+      readFileSync(path.join(runDir, 'stdout.log'), 'utf8'),
+      new RegExp(`rank 1: resumed from .*step-${stoppedAt}`),
+    );
     assert.equal(watch.history.tagOf('loss'), 'train/loss');
     assert.equal(watch.history.tagOf('grad_norm'), 'train/grad_norm');
     const shown = fsdpRunsShow(runDir).tags;
-    assert.deepEqual([shown['train/loss'].count, shown['train/loss'].first_step, shown['train/loss'].last_step], [steps, 1, steps]);
+    assert.deepEqual(
+      [shown['train/loss'].count, shown['train/loss'].first_step, shown['train/loss'].last_step],
+      [steps, 1, steps],
+    );
   });
 
   it('a Hugging Face Trainer (GPT-2 config, random init) with report_to tensorboard and FsdpStudioCallback: stopped, resumed from its checkpoint; a planted NaN named by module', async () => {
     const steps = 14;
     const out = path.join(tmp, 'out');
-    const { watch, runDir } = await launchStopResume({
-      name: 'hf-trainer',
-      command: [VENV_PYTHON, path.join(SCRIPTS, 'hf_train.py'), '--out', out, '--steps', String(steps), '--step-sleep', '0.3', '--save-every', '100', '--nan-step', '13', '--nan-module', 'transformer.h.1.mlp'],
-      tensorboard: path.join(out, 'runs'),
-      steps,
-      stoppedLines: [/stopped after step (\d+)/],
-    }, 3);
+    const { watch, runDir } = await launchStopResume(
+      {
+        name: 'hf-trainer',
+        command: [
+          VENV_PYTHON,
+          path.join(SCRIPTS, 'hf_train.py'),
+          '--out',
+          out,
+          '--steps',
+          String(steps),
+          '--step-sleep',
+          '0.3',
+          '--save-every',
+          '100',
+          '--nan-step',
+          '13',
+          '--nan-module',
+          'transformer.h.1.mlp',
+        ],
+        tensorboard: path.join(out, 'runs'),
+        steps,
+        stoppedLines: [/stopped after step (\d+)/],
+      },
+      3,
+    );
     assert.match(readFileSync(path.join(runDir, 'stdout.log'), 'utf8'), /resuming from .*checkpoint-\d+/);
     // transformers 5 writes under output_dir/runs/, a new event file per start: both read, no step twice.
-    const eventFiles = readdirSync(path.join(out, 'runs'), { recursive: true, encoding: 'utf8' }).filter((f) => path.basename(f).startsWith('events.out.tfevents.'));
+    const eventFiles = readdirSync(path.join(out, 'runs'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+      path.basename(f).startsWith('events.out.tfevents.'),
+    );
     assert.equal(eventFiles.length, 2, JSON.stringify(eventFiles));
     assert.equal(watch.history.tagOf('loss'), 'train/loss');
     const nan = watch.history.anomalies.find((a) => a.kind === 'nan');
@@ -183,16 +263,41 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
 
   it('accelerate launch with 2 CPU processes and FsdpStudioTracker: stopped on both ranks, resumed from its saved state', async () => {
     const steps = 14;
-    const { watch, runDir } = await launchStopResume({
-      name: 'accelerate',
-      // accelerate's --cpu runs one process (more need mpirun); --multi_gpu starts the processes with torch's
-      // elastic launcher, and the script's Accelerator(cpu=True) makes them MULTI_CPU ranks on gloo.
-      command: [path.join(VENV_BIN, 'accelerate'), 'launch', '--multi_gpu', '--num_processes', '2', '--num_machines', '1', '--mixed_precision', 'no', '--dynamo_backend', 'no', '--main_process_port', String(await freePort()),
-        path.join(SCRIPTS, 'accelerate_train.py'), '--steps', String(steps), '--step-sleep', '0.3', '--checkpoint', path.join(tmp, 'ckpt'), '--save-every', '100'],
-      tensorboard: path.join(tmp, 'tb'),
-      steps,
-      stoppedLines: [/rank 0: stopped after step (\d+)/, /rank 1: stopped after step (\d+)/],
-    }, 3);
+    const { watch, runDir } = await launchStopResume(
+      {
+        name: 'accelerate',
+        // accelerate's --cpu runs one process (more need mpirun); --multi_gpu starts the processes with torch's
+        // elastic launcher, and the script's Accelerator(cpu=True) makes them MULTI_CPU ranks on gloo.
+        command: [
+          path.join(VENV_BIN, 'accelerate'),
+          'launch',
+          '--multi_gpu',
+          '--num_processes',
+          '2',
+          '--num_machines',
+          '1',
+          '--mixed_precision',
+          'no',
+          '--dynamo_backend',
+          'no',
+          '--main_process_port',
+          String(await freePort()),
+          path.join(SCRIPTS, 'accelerate_train.py'),
+          '--steps',
+          String(steps),
+          '--step-sleep',
+          '0.3',
+          '--checkpoint',
+          path.join(tmp, 'ckpt'),
+          '--save-every',
+          '100',
+        ],
+        tensorboard: path.join(tmp, 'tb'),
+        steps,
+        stoppedLines: [/rank 0: stopped after step (\d+)/, /rank 1: stopped after step (\d+)/],
+      },
+      3,
+    );
     const out = readFileSync(path.join(runDir, 'stdout.log'), 'utf8');
     assert.match(out, /rank 1 of 2: DistributedType\.MULTI_CPU/);
     assert.match(out, /rank 1: resumed at step \d+/);
@@ -203,14 +308,28 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
   it('a Lightning Trainer with FsdpStudioLogger and its TensorBoardLogger: stopped, resumed from its last checkpoint', async () => {
     const steps = 14;
     const out = path.join(tmp, 'out');
-    const { runDir } = await launchStopResume({
-      name: 'lightning',
-      command: [VENV_PYTHON, path.join(SCRIPTS, 'lightning_train.py'), '--out', out, '--steps', String(steps), '--step-sleep', '0.3', '--save-every', '100'],
-      tensorboard: path.join(out, 'tb'),
-      steps,
-      firstStep: 0,
-      stoppedLines: [/stopped after step (\d+)/],
-    }, 3);
+    const { runDir } = await launchStopResume(
+      {
+        name: 'lightning',
+        command: [
+          VENV_PYTHON,
+          path.join(SCRIPTS, 'lightning_train.py'),
+          '--out',
+          out,
+          '--steps',
+          String(steps),
+          '--step-sleep',
+          '0.3',
+          '--save-every',
+          '100',
+        ],
+        tensorboard: path.join(out, 'tb'),
+        steps,
+        firstStep: 0,
+        stoppedLines: [/stopped after step (\d+)/],
+      },
+      3,
+    );
     const shown = fsdpRunsShow(runDir).tags;
     assert.equal(shown['train/loss'].last_step, steps - 1);
   });

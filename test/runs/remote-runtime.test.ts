@@ -6,13 +6,21 @@
 // builds with them from its PyTorch wheels (the CMake command checked through a recording cmake).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { RemoteRuntimeInstaller, sourceHash } from '../../runs/runtime/remote-runtime';
 import { repoRoot } from '../../scripts/code-server';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
-
 
 /** A folder of host tools: the real ones named, linked, and scripts standing in for others. */
 function hostTools(real: string[], scripts: Record<string, string>): string {
@@ -57,15 +65,21 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
     const first = await installer.ensure(base, (m) => log.push(m));
     assert.equal(first.built, true);
     assert.ok(first.binary.includes(`/runtime/${sourceHash(repoRoot).slice(0, 16)}/`), first.binary);
-    assert.ok(log.some((m) => /building the runtime .* for its GPUs \(sm_86\)/.test(m)), log.join('\n'));
+    assert.ok(
+      log.some((m) => /building the runtime .* for its GPUs \(sm_86\)/.test(m)),
+      log.join('\n'),
+    );
     // This machine has nvcc but no cuBLASLt: the CPU backend, and the launch output says why.
-    const nvcc = spawnSync('sh', ['-c', 'command -v nvcc || test -x /usr/local/cuda/bin/nvcc'], { encoding: 'utf8' }).status === 0;
+    const nvcc =
+      spawnSync('sh', ['-c', 'command -v nvcc || test -x /usr/local/cuda/bin/nvcc'], { encoding: 'utf8' }).status === 0;
     assert.ok(log.includes(`built the runtime on ${sshd.alias}: ${first.backend}`), log.join('\n'));
     assert.match(first.backend, nvcc ? /^CPU backend only: cuBLASLt not found/ : /^CPU backend only/);
     const buildDir = path.join(path.dirname(path.dirname(first.binary)));
     if (nvcc) {
-      const report = JSON.parse(readFileSync(path.join(buildDir, 'cuda-check', 'report.json'), 'utf8')) as { architectures: string[] };
-      assert.deepEqual(report.architectures, ['86'], 'the kernels are configured for the host GPU\'s architecture');
+      const report = JSON.parse(readFileSync(path.join(buildDir, 'cuda-check', 'report.json'), 'utf8')) as {
+        architectures: string[];
+      };
+      assert.deepEqual(report.architectures, ['86'], "the kernels are configured for the host GPU's architecture");
     }
     const version = JSON.parse(sshd.exec(`'${first.binary}' --version`)) as { capabilities: string[] };
     assert.ok(version.capabilities.includes('probe'));
@@ -101,38 +115,74 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
       mkdirSync(path.join(sources, 'core', 'schemas'), { recursive: true });
       writeFileSync(path.join(sources, 'native', 'CMakeLists.txt'), 'project(x)\n');
       const installer = new RemoteRuntimeInstaller(poor.alias, () => ({ configFile: poor.clientConfig }), sources);
-      await assert.rejects(installer.ensure(base, () => undefined), /poor-host lacks cmake, c\+\+, make, pkg-config.*apt-get install cmake g\+\+ make pkg-config/);
+      await assert.rejects(
+        installer.ensure(base, () => undefined),
+        /poor-host lacks cmake, c\+\+, make, pkg-config.*apt-get install cmake g\+\+ make pkg-config/,
+      );
       rmSync(sources, { recursive: true, force: true });
     } finally {
       await poor.stop();
       rmSync(bin, { recursive: true, force: true });
     }
   });
-  it('builds a GPU host\'s runtime for its architecture with cuBLASLt and NCCL from its PyTorch wheels, and says so', async () => {
+  it("builds a GPU host's runtime for its architecture with cuBLASLt and NCCL from its PyTorch wheels, and says so", async () => {
     // A recording cmake stands in for the host's (configuring prints what cuda.cmake prints when it
     // finds both libraries in the wheels; building makes the binary); the host's FSDP_PYTHON names
     // an interpreter that reports PyTorch's wheels.
     const wheels = '/opt/py/site-packages/nvidia';
-    const tools = hostTools(['sh', 'tail', 'tar', 'setsid', 'mkdir', 'rm', 'test', 'cat', 'mv', 'grep', 'make', 'nproc', 'c++', 'gcc', 'pkg-config', 'dirname', 'chmod', 'tr', 'touch'], {
-      'nvidia-smi': 'case "$*" in *compute_cap*) printf "9.0\\n9.0\\n";; *) exit 9;; esac',
-      nvcc: 'echo "Cuda compilation tools, release 13.0"',
-      'torch-python': `echo ${wheels}`,
-      cmake: [
-        'if [ "$1" = "-S" ]; then',
-        '  mkdir -p "$4" && printf "%s\\n" "$@" > "$4/cmake-args.txt"',
-        `  echo "-- CUDA backend: cuBLASLt ${wheels}/cublas/lib/libcublasLt.so.13; NCCL ON ${wheels}/nccl/lib/libnccl.so.2; architectures 90"`,
-        'elif [ "$1" = "--build" ]; then',
-        '  mkdir -p "$2/Release" && printf "#!/bin/sh\\necho built\\n" > "$2/Release/fsdp-train-native" && chmod +x "$2/Release/fsdp-train-native"',
-        'fi',
-      ].join('\n'),
+    const tools = hostTools(
+      [
+        'sh',
+        'tail',
+        'tar',
+        'setsid',
+        'mkdir',
+        'rm',
+        'test',
+        'cat',
+        'mv',
+        'grep',
+        'make',
+        'nproc',
+        'c++',
+        'gcc',
+        'pkg-config',
+        'dirname',
+        'chmod',
+        'tr',
+        'touch',
+      ],
+      {
+        'nvidia-smi': 'case "$*" in *compute_cap*) printf "9.0\\n9.0\\n";; *) exit 9;; esac',
+        nvcc: 'echo "Cuda compilation tools, release 13.0"',
+        'torch-python': `echo ${wheels}`,
+        cmake: [
+          'if [ "$1" = "-S" ]; then',
+          '  mkdir -p "$4" && printf "%s\\n" "$@" > "$4/cmake-args.txt"',
+          `  echo "-- CUDA backend: cuBLASLt ${wheels}/cublas/lib/libcublasLt.so.13; NCCL ON ${wheels}/nccl/lib/libnccl.so.2; architectures 90"`,
+          'elif [ "$1" = "--build" ]; then',
+          '  mkdir -p "$2/Release" && printf "#!/bin/sh\\necho built\\n" > "$2/Release/fsdp-train-native" && chmod +x "$2/Release/fsdp-train-native"',
+          'fi',
+        ].join('\n'),
+      },
+    );
+    const gpuHost = await LoopbackSshd.start({
+      alias: 'gpu-host',
+      setEnv: { PATH: tools, FSDP_PYTHON: path.join(tools, 'torch-python') },
     });
-    const gpuHost = await LoopbackSshd.start({ alias: 'gpu-host', setEnv: { PATH: tools, FSDP_PYTHON: path.join(tools, 'torch-python') } });
     const gpuBase = mkdtempSync(path.join(os.tmpdir(), 'fsdp-gpu-host-'));
     try {
       const messages: string[] = [];
-      const installer = new RemoteRuntimeInstaller(gpuHost.alias, () => ({ configFile: gpuHost.clientConfig }), repoRoot);
+      const installer = new RemoteRuntimeInstaller(
+        gpuHost.alias,
+        () => ({ configFile: gpuHost.clientConfig }),
+        repoRoot,
+      );
       const r = await installer.ensure(gpuBase, (m) => messages.push(m));
-      assert.equal(r.backend, `CUDA backend for sm_90 (cuBLASLt ${wheels}/cublas/lib/libcublasLt.so.13; NCCL ${wheels}/nccl/lib/libnccl.so.2)`);
+      assert.equal(
+        r.backend,
+        `CUDA backend for sm_90 (cuBLASLt ${wheels}/cublas/lib/libcublasLt.so.13; NCCL ${wheels}/nccl/lib/libnccl.so.2)`,
+      );
       assert.ok(messages.includes(`built the runtime on gpu-host: ${r.backend}`), messages.join('\n'));
       const args = readFileSync(path.join(path.dirname(path.dirname(r.binary)), 'cmake-args.txt'), 'utf8').split('\n');
       assert.ok(args.includes('-DFSDP_CUDA_ARCHITECTURES=90'), args.join(' '));
@@ -162,7 +212,12 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
     try {
       const installer = new RemoteRuntimeInstaller(host.alias, () => ({ configFile: host.clientConfig }), repoRoot);
       const debian = existsSync('/etc/debian_version');
-      await assert.rejects(installer.ensure(hostBase, () => undefined), debian ? /no-blas-host lacks OpenBLAS .*a GPU host needs them too.*Install with: sudo apt-get install libopenblas-dev$/ : /no-blas-host lacks OpenBLAS/);
+      await assert.rejects(
+        installer.ensure(hostBase, () => undefined),
+        debian
+          ? /no-blas-host lacks OpenBLAS .*a GPU host needs them too.*Install with: sudo apt-get install libopenblas-dev$/
+          : /no-blas-host lacks OpenBLAS/,
+      );
       assert.ok(!existsSync(path.join(hostBase, 'runtime')), 'nothing was copied');
     } finally {
       await host.stop();

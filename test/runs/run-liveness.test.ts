@@ -25,7 +25,9 @@ function manifestOf(runDir: string): RunManifest | undefined {
 
 /** A memory cgroup (v1) under this process's own, or why one cannot be made here (as test/native/hardening-memory.test.ts makes it). */
 function memoryCgroup(limitBytes: number): { dir: string } | { skip: string } {
-  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  const line = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
   if (!line) return { skip: 'no cgroup v1 memory controller on this machine (cgroup v2 or none)' };
   const dir = path.join('/sys/fs/cgroup/memory', line.split(':')[2], `fsdp-oom-test-${process.pid}`);
   try {
@@ -33,7 +35,9 @@ function memoryCgroup(limitBytes: number): { dir: string } | { skip: string } {
     writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes));
     return { dir };
   } catch (e) {
-    return { skip: `cannot create a memory cgroup here (${(e as Error).message}): needs root and a writable cgroup hierarchy` };
+    return {
+      skip: `cannot create a memory cgroup here (${(e as Error).message}): needs root and a writable cgroup hierarchy`,
+    };
   }
 }
 
@@ -64,7 +68,10 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
   });
 
   it('a run refused before its first step (exit 2) is failed, with the reason, not "starting" forever', async () => {
-    const config = writeConfig(tmp, { ...smallConfig(), data: { ...(smallConfig().data as object), train: path.join(tmp, 'missing.tok') } });
+    const config = writeConfig(tmp, {
+      ...smallConfig(),
+      data: { ...(smallConfig().data as object), train: path.join(tmp, 'missing.tok') },
+    });
     const runDir = path.join(tmp, 'runs', 'refused');
     const { done } = startTrain([config, '--run-dir', runDir]);
     const result = await done;
@@ -74,23 +81,38 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     await w.start();
     assert.equal(w.status(), 'failed');
     assert.match(w.endReason() ?? '', /refused the config before the first step \(exit 2\)/);
-    await until('the watch to stop following', () => w.connection.state === 'closed' && w.vanished !== undefined, 20_000);
+    await until(
+      'the watch to stop following',
+      () => w.connection.state === 'closed' && w.vanished !== undefined,
+      20_000,
+    );
   });
 
-  it('a resumed run whose trainer died before its first line is failed, though the log still ends with the last run\'s run_end', async () => {
-    const config = writeConfig(tmp, smallConfig({ training: { max_steps: 4 }, checkpointing: { save_every_n_steps: 2 } }));
+  it("a resumed run whose trainer died before its first line is failed, though the log still ends with the last run's run_end", async () => {
+    const config = writeConfig(
+      tmp,
+      smallConfig({ training: { max_steps: 4 }, checkpointing: { save_every_n_steps: 2 } }),
+    );
     const runDir = path.join(tmp, 'runs', 'relaunched');
     assert.equal((await startTrain([config, '--run-dir', runDir]).done).code, 0);
     const previous = manifestOf(runDir)!;
     // The launch rewrites run.json ("starting", its own pid), then its process is killed at once
     // (SIGKILL: no line written), as a stop's late SIGKILL once did to a resume.
-    const started = await local.start({ runDir, manifest: { ...previous, status: 'starting', updated: Date.now() / 1000 }, argv: ['sleep', '600'], cwd: tmp });
+    const started = await local.start({
+      runDir,
+      manifest: { ...previous, status: 'starting', updated: Date.now() / 1000 },
+      argv: ['sleep', '600'],
+      cwd: tmp,
+    });
     await until('run.json rewritten by the launch', () => manifestOf(runDir)?.pgid === started.pgid, 10_000);
     await local.signal(started.pgid, 'SIGKILL');
     const w = watch(runDir);
     await w.start();
     await until('the relaunched run to be failed', () => w.status() === 'failed', 20_000).catch((e: Error) => {
-      throw new Error(`${e.message}: ${w.status()}, ${w.endReason()}, following: ${w.connection.state}, run.json ${JSON.stringify(manifestOf(runDir))?.slice(0, 200)}`, { cause: e });
+      throw new Error(
+        `${e.message}: ${w.status()}, ${w.endReason()}, following: ${w.connection.state}, run.json ${JSON.stringify(manifestOf(runDir))?.slice(0, 200)}`,
+        { cause: e },
+      );
     });
     assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
   });
@@ -100,15 +122,44 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     mkdirSync(runDir, { recursive: true });
     const t = Date.now() / 1000 - 60;
     const line = (e: object) => `${JSON.stringify({ v: 1, ...e })}\n`;
-    writeFileSync(path.join(runDir, 'metrics.jsonl'), line({ type: 'run_start', time: t, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] } }) + line({ type: 'run_end', time: t + 5, status: 'stopped', step: 3 }));
-    writeFileSync(path.join(runDir, 'run.json'), JSON.stringify({ v: 1, run_id: 'resumed', name: 'resumed', created: t, updated: t + 5, status: 'stopped', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local' }));
+    writeFileSync(
+      path.join(runDir, 'metrics.jsonl'),
+      line({ type: 'run_start', time: t, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] } }) +
+        line({ type: 'run_end', time: t + 5, status: 'stopped', step: 3 }),
+    );
+    writeFileSync(
+      path.join(runDir, 'run.json'),
+      JSON.stringify({
+        v: 1,
+        run_id: 'resumed',
+        name: 'resumed',
+        created: t,
+        updated: t + 5,
+        status: 'stopped',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        target: 'local',
+      }),
+    );
     const w = watch(runDir);
     await w.start();
     await until('the stop read', () => w.status() === 'stopped', 10_000);
     await until('the watch to let go', () => w.connection.state === 'closed', 10_000);
     w.follow({ resumedAt: Date.now() / 1000 });
     assert.equal(w.status(), 'starting', 'Resume pressed: run.json still says stopped, the run is starting');
-    writeFileSync(path.join(runDir, 'metrics.jsonl'), line({ type: 'run_start', time: Date.now() / 1000, run_id: 'resumed', config: {}, world: { size: 1, ranks: [] }, start_step: 3 }), { flag: 'a' });
+    writeFileSync(
+      path.join(runDir, 'metrics.jsonl'),
+      line({
+        type: 'run_start',
+        time: Date.now() / 1000,
+        run_id: 'resumed',
+        config: {},
+        world: { size: 1, ranks: [] },
+        start_step: 3,
+      }),
+      { flag: 'a' },
+    );
     await until('the new start read', () => w.status() === 'running', 10_000);
   });
 
@@ -116,14 +167,36 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     const runDir = path.join(tmp, 'runs', 'attempts');
     mkdirSync(runDir, { recursive: true });
     writeFileSync(path.join(runDir, 'stderr.log'), 'fsdp-train: stopping at step 5 (SIGTERM)\n');
-    const manifest: RunManifest = { v: 1, run_id: 'attempts', name: 'attempts', created: Date.now() / 1000, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', kind: 'command' };
-    for (const [argv, said] of [[['sleep', '600'], undefined], [['sh', '-c', 'echo "loading shard 3 of 8" >&2; exec sleep 600'], 'loading shard 3 of 8']] as const) {
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: 'attempts',
+      name: 'attempts',
+      created: Date.now() / 1000,
+      status: 'running',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      target: 'local',
+      kind: 'command',
+    };
+    for (const [argv, said] of [
+      [['sleep', '600'], undefined],
+      [['sh', '-c', 'echo "loading shard 3 of 8" >&2; exec sleep 600'], 'loading shard 3 of 8'],
+    ] as const) {
       const started = await local.start({ runDir, manifest, argv: [...argv], cwd: tmp });
       groups.push(started.pgid);
       await until('run.json written by the launch', () => manifestOf(runDir)?.pgid === started.pgid, 10_000);
       // The first attempt wrote nothing: both launches begin after the earlier words.
-      assert.equal(manifestOf(runDir)?.output_from?.stderr, Buffer.byteLength('fsdp-train: stopping at step 5 (SIGTERM)\n'));
-      if (said) await until('the new words', () => readFileSync(path.join(runDir, 'stderr.log'), 'utf8').includes(said), 10_000);
+      assert.equal(
+        manifestOf(runDir)?.output_from?.stderr,
+        Buffer.byteLength('fsdp-train: stopping at step 5 (SIGTERM)\n'),
+      );
+      if (said)
+        await until(
+          'the new words',
+          () => readFileSync(path.join(runDir, 'stderr.log'), 'utf8').includes(said),
+          10_000,
+        );
       const w = watch(runDir);
       await w.start();
       await local.signal(started.pgid, 'SIGKILL');
@@ -149,7 +222,11 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     process.kill(-child.pid!, 'SIGKILL');
     await until('the run to be failed', () => w.status() === 'failed', 30_000);
     assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
-    assert.doesNotMatch(w.endReason() ?? '', /memory/, 'a small run on a big machine is not said to have run out of memory');
+    assert.doesNotMatch(
+      w.endReason() ?? '',
+      /memory/,
+      'a small run on a big machine is not said to have run out of memory',
+    );
     assert.equal(w.connection.state, 'closed');
   });
 
@@ -170,7 +247,10 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     assert.equal(w.status(), 'failed');
     const reason = w.endReason() ?? '';
     assert.match(reason, /signal 9 \(SIGKILL\)/);
-    assert.match(reason, /not for want of memory \(the memory plan needs \d+(\.\d)? [KMG]iB; its ranks last held \(resident\) \d+(\.\d)? [KMG]iB; the machine has \d+(\.\d)? GiB\): something sent it SIGKILL/);
+    assert.match(
+      reason,
+      /not for want of memory \(the memory plan needs \d+(\.\d)? [KMG]iB; its ranks last held \(resident\) \d+(\.\d)? [KMG]iB; the machine has \d+(\.\d)? GiB\): something sent it SIGKILL/,
+    );
     assert.doesNotMatch(reason, /may have run out of memory/);
     assert.equal(w.connection.state, 'closed', 'no "live" connection for a dead run');
     assert.equal(w.isLive(), false);
@@ -186,14 +266,28 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
       const runDir = path.join(tmp, 'runs', 'oom-killed');
       // Joins the cgroup, waits for the watch to see it there, then allocates until the kernel kills it.
       const script = `echo $$ > ${cg.dir}/cgroup.procs && touch ${runDir}/in-cgroup && sleep 3 && exec /usr/bin/python3 -c "a = []\nwhile True: a.append(bytearray(1 << 20))"`;
-      const manifest: RunManifest = { v: 1, run_id: 'oom-killed', name: 'oom-killed', created: Date.now() / 1000, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', kind: 'command' };
+      const manifest: RunManifest = {
+        v: 1,
+        run_id: 'oom-killed',
+        name: 'oom-killed',
+        created: Date.now() / 1000,
+        status: 'running',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        target: 'local',
+        kind: 'command',
+      };
       const started = await local.start({ runDir, manifest, argv: ['/bin/sh', '-c', script], cwd: tmp });
       groups.push(started.pgid);
       await until('the process in the cgroup', () => existsSync(path.join(runDir, 'in-cgroup')), 20_000);
       const w = watch(runDir);
       await w.start();
       await until('the run to be failed', () => w.vanished !== undefined, 60_000);
-      assert.match(w.endReason() ?? '', /ended without reporting the end of the run; the kernel's out-of-memory killer ended it: its memory cgroup counted an OOM kill \(the cgroup's peak was 6\d\.\d MiB; its memory cgroup \(.*fsdp-oom-test-\d+\) has 64\.0 MiB\)/);
+      assert.match(
+        w.endReason() ?? '',
+        /ended without reporting the end of the run; the kernel's out-of-memory killer ended it: its memory cgroup counted an OOM kill \(the cgroup's peak was 6\d\.\d MiB; its memory cgroup \(.*fsdp-oom-test-\d+\) has 64\.0 MiB\)/,
+      );
     } finally {
       if (existsSync(cg.dir)) rmdirSync(cg.dir);
     }
@@ -210,7 +304,8 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
       }
       sleeper.kill('SIGKILL');
       await until('sleep to end', () => sleeper.exitCode !== null || sleeper.signalCode !== null, 10_000);
-      for (const machine of [local, ssh]) assert.equal(await machine.processesAlive([sleeper.pid!], os.hostname()), false, machine.target);
+      for (const machine of [local, ssh])
+        assert.equal(await machine.processesAlive([sleeper.pid!], os.hostname()), false, machine.target);
     } finally {
       sleeper.kill('SIGKILL');
       await sshd.stop();

@@ -25,7 +25,11 @@ describe('run output tail (the Log tab)', () => {
     const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
     tail.follow();
     try {
-      const text = (stream: string) => chunks.filter((c) => c.stream === stream).map((c) => c.text).join('');
+      const text = (stream: string) =>
+        chunks
+          .filter((c) => c.stream === stream)
+          .map((c) => c.text)
+          .join('');
       await until('the tail', () => text('stderr').includes('line 4999 '), 10_000);
       const shown = text('stderr').split('\n').filter(Boolean);
       assert.equal(shown[0], lines[0], 'the beginning: how the run started');
@@ -35,7 +39,10 @@ describe('run output tail (the Log tab)', () => {
       assert.match(shown[gap + 1], /^line \d+ x{20}$/, 'the end starts at a whole line');
       assert.equal(shown.at(-1), lines[4999]);
       assert.ok(shown.length < 5000 && shown.length > 1000, `${shown.length} lines of the first 16 and last 64 KiB`);
-      assert.ok(chunks.some((c) => c.stream === 'stdout' && c.reset), 'stdout, absent, is shown empty');
+      assert.ok(
+        chunks.some((c) => c.stream === 'stdout' && c.reset),
+        'stdout, absent, is shown empty',
+      );
 
       appendFileSync(path.join(dir, 'stdout.log'), 'hello ');
       appendFileSync(path.join(dir, 'stdout.log'), 'wörld\nsecond');
@@ -56,9 +63,15 @@ describe('run output tail (the Log tab)', () => {
     const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
     tail.follow();
     try {
-      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      const text = () =>
+        chunks
+          .filter((c) => c.stream === 'stdout')
+          .map((c) => c.text)
+          .join('');
       await until('the tail', () => text().includes('line 2599 '), 10_000);
-      const shown = text().split('\n').filter((l) => l.startsWith('line '));
+      const shown = text()
+        .split('\n')
+        .filter((l) => l.startsWith('line '));
       assert.equal(shown[0], lines[0], 'the beginning: how the run started');
       assert.equal(shown.at(-1), lines.at(-1));
       assert.equal(new Set(shown).size, shown.length, 'no line twice');
@@ -82,7 +95,11 @@ describe('run output tail (the Log tab)', () => {
     const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
     tail.follow();
     try {
-      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      const text = () =>
+        chunks
+          .filter((c) => c.stream === 'stdout')
+          .map((c) => c.text)
+          .join('');
       const lastWhole = body.slice(0, body.lastIndexOf('\n')).split('\n').at(-1)!;
       await until('the tail', () => text().includes(`${lastWhole}\n`), 10_000);
       const shown = text().split('\n');
@@ -95,17 +112,44 @@ describe('run output tail (the Log tab)', () => {
 
   it("shows the native runtime's JSON events on stdout as readable lines, and other lines as they are", async () => {
     const events = [
-      { v: 1, type: 'run_start', time: 1, run_id: 'r1', config: {}, world: { size: 2, ranks: [] }, n_params: 124_000_000 },
-      { v: 1, type: 'step', time: 2, step: 12, loss: 3.45213, lr: 0.0003, grad_norm: 0.912, tokens_per_s: 12_345, step_ms: 45.2, mem_peak: 3 * 1024 ** 2, mfu: 0.3 },
+      {
+        v: 1,
+        type: 'run_start',
+        time: 1,
+        run_id: 'r1',
+        config: {},
+        world: { size: 2, ranks: [] },
+        n_params: 124_000_000,
+      },
+      {
+        v: 1,
+        type: 'step',
+        time: 2,
+        step: 12,
+        loss: 3.45213,
+        lr: 0.0003,
+        grad_norm: 0.912,
+        tokens_per_s: 12_345,
+        step_ms: 45.2,
+        mem_peak: 3 * 1024 ** 2,
+        mfu: 0.3,
+      },
       { v: 1, type: 'checkpoint', time: 3, step: 12, path: 'checkpoints/step-12', bytes: 2 * 1024 ** 2 },
       { v: 1, type: 'run_end', time: 4, status: 'completed', step: 12 },
     ];
-    writeFileSync(path.join(dir, 'stdout.log'), `fsdp-train: plain words stay\n${events.map((e) => JSON.stringify(e)).join('\n')}\n{"not": "an event"}\n`);
+    writeFileSync(
+      path.join(dir, 'stdout.log'),
+      `fsdp-train: plain words stay\n${events.map((e) => JSON.stringify(e)).join('\n')}\n{"not": "an event"}\n`,
+    );
     const chunks: OutputChunk[] = [];
     const tail = new RunOutputTail(new LocalMachine(), dir, (c) => chunks.push(c));
     tail.follow();
     try {
-      const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+      const text = () =>
+        chunks
+          .filter((c) => c.stream === 'stdout')
+          .map((c) => c.text)
+          .join('');
       await until('stdout', () => text().includes('an event'), 10_000);
       assert.deepEqual(text().trimEnd().split('\n'), [
         'fsdp-train: plain words stay',
@@ -146,7 +190,11 @@ describe('run output tail (the Log tab)', () => {
       const ssh = new SshMachine(sshd.alias, () => ({ configFile: sshd.clientConfig }));
       // A folder name a shell would misread.
       const runDir = path.join(dir, `it's a "run"; $(touch pwned)`);
-      assert.deepEqual(await ssh.readFileFrom(path.join(runDir, 'stdout.log'), 0, 100), { data: Buffer.alloc(0), size: 0 }, 'absent: empty');
+      assert.deepEqual(
+        await ssh.readFileFrom(path.join(runDir, 'stdout.log'), 0, 100),
+        { data: Buffer.alloc(0), size: 0 },
+        'absent: empty',
+      );
       mkdirSync(runDir);
       writeFileSync(path.join(runDir, 'stdout.log'), 'first line\nsecond line\n');
       const { data, size } = await ssh.readFileFrom(path.join(runDir, 'stdout.log'), 6, 4);
@@ -155,7 +203,11 @@ describe('run output tail (the Log tab)', () => {
       const tail = new RunOutputTail(ssh, runDir, (c) => chunks.push(c));
       tail.follow();
       try {
-        const text = () => chunks.filter((c) => c.stream === 'stdout').map((c) => c.text).join('');
+        const text = () =>
+          chunks
+            .filter((c) => c.stream === 'stdout')
+            .map((c) => c.text)
+            .join('');
         await until('the remote log', () => text() === 'first line\nsecond line\n', 30_000);
         appendFileSync(path.join(runDir, 'stdout.log'), 'third\n');
         await until('the appended line', () => text() === 'first line\nsecond line\nthird\n', 30_000);

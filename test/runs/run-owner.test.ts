@@ -50,7 +50,11 @@ function markedProcesses(runId: string): number[] {
   const found: number[] = [];
   for (const name of readdirNumeric('/proc')) {
     try {
-      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(`FSDP_RUN_ID=${runId}`) && alive(Number(name))) found.push(Number(name));
+      if (
+        readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(`FSDP_RUN_ID=${runId}`) &&
+        alive(Number(name))
+      )
+        found.push(Number(name));
     } catch {
       /* gone, or not ours */
     }
@@ -65,7 +69,10 @@ function readdirNumeric(dir: string): string[] {
 function events(runDir: string): Array<{ type: string; status?: string; reason?: string }> {
   const file = path.join(runDir, 'metrics.jsonl');
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string });
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { type: string });
 }
 
 describe('one owner per run (real processes)', function () {
@@ -92,8 +99,28 @@ describe('one owner per run (real processes)', function () {
   it('fsdp-train killed outright: the trainer keeps the lock (a second trainer is refused, naming it) and ends the run saying why', async () => {
     const runDir = path.join(tmp, 'native-20261126-000000-abcd');
     const runId = path.basename(runDir);
-    const argv = [process.execPath, '--import', 'tsx', FSDP_TRAIN, path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), '--run-dir', runDir, '--set', 'training.max_steps=100000'];
-    const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', command: argv };
+    const argv = [
+      process.execPath,
+      '--import',
+      'tsx',
+      FSDP_TRAIN,
+      path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
+      '--run-dir',
+      runDir,
+      '--set',
+      'training.max_steps=100000',
+    ];
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: runId,
+      created: Date.now() / 1000,
+      status: 'starting',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      target: 'local',
+      command: argv,
+    };
     const started = await local.start({ runDir, manifest, argv, cwd: repoRoot, env: { FSDP_TRAIN_NATIVE: NATIVE } });
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
@@ -105,7 +132,20 @@ describe('one owner per run (real processes)', function () {
     process.kill(trainer, 'SIGSTOP');
     process.kill(started.pid, 'SIGKILL');
     await until('fsdp-train gone', () => !alive(started.pid), 10_000);
-    const second = spawnSync(process.execPath, ['--import', 'tsx', FSDP_TRAIN, path.join(repoRoot, 'samples', 'tiny-cpu.yaml'), '--run-dir', runDir, '--resume', 'auto'], { cwd: repoRoot, encoding: 'utf8', timeout: 120_000, env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE } });
+    const second = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        FSDP_TRAIN,
+        path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
+        '--run-dir',
+        runDir,
+        '--resume',
+        'auto',
+      ],
+      { cwd: repoRoot, encoding: 'utf8', timeout: 120_000, env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE } },
+    );
     assert.equal(second.status, 1, `a second trainer on the folder was accepted: ${second.stderr}`);
     assert.match(second.stderr, new RegExp(`in use by another trainer: pid ${trainer} `));
 
@@ -122,16 +162,37 @@ describe('one owner per run (real processes)', function () {
     const runDir = path.join(tmp, 'mpi-20261126-000000-abcd');
     const runId = path.basename(runDir);
     mkdirSync(runDir);
-    const { config } = sampleRunConfig(tmp, { name: 'two-ranks', steps: 100_000, sharding: 'FULL_SHARD', launch: (text) => text.replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2') });
+    const { config } = sampleRunConfig(tmp, {
+      name: 'two-ranks',
+      steps: 100_000,
+      sharding: 'FULL_SHARD',
+      launch: (text) => text.replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2'),
+    });
     writeFileSync(path.join(runDir, 'config.json'), JSON.stringify(config));
     // As an SSH launch starts it on a host: mpirun around the runtime, led by the detached start.
-    const argv = withMpirun(config, [NATIVE, '--config', path.join(runDir, 'config.json'), '--run-dir', runDir], ['OMP_WAIT_POLICY', ...LAUNCHER_ENV]);
+    const argv = withMpirun(
+      config,
+      [NATIVE, '--config', path.join(runDir, 'config.json'), '--run-dir', runDir],
+      ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
+    );
     assert.equal(argv[0], 'mpirun');
-    const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 2 }, host: os.hostname(), target: 'local', command: argv };
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: runId,
+      created: Date.now() / 1000,
+      status: 'starting',
+      config: {},
+      world: { size: 2 },
+      host: os.hostname(),
+      target: 'local',
+      command: argv,
+    };
     const started = await local.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
-    const ranks = markedProcesses(runId).filter((p) => p !== started.pid && readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native'));
+    const ranks = markedProcesses(runId).filter(
+      (p) => p !== started.pid && readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native'),
+    );
     assert.equal(ranks.length, 2, `two ranks carry the run's mark: ${ranks}`);
 
     process.kill(started.pid, 'SIGKILL');
@@ -139,18 +200,34 @@ describe('one owner per run (real processes)', function () {
     const ended = manifestOf(runDir)!;
     assert.equal(ended.status, 'failed');
     assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${started.pid}, mpirun\\) is gone`));
-    assert.deepEqual(events(runDir).filter((e) => e.type === 'run_end').map((e) => e.status), ['failed']);
+    assert.deepEqual(
+      events(runDir)
+        .filter((e) => e.type === 'run_end')
+        .map((e) => e.status),
+      ['failed'],
+    );
   });
 
   for (const [what, command] of [
     ['silent ranks', ['--nproc', '2', '--', 'python3', '-c', 'import time; time.sleep(600)']],
-    ['what the command started (a launcher\'s workers)', ['--', '/bin/sh', '-c', 'sleep 600 & sleep 600 & wait']],
+    ["what the command started (a launcher's workers)", ['--', '/bin/sh', '-c', 'sleep 600 & sleep 600 & wait']],
   ] as const) {
     it(`a supervisor killed outright takes ${what} with it; run.json and the watch say it failed, and why`, async () => {
       const runDir = path.join(tmp, `cmd-20261126-00000${what.length % 10}-abcd`);
       const runId = path.basename(runDir);
       const argv = ['python3', SUPERVISOR, '--run-dir', runDir, ...command];
-      const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target: 'local', command: argv, kind: 'command' };
+      const manifest: RunManifest = {
+        v: 1,
+        run_id: runId,
+        created: Date.now() / 1000,
+        status: 'starting',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        target: 'local',
+        command: argv,
+        kind: 'command',
+      };
       const started = await local.start({ runDir, manifest, argv, cwd: tmp });
       cleanup.push(started.pgid);
       await until('the command running', () => manifestOf(runDir)?.status === 'running', 60_000);

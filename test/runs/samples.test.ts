@@ -20,7 +20,7 @@ import { until } from '../harness/until';
 
 const SPEC = path.join(repoRoot, 'samples', 'ddp-python.fsdp-launch.yaml');
 
-describe('samples: the PyTorch DDP sample runs as launched from its spec (real processes, .venv\'s PyTorch 2)', function () {
+describe("samples: the PyTorch DDP sample runs as launched from its spec (real processes, .venv's PyTorch 2)", function () {
   this.timeout(10 * 60_000);
   const local = new LocalMachine();
   let tmp: string;
@@ -33,13 +33,17 @@ describe('samples: the PyTorch DDP sample runs as launched from its spec (real p
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('samples/ddp-python.fsdp-launch.yaml: 2 ranks complete 60 steps, the companion\'s loss, lr and grad norm read every step once, the loss falls', async () => {
+  it("samples/ddp-python.fsdp-launch.yaml: 2 ranks complete 60 steps, the companion's loss, lr and grad norm read every step once, the loss falls", async () => {
     assert.ok(existsSync(VENV_PYTHON), `${VENV_PYTHON}: the project's Python environment is made by the test set-up`);
     const { spec, problems } = loadLaunchSpec(readFileSync(SPEC, 'utf8'), SPEC);
     assert.ok(spec, JSON.stringify(problems));
     // The one change: the run folder in a temporary folder instead of the repository's samples/runs/.
     const request = { specPath: SPEC, spec: { ...spec, runsDir: tmp } };
-    launched = (await launchRun({ kind: 'command', request }, { kind: 'local' }, testLaunchEnvironment({ local }))) as LaunchedRun;
+    launched = (await launchRun(
+      { kind: 'command', request },
+      { kind: 'local' },
+      testLaunchEnvironment({ local }),
+    )) as LaunchedRun;
     watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
     await watch.start();
     watch.follow();
@@ -55,7 +59,10 @@ describe('samples: the PyTorch DDP sample runs as launched from its spec (real p
     assert.deepEqual([...lr.steps], steps);
     assert.deepEqual([...grad_norm.steps], steps);
     const losses = [...loss.values] as number[];
-    assert.ok(losses.every((v) => Number.isFinite(v)), JSON.stringify(losses));
+    assert.ok(
+      losses.every((v) => Number.isFinite(v)),
+      JSON.stringify(losses),
+    );
     // A byte-level model starts near ln(vocab); 60 steps of AdamW at 3e-3 bring it well below.
     assert.ok(losses[59] < losses[0] - 1, `loss ${losses[0]} → ${losses[59]}`);
     assert.match(log('stdout.log'), /step 60: loss \d/);

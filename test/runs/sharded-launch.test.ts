@@ -37,17 +37,24 @@ function twoRankConfig(dir: string): LaunchRequest {
 
 /** Steps of the complete checkpoints of a run (folders checkpoints/step-NNNNNNNN, native/FORMATS.md). */
 function checkpointSteps(runDir: string): number[] {
-  return readdirSync(path.join(runDir, 'checkpoints')).filter((n) => /^step-\d+$/.test(n)).map((n) => Number(n.slice(5)));
+  return readdirSync(path.join(runDir, 'checkpoints'))
+    .filter((n) => /^step-\d+$/.test(n))
+    .map((n) => Number(n.slice(5)));
 }
 
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) => untilHeld(what, cond, timeoutMs);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000) =>
+  untilHeld(what, cond, timeoutMs);
 
 /**
  * Launch, stop as "FSDP: Stop run" does (the graceful signal for the run's command, to its process
  * group), check what the stop left, resume, and check the whole run. `launch(previous?)` starts the
  * run, or resumes it given its stopped manifest.
  */
-async function stopAndResume(machine: RunMachine, launch: (resume?: LaunchedRun) => Promise<LaunchedRun>, checkpoints: (runDir: string) => Promise<number[]>): Promise<void> {
+async function stopAndResume(
+  machine: RunMachine,
+  launch: (resume?: LaunchedRun) => Promise<LaunchedRun>,
+  checkpoints: (runDir: string) => Promise<number[]>,
+): Promise<void> {
   const first = await launch();
   const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine);
   try {
@@ -61,7 +68,11 @@ async function stopAndResume(machine: RunMachine, launch: (resume?: LaunchedRun)
     const stoppedAt = watch.history.lastStep!;
     assert.ok(stoppedAt < STEPS, `stopped at step ${stoppedAt}, before the end`);
     await until('process group gone', async () => (await machine.isAlive(first.pgid)) === false, 30_000);
-    assert.deepEqual(await checkpoints(first.runDir), [stoppedAt], 'the stop saved a checkpoint at the step it stopped after');
+    assert.deepEqual(
+      await checkpoints(first.runDir),
+      [stoppedAt],
+      'the stop saved a checkpoint at the step it stopped after',
+    );
     await watch.refreshManifest();
     assert.equal(watch.manifest?.status, 'stopped');
     assert.deepEqual(new Set(watch.history.memoryByRank.keys()), new Set([0, 1]), 'each rank reports its memory');
@@ -69,7 +80,11 @@ async function stopAndResume(machine: RunMachine, launch: (resume?: LaunchedRun)
     await launch(first);
     watch.follow();
     await until('the resumed run completes', () => watch.history.end?.status === 'completed', 180_000);
-    assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: STEPS }, (_, i) => i + 1), 'every step once');
+    assert.deepEqual(
+      [...watch.history.step.loss.steps],
+      Array.from({ length: STEPS }, (_, i) => i + 1),
+      'every step once',
+    );
     assert.equal(watch.problems.length, 0, JSON.stringify(watch.problems));
   } finally {
     watch.dispose();
@@ -94,8 +109,17 @@ describe('sharded runs launched as the editor launches them (real mpirun, 2 rank
       async (previous) => {
         const env = testLaunchEnvironment({ local, localTrainer: TRAINER });
         const request = previous ? { ...req, resumeRunDir: previous.runDir } : req;
-        const launched = (await launchRun({ kind: 'native', request }, { kind: 'local' }, env, previousOf(await (previous && local.readManifest(previous.runDir))))) as LaunchedRun;
-        assert.notEqual(launched.argv[0], 'mpirun', 'a local run is led by fsdp-train, which stops its ranks gracefully');
+        const launched = (await launchRun(
+          { kind: 'native', request },
+          { kind: 'local' },
+          env,
+          previousOf(await (previous && local.readManifest(previous.runDir))),
+        )) as LaunchedRun;
+        assert.notEqual(
+          launched.argv[0],
+          'mpirun',
+          'a local run is led by fsdp-train, which stops its ranks gracefully',
+        );
         return launched;
       },
       async (runDir) => checkpointSteps(runDir),
@@ -107,13 +131,22 @@ describe('sharded runs launched as the editor launches them (real mpirun, 2 rank
     try {
       const settings = () => ({ configFile: sshd.clientConfig });
       const ssh = new SshMachine(sshd.alias, settings);
-      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, ssh]]), sshSettings: settings, remoteBase: SHARED_REMOTE_BASE });
+      const env = testLaunchEnvironment({
+        ssh: new Map([[sshd.alias, ssh]]),
+        sshSettings: settings,
+        remoteBase: SHARED_REMOTE_BASE,
+      });
       const req = twoRankConfig(tmp);
       await stopAndResume(
         ssh,
         async (previous) => {
           const request = previous ? { ...req, resumeRunDir: previous.runDir } : req;
-          const launched = (await launchRun({ kind: 'native', request }, { kind: 'ssh', host: sshd.alias }, env, previousOf(await (previous && ssh.readManifest(previous.runDir))))) as LaunchedRun;
+          const launched = (await launchRun(
+            { kind: 'native', request },
+            { kind: 'ssh', host: sshd.alias },
+            env,
+            previousOf(await (previous && ssh.readManifest(previous.runDir))),
+          )) as LaunchedRun;
           assert.equal(launched.argv[0], 'mpirun');
           assert.equal(gracefulStopSignal(launched.argv), 'SIGUSR1');
           return launched;

@@ -33,11 +33,17 @@ const HOSTILE = `it's "q" $(touch /tmp/fsdp-slurm-pwned) #c`;
 const PWNED = '/tmp/fsdp-slurm-pwned';
 
 // Generous limits: a loaded 2-core machine (other builds and test runs) can slow a run tenfold.
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 240_000) => untilHeld(what, cond, timeoutMs, 200);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 240_000) =>
+  untilHeld(what, cond, timeoutMs, 200);
 
 function checkpointSteps(runDir: string): number[] {
   const dir = path.join(runDir, 'checkpoints');
-  return existsSync(dir) ? readdirSync(dir).filter((n) => /^step-\d+$/.test(n)).map((n) => Number(n.slice(5))).sort((a, b) => a - b) : [];
+  return existsSync(dir)
+    ? readdirSync(dir)
+        .filter((n) => /^step-\d+$/.test(n))
+        .map((n) => Number(n.slice(5)))
+        .sort((a, b) => a - b)
+    : [];
 }
 
 function readManifest(runDir: string): RunManifest {
@@ -45,7 +51,11 @@ function readManifest(runDir: string): RunManifest {
 }
 
 function assertEveryStepOnce(watch: RunWatch, last: number): void {
-  assert.deepEqual([...watch.history.step.loss.steps], Array.from({ length: last }, (_, i) => i + 1), 'every step once');
+  assert.deepEqual(
+    [...watch.history.step.loss.steps],
+    Array.from({ length: last }, (_, i) => i + 1),
+    'every step once',
+  );
   assert.equal(watch.problems.length, 0, JSON.stringify(watch.problems));
 }
 
@@ -61,8 +71,20 @@ interface SlurmDoor {
   prepare: (config: LaunchRequest['config']) => Promise<unknown>;
 }
 
-async function queueRunStopResume(slurm: LocalSlurm, door: SlurmDoor, machine: RunMachine, dir: string, runDirOf: (l: LaunchedSlurmRun) => string): Promise<void> {
-  const submit = async (request: LaunchRequest, previous?: RunManifest) => (await launchRun({ kind: 'native', request }, { kind: 'slurm', loginHost: door.loginHost }, door.env, previousOf(previous))) as LaunchedSlurmRun;
+async function queueRunStopResume(
+  slurm: LocalSlurm,
+  door: SlurmDoor,
+  machine: RunMachine,
+  dir: string,
+  runDirOf: (l: LaunchedSlurmRun) => string,
+): Promise<void> {
+  const submit = async (request: LaunchRequest, previous?: RunManifest) =>
+    (await launchRun(
+      { kind: 'native', request },
+      { kind: 'slurm', loginHost: door.loginHost },
+      door.env,
+      previousOf(previous),
+    )) as LaunchedSlurmRun;
   // Enough steps that a quiet machine (about 40 ms a step) is still training when the watch looks.
   const steps = 150;
   const req = slurmRunConfig(dir, { steps, jobName: HOSTILE, extra: [`--comment=${HOSTILE}`] });
@@ -88,12 +110,21 @@ async function queueRunStopResume(slurm: LocalSlurm, door: SlurmDoor, machine: R
     assert.ok(!existsSync(PWNED), 'nothing in them was executed');
     // Attach lists the user's jobs with their run folders (the job's working directory).
     const mine = await door.cluster.myJobs();
-    assert.deepEqual(mine.filter((j) => j.id === first.jobId).map((j) => [j.state, j.workDir, j.name]), [['PENDING', first.runDir, HOSTILE]]);
+    assert.deepEqual(
+      mine.filter((j) => j.id === first.jobId).map((j) => [j.state, j.workDir, j.name]),
+      [['PENDING', first.runDir, HOSTILE]],
+    );
 
     slurm.check(['scancel', blocker]);
-    await until('running, with steps arriving live', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5).catch((e: Error) => {
+    await until(
+      'running, with steps arriving live',
+      () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5,
+    ).catch((e: Error) => {
       const out = path.join(runDir, `slurm-${first.jobId}.out`);
-      throw new Error(`${e.message}; status ${watch.status()} (${watch.endReason()}), job ${JSON.stringify(watch.job)}, connection ${JSON.stringify(watch.connection)}; ${out}:\n${existsSync(out) ? readFileSync(out, 'utf8').slice(-3000) : '(none)'}`, { cause: e });
+      throw new Error(
+        `${e.message}; status ${watch.status()} (${watch.endReason()}), job ${JSON.stringify(watch.job)}, connection ${JSON.stringify(watch.connection)}; ${out}:\n${existsSync(out) ? readFileSync(out, 'utf8').slice(-3000) : '(none)'}`,
+        { cause: e },
+      );
     });
     const outcome = await stopSlurmJob(door.cluster, first.jobId, 60);
     assert.equal(outcome, 'stopped');
@@ -117,9 +148,16 @@ async function queueRunStopResume(slurm: LocalSlurm, door: SlurmDoor, machine: R
     assert.equal(watch.history.start?.start_step, stoppedAt, 'the resumed job continued from the checkpoint');
 
     // "Continue training" for 20 more steps: a third job, from the final checkpoint.
-    const third = await submit({ ...req, resumeRunDir: first.runDir, overrides: [`training.max_steps=${steps + 20}`] }, readManifest(runDir));
+    const third = await submit(
+      { ...req, resumeRunDir: first.runDir, overrides: [`training.max_steps=${steps + 20}`] },
+      readManifest(runDir),
+    );
     await watch.refreshJob();
-    await until('the continued run completes', () => watch.status() === 'completed' && watch.history.lastStep === steps + 20, 600_000);
+    await until(
+      'the continued run completes',
+      () => watch.status() === 'completed' && watch.history.lastStep === steps + 20,
+      600_000,
+    );
     assertEveryStepOnce(watch, steps + 20);
     assert.deepEqual(readManifest(runDir).slurm?.jobs, [first.jobId, second.jobId, third.jobId]);
   } finally {
@@ -153,7 +191,13 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     const cluster = new SlurmCluster(localLoginHost());
     const dir = mkdtempSync(path.join(tmp, 'here '));
     const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
-    await queueRunStopResume(slurm, { env, loginHost: 'local', cluster, prepare: async () => undefined }, new LocalMachine(), dir, (l) => l.runDir);
+    await queueRunStopResume(
+      slurm,
+      { env, loginHost: 'local', cluster, prepare: async () => undefined },
+      new LocalMachine(),
+      dir,
+      (l) => l.runDir,
+    );
   });
 
   it('a job at its time limit saves before it is killed and its requeued job continues; scancel from outside shows as cancelled', async () => {
@@ -164,7 +208,11 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     // before 100000 steps; the requeued one is cancelled in its first 30 s.
     const req = slurmRunConfig(dir, { steps: 100_000, timeLimit: 2, signalBeforeLimitS: 30 });
     const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
-    const launched = (await launchRun({ kind: 'native', request: req }, { kind: 'slurm', loginHost: 'local' }, env)) as LaunchedSlurmRun;
+    const launched = (await launchRun(
+      { kind: 'native', request: req },
+      { kind: 'slurm', loginHost: 'local' },
+      env,
+    )) as LaunchedSlurmRun;
     const machine = new LocalMachine();
     const watch = new RunWatch({ target: machine.target, runDir: launched.runDir }, machine, cluster);
     try {
@@ -174,7 +222,10 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
       assert.deepEqual(checkpointSteps(launched.runDir), [savedAt], 'saved at the step it stopped after');
       // The next job of it gets time enough, however slow a loaded machine makes its start.
       slurm.check(['scontrol', 'update', `JobId=${launched.jobId}`, 'TimeLimit=10']);
-      await until('the requeued job to run and train past the checkpoint', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= savedAt + 5);
+      await until(
+        'the requeued job to run and train past the checkpoint',
+        () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= savedAt + 5,
+      );
       assert.equal(watch.history.start?.start_step, savedAt, 'the requeued job resumed from the checkpoint');
       assert.equal(readManifest(launched.runDir).slurm?.job_id, launched.jobId, 'a requeue keeps the job id');
       assert.match(readFileSync(path.join(launched.runDir, `slurm-${launched.jobId}.out`), 'utf8'), /requeueing job/);
@@ -183,9 +234,20 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
       await until('cancelled', () => watch.status() === 'cancelled');
       assert.match(watch.endReason() ?? '', new RegExp(`job ${launched.jobId} was cancelled`));
       assertEveryStepOnce(watch, watch.history.lastStep!);
-      await until('the end recorded in run.json', () => readManifest(launched.runDir).slurm?.final_state === 'CANCELLED', 30_000);
+      await until(
+        'the end recorded in run.json',
+        () => readManifest(launched.runDir).slurm?.final_state === 'CANCELLED',
+        30_000,
+      );
       // After the controller forgets the job (no accounting here), run.json still says it.
-      const later = new RunWatch({ target: machine.target, runDir: launched.runDir }, machine, new SlurmCluster({ target: 'local', run: async () => ({ code: 1, stdout: '', stderr: 'slurm_load_jobs error: Invalid job id specified' }) }));
+      const later = new RunWatch(
+        { target: machine.target, runDir: launched.runDir },
+        machine,
+        new SlurmCluster({
+          target: 'local',
+          run: async () => ({ code: 1, stdout: '', stderr: 'slurm_load_jobs error: Invalid job id specified' }),
+        }),
+      );
       await later.refreshJob();
       assert.equal(later.status(), 'cancelled');
       later.dispose();
@@ -196,12 +258,19 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
 
   it('a hostile partition name is refused by sbatch, and nothing in it runs; the real partition is read for the memory check', async () => {
     const cluster = new SlurmCluster(localLoginHost());
-    assert.deepEqual(await cluster.partition(), { name: slurm.partition, memoryBytes: Math.floor(os.totalmem() / 2 ** 20 / 2) * 2 ** 20, cpusPerNode: slurm.cpus });
+    assert.deepEqual(await cluster.partition(), {
+      name: slurm.partition,
+      memoryBytes: Math.floor(os.totalmem() / 2 ** 20 / 2) * 2 ** 20,
+      cpusPerNode: slurm.cpus,
+    });
     assert.equal(await cluster.partition('no-such-partition').catch(() => undefined), undefined);
     const dir = mkdtempSync(path.join(tmp, 'partition-'));
     const req = slurmRunConfig(dir, { steps: 10, partition: HOSTILE });
     const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
-    await assert.rejects(launchRun({ kind: 'native', request: req }, { kind: 'slurm', loginHost: 'local' }, env), /sbatch refused the job: .*invalid partition/i);
+    await assert.rejects(
+      launchRun({ kind: 'native', request: req }, { kind: 'slurm', loginHost: 'local' }, env),
+      /sbatch refused the job: .*invalid partition/i,
+    );
     assert.ok(!existsSync(PWNED));
     // The run sbatch refused is failed with sbatch's words, not "starting" for ever.
     const [runDir] = readdirSync(path.join(dir, 'runs')).map((d) => path.join(dir, 'runs', d));
@@ -225,18 +294,25 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     const dir = mkdtempSync(path.join(tmp, 'script-'));
     const specFile = path.join(dir, 'ddp.fsdp-launch.yaml');
     const ddp = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');
-    writeFileSync(specFile, [
-      'name: ddp-on-slurm',
-      `command: [${JSON.stringify(VENV_PYTHON)}, ${JSON.stringify(ddp)}, --steps, "100000", --step-sleep, "0.02", --checkpoint, ${JSON.stringify(path.join(dir, 'ckpt'))}]`,
-      'nproc_per_node: 2',
-      `python: ${JSON.stringify(VENV_PYTHON)}`,
-      'slurm: {time_limit: 5}',
-    ].join('\n') + '\n');
+    writeFileSync(
+      specFile,
+      [
+        'name: ddp-on-slurm',
+        `command: [${JSON.stringify(VENV_PYTHON)}, ${JSON.stringify(ddp)}, --steps, "100000", --step-sleep, "0.02", --checkpoint, ${JSON.stringify(path.join(dir, 'ckpt'))}]`,
+        'nproc_per_node: 2',
+        `python: ${JSON.stringify(VENV_PYTHON)}`,
+        'slurm: {time_limit: 5}',
+      ].join('\n') + '\n',
+    );
     const { spec, problems } = loadLaunchSpec(readFileSync(specFile, 'utf8'), specFile);
     assert.ok(spec, JSON.stringify(problems));
     // The door's SLURM strategy for a command: the companion from this checkout (python/), the spec's runs folder and cwd.
     const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]) });
-    const launched = (await launchRun({ kind: 'command', request: { specPath: specFile, spec } }, { kind: 'slurm', loginHost: 'local' }, env)) as LaunchedSlurmRun;
+    const launched = (await launchRun(
+      { kind: 'command', request: { specPath: specFile, spec } },
+      { kind: 'slurm', loginHost: 'local' },
+      env,
+    )) as LaunchedSlurmRun;
     const { runDir, jobId } = launched;
     assert.equal(readManifest(runDir).kind, 'command');
     assert.equal(readManifest(runDir).slurm?.stop_signal, 'TERM', 'a script is stopped with SIGTERM');
@@ -245,12 +321,22 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     const watch = new RunWatch({ target: machine.target, runDir }, machine, cluster);
     try {
       await watch.start();
-      await until('the supervisor to report the run and rank 0 its steps', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5);
-      assert.equal(await stopSlurmJob(cluster, jobId, 60, () => undefined, readManifest(runDir).slurm!.stop_signal), 'stopped');
+      await until(
+        'the supervisor to report the run and rank 0 its steps',
+        () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 5,
+      );
+      assert.equal(
+        await stopSlurmJob(cluster, jobId, 60, () => undefined, readManifest(runDir).slurm!.stop_signal),
+        'stopped',
+      );
       await until('stopped', () => watch.status() === 'stopped' && !watch.isLive());
       const out = readFileSync(path.join(runDir, `slurm-${jobId}.out`), 'utf8');
       const stops = [...out.matchAll(/rank (\d): stopped after step (\d+)/g)].map((m) => [m[1], m[2]]).sort();
-      assert.deepEqual(stops.map((s) => s[0]), ['0', '1'], `two ranks, 0 and 1, joined one job and stopped:\n${out.slice(-2000)}`);
+      assert.deepEqual(
+        stops.map((s) => s[0]),
+        ['0', '1'],
+        `two ranks, 0 and 1, joined one job and stopped:\n${out.slice(-2000)}`,
+      );
       assert.equal(stops[0][1], stops[1][1], 'after the same step');
       assert.equal(readManifest(runDir).status, 'stopped', 'the supervisor recorded the stop');
       assert.ok(existsSync(path.join(dir, 'ckpt', 'last.pt')), 'the script saved its checkpoint on the stop');
@@ -267,12 +353,17 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
       const machine = new SshMachine(sshd.alias, settings);
       const dir = mkdtempSync(path.join(tmp, 'ssh-'));
       // The host is this machine: its run folder is read directly for the checks.
-      const env = testLaunchEnvironment({ ssh: new Map([[sshd.alias, machine]]), sshSettings: settings, clusters: new Map([[sshd.alias, cluster]]), remoteBase: SHARED_REMOTE_BASE });
-      const prepare = (config: LaunchRequest['config']) => placeOverSsh(sshd.alias, settings, SHARED_REMOTE_BASE, repoRoot)(config, () => undefined);
+      const env = testLaunchEnvironment({
+        ssh: new Map([[sshd.alias, machine]]),
+        sshSettings: settings,
+        clusters: new Map([[sshd.alias, cluster]]),
+        remoteBase: SHARED_REMOTE_BASE,
+      });
+      const prepare = (config: LaunchRequest['config']) =>
+        placeOverSsh(sshd.alias, settings, SHARED_REMOTE_BASE, repoRoot)(config, () => undefined);
       await queueRunStopResume(slurm, { env, loginHost: sshd.alias, cluster, prepare }, machine, dir, (l) => l.runDir);
     } finally {
       await sshd.stop();
     }
   });
 });
-

@@ -33,7 +33,7 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-describe('Stop signals only what is the run\'s (real processes)', function () {
+describe("Stop signals only what is the run's (real processes)", function () {
   this.timeout(120_000);
   let tmp: string;
   const strangers: ChildProcess[] = [];
@@ -49,16 +49,30 @@ describe('Stop signals only what is the run\'s (real processes)', function () {
 
   async function startRun(machine: RunMachine, runDir: string): Promise<RunManifest> {
     const runId = path.basename(runDir);
-    const manifest: RunManifest = { v: 1, run_id: runId, created: Date.now() / 1000, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), target: machine.target, command: TRAINER };
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: runId,
+      created: Date.now() / 1000,
+      status: 'running',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      target: machine.target,
+      command: TRAINER,
+    };
     const started = await machine.start({ runDir, manifest, argv: TRAINER, cwd: tmp });
     groups.push(started.pgid);
-    await until('run.json names the group', () => {
-      try {
-        return manifestOf(runDir).pgid === started.pgid;
-      } catch {
-        return false;
-      }
-    }, 20_000);
+    await until(
+      'run.json names the group',
+      () => {
+        try {
+          return manifestOf(runDir).pgid === started.pgid;
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+    );
     return manifestOf(runDir);
   }
 
@@ -81,9 +95,19 @@ describe('Stop signals only what is the run\'s (real processes)', function () {
     assert.ok('manifest' in parseRunManifest(JSON.stringify({ ...base, pgid: 4242 })));
   });
 
-  it('refuses a group that is not the run\'s (no run mark), and it lives on', async () => {
+  it("refuses a group that is not the run's (no run mark), and it lives on", async () => {
     const other = stranger();
-    const manifest: RunManifest = { v: 1, run_id: 'victim-test', created: Date.now() / 1000 - 60, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), pgid: other, pids: [other] };
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: 'victim-test',
+      created: Date.now() / 1000 - 60,
+      status: 'running',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      pgid: other,
+      pids: [other],
+    };
     const outcome = await stopRun(local, manifest, { graceMs: 2000 });
     assert.equal(outcome.stopped, false);
     assert.match('refused' in outcome ? outcome.refused : '', /does not carry the run's mark/);
@@ -91,9 +115,22 @@ describe('Stop signals only what is the run\'s (real processes)', function () {
     assert.ok(groupAlive(other), 'the unrelated group was signalled');
   });
 
-  it('refuses the caller\'s own process group', async () => {
-    const own = Number(readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /, '').split(' ')[2]);
-    const manifest: RunManifest = { v: 1, run_id: 'mine', created: 1, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), pgid: own };
+  it("refuses the caller's own process group", async () => {
+    const own = Number(
+      readFileSync('/proc/self/stat', 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ')[2],
+    );
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: 'mine',
+      created: 1,
+      status: 'running',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      pgid: own,
+    };
     const outcome = await stopRun(local, manifest, { graceMs: 2000 });
     assert.match('refused' in outcome ? outcome.refused : '', /group of the process asking/);
   });
@@ -101,7 +138,10 @@ describe('Stop signals only what is the run\'s (real processes)', function () {
   it('refuses when the leader is not the process the run started as (its start time differs), and the run lives on', async () => {
     const runDir = path.join(tmp, 'reused-20261126-000000-abcd');
     const manifest = await startRun(local, runDir);
-    assert.ok(manifest.leader_start !== undefined && manifest.boot_id, 'the detached start records the leader\'s start time and boot');
+    assert.ok(
+      manifest.leader_start !== undefined && manifest.boot_id,
+      "the detached start records the leader's start time and boot",
+    );
     const outcome = await stopRun(local, { ...manifest, leader_start: manifest.leader_start! + 7 }, { graceMs: 2000 });
     assert.match('refused' in outcome ? outcome.refused : '', /started at another time than the run's leader/);
     assert.ok(groupAlive(manifest.pgid!));
@@ -111,7 +151,7 @@ describe('Stop signals only what is the run\'s (real processes)', function () {
     assert.ok(groupAlive(manifest.pgid!));
   });
 
-  it('stops the run\'s own group with the graceful signal', async () => {
+  it("stops the run's own group with the graceful signal", async () => {
     const runDir = path.join(tmp, 'own-20261126-000000-abcd');
     const manifest = await startRun(local, runDir);
     const outcome = await stopRun(local, manifest, { graceMs: 20_000 });
@@ -130,9 +170,18 @@ describe('Stop signals only what is the run\'s (real processes)', function () {
       await sshd?.stop();
     });
 
-    it('refuses an unrelated group on the host, and stops the run\'s own', async () => {
+    it("refuses an unrelated group on the host, and stops the run's own", async () => {
       const other = stranger();
-      const foreign: RunManifest = { v: 1, run_id: 'victim-test', created: Date.now() / 1000 - 60, status: 'running', config: {}, world: { size: 1 }, host: os.hostname(), pgid: other };
+      const foreign: RunManifest = {
+        v: 1,
+        run_id: 'victim-test',
+        created: Date.now() / 1000 - 60,
+        status: 'running',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        pgid: other,
+      };
       const refused = await stopRun(ssh, foreign, { graceMs: 2000 });
       assert.match('refused' in refused ? refused.refused : '', /does not carry the run's mark/);
       assert.ok(groupAlive(other));

@@ -18,7 +18,16 @@ import { until as untilHeld } from '../harness/until';
 const SYNTHETIC = path.join(repoRoot, 'test', 'harness', 'synthetic-run.ts');
 
 function manifestFor(runDir: string, target: string): RunManifest {
-  return { v: 1, run_id: path.basename(runDir).replace(/[^A-Za-z0-9._-]/g, '_'), created: Date.now() / 1000, status: 'starting', config: {}, world: { size: 1 }, host: os.hostname(), target };
+  return {
+    v: 1,
+    run_id: path.basename(runDir).replace(/[^A-Za-z0-9._-]/g, '_'),
+    created: Date.now() / 1000,
+    status: 'starting',
+    config: {},
+    world: { size: 1 },
+    host: os.hostname(),
+    target,
+  };
 }
 
 async function startSynthetic(machine: RunMachine, runDir: string, args: string[]) {
@@ -29,7 +38,9 @@ async function startSynthetic(machine: RunMachine, runDir: string, args: string[
 /** Steps the run has written so far (read from its file directly, not through a watch). */
 function stepsWritten(runDir: string): number {
   try {
-    return readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"step"')).length;
+    return readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"type":"step"')).length;
   } catch {
     return 0;
   }
@@ -40,12 +51,16 @@ function stepsOf(watch: RunWatch): number[] {
 }
 
 function assertEveryStepOnce(watch: RunWatch, n: number): void {
-  assert.deepEqual(stepsOf(watch), Array.from({ length: n }, (_, i) => i + 1));
+  assert.deepEqual(
+    stepsOf(watch),
+    Array.from({ length: n }, (_, i) => i + 1),
+  );
   const values = watch.history.step.loss.values;
   for (let i = 0; i < n; i++) assert.equal(values[i], syntheticLoss(i + 1), `loss of step ${i + 1}`);
 }
 
-const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000) => untilHeld(what, cond, timeoutMs);
+const until = (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000) =>
+  untilHeld(what, cond, timeoutMs);
 
 /** Session id of a process, from /proc: the detached run leads its own session. */
 function sessionOf(pid: number): number {
@@ -107,21 +122,43 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       assertEveryStepOnce(w, 100);
     });
 
-    it('a resume followed before the last run\'s end was read (Resume pressed at once) is followed on to its own end', async () => {
+    it("a resume followed before the last run's end was read (Resume pressed at once) is followed on to its own end", async () => {
       const runDir = path.join(tmp, 'runs', 'r5');
       await startSynthetic(local, runDir, ['--steps', '30', '--rate', '0', '--every-ckpt', '10']);
       const manifest = path.join(runDir, 'run.json');
-      await until('the first run to end', () => existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as RunManifest).status === 'completed');
+      await until(
+        'the first run to end',
+        () =>
+          existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as RunManifest).status === 'completed',
+      );
       // As the editor does (showLaunched): ask, start the resume, then follow with the time asked.
       // The resumed trainer writes its first line a moment later (Node starting), so the watch
       // reads the old end first — and, until the resume's start script runs, the old run.json.
       const askedAt = Date.now() / 1000;
-      const argv = [process.execPath, '--import', 'tsx', SYNTHETIC, '--run-dir', runDir, '--steps', '50', '--rate', '0', '--every-ckpt', '10', '--resume'];
+      const argv = [
+        process.execPath,
+        '--import',
+        'tsx',
+        SYNTHETIC,
+        '--run-dir',
+        runDir,
+        '--steps',
+        '50',
+        '--rate',
+        '0',
+        '--every-ckpt',
+        '10',
+        '--resume',
+      ];
       await local.start({ runDir, manifest: manifestFor(runDir, 'local'), argv, cwd: repoRoot });
       const w = watch(local, runDir);
       void w.start();
       w.follow({ resumedAt: askedAt });
-      await until('the resumed run_end', () => w.history.lastStep === 50 && w.history.end?.status === 'completed', 30_000).catch((e: Error) => {
+      await until(
+        'the resumed run_end',
+        () => w.history.lastStep === 50 && w.history.end?.status === 'completed',
+        30_000,
+      ).catch((e: Error) => {
         throw new Error(`${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}`, { cause: e });
       });
       assertEveryStepOnce(w, 50);
@@ -171,7 +208,10 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
         await until(`step ${at} written`, () => stepsWritten(runDir) >= at);
         process.kill(started.pid, 'SIGSTOP');
         try {
-          await until(`step ${at} read, connected`, () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live');
+          await until(
+            `step ${at} read, connected`,
+            () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live',
+          );
           assert.ok(sshd.killConnections() > 0, 'there was a connection to cut');
         } finally {
           process.kill(started.pid, 'SIGCONT');
@@ -183,7 +223,10 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       assert.ok(states.filter((s) => s === 'reconnecting').length >= 3, `connection states: ${states.join(' → ')}`);
       assertEveryStepOnce(w, 300);
       assert.equal(w.problems.length, 0, JSON.stringify(w.problems));
-      assert.ok(!existsSync(path.join(tmp, 'pwned')) && !existsSync(path.join(repoRoot, 'pwned')), 'nothing in the path was executed');
+      assert.ok(
+        !existsSync(path.join(tmp, 'pwned')) && !existsSync(path.join(repoRoot, 'pwned')),
+        'nothing in the path was executed',
+      );
       assert.equal((await ssh.readManifest(runDir))?.pgid, started.pgid);
     });
 

@@ -20,7 +20,11 @@ import { until } from '../harness/until';
 const WRITER = path.join(repoRoot, 'test', 'harness', 'tensorboard-file.ts');
 
 function startWriter(dir: string, steps: number, rate: number): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', WRITER, '--dir', dir, '--steps', String(steps), '--rate', String(rate)], { stdio: 'ignore' });
+  return spawn(
+    process.execPath,
+    ['--import', 'tsx', WRITER, '--dir', dir, '--steps', String(steps), '--rate', String(rate)],
+    { stdio: 'ignore' },
+  );
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -28,8 +32,13 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 function assertLossSteps(w: RunWatch, n: number): void {
-  assert.deepEqual([...w.history.step.loss.steps], Array.from({ length: n }, (_, i) => i + 1));
-  w.history.step.loss.values.forEach((v, i) => assert.equal(v, Math.fround(syntheticLoss(i + 1)), `loss of step ${i + 1}`));
+  assert.deepEqual(
+    [...w.history.step.loss.steps],
+    Array.from({ length: n }, (_, i) => i + 1),
+  );
+  w.history.step.loss.values.forEach((v, i) =>
+    assert.equal(v, Math.fround(syntheticLoss(i + 1)), `loss of step ${i + 1}`),
+  );
 }
 
 describe('watching TensorBoard log folders (real writer process, real sshd on 127.0.0.1)', function () {
@@ -64,14 +73,23 @@ describe('watching TensorBoard log folders (real writer process, real sshd on 12
     assert.equal(w.logFiles.length, 1);
   });
 
-  it('a resumed writer\'s later file replaces the steps it repeats; a corrupted record is reported', async () => {
+  it("a resumed writer's later file replaces the steps it repeats; a corrupted record is reported", async () => {
     const dir = path.join(tmp, 'lightning_logs', 'version_0');
     mkdirSync(dir, { recursive: true });
     const first = path.join(dir, eventFileName(1000, 0));
     const second = path.join(dir, eventFileName(2000, 1));
-    writeFileSync(first, Buffer.concat([fileVersionRecord(1000), ...Array.from({ length: 30 }, (_, i) => scalarRecord('loss', i + 1, 1, 1000 + i))]));
+    writeFileSync(
+      first,
+      Buffer.concat([
+        fileVersionRecord(1000),
+        ...Array.from({ length: 30 }, (_, i) => scalarRecord('loss', i + 1, 1, 1000 + i)),
+      ]),
+    );
     // The second run resumed from step 20's checkpoint: steps 21.. again, with other values.
-    const records = [fileVersionRecord(2000), ...Array.from({ length: 20 }, (_, i) => scalarRecord('loss', 21 + i, 2, 2000 + i))];
+    const records = [
+      fileVersionRecord(2000),
+      ...Array.from({ length: 20 }, (_, i) => scalarRecord('loss', 21 + i, 2, 2000 + i)),
+    ];
     const bad = Buffer.from(records[5]);
     bad[bad.length - 6] ^= 0xff; // step 25's data
     records[5] = bad;
@@ -80,8 +98,18 @@ describe('watching TensorBoard log folders (real writer process, real sshd on 12
     await w.start();
     await until('step 40', () => w.history.lastStep === 40, 30_000);
     const steps = [...w.history.step.loss.steps];
-    assert.deepEqual(steps, [...Array.from({ length: 20 }, (_, i) => i + 1), 21, 22, 23, 24, ...Array.from({ length: 15 }, (_, i) => 26 + i)]);
-    assert.ok([...w.history.step.loss.values].slice(20).every((v) => v === 2), 'the later file\'s values');
+    assert.deepEqual(steps, [
+      ...Array.from({ length: 20 }, (_, i) => i + 1),
+      21,
+      22,
+      23,
+      24,
+      ...Array.from({ length: 15 }, (_, i) => 26 + i),
+    ]);
+    assert.ok(
+      [...w.history.step.loss.values].slice(20).every((v) => v === 2),
+      "the later file's values",
+    );
     assert.equal(w.problems.length, 1);
     assert.match(w.problems[0].message, /data CRC mismatch/);
     // It keeps following the newest file.
@@ -108,7 +136,11 @@ describe('watching TensorBoard log folders (real writer process, real sshd on 12
       await w.start();
       let cuts = 0;
       for (const at of [40, 120, 200]) {
-        await until(`step ${at}, connected`, () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live', 60_000);
+        await until(
+          `step ${at}, connected`,
+          () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live',
+          60_000,
+        );
         if (sshd.killConnections() > 0) cuts++;
         // The cut is seen before the next one is made.
         await until('the cut to be noticed', () => w.connection.state !== 'live', 30_000);
@@ -122,7 +154,12 @@ describe('watching TensorBoard log folders (real writer process, real sshd on 12
       const listed = await ssh.listFiles(path.dirname(dir), 'events.out.tfevents.', 1);
       assert.equal(listed.length, 1);
       assert.equal(listed[0].path, w.logFiles[0]);
-      assert.ok(!existsSync(path.join(tmp, 'pwned')) && !existsSync(path.join(repoRoot, 'pwned')) && !existsSync(path.join(os.homedir(), 'pwned')), 'nothing in the path was executed');
+      assert.ok(
+        !existsSync(path.join(tmp, 'pwned')) &&
+          !existsSync(path.join(repoRoot, 'pwned')) &&
+          !existsSync(path.join(os.homedir(), 'pwned')),
+        'nothing in the path was executed',
+      );
     });
   });
 });

@@ -15,7 +15,7 @@ function withTensors(...sizes: number[]): CachingAllocator {
   return a;
 }
 
-describe('caching allocator replay: PyTorch\'s rules on constructed sequences', () => {
+describe("caching allocator replay: PyTorch's rules on constructed sequences", () => {
   it('rounds every request up to 512 bytes (kMinBlockSize), and at least 512', () => {
     assert.equal(roundedRequest(1), 512);
     assert.equal(roundedRequest(512), 512);
@@ -102,12 +102,12 @@ describe('caching allocator replay: PyTorch\'s rules on constructed sequences', 
     assert.equal(a.reserved, 32 * MiB);
   });
 
-  it('keeps each stream\'s blocks for that stream (FSDP\'s reduce-scatter stream has its own pool)', () => {
+  it("keeps each stream's blocks for that stream (FSDP's reduce-scatter stream has its own pool)", () => {
     const a = new CachingAllocator();
     a.malloc(1, 16 * MiB, 1);
     a.free(1);
     a.malloc(2, 16 * MiB, 0);
-    assert.equal(a.reserved, 32 * MiB, 'the default stream cannot take the other stream\'s cached block');
+    assert.equal(a.reserved, 32 * MiB, "the default stream cannot take the other stream's cached block");
   });
 
   it('never returns segments: reserved memory only grows, and its peak survives a new measurement window', () => {

@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { BYTE_INCREMENTS, clippedRange, DURATION_INCREMENTS, formatElapsedTick, forLogAxis, STEP_INCREMENTS, tickLabels } from '../../core/runs/chart-scales';
+import {
+  BYTE_INCREMENTS,
+  clippedRange,
+  DURATION_INCREMENTS,
+  formatElapsedTick,
+  forLogAxis,
+  STEP_INCREMENTS,
+  tickLabels,
+} from '../../core/runs/chart-scales';
 
 describe('chart scales', () => {
   it('clipping outliers keeps the curve in view when one spike would flatten it', () => {
@@ -42,10 +50,20 @@ describe('tick labels', () => {
     assert.deepEqual(tickLabels('per_s', [1000, 1002, 1004, 1006], 2), ['1000', '1002', '1004', '1006']);
     assert.deepEqual(tickLabels('per_s', [12000, 12500, 13000], 500), ['12.0k', '12.5k', '13.0k']);
     assert.deepEqual(tickLabels('number', [2.5, 5, 7.5, 10], 2.5), ['2.5', '5.0', '7.5', '10.0']);
-    assert.deepEqual(tickLabels('number', [0, 2.5e-4, 5e-4, 7.5e-4, 1e-3], 2.5e-4), ['0', '2.5e-4', '5e-4', '7.5e-4', '1e-3']);
+    assert.deepEqual(tickLabels('number', [0, 2.5e-4, 5e-4, 7.5e-4, 1e-3], 2.5e-4), [
+      '0',
+      '2.5e-4',
+      '5e-4',
+      '7.5e-4',
+      '1e-3',
+    ]);
     assert.deepEqual(tickLabels('number', [0, 2e-5, 4e-5], 2e-5), ['0', '2e-5', '4e-5']);
     assert.deepEqual(tickLabels('ratio', [0.3, 0.305, 0.31], 0.005), ['30.0%', '30.5%', '31.0%']);
-    assert.deepEqual(tickLabels('bytes', [32 * 2 ** 20, 64 * 2 ** 20, 96 * 2 ** 20], 32 * 2 ** 20), ['32 MiB', '64 MiB', '96 MiB']);
+    assert.deepEqual(tickLabels('bytes', [32 * 2 ** 20, 64 * 2 ** 20, 96 * 2 ** 20], 32 * 2 ** 20), [
+      '32 MiB',
+      '64 MiB',
+      '96 MiB',
+    ]);
     assert.deepEqual(tickLabels('bytes', [1.5 * 2 ** 30, 2 * 2 ** 30], 2 ** 29), ['1.5 GiB', '2.0 GiB']);
     assert.ok(BYTE_INCREMENTS.includes(64 * 2 ** 20));
   });

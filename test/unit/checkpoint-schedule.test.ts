@@ -4,7 +4,10 @@ import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
 describe('when the trainer saves a checkpoint (core/runs/checkpoint-schedule.ts)', () => {
   const config = { training: { max_steps: 150 }, checkpointing: { save_every_n_steps: 50, save_final: true } };
   it('every save_every_n_steps steps and at the end', () => {
-    assert.deepEqual([1, 49, 50, 51, 100, 149, 150].filter((s) => checkpointExpectedAfter(s, config)), [50, 100, 150]);
+    assert.deepEqual(
+      [1, 49, 50, 51, 100, 149, 150].filter((s) => checkpointExpectedAfter(s, config)),
+      [50, 100, 150],
+    );
   });
   it('at the end only when some checkpointing is on; on a stop likewise', () => {
     const none = { training: { max_steps: 10 }, checkpointing: { save_every_n_steps: 0, save_final: false } };

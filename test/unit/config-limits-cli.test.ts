@@ -12,7 +12,11 @@ import { largeConfig } from '../harness/large-configs';
 const root = path.join(__dirname, '..', '..');
 
 function run(cli: 'fsdp-train' | 'fsdp-estimate', ...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'cli', `${cli}.ts`), ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'cli', `${cli}.ts`), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -24,7 +28,11 @@ describe('fsdp-train and fsdp-estimate: configs beyond any real size', function 
 
   const deep = 10_000;
   const files: Array<[string, string, number]> = [
-    ['ds_config.json', '{"train_micro_batch_size_per_gpu": 4, "x": ' + '{"a": '.repeat(deep) + '1' + '}'.repeat(deep) + '}', 43 + 6 * 199 + 1],
+    [
+      'ds_config.json',
+      '{"train_micro_batch_size_per_gpu": 4, "x": ' + '{"a": '.repeat(deep) + '1' + '}'.repeat(deep) + '}',
+      43 + 6 * 199 + 1,
+    ],
     ['deep.fsdp.json', '{"model": ' + '['.repeat(deep) + ']'.repeat(deep) + '}', 10 + 199 + 1], // the root is the first level
     ['deep.fsdp.yaml', 'model: ' + '['.repeat(deep) + ']'.repeat(deep) + '\n', 7 + 199 + 1], // model: is the first level
   ];

@@ -8,7 +8,10 @@ describe('downsampleToView', () => {
 
   it('returns every point when they fit, plus one neighbour outside each edge', () => {
     const r = downsampleToView(xs, ys, { min: 100, max: 110 }, 800);
-    assert.deepEqual(r.x, Array.from({ length: 13 }, (_, i) => 99 + i));
+    assert.deepEqual(
+      r.x,
+      Array.from({ length: 13 }, (_, i) => 99 + i),
+    );
   });
 
   it('reduces a million points to at most four per column and keeps the extremes', () => {
@@ -38,7 +41,10 @@ describe('downsampleToView', () => {
   it('downsamples several series over the same steps as each alone would be', () => {
     const y2 = Float64Array.from(ys, (v, i) => (i % 1000 === 7 ? Number.NaN : -v));
     for (const range of [undefined, { min: 123_456.5, max: 123_999 }, { min: 10, max: 900_000 }]) {
-      assert.deepEqual(downsampleManyToView(xs, [ys, y2], range, 777), [downsampleToView(xs, ys, range, 777), downsampleToView(xs, y2, range, 777)]);
+      assert.deepEqual(downsampleManyToView(xs, [ys, y2], range, 777), [
+        downsampleToView(xs, ys, range, 777),
+        downsampleToView(xs, y2, range, 777),
+      ]);
     }
   });
 });

@@ -13,7 +13,11 @@ const root = path.join(__dirname, '..', '..');
 const sample = path.join(root, 'samples', 'tiny-cpu.yaml');
 
 function run(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'cli', 'fsdp-estimate.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'cli', 'fsdp-estimate.ts'), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -28,7 +32,8 @@ describe('fsdp-estimate (command line)', function () {
   it('prints a table by category and phase, with the peak phase and the summary line', () => {
     const r = run(sample);
     assert.equal(r.code, 0, r.err);
-    for (const row of ['params', 'grads', 'optimizer', 'activations', 'workspace', 'comm', 'other', 'total']) assert.match(r.out, new RegExp(`^${row} +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'));
+    for (const row of ['params', 'grads', 'optimizer', 'activations', 'workspace', 'comm', 'other', 'total'])
+      assert.match(r.out, new RegExp(`^${row} +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'));
     assert.match(r.out, /← peak: backward/);
     assert.match(r.out, /^≈ [\d.]+ MiB \/ rank \(params [\d.]+ · grads/m);
   });
@@ -37,8 +42,19 @@ describe('fsdp-estimate (command line)', function () {
     const r = run(sample, '--json', '--gpu', 'H100', '--nproc', '2');
     assert.equal(r.code, 0, r.err);
     const j = JSON.parse(r.out);
-    assert.deepEqual(Object.keys(j.bytes), ['params', 'grads', 'optimizer', 'activations', 'workspace', 'comm', 'other', 'total']);
-    const sum = Object.entries(j.bytes).filter(([k]) => k !== 'total').reduce((s, [, v]) => s + (v as number), 0);
+    assert.deepEqual(Object.keys(j.bytes), [
+      'params',
+      'grads',
+      'optimizer',
+      'activations',
+      'workspace',
+      'comm',
+      'other',
+      'total',
+    ]);
+    const sum = Object.entries(j.bytes)
+      .filter(([k]) => k !== 'total')
+      .reduce((s, [, v]) => s + (v as number), 0);
     assert.ok(Math.abs(sum - j.bytes.total) <= 7, `categories sum to ${sum}, total ${j.bytes.total}`);
     const read = readConfigForEstimate(readFileSync(sample, 'utf8'), sample, { nproc: 2, gpu: 'H100' });
     assert.ok(!isConfigInputError(read));
@@ -50,7 +66,14 @@ describe('fsdp-estimate (command line)', function () {
 
   it('estimates a DeepSpeed config with the model and GPU from the command line, and says when it does not fit', () => {
     const ds = path.join(dir, 'ds_config.json');
-    writeFileSync(ds, JSON.stringify({ train_micro_batch_size_per_gpu: 8, bf16: { enabled: true }, zero_optimization: { stage: 2 } }, null, 2));
+    writeFileSync(
+      ds,
+      JSON.stringify(
+        { train_micro_batch_size_per_gpu: 8, bf16: { enabled: true }, zero_optimization: { stage: 2 } },
+        null,
+        2,
+      ),
+    );
     const r = run(ds, '--model', 'llama-2-7b', '--gpu', 'L4', '--nproc', '2', '--json');
     assert.equal(r.code, 0, r.err);
     const j = JSON.parse(r.out);
@@ -63,27 +86,59 @@ describe('fsdp-estimate (command line)', function () {
 
   it('says how many GPUs a config needs when one does not hold it, and that many do', () => {
     const ds = path.join(dir, 'zero3.json');
-    writeFileSync(ds, JSON.stringify({ train_micro_batch_size_per_gpu: 1, bf16: { enabled: true }, zero_optimization: { stage: 3 } }));
+    writeFileSync(
+      ds,
+      JSON.stringify({ train_micro_batch_size_per_gpu: 1, bf16: { enabled: true }, zero_optimization: { stage: 3 } }),
+    );
     const one = JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--json').out);
     assert.equal(one.fit.fits, false);
     const n = one.fewestGpus.total as number;
     assert.ok(n > 1);
-    assert.equal(JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--nproc', String(n), '--json').out).fit.fits, true);
-    assert.equal(JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--nproc', String(n / 2), '--json').out).fit.fits, false);
-    assert.match(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB').out, new RegExp(`fewest A100 40GB GPUs that fit it \\(FULL_SHARD\\): ${n} `));
+    assert.equal(
+      JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--nproc', String(n), '--json').out).fit.fits,
+      true,
+    );
+    assert.equal(
+      JSON.parse(run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB', '--nproc', String(n / 2), '--json').out).fit
+        .fits,
+      false,
+    );
+    assert.match(
+      run(ds, '--model', 'llama-2-7b', '--gpu', 'A100-40GB').out,
+      new RegExp(`fewest A100 40GB GPUs that fit it \\(FULL_SHARD\\): ${n} `),
+    );
   });
 
-  it('--json says where a PyTorch estimate is unsure (far from every GPU measurement), and the verdict is on the range\'s top', () => {
+  it("--json says where a PyTorch estimate is unsure (far from every GPU measurement), and the verdict is on the range's top", () => {
     const config = path.join(dir, 'accelerate_config.yaml');
-    writeFileSync(config, "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\n");
-    const near = JSON.parse(run(config, '--json', '--model', 'gpt2-124m', '--gpu', 'H100', '--seq-len', '1024', '--micro-batch', '4').out);
+    writeFileSync(
+      config,
+      "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\n",
+    );
+    const near = JSON.parse(
+      run(config, '--json', '--model', 'gpt2-124m', '--gpu', 'H100', '--seq-len', '1024', '--micro-batch', '4').out,
+    );
     assert.equal(near.unsure, undefined);
-    const r = run(config, '--json', '--model', 'gpt2-124m', '--gpu', 'H100', '--seq-len', '1024', '--micro-batch', '44');
+    const r = run(
+      config,
+      '--json',
+      '--model',
+      'gpt2-124m',
+      '--gpu',
+      'H100',
+      '--seq-len',
+      '1024',
+      '--micro-batch',
+      '44',
+    );
     assert.equal(r.code, 0, r.err);
     const far = JSON.parse(r.out);
     assert.match(far.unsure.why, /^tokens per micro-batch 45056 is more than 2× outside the measured 512–4096$/);
     assert.ok(far.unsure.low < far.bytes.total && far.bytes.total < far.unsure.high, JSON.stringify(far.unsure));
-    assert.deepEqual([far.fit.fits, far.fit.atRangeTop, far.fit.headroomBytes], [false, true, far.fit.capacityBytes - far.unsure.high]);
+    assert.deepEqual(
+      [far.fit.fits, far.fit.atRangeTop, far.fit.headroomBytes],
+      [false, true, far.fit.capacityBytes - far.unsure.high],
+    );
   });
 
   it('a bad config exits 2 with file, line and key; a bad flag exits 2 with usage', () => {
@@ -113,16 +168,20 @@ describe('fsdp-estimate (command line)', function () {
     }
   });
 
-  it('keeps the table\'s columns apart however large the numbers', () => {
+  it("keeps the table's columns apart however large the numbers", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-estimate-wide-'));
     try {
       const file = path.join(dir, 'ds_config.json');
-      writeFileSync(file, '{"train_micro_batch_size_per_gpu": 4096, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}}\n');
+      writeFileSync(
+        file,
+        '{"train_micro_batch_size_per_gpu": 4096, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}}\n',
+      );
       const r = run(file, '--model', 'llama-3-70b', '--seq-len', '1000000', '--gpu', 'H100');
       assert.equal(r.code, 0, r.err);
       const rows = r.out.split('\n').filter((l) => /^(params|activations|total)\s/.test(l));
       assert.equal(rows.length, 3);
-      for (const row of rows) assert.equal(row.trim().split(/\s+/).length, row.startsWith('total') ? 7 : 4, `columns run together: ${row}`);
+      for (const row of rows)
+        assert.equal(row.trim().split(/\s+/).length, row.startsWith('total') ? 7 : 4, `columns run together: ${row}`);
       assert.match(r.out, /per GPU, TiB/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

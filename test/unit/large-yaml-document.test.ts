@@ -6,7 +6,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { readLargeYaml } from '../../core/config/large-yaml-document';
-import { LARGE_YAML_CHARS, parseSourceDocument, type ConfigPath, type SourceDocument } from '../../core/config/source-document';
+import {
+  LARGE_YAML_CHARS,
+  parseSourceDocument,
+  type ConfigPath,
+  type SourceDocument,
+} from '../../core/config/source-document';
 import { YamlSourceDocument } from '../../core/config/yaml-document';
 import { largeConfig } from '../harness/large-configs';
 
@@ -23,7 +28,8 @@ function yamlFiles(dir: string): string[] {
 function pathsOf(value: unknown, at: Array<string | number> = [], out: ConfigPath[] = []): ConfigPath[] {
   out.push(at);
   if (Array.isArray(value)) value.forEach((v, i) => pathsOf(v, [...at, i], out));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) pathsOf(v, [...at, k], out);
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) pathsOf(v, [...at, k], out);
   return out;
 }
 
@@ -46,21 +52,31 @@ function assertSame(text: string, what: string): void {
 }
 
 describe('large YAML documents read by js-yaml are read as the yaml package reads them', () => {
-  const files = [path.join(root, 'samples', 'tiny-cpu.yaml'), ...yamlFiles(path.join(root, 'test', 'fixtures', 'public-configs')).filter((f) => !/accelerate/.test(f))];
+  const files = [
+    path.join(root, 'samples', 'tiny-cpu.yaml'),
+    ...yamlFiles(path.join(root, 'test', 'fixtures', 'public-configs')).filter((f) => !/accelerate/.test(f)),
+  ];
   for (const file of files) {
     it(path.relative(root, file), () => {
       const text = readFileSync(file, 'utf8');
       if (readLargeYaml(text)) assertSame(text, path.relative(root, file));
-      else assert.ok(/[!&*]|^%/m.test(text), 'only tags, anchors, aliases or directives send a document back to the yaml package');
+      else
+        assert.ok(
+          /[!&*]|^%/m.test(text),
+          'only tags, anchors, aliases or directives send a document back to the yaml package',
+        );
     });
   }
 
   const cases: Record<string, string> = {
-    'flow and block collections, quotes, empty values, comments': 'model: {d_model: 64, n_layers: 2}  # flow\ndata:\n  train: "a b.tok"\n  val: \'c.tok\'\n  empty:\ntraining:\n  betas: [0.9, 0.95]\n  nested:\n    - x\n    - {y: 1, z: []}\n    - []\n    - {}\nlast: 1\n',
-    'scalars of the core schema': 'a: 0o17\nb: 017\nc: 1e3\nd: .inf\ne: -.Inf\nf: 1.\ng: +.5\nh: 0x1F\ni: ~\nj: Null\nk: TRUE\nl: 2001-12-14\nm: 1e\nn: 1_000\no: 0b11\np: 9007199254740993\nq: -0\nr: yes\n',
+    'flow and block collections, quotes, empty values, comments':
+      'model: {d_model: 64, n_layers: 2}  # flow\ndata:\n  train: "a b.tok"\n  val: \'c.tok\'\n  empty:\ntraining:\n  betas: [0.9, 0.95]\n  nested:\n    - x\n    - {y: 1, z: []}\n    - []\n    - {}\nlast: 1\n',
+    'scalars of the core schema':
+      'a: 0o17\nb: 017\nc: 1e3\nd: .inf\ne: -.Inf\nf: 1.\ng: +.5\nh: 0x1F\ni: ~\nj: Null\nk: TRUE\nl: 2001-12-14\nm: 1e\nn: 1_000\no: 0b11\np: 9007199254740993\nq: -0\nr: yes\n',
     'keys the core schema resolves': '1: a\ntrue: b\n0x10: d\n.5: e\n"2": f\n',
     'duplicate keys': 'a: 1\nb: 2\na: 3\nc:\n  d: 1\n  d: 2\n',
-    'a document marker and scalars over several lines': '---\na: plain words\n  over two lines\nb: "quoted\n  too"\nc:\n  - x\n  - y:\n    z:\nd: 1\n',
+    'a document marker and scalars over several lines':
+      '---\na: plain words\n  over two lines\nb: "quoted\n  too"\nc:\n  - x\n  - y:\n    z:\nd: 1\n',
     'a last key without a value': 'a:\n  b: 1\n  c:\n',
     'a scalar document': 'just text\n',
     'an empty document': '# nothing but a comment\n',
@@ -85,8 +101,16 @@ describe('large YAML documents read by js-yaml are read as the yaml package read
     assert.equal(parseSourceDocument(body, 'yaml', { yamlVersion: '1.1' }).constructor.name, 'YamlSourceDocument');
     assert.equal(parseSourceDocument(body.slice(0, 1000), 'yaml').constructor.name, 'YamlSourceDocument');
     assert.equal(parseSourceDocument(body + 'null: 1\n', 'yaml').constructor.name, 'YamlSourceDocument', 'a null key');
-    assert.equal(parseSourceDocument(body + 'z: |\n  text\n', 'yaml').constructor.name, 'YamlSourceDocument', 'a block scalar');
-    assert.equal(parseSourceDocument(body + 'z: &a 1\ny: *a\n', 'yaml').constructor.name, 'YamlSourceDocument', 'an alias');
+    assert.equal(
+      parseSourceDocument(body + 'z: |\n  text\n', 'yaml').constructor.name,
+      'YamlSourceDocument',
+      'a block scalar',
+    );
+    assert.equal(
+      parseSourceDocument(body + 'z: &a 1\ny: *a\n', 'yaml').constructor.name,
+      'YamlSourceDocument',
+      'an alias',
+    );
     const broken = parseSourceDocument(body + 'x: [1, 2\n', 'yaml');
     assert.equal(broken.constructor.name, 'YamlSourceDocument');
     assert.ok(broken.syntaxErrors.length > 0);

@@ -7,7 +7,16 @@ import path from 'node:path';
 import { loadLaunchSpec } from '../../core/config/launch-spec';
 import { launchMemoryNote } from '../../runs/launch/launch-memory';
 
-const ZERO3 = path.join(__dirname, '..', 'fixtures', 'public-configs', 'huggingface-transformers', 'tests', 'deepspeed', 'ds_config_zero3.json');
+const ZERO3 = path.join(
+  __dirname,
+  '..',
+  'fixtures',
+  'public-configs',
+  'huggingface-transformers',
+  'tests',
+  'deepspeed',
+  'ds_config_zero3.json',
+);
 const read = (p: string) => {
   try {
     return readFileSync(p, 'utf8');
@@ -29,12 +38,19 @@ describe('memory estimate before launching a command', () => {
 
   it('the config a spec names: its estimate against the GPU, and whether it fits', () => {
     copyFileSync(ZERO3, path.join(dir, 'ds_config.json'));
-    const fits = launchMemoryNote(specIn('command: deepspeed --num_gpus 1 train.py --deepspeed ds_config.json\nconfig: ds_config.json\n'), read, { gpu: 'A100-80GB' });
+    const fits = launchMemoryNote(
+      specIn('command: deepspeed --num_gpus 1 train.py --deepspeed ds_config.json\nconfig: ds_config.json\n'),
+      read,
+      { gpu: 'A100-80GB' },
+    );
     assert.match(fits!.text, /^ds_config\.json: ≈ [\d.]+ GiB \/ GPU .* — fits A100 80GB/);
     assert.equal(fits!.doesNotFit, false);
-    writeFileSync(path.join(dir, 'big.json'), `// fsdp-studio: model=llama-2-7b gpu=L4-24GB nproc=1\n${readFileSync(ZERO3, 'utf8')}`);
+    writeFileSync(
+      path.join(dir, 'big.json'),
+      `// fsdp-studio: model=llama-2-7b gpu=L4-24GB nproc=1\n${readFileSync(ZERO3, 'utf8')}`,
+    );
     const tight = launchMemoryNote(specIn('command: deepspeed train.py --deepspeed big.json\n'), read, {});
-    assert.equal(tight!.doesNotFit, true, 'the command\'s own --deepspeed names the config');
+    assert.equal(tight!.doesNotFit, true, "the command's own --deepspeed names the config");
     assert.match(tight!.text, /^big\.json: needs ≈ [\d.]+ GiB per GPU at its peak .* more than L4 24GB has/);
   });
 

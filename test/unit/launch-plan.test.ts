@@ -13,7 +13,15 @@ import { sshArgv } from '../../runs/machines/ssh';
 import { sshConfigHosts } from '../../runs/machines/ssh-hosts';
 
 function config(launch: object): ResolvedRunConfig {
-  return resolveRunConfig({ model: { d_model: 8, n_layers: 1, n_heads: 1, vocab_size: 256, max_seq_len: 8 }, data: { train: 'x.tok' }, training: { batch_size_per_gpu: 1, max_steps: 1 }, launch } as never, '/tmp');
+  return resolveRunConfig(
+    {
+      model: { d_model: 8, n_layers: 1, n_heads: 1, vocab_size: 256, max_seq_len: 8 },
+      data: { train: 'x.tok' },
+      training: { batch_size_per_gpu: 1, max_steps: 1 },
+      launch,
+    } as never,
+    '/tmp',
+  );
 }
 
 describe('launch plan', () => {
@@ -30,7 +38,13 @@ describe('launch plan', () => {
     assert.ok(argv.join(' ').includes('--bind-to none'), argv.join(' '));
     assert.ok(argv.join(' ').includes('-x OMP_WAIT_POLICY'), argv.join(' '));
     assert.deepEqual(argv.slice(-2), ['t', 'a b']);
-    assert.deepEqual(withMpirun(config({ nproc_per_node: 2, nnodes: 3 }), ['t']).slice(0, 5), ['mpirun', '-n', '6', '--map-by', 'ppr:2:node']);
+    assert.deepEqual(withMpirun(config({ nproc_per_node: 2, nnodes: 3 }), ['t']).slice(0, 5), [
+      'mpirun',
+      '-n',
+      '6',
+      '--map-by',
+      'ppr:2:node',
+    ]);
   });
 
   it('stops a run led by mpirun with SIGUSR1 (forwarded to the ranks, not an abort), any other with SIGTERM', () => {
@@ -42,8 +56,22 @@ describe('launch plan', () => {
   it('the detached start writes run.json with its own pid, then execs the argument vector as it is', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-start-'));
     try {
-      const manifest = { v: 1 as const, run_id: 'r', created: 1, status: 'starting' as const, config: { note: `it's "quoted" $(x) %s \\n` }, world: { size: 1 }, host: 'h' };
-      const argv = detachedStartArgv(manifest, path.join(dir, 'run.json'), ['/bin/sh', '-c', 'echo "$$ $1 $FSDP_RUN_ID $(cut -d" " -f22 /proc/$$/stat)"', 'sh', 'a b;c']);
+      const manifest = {
+        v: 1 as const,
+        run_id: 'r',
+        created: 1,
+        status: 'starting' as const,
+        config: { note: `it's "quoted" $(x) %s \\n` },
+        world: { size: 1 },
+        host: 'h',
+      };
+      const argv = detachedStartArgv(manifest, path.join(dir, 'run.json'), [
+        '/bin/sh',
+        '-c',
+        'echo "$$ $1 $FSDP_RUN_ID $(cut -d" " -f22 /proc/$$/stat)"',
+        'sh',
+        'a b;c',
+      ]);
       const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
       const words = r.stdout.trim().split(' ');
@@ -63,7 +91,9 @@ describe('launch plan', () => {
   });
 
   it('passes ssh options, then --, then the host, then one quoted remote command', () => {
-    const argv = sshArgv('gpu-box', ['tail', '-c', '+1', { path: '~/runs/a b/metrics.jsonl' }], { configFile: '/x/ssh config' });
+    const argv = sshArgv('gpu-box', ['tail', '-c', '+1', { path: '~/runs/a b/metrics.jsonl' }], {
+      configFile: '/x/ssh config',
+    });
     assert.deepEqual(argv.slice(0, 2), ['-F', '/x/ssh config']);
     assert.equal(argv.at(-3), '--');
     assert.equal(argv.at(-2), 'gpu-box');
@@ -76,7 +106,10 @@ describe('launch plan', () => {
     try {
       const inc = path.join(dir, 'more');
       writeFileSync(inc, 'Host extra-box\n  HostName 10.0.0.2\n');
-      writeFileSync(path.join(dir, 'config'), `Host gpu-a gpu-b *.corp !bad\n  User me\nInclude ${inc}\nHost=tight\nMatch host x\n`);
+      writeFileSync(
+        path.join(dir, 'config'),
+        `Host gpu-a gpu-b *.corp !bad\n  User me\nInclude ${inc}\nHost=tight\nMatch host x\n`,
+      );
       assert.deepEqual(sshConfigHosts(path.join(dir, 'config')), ['gpu-a', 'gpu-b', 'extra-box', 'tight']);
       assert.deepEqual(sshConfigHosts(path.join(dir, 'absent')), []);
     } finally {
@@ -95,7 +128,10 @@ describe('launch plan', () => {
       const b = new RunRegistry(file);
       assert.deepEqual(b.get(key), { target: 'gpu-box', runDir: '/r/1', runId: '1', launchedAt: 5, pgid: 77 });
       b.remove(key);
-      assert.deepEqual(new RunRegistry(file).list().map((r) => r.runId), ['2']);
+      assert.deepEqual(
+        new RunRegistry(file).list().map((r) => r.runId),
+        ['2'],
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -33,60 +33,157 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
   function specFor(config: string, configText: string, command: string[], extra = '') {
     writeFileSync(path.join(dir, config), configText);
     const file = path.join(dir, 'x.fsdp-launch.yaml');
-    const { spec, problems } = loadLaunchSpec(`command: ${JSON.stringify(command)}\nconfig: ${config}\n${extra}`, file, read);
+    const { spec, problems } = loadLaunchSpec(
+      `command: ${JSON.stringify(command)}\nconfig: ${config}\n${extra}`,
+      file,
+      read,
+    );
     assert.ok(spec, JSON.stringify(problems));
     return spec;
   }
 
-  it('reads the world size a config implies: DeepSpeed\'s batch identity, accelerate\'s num_processes', () => {
-    assert.deepEqual(configWorldSize('deepspeed', readFileSync(path.join(SAMPLES, 'ds_config.json'), 'utf8'), 'ds_config.json'), { size: 4, why: 'train_batch_size 64 ÷ (micro-batch 4 × accumulation 4)' });
-    assert.equal(configWorldSize('deepspeed', '{"train_batch_size": 32, "train_micro_batch_size_per_gpu": 8}', 'ds.json')?.size, 4, 'accumulation 1 when absent');
-    assert.equal(configWorldSize('deepspeed', '{"train_batch_size": 30, "train_micro_batch_size_per_gpu": 8}', 'ds.json'), undefined, 'not a whole division');
-    assert.equal(configWorldSize('deepspeed', '{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}', 'ds.json'), undefined);
-    assert.equal(configWorldSize('deepspeed', '{"train_batch_size": 64,', 'ds.json'), undefined, 'a syntax error says nothing');
-    assert.deepEqual(configWorldSize('accelerate', readFileSync(path.join(SAMPLES, 'accelerate-fsdp.yaml'), 'utf8'), 'accelerate-fsdp.yaml'), { size: 4, why: 'num_processes 4' });
-    assert.equal(configWorldSize('accelerate', 'distributed_type: FSDP\nnum_processes: 16\nnum_machines: 2\n', 'a.yaml')?.why, 'num_processes 16 (across 2 machines)');
+  it("reads the world size a config implies: DeepSpeed's batch identity, accelerate's num_processes", () => {
+    assert.deepEqual(
+      configWorldSize('deepspeed', readFileSync(path.join(SAMPLES, 'ds_config.json'), 'utf8'), 'ds_config.json'),
+      { size: 4, why: 'train_batch_size 64 ÷ (micro-batch 4 × accumulation 4)' },
+    );
+    assert.equal(
+      configWorldSize('deepspeed', '{"train_batch_size": 32, "train_micro_batch_size_per_gpu": 8}', 'ds.json')?.size,
+      4,
+      'accumulation 1 when absent',
+    );
+    assert.equal(
+      configWorldSize('deepspeed', '{"train_batch_size": 30, "train_micro_batch_size_per_gpu": 8}', 'ds.json'),
+      undefined,
+      'not a whole division',
+    );
+    assert.equal(
+      configWorldSize('deepspeed', '{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}', 'ds.json'),
+      undefined,
+    );
+    assert.equal(
+      configWorldSize('deepspeed', '{"train_batch_size": 64,', 'ds.json'),
+      undefined,
+      'a syntax error says nothing',
+    );
+    assert.deepEqual(
+      configWorldSize(
+        'accelerate',
+        readFileSync(path.join(SAMPLES, 'accelerate-fsdp.yaml'), 'utf8'),
+        'accelerate-fsdp.yaml',
+      ),
+      { size: 4, why: 'num_processes 4' },
+    );
+    assert.equal(
+      configWorldSize('accelerate', 'distributed_type: FSDP\nnum_processes: 16\nnum_machines: 2\n', 'a.yaml')?.why,
+      'num_processes 16 (across 2 machines)',
+    );
   });
 
-  it('refuses a deepspeed command whose ranks differ from the config\'s, naming both and what to change', () => {
+  it("refuses a deepspeed command whose ranks differ from the config's, naming both and what to change", () => {
     const ds = readFileSync(path.join(SAMPLES, 'ds_config.json'), 'utf8');
     const wrong = specFor('ds_config.json', ds, commandForConfig('deepspeed', 'ds_config.json', 'train.py', 1));
     assert.equal(
       launchWorldProblem(wrong, read),
       'ds_config.json implies 4 ranks (train_batch_size 64 ÷ (micro-batch 4 × accumulation 4)), but the command starts 1 rank (--num_gpus × --num_nodes): DeepSpeed stops at start-up when train_batch_size ≠ micro-batch × accumulation × ranks. Change --num_gpus in the command, or the batch keys in ds_config.json.',
     );
-    assert.equal(launchWorldProblem(specFor('ds_config.json', ds, commandForConfig('deepspeed', 'ds_config.json', 'train.py', 4)), read), undefined);
-    assert.equal(launchWorldProblem(specFor('ds_config.json', ds, ['deepspeed', '--num_gpus', '2', '--num_nodes', '2', 'train.py', '--deepspeed', 'ds_config.json']), read), undefined, '2 × 2');
-    assert.equal(launchWorldProblem(specFor('ds_config.json', ds, ['deepspeed', 'train.py', '--deepspeed', 'ds_config.json']), read), undefined, 'every GPU of the machine: not known here');
+    assert.equal(
+      launchWorldProblem(
+        specFor('ds_config.json', ds, commandForConfig('deepspeed', 'ds_config.json', 'train.py', 4)),
+        read,
+      ),
+      undefined,
+    );
+    assert.equal(
+      launchWorldProblem(
+        specFor('ds_config.json', ds, [
+          'deepspeed',
+          '--num_gpus',
+          '2',
+          '--num_nodes',
+          '2',
+          'train.py',
+          '--deepspeed',
+          'ds_config.json',
+        ]),
+        read,
+      ),
+      undefined,
+      '2 × 2',
+    );
+    assert.equal(
+      launchWorldProblem(
+        specFor('ds_config.json', ds, ['deepspeed', 'train.py', '--deepspeed', 'ds_config.json']),
+        read,
+      ),
+      undefined,
+      'every GPU of the machine: not known here',
+    );
     // The config named by the command's own --deepspeed, without config: in the spec.
     writeFileSync(path.join(dir, 'other.json'), ds);
-    const { spec } = loadLaunchSpec('command: deepspeed --num_gpus 8 train.py --deepspeed other.json\n', path.join(dir, 'y.fsdp-launch.yaml'), read);
+    const { spec } = loadLaunchSpec(
+      'command: deepspeed --num_gpus 8 train.py --deepspeed other.json\n',
+      path.join(dir, 'y.fsdp-launch.yaml'),
+      read,
+    );
     assert.match(launchWorldProblem(spec!, read) ?? '', /^other\.json implies 4 ranks .* the command starts 8 ranks/);
   });
 
-  it('refuses an accelerate command whose --num_processes overrides the config\'s with another count', () => {
+  it("refuses an accelerate command whose --num_processes overrides the config's with another count", () => {
     const acc = readFileSync(path.join(SAMPLES, 'accelerate-fsdp.yaml'), 'utf8');
     assert.equal(
-      launchWorldProblem(specFor('accelerate-fsdp.yaml', acc, ['accelerate', 'launch', '--config_file', 'accelerate-fsdp.yaml', '--num_processes', '2', 'train.py']), read),
-      'accelerate-fsdp.yaml implies 4 ranks (num_processes 4), but the command starts 2 ranks (--num_processes, which overrides the config\'s): change --num_processes in the command, or num_processes in accelerate-fsdp.yaml.',
+      launchWorldProblem(
+        specFor('accelerate-fsdp.yaml', acc, [
+          'accelerate',
+          'launch',
+          '--config_file',
+          'accelerate-fsdp.yaml',
+          '--num_processes',
+          '2',
+          'train.py',
+        ]),
+        read,
+      ),
+      "accelerate-fsdp.yaml implies 4 ranks (num_processes 4), but the command starts 2 ranks (--num_processes, which overrides the config's): change --num_processes in the command, or num_processes in accelerate-fsdp.yaml.",
     );
-    assert.equal(launchWorldProblem(specFor('accelerate-fsdp.yaml', acc, commandForConfig('accelerate', 'accelerate-fsdp.yaml', 'train.py', 1)), read), undefined, 'the config\'s own count');
+    assert.equal(
+      launchWorldProblem(
+        specFor('accelerate-fsdp.yaml', acc, commandForConfig('accelerate', 'accelerate-fsdp.yaml', 'train.py', 1)),
+        read,
+      ),
+      undefined,
+      "the config's own count",
+    );
   });
 
-  it('says what will run for review: the command, its ranks, where, and the config\'s count', () => {
+  it("says what will run for review: the command, its ranks, where, and the config's count", () => {
     const ds = readFileSync(path.join(SAMPLES, 'ds_config.json'), 'utf8');
     assert.equal(
-      describeLaunch(specFor('ds_config.json', ds, commandForConfig('deepspeed', 'ds_config.json', 'train.py', 4)), read),
+      describeLaunch(
+        specFor('ds_config.json', ds, commandForConfig('deepspeed', 'ds_config.json', 'train.py', 4)),
+        read,
+      ),
       'deepspeed --num_gpus 4 train.py --deepspeed ds_config.json — 4 ranks on this machine; ds_config.json implies 4 (train_batch_size 64 ÷ (micro-batch 4 × accumulation 4))',
     );
     assert.equal(
-      describeLaunch(specFor('ds_config.json', ds, ['deepspeed', '/code/train.py', '--deepspeed', '/code/ds_config.json'], 'target: gpu-box\ncwd: /code\n'), read),
+      describeLaunch(
+        specFor(
+          'ds_config.json',
+          ds,
+          ['deepspeed', '/code/train.py', '--deepspeed', '/code/ds_config.json'],
+          'target: gpu-box\ncwd: /code\n',
+        ),
+        read,
+      ),
       'deepspeed /code/train.py --deepspeed /code/ds_config.json — as many ranks as the launcher finds GPUs on gpu-box; ds_config.json implies 4 (train_batch_size 64 ÷ (micro-batch 4 × accumulation 4))',
     );
     const acc = readFileSync(path.join(SAMPLES, 'accelerate-fsdp.yaml'), 'utf8');
     assert.equal(
-      describeLaunch(specFor('accelerate-fsdp.yaml', acc, commandForConfig('accelerate', 'accelerate-fsdp.yaml', 'train.py', 1)), read),
-      'accelerate launch --config_file accelerate-fsdp.yaml train.py — 4 ranks (the config\'s num_processes 4) on this machine',
+      describeLaunch(
+        specFor('accelerate-fsdp.yaml', acc, commandForConfig('accelerate', 'accelerate-fsdp.yaml', 'train.py', 1)),
+        read,
+      ),
+      "accelerate launch --config_file accelerate-fsdp.yaml train.py — 4 ranks (the config's num_processes 4) on this machine",
     );
   });
 
@@ -94,7 +191,10 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
     this.timeout(30_000);
     const host = localLoginHost();
     const bin = path.join(dir, 'bin');
-    const spec = (command: string[], env: Record<string, string> = {}) => ({ ...specFor('ds_config.json', '{}', command), env });
+    const spec = (command: string[], env: Record<string, string> = {}) => ({
+      ...specFor('ds_config.json', '{}', command),
+      env,
+    });
     const ds = ['deepspeed', '--num_gpus', '1', 'train.py'];
     assert.equal(
       await launcherProblem(host, spec(ds, { PATH: bin })),
@@ -102,12 +202,26 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
     );
     mkdirSync(bin);
     writeFileSync(path.join(bin, 'deepspeed'), '#!/bin/sh\n');
-    assert.match((await launcherProblem(host, spec(ds, { PATH: bin }))) ?? '', /deepspeed is not on the PATH/, 'a file that is not executable is not a launcher');
+    assert.match(
+      (await launcherProblem(host, spec(ds, { PATH: bin }))) ?? '',
+      /deepspeed is not on the PATH/,
+      'a file that is not executable is not a launcher',
+    );
     chmodSync(path.join(bin, 'deepspeed'), 0o755);
     assert.equal(await launcherProblem(host, spec(ds, { PATH: bin })), undefined);
-    assert.equal(await launcherProblem(host, spec(['bin/deepspeed', 'train.py'])), undefined, 'a path from the command\'s folder');
-    assert.equal(await launcherProblem(host, spec(['./venv/bin/accelerate', 'launch', 'train.py'])), `cannot start accelerate on this machine: ./venv/bin/accelerate is not an executable file (from ${dir}). Accelerate installs it (pip install accelerate, in the Python environment your script uses), or give its full path in the command (e.g. /path/to/venv/bin/accelerate).`);
-    assert.equal(await launcherProblem(host, spec(ds), path.join(dir, 'gone')), `the command's folder ${path.join(dir, 'gone')} is not on this machine`);
+    assert.equal(
+      await launcherProblem(host, spec(['bin/deepspeed', 'train.py'])),
+      undefined,
+      "a path from the command's folder",
+    );
+    assert.equal(
+      await launcherProblem(host, spec(['./venv/bin/accelerate', 'launch', 'train.py'])),
+      `cannot start accelerate on this machine: ./venv/bin/accelerate is not an executable file (from ${dir}). Accelerate installs it (pip install accelerate, in the Python environment your script uses), or give its full path in the command (e.g. /path/to/venv/bin/accelerate).`,
+    );
+    assert.equal(
+      await launcherProblem(host, spec(ds), path.join(dir, 'gone')),
+      `the command's folder ${path.join(dir, 'gone')} is not on this machine`,
+    );
     // Hostile words stay words: nothing runs but the check.
     assert.match((await launcherProblem(host, spec(['$(touch pwned)', 'x']))) ?? '', /is not on the PATH/);
     assert.equal(read(path.join(dir, 'pwned')), undefined);

@@ -15,7 +15,7 @@ describe('layering: the import graph of the project', () => {
   const graph = readImportGraph(root, [...PRODUCT, 'test']);
   const inFolder = (folder: string) => [...graph.keys()].filter((f) => f.startsWith(`${folder}/`));
 
-  it('reads the real imports (the extension imports vscode, the editor\'s runs import the watch)', () => {
+  it("reads the real imports (the extension imports vscode, the editor's runs import the watch)", () => {
     assert.ok(graph.get('extension/studio-context.ts')?.some((e) => e.to === 'vscode' && e.runtime));
     assert.ok(graph.get('extension/extension.ts')?.some((e) => e.to === 'vscode' && !e.runtime));
     assert.ok(reachable(graph, 'extension/extension.ts').has('runs/watch/run-watch.ts'));
@@ -23,8 +23,11 @@ describe('layering: the import graph of the project', () => {
   });
 
   it('nothing outside extension/ imports extension/', () => {
-    const offenders = PRODUCT.filter((f) => f !== 'extension').flatMap(inFolder).flatMap((file) =>
-      (graph.get(file) ?? []).filter((e) => e.local && e.to.startsWith('extension/')).map((e) => `${file} → ${e.to}`));
+    const offenders = PRODUCT.filter((f) => f !== 'extension')
+      .flatMap(inFolder)
+      .flatMap((file) =>
+        (graph.get(file) ?? []).filter((e) => e.local && e.to.startsWith('extension/')).map((e) => `${file} → ${e.to}`),
+      );
     assert.deepEqual(offenders, []);
   });
 
@@ -32,7 +35,8 @@ describe('layering: the import graph of the project', () => {
     const offenders: string[] = [];
     for (const file of ['runs', 'core', 'cli', 'bench', 'language-server'].flatMap(inFolder)) {
       for (const [reached, via] of reachable(graph, file)) {
-        if (graph.get(reached)?.some((e) => e.to === 'vscode' && e.runtime)) offenders.push(`${via.join(' → ')} → vscode`);
+        if (graph.get(reached)?.some((e) => e.to === 'vscode' && e.runtime))
+          offenders.push(`${via.join(' → ')} → vscode`);
       }
     }
     assert.deepEqual(offenders.slice(0, 10), []);
@@ -40,7 +44,8 @@ describe('layering: the import graph of the project', () => {
 
   it('core/ imports neither runs/ nor extension/ (it is the bottom layer)', () => {
     const offenders = inFolder('core').flatMap((file) =>
-      (graph.get(file) ?? []).filter((e) => e.local && !e.to.startsWith('core/')).map((e) => `${file} → ${e.to}`));
+      (graph.get(file) ?? []).filter((e) => e.local && !e.to.startsWith('core/')).map((e) => `${file} → ${e.to}`),
+    );
     assert.deepEqual(offenders, []);
   });
 
@@ -50,9 +55,20 @@ describe('layering: the import graph of the project', () => {
   });
 
   it('every launch goes through the one door (runs/launch/launch-run.ts): no one else calls a launch strategy', () => {
-    const strategies = /\b(launchLocal|launchRemote|launchHosts|launchCommandLocal|launchCommandRemote|launchSlurm|launchCommandOnSlurm)\b/;
-    const home = new Set(['test/unit/layering.test.ts', 'runs/launch/launch-run.ts', 'runs/launch/launcher.ts', 'runs/launch/command-launcher.ts', 'runs/launch/hosts-launch.ts', 'runs/slurm/slurm-launch.ts', 'runs/slurm/slurm-command-launch.ts']);
-    const offenders = [...graph.keys()].filter((f) => !home.has(f) && strategies.test(readFileSync(path.join(root, f), 'utf8')));
+    const strategies =
+      /\b(launchLocal|launchRemote|launchHosts|launchCommandLocal|launchCommandRemote|launchSlurm|launchCommandOnSlurm)\b/;
+    const home = new Set([
+      'test/unit/layering.test.ts',
+      'runs/launch/launch-run.ts',
+      'runs/launch/launcher.ts',
+      'runs/launch/command-launcher.ts',
+      'runs/launch/hosts-launch.ts',
+      'runs/slurm/slurm-launch.ts',
+      'runs/slurm/slurm-command-launch.ts',
+    ]);
+    const offenders = [...graph.keys()].filter(
+      (f) => !home.has(f) && strategies.test(readFileSync(path.join(root, f), 'utf8')),
+    );
     assert.deepEqual(offenders, []);
   });
 
@@ -78,7 +94,9 @@ describe('layering: the import graph of the project', () => {
 // each can be read and tested with what it stands on and nothing above it.
 describe('layering: the native runtime folders', () => {
   const src = path.join(root, 'native/src');
-  const folders = readdirSync(src, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  const folders = readdirSync(src, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name);
   const folderEdges = new Map<string, Set<string>>();
   for (const folder of folders) {
     const targets = new Set<string>();
@@ -96,7 +114,9 @@ describe('layering: the native runtime folders', () => {
   });
 
   it('no two folders include each other, directly or around a loop', () => {
-    const graph: ImportGraph = new Map([...folderEdges].map(([f, to]) => [f, [...to].map((t) => ({ to: t, local: true, runtime: true }))]));
+    const graph: ImportGraph = new Map(
+      [...folderEdges].map(([f, to]) => [f, [...to].map((t) => ({ to: t, local: true, runtime: true }))]),
+    );
     assert.deepEqual(importCycles(graph), []);
   });
 

@@ -12,7 +12,11 @@ describe('lint (eslint.config.mjs)', () => {
     const { ESLint } = await import('eslint');
     const eslint = new ESLint({ cwd: root });
     const results = await eslint.lintFiles(['.']);
-    const errors = results.flatMap((r) => r.messages.filter((m) => m.severity === 2).map((m) => `${path.relative(root, r.filePath)}:${m.line}:${m.column} ${m.message} (${m.ruleId})`));
+    const errors = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.severity === 2)
+        .map((m) => `${path.relative(root, r.filePath)}:${m.line}:${m.column} ${m.message} (${m.ruleId})`),
+    );
     assert.ok(results.length > 150, `linted only ${results.length} files: is the ignore list too wide?`);
     assert.deepEqual(errors, []);
   });
@@ -20,8 +24,13 @@ describe('lint (eslint.config.mjs)', () => {
   it('the config applies typescript-eslint rules to TypeScript files', async () => {
     const { ESLint } = await import('eslint');
     const eslint = new ESLint({ cwd: root });
-    const [result] = await eslint.lintText('export const x: any = 1;\n', { filePath: path.join(root, 'core/lint-probe.ts') });
-    assert.deepEqual(result.messages.map((m) => m.ruleId), ['@typescript-eslint/no-explicit-any']);
+    const [result] = await eslint.lintText('export const x: any = 1;\n', {
+      filePath: path.join(root, 'core/lint-probe.ts'),
+    });
+    assert.deepEqual(
+      result.messages.map((m) => m.ruleId),
+      ['@typescript-eslint/no-explicit-any'],
+    );
   });
 
   // The one formatting of the code base (issue 25): Prettier for TypeScript, JavaScript modules and
@@ -29,9 +38,22 @@ describe('lint (eslint.config.mjs)', () => {
   // fixes what these name.
   it('every source file is formatted (npm run format:check)', function () {
     this.timeout(600_000);
-    const prettier = spawnSync(process.execPath, [path.join(root, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level', 'warn', '**/*.{ts,mjs,css}'], { cwd: root, encoding: 'utf8' });
+    const prettier = spawnSync(
+      process.execPath,
+      [
+        path.join(root, 'node_modules', 'prettier', 'bin', 'prettier.cjs'),
+        '--check',
+        '--log-level',
+        'warn',
+        '**/*.{ts,mjs,css}',
+      ],
+      { cwd: root, encoding: 'utf8' },
+    );
     assert.equal(prettier.status, 0, `Prettier: not formatted (npm run format):\n${prettier.stdout}${prettier.stderr}`);
-    const native = spawnSync(process.execPath, [path.join(root, 'scripts', 'format-native.mjs'), '--check'], { cwd: root, encoding: 'utf8' });
+    const native = spawnSync(process.execPath, [path.join(root, 'scripts', 'format-native.mjs'), '--check'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     assert.equal(native.status, 0, `clang-format: ${native.stdout}${native.stderr}`);
   });
 });

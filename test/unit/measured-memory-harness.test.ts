@@ -37,7 +37,8 @@ describe('GPU memory harness ↔ estimator (test/reference/dry-run)', () => {
       assert.match(data.command, /measure_memory\.py/);
       assert.ok(data.points.length > 0, `${file}: no point ran`);
       for (const p of data.points) assert.equal(p.measured.max_memory_allocated, null, `${file} ${p.id}`);
-      for (const s of data.skipped) assert.match(s.reason, /needs .*PyTorch >= |out of memory|time budget/, `${file} ${s.id}`);
+      for (const s of data.skipped)
+        assert.match(s.reason, /needs .*PyTorch >= |out of memory|time budget/, `${file} ${s.id}`);
     }
   });
 
@@ -48,7 +49,11 @@ describe('GPU memory harness ↔ estimator (test/reference/dry-run)', () => {
         assert.equal(shapeProblem(input.model), undefined, `${file} ${id}`);
         assert.equal(input.strategy, strategy === 'fsdp2' ? 'FULL_SHARD' : 'NO_SHARD', id);
         assert.equal(input.precision.param, precision === 'bf16' ? 'bfloat16' : 'float32', id);
-        assert.equal(input.checkpointing.policy, { 'ac-none': 'none', 'ac-every': 'every_n', 'ac-selective': 'selective' }[ac], id);
+        assert.equal(
+          input.checkpointing.policy,
+          { 'ac-none': 'none', 'ac-every': 'every_n', 'ac-selective': 'selective' }[ac],
+          id,
+        );
         assert.equal(`s${input.seqLen}/b${input.microBatch}`, `${seq}/${mb}`, id);
         const peak = estimateMemory(input).allocatorPeak;
         assert.ok(Number.isFinite(peak) && peak > 0, `${id}: estimated peak ${peak}`);

@@ -16,7 +16,19 @@ import path from 'node:path';
 import { UNSURE_SEGMENTS } from '../../core/memory/estimate';
 import { CUDA_CONTEXT_BYTES } from '../../core/memory/frameworks/gpu-overheads';
 import { findGpu } from '../../core/memory/gpu-presets';
-import { accuracySummary, compareReserved, harnessHistory, MEASURED_FORMAT, RESERVED_FORMAT, reservedOf, summariseReserved, widthSplits, type ErrorSummary, type MeasuredFile, type ReservedFile } from '../../core/memory/measured-comparison';
+import {
+  accuracySummary,
+  compareReserved,
+  harnessHistory,
+  MEASURED_FORMAT,
+  RESERVED_FORMAT,
+  reservedOf,
+  summariseReserved,
+  widthSplits,
+  type ErrorSummary,
+  type MeasuredFile,
+  type ReservedFile,
+} from '../../core/memory/measured-comparison';
 import { shapeProblem } from '../../core/memory/model-shape';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
@@ -45,7 +57,10 @@ describe('memory estimator vs memory measured on GPUs (test/fixtures/measured, m
       assert.ok(Array.isArray(data.points) && data.points.length >= 40, `${file}: at least 40 points`);
       for (const p of data.points) {
         assert.equal(shapeProblem(p.input.model), undefined, `${file} ${p.id}: model`);
-        assert.ok(p.measured.max_memory_allocated > 0 && p.measured.max_memory_reserved >= p.measured.max_memory_allocated, `${file} ${p.id}: allocator counters`);
+        assert.ok(
+          p.measured.max_memory_allocated > 0 && p.measured.max_memory_reserved >= p.measured.max_memory_allocated,
+          `${file} ${p.id}: allocator counters`,
+        );
       }
     }
     for (const { file, data } of quoted) {
@@ -99,14 +114,26 @@ describe('memory estimator vs memory measured on GPUs (test/fixtures/measured, m
 
   it(`the unsure range (± ${UNSURE_SEGMENTS} of the replay's largest segments) holds every measured reserved peak`, () => {
     const s = summariseReserved(points, UNSURE_SEGMENTS);
-    const outside = points.filter((p) => Math.abs(p.reserved.predicted - p.reserved.measured) > UNSURE_SEGMENTS * p.largestSegment);
-    assert.equal(s.covered, s.points, outside.map((p) => `${p.id}: ${pct(p.reserved.error)}, largest segment ${(p.largestSegment / MiB).toFixed(0)} MiB`).join('; '));
+    const outside = points.filter(
+      (p) => Math.abs(p.reserved.predicted - p.reserved.measured) > UNSURE_SEGMENTS * p.largestSegment,
+    );
+    assert.equal(
+      s.covered,
+      s.points,
+      outside
+        .map((p) => `${p.id}: ${pct(p.reserved.error)}, largest segment ${(p.largestSegment / MiB).toFixed(0)} MiB`)
+        .join('; '),
+    );
   });
 
-  it('the GPU preset and the CUDA context are the measured device\'s', () => {
+  it("the GPU preset and the CUDA context are the measured device's", () => {
     for (const { file, data } of runs) {
       if (!/H100 80GB/.test(data.device)) continue;
-      assert.equal(findGpu('H100-80GB')!.memoryBytes, data.memory_total_bytes, `${file}: H100 capacity is CUDA's total`);
+      assert.equal(
+        findGpu('H100-80GB')!.memoryBytes,
+        data.memory_total_bytes,
+        `${file}: H100 capacity is CUDA's total`,
+      );
       // The fixture's context was measured with the 32 MiB cuBLAS workspace and cuBLASLt's 2 MiB segment in it.
       assert.equal(CUDA_CONTEXT_BYTES + 34 * MiB, data.cuda_context_bytes, `${file}: CUDA context`);
     }

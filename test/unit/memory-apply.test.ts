@@ -28,7 +28,10 @@ describe('apply a memory change to a config', () => {
   it('adds a missing section with its keys at the end, indented as the file is', () => {
     const text = applied(sample, 'tiny-cpu.yaml', { knob: 'checkpointing', value: { policy: 'every_n', everyN: 2 } });
     assert.ok(text.startsWith(sample.trimEnd()));
-    assert.match(text, /\nactivation_checkpointing:\n {2}enabled: true\n {2}policy: every_n\n {2}every_n_layers: 2\n?$/);
+    assert.match(
+      text,
+      /\nactivation_checkpointing:\n {2}enabled: true\n {2}policy: every_n\n {2}every_n_layers: 2\n?$/,
+    );
     const r = readConfigForEstimate(text, 'tiny-cpu.yaml');
     assert.ok(!isConfigInputError(r));
     assert.deepEqual(r.input.checkpointing, { policy: 'every_n', everyN: 2 });
@@ -48,9 +51,15 @@ describe('apply a memory change to a config', () => {
   });
 
   it('edits DeepSpeed JSON with comments, keeping train_batch_size consistent', () => {
-    const ds = '{\n  // batch\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": { "stage": 2 }\n}\n';
+    const ds =
+      '{\n  // batch\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": { "stage": 2 }\n}\n';
     const text = applied(ds, 'ds_config.json', { knob: 'microBatch', value: 2 });
-    assert.equal(text, ds.replace('"train_batch_size": 32', '"train_batch_size": 16').replace('"train_micro_batch_size_per_gpu": 4', '"train_micro_batch_size_per_gpu": 2'));
+    assert.equal(
+      text,
+      ds
+        .replace('"train_batch_size": 32', '"train_batch_size": 16')
+        .replace('"train_micro_batch_size_per_gpu": 4', '"train_micro_batch_size_per_gpu": 2'),
+    );
     const stage = applied(ds, 'ds_config.json', { knob: 'strategy', value: 'FULL_SHARD' });
     assert.ok(stage.includes('"stage": 3'));
   });
@@ -61,12 +70,21 @@ describe('apply a memory change to a config', () => {
   });
 
   it('refuses what a config cannot express, saying why', () => {
-    const r = changeEdit('{"train_micro_batch_size_per_gpu": 1}', 'ds.json', { knob: 'strategy', value: 'HYBRID_SHARD' });
+    const r = changeEdit('{"train_micro_batch_size_per_gpu": 1}', 'ds.json', {
+      knob: 'strategy',
+      value: 'HYBRID_SHARD',
+    });
     assert.deepEqual(r, { error: 'DeepSpeed has no HYBRID_SHARD' });
   });
 
   it('removes a key with its line, and refuses flow mappings', () => {
-    assert.equal(setConfigValue('fsdp:\n  zero_stage: 3\n  cpu_offload: true\n', 'a.yaml', ['fsdp', 'zero_stage'], undefined), 'fsdp:\n  cpu_offload: true\n');
-    assert.deepEqual(setConfigValue('fsdp: {cpu_offload: true}\n', 'a.yaml', ['fsdp', 'sharding_strategy'], 'FULL_SHARD'), { error: 'fsdp is a flow mapping ({…}); edit it by hand' });
+    assert.equal(
+      setConfigValue('fsdp:\n  zero_stage: 3\n  cpu_offload: true\n', 'a.yaml', ['fsdp', 'zero_stage'], undefined),
+      'fsdp:\n  cpu_offload: true\n',
+    );
+    assert.deepEqual(
+      setConfigValue('fsdp: {cpu_offload: true}\n', 'a.yaml', ['fsdp', 'sharding_strategy'], 'FULL_SHARD'),
+      { error: 'fsdp is a flow mapping ({…}); edit it by hand' },
+    );
   });
 });

@@ -9,11 +9,14 @@ const FIXTURES = path.resolve(__dirname, '../fixtures');
 const read = (f: string) => readFileSync(path.join(FIXTURES, f), 'utf8');
 
 describe('the inline memory estimate of torchtitan and TrainingArguments configs', () => {
-  it('estimates torchtitan\'s Llama 3 70B config per GPU with its degrees and flavour', () => {
+  it("estimates torchtitan's Llama 3 70B config per GPU with its degrees and flavour", () => {
     const text = `# fsdp-studio: nproc=8 nnodes=8 gpu=H100-80GB\n${read('torchtitan/llama3-llama3_70b.toml')}`;
     const m = configMemory('torchtitan', text, '/w/llama3_70b.toml');
     assert.ok(!('error' in m), 'error' in m ? m.error : '');
-    assert.match(m.title, /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB — for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)$/);
+    assert.match(
+      m.title,
+      /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB — for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)$/,
+    );
     const plan = m.read.input.parallel!;
     assert.deepEqual([plan.shard, plan.tp, plan.pp, plan.cp], [8, 8, 1, 1]);
     assert.equal(m.read.input.checkpointing.policy, 'every_n', 'mode = "full"');
@@ -26,11 +29,16 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
     const m = configMemory('torchtitan', text, '/w/llama3_70b.toml');
     assert.ok(!('error' in m));
     assert.equal(m.problem?.code, 'memory.does-not-fit');
-    const fix = m.problem!.fixes!.find((f) => f.edits.some((e) => e.path.join('.') === 'parallelism.tensor_parallel_degree'));
+    const fix = m.problem!.fixes!.find((f) =>
+      f.edits.some((e) => e.path.join('.') === 'parallelism.tensor_parallel_degree'),
+    );
     assert.ok(fix, m.problem!.fixes!.map((f) => f.title).join(' | '));
     const fixed = applyConfigEdits(text, fix.edits, { kind: 'toml' });
     const after = configMemory('torchtitan', fixed, '/w/llama3_70b.toml');
-    assert.ok(!('error' in after) && after.estimate.fit!.fits, `${fix.title}: ${'error' in after ? after.error : after.title}`);
+    assert.ok(
+      !('error' in after) && after.estimate.fit!.fits,
+      `${fix.title}: ${'error' in after ? after.error : after.title}`,
+    );
   });
 
   it('says how many GPUs a torchtitan config needs when no split of its GPUs holds it (405B on 64)', () => {
@@ -45,7 +53,12 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
     const r = readConfigForEstimate(read('torchtitan/qwen3-qwen3_32b.toml'), '/w/qwen3_32b.toml', {}, 'torchtitan');
     assert.ok('error' in r);
     assert.match(r.error, /qwen3 flavour 32B is not one the estimator knows \(llama3\/debugmodel, llama3\/8B/);
-    const named = readConfigForEstimate(`# fsdp-studio: model=llama-3-8b\n${read('torchtitan/qwen3-qwen3_32b.toml')}`, '/w/qwen3_32b.toml', {}, 'torchtitan');
+    const named = readConfigForEstimate(
+      `# fsdp-studio: model=llama-3-8b\n${read('torchtitan/qwen3-qwen3_32b.toml')}`,
+      '/w/qwen3_32b.toml',
+      {},
+      'torchtitan',
+    );
     assert.ok(!('error' in named), 'error' in named ? named.error : '');
   });
 
@@ -54,7 +67,10 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
     const m = configMemory('hf-training', text, '/w/sft.yaml');
     assert.ok(!('error' in m), 'error' in m ? m.error : '');
     const i = m.read.input;
-    assert.deepEqual([i.microBatch, i.precision.param, i.strategy, i.nprocPerNode, i.framework], [4, 'bfloat16', 'SHARD_GRAD_OP', 4, 'pytorch']);
+    assert.deepEqual(
+      [i.microBatch, i.precision.param, i.strategy, i.nprocPerNode, i.framework],
+      [4, 'bfloat16', 'SHARD_GRAD_OP', 4, 'pytorch'],
+    );
     assert.match(m.title, /for Llama 3\.2 1B/);
   });
 });

@@ -16,9 +16,14 @@ const FIXTURES = path.join(__dirname, '..', 'fixtures');
 const inputs = (dir: string) =>
   readdirSync(path.join(FIXTURES, dir))
     .filter((f) => f.endsWith('.json'))
-    .flatMap((f) => (JSON.parse(readFileSync(path.join(FIXTURES, dir, f), 'utf8')) as MeasuredFile | ReservedFile).points.map((p) => p.input as MemoryInput));
+    .flatMap((f) =>
+      (JSON.parse(readFileSync(path.join(FIXTURES, dir, f), 'utf8')) as MeasuredFile | ReservedFile).points.map(
+        (p) => p.input as MemoryInput,
+      ),
+    );
 const measuredInputs = [...inputs('measured'), ...inputs('measured-reserved')];
-const key = (s: { path: string; dModel: number; nLayers: number; seqLen: number; microBatch: number; vocab: number }) => `${s.path} d${s.dModel} l${s.nLayers} s${s.seqLen} b${s.microBatch} v${s.vocab}`;
+const key = (s: { path: string; dModel: number; nLayers: number; seqLen: number; microBatch: number; vocab: number }) =>
+  `${s.path} d${s.dModel} l${s.nLayers} s${s.seqLen} b${s.microBatch} v${s.vocab}`;
 
 /** A measured point (issue 29's first) moved along one axis. */
 function near(over: Partial<MemoryInput> = {}, model: Partial<MemoryInput['model']> = {}): MemoryInput {
@@ -31,25 +36,54 @@ describe('memory estimate: where it has been measured, and unsure elsewhere', ()
     const fromFiles = measuredInputs.map((i) => {
       const p = measuredPath(i);
       assert.ok('path' in p, `a measured input on no measured path: ${JSON.stringify(p)}`);
-      return key({ path: p.path, dModel: i.model.dModel, nLayers: i.model.nLayers, seqLen: i.seqLen, microBatch: i.microBatch, vocab: i.model.vocabSize });
+      return key({
+        path: p.path,
+        dModel: i.model.dModel,
+        nLayers: i.model.nLayers,
+        seqLen: i.seqLen,
+        microBatch: i.microBatch,
+        vocab: i.model.vocabSize,
+      });
     });
     assert.deepEqual([...MEASURED.map(key)].sort(), fromFiles.sort());
   });
 
   it('is not unsure on any measured point, nor within a factor of 2 of one on each size', () => {
-    for (const i of measuredInputs) assert.equal(farFromMeasured(i), undefined, key({ path: 'x', dModel: i.model.dModel, nLayers: i.model.nLayers, seqLen: i.seqLen, microBatch: i.microBatch, vocab: i.model.vocabSize }));
-    assert.equal(farFromMeasured(near({}, { dModel: 2560, nHeads: 40, nKvHeads: 40, ffnHidden: 10240 })), undefined, 'd2560 is 2 × d1280');
+    for (const i of measuredInputs)
+      assert.equal(
+        farFromMeasured(i),
+        undefined,
+        key({
+          path: 'x',
+          dModel: i.model.dModel,
+          nLayers: i.model.nLayers,
+          seqLen: i.seqLen,
+          microBatch: i.microBatch,
+          vocab: i.model.vocabSize,
+        }),
+      );
+    assert.equal(
+      farFromMeasured(near({}, { dModel: 2560, nHeads: 40, nKvHeads: 40, ffnHidden: 10240 })),
+      undefined,
+      'd2560 is 2 × d1280',
+    );
     assert.equal(estimateMemory(near({ microBatch: 4 })).unsure, undefined);
   });
 
   it('is unsure beyond a factor of 2 on a size, saying which', () => {
-    assert.match(farFromMeasured(near({}, { dModel: 4096, nHeads: 64, nKvHeads: 64, ffnHidden: 16384 }))!, /^width 4096 is more than 2× outside the measured 512–1280$/);
+    assert.match(
+      farFromMeasured(near({}, { dModel: 4096, nHeads: 64, nKvHeads: 64, ffnHidden: 16384 }))!,
+      /^width 4096 is more than 2× outside the measured 512–1280$/,
+    );
     assert.match(farFromMeasured(near({ seqLen: 8192 }, { positionEmbeddings: 8192 }))!, /^sequence length 8192/);
     assert.match(farFromMeasured(near({}, { nLayers: 80 }))!, /^depth 80/);
   });
 
   it('is unsure on code paths no measurement ran', () => {
-    assert.match(farFromMeasured(near({}, { mlp: 'swiglu', norm: 'rmsnorm', positionEmbeddings: 0 }))!, /only GPT-2-style blocks/);
+    assert.match(
+      farFromMeasured(near({}, { mlp: 'swiglu', norm: 'rmsnorm', positionEmbeddings: 0 }))!,
+      /only GPT-2-style blocks/,
+    );
     assert.match(farFromMeasured(near({ nprocPerNode: 8 }))!, /several ranks/);
     assert.match(farFromMeasured(near({ attention: 'eager' }))!, /fused attention/);
     assert.match(farFromMeasured(near({ checkpointing: { policy: 'every_n', everyN: 2 } }))!, /every n > 1/);
@@ -68,18 +102,31 @@ describe('memory estimate: where it has been measured, and unsure elsewhere', ()
     assert.ok(e.unsure.low >= e.peak.total - (e.reservedPeak! - e.allocatorPeak));
     assert.equal(e.fit!.headroomBytes, e.fit!.gpu.memoryBytes - e.unsure.high, 'the verdict is on the top');
     assert.equal(e.fit!.atRangeTop, true);
-    assert.match(summaryLine(e), / — unsure, [\d.]+–[\d.]+ GiB \(tokens per micro-batch 65536 is more than 2× outside the measured 512–16384\)/);
+    assert.match(
+      summaryLine(e),
+      / — unsure, [\d.]+–[\d.]+ GiB \(tokens per micro-batch 65536 is more than 2× outside the measured 512–16384\)/,
+    );
   });
 
   it('says "may not fit" when the estimate fits but the range\'s top does not, and "fits" only when the top fits', () => {
     const e = estimateMemory(near({ microBatch: 32 }));
-    const between = { ...e.fit!.gpu, memoryBytes: Math.round((e.peak.total + e.unsure!.high) / 2), name: 'a GPU between the two' };
+    const between = {
+      ...e.fit!.gpu,
+      memoryBytes: Math.round((e.peak.total + e.unsure!.high) / 2),
+      name: 'a GPU between the two',
+    };
     const m = estimateMemory({ ...near({ microBatch: 32 }), gpu: between });
     assert.equal(m.fit!.fits, false);
     assert.match(verdictText(m)!, /^may not fit a GPU between the two \(the range's top is [\d.]+ (GiB|MiB) over\)$/);
-    const roomy = estimateMemory({ ...near({ microBatch: 32 }), gpu: { ...between, memoryBytes: e.unsure!.high + 1, name: 'roomy' } });
+    const roomy = estimateMemory({
+      ...near({ microBatch: 32 }),
+      gpu: { ...between, memoryBytes: e.unsure!.high + 1, name: 'roomy' },
+    });
     assert.equal(verdictText(roomy), 'fits roomy');
-    const small = estimateMemory({ ...near({ microBatch: 32 }), gpu: { ...between, memoryBytes: e.peak.total - 1, name: 'small' } });
+    const small = estimateMemory({
+      ...near({ microBatch: 32 }),
+      gpu: { ...between, memoryBytes: e.peak.total - 1, name: 'small' },
+    });
     assert.match(verdictText(small)!, /^does not fit small/);
   });
 });

@@ -14,7 +14,8 @@ import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 import { parameterCounts } from '../../core/memory/model-shape';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'hf-models');
-const config = (folder: string) => JSON.parse(readFileSync(path.join(FIXTURES, folder, 'config.json'), 'utf8')) as Record<string, unknown>;
+const config = (folder: string) =>
+  JSON.parse(readFileSync(path.join(FIXTURES, folder, 'config.json'), 'utf8')) as Record<string, unknown>;
 
 function count(json: unknown): number {
   const m = shapeFromHfConfig(json, 'x');
@@ -37,21 +38,37 @@ describe('Hugging Face config.json: parameter counts equal the published ones', 
     it(`${folder.replace('--', '/')}: ${n.toLocaleString('en-US')}`, () => assert.equal(count(config(folder)), n));
   }
 
-  it('GPT-NeoX: RedPajama-INCITE 3B\'s architecture with Pythia-2.8B\'s 50,304-token vocabulary has Pythia-2.8B\'s 2,775,208,960', () => {
+  it("GPT-NeoX: RedPajama-INCITE 3B's architecture with Pythia-2.8B's 50,304-token vocabulary has Pythia-2.8B's 2,775,208,960", () => {
     const neox = config('togethercomputer--RedPajama-INCITE-Base-3B-v1');
     assert.equal(count(neox), 2_775_864_320);
     assert.equal(count({ ...neox, vocab_size: 50304 }), 2_775_208_960);
   });
 
   it('reads Phi-2\'s current format (model_type "phi", as transformers ≥ 4.37 writes it) to the same count', () => {
-    const current = { architectures: ['PhiForCausalLM'], model_type: 'phi', hidden_size: 2560, intermediate_size: 10240, num_attention_heads: 32, num_hidden_layers: 32, num_key_value_heads: 32, partial_rotary_factor: 0.4, max_position_embeddings: 2048, tie_word_embeddings: false, vocab_size: 51200 };
+    const current = {
+      architectures: ['PhiForCausalLM'],
+      model_type: 'phi',
+      hidden_size: 2560,
+      intermediate_size: 10240,
+      num_attention_heads: 32,
+      num_hidden_layers: 32,
+      num_key_value_heads: 32,
+      partial_rotary_factor: 0.4,
+      max_position_embeddings: 2048,
+      tie_word_embeddings: false,
+      vocab_size: 51200,
+    };
     assert.equal(count(current), 2_779_683_840);
   });
 
   it('names what it cannot read, and what is missing', () => {
-    assert.match((shapeFromHfConfig({ model_type: 't5' }, 'x') as { error: string }).error, /model_type "t5" is not one the estimator reads/);
+    assert.match(
+      (shapeFromHfConfig({ model_type: 't5' }, 'x') as { error: string }).error,
+      /model_type "t5" is not one the estimator reads/,
+    );
     const missing = (shapeFromHfConfig({ model_type: 'llama', hidden_size: 4096 }, 'x') as { error: string }).error;
-    for (const key of ['vocab_size', 'num_hidden_layers', 'num_attention_heads', 'intermediate_size']) assert.match(missing, new RegExp(`lacks .*${key}`));
+    for (const key of ['vocab_size', 'num_hidden_layers', 'num_attention_heads', 'intermediate_size'])
+      assert.match(missing, new RegExp(`lacks .*${key}`));
     assert.match((shapeFromHfConfig([], 'x') as { error: string }).error, /not a JSON object/);
   });
 });
@@ -82,14 +99,23 @@ describe('finding a Hugging Face model on this machine', () => {
 
   it('finds a model id in the cache at the commit refs/main names; 8.03 B parameters for Llama 3.1 8B', () => {
     const hub = path.join(dir, '.cache', 'huggingface', 'hub');
-    cache(hub, 'meta-llama/Llama-3.1-8B', { ...config('meta-llama--Llama-3.1-8B'), num_hidden_layers: 1 }, 'old0000000000000000000000000000000000000');
+    cache(
+      hub,
+      'meta-llama/Llama-3.1-8B',
+      { ...config('meta-llama--Llama-3.1-8B'), num_hidden_layers: 1 },
+      'old0000000000000000000000000000000000000',
+    );
     const file = cache(hub, 'meta-llama/Llama-3.1-8B', config('meta-llama--Llama-3.1-8B'));
     const found = findHfModel('meta-llama/Llama-3.1-8B', { env: {}, home: dir });
     assert.ok(found && !('error' in found));
     assert.equal(parameterCounts(found.shape).total, 8_030_261_248);
     assert.equal(found.source!.from, file);
     assert.match(found.note, /meta-llama\/Llama-3\.1-8B \(llama, 8\.03 B parameters\) from the Hugging Face cache/);
-    assert.equal(findHfModel('meta-llama/Llama-3.1-70B', { env: {}, home: dir }), undefined, 'not cached: not found, nothing fetched');
+    assert.equal(
+      findHfModel('meta-llama/Llama-3.1-70B', { env: {}, home: dir }),
+      undefined,
+      'not cached: not found, nothing fetched',
+    );
   });
 
   it('finds a model by folder or config.json path, relative to the config being estimated', () => {
@@ -102,35 +128,75 @@ describe('finding a Hugging Face model on this machine', () => {
       assert.equal(parameterCounts(found.shape).total, 494_032_768, ref);
     }
     writeFileSync(path.join(model, 'config.json'), '{ not json');
-    assert.match((findHfModel('models/my-qwen', { baseDir: dir }) as { error: string }).error, /my-qwen\/config\.json: .*JSON/);
+    assert.match(
+      (findHfModel('models/my-qwen', { baseDir: dir }) as { error: string }).error,
+      /my-qwen\/config\.json: .*JSON/,
+    );
   });
 
   it('finds the model_name_or_path a script beside the config names, and where', () => {
-    assert.deepEqual(findModelName('accelerate launch train.py \\\n  --model_name_or_path meta-llama/Llama-3.1-8B --bf16'), { ref: 'meta-llama/Llama-3.1-8B', line: 2 });
+    assert.deepEqual(
+      findModelName('accelerate launch train.py \\\n  --model_name_or_path meta-llama/Llama-3.1-8B --bf16'),
+      { ref: 'meta-llama/Llama-3.1-8B', line: 2 },
+    );
     assert.deepEqual(findModelName('model_name_or_path: Qwen/Qwen2-7B\n'), { ref: 'Qwen/Qwen2-7B', line: 1 });
-    assert.deepEqual(findModelName('m = AutoModelForCausalLM.from_pretrained("google/gemma-2b")'), { ref: 'google/gemma-2b', line: 1 });
+    assert.deepEqual(findModelName('m = AutoModelForCausalLM.from_pretrained("google/gemma-2b")'), {
+      ref: 'google/gemma-2b',
+      line: 1,
+    });
     assert.equal(findModelName('--model_name_or_path $MODEL'), undefined, 'a shell variable says nothing');
     writeFileSync(path.join(dir, 'ds_config.json'), '{}');
-    writeFileSync(path.join(dir, 'train.sh'), '#!/bin/sh\ndeepspeed train.py --deepspeed ds_config.json \\\n  --model_name_or_path meta-llama/Llama-3.1-8B\n');
-    assert.deepEqual(namedModel(path.join(dir, 'ds_config.json')), { ref: 'meta-llama/Llama-3.1-8B', where: 'train.sh:3' });
+    writeFileSync(
+      path.join(dir, 'train.sh'),
+      '#!/bin/sh\ndeepspeed train.py --deepspeed ds_config.json \\\n  --model_name_or_path meta-llama/Llama-3.1-8B\n',
+    );
+    assert.deepEqual(namedModel(path.join(dir, 'ds_config.json')), {
+      ref: 'meta-llama/Llama-3.1-8B',
+      where: 'train.sh:3',
+    });
   });
 
   it('a DeepSpeed config estimates the model its comment names, and says which and from where', () => {
     cache(path.join(dir, 'hub'), 'meta-llama/Llama-3.1-8B', config('meta-llama--Llama-3.1-8B'));
-    const ds = '// fsdp-studio: model=meta-llama/Llama-3.1-8B gpu=H100\n{ "train_micro_batch_size_per_gpu": 1, "bf16": { "enabled": true }, "zero_optimization": { "stage": 3 } }\n';
+    const ds =
+      '// fsdp-studio: model=meta-llama/Llama-3.1-8B gpu=H100\n{ "train_micro_batch_size_per_gpu": 1, "bf16": { "enabled": true }, "zero_optimization": { "stage": 3 } }\n';
     const file = path.join(dir, 'ds_config.json');
-    const read = readConfigForEstimate(ds, file, {}, undefined, hfModelSource(file, { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }));
+    const read = readConfigForEstimate(
+      ds,
+      file,
+      {},
+      undefined,
+      hfModelSource(file, { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }),
+    );
     assert.ok(!isConfigInputError(read), isConfigInputError(read) ? read.error : '');
     assert.equal(parameterCounts(read.input.model).total, 8_030_261_248);
     assert.equal(modelWords(read.model), 'for meta-llama/Llama-3.1-8B (8.03 B parameters, Hugging Face cache)');
     // Without the comment, the script beside it names the model.
     writeFileSync(path.join(dir, 'train.sh'), 'torchrun train.py --model_name_or_path meta-llama/Llama-3.1-8B\n');
-    const named = readConfigForEstimate(ds.split('\n').slice(1).join('\n'), file, {}, undefined, hfModelSource(file, { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }));
+    const named = readConfigForEstimate(
+      ds.split('\n').slice(1).join('\n'),
+      file,
+      {},
+      undefined,
+      hfModelSource(file, { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }),
+    );
     assert.ok(!isConfigInputError(named));
-    assert.equal(modelWords(named.model), 'for meta-llama/Llama-3.1-8B (8.03 B parameters, Hugging Face cache, named by train.sh:1)');
+    assert.equal(
+      modelWords(named.model),
+      'for meta-llama/Llama-3.1-8B (8.03 B parameters, Hugging Face cache, named by train.sh:1)',
+    );
     // A model named but found nowhere is an error that says where it looked.
-    const missing = readConfigForEstimate(ds.replace('Llama-3.1-8B', 'Llama-9'), file, {}, undefined, hfModelSource(file, { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }));
+    const missing = readConfigForEstimate(
+      ds.replace('Llama-3.1-8B', 'Llama-9'),
+      file,
+      {},
+      undefined,
+      hfModelSource(file, { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }),
+    );
     assert.ok(isConfigInputError(missing));
-    assert.match(missing.error, /model "meta-llama\/Llama-9" is not a preset .*, a folder with a config\.json, or a model in the local Hugging Face cache/);
+    assert.match(
+      missing.error,
+      /model "meta-llama\/Llama-9" is not a preset .*, a folder with a config\.json, or a model in the local Hugging Face cache/,
+    );
   });
 });

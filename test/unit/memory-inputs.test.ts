@@ -4,7 +4,11 @@ import assert from 'node:assert/strict';
 import { findGpu, GPU_PRESETS } from '../../core/memory/gpu-presets';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isConfigInputError, type ConfigInputResult, type ConfigMemoryInput } from '../../core/memory/inputs/config-input';
+import {
+  isConfigInputError,
+  type ConfigInputResult,
+  type ConfigMemoryInput,
+} from '../../core/memory/inputs/config-input';
 import { findOptionComment, parseOptionWords, setOptionInText } from '../../core/memory/inputs/estimate-options';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 
@@ -21,13 +25,22 @@ describe('estimate inputs: our run config', () => {
     assert.equal(r.kind, 'run-config');
     assert.equal(r.input.framework, 'fsdp-studio');
     assert.equal(r.input.device, 'cpu');
-    assert.deepEqual([r.input.model.dModel, r.input.model.nLayers, r.input.model.vocabSize, r.input.seqLen, r.input.microBatch], [128, 4, 256, 128, 16]);
+    assert.deepEqual(
+      [r.input.model.dModel, r.input.model.nLayers, r.input.model.vocabSize, r.input.seqLen, r.input.microBatch],
+      [128, 4, 256, 128, 16],
+    );
     assert.equal(r.input.strategy, 'NO_SHARD');
-    assert.equal(r.anchor.start.line, sample.split('\n').findIndex((l) => l.startsWith('model:')));
+    assert.equal(
+      r.anchor.start.line,
+      sample.split('\n').findIndex((l) => l.startsWith('model:')),
+    );
   });
 
   it('takes checkpointing, precision, offload and the GPU from the file; the command line wins', () => {
-    const text = `${sample}\nactivation_checkpointing:\n  enabled: true\n  policy: selective\nmixed_precision:\n  param_dtype: bfloat16\n`.replace('device: cpu', 'device: cuda\n  gpu: A100-40GB').replace('sharding_strategy: NO_SHARD', 'sharding_strategy: FULL_SHARD\n  cpu_offload: true');
+    const text =
+      `${sample}\nactivation_checkpointing:\n  enabled: true\n  policy: selective\nmixed_precision:\n  param_dtype: bfloat16\n`
+        .replace('device: cpu', 'device: cuda\n  gpu: A100-40GB')
+        .replace('sharding_strategy: NO_SHARD', 'sharding_strategy: FULL_SHARD\n  cpu_offload: true');
     const r = ok(readConfigForEstimate(text, 'run.yaml', { nproc: 8 }));
     assert.equal(r.input.checkpointing.policy, 'selective');
     assert.equal(r.input.precision.param, 'bfloat16');
@@ -63,7 +76,10 @@ describe('estimate inputs: DeepSpeed ds_config.json', () => {
     const r = ok(readConfigForEstimate(ds, 'ds_config.json'));
     assert.equal(r.kind, 'deepspeed');
     const i = r.input;
-    assert.deepEqual([i.framework, i.strategy, i.microBatch, i.gradAccumSteps, i.nprocPerNode * i.nnodes], ['deepspeed', 'FULL_SHARD', 4, 2, 8]);
+    assert.deepEqual(
+      [i.framework, i.strategy, i.microBatch, i.gradAccumSteps, i.nprocPerNode * i.nnodes],
+      ['deepspeed', 'FULL_SHARD', 4, 2, 8],
+    );
     assert.equal(i.precision.param, 'bfloat16');
     assert.deepEqual(i.offload, { optimizer: true, params: false });
     assert.equal(i.zero.reduceBucketSize, 2e8);
@@ -75,7 +91,13 @@ describe('estimate inputs: DeepSpeed ds_config.json', () => {
   });
 
   it('derives the micro-batch from train_batch_size when it is absent', () => {
-    const r = ok(readConfigForEstimate('{"train_batch_size": 32, "gradient_accumulation_steps": 4, "zero_optimization": {"stage": 2}}', 'ds.json', { nproc: 2 }));
+    const r = ok(
+      readConfigForEstimate(
+        '{"train_batch_size": 32, "gradient_accumulation_steps": 4, "zero_optimization": {"stage": 2}}',
+        'ds.json',
+        { nproc: 2 },
+      ),
+    );
     assert.equal(r.input.microBatch, 4);
   });
 
@@ -88,9 +110,20 @@ describe('estimate inputs: DeepSpeed ds_config.json', () => {
   it('tells an unknown model preset apart from a custom model', () => {
     const r = readConfigForEstimate('// fsdp-studio: model=gpt5\n{"train_micro_batch_size_per_gpu": 1}', 'ds.json');
     assert.ok(isConfigInputError(r));
-    assert.match(r.error, /model "gpt5" is not a preset \(gpt2-124m, .*\), a folder with a config\.json, or a model in the local Hugging Face cache$/);
-    const custom = ok(readConfigForEstimate('// fsdp-studio: layers=4 d_model=256 heads=4 vocab=1000 style=llama\n{"train_micro_batch_size_per_gpu": 1}', 'ds.json'));
-    assert.deepEqual([custom.input.model.nLayers, custom.input.model.mlp, custom.input.model.tieEmbeddings], [4, 'swiglu', false]);
+    assert.match(
+      r.error,
+      /model "gpt5" is not a preset \(gpt2-124m, .*\), a folder with a config\.json, or a model in the local Hugging Face cache$/,
+    );
+    const custom = ok(
+      readConfigForEstimate(
+        '// fsdp-studio: layers=4 d_model=256 heads=4 vocab=1000 style=llama\n{"train_micro_batch_size_per_gpu": 1}',
+        'ds.json',
+      ),
+    );
+    assert.deepEqual(
+      [custom.input.model.nLayers, custom.input.model.mlp, custom.input.model.tieEmbeddings],
+      [4, 'swiglu', false],
+    );
   });
 });
 
@@ -111,20 +144,34 @@ num_processes: 16
     const r = ok(readConfigForEstimate(fsdp, 'accelerate.yaml', { microBatch: 2 }));
     const i = r.input;
     assert.equal(r.kind, 'accelerate');
-    assert.deepEqual([i.framework, i.strategy, i.nprocPerNode, i.nnodes, i.microBatch], ['pytorch', 'SHARD_GRAD_OP', 8, 2, 2]);
+    assert.deepEqual(
+      [i.framework, i.strategy, i.nprocPerNode, i.nnodes, i.microBatch],
+      ['pytorch', 'SHARD_GRAD_OP', 8, 2, 2],
+    );
     assert.equal(i.checkpointing.policy, 'every_n');
     assert.equal(i.fsdp.backwardPrefetch, 'NONE');
     assert.equal(i.precision.activation, 'bfloat16');
   });
 
   it('reads the DeepSpeed plugin fields', () => {
-    const r = ok(readConfigForEstimate('distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  offload_param_device: cpu\n  offload_optimizer_device: cpu\nnum_processes: 4\n', 'acc.yaml'));
-    assert.deepEqual([r.input.framework, r.input.strategy, r.input.offload.params, r.input.nprocPerNode], ['deepspeed', 'FULL_SHARD', true, 4]);
+    const r = ok(
+      readConfigForEstimate(
+        'distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  offload_param_device: cpu\n  offload_optimizer_device: cpu\nnum_processes: 4\n',
+        'acc.yaml',
+      ),
+    );
+    assert.deepEqual(
+      [r.input.framework, r.input.strategy, r.input.offload.params, r.input.nprocPerNode],
+      ['deepspeed', 'FULL_SHARD', true, 4],
+    );
     assert.ok(r.notes.some((n) => n.startsWith('micro-batch 1 assumed')));
   });
 
   it('names a bad value and its line', () => {
-    const r = readConfigForEstimate(fsdp.replace('fsdp_sharding_strategy: 2', 'fsdp_sharding_strategy: FULL_SHRAD'), 'acc.yaml');
+    const r = readConfigForEstimate(
+      fsdp.replace('fsdp_sharding_strategy: 2', 'fsdp_sharding_strategy: FULL_SHRAD'),
+      'acc.yaml',
+    );
     assert.ok(isConfigInputError(r));
     assert.match(r.error, /^acc\.yaml:4:27 fsdp_config\.fsdp_sharding_strategy: expected one of FULL_SHARD, /);
   });
@@ -132,8 +179,16 @@ num_processes: 16
 
 describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
   it('parses settings and reports unknown keys and bad values', () => {
-    assert.deepEqual(parseOptionWords(['model=gpt2-355m', 'micro-batch=8', 'checkpointing=every_n:2']).options, { model: 'gpt2-355m', microBatch: 8, checkpointing: 'every_n', everyN: 2 });
-    assert.deepEqual(parseOptionWords(['micro_batch=zero', 'colour=red']).problems.map((p) => p.key), ['micro_batch', 'colour']);
+    assert.deepEqual(parseOptionWords(['model=gpt2-355m', 'micro-batch=8', 'checkpointing=every_n:2']).options, {
+      model: 'gpt2-355m',
+      microBatch: 8,
+      checkpointing: 'every_n',
+      everyN: 2,
+    });
+    assert.deepEqual(
+      parseOptionWords(['micro_batch=zero', 'colour=red']).problems.map((p) => p.key),
+      ['micro_batch', 'colour'],
+    );
     const bad = readConfigForEstimate('# fsdp-studio: nproc=-1\ndistributed_type: FSDP\n', 'acc.yaml');
     assert.ok(isConfigInputError(bad));
     assert.match(bad.error, /^acc\.yaml:1:1 fsdp-studio comment: nproc: expected an integer from 1 to 4,096, got "-1"/);
@@ -141,20 +196,35 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
 
   it('refuses GPU sizes and lengths no run has: gpu=0GiB, seq_len=10¹², micro-batches past 65,536', () => {
     const words = (w: string) => parseOptionWords([w]).problems.map((p) => p.message);
-    assert.deepEqual(words('gpu=0GiB'), ['gpu: a GPU of 0GiB cannot hold a training run; give a size from 1 GiB to 16 TiB']);
-    assert.deepEqual(words('gpu=100000GiB'), ['gpu: a GPU of 100000GiB cannot hold a training run; give a size from 1 GiB to 16 TiB']);
+    assert.deepEqual(words('gpu=0GiB'), [
+      'gpu: a GPU of 0GiB cannot hold a training run; give a size from 1 GiB to 16 TiB',
+    ]);
+    assert.deepEqual(words('gpu=100000GiB'), [
+      'gpu: a GPU of 100000GiB cannot hold a training run; give a size from 1 GiB to 16 TiB',
+    ]);
     assert.deepEqual(words('gpu=48GiB'), []);
-    assert.deepEqual(words('seq_len=1000000000000'), ['seq_len: expected an integer from 1 to 10,000,000, got "1000000000000"']);
+    assert.deepEqual(words('seq_len=1000000000000'), [
+      'seq_len: expected an integer from 1 to 10,000,000, got "1000000000000"',
+    ]);
     assert.deepEqual(words('seq_len=1e12'), ['seq_len: expected an integer from 1 to 10,000,000, got "1e12"']);
     assert.deepEqual(words('micro_batch=65537'), ['micro_batch: expected an integer from 1 to 65,536, got "65537"']);
     // A run config's own launch.gpu is held to the same.
-    const run = readConfigForEstimate(readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8').replace('device: cpu', 'device: cuda\n  gpu: 0GiB'), 'run.fsdp.yaml');
+    const run = readConfigForEstimate(
+      readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8').replace(
+        'device: cpu',
+        'device: cuda\n  gpu: 0GiB',
+      ),
+      'run.fsdp.yaml',
+    );
     assert.ok(isConfigInputError(run));
     assert.match(run.error, /launch\.gpu: a GPU of 0GiB cannot hold a training run/);
   });
 
   it('sets a setting in the comment, adding the comment if absent', () => {
-    assert.equal(setOptionInText('# fsdp-studio: model=gpt2-124m gpu=L4\nx: 1\n', 'yaml', 'gpu', 'H100-80GB'), '# fsdp-studio: model=gpt2-124m gpu=H100-80GB\nx: 1\n');
+    assert.equal(
+      setOptionInText('# fsdp-studio: model=gpt2-124m gpu=L4\nx: 1\n', 'yaml', 'gpu', 'H100-80GB'),
+      '# fsdp-studio: model=gpt2-124m gpu=H100-80GB\nx: 1\n',
+    );
     assert.equal(setOptionInText('{"a": 1}\n', 'json', 'nproc', 4), '// fsdp-studio: nproc=4\n{"a": 1}\n');
     assert.deepEqual(findOptionComment('{\n  // fsdp-studio: seq=512\n}')?.options, { seqLen: 512 });
   });
@@ -177,10 +247,17 @@ describe('estimate inputs: the fsdp-studio comment and GPU names', () => {
 });
 
 describe('GPU presets: one definition of capacity', () => {
-  it('every preset is the memory CUDA reports as usable (not nvidia-smi\'s total, not the marketing size), with its compute capability', () => {
+  it("every preset is the memory CUDA reports as usable (not nvidia-smi's total, not the marketing size), with its compute capability", () => {
     const MiB = 1024 * 1024;
     // nvidia-smi's memory.total for each (what the presets used to mix with nominal sizes).
-    const smi: Record<string, number> = { 'A100-40GB': 40960, 'A100-80GB': 81920, 'H100-80GB': 81559, 'H200-141GB': 143771, 'L4-24GB': 23034, 'RTX4090-24GB': 24564 };
+    const smi: Record<string, number> = {
+      'A100-40GB': 40960,
+      'A100-80GB': 81920,
+      'H100-80GB': 81559,
+      'H200-141GB': 143771,
+      'L4-24GB': 23034,
+      'RTX4090-24GB': 24564,
+    };
     for (const g of GPU_PRESETS) {
       assert.ok(g.memoryBytes <= smi[g.id] * MiB, `${g.name}: ${g.memoryBytes} is above nvidia-smi's ${smi[g.id]} MiB`);
       assert.ok(g.computeCapability && g.computeCapability >= 8, `${g.name}: compute capability`);
@@ -189,4 +266,3 @@ describe('GPU presets: one definition of capacity', () => {
     assert.equal(findGpu('H100-80GB')!.memoryBytes, 85_017_493_504, 'as measured on the H100 (test/fixtures/measured)');
   });
 });
-

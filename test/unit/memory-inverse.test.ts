@@ -24,24 +24,42 @@ describe('inverse questions', () => {
   it('the largest micro-batch fits and one more does not, for every framework and checkpointing', () => {
     const h100 = findGpu('H100-80GB')!;
     for (const framework of ['pytorch', 'deepspeed', 'fsdp-studio'] as const) {
-      for (const checkpointing of [{ policy: 'none', everyN: 1 }, { policy: 'every_n', everyN: 2 }, { policy: 'auto', everyN: 1 }] as const) {
-        const i = input({ framework, checkpointing, attention: framework === 'fsdp-studio' ? 'eager' : 'flash', gpu: h100 });
+      for (const checkpointing of [
+        { policy: 'none', everyN: 1 },
+        { policy: 'every_n', everyN: 2 },
+        { policy: 'auto', everyN: 1 },
+      ] as const) {
+        const i = input({
+          framework,
+          checkpointing,
+          attention: framework === 'fsdp-studio' ? 'eager' : 'flash',
+          gpu: h100,
+        });
         const b = maxMicroBatch(i, h100.memoryBytes);
         assert.ok(b > 1, `${framework} ${checkpointing.policy}: ${b}`);
         assert.ok(peak({ ...i, microBatch: b }) <= h100.memoryBytes);
-        assert.ok(peak({ ...i, microBatch: b + 1 }) > h100.memoryBytes, `${framework} ${checkpointing.policy}: ${b + 1} fits too`);
+        assert.ok(
+          peak({ ...i, microBatch: b + 1 }) > h100.memoryBytes,
+          `${framework} ${checkpointing.policy}: ${b + 1} fits too`,
+        );
       }
     }
   });
 
   it('the largest micro-batch is 0 when the model alone does not fit', () => {
     const l4 = findGpu('L4')!;
-    assert.equal(maxMicroBatch({ ...defaultMemoryInput(llama7b.shape, 4096), strategy: 'NO_SHARD' }, l4.memoryBytes), 0);
+    assert.equal(
+      maxMicroBatch({ ...defaultMemoryInput(llama7b.shape, 4096), strategy: 'NO_SHARD' }, l4.memoryBytes),
+      0,
+    );
   });
 
   it('the fewest GPUs: that many fit, half as many do not; none for NO_SHARD', () => {
     const a100 = findGpu('A100-40GB')!;
-    const big = { ...defaultMemoryInput(llama7b.shape, 4096), precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' } } as MemoryInput;
+    const big = {
+      ...defaultMemoryInput(llama7b.shape, 4096),
+      precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' },
+    } as MemoryInput;
     const found = fewestGpus(big, a100.memoryBytes);
     assert.ok(found);
     const n = found.nprocPerNode * found.nnodes;
@@ -51,11 +69,14 @@ describe('inverse questions', () => {
     assert.equal(fewestGpus({ ...big, strategy: 'NO_SHARD' }, a100.memoryBytes), undefined);
   });
 
-  it('each knob\'s saving is the drop of the peak, biggest first', () => {
+  it("each knob's saving is the drop of the peak, biggest first", () => {
     const base = input({ microBatch: 8, gpu: findGpu('A100-40GB')! });
     const effects = knobEffects(base);
     const bf16 = effects.find((e) => e.change.knob === 'precision')!;
-    assert.equal(bf16.savedBytes, peak(base) - peak({ ...base, precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' } }));
+    assert.equal(
+      bf16.savedBytes,
+      peak(base) - peak({ ...base, precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' } }),
+    );
     assert.ok(bf16.savedBytes > 0);
     for (let i = 1; i < effects.length; i++) assert.ok(effects[i - 1].savedBytes >= effects[i].savedBytes);
     const ckpt = effects.find((e) => e.change.knob === 'checkpointing' && e.change.value.policy === 'every_n')!;
@@ -69,7 +90,9 @@ describe('inverse questions', () => {
     const none = peak(input({ microBatch: 8 }));
     const smallest = peak(input({ microBatch: 8, checkpointing: { policy: 'every_n', everyN: 1 } }));
     const budget = (none + smallest) / 2;
-    const auto = estimateMemory(input({ microBatch: 8, checkpointing: { policy: 'auto', everyN: 1, budgetBytes: budget } }));
+    const auto = estimateMemory(
+      input({ microBatch: 8, checkpointing: { policy: 'auto', everyN: 1, budgetBytes: budget } }),
+    );
     assert.ok(auto.peak.total <= budget);
     assert.notEqual(auto.checkpointing.policy, 'none');
     assert.match(auto.notes[0], /^auto checkpointing chose /);
@@ -77,14 +100,23 @@ describe('inverse questions', () => {
 
   it('offers no knob that changes nothing, and no micro-batch far beyond the current one', () => {
     // samples/tiny-cpu.yaml on one rank: sharding does nothing; the largest micro-batch that fits 23 GiB is in the thousands.
-    const read = readConfigForEstimate(readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8'), 'tiny-cpu.yaml');
+    const read = readConfigForEstimate(
+      readFileSync(path.join(__dirname, '..', '..', 'samples', 'tiny-cpu.yaml'), 'utf8'),
+      'tiny-cpu.yaml',
+    );
     assert.ok(!isConfigInputError(read));
     const effects = knobEffects({ ...read.input, gpu: hostTarget(23 * 1024 ** 3) });
     assert.ok(effects.length > 0);
-    for (const k of effects) assert.ok(Math.abs(k.savedBytes) >= 1024 * 1024, `${k.label} changes the peak by ${k.savedBytes} bytes`);
+    for (const k of effects)
+      assert.ok(Math.abs(k.savedBytes) >= 1024 * 1024, `${k.label} changes the peak by ${k.savedBytes} bytes`);
     assert.ok(!effects.some((k) => k.change.knob === 'strategy'), 'sharding over one rank changes nothing');
-    const larger = effects.filter((k) => k.change.knob === 'microBatch' && (k.change.value as number) > read.input.microBatch);
-    assert.deepEqual(larger.map((k) => k.change.value), [64], 'a power of two, at most four times the current 16');
+    const larger = effects.filter(
+      (k) => k.change.knob === 'microBatch' && (k.change.value as number) > read.input.microBatch,
+    );
+    assert.deepEqual(
+      larger.map((k) => k.change.value),
+      [64],
+      'a power of two, at most four times the current 16',
+    );
   });
 });
-

@@ -26,13 +26,18 @@ function fromFixture(file: string, comment: string): ConfigMemoryInput {
   return r;
 }
 
-const term = (input: MemoryInput, rank: number, id: string, phase: 'forward' | 'backward' | 'optimizer' = 'forward') => {
+const term = (
+  input: MemoryInput,
+  rank: number,
+  id: string,
+  phase: 'forward' | 'backward' | 'optimizer' = 'forward',
+) => {
   const t = rankMemory(input, input.parallel!, rank).terms.find((x) => x.id === id);
   return t ? (typeof t[phase] === 'number' ? (t[phase] as number) : 0) : 0;
 };
 
 describe('N-D parallel memory: models', () => {
-  it('counts the parameters torchtitan\'s flavours have, as published', () => {
+  it("counts the parameters torchtitan's flavours have, as published", () => {
     const t = TORCHTITAN_FLAVOURS;
     // Meta's model cards: Llama 3.1 8B 8.03 B, 70B 70.6 B, 405B 405.9 B; DeepSeek-V3: 671 B total, 37 B active.
     assert.equal((totalParameters(t.llama3['8B']) / 1e9).toFixed(2), '8.03');
@@ -40,13 +45,16 @@ describe('N-D parallel memory: models', () => {
     assert.equal((totalParameters(t.llama3['405B']) / 1e9).toFixed(1), '405.9');
     assert.equal(Math.round(totalParameters(t.deepseek_v3['671B']) / 1e9), 671);
     assert.equal(Math.round(activeParameters(t.deepseek_v3['671B']) / 1e9), 38);
-    assert.equal(t.llama3['8B'].ffnHidden, 14336, 'torchtitan\'s rounding of the SwiGLU width');
+    assert.equal(t.llama3['8B'].ffnHidden, 14336, "torchtitan's rounding of the SwiGLU width");
     assert.equal(t.llama3['405B'].ffnHidden, 53248);
   });
 
   it('splits layers over pipeline stages as torchtitan does (embedding and output weigh one layer each)', () => {
     const split = layersPerStage(126, 8);
-    assert.equal(split.reduce((s, x) => s + x, 0), 126);
+    assert.equal(
+      split.reduce((s, x) => s + x, 0),
+      126,
+    );
     assert.deepEqual(split, [15, 16, 16, 16, 16, 16, 16, 15]);
     assert.deepEqual(layersPerStage(32, 4), [8, 9, 8, 7]);
   });
@@ -74,7 +82,10 @@ describe('N-D parallel memory: per GPU, by hand', () => {
     const gathered = term(base, 0, 'comm.gathered');
     const layer = layerParameters(m, 0);
     const unit = layer.tpSharded + layer.replicated;
-    assert.ok(Math.abs(gathered - 2 * (2 * unit + (m.vocabSize * m.dModel + m.dModel))) < 1, 'two layers gathered in bf16, and the output layer');
+    assert.ok(
+      Math.abs(gathered - 2 * (2 * unit + (m.vocabSize * m.dModel + m.dModel))) < 1,
+      'two layers gathered in bf16, and the output layer',
+    );
   });
 
   it('tensor parallel divides weights and optimizer by tp; sequence parallel divides the norm regions too', () => {
@@ -96,13 +107,23 @@ describe('N-D parallel memory: per GPU, by hand', () => {
     const long = { ...base, seqLen: 32768, checkpointing: { policy: 'none' as const, everyN: 1 } };
     const cp = withDegrees(long, { replicate: 1, shard: 2, tp: 1, cp: 4, pp: 1, ep: 1 });
     const fsdp = withDegrees(long, { replicate: 1, shard: 8, tp: 1, cp: 1, pp: 1, ep: 1 });
-    assert.ok(Math.abs(term(cp, 0, 'activations.saved') * 4 - term(fsdp, 0, 'activations.saved')) < 16, 'a quarter of the activations');
+    assert.ok(
+      Math.abs(term(cp, 0, 'activations.saved') * 4 - term(fsdp, 0, 'activations.saved')) < 16,
+      'a quarter of the activations',
+    );
     assert.ok(term(cp, 0, 'comm.context-parallel') > 0);
-    assert.equal(term(cp, 0, 'optimizer.adamw'), term(fsdp, 0, 'optimizer.adamw'), 'FSDP shards over shard × cp ranks: the same 8');
+    assert.equal(
+      term(cp, 0, 'optimizer.adamw'),
+      term(fsdp, 0, 'optimizer.adamw'),
+      'FSDP shards over shard × cp ranks: the same 8',
+    );
   });
 
   it('pipeline parallel: the first stage holds pp micro-batches (1F1B) and the embedding, the last one micro-batch and the logits', () => {
-    const pp = withDegrees({ ...base, checkpointing: { policy: 'none', everyN: 1 } }, { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: '1F1B' });
+    const pp = withDegrees(
+      { ...base, checkpointing: { policy: 'none', everyN: 1 } },
+      { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: '1F1B' },
+    );
     const plan = pp.parallel!;
     const a = { seq: 8192, microBatch: 1, tp: 1, sequenceParallel: false, ep: 1, etp: 1, bytes: 2 };
     const split = layersPerStage(m.nLayers, 4);
@@ -112,21 +133,36 @@ describe('N-D parallel memory: per GPU, by hand', () => {
     assert.ok(term(pp, 3, 'activations.logits') > 0);
     assert.equal(plan.reshardAfterForward, false, 'torchtitan keeps parameters gathered under pipeline parallel');
     const e = estimateMemory(pp);
-    assert.ok(e.notes.some((n) => /pipeline ranks differ: first .* last/.test(n)), e.notes.join('\n'));
-    assert.ok(e.notes.some((n) => /pipeline parallel: .* a lower bound/.test(n)), 'says the pipeline estimate is a lower bound (bench/results/memory-nd-2026-11-26.md)');
+    assert.ok(
+      e.notes.some((n) => /pipeline ranks differ: first .* last/.test(n)),
+      e.notes.join('\n'),
+    );
+    assert.ok(
+      e.notes.some((n) => /pipeline parallel: .* a lower bound/.test(n)),
+      'says the pipeline estimate is a lower bound (bench/results/memory-nd-2026-11-26.md)',
+    );
     // Interleaved: rank 0 keeps (1 + (p − 1)/(p·v)) times the layer-micro-batches of 1F1B.
-    const inter = withDegrees({ ...pp, parallel: { ...plan, microbatches: 16 } }, { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: 'Interleaved1F1B' });
-    const oneF1B = withDegrees({ ...pp, parallel: { ...plan, microbatches: 16 } }, { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: '1F1B' });
+    const inter = withDegrees(
+      { ...pp, parallel: { ...plan, microbatches: 16 } },
+      { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: 'Interleaved1F1B' },
+    );
+    const oneF1B = withDegrees(
+      { ...pp, parallel: { ...plan, microbatches: 16 } },
+      { replicate: 1, shard: 2, tp: 1, cp: 1, pp: 4, ep: 1, schedule: '1F1B' },
+    );
     const ratio = term(inter, 0, 'activations.saved') / term(oneF1B, 0, 'activations.saved');
     assert.ok(Math.abs(ratio - (1 + 3 / 8)) < 0.1, `interleaved / 1F1B on rank 0: ${ratio}`);
   });
 
-  it('expert parallel spreads a DeepSeek-style MoE\'s experts over ranks', () => {
+  it("expert parallel spreads a DeepSeek-style MoE's experts over ranks", () => {
     const moe = fromFixture('deepseek_v3-deepseek_v3_16b.toml', 'nproc=8').input;
     const ep1 = withDegrees(moe, { replicate: 1, shard: 8, tp: 1, cp: 1, pp: 1, ep: 1 });
     const ep8 = withDegrees(moe, { replicate: 1, shard: 8, tp: 1, cp: 1, pp: 1, ep: 8 });
     // With FSDP over the same 8 ranks the shards are the same size; the experts are whole on their rank.
-    assert.ok(Math.abs(term(ep1, 0, 'optimizer.adamw') - term(ep8, 0, 'optimizer.adamw')) / term(ep1, 0, 'optimizer.adamw') < 1e-9);
+    assert.ok(
+      Math.abs(term(ep1, 0, 'optimizer.adamw') - term(ep8, 0, 'optimizer.adamw')) / term(ep1, 0, 'optimizer.adamw') <
+        1e-9,
+    );
     assert.ok(term(ep8, 0, 'comm.gathered') < term(ep1, 0, 'comm.gathered'), 'a layer gathers 1/8 of the experts');
   });
 });
@@ -137,7 +173,8 @@ describe('N-D parallel memory: which splits fit, and the inverse questions with 
   it('lists every way to split 64 GPUs the model allows, fitting ones first, fastest-looking first', () => {
     const all = combinations(input, 64, H100.memoryBytes);
     assert.ok(all.length >= 10);
-    for (const c of all) assert.equal(c.degrees.replicate * c.degrees.shard * c.degrees.tp * c.degrees.cp * c.degrees.pp, 64);
+    for (const c of all)
+      assert.equal(c.degrees.replicate * c.degrees.shard * c.degrees.tp * c.degrees.cp * c.degrees.pp, 64);
     const firstMiss = all.findIndex((c) => !c.fits);
     assert.ok(firstMiss === -1 || all.slice(firstMiss).every((c) => !c.fits), 'no fitting one after a missing one');
     const fitting = all.filter((c) => c.fits);
@@ -145,10 +182,13 @@ describe('N-D parallel memory: which splits fit, and the inverse questions with 
     for (const c of fitting) assert.ok(c.estimate.peak.total <= H100.memoryBytes);
   });
 
-  it('answers the fewest GPUs over all degrees, and the largest micro-batch with the config\'s degrees', () => {
+  it("answers the fewest GPUs over all degrees, and the largest micro-batch with the config's degrees", () => {
     const few = fewestGpusAnyDegrees(input, H100.memoryBytes)!;
     assert.ok(few.best.fits);
-    assert.ok(!combinations(input, few.gpus / 2, H100.memoryBytes).some((c) => c.fits), `nothing fits on ${few.gpus / 2}`);
+    assert.ok(
+      !combinations(input, few.gpus / 2, H100.memoryBytes).some((c) => c.fits),
+      `nothing fits on ${few.gpus / 2}`,
+    );
     const b = largestMicroBatchNd(input, H100.memoryBytes);
     assert.ok(b >= 1);
     assert.ok(estimateMemory({ ...input, microBatch: b }).peak.total <= H100.memoryBytes);
@@ -165,13 +205,54 @@ describe('N-D parallel memory: which splits fit, and the inverse questions with 
 // bf16 compute (2 bytes), fp32 master weights, micro-batch 1 of s = 256 tokens, no checkpointing,
 // on the CPU (no CUDA context or NCCL terms), so every byte below is the formula's.
 describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP × FSDP', () => {
-  const TINY: NdModel = { name: 'tiny', vocabSize: 1000, dModel: 64, nLayers: 4, nHeads: 4, nKvHeads: 2, headDim: 16, ffnHidden: 128, mlp: 'swiglu', tieEmbeddings: false };
-  const split = (d: { shard: number; tp?: number; sp?: boolean; cp?: number; pp?: number; schedule?: PipelineSchedule; microbatches?: number }): MemoryInput => {
+  const TINY: NdModel = {
+    name: 'tiny',
+    vocabSize: 1000,
+    dModel: 64,
+    nLayers: 4,
+    nHeads: 4,
+    nKvHeads: 2,
+    headDim: 16,
+    ffnHidden: 128,
+    mlp: 'swiglu',
+    tieEmbeddings: false,
+  };
+  const split = (d: {
+    shard: number;
+    tp?: number;
+    sp?: boolean;
+    cp?: number;
+    pp?: number;
+    schedule?: PipelineSchedule;
+    microbatches?: number;
+  }): MemoryInput => {
     const pp = d.pp ?? 1;
     const schedule = d.schedule ?? '1F1B';
     const tp = d.tp ?? 1;
-    const plan: ParallelPlan = { model: TINY, replicate: 1, shard: d.shard, tp, cp: d.cp ?? 1, pp, ep: 1, etp: 1, sequenceParallel: d.sp ?? tp > 1, schedule, stagesPerRank: schedule === 'Interleaved1F1B' ? 2 : 1, microbatches: d.microbatches ?? 1, reshardAfterForward: pp === 1, masterDtype: 'float32' };
-    return { ...defaultMemoryInput(shapeOfNdModel(TINY), 256), framework: 'torchtitan', device: 'cpu', nprocPerNode: d.shard * tp * (d.cp ?? 1) * pp, precision: { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' }, parallel: plan };
+    const plan: ParallelPlan = {
+      model: TINY,
+      replicate: 1,
+      shard: d.shard,
+      tp,
+      cp: d.cp ?? 1,
+      pp,
+      ep: 1,
+      etp: 1,
+      sequenceParallel: d.sp ?? tp > 1,
+      schedule,
+      stagesPerRank: schedule === 'Interleaved1F1B' ? 2 : 1,
+      microbatches: d.microbatches ?? 1,
+      reshardAfterForward: pp === 1,
+      masterDtype: 'float32',
+    };
+    return {
+      ...defaultMemoryInput(shapeOfNdModel(TINY), 256),
+      framework: 'torchtitan',
+      device: 'cpu',
+      nprocPerNode: d.shard * tp * (d.cp ?? 1) * pp,
+      precision: { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' },
+      parallel: plan,
+    };
   };
   /** A term's bytes on pipeline rank `rank`: forward, optimizer, or backward step 0 / 1. */
   const bytes = (input: MemoryInput, rank: number, id: string, phase: 'forward' | 'optimizer' | 0 | 1 = 'forward') => {
@@ -181,7 +262,7 @@ describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP 
     return typeof t.backward === 'number' ? t.backward : t.backward(phase);
   };
 
-  it('counts the small model\'s parameters as the comment does', () => {
+  it("counts the small model's parameters as the comment does", () => {
     assert.equal(totalParameters(TINY), 276_032);
     assert.deepEqual(layerParameters(TINY, 0), { tpSharded: 36_864, replicated: 128, experts: 0 });
   });
@@ -201,7 +282,11 @@ describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP 
     assert.equal(bytes(i, 0, 'activations.saved'), 2_514_944);
     // Logits 256 · 1000 in bf16, their fp32 copy and log_softmax's fp32 output: 256,000 · (2 + 4 + 4).
     assert.equal(bytes(i, 0, 'activations.logits'), 2_560_000);
-    assert.equal(bytes(i, 0, 'activations.loss-grad', 0), 1_024_000, 'fp32 gradient of the logits at the start of backward');
+    assert.equal(
+      bytes(i, 0, 'activations.loss-grad', 0),
+      1_024_000,
+      'fp32 gradient of the logits at the start of backward',
+    );
     // The peak is the start of backward: 138,016 + 276,032 + 276,096 + 2,514,944 + 2,560,000 + 1,024,000
     // + 4,096 (int64 ids and targets, 16 · 256) = 6,793,184.
     assert.equal(rankMemory(i, i.parallel!, 0).peak, 6_793_184);
@@ -258,7 +343,7 @@ describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP 
     assert.equal(bytes(inter, 0, 'activations.saved'), 3_143_680);
   });
 
-  it('full checkpointing keeps each layer\'s input only, sequence-sharded under SP: 2 · 256 · 64 / tp bytes a layer', () => {
+  it("full checkpointing keeps each layer's input only, sequence-sharded under SP: 2 · 256 · 64 / tp bytes a layer", () => {
     const i = { ...split({ shard: 4, tp: 2 }), checkpointing: { policy: 'every_n' as const, everyN: 1 } };
     // 2 bytes · 256 tokens · 64 / 2 = 16,384 a layer, × 4 = 65,536; one layer (347,136) recomputed in backward.
     assert.equal(bytes(i, 0, 'activations.saved'), 65_536);

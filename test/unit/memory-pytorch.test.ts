@@ -9,7 +9,20 @@ import type { MemoryEstimate, Phase } from '../../core/memory/memory-estimate';
 import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
 import type { ModelShape } from '../../core/memory/model-shape';
 
-const TINY: ModelShape = { name: 'tiny', vocabSize: 16, dModel: 8, nLayers: 2, nHeads: 2, nKvHeads: 2, ffnHidden: 32, mlp: 'gelu', norm: 'layernorm', bias: true, positionEmbeddings: 8, tieEmbeddings: true };
+const TINY: ModelShape = {
+  name: 'tiny',
+  vocabSize: 16,
+  dModel: 8,
+  nLayers: 2,
+  nHeads: 2,
+  nKvHeads: 2,
+  ffnHidden: 32,
+  mlp: 'gelu',
+  norm: 'layernorm',
+  bias: true,
+  positionEmbeddings: 8,
+  tieEmbeddings: true,
+};
 // embedding 16·8 + 8·8 = 192; block: two LayerNorms 32, qkv 192+24, proj 64+8, fc 256+32, fc2 256+8 = 872; final LN 16.
 const P = 192 + 2 * 872 + 16;
 const t = 16; // tokens
@@ -26,21 +39,25 @@ function maxLive(input: MemoryInput, which: ReplayTerm, phase: Phase): number {
   let now = 0;
   let max = 0;
   let measuring = false;
-  replayTraining(input, {
-    alloc(id, bytes, t, _stream, host) {
-      if (host || t !== which) return;
-      live.set(id, bytes);
-      now += bytes;
-      if (measuring) max = Math.max(max, now);
+  replayTraining(
+    input,
+    {
+      alloc(id, bytes, t, _stream, host) {
+        if (host || t !== which) return;
+        live.set(id, bytes);
+        now += bytes;
+        if (measuring) max = Math.max(max, now);
+      },
+      free(id) {
+        now -= live.get(id) ?? 0;
+        live.delete(id);
+      },
+      phase(step, p) {
+        measuring = step === 2 && p === phase;
+      },
     },
-    free(id) {
-      now -= live.get(id) ?? 0;
-      live.delete(id);
-    },
-    phase(step, p) {
-      measuring = step === 2 && p === phase;
-    },
-  }, 2);
+    2,
+  );
   return max;
 }
 
@@ -69,13 +86,13 @@ describe('PyTorch replay: tiny GPT, fp32, flash attention, one GPU', () => {
     assert.equal(term(e, 'other.batch', 'forward'), 2 * t * 8, 'int64 token ids and targets');
   });
 
-  it('ends forward at the loss: every block\'s saved tensors, the final norm, the logits and log_softmax\'s output', () => {
+  it("ends forward at the loss: every block's saved tensors, the final norm, the logits and log_softmax's output", () => {
     // embedding + positions (512), two blocks, final norm stats (128) and output (512).
     assert.equal(term(e, 'activations.saved', 'forward'), 512 + 2 * blockSaved + 128 + 512);
     assert.equal(term(e, 'activations.logits', 'forward'), 2 * t * V * 4);
   });
 
-  it('peaks at the loss\'s backward: everything forward saved, the logits, log_softmax\'s output and their two gradients', () => {
+  it("peaks at the loss's backward: everything forward saved, the logits, log_softmax's output and their two gradients", () => {
     // nll_loss's backward makes a V-wide gradient, log_softmax's another before either is freed; no
     // parameter gradient exists yet (zero_grad(set_to_none) freed step 1's).
     assert.equal(term(e, 'activations.saved', 'backward'), 512 + 2 * blockSaved + 128 + 512);
@@ -97,23 +114,35 @@ describe('PyTorch replay: tiny GPT, fp32, flash attention, one GPU', () => {
     assert.equal(term(b, 'activations.logits', 'forward'), 512 + 1024 + 1024);
   });
 
-  it('every_n checkpointing keeps a block\'s input only; its backward recomputes the rest', () => {
+  it("every_n checkpointing keeps a block's input only; its backward recomputes the rest", () => {
     const c = estimateMemory(tiny({ checkpointing: { policy: 'every_n', everyN: 1 } }));
     // Recomputed in a block's backward: everything it saves but its input, up to the down projection's input (not its output).
-    assert.equal(maxLive(tiny({ checkpointing: { policy: 'every_n', everyN: 1 } }), 'recompute', 'backward'), blockSaved - 512);
+    assert.equal(
+      maxLive(tiny({ checkpointing: { policy: 'every_n', everyN: 1 } }), 'recompute', 'backward'),
+      blockSaved - 512,
+    );
     const every2 = estimateMemory(tiny({ checkpointing: { policy: 'every_n', everyN: 2 } }));
-    assert.ok(term(every2, 'activations.saved', 'backward') > term(c, 'activations.saved', 'backward'), 'block 0 is not checkpointed with every_n:2');
+    assert.ok(
+      term(every2, 'activations.saved', 'backward') > term(c, 'activations.saved', 'backward'),
+      'block 0 is not checkpointed with every_n:2',
+    );
   });
 
   it('selective checkpointing keeps matmul and attention outputs (and the input), recomputing norms, GELU and residual sums', () => {
     // Recomputed: two norms' stats and outputs (2·640), the residual sum (512) and the GELU output (2048).
-    assert.equal(maxLive(tiny({ checkpointing: { policy: 'selective', everyN: 1 } }), 'recompute', 'backward'), 2 * 640 + 512 + 2048);
+    assert.equal(
+      maxLive(tiny({ checkpointing: { policy: 'selective', everyN: 1 } }), 'recompute', 'backward'),
+      2 * 640 + 512 + 2048,
+    );
   });
 
   it('eager attention keeps the batch·heads·s² probabilities and a contiguous copy of its output instead of the logsumexp', () => {
     const eager = estimateMemory(tiny({ attention: 'eager' }));
     const probs = 2 * 2 * 8 * 8 * 4;
-    assert.equal(term(eager, 'activations.saved', 'forward') - term(e, 'activations.saved', 'forward'), 2 * (probs - 512));
+    assert.equal(
+      term(eager, 'activations.saved', 'forward') - term(e, 'activations.saved', 'forward'),
+      2 * (probs - 512),
+    );
   });
 });
 
@@ -126,7 +155,7 @@ describe('PyTorch replay: sharding', () => {
     assert.equal(term(e, 'grads.fp32', 'optimizer'), P);
   });
 
-  it('gathers the root unit for all of forward and backward, plus a block\'s parameters and its all-gather buffer', () => {
+  it("gathers the root unit for all of forward and backward, plus a block's parameters and its all-gather buffer", () => {
     const e = estimateMemory(tiny({ strategy: 'FULL_SHARD', nprocPerNode: 4 }));
     assert.equal(term(e, 'comm.gathered', 'forward'), 4 * (208 + 2 * 872));
     // In backward the block's own parameters and the next block's prefetched all-gather.
@@ -145,11 +174,20 @@ describe('PyTorch replay: sharding', () => {
 
   it('DDP holds a second copy of the gradients in its buckets unless gradients are bucket views', () => {
     assert.equal(term(estimateMemory(tiny({ nprocPerNode: 2 })), 'comm.ddp-buckets', 'forward'), 4 * P);
-    assert.equal(term(estimateMemory(tiny({ nprocPerNode: 2, ddp: { bucketCapMb: 25, gradientAsBucketView: true } })), 'comm.ddp-buckets', 'forward'), 0);
+    assert.equal(
+      term(
+        estimateMemory(tiny({ nprocPerNode: 2, ddp: { bucketCapMb: 25, gradientAsBucketView: true } })),
+        'comm.ddp-buckets',
+        'forward',
+      ),
+      0,
+    );
   });
 
   it('offload moves parameter shards, gradients and moments to host memory, counted per node', () => {
-    const e = estimateMemory(tiny({ strategy: 'FULL_SHARD', nprocPerNode: 4, offload: { optimizer: true, params: true } }));
+    const e = estimateMemory(
+      tiny({ strategy: 'FULL_SHARD', nprocPerNode: 4, offload: { optimizer: true, params: true } }),
+    );
     // shard P/4·4, moments 2·P/4·4, gradients P/4·4, and the step's intermediate P/4·4.
     assert.equal(e.host.perRank, P + 2 * P + P + P);
     assert.equal(e.host.perNode, 4 * e.host.perRank);
@@ -158,10 +196,18 @@ describe('PyTorch replay: sharding', () => {
 });
 
 describe('PyTorch replay on a GPU: allocator, workspaces, context', () => {
-  it('counts cuBLAS workspaces (two threads) and cuBLASLt\'s, and the caching allocator\'s rounding and reserve', () => {
+  it("counts cuBLAS workspaces (two threads) and cuBLASLt's, and the caching allocator's rounding and reserve", () => {
     const e = estimateMemory(tiny({ device: 'cuda' }));
-    assert.equal(term(e, 'workspace.cublas', 'forward'), (2 * 32 + 1) * 1024 * 1024, 'Hopper\'s default without a GPU given');
+    assert.equal(
+      term(e, 'workspace.cublas', 'forward'),
+      (2 * 32 + 1) * 1024 * 1024,
+      "Hopper's default without a GPU given",
+    );
     assert.ok(e.reservedPeak! >= e.allocatorPeak);
-    assert.equal(e.peak.total, e.reservedPeak! + term(e, 'other.cuda-context', 'forward'), 'what must fit: the reserved peak and the context');
+    assert.equal(
+      e.peak.total,
+      e.reservedPeak! + term(e, 'other.cuda-context', 'forward'),
+      'what must fit: the reserved peak and the context',
+    );
   });
 });

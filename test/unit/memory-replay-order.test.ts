@@ -17,27 +17,63 @@ type Event = [kind: 'a' | 'f', id: number, bytes: number, what: string, phase: s
 function input(precision: string, checkpointing: string): MemoryInput {
   const dtype = precision === 'bf16' ? 'bfloat16' : 'float32';
   return {
-    framework: 'pytorch', device: 'cpu',
-    model: { name: 'custom', vocabSize: 1000, dModel: 64, nLayers: 2, nHeads: 2, nKvHeads: 2, ffnHidden: 256, mlp: 'gelu', norm: 'layernorm', bias: true, positionEmbeddings: 32, tieEmbeddings: true },
-    seqLen: 32, microBatch: 8, gradAccumSteps: 1, strategy: 'NO_SHARD', nprocPerNode: 1, nnodes: 1,
+    framework: 'pytorch',
+    device: 'cpu',
+    model: {
+      name: 'custom',
+      vocabSize: 1000,
+      dModel: 64,
+      nLayers: 2,
+      nHeads: 2,
+      nKvHeads: 2,
+      ffnHidden: 256,
+      mlp: 'gelu',
+      norm: 'layernorm',
+      bias: true,
+      positionEmbeddings: 32,
+      tieEmbeddings: true,
+    },
+    seqLen: 32,
+    microBatch: 8,
+    gradAccumSteps: 1,
+    strategy: 'NO_SHARD',
+    nprocPerNode: 1,
+    nnodes: 1,
     precision: { param: dtype, reduce: 'float32', activation: dtype },
-    checkpointing: { policy: checkpointing === 'every' ? 'every_n' : (checkpointing as 'none' | 'selective'), everyN: 1 },
-    offload: { optimizer: false, params: false }, attention: 'flash', dropout: 0,
-    fsdp: { backwardPrefetch: 'BACKWARD_PRE', forwardPrefetch: false }, ddp: { bucketCapMb: 25, gradientAsBucketView: false },
-    zero: { reduceBucketSize: 5e8, allgatherBucketSize: 5e8, prefetchBucketSize: 5e7, maxLiveParameters: 1e9, paramPersistenceThreshold: 1e5, contiguousGradients: true },
+    checkpointing: {
+      policy: checkpointing === 'every' ? 'every_n' : (checkpointing as 'none' | 'selective'),
+      everyN: 1,
+    },
+    offload: { optimizer: false, params: false },
+    attention: 'flash',
+    dropout: 0,
+    fsdp: { backwardPrefetch: 'BACKWARD_PRE', forwardPrefetch: false },
+    ddp: { bucketCapMb: 25, gradientAsBucketView: false },
+    zero: {
+      reduceBucketSize: 5e8,
+      allgatherBucketSize: 5e8,
+      prefetchBucketSize: 5e7,
+      maxLiveParameters: 1e9,
+      paramPersistenceThreshold: 1e5,
+      contiguousGradients: true,
+    },
   };
 }
 
 function replayEvents(i: MemoryInput): Event[] {
   const events: Event[] = [];
   let phase = 'setup';
-  replayTraining(i, {
-    alloc: (id, bytes, term, _stream, host) => !host && events.push(['a', id, bytes, term, phase]),
-    free: (id) => events.push(['f', id, 0, '', phase]),
-    phase: (step, p) => {
-      phase = p === 'setup' ? 'setup' : `${step}/${p}`;
+  replayTraining(
+    i,
+    {
+      alloc: (id, bytes, term, _stream, host) => !host && events.push(['a', id, bytes, term, phase]),
+      free: (id) => events.push(['f', id, 0, '', phase]),
+      phase: (step, p) => {
+        phase = p === 'setup' ? 'setup' : `${step}/${p}`;
+      },
     },
-  }, 3);
+    3,
+  );
   return events;
 }
 
@@ -61,7 +97,10 @@ describe('PyTorch replay: the order PyTorch allocates and frees in (recorded tra
   const files = readdirSync(DIR).filter((f) => f.endsWith('.json'));
 
   it('has a recorded trace for each precision and checkpointing policy', () => {
-    assert.deepEqual(files.sort(), ['bf16', 'fp32'].flatMap((p) => ['every', 'none', 'selective'].map((c) => `gpt-${p}-${c}.json`)).sort());
+    assert.deepEqual(
+      files.sort(),
+      ['bf16', 'fp32'].flatMap((p) => ['every', 'none', 'selective'].map((c) => `gpt-${p}-${c}.json`)).sort(),
+    );
   });
 
   for (const file of files) {
@@ -72,7 +111,8 @@ describe('PyTorch replay: the order PyTorch allocates and frees in (recorded tra
       const want = requests(recorded.events);
       const got = requests(replayEvents(input(precision, checkpointing)));
       const first = want.findIndex((w, i) => !got[i] || got[i].bytes !== w.bytes || got[i].live !== w.live);
-      const at = (r: (typeof want)[number] | undefined) => (r ? `${r.phase} ${r.bytes} B (${r.what}), ${r.live} B live` : 'nothing');
+      const at = (r: (typeof want)[number] | undefined) =>
+        r ? `${r.phase} ${r.bytes} B (${r.what}), ${r.live} B live` : 'nothing';
       assert.equal(first, -1, `request ${first}: PyTorch ${at(want[first])}, replay ${at(got[first])}`);
       assert.equal(got.length, want.length, 'as many requests');
     });

@@ -7,7 +7,20 @@ import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-i
 import { findModelPreset } from '../../core/memory/model-presets';
 import { parameterCounts, type ModelShape } from '../../core/memory/model-shape';
 
-const TINY: ModelShape = { name: 'tiny', vocabSize: 16, dModel: 8, nLayers: 2, nHeads: 2, nKvHeads: 2, ffnHidden: 32, mlp: 'gelu', norm: 'layernorm', bias: true, positionEmbeddings: 8, tieEmbeddings: true };
+const TINY: ModelShape = {
+  name: 'tiny',
+  vocabSize: 16,
+  dModel: 8,
+  nLayers: 2,
+  nHeads: 2,
+  nKvHeads: 2,
+  ffnHidden: 32,
+  mlp: 'gelu',
+  norm: 'layernorm',
+  bias: true,
+  positionEmbeddings: 8,
+  tieEmbeddings: true,
+};
 // embedding 16·8 + 8·8 = 192; block: qkv 3·64+24, proj 64+8, fc 256+32, fc2 256+8, two LayerNorms 2·16 = 872; final LN 16.
 const P = 192 + 2 * 872 + 16;
 
@@ -24,7 +37,14 @@ function term(e: MemoryEstimate, id: string, phase: Phase): number {
 
 describe('memory model: parameter counts', () => {
   it('counts the tiny GPT by hand', () => {
-    assert.deepEqual(parameterCounts(TINY), { embedding: 192, block: 872, finalNorm: 16, head: 0, root: 208, total: P });
+    assert.deepEqual(parameterCounts(TINY), {
+      embedding: 192,
+      block: 872,
+      finalNorm: 16,
+      head: 0,
+      root: 208,
+      total: P,
+    });
   });
 
   it('counts the published sizes: GPT-2 124M, Llama 2 7B, Llama 3 8B, Llama 3 70B', () => {
@@ -43,7 +63,12 @@ describe('memory model: parameter counts', () => {
 
 describe('memory model: DeepSpeed ZeRO (Rajbhandari et al. 2020: 2Ψ + 2Ψ + 12Ψ)', () => {
   const base = (strategy: MemoryInput['strategy']) => {
-    const input = tiny({ framework: 'deepspeed', strategy, nprocPerNode: 64, precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' } });
+    const input = tiny({
+      framework: 'deepspeed',
+      strategy,
+      nprocPerNode: 64,
+      precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' },
+    });
     input.zero = { ...input.zero, paramPersistenceThreshold: 0 };
     const e = estimateMemory(input);
     return e.categoryPeaks.params + e.categoryPeaks.grads + e.categoryPeaks.optimizer;
@@ -64,7 +89,7 @@ describe('memory model: DeepSpeed ZeRO (Rajbhandari et al. 2020: 2Ψ + 2Ψ + 12�
   });
 });
 
-describe('memory model: our runtime\'s plan (native/MEMORY.md) by hand', () => {
+describe("memory model: our runtime's plan (native/MEMORY.md) by hand", () => {
   it('NO_SHARD on one rank, fp32: masters, gradients, moments, activation timeline, scratch, batches', () => {
     const e = estimateMemory(tiny({ framework: 'fsdp-studio', attention: 'eager' }));
     // R = 4·16·8 = 512; I = 4(7·128 + 2·512 + 2·2·64) + 16·16 = 8960; Hd = 4·128 + 12·16 + 4·16·16 = 1728

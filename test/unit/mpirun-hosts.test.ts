@@ -8,10 +8,20 @@ function after(argv: string[], option: string): string | undefined {
 }
 
 describe('mpirun across named hosts', () => {
-  const trainer = ['/opt/fsdp/runtime/abc/fsdp-train-native', '--config', '/runs/r/config.json', '--run-dir', '/runs/r'];
+  const trainer = [
+    '/opt/fsdp/runtime/abc/fsdp-train-native',
+    '--config',
+    '/runs/r/config.json',
+    '--run-dir',
+    '/runs/r',
+  ];
 
   it('8 GPUs on each of 4 hosts: 32 ranks, 8 slots and 8 ranks per host, in the order given (rank 0 on the first)', () => {
-    const argv = mpirunArgv({ nprocPerNode: 8, nnodes: 4 }, trainer, { asRoot: false, exported: ['OMP_WAIT_POLICY'], hosts: ['gpu-node-01', 'gpu-node-02', '10.0.0.13', 'gpu-node-04.cluster.example'] });
+    const argv = mpirunArgv({ nprocPerNode: 8, nnodes: 4 }, trainer, {
+      asRoot: false,
+      exported: ['OMP_WAIT_POLICY'],
+      hosts: ['gpu-node-01', 'gpu-node-02', '10.0.0.13', 'gpu-node-04.cluster.example'],
+    });
     assert.equal(argv[0], 'mpirun');
     assert.equal(after(argv, '-n'), '32');
     assert.equal(after(argv, '--host'), 'gpu-node-01:8,gpu-node-02:8,10.0.0.13:8,gpu-node-04.cluster.example:8');
@@ -35,9 +45,16 @@ describe('mpirun across named hosts', () => {
   });
 
   it('refuses a host count other than the node count, and names mpirun would misread', () => {
-    assert.throws(() => mpirunArgv({ nprocPerNode: 1, nnodes: 3 }, trainer, { asRoot: false, hosts: ['a', 'b'] }), /2 hosts for a job of 3 nodes/);
+    assert.throws(
+      () => mpirunArgv({ nprocPerNode: 1, nnodes: 3 }, trainer, { asRoot: false, hosts: ['a', 'b'] }),
+      /2 hosts for a job of 3 nodes/,
+    );
     for (const bad of ['-x', 'a,b', 'a:4', 'fe80::1', 'h o', '']) {
-      assert.throws(() => mpirunArgv({ nprocPerNode: 1, nnodes: 2 }, trainer, { asRoot: false, hosts: [bad, 'b'] }), /not a host name/, bad);
+      assert.throws(
+        () => mpirunArgv({ nprocPerNode: 1, nnodes: 2 }, trainer, { asRoot: false, hosts: [bad, 'b'] }),
+        /not a host name/,
+        bad,
+      );
     }
   });
 });

@@ -6,13 +6,21 @@
 import assert from 'node:assert/strict';
 import { loadLaunchSpec, withSelectedPython } from '../../core/config/launch-spec';
 import { supervisedArgv } from '../../runs/launch/command-launcher';
-import { PYTHON_EXTENSION_ID, selectedPython, type Extensions, type PythonEnvironmentsApi } from '../../extension/python-interpreter';
+import {
+  PYTHON_EXTENSION_ID,
+  selectedPython,
+  type Extensions,
+  type PythonEnvironmentsApi,
+} from '../../extension/python-interpreter';
 
 type ActivePath = { id: string; path: string };
 type Resolved = { executable: { uri?: { fsPath: string } } } | undefined;
 
 /** vscode.extensions holding an ms-python.python whose exports are `exports`; records what was asked. */
-function extensionsWith(exports: PythonEnvironmentsApi | undefined, opts: { active?: boolean; activateFails?: string } = {}) {
+function extensionsWith(
+  exports: PythonEnvironmentsApi | undefined,
+  opts: { active?: boolean; activateFails?: string } = {},
+) {
   const calls: string[] = [];
   const extensions: Extensions = {
     getExtension: (id) => {
@@ -32,7 +40,11 @@ function extensionsWith(exports: PythonEnvironmentsApi | undefined, opts: { acti
   return { extensions, calls };
 }
 
-function environments(active: ActivePath, resolve: (p: ActivePath | string) => Resolved, calls: unknown[]): PythonEnvironmentsApi {
+function environments(
+  active: ActivePath,
+  resolve: (p: ActivePath | string) => Resolved,
+  calls: unknown[],
+): PythonEnvironmentsApi {
   return {
     environments: {
       getActiveEnvironmentPath: (resource) => {
@@ -47,21 +59,38 @@ function environments(active: ActivePath, resolve: (p: ActivePath | string) => R
   };
 }
 
-const SPEC = (extra = '') => loadLaunchSpec(`command: python3 train.py\n${extra}`, '/work/proj/train.fsdp-launch.yaml').spec!;
+const SPEC = (extra = '') =>
+  loadLaunchSpec(`command: python3 train.py\n${extra}`, '/work/proj/train.fsdp-launch.yaml').spec!;
 
 describe('which Python runs a launch spec', () => {
   it("uses the executable the Python extension resolves for the workspace's active environment, activating the extension first", async () => {
     const asked: unknown[] = [];
     const active = { id: '/proj/.venv', path: '/proj/.venv' }; // a folder, as the API warns it may be
-    const { extensions, calls } = extensionsWith(environments(active, (p) => (p === active ? { executable: { uri: { fsPath: '/proj/.venv/bin/python' } } } : undefined), asked));
+    const { extensions, calls } = extensionsWith(
+      environments(
+        active,
+        (p) => (p === active ? { executable: { uri: { fsPath: '/proj/.venv/bin/python' } } } : undefined),
+        asked,
+      ),
+    );
     const resource = { fsPath: '/proj/train.fsdp-launch.yaml' } as never;
     assert.deepEqual(await selectedPython(extensions, resource), { path: '/proj/.venv/bin/python' });
     assert.deepEqual(calls, [`getExtension ${PYTHON_EXTENSION_ID}`, 'activate']);
-    assert.deepEqual(asked, [['getActiveEnvironmentPath', resource], ['resolveEnvironment', active]]);
+    assert.deepEqual(asked, [
+      ['getActiveEnvironmentPath', resource],
+      ['resolveEnvironment', active],
+    ]);
   });
 
   it('an extension already active is not activated again', async () => {
-    const { extensions, calls } = extensionsWith(environments({ id: 'x', path: '/usr/bin/python3' }, () => ({ executable: { uri: { fsPath: '/usr/bin/python3' } } }), []), { active: true });
+    const { extensions, calls } = extensionsWith(
+      environments(
+        { id: 'x', path: '/usr/bin/python3' },
+        () => ({ executable: { uri: { fsPath: '/usr/bin/python3' } } }),
+        [],
+      ),
+      { active: true },
+    );
     assert.deepEqual(await selectedPython(extensions), { path: '/usr/bin/python3' });
     assert.ok(!calls.includes('activate'));
   });
@@ -86,7 +115,10 @@ describe('which Python runs a launch spec', () => {
     const plain = SPEC();
     assert.equal(plain.python, 'python3');
     assert.equal(plain.pythonSource, undefined);
-    assert.ok(!supervisedArgv(plain, '/c', '/r').includes('--use-this-python'), 'no choice: the command runs as written');
+    assert.ok(
+      !supervisedArgv(plain, '/c', '/r').includes('--use-this-python'),
+      'no choice: the command runs as written',
+    );
 
     const selected = withSelectedPython(plain, '/proj/.venv/bin/python');
     assert.equal(selected.python, '/proj/.venv/bin/python');
@@ -97,11 +129,22 @@ describe('which Python runs a launch spec', () => {
 
     const own = SPEC('python: /opt/py/bin/python3\n');
     assert.equal(own.pythonSource, 'launch spec');
-    assert.equal(withSelectedPython(own, '/proj/.venv/bin/python').python, '/opt/py/bin/python3', "the spec's own python: wins");
+    assert.equal(
+      withSelectedPython(own, '/proj/.venv/bin/python').python,
+      '/opt/py/bin/python3',
+      "the spec's own python: wins",
+    );
     assert.ok(supervisedArgv(own, '/c', '/r').includes('--use-this-python'));
 
-    const remote = loadLaunchSpec('command: python3 train.py\ntarget: gpu-box\ncwd: /srv/code\n', '/work/proj/r.fsdp-launch.yaml').spec!;
-    assert.equal(withSelectedPython(remote, '/proj/.venv/bin/python').python, 'python3', "a path on this machine means nothing on gpu-box");
+    const remote = loadLaunchSpec(
+      'command: python3 train.py\ntarget: gpu-box\ncwd: /srv/code\n',
+      '/work/proj/r.fsdp-launch.yaml',
+    ).spec!;
+    assert.equal(
+      withSelectedPython(remote, '/proj/.venv/bin/python').python,
+      'python3',
+      'a path on this machine means nothing on gpu-box',
+    );
     assert.equal(withSelectedPython(plain, undefined), plain);
   });
 });

@@ -4,13 +4,32 @@ import { checkHostAlias, commandLine, quotePath, quoteWord } from '../../core/re
 
 // What a POSIX shell makes of a command line: the words it passes to printf.
 function shellWords(line: string, home = '/home/u'): string[] {
-  const r = spawnSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], { encoding: 'utf8', env: { HOME: home, PATH: process.env.PATH } });
+  const r = spawnSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], {
+    encoding: 'utf8',
+    env: { HOME: home, PATH: process.env.PATH },
+  });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.split('\0').slice(0, -1);
 }
 
 describe('remote command lines', () => {
-  const hostile = ['plain', 'with space', "it's", '"double"', 'a;b', '$(touch /tmp/pwned-fsdp)', '`id`', 'x\ny', '', '-rf', '*', '~', 'back\\slash', 'ünïcode ✓', "'; rm -rf ~; '"];
+  const hostile = [
+    'plain',
+    'with space',
+    "it's",
+    '"double"',
+    'a;b',
+    '$(touch /tmp/pwned-fsdp)',
+    '`id`',
+    'x\ny',
+    '',
+    '-rf',
+    '*',
+    '~',
+    'back\\slash',
+    'ünïcode ✓',
+    "'; rm -rf ~; '",
+  ];
 
   it('every word reaches the remote shell as one literal word', () => {
     const line = commandLine(hostile);
@@ -35,6 +54,7 @@ describe('remote command lines', () => {
     for (const bad of ['-oProxyCommand=id', 'my host', 'a;b', '$(id)', 'h`id`', "o'brien", '"q"', '']) {
       assert.ok(checkHostAlias(bad), `accepted ${JSON.stringify(bad)}`);
     }
-    for (const ok of ['gpu-box', 'user@10.0.0.1', 'node_1.cluster', '[::1]:2222']) assert.equal(checkHostAlias(ok), undefined, ok);
+    for (const ok of ['gpu-box', 'user@10.0.0.1', 'node_1.cluster', '[::1]:2222'])
+      assert.equal(checkHostAlias(ok), undefined, ok);
   });
 });

@@ -4,7 +4,16 @@ import { adviceContext, earlyInRun, frameworkOf, nativeAdvice, suggestedWarmup }
 import { spikeFixes } from '../../core/runs/spike-report';
 import type { Spike } from '../../core/runs/spikes';
 
-const spikeAt = (step: number): Spike => ({ step, metric: 'loss', value: 9, baseline: 3, ratio: 3, source: 'watch', action: 'report', alert: 'warning' });
+const spikeAt = (step: number): Spike => ({
+  step,
+  metric: 'loss',
+  value: 9,
+  baseline: 3,
+  ratio: 3,
+  source: 'watch',
+  action: 'report',
+  alert: 'warning',
+});
 
 describe('advice that fits the run', () => {
   it('scales the warmup it suggests to the run: no 100-step warmup for a 150-step run', () => {
@@ -18,7 +27,9 @@ describe('advice that fits the run', () => {
   });
 
   it("offers a 150-step run's early spike a warmup that fits its length, as a fix that edits the run config", () => {
-    const tiny = nativeAdvice({ training: { learning_rate: 0.003, max_steps: 150, warmup_steps: 10, max_grad_norm: 1 } });
+    const tiny = nativeAdvice({
+      training: { learning_rate: 0.003, max_steps: 150, warmup_steps: 10, max_grad_norm: 1 },
+    });
     const fixes = spikeFixes(spikeAt(15), tiny);
     const warm = fixes.find((f) => f.id === 'longer_warmup')!;
     assert.equal(warm.action, 'Set warmup_steps: 20');
@@ -30,7 +41,10 @@ describe('advice that fits the run', () => {
   it("gives a script's spike advice in its framework's words, without buttons", () => {
     const ctx = adviceContext('command', { command: ['python3', 'train.py'] }, 'from transformers import Trainer\n');
     const fixes = spikeFixes(spikeAt(15), ctx);
-    assert.deepEqual(fixes.map((f) => f.id), ['lower_lr', 'longer_warmup', 'clip', 'check_data']);
+    assert.deepEqual(
+      fixes.map((f) => f.id),
+      ['lower_lr', 'longer_warmup', 'clip', 'check_data'],
+    );
     assert.ok(fixes.every((f) => f.action === undefined));
     assert.match(fixes[0].detail, /`learning_rate` in `TrainingArguments`/);
     assert.match(fixes[1].detail, /warmup_ratio=0\.05/);
@@ -42,9 +56,17 @@ describe('advice that fits the run', () => {
     assert.equal(frameworkOf('deepspeed'), 'deepspeed');
     assert.equal(frameworkOf('accelerate'), 'accelerate');
     assert.equal(frameworkOf('python', 'import pytorch_lightning as pl\n'), 'lightning');
-    assert.equal(frameworkOf('torchrun', 'from transformers import (AutoModel,\n  Trainer)\n'), 'pytorch', 'a multi-line import is not read: the launcher decides');
+    assert.equal(
+      frameworkOf('torchrun', 'from transformers import (AutoModel,\n  Trainer)\n'),
+      'pytorch',
+      'a multi-line import is not read: the launcher decides',
+    );
     assert.equal(frameworkOf('torchrun', 'from trl import SFTTrainer\n'), 'hf-trainer');
     assert.equal(frameworkOf('python', 'from accelerate import Accelerator\n'), 'accelerate');
-    assert.equal(frameworkOf('python', '# from transformers import Trainer (not used)\nimport torch\n'), 'pytorch', 'a comment is not an import');
+    assert.equal(
+      frameworkOf('python', '# from transformers import Trainer (not used)\nimport torch\n'),
+      'pytorch',
+      'a comment is not an import',
+    );
   });
 });

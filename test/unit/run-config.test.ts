@@ -15,7 +15,10 @@ describe('run config', () => {
     for (const name of ['tiny-cpu.yaml']) {
       const file = path.join(root, 'samples', name);
       const { problems } = checkRunConfigText(readFileSync(file, 'utf8'), file);
-      assert.deepEqual(problems.map((p) => formatProblem(name, p)), []);
+      assert.deepEqual(
+        problems.map((p) => formatProblem(name, p)),
+        [],
+      );
     }
   });
 
@@ -76,12 +79,19 @@ describe('run config', () => {
   });
 
   it('rejects zero_stage that contradicts sharding_strategy', () => {
-    const { problems } = checkRunConfigText(`${minimal}fsdp: {zero_stage: 1, sharding_strategy: FULL_SHARD}\n`, 'c.yaml');
+    const { problems } = checkRunConfigText(
+      `${minimal}fsdp: {zero_stage: 1, sharding_strategy: FULL_SHARD}\n`,
+      'c.yaml',
+    );
     assert.equal(problems[0].code, 'fsdp.zero-stage-conflict');
   });
 
   it('applies --set overrides and validates the result', () => {
-    const ok = loadRunConfig(minimal, '/c/run.yaml', ['training.max_steps=3', 'fsdp.cpu_offload=true', 'training.betas=[0.8, 0.9]']);
+    const ok = loadRunConfig(minimal, '/c/run.yaml', [
+      'training.max_steps=3',
+      'fsdp.cpu_offload=true',
+      'training.betas=[0.8, 0.9]',
+    ]);
     assert.equal(ok.config?.training.max_steps, 3);
     assert.equal(ok.config?.fsdp.cpu_offload, true);
     assert.deepEqual(ok.config?.training.betas, [0.8, 0.9]);
@@ -94,12 +104,52 @@ describe('run config', () => {
 
   it('every key of the schema has a description, and every optional key a default or a stated meaning when absent', () => {
     const missing: string[] = [];
-    const defs = runConfigSchema.definitions as Record<string, { properties?: Record<string, Record<string, unknown>>; required?: string[] }>;
+    const defs = runConfigSchema.definitions as Record<
+      string,
+      { properties?: Record<string, Record<string, unknown>>; required?: string[] }
+    >;
     // Keys whose absence has a meaning of its own, said in their description.
-    const absentMeans = new Set(['data.val', 'data.seq_len', 'fsdp.zero_stage', 'fsdp.ranks_per_node', 'activation_checkpointing.memory_budget_gb', 'launch.gpu', 'debug.inject_nan', 'debug.inject_nan.op', 'mixed_precision.loss_scale', 'launch.hosts',
-      ...['partition', 'account', 'qos', 'time_limit', 'gpus_per_node', 'cpus_per_task', 'job_name', 'extra_directives'].map((k) => `launch.slurm.${k}`)]);
-    const sections: Record<string, string> = { ModelConfig: 'model', DataConfig: 'data', TrainingConfig: 'training', FsdpConfig: 'fsdp', MixedPrecisionConfig: 'mixed_precision', LossScaleConfig: 'mixed_precision.loss_scale', ActivationCheckpointingConfig: 'activation_checkpointing', CheckpointingConfig: 'checkpointing', StabilityConfig: 'stability', LoggingConfig: 'logging', LaunchConfig: 'launch', SlurmLaunch: 'launch.slurm', DebugConfig: 'debug' };
-    const check = (prefix: string, def: { properties?: Record<string, Record<string, unknown>>; required?: string[] }) => {
+    const absentMeans = new Set([
+      'data.val',
+      'data.seq_len',
+      'fsdp.zero_stage',
+      'fsdp.ranks_per_node',
+      'activation_checkpointing.memory_budget_gb',
+      'launch.gpu',
+      'debug.inject_nan',
+      'debug.inject_nan.op',
+      'mixed_precision.loss_scale',
+      'launch.hosts',
+      ...[
+        'partition',
+        'account',
+        'qos',
+        'time_limit',
+        'gpus_per_node',
+        'cpus_per_task',
+        'job_name',
+        'extra_directives',
+      ].map((k) => `launch.slurm.${k}`),
+    ]);
+    const sections: Record<string, string> = {
+      ModelConfig: 'model',
+      DataConfig: 'data',
+      TrainingConfig: 'training',
+      FsdpConfig: 'fsdp',
+      MixedPrecisionConfig: 'mixed_precision',
+      LossScaleConfig: 'mixed_precision.loss_scale',
+      ActivationCheckpointingConfig: 'activation_checkpointing',
+      CheckpointingConfig: 'checkpointing',
+      StabilityConfig: 'stability',
+      LoggingConfig: 'logging',
+      LaunchConfig: 'launch',
+      SlurmLaunch: 'launch.slurm',
+      DebugConfig: 'debug',
+    };
+    const check = (
+      prefix: string,
+      def: { properties?: Record<string, Record<string, unknown>>; required?: string[] },
+    ) => {
       for (const [key, prop] of Object.entries(def.properties ?? {})) {
         const name = `${prefix}.${key}`;
         const target = prop.$ref ? defs[String(prop.$ref).replace('#/definitions/', '')] : prop;
@@ -107,7 +157,8 @@ describe('run config', () => {
         if (!description) missing.push(`${name}: no description`);
         const required = def.required?.includes(key) ?? false;
         const isSection = !!(target as { properties?: object }).properties;
-        if (!required && !isSection && prop.default === undefined && !absentMeans.has(name)) missing.push(`${name}: no default`);
+        if (!required && !isSection && prop.default === undefined && !absentMeans.has(name))
+          missing.push(`${name}: no default`);
         if (key === 'inject_nan') check(name, prop as never);
       }
     };

@@ -2,11 +2,25 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { latestRunOf, markEndedWithoutRunEnd, newRunId, startingManifest, writeStartingManifest, type RunFacts } from '../../runs/folder/run-folder';
+import {
+  latestRunOf,
+  markEndedWithoutRunEnd,
+  newRunId,
+  startingManifest,
+  writeStartingManifest,
+  type RunFacts,
+} from '../../runs/folder/run-folder';
 import { parseRunManifest } from '../../core/protocol/run-manifest';
 
 const facts = (over: Partial<RunFacts> = {}): RunFacts => ({
-  runId: 'r-1', name: 'r', config: { a: 1 }, world: { size: 2 }, host: 'h', target: 'local', command: ['python3', 'train.py'], ...over,
+  runId: 'r-1',
+  name: 'r',
+  config: { a: 1 },
+  world: { size: 2 },
+  host: 'h',
+  target: 'local',
+  command: ['python3', 'train.py'],
+  ...over,
 });
 
 describe('run folders: one maker of run ids and run.json', () => {
@@ -29,13 +43,19 @@ describe('run folders: one maker of run ids and run.json', () => {
     assert.equal(again.status, 'starting');
     assert.equal(again.end_reason, undefined);
     assert.deepEqual(again.command, ['x']);
-    assert.equal(again.pgid, undefined, 'the last run\'s process group is not this one\'s');
+    assert.equal(again.pgid, undefined, "the last run's process group is not this one's");
   });
 
-  it('fsdp-train, exec\'d by the detached start as the group leader, keeps the leader record that names it', () => {
+  it("fsdp-train, exec'd by the detached start as the group leader, keeps the leader record that names it", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-folder-'));
     try {
-      const started = { ...startingManifest(facts(), undefined, 100), pids: [process.pid], pgid: process.pid, leader_start: 1234, boot_id: 'b' };
+      const started = {
+        ...startingManifest(facts(), undefined, 100),
+        pids: [process.pid],
+        pgid: process.pid,
+        leader_start: 1234,
+        boot_id: 'b',
+      };
       writeFileSync(path.join(dir, 'run.json'), JSON.stringify(started));
       const kept = writeStartingManifest(dir, facts());
       assert.deepEqual([kept.pgid, kept.leader_start, kept.boot_id], [process.pid, 1234, 'b']);

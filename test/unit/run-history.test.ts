@@ -6,12 +6,29 @@ import { StepSeries } from '../../core/runs/step-series';
 
 const plan = { params: 1, grads: 1, optimizer: 2, activations: 3, workspace: 0, comm: 0, other: 0, total: 7 };
 const start = (startStep?: number): MetricsEvent => ({
-  v: 1, type: 'run_start', time: 100, run_id: 'r', config: { training: { max_steps: 100 } },
-  world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu' }] }, memory_plan: plan,
+  v: 1,
+  type: 'run_start',
+  time: 100,
+  run_id: 'r',
+  config: { training: { max_steps: 100 } },
+  world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu' }] },
+  memory_plan: plan,
   ...(startStep !== undefined ? { start_step: startStep } : {}),
 });
 const step = (s: number, loss: number | null = 5 - s / 10, extra: object = {}): MetricsEvent =>
-  ({ v: 1, type: 'step', time: 100 + s, step: s, loss, lr: 1e-3, grad_norm: 1, tokens_per_s: 10, step_ms: 1000, mem_peak: 1000 + s, ...extra }) as MetricsEvent;
+  ({
+    v: 1,
+    type: 'step',
+    time: 100 + s,
+    step: s,
+    loss,
+    lr: 1e-3,
+    grad_norm: 1,
+    tokens_per_s: 10,
+    step_ms: 1000,
+    mem_peak: 1000 + s,
+    ...extra,
+  }) as MetricsEvent;
 const steps = (h: RunHistory) => [...h.step.loss.steps];
 
 describe('RunHistory', () => {
@@ -25,11 +42,23 @@ describe('RunHistory', () => {
 
   it('after a resume from step S, later events of steps after S replace the lost ones', () => {
     const h = new RunHistory();
-    [start(), step(1), step(2), { v: 1, type: 'checkpoint', time: 1, step: 2, path: 'c2', bytes: 1 }, step(3), step(4),
-      { v: 1, type: 'checkpoint', time: 1, step: 4, path: 'c4', bytes: 1 }, step(5)].forEach((e) => h.apply(e as MetricsEvent));
+    [
+      start(),
+      step(1),
+      step(2),
+      { v: 1, type: 'checkpoint', time: 1, step: 2, path: 'c2', bytes: 1 },
+      step(3),
+      step(4),
+      { v: 1, type: 'checkpoint', time: 1, step: 4, path: 'c4', bytes: 1 },
+      step(5),
+    ].forEach((e) => h.apply(e as MetricsEvent));
     h.apply(start(2));
     assert.deepEqual(steps(h), [1, 2], 'steps after the checkpoint are void until repeated');
-    assert.deepEqual(h.markers.map((m) => m.step), [2], 'the checkpoint of lost work is gone');
+    assert.deepEqual(
+      h.markers.map((m) => m.step),
+      [2],
+      'the checkpoint of lost work is gone',
+    );
     [step(3, 9), step(4, 9), step(5, 9), step(6, 9)].forEach((e) => h.apply(e));
     assert.deepEqual(steps(h), [1, 2, 3, 4, 5, 6]);
     assert.equal(h.step.loss.values[2], 9, 'step 3 holds the value of the resumed run');
@@ -39,11 +68,23 @@ describe('RunHistory', () => {
   it('a repeated step without a run_start (rollback) replaces the timeline from there, keeping the NaN marker', () => {
     const h = new RunHistory();
     [start(), step(1), step(2), step(3), step(4, null)].forEach((e) => h.apply(e));
-    h.apply({ v: 1, type: 'anomaly', time: 1, step: 4, kind: 'nan', where: { phase: 'backward', layer: 2, op: 'mlp.gelu' }, action: 'rollback', rollback_to: 2 });
+    h.apply({
+      v: 1,
+      type: 'anomaly',
+      time: 1,
+      step: 4,
+      kind: 'nan',
+      where: { phase: 'backward', layer: 2, op: 'mlp.gelu' },
+      action: 'rollback',
+      rollback_to: 2,
+    });
     [step(3, 1), step(4, 1), step(5, 1)].forEach((e) => h.apply(e));
     assert.deepEqual(steps(h), [1, 2, 3, 4, 5]);
     assert.equal(h.step.loss.values[3], 1);
-    assert.deepEqual(h.markers.map((m) => `${m.step}:${m.kind}`), ['4:nan']);
+    assert.deepEqual(
+      h.markers.map((m) => `${m.step}:${m.kind}`),
+      ['4:nan'],
+    );
     assert.match(h.markers[0].label, /NaN in backward, layer 2 \(mlp\.gelu\); rolled back to step 2/);
   });
 
@@ -65,7 +106,10 @@ describe('RunHistory', () => {
     const h = new RunHistory();
     [start(), step(1), step(2, null, { skipped: true }), step(3)].forEach((e) => h.apply(e));
     assert.ok(Number.isNaN(h.step.loss.values[1]));
-    assert.deepEqual(h.markers.map((m) => `${m.step}:${m.kind}`), ['2:skipped']);
+    assert.deepEqual(
+      h.markers.map((m) => `${m.step}:${m.kind}`),
+      ['2:skipped'],
+    );
     assert.equal(h.stepsPerSecond(), 1);
     assert.equal(h.etaSeconds(100), 97);
     h.apply({ v: 1, type: 'run_end', time: 200, status: 'completed', step: 3 });
@@ -73,7 +117,20 @@ describe('RunHistory', () => {
   });
 
   it('describes a spike with its z-score', () => {
-    assert.equal(describeAnomaly({ v: 1, type: 'anomaly', time: 1, step: 9, kind: 'spike', where: { phase: 'loss' }, action: 'report', metric: 'loss', zscore: 7.25 }), 'loss spike (z=7.3); reported');
+    assert.equal(
+      describeAnomaly({
+        v: 1,
+        type: 'anomaly',
+        time: 1,
+        step: 9,
+        kind: 'spike',
+        where: { phase: 'loss' },
+        action: 'report',
+        metric: 'loss',
+        zscore: 7.25,
+      }),
+      'loss spike (z=7.3); reported',
+    );
   });
 });
 
@@ -98,7 +155,7 @@ describe('SmoothedSeries', () => {
     s.set(4, 4);
     const v = ema.values(0.5);
     assert.ok(Number.isNaN(v[2]));
-    assert.ok(Math.abs(v[3] - (((0.25 * 2 + 0.5 * 4) * 0.5 + 0.5 * 4) / 0.875)) < 1e-12);
+    assert.ok(Math.abs(v[3] - ((0.25 * 2 + 0.5 * 4) * 0.5 + 0.5 * 4) / 0.875) < 1e-12);
     s.set(2, 10); // rewind: step 2 replaced
     assert.deepEqual([...ema.values(0.5)], [2, (0.25 * 2 + 0.5 * 10) / 0.75]);
     assert.deepEqual([...ema.values(0)], [2, 10], 'weight 0 is the raw line');

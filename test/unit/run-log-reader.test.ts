@@ -6,7 +6,19 @@ import { RunLogParser, RunLogReader, MAX_LINE_BYTES } from '../../core/protocol/
 import type { MetricsEvent } from '../../core/protocol/metrics';
 
 function stepEvent(step: number, extra: Record<string, unknown> = {}): MetricsEvent {
-  return { v: 1, type: 'step', time: 1_700_000_000 + step, step, loss: 3 - step / 1000, lr: 1e-3, grad_norm: 1.5, tokens_per_s: 1000, step_ms: 12.5, mem_peak: 1 << 20, ...extra } as MetricsEvent;
+  return {
+    v: 1,
+    type: 'step',
+    time: 1_700_000_000 + step,
+    step,
+    loss: 3 - step / 1000,
+    lr: 1e-3,
+    grad_norm: 1.5,
+    tokens_per_s: 1000,
+    step_ms: 12.5,
+    mem_peak: 1 << 20,
+    ...extra,
+  } as MetricsEvent;
 }
 const line = (e: unknown) => `${JSON.stringify(e)}\n`;
 
@@ -16,11 +28,17 @@ describe('RunLogParser', () => {
     const text = line(stepEvent(1)) + line(stepEvent(2));
     const cut = text.length - 10;
     const first = p.push(Buffer.from(text.slice(0, cut)));
-    assert.deepEqual(first.entries.map((e) => (e.event as { step: number }).step), [1]);
+    assert.deepEqual(
+      first.entries.map((e) => (e.event as { step: number }).step),
+      [1],
+    );
     assert.equal(first.offset, line(stepEvent(1)).length, 'offset stops at the end of the last complete line');
     assert.equal(p.pendingLength, cut - line(stepEvent(1)).length);
     const second = p.push(Buffer.from(text.slice(cut)));
-    assert.deepEqual(second.entries.map((e) => (e.event as { step: number }).step), [2]);
+    assert.deepEqual(
+      second.entries.map((e) => (e.event as { step: number }).step),
+      [2],
+    );
     assert.equal(second.offset, Buffer.byteLength(text));
     assert.equal(second.entries[0].offset, line(stepEvent(1)).length);
   });
@@ -62,12 +80,15 @@ describe('RunLogParser', () => {
     assert.equal(problems, 1);
     assert.ok(p.pendingLength > MAX_LINE_BYTES);
     const after = p.push(Buffer.from(`\n${line(stepEvent(7))}`));
-    assert.deepEqual(after.entries.map((e) => (e.event as { step: number }).step), [7]);
+    assert.deepEqual(
+      after.entries.map((e) => (e.event as { step: number }).step),
+      [7],
+    );
   });
 
   it('survives 10,000 randomly corrupted lines: never throws, never returns an event twice, keeps every intact one', () => {
     let seed = 12345;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
     const pieces: Buffer[] = [];
     const intactSteps: number[] = [];
     for (let i = 0; i < 10_000; i++) {
@@ -76,9 +97,12 @@ describe('RunLogParser', () => {
       const mode = Math.floor(rand() * 5);
       const at = Math.floor(rand() * text.length);
       if (corrupt) {
-        if (mode === 0) text = text.slice(0, Math.max(1, at)); // truncated
-        else if (mode === 1) text = text.slice(0, at) + String.fromCharCode(0x20 + Math.floor(rand() * 0x5f)) + text.slice(at + 1); // character replaced
-        else if (mode === 2) text = text.replace('"loss":', '"loss":"x"+'); // invalid JSON
+        if (mode === 0)
+          text = text.slice(0, Math.max(1, at)); // truncated
+        else if (mode === 1)
+          text = text.slice(0, at) + String.fromCharCode(0x20 + Math.floor(rand() * 0x5f)) + text.slice(at + 1); // character replaced
+        else if (mode === 2)
+          text = text.replace('"loss":', '"loss":"x"+'); // invalid JSON
         else if (mode === 3) text = text.replace(/"step":\d+/, '"step":"s"'); // valid JSON, wrong type
       }
       const bytes = Buffer.from(`${text}\n`, 'utf8');
@@ -92,7 +116,7 @@ describe('RunLogParser', () => {
     const p = new RunLogParser();
     const seen = new Map<number, number>();
     let problems = 0;
-    for (let pos = 0; pos < all.length; ) {
+    for (let pos = 0; pos < all.length;) {
       const n = 1 + Math.floor(rand() * 4096);
       const batch = p.push(all.subarray(pos, pos + n));
       pos += n;
@@ -126,10 +150,16 @@ describe('RunLogReader', () => {
     const saved = reader.offset;
     await appendFile(file, half.slice(20) + '\n' + line(stepEvent(4)));
     const more = await reader.read(7); // tiny chunks exercise line reassembly
-    assert.deepEqual(more.entries.map((e) => (e.event as { step: number }).step), [3, 4]);
+    assert.deepEqual(
+      more.entries.map((e) => (e.event as { step: number }).step),
+      [3, 4],
+    );
     // A new reader (after a reload) starting at the saved offset sees exactly the rest.
     const resumed = new RunLogReader(file, saved);
-    assert.deepEqual((await resumed.read()).entries.map((e) => (e.event as { step: number }).step), [3, 4]);
+    assert.deepEqual(
+      (await resumed.read()).entries.map((e) => (e.event as { step: number }).step),
+      [3, 4],
+    );
   });
 
   it('treats a missing file as empty and reports a file that shrank', async () => {
@@ -160,7 +190,10 @@ describe('RunLogReader: huge lines and files changed under it', () => {
       await writeFile(file, line(stepEvent(1)) + huge + line(stepEvent(3)));
       const batch = await new RunLogReader(file).read(chunk);
       assert.deepEqual(steps(batch), [1, 3]);
-      assert.deepEqual(batch.problems.map((p) => [p.offset, p.message]), [[line(stepEvent(1)).length, `line longer than ${MAX_LINE_BYTES} bytes; skipped`]]);
+      assert.deepEqual(
+        batch.problems.map((p) => [p.offset, p.message]),
+        [[line(stepEvent(1)).length, `line longer than ${MAX_LINE_BYTES} bytes; skipped`]],
+      );
     });
   }
 
@@ -173,7 +206,10 @@ describe('RunLogReader: huge lines and files changed under it', () => {
     await writeFile(file, first.slice(0, 3).join('') + line(stepEvent(7)) + line(stepEvent(8)));
     const again = await reader.read();
     assert.deepEqual(steps(again), [7, 8]);
-    assert.match(again.problems[0].message, /^the file shrank from \d+ to \d+ bytes \(truncated or replaced\); read again from its start/);
+    assert.match(
+      again.problems[0].message,
+      /^the file shrank from \d+ to \d+ bytes \(truncated or replaced\); read again from its start/,
+    );
     await appendFile(file, line(stepEvent(9)));
     assert.deepEqual(steps(await reader.read()), [9]);
   });
@@ -183,10 +219,16 @@ describe('RunLogReader: huge lines and files changed under it', () => {
     await writeFile(file, line(stepEvent(1)) + line(stepEvent(2)));
     const reader = new RunLogReader(file);
     assert.deepEqual(steps(await reader.read()), [1, 2]);
-    await writeFile(file, [10, 11, 12, 13].map((s) => line(stepEvent(s, { note: 'a longer line than before' }))).join(''));
+    await writeFile(
+      file,
+      [10, 11, 12, 13].map((s) => line(stepEvent(s, { note: 'a longer line than before' }))).join(''),
+    );
     const batch = await reader.read();
     assert.deepEqual(steps(batch), [10, 11, 12, 13]);
-    assert.deepEqual(batch.problems.map((p) => p.message), ['the file was rewritten under the reader; read again from its start, returning only events not returned yet']);
+    assert.deepEqual(
+      batch.problems.map((p) => p.message),
+      ['the file was rewritten under the reader; read again from its start, returning only events not returned yet'],
+    );
   });
 
   it('goes on from the last complete line when a resumed writer cuts an unterminated last line', async () => {
@@ -196,10 +238,19 @@ describe('RunLogReader: huge lines and files changed under it', () => {
     const reader = new RunLogReader(file);
     assert.deepEqual(steps(await reader.read()), [1, 2]);
     // The resumed trainer truncates the partial line, then appends (longer than what was cut).
-    await writeFile(file, complete + line(stepEvent(3, { time: 1_700_000_100, note: 'written again after the resume' })) + line(stepEvent(4, { time: 1_700_000_101 })));
+    await writeFile(
+      file,
+      complete +
+        line(stepEvent(3, { time: 1_700_000_100, note: 'written again after the resume' })) +
+        line(stepEvent(4, { time: 1_700_000_101 })),
+    );
     const batch = await reader.read();
     assert.deepEqual(steps(batch), [3, 4]);
-    assert.equal((batch.entries[0].event as { time: number }).time, 1_700_000_100, 'step 3 as written again, not spliced onto the cut bytes');
+    assert.equal(
+      (batch.entries[0].event as { time: number }).time,
+      1_700_000_100,
+      'step 3 as written again, not spliced onto the cut bytes',
+    );
     assert.deepEqual(batch.problems, []);
   });
 });

@@ -5,33 +5,93 @@ import { runPhase, tokensSeen } from '../../core/runs/run-phase';
 import { RunHistory } from '../../core/runs/run-history';
 
 const plan = { params: 0, grads: 0, optimizer: 0, activations: 0, workspace: 0, comm: 0, other: 0, total: 0 };
-const config = { training: { batch_size_per_gpu: 4, gradient_accumulation_steps: 2, max_steps: 100 }, data: { seq_len: 128 }, checkpointing: { save_every_n_steps: 50 } };
-const start = (time: number, extra: object = {}): MetricsEvent => ({ v: 1, type: 'run_start', time, run_id: 'r', config, world: { size: 2, ranks: [] }, memory_plan: plan, n_params: 124_000_000, ...extra }) as MetricsEvent;
-const step = (s: number, time: number, extra: object = {}): MetricsEvent => ({ v: 1, type: 'step', time, step: s, loss: 3, lr: 1, grad_norm: 1, tokens_per_s: 2048, step_ms: 500, mem_peak: 1, ...extra }) as MetricsEvent;
+const config = {
+  training: { batch_size_per_gpu: 4, gradient_accumulation_steps: 2, max_steps: 100 },
+  data: { seq_len: 128 },
+  checkpointing: { save_every_n_steps: 50 },
+};
+const start = (time: number, extra: object = {}): MetricsEvent =>
+  ({
+    v: 1,
+    type: 'run_start',
+    time,
+    run_id: 'r',
+    config,
+    world: { size: 2, ranks: [] },
+    memory_plan: plan,
+    n_params: 124_000_000,
+    ...extra,
+  }) as MetricsEvent;
+const step = (s: number, time: number, extra: object = {}): MetricsEvent =>
+  ({
+    v: 1,
+    type: 'step',
+    time,
+    step: s,
+    loss: 3,
+    lr: 1,
+    grad_norm: 1,
+    tokens_per_s: 2048,
+    step_ms: 500,
+    mem_peak: 1,
+    ...extra,
+  }) as MetricsEvent;
 const every50 = (s: number) => s % 50 === 0;
 
 describe('run phase and totals', () => {
   it('says what a live run is doing while no step comes: starting, the first step, a checkpoint save', () => {
     const h = new RunHistory();
-    assert.deepEqual(runPhase(h, { live: true, launchedAt: 90, savesAfter: every50 }), { label: 'Starting the trainer', since: 90 });
+    assert.deepEqual(runPhase(h, { live: true, launchedAt: 90, savesAfter: every50 }), {
+      label: 'Starting the trainer',
+      since: 90,
+    });
     h.apply(start(100));
-    assert.deepEqual(runPhase(h, { live: true, savesAfter: every50 }), { label: 'Running the first step', detail: 'model and data ready (124.00M parameters, 2 ranks)', since: 100 });
+    assert.deepEqual(runPhase(h, { live: true, savesAfter: every50 }), {
+      label: 'Running the first step',
+      detail: 'model and data ready (124.00M parameters, 2 ranks)',
+      since: 100,
+    });
     h.apply(step(1, 108.6));
     assert.equal(runPhase(h, { live: true, savesAfter: every50 }), undefined, 'steps are coming');
     for (let s = 2; s <= 50; s++) h.apply(step(s, 108 + s));
-    assert.deepEqual(runPhase(h, { live: true, savesAfter: every50 }), { label: 'Saving the checkpoint of step 50', since: 158 });
+    assert.deepEqual(runPhase(h, { live: true, savesAfter: every50 }), {
+      label: 'Saving the checkpoint of step 50',
+      since: 158,
+    });
     h.apply({ v: 1, type: 'checkpoint', time: 164, step: 50, path: 'c50', bytes: 1.5e9 });
     assert.equal(runPhase(h, { live: true, savesAfter: every50 }), undefined, 'saved');
-    assert.equal(runPhase(new RunHistory(), { live: false, savesAfter: every50 }), undefined, 'a run that is not live is doing nothing');
+    assert.equal(
+      runPhase(new RunHistory(), { live: false, savesAfter: every50 }),
+      undefined,
+      'a run that is not live is doing nothing',
+    );
   });
 
   it("never claims a person's command is running its first step: it waits for one, saying what is read", () => {
     const h = new RunHistory();
     const command = { sources: 'what it prints (stdout and stderr) and fsdp_studio.log calls' };
-    assert.equal(runPhase(h, { live: true, launchedAt: 90, savesAfter: () => false, command })?.label, 'Starting the command');
-    h.apply({ v: 1, type: 'run_start', time: 100, run_id: 'r', config: { command: ['python3', 'train.py'] }, world: { size: 1, ranks: [] } } as MetricsEvent);
-    assert.deepEqual(runPhase(h, { live: true, savesAfter: () => false, command }), { label: 'Waiting for the first step', detail: `the command is running; its metrics are read from ${command.sources}`, since: 100 });
-    h.applyPrinted(0, [{ tag: 'printed/loss', value: 2.5, metric: 'loss' }], 104, { file: 'stdout', format: 'nanoGPT', counted: false });
+    assert.equal(
+      runPhase(h, { live: true, launchedAt: 90, savesAfter: () => false, command })?.label,
+      'Starting the command',
+    );
+    h.apply({
+      v: 1,
+      type: 'run_start',
+      time: 100,
+      run_id: 'r',
+      config: { command: ['python3', 'train.py'] },
+      world: { size: 1, ranks: [] },
+    } as MetricsEvent);
+    assert.deepEqual(runPhase(h, { live: true, savesAfter: () => false, command }), {
+      label: 'Waiting for the first step',
+      detail: `the command is running; its metrics are read from ${command.sources}`,
+      since: 100,
+    });
+    h.applyPrinted(0, [{ tag: 'printed/loss', value: 2.5, metric: 'loss' }], 104, {
+      file: 'stdout',
+      format: 'nanoGPT',
+      counted: false,
+    });
     assert.equal(runPhase(h, { live: true, savesAfter: () => false, command }), undefined, 'a printed step is a step');
     assert.equal(h.lastStepTime, 104);
   });
@@ -76,7 +136,13 @@ describe('run phase and totals', () => {
 
   it('writes every metric as CSV, one row per step, validation loss and memory on their steps', () => {
     const h = new RunHistory();
-    [start(100), step(1, 101, { mem_rss: 7 }), step(2, 102.5, { mem_rss: 8 }), { v: 1, type: 'eval', time: 103, step: 2, val_loss: 2.5 } as MetricsEvent, step(3, 104, { loss: null })].forEach((e) => h.apply(e));
+    [
+      start(100),
+      step(1, 101, { mem_rss: 7 }),
+      step(2, 102.5, { mem_rss: 8 }),
+      { v: 1, type: 'eval', time: 103, step: 2, val_loss: 2.5 } as MetricsEvent,
+      step(3, 104, { loss: null }),
+    ].forEach((e) => h.apply(e));
     const lines = metricsCsv(h).trimEnd().split('\n');
     assert.equal(lines[0], 'step,time,elapsed_s,loss,lr,grad_norm,tokens_per_s,step_ms,val_loss,mem_peak,mem_rss');
     assert.equal(lines[1], '1,101.000,1.000,3,1,1,2048,500,,1,7');

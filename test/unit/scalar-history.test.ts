@@ -5,17 +5,49 @@ import type { MetricsEvent } from '../../core/protocol/metrics';
 import { RunHistory } from '../../core/runs/run-history';
 import { NATIVE_TAGS, recogniseTag, tagGroup } from '../../core/runs/scalar-tags';
 
-const step = (s: number, loss: number): MetricsEvent => ({ v: 1, type: 'step', time: 1000 + s, step: s, loss, lr: 0.1, grad_norm: 1, tokens_per_s: 5, step_ms: 2, mem_peak: 7 });
+const step = (s: number, loss: number): MetricsEvent => ({
+  v: 1,
+  type: 'step',
+  time: 1000 + s,
+  step: s,
+  loss,
+  lr: 0.1,
+  grad_norm: 1,
+  tokens_per_s: 5,
+  step_ms: 2,
+  mem_peak: 7,
+});
 
 describe('scalar tags', () => {
   it('recognises the names the Hugging Face Trainer, Lightning, torchtitan and SummaryWriter scripts use', () => {
     const cases: Record<string, string | undefined> = {
-      'train/loss': 'loss', loss: 'loss', train_loss: 'loss', 'Loss/train': 'loss', training_loss: 'loss', 'loss_metrics/global_avg_loss': 'loss',
-      'eval/loss': 'val_loss', val_loss: 'val_loss', 'Loss/val': 'val_loss', 'validation/loss': 'val_loss', eval_loss: 'val_loss',
-      'train/learning_rate': 'lr', lr: 'lr', 'lr-AdamW': 'lr', 'train/lr': 'lr',
-      'train/grad_norm': 'grad_norm', grad_norm: 'grad_norm', 'gradient_norm': 'grad_norm',
-      'throughput(tps)': 'tokens_per_s', 'train/tokens_per_s': 'tokens_per_s', tokens_per_second: 'tokens_per_s',
-      'train/epoch': undefined, 'eval/accuracy': undefined, 'train/samples_per_second': undefined, 'memory/max_reserved(GiB)': undefined, 'lossy': undefined, 'mfu(%)': undefined,
+      'train/loss': 'loss',
+      loss: 'loss',
+      train_loss: 'loss',
+      'Loss/train': 'loss',
+      training_loss: 'loss',
+      'loss_metrics/global_avg_loss': 'loss',
+      'eval/loss': 'val_loss',
+      val_loss: 'val_loss',
+      'Loss/val': 'val_loss',
+      'validation/loss': 'val_loss',
+      eval_loss: 'val_loss',
+      'train/learning_rate': 'lr',
+      lr: 'lr',
+      'lr-AdamW': 'lr',
+      'train/lr': 'lr',
+      'train/grad_norm': 'grad_norm',
+      grad_norm: 'grad_norm',
+      gradient_norm: 'grad_norm',
+      'throughput(tps)': 'tokens_per_s',
+      'train/tokens_per_s': 'tokens_per_s',
+      tokens_per_second: 'tokens_per_s',
+      'train/epoch': undefined,
+      'eval/accuracy': undefined,
+      'train/samples_per_second': undefined,
+      'memory/max_reserved(GiB)': undefined,
+      lossy: undefined,
+      'mfu(%)': undefined,
     };
     for (const [tag, metric] of Object.entries(cases)) assert.equal(recogniseTag(tag), metric, tag);
     for (const tag of Object.values(NATIVE_TAGS)) assert.ok(recogniseTag(tag), `native tag ${tag} is recognised`);
@@ -30,17 +62,32 @@ describe('scalar tags', () => {
 });
 
 describe('run history scalars', () => {
-  it('native step events are tags too, sharing the charts\' series (nothing stored twice)', () => {
+  it("native step events are tags too, sharing the charts' series (nothing stored twice)", () => {
     const h = new RunHistory();
     for (let s = 1; s <= 5; s++) h.apply(step(s, 10 - s));
     h.apply({ v: 1, type: 'eval', time: 2000, step: 5, val_loss: 4.5 });
-    assert.deepEqual(h.scalars.tags().filter((t) => h.scalars.summary(t)), ['train/loss', 'train/lr', 'train/grad_norm', 'train/tokens_per_s', 'train/step_ms', 'eval/loss']);
+    assert.deepEqual(
+      h.scalars.tags().filter((t) => h.scalars.summary(t)),
+      ['train/loss', 'train/lr', 'train/grad_norm', 'train/tokens_per_s', 'train/step_ms', 'eval/loss'],
+    );
     assert.equal(h.scalars.get('train/loss')!.values, h.step.loss);
-    assert.deepEqual(h.scalars.summary('train/loss'), { count: 5, first_step: 1, last_step: 5, last_value: 5, last_wall_time: 1005 });
-    assert.deepEqual(h.scalars.summary('eval/loss'), { count: 1, first_step: 5, last_step: 5, last_value: 4.5, last_wall_time: 2000 });
+    assert.deepEqual(h.scalars.summary('train/loss'), {
+      count: 5,
+      first_step: 1,
+      last_step: 5,
+      last_value: 5,
+      last_wall_time: 1005,
+    });
+    assert.deepEqual(h.scalars.summary('eval/loss'), {
+      count: 1,
+      first_step: 5,
+      last_step: 5,
+      last_value: 4.5,
+      last_wall_time: 2000,
+    });
   });
 
-  it('a TensorBoard run\'s usual tags fill the native charts; other tags keep their own series', () => {
+  it("a TensorBoard run's usual tags fill the native charts; other tags keep their own series", () => {
     const h = new RunHistory();
     for (let s = 1; s <= 4; s++) {
       h.applyScalar('train/loss', s * 10, 5 - s, 100 + s);
@@ -50,11 +97,17 @@ describe('run history scalars', () => {
     h.applyScalar('eval/loss', 40, 1.5, 200);
     assert.deepEqual([...h.step.loss.steps], [10, 20, 30, 40]);
     assert.deepEqual([...h.step.lr.values], [0.01, 0.02, 0.03, 0.04]);
-    assert.deepEqual([...h.step.time.values], [101, 102, 103, 104], 'the loss\'s wall times are the step times');
+    assert.deepEqual([...h.step.time.values], [101, 102, 103, 104], "the loss's wall times are the step times");
     assert.deepEqual([...h.valLoss.values], [1.5]);
     assert.equal(h.tagOf('loss'), 'train/loss');
     assert.equal(h.lastStep, 40);
-    assert.deepEqual(h.scalars.summary('train/epoch'), { count: 4, first_step: 10, last_step: 40, last_value: 1, last_wall_time: 104 });
+    assert.deepEqual(h.scalars.summary('train/epoch'), {
+      count: 4,
+      first_step: 10,
+      last_step: 40,
+      last_value: 1,
+      last_wall_time: 104,
+    });
   });
 
   it('the first tag that means a metric draws it; a second one stays a plain tag', () => {
@@ -76,11 +129,24 @@ describe('run history scalars', () => {
     assert.equal(h.scalars.get('acc')!.values.values[7], 108);
   });
 
-  it('the companion\'s scalars events fill the same tags; a run_start without start_step keeps the history', () => {
+  it("the companion's scalars events fill the same tags; a run_start without start_step keeps the history", () => {
     const h = new RunHistory();
-    const start: MetricsEvent = { v: 1, type: 'run_start', time: 1, run_id: 'r', config: {}, world: { size: 2, ranks: [] } };
+    const start: MetricsEvent = {
+      v: 1,
+      type: 'run_start',
+      time: 1,
+      run_id: 'r',
+      config: {},
+      world: { size: 2, ranks: [] },
+    };
     h.apply(start);
-    h.apply({ v: 1, type: 'scalars', time: 2, step: 1, values: { loss: 2.5, 'train/tokens_per_s': 900, grad_norm: null } });
+    h.apply({
+      v: 1,
+      type: 'scalars',
+      time: 2,
+      step: 1,
+      values: { loss: 2.5, 'train/tokens_per_s': 900, grad_norm: null },
+    });
     h.apply({ v: 1, type: 'scalars', time: 3, step: 2, values: { loss: 2.0 } });
     h.apply(start);
     assert.deepEqual([...h.step.loss.values], [2.5, 2.0]);

@@ -7,7 +7,15 @@ import launchSpecSchema from '../../core/schemas/launch-spec.schema.json';
 import { checkRunConfigText, runConfigSchema } from '../../core/config/run-config';
 import { formatProblem } from '../../core/config/schema-problems';
 
-type Node = { type?: string | string[]; maximum?: number; exclusiveMaximum?: number; $ref?: string; properties?: Record<string, Node>; items?: Node; definitions?: Record<string, Node> };
+type Node = {
+  type?: string | string[];
+  maximum?: number;
+  exclusiveMaximum?: number;
+  $ref?: string;
+  properties?: Record<string, Node>;
+  items?: Node;
+  definitions?: Record<string, Node>;
+};
 
 /** Every integer key of a schema: [dotted path, node]. */
 function integerKeys(schema: Node): Array<[string, Node]> {
@@ -30,12 +38,17 @@ function integerKeys(schema: Node): Array<[string, Node]> {
 }
 
 describe('number ranges: one source, the schema', () => {
-  for (const [name, schema] of [['run config', runConfigSchema], ['launch spec', launchSpecSchema]] as const) {
+  for (const [name, schema] of [
+    ['run config', runConfigSchema],
+    ['launch spec', launchSpecSchema],
+  ] as const) {
     it(`every integer key of the ${name} schema has a maximum a 32-bit integer holds (the runtime reads int)`, () => {
       const keys = integerKeys(schema as Node);
       assert.ok(keys.length >= 7, `${keys.length} integer keys found`);
       // The seed is the one unsigned 32-bit key; fsdp.zero_stage is an enum of 0..3.
-      const missing = keys.filter(([, n]) => (n.maximum ?? (n as { enum?: number[] }).enum?.length) === undefined).map(([at]) => at);
+      const missing = keys
+        .filter(([, n]) => (n.maximum ?? (n as { enum?: number[] }).enum?.length) === undefined)
+        .map(([at]) => at);
       assert.deepEqual(missing, []);
       for (const [at, n] of keys) {
         if (n.maximum === undefined) continue;

@@ -16,11 +16,40 @@ describe('protocol schemas', () => {
   it('accepts every event type of DESIGN.md and rejects a missing field by name', () => {
     const plan = { params: 1, grads: 1, optimizer: 2, activations: 3, workspace: 0, comm: 0, other: 0, total: 7 };
     const events = [
-      { v: 1, type: 'run_start', time: 1, run_id: 'r', config: {}, world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu' }] }, memory_plan: plan },
-      { v: 1, type: 'step', time: 1, step: 1, loss: 2.5, lr: 1e-3, grad_norm: null, tokens_per_s: 10, step_ms: 5, mem_peak: 100, rank: 0 },
+      {
+        v: 1,
+        type: 'run_start',
+        time: 1,
+        run_id: 'r',
+        config: {},
+        world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu' }] },
+        memory_plan: plan,
+      },
+      {
+        v: 1,
+        type: 'step',
+        time: 1,
+        step: 1,
+        loss: 2.5,
+        lr: 1e-3,
+        grad_norm: null,
+        tokens_per_s: 10,
+        step_ms: 5,
+        mem_peak: 100,
+        rank: 0,
+      },
       { v: 1, type: 'eval', time: 1, step: 1, val_loss: 2.4 },
       { v: 1, type: 'checkpoint', time: 1, step: 1, path: 'checkpoints/step-1', bytes: 10 },
-      { v: 1, type: 'anomaly', time: 1, step: 3, kind: 'nan', where: { phase: 'forward', layer: 3, op: 'attn.softmax' }, action: 'stop', dump: 'diagnostics/step-3.json' },
+      {
+        v: 1,
+        type: 'anomaly',
+        time: 1,
+        step: 3,
+        kind: 'nan',
+        where: { phase: 'forward', layer: 3, op: 'attn.softmax' },
+        action: 'stop',
+        dump: 'diagnostics/step-3.json',
+      },
       { v: 1, type: 'log', time: 1, level: 'info', msg: 'hello' },
       { v: 1, type: 'run_end', time: 1, status: 'completed', step: 10 },
     ];
@@ -30,7 +59,15 @@ describe('protocol schemas', () => {
   });
 
   it('validates run.json manifests', () => {
-    const ok = { v: 1, run_id: '20261121-101500-tiny-ab12', created: 1, status: 'running', config: {}, world: { size: 2 }, host: 'box' };
+    const ok = {
+      v: 1,
+      run_id: '20261121-101500-tiny-ab12',
+      created: 1,
+      status: 'running',
+      config: {},
+      world: { size: 2 },
+      host: 'box',
+    };
     assert.ok('manifest' in parseRunManifest(JSON.stringify(ok)));
     const bad = parseRunManifest(JSON.stringify({ ...ok, status: 'exploded' }));
     assert.ok('error' in bad && /status/.test(bad.error));

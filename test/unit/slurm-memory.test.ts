@@ -34,10 +34,19 @@ function check(launch: string, partition: Parameters<typeof jobMemoryCheck>[3]) 
 }
 
 describe('memory check before a SLURM submission', () => {
-  it('per rank at the job\'s world size, against the GPU type the partition\'s GRES names', () => {
-    const eight = check('launch:\n  device: cuda\n  nproc_per_node: 8\n  slurm: {partition: gpu}\n', { name: 'gpu', gpuType: 'h100' });
-    const thirtyTwo = check('launch:\n  device: cuda\n  nproc_per_node: 8\n  nnodes: 4\n  slurm: {partition: gpu}\n', { name: 'gpu', gpuType: 'h100' });
-    assert.ok(eight.perRankBytes! > thirtyTwo.perRankBytes!, 'FULL_SHARD over 32 ranks holds less per rank than over 8');
+  it("per rank at the job's world size, against the GPU type the partition's GRES names", () => {
+    const eight = check('launch:\n  device: cuda\n  nproc_per_node: 8\n  slurm: {partition: gpu}\n', {
+      name: 'gpu',
+      gpuType: 'h100',
+    });
+    const thirtyTwo = check('launch:\n  device: cuda\n  nproc_per_node: 8\n  nnodes: 4\n  slurm: {partition: gpu}\n', {
+      name: 'gpu',
+      gpuType: 'h100',
+    });
+    assert.ok(
+      eight.perRankBytes! > thirtyTwo.perRankBytes!,
+      'FULL_SHARD over 32 ranks holds less per rank than over 8',
+    );
     assert.equal(eight.capacityBytes, findGpu('H100-80GB')!.memoryBytes, 'an H100 80GB');
     assert.match(thirtyTwo.message, /per rank at 32 ranks .* H100 80GB .* on partition gpu/);
     // The same figure the estimator gives for that world and GPU.
@@ -54,18 +63,32 @@ describe('memory check before a SLURM submission', () => {
   });
 
   it('launch.gpu names the GPU when the partition does not; an unknown GPU is said, not guessed', () => {
-    assert.equal(check('launch:\n  device: cuda\n  nproc_per_node: 8\n  gpu: A100-80GB\n  slurm: {}\n', { name: 'p' }).capacityBytes, findGpu('A100-80GB')!.memoryBytes);
-    const unknown = check('launch:\n  device: cuda\n  nproc_per_node: 8\n  slurm: {}\n', { name: 'p', gpuType: 'mi300x' });
+    assert.equal(
+      check('launch:\n  device: cuda\n  nproc_per_node: 8\n  gpu: A100-80GB\n  slurm: {}\n', { name: 'p' })
+        .capacityBytes,
+      findGpu('A100-80GB')!.memoryBytes,
+    );
+    const unknown = check('launch:\n  device: cuda\n  nproc_per_node: 8\n  slurm: {}\n', {
+      name: 'p',
+      gpuType: 'mi300x',
+    });
     assert.equal(unknown.fits, undefined);
     assert.match(unknown.message, /"mi300x" .* set launch.gpu/);
     assert.match(check('launch:\n  device: cuda\n  slurm: {}\n', { name: 'p' }).message, /does not name its GPU type/);
   });
 
-  it('a CPU job: a node\'s memory shared by its tasks', () => {
+  it("a CPU job: a node's memory shared by its tasks", () => {
     const fits = check('launch:\n  nproc_per_node: 2\n  slurm: {}\n', { name: 'cpu', memoryBytes: 512 * GiB });
     assert.equal(fits.fits, true, fits.message);
     assert.equal(fits.capacityBytes, 256 * GiB);
-    assert.equal(check('launch:\n  nproc_per_node: 64\n  slurm: {}\n', { name: 'cpu', memoryBytes: 64 * GiB }).fits, false);
-    assert.equal(check('launch:\n  nproc_per_node: 2\n  slurm: {}\n', { name: 'cpu' }).fits, undefined, 'memory not configured: nothing said');
+    assert.equal(
+      check('launch:\n  nproc_per_node: 64\n  slurm: {}\n', { name: 'cpu', memoryBytes: 64 * GiB }).fits,
+      false,
+    );
+    assert.equal(
+      check('launch:\n  nproc_per_node: 2\n  slurm: {}\n', { name: 'cpu' }).fits,
+      undefined,
+      'memory not configured: nothing said',
+    );
   });
 });

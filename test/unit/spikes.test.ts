@@ -18,19 +18,50 @@ function healthyLoss(steps: number, seed = 7): number[] {
   return Array.from({ length: steps }, (_, i) => (1.6 + 3.95 * Math.exp(-(i + 1) / 60)) * (1 + 0.04 * r()));
 }
 
-function run(losses: number[], opts: { gradNorms?: number[]; config?: unknown; anomalies?: AnomalyEvent[] } = {}): RunHistory {
+function run(
+  losses: number[],
+  opts: { gradNorms?: number[]; config?: unknown; anomalies?: AnomalyEvent[] } = {},
+): RunHistory {
   const h = new RunHistory();
-  h.apply({ v: 1, type: 'run_start', time: 0, run_id: 'r', config: (opts.config ?? {}) as Record<string, unknown>, world: { size: 1, ranks: [] }, memory_plan: { params: 0, grads: 0, optimizer: 0, activations: 0, workspace: 0, comm: 0, other: 0, total: 0 } });
+  h.apply({
+    v: 1,
+    type: 'run_start',
+    time: 0,
+    run_id: 'r',
+    config: (opts.config ?? {}) as Record<string, unknown>,
+    world: { size: 1, ranks: [] },
+    memory_plan: { params: 0, grads: 0, optimizer: 0, activations: 0, workspace: 0, comm: 0, other: 0, total: 0 },
+  });
   losses.forEach((loss, i) => {
     const step = i + 1;
-    h.apply({ v: 1, type: 'step', time: step, step, loss, lr: 1e-3, grad_norm: opts.gradNorms?.[i] ?? 0.8, tokens_per_s: 1, step_ms: 1, mem_peak: 1 } as MetricsEvent);
+    h.apply({
+      v: 1,
+      type: 'step',
+      time: step,
+      step,
+      loss,
+      lr: 1e-3,
+      grad_norm: opts.gradNorms?.[i] ?? 0.8,
+      tokens_per_s: 1,
+      step_ms: 1,
+      mem_peak: 1,
+    } as MetricsEvent);
     for (const a of opts.anomalies ?? []) if (a.step === step) h.apply(a);
   });
   return h;
 }
 
 const gradSpike = (step: number, value: number, action: AnomalyEvent['action'] = 'report'): AnomalyEvent => ({
-  v: 1, type: 'anomaly', time: step, step, kind: 'spike', where: { phase: 'loss' }, action, value, zscore: 7.3, metric: 'grad_norm',
+  v: 1,
+  type: 'anomaly',
+  time: step,
+  step,
+  kind: 'spike',
+  where: { phase: 'loss' },
+  action,
+  value,
+  zscore: 7.3,
+  metric: 'grad_norm',
 });
 
 describe('spikes', () => {
@@ -38,7 +69,10 @@ describe('spikes', () => {
     const losses = healthyLoss(60);
     losses[14] = 2.2 * losses[13];
     const spikes = new SpikeFinder(run(losses)).spikes();
-    assert.deepEqual(spikes.map((s) => [s.step, s.metric, s.source, s.alert]), [[15, 'loss', 'watch', 'warning']]);
+    assert.deepEqual(
+      spikes.map((s) => [s.step, s.metric, s.source, s.alert]),
+      [[15, 'loss', 'watch', 'warning']],
+    );
     assert.ok(spikes[0].ratio! > 2 && spikes[0].ratio! < 2.4, `ratio ${spikes[0].ratio}`);
     assert.match(describeSpike(spikes[0]), /^loss 2\.\d× its recent level \(\d+\.\d{1,3} → \d+\.\d{1,3}\)$/);
   });
@@ -47,7 +81,10 @@ describe('spikes', () => {
     assert.deepEqual(new SpikeFinder(run(healthyLoss(1200))).spikes(), []);
     const diverging = healthyLoss(300);
     for (let i = 200; i < 300; i++) diverging[i] *= 3;
-    assert.deepEqual(new SpikeFinder(run(diverging)).spikes().map((s) => s.step), [201]);
+    assert.deepEqual(
+      new SpikeFinder(run(diverging)).spikes().map((s) => s.step),
+      [201],
+    );
   });
 
   it('a grad-norm spike that clipping absorbs is a marker; without clipping, or when the update was skipped, a warning', () => {
@@ -58,16 +95,36 @@ describe('spikes', () => {
     assert.equal(anomalyAlert({ ...gradSpike(40, 9), metric: 'loss' }, clipped), 'warning');
     assert.equal(anomalyAlert({ ...gradSpike(40, 9), kind: 'nan' }, clipped), 'error');
 
-    const h = run(healthyLoss(100), { config: clipped, anomalies: [gradSpike(40, 2.4930341506992773), gradSpike(77, 2.61)] });
+    const h = run(healthyLoss(100), {
+      config: clipped,
+      anomalies: [gradSpike(40, 2.4930341506992773), gradSpike(77, 2.61)],
+    });
     const spikes = new SpikeFinder(h).spikes();
-    assert.deepEqual(spikes.map((s) => [s.step, s.metric, s.alert, s.clippedTo]), [[40, 'grad_norm', 'marker', 1], [77, 'grad_norm', 'marker', 1]]);
+    assert.deepEqual(
+      spikes.map((s) => [s.step, s.metric, s.alert, s.clippedTo]),
+      [
+        [40, 'grad_norm', 'marker', 1],
+        [77, 'grad_norm', 'marker', 1],
+      ],
+    );
     assert.equal(describeSpike(spikes[0]), 'gradient norm 2.493 (z = 7.3), clipped to 1');
   });
 
-  it('a loss spike both the runtime and the watch saw is one spike, with the runtime\'s action and the watch\'s baseline', () => {
+  it("a loss spike both the runtime and the watch saw is one spike, with the runtime's action and the watch's baseline", () => {
     const losses = healthyLoss(80);
     losses[59] = 3 * losses[58];
-    const runtime: AnomalyEvent = { v: 1, type: 'anomaly', time: 60, step: 60, kind: 'spike', where: { phase: 'loss' }, action: 'skip', value: losses[59], zscore: 9, metric: 'loss' };
+    const runtime: AnomalyEvent = {
+      v: 1,
+      type: 'anomaly',
+      time: 60,
+      step: 60,
+      kind: 'spike',
+      where: { phase: 'loss' },
+      action: 'skip',
+      value: losses[59],
+      zscore: 9,
+      metric: 'loss',
+    };
     const [spike, ...rest] = new SpikeFinder(run(losses, { anomalies: [runtime] })).spikes();
     assert.equal(rest.length, 0);
     assert.equal(spike.source, 'runtime');
@@ -81,12 +138,52 @@ describe('spikes', () => {
     const h = run(losses.slice(0, 50));
     const finder = new SpikeFinder(h);
     assert.deepEqual(finder.newSpikes(), []);
-    for (let s = 51; s <= 200; s++) h.apply({ v: 1, type: 'step', time: s, step: s, loss: losses[s - 1], lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1 } as MetricsEvent);
-    assert.deepEqual(finder.newSpikes().map((s) => s.step), [100]);
+    for (let s = 51; s <= 200; s++)
+      h.apply({
+        v: 1,
+        type: 'step',
+        time: s,
+        step: s,
+        loss: losses[s - 1],
+        lr: 1,
+        grad_norm: 1,
+        tokens_per_s: 1,
+        step_ms: 1,
+        mem_peak: 1,
+      } as MetricsEvent);
+    assert.deepEqual(
+      finder.newSpikes().map((s) => s.step),
+      [100],
+    );
     assert.deepEqual(finder.newSpikes(), [], 'not twice');
     // A resume from step 90 replays the steps after it without the jump.
-    h.apply({ v: 1, type: 'run_start', time: 300, run_id: 'r', start_step: 90, config: {}, world: { size: 1, ranks: [] }, memory_plan: { params: 0, grads: 0, optimizer: 0, activations: 0, workspace: 0, comm: 0, other: 0, total: 0 } });
-    for (let s = 91; s <= 120; s++) h.apply({ v: 1, type: 'step', time: 300 + s, step: s, loss: s === 100 ? losses[98] : losses[s - 1], lr: 1, grad_norm: 1, tokens_per_s: 1, step_ms: 1, mem_peak: 1 } as MetricsEvent);
-    assert.deepEqual(finder.spikes().map((s) => s.step), [], 'the replaced timeline has no spike');
+    h.apply({
+      v: 1,
+      type: 'run_start',
+      time: 300,
+      run_id: 'r',
+      start_step: 90,
+      config: {},
+      world: { size: 1, ranks: [] },
+      memory_plan: { params: 0, grads: 0, optimizer: 0, activations: 0, workspace: 0, comm: 0, other: 0, total: 0 },
+    });
+    for (let s = 91; s <= 120; s++)
+      h.apply({
+        v: 1,
+        type: 'step',
+        time: 300 + s,
+        step: s,
+        loss: s === 100 ? losses[98] : losses[s - 1],
+        lr: 1,
+        grad_norm: 1,
+        tokens_per_s: 1,
+        step_ms: 1,
+        mem_peak: 1,
+      } as MetricsEvent);
+    assert.deepEqual(
+      finder.spikes().map((s) => s.step),
+      [],
+      'the replaced timeline has no spike',
+    );
   });
 });

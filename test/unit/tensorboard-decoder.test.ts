@@ -7,8 +7,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
 import { crc32c } from '../../runs/watch/decoders/tensorboard/crc32c';
-import { tensorBoardDecoder, TensorBoardDecoder, type TensorBoardScalar } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
-import { eventRecord, fileVersionRecord, frameRecord, scalarRecord, tensorScalarRecord } from '../harness/tensorboard-file';
+import {
+  tensorBoardDecoder,
+  TensorBoardDecoder,
+  type TensorBoardScalar,
+} from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
+import {
+  eventRecord,
+  fileVersionRecord,
+  frameRecord,
+  scalarRecord,
+  tensorScalarRecord,
+} from '../harness/tensorboard-file';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'tensorboard', 'janosh-tensorboard-reducer', 'tests', 'runs');
 
@@ -42,7 +52,10 @@ describe('TensorBoard event files', () => {
     assert.equal(offset, bytes.length);
     assert.equal(entries.length, 100);
     assert.deepEqual([...new Set(entries.map((e) => e.tag))], ['strict/foo']);
-    assert.deepEqual(entries.map((e) => e.step), Array.from({ length: 100 }, (_, i) => 5 * i));
+    assert.deepEqual(
+      entries.map((e) => e.step),
+      Array.from({ length: 100 }, (_, i) => 5 * i),
+    );
     // torch.rand() + 1 for run_1; the first two values, as the file holds them (float32).
     assert.equal(entries[0].value, Math.fround(1.4962565898895264));
     assert.equal(entries[1].value, Math.fround(1.7682218551635742));
@@ -119,27 +132,69 @@ describe('TensorBoard event files', () => {
       fileVersionRecord(100),
       tensorScalarRecord('eval/accuracy', 1, 0.25, 101, true),
       tensorScalarRecord('eval/accuracy', 2, 0.5, 102, false),
-      eventRecord({ wall_time: 103, step: 2, summary: { value: [{ tag: 'weights', metadata: { plugin_data: { plugin_name: 'histograms' } }, tensor: { dtype: 2, tensor_shape: { dim: [{ size: 2 }, { size: 3 }] }, double_val: [0, 1, 2, 3, 4, 5] } }] } }),
-      eventRecord({ wall_time: 104, step: 2, summary: { value: [{ tag: 'notes', metadata: { plugin_data: { plugin_name: 'text' } }, tensor: { dtype: 7, tensor_shape: {} } }] } }),
-      eventRecord({ wall_time: 105, step: 3, summary: { value: [{ tag: 'd', tensor: { dtype: 2, tensor_shape: {}, tensor_content: Buffer.from(new Float64Array([2.5]).buffer) } }] } }),
+      eventRecord({
+        wall_time: 103,
+        step: 2,
+        summary: {
+          value: [
+            {
+              tag: 'weights',
+              metadata: { plugin_data: { plugin_name: 'histograms' } },
+              tensor: { dtype: 2, tensor_shape: { dim: [{ size: 2 }, { size: 3 }] }, double_val: [0, 1, 2, 3, 4, 5] },
+            },
+          ],
+        },
+      }),
+      eventRecord({
+        wall_time: 104,
+        step: 2,
+        summary: {
+          value: [
+            {
+              tag: 'notes',
+              metadata: { plugin_data: { plugin_name: 'text' } },
+              tensor: { dtype: 7, tensor_shape: {} },
+            },
+          ],
+        },
+      }),
+      eventRecord({
+        wall_time: 105,
+        step: 3,
+        summary: {
+          value: [
+            {
+              tag: 'd',
+              tensor: { dtype: 2, tensor_shape: {}, tensor_content: Buffer.from(new Float64Array([2.5]).buffer) },
+            },
+          ],
+        },
+      }),
       scalarRecord('train/loss', 3, Number.NaN, 106),
     ]);
     const { entries, problems } = decodeAll(bytes, 9);
     assert.deepEqual(problems, []);
     const got = entries.map((e) => [e.tag, e.step, e.value, e.wallTime]);
-    assert.deepEqual(got.slice(0, 3), [['eval/accuracy', 1, 0.25, 101], ['eval/accuracy', 2, 0.5, 102], ['d', 3, 2.5, 105]]);
+    assert.deepEqual(got.slice(0, 3), [
+      ['eval/accuracy', 1, 0.25, 101],
+      ['eval/accuracy', 2, 0.5, 102],
+      ['d', 3, 2.5, 105],
+    ]);
     assert.equal(got[3][0], 'train/loss');
     assert.ok(Number.isNaN(got[3][2]), 'a NaN logged is a NaN read');
   });
 
-  it('a reconnect\'s fresh decoder for the same file still knows which tensor tags are scalars', () => {
+  it("a reconnect's fresh decoder for the same file still knows which tensor tags are scalars", () => {
     const first = tensorScalarRecord('acc', 1, 0.1, 1, true);
     const second = tensorScalarRecord('acc', 2, 0.2, 2, false);
     const factory = tensorBoardDecoder();
     const d1 = factory(0);
     assert.equal(d1.push(first).entries.length, 1);
     const d2 = factory(d1.offset);
-    assert.deepEqual(d2.push(second).entries.map((e) => e.value), [Math.fround(0.2)]);
+    assert.deepEqual(
+      d2.push(second).entries.map((e) => e.value),
+      [Math.fround(0.2)],
+    );
   });
 
   it('follows a file growing while it is read, from a byte offset, every record once', async () => {
@@ -158,11 +213,17 @@ describe('TensorBoard event files', () => {
         if (step % 3 === 0) seen.push(...(await reader.read()).entries.map((e) => e.step));
       }
       seen.push(...(await reader.read()).entries.map((e) => e.step));
-      assert.deepEqual(seen, Array.from({ length: 40 }, (_, i) => i + 1));
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 40 }, (_, i) => i + 1),
+      );
       // A second reader from the saved offset reads only what comes after.
       const resumed = new GrowingFileReader(file, tensorBoardDecoder(), reader.offset);
       appendFileSync(file, scalarRecord('train/loss', 41, 4.1, 41));
-      assert.deepEqual((await resumed.read()).entries.map((e) => e.step), [41]);
+      assert.deepEqual(
+        (await resumed.read()).entries.map((e) => e.step),
+        [41],
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

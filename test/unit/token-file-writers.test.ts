@@ -3,7 +3,17 @@
 // truncated under it (SIGBUS when it was mapped). Renamed, the reader keeps the file it opened.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeTokenFile, encodeTokenFile, TOKEN_FILE_HEADER_BYTES, writeTokenFile } from '../../core/data/token-file';
@@ -45,7 +55,16 @@ describe('writers of token files replace them by rename', () => {
   it('scripts/gpu/runs.py write_token_ids (the GPU scripts): the same', () => {
     const file = path.join(dir, 'train.tok');
     const write = (count: number) => {
-      const r = spawnSync('python3', ['-c', `import sys; sys.path.insert(0, ${JSON.stringify(path.join(root, 'scripts', 'gpu'))}); from pathlib import Path; from runs import write_token_ids; write_token_ids(Path(sys.argv[1]), [i % 256 for i in range(int(sys.argv[2]))], 256, "byte")`, file, String(count)], { encoding: 'utf8' });
+      const r = spawnSync(
+        'python3',
+        [
+          '-c',
+          `import sys; sys.path.insert(0, ${JSON.stringify(path.join(root, 'scripts', 'gpu'))}); from pathlib import Path; from runs import write_token_ids; write_token_ids(Path(sys.argv[1]), [i % 256 for i in range(int(sys.argv[2]))], 256, "byte")`,
+          file,
+          String(count),
+        ],
+        { encoding: 'utf8' },
+      );
       assert.equal(r.status, 0, r.stderr);
     };
     write(5000);
@@ -56,4 +75,3 @@ describe('writers of token files replace them by rename', () => {
     assert.deepEqual(readdirSync(dir), ['train.tok']);
   });
 });
-

@@ -25,8 +25,12 @@ describe('token files', () => {
 
   it('reports a file cut short inside its header as truncated, not as a bad magic (issue 26, item 7)', () => {
     const bytes = encodeTokenFile(tokens, 256, 'byte');
-    assert.throws(() => decodeTokenFile(bytes.subarray(0, 40), 'x.tok'), { message: 'x.tok: 40 bytes, shorter than the 64-byte header of a token file (truncated)' });
-    assert.throws(() => decodeTokenFile(Buffer.alloc(40, 'x'), 'x.tok'), { message: 'x.tok: not a token file (bad magic)' });
+    assert.throws(() => decodeTokenFile(bytes.subarray(0, 40), 'x.tok'), {
+      message: 'x.tok: 40 bytes, shorter than the 64-byte header of a token file (truncated)',
+    });
+    assert.throws(() => decodeTokenFile(Buffer.alloc(40, 'x'), 'x.tok'), {
+      message: 'x.tok: not a token file (bad magic)',
+    });
   });
 
   it('refuses tokens outside the vocabulary', () => {

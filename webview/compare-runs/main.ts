@@ -1,7 +1,12 @@
 // Compare runs, webview side: the runs with their status, a table of the config values that
 // differ, and one chart per metric with a line per run; zoom, x axis, smoothing and per-chart tools
 // like the dashboard. Keeps the picked runs in its state so a reload restores the comparison.
-import type { CompareFrameMessage, CompareFromWebview, CompareState, CompareToWebview } from '../../core/panels/compare-messages';
+import type {
+  CompareFrameMessage,
+  CompareFromWebview,
+  CompareState,
+  CompareToWebview,
+} from '../../core/panels/compare-messages';
 import type { ChartOptions } from '../../core/panels/dashboard-messages';
 import type { XRange } from '../../core/runs/downsample';
 import { isXAxisMode, type XAxisMode } from '../../core/runs/x-axis';
@@ -65,7 +70,13 @@ axisSelect.addEventListener('change', () => {
 });
 
 function saveState(): void {
-  if (last) host.setState({ runs: last.runs.map((r) => ({ target: r.target, runDir: r.runDir })), smoothing, xAxis, charts: chartOptions });
+  if (last)
+    host.setState({
+      runs: last.runs.map((r) => ({ target: r.target, runDir: r.runDir })),
+      smoothing,
+      xAxis,
+      charts: chartOptions,
+    });
 }
 
 function sendView(): void {
@@ -89,7 +100,10 @@ function render(m: CompareFrameMessage): void {
       const swatch = document.createElement('span');
       swatch.className = 'swatch';
       swatch.style.background = `var(${PALETTE[i % PALETTE.length]})`;
-      li.append(swatch, `${r.label} — ${r.status}${r.step !== undefined ? ` · step ${r.step}` : ''}${r.loss !== undefined ? ` · loss ${r.loss === null ? 'NaN' : r.loss.toFixed(4)}` : ''}`);
+      li.append(
+        swatch,
+        `${r.label} — ${r.status}${r.step !== undefined ? ` · step ${r.step}` : ''}${r.loss !== undefined ? ` · loss ${r.loss === null ? 'NaN' : r.loss.toFixed(4)}` : ''}`,
+      );
       return li;
     }),
   );
@@ -119,7 +133,9 @@ function render(m: CompareFrameMessage): void {
 
 function renderConfigDiff(m: CompareFrameMessage): void {
   const table = $('config-diff');
-  $('config-diff-count').textContent = m.configDiff.length ? `(${m.configDiff.length})` : '(none: the configs are the same)';
+  $('config-diff-count').textContent = m.configDiff.length
+    ? `(${m.configDiff.length})`
+    : '(none: the configs are the same)';
   const head = document.createElement('tr');
   const th = (text: string) => {
     const e = document.createElement('th');
@@ -132,12 +148,15 @@ function renderConfigDiff(m: CompareFrameMessage): void {
     const key = document.createElement('td');
     key.textContent = d.key;
     key.className = 'key';
-    tr.append(key, ...d.values.map((v) => {
-      const td = document.createElement('td');
-      td.textContent = v ?? '—';
-      if (v === undefined) td.className = 'muted';
-      return td;
-    }));
+    tr.append(
+      key,
+      ...d.values.map((v) => {
+        const td = document.createElement('td');
+        td.textContent = v ?? '—';
+        if (v === undefined) td.className = 'muted';
+        return td;
+      }),
+    );
     return tr;
   });
   table.replaceChildren(head, ...rows);

@@ -37,11 +37,20 @@ export class Comparisons {
   private readonly knobRows: KnobRow[] = [];
 
   constructor(private readonly actions: ComparisonActions) {
-    const strategies = el('table', { id: 'strategy-table', class: 'grid' }, el('tr', {}, el('th', {}, ''), ...GPU_COUNTS.map((n) => el('th', {}, `${n}`))));
+    const strategies = el(
+      'table',
+      { id: 'strategy-table', class: 'grid' },
+      el('tr', {}, el('th', {}, ''), ...GPU_COUNTS.map((n) => el('th', {}, `${n}`))),
+    );
     for (const strategy of SHARDING_STRATEGIES) {
       const cells = GPU_COUNTS.map((n) => {
         const cell = el('td', { title: `${strategy} on ${n} GPU(s) per node` });
-        cell.addEventListener('click', () => actions.onTry([{ knob: 'strategy', value: strategy }, { knob: 'nproc', value: n }]));
+        cell.addEventListener('click', () =>
+          actions.onTry([
+            { knob: 'strategy', value: strategy },
+            { knob: 'nproc', value: n },
+          ]),
+        );
         this.strategyCells.set(`${strategy}/${n}`, cell);
         return cell;
       });
@@ -49,16 +58,38 @@ export class Comparisons {
       this.strategyRows.set(strategy, row);
       strategies.append(row);
     }
-    const gpus = el('table', { id: 'max-batch-table', class: 'grid' }, el('tr', {}, el('th', {}, 'GPU'), el('th', {}, 'micro-batch')));
+    const gpus = el(
+      'table',
+      { id: 'max-batch-table', class: 'grid' },
+      el('tr', {}, el('th', {}, 'GPU'), el('th', {}, 'micro-batch')),
+    );
     for (const gpu of GPU_PRESETS) {
       const cell = el('td');
       const row = el('tr', { 'data-gpu': gpu.id }, el('th', {}, gpu.name), cell);
       const entry = { row, cell, batch: 0 };
-      row.addEventListener('click', () => actions.onTry(entry.batch > 0 ? [{ knob: 'gpu', value: gpu.id }, { knob: 'microBatch', value: entry.batch }] : [{ knob: 'gpu', value: gpu.id }]));
+      row.addEventListener('click', () =>
+        actions.onTry(
+          entry.batch > 0
+            ? [
+                { knob: 'gpu', value: gpu.id },
+                { knob: 'microBatch', value: entry.batch },
+              ]
+            : [{ knob: 'gpu', value: gpu.id }],
+        ),
+      );
       this.gpuCells.set(gpu.id, entry);
       gpus.append(row);
     }
-    const knobs = el('table', { id: 'knob-table', class: 'grid' }, el('thead', {}, el('tr', {}, el('th', {}, 'change'), el('th', {}, 'peak'), el('th', {}, 'Δ peak'), el('th', {}, ''))), this.knobBody);
+    const knobs = el(
+      'table',
+      { id: 'knob-table', class: 'grid' },
+      el(
+        'thead',
+        {},
+        el('tr', {}, el('th', {}, 'change'), el('th', {}, 'peak'), el('th', {}, 'Δ peak'), el('th', {}, '')),
+      ),
+      this.knobBody,
+    );
     this.element = el(
       'div',
       { class: 'comparisons' },
@@ -81,7 +112,8 @@ export class Comparisons {
     for (const strategy of SHARDING_STRATEGIES) {
       steps.push(() => {
         // torchtitan splits by degrees (the N-D section), not by a sharding strategy.
-        const shown = !(strategy === 'HYBRID_SHARD' && input.framework === 'deepspeed') && input.framework !== 'torchtitan';
+        const shown =
+          !(strategy === 'HYBRID_SHARD' && input.framework === 'deepspeed') && input.framework !== 'torchtitan';
         this.strategyRows.get(strategy)!.hidden = !shown;
         if (!shown) return;
         for (const n of GPU_COUNTS) {

@@ -41,11 +41,29 @@ export class Controls {
       'div',
       { class: 'controls' },
       field('micro-batch', 'Micro-batch', el('vscode-textfield', { id: 'micro-batch', type: 'number', min: '1' })),
-      field('strategy', 'Sharding', select('strategy', SHARDING_STRATEGIES.map((s) => [s, s] as const))),
+      field(
+        'strategy',
+        'Sharding',
+        select(
+          'strategy',
+          SHARDING_STRATEGIES.map((s) => [s, s] as const),
+        ),
+      ),
       field('checkpointing', 'Checkpointing', select('checkpointing', CHECKPOINTING)),
-      field('precision', 'Precision', select('precision', [['float32', 'fp32'], ['bfloat16', 'bf16 mixed']])),
+      field(
+        'precision',
+        'Precision',
+        select('precision', [
+          ['float32', 'fp32'],
+          ['bfloat16', 'bf16 mixed'],
+        ]),
+      ),
       field('nproc', 'GPUs per node', el('vscode-textfield', { id: 'nproc', type: 'number', min: '1' })),
-      field('gpu', 'Target', select('gpu', [...GPU_PRESETS.map((g) => [g.id, g.name] as const), [HOST_TARGET, 'this machine']])),
+      field(
+        'gpu',
+        'Target',
+        select('gpu', [...GPU_PRESETS.map((g) => [g.id, g.name] as const), [HOST_TARGET, 'this machine']]),
+      ),
       field('offload', 'Offload', el('vscode-checkbox', { id: 'offload' }, 'CPU offload')),
     );
     const read = (id: string): MemoryChange | undefined => {
@@ -62,7 +80,10 @@ export class Controls {
         case 'checkpointing': {
           if (f.value === 'auto') return undefined; // shown for a config that asks for auto; not a change
           const [policy, n] = f.value.split(':');
-          return { knob: 'checkpointing', value: { policy: policy as 'none' | 'selective' | 'every_n', everyN: Number(n ?? 1) } };
+          return {
+            knob: 'checkpointing',
+            value: { policy: policy as 'none' | 'selective' | 'every_n', everyN: Number(n ?? 1) },
+          };
         }
         case 'precision':
           return { knob: 'precision', value: f.value as 'float32' | 'bfloat16' };
@@ -95,7 +116,14 @@ export class Controls {
     const policy = c.policy === 'every_n' ? `every_n:${c.everyN}` : c.policy;
     // A config may ask for a policy the list does not offer (every 3 blocks, auto): add it.
     const select = this.fields.checkpointing;
-    if (!select.querySelector(`vscode-option[value="${policy}"]`)) select.append(el('vscode-option', { value: policy }, policy === 'auto' ? 'auto (fits the budget)' : `every ${c.everyN} blocks`));
+    if (!select.querySelector(`vscode-option[value="${policy}"]`))
+      select.append(
+        el(
+          'vscode-option',
+          { value: policy },
+          policy === 'auto' ? 'auto (fits the budget)' : `every ${c.everyN} blocks`,
+        ),
+      );
     set('checkpointing', policy);
     set('precision', input.precision.param === 'float32' ? 'float32' : 'bfloat16');
     set('nproc', String(input.nprocPerNode));

@@ -3,7 +3,11 @@
 
 type Child = Node | string | null | undefined | false;
 
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Record<string, string>, ...children: Child[]): HTMLElementTagNameMap[K];
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Record<string, string>,
+  ...children: Child[]
+): HTMLElementTagNameMap[K];
 export function el(tag: string, attrs?: Record<string, string>, ...children: Child[]): HTMLElement;
 export function el(tag: string, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElement {
   const e = document.createElement(tag);

@@ -12,7 +12,11 @@ import { parameterCounts } from '../../core/memory/model-shape';
 import { totalParameters } from '../../core/memory/parallel/nd-model';
 import { describePlan } from '../../core/memory/parallel/parallel-plan';
 import { formatBytes, formatParameters, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
-import type { EstimatorConfigMessage, MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
+import type {
+  EstimatorConfigMessage,
+  MemoryEstimatorFromWebview,
+  MemoryEstimatorToWebview,
+} from '../../core/panels/memory-estimator-messages';
 import { connectToHost } from '../shared/vscode-api';
 import { Comparisons } from './comparisons';
 import { Controls, HOST_TARGET } from './controls';
@@ -45,11 +49,23 @@ const controls = new Controls((change) => tryChanges([change]));
 const bars = new PhaseBars();
 const comparisons = new Comparisons({ onTry: tryChanges, onApply: apply });
 const ndParallel = new NdParallelSection({ onTry: tryChanges, onApply: apply });
-app.append(title, error, el('div', { class: 'verdict-box' }, scope, verdict, summary, modelOrigin), controls.element, pending, message, bars.element, ndParallel.element, comparisons.element, notes);
+app.append(
+  title,
+  error,
+  el('div', { class: 'verdict-box' }, scope, verdict, summary, modelOrigin),
+  controls.element,
+  pending,
+  message,
+  bars.element,
+  ndParallel.element,
+  comparisons.element,
+  notes,
+);
 
 host.listen((m) => {
   if (m.type === 'config') {
-    const keepGpu = state.working?.gpu && state.config?.fileName === m.fileName && !m.input.gpu ? state.working.gpu : undefined;
+    const keepGpu =
+      state.working?.gpu && state.config?.fileName === m.fileName && !m.input.gpu ? state.working.gpu : undefined;
     state = { config: m, working: { ...m.input, gpu: keepGpu ?? m.input.gpu ?? defaultTarget(m) } };
     error.hidden = true;
     render();
@@ -70,14 +86,18 @@ function defaultTarget(m: EstimatorConfigMessage): GpuSpec {
 }
 
 function machineTarget(m: EstimatorConfigMessage, ranks: number): GpuSpec {
-  return { ...hostTarget(Math.floor(m.hostMemoryBytes / ranks)), name: `this machine / ${ranks} rank${ranks > 1 ? 's' : ''}` };
+  return {
+    ...hostTarget(Math.floor(m.hostMemoryBytes / ranks)),
+    name: `this machine / ${ranks} rank${ranks > 1 ? 's' : ''}`,
+  };
 }
 
 function tryChanges(changes: MemoryChange[]): void {
   if (!state.working || !state.config) return;
   let input = state.working;
   for (const c of changes) {
-    if (c.knob === 'gpu' && c.value === HOST_TARGET) input = { ...input, gpu: machineTarget(state.config, input.nprocPerNode) };
+    if (c.knob === 'gpu' && c.value === HOST_TARGET)
+      input = { ...input, gpu: machineTarget(state.config, input.nprocPerNode) };
     else input = applyChange(input, c);
   }
   // A text field fires input, then change on blur with the same value: redrawing then would
@@ -136,7 +156,10 @@ const SLICE_MS = 8;
 function scheduleComparisons(input: MemoryInput): void {
   const generation = ++comparisonsFor;
   app.dataset.comparisons = 'pending';
-  const steps = [...ndParallel.steps(input, input.gpu?.memoryBytes), ...comparisons.steps(input, input.gpu?.memoryBytes)];
+  const steps = [
+    ...ndParallel.steps(input, input.gpu?.memoryBytes),
+    ...comparisons.steps(input, input.gpu?.memoryBytes),
+  ];
   const run = () => {
     if (generation !== comparisonsFor) return;
     const started = performance.now();
@@ -153,7 +176,9 @@ function scopeText(e: MemoryEstimate): string {
   const i = e.input;
   const unit = unitOf(e);
   const n = i.nprocPerNode * i.nnodes;
-  const who = { 'fsdp-studio': 'our runtime', pytorch: 'PyTorch', deepspeed: 'DeepSpeed', torchtitan: 'torchtitan' }[i.framework];
+  const who = { 'fsdp-studio': 'our runtime', pytorch: 'PyTorch', deepspeed: 'DeepSpeed', torchtitan: 'torchtitan' }[
+    i.framework
+  ];
   const how = i.parallel ? describePlan(i.parallel) : i.strategy;
   return `per ${unit} — ${n} ${unit}${n > 1 ? 's' : ''}${i.nnodes > 1 ? ` (${i.nprocPerNode} per node × ${i.nnodes})` : ''}, ${how}, ${who}`;
 }
@@ -164,20 +189,49 @@ function originText(config: EstimatorConfigMessage, input: MemoryInput): string 
   const params = `${formatParameters(input.parallel ? totalParameters(input.parallel.model) : parameterCounts(input.model).total)} parameters`;
   if (!m) return `model: ${input.model.name}, ${params}`;
   if (m.assumed) return `model: ${m.name}, ${params} — assumed: name it with model=… in a "fsdp-studio:" comment`;
-  const from = m.from === 'preset' ? 'a preset' : m.from === 'custom' ? 'the comment\'s numbers' : m.from;
+  const from = m.from === 'preset' ? 'a preset' : m.from === 'custom' ? "the comment's numbers" : m.from;
   return `model: ${m.name}, ${params}, from ${from}${m.namedBy ? ` (named by ${m.namedBy})` : ''}`;
 }
 
 /** Host memory under offload, and how many GPUs would hold a run that does not fit. */
 function extraLines(e: MemoryEstimate): HTMLElement[] {
   const lines: HTMLElement[] = [];
-  if (e.reservedPeak !== undefined) lines.push(el('div', { id: 'allocator' }, `PyTorch's caching allocator: ${formatBytes(e.allocatorPeak)} allocated at the peak, ${formatBytes(e.reservedPeak)} reserved; with the CUDA context, ${formatBytes(e.peak.total)} as nvidia-smi shows it`));
-  if (e.unsure) lines.push(el('div', { id: 'unsure' }, `Unsure: ${e.unsure.why}, so no GPU measurement vouches for this estimate. What nvidia-smi shows may be anywhere from ${formatBytes(e.unsure.low)} to ${formatBytes(e.unsure.high)} (two of the allocator's largest segments either way); the verdict is on ${formatBytes(e.unsure.high)}.`));
-  if (e.host.perRank > 0) lines.push(el('div', { id: 'host-memory' }, `host memory (offload): ${formatBytes(e.host.perRank)} per ${unitOf(e)}, ${formatBytes(e.host.perNode)} per node`));
+  if (e.reservedPeak !== undefined)
+    lines.push(
+      el(
+        'div',
+        { id: 'allocator' },
+        `PyTorch's caching allocator: ${formatBytes(e.allocatorPeak)} allocated at the peak, ${formatBytes(e.reservedPeak)} reserved; with the CUDA context, ${formatBytes(e.peak.total)} as nvidia-smi shows it`,
+      ),
+    );
+  if (e.unsure)
+    lines.push(
+      el(
+        'div',
+        { id: 'unsure' },
+        `Unsure: ${e.unsure.why}, so no GPU measurement vouches for this estimate. What nvidia-smi shows may be anywhere from ${formatBytes(e.unsure.low)} to ${formatBytes(e.unsure.high)} (two of the allocator's largest segments either way); the verdict is on ${formatBytes(e.unsure.high)}.`,
+      ),
+    );
+  if (e.host.perRank > 0)
+    lines.push(
+      el(
+        'div',
+        { id: 'host-memory' },
+        `host memory (offload): ${formatBytes(e.host.perRank)} per ${unitOf(e)}, ${formatBytes(e.host.perNode)} per node`,
+      ),
+    );
   // More GPUs are offered only when the estimate itself is over (not when only an unsure range's top is).
   if (e.fit && !e.fit.fits && e.fit.gpu.kind === 'gpu' && e.peak.total > e.fit.gpu.memoryBytes) {
     const n = fewestGpus(e.input, e.fit.gpu.memoryBytes);
-    lines.push(el('div', { id: 'fewest-gpus' }, n ? `fits on ${n.nprocPerNode * n.nnodes} × ${e.fit.gpu.name} with ${e.input.strategy} (${n.nprocPerNode} per node × ${n.nnodes})` : `more GPUs do not make it fit with ${e.input.strategy}`));
+    lines.push(
+      el(
+        'div',
+        { id: 'fewest-gpus' },
+        n
+          ? `fits on ${n.nprocPerNode * n.nnodes} × ${e.fit.gpu.name} with ${e.input.strategy} (${n.nprocPerNode} per node × ${n.nnodes})`
+          : `more GPUs do not make it fit with ${e.input.strategy}`,
+      ),
+    );
   }
   return lines;
 }
@@ -188,15 +242,34 @@ function renderPending(from: MemoryInput, to: MemoryInput): void {
   if (to.microBatch !== from.microBatch) changes.push({ knob: 'microBatch', value: to.microBatch });
   if (to.strategy !== from.strategy) changes.push({ knob: 'strategy', value: to.strategy });
   if (to.checkpointing.policy !== from.checkpointing.policy || to.checkpointing.everyN !== from.checkpointing.everyN) {
-    if (to.checkpointing.policy !== 'auto') changes.push({ knob: 'checkpointing', value: { policy: to.checkpointing.policy, everyN: to.checkpointing.everyN } });
+    if (to.checkpointing.policy !== 'auto')
+      changes.push({
+        knob: 'checkpointing',
+        value: { policy: to.checkpointing.policy, everyN: to.checkpointing.everyN },
+      });
   }
-  if (to.precision.param !== from.precision.param) changes.push({ knob: 'precision', value: to.precision.param === 'float32' ? 'float32' : 'bfloat16' });
+  if (to.precision.param !== from.precision.param)
+    changes.push({ knob: 'precision', value: to.precision.param === 'float32' ? 'float32' : 'bfloat16' });
   if (to.offload.optimizer !== from.offload.optimizer) changes.push({ knob: 'offload', value: to.offload.optimizer });
   if (to.nprocPerNode !== from.nprocPerNode) changes.push({ knob: 'nproc', value: to.nprocPerNode });
   if (to.gpu && to.gpu.kind === 'gpu' && to.gpu.id !== from.gpu?.id) changes.push({ knob: 'gpu', value: to.gpu.id });
   const [a, b] = [to.parallel, from.parallel];
-  if (a && b && state.config?.kind === 'torchtitan' && (a.replicate !== b.replicate || a.shard !== b.shard || a.tp !== b.tp || a.cp !== b.cp || a.pp !== b.pp || a.ep !== b.ep || (a.pp > 1 && a.schedule !== b.schedule))) {
-    changes.push({ knob: 'parallel', value: { replicate: a.replicate, shard: a.shard, tp: a.tp, cp: a.cp, pp: a.pp, ep: a.ep, schedule: a.schedule } });
+  if (
+    a &&
+    b &&
+    state.config?.kind === 'torchtitan' &&
+    (a.replicate !== b.replicate ||
+      a.shard !== b.shard ||
+      a.tp !== b.tp ||
+      a.cp !== b.cp ||
+      a.pp !== b.pp ||
+      a.ep !== b.ep ||
+      (a.pp > 1 && a.schedule !== b.schedule))
+  ) {
+    changes.push({
+      knob: 'parallel',
+      value: { replicate: a.replicate, shard: a.shard, tp: a.tp, cp: a.cp, pp: a.pp, ep: a.ep, schedule: a.schedule },
+    });
   }
   // Keep the buttons when the changes are the same: a pointer may be pressing one of them.
   const key = JSON.stringify(changes);

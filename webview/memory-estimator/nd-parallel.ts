@@ -10,7 +10,12 @@ import { describePolicy } from '../../core/memory/estimate';
 import type { MemoryChange } from '../../core/memory/memory-change';
 import type { MemoryInput } from '../../core/memory/memory-input';
 import { degreesOf, planOf, type Degrees } from '../../core/memory/parallel/degrees';
-import { combinations, fewestGpusAnyDegrees, largestMicroBatchNd, type Combination } from '../../core/memory/parallel/nd-search';
+import {
+  combinations,
+  fewestGpusAnyDegrees,
+  largestMicroBatchNd,
+  type Combination,
+} from '../../core/memory/parallel/nd-search';
 import { PIPELINE_SCHEDULES, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { formatBytes } from '../../core/memory/summary';
 import { el, fill } from './dom';
@@ -44,17 +49,34 @@ export class NdParallelSection {
 
   constructor(private readonly actions: NdActions) {
     const select = (id: string, label: string, values: ReadonlyArray<string | number>) => {
-      const s = el('vscode-single-select', { id }, ...values.map((v) => el('vscode-option', { value: String(v) }, String(v)))) as Select;
+      const s = el(
+        'vscode-single-select',
+        { id },
+        ...values.map((v) => el('vscode-option', { value: String(v) }, String(v))),
+      ) as Select;
       this.selects[id] = s;
       s.addEventListener('change', () => this.picked());
       return el('div', { class: 'field' }, el('vscode-label', { for: id }, label), s);
     };
-    this.applyButton = el('vscode-button', { id: 'nd-apply', secondary: '', title: 'write these degrees into the config' }, 'Apply degrees');
+    this.applyButton = el(
+      'vscode-button',
+      { id: 'nd-apply', secondary: '', title: 'write these degrees into the config' },
+      'Apply degrees',
+    );
     this.applyButton.addEventListener('click', () => {
       const d = this.degrees();
       if (d) this.actions.onApply({ knob: 'parallel', value: d });
     });
-    const table = el('table', { id: 'nd-table', class: 'grid' }, el('thead', {}, el('tr', {}, ...['split', 'checkpointing', 'per GPU', 'headroom', 'speed'].map((h) => el('th', {}, h)))), this.body);
+    const table = el(
+      'table',
+      { id: 'nd-table', class: 'grid' },
+      el(
+        'thead',
+        {},
+        el('tr', {}, ...['split', 'checkpointing', 'per GPU', 'headroom', 'speed'].map((h) => el('th', {}, h))),
+      ),
+      this.body,
+    );
     this.element = el(
       'section',
       { class: 'nd-parallel', id: 'nd-parallel' },
@@ -63,8 +85,16 @@ export class NdParallelSection {
         'div',
         { class: 'controls' },
         select('nd-gpus', 'GPUs', GPU_COUNTS),
-        select('nd-tp', 'Tensor', DEGREES.filter((d) => d <= 8)),
-        select('nd-cp', 'Context', DEGREES.filter((d) => d <= 8)),
+        select(
+          'nd-tp',
+          'Tensor',
+          DEGREES.filter((d) => d <= 8),
+        ),
+        select(
+          'nd-cp',
+          'Context',
+          DEGREES.filter((d) => d <= 8),
+        ),
         select('nd-pp', 'Pipeline', DEGREES),
         select('nd-schedule', 'Schedule', PIPELINE_SCHEDULES),
         select('nd-ep', 'Expert', DEGREES),
@@ -73,7 +103,11 @@ export class NdParallelSection {
       ),
       this.problem,
       el('h3', {}, 'Splits of these GPUs that fit, fastest-looking first'),
-      el('p', { class: 'nd-help' }, 'Speed is a heuristic (pipeline bubble, recomputation, tensor/context/expert communication), for choosing what to measure first. Click a row to try it.'),
+      el(
+        'p',
+        { class: 'nd-help' },
+        'Speed is a heuristic (pipeline bubble, recomputation, tensor/context/expert communication), for choosing what to measure first. Click a row to try it.',
+      ),
       table,
       this.largest,
       this.fewest,
@@ -90,7 +124,8 @@ export class NdParallelSection {
     const plan = planOf(input);
     const set = (id: string, v: string | number) => {
       const s = this.selects[id];
-      if (!s.querySelector(`vscode-option[value="${v}"]`)) s.append(el('vscode-option', { value: String(v) }, String(v)));
+      if (!s.querySelector(`vscode-option[value="${v}"]`))
+        s.append(el('vscode-option', { value: String(v) }, String(v)));
       if (s.value !== String(v)) s.value = String(v);
     };
     const world = plan.replicate * plan.shard * plan.cp * plan.tp * plan.pp;
@@ -119,11 +154,21 @@ export class NdParallelSection {
       },
       () => {
         const b = largestMicroBatchNd(input, capacityBytes);
-        fill(this.largest, b === 0 ? 'Not even micro-batch 1 fits with these degrees.' : `Largest ${plan.pp > 1 ? 'pipeline ' : ''}micro-batch with these degrees: ${b}.`);
+        fill(
+          this.largest,
+          b === 0
+            ? 'Not even micro-batch 1 fits with these degrees.'
+            : `Largest ${plan.pp > 1 ? 'pipeline ' : ''}micro-batch with these degrees: ${b}.`,
+        );
       },
       () => {
         const few = fewestGpusAnyDegrees(input, capacityBytes);
-        fill(this.fewest, few ? `Fewest GPUs with any degrees: ${few.gpus} (${splitWords(few.best.degrees)}, ${describePolicy(few.best.checkpointing)} checkpointing, ≈ ${formatBytes(few.best.estimate.peak.total)} per GPU).` : 'No split of up to 4096 GPUs fits.');
+        fill(
+          this.fewest,
+          few
+            ? `Fewest GPUs with any degrees: ${few.gpus} (${splitWords(few.best.degrees)}, ${describePolicy(few.best.checkpointing)} checkpointing, ≈ ${formatBytes(few.best.estimate.peak.total)} per GPU).`
+            : 'No split of up to 4096 GPUs fits.',
+        );
       },
     ];
   }
@@ -134,18 +179,33 @@ export class NdParallelSection {
       ...this.shown.map((c) => {
         const row = el(
           'tr',
-          { class: `${c.fits ? 'fits' : 'over'}${sameDegrees(c.degrees, current) ? ' current' : ''}`, 'data-split': splitWords(c.degrees) },
+          {
+            class: `${c.fits ? 'fits' : 'over'}${sameDegrees(c.degrees, current) ? ' current' : ''}`,
+            'data-split': splitWords(c.degrees),
+          },
           el('th', { class: 'try', title: 'try this split in the panel' }, splitWords(c.degrees)),
           el('td', {}, describePolicy(c.checkpointing)),
           el('td', { class: c.fits ? 'fits' : 'over' }, formatBytes(c.estimate.peak.total)),
-          el('td', {}, c.fits ? formatBytes(capacity - c.estimate.peak.total) : `−${formatBytes(c.estimate.peak.total - capacity)}`),
+          el(
+            'td',
+            {},
+            c.fits
+              ? formatBytes(capacity - c.estimate.peak.total)
+              : `−${formatBytes(c.estimate.peak.total - capacity)}`,
+          ),
           el('td', {}, `${Math.round(c.speed * 100)} %`),
         );
-        row.addEventListener('click', () => this.actions.onTry([{ knob: 'parallel', value: c.degrees }, { knob: 'checkpointing', value: c.checkpointing }]));
+        row.addEventListener('click', () =>
+          this.actions.onTry([
+            { knob: 'parallel', value: c.degrees },
+            { knob: 'checkpointing', value: c.checkpointing },
+          ]),
+        );
         return row;
       }),
     );
-    if (!this.shown.length) fill(this.body, el('tr', {}, el('td', { colspan: '5' }, 'No split of this many GPUs suits the model.')));
+    if (!this.shown.length)
+      fill(this.body, el('tr', {}, el('td', { colspan: '5' }, 'No split of this many GPUs suits the model.')));
   }
 
   private degrees(): Degrees | undefined {
@@ -163,7 +223,15 @@ export class NdParallelSection {
       this.problem.textContent = `expert parallel ${ep} does not divide data-parallel shard × context × tensor = ${(rest / keepReplicate) * cp * tp}.`;
       return undefined;
     }
-    return { replicate: keepReplicate, shard: rest / keepReplicate, tp, cp, pp, ep, schedule: this.selects['nd-schedule'].value as PipelineSchedule };
+    return {
+      replicate: keepReplicate,
+      shard: rest / keepReplicate,
+      tp,
+      cp,
+      pp,
+      ep,
+      schedule: this.selects['nd-schedule'].value as PipelineSchedule,
+    };
   }
 
   private picked(): void {
@@ -182,5 +250,13 @@ export function splitWords(d: Degrees): string {
 }
 
 function sameDegrees(a: Degrees, b: Degrees): boolean {
-  return a.replicate === b.replicate && a.shard === b.shard && a.tp === b.tp && a.cp === b.cp && a.pp === b.pp && a.ep === b.ep && (a.pp === 1 || a.schedule === b.schedule);
+  return (
+    a.replicate === b.replicate &&
+    a.shard === b.shard &&
+    a.tp === b.tp &&
+    a.cp === b.cp &&
+    a.pp === b.pp &&
+    a.ep === b.ep &&
+    (a.pp === 1 || a.schedule === b.schedule)
+  );
 }

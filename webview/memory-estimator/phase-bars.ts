@@ -18,14 +18,28 @@ export class PhaseBars {
 
   constructor() {
     const bars = (['forward', 'backward', 'optimizer'] as const).map((phase) => {
-      const segments = new Map(MEMORY_CATEGORIES.map((c) => [c, el('div', { class: `segment cat-${c}`, 'data-category': c })]));
+      const segments = new Map(
+        MEMORY_CATEGORIES.map((c) => [c, el('div', { class: `segment cat-${c}`, 'data-category': c })]),
+      );
       const marker = el('div', { class: 'capacity', title: 'capacity of the target' });
       const total = el('span', { class: 'phase-total' });
-      const bar = el('div', { class: 'phase-bar', 'data-phase': phase }, el('span', { class: 'phase-name' }, phase), el('div', { class: 'track' }, ...segments.values(), marker), total);
+      const bar = el(
+        'div',
+        { class: 'phase-bar', 'data-phase': phase },
+        el('span', { class: 'phase-name' }, phase),
+        el('div', { class: 'track' }, ...segments.values(), marker),
+        total,
+      );
       this.rows.set(phase, { bar, segments, marker, total });
       return bar;
     });
-    const legend = el('div', { class: 'legend' }, ...MEMORY_CATEGORIES.map((c) => el('span', { class: 'legend-item' }, el('span', { class: `swatch cat-${c}` }), c)));
+    const legend = el(
+      'div',
+      { class: 'legend' },
+      ...MEMORY_CATEGORIES.map((c) =>
+        el('span', { class: 'legend-item' }, el('span', { class: `swatch cat-${c}` }), c),
+      ),
+    );
     this.element = el('div', { class: 'phase-bars' }, ...bars, this.capacityLabel, legend);
   }
 

@@ -1,7 +1,14 @@
 // The NaN diagnostics view, webview side: the anomaly's place (phase, layer, op), what the policy
 // did, the dump's tables with a bar chart of the telling column, and the usual fixes with buttons.
 import '@vscode-elements/elements/dist/vscode-button/index.js';
-import type { AnomalyView, DiagnosticsFrameMessage, DiagnosticsFromWebview, DiagnosticsState, DiagnosticsToWebview, DumpTable } from '../../core/panels/diagnostics-messages';
+import type {
+  AnomalyView,
+  DiagnosticsFrameMessage,
+  DiagnosticsFromWebview,
+  DiagnosticsState,
+  DiagnosticsToWebview,
+  DumpTable,
+} from '../../core/panels/diagnostics-messages';
 import { roundForDisplay } from '../../core/runs/number-format';
 import { codeParagraph } from '../shared/code-text';
 import { connectToHost } from '../shared/vscode-api';
@@ -22,7 +29,9 @@ function render(m: DiagnosticsFrameMessage): void {
   app.replaceChildren();
   app.append(el('h1', `NaN diagnostics — ${m.run.name}`));
   if (m.anomalies.length === 0) {
-    app.append(el('p', 'This run has reported no NaN or Inf. (Loss spikes are in their own view: FSDP: Show spikes.)', 'muted'));
+    app.append(
+      el('p', 'This run has reported no NaN or Inf. (Loss spikes are in their own view: FSDP: Show spikes.)', 'muted'),
+    );
     return;
   }
   if (m.anomalies.length > 1) {

@@ -49,10 +49,14 @@ export function renderHeader(h: DashboardHeader): void {
   status.textContent = nan ? `${h.status} · loss NaN since step ${h.nanSince}` : h.status;
   status.dataset.status = nan && h.status === 'completed' ? 'completed-nan' : h.status;
   // Two runs of one config share a name: when it started (and its id, on hover) tells them apart.
-  const started = h.startedAt !== undefined ? ` · started ${new Date(h.startedAt * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })}` : '';
+  const started =
+    h.startedAt !== undefined
+      ? ` · started ${new Date(h.startedAt * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })}`
+      : '';
   $('run-target').textContent = `${h.target === 'local' ? 'this machine' : `on ${h.target}`}${started}`;
   $('run-name').title = `run ${h.runId}`;
-  $('run-step').textContent = h.step !== undefined ? `step ${h.step}${h.maxSteps ? ` / ${h.maxSteps}` : ''}` : 'no steps yet';
+  $('run-step').textContent =
+    h.step !== undefined ? `step ${h.step}${h.maxSteps ? ` / ${h.maxSteps}` : ''}` : 'no steps yet';
   $('run-loss').textContent = h.loss !== undefined ? `loss ${h.loss === null ? 'NaN' : h.loss.toFixed(4)}` : '';
   $('run-tokens').textContent = h.tokensSeen !== undefined ? `${formatCount(h.tokensSeen)} tokens` : '';
   $('run-eta').textContent = h.etaSeconds !== undefined ? `ETA ${formatDuration(h.etaSeconds)}` : '';
@@ -75,7 +79,8 @@ export function renderHeader(h: DashboardHeader): void {
   $('action-diagnostics').hidden = h.anomalies === 0;
   $('action-spikes').hidden = h.spikes === 0;
   const gradNorm = h.spikes - h.lossSpikes;
-  $('action-spikes').textContent = `Spikes (${[h.lossSpikes ? `${h.lossSpikes} loss` : '', gradNorm ? `${gradNorm} grad norm` : ''].filter(Boolean).join(', ')})`;
+  $('action-spikes').textContent =
+    `Spikes (${[h.lossSpikes ? `${h.lossSpikes} loss` : '', gradNorm ? `${gradNorm} grad norm` : ''].filter(Boolean).join(', ')})`;
   tick();
 }
 
@@ -101,7 +106,9 @@ export function tick(): void {
   const lasted = phase ? Math.max(0, now - phase.since, sinceFrame()) : 0;
   const el = $('run-phase');
   el.hidden = !phase || lasted < PHASE_SHOWN_AFTER_S;
-  if (phase) $('run-phase-text').textContent = `${phase.label}… ${formatDuration(lasted)}${phase.detail ? ` — ${phase.detail}` : ''}`;
+  if (phase)
+    $('run-phase-text').textContent =
+      `${phase.label}… ${formatDuration(lasted)}${phase.detail ? ` — ${phase.detail}` : ''}`;
 }
 
 export function header(): DashboardHeader | undefined {

@@ -15,9 +15,21 @@ const shown: Record<LogStream, string> = { stdout: '', stderr: '' };
 /** What each pane holds, in the words of the run's kind: the runtime's messages, or a person's script's. */
 export function describeLogs(kind: DashboardHeader['runKind']): void {
   const what = document.getElementById('log-stderr-what');
-  if (what) what.textContent = kind === 'command' ? "(your command's warnings, errors and logging output; marked [rank N] when FSDP Studio started the ranks)" : kind === 'native' ? "(the runtime's messages, warnings and errors)" : '';
+  if (what)
+    what.textContent =
+      kind === 'command'
+        ? "(your command's warnings, errors and logging output; marked [rank N] when FSDP Studio started the ranks)"
+        : kind === 'native'
+          ? "(the runtime's messages, warnings and errors)"
+          : '';
   const out = document.getElementById('log-stdout-what');
-  if (out) out.textContent = kind === 'native' ? '(the runtime\'s events, one line each)' : kind === 'command' ? '(what your command prints)' : '';
+  if (out)
+    out.textContent =
+      kind === 'native'
+        ? "(the runtime's events, one line each)"
+        : kind === 'command'
+          ? '(what your command prints)'
+          : '';
 }
 
 export function appendLog(stream: LogStream, text: string, reset: boolean, note: string | undefined): void {

@@ -6,7 +6,15 @@
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
-import type { ChartId, ChartOptions, DashboardAction, DashboardFrameMessage, DashboardFromWebview, DashboardState, DashboardToWebview } from '../../core/panels/dashboard-messages';
+import type {
+  ChartId,
+  ChartOptions,
+  DashboardAction,
+  DashboardFrameMessage,
+  DashboardFromWebview,
+  DashboardState,
+  DashboardToWebview,
+} from '../../core/panels/dashboard-messages';
 import type { XRange } from '../../core/runs/downsample';
 import { isXAxisMode, type XAxisMode } from '../../core/runs/x-axis';
 import { ChartCard } from '../shared/chart-card';
@@ -100,9 +108,12 @@ axisSelect.addEventListener('change', () => {
 $('zoom-reset').addEventListener('click', () => changeRange(null));
 $('export-csv').addEventListener('click', () => host.send({ type: 'exportCsv' }));
 for (const button of app.querySelectorAll<HTMLElement>('[data-action]')) {
-  button.addEventListener('click', () => host.send({ type: 'action', action: button.dataset.action as DashboardAction }));
+  button.addEventListener('click', () =>
+    host.send({ type: 'action', action: button.dataset.action as DashboardAction }),
+  );
 }
-for (const button of app.querySelectorAll<HTMLElement>('[data-tab]')) button.addEventListener('click', () => showTab(button.dataset.tab as 'charts' | 'log'));
+for (const button of app.querySelectorAll<HTMLElement>('[data-tab]'))
+  button.addEventListener('click', () => showTab(button.dataset.tab as 'charts' | 'log'));
 
 function showTab(t: 'charts' | 'log'): void {
   tab = t;
@@ -135,7 +146,17 @@ function chartWidth(): number {
 }
 
 function saveState(): void {
-  if (last) host.setState({ target: last.run.target, runDir: last.run.runDir, smoothing, range, xAxis, charts: chartOptions, tab, closedTagGroups });
+  if (last)
+    host.setState({
+      target: last.run.target,
+      runDir: last.run.runDir,
+      smoothing,
+      range,
+      xAxis,
+      charts: chartOptions,
+      tab,
+      closedTagGroups,
+    });
 }
 
 function onFrame(frame: DashboardFrameMessage): void {
@@ -194,7 +215,12 @@ function zoomAndMeasure(r: XRange | null): Promise<{ roundTripMs: number; drawMs
   return new Promise((resolve) => {
     const wait = (t: FrameTiming) => {
       if (t.seq <= seq) drawWaiters.push(wait);
-      else resolve({ roundTripMs: t.drawnAt - requestedAt, drawMs: t.drawMs, points: cards.get('loss')?.chart.points().x.length ?? 0 });
+      else
+        resolve({
+          roundTripMs: t.drawnAt - requestedAt,
+          drawMs: t.drawMs,
+          points: cards.get('loss')?.chart.points().x.length ?? 0,
+        });
     };
     drawWaiters.push(wait);
     range = r;
@@ -237,7 +263,16 @@ Object.assign(window, {
     yAxis: (id: ChartId) => cards.get(id)?.chart.yAxis(),
     xTicks: (id: ChartId) => cards.get(id)?.chart.xTicks(),
     png: (id: ChartId) => cards.get(id)?.chart.png(),
-    charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, note: c.note, tooltip: c.tooltip, empty: c.empty, series: c.series.map((s) => ({ label: s.label, role: s.role })), markers: c.markers ?? [] })),
+    charts: () =>
+      last?.charts.map((c) => ({
+        id: c.id,
+        title: c.title,
+        note: c.note,
+        tooltip: c.tooltip,
+        empty: c.empty,
+        series: c.series.map((s) => ({ label: s.label, role: s.role })),
+        markers: c.markers ?? [],
+      })),
     xAxis: () => last?.xAxis,
     timings: () => timings.slice(),
     header,

@@ -17,7 +17,10 @@ export class ScalarTagsSection {
   readonly element: HTMLElement;
   private readonly heading: HTMLElement;
   private readonly body: HTMLElement;
-  private readonly groups = new Map<string, { details: HTMLDetailsElement; summary: HTMLElement; list: HTMLElement; grid: HTMLElement }>();
+  private readonly groups = new Map<
+    string,
+    { details: HTMLDetailsElement; summary: HTMLElement; list: HTMLElement; grid: HTMLElement }
+  >();
   private readonly charts = new Map<string, { card: HTMLElement; chart: StepChart }>();
   private readonly closed: Set<string>;
   private last: ScalarTagsFrame | undefined;
@@ -43,7 +46,9 @@ export class ScalarTagsSection {
       const view = this.group(g.group);
       const drawn = g.tags.filter((t) => t.drawnIn);
       view.summary.textContent = `${g.group || '(no prefix)'} · ${g.tags.length} tag${g.tags.length === 1 ? '' : 's'}`;
-      view.list.textContent = drawn.map((t) => `${t.tag} → ${t.drawnIn} chart (${formatValue(t.lastValue)} at step ${t.lastStep})`).join(' · ');
+      view.list.textContent = drawn
+        .map((t) => `${t.tag} → ${t.drawnIn} chart (${formatValue(t.lastValue)} at step ${t.lastStep})`)
+        .join(' · ');
       view.list.hidden = drawn.length === 0;
       for (const t of g.tags) {
         if (!t.points) continue;
@@ -65,7 +70,10 @@ export class ScalarTagsSection {
   }
 
   /** For tests: the tags shown, by group, and the points of each tag chart. */
-  snapshot(): { groups: Array<{ group: string; open: boolean; tags: string[]; drawnIn: Record<string, string> }>; points: Record<string, { x: number[] }> } {
+  snapshot(): {
+    groups: Array<{ group: string; open: boolean; tags: string[]; drawnIn: Record<string, string> }>;
+    points: Record<string, { x: number[] }>;
+  } {
     const groups = (this.last?.groups ?? []).map((g) => ({
       group: g.group,
       open: !this.closed.has(g.group),

@@ -29,7 +29,13 @@ export class ChartCard {
 
   constructor(private readonly opts: ChartCardOptions) {
     this.y = { ...opts.y };
-    this.chart = new StepChart({ title: opts.title, unit: opts.unit, ...(opts.height ? { height: opts.height } : {}), onRange: opts.onRange, ...(opts.onDraw ? { onDraw: opts.onDraw } : {}) });
+    this.chart = new StepChart({
+      title: opts.title,
+      unit: opts.unit,
+      ...(opts.height ? { height: opts.height } : {}),
+      onRange: opts.onRange,
+      ...(opts.onDraw ? { onDraw: opts.onDraw } : {}),
+    });
     this.chart.setYOptions(this.y);
     this.element = document.createElement('section');
     this.element.className = `chart-card chart-${opts.id}`;
@@ -44,7 +50,11 @@ export class ChartCard {
     tools.className = 'card-tools';
     tools.append(
       this.toggle('log', 'log scale', 'Logarithmic y axis'),
-      this.toggle('clip', 'clip outliers', 'Leave the extreme points out of the y range, so one spike does not flatten the curve'),
+      this.toggle(
+        'clip',
+        'clip outliers',
+        'Leave the extreme points out of the y range, so one spike does not flatten the curve',
+      ),
       this.button('png', 'PNG', 'Save this chart as a PNG image', () => {
         const url = this.chart.png(this.note);
         if (url) opts.onPng(url);
@@ -57,7 +67,11 @@ export class ChartCard {
     this.element.append(head, this.emptyEl, this.chart.element);
   }
 
-  update(frame: { series: ChartSeries[]; note?: string; tooltip?: string; markers?: ChartMarker[]; empty?: string }, range: XRange | null, xAxis: XAxisFrame): void {
+  update(
+    frame: { series: ChartSeries[]; note?: string; tooltip?: string; markers?: ChartMarker[]; empty?: string },
+    range: XRange | null,
+    xAxis: XAxisFrame,
+  ): void {
     this.note = frame.note;
     // An empty chart says why in words, in place of a blank plot.
     this.emptyEl.textContent = frame.empty ?? '';

@@ -12,7 +12,12 @@ function colourOf(variable: string, fallback: string): string {
   return getComputedStyle(document.body).getPropertyValue(variable).trim() || fallback;
 }
 
-export function chartPng(plot: HTMLCanvasElement, title: string, note: string | undefined, legend: LegendEntry[]): string {
+export function chartPng(
+  plot: HTMLCanvasElement,
+  title: string,
+  note: string | undefined,
+  legend: LegendEntry[],
+): string {
   const dpr = window.devicePixelRatio || 1;
   const family = getComputedStyle(document.body).fontFamily || 'sans-serif';
   const pad = Math.round(8 * dpr);

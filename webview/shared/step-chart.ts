@@ -6,7 +6,15 @@
 // never computes the points itself: it reports the range it wants and the host sends them.
 import uPlot from 'uplot';
 import type { ChartFrame, ChartMarker, ChartSeries, XAxisFrame } from '../../core/panels/chart-messages';
-import { BYTE_INCREMENTS, clippedRange, DURATION_INCREMENTS, formatElapsedTick, forLogAxis, STEP_INCREMENTS, tickLabels } from '../../core/runs/chart-scales';
+import {
+  BYTE_INCREMENTS,
+  clippedRange,
+  DURATION_INCREMENTS,
+  formatElapsedTick,
+  forLogAxis,
+  STEP_INCREMENTS,
+  tickLabels,
+} from '../../core/runs/chart-scales';
 import type { XRange } from '../../core/runs/downsample';
 import { chartPng } from './chart-png';
 
@@ -28,7 +36,14 @@ export interface YOptions {
   clip: boolean;
 }
 
-export const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
+export const PALETTE = [
+  '--vscode-charts-blue',
+  '--vscode-charts-orange',
+  '--vscode-charts-green',
+  '--vscode-charts-purple',
+  '--vscode-charts-red',
+  '--vscode-charts-yellow',
+];
 export const MARKER_COLOURS: Record<ChartMarker['kind'], string> = {
   checkpoint: '--vscode-charts-blue',
   skipped: '--vscode-charts-orange',
@@ -81,7 +96,14 @@ export class StepChart {
     const labels = (axis._values ?? []).map(String);
     this.measure.font = axisFont();
     const widest = Math.max(0, ...labels.map((l) => this.measure.measureText(l).width));
-    return { labels, size: axis._size ?? 0, widest, min: u.scales.y.min ?? NaN, max: u.scales.y.max ?? NaN, log: u.scales.y.distr === 3 };
+    return {
+      labels,
+      size: axis._size ?? 0,
+      widest,
+      min: u.scales.y.min ?? NaN,
+      max: u.scales.y.max ?? NaN,
+      log: u.scales.y.distr === 3,
+    };
   }
 
   /** For tests: the x axis's tick labels and values. */
@@ -99,7 +121,12 @@ export class StepChart {
     if (this.plot) this.redraw();
   }
 
-  update(series: ChartSeries[], range: XRange | null, markers: ChartMarker[] = [], xAxis: XAxisFrame = { mode: 'step' }): void {
+  update(
+    series: ChartSeries[],
+    range: XRange | null,
+    markers: ChartMarker[] = [],
+    xAxis: XAxisFrame = { mode: 'step' },
+  ): void {
     this.range = range;
     this.markers = markers;
     this.series = series;
@@ -111,7 +138,12 @@ export class StepChart {
   png(note?: string): string | undefined {
     const u = this.plot;
     if (!u) return undefined;
-    return chartPng(u.ctx.canvas, this.opts.title, note, this.series.map((s, i) => ({ label: s.label, colour: this.colour(i), dashed: s.role === 'reference' })));
+    return chartPng(
+      u.ctx.canvas,
+      this.opts.title,
+      note,
+      this.series.map((s, i) => ({ label: s.label, colour: this.colour(i), dashed: s.role === 'reference' })),
+    );
   }
 
   resize(): void {
@@ -126,7 +158,15 @@ export class StepChart {
   private redraw(): void {
     const log = this.y.log;
     const tables = this.series.map((s) => [s.points.x, log ? forLogAxis(s.points.y) : s.points.y] as uPlot.AlignedData);
-    this.data = tables.length === 0 ? [[]] : tables.length === 1 ? tables[0] : uPlot.join(tables, this.series.map((s) => [s.sparse ? 0 : 1]));
+    this.data =
+      tables.length === 0
+        ? [[]]
+        : tables.length === 1
+          ? tables[0]
+          : uPlot.join(
+              tables,
+              this.series.map((s) => [s.sparse ? 0 : 1]),
+            );
     // Series, x mode and y options shape the plot; any change builds a new one.
     const identity = JSON.stringify([this.series.map((s) => [s.label, s.role]), this.xAxis.mode, this.y]);
     if (!this.plot || identity !== this.identity) {
@@ -144,7 +184,9 @@ export class StepChart {
     const s = this.series[i];
     if (s.role === 'reference') return themeColour('--vscode-descriptionForeground', '#999');
     const base = s.colourOf ? this.series.findIndex((o) => o.label === s.colourOf) : i;
-    const own = this.series.slice(0, (base >= 0 ? base : i) + 1).filter((o) => o.role !== 'smoothed' && o.role !== 'reference').length - 1;
+    const own =
+      this.series.slice(0, (base >= 0 ? base : i) + 1).filter((o) => o.role !== 'smoothed' && o.role !== 'reference')
+        .length - 1;
     return themeColour(PALETTE[Math.max(0, own) % PALETTE.length]);
   }
 
@@ -171,21 +213,35 @@ export class StepChart {
       cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: 'fsdp-steps' } },
       axes: [
         {
-          stroke: fg, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
-          ...(mode === 'step' ? { incrs: STEP_INCREMENTS, values: (_u: uPlot, vals: number[]) => vals.map((v) => formatStep(v)) } : {}),
-          ...(mode === 'elapsed' ? { incrs: DURATION_INCREMENTS, values: (_u: uPlot, vals: number[]) => vals.map(formatElapsedTick) } : {}),
+          stroke: fg,
+          font,
+          grid: { stroke: grid, width: 1 },
+          ticks: { stroke: grid },
+          ...(mode === 'step'
+            ? { incrs: STEP_INCREMENTS, values: (_u: uPlot, vals: number[]) => vals.map((v) => formatStep(v)) }
+            : {}),
+          ...(mode === 'elapsed'
+            ? { incrs: DURATION_INCREMENTS, values: (_u: uPlot, vals: number[]) => vals.map(formatElapsedTick) }
+            : {}),
         },
         {
-          stroke: fg, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
+          stroke: fg,
+          font,
+          grid: { stroke: grid, width: 1 },
+          ticks: { stroke: grid },
           // Neighbouring ticks never read the same: digits follow the tick step (a log axis's ticks stand alone).
-          values: (_u: uPlot, vals: number[], _axis: number, _space: number, incr: number) => (log ? vals.map((v) => (v == null ? '' : format(v))) : tickLabels(this.opts.unit, vals, incr)),
+          values: (_u: uPlot, vals: number[], _axis: number, _space: number, incr: number) =>
+            log ? vals.map((v) => (v == null ? '' : format(v))) : tickLabels(this.opts.unit, vals, incr),
           ...(this.opts.unit === 'bytes' && !log ? { incrs: BYTE_INCREMENTS } : {}),
           // As wide as the widest label needs: ")5.4 MiB" is never cut.
           size: (_u, values) => this.axisSize(values),
         },
       ],
       series: [
-        { label: mode === 'step' ? 'step' : mode === 'time' ? 'time' : 'elapsed', ...(mode === 'elapsed' ? { value: (_u: uPlot, v: number) => (v == null ? '–' : formatElapsedTick(v)) } : {}) },
+        {
+          label: mode === 'step' ? 'step' : mode === 'time' ? 'time' : 'elapsed',
+          ...(mode === 'elapsed' ? { value: (_u: uPlot, v: number) => (v == null ? '–' : formatElapsedTick(v)) } : {}),
+        },
         ...this.series.map((s, i) => {
           const faint = s.role === 'raw' && smoothedLabels.has(s.label);
           return {
@@ -221,7 +277,13 @@ export class StepChart {
     const xs = u.data[0];
     const lo = u.scales.x.min ?? -Infinity;
     const hi = u.scales.x.max ?? Infinity;
-    const ys = u.data.slice(1).map((col, i) => (this.series[i]?.role === 'reference' ? [] : Array.from(col as ArrayLike<number | null>).filter((_, k) => xs[k] >= lo && xs[k] <= hi)));
+    const ys = u.data
+      .slice(1)
+      .map((col, i) =>
+        this.series[i]?.role === 'reference'
+          ? []
+          : Array.from(col as ArrayLike<number | null>).filter((_, k) => xs[k] >= lo && xs[k] <= hi),
+      );
     const r = clippedRange(ys, this.y.log);
     if (r) return [r.min, r.max];
     return this.y.log ? [min > 0 ? min : 1e-12, max] : [min, max];
@@ -262,22 +324,26 @@ export class StepChart {
       },
       { passive: false },
     );
-    over.addEventListener('mousedown', (down) => {
-      if (!down.shiftKey) return;
-      down.stopPropagation(); // not a zoom selection
-      const start = this.currentRange(u);
-      const perPixel = (start.max - start.min) / over.clientWidth;
-      const move = (e: MouseEvent) => {
-        const shift = (down.clientX - e.clientX) * perPixel;
-        this.setRange({ min: start.min + shift, max: start.max + shift });
-      };
-      const up = () => {
-        window.removeEventListener('mousemove', move);
-        window.removeEventListener('mouseup', up);
-      };
-      window.addEventListener('mousemove', move);
-      window.addEventListener('mouseup', up);
-    }, { capture: true });
+    over.addEventListener(
+      'mousedown',
+      (down) => {
+        if (!down.shiftKey) return;
+        down.stopPropagation(); // not a zoom selection
+        const start = this.currentRange(u);
+        const perPixel = (start.max - start.min) / over.clientWidth;
+        const move = (e: MouseEvent) => {
+          const shift = (down.clientX - e.clientX) * perPixel;
+          this.setRange({ min: start.min + shift, max: start.max + shift });
+        };
+        const up = () => {
+          window.removeEventListener('mousemove', move);
+          window.removeEventListener('mouseup', up);
+        };
+        window.addEventListener('mousemove', move);
+        window.addEventListener('mouseup', up);
+      },
+      { capture: true },
+    );
   }
 
   private currentRange(u: uPlot): XRange {
@@ -327,10 +393,18 @@ export function formatterFor(unit: Unit): (v: number) => string {
         return `${x.toFixed(Math.abs(x) >= 100 || u === 0 ? 0 : 1)} ${units[u]}`;
       };
     case 'per_s':
-      return (v) => (Math.abs(v) >= 1e6 ? `${(v / 1e6).toFixed(2)}M` : Math.abs(v) >= 1e3 ? `${(v / 1e3).toFixed(1)}k` : String(Number(v.toPrecision(3))));
+      return (v) =>
+        Math.abs(v) >= 1e6
+          ? `${(v / 1e6).toFixed(2)}M`
+          : Math.abs(v) >= 1e3
+            ? `${(v / 1e3).toFixed(1)}k`
+            : String(Number(v.toPrecision(3)));
     case 'ratio':
       return (v) => `${Number((v * 100).toPrecision(3))}%`;
     default:
-      return (v) => (v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5) ? v.toExponential(2).replace(/\.?0+e/, 'e') : String(Number(v.toPrecision(4))));
+      return (v) =>
+        v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5)
+          ? v.toExponential(2).replace(/\.?0+e/, 'e')
+          : String(Number(v.toPrecision(4)));
   }
 }

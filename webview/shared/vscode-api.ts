@@ -20,7 +20,11 @@ export interface PanelConnection<ToHost extends PanelMessage, FromHost extends P
 
 let api: VsCodeApi<unknown> | undefined;
 
-export function connectToHost<ToHost extends PanelMessage, FromHost extends PanelMessage, State>(): PanelConnection<ToHost, FromHost, State> {
+export function connectToHost<ToHost extends PanelMessage, FromHost extends PanelMessage, State>(): PanelConnection<
+  ToHost,
+  FromHost,
+  State
+> {
   api ??= acquireVsCodeApi<unknown>(); // may be called only once per webview
   const vscode = api as VsCodeApi<State>;
   return {

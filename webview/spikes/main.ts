@@ -2,7 +2,13 @@
 // facts with values rounded, what happened to the step, the loss and gradient norm around it, and
 // the usual fixes with buttons.
 import '@vscode-elements/elements/dist/vscode-button/index.js';
-import type { SpikeEntry, SpikeFrameMessage, SpikeFromWebview, SpikeState, SpikeToWebview } from '../../core/panels/spike-messages';
+import type {
+  SpikeEntry,
+  SpikeFrameMessage,
+  SpikeFromWebview,
+  SpikeState,
+  SpikeToWebview,
+} from '../../core/panels/spike-messages';
 import { ChartCard } from '../shared/chart-card';
 import { codeParagraph } from '../shared/code-text';
 import { connectToHost } from '../shared/vscode-api';
@@ -43,7 +49,11 @@ function render(m: SpikeFrameMessage): void {
   $('spikes-title').textContent = `Spikes — ${m.run.name}`;
   const list = $('spike-list');
   const button = (s: SpikeEntry, i: number) => {
-    const b = el('button', `step ${s.step}: ${s.summary}`, `spike ${s.metric} ${s.alert}${i === m.selected ? ' selected' : ''}`);
+    const b = el(
+      'button',
+      `step ${s.step}: ${s.summary}`,
+      `spike ${s.metric} ${s.alert}${i === m.selected ? ' selected' : ''}`,
+    );
     b.addEventListener('click', () => host.send({ type: 'select', index: i }));
     return b;
   };
@@ -59,7 +69,13 @@ function render(m: SpikeFrameMessage): void {
     const clipped = m.spikes.filter((s) => s.metric === 'grad_norm' && s.alert === 'marker').length;
     const buttons = el('div', undefined, 'grad-buttons');
     buttons.append(...grad);
-    group.append(el('summary', `${grad.length} gradient-norm excursion${grad.length > 1 ? 's' : ''}${clipped ? `, ${clipped === grad.length ? 'all' : clipped} absorbed by clipping` : ''}`), buttons);
+    group.append(
+      el(
+        'summary',
+        `${grad.length} gradient-norm excursion${grad.length > 1 ? 's' : ''}${clipped ? `, ${clipped === grad.length ? 'all' : clipped} absorbed by clipping` : ''}`,
+      ),
+      buttons,
+    );
     list.append(group);
   }
   $('spike-detail').hidden = !shown;
@@ -71,14 +87,26 @@ function render(m: SpikeFrameMessage): void {
 }
 
 function renderDetail(s: SpikeEntry, m: SpikeFrameMessage): void {
-  $('spike-heading').textContent = `${s.metric === 'loss' ? 'Loss spike' : s.alert === 'marker' ? 'Gradient-norm excursion, clipped' : 'Gradient-norm spike'} at step ${s.step}`;
+  $('spike-heading').textContent =
+    `${s.metric === 'loss' ? 'Loss spike' : s.alert === 'marker' ? 'Gradient-norm excursion, clipped' : 'Gradient-norm spike'} at step ${s.step}`;
   const facts = $('spike-facts');
-  facts.replaceChildren(...s.facts.flatMap(([k, v]) => [el('dt', k), Object.assign(el('dd', v), { id: `fact-${k.replace(/\W+/g, '-')}` })]));
+  facts.replaceChildren(
+    ...s.facts.flatMap(([k, v]) => [el('dt', k), Object.assign(el('dd', v), { id: `fact-${k.replace(/\W+/g, '-')}` })]),
+  );
   $('spike-outcome').textContent = s.outcome;
   for (const c of m.charts) {
     let card = cards.get(c.id);
     if (!card) {
-      card = new ChartCard({ id: c.id, title: c.title, unit: c.unit, height: 180, y: { log: false, clip: false }, onRange: () => undefined, onYOptions: () => undefined, onPng: () => undefined });
+      card = new ChartCard({
+        id: c.id,
+        title: c.title,
+        unit: c.unit,
+        height: 180,
+        y: { log: false, clip: false },
+        onRange: () => undefined,
+        onYOptions: () => undefined,
+        onPng: () => undefined,
+      });
       cards.set(c.id, card);
       $('spike-charts').append(card.element);
     }
@@ -112,7 +140,15 @@ Object.assign(window, {
     heading: () => (last ? $('spikes-title').textContent : undefined),
     spikes: () => last?.spikes,
     selected: () => (last ? last.spikes[last.selected] : undefined),
-    facts: () => (last ? Object.fromEntries([...$('spike-facts').querySelectorAll('dt')].map((dt) => [dt.textContent, dt.nextElementSibling?.textContent])) : undefined),
+    facts: () =>
+      last
+        ? Object.fromEntries(
+            [...$('spike-facts').querySelectorAll('dt')].map((dt) => [
+              dt.textContent,
+              dt.nextElementSibling?.textContent,
+            ]),
+          )
+        : undefined,
   },
 });
 

@@ -65,7 +65,7 @@ export function activationTerms(input: MemoryInput, acts: BlockActivations): Ter
     {
       id: 'activations.recompute',
       category: 'activations',
-      label: 'a block\'s activations recomputed for its backward, and the gradients of its activations',
+      label: "a block's activations recomputed for its backward, and the gradients of its activations",
       where: 'device',
       forward: 0,
       backward: (step) => (step === 0 ? 0 : recomputed(blockAt(step)) + acts.backwardTransient),

@@ -22,49 +22,118 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   const mixed = p < FP32;
   const zero = input.zero;
   const notes: string[] = [];
-  if (input.strategy === 'HYBRID_SHARD') notes.push('DeepSpeed has no HYBRID_SHARD; estimated as ZeRO stage 3 over all ranks');
+  if (input.strategy === 'HYBRID_SHARD')
+    notes.push('DeepSpeed has no HYBRID_SHARD; estimated as ZeRO stage 3 over all ranks');
   const terms: TermSpec[] = [];
 
   // Stage 3 partitions the weights, except parameters below the persistence threshold.
   const persistent = stage === 3 ? smallParameters(input.model, zero.paramPersistenceThreshold) : 0;
   const localParams = stage === 3 ? (P - persistent) / N + persistent : P;
   const paramsOnHost = stage === 3 && input.offload.params;
-  terms.push(constantTerm('params.model', 'params', stage === 3 ? `${input.precision.param} parameter partition (1/${N}) and persistent small parameters` : `${input.precision.param} parameters`, localParams * p, paramsOnHost ? 'host' : 'device'));
+  terms.push(
+    constantTerm(
+      'params.model',
+      'params',
+      stage === 3
+        ? `${input.precision.param} parameter partition (1/${N}) and persistent small parameters`
+        : `${input.precision.param} parameters`,
+      localParams * p,
+      paramsOnHost ? 'host' : 'device',
+    ),
+  );
 
   // Gradients in the training dtype: whole at stages 0–1, partitioned from stage 2.
   const localGrads = stage >= 2 ? P / N : P;
-  terms.push(constantTerm('grads.model', 'grads', stage >= 2 ? `${input.precision.param} gradient partition (1/${N})` : `${input.precision.param} gradients`, localGrads * p));
+  terms.push(
+    constantTerm(
+      'grads.model',
+      'grads',
+      stage >= 2 ? `${input.precision.param} gradient partition (1/${N})` : `${input.precision.param} gradients`,
+      localGrads * p,
+    ),
+  );
 
   // Optimizer: fp32 master copy (mixed precision) and Adam moments, partitioned from stage 1.
   const localOptim = stage >= 1 ? P / N : P;
   const optimOnHost = input.offload.optimizer;
   const optimBytes = localOptim * ((mixed ? FP32 : 0) + 2 * FP32);
-  terms.push(constantTerm('optimizer.adam', 'optimizer', mixed ? 'fp32 master weights and Adam moments' : 'Adam moments, fp32', optimBytes, optimOnHost ? 'host' : 'device'));
+  terms.push(
+    constantTerm(
+      'optimizer.adam',
+      'optimizer',
+      mixed ? 'fp32 master weights and Adam moments' : 'Adam moments, fp32',
+      optimBytes,
+      optimOnHost ? 'host' : 'device',
+    ),
+  );
   if (mixed) {
     // The fp32 gradient partition the optimizer consumes, made at the step.
-    terms.push({ id: 'workspace.fp32-grads', category: 'workspace', label: 'fp32 gradient partition for the optimizer step', where: optimOnHost ? 'host' : 'device', forward: 0, backward: 0, optimizer: localOptim * FP32 });
+    terms.push({
+      id: 'workspace.fp32-grads',
+      category: 'workspace',
+      label: 'fp32 gradient partition for the optimizer step',
+      where: optimOnHost ? 'host' : 'device',
+      forward: 0,
+      backward: 0,
+      optimizer: localOptim * FP32,
+    });
   }
   if (stage < 3 && input.offload.params) notes.push('offload_param does nothing below ZeRO stage 3');
 
   // Buffers sized in elements by the config, never larger than the model.
   const reduceBucket = Math.min(zero.reduceBucketSize, P) * p;
   if (stage >= 1 && N > 1) {
-    terms.push({ id: 'comm.reduce-bucket', category: 'comm', label: `reduce bucket (reduce_bucket_size ${zero.reduceBucketSize.toExponential(0)})`, where: 'device', forward: 0, backward: reduceBucket, optimizer: 0 });
+    terms.push({
+      id: 'comm.reduce-bucket',
+      category: 'comm',
+      label: `reduce bucket (reduce_bucket_size ${zero.reduceBucketSize.toExponential(0)})`,
+      where: 'device',
+      forward: 0,
+      backward: reduceBucket,
+      optimizer: 0,
+    });
   }
   if (stage === 1 || stage === 2) {
-    if (N > 1) terms.push({ id: 'comm.allgather-bucket', category: 'comm', label: `all-gather bucket (allgather_bucket_size ${zero.allgatherBucketSize.toExponential(0)})`, where: 'device', forward: 0, backward: 0, optimizer: Math.min(zero.allgatherBucketSize, P) * p });
+    if (N > 1)
+      terms.push({
+        id: 'comm.allgather-bucket',
+        category: 'comm',
+        label: `all-gather bucket (allgather_bucket_size ${zero.allgatherBucketSize.toExponential(0)})`,
+        where: 'device',
+        forward: 0,
+        backward: 0,
+        optimizer: Math.min(zero.allgatherBucketSize, P) * p,
+      });
   } else if (stage === 3) {
     // Gathered at once: the module being computed plus what the prefetch bucket fetches ahead,
     // never more than max_live_parameters nor the partitioned remainder of the model.
     const largestModule = Math.max(counts.block, input.model.vocabSize * input.model.dModel);
-    const live = Math.min(largestModule + zero.prefetchBucketSize, Math.max(zero.maxLiveParameters, largestModule), P - persistent);
-    terms.push({ id: 'comm.gathered', category: 'comm', label: 'gathered parameters (current module + prefetch bucket)', where: 'device', forward: live * p, backward: live * p, optimizer: 0 });
+    const live = Math.min(
+      largestModule + zero.prefetchBucketSize,
+      Math.max(zero.maxLiveParameters, largestModule),
+      P - persistent,
+    );
+    terms.push({
+      id: 'comm.gathered',
+      category: 'comm',
+      label: 'gathered parameters (current module + prefetch bucket)',
+      where: 'device',
+      forward: live * p,
+      backward: live * p,
+      optimizer: 0,
+    });
   }
-  if (stage === 0 && N > 1) terms.push(constantTerm('comm.allreduce-bucket', 'comm', 'gradient all-reduce bucket', reduceBucket));
+  if (stage === 0 && N > 1)
+    terms.push(constantTerm('comm.allreduce-bucket', 'comm', 'gradient all-reduce bucket', reduceBucket));
 
   terms.push(...activationTerms(input, pytorchActivations(input)));
   terms.push(...pytorchProcessTerms(input, 1));
-  return { terms, backwardSteps: L + 1, fragmentation: input.device === 'cuda' ? CACHING_ALLOCATOR_FRAGMENTATION : 0, notes };
+  return {
+    terms,
+    backwardSteps: L + 1,
+    fragmentation: input.device === 'cuda' ? CACHING_ALLOCATOR_FRAGMENTATION : 0,
+    notes,
+  };
 }
 
 /** Parameters of tensors with fewer elements than the threshold (norms, biases): kept whole at stage 3. */

@@ -19,7 +19,9 @@ const CUDA_VOCAB_ALIGNMENT = 128;
 
 /** The vocabulary the LM head's logits have: model.vocab_size, on CUDA padded to a multiple of 128 (native/src/backend/cuda/padded_vocab.h). */
 function headVocab(input: MemoryInput): number {
-  return input.device === 'cuda' ? Math.ceil(input.model.vocabSize / CUDA_VOCAB_ALIGNMENT) * CUDA_VOCAB_ALIGNMENT : input.model.vocabSize;
+  return input.device === 'cuda'
+    ? Math.ceil(input.model.vocabSize / CUDA_VOCAB_ALIGNMENT) * CUDA_VOCAB_ALIGNMENT
+    : input.model.vocabSize;
 }
 
 /** Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head]. */
@@ -171,7 +173,9 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
   // Activations along the timeline: L+1 residual-stream tensors, what each block keeps, and at the
   // end of forward the larger of the head or the last block's internals.
   const z = runtimeActivationSizes(input);
-  const keep = runtimeBlockRecompute(input).map((b) => (b === 'none' ? z.block : b === 'selective' ? z.blockSelective : 0));
+  const keep = runtimeBlockRecompute(input).map((b) =>
+    b === 'none' ? z.block : b === 'selective' ? z.blockSelective : 0,
+  );
   const kept = (L + 1) * z.residual + keep.reduce((x, y) => x + y, 0);
   const lastKeep = keep[L - 1];
   const actFwd = kept + Math.max(z.head, z.block - lastKeep);
@@ -196,21 +200,125 @@ export function fsdpStudioTerms(input: MemoryInput): FrameworkTerms {
   const batches = z.batches;
 
   const terms: TermSpec[] = [
-    { id: 'params.masters', category: 'params', label: paramsSharded ? `float32 parameter shard (1/${D})` : 'float32 parameters', where: 'device', forward: masterDevice, backward: masterDevice, optimizer: masterDevice },
-    { id: 'params.compute-copy', category: 'params', label: `${input.precision.param} compute copy of the parameters`, where: 'device', forward: computeCopy, backward: computeCopy, optimizer: computeCopy },
-    { id: 'params.gathered', category: 'params', label: 'gathered units (current, prefetched, tied embedding)', where: 'device', forward: gatheredFwd, backward: gatheredBwd, optimizer: 0 },
-    { id: 'grads.held', category: 'grads', label: gradsSharded ? `float32 gradient shard (1/${D})` : 'float32 gradients', where: 'device', forward: gradsPersistent, backward: gradsPersistent, optimizer: gradsPersistent },
-    { id: 'grads.unit', category: 'grads', label: gradsUnsynced ? 'whole-unit float32 gradients accumulated until the last micro-step (no_sync)' : 'whole-unit float32 gradients awaiting reduce-scatter', where: 'device', forward: gradsUnsynced, backward: gradsTransient, optimizer: 0 },
-    { id: 'optimizer.adamw', category: 'optimizer', label: `AdamW moments${optSharded ? ` (1/${D})` : ''}`, where: 'device', forward: optimizerDevice, backward: optimizerDevice, optimizer: optimizerDevice },
-    { id: 'activations.timeline', category: 'activations', label: 'residual stream, saved block internals, head', where: 'device', forward: actFwd, backward: actBwd, optimizer: 0 },
-    { id: 'workspace.backward', category: 'workspace', label: input.device === 'cuda' ? 'backward scratch of one block and the backend\'s largest transient scratch' : 'backward scratch of one block', where: 'device', forward: 0, backward: z.workspace, optimizer: 0 },
-    { id: 'comm.buffers', category: 'comm', label: `${input.precision.reduce} reduce and ${input.precision.param} gather buffers`, where: 'device', forward: commFwd, backward: commBwd, optimizer: 0 },
-    { id: 'other.batches', category: 'other', label: input.device === 'cuda' ? 'the token batch being computed (the data loader\'s ring is pinned host memory)' : `token batches (current and ${input.prefetchBatches ?? 2} prefetched)`, where: 'device', forward: batches, backward: batches, optimizer: batches },
+    {
+      id: 'params.masters',
+      category: 'params',
+      label: paramsSharded ? `float32 parameter shard (1/${D})` : 'float32 parameters',
+      where: 'device',
+      forward: masterDevice,
+      backward: masterDevice,
+      optimizer: masterDevice,
+    },
+    {
+      id: 'params.compute-copy',
+      category: 'params',
+      label: `${input.precision.param} compute copy of the parameters`,
+      where: 'device',
+      forward: computeCopy,
+      backward: computeCopy,
+      optimizer: computeCopy,
+    },
+    {
+      id: 'params.gathered',
+      category: 'params',
+      label: 'gathered units (current, prefetched, tied embedding)',
+      where: 'device',
+      forward: gatheredFwd,
+      backward: gatheredBwd,
+      optimizer: 0,
+    },
+    {
+      id: 'grads.held',
+      category: 'grads',
+      label: gradsSharded ? `float32 gradient shard (1/${D})` : 'float32 gradients',
+      where: 'device',
+      forward: gradsPersistent,
+      backward: gradsPersistent,
+      optimizer: gradsPersistent,
+    },
+    {
+      id: 'grads.unit',
+      category: 'grads',
+      label: gradsUnsynced
+        ? 'whole-unit float32 gradients accumulated until the last micro-step (no_sync)'
+        : 'whole-unit float32 gradients awaiting reduce-scatter',
+      where: 'device',
+      forward: gradsUnsynced,
+      backward: gradsTransient,
+      optimizer: 0,
+    },
+    {
+      id: 'optimizer.adamw',
+      category: 'optimizer',
+      label: `AdamW moments${optSharded ? ` (1/${D})` : ''}`,
+      where: 'device',
+      forward: optimizerDevice,
+      backward: optimizerDevice,
+      optimizer: optimizerDevice,
+    },
+    {
+      id: 'activations.timeline',
+      category: 'activations',
+      label: 'residual stream, saved block internals, head',
+      where: 'device',
+      forward: actFwd,
+      backward: actBwd,
+      optimizer: 0,
+    },
+    {
+      id: 'workspace.backward',
+      category: 'workspace',
+      label:
+        input.device === 'cuda'
+          ? "backward scratch of one block and the backend's largest transient scratch"
+          : 'backward scratch of one block',
+      where: 'device',
+      forward: 0,
+      backward: z.workspace,
+      optimizer: 0,
+    },
+    {
+      id: 'comm.buffers',
+      category: 'comm',
+      label: `${input.precision.reduce} reduce and ${input.precision.param} gather buffers`,
+      where: 'device',
+      forward: commFwd,
+      backward: commBwd,
+      optimizer: 0,
+    },
+    {
+      id: 'other.batches',
+      category: 'other',
+      label:
+        input.device === 'cuda'
+          ? "the token batch being computed (the data loader's ring is pinned host memory)"
+          : `token batches (current and ${input.prefetchBatches ?? 2} prefetched)`,
+      where: 'device',
+      forward: batches,
+      backward: batches,
+      optimizer: batches,
+    },
   ];
-  const onHost = (id: string, category: TermSpec['category'], label: string, bytes: number): TermSpec => ({ id, category, label, where: 'host', forward: bytes, backward: bytes, optimizer: bytes });
-  if (master - masterDevice > 0) terms.push(onHost('params.host', 'params', 'float32 parameter shard in host memory', master - masterDevice));
-  if (gradsHeld - gradsPersistent > 0) terms.push(onHost('grads.host', 'grads', 'float32 gradient shard in host memory', gradsHeld - gradsPersistent));
-  if (optimizer - optimizerDevice > 0) terms.push(onHost('optimizer.host', 'optimizer', 'AdamW moments in host memory', optimizer - optimizerDevice));
+  const onHost = (id: string, category: TermSpec['category'], label: string, bytes: number): TermSpec => ({
+    id,
+    category,
+    label,
+    where: 'host',
+    forward: bytes,
+    backward: bytes,
+    optimizer: bytes,
+  });
+  if (master - masterDevice > 0)
+    terms.push(onHost('params.host', 'params', 'float32 parameter shard in host memory', master - masterDevice));
+  if (gradsHeld - gradsPersistent > 0)
+    terms.push(onHost('grads.host', 'grads', 'float32 gradient shard in host memory', gradsHeld - gradsPersistent));
+  if (optimizer - optimizerDevice > 0)
+    terms.push(onHost('optimizer.host', 'optimizer', 'AdamW moments in host memory', optimizer - optimizerDevice));
   const notes = st !== input.strategy ? [`${input.strategy} over one shard behaves as NO_SHARD`] : [];
-  return { terms: terms.filter((t) => t.where === 'host' || t.forward || t.backward || t.optimizer), backwardSteps: 1, fragmentation: 0, notes };
+  return {
+    terms: terms.filter((t) => t.where === 'host' || t.forward || t.backward || t.optimizer),
+    backwardSteps: 1,
+    fragmentation: 0,
+    notes,
+  };
 }

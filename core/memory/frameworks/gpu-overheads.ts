@@ -22,9 +22,29 @@ export const CACHING_ALLOCATOR_FRAGMENTATION = 0.05;
 /** The process's memory outside the allocator: CUDA context, NCCL communicators. */
 export function processOverheads(input: MemoryInput, communicators: number): Array<{ info: TermInfo; bytes: number }> {
   if (input.device !== 'cuda') return [];
-  const out: Array<{ info: TermInfo; bytes: number }> = [{ info: { id: 'other.cuda-context', category: 'other', label: 'CUDA context and loaded kernels', where: 'device', outsideAllocator: true }, bytes: CUDA_CONTEXT_BYTES }];
+  const out: Array<{ info: TermInfo; bytes: number }> = [
+    {
+      info: {
+        id: 'other.cuda-context',
+        category: 'other',
+        label: 'CUDA context and loaded kernels',
+        where: 'device',
+        outsideAllocator: true,
+      },
+      bytes: CUDA_CONTEXT_BYTES,
+    },
+  ];
   if (worldSize(input) > 1 && communicators > 0) {
-    out.push({ info: { id: 'comm.nccl', category: 'comm', label: `NCCL buffers (${communicators} communicator${communicators > 1 ? 's' : ''})`, where: 'device', outsideAllocator: true }, bytes: communicators * NCCL_COMMUNICATOR_BYTES });
+    out.push({
+      info: {
+        id: 'comm.nccl',
+        category: 'comm',
+        label: `NCCL buffers (${communicators} communicator${communicators > 1 ? 's' : ''})`,
+        where: 'device',
+        outsideAllocator: true,
+      },
+      bytes: communicators * NCCL_COMMUNICATOR_BYTES,
+    });
   }
   return out;
 }
@@ -34,7 +54,15 @@ export function pytorchProcessTerms(input: MemoryInput, communicators: number): 
   if (input.device !== 'cuda') return [];
   const cublas = 2 * cublasWorkspaceBytes(input.gpu?.computeCapability) + CUBLASLT_WORKSPACE_BYTES;
   return [
-    ...processOverheads(input, communicators).map(({ info, bytes }) => ({ ...constantTerm(info.id, info.category, info.label, bytes), outsideAllocator: true })),
-    constantTerm('workspace.cublas', 'workspace', 'cuBLAS workspaces (the forward thread\'s and autograd\'s) and cuBLASLt\'s', cublas),
+    ...processOverheads(input, communicators).map(({ info, bytes }) => ({
+      ...constantTerm(info.id, info.category, info.label, bytes),
+      outsideAllocator: true,
+    })),
+    constantTerm(
+      'workspace.cublas',
+      'workspace',
+      "cuBLAS workspaces (the forward thread's and autograd's) and cuBLASLt's",
+      cublas,
+    ),
   ];
 }

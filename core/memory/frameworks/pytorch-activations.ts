@@ -22,9 +22,8 @@ export function pytorchActivations(input: MemoryInput, microBatch = input.microB
 
   // Attention core: eager keeps softmax probabilities (b·heads·s²), plus their dropout mask and
   // output with dropout; flash keeps only the output and a logsumexp per head and token.
-  const core = input.attention === 'flash'
-    ? heads * t * FP32
-    : microBatch * heads * s * s * (a + (drop ? MASK + a : 0));
+  const core =
+    input.attention === 'flash' ? heads * t * FP32 : microBatch * heads * s * s * (a + (drop ? MASK + a : 0));
   // Linear inputs and attention inputs: norm1 in, qkv in (norm1 out), q, k, v, out-proj in.
   const attention = t * a * (h + h + h + 2 * kv + h) + t * normStats + (drop ? t * h * MASK : 0) + core;
   // MLP: norm2 in, fc in (norm2 out), then GELU in + out, or SwiGLU gate, up, silu(gate), product.
@@ -35,7 +34,10 @@ export function pytorchActivations(input: MemoryInput, microBatch = input.microB
   // Selective recomputation (Korthikanti §5): keep the matrix-product outputs, recompute norms,
   // activation functions and the attention core: block input, q/k/v, attention output, the
   // residual before norm2, and the MLP's first product(s).
-  const selectiveBlock = t * a * (h + h + 2 * kv + h + h) + (input.attention === 'flash' ? heads * t * FP32 : 0) + t * a * (m.mlp === 'gelu' ? f : 2 * f);
+  const selectiveBlock =
+    t * a * (h + h + 2 * kv + h + h) +
+    (input.attention === 'flash' ? heads * t * FP32 : 0) +
+    t * a * (m.mlp === 'gelu' ? f : 2 * f);
 
   // While a block runs backward: gradients of the MLP hidden (two of width f) or of the softmax
   // (two of b·heads·s² in eager attention), plus the residual gradient flowing through.

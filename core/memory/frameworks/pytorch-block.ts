@@ -127,7 +127,12 @@ export type BlockKept = Map<string, number>;
  * Forward of one block on input `x` (live; kept by the block's first norm or its checkpoint).
  * Returns the output (the next block's input) and what the block keeps for backward.
  */
-export function blockForward(log: TensorLog, s: BlockSizes, x: number, policy: BlockPolicy): { out: number; kept: BlockKept } {
+export function blockForward(
+  log: TensorLog,
+  s: BlockSizes,
+  x: number,
+  policy: BlockPolicy,
+): { out: number; kept: BlockKept } {
   const kept: BlockKept = new Map([['x', x]]);
   const out = run(log, s, kept, policy, 'forward');
   return { out, kept };
@@ -148,7 +153,13 @@ function dropper(log: TensorLog, kept: BlockKept): (name: string) => void {
  * attention outputs. `recompute` (backward of a checkpointed block) makes what forward did not keep,
  * up to the last tensor backward needs; it returns 0.
  */
-function run(log: TensorLog, s: BlockSizes, kept: BlockKept, policy: BlockPolicy, pass: 'forward' | 'recompute'): number {
+function run(
+  log: TensorLog,
+  s: BlockSizes,
+  kept: BlockKept,
+  policy: BlockPolicy,
+  pass: 'forward' | 'recompute',
+): number {
   const { t, C, qDim, kvDim, F, a, xr } = s;
   const e = s.experts;
   // Whether autograd's saves stay: without checkpointing, and in a recompute (it runs to make them).
@@ -224,7 +235,8 @@ function run(log: TensorLog, s: BlockSizes, kept: BlockKept, policy: BlockPolicy
   linear('proj', 'proj', t * C * a, false);
   if (s.dropout && !reuse) put('projMask', t * C);
   // attn.forward returns: its argument (the norm output) and, when nothing saved them, q/k/v and the attention output die.
-  if (!saves && !sac) for (const n of ['qkv', 'q', 'k', 'v', 'qRot', 'kRot', 'attnOut', 'probs', 'probsMask', 'probsDropped']) drop(n);
+  if (!saves && !sac)
+    for (const n of ['qkv', 'q', 'k', 'v', 'qRot', 'kRot', 'attnOut', 'probs', 'probsMask', 'probsDropped']) drop(n);
   if (!saves || s.autocast) drop('ln1Out');
   // x + proj(…): a new residual tensor; the projection's output dies unless selective checkpointing's forward keeps it.
   put('x1', t * C * xr);
@@ -283,7 +295,13 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
   // the node while it runs, so it goes before the bias's gradient (a node of its own, the bias's
   // expand); what forward saved goes when autograd releases the node, after it.
   const recomputed = policy !== 'none';
-  const linearBackward = (linear: LinearName, inBytes: number, savedInput: string | undefined, inCast: boolean, consumed: () => void) => {
+  const linearBackward = (
+    linear: LinearName,
+    inBytes: number,
+    savedInput: string | undefined,
+    inCast: boolean,
+    consumed: () => void,
+  ) => {
     const release = () => {
       if (savedInput) drop(savedInput);
       drop(`${linear}W`);
@@ -320,7 +338,9 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
     log.free(gA);
     drop('gate');
     const fromUp = linearBackward('up', t * C * a, s.autocast ? 'upIn' : undefined, s.autocast, () => log.free(gUp));
-    const fromGate = linearBackward('gate', t * C * a, s.autocast ? 'gateIn' : 'ln2Out', s.autocast, () => log.free(gGate));
+    const fromGate = linearBackward('gate', t * C * a, s.autocast ? 'gateIn' : 'ln2Out', s.autocast, () =>
+      log.free(gGate),
+    );
     gLn2 = log.alloc('actGrads', t * C * xr);
     log.free(fromUp);
     log.free(fromGate);
@@ -364,7 +384,13 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
     // flash (bf16/fp16) makes three, plus its fp32 row sums and dq accumulator (sequence rounded up
     // to 128), freed before it returns. The CPU kernel makes three and nothing else.
     const chunk = s.cuda && a === 4 && s.fusedQkv && !s.rotary;
-    const grads = chunk ? [log.alloc('actGrads', t * (qDim + 2 * kvDim) * a)] : [log.alloc('actGrads', t * qDim * a), log.alloc('actGrads', t * kvDim * a), log.alloc('actGrads', t * kvDim * a)];
+    const grads = chunk
+      ? [log.alloc('actGrads', t * (qDim + 2 * kvDim) * a)]
+      : [
+          log.alloc('actGrads', t * qDim * a),
+          log.alloc('actGrads', t * kvDim * a),
+          log.alloc('actGrads', t * kvDim * a),
+        ];
     const rows = a === 4 ? Math.ceil(s.seq / 32) * 32 : Math.ceil(s.seq / 128) * 128;
     const rowSums = s.cuda ? log.alloc('actGrads', s.batch * s.H * rows * 4) : 0;
     const dqAccum = s.cuda && a !== 4 ? log.alloc('actGrads', s.batch * rows * qDim * 4) : 0;
@@ -376,7 +402,9 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
       drop('attnOut');
     });
   }
-  const gLn1 = linearBackward('qkv', t * C * a, s.autocast ? 'qkvIn' : 'ln1Out', s.autocast, () => gQkv.forEach((id) => log.free(id)));
+  const gLn1 = linearBackward('qkv', t * C * a, s.autocast ? 'qkvIn' : 'ln1Out', s.autocast, () =>
+    gQkv.forEach((id) => log.free(id)),
+  );
   // The block input goes with the first norm's backward; so does the down projection's output that
   // selective checkpointing kept and nothing read (the checkpoint frame ends).
   const g2 = normBackward(log, s, kept, 'ln1', gLn1, 'x', true, ['down']);
@@ -391,7 +419,13 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
  * saved inputs go (then `afterAttention`'s), rotary positions are undone, and a fused projection's
  * split is undone by a concatenation into a new tensor.
  */
-function gradOfQkv(log: TensorLog, s: BlockSizes, kept: BlockKept, grads: number[], afterAttention?: () => void): number[] {
+function gradOfQkv(
+  log: TensorLog,
+  s: BlockSizes,
+  kept: BlockKept,
+  grads: number[],
+  afterAttention?: () => void,
+): number[] {
   const { t, qDim, kvDim, a } = s;
   const drop = dropper(log, kept);
   for (const n of ['qkv', 'qRot', 'kRot', 'v']) drop(n);
@@ -411,7 +445,16 @@ function gradOfQkv(log: TensorLog, s: BlockSizes, kept: BlockKept, grads: number
 }
 
 /** A norm's backward: its input's gradient and its parameters'; the gradient it got, its saved input and statistics go. */
-function normBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, name: string, gOut: number, input: string, first: boolean, also: string[] = []): number {
+function normBackward(
+  log: TensorLog,
+  s: BlockSizes,
+  kept: BlockKept,
+  name: string,
+  gOut: number,
+  input: string,
+  first: boolean,
+  also: string[] = [],
+): number {
   const gIn = log.alloc('actGrads', s.t * s.C * s.xr);
   log.normGrads(first);
   log.free(gOut);

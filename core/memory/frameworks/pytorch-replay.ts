@@ -6,9 +6,36 @@
 // test/reference/measure_memory.py measures, so each choice below can be checked against a GPU.
 import { bytesOf, shardGroupSize, worldSize, type MemoryInput } from '../memory-input';
 import { parameterTensors, type ParameterTensors } from '../model-shape';
-import { blockBackward, blockForward, blockSizes, computeMode, type BlockKept, type BlockPolicy, type BlockSizes, type ComputeMode, type LinearName, type TensorLog } from './pytorch-block';
+import {
+  blockBackward,
+  blockForward,
+  blockSizes,
+  computeMode,
+  type BlockKept,
+  type BlockPolicy,
+  type BlockSizes,
+  type ComputeMode,
+  type LinearName,
+  type TensorLog,
+} from './pytorch-block';
 
-export const REPLAY_TERMS = ['params', 'autocast', 'grads', 'gradsUnsharded', 'optimizer', 'optimizerStep', 'saved', 'recompute', 'actGrads', 'logits', 'gathered', 'reduceScatter', 'ddpBuckets', 'cublas', 'batch'] as const;
+export const REPLAY_TERMS = [
+  'params',
+  'autocast',
+  'grads',
+  'gradsUnsharded',
+  'optimizer',
+  'optimizerStep',
+  'saved',
+  'recompute',
+  'actGrads',
+  'logits',
+  'gathered',
+  'reduceScatter',
+  'ddpBuckets',
+  'cublas',
+  'batch',
+] as const;
 export type ReplayTerm = (typeof REPLAY_TERMS)[number];
 export type ReplayPhase = 'setup' | 'forward' | 'backward' | 'optimizer';
 
@@ -31,7 +58,12 @@ export function cublasWorkspaceBytes(computeCapability: number | undefined): num
 export const CUBLASLT_WORKSPACE_BYTES = 1 * MiB;
 
 /** Replays model loading and up to `steps` optimizer steps of `input` into `sink`; `settled(step)` can end it after a step. */
-export function replayTraining(input: MemoryInput, sink: ReplaySink, steps: number, settled?: (step: number) => boolean): void {
+export function replayTraining(
+  input: MemoryInput,
+  sink: ReplaySink,
+  steps: number,
+  settled?: (step: number) => boolean,
+): void {
   new Replay(input, sink).run(steps, settled);
 }
 
@@ -126,9 +158,16 @@ class Replay implements TensorLog {
     const t = this.t;
     const full = (ns: number[]) => ns.map((n) => this.alloc('params', n * 4));
     const embedding = full(t.embedding);
-    for (let i = 0; i < this.L; i++) this.units.push({ tensors: t.block, local: full(t.block), gathered: [], grads: [], rsState: 0 });
+    for (let i = 0; i < this.L; i++)
+      this.units.push({ tensors: t.block, local: full(t.block), gathered: [], grads: [], rsState: 0 });
     const tail = full([...t.finalNorm, ...t.head]);
-    this.units.push({ tensors: [...t.embedding, ...t.finalNorm, ...t.head], local: [...embedding, ...tail], gathered: [], grads: [], rsState: 0 });
+    this.units.push({
+      tensors: [...t.embedding, ...t.finalNorm, ...t.head],
+      local: [...embedding, ...tail],
+      gathered: [],
+      grads: [],
+      rsState: 0,
+    });
     if (this.fsdp) {
       // fully_shard per block, then at the root: each parameter becomes a 1/G shard (dim 0 padded to G).
       const offload = this.input.offload.params;
@@ -226,7 +265,8 @@ class Replay implements TensorLog {
     const V = m.vocabSize;
     const { tail } = fwd;
     // The root's pre-backward prefetches the last block's all-gather.
-    if (this.fsdp && this.G > 1 && this.L > 0) this.flat = this.alloc('gathered', this.units[this.L - 1].tensors.reduce((a, n) => a + n, 0) * this.p);
+    if (this.fsdp && this.G > 1 && this.L > 0)
+      this.flat = this.alloc('gathered', this.units[this.L - 1].tensors.reduce((a, n) => a + n, 0) * this.p);
     // Loss: nll_loss's and log_softmax's backward, in fp32; back to the logits' dtype.
     const gLogSoftmax = this.alloc('logits', s.t * V * 4);
     const gLogits32 = this.alloc('logits', s.t * V * 4);
@@ -242,8 +282,14 @@ class Replay implements TensorLog {
     // LM head: mm's backward makes the weight's gradient (the tied embedding's first contribution) before the input's.
     const headWeight = V * m.dModel;
     const autocast = this.mode === 'autocast';
-    const headLow = autocast ? this.alloc('grads', headWeight * 2) : this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
-    const headBiasLow = m.headBias ? (autocast ? this.alloc('grads', V * 2) : this.paramGrad('head.bias', V, this.units[this.L])) : 0;
+    const headLow = autocast
+      ? this.alloc('grads', headWeight * 2)
+      : this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
+    const headBiasLow = m.headBias
+      ? autocast
+        ? this.alloc('grads', V * 2)
+        : this.paramGrad('head.bias', V, this.units[this.L])
+      : 0;
     const gHead = this.alloc('actGrads', s.t * s.C * s.a);
     this.free(gLogits);
     this.free(tail.headCast);
@@ -341,7 +387,13 @@ class Replay implements TensorLog {
     if (sorting) {
       const segments = Math.min(s.t, V);
       const partials = Math.floor(s.t / 10) + segments;
-      const temps = [this.alloc('actGrads', s.t * 8), this.alloc('actGrads', segments * 8), this.alloc('actGrads', segments * 8), this.alloc('actGrads', partials * 8), this.alloc('actGrads', partials * this.input.model.dModel * 4)];
+      const temps = [
+        this.alloc('actGrads', s.t * 8),
+        this.alloc('actGrads', segments * 8),
+        this.alloc('actGrads', segments * 8),
+        this.alloc('actGrads', partials * 8),
+        this.alloc('actGrads', partials * this.input.model.dModel * 4),
+      ];
       for (const id of temps.reverse()) this.free(id);
       for (const id of ids) this.free(id);
     }
@@ -428,7 +480,10 @@ class Replay implements TensorLog {
     const unit = this.units[this.block];
     let i = 0;
     const linears = this.linearsOf(linear);
-    for (const [part, key] of [['w', 'weight'], ['b', 'bias']] as const) {
+    for (const [part, key] of [
+      ['w', 'weight'],
+      ['b', 'bias'],
+    ] as const) {
       for (const l of linears) {
         if (!l[key]) continue;
         this.paramGrad(`${l.key}.${part}`, l[key], unit);
@@ -471,7 +526,8 @@ class Replay implements TensorLog {
     this.free(flat);
     this.flat = 0;
     const i = this.units.indexOf(unit);
-    if (this.G > 1 && i > 0 && i < this.L) this.flat = this.alloc('gathered', this.units[i - 1].tensors.reduce((s, n) => s + n, 0) * this.p);
+    if (this.G > 1 && i > 0 && i < this.L)
+      this.flat = this.alloc('gathered', this.units[i - 1].tensors.reduce((s, n) => s + n, 0) * this.p);
   }
 
   private reshard(unit: Unit): void {
@@ -510,7 +566,8 @@ class Replay implements TensorLog {
       this.free(out);
       out = onHost;
     }
-    if (this.grads.has(key)) this.free(out); // a later micro-step: added into the sharded gradient
+    if (this.grads.has(key))
+      this.free(out); // a later micro-step: added into the sharded gradient
     else this.grads.set(key, out);
   }
 
@@ -522,11 +579,14 @@ class Replay implements TensorLog {
     const t = this.t;
     const order = [...t.embedding, ...Array.from({ length: this.L }, () => t.block).flat(), ...t.finalNorm, ...t.head];
     const locals = order.map((n) => Math.ceil(n / share));
-    if (first) for (const n of locals) this.optimizerState.push(this.alloc('optimizer', n * 4, 0, host), this.alloc('optimizer', n * 4, 0, host));
+    if (first)
+      for (const n of locals)
+        this.optimizerState.push(this.alloc('optimizer', n * 4, 0, host), this.alloc('optimizer', n * 4, 0, host));
     const step = locals.map((n) => this.alloc('optimizerStep', n * 4, 0, host));
     // The intermediates' Python list is dropped last item first; zero_grad then goes in parameter order.
     for (const id of step.reverse()) this.free(id);
-    for (const id of [...this.grads.entries()].sort((a, b) => gradOrder(a[0]) - gradOrder(b[0])).map((e) => e[1])) this.free(id);
+    for (const id of [...this.grads.entries()].sort((a, b) => gradOrder(a[0]) - gradOrder(b[0])).map((e) => e[1]))
+      this.free(id);
     this.grads.clear();
   }
 }

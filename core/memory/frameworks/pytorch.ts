@@ -19,23 +19,37 @@ const MIN_STEPS = 3;
 const MAX_STEPS = 6;
 
 export function pytorchMoments(input: MemoryInput): FrameworkMoments {
-  const fsdp = input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
+  const fsdp =
+    input.strategy === 'SHARD_GRAD_OP' || input.strategy === 'FULL_SHARD' || input.strategy === 'HYBRID_SHARD';
   const G = shardGroupSize(input);
   const terms = REPLAY_TERMS.map((t) => termInfo(t, input, fsdp, G));
   const sink = new MeasuringSink(terms.length, input.device === 'cuda');
   replayTraining(input, sink, MAX_STEPS, (step) => step >= MIN_STEPS && !sink.grewInStep);
   const notes: string[] = [];
-  if (fsdp) notes.push('FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward');
-  if (input.offload.optimizer && !fsdp) notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');
+  if (fsdp)
+    notes.push(
+      'FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward',
+    );
+  if (input.offload.optimizer && !fsdp)
+    notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');
   const process = processOverheads(input, input.strategy === 'HYBRID_SHARD' ? 2 : 1);
   return {
     terms: [...terms, ...process.map((p) => p.info)],
-    phasePeaks: Object.fromEntries((['forward', 'backward', 'optimizer'] as const).map((ph) => {
-      const best = sink.best[ph];
-      return [ph, { bytes: [...best.bytes, ...process.map((p) => p.bytes)], allocated: best.allocated }];
-    })) as FrameworkMoments['phasePeaks'],
+    phasePeaks: Object.fromEntries(
+      (['forward', 'backward', 'optimizer'] as const).map((ph) => {
+        const best = sink.best[ph];
+        return [ph, { bytes: [...best.bytes, ...process.map((p) => p.bytes)], allocated: best.allocated }];
+      }),
+    ) as FrameworkMoments['phasePeaks'],
     momentTotals: sink.totals.map((x) => x + process.reduce((s, p) => s + (p.info.outsideAllocator ? p.bytes : 0), 0)),
-    allocator: input.device === 'cuda' ? { allocatedPeak: sink.allocator!.peakAllocated, reservedPeak: sink.allocator!.peakReserved, largestSegment: sink.allocator!.largestSegment } : undefined,
+    allocator:
+      input.device === 'cuda'
+        ? {
+            allocatedPeak: sink.allocator!.peakAllocated,
+            reservedPeak: sink.allocator!.peakReserved,
+            largestSegment: sink.allocator!.largestSegment,
+          }
+        : undefined,
     hostPeak: sink.hostPeak,
     notes,
   };
@@ -45,23 +59,65 @@ function termInfo(t: ReplayTerm, input: MemoryInput, fsdp: boolean, G: number): 
   const shard = fsdp ? ` (1/${G})` : '';
   const table: Record<ReplayTerm, [string, MemoryCategory, string]> = {
     params: ['params.master', 'params', fsdp ? `fp32 parameter shard${shard}` : 'fp32 parameters'],
-    autocast: ['params.autocast-copies', 'params', 'bf16 weight copies autocast makes (kept by each linear until its backward)'],
-    grads: ['grads.fp32', 'grads', fsdp ? `fp32 gradient shard${shard}, written by the reduce-scatter` : 'fp32 gradients (.grad), and a tied embedding\'s two contributions and their sum'],
-    gradsUnsharded: ['grads.unsharded', 'grads', `unsharded ${input.precision.param} gradients of the units in backward (before their reduce-scatter)`],
-    optimizer: ['optimizer.adamw', 'optimizer', `AdamW moments (exp_avg, exp_avg_sq), fp32${fsdp || input.strategy === 'SHARD_OPTIMIZER' ? ', sharded' : ''}`],
-    optimizerStep: ['workspace.optimizer', 'workspace', 'foreach AdamW intermediate (sqrt of exp_avg_sq, one per parameter)'],
-    saved: ['activations.saved', 'activations', `tensors saved for backward by ${input.model.nLayers} blocks, the final norm and the embeddings`],
-    recompute: ['activations.recompute', 'activations', 'a checkpointed block\'s activations (and autocast weight copies) recomputed for its backward'],
+    autocast: [
+      'params.autocast-copies',
+      'params',
+      'bf16 weight copies autocast makes (kept by each linear until its backward)',
+    ],
+    grads: [
+      'grads.fp32',
+      'grads',
+      fsdp
+        ? `fp32 gradient shard${shard}, written by the reduce-scatter`
+        : "fp32 gradients (.grad), and a tied embedding's two contributions and their sum",
+    ],
+    gradsUnsharded: [
+      'grads.unsharded',
+      'grads',
+      `unsharded ${input.precision.param} gradients of the units in backward (before their reduce-scatter)`,
+    ],
+    optimizer: [
+      'optimizer.adamw',
+      'optimizer',
+      `AdamW moments (exp_avg, exp_avg_sq), fp32${fsdp || input.strategy === 'SHARD_OPTIMIZER' ? ', sharded' : ''}`,
+    ],
+    optimizerStep: [
+      'workspace.optimizer',
+      'workspace',
+      'foreach AdamW intermediate (sqrt of exp_avg_sq, one per parameter)',
+    ],
+    saved: [
+      'activations.saved',
+      'activations',
+      `tensors saved for backward by ${input.model.nLayers} blocks, the final norm and the embeddings`,
+    ],
+    recompute: [
+      'activations.recompute',
+      'activations',
+      "a checkpointed block's activations (and autocast weight copies) recomputed for its backward",
+    ],
     actGrads: ['activations.grads', 'activations', 'gradients of activations and temporaries while an op runs'],
     logits: ['activations.logits', 'activations', 'logits, the fp32 log-softmax the loss keeps, and their gradients'],
-    gathered: ['comm.gathered', 'comm', `parameters gathered in ${input.precision.param} (the root unit, the block computing${G > 1 ? ', the all-gather in flight' : ''})`],
-    reduceScatter: ['comm.reduce-scatter', 'comm', `reduce-scatter input in ${input.precision.reduce} (a unit's, kept until the next unit's)`],
+    gathered: [
+      'comm.gathered',
+      'comm',
+      `parameters gathered in ${input.precision.param} (the root unit, the block computing${G > 1 ? ', the all-gather in flight' : ''})`,
+    ],
+    reduceScatter: [
+      'comm.reduce-scatter',
+      'comm',
+      `reduce-scatter input in ${input.precision.reduce} (a unit's, kept until the next unit's)`,
+    ],
     ddpBuckets: ['comm.ddp-buckets', 'comm', `DDP gradient buckets (${input.ddp.bucketCapMb} MB each, all gradients)`],
-    cublas: ['workspace.cublas', 'workspace', 'cuBLAS workspaces (the forward thread\'s and autograd\'s) and cuBLASLt\'s'],
+    cublas: ['workspace.cublas', 'workspace', "cuBLAS workspaces (the forward thread's and autograd's) and cuBLASLt's"],
     batch: ['other.batch', 'other', 'token ids and targets (int64)'],
   };
   const [id, category, label] = table[t];
-  const where = (t === 'params' && fsdp && input.offload.params) || ((t === 'optimizer' || t === 'optimizerStep') && (input.offload.optimizer || (fsdp && input.offload.params))) ? 'host' : 'device';
+  const where =
+    (t === 'params' && fsdp && input.offload.params) ||
+    ((t === 'optimizer' || t === 'optimizerStep') && (input.offload.optimizer || (fsdp && input.offload.params)))
+      ? 'host'
+      : 'device';
   return { id, category, label, where };
 }
 

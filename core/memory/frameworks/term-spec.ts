@@ -47,6 +47,12 @@ export interface FrameworkMoments {
 }
 
 /** A term with the same bytes in every phase. */
-export function constantTerm(id: string, category: MemoryCategory, label: string, bytes: number, where: 'device' | 'host' = 'device'): TermSpec {
+export function constantTerm(
+  id: string,
+  category: MemoryCategory,
+  label: string,
+  bytes: number,
+  where: 'device' | 'host' = 'device',
+): TermSpec {
   return { id, category, label, where, forward: bytes, backward: bytes, optimizer: bytes };
 }

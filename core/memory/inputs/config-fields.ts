@@ -8,7 +8,13 @@ import type { EstimateOptions } from './estimate-options';
 import { modelFromOptions, type ModelOrigin, type ModelSource } from './model-from-options';
 
 /** The start of reading a config that does not describe its model: the model from the options. */
-export function beginReading(doc: SourceDocument, fileName: string, kind: ConfigKind, options: EstimateOptions, source?: ModelSource): { f: FieldReader; model: { shape: ModelShape; seqLen: number; source?: ModelOrigin } } | ConfigInputError {
+export function beginReading(
+  doc: SourceDocument,
+  fileName: string,
+  kind: ConfigKind,
+  options: EstimateOptions,
+  source?: ModelSource,
+): { f: FieldReader; model: { shape: ModelShape; seqLen: number; source?: ModelOrigin } } | ConfigInputError {
   const model = modelFromOptions(options, source);
   if ('error' in model) return { kind, error: `${fileName}: ${model.error}` };
   return { f: new FieldReader(doc, fileName, [model.note]), model };
@@ -42,13 +48,15 @@ export class FieldReader {
       return fallback;
     }
     const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) return this.fail(path, `expected ${what}, got ${JSON.stringify(v)}`, fallback);
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0)
+      return this.fail(path, `expected ${what}, got ${JSON.stringify(v)}`, fallback);
     return n;
   }
 
   integer(path: ConfigPath, fallback: number, min = 0): number {
     const n = this.number(path, fallback, `an integer ≥ ${min}`);
-    if (!Number.isInteger(n) || n < min) return this.fail(path, `expected an integer ≥ ${min}, got ${JSON.stringify(this.get(path))}`, fallback);
+    if (!Number.isInteger(n) || n < min)
+      return this.fail(path, `expected an integer ≥ ${min}, got ${JSON.stringify(this.get(path))}`, fallback);
     return n;
   }
 

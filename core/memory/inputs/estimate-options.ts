@@ -38,9 +38,16 @@ export interface OptionProblem {
 type Reader = (value: string) => Partial<EstimateOptions> | string;
 
 // Bounds keep estimates meaningful: beyond them no real run exists, and the numbers mislead.
-const int = (key: keyof EstimateOptions, min: number, max: number): Reader => (v) =>
-  /^\d+$/.test(v) && Number(v) >= min && Number(v) <= max ? { [key]: Number(v) } : `expected an integer from ${min} to ${max.toLocaleString('en-US')}, got "${v}"`;
-const oneOf = <T extends string>(key: keyof EstimateOptions, values: readonly T[]): Reader => (v) => (values.includes(v as T) ? { [key]: v } : `expected one of ${values.join(', ')}, got "${v}"`);
+const int =
+  (key: keyof EstimateOptions, min: number, max: number): Reader =>
+  (v) =>
+    /^\d+$/.test(v) && Number(v) >= min && Number(v) <= max
+      ? { [key]: Number(v) }
+      : `expected an integer from ${min} to ${max.toLocaleString('en-US')}, got "${v}"`;
+const oneOf =
+  <T extends string>(key: keyof EstimateOptions, values: readonly T[]): Reader =>
+  (v) =>
+    values.includes(v as T) ? { [key]: v } : `expected one of ${values.join(', ')}, got "${v}"`;
 
 const MAX_SEQ = 10_000_000;
 const READERS: Record<string, Reader> = {
@@ -61,7 +68,10 @@ const READERS: Record<string, Reader> = {
   checkpointing: (v) => {
     const m = /^(none|selective|every_n)(?::(\d+))?$/.exec(v);
     if (!m) return `expected none, selective, every_n or every_n:N, got "${v}"`;
-    return { checkpointing: m[1] as 'none' | 'selective' | 'every_n', ...(m[2] ? { everyN: Math.max(1, Number(m[2])) } : {}) };
+    return {
+      checkpointing: m[1] as 'none' | 'selective' | 'every_n',
+      ...(m[2] ? { everyN: Math.max(1, Number(m[2])) } : {}),
+    };
   },
   attention: oneOf('attention', ['flash', 'eager']),
   gpu: (v) => {
@@ -109,7 +119,10 @@ export interface OptionComment {
 export function findOptionComment(text: string): OptionComment | undefined {
   const m = /(?:#|\/\/)[ \t]*fsdp-studio:[ \t]*([^\n]*)/.exec(text);
   if (!m) return undefined;
-  const words = m[1].trim().split(/[ \t]+/).filter(Boolean);
+  const words = m[1]
+    .trim()
+    .split(/[ \t]+/)
+    .filter(Boolean);
   return { ...parseOptionWords(words), offset: m.index };
 }
 
@@ -125,7 +138,10 @@ export function mergeOptions(...layers: Array<EstimateOptions | undefined>): Est
 export function setOptionInText(text: string, kind: SourceKind, key: string, value: string | number): string {
   const m = /((?:#|\/\/)[ \t]*fsdp-studio:)([^\n\r]*)/.exec(text);
   if (!m) return `${kind === 'json' ? '//' : '#'} fsdp-studio: ${key}=${value}\n${text}`;
-  const words = m[2].trim().split(/[ \t]+/).filter(Boolean);
+  const words = m[2]
+    .trim()
+    .split(/[ \t]+/)
+    .filter(Boolean);
   const at = words.findIndex((w) => w.split('=')[0].replace(/-/g, '_') === key);
   if (at >= 0) words[at] = `${key}=${value}`;
   else words.push(`${key}=${value}`);

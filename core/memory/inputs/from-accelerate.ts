@@ -12,13 +12,30 @@ import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import type { ModelSource } from './model-from-options';
 
-const DISTRIBUTED = ['NO', 'MULTI_GPU', 'FSDP', 'DEEPSPEED', 'MULTI_CPU', 'MULTI_NPU', 'MULTI_XPU', 'MULTI_MLU', 'MULTI_MUSA', 'XLA', 'MEGATRON_LM'] as const;
+const DISTRIBUTED = [
+  'NO',
+  'MULTI_GPU',
+  'FSDP',
+  'DEEPSPEED',
+  'MULTI_CPU',
+  'MULTI_NPU',
+  'MULTI_XPU',
+  'MULTI_MLU',
+  'MULTI_MUSA',
+  'XLA',
+  'MEGATRON_LM',
+] as const;
 // accelerate's FSDP_SHARDING_STRATEGY, in order: the numbers 1…5 it also accepts.
 const FSDP_STRATEGIES = ['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD', 'HYBRID_SHARD', 'HYBRID_SHARD_ZERO2'] as const;
 const FC = 'fsdp_config';
 const DC = 'deepspeed_config';
 
-export function accelerateInput(doc: SourceDocument, fileName: string, options: EstimateOptions, source?: ModelSource): ConfigInputResult {
+export function accelerateInput(
+  doc: SourceDocument,
+  fileName: string,
+  options: EstimateOptions,
+  source?: ModelSource,
+): ConfigInputResult {
   const begun = beginReading(doc, fileName, 'accelerate', options, source);
   if ('error' in begun) return begun;
   const { f, model } = begun;
@@ -30,7 +47,8 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
   const processes = options.nproc !== undefined ? options.nproc * machines : f.integer(['num_processes'], 1, 1);
   const mp = f.oneOf(['mixed_precision'], ['no', 'fp16', 'bf16', 'fp8'], 'no');
   const dtype: Dtype = mp === 'bf16' || mp === 'fp8' ? 'bfloat16' : mp === 'fp16' ? 'float16' : 'float32';
-  if (mp === 'fp8') notes.push('fp8 estimated as bf16 (weights and activations outside the fp8 matrix products stay bf16)');
+  if (mp === 'fp8')
+    notes.push('fp8 estimated as bf16 (weights and activations outside the fp8 matrix products stay bf16)');
   const gpu = options.gpu ? findGpu(options.gpu) : undefined;
   if (options.gpu && !gpu) return { kind: 'accelerate', error: `${fileName}: GPU "${options.gpu}" is not known` };
 
@@ -43,15 +61,23 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
   let gas = 1;
   if (type === 'FSDP') {
     const raw = f.get([FC, 'fsdp_sharding_strategy']);
-    const named = typeof raw === 'number' ? FSDP_STRATEGIES[raw - 1] : f.oneOf([FC, 'fsdp_sharding_strategy'], FSDP_STRATEGIES, 'FULL_SHARD');
+    const named =
+      typeof raw === 'number'
+        ? FSDP_STRATEGIES[raw - 1]
+        : f.oneOf([FC, 'fsdp_sharding_strategy'], FSDP_STRATEGIES, 'FULL_SHARD');
     if (typeof raw === 'number' && !named) f.oneOf([FC, 'fsdp_sharding_strategy'], [1, 2, 3, 4, 5], 1);
     strategy = named === 'HYBRID_SHARD_ZERO2' ? 'HYBRID_SHARD' : (named ?? 'FULL_SHARD');
     // FSDP2 expresses the strategy as reshard_after_forward: false keeps parameters gathered (ZeRO-2).
-    if (f.get([FC, 'fsdp_version']) === 2 && f.get([FC, 'fsdp_reshard_after_forward']) === false) strategy = 'SHARD_GRAD_OP';
+    if (f.get([FC, 'fsdp_version']) === 2 && f.get([FC, 'fsdp_reshard_after_forward']) === false)
+      strategy = 'SHARD_GRAD_OP';
     const params = f.boolean([FC, 'fsdp_offload_params'], false);
     offload = { optimizer: params, params };
     if (f.boolean([FC, 'fsdp_activation_checkpointing'], false)) checkpointing = options.checkpointing ?? 'every_n';
-    const prefetch = f.oneOf([FC, 'fsdp_backward_prefetch'], ['BACKWARD_PRE', 'BACKWARD_POST', 'NO_PREFETCH'], 'BACKWARD_PRE');
+    const prefetch = f.oneOf(
+      [FC, 'fsdp_backward_prefetch'],
+      ['BACKWARD_PRE', 'BACKWARD_POST', 'NO_PREFETCH'],
+      'BACKWARD_PRE',
+    );
     backwardPrefetch = prefetch === 'NO_PREFETCH' ? 'NONE' : prefetch;
     forwardPrefetch = f.boolean([FC, 'fsdp_forward_prefetch'], false);
   } else if (type === 'DEEPSPEED') {
@@ -61,12 +87,16 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
     const param = f.oneOf([DC, 'offload_param_device'], ['none', 'cpu', 'nvme'], 'none');
     offload = { optimizer: optim !== 'none', params: param !== 'none' };
     gas = f.integer([DC, 'gradient_accumulation_steps'], 1, 1);
-    if (f.get([DC, 'deepspeed_config_file']) !== undefined) notes.push('deepspeed_config_file is not read; estimated from this file\'s deepspeed_config fields');
+    if (f.get([DC, 'deepspeed_config_file']) !== undefined)
+      notes.push("deepspeed_config_file is not read; estimated from this file's deepspeed_config fields");
   } else if (type !== 'MULTI_GPU' && type !== 'NO') {
     notes.push(`distributed_type ${type} estimated as data parallel on GPUs`);
   }
   if (f.error) return { kind: 'accelerate', ...f.error };
-  if (options.microBatch === undefined) notes.push('micro-batch 1 assumed (accelerate configs do not say; give micro_batch=… in a "fsdp-studio:" comment or --micro-batch)');
+  if (options.microBatch === undefined)
+    notes.push(
+      'micro-batch 1 assumed (accelerate configs do not say; give micro_batch=… in a "fsdp-studio:" comment or --micro-batch)',
+    );
 
   const input: MemoryInput = {
     ...defaultMemoryInput(model.shape, model.seqLen),
@@ -84,7 +114,16 @@ export function accelerateInput(doc: SourceDocument, fileName: string, options: 
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has(['distributed_type']) ? ['distributed_type'] : [];
-  return { kind: 'accelerate', doc, input, ...(model.source ? { model: model.source } : {}), anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(anchorPath, 'key'), notes, assignmentsFor: (change) => accelerateAssignments(type, input, change) };
+  return {
+    kind: 'accelerate',
+    doc,
+    input,
+    ...(model.source ? { model: model.source } : {}),
+    anchor: doc.rangeOf(anchorPath, 'key'),
+    fitAnchor: doc.rangeOf(anchorPath, 'key'),
+    notes,
+    assignmentsFor: (change) => accelerateAssignments(type, input, change),
+  };
 }
 
 function accelerateAssignments(type: string, input: MemoryInput, change: MemoryChange): ConfigAssignment[] | string {
@@ -96,7 +135,8 @@ function accelerateAssignments(type: string, input: MemoryInput, change: MemoryC
         const stage = (ZERO_STAGE_STRATEGY as readonly string[]).indexOf(change.value);
         return stage < 0 ? `DeepSpeed has no ${change.value}` : [{ path: [DC, 'zero_stage'], value: stage }];
       }
-      if (change.value === 'SHARD_OPTIMIZER') return 'accelerate\'s FSDP has no optimizer-only sharding; use DeepSpeed ZeRO-1';
+      if (change.value === 'SHARD_OPTIMIZER')
+        return "accelerate's FSDP has no optimizer-only sharding; use DeepSpeed ZeRO-1";
       if (change.value === 'NO_SHARD' && type !== 'FSDP') return [{ path: ['distributed_type'], value: 'MULTI_GPU' }];
       return [
         ...(type !== 'FSDP' ? [{ path: ['distributed_type'], value: 'FSDP' }] : []),
@@ -106,10 +146,25 @@ function accelerateAssignments(type: string, input: MemoryInput, change: MemoryC
       if (type === 'FSDP') {
         return [
           { path: [FC, 'fsdp_activation_checkpointing'], value: change.value.policy !== 'none' },
-          ...(change.value.policy === 'selective' || change.value.everyN > 1 ? [{ option: 'checkpointing', value: change.value.policy === 'every_n' ? `every_n:${change.value.everyN}` : change.value.policy }] : []),
+          ...(change.value.policy === 'selective' || change.value.everyN > 1
+            ? [
+                {
+                  option: 'checkpointing',
+                  value: change.value.policy === 'every_n' ? `every_n:${change.value.everyN}` : change.value.policy,
+                },
+              ]
+            : []),
         ];
       }
-      return [{ option: 'checkpointing', value: change.value.policy === 'every_n' && change.value.everyN > 1 ? `every_n:${change.value.everyN}` : change.value.policy }];
+      return [
+        {
+          option: 'checkpointing',
+          value:
+            change.value.policy === 'every_n' && change.value.everyN > 1
+              ? `every_n:${change.value.everyN}`
+              : change.value.policy,
+        },
+      ];
     case 'precision':
       return [{ path: ['mixed_precision'], value: change.value === 'bfloat16' ? 'bf16' : 'no' }];
     case 'offload':
@@ -117,7 +172,9 @@ function accelerateAssignments(type: string, input: MemoryInput, change: MemoryC
       if (type === 'DEEPSPEED') {
         return [
           { path: [DC, 'offload_optimizer_device'], value: change.value ? 'cpu' : 'none' },
-          ...(input.strategy === 'FULL_SHARD' ? [{ path: [DC, 'offload_param_device'], value: change.value ? 'cpu' : 'none' }] : []),
+          ...(input.strategy === 'FULL_SHARD'
+            ? [{ path: [DC, 'offload_param_device'], value: change.value ? 'cpu' : 'none' }]
+            : []),
         ];
       }
       return 'offload needs FSDP or DeepSpeed';

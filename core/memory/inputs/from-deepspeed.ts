@@ -14,7 +14,12 @@ import type { ModelSource } from './model-from-options';
 
 const ZO = 'zero_optimization';
 
-export function deepspeedInput(doc: SourceDocument, fileName: string, options: EstimateOptions, source?: ModelSource): ConfigInputResult {
+export function deepspeedInput(
+  doc: SourceDocument,
+  fileName: string,
+  options: EstimateOptions,
+  source?: ModelSource,
+): ConfigInputResult {
   const begun = beginReading(doc, fileName, 'deepspeed', options, source);
   if ('error' in begun) return begun;
   const { f, model } = begun;
@@ -23,12 +28,17 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
   const stage = f.oneOf([ZO, 'stage'], [0, 1, 2, 3], 0);
   const gas = f.integer(['gradient_accumulation_steps'], 1, 1);
   const trainBatch = f.get(['train_batch_size']);
-  let micro = f.get(['train_micro_batch_size_per_gpu']) === 'auto' ? undefined : f.integer(['train_micro_batch_size_per_gpu'], 0, 0) || undefined;
+  let micro =
+    f.get(['train_micro_batch_size_per_gpu']) === 'auto'
+      ? undefined
+      : f.integer(['train_micro_batch_size_per_gpu'], 0, 0) || undefined;
   // World size: given, or implied by train_batch_size = micro × accumulation × world.
   let world = (options.nproc ?? 0) * (options.nnodes ?? 1) || undefined;
-  if (world === undefined && micro && typeof trainBatch === 'number' && trainBatch % (micro * gas) === 0) world = trainBatch / (micro * gas);
+  if (world === undefined && micro && typeof trainBatch === 'number' && trainBatch % (micro * gas) === 0)
+    world = trainBatch / (micro * gas);
   world ??= 1;
-  if (micro === undefined && typeof trainBatch === 'number' && trainBatch % (gas * world) === 0) micro = trainBatch / (gas * world);
+  if (micro === undefined && typeof trainBatch === 'number' && trainBatch % (gas * world) === 0)
+    micro = trainBatch / (gas * world);
   if (options.microBatch) micro = options.microBatch;
   if (micro === undefined) {
     micro = 1;
@@ -39,8 +49,16 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
   const bf16 = f.boolean(['bf16', 'enabled'], false) || f.boolean(['bfloat16', 'enabled'], false);
   const fp16 = f.boolean(['fp16', 'enabled'], false);
   const dtype = bf16 ? 'bfloat16' : fp16 ? 'float16' : 'float32';
-  const comm = f.oneOf(['communication_data_type'], ['fp32', 'fp16', 'bf16'], dtype === 'float32' ? 'fp32' : dtype === 'float16' ? 'fp16' : 'bf16');
-  const offloadOptimizer = f.oneOf([ZO, 'offload_optimizer', 'device'], ['cpu', 'nvme', 'none'], f.boolean([ZO, 'cpu_offload'], false) ? 'cpu' : 'none');
+  const comm = f.oneOf(
+    ['communication_data_type'],
+    ['fp32', 'fp16', 'bf16'],
+    dtype === 'float32' ? 'fp32' : dtype === 'float16' ? 'fp16' : 'bf16',
+  );
+  const offloadOptimizer = f.oneOf(
+    [ZO, 'offload_optimizer', 'device'],
+    ['cpu', 'nvme', 'none'],
+    f.boolean([ZO, 'cpu_offload'], false) ? 'cpu' : 'none',
+  );
   const offloadParam = f.oneOf([ZO, 'offload_param', 'device'], ['cpu', 'nvme', 'none'], 'none');
   const gpuName = options.gpu;
   const gpu = gpuName ? findGpu(gpuName) : undefined;
@@ -54,7 +72,11 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
     strategy: ZERO_STAGE_STRATEGY[stage],
     nprocPerNode: Math.max(1, Math.round(world / nnodes)),
     nnodes,
-    precision: { param: dtype, reduce: comm === 'fp32' ? 'float32' : comm === 'fp16' ? 'float16' : 'bfloat16', activation: dtype },
+    precision: {
+      param: dtype,
+      reduce: comm === 'fp32' ? 'float32' : comm === 'fp16' ? 'float16' : 'bfloat16',
+      activation: dtype,
+    },
     checkpointing: { policy: options.checkpointing ?? 'none', everyN: options.everyN ?? 1 },
     offload: { optimizer: offloadOptimizer !== 'none', params: offloadParam !== 'none' },
     attention: options.attention ?? 'flash',
@@ -63,25 +85,57 @@ export function deepspeedInput(doc: SourceDocument, fileName: string, options: E
       allgatherBucketSize: f.number([ZO, 'allgather_bucket_size'], ZERO_DEFAULTS.allgatherBucketSize),
       prefetchBucketSize: f.number([ZO, 'stage3_prefetch_bucket_size'], ZERO_DEFAULTS.prefetchBucketSize),
       maxLiveParameters: f.number([ZO, 'stage3_max_live_parameters'], ZERO_DEFAULTS.maxLiveParameters),
-      paramPersistenceThreshold: f.number([ZO, 'stage3_param_persistence_threshold'], ZERO_DEFAULTS.paramPersistenceThreshold),
+      paramPersistenceThreshold: f.number(
+        [ZO, 'stage3_param_persistence_threshold'],
+        ZERO_DEFAULTS.paramPersistenceThreshold,
+      ),
       contiguousGradients: f.boolean([ZO, 'contiguous_gradients'], ZERO_DEFAULTS.contiguousGradients),
     },
     ...(gpu ? { gpu } : {}),
   };
   if (f.error) return { kind: 'deepspeed', ...f.error };
-  if (options.nproc === undefined) notes.push(world > 1 ? `${world} GPUs, from train_batch_size ÷ (micro-batch × accumulation)` : '1 GPU assumed (say how many with nproc=… in a "fsdp-studio:" comment or --nproc)');
-  if (options.checkpointing === undefined) notes.push('no activation checkpointing assumed (it is set in model code; say checkpointing=every_n in the comment if you use it)');
-  const anchorPath = doc.has([ZO]) ? [ZO] : doc.has(['train_micro_batch_size_per_gpu']) ? ['train_micro_batch_size_per_gpu'] : [];
+  if (options.nproc === undefined)
+    notes.push(
+      world > 1
+        ? `${world} GPUs, from train_batch_size ÷ (micro-batch × accumulation)`
+        : '1 GPU assumed (say how many with nproc=… in a "fsdp-studio:" comment or --nproc)',
+    );
+  if (options.checkpointing === undefined)
+    notes.push(
+      'no activation checkpointing assumed (it is set in model code; say checkpointing=every_n in the comment if you use it)',
+    );
+  const anchorPath = doc.has([ZO])
+    ? [ZO]
+    : doc.has(['train_micro_batch_size_per_gpu'])
+      ? ['train_micro_batch_size_per_gpu']
+      : [];
   const fitPath = doc.has(['train_micro_batch_size_per_gpu']) ? ['train_micro_batch_size_per_gpu'] : anchorPath;
-  return { kind: 'deepspeed', doc, input, ...(model.source ? { model: model.source } : {}), anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(fitPath, 'key'), notes, assignmentsFor: (change) => deepspeedAssignments(doc, input, change) };
+  return {
+    kind: 'deepspeed',
+    doc,
+    input,
+    ...(model.source ? { model: model.source } : {}),
+    anchor: doc.rangeOf(anchorPath, 'key'),
+    fitAnchor: doc.rangeOf(fitPath, 'key'),
+    notes,
+    assignmentsFor: (change) => deepspeedAssignments(doc, input, change),
+  };
 }
 
-function deepspeedAssignments(doc: SourceDocument, input: MemoryInput, change: MemoryChange): ConfigAssignment[] | string {
+function deepspeedAssignments(
+  doc: SourceDocument,
+  input: MemoryInput,
+  change: MemoryChange,
+): ConfigAssignment[] | string {
   switch (change.knob) {
     case 'microBatch': {
       const out: ConfigAssignment[] = [{ path: ['train_micro_batch_size_per_gpu'], value: change.value }];
       // Keep DeepSpeed's batch identity: train_batch_size = micro × accumulation × world.
-      if (typeof valueAt(doc, 'train_batch_size') === 'number') out.push({ path: ['train_batch_size'], value: change.value * input.gradAccumSteps * input.nprocPerNode * input.nnodes });
+      if (typeof valueAt(doc, 'train_batch_size') === 'number')
+        out.push({
+          path: ['train_batch_size'],
+          value: change.value * input.gradAccumSteps * input.nprocPerNode * input.nnodes,
+        });
       return out;
     }
     case 'strategy': {
@@ -97,10 +151,20 @@ function deepspeedAssignments(doc: SourceDocument, input: MemoryInput, change: M
     case 'offload':
       return [
         { path: [ZO, 'offload_optimizer', 'device'], value: change.value ? 'cpu' : 'none' },
-        ...(input.strategy === 'FULL_SHARD' ? [{ path: [ZO, 'offload_param', 'device'], value: change.value ? 'cpu' : 'none' }] : []),
+        ...(input.strategy === 'FULL_SHARD'
+          ? [{ path: [ZO, 'offload_param', 'device'], value: change.value ? 'cpu' : 'none' }]
+          : []),
       ];
     case 'checkpointing':
-      return [{ option: 'checkpointing', value: change.value.policy === 'every_n' && change.value.everyN > 1 ? `every_n:${change.value.everyN}` : change.value.policy }];
+      return [
+        {
+          option: 'checkpointing',
+          value:
+            change.value.policy === 'every_n' && change.value.everyN > 1
+              ? `every_n:${change.value.everyN}`
+              : change.value.policy,
+        },
+      ];
     case 'nproc':
       return [{ option: 'nproc', value: change.value }];
     case 'parallel':

@@ -12,16 +12,27 @@ import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import type { ModelSource } from './model-from-options';
 
-export function hfTrainingInput(doc: SourceDocument, fileName: string, options: EstimateOptions, source?: ModelSource): ConfigInputResult {
+export function hfTrainingInput(
+  doc: SourceDocument,
+  fileName: string,
+  options: EstimateOptions,
+  source?: ModelSource,
+): ConfigInputResult {
   const begun = beginReading(doc, fileName, 'hf-training', options, source);
   if ('error' in begun) return begun;
   const { f, model } = begun;
   const notes = f.notes;
   const micro = options.microBatch ?? f.integer(['per_device_train_batch_size'], 8, 1);
-  const seqLen = options.seqLen ?? (f.get(['max_length']) !== undefined ? f.integer(['max_length'], model.seqLen, 1) : Math.min(model.seqLen, 1024));
-  if (options.seqLen === undefined && f.get(['max_length']) === undefined) notes.push(`sequence length ${seqLen} assumed (TRL's default max_length 1024, or the model's if shorter)`);
+  const seqLen =
+    options.seqLen ??
+    (f.get(['max_length']) !== undefined ? f.integer(['max_length'], model.seqLen, 1) : Math.min(model.seqLen, 1024));
+  if (options.seqLen === undefined && f.get(['max_length']) === undefined)
+    notes.push(`sequence length ${seqLen} assumed (TRL's default max_length 1024, or the model's if shorter)`);
   const dtype: Dtype = f.boolean(['bf16'], false) ? 'bfloat16' : f.boolean(['fp16'], false) ? 'float16' : 'float32';
-  const ac = f.boolean(['activation_checkpointing'], false) || f.boolean(['gradient_checkpointing'], false) || fsdpConfig(f.get(['fsdp_config']), 'activation_checkpointing') === true;
+  const ac =
+    f.boolean(['activation_checkpointing'], false) ||
+    f.boolean(['gradient_checkpointing'], false) ||
+    fsdpConfig(f.get(['fsdp_config']), 'activation_checkpointing') === true;
   const gas = f.integer(['gradient_accumulation_steps'], 1, 1);
   const machines = options.nnodes ?? f.integer(['num_machines'], 1, 1);
   const processes = options.nproc !== undefined ? options.nproc * machines : f.integer(['num_processes'], 1, 1);
@@ -36,14 +47,29 @@ export function hfTrainingInput(doc: SourceDocument, fileName: string, options: 
   if (fsdp !== undefined && fsdp !== null && fsdp !== false && fsdp !== '' && fsdp !== 'false') {
     const options_ = typeof fsdp === 'string' ? fsdp.split(/\s+/) : Array.isArray(fsdp) ? fsdp.map(String) : [];
     const reshard = fsdpConfig(f.get(['fsdp_config']), 'reshard_after_forward');
-    strategy = options_.includes('shard_grad_op') || reshard === false || reshard === 'false' ? 'SHARD_GRAD_OP' : options_.includes('hybrid_shard') ? 'HYBRID_SHARD' : 'FULL_SHARD';
+    strategy =
+      options_.includes('shard_grad_op') || reshard === false || reshard === 'false'
+        ? 'SHARD_GRAD_OP'
+        : options_.includes('hybrid_shard')
+          ? 'HYBRID_SHARD'
+          : 'FULL_SHARD';
     const cpu = options_.includes('offload') || fsdpConfig(f.get(['fsdp_config']), 'cpu_offload') === true;
     offload = { optimizer: cpu, params: cpu };
   } else if (ds !== undefined && ds !== null && ds !== '') {
     framework = 'deepspeed';
-    const stage = typeof ds === 'object' ? Number((ds as { zero_optimization?: { stage?: unknown } }).zero_optimization?.stage ?? 2) : /zero_?3|stage_?3|z3/i.test(String(ds)) ? 3 : /zero_?1|stage_?1/i.test(String(ds)) ? 1 : 2;
+    const stage =
+      typeof ds === 'object'
+        ? Number((ds as { zero_optimization?: { stage?: unknown } }).zero_optimization?.stage ?? 2)
+        : /zero_?3|stage_?3|z3/i.test(String(ds))
+          ? 3
+          : /zero_?1|stage_?1/i.test(String(ds))
+            ? 1
+            : 2;
     strategy = ZERO_STAGE_STRATEGY[[0, 1, 2, 3].includes(stage) ? stage : 2];
-    if (typeof ds === 'string') notes.push(`DeepSpeed ZeRO stage ${stage} taken from the file's name ${ds} (the file itself is checked, not read for the estimate)`);
+    if (typeof ds === 'string')
+      notes.push(
+        `DeepSpeed ZeRO stage ${stage} taken from the file's name ${ds} (the file itself is checked, not read for the estimate)`,
+      );
   }
   if (f.error) return { kind: 'hf-training', ...f.error };
   const input: MemoryInput = {
@@ -61,7 +87,16 @@ export function hfTrainingInput(doc: SourceDocument, fileName: string, options: 
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has(['per_device_train_batch_size']) ? ['per_device_train_batch_size'] : [];
-  return { kind: 'hf-training', doc, input, ...(model.source ? { model: model.source } : {}), anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(anchorPath, anchorPath.length ? 'value' : 'key'), notes, assignmentsFor: (change) => hfAssignments(input, change) };
+  return {
+    kind: 'hf-training',
+    doc,
+    input,
+    ...(model.source ? { model: model.source } : {}),
+    anchor: doc.rangeOf(anchorPath, 'key'),
+    fitAnchor: doc.rangeOf(anchorPath, anchorPath.length ? 'value' : 'key'),
+    notes,
+    assignmentsFor: (change) => hfAssignments(input, change),
+  };
 }
 
 function fsdpConfig(config: unknown, key: string): unknown {
@@ -75,17 +110,24 @@ function hfAssignments(input: MemoryInput, change: MemoryChange): ConfigAssignme
     case 'microBatch':
       return [{ path: ['per_device_train_batch_size'], value: change.value }];
     case 'checkpointing':
-      if (change.value.policy === 'selective' || change.value.everyN > 1) return 'TrainingArguments checkpoints every layer or none';
+      if (change.value.policy === 'selective' || change.value.everyN > 1)
+        return 'TrainingArguments checkpoints every layer or none';
       return [{ path: ['activation_checkpointing'], value: change.value.policy !== 'none' }];
     case 'precision':
       return [{ path: ['bf16'], value: change.value === 'bfloat16' }];
     case 'strategy':
       if (input.framework === 'deepspeed') return 'the ZeRO stage is set in the DeepSpeed file';
       if (change.value === 'NO_SHARD') return [{ path: ['fsdp'], value: undefined }];
-      if (change.value === 'FULL_SHARD' || change.value === 'SHARD_GRAD_OP') return [{ path: ['fsdp'], value: true }, { path: ['fsdp_config', 'reshard_after_forward'], value: change.value === 'FULL_SHARD' }];
+      if (change.value === 'FULL_SHARD' || change.value === 'SHARD_GRAD_OP')
+        return [
+          { path: ['fsdp'], value: true },
+          { path: ['fsdp_config', 'reshard_after_forward'], value: change.value === 'FULL_SHARD' },
+        ];
       return `FSDP2 through TrainingArguments has no ${change.value}`;
     case 'offload':
-      return input.framework === 'deepspeed' ? 'offload is set in the DeepSpeed file' : [{ path: ['fsdp_config', 'cpu_offload'], value: change.value }];
+      return input.framework === 'deepspeed'
+        ? 'offload is set in the DeepSpeed file'
+        : [{ path: ['fsdp_config', 'cpu_offload'], value: change.value }];
     case 'nproc':
       return [{ path: ['num_processes'], value: change.value * input.nnodes }];
     case 'parallel':

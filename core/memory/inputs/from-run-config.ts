@@ -1,6 +1,11 @@
 // Our run config as an estimate's input: everything is in the file (model, batch, strategy,
 // precision, checkpointing, launch); options can only name the GPU or override the world size.
-import { checkRunConfigDocument, checkRunConfigText, resolveRunConfig, type ResolvedRunConfig } from '../../config/run-config';
+import {
+  checkRunConfigDocument,
+  checkRunConfigText,
+  resolveRunConfig,
+  type ResolvedRunConfig,
+} from '../../config/run-config';
 import { formatProblem } from '../../config/schema-problems';
 import type { SourceDocument } from '../../config/source-document';
 import { findGpu, gpuProblem } from '../gpu-presets';
@@ -13,14 +18,28 @@ import type { EstimateOptions } from './estimate-options';
 const GiB = 1024 ** 3;
 
 /** `parsed`: the text already parsed (as a run config: YAML 1.2 or JSON by the file's name), so it is not parsed twice. */
-export function runConfigInput(text: string, fileName: string, options: EstimateOptions, parsed?: SourceDocument): ConfigInputResult {
+export function runConfigInput(
+  text: string,
+  fileName: string,
+  options: EstimateOptions,
+  parsed?: SourceDocument,
+): ConfigInputResult {
   const { doc, problems } = parsed ? checkRunConfigDocument(parsed) : checkRunConfigText(text, fileName);
   const error = problems.find((p) => p.severity === 'error');
   if (error) return { kind: 'run-config', error: formatProblem(fileName, error), range: error.range };
   const config = resolveRunConfig(doc.value as ResolvedRunConfig, '/');
   // A shape the model cannot have (d_model not divisible by n_heads) gets no numbers, as custom models do.
   const shapeWrong = shapeProblem(gptShape(config.model));
-  if (shapeWrong) return { kind: 'run-config', ...locate(fileName, doc, ['model', 'n_heads'], `${shapeWrong}: no memory estimate for a model that cannot be built`) };
+  if (shapeWrong)
+    return {
+      kind: 'run-config',
+      ...locate(
+        fileName,
+        doc,
+        ['model', 'n_heads'],
+        `${shapeWrong}: no memory estimate for a model that cannot be built`,
+      ),
+    };
   const notes: string[] = [];
   const input = fromResolved(config, options, notes);
   if (typeof input === 'string') return { kind: 'run-config', error: `${fileName}: ${input}` };
@@ -31,7 +50,11 @@ export function runConfigInput(text: string, fileName: string, options: Estimate
     anchor: doc.rangeOf(['model'], 'key'),
     fitAnchor: doc.rangeOf(['training', 'batch_size_per_gpu'], 'key'),
     notes,
-    model: { name: input.model.name === 'custom' ? 'the model section' : input.model.name, from: `${fileName} (model:)`, parameters: parameterCounts(input.model).total },
+    model: {
+      name: input.model.name === 'custom' ? 'the model section' : input.model.name,
+      from: `${fileName} (model:)`,
+      parameters: parameterCounts(input.model).total,
+    },
     assignmentsFor: (change) => runConfigAssignments(doc, change),
   };
 }
@@ -65,7 +88,10 @@ function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: str
       everyN: ac.every_n_layers ?? 1,
       ...(ac.memory_budget_gb ? { budgetBytes: ac.memory_budget_gb * GiB } : {}),
     },
-    offload: { optimizer: !!c.fsdp.cpu_offload, params: !!c.fsdp.cpu_offload && (strategy === 'FULL_SHARD' || strategy === 'HYBRID_SHARD') },
+    offload: {
+      optimizer: !!c.fsdp.cpu_offload,
+      params: !!c.fsdp.cpu_offload && (strategy === 'FULL_SHARD' || strategy === 'HYBRID_SHARD'),
+    },
     // Our runtime computes attention with an explicit probability matrix, like eager PyTorch.
     attention: options.attention ?? (options.framework && options.framework !== 'fsdp-studio' ? 'flash' : 'eager'),
     dropout: c.model.dropout ?? 0,
@@ -73,7 +99,8 @@ function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: str
     fsdp: { backwardPrefetch: c.fsdp.backward_prefetch ?? 'BACKWARD_PRE', forwardPrefetch: !!c.fsdp.forward_prefetch },
     ...(gpu ? { gpu } : {}),
   };
-  if (options.framework && options.framework !== 'fsdp-studio') notes.push(`estimated as ${options.framework} would run this model, not as our runtime`);
+  if (options.framework && options.framework !== 'fsdp-studio')
+    notes.push(`estimated as ${options.framework} would run this model, not as our runtime`);
   return input;
 }
 
@@ -93,10 +120,15 @@ function runConfigAssignments(doc: SourceDocument, change: MemoryChange): Config
       return [
         { path: ['activation_checkpointing', 'enabled'], value: true },
         { path: ['activation_checkpointing', 'policy'], value: change.value.policy },
-        ...(change.value.policy === 'every_n' ? [{ path: ['activation_checkpointing', 'every_n_layers'], value: change.value.everyN }] : []),
+        ...(change.value.policy === 'every_n'
+          ? [{ path: ['activation_checkpointing', 'every_n_layers'], value: change.value.everyN }]
+          : []),
       ];
     case 'precision':
-      return ['param_dtype', 'reduce_dtype', 'buffer_dtype'].map((k) => ({ path: ['mixed_precision', k], value: change.value }));
+      return ['param_dtype', 'reduce_dtype', 'buffer_dtype'].map((k) => ({
+        path: ['mixed_precision', k],
+        value: change.value,
+      }));
     case 'offload':
       return [{ path: ['fsdp', 'cpu_offload'], value: change.value }];
     case 'nproc':

@@ -20,7 +20,12 @@ import { modelFromOptions, type ModelOrigin, type ModelSource } from './model-fr
 
 const P = 'parallelism';
 
-export function torchtitanInput(doc: SourceDocument, fileName: string, options: EstimateOptions, source?: ModelSource): ConfigInputResult {
+export function torchtitanInput(
+  doc: SourceDocument,
+  fileName: string,
+  options: EstimateOptions,
+  source?: ModelSource,
+): ConfigInputResult {
   const f = new FieldReader(doc, fileName, []);
   const notes = f.notes;
   const model = readModel(f, fileName, options, source);
@@ -39,22 +44,33 @@ export function torchtitanInput(doc: SourceDocument, fileName: string, options: 
   const etp = degree('expert_tensor_parallel_degree');
   // -1 (the ranks left over) is the default; FieldReader's numbers are ≥ 0.
   const rawShard = f.get([P, 'data_parallel_shard_degree']);
-  const shardWritten = rawShard === -1 || rawShard === undefined ? -1 : f.integer([P, 'data_parallel_shard_degree'], 1, 1);
-  const given = options.nproc !== undefined || options.nnodes !== undefined ? (options.nproc ?? 1) * (options.nnodes ?? 1) : undefined;
+  const shardWritten =
+    rawShard === -1 || rawShard === undefined ? -1 : f.integer([P, 'data_parallel_shard_degree'], 1, 1);
+  const given =
+    options.nproc !== undefined || options.nnodes !== undefined
+      ? (options.nproc ?? 1) * (options.nnodes ?? 1)
+      : undefined;
   const others = replicate * tp * cp * pp;
   let shard = shardWritten > 0 ? shardWritten : given !== undefined && given % others === 0 ? given / others : 1;
-  if (shardWritten === -1 && given === undefined) notes.push(`world size not given: data_parallel_shard_degree -1 taken as 1 (${others} GPUs); give nproc=… nnodes=… in a "fsdp-studio:" comment`);
-  if (shardWritten === -1 && given !== undefined && given % others !== 0) notes.push(`the degrees (${others}) do not divide the world size ${given}; data_parallel_shard_degree taken as 1`);
+  if (shardWritten === -1 && given === undefined)
+    notes.push(
+      `world size not given: data_parallel_shard_degree -1 taken as 1 (${others} GPUs); give nproc=… nnodes=… in a "fsdp-studio:" comment`,
+    );
+  if (shardWritten === -1 && given !== undefined && given % others !== 0)
+    notes.push(`the degrees (${others}) do not divide the world size ${given}; data_parallel_shard_degree taken as 1`);
   shard = Math.max(1, Math.floor(shard));
 
   const written = f.get([P, 'pipeline_parallel_schedule']);
-  const schedule = (PIPELINE_SCHEDULES.find((s) => typeof written === 'string' && s.toLowerCase() === written.toLowerCase()) ?? '1F1B') as PipelineSchedule;
+  const schedule = (PIPELINE_SCHEDULES.find(
+    (s) => typeof written === 'string' && s.toLowerCase() === written.toLowerCase(),
+  ) ?? '1F1B') as PipelineSchedule;
   const mbs = pp > 1 ? f.integer([P, 'pipeline_parallel_microbatch_size'], 1, 1) : local;
   const layersPerStage = f.get([P, 'pipeline_parallel_layers_per_stage']);
   const reshard = f.oneOf([P, 'fsdp_reshard_after_forward'], ['default', 'always', 'never'] as const, 'default');
   const ac = readCheckpointing(f, notes);
   const converters = f.get(['model', 'converters']);
-  if (Array.isArray(converters) && converters.includes('float8')) notes.push('float8: estimated as bf16 (float8 matmuls keep bf16 weights and activations outside them)');
+  if (Array.isArray(converters) && converters.includes('float8'))
+    notes.push('float8: estimated as bf16 (float8 matmuls keep bf16 weights and activations outside them)');
   const gpu = options.gpu ? findGpu(options.gpu) : undefined;
   if (options.gpu && !gpu) return { kind: 'torchtitan', error: `${fileName}: GPU "${options.gpu}" is not known` };
   if (f.error) return { kind: 'torchtitan', ...f.error };
@@ -70,7 +86,15 @@ export function torchtitanInput(doc: SourceDocument, fileName: string, options: 
     etp,
     sequenceParallel: tp > 1,
     schedule,
-    stagesPerRank: pp > 1 ? stagesPerRankOf(schedule, typeof layersPerStage === 'number' ? layersPerStage : undefined, pp, model.nd.nLayers) : 1,
+    stagesPerRank:
+      pp > 1
+        ? stagesPerRankOf(
+            schedule,
+            typeof layersPerStage === 'number' ? layersPerStage : undefined,
+            pp,
+            model.nd.nLayers,
+          )
+        : 1,
     microbatches: pp > 1 ? Math.max(1, Math.floor(local / mbs)) : 1,
     reshardAfterForward: reshard === 'always' || (reshard === 'default' && pp === 1),
     masterDtype: master,
@@ -85,30 +109,64 @@ export function torchtitanInput(doc: SourceDocument, fileName: string, options: 
     strategy: shard * cp > 1 ? (replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD') : 'NO_SHARD',
     nprocPerNode: perNode,
     nnodes: Math.max(1, Math.ceil(world / perNode)),
-    precision: { param: master === 'bfloat16' ? 'bfloat16' : compute, reduce: 'float32', activation: master === 'bfloat16' ? 'bfloat16' : compute },
+    precision: {
+      param: master === 'bfloat16' ? 'bfloat16' : compute,
+      reduce: 'float32',
+      activation: master === 'bfloat16' ? 'bfloat16' : compute,
+    },
     checkpointing: ac,
     parallel: plan,
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has([P]) ? [P] : doc.has(['training']) ? ['training'] : [];
-  const fitPath = pp > 1 && doc.has([P, 'pipeline_parallel_microbatch_size']) ? [P, 'pipeline_parallel_microbatch_size'] : doc.has(['training', 'local_batch_size']) ? ['training', 'local_batch_size'] : anchorPath;
-  return { kind: 'torchtitan', doc, input, model: model.origin, anchor: doc.rangeOf(anchorPath, 'key'), fitAnchor: doc.rangeOf(fitPath, fitPath.length === 2 ? 'value' : 'key'), notes, assignmentsFor: (change) => torchtitanAssignments(input, change) };
+  const fitPath =
+    pp > 1 && doc.has([P, 'pipeline_parallel_microbatch_size'])
+      ? [P, 'pipeline_parallel_microbatch_size']
+      : doc.has(['training', 'local_batch_size'])
+        ? ['training', 'local_batch_size']
+        : anchorPath;
+  return {
+    kind: 'torchtitan',
+    doc,
+    input,
+    model: model.origin,
+    anchor: doc.rangeOf(anchorPath, 'key'),
+    fitAnchor: doc.rangeOf(fitPath, fitPath.length === 2 ? 'value' : 'key'),
+    notes,
+    assignmentsFor: (change) => torchtitanAssignments(input, change),
+  };
 }
 
-function readModel(f: FieldReader, fileName: string, options: EstimateOptions, source?: ModelSource): { nd: NdModel; shape: ModelShape; origin: ModelOrigin } | { error: string } {
+function readModel(
+  f: FieldReader,
+  fileName: string,
+  options: EstimateOptions,
+  source?: ModelSource,
+): { nd: NdModel; shape: ModelShape; origin: ModelOrigin } | { error: string } {
   if (options.model || options.layers !== undefined || options.dModel !== undefined) {
     const chosen = modelFromOptions(options, source);
     if ('error' in chosen) return { error: `${fileName}: ${chosen.error}` };
     const nd = ndModelFromShape(chosen.shape);
     f.notes.push(chosen.note);
-    return { nd, shape: chosen.shape, origin: chosen.source ?? { name: chosen.shape.name, from: 'custom', parameters: totalParameters(nd) } };
+    return {
+      nd,
+      shape: chosen.shape,
+      origin: chosen.source ?? { name: chosen.shape.name, from: 'custom', parameters: totalParameters(nd) },
+    };
   }
   const name = String(f.get(['model', 'name']) ?? 'llama3');
   const flavor = String(f.get(['model', 'flavor']) ?? 'debugmodel');
   const nd = torchtitanFlavour(name, flavor);
-  if (!nd) return { error: `${fileName}: torchtitan model ${name} flavour ${flavor} is not one the estimator knows (${knownFlavours().join(', ')}); name one in a "fsdp-studio: model=…" comment (a preset or a Hugging Face config.json)` };
+  if (!nd)
+    return {
+      error: `${fileName}: torchtitan model ${name} flavour ${flavor} is not one the estimator knows (${knownFlavours().join(', ')}); name one in a "fsdp-studio: model=…" comment (a preset or a Hugging Face config.json)`,
+    };
   f.notes.push(`model: torchtitan ${name} ${flavor} (torchtitan 0.2.2's definition)`);
-  return { nd, shape: shapeOfNdModel(nd), origin: { name: nd.name, from: `torchtitan ${name}/${flavor}`, parameters: totalParameters(nd) } };
+  return {
+    nd,
+    shape: shapeOfNdModel(nd),
+    origin: { name: nd.name, from: `torchtitan ${name}/${flavor}`, parameters: totalParameters(nd) },
+  };
 }
 
 /** A model shape standing for an N-D model where the rest of the estimator wants one (names, counts shown). */
@@ -132,7 +190,11 @@ export function shapeOfNdModel(m: NdModel): ModelShape {
 }
 
 function readCheckpointing(f: FieldReader, notes: string[]): { policy: CheckpointPolicy; everyN: number } {
-  const mode = f.oneOf(['activation_checkpoint', 'mode'], ['selective', 'full', 'memory_budget', 'none'] as const, 'selective');
+  const mode = f.oneOf(
+    ['activation_checkpoint', 'mode'],
+    ['selective', 'full', 'memory_budget', 'none'] as const,
+    'selective',
+  );
   if (mode === 'none') return { policy: 'none', everyN: 1 };
   if (mode === 'full') return { policy: 'every_n', everyN: 1 };
   if (mode === 'memory_budget') {
@@ -148,19 +210,35 @@ function torchtitanAssignments(input: MemoryInput, change: MemoryChange): Config
   const plan = input.parallel!;
   switch (change.knob) {
     case 'microBatch':
-      return plan.pp > 1 ? [{ path: [P, 'pipeline_parallel_microbatch_size'], value: change.value }, { path: ['training', 'local_batch_size'], value: change.value * plan.microbatches }] : [{ path: ['training', 'local_batch_size'], value: change.value }];
+      return plan.pp > 1
+        ? [
+            { path: [P, 'pipeline_parallel_microbatch_size'], value: change.value },
+            { path: ['training', 'local_batch_size'], value: change.value * plan.microbatches },
+          ]
+        : [{ path: ['training', 'local_batch_size'], value: change.value }];
     case 'checkpointing': {
       const c = change.value;
       if (c.policy === 'none') return [{ path: ['activation_checkpoint', 'mode'], value: 'none' }];
-      if (c.policy === 'selective') return [{ path: ['activation_checkpoint', 'mode'], value: 'selective' }, { path: ['activation_checkpoint', 'selective_ac_option'], value: 'op' }];
-      return c.everyN === 1 ? [{ path: ['activation_checkpoint', 'mode'], value: 'full' }] : [{ path: ['activation_checkpoint', 'mode'], value: 'selective' }, { path: ['activation_checkpoint', 'selective_ac_option'], value: String(c.everyN) }];
+      if (c.policy === 'selective')
+        return [
+          { path: ['activation_checkpoint', 'mode'], value: 'selective' },
+          { path: ['activation_checkpoint', 'selective_ac_option'], value: 'op' },
+        ];
+      return c.everyN === 1
+        ? [{ path: ['activation_checkpoint', 'mode'], value: 'full' }]
+        : [
+            { path: ['activation_checkpoint', 'mode'], value: 'selective' },
+            { path: ['activation_checkpoint', 'selective_ac_option'], value: String(c.everyN) },
+          ];
     }
     case 'precision':
       return [{ path: ['training', 'mixed_precision_param'], value: change.value }];
     case 'parallel': {
       // The world size lives in the fsdp-studio comment; a split of the same GPUs leaves it alone.
       const all = degreeAssignments(change.value);
-      const sameWorld = change.value.replicate * change.value.shard * change.value.tp * change.value.cp * change.value.pp === plan.replicate * plan.shard * plan.tp * plan.cp * plan.pp;
+      const sameWorld =
+        change.value.replicate * change.value.shard * change.value.tp * change.value.cp * change.value.pp ===
+        plan.replicate * plan.shard * plan.tp * plan.cp * plan.pp;
       return sameWorld ? all.filter((a) => 'path' in a) : all;
     }
     case 'nproc':
@@ -175,7 +253,16 @@ function torchtitanAssignments(input: MemoryInput, change: MemoryChange): Config
 }
 
 /** The [parallelism] keys (and the comment's world size) for a set of degrees. */
-export function degreeAssignments(d: { replicate: number; shard: number; tp: number; cp: number; pp: number; ep: number; schedule?: PipelineSchedule; gpusPerNode?: number }): ConfigAssignment[] {
+export function degreeAssignments(d: {
+  replicate: number;
+  shard: number;
+  tp: number;
+  cp: number;
+  pp: number;
+  ep: number;
+  schedule?: PipelineSchedule;
+  gpusPerNode?: number;
+}): ConfigAssignment[] {
   const world = d.replicate * d.shard * d.tp * d.cp * d.pp;
   const perNode = Math.min(world, d.gpusPerNode ?? 8);
   return [

@@ -39,11 +39,21 @@ export function hfModelSource(configFile: string | undefined, lookup: HfLookup =
 /** The model `ref` names: a path or a cached model id; undefined when it is neither. */
 export function findHfModel(ref: string, lookup: HfLookup = {}): ModelChoice | undefined {
   const home = lookup.home ?? os.homedir();
-  const asPath = ref.startsWith('~') ? path.join(home, ref.slice(1)) : path.isAbsolute(ref) ? ref : lookup.baseDir ? path.join(lookup.baseDir, ref) : undefined;
+  const asPath = ref.startsWith('~')
+    ? path.join(home, ref.slice(1))
+    : path.isAbsolute(ref)
+      ? ref
+      : lookup.baseDir
+        ? path.join(lookup.baseDir, ref)
+        : undefined;
   if (asPath && existsSync(asPath)) {
     const file = statSync(asPath).isDirectory() ? path.join(asPath, 'config.json') : asPath;
     if (!existsSync(file)) return { error: `${asPath} has no config.json` };
-    return readHfConfig(file, path.basename(statSync(asPath).isDirectory() ? asPath : path.dirname(asPath)), `from ${file}`);
+    return readHfConfig(
+      file,
+      path.basename(statSync(asPath).isDirectory() ? asPath : path.dirname(asPath)),
+      `from ${file}`,
+    );
   }
   if (!/^[\w.-]+(\/[\w.-]+)?$/.test(ref)) return undefined;
   const cache = hfCacheDir(lookup.env, home);
@@ -79,7 +89,12 @@ function readHfConfig(file: string, name: string, from: string): ModelChoice {
   const model = shapeFromHfConfig(json, name);
   if ('error' in model) return { error: `${file}: ${model.error}` };
   const params = formatParameters(parameterCounts(model.shape).total);
-  return { shape: model.shape, seqLen: model.seqLen, note: `model: ${name} (${model.family}, ${params} parameters) ${from}`, source: { name, from: file, parameters: parameterCounts(model.shape).total } };
+  return {
+    shape: model.shape,
+    seqLen: model.seqLen,
+    note: `model: ${name} (${model.family}, ${params} parameters) ${from}`,
+    source: { name, from: file, parameters: parameterCounts(model.shape).total },
+  };
 }
 
 const KEYS = ['model_name_or_path', 'pretrained_model_name_or_path', 'base_model', 'model_id'];

@@ -34,17 +34,38 @@ export function modelFromOptions(options: EstimateOptions, source?: ModelSource)
   if (options.layers !== undefined || options.dModel !== undefined) return withOrigin(customModel(options), 'custom');
   if (options.model) {
     const preset = findModelPreset(options.model);
-    if (preset) return withOrigin({ shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note: `model: preset ${preset.shape.name}` }, 'preset');
+    if (preset)
+      return withOrigin(
+        { shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note: `model: preset ${preset.shape.name}` },
+        'preset',
+      );
     const found = source?.resolve(options.model);
     if (found) return 'error' in found ? found : { ...found, seqLen: options.seqLen ?? found.seqLen };
-    return { error: `model "${options.model}" is not a preset (${MODEL_PRESETS.map((p) => p.id).join(', ')}), a folder with a config.json, or a model in the local Hugging Face cache` };
+    return {
+      error: `model "${options.model}" is not a preset (${MODEL_PRESETS.map((p) => p.id).join(', ')}), a folder with a config.json, or a model in the local Hugging Face cache`,
+    };
   }
   const named = source?.named();
   if (named) {
     const found = source!.resolve(named.ref);
-    if (found && !('error' in found)) return { ...found, seqLen: options.seqLen ?? found.seqLen, note: `${found.note}, named by ${named.where}`, source: { ...found.source!, namedBy: named.where } };
+    if (found && !('error' in found))
+      return {
+        ...found,
+        seqLen: options.seqLen ?? found.seqLen,
+        note: `${found.note}, named by ${named.where}`,
+        source: { ...found.source!, namedBy: named.where },
+      };
     const preset = findModelPreset(named.ref);
-    if (preset) return withOrigin({ shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note: `model: preset ${preset.shape.name}, named by ${named.where}` }, 'preset', named.where);
+    if (preset)
+      return withOrigin(
+        {
+          shape: preset.shape,
+          seqLen: options.seqLen ?? preset.seqLen,
+          note: `model: preset ${preset.shape.name}, named by ${named.where}`,
+        },
+        'preset',
+        named.where,
+      );
   }
   const preset = findModelPreset(DEFAULT_MODEL_PRESET)!;
   const why = named ? `${named.where} names "${named.ref}", which is not in the local Hugging Face cache; ` : '';
@@ -58,12 +79,23 @@ export function modelFromOptions(options: EstimateOptions, source?: ModelSource)
 
 function withOrigin(choice: ModelChoice, from: string, namedBy?: string): ModelChoice {
   if ('error' in choice) return choice;
-  return { ...choice, source: { name: choice.shape.name, from, parameters: parameterCounts(choice.shape).total, ...(namedBy ? { namedBy } : {}) } };
+  return {
+    ...choice,
+    source: {
+      name: choice.shape.name,
+      from,
+      parameters: parameterCounts(choice.shape).total,
+      ...(namedBy ? { namedBy } : {}),
+    },
+  };
 }
 
 function customModel(o: EstimateOptions): ModelChoice {
   const missing = (['layers', 'dModel', 'heads', 'vocab'] as const).filter((k) => o[k] === undefined);
-  if (missing.length) return { error: `a custom model needs layers, d_model, heads and vocab; missing ${missing.map((k) => (k === 'dModel' ? 'd_model' : k)).join(', ')}` };
+  if (missing.length)
+    return {
+      error: `a custom model needs layers, d_model, heads and vocab; missing ${missing.map((k) => (k === 'dModel' ? 'd_model' : k)).join(', ')}`,
+    };
   const llama = o.style === 'llama';
   const d = o.dModel!;
   const seqLen = o.seqLen ?? 2048;

@@ -18,12 +18,21 @@ import type { ModelSource } from './model-from-options';
  * `source` finds models beyond the presets (Hugging Face folders and cache, models named beside the
  * config); callers that can read files pass one (inputs/hf-model.ts), the webview does not.
  */
-export function readConfigForEstimate(text: string, fileName: string, options: EstimateOptions = {}, kind: ConfigKind | undefined = recogniseConfig(fileName, text), source?: ModelSource): ConfigInputResult {
+export function readConfigForEstimate(
+  text: string,
+  fileName: string,
+  options: EstimateOptions = {},
+  kind: ConfigKind | undefined = recogniseConfig(fileName, text),
+  source?: ModelSource,
+): ConfigInputResult {
   const comment = findOptionComment(text);
   const doc = parseSourceDocument(text, sourceKindOf(fileName), kind ? { yamlVersion: yamlVersionOf(kind) } : {});
   if (comment?.problems.length) {
     const pos = doc.positionAt(comment.offset);
-    return { error: `${fileName}:${pos.line + 1}:${pos.character + 1} fsdp-studio comment: ${comment.problems.map((p) => p.message).join('; ')}`, range: { start: pos, end: pos } };
+    return {
+      error: `${fileName}:${pos.line + 1}:${pos.character + 1} fsdp-studio comment: ${comment.problems.map((p) => p.message).join('; ')}`,
+      range: { start: pos, end: pos },
+    };
   }
   if (doc instanceof UnreadDocument) {
     // Too large or too deeply nested to read (config/unread-document.ts): no estimate from defaults.
@@ -49,7 +58,9 @@ export function readConfigForEstimate(text: string, fileName: string, options: E
     case 'hf-training':
       return atComment(hfTrainingInput(doc, fileName, merged, source));
     default: {
-      const why = doc.syntaxErrors.length ? `cannot be parsed (${doc.syntaxErrors[0].message})` : 'is not a run config (model, data, training), a DeepSpeed, accelerate, torchtitan or TrainingArguments config';
+      const why = doc.syntaxErrors.length
+        ? `cannot be parsed (${doc.syntaxErrors[0].message})`
+        : 'is not a run config (model, data, training), a DeepSpeed, accelerate, torchtitan or TrainingArguments config';
       return { error: `${fileName} ${why}` };
     }
   }

@@ -24,7 +24,12 @@ export function planOf(input: MemoryInput): ParallelPlan {
   if (input.parallel) return input.parallel;
   const world = input.nprocPerNode * input.nnodes;
   const sharded = input.strategy !== 'NO_SHARD' && input.strategy !== 'SHARD_OPTIMIZER';
-  const replicate = input.strategy === 'HYBRID_SHARD' ? Math.max(1, world / (input.ranksPerNode ?? input.nprocPerNode)) : sharded ? 1 : world;
+  const replicate =
+    input.strategy === 'HYBRID_SHARD'
+      ? Math.max(1, world / (input.ranksPerNode ?? input.nprocPerNode))
+      : sharded
+        ? 1
+        : world;
   return {
     model: ndModelFromShape(input.model),
     replicate,
@@ -75,5 +80,13 @@ export function withDegrees(input: MemoryInput, d: Degrees): MemoryInput {
 }
 
 export function degreesOf(plan: ParallelPlan): Degrees {
-  return { replicate: plan.replicate, shard: plan.shard, tp: plan.tp, cp: plan.cp, pp: plan.pp, ep: plan.ep, schedule: plan.schedule };
+  return {
+    replicate: plan.replicate,
+    shard: plan.shard,
+    tp: plan.tp,
+    cp: plan.cp,
+    pp: plan.pp,
+    ep: plan.ep,
+    schedule: plan.schedule,
+  };
 }

@@ -47,13 +47,15 @@ export function layerInputBytes(m: NdModel, a: ActivationShape): number {
 export function layerSelectiveBytes(m: NdModel, layer: number, a: ActivationShape): number {
   const sb = a.seq * a.microBatch;
   const t = a.tp;
-  const attnOut = a.bytes * sb * attentionValueWidth(m) / t + FP32 * sb * m.nHeads / t;
-  let mm = sb * (queryWidth(m) + 2 * kvWidth(m)) / t + sb * m.dModel; // q, k, v and the output projection
+  const attnOut = (a.bytes * sb * attentionValueWidth(m)) / t + (FP32 * sb * m.nHeads) / t;
+  let mm = (sb * (queryWidth(m) + 2 * kvWidth(m))) / t + sb * m.dModel; // q, k, v and the output projection
   if (isMoeLayer(m, layer)) {
     const e = m.moe!;
-    mm += routedTokens(m, a) * (2 * e.expertFfn / expertTp(a) + m.dModel) + sb * (2 * e.expertFfn * e.shared / t + m.dModel);
+    mm +=
+      routedTokens(m, a) * ((2 * e.expertFfn) / expertTp(a) + m.dModel) +
+      sb * ((2 * e.expertFfn * e.shared) / t + m.dModel);
   } else {
-    mm += sb * (2 * m.ffnHidden / t + m.dModel);
+    mm += sb * ((2 * m.ffnHidden) / t + m.dModel);
   }
   return layerInputBytes(m, a) + attnOut + (a.bytes * mm) / 2;
 }
@@ -89,13 +91,16 @@ function normAndAttentionBytes(m: NdModel, a: ActivationShape): number {
     if (c.qLoraRank > 0) bytes += B * sb * c.qLoraRank * 2 + FP32 * sb;
     bytes += B * sb * c.kvLoraRank * 2 + FP32 * sb;
     // Rotary parts in fp32 complex (q's per head, k's shared), then q and k assembled for SDPA.
-    bytes += FP32 * sb * (m.nHeads * rope / t + rope);
+    bytes += FP32 * sb * ((m.nHeads * rope) / t + rope);
   } else {
-    bytes += FP32 * sb * (queryWidth(m) + kvWidth(m)) / t;
+    bytes += (FP32 * sb * (queryWidth(m) + kvWidth(m))) / t;
   }
   // SDPA: q, k, v, output, fp32 logsumexp; the output made contiguous for the output projection.
   const v = m.mla ? m.nHeads * m.mla.vHeadDim : kvWidth(m);
-  bytes += B * sb * (queryWidth(m) + kvWidth(m) + v) / t + 2 * B * sb * attentionValueWidth(m) / t + FP32 * sb * m.nHeads / t;
+  bytes +=
+    (B * sb * (queryWidth(m) + kvWidth(m) + v)) / t +
+    (2 * B * sb * attentionValueWidth(m)) / t +
+    (FP32 * sb * m.nHeads) / t;
   return bytes;
 }
 
@@ -121,14 +126,19 @@ function mlpBytes(m: NdModel, layer: number, a: ActivationShape): number {
   const T = routedTokens(m, a);
   // Router scores (fp32) for every expert; the routed tokens gathered per expert, their SwiGLU, and the
   // expert outputs the combine weights multiply; the shared experts' SwiGLU on every token.
-  return FP32 * sb * e.experts + B * T * m.dModel * 2 + 4 * B * T * e.expertFfn / expertTp(a) + 4 * B * sb * e.expertFfn * e.shared / a.tp;
+  return (
+    FP32 * sb * e.experts +
+    B * T * m.dModel * 2 +
+    (4 * B * T * e.expertFfn) / expertTp(a) +
+    (4 * B * sb * e.expertFfn * e.shared) / a.tp
+  );
 }
 
 /** Context parallel's all-gathered keys and values (the allgather rotate method) while a layer's attention runs. */
 export function contextParallelKvBytes(m: NdModel, a: ActivationShape, cp: number): number {
   if (cp <= 1) return 0;
   const v = m.mla ? m.nHeads * m.mla.vHeadDim : kvWidth(m);
-  return a.bytes * a.seq * cp * a.microBatch * (kvWidth(m) + v) / a.tp;
+  return (a.bytes * a.seq * cp * a.microBatch * (kvWidth(m) + v)) / a.tp;
 }
 
 /**

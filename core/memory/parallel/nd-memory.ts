@@ -18,7 +18,14 @@
 import { CACHING_ALLOCATOR_FRAGMENTATION, pytorchProcessTerms } from '../frameworks/gpu-overheads';
 import type { FrameworkTerms, TermSpec } from '../frameworks/term-spec';
 import { bytesOf, type MemoryInput } from '../memory-input';
-import { contextParallelKvBytes, layerActivationBytes, layerInputBytes, layerSelectiveBytes, logitsBytes, type ActivationShape } from './nd-activations';
+import {
+  contextParallelKvBytes,
+  layerActivationBytes,
+  layerInputBytes,
+  layerSelectiveBytes,
+  logitsBytes,
+  type ActivationShape,
+} from './nd-activations';
 import { embeddingParameters, layerParameters, outputParameters, type NdModel } from './nd-model';
 import { describePlan, expertFsdpDegree, fsdpDegree, type ParallelPlan } from './parallel-plan';
 import { chunkForwardsInFlight, layersPerStage, stagesOfRank } from './pipeline';
@@ -34,7 +41,12 @@ export interface RankMemory {
 
 export function ndTerms(input: MemoryInput): FrameworkTerms {
   const plan = input.parallel!;
-  const ranks = plan.pp === 1 ? [0] : plan.stage !== undefined ? [Math.min(plan.pp - 1, Math.max(0, plan.stage))] : Array.from({ length: plan.pp }, (_, r) => r);
+  const ranks =
+    plan.pp === 1
+      ? [0]
+      : plan.stage !== undefined
+        ? [Math.min(plan.pp - 1, Math.max(0, plan.stage))]
+        : Array.from({ length: plan.pp }, (_, r) => r);
   const all = ranks.map((r) => rankMemory(input, plan, r));
   const worst = all.reduce((a, b) => (b.peak > a.peak ? b : a));
   const notes = [`N-D parallel: ${describePlan(plan)}, ${plan.model.name}`];
@@ -42,11 +54,18 @@ export function ndTerms(input: MemoryInput): FrameworkTerms {
     const first = all.find((x) => x.rank === 0);
     const last = all.find((x) => x.rank === plan.pp - 1);
     const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-    if (first && last) notes.push(`pipeline ranks differ: first ${gib(first.peak)} (embedding, ${chunkForwardsInFlight(plan.schedule, 0, plan.pp, plan.microbatches, plan.stagesPerRank)} micro-batch chunks in flight), last ${gib(last.peak)} (output layer and logits); shown: pipeline rank ${worst.rank}`);
+    if (first && last)
+      notes.push(
+        `pipeline ranks differ: first ${gib(first.peak)} (embedding, ${chunkForwardsInFlight(plan.schedule, 0, plan.pp, plan.microbatches, plan.stagesPerRank)} micro-batch chunks in flight), last ${gib(last.peak)} (output layer and logits); shown: pipeline rank ${worst.rank}`,
+      );
   }
   // bench/results/memory-nd-2026-11-26.md: torchtitan's published 405B pipeline runs needed 1.7–2.7× this.
-  if (plan.pp > 1) notes.push('pipeline parallel: estimates fell 40–63 % below torchtitan\'s published H100 figures (bench/results/memory-nd-2026-11-26.md); read this one as a lower bound');
-  if (plan.pp > 1 && !['1F1B', 'Interleaved1F1B', 'GPipe', 'LoopedBFS'].includes(plan.schedule)) notes.push(`${plan.schedule}: activations in flight counted as Interleaved1F1B's (a bound)`);
+  if (plan.pp > 1)
+    notes.push(
+      "pipeline parallel: estimates fell 40–63 % below torchtitan's published H100 figures (bench/results/memory-nd-2026-11-26.md); read this one as a lower bound",
+    );
+  if (plan.pp > 1 && !['1F1B', 'Interleaved1F1B', 'GPipe', 'LoopedBFS'].includes(plan.schedule))
+    notes.push(`${plan.schedule}: activations in flight counted as Interleaved1F1B's (a bound)`);
   if (plan.model.moe) notes.push('MoE: routed tokens assumed spread evenly over the experts');
   return { terms: worst.terms, backwardSteps: 2, fragmentation: CACHING_ALLOCATOR_FRAGMENTATION, notes };
 }
@@ -83,25 +102,83 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
   const master = plan.masterDtype === 'float32' ? FP32 : 2;
   const where = `${layers.length} layer${layers.length === 1 ? '' : 's'}${first ? ' + embedding' : ''}${last ? ' + output' : ''}`;
   const shardWords = `1/${plan.tp * fsdp} of dense${m.moe ? `, 1/${expertSplit * expertFsdp} of experts` : ''}`;
-  terms.push({ id: 'params.master', category: 'params', label: `${plan.masterDtype === 'float32' ? 'fp32 master' : 'bf16'} parameters of ${where} (${shardWords})`, where: 'device', forward: sharded * master, backward: sharded * master, optimizer: sharded * master });
+  terms.push({
+    id: 'params.master',
+    category: 'params',
+    label: `${plan.masterDtype === 'float32' ? 'fp32 master' : 'bf16'} parameters of ${where} (${shardWords})`,
+    where: 'device',
+    forward: sharded * master,
+    backward: sharded * master,
+    optimizer: sharded * master,
+  });
   const unitShard = (largestUnit / Math.max(1, fsdp)) * master;
-  terms.push({ id: 'grads.sharded', category: 'grads', label: `gradients, sharded as the parameters (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}): all of them at the step, the first unit's in backward`, where: 'device', forward: 0, backward: (step) => (step === 0 ? 0 : unitShard), optimizer: sharded * master });
+  terms.push({
+    id: 'grads.sharded',
+    category: 'grads',
+    label: `gradients, sharded as the parameters (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}): all of them at the step, the first unit's in backward`,
+    where: 'device',
+    forward: 0,
+    backward: (step) => (step === 0 ? 0 : unitShard),
+    optimizer: sharded * master,
+  });
   const adam = sharded * (plan.masterDtype === 'float32' ? 2 * FP32 : 2 * 2);
-  terms.push({ id: 'optimizer.adamw', category: 'optimizer', label: 'AdamW exp_avg and exp_avg_sq, sharded as the parameters', where: 'device', forward: adam, backward: adam, optimizer: adam });
+  terms.push({
+    id: 'optimizer.adamw',
+    category: 'optimizer',
+    label: 'AdamW exp_avg and exp_avg_sq, sharded as the parameters',
+    where: 'device',
+    forward: adam,
+    backward: adam,
+    optimizer: adam,
+  });
 
   // ---- gathered parameters and gradient buffers (FSDP2) ----------------------------------------
   const compute = bytesOf(input.precision.param);
   if (fsdp > 1 || (plan.ep > 1 && efsdp > 1)) {
     const gathered = plan.reshardAfterForward ? Math.min(2, layers.length) * largestUnit : allUnits;
-    const label = plan.reshardAfterForward ? 'all-gathered bf16 parameters: the unit computing and the one prefetched' : `all-gathered bf16 parameters of every unit of the stage (reshard_after_forward off${plan.pp > 1 ? ' under pipeline parallel' : ''})`;
-    terms.push({ id: 'comm.gathered', category: 'comm', label, where: 'device', forward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute, backward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute, optimizer: 0 });
-    terms.push({ id: 'comm.reduce-scatter', category: 'comm', label: 'one unit\'s unsharded gradients and its fp32 reduce-scatter input', where: 'device', forward: 0, backward: (step) => (step === 0 ? 0 : largestUnit * (compute + FP32)), optimizer: 0 });
+    const label = plan.reshardAfterForward
+      ? 'all-gathered bf16 parameters: the unit computing and the one prefetched'
+      : `all-gathered bf16 parameters of every unit of the stage (reshard_after_forward off${plan.pp > 1 ? ' under pipeline parallel' : ''})`;
+    terms.push({
+      id: 'comm.gathered',
+      category: 'comm',
+      label,
+      where: 'device',
+      forward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
+      backward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
+      optimizer: 0,
+    });
+    terms.push({
+      id: 'comm.reduce-scatter',
+      category: 'comm',
+      label: "one unit's unsharded gradients and its fp32 reduce-scatter input",
+      where: 'device',
+      forward: 0,
+      backward: (step) => (step === 0 ? 0 : largestUnit * (compute + FP32)),
+      optimizer: 0,
+    });
   } else if (compute < master) {
-    terms.push({ id: 'params.autocast-copies', category: 'params', label: 'bf16 copies of the layer computing (autocast, no FSDP)', where: 'device', forward: largestUnit * compute, backward: largestUnit * compute, optimizer: 0 });
+    terms.push({
+      id: 'params.autocast-copies',
+      category: 'params',
+      label: 'bf16 copies of the layer computing (autocast, no FSDP)',
+      where: 'device',
+      forward: largestUnit * compute,
+      backward: largestUnit * compute,
+      optimizer: 0,
+    });
   }
 
   // ---- activations ------------------------------------------------------------------------------
-  const a: ActivationShape = { seq: input.seqLen / plan.cp, microBatch: input.microBatch, tp: plan.tp, sequenceParallel: plan.sequenceParallel, ep: plan.ep, etp: plan.etp, bytes: bytesOf(input.precision.activation) };
+  const a: ActivationShape = {
+    seq: input.seqLen / plan.cp,
+    microBatch: input.microBatch,
+    tp: plan.tp,
+    sequenceParallel: plan.sequenceParallel,
+    ep: plan.ep,
+    etp: plan.etp,
+    bytes: bytesOf(input.precision.activation),
+  };
   const c = input.checkpointing;
   const saved = (l: number, index: number) => {
     if (c.policy === 'every_n' && index % Math.max(1, c.everyN) === 0) return layerInputBytes(m, a);
@@ -114,29 +191,85 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
     return sum;
   });
   const perChunk = perStageBytes.reduce((s, x) => s + x, 0) / Math.max(1, mine.length);
-  const inFlight = plan.pp > 1 ? chunkForwardsInFlight(plan.schedule, rank, plan.pp, plan.microbatches, plan.stagesPerRank) : 1;
+  const inFlight =
+    plan.pp > 1 ? chunkForwardsInFlight(plan.schedule, rank, plan.pp, plan.microbatches, plan.stagesPerRank) : 1;
   const held = perChunk * inFlight;
-  const label = plan.pp > 1 ? `activations of ${inFlight} micro-batch chunk${inFlight > 1 ? 's' : ''} in flight (${plan.schedule}, pipeline rank ${rank})` : 'activations saved for backward';
+  const label =
+    plan.pp > 1
+      ? `activations of ${inFlight} micro-batch chunk${inFlight > 1 ? 's' : ''} in flight (${plan.schedule}, pipeline rank ${rank})`
+      : 'activations saved for backward';
   const oneLayer = layers.length ? Math.max(...layers.map((l, i) => saved(l, i))) : 0;
-  terms.push({ id: 'activations.saved', category: 'activations', label, where: 'device', forward: held, backward: (step) => (step === 0 ? held : Math.max(0, held - oneLayer)), optimizer: 0 });
+  terms.push({
+    id: 'activations.saved',
+    category: 'activations',
+    label,
+    where: 'device',
+    forward: held,
+    backward: (step) => (step === 0 ? held : Math.max(0, held - oneLayer)),
+    optimizer: 0,
+  });
   const largestLayer = Math.max(0, ...layers.map((l) => layerActivationBytes(m, l, a)));
-  if (c.policy !== 'none') terms.push({ id: 'activations.recompute', category: 'activations', label: 'a checkpointed layer recomputed in backward', where: 'device', forward: 0, backward: (step) => (step === 0 ? 0 : largestLayer), optimizer: 0 });
+  if (c.policy !== 'none')
+    terms.push({
+      id: 'activations.recompute',
+      category: 'activations',
+      label: 'a checkpointed layer recomputed in backward',
+      where: 'device',
+      forward: 0,
+      backward: (step) => (step === 0 ? 0 : largestLayer),
+      optimizer: 0,
+    });
   const cpKv = contextParallelKvBytes(m, a, plan.cp);
-  if (cpKv > 0) terms.push({ id: 'comm.context-parallel', category: 'comm', label: `keys and values all-gathered over ${plan.cp} context-parallel ranks for one layer's attention`, where: 'device', forward: cpKv, backward: cpKv, optimizer: 0 });
+  if (cpKv > 0)
+    terms.push({
+      id: 'comm.context-parallel',
+      category: 'comm',
+      label: `keys and values all-gathered over ${plan.cp} context-parallel ranks for one layer's attention`,
+      where: 'device',
+      forward: cpKv,
+      backward: cpKv,
+      optimizer: 0,
+    });
   if (last) {
     const logits = logitsBytes(m, a);
-    terms.push({ id: 'activations.logits', category: 'activations', label: `logits and the loss's fp32 copies${plan.tp > 1 ? ` (vocabulary sharded over ${plan.tp} tensor-parallel ranks)` : ''}`, where: 'device', forward: logits, backward: (step) => (step === 0 ? logits : 0), optimizer: 0 });
+    terms.push({
+      id: 'activations.logits',
+      category: 'activations',
+      label: `logits and the loss's fp32 copies${plan.tp > 1 ? ` (vocabulary sharded over ${plan.tp} tensor-parallel ranks)` : ''}`,
+      where: 'device',
+      forward: logits,
+      backward: (step) => (step === 0 ? logits : 0),
+      optimizer: 0,
+    });
     const lossGrad = (FP32 * a.seq * a.microBatch * m.vocabSize) / plan.tp;
-    terms.push({ id: 'activations.loss-grad', category: 'activations', label: 'the loss\'s fp32 gradient of the logits', where: 'device', forward: 0, backward: (step) => (step === 0 ? lossGrad : 0), optimizer: 0 });
+    terms.push({
+      id: 'activations.loss-grad',
+      category: 'activations',
+      label: "the loss's fp32 gradient of the logits",
+      where: 'device',
+      forward: 0,
+      backward: (step) => (step === 0 ? lossGrad : 0),
+      optimizer: 0,
+    });
   }
-  terms.push({ id: 'other.batch', category: 'other', label: 'token ids and targets (int64)', where: 'device', forward: 16 * a.seq * input.microBatch, backward: 16 * a.seq * input.microBatch, optimizer: 0 });
+  terms.push({
+    id: 'other.batch',
+    category: 'other',
+    label: 'token ids and targets (int64)',
+    where: 'device',
+    forward: 16 * a.seq * input.microBatch,
+    backward: 16 * a.seq * input.microBatch,
+    optimizer: 0,
+  });
 
   // ---- the process: CUDA context, a communicator per mesh dimension in use, cuBLAS ---------------
   const meshes = [fsdp, plan.replicate, plan.tp, plan.pp, plan.ep].filter((d) => d > 1).length;
   terms.push(...pytorchProcessTerms(input, meshes));
 
-  const at = (t: TermSpec, phase: 'forward' | 'optimizer' | 0 | 1) => (phase === 0 || phase === 1 ? (typeof t.backward === 'number' ? t.backward : t.backward(phase)) : t[phase]);
-  const total = (phase: 'forward' | 'optimizer' | 0 | 1) => terms.reduce((s, t) => s + (t.where === 'device' ? at(t, phase) : 0), 0);
+  const at = (t: TermSpec, phase: 'forward' | 'optimizer' | 0 | 1) =>
+    phase === 0 || phase === 1 ? (typeof t.backward === 'number' ? t.backward : t.backward(phase)) : t[phase];
+  const total = (phase: 'forward' | 'optimizer' | 0 | 1) =>
+    terms.reduce((s, t) => s + (t.where === 'device' ? at(t, phase) : 0), 0);
   return { rank, terms, peak: Math.max(total('forward'), total(0), total(1), total('optimizer')) };
 }
 

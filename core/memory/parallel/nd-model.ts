@@ -58,7 +58,13 @@ export function attentionParameters(m: NdModel): number {
     const a = m.mla;
     const qHead = a.qkNopeHeadDim + a.qkRopeHeadDim;
     const q = a.qLoraRank > 0 ? h * a.qLoraRank + a.qLoraRank + a.qLoraRank * m.nHeads * qHead : h * m.nHeads * qHead;
-    return q + h * (a.kvLoraRank + a.qkRopeHeadDim) + a.kvLoraRank + a.kvLoraRank * m.nHeads * (a.qkNopeHeadDim + a.vHeadDim) + m.nHeads * a.vHeadDim * h;
+    return (
+      q +
+      h * (a.kvLoraRank + a.qkRopeHeadDim) +
+      a.kvLoraRank +
+      a.kvLoraRank * m.nHeads * (a.qkNopeHeadDim + a.vHeadDim) +
+      m.nHeads * a.vHeadDim * h
+    );
   }
   const q = m.nHeads * m.headDim;
   const kv = m.nKvHeads * m.headDim;
@@ -76,9 +82,14 @@ export function layerParameters(m: NdModel, layer: number): LayerParameters {
   const attention = attentionParameters(m);
   const norms = 2 * h;
   const extra = m.extraPerLayer ?? 0;
-  if (!isMoeLayer(m, layer)) return { tpSharded: attention + mlpMatrices(m) * h * m.ffnHidden + extra, replicated: norms, experts: 0 };
+  if (!isMoeLayer(m, layer))
+    return { tpSharded: attention + mlpMatrices(m) * h * m.ffnHidden + extra, replicated: norms, experts: 0 };
   const e = m.moe!;
-  return { tpSharded: attention + 3 * h * e.expertFfn * e.shared + extra, replicated: norms + h * e.experts, experts: 3 * h * e.expertFfn * e.experts };
+  return {
+    tpSharded: attention + 3 * h * e.expertFfn * e.shared + extra,
+    replicated: norms + h * e.experts,
+    experts: 3 * h * e.expertFfn * e.experts,
+  };
 }
 
 export function embeddingParameters(m: NdModel): number {
@@ -119,7 +130,17 @@ export function ndModelFromShape(s: ModelShape): NdModel {
     ffnHidden: s.ffnHidden,
     mlp: s.mlp,
     tieEmbeddings: s.tieEmbeddings,
-    ...(s.experts ? { moe: { experts: s.experts.count, topK: s.experts.perToken, expertFfn: s.ffnHidden, shared: 0, denseLayers: 0 } } : {}),
+    ...(s.experts
+      ? {
+          moe: {
+            experts: s.experts.count,
+            topK: s.experts.perToken,
+            expertFfn: s.ffnHidden,
+            shared: 0,
+            denseLayers: 0,
+          },
+        }
+      : {}),
   };
   // Biases, LayerNorm biases and learned positions: what the shape counts beyond this model's formula.
   const exact = parameterCounts(s).total;

@@ -70,10 +70,16 @@ export function speedOf(input: MemoryInput, d: Degrees, c: Combination['checkpoi
   const microbatches = d.pp > 1 ? Math.max(plan.microbatches, d.pp * perRank) : 1;
   const bubble = d.pp > 1 ? (d.pp - 1) / (microbatches * perRank) : 0;
   const tpCost = d.tp > GPUS_PER_NODE ? 1 : 0.08 * Math.log2(d.tp);
-  const recompute = c.policy === 'none' ? 0 : c.policy === 'selective' ? 0.1 : (1 / Math.max(1, c.everyN)) / 3;
+  const recompute = c.policy === 'none' ? 0 : c.policy === 'selective' ? 0.1 : 1 / Math.max(1, c.everyN) / 3;
   const cpInNode = Math.min(d.cp, Math.max(1, GPUS_PER_NODE / d.tp));
   const cpCost = 0.1 * Math.log2(cpInNode) + 0.25 * Math.log2(d.cp / cpInNode);
-  const overhead = (1 + bubble) * (1 + tpCost) * (1 + cpCost) * (1 + 0.05 * Math.log2(d.ep)) * (1 + 0.02 * Math.log2(Math.max(1, d.shard * d.cp))) * (1 + recompute);
+  const overhead =
+    (1 + bubble) *
+    (1 + tpCost) *
+    (1 + cpCost) *
+    (1 + 0.05 * Math.log2(d.ep)) *
+    (1 + 0.02 * Math.log2(Math.max(1, d.shard * d.cp))) *
+    (1 + recompute);
   return 1 / overhead;
 }
 
@@ -95,7 +101,9 @@ export function combinations(input: MemoryInput, gpus: number, capacityBytes: nu
     }
     out.push(chosen!);
   }
-  return out.sort((a, b) => Number(b.fits) - Number(a.fits) || b.speed - a.speed || a.estimate.peak.total - b.estimate.peak.total);
+  return out.sort(
+    (a, b) => Number(b.fits) - Number(a.fits) || b.speed - a.speed || a.estimate.peak.total - b.estimate.peak.total,
+  );
 }
 
 export interface GpuCountAnswer {
@@ -104,7 +112,11 @@ export interface GpuCountAnswer {
 }
 
 /** The fewest GPUs (8 per node, powers of two) on which some combination fits, with the fastest-looking one. */
-export function fewestGpusAnyDegrees(input: MemoryInput, capacityBytes: number, maxGpus = 4096): GpuCountAnswer | undefined {
+export function fewestGpusAnyDegrees(
+  input: MemoryInput,
+  capacityBytes: number,
+  maxGpus = 4096,
+): GpuCountAnswer | undefined {
   for (let gpus = 1; gpus <= maxGpus; gpus *= 2) {
     const best = combinations(input, gpus, capacityBytes)[0];
     if (best?.fits) return { gpus, best };
@@ -142,10 +154,20 @@ export function largestMicroBatchNd(input: MemoryInput, capacityBytes: number, l
 export function bestDegrees(input: MemoryInput, capacityBytes: number): Degrees | undefined {
   const plan = planOf(input);
   const world = plan.replicate * plan.shard * plan.cp * plan.tp * plan.pp;
-  const c = input.checkpointing.policy === 'auto' ? { policy: 'every_n' as const, everyN: 1 } : { policy: input.checkpointing.policy, everyN: input.checkpointing.everyN };
+  const c =
+    input.checkpointing.policy === 'auto'
+      ? { policy: 'every_n' as const, everyN: 1 }
+      : { policy: input.checkpointing.policy, everyN: input.checkpointing.everyN };
   let best: { d: Degrees; speed: number } | undefined;
   for (const d of degreeCombinations(input, world)) {
-    if (d.tp === plan.tp && d.cp === plan.cp && d.pp === plan.pp && d.ep === plan.ep && (d.pp === 1 || d.schedule === plan.schedule)) continue;
+    if (
+      d.tp === plan.tp &&
+      d.cp === plan.cp &&
+      d.pp === plan.pp &&
+      d.ep === plan.ep &&
+      (d.pp === 1 || d.schedule === plan.schedule)
+    )
+      continue;
     if (estimateMemory(withDegrees(input, d)).peak.total > capacityBytes) continue;
     const speed = speedOf(input, d, c);
     if (!best || speed > best.speed) best = { d, speed };

@@ -47,7 +47,9 @@ export function expertFsdpDegree(p: ParallelPlan): number {
 
 /** "dp 8 (shard 8) × tp 8 × pp 4 (1F1B, 16 micro-batches)". */
 export function describePlan(p: ParallelPlan): string {
-  const parts = [p.replicate > 1 ? `dp ${p.replicate * p.shard} (replicate ${p.replicate} × shard ${p.shard})` : `dp ${p.shard}`];
+  const parts = [
+    p.replicate > 1 ? `dp ${p.replicate * p.shard} (replicate ${p.replicate} × shard ${p.shard})` : `dp ${p.shard}`,
+  ];
   if (p.tp > 1) parts.push(`tp ${p.tp}${p.sequenceParallel ? '+sp' : ''}`);
   if (p.cp > 1) parts.push(`cp ${p.cp}`);
   if (p.pp > 1) parts.push(`pp ${p.pp} (${p.schedule}, ${p.microbatches} micro-batches)`);

@@ -4,8 +4,17 @@
 // embedding and the output each count as pipeline_parallel_first/last_stage_less_layers layers),
 // torch/distributed/pipelining/schedules.py (Schedule1F1B, ScheduleInterleaved1F1B warm-up steps).
 
-export type PipelineSchedule = '1F1B' | 'Interleaved1F1B' | 'GPipe' | 'LoopedBFS' | 'InterleavedZeroBubble' | 'ZBVZeroBubble' | 'DualPipeV';
-export const PIPELINE_SCHEDULES: readonly PipelineSchedule[] = ['1F1B', 'Interleaved1F1B', 'GPipe', 'LoopedBFS', 'InterleavedZeroBubble', 'ZBVZeroBubble', 'DualPipeV'];
+export type PipelineSchedule =
+  '1F1B' | 'Interleaved1F1B' | 'GPipe' | 'LoopedBFS' | 'InterleavedZeroBubble' | 'ZBVZeroBubble' | 'DualPipeV';
+export const PIPELINE_SCHEDULES: readonly PipelineSchedule[] = [
+  '1F1B',
+  'Interleaved1F1B',
+  'GPipe',
+  'LoopedBFS',
+  'InterleavedZeroBubble',
+  'ZBVZeroBubble',
+  'DualPipeV',
+];
 
 const SINGLE_STAGE = new Set<PipelineSchedule>(['1F1B', 'GPipe']);
 
@@ -54,7 +63,13 @@ export function stagesOfRank(rank: number, pp: number, perRank: number, schedule
  * gradients off the backward and are counted like Interleaved1F1B (a bound: their weight
  * gradients run later, freeing the same activations).
  */
-export function chunkForwardsInFlight(schedule: PipelineSchedule, rank: number, pp: number, microbatches: number, perRank: number): number {
+export function chunkForwardsInFlight(
+  schedule: PipelineSchedule,
+  rank: number,
+  pp: number,
+  microbatches: number,
+  perRank: number,
+): number {
   const m = microbatches;
   switch (schedule) {
     case '1F1B':

@@ -11,7 +11,18 @@ export function llama3FfnHidden(dim: number, multiplier: number | undefined, mul
   return multipleOf * Math.ceil(hidden / multipleOf);
 }
 
-function llama3(name: string, o: { dim: number; layers: number; heads: number; kvHeads?: number; multiplier?: number; multipleOf?: number; vocab?: number }): NdModel {
+function llama3(
+  name: string,
+  o: {
+    dim: number;
+    layers: number;
+    heads: number;
+    kvHeads?: number;
+    multiplier?: number;
+    multipleOf?: number;
+    vocab?: number;
+  },
+): NdModel {
   return {
     name,
     vocabSize: o.vocab ?? 128256,
@@ -26,7 +37,22 @@ function llama3(name: string, o: { dim: number; layers: number; heads: number; k
   };
 }
 
-function deepseek(name: string, o: { vocab: number; dim: number; inter: number; moeInter: number; layers: number; dense: number; heads: number; experts: number; shared: number; topK: number; qLoraRank: number }): NdModel {
+function deepseek(
+  name: string,
+  o: {
+    vocab: number;
+    dim: number;
+    inter: number;
+    moeInter: number;
+    layers: number;
+    dense: number;
+    heads: number;
+    experts: number;
+    shared: number;
+    topK: number;
+    qLoraRank: number;
+  },
+): NdModel {
   return {
     name,
     vocabSize: o.vocab,
@@ -49,12 +75,55 @@ export const TORCHTITAN_FLAVOURS: Record<string, Record<string, NdModel>> = {
     debugmodel: llama3('Llama 3 debugmodel', { dim: 256, layers: 6, heads: 16, vocab: 2048 }),
     '8B': llama3('Llama 3 8B', { dim: 4096, layers: 32, heads: 32, kvHeads: 8, multiplier: 1.3, multipleOf: 1024 }),
     '70B': llama3('Llama 3 70B', { dim: 8192, layers: 80, heads: 64, kvHeads: 8, multiplier: 1.3, multipleOf: 4096 }),
-    '405B': llama3('Llama 3 405B', { dim: 16384, layers: 126, heads: 128, kvHeads: 8, multiplier: 1.2, multipleOf: 4096 }),
+    '405B': llama3('Llama 3 405B', {
+      dim: 16384,
+      layers: 126,
+      heads: 128,
+      kvHeads: 8,
+      multiplier: 1.2,
+      multipleOf: 4096,
+    }),
   },
   deepseek_v3: {
-    debugmodel: deepseek('DeepSeek-V3 debugmodel', { vocab: 2048, dim: 256, inter: 1024, moeInter: 256, layers: 6, dense: 1, heads: 16, experts: 8, shared: 2, topK: 3, qLoraRank: 0 }),
-    '16B': deepseek('DeepSeek-V3 16B', { vocab: 102400, dim: 2048, inter: 10944, moeInter: 1408, layers: 27, dense: 1, heads: 16, experts: 64, shared: 2, topK: 6, qLoraRank: 0 }),
-    '671B': deepseek('DeepSeek-V3 671B', { vocab: 129280, dim: 7168, inter: 18432, moeInter: 2048, layers: 61, dense: 3, heads: 128, experts: 256, shared: 1, topK: 8, qLoraRank: 1536 }),
+    debugmodel: deepseek('DeepSeek-V3 debugmodel', {
+      vocab: 2048,
+      dim: 256,
+      inter: 1024,
+      moeInter: 256,
+      layers: 6,
+      dense: 1,
+      heads: 16,
+      experts: 8,
+      shared: 2,
+      topK: 3,
+      qLoraRank: 0,
+    }),
+    '16B': deepseek('DeepSeek-V3 16B', {
+      vocab: 102400,
+      dim: 2048,
+      inter: 10944,
+      moeInter: 1408,
+      layers: 27,
+      dense: 1,
+      heads: 16,
+      experts: 64,
+      shared: 2,
+      topK: 6,
+      qLoraRank: 0,
+    }),
+    '671B': deepseek('DeepSeek-V3 671B', {
+      vocab: 129280,
+      dim: 7168,
+      inter: 18432,
+      moeInter: 2048,
+      layers: 61,
+      dense: 3,
+      heads: 128,
+      experts: 256,
+      shared: 1,
+      topK: 8,
+      qLoraRank: 1536,
+    }),
   },
 };
 

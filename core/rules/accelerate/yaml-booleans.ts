@@ -12,12 +12,18 @@ const YAML11_BOOLEAN_WORDS = /^(y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OF
 export const yaml11Booleans: ConfigRule = {
   code: 'accelerate.yaml11-boolean',
   why: 'accelerate loads the file with PyYAML (YAML 1.1), where unquoted yes/no/on/off are booleans, not strings: `mixed_precision: no` is read as false and accelerate launch fails calling .lower() on it.',
-  source: 'accelerate/commands/config/config_args.py: load_config_from_file (yaml.safe_load), BaseConfig.__post_init__; accelerate/utils/launch.py: prepare_simple_launcher_cmd_env; https://yaml.org/type/bool.html',
+  source:
+    'accelerate/commands/config/config_args.py: load_config_from_file (yaml.safe_load), BaseConfig.__post_init__; accelerate/utils/launch.py: prepare_simple_launcher_cmd_env; https://yaml.org/type/bool.html',
   check(ctx) {
     return stringKeysReadAsBooleans(ctx).map(({ path, word }) => {
       const fatal = path[0] === 'mixed_precision';
       const consequence = fatal ? 'and accelerate launch fails on it' : 'where accelerate expects a string';
-      return report(ctx, this, { path, severity: fatal ? 'error' : 'warning', message: `PyYAML reads the unquoted ${word} as the boolean ${/^(y|yes|on)$/i.test(word) ? 'true' : 'false'} ${consequence}; quote it: '${word}'`, fixes: [{ title: `Quote it: '${word}'`, preferred: true, edits: [{ kind: 'set', path, value: word }] }] });
+      return report(ctx, this, {
+        path,
+        severity: fatal ? 'error' : 'warning',
+        message: `PyYAML reads the unquoted ${word} as the boolean ${/^(y|yes|on)$/i.test(word) ? 'true' : 'false'} ${consequence}; quote it: '${word}'`,
+        fixes: [{ title: `Quote it: '${word}'`, preferred: true, edits: [{ kind: 'set', path, value: word }] }],
+      });
     });
   },
 };
@@ -35,4 +41,3 @@ export function stringKeysReadAsBooleans(ctx: RuleContext): Array<{ path: Config
   }
   return found;
 }
-

@@ -13,10 +13,30 @@ export const contiguousCheckpointing: ConfigRule = {
     if (!isObject(ac) || ac.contiguous_memory_optimization !== true) return [];
     const problems = [];
     if (ac.partition_activations !== true) {
-      problems.push(report(ctx, this, { path: [AC, 'contiguous_memory_optimization'], severity: 'error', message: 'contiguous_memory_optimization needs partition_activations: true', fixes: [{ title: 'Set partition_activations: true', preferred: true, edits: [{ kind: 'set', path: [AC, 'partition_activations'], value: true }] }] }));
+      problems.push(
+        report(ctx, this, {
+          path: [AC, 'contiguous_memory_optimization'],
+          severity: 'error',
+          message: 'contiguous_memory_optimization needs partition_activations: true',
+          fixes: [
+            {
+              title: 'Set partition_activations: true',
+              preferred: true,
+              edits: [{ kind: 'set', path: [AC, 'partition_activations'], value: true }],
+            },
+          ],
+        }),
+      );
     }
     if (typeof ac.number_checkpoints !== 'number') {
-      problems.push(report(ctx, this, { path: [AC, 'contiguous_memory_optimization'], severity: 'warning', message: 'contiguous_memory_optimization needs number_checkpoints (unless the training script passes num_checkpoints to deepspeed.checkpointing.configure)' }));
+      problems.push(
+        report(ctx, this, {
+          path: [AC, 'contiguous_memory_optimization'],
+          severity: 'warning',
+          message:
+            'contiguous_memory_optimization needs number_checkpoints (unless the training script passes num_checkpoints to deepspeed.checkpointing.configure)',
+        }),
+      );
     }
     return problems;
   },

@@ -26,15 +26,28 @@ export const batchSizeProduct: ConfigRule = {
       // Frameworks that wrap DeepSpeed (the HF Trainer, Lightning) fill in a missing micro batch;
       // deepspeed.initialize alone asserts one of them is given.
       const alone = ctx.env.settings.deepspeedLaunchedWith === 'deepspeed';
-      if (v[TBS] !== undefined || v[MBS] !== undefined || ctx.env.settings.deepspeedLaunchedWith === 'huggingface') return [];
-      return [report(ctx, this, { path: [], severity: alone ? 'error' : 'hint', message: `no ${TBS} or ${MBS}: deepspeed.initialize needs one of them${alone ? '' : ' (wrappers such as the HF Trainer fill in the micro batch)'}` })];
+      if (v[TBS] !== undefined || v[MBS] !== undefined || ctx.env.settings.deepspeedLaunchedWith === 'huggingface')
+        return [];
+      return [
+        report(ctx, this, {
+          path: [],
+          severity: alone ? 'error' : 'hint',
+          message: `no ${TBS} or ${MBS}: deepspeed.initialize needs one of them${alone ? '' : ' (wrappers such as the HF Trainer fill in the micro batch)'}`,
+        }),
+      ];
     }
     if (tbs === undefined) return []; // DeepSpeed computes it from the others
     return world ? checkWithWorld(ctx, tbs, mbs, gas, world) : checkDivisible(ctx, tbs, mbs, gas);
   },
 };
 
-function checkWithWorld(ctx: RuleContext, tbs: number, mbs: number | undefined, gas: number | undefined, world: number): ConfigProblem[] {
+function checkWithWorld(
+  ctx: RuleContext,
+  tbs: number,
+  mbs: number | undefined,
+  gas: number | undefined,
+  world: number,
+): ConfigProblem[] {
   const micro = mbs ?? Math.floor(Math.floor(tbs / world) / (gas ?? 1));
   const accum = gas ?? (mbs !== undefined ? Math.floor(Math.floor(tbs / mbs) / world) : 1);
   const product = micro * accum * world;
@@ -48,12 +61,25 @@ function checkWithWorld(ctx: RuleContext, tbs: number, mbs: number | undefined, 
       message: explicit
         ? `${TBS} ${tbs} ≠ ${MBS} × ${GAS} × world size = ${shown} = ${product}`
         : `${TBS} ${tbs} is not divisible into ${MBS} × ${GAS} × world size ${world}: DeepSpeed infers ${shown} = ${product} and stops`,
-      fixes: explicit ? [{ title: `Set ${TBS} to ${product}`, preferred: true, edits: [{ kind: 'set', path: [TBS], value: product }] }] : undefined,
+      fixes: explicit
+        ? [
+            {
+              title: `Set ${TBS} to ${product}`,
+              preferred: true,
+              edits: [{ kind: 'set', path: [TBS], value: product }],
+            },
+          ]
+        : undefined,
     }),
   ];
 }
 
-function checkDivisible(ctx: RuleContext, tbs: number, mbs: number | undefined, gas: number | undefined): ConfigProblem[] {
+function checkDivisible(
+  ctx: RuleContext,
+  tbs: number,
+  mbs: number | undefined,
+  gas: number | undefined,
+): ConfigProblem[] {
   const perRank = (mbs ?? 1) * (gas ?? 1);
   if (mbs === undefined || tbs % perRank === 0) return [];
   return [

@@ -6,7 +6,14 @@ import { batchSizeProduct } from './batch-size';
 import { lambNeedsDynamicScaling, oneBitWithZero } from './optimizer';
 import { ampConflicts, dynamicLossScale, fp16AndBf16, masterWeightsNeedZero } from './precision';
 import { schedulerParameters } from './scheduler';
-import { allreduceSumWithStage3, booleanZeroSection, nvmeNeedsPath, offloadNeedsStage, partialOffloadNeedsStage3, stage3KeysBelowStage3 } from './zero';
+import {
+  allreduceSumWithStage3,
+  booleanZeroSection,
+  nvmeNeedsPath,
+  offloadNeedsStage,
+  partialOffloadNeedsStage3,
+  stage3KeysBelowStage3,
+} from './zero';
 
 export const deepspeedRules: ConfigRule[] = [
   batchSizeProduct,

@@ -14,7 +14,18 @@ export const halfPrecision: ConfigRule = {
   source: 'transformers/training_args.py: TrainingArguments.__post_init__',
   check(ctx) {
     if (!on(ctx.value.fp16) || !on(ctx.value.bf16)) return [];
-    return [report(ctx, this, { path: ['fp16'], part: 'key', severity: 'error', message: 'fp16 and bf16 cannot both be true; bf16 is the one to keep on GPUs that have it (A100, H100)', fixes: [{ title: 'Remove fp16 (keep bf16)', preferred: true, edits: [{ kind: 'remove', path: ['fp16'] }] }, { title: 'Remove bf16 (keep fp16)', edits: [{ kind: 'remove', path: ['bf16'] }] }] })];
+    return [
+      report(ctx, this, {
+        path: ['fp16'],
+        part: 'key',
+        severity: 'error',
+        message: 'fp16 and bf16 cannot both be true; bf16 is the one to keep on GPUs that have it (A100, H100)',
+        fixes: [
+          { title: 'Remove fp16 (keep bf16)', preferred: true, edits: [{ kind: 'remove', path: ['fp16'] }] },
+          { title: 'Remove bf16 (keep fp16)', edits: [{ kind: 'remove', path: ['bf16'] }] },
+        ],
+      }),
+    ];
   },
 };
 
@@ -28,15 +39,35 @@ export const bestModelStrategies: ConfigRule = {
     const evalStrategy = String(v.eval_strategy ?? 'no');
     const saveStrategy = String(v.save_strategy ?? 'steps');
     if (saveStrategy === 'best' || evalStrategy === saveStrategy) return [];
-    return [report(ctx, this, { path: 'save_strategy' in v ? ['save_strategy'] : ['load_best_model_at_end'], severity: 'error', message: `load_best_model_at_end needs save_strategy to match eval_strategy ("${evalStrategy}"), got "${saveStrategy}"`, fixes: [{ title: `Set save_strategy: ${evalStrategy}`, preferred: true, edits: [{ kind: 'set', path: ['save_strategy'], value: evalStrategy }] }] })];
+    return [
+      report(ctx, this, {
+        path: 'save_strategy' in v ? ['save_strategy'] : ['load_best_model_at_end'],
+        severity: 'error',
+        message: `load_best_model_at_end needs save_strategy to match eval_strategy ("${evalStrategy}"), got "${saveStrategy}"`,
+        fixes: [
+          {
+            title: `Set save_strategy: ${evalStrategy}`,
+            preferred: true,
+            edits: [{ kind: 'set', path: ['save_strategy'], value: evalStrategy }],
+          },
+        ],
+      }),
+    ];
   },
 };
 
-const GENERAL = new Set(['TrainingArguments', 'ScriptArguments', 'ModelConfig', 'DatasetMixtureConfig', 'accelerate launch', 'trl CLI']);
+const GENERAL = new Set([
+  'TrainingArguments',
+  'ScriptArguments',
+  'ModelConfig',
+  'DatasetMixtureConfig',
+  'accelerate launch',
+  'trl CLI',
+]);
 
 export const trainerMix: ConfigRule = {
   code: 'hf.trainer-mix',
-  why: 'Each TRL command reads its own config class (SFTConfig for trl sft, DPOConfig for trl dpo, …); keys of another trainer\'s config are not its arguments, and the trl CLI hands them to accelerate launch, which refuses them.',
+  why: "Each TRL command reads its own config class (SFTConfig for trl sft, DPOConfig for trl dpo, …); keys of another trainer's config are not its arguments, and the trl CLI hands them to accelerate launch, which refuses them.",
   source: 'trl/scripts/sft.py, dpo.py, grpo.py (make_parser); trl/cli/commands/training.py: TrainingCommand.run',
   check(ctx) {
     const owners = new Map<string, string[]>();
@@ -53,7 +84,15 @@ export const trainerMix: ConfigRule = {
     const problems: ConfigProblem[] = [];
     for (const [key, by] of owners) {
       if (by.includes(best)) continue;
-      problems.push(report(ctx, this, { path: [key], part: 'key', severity: 'warning', message: `"${key}" is an argument of ${by.join(', ')}, but the other trainer-specific keys here are ${best}'s; the trainer that reads this file does not know it`, fixes: [{ title: `Remove ${key}`, edits: [{ kind: 'remove', path: [key] }] }] }));
+      problems.push(
+        report(ctx, this, {
+          path: [key],
+          part: 'key',
+          severity: 'warning',
+          message: `"${key}" is an argument of ${by.join(', ')}, but the other trainer-specific keys here are ${best}'s; the trainer that reads this file does not know it`,
+          fixes: [{ title: `Remove ${key}`, edits: [{ kind: 'remove', path: [key] }] }],
+        }),
+      );
     }
     return problems;
   },

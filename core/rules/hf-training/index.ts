@@ -4,4 +4,11 @@ import { bestModelStrategies, halfPrecision, trainerMix } from './arguments';
 import { deepspeedReference } from './deepspeed';
 import { fsdpConfigKeys, fsdpOptionsRule } from './fsdp';
 
-export const hfTrainingRules: ConfigRule[] = [halfPrecision, bestModelStrategies, fsdpOptionsRule, fsdpConfigKeys, deepspeedReference, trainerMix];
+export const hfTrainingRules: ConfigRule[] = [
+  halfPrecision,
+  bestModelStrategies,
+  fsdpOptionsRule,
+  fsdpConfigKeys,
+  deepspeedReference,
+  trainerMix,
+];

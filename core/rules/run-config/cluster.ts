@@ -8,8 +8,17 @@ export const slurmOrHosts: ConfigRule = {
   why: 'A run is either one SLURM job (launch.slurm: the scheduler picks its nodes) or one mpirun job across the SSH hosts you name (launch.hosts), not both.',
   source: 'core/schemas/run-config.schema.json (LaunchConfig.slurm, LaunchConfig.hosts)',
   check(ctx) {
-    if (!isObject(valueAt(ctx.value, ['launch', 'slurm'])) || valueAt(ctx.value, ['launch', 'hosts']) === undefined) return [];
-    return [report(ctx, this, { path: ['launch', 'hosts'], part: 'key', severity: 'error', message: 'launch.hosts and launch.slurm exclude each other: SLURM chooses the nodes of its job; remove one of them' })];
+    if (!isObject(valueAt(ctx.value, ['launch', 'slurm'])) || valueAt(ctx.value, ['launch', 'hosts']) === undefined)
+      return [];
+    return [
+      report(ctx, this, {
+        path: ['launch', 'hosts'],
+        part: 'key',
+        severity: 'error',
+        message:
+          'launch.hosts and launch.slurm exclude each other: SLURM chooses the nodes of its job; remove one of them',
+      }),
+    ];
   },
 };
 
@@ -24,22 +33,32 @@ export const hostsMatchNodes: ConfigRule = {
     const nodes = asNumber(valueAt(ctx.value, ['launch', 'nnodes'])) ?? 1;
     if (nodes !== hosts.length) {
       const present = valueAt(ctx.value, ['launch', 'nnodes']) !== undefined;
-      out.push(report(ctx, this, {
-        path: present ? ['launch', 'nnodes'] : ['launch', 'hosts'],
-        part: present ? 'value' : 'key',
-        severity: 'error',
-        message: `launch.hosts names ${hosts.length} hosts but launch.nnodes is ${nodes}: one node per host`,
-        fixes: [{ title: `Set launch.nnodes: ${hosts.length}`, edits: [{ kind: 'set', path: ['launch', 'nnodes'], value: hosts.length }], preferred: true }],
-      }));
+      out.push(
+        report(ctx, this, {
+          path: present ? ['launch', 'nnodes'] : ['launch', 'hosts'],
+          part: present ? 'value' : 'key',
+          severity: 'error',
+          message: `launch.hosts names ${hosts.length} hosts but launch.nnodes is ${nodes}: one node per host`,
+          fixes: [
+            {
+              title: `Set launch.nnodes: ${hosts.length}`,
+              edits: [{ kind: 'set', path: ['launch', 'nnodes'], value: hosts.length }],
+              preferred: true,
+            },
+          ],
+        }),
+      );
     }
     const target = valueAt(ctx.value, ['launch', 'target']);
     if (typeof target === 'string' && target !== hosts[0]) {
-      out.push(report(ctx, this, {
-        path: ['launch', 'target'],
-        severity: 'error',
-        message: `a run across launch.hosts starts on the first of them (${String(hosts[0])}), not on ${JSON.stringify(target)}: remove launch.target or name that host`,
-        fixes: [{ title: 'Remove launch.target', edits: [{ kind: 'remove', path: ['launch', 'target'] }] }],
-      }));
+      out.push(
+        report(ctx, this, {
+          path: ['launch', 'target'],
+          severity: 'error',
+          message: `a run across launch.hosts starts on the first of them (${String(hosts[0])}), not on ${JSON.stringify(target)}: remove launch.target or name that host`,
+          fixes: [{ title: 'Remove launch.target', edits: [{ kind: 'remove', path: ['launch', 'target'] }] }],
+        }),
+      );
     }
     return out;
   },
@@ -56,10 +75,31 @@ export const slurmGpusPerTask: ConfigRule = {
     const perNode = asNumber(valueAt(ctx.value, ['launch', 'nproc_per_node'])) ?? 1;
     const cuda = valueAt(ctx.value, ['launch', 'device']) === 'cuda';
     if (cuda && gpus < perNode) {
-      return [report(ctx, this, { path: ['launch', 'slurm', 'gpus_per_node'], severity: 'error', message: `${perNode} tasks per node need ${perNode} GPUs per node (one each), not ${gpus}`, fixes: [{ title: `Set gpus_per_node: ${perNode}`, edits: [{ kind: 'set', path: ['launch', 'slurm', 'gpus_per_node'], value: perNode }] }] })];
+      return [
+        report(ctx, this, {
+          path: ['launch', 'slurm', 'gpus_per_node'],
+          severity: 'error',
+          message: `${perNode} tasks per node need ${perNode} GPUs per node (one each), not ${gpus}`,
+          fixes: [
+            {
+              title: `Set gpus_per_node: ${perNode}`,
+              edits: [{ kind: 'set', path: ['launch', 'slurm', 'gpus_per_node'], value: perNode }],
+            },
+          ],
+        }),
+      ];
     }
     if (!cuda && gpus > 0) {
-      return [report(ctx, this, { path: ['launch', 'slurm', 'gpus_per_node'], severity: 'warning', message: 'launch.device is cpu: the job would hold GPUs it does not use', fixes: [{ title: 'Remove gpus_per_node', edits: [{ kind: 'remove', path: ['launch', 'slurm', 'gpus_per_node'] }] }] })];
+      return [
+        report(ctx, this, {
+          path: ['launch', 'slurm', 'gpus_per_node'],
+          severity: 'warning',
+          message: 'launch.device is cpu: the job would hold GPUs it does not use',
+          fixes: [
+            { title: 'Remove gpus_per_node', edits: [{ kind: 'remove', path: ['launch', 'slurm', 'gpus_per_node'] }] },
+          ],
+        }),
+      ];
     }
     return [];
   },
@@ -67,8 +107,9 @@ export const slurmGpusPerTask: ConfigRule = {
 
 export const slurmDirectivesOwnKeys: ConfigRule = {
   code: 'run.slurm-directive',
-  why: 'The batch script sets the job\'s shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again — in any spelling sbatch accepts: -t 5, --time=5, --ti 5, --no-requ — overrides it (the later line wins) and breaks what the editor relies on (the run folder gets no output, requeue is off). A directive sbatch cannot read makes the submission fail.',
-  source: 'core/config/sbatch-options.ts (readDirective: getopt_long\'s rules; SET_BY_THE_SCRIPT); runs/slurm/slurm-script.ts (batchScript)',
+  why: "The batch script sets the job's shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again — in any spelling sbatch accepts: -t 5, --time=5, --ti 5, --no-requ — overrides it (the later line wins) and breaks what the editor relies on (the run folder gets no output, requeue is off). A directive sbatch cannot read makes the submission fail.",
+  source:
+    "core/config/sbatch-options.ts (readDirective: getopt_long's rules; SET_BY_THE_SCRIPT); runs/slurm/slurm-script.ts (batchScript)",
   check(ctx) {
     const extra = valueAt(ctx.value, ['launch', 'slurm', 'extra_directives']);
     if (!Array.isArray(extra)) return [];
@@ -78,13 +119,21 @@ export const slurmDirectivesOwnKeys: ConfigRule = {
       const path = ['launch', 'slurm', 'extra_directives', i];
       const reading = readDirective(line);
       if ('problem' in reading) {
-        out.push(report(ctx, this, { path, severity: 'warning', message: `${reading.problem}: sbatch would refuse the job` }));
+        out.push(
+          report(ctx, this, { path, severity: 'warning', message: `${reading.problem}: sbatch would refuse the job` }),
+        );
         continue;
       }
       const owned = reading.options.filter((o) => o in SET_BY_THE_SCRIPT);
       if (owned.length === 0) continue;
       const what = owned.map((o) => `--${o} (from ${SET_BY_THE_SCRIPT[o]})`).join(' and ');
-      out.push(report(ctx, this, { path, severity: 'error', message: `"${line.trim()}" sets ${what}, which the batch script already sets; a later #SBATCH line wins, so this one would override it: remove it` }));
+      out.push(
+        report(ctx, this, {
+          path,
+          severity: 'error',
+          message: `"${line.trim()}" sets ${what}, which the batch script already sets; a later #SBATCH line wins, so this one would override it: remove it`,
+        }),
+      );
     }
     return out;
   },
@@ -100,6 +149,12 @@ export const slurmSignalWithinLimit: ConfigRule = {
     const limit = timeLimitSeconds(slurm.time_limit);
     const signal = asNumber(slurm.signal_before_limit_s) ?? 120;
     if (limit === undefined || signal === 0 || signal < limit) return [];
-    return [report(ctx, this, { path: ['launch', 'slurm', slurm.signal_before_limit_s === undefined ? 'time_limit' : 'signal_before_limit_s'], severity: 'warning', message: `the job would be told to save and requeue ${signal} s before a time limit of ${limit} s, that is at once: raise time_limit or lower signal_before_limit_s` })];
+    return [
+      report(ctx, this, {
+        path: ['launch', 'slurm', slurm.signal_before_limit_s === undefined ? 'time_limit' : 'signal_before_limit_s'],
+        severity: 'warning',
+        message: `the job would be told to save and requeue ${signal} s before a time limit of ${limit} s, that is at once: raise time_limit or lower signal_before_limit_s`,
+      }),
+    ];
   },
 };

@@ -1,7 +1,19 @@
 // Every run config cross-field rule, in the order their problems are listed.
 import type { ConfigRule } from '../rule';
-import { checkpointIntervalWithinRun, checkpointingPolicyNeedsEnabled, fp16NeedsLossScaling, headsDivideWidth, sequenceFitsModel } from './model-and-schedule';
-import { hostsMatchNodes, slurmDirectivesOwnKeys, slurmGpusPerTask, slurmOrHosts, slurmSignalWithinLimit } from './cluster';
+import {
+  checkpointIntervalWithinRun,
+  checkpointingPolicyNeedsEnabled,
+  fp16NeedsLossScaling,
+  headsDivideWidth,
+  sequenceFitsModel,
+} from './model-and-schedule';
+import {
+  hostsMatchNodes,
+  slurmDirectivesOwnKeys,
+  slurmGpusPerTask,
+  slurmOrHosts,
+  slurmSignalWithinLimit,
+} from './cluster';
 import { accumulationWithCpuOffload, hybridShardOneNode, shardingWithOneRank } from './parallelism';
 import { learningRateTooHigh } from './optimizer';
 import { runtimeRejects } from './runtime';

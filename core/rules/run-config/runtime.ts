@@ -15,13 +15,24 @@ export const runtimeRejects: ConfigRule = {
     const validate = ctx.env.validateRunConfig;
     const target = valueAt(ctx.value, ['launch', 'target']);
     // A run across launch.hosts runs each host's own build, not this one.
-    if (!validate || (target !== undefined && target !== 'local') || valueAt(ctx.value, ['launch', 'hosts']) !== undefined) return [];
+    if (
+      !validate ||
+      (target !== undefined && target !== 'local') ||
+      valueAt(ctx.value, ['launch', 'hosts']) !== undefined
+    )
+      return [];
     const resolved = resolveRunConfig(ctx.value as unknown as RunConfig, path.dirname(path.resolve(ctx.fileName)));
     let verdict: RuntimeVerdict;
     try {
       verdict = validate(resolved);
     } catch (e) {
-      return [report(ctx, this, { path: [], severity: 'warning', message: `the runtime's config check failed: ${(e as Error).message}` })];
+      return [
+        report(ctx, this, {
+          path: [],
+          severity: 'warning',
+          message: `the runtime's config check failed: ${(e as Error).message}`,
+        }),
+      ];
     }
     return [
       ...verdict.errors.map((p) => problem(ctx, p, 'error', 'the runtime rejects this config')),
@@ -34,5 +45,9 @@ function problem(ctx: RuleContext, p: { path: string; message: string }, severit
   const keys = p.path ? p.path.split('.').filter(Boolean) : [];
   // The runtime may name a key the file leaves to its default: point at the nearest one present.
   while (keys.length && !ctx.doc.has(keys)) keys.pop();
-  return report(ctx, runtimeRejects, { path: keys, severity, message: `${lead}: ${p.path ? `${p.path}: ` : ''}${p.message}` });
+  return report(ctx, runtimeRejects, {
+    path: keys,
+    severity,
+    message: `${lead}: ${p.path ? `${p.path}: ` : ''}${p.message}`,
+  });
 }

@@ -16,11 +16,24 @@ export const globalBatchSize: ConfigRule = {
     if (global === undefined || global < 0 || !Number.isInteger(global) || local < 1) return [];
     const d = readDegrees(ctx);
     const dp = d && batchDegree(d);
-    if (global === 0) return [report(ctx, this, { path: ['training', 'global_batch_size'], severity: 'error', message: 'global_batch_size must be positive, or -1 for local_batch_size × the data-parallel degree' })];
+    if (global === 0)
+      return [
+        report(ctx, this, {
+          path: ['training', 'global_batch_size'],
+          severity: 'error',
+          message: 'global_batch_size must be positive, or -1 for local_batch_size × the data-parallel degree',
+        }),
+      ];
     if (dp === undefined) {
       // Without the world size only the local batch can be checked.
       if (global % local === 0) return [];
-      return [report(ctx, this, { path: ['training', 'global_batch_size'], severity: 'error', message: `global_batch_size ${global} is not a multiple of local_batch_size ${local}` })];
+      return [
+        report(ctx, this, {
+          path: ['training', 'global_batch_size'],
+          severity: 'error',
+          message: `global_batch_size ${global} is not a multiple of local_batch_size ${local}`,
+        }),
+      ];
     }
     const perStep = local * dp;
     if (global % perStep === 0) return [];
@@ -30,7 +43,13 @@ export const globalBatchSize: ConfigRule = {
         path: ['training', 'global_batch_size'],
         severity: 'error',
         message: `global_batch_size ${global} is not local_batch_size ${local} × data-parallel degree ${dp} (replicate ${d!.replicate} × shard ${d!.shard}) × whole accumulation steps; ${nearest} would be ${nearest / perStep} step${nearest / perStep > 1 ? 's' : ''}`,
-        fixes: [{ title: `Set global_batch_size = ${nearest} (${nearest / perStep} accumulation step${nearest / perStep > 1 ? 's' : ''})`, preferred: true, edits: [{ kind: 'set', path: ['training', 'global_batch_size'], value: nearest }] }],
+        fixes: [
+          {
+            title: `Set global_batch_size = ${nearest} (${nearest / perStep} accumulation step${nearest / perStep > 1 ? 's' : ''})`,
+            preferred: true,
+            edits: [{ kind: 'set', path: ['training', 'global_batch_size'], value: nearest }],
+          },
+        ],
       }),
     ];
   },

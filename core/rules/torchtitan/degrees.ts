@@ -39,7 +39,12 @@ export function readDegrees(ctx: RuleContext): Degrees | undefined {
     ep: degree('expert_parallel_degree', 1),
     etp: degree('expert_tensor_parallel_degree', 1),
   };
-  if ([d.replicate, d.cp, d.tp, d.pp, d.ep, d.etp].some((x) => x < 1) || d.shardAsWritten === 0 || d.shardAsWritten < -1) return undefined;
+  if (
+    [d.replicate, d.cp, d.tp, d.pp, d.ep, d.etp].some((x) => x < 1) ||
+    d.shardAsWritten === 0 ||
+    d.shardAsWritten < -1
+  )
+    return undefined;
   const world = worldFromComment(ctx.doc.text);
   if (world !== undefined) d.world = world;
   const others = d.replicate * d.cp * d.tp * d.pp;

@@ -28,22 +28,84 @@ export const float8WithCompile: ConfigRule = {
     const section = valueAt(v, FLOAT8);
     const problems: ConfigProblem[] = [];
     if (!on) {
-      const settings = isObject(section) ? Object.entries(section).filter(([k, x]) => (k === 'enable_fsdp_float8_all_gather' || k === 'precompute_float8_dynamic_scale_for_fsdp' || k === 'emulate') && x === true) : [];
+      const settings = isObject(section)
+        ? Object.entries(section).filter(
+            ([k, x]) =>
+              (k === 'enable_fsdp_float8_all_gather' ||
+                k === 'precompute_float8_dynamic_scale_for_fsdp' ||
+                k === 'emulate') &&
+              x === true,
+          )
+        : [];
       if (settings.length) {
         const list = converters(v);
-        problems.push(report(ctx, this, { path: [...FLOAT8, settings[0][0]], part: 'key', severity: 'warning', message: `${settings.map(([k]) => k).join(', ')} ha${settings.length > 1 ? 've' : 's'} no effect: "float8" is not in model.converters`, fixes: [{ title: 'Add "float8" to model.converters', preferred: true, edits: [{ kind: 'set', path: ['model', 'converters'], value: [...list, 'float8'] }] }] }));
+        problems.push(
+          report(ctx, this, {
+            path: [...FLOAT8, settings[0][0]],
+            part: 'key',
+            severity: 'warning',
+            message: `${settings.map(([k]) => k).join(', ')} ha${settings.length > 1 ? 've' : 's'} no effect: "float8" is not in model.converters`,
+            fixes: [
+              {
+                title: 'Add "float8" to model.converters',
+                preferred: true,
+                edits: [{ kind: 'set', path: ['model', 'converters'], value: [...list, 'float8'] }],
+              },
+            ],
+          }),
+        );
       }
       return problems;
     }
     const emulate = isObject(section) && section.emulate === true;
     if (emulate && compiled(v)) {
-      problems.push(report(ctx, this, { path: [...FLOAT8, 'emulate'], severity: 'error', message: 'float8 emulation works only in eager mode; torchtitan refuses it with compile.enable (model)', fixes: [{ title: 'Set emulate = false', preferred: true, edits: [{ kind: 'set', path: [...FLOAT8, 'emulate'], value: false }] }] }));
+      problems.push(
+        report(ctx, this, {
+          path: [...FLOAT8, 'emulate'],
+          severity: 'error',
+          message: 'float8 emulation works only in eager mode; torchtitan refuses it with compile.enable (model)',
+          fixes: [
+            {
+              title: 'Set emulate = false',
+              preferred: true,
+              edits: [{ kind: 'set', path: [...FLOAT8, 'emulate'], value: false }],
+            },
+          ],
+        }),
+      );
     }
     if (isObject(section) && section.recipe_name !== undefined && section.enable_fsdp_float8_all_gather === true) {
-      problems.push(report(ctx, this, { path: [...FLOAT8, 'enable_fsdp_float8_all_gather'], severity: 'error', message: `enable_fsdp_float8_all_gather cannot be used with recipe_name "${String(section.recipe_name)}" (torchtitan asserts it)`, fixes: [{ title: 'Set enable_fsdp_float8_all_gather = false', preferred: true, edits: [{ kind: 'set', path: [...FLOAT8, 'enable_fsdp_float8_all_gather'], value: false }] }] }));
+      problems.push(
+        report(ctx, this, {
+          path: [...FLOAT8, 'enable_fsdp_float8_all_gather'],
+          severity: 'error',
+          message: `enable_fsdp_float8_all_gather cannot be used with recipe_name "${String(section.recipe_name)}" (torchtitan asserts it)`,
+          fixes: [
+            {
+              title: 'Set enable_fsdp_float8_all_gather = false',
+              preferred: true,
+              edits: [{ kind: 'set', path: [...FLOAT8, 'enable_fsdp_float8_all_gather'], value: false }],
+            },
+          ],
+        }),
+      );
     }
     if (!emulate && !compiled(v)) {
-      problems.push(report(ctx, this, { path: ['model', 'converters'], severity: 'warning', message: 'float8 without torch.compile is usually slower than bf16: its casts are fused only when compiled; set compile.enable = true', fixes: [{ title: 'Set compile.enable = true', preferred: true, edits: [{ kind: 'set', path: ['compile', 'enable'], value: true }] }] }));
+      problems.push(
+        report(ctx, this, {
+          path: ['model', 'converters'],
+          severity: 'warning',
+          message:
+            'float8 without torch.compile is usually slower than bf16: its casts are fused only when compiled; set compile.enable = true',
+          fixes: [
+            {
+              title: 'Set compile.enable = true',
+              preferred: true,
+              edits: [{ kind: 'set', path: ['compile', 'enable'], value: true }],
+            },
+          ],
+        }),
+      );
     }
     return problems;
   },
@@ -51,8 +113,9 @@ export const float8WithCompile: ConfigRule = {
 
 export const contextParallelSequence: ConfigRule = {
   code: 'torchtitan.context-parallel',
-  why: 'Context parallel with the head-tail load balancer (torchtitan\'s default) cuts every sequence into 2 × context_parallel_degree chunks and asserts that seq_len divides evenly.',
-  source: 'torch/distributed/tensor/experimental/_context_parallel/_load_balancer.py: _HeadTailLoadBalancer; torchtitan/config/job_config.py: Parallelism.context_parallel_load_balancer',
+  why: "Context parallel with the head-tail load balancer (torchtitan's default) cuts every sequence into 2 × context_parallel_degree chunks and asserts that seq_len divides evenly.",
+  source:
+    'torch/distributed/tensor/experimental/_context_parallel/_load_balancer.py: _HeadTailLoadBalancer; torchtitan/config/job_config.py: Parallelism.context_parallel_load_balancer',
   check(ctx) {
     const d = readDegrees(ctx);
     if (!d || d.cp === 1) return [];
@@ -62,7 +125,23 @@ export const contextParallelSequence: ConfigRule = {
     if (balancer !== undefined && balancer !== 'headtail') return [];
     if (seq % (2 * d.cp) === 0) return [];
     const fixed = Math.ceil(seq / (2 * d.cp)) * 2 * d.cp;
-    return [report(ctx, this, { path: 'seq_len' in t ? ['training', 'seq_len'] : ['parallelism', 'context_parallel_degree'], severity: 'error', message: `seq_len ${seq} is not divisible by 2 × context_parallel_degree = ${2 * d.cp} (the head-tail load balancer's chunks)`, fixes: 'seq_len' in t ? [{ title: `Set seq_len = ${fixed}`, preferred: true, edits: [{ kind: 'set', path: ['training', 'seq_len'], value: fixed }] }] : undefined })];
+    return [
+      report(ctx, this, {
+        path: 'seq_len' in t ? ['training', 'seq_len'] : ['parallelism', 'context_parallel_degree'],
+        severity: 'error',
+        message: `seq_len ${seq} is not divisible by 2 × context_parallel_degree = ${2 * d.cp} (the head-tail load balancer's chunks)`,
+        fixes:
+          'seq_len' in t
+            ? [
+                {
+                  title: `Set seq_len = ${fixed}`,
+                  preferred: true,
+                  edits: [{ kind: 'set', path: ['training', 'seq_len'], value: fixed }],
+                },
+              ]
+            : undefined,
+      }),
+    ];
   },
 };
 
@@ -75,6 +154,19 @@ export const selectiveCheckpointOption: ConfigRule = {
     if (!isObject(ac) || (ac.mode ?? 'selective') !== 'selective' || ac.selective_ac_option === undefined) return [];
     const option = String(ac.selective_ac_option);
     if (option === 'op' || (/^\d+$/.test(option) && Number(option) >= 1)) return [];
-    return [report(ctx, this, { path: ['activation_checkpoint', 'selective_ac_option'], severity: 'error', message: `selective_ac_option must be "op" or a positive whole number as a string (every N-th layer), got ${JSON.stringify(ac.selective_ac_option)}`, fixes: [{ title: 'Set selective_ac_option = "op"', preferred: true, edits: [{ kind: 'set', path: ['activation_checkpoint', 'selective_ac_option'], value: 'op' }] }] })];
+    return [
+      report(ctx, this, {
+        path: ['activation_checkpoint', 'selective_ac_option'],
+        severity: 'error',
+        message: `selective_ac_option must be "op" or a positive whole number as a string (every N-th layer), got ${JSON.stringify(ac.selective_ac_option)}`,
+        fixes: [
+          {
+            title: 'Set selective_ac_option = "op"',
+            preferred: true,
+            edits: [{ kind: 'set', path: ['activation_checkpoint', 'selective_ac_option'], value: 'op' }],
+          },
+        ],
+      }),
+    ];
   },
 };

@@ -5,4 +5,12 @@ import { contextParallelSequence, float8WithCompile, selectiveCheckpointOption }
 import { expertParallel, worldSizeProduct } from './parallel-degrees';
 import { pipelineSchedule } from './pipeline';
 
-export const torchtitanRules: ConfigRule[] = [worldSizeProduct, expertParallel, globalBatchSize, pipelineSchedule, contextParallelSequence, float8WithCompile, selectiveCheckpointOption];
+export const torchtitanRules: ConfigRule[] = [
+  worldSizeProduct,
+  expertParallel,
+  globalBatchSize,
+  pipelineSchedule,
+  contextParallelSequence,
+  float8WithCompile,
+  selectiveCheckpointOption,
+];

@@ -14,7 +14,20 @@ export const worldSizeProduct: ConfigRule = {
   check(ctx) {
     const section = ctx.value[PARALLELISM];
     if (isObject(section) && section[SHARD] === 0) {
-      return [report(ctx, this, { path: [PARALLELISM, SHARD], severity: 'error', message: `${SHARD} must be -1 (the ranks left over) or ≥ 1, not 0`, fixes: [{ title: `Set ${SHARD} = -1`, preferred: true, edits: [{ kind: 'set', path: [PARALLELISM, SHARD], value: -1 }] }] })];
+      return [
+        report(ctx, this, {
+          path: [PARALLELISM, SHARD],
+          severity: 'error',
+          message: `${SHARD} must be -1 (the ranks left over) or ≥ 1, not 0`,
+          fixes: [
+            {
+              title: `Set ${SHARD} = -1`,
+              preferred: true,
+              edits: [{ kind: 'set', path: [PARALLELISM, SHARD], value: -1 }],
+            },
+          ],
+        }),
+      ];
     }
     const d = readDegrees(ctx);
     if (!d || d.world === undefined) return [];
@@ -23,12 +36,35 @@ export const worldSizeProduct: ConfigRule = {
     const at = isObject(section) && SHARD in section ? [PARALLELISM, SHARD] : isObject(section) ? [PARALLELISM] : [];
     if (d.shardAsWritten === -1) {
       if (d.world % others === 0) return [];
-      return [report(ctx, this, { path: at, part: 'key', severity: 'error', message: `${named} = ${others} does not divide the world size ${d.world} (fsdp-studio comment), so ${SHARD} = -1 has no whole value` })];
+      return [
+        report(ctx, this, {
+          path: at,
+          part: 'key',
+          severity: 'error',
+          message: `${named} = ${others} does not divide the world size ${d.world} (fsdp-studio comment), so ${SHARD} = -1 has no whole value`,
+        }),
+      ];
     }
     const product = others * d.shardAsWritten;
     if (product === d.world) return [];
-    const fixes = d.world % others === 0 ? [{ title: `Set ${SHARD} = -1 (${d.world / others} on ${d.world} ranks)`, preferred: true, edits: [{ kind: 'set' as const, path: [PARALLELISM, SHARD], value: -1 }] }] : undefined;
-    return [report(ctx, this, { path: at, severity: 'error', message: `${named} × data_parallel_shard ${d.shardAsWritten} = ${product} ≠ world size ${d.world} (fsdp-studio comment): torchtitan stops with "Invalid parallel dims"`, fixes })];
+    const fixes =
+      d.world % others === 0
+        ? [
+            {
+              title: `Set ${SHARD} = -1 (${d.world / others} on ${d.world} ranks)`,
+              preferred: true,
+              edits: [{ kind: 'set' as const, path: [PARALLELISM, SHARD], value: -1 }],
+            },
+          ]
+        : undefined;
+    return [
+      report(ctx, this, {
+        path: at,
+        severity: 'error',
+        message: `${named} × data_parallel_shard ${d.shardAsWritten} = ${product} ≠ world size ${d.world} (fsdp-studio comment): torchtitan stops with "Invalid parallel dims"`,
+        fixes,
+      }),
+    ];
   },
 };
 
@@ -41,12 +77,31 @@ export const expertParallel: ConfigRule = {
     if (!d || d.ep === 1) return [];
     const problems: ConfigProblem[] = [];
     if (d.etp !== 1 && d.etp !== d.tp) {
-      problems.push(report(ctx, this, { path: [PARALLELISM, 'expert_tensor_parallel_degree'], severity: 'error', message: `expert_tensor_parallel_degree ${d.etp} must be 1 or the tensor_parallel_degree ${d.tp}`, fixes: [{ title: 'Set expert_tensor_parallel_degree = 1', preferred: true, edits: [{ kind: 'set', path: [PARALLELISM, 'expert_tensor_parallel_degree'], value: 1 }] }] }));
+      problems.push(
+        report(ctx, this, {
+          path: [PARALLELISM, 'expert_tensor_parallel_degree'],
+          severity: 'error',
+          message: `expert_tensor_parallel_degree ${d.etp} must be 1 or the tensor_parallel_degree ${d.tp}`,
+          fixes: [
+            {
+              title: 'Set expert_tensor_parallel_degree = 1',
+              preferred: true,
+              edits: [{ kind: 'set', path: [PARALLELISM, 'expert_tensor_parallel_degree'], value: 1 }],
+            },
+          ],
+        }),
+      );
     }
     if (d.shard !== undefined) {
       const borrowed = d.shard * d.cp * d.tp;
       if (borrowed % (d.ep * d.etp) !== 0) {
-        problems.push(report(ctx, this, { path: [PARALLELISM, 'expert_parallel_degree'], severity: 'error', message: `data_parallel_shard ${d.shard} × context ${d.cp} × tensor ${d.tp} = ${borrowed} is not divisible by expert_parallel ${d.ep} × expert_tensor_parallel ${d.etp}: expert parallelism takes its ranks from those` }));
+        problems.push(
+          report(ctx, this, {
+            path: [PARALLELISM, 'expert_parallel_degree'],
+            severity: 'error',
+            message: `data_parallel_shard ${d.shard} × context ${d.cp} × tensor ${d.tp} = ${borrowed} is not divisible by expert_parallel ${d.ep} × expert_tensor_parallel ${d.etp}: expert parallelism takes its ranks from those`,
+          }),
+        );
       }
     }
     return problems;

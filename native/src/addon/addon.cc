@@ -46,7 +46,8 @@ Napi::Value ProbeDevices(const Napi::CallbackInfo& info) {
     g.Set("index", p.gpus[i].index);
     g.Set("name", p.gpus[i].name);
     g.Set("memoryBytes", static_cast<double>(p.gpus[i].memory_bytes));
-    g.Set("computeCapability", std::to_string(p.gpus[i].compute_capability_major) + "." + std::to_string(p.gpus[i].compute_capability_minor));
+    g.Set("computeCapability", std::to_string(p.gpus[i].compute_capability_major) + "." +
+                                   std::to_string(p.gpus[i].compute_capability_minor));
     gpus.Set(i, g);
   }
   Napi::Object out = Napi::Object::New(env);
@@ -87,7 +88,8 @@ Napi::Value MemoryPlan(const Napi::CallbackInfo& info) {
 // cannot run.
 class SmokeStepWorker final : public Napi::AsyncWorker {
  public:
-  SmokeStepWorker(Napi::Env env, fsdp::RunConfig config) : Napi::AsyncWorker(env), config_(std::move(config)), deferred_(env) {}
+  SmokeStepWorker(Napi::Env env, fsdp::RunConfig config)
+      : Napi::AsyncWorker(env), config_(std::move(config)), deferred_(env) {}
   Napi::Promise promise() { return deferred_.Promise(); }
 
  protected:

@@ -20,13 +20,17 @@ nlohmann::json smoke_step(const RunConfig& config, long max_tokens) {
   const ParamLayout layout = ParamLayout::of(ModelShape::of(config.model));
   const auto t0 = std::chrono::steady_clock::now();
   ReplicatedState state(*backend, layout, false);
-  for (int u = 0; u < state.unit_count(); ++u) init_unit_range_on(*backend, layout.units[u], 0, layout.units[u].numel, state.params(u), config.training.seed, config.model.init_std, layout.shape.L);
+  for (int u = 0; u < state.unit_count(); ++u)
+    init_unit_range_on(*backend, layout.units[u], 0, layout.units[u].numel, state.params(u), config.training.seed,
+                       config.model.init_std, layout.shape.L);
   const double init_ms = 1000.0 * seconds_since(t0);
 
   const long T = std::min<long>(config.data.seq_len, max_tokens);
   std::vector<std::int32_t> ids(2 * T);
   const CounterRng rng(config.training.seed);
-  for (long i = 0; i < 2 * T; ++i) ids[i] = static_cast<std::int32_t>(rng.bits(static_cast<std::uint64_t>(i)) % static_cast<std::uint64_t>(config.model.vocab_size));
+  for (long i = 0; i < 2 * T; ++i)
+    ids[i] = static_cast<std::int32_t>(rng.bits(static_cast<std::uint64_t>(i)) %
+                                       static_cast<std::uint64_t>(config.model.vocab_size));
   Gpt model(*backend, layout, state, static_cast<float>(config.model.dropout), resolve_activation_policy(config));
   backend->allocator().reset_peak();
   const auto t1 = std::chrono::steady_clock::now();

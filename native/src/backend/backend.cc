@@ -12,19 +12,28 @@
 
 namespace fsdp {
 
-std::size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+std::size_t dtype_bytes(DType t) {
+  return t == DType::f32 ? 4 : 2;
+}
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "float32";
-    case DType::bf16: return "bfloat16";
-    case DType::f16: return "float16";
+    case DType::f32:
+      return "float32";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::f16:
+      return "float16";
   }
   return "?";
 }
 
-void Backend::upload(void* device_dst, const void* host_src, std::size_t bytes) { std::memcpy(device_dst, host_src, bytes); }
-void Backend::download(void* host_dst, const void* device_src, std::size_t bytes) { std::memcpy(host_dst, device_src, bytes); }
+void Backend::upload(void* device_dst, const void* host_src, std::size_t bytes) {
+  std::memcpy(device_dst, host_src, bytes);
+}
+void Backend::download(void* host_dst, const void* device_src, std::size_t bytes) {
+  std::memcpy(host_dst, device_src, bytes);
+}
 
 std::vector<float> Backend::to_host_f32(const void* x, DType dtype, std::size_t n) {
   std::vector<float> out(n);
@@ -38,8 +47,8 @@ std::vector<float> Backend::to_host_f32(const void* x, DType dtype, std::size_t 
   return out;
 }
 
-void Backend::classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                                 ClassifierTap* tap, float* logits_copy) {
+void Backend::classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets,
+                                 long N, long C, long V, ClassifierTap* tap, float* logits_copy) {
   float* logits = static_cast<float*>(state);
   const std::size_t n = static_cast<std::size_t>(N) * static_cast<std::size_t>(V);
   linear_forward(logits, DType::f32, x, w, nullptr, N, C, V);
@@ -49,8 +58,9 @@ void Backend::classifier_forward(void* state, float* losses, const void* x, cons
   if (tap) tap->losses(losses, static_cast<std::size_t>(N));
 }
 
-void Backend::classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                                  float scale, ClassifierTap* tap) {
+void Backend::classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w,
+                                  const std::int32_t* targets, long N, long C, long V, float scale,
+                                  ClassifierTap* tap) {
   float* probs = static_cast<float*>(state);
   softmax_xent_backward(probs, targets, N, V, scale);
   if (tap) tap->logits_grad(probs, static_cast<std::size_t>(N) * static_cast<std::size_t>(V), DType::f32);
@@ -83,7 +93,9 @@ bool cuda_backend_built() {
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
   if (device == "cpu") {
-    if (options.compute != DType::f32) throw std::runtime_error(std::string("launch.device: cpu computes in float32, not ") + dtype_name(options.compute));
+    if (options.compute != DType::f32)
+      throw std::runtime_error(std::string("launch.device: cpu computes in float32, not ") +
+                               dtype_name(options.compute));
     return std::make_unique<CpuBackend>();
   }
 #ifdef FSDP_WITH_CUDA

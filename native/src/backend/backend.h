@@ -47,9 +47,9 @@ struct AdamWArgs {
   float* v;
   std::size_t n;
   float lr, beta1, beta2, eps, weight_decay;
-  float grad_scale;                    // clipping factor applied to the gradients
+  float grad_scale;                          // clipping factor applied to the gradients
   float bias_correction1, bias_correction2;  // 1 - beta^t
-  std::int64_t poison = -1;            // debug.inject_nan: index whose update is made NaN
+  std::int64_t poison = -1;                  // debug.inject_nan: index whose update is made NaN
 };
 
 /**
@@ -135,10 +135,13 @@ class Backend {
    * The kernels attention runs on for B sequences of a model with d_model C and H heads, in words,
    * for the run's start event: a GPU backend names its path and why (a fallback is never silent).
    */
-  virtual std::string attention_kernels(long /*B*/, long /*C*/, long /*H*/) const { return name() + " kernels (" + dtype_name(compute_dtype()) + ")"; }
+  virtual std::string attention_kernels(long /*B*/, long /*C*/, long /*H*/) const {
+    return name() + " kernels (" + dtype_name(compute_dtype()) + ")";
+  }
 
   // --- what collectives need of a device ----------------------------------------------------------
-  /** The queue the backend computes on, for collectives to order their work after (a cudaStream_t on CUDA); null on the CPU. */
+  /** The queue the backend computes on, for collectives to order their work after (a cudaStream_t on CUDA); null on the
+   * CPU. */
   virtual void* compute_queue() { return nullptr; }
   /** The device this backend drives, unique on its host (a GPU's PCI bus id); "" on the CPU. */
   virtual std::string device_id() const { return ""; }
@@ -149,31 +152,37 @@ class Backend {
 
   // --- linear layers: out[N, O] = in[N, I] W[O, I]^T + b[O] (b may be null) ---------------------
   /** in, W, b in compute dtype; out in out_dtype (the compute dtype, or float32 for the bias-free logits). */
-  virtual void linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N, long I, long O) = 0;
+  virtual void linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N, long I,
+                              long O) = 0;
   /** h = in W^T + b and g = GELU(h), all compute dtype: the MLP's first layer (fused on CUDA). */
-  virtual void linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I, long O) = 0;
+  virtual void linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I,
+                                   long O) = 0;
   /**
    * din[N, I] = dout W (overwritten, or added when accumulate_din; skipped when null; compute dtype);
    * dw[O, I] += dout^T in and db[O] += column sums of dout (float32; db skipped when null).
    * dout is in dout_dtype (compute dtype, or float32 for the logits' gradient).
    */
-  virtual void linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout, DType dout_dtype, const void* in,
-                               const void* w, long N, long I, long O) = 0;
+  virtual void linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout, DType dout_dtype,
+                               const void* in, const void* w, long N, long I, long O) = 0;
 
   // --- embedding (tokens in this backend's memory; wte, wpe in compute dtype) --------------------
   /** out[B*T, C] = wte[token] + wpe[t]. */
-  virtual void embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B, long T, long C) = 0;
+  virtual void embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B,
+                                 long T, long C) = 0;
   /** dwte[token] += dout, dwpe[t] += dout (float32). */
-  virtual void embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B, long T, long C) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B,
+                                  long T, long C) = 0;
 
   // --- layer normalisation (eps 1e-5); x, out, w, b in compute dtype; mean, rstd float32 ---------
-  virtual void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N, long C) = 0;
+  virtual void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b,
+                                 long N, long C) = 0;
   /** dx += ... (compute dtype), dw += ..., db += ... (float32). */
-  virtual void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w, const float* mean,
-                                  const float* rstd, long N, long C) = 0;
+  virtual void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w,
+                                  const float* mean, const float* rstd, long N, long C) = 0;
   /** sum = residual + dropout(x), then out = layernorm(sum): the middle of a pre-LN block. */
-  virtual void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x, float p,
-                                          std::uint64_t key, const void* w, const void* b, long N, long C) = 0;
+  virtual void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual,
+                                          const void* x, float p, std::uint64_t key, const void* w, const void* b,
+                                          long N, long C) = 0;
 
   // --- causal multi-head attention core (qkv[B*T, 3C] = q | k | v, heads of C/H channels) ----
   /** float32 elements of the softmax state one attention keeps for backward (see AttentionTap). */
@@ -181,12 +190,13 @@ class Backend {
   /** float32 elements of scratch attention_backward needs. */
   virtual std::size_t attention_scratch_size(long B, long T, long H) const = 0;
   /** y[B*T, C] = softmax(q k^T / sqrt(C/H), causal) v per head; writes the softmax state. */
-  virtual void attention_forward(void* y, float* state, const void* qkv, long B, long T, long C, long H, AttentionTap* tap) = 0;
+  virtual void attention_forward(void* y, float* state, const void* qkv, long B, long T, long C, long H,
+                                 AttentionTap* tap) = 0;
   /** Only the softmax state of attention_forward, recomputed from a kept qkv (selective checkpointing). */
   virtual void attention_state(float* state, const void* qkv, long B, long T, long C, long H) = 0;
   /** dqkv[B*T, 3C] (overwritten) from dy, the saved qkv, y and state; scratch as sized above. */
-  virtual void attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y, const float* state, long B, long T,
-                                  long C, long H, AttentionTap* tap) = 0;
+  virtual void attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y,
+                                  const float* state, long B, long T, long C, long H, AttentionTap* tap) = 0;
 
   // --- GELU (tanh approximation, as GPT-2), compute dtype --------------------------------------
   virtual void gelu_forward(void* out, const void* in, std::size_t n) = 0;
@@ -195,7 +205,8 @@ class Backend {
 
   // --- dropout, by a counter-based mask keyed by `key` (runtime/rng.h), compute dtype -------------
   /** out = residual + dropout(x); out may alias x. p = 0 is a plain sum. */
-  virtual void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key) = 0;
+  virtual void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p,
+                                std::uint64_t key) = 0;
   /** out = dropout(x) with the same mask (out may alias x). */
   virtual void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) = 0;
 
@@ -211,16 +222,19 @@ class Backend {
   // the logits in the compute dtype with the vocabulary padded to a multiple of 128 (its products
   // then take aligned tensor-core kernels) and writes the logits' gradient in the softmax's pass.
   /** Bytes of the state one classifier keeps from forward to backward for N rows of V classes. */
-  virtual std::size_t classifier_state_bytes(long N, long V) const { return sizeof(float) * static_cast<std::size_t>(N) * static_cast<std::size_t>(V); }
+  virtual std::size_t classifier_state_bytes(long N, long V) const {
+    return sizeof(float) * static_cast<std::size_t>(N) * static_cast<std::size_t>(V);
+  }
   /**
    * losses[N] = -log softmax(x W^T)[target] for x[N, C], W[V, C] (compute dtype); `state` holds
    * classifier_state_bytes for backward. With logits_copy (host memory), the float32 logits [N, V].
    */
-  virtual void classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                                  ClassifierTap* tap, float* logits_copy);
+  virtual void classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets,
+                                  long N, long C, long V, ClassifierTap* tap, float* logits_copy);
   /** dx[N, C] = ... (overwritten, compute dtype), dw[V, C] += ...: the gradient of scale * sum(losses). */
-  virtual void classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                                   float scale, ClassifierTap* tap);
+  virtual void classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w,
+                                   const std::int32_t* targets, long N, long C, long V, float scale,
+                                   ClassifierTap* tap);
 
   // --- whole-buffer helpers (float32 unless a dtype is given) -----------------------------------
   virtual void fill(float* x, std::size_t n, float value) = 0;
@@ -247,7 +261,9 @@ class Backend {
 };
 
 /** Bytes of n elements in the backend's compute dtype (an activation tensor). */
-inline std::size_t compute_bytes(const Backend& be, std::size_t n) { return dtype_bytes(be.compute_dtype()) * n; }
+inline std::size_t compute_bytes(const Backend& be, std::size_t n) {
+  return dtype_bytes(be.compute_dtype()) * n;
+}
 
 /** How a backend is set up: from mixed_precision.param_dtype, launch.tf32 and the rank's GPU. */
 struct BackendOptions {
@@ -256,7 +272,8 @@ struct BackendOptions {
   int device_index = 0;  // which GPU (CUDA)
 };
 
-/** The backend for launch.device ("cpu", or "cuda" in a CUDA build); throws std::runtime_error for one this build lacks. */
+/** The backend for launch.device ("cpu", or "cuda" in a CUDA build); throws std::runtime_error for one this build
+ * lacks. */
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options = {});
 
 /** Whether this build has the CUDA backend (CMake found a toolkit with cuBLAS). */

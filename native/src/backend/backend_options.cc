@@ -7,9 +7,12 @@ namespace fsdp {
 
 DType to_dtype(Dtype d) {
   switch (d) {
-    case Dtype::float32: return DType::f32;
-    case Dtype::bfloat16: return DType::bf16;
-    case Dtype::float16: return DType::f16;
+    case Dtype::float32:
+      return DType::f32;
+    case Dtype::bfloat16:
+      return DType::bf16;
+    case Dtype::float16:
+      return DType::f16;
   }
   return DType::f32;
 }

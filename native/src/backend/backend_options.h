@@ -8,7 +8,8 @@ namespace fsdp {
 
 DType to_dtype(Dtype d);
 
-/** This rank's place among its host's processes (mpirun's OMPI_COMM_WORLD_LOCAL_RANK, srun's SLURM_LOCALID, torchrun's LOCAL_RANK); 0 alone. */
+/** This rank's place among its host's processes (mpirun's OMPI_COMM_WORLD_LOCAL_RANK, srun's SLURM_LOCALID, torchrun's
+ * LOCAL_RANK); 0 alone. */
 int local_rank();
 
 /**

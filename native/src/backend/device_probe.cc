@@ -34,7 +34,8 @@ DeviceProbe probe_devices() {
   p.cpu.omp_max_threads = omp_get_max_threads();
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page_size > 0) p.cpu.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+  if (pages > 0 && page_size > 0)
+    p.cpu.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
   p.cpu.model_name = cpu_model_name();
   p.blas_kernels = current_blas_kernels();
   p.blas = p.blas_kernels.library;

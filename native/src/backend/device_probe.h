@@ -26,8 +26,8 @@ struct GpuInfo {
 struct DeviceProbe {
   CpuInfo cpu;
   std::vector<GpuInfo> gpus;
-  bool cuda_built = false;  // the CUDA backend was compiled into this build
-  std::string blas;         // BLAS library and its configuration
+  bool cuda_built = false;   // the CUDA backend was compiled into this build
+  std::string blas;          // BLAS library and its configuration
   BlasKernels blas_kernels;  // which kernels its products run, and why
 };
 

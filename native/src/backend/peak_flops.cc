@@ -54,14 +54,18 @@ std::string day_of(double unix_seconds) {
   return buf;
 }
 
-nlohmann::json empty_cache() { return {{"v", kCacheVersion}, {"machines", nlohmann::json::object()}}; }
+nlohmann::json empty_cache() {
+  return {{"v", kCacheVersion}, {"machines", nlohmann::json::object()}};
+}
 
-/** The cache file, or an empty cache: a missing, broken or older-format file is measured over, never trusted or fatal. */
+/** The cache file, or an empty cache: a missing, broken or older-format file is measured over, never trusted or fatal.
+ */
 nlohmann::json read_cache(const std::string& path) {
   std::ifstream in(path);
   if (!in) return empty_cache();
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || j.value("v", 0) != kCacheVersion || !j.contains("machines") || !j["machines"].is_object()) return empty_cache();
+  if (!j.is_object() || j.value("v", 0) != kCacheVersion || !j.contains("machines") || !j["machines"].is_object())
+    return empty_cache();
   return j;
 }
 
@@ -82,10 +86,15 @@ PeakFlops datasheet_peak(Backend& be) {
   std::set<std::string> names;
   for (const auto& g : probe.gpus) names.insert(g.name);
   const std::string device = names.size() == 1 ? *names.begin() : "this GPU";
-  return {be.nominal_peak_flops(), "datasheet peak of " + device + " in " + dtype_name(be.compute_dtype()) + " (dense): " + format_gflops(be.nominal_peak_flops()), 0, ""};
+  return {be.nominal_peak_flops(),
+          "datasheet peak of " + device + " in " + dtype_name(be.compute_dtype()) +
+              " (dense): " + format_gflops(be.nominal_peak_flops()),
+          0, ""};
 }
 
-std::string sgemm_words(int threads) { return "this machine's sgemm peak (" + std::to_string(kPeakSgemmN) + "³, " + std::to_string(threads) + " threads)"; }
+std::string sgemm_words(int threads) {
+  return "this machine's sgemm peak (" + std::to_string(kPeakSgemmN) + "³, " + std::to_string(threads) + " threads)";
+}
 
 }  // namespace
 
@@ -105,8 +114,9 @@ std::string peak_cache_path() {
 std::string peak_cache_key(int threads) {
   const DeviceProbe probe = probe_devices();
   std::ostringstream key;
-  key << host_name() << " | " << probe.cpu.model_name << " | " << probe.cpu.logical_cores << " cores | " << threads << " threads | " << probe.blas_kernels.library
-      << " | " << probe.blas_kernels.library_file << " | " << probe.blas_kernels.core << " kernels";
+  key << host_name() << " | " << probe.cpu.model_name << " | " << probe.cpu.logical_cores << " cores | " << threads
+      << " threads | " << probe.blas_kernels.library << " | " << probe.blas_kernels.library_file << " | "
+      << probe.blas_kernels.core << " kernels";
   return key.str();
 }
 
@@ -123,17 +133,23 @@ PeakFlops machine_peak_flops(Backend& be, double given) {
     const auto& e = machines[key];
     const double flops = e["flops"].get<double>(), measured = e["measured"].get<double>();
     std::string raised;
-    if (e.contains("raised_by") && e["raised_by"].is_string()) raised = ", raised by " + e["raised_by"].get<std::string>();
-    return {flops, sgemm_words(threads) + ", measured " + day_of(measured) + raised + ", cached in " + path + ": " + format_gflops(flops), measured, key};
+    if (e.contains("raised_by") && e["raised_by"].is_string())
+      raised = ", raised by " + e["raised_by"].get<std::string>();
+    return {flops,
+            sgemm_words(threads) + ", measured " + day_of(measured) + raised + ", cached in " + path + ": " +
+                format_gflops(flops),
+            measured, key};
   }
   const SgemmSpeed s = measure_sgemm(be, kPeakSgemmN, kPeakSgemmRepeats);
   const std::string stored = record_sgemm_peak(s, threads);
   double flops = std::max(s.flops, s.cpu_flops);
   // Another process may have cached more in the meantime: the best reached counts.
-  if (const nlohmann::json after = read_cache(path); after["machines"].contains(key) && fresh(after["machines"][key], now))
+  if (const nlohmann::json after = read_cache(path);
+      after["machines"].contains(key) && fresh(after["machines"][key], now))
     flops = std::max(flops, after["machines"][key]["flops"].get<double>());
   const bool cached = stored.rfind("not cached", 0) != 0;
-  return {flops, sgemm_words(threads) + ", measured now, " + stored + ": " + format_gflops(flops), now, cached ? key : ""};
+  return {flops, sgemm_words(threads) + ", measured now, " + stored + ": " + format_gflops(flops), now,
+          cached ? key : ""};
 }
 
 std::string record_sgemm_peak(const SgemmSpeed& s, int threads) {
@@ -146,13 +162,21 @@ std::string record_sgemm_peak(const SgemmSpeed& s, int threads) {
     auto& machines = cache["machines"];
     const double now = unix_time();
     if (machines.contains(key) && fresh(machines[key], now)) {
-      if (machines[key]["flops"].get<double>() >= flops) return "below the cached peak in " + path + " (" + format_gflops(machines[key]["flops"].get<double>()) + ")";
+      if (machines[key]["flops"].get<double>() >= flops)
+        return "below the cached peak in " + path + " (" + format_gflops(machines[key]["flops"].get<double>()) + ")";
       raise_cached_peak(key, flops, "an sgemm measurement");
       return "raised the cached peak in " + path;
     }
     const DeviceProbe probe = probe_devices();
-    machines[key] = {{"flops", flops}, {"wall_flops", s.flops}, {"cpu_flops", s.cpu_flops}, {"n", kPeakSgemmN}, {"repeats", kPeakSgemmRepeats},
-                     {"threads", threads}, {"kernels", probe.blas_kernels.core}, {"library", probe.blas_kernels.library}, {"measured", now}};
+    machines[key] = {{"flops", flops},
+                     {"wall_flops", s.flops},
+                     {"cpu_flops", s.cpu_flops},
+                     {"n", kPeakSgemmN},
+                     {"repeats", kPeakSgemmRepeats},
+                     {"threads", threads},
+                     {"kernels", probe.blas_kernels.core},
+                     {"library", probe.blas_kernels.library},
+                     {"measured", now}};
     write_cache(path, cache);
     return "cached in " + path;
   } catch (const std::exception& e) {

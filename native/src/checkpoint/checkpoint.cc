@@ -48,13 +48,15 @@ class HostCopy {
 };
 
 /** Writes the folder's manifest last, then renames the folder into place (replacing one of the same step). */
-std::uint64_t complete_folder(const fs::path& tmp_dir, const fs::path& final_dir, long step, int world_size, const std::vector<ListedFile>& files) {
+std::uint64_t complete_folder(const fs::path& tmp_dir, const fs::path& final_dir, long step, int world_size,
+                              const std::vector<ListedFile>& files) {
   const std::string text = manifest_text(step, world_size, files);
   write_file_atomically((tmp_dir / "manifest.json").string(), text);
   sync_path(tmp_dir.string());
   if (fs::exists(final_dir)) {
     // A rolled-back run saves the same step again: the new checkpoint replaces the old one.
-    const fs::path old = final_dir.parent_path() / (".old-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
+    const fs::path old =
+        final_dir.parent_path() / (".old-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
     fs::rename(final_dir, old);
     try {
       fs::rename(tmp_dir, final_dir);
@@ -94,16 +96,19 @@ ReadCheckpoint read_checkpoint(const std::string& path) {
   c.trainer = first.trainer;
   const auto& step = c.trainer.contains("step") ? c.trainer["step"] : nlohmann::json();
   if (!step.is_number_integer() || step.get<long long>() != c.manifest.step) {
-    throw std::runtime_error(first.path + ": trainer step " + step.dump() + " differs from the manifest's step " + std::to_string(c.manifest.step) + " (" + c.manifest.path + ")");
+    throw std::runtime_error(first.path + ": trainer step " + step.dump() + " differs from the manifest's step " +
+                             std::to_string(c.manifest.step) + " (" + c.manifest.path + ")");
   }
   for (const StoredFile& f : c.files) {
     if (f.units.size() != first.units.size()) {
-      throw std::runtime_error(f.path + ": holds " + std::to_string(f.units.size()) + " units, " + first.path + " " + std::to_string(first.units.size()));
+      throw std::runtime_error(f.path + ": holds " + std::to_string(f.units.size()) + " units, " + first.path + " " +
+                               std::to_string(first.units.size()));
     }
     for (std::size_t u = 0; u < f.units.size(); ++u) {
       if (f.units[u].name != first.units[u].name || f.units[u].numel != first.units[u].numel) {
-        throw std::runtime_error(f.path + ": unit " + std::to_string(u) + " is " + f.units[u].name + " (" + std::to_string(f.units[u].numel) + "), in " + first.path + " " +
-                                 first.units[u].name + " (" + std::to_string(first.units[u].numel) + ")");
+        throw std::runtime_error(f.path + ": unit " + std::to_string(u) + " is " + f.units[u].name + " (" +
+                                 std::to_string(f.units[u].numel) + "), in " + first.path + " " + first.units[u].name +
+                                 " (" + std::to_string(first.units[u].numel) + ")");
       }
     }
   }
@@ -116,7 +121,8 @@ ReadCheckpoint read_checkpoint(const std::string& path) {
     for (std::size_t i = 1; i < starts.size(); ++i) {
       const StoredUnit& prev = starts[i - 1].second->units[u];
       if (prev.offset + prev.count > starts[i].first) {
-        throw std::runtime_error(starts[i].second->path + ": its range of " + first.units[u].name + " overlaps " + starts[i - 1].second->path + "'s");
+        throw std::runtime_error(starts[i].second->path + ": its range of " + first.units[u].name + " overlaps " +
+                                 starts[i - 1].second->path + "'s");
       }
     }
   }
@@ -125,7 +131,8 @@ ReadCheckpoint read_checkpoint(const std::string& path) {
 
 }  // namespace
 
-SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohmann::json& trainer_state, const ParamLayout& layout, ModelState& state) {
+SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohmann::json& trainer_state,
+                                const ParamLayout& layout, ModelState& state) {
   Collectives& world = state.collectives();
   const int rank = world.rank(), W = world.size();
   // Rank 0 names the temporary folder, every rank writes its file into it, rank 0 completes it.
@@ -166,7 +173,10 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
       if (rank == 0) meta["trainer"] = trainer_state;
       for (int u = 0; u < state.unit_count(); ++u) {
         const LocalShard sh = state.owned(u);
-        meta["units"].push_back({{"name", layout.units[u].name}, {"numel", layout.units[u].numel}, {"offset", sh.offset}, {"count", sh.count}});
+        meta["units"].push_back({{"name", layout.units[u].name},
+                                 {"numel", layout.units[u].numel},
+                                 {"offset", sh.offset},
+                                 {"count", sh.count}});
       }
       StateFileWriter w((tmp_dir / state_file_name(rank)).string());
       const std::string meta_text = meta.dump();
@@ -174,7 +184,9 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
       for (int u = 0; u < state.unit_count(); ++u) {
         const LocalShard sh = state.owned(u);
         HostCopy host(state.device(), sh.count);
-        for (int k = 0; k < 3; ++k) w.section(layout.units[u].name + kUnitSectionSuffixes[k], host.from(sh.*kUnitFields[k]), sizeof(float) * sh.count);
+        for (int k = 0; k < 3; ++k)
+          w.section(layout.units[u].name + kUnitSectionSuffixes[k], host.from(sh.*kUnitFields[k]),
+                    sizeof(float) * sh.count);
       }
       const auto [file_bytes, file_crc] = w.finish();
       record[0] = 1, record[1] = static_cast<double>(file_bytes), record[2] = file_crc;
@@ -191,7 +203,8 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
   std::vector<ListedFile> files;
   for (int r = 0; r < W; ++r) {
     if (records[3 * r] == 0) continue;
-    files.push_back({state_file_name(r), r, static_cast<std::uint64_t>(records[3 * r + 1]), static_cast<std::uint32_t>(records[3 * r + 2])});
+    files.push_back({state_file_name(r), r, static_cast<std::uint64_t>(records[3 * r + 1]),
+                     static_cast<std::uint32_t>(records[3 * r + 2])});
     total += files.back().bytes;
   }
   if (rank == 0) {
@@ -223,11 +236,13 @@ nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layou
     const ReadCheckpoint c = read_checkpoint(path);
     const StoredFile& first = c.files.front();
     if (first.units.size() != static_cast<std::size_t>(state.unit_count())) {
-      throw std::runtime_error(first.path + ": holds " + std::to_string(first.units.size()) + " units, the model has " + std::to_string(state.unit_count()));
+      throw std::runtime_error(first.path + ": holds " + std::to_string(first.units.size()) + " units, the model has " +
+                               std::to_string(state.unit_count()));
     }
     for (int u = 0; u < state.unit_count(); ++u) {
       if (first.units[u].name != layout.units[u].name || first.units[u].numel != layout.units[u].numel) {
-        throw std::runtime_error(first.path + ": unit " + first.units[u].name + " (" + std::to_string(first.units[u].numel) + " parameters) does not match the model's " +
+        throw std::runtime_error(first.path + ": unit " + first.units[u].name + " (" +
+                                 std::to_string(first.units[u].numel) + " parameters) does not match the model's " +
                                  layout.units[u].name + " (" + std::to_string(layout.units[u].numel) + ")");
       }
     }
@@ -239,7 +254,8 @@ nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layou
       for (int u = 0; u < state.unit_count(); ++u) {
         const LocalShard want = state.local(u);
         const StoredUnit& have = c.files[f].units[u];
-        needed = needed || (have.count > 0 && have.offset < want.offset + want.count && want.offset < have.offset + have.count);
+        needed = needed ||
+                 (have.count > 0 && have.offset < want.offset + want.count && want.offset < have.offset + have.count);
       }
       if (needed) check_listed_file(path, c.manifest.files[f]);
     }
@@ -250,7 +266,8 @@ nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layou
       std::size_t covered = 0;
       for (const StoredFile& file : c.files) {
         const StoredUnit& have = file.units[u];
-        const std::size_t lo = std::max<std::size_t>(want.offset, have.offset), hi = std::min<std::size_t>(want.offset + want.count, have.offset + have.count);
+        const std::size_t lo = std::max<std::size_t>(want.offset, have.offset),
+                          hi = std::min<std::size_t>(want.offset + want.count, have.offset + have.count);
         if (lo >= hi) continue;
         const StateFileReader r(file.path);
         HostCopy host(state.device(), hi - lo);
@@ -262,7 +279,8 @@ nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layou
         covered += hi - lo;
       }
       if (covered != want.count) {
-        throw std::runtime_error(path + ": holds " + std::to_string(covered) + " of the " + std::to_string(want.count) + " elements of " + layout.units[u].name +
+        throw std::runtime_error(path + ": holds " + std::to_string(covered) + " of the " + std::to_string(want.count) +
+                                 " elements of " + layout.units[u].name +
                                  " this rank needs (files missing from the manifest?)");
       }
     }
@@ -300,7 +318,9 @@ std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& di
     const std::string name = e.path().filename().string();
     long step = -1;
     // A folder, not a symbolic link to one: a checkpoint's files are its own.
-    if (e.is_directory(ec) && !e.is_symlink(ec) && std::sscanf(name.c_str(), "step-%ld", &step) == 1 && step >= 0 && name == checkpoint_folder_name(step)) out.emplace_back(step, e.path().string());
+    if (e.is_directory(ec) && !e.is_symlink(ec) && std::sscanf(name.c_str(), "step-%ld", &step) == 1 && step >= 0 &&
+        name == checkpoint_folder_name(step))
+      out.emplace_back(step, e.path().string());
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   return out;

@@ -29,9 +29,11 @@ struct SavedCheckpoint {
  * file) and every rank's owned ranges (ModelState::owned). Replaces an existing checkpoint of that
  * step. A collective over state.collectives(): every rank calls it; all of them throw if one fails.
  */
-SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohmann::json& trainer_state, const ParamLayout& layout, ModelState& state);
+SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohmann::json& trainer_state,
+                                const ParamLayout& layout, ModelState& state);
 
-/** Verifies a checkpoint folder whole (manifest, sizes, checksums); returns an empty string or what is wrong with it. */
+/** Verifies a checkpoint folder whole (manifest, sizes, checksums); returns an empty string or what is wrong with it.
+ */
 std::string verify_checkpoint(const std::string& path);
 
 /**
@@ -42,7 +44,8 @@ std::string verify_checkpoint(const std::string& path);
  */
 nlohmann::json load_checkpoint(const std::string& path, const ParamLayout& layout, ModelState& state);
 
-/** Writes the checkpoint at `path` (any world size) as one full checkpoint of world size 1 under out_dir (out_dir/step-N). */
+/** Writes the checkpoint at `path` (any world size) as one full checkpoint of world size 1 under out_dir
+ * (out_dir/step-N). */
 SavedCheckpoint export_checkpoint(const std::string& path, const std::string& out_dir);
 
 /** Complete checkpoint folders under dir (step-*), newest first. */

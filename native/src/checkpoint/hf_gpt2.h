@@ -43,6 +43,7 @@ void export_hf_gpt2(const std::string& checkpoint, const ModelConfig& model, con
  * zero, `trainer_state` the state of a run that has not started). Throws std::runtime_error naming
  * the file and every difference when the folder does not hold that model.
  */
-SavedCheckpoint import_hf_gpt2(const std::string& hf_dir, const ModelConfig& model, const nlohmann::json& trainer_state, const std::string& checkpoint_dir);
+SavedCheckpoint import_hf_gpt2(const std::string& hf_dir, const ModelConfig& model, const nlohmann::json& trainer_state,
+                               const std::string& checkpoint_dir);
 
 }  // namespace fsdp

@@ -54,7 +54,8 @@ std::uint64_t StoredTensor::numel() const {
   return n;
 }
 
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, const std::map<std::string, std::string>& metadata) {
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
@@ -102,11 +103,14 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const ReadOnlyFile file(path, /*follow_links=*/false);
   const std::uint64_t size = file.size();
-  if (size < 8) throw std::runtime_error(path + ": " + std::to_string(size) + " bytes, too short for a safetensors file (its header size alone is 8)");
+  if (size < 8)
+    throw std::runtime_error(path + ": " + std::to_string(size) +
+                             " bytes, too short for a safetensors file (its header size alone is 8)");
   std::uint64_t header_bytes = 0;
   file.read_at(0, &header_bytes, 8);
   if (header_bytes > kMaxHeaderBytes || header_bytes > size - 8) {
-    throw std::runtime_error(path + ": header of " + std::to_string(header_bytes) + " bytes in a file of " + std::to_string(size) + " (not a safetensors file, or truncated)");
+    throw std::runtime_error(path + ": header of " + std::to_string(header_bytes) + " bytes in a file of " +
+                             std::to_string(size) + " (not a safetensors file, or truncated)");
   }
   std::string text(header_bytes, '\0');
   file.read_at(8, text.data(), text.size());
@@ -129,34 +133,41 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (!dtype.is_string()) throw std::runtime_error(where + ": dtype is missing or not a string");
     t.dtype = dtype.get<std::string>();
     const auto& shape = entry.contains("shape") ? entry["shape"] : nlohmann::json();
-    if (!shape.is_array() || shape.size() > 8) throw std::runtime_error(where + ": shape is missing or not a list of at most 8 sizes");
+    if (!shape.is_array() || shape.size() > 8)
+      throw std::runtime_error(where + ": shape is missing or not a list of at most 8 sizes");
     for (const auto& d : shape) {
-      if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > kMaxDim) throw std::runtime_error(where + ": shape holds " + d.dump() + ", not a size");
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > kMaxDim)
+        throw std::runtime_error(where + ": shape holds " + d.dump() + ", not a size");
       t.shape.push_back(d.get<std::int64_t>());
     }
     const auto& offsets = entry.contains("data_offsets") ? entry["data_offsets"] : nlohmann::json();
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
       throw std::runtime_error(where + ": data_offsets is missing or not [begin, end]");
     }
     t.begin = offsets[0].get<std::uint64_t>();
     t.end = offsets[1].get<std::uint64_t>();
     if (t.begin > t.end || t.end > data_bytes) {
-      throw std::runtime_error(where + ": bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ") outside the file's " + std::to_string(data_bytes) + " bytes of data");
+      throw std::runtime_error(where + ": bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                               ") outside the file's " + std::to_string(data_bytes) + " bytes of data");
     }
     // Sizes are bounded (8 dims of at most 2^40 could still overflow): check in long double.
     long double elements = 1;
     for (std::int64_t d : t.shape) elements *= static_cast<long double>(d);
     const std::size_t width = dtype_bytes(t.dtype);
     if (width != 0 && elements * width != static_cast<long double>(t.end - t.begin)) {
-      throw std::runtime_error(where + ": shape " + shape.dump() + " of " + t.dtype + " needs " + std::to_string(static_cast<unsigned long long>(elements * width)) + " bytes, data_offsets give " +
-                               std::to_string(t.end - t.begin));
+      throw std::runtime_error(where + ": shape " + shape.dump() + " of " + t.dtype + " needs " +
+                               std::to_string(static_cast<unsigned long long>(elements * width)) +
+                               " bytes, data_offsets give " + std::to_string(t.end - t.begin));
     }
     if (t.end > t.begin) ranges.emplace_back(t.begin, t.end);
     tensors_.emplace(name, t);
   }
   std::sort(ranges.begin(), ranges.end());
   for (std::size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) throw std::runtime_error(path + ": two tensors share bytes from " + std::to_string(ranges[i].first) + " of the data");
+    if (ranges[i].first < ranges[i - 1].second)
+      throw std::runtime_error(path + ": two tensors share bytes from " + std::to_string(ranges[i].first) +
+                               " of the data");
   }
 }
 
@@ -165,9 +176,11 @@ std::vector<float> SafetensorsFile::floats(const std::string& name) const {
   if (it == tensors_.end()) throw std::runtime_error(path_ + ": holds no tensor " + name);
   const StoredTensor& t = it->second;
   const std::size_t width = dtype_bytes(t.dtype);
-  if (width == 0) throw std::runtime_error(path_ + ": tensor " + name + " is " + t.dtype + "; only F32, F16 and BF16 are read");
+  if (width == 0)
+    throw std::runtime_error(path_ + ": tensor " + name + " is " + t.dtype + "; only F32, F16 and BF16 are read");
   const ReadOnlyFile file(path_, /*follow_links=*/false);
-  if (file.size() < data_start_ + t.end) throw std::runtime_error(path_ + ": shorter than its header says (changed while reading?)");
+  if (file.size() < data_start_ + t.end)
+    throw std::runtime_error(path_ + ": shorter than its header says (changed while reading?)");
   const std::uint64_t n = t.numel();
   std::vector<float> out(n);
   if (width == 4) {

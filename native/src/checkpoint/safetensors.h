@@ -23,7 +23,8 @@ struct TensorToWrite {
  * Writes `tensors` (float32) as a safetensors file at `path`, atomically (a temporary file in the
  * same folder, flushed, renamed), with `metadata` as the header's string map.
  */
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, const std::map<std::string, std::string>& metadata = {});
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
 
 /** A tensor of a safetensors file: its dtype as the file names it, shape and range in the data. */
 struct StoredTensor {

@@ -20,15 +20,21 @@ constexpr std::uint32_t kVersion = 1;
 // More ranks than any job has: a world size beyond it is a damaged or hostile file.
 constexpr long long kMaxWorldSize = 1 << 20;
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) { throw std::runtime_error(path + ": " + what); }
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
 
 /** j[key] as a whole number in [lo, hi]; throws naming the file and the field otherwise. */
-std::uint64_t whole(const nlohmann::json& j, const char* key, std::uint64_t lo, std::uint64_t hi, const std::string& path, const std::string& where) {
+std::uint64_t whole(const nlohmann::json& j, const char* key, std::uint64_t lo, std::uint64_t hi,
+                    const std::string& path, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) fail(path, where + key + " is missing");
   const nlohmann::json& v = j[key];
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<long long>() >= 0)) fail(path, where + key + " is " + v.dump() + ", not a whole number");
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<long long>() >= 0))
+    fail(path, where + key + " is " + v.dump() + ", not a whole number");
   const std::uint64_t x = v.get<std::uint64_t>();
-  if (x < lo || x > hi) fail(path, where + key + " is " + std::to_string(x) + ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (x < lo || x > hi)
+    fail(path, where + key + " is " + std::to_string(x) + ", outside [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "]");
   return x;
 }
 
@@ -58,7 +64,8 @@ std::uint32_t file_crc32(const ReadOnlyFile& file, std::uint64_t offset) {
 void check_state_file(const std::string& path) {
   const ReadOnlyFile file(path, false);
   char header[kStateHeaderBytes] = {};
-  if (file.read_some(0, header, kStateHeaderBytes) != kStateHeaderBytes || std::memcmp(header, kMagic, 8) != 0) fail(path, "not a checkpoint state file (bad magic)");
+  if (file.read_some(0, header, kStateHeaderBytes) != kStateHeaderBytes || std::memcmp(header, kMagic, 8) != 0)
+    fail(path, "not a checkpoint state file (bad magic)");
   std::uint32_t version, crc;
   std::uint64_t payload;
   std::memcpy(&version, header + 8, 4);
@@ -66,7 +73,8 @@ void check_state_file(const std::string& path) {
   std::memcpy(&crc, header + 24, 4);
   if (version != kVersion) fail(path, "unsupported checkpoint version " + std::to_string(version));
   if (payload != file.size() - kStateHeaderBytes) {
-    fail(path, std::to_string(file.size()) + " bytes, the header says " + std::to_string(payload) + " after its " + std::to_string(kStateHeaderBytes) + " (truncated or corrupted)");
+    fail(path, std::to_string(file.size()) + " bytes, the header says " + std::to_string(payload) + " after its " +
+                   std::to_string(kStateHeaderBytes) + " (truncated or corrupted)");
   }
   if (file_crc32(file, kStateHeaderBytes) != crc) fail(path, "checksum mismatch (corrupted)");
 }
@@ -148,7 +156,9 @@ bool StateFileReader::has(const std::string& name) const {
   return std::any_of(sections_.begin(), sections_.end(), [&](const auto& s) { return s.first == name; });
 }
 
-std::uint64_t StateFileReader::bytes(const std::string& name) const { return find(name).second; }
+std::uint64_t StateFileReader::bytes(const std::string& name) const {
+  return find(name).second;
+}
 
 std::string StateFileReader::text(const std::string& name) const {
   const auto [at, bytes] = find(name);
@@ -182,9 +192,11 @@ StoredFile read_stored_file(const std::string& path, int rank, int world_size) {
   }
   if (!meta.is_object()) fail(path, "section meta is not a JSON object");
   f.rank = static_cast<int>(whole(meta, "rank", 0, kMaxWorldSize - 1, path, "meta "));
-  if (f.rank != rank) fail(path, "meta says rank " + std::to_string(f.rank) + ", the manifest lists it as rank " + std::to_string(rank));
+  if (f.rank != rank)
+    fail(path, "meta says rank " + std::to_string(f.rank) + ", the manifest lists it as rank " + std::to_string(rank));
   const auto ws = whole(meta, "world_size", 1, kMaxWorldSize, path, "meta ");
-  if (ws != static_cast<std::uint64_t>(world_size)) fail(path, "meta says world size " + std::to_string(ws) + ", the manifest " + std::to_string(world_size));
+  if (ws != static_cast<std::uint64_t>(world_size))
+    fail(path, "meta says world size " + std::to_string(ws) + ", the manifest " + std::to_string(world_size));
   if (!meta.contains("units") || !meta["units"].is_array()) fail(path, "meta units is missing or not an array");
   for (const auto& u : meta["units"]) {
     StoredUnit unit;
@@ -198,7 +210,8 @@ StoredFile read_stored_file(const std::string& path, int rank, int world_size) {
     for (const char* suffix : kUnitSectionSuffixes) {
       const std::string section = unit.name + suffix;
       if (r.bytes(section) != sizeof(float) * unit.count) {
-        fail(path, "section " + section + " holds " + std::to_string(r.bytes(section)) + " bytes, the unit's range " + std::to_string(sizeof(float) * unit.count));
+        fail(path, "section " + section + " holds " + std::to_string(r.bytes(section)) + " bytes, the unit's range " +
+                       std::to_string(sizeof(float) * unit.count));
       }
     }
     f.units.push_back(std::move(unit));

@@ -14,7 +14,8 @@
 
 namespace fsdp {
 
-constexpr std::size_t kStateHeaderBytes = 32;  // magic, version u32, reserved u32, payload bytes u64, payload CRC-32 u32, reserved u32
+constexpr std::size_t kStateHeaderBytes =
+    32;  // magic, version u32, reserved u32, payload bytes u64, payload CRC-32 u32, reserved u32
 
 std::uint32_t crc32_of(const char* data, std::size_t n, std::uint32_t crc = 0);
 

@@ -74,17 +74,22 @@ namespace {
 constexpr int kExitConfig = 2;
 
 int usage() {
-  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak [N] | --peak-cache-key THREADS | --allreduce-check\n"
-               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] [--peak-flops FLOPS]\n"
+  std::cerr << "usage: fsdp-train-native --version | --probe | --check CONFIG.json | --plan CONFIG.json | --sgemm-peak "
+               "[N] | --peak-cache-key THREADS | --allreduce-check\n"
+               "       fsdp-train-native --config CONFIG.json --run-dir DIR [--resume auto|never|CHECKPOINT] "
+               "[--peak-flops FLOPS]\n"
                "       fsdp-train-native --export-checkpoint CHECKPOINT OUT_DIR\n"
-               "       fsdp-train-native --export-hf CONFIG.json CHECKPOINT OUT_DIR | --import-hf CONFIG.json HF_DIR CHECKPOINT_DIR\n"
+               "       fsdp-train-native --export-hf CONFIG.json CHECKPOINT OUT_DIR | --import-hf CONFIG.json HF_DIR "
+               "CHECKPOINT_DIR\n"
                "       fsdp-train-native --logits CONFIG.json CHECKPOINT < TOKENS.json\n";
   return kExitConfig;
 }
 
 std::atomic<int> g_stop_signal{0};
 
-void on_stop_signal(int signo) { g_stop_signal.store(signo); }
+void on_stop_signal(int signo) {
+  g_stop_signal.store(signo);
+}
 
 /** SIGINT, SIGTERM and SIGUSR1 (what mpirun forwards to every rank without stopping them itself) ask for a stop. */
 void install_stop_handlers() {
@@ -100,12 +105,18 @@ int print_probe() {
   const fsdp::DeviceProbe p = fsdp::probe_devices();
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : p.gpus) {
-    gpus.push_back({{"index", g.index}, {"name", g.name}, {"memory_bytes", g.memory_bytes},
-                    {"compute_capability", std::to_string(g.compute_capability_major) + "." + std::to_string(g.compute_capability_minor)}});
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"memory_bytes", g.memory_bytes},
+                    {"compute_capability",
+                     std::to_string(g.compute_capability_major) + "." + std::to_string(g.compute_capability_minor)}});
   }
   nlohmann::json out = {
-      {"cpu", {{"logical_cores", p.cpu.logical_cores}, {"omp_max_threads", p.cpu.omp_max_threads},
-               {"memory_bytes", p.cpu.memory_bytes}, {"model_name", p.cpu.model_name}}},
+      {"cpu",
+       {{"logical_cores", p.cpu.logical_cores},
+        {"omp_max_threads", p.cpu.omp_max_threads},
+        {"memory_bytes", p.cpu.memory_bytes},
+        {"model_name", p.cpu.model_name}}},
       {"gpus", gpus},
       {"cuda_built", p.cuda_built},
       {"blas", p.blas},
@@ -117,7 +128,8 @@ int print_probe() {
 
 // What this build can do, so the editor can tell a partial build from a missing one.
 int print_version() {
-  nlohmann::json capabilities = {"probe", "check", "plan", "train", "export-checkpoint", "export-hf", "import-hf", "logits"};
+  nlohmann::json capabilities = {"probe",     "check",     "plan",  "train", "export-checkpoint",
+                                 "export-hf", "import-hf", "logits"};
 #ifdef FSDP_MPI_BUILT
   capabilities.push_back("mpi");
   capabilities.push_back("allreduce-check");
@@ -137,7 +149,9 @@ std::optional<nlohmann::json> read_config(const std::string& path, bool report =
   }
 }
 
-std::string shown(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+std::string shown(const std::string& path) {
+  return path == "-" ? "<stdin>" : path;
+}
 
 /** Reads and checks a config; prints problems as "FILE key: message" when `report`. Returns false on errors. */
 bool load_config(const std::string& path, bool check_files, fsdp::RunConfig& config, bool report = true) {
@@ -171,8 +185,9 @@ int print_sgemm_peak(long n) {
   fsdp::use_threads(fsdp::resolve_threads(0, 1));
   auto backend = fsdp::make_backend("cpu");
   const fsdp::SgemmSpeed s = fsdp::measure_sgemm(*backend, n, fsdp::kPeakSgemmRepeats);
-  nlohmann::json out = {{"n", n}, {"repeats", fsdp::kPeakSgemmRepeats}, {"threads", fsdp::current_threads()}, {"flops", s.flops}, {"cpu_flops", s.cpu_flops},
-                        {"kernels", fsdp::current_blas_kernels().core}};
+  nlohmann::json out = {
+      {"n", n},           {"repeats", fsdp::kPeakSgemmRepeats}, {"threads", fsdp::current_threads()},
+      {"flops", s.flops}, {"cpu_flops", s.cpu_flops},           {"kernels", fsdp::current_blas_kernels().core}};
   // The peak's own measurement: the best this machine reached counts for MFU (backend/peak_flops.h).
   if (n == fsdp::kPeakSgemmN) out["cache"] = fsdp::record_sgemm_peak(s, fsdp::current_threads());
   std::cout << out.dump() << "\n";
@@ -207,7 +222,8 @@ Job join_job(int* argc, char*** argv) {
 #else
   (void)argc, (void)argv;
   if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK")) {
-    std::cerr << "fsdp-train-native: started by an MPI launcher, but this build has no MPI (install libopenmpi-dev and rebuild: node scripts/setup/native.mjs --force)\n";
+    std::cerr << "fsdp-train-native: started by an MPI launcher, but this build has no MPI (install libopenmpi-dev and "
+                 "rebuild: node scripts/setup/native.mjs --force)\n";
     std::exit(kExitConfig);
   }
 #endif
@@ -238,10 +254,14 @@ int train(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
-    if (a == "--config" && has_value) config_path = argv[++i];
-    else if (a == "--run-dir" && has_value) run_dir = argv[++i];
-    else if (a == "--resume" && has_value) resume = argv[++i];
-    else if (a == "--peak-flops" && has_value) peak_flops = std::atof(argv[++i]);
+    if (a == "--config" && has_value)
+      config_path = argv[++i];
+    else if (a == "--run-dir" && has_value)
+      run_dir = argv[++i];
+    else if (a == "--resume" && has_value)
+      resume = argv[++i];
+    else if (a == "--peak-flops" && has_value)
+      peak_flops = std::atof(argv[++i]);
     else {
       std::cerr << "fsdp-train-native: unknown or incomplete argument " << a << "\n";
       return usage();
@@ -273,14 +293,20 @@ int train(int argc, char** argv) {
   try {
     fsdp::Trainer trainer(config, options);
     const fsdp::RunResult r = trainer.run();
-    if (r.status == fsdp::RunStatus::failed && rank0) std::cerr << "fsdp-train-native: run failed: " << r.reason << "\n";
+    if (r.status == fsdp::RunStatus::failed && rank0)
+      std::cerr << "fsdp-train-native: run failed: " << r.reason << "\n";
     switch (r.status) {
-      case fsdp::RunStatus::completed: return 0;
-      case fsdp::RunStatus::failed: return 1;
-      case fsdp::RunStatus::stopped: return 128 + g_stop_signal.load();
+      case fsdp::RunStatus::completed:
+        return 0;
+      case fsdp::RunStatus::failed:
+        return 1;
+      case fsdp::RunStatus::stopped:
+        return 128 + g_stop_signal.load();
     }
   } catch (const std::exception& e) {
-    std::cerr << "fsdp-train-native: " << (job.world && job.world->size() > 1 ? "rank " + std::to_string(job.world->rank()) + ": " : "") << e.what() << "\n";
+    std::cerr << "fsdp-train-native: "
+              << (job.world && job.world->size() > 1 ? "rank " + std::to_string(job.world->rank()) + ": " : "")
+              << e.what() << "\n";
   }
   return 1;
 }
@@ -306,7 +332,9 @@ int export_checkpoint(const std::string& from, const std::string& to) {
 }
 
 /** The config's model, for the Hugging Face commands: its data files need not exist here. */
-bool load_model_config(const std::string& path, fsdp::RunConfig& config) { return load_config(path, false, config); }
+bool load_model_config(const std::string& path, fsdp::RunConfig& config) {
+  return load_config(path, false, config);
+}
 
 int export_hf(const std::string& config_path, const std::string& checkpoint, const std::string& out_dir) {
   fsdp::RunConfig config;
@@ -336,7 +364,8 @@ int import_hf(const std::string& config_path, const std::string& hf_dir, const s
   }
 }
 
-/** Logits of the checkpoint's model (float32, one process) for sequences of token ids read as JSON from standard input. */
+/** Logits of the checkpoint's model (float32, one process) for sequences of token ids read as JSON from standard input.
+ */
 int print_logits(const std::string& config_path, const std::string& checkpoint) {
   fsdp::RunConfig config;
   if (!load_model_config(config_path, config)) return kExitConfig;
@@ -344,12 +373,17 @@ int print_logits(const std::string& config_path, const std::string& checkpoint) 
     const nlohmann::json rows = nlohmann::json::parse(std::cin);
     const long B = static_cast<long>(rows.size());
     const long T = B > 0 && rows[0].is_array() ? static_cast<long>(rows[0].size()) : 0;
-    if (B == 0 || T == 0 || T > config.model.max_seq_len) throw std::runtime_error("standard input: expected [[token ids], ...] of equal lengths from 1 to model.max_seq_len (" + std::to_string(config.model.max_seq_len) + ")");
+    if (B == 0 || T == 0 || T > config.model.max_seq_len)
+      throw std::runtime_error(
+          "standard input: expected [[token ids], ...] of equal lengths from 1 to model.max_seq_len (" +
+          std::to_string(config.model.max_seq_len) + ")");
     std::vector<std::int32_t> inputs, targets(static_cast<std::size_t>(B * T), 0);
     for (const auto& row : rows) {
-      if (!row.is_array() || static_cast<long>(row.size()) != T) throw std::runtime_error("standard input: every sequence must hold " + std::to_string(T) + " token ids");
+      if (!row.is_array() || static_cast<long>(row.size()) != T)
+        throw std::runtime_error("standard input: every sequence must hold " + std::to_string(T) + " token ids");
       for (const auto& id : row) {
-        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() >= config.model.vocab_size) throw std::runtime_error("standard input: " + id.dump() + " is not a token id below model.vocab_size");
+        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() >= config.model.vocab_size)
+          throw std::runtime_error("standard input: " + id.dump() + " is not a token id below model.vocab_size");
         inputs.push_back(id.get<std::int32_t>());
       }
     }

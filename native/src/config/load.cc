@@ -24,11 +24,15 @@ nlohmann::json read_config_file(const std::string& path) {
     const std::string s = text.str();
     std::size_t line = 1, col = 1;
     for (std::size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
-      if (s[i] == '\n') ++line, col = 1;
-      else ++col;
+      if (s[i] == '\n')
+        ++line, col = 1;
+      else
+        ++col;
     }
-    throw std::runtime_error((path == "-" ? std::string("<stdin>") : path) + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                             ": not valid JSON (fsdp-train-native reads the resolved JSON config; run YAML configs through `npx fsdp-train`)");
+    throw std::runtime_error((path == "-" ? std::string("<stdin>") : path) + ":" + std::to_string(line) + ":" +
+                             std::to_string(col) +
+                             ": not valid JSON (fsdp-train-native reads the resolved JSON config; run YAML configs "
+                             "through `npx fsdp-train`)");
   }
 }
 

@@ -10,24 +10,34 @@ namespace fsdp {
 
 using nlohmann::json;
 
-int dtype_bytes(Dtype d) { return d == Dtype::float32 ? 4 : 2; }
+int dtype_bytes(Dtype d) {
+  return d == Dtype::float32 ? 4 : 2;
+}
 
 const char* dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::float32: return "float32";
-    case Dtype::bfloat16: return "bfloat16";
-    case Dtype::float16: return "float16";
+    case Dtype::float32:
+      return "float32";
+    case Dtype::bfloat16:
+      return "bfloat16";
+    case Dtype::float16:
+      return "float16";
   }
   return "?";
 }
 
 const char* strategy_name(ShardingStrategy s) {
   switch (s) {
-    case ShardingStrategy::NO_SHARD: return "NO_SHARD";
-    case ShardingStrategy::SHARD_OPTIMIZER: return "SHARD_OPTIMIZER";
-    case ShardingStrategy::SHARD_GRAD_OP: return "SHARD_GRAD_OP";
-    case ShardingStrategy::FULL_SHARD: return "FULL_SHARD";
-    case ShardingStrategy::HYBRID_SHARD: return "HYBRID_SHARD";
+    case ShardingStrategy::NO_SHARD:
+      return "NO_SHARD";
+    case ShardingStrategy::SHARD_OPTIMIZER:
+      return "SHARD_OPTIMIZER";
+    case ShardingStrategy::SHARD_GRAD_OP:
+      return "SHARD_GRAD_OP";
+    case ShardingStrategy::FULL_SHARD:
+      return "FULL_SHARD";
+    case ShardingStrategy::HYBRID_SHARD:
+      return "HYBRID_SHARD";
   }
   return "?";
 }
@@ -49,9 +59,13 @@ void apply_defaults(const json& node, json& value) {
   for (const auto& [key, child] : s["properties"].items()) {
     const json& cs = schema_deref(schema(), child);
     if (!value.contains(key)) {
-      if (child.contains("default")) value[key] = child["default"];
-      else if (cs.contains("default")) value[key] = cs["default"];
-      else if (cs.contains("properties") && (!cs.contains("required") || cs["required"].empty()) && !cs.value("x-absent-means-off", false)) value[key] = json::object();
+      if (child.contains("default"))
+        value[key] = child["default"];
+      else if (cs.contains("default"))
+        value[key] = cs["default"];
+      else if (cs.contains("properties") && (!cs.contains("required") || cs["required"].empty()) &&
+               !cs.value("x-absent-means-off", false))
+        value[key] = json::object();
     }
     if (value.contains(key)) apply_defaults(child, value[key]);
   }
@@ -90,16 +104,20 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
     for (int s = 0; s < 4; ++s)
       if (z.is_number() && z == json(s)) stage = s;
     if (stage >= 0) {
-      if (!value["fsdp"].contains("sharding_strategy")) value["fsdp"]["sharding_strategy"] = stages[stage];
+      if (!value["fsdp"].contains("sharding_strategy"))
+        value["fsdp"]["sharding_strategy"] = stages[stage];
       else if (value["fsdp"]["sharding_strategy"] != stages[stage])
-        problems.push_back({"fsdp.zero_stage", "zero_stage " + z.dump() + " means " + stages[stage] + ", but sharding_strategy is " + value["fsdp"]["sharding_strategy"].dump() + "; give one of them"});
+        problems.push_back({"fsdp.zero_stage", "zero_stage " + z.dump() + " means " + stages[stage] +
+                                                   ", but sharding_strategy is " +
+                                                   value["fsdp"]["sharding_strategy"].dump() + "; give one of them"});
     } else {
       problems.push_back({"fsdp.zero_stage", z.dump() + " is not one of 0, 1, 2, 3"});
     }
     value["fsdp"].erase("zero_stage");
   }
   apply_defaults(schema(), value);
-  if (!value["data"].contains("seq_len") && value["model"].contains("max_seq_len")) value["data"]["seq_len"] = value["model"]["max_seq_len"];
+  if (!value["data"].contains("seq_len") && value["model"].contains("max_seq_len"))
+    value["data"]["seq_len"] = value["model"]["max_seq_len"];
 
   SchemaReader r(schema(), value, problems);
   RunConfig& c = out.config;
@@ -133,7 +151,8 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   t.min_lr_ratio = r.number("training.min_lr_ratio", 0.1);
   t.decay_ratio = r.number("training.decay_ratio", 0.2);
   t.weight_decay = r.number("training.weight_decay", 0.1);
-  if (const json* betas = r.find("training.betas"); betas && betas->is_array() && betas->size() == 2 && (*betas)[0].is_number() && (*betas)[1].is_number()) {
+  if (const json* betas = r.find("training.betas");
+      betas && betas->is_array() && betas->size() == 2 && (*betas)[0].is_number() && (*betas)[1].is_number()) {
     const SchemaBounds each = schema_bounds(schema(), &schema_node(schema(), "training.betas")->at("items"));
     for (const json& beta : *betas) r.within("training.betas", beta, each);
     t.beta1 = (*betas)[0].get<double>();
@@ -147,12 +166,13 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   t.seed = r.integer<std::uint32_t>("training.seed");
 
   auto& f = c.fsdp;
-  const std::string strategy = r.one_of("fsdp.sharding_strategy", {"FULL_SHARD", "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "HYBRID_SHARD"});
-  f.sharding_strategy = strategy == "NO_SHARD" ? ShardingStrategy::NO_SHARD
+  const std::string strategy = r.one_of("fsdp.sharding_strategy",
+                                        {"FULL_SHARD", "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "HYBRID_SHARD"});
+  f.sharding_strategy = strategy == "NO_SHARD"          ? ShardingStrategy::NO_SHARD
                         : strategy == "SHARD_OPTIMIZER" ? ShardingStrategy::SHARD_OPTIMIZER
-                        : strategy == "SHARD_GRAD_OP" ? ShardingStrategy::SHARD_GRAD_OP
-                        : strategy == "HYBRID_SHARD" ? ShardingStrategy::HYBRID_SHARD
-                                                     : ShardingStrategy::FULL_SHARD;
+                        : strategy == "SHARD_GRAD_OP"   ? ShardingStrategy::SHARD_GRAD_OP
+                        : strategy == "HYBRID_SHARD"    ? ShardingStrategy::HYBRID_SHARD
+                                                        : ShardingStrategy::FULL_SHARD;
   f.cpu_offload = r.boolean("fsdp.cpu_offload");
   f.backward_prefetch = r.one_of("fsdp.backward_prefetch", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"});
   f.forward_prefetch = r.boolean("fsdp.forward_prefetch");
@@ -166,9 +186,12 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   auto& ac = c.activation_checkpointing;
   ac.enabled = r.boolean("activation_checkpointing.enabled");
   const std::string policy = r.one_of("activation_checkpointing.policy", {"every_n", "selective", "auto"});
-  ac.policy = policy == "selective" ? CheckpointPolicy::selective : policy == "auto" ? CheckpointPolicy::automatic : CheckpointPolicy::every_n;
+  ac.policy = policy == "selective" ? CheckpointPolicy::selective
+              : policy == "auto"    ? CheckpointPolicy::automatic
+                                    : CheckpointPolicy::every_n;
   ac.every_n_layers = r.integer<int>("activation_checkpointing.every_n_layers");
-  if (r.has("activation_checkpointing.memory_budget_gb")) ac.memory_budget_gb = r.number("activation_checkpointing.memory_budget_gb");
+  if (r.has("activation_checkpointing.memory_budget_gb"))
+    ac.memory_budget_gb = r.number("activation_checkpointing.memory_budget_gb");
 
   auto& ck = c.checkpointing;
   ck.dir = r.string("checkpointing.dir", "checkpoints");

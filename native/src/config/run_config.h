@@ -89,11 +89,13 @@ struct LoggingConfig {
 struct LaunchConfig {
   std::string target = "local", device = "cpu";
   int nproc_per_node = 1, nnodes = 1, threads_per_rank = 0;
-  bool tf32 = false;  // CUDA float32 matrix products on TF32 tensor cores
+  bool tf32 = false;                 // CUDA float32 matrix products on TF32 tensor cores
   std::string collectives = "auto";  // device buffers' collectives: auto | nccl | mpi (parallel/device_collectives.h)
-  bool check_memory = true;  // refuse a plan that does not fit this host's memory (train/memory_check.h)
-  double collective_timeout_s = 0;  // a collective waited on longer ends the job (parallel/collective_watchdog.h); 0: automatic
-  double heartbeat_timeout_s = 20;  // a rank on this host silent for longer ends the job (parallel/collective_watchdog.h); 0: off
+  bool check_memory = true;          // refuse a plan that does not fit this host's memory (train/memory_check.h)
+  double collective_timeout_s =
+      0;  // a collective waited on longer ends the job (parallel/collective_watchdog.h); 0: automatic
+  double heartbeat_timeout_s =
+      20;  // a rank on this host silent for longer ends the job (parallel/collective_watchdog.h); 0: off
 };
 
 struct InjectNanConfig {

@@ -58,9 +58,11 @@ SchemaBounds schema_bounds(const json& schema, const json* node) {
   if (!node) return b;
   for (const json* s : {node, &schema_deref(schema, *node)}) {
     if (!b.has_min && s->contains("minimum")) b.has_min = true, b.min = (*s)["minimum"].get<double>();
-    if (!b.has_min && s->contains("exclusiveMinimum")) b.has_min = b.exclusive_min = true, b.min = (*s)["exclusiveMinimum"].get<double>();
+    if (!b.has_min && s->contains("exclusiveMinimum"))
+      b.has_min = b.exclusive_min = true, b.min = (*s)["exclusiveMinimum"].get<double>();
     if (!b.has_max && s->contains("maximum")) b.has_max = true, b.max = (*s)["maximum"].get<double>();
-    if (!b.has_max && s->contains("exclusiveMaximum")) b.has_max = b.exclusive_max = true, b.max = (*s)["exclusiveMaximum"].get<double>();
+    if (!b.has_max && s->contains("exclusiveMaximum"))
+      b.has_max = b.exclusive_max = true, b.max = (*s)["exclusiveMaximum"].get<double>();
   }
   return b;
 }
@@ -83,8 +85,10 @@ bool SchemaReader::within(const std::string& path, const json& v, const SchemaBo
   const long double x = exact(v);
   const char* op = nullptr;
   double bound = 0;
-  if (b.has_min && (b.exclusive_min ? x <= b.min : x < b.min)) op = b.exclusive_min ? ">" : ">=", bound = b.min;
-  else if (b.has_max && (b.exclusive_max ? x >= b.max : x > b.max)) op = b.exclusive_max ? "<" : "<=", bound = b.max;
+  if (b.has_min && (b.exclusive_min ? x <= b.min : x < b.min))
+    op = b.exclusive_min ? ">" : ">=", bound = b.min;
+  else if (b.has_max && (b.exclusive_max ? x >= b.max : x > b.max))
+    op = b.exclusive_max ? "<" : "<=", bound = b.max;
   if (!op) return true;
   problems_.push_back({path, std::string("must be ") + op + " " + bound_text(bound) + ", got " + v.dump()});
   return false;
@@ -94,12 +98,15 @@ bool SchemaReader::read_integer(const std::string& path, long long lo, long long
   out = lo > 0 ? lo : hi < 0 ? hi : 0;  // the fallback when the key is refused (the config is then not used)
   const json* v = find(path);
   if (!v) return missing(path), false;
-  const bool integral = v->is_number_integer() || (v->is_number_float() && std::isfinite(v->get<double>()) && v->get<double>() == std::floor(v->get<double>()));
+  const bool integral = v->is_number_integer() || (v->is_number_float() && std::isfinite(v->get<double>()) &&
+                                                   v->get<double>() == std::floor(v->get<double>()));
   if (!integral) return wrong(path, "an integer", *v), false;
   SchemaBounds b = schema_bounds(schema_, schema_node(schema_, path));
   // The C++ type's range, where the schema's is wider or absent (lo and hi are exact as doubles: 32-bit types).
-  if (!b.has_min || b.min < static_cast<double>(lo)) b.has_min = true, b.exclusive_min = false, b.min = static_cast<double>(lo);
-  if (!b.has_max || b.max > static_cast<double>(hi)) b.has_max = true, b.exclusive_max = false, b.max = static_cast<double>(hi);
+  if (!b.has_min || b.min < static_cast<double>(lo))
+    b.has_min = true, b.exclusive_min = false, b.min = static_cast<double>(lo);
+  if (!b.has_max || b.max > static_cast<double>(hi))
+    b.has_max = true, b.exclusive_max = false, b.max = static_cast<double>(hi);
   if (!within(path, *v, b)) return false;
   out = static_cast<long long>(exact(*v));  // within [lo, hi] by now
   return true;
@@ -137,7 +144,9 @@ std::string SchemaReader::one_of(const std::string& path, const std::vector<std:
   return allowed.front();
 }
 
-void SchemaReader::missing(const std::string& path) { problems_.push_back({path, "is missing"}); }
+void SchemaReader::missing(const std::string& path) {
+  problems_.push_back({path, "is missing"});
+}
 
 void SchemaReader::wrong(const std::string& path, const char* expected, const json& v) {
   problems_.push_back({path, std::string("expected ") + expected + ", got " + v.dump()});

@@ -30,7 +30,8 @@ const nlohmann::json* schema_node(const nlohmann::json& schema, const std::strin
 /** The bounds of a schema node (its own, else those of the definition it refers to). */
 SchemaBounds schema_bounds(const nlohmann::json& schema, const nlohmann::json* node);
 
-/** Reads typed values, recording a problem (and returning a fallback) when a key is missing, mistyped or out of range. */
+/** Reads typed values, recording a problem (and returning a fallback) when a key is missing, mistyped or out of range.
+ */
 class SchemaReader {
  public:
   SchemaReader(const nlohmann::json& schema, const nlohmann::json& root, std::vector<ConfigProblem>& problems)
@@ -42,7 +43,8 @@ class SchemaReader {
   /** An integer within the schema's bounds for `path` and within Int's range. */
   template <class Int>
   Int integer(const std::string& path) {
-    static_assert(std::numeric_limits<Int>::is_integer && sizeof(Int) <= 4, "read wider integers with a type whose range doubles hold exactly");
+    static_assert(std::numeric_limits<Int>::is_integer && sizeof(Int) <= 4,
+                  "read wider integers with a type whose range doubles hold exactly");
     long long value = 0;
     read_integer(path, std::numeric_limits<Int>::min(), std::numeric_limits<Int>::max(), value);
     return static_cast<Int>(value);  // within Int's range: checked by read_integer
@@ -54,7 +56,8 @@ class SchemaReader {
   std::string string(const std::string& path, const std::string& fallback = "");
   std::string one_of(const std::string& path, const std::vector<std::string>& allowed);
 
-  /** Records a problem at `path` when `v` is outside `bounds` ("must be <= 65536, got 4294967300"); returns whether it is within. */
+  /** Records a problem at `path` when `v` is outside `bounds` ("must be <= 65536, got 4294967300"); returns whether it
+   * is within. */
   bool within(const std::string& path, const nlohmann::json& v, const SchemaBounds& bounds);
 
  private:

@@ -10,19 +10,29 @@ namespace fsdp {
 
 namespace {
 
-std::uint64_t sequence_count(const TokenFile& f, long T) { return f.size() > 0 ? (f.size() - 1) / static_cast<std::uint64_t>(T) : 0; }
+std::uint64_t sequence_count(const TokenFile& f, long T) {
+  return f.size() > 0 ? (f.size() - 1) / static_cast<std::uint64_t>(T) : 0;
+}
 
 }  // namespace
 
-BatchStream::BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch,
-                         int rank, int ranks)
-    : file_(std::move(file)), B_(B), T_(T), shuffle_(shuffle), seed_(seed), slots_(prefetch + 1), rank_(rank), ranks_(ranks) {
+BatchStream::BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle,
+                         std::uint64_t seed, int prefetch, int rank, int ranks)
+    : file_(std::move(file)),
+      B_(B),
+      T_(T),
+      shuffle_(shuffle),
+      seed_(seed),
+      slots_(prefetch + 1),
+      rank_(rank),
+      ranks_(ranks) {
   sequences_ = sequence_count(*file_, T);
   const std::uint64_t global = static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(ranks);
   batches_per_epoch_ = sequences_ / global;
   if (batches_per_epoch_ == 0) {
-    throw std::runtime_error(file_->path() + ": " + std::to_string(file_->size()) + " tokens make " + std::to_string(sequences_) +
-                             " sequences of " + std::to_string(T) + ", fewer than one batch of " + std::to_string(global) +
+    throw std::runtime_error(file_->path() + ": " + std::to_string(file_->size()) + " tokens make " +
+                             std::to_string(sequences_) + " sequences of " + std::to_string(T) +
+                             ", fewer than one batch of " + std::to_string(global) +
                              (ranks > 1 ? " (" + std::to_string(ranks) + " ranks x " + std::to_string(B) + ")" : ""));
   }
   // One buffer per slot holding inputs then targets: (prefetch + 1) x 8 B T bytes, as planned.
@@ -32,17 +42,22 @@ BatchStream::BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file
   start_thread();
 }
 
-BatchStream::~BatchStream() { stop_thread(); }
+BatchStream::~BatchStream() {
+  stop_thread();
+}
 
-void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
-                       std::int32_t* targets, int rank, int ranks) {
+void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position,
+                       std::int32_t* inputs, std::int32_t* targets, int rank, int ranks) {
   const std::uint64_t n = sequence_count(file, T);
   const std::uint64_t global = static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(ranks);
   const std::uint64_t per_epoch = n / global;
-  if (per_epoch == 0) throw std::runtime_error(file.path() + ": fewer sequences (" + std::to_string(n) + ") than one batch of " + std::to_string(global));
+  if (per_epoch == 0)
+    throw std::runtime_error(file.path() + ": fewer sequences (" + std::to_string(n) + ") than one batch of " +
+                             std::to_string(global));
   // The epoch comes from the position: each rank reshuffles at the same batch, by construction.
   const std::uint64_t epoch = position / per_epoch;
-  const std::uint64_t first = (position % per_epoch) * global + static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(B);
+  const std::uint64_t first =
+      (position % per_epoch) * global + static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(B);
   const SequenceOrder order(n, shuffle, seed, epoch);
   // Every id indexes the embedding table and the logits: TokenFile::read checks them as it reads,
   // where every batch of either backend is built (and that the file is still the one opened).

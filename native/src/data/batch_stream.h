@@ -31,13 +31,14 @@ namespace fsdp {
 class BatchStream {
  public:
   /** rank, ranks: this rank's part of every global batch (the distributed sampler). */
-  BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed, int prefetch, int rank = 0,
-              int ranks = 1);
+  BatchStream(Allocator& alloc, std::shared_ptr<const TokenFile> file, long B, long T, bool shuffle, std::uint64_t seed,
+              int prefetch, int rank = 0, int ranks = 1);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
 
-  /** The micro-batch at position(), valid until the next call; advances the position. Throws what reading it threw (a bad token id, naming the file). */
+  /** The micro-batch at position(), valid until the next call; advances the position. Throws what reading it threw (a
+   * bad token id, naming the file). */
   Batch next();
   /** Micro-batches consumed so far. */
   std::uint64_t position() const { return position_; }
@@ -51,8 +52,8 @@ class BatchStream {
    * Writes rank's part of micro-batch `position` of a stream into inputs/targets (B*T each); throws
    * naming the file on an id not below file.id_limit(), or when the file changed since it was opened.
    */
-  static void read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position, std::int32_t* inputs,
-                   std::int32_t* targets, int rank = 0, int ranks = 1);
+  static void read(const TokenFile& file, long B, long T, bool shuffle, std::uint64_t seed, std::uint64_t position,
+                   std::int32_t* inputs, std::int32_t* targets, int rank = 0, int ranks = 1);
 
  private:
   void produce();

@@ -24,17 +24,24 @@ constexpr std::uint64_t kMaxTokens = (std::numeric_limits<std::uint64_t>::max() 
 // Tokens checked per piece: the checksum and the id scan share the piece while it is in cache.
 constexpr std::uint64_t kPieceTokens = 1 << 16;
 
-std::uint32_t u32(const unsigned char* p) { return p[0] | p[1] << 8 | p[2] << 16 | static_cast<std::uint32_t>(p[3]) << 24; }
-std::uint64_t u64(const unsigned char* p) { return u32(p) | static_cast<std::uint64_t>(u32(p + 4)) << 32; }
+std::uint32_t u32(const unsigned char* p) {
+  return p[0] | p[1] << 8 | p[2] << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
+std::uint64_t u64(const unsigned char* p) {
+  return u32(p) | static_cast<std::uint64_t>(u32(p + 4)) << 32;
+}
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) { throw std::runtime_error(path + ": " + what); }
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
 
 TokenFileHeader parse_header(const std::string& path, const unsigned char* h, std::uint64_t file_bytes) {
   if (file_bytes < kHeaderBytes) {
     // A file cut short inside its header still begins as a token file does: say it is truncated.
     const std::size_t present = static_cast<std::size_t>(std::min<std::uint64_t>(file_bytes, sizeof kMagic));
     if (std::memcmp(h, kMagic, present) == 0) {
-      fail(path, std::to_string(file_bytes) + " bytes, shorter than the " + std::to_string(kHeaderBytes) + "-byte header of a token file (truncated)");
+      fail(path, std::to_string(file_bytes) + " bytes, shorter than the " + std::to_string(kHeaderBytes) +
+                     "-byte header of a token file (truncated)");
     }
     fail(path, "not a token file (bad magic)");
   }
@@ -48,10 +55,14 @@ TokenFileHeader parse_header(const std::string& path, const unsigned char* h, st
   hd.crc32 = u32(h + 28);
   hd.tokenizer.assign(reinterpret_cast<const char*>(h + 32), strnlen(reinterpret_cast<const char*>(h + 32), 16));
   if (hd.vocab_size == 0) fail(path, "the header's vocabulary size is 0 (no token id can be valid)");
-  if (hd.vocab_size > kMaxVocab) fail(path, "the header's vocabulary size " + std::to_string(hd.vocab_size) + " exceeds what uint16 tokens hold (65536)");
+  if (hd.vocab_size > kMaxVocab)
+    fail(path,
+         "the header's vocabulary size " + std::to_string(hd.vocab_size) + " exceeds what uint16 tokens hold (65536)");
   if (hd.token_count > kMaxTokens || kHeaderBytes + 2 * hd.token_count != file_bytes) {
-    const std::string expected = hd.token_count > kMaxTokens ? "more than any file can hold" : std::to_string(kHeaderBytes + 2 * hd.token_count);
-    fail(path, std::to_string(file_bytes) + " bytes, expected " + expected + " for the " + std::to_string(hd.token_count) + " tokens the header declares (truncated or corrupted?)");
+    const std::string expected =
+        hd.token_count > kMaxTokens ? "more than any file can hold" : std::to_string(kHeaderBytes + 2 * hd.token_count);
+    fail(path, std::to_string(file_bytes) + " bytes, expected " + expected + " for the " +
+                   std::to_string(hd.token_count) + " tokens the header declares (truncated or corrupted?)");
   }
   return hd;
 }
@@ -102,12 +113,14 @@ TokenFile::TokenFile(const std::string& path, std::uint32_t model_vocab) : file_
 
 void TokenFile::read(std::uint64_t first, std::uint64_t n, std::uint16_t* dst) const {
   if (first > header_.token_count || n > header_.token_count - first) {
-    throw std::out_of_range(path() + ": tokens " + std::to_string(first) + " to " + std::to_string(first + n) + " asked of a file of " + std::to_string(header_.token_count));
+    throw std::out_of_range(path() + ": tokens " + std::to_string(first) + " to " + std::to_string(first + n) +
+                            " asked of a file of " + std::to_string(header_.token_count));
   }
   const std::size_t got = file_.read_some(kHeaderBytes + 2 * first, dst, static_cast<std::size_t>(2 * n));
   // After the read: a change made before it completed is seen now, one made later at the next read.
   check_unchanged();
-  if (got != 2 * n) fail(path(), "ends before token " + std::to_string(first + n) + " although its size did not change");
+  if (got != 2 * n)
+    fail(path(), "ends before token " + std::to_string(first + n) + " although its size did not change");
   std::uint16_t largest = 0;
   for (std::uint64_t i = 0; i < n; ++i) largest = std::max(largest, dst[i]);
   if (largest >= id_limit_) check_ids(first, n, dst);
@@ -117,17 +130,24 @@ void TokenFile::check_unchanged() const {
   const ReadOnlyFile::Stat now = file_.stat();
   const std::uint64_t opened_size = kHeaderBytes + 2 * header_.token_count;
   if (now.size == opened_size && now.mtime_ns == opened_mtime_ns_) return;
-  const std::string what = now.size != opened_size ? std::to_string(opened_size) + " bytes when the run opened it, " + std::to_string(now.size) + " now"
-                                                   : "modified " + std::to_string(static_cast<double>(now.mtime_ns - opened_mtime_ns_) / 1e9) + " s after the run opened it";
-  fail(path(), "changed while the run was reading it (" + what + "): a program rewrote it in place; write token files to a temporary file and rename it over the old one, as samples/prepare-data.ts does, and restart the run");
+  const std::string what =
+      now.size != opened_size
+          ? std::to_string(opened_size) + " bytes when the run opened it, " + std::to_string(now.size) + " now"
+          : "modified " + std::to_string(static_cast<double>(now.mtime_ns - opened_mtime_ns_) / 1e9) +
+                " s after the run opened it";
+  fail(path(), "changed while the run was reading it (" + what +
+                   "): a program rewrote it in place; write token files to a temporary file and rename it over the old "
+                   "one, as samples/prepare-data.ts does, and restart the run");
 }
 
 void TokenFile::check_ids(std::uint64_t first, std::uint64_t n, const std::uint16_t* tokens) const {
   for (std::uint64_t i = 0; i < n; ++i) {
     if (tokens[i] < id_limit_) continue;
     const bool model_smaller = id_limit_ < header_.vocab_size;
-    fail(path(), "token " + std::to_string(first + i) + " is id " + std::to_string(tokens[i]) + ", not below the vocabulary size " + std::to_string(id_limit_) +
-                     (model_smaller ? " (model.vocab_size)" : " (the file's header)") + ": the file is corrupted or was made for another tokenizer");
+    fail(path(), "token " + std::to_string(first + i) + " is id " + std::to_string(tokens[i]) +
+                     ", not below the vocabulary size " + std::to_string(id_limit_) +
+                     (model_smaller ? " (model.vocab_size)" : " (the file's header)") +
+                     ": the file is corrupted or was made for another tokenizer");
   }
 }
 

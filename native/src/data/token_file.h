@@ -28,7 +28,8 @@ struct TokenFileHeader {
   std::string tokenizer;
 };
 
-/** Reads and checks the header only (cheap, never blocks): magic, version, dtype, vocabulary, and that the size matches. */
+/** Reads and checks the header only (cheap, never blocks): magic, version, dtype, vocabulary, and that the size
+ * matches. */
 TokenFileHeader read_token_file_header(const std::string& path);
 
 class TokenFile {
@@ -57,7 +58,8 @@ class TokenFile {
  private:
   /** Throws naming the file, its size and time then and now, when it changed since it was opened. */
   void check_unchanged() const;
-  /** Throws naming the file, the position and the id when tokens[0, n), which are tokens [first, first + n) of the file, hold an id not below id_limit(). */
+  /** Throws naming the file, the position and the id when tokens[0, n), which are tokens [first, first + n) of the
+   * file, hold an id not below id_limit(). */
   void check_ids(std::uint64_t first, std::uint64_t n, const std::uint16_t* tokens) const;
 
   ReadOnlyFile file_;

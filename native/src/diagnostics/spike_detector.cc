@@ -23,7 +23,9 @@ void SpikeDetector::add(double x) {
   while (values_.size() > window_) values_.pop_front();
 }
 
-nlohmann::json SpikeDetector::to_json() const { return nlohmann::json(std::vector<double>(values_.begin(), values_.end())); }
+nlohmann::json SpikeDetector::to_json() const {
+  return nlohmann::json(std::vector<double>(values_.begin(), values_.end()));
+}
 
 void SpikeDetector::from_json(const nlohmann::json& j) {
   values_.clear();

@@ -32,7 +32,8 @@ void StepInspector::forward_output(const OpSite& site, void* out, std::size_t n,
   if (!check_) return;
   const TensorStats s = be_.stats(out, dtype, n);
   stats_.push_back({"forward", "activation", site.layer, std::string(site.op), std::string(site.op), s});
-  if (s.nonfinite > 0 && !forward_) forward_ = FirstNonfinite{"forward", site.layer, std::string(site.op), "", first_is_nan(out, dtype, n)};
+  if (s.nonfinite > 0 && !forward_)
+    forward_ = FirstNonfinite{"forward", site.layer, std::string(site.op), "", first_is_nan(out, dtype, n)};
 }
 
 void StepInspector::backward_input(const OpSite& site, void* dout, std::size_t n, DType dtype) {
@@ -42,7 +43,8 @@ void StepInspector::backward_input(const OpSite& site, void* dout, std::size_t n
   }
 }
 
-void StepInspector::backward_output(const OpSite& site, const void* din, std::size_t n, DType dtype, std::initializer_list<ParamGradView> params) {
+void StepInspector::backward_output(const OpSite& site, const void* din, std::size_t n, DType dtype,
+                                    std::initializer_list<ParamGradView> params) {
   if (!check_) return;
   bool bad = false, nan = true;
   if (din && n > 0) {
@@ -61,8 +63,10 @@ void StepInspector::backward_output(const OpSite& site, const void* din, std::si
       bad = true;
     }
   }
-  if (bad && !backward_) backward_ = FirstNonfinite{"backward", site.layer, std::string(site.op), bad_param, nan};
-  else if (backward_ && backward_->param.empty() && !bad_param.empty()) backward_->param = bad_param;
+  if (bad && !backward_)
+    backward_ = FirstNonfinite{"backward", site.layer, std::string(site.op), bad_param, nan};
+  else if (backward_ && backward_->param.empty() && !bad_param.empty())
+    backward_->param = bad_param;
 }
 
 }  // namespace fsdp

@@ -26,7 +26,7 @@ struct FirstNonfinite {
   std::string phase;  // forward | backward
   int layer = 0;      // -1 embedding, n_layers head
   std::string op;
-  std::string param;  // backward: the first parameter whose gradient is non-finite (may be empty)
+  std::string param;   // backward: the first parameter whose gradient is non-finite (may be empty)
   bool is_nan = true;  // NaN rather than ±Inf
 };
 
@@ -44,7 +44,8 @@ class StepInspector final : public StepProbe {
 
   void forward_output(const OpSite& site, void* out, std::size_t n, DType dtype) override;
   void backward_input(const OpSite& site, void* dout, std::size_t n, DType dtype) override;
-  void backward_output(const OpSite& site, const void* din, std::size_t n, DType dtype, std::initializer_list<ParamGradView> params) override;
+  void backward_output(const OpSite& site, const void* din, std::size_t n, DType dtype,
+                       std::initializer_list<ParamGradView> params) override;
 
   const std::optional<FirstNonfinite>& first_forward() const { return forward_; }
   const std::optional<FirstNonfinite>& first_backward() const { return backward_; }

@@ -26,9 +26,12 @@ ActivationPolicy resolve_activation_policy(const RunConfig& c, std::string* prob
   const int L = c.model.n_layers;
   if (!ac.enabled) return ActivationPolicy::none(L);
   switch (ac.policy) {
-    case CheckpointPolicy::every_n: return ActivationPolicy::every_n(L, ac.every_n_layers);
-    case CheckpointPolicy::selective: return ActivationPolicy::selective(L);
-    case CheckpointPolicy::automatic: break;
+    case CheckpointPolicy::every_n:
+      return ActivationPolicy::every_n(L, ac.every_n_layers);
+    case CheckpointPolicy::selective:
+      return ActivationPolicy::selective(L);
+    case CheckpointPolicy::automatic:
+      break;
   }
   const ModelShape s = ModelShape::of(c.model);
   const auto candidates = policy_candidates(s, c.data.seq_len);
@@ -42,8 +45,12 @@ ActivationPolicy resolve_activation_policy(const RunConfig& c, std::string* prob
   }
   if (problem) {
     char msg[256];
-    if (budget <= 0) std::snprintf(msg, sizeof msg, "policy auto needs activation_checkpointing.memory_budget_gb");
-    else std::snprintf(msg, sizeof msg, "no checkpointing policy fits %.3f GiB per rank: the smallest plan (%s) needs %.3f GiB", ac.memory_budget_gb, smallest->describe().c_str(), smallest_total / 1073741824.0);
+    if (budget <= 0)
+      std::snprintf(msg, sizeof msg, "policy auto needs activation_checkpointing.memory_budget_gb");
+    else
+      std::snprintf(msg, sizeof msg,
+                    "no checkpointing policy fits %.3f GiB per rank: the smallest plan (%s) needs %.3f GiB",
+                    ac.memory_budget_gb, smallest->describe().c_str(), smallest_total / 1073741824.0);
     *problem = msg;
   }
   return *smallest;

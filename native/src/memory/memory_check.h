@@ -14,6 +14,7 @@
 namespace fsdp {
 
 /** Why the plan does not fit this host (and its GPUs), or "" when it does. */
-std::string memory_shortfall(const MemoryPlan& plan, const RunConfig& config, const HostMemory& host, const DeviceProbe& devices);
+std::string memory_shortfall(const MemoryPlan& plan, const RunConfig& config, const HostMemory& host,
+                             const DeviceProbe& devices);
 
 }  // namespace fsdp

@@ -14,7 +14,9 @@ using u64 = std::uint64_t;
 
 namespace {
 
-u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }
+u64 ceil_div(u64 a, u64 b) {
+  return (a + b - 1) / b;
+}
 
 // The CUDA backend's scratch in backward (backend/cuda/cuda_backend.cc), by the kernels' row
 // blocking: the bias gradient's partial sums (kernels/elementwise.cu, 256 rows a block), LayerNorm
@@ -43,7 +45,7 @@ ActivationSizes activation_sizes(const RunConfig& c) {
   // lnf_out, its stats and the losses, the classifier's state: float32 probabilities on the CPU; on
   // CUDA the logits in the compute dtype, rows padded to a multiple of 128 (backend/cuda/classifier.cc).
   z.head = a * N * C + 12 * N + (plans_cuda(c) ? p : 4) * N * Vh;
-  z.batch = 8 * N;                               // int32 inputs and targets
+  z.batch = 8 * N;  // int32 inputs and targets
   if (!plans_cuda(c)) {
     // ln1_out, qkv (3), atty, res2, ln2_out: 7NC; fch, fcg: 2NF; attention probabilities B H T^2;
     // LayerNorm means and reciprocal std devs of ln1 and ln2 in float32: 16N.
@@ -72,7 +74,8 @@ ActivationSizes activation_sizes(const RunConfig& c) {
 std::string plan_size_problem(const RunConfig& c) {
   using F = long double;
   const ModelShape s = ModelShape::of(c.model);
-  const F B = c.training.batch_size_per_gpu, T = c.data.seq_len, N = B * T, C = s.C, Fd = s.F, H = s.H, L = s.L, S = s.S;
+  const F B = c.training.batch_size_per_gpu, T = c.data.seq_len, N = B * T, C = s.C, Fd = s.F, H = s.H, L = s.L,
+          S = s.S;
   const F V = static_cast<F>(head_vocab(c));
   // Generous multiples of MEMORY.md's terms: parameters with their gradients, Adam moments and
   // copies (at most 32 bytes a parameter), and every block's activations, the head and the
@@ -82,8 +85,9 @@ std::string plan_size_problem(const RunConfig& c) {
   const F bound = 64 * (params + activations) + 16 * (c.data.prefetch_batches + 2) * N;
   constexpr F kLimit = static_cast<F>(std::uint64_t{1} << 62);
   if (bound < kLimit) return "";
-  return "the memory plan of this config is beyond 2^62 bytes (4 EiB) per rank (batch x sequence: " + std::to_string(c.training.batch_size_per_gpu) + " x " +
-         std::to_string(c.data.seq_len) + " tokens, " + std::to_string(c.model.n_layers) + " layers of d_model " + std::to_string(c.model.d_model) +
+  return "the memory plan of this config is beyond 2^62 bytes (4 EiB) per rank (batch x sequence: " +
+         std::to_string(c.training.batch_size_per_gpu) + " x " + std::to_string(c.data.seq_len) + " tokens, " +
+         std::to_string(c.model.n_layers) + " layers of d_model " + std::to_string(c.model.d_model) +
          "): no machine holds it; lower training.batch_size_per_gpu, data.seq_len or the model's sizes";
 }
 
@@ -92,9 +96,12 @@ namespace {
 int shard_degree(const RunConfig& c) {
   const int W = c.world_size();
   switch (c.fsdp.sharding_strategy) {
-    case ShardingStrategy::NO_SHARD: return 1;
-    case ShardingStrategy::HYBRID_SHARD: return c.fsdp.ranks_per_node > 0 ? c.fsdp.ranks_per_node : c.launch.nproc_per_node;
-    default: return W;
+    case ShardingStrategy::NO_SHARD:
+      return 1;
+    case ShardingStrategy::HYBRID_SHARD:
+      return c.fsdp.ranks_per_node > 0 ? c.fsdp.ranks_per_node : c.launch.nproc_per_node;
+    default:
+      return W;
   }
 }
 
@@ -121,7 +128,8 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   const ShardingStrategy st = D == 1 ? ShardingStrategy::NO_SHARD : c.fsdp.sharding_strategy;
   plan.effective_strategy = strategy_name(st);
   const bool opt_sharded = st != ShardingStrategy::NO_SHARD;
-  const bool grads_sharded = st == ShardingStrategy::SHARD_GRAD_OP || st == ShardingStrategy::FULL_SHARD || st == ShardingStrategy::HYBRID_SHARD;
+  const bool grads_sharded = st == ShardingStrategy::SHARD_GRAD_OP || st == ShardingStrategy::FULL_SHARD ||
+                             st == ShardingStrategy::HYBRID_SHARD;
   const bool params_sharded = st == ShardingStrategy::FULL_SHARD || st == ShardingStrategy::HYBRID_SHARD;
   const bool offload = c.fsdp.cpu_offload;
 
@@ -188,7 +196,9 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   std::vector<u64> keep(L);
   u64 kept = (static_cast<u64>(L) + 1) * z.residual;
   for (int i = 0; i < L; ++i) {
-    keep[i] = policy.blocks[i] == BlockRecompute::none ? z.block : policy.blocks[i] == BlockRecompute::selective ? z.block_selective : 0;
+    keep[i] = policy.blocks[i] == BlockRecompute::none        ? z.block
+              : policy.blocks[i] == BlockRecompute::selective ? z.block_selective
+                                                              : 0;
     kept += keep[i];
   }
   const u64 last_keep = keep[L - 1];
@@ -204,7 +214,9 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   if (W > 1) {
     const u64 send = params_sharded && (p < 4 || (offload && plans_cuda(c))) ? p : 0;
     const bool backward_prefetch = c.fsdp.backward_prefetch != "NONE";
-    auto reduction = [&](std::size_t u) { return grads_sharded ? (r < 4 ? r * Pp[u] : 0) + r * S[u] : (r < 4 ? r * P[u] : 0); };
+    auto reduction = [&](std::size_t u) {
+      return grads_sharded ? (r < 4 ? r * Pp[u] : 0) + r * S[u] : (r < 4 ? r * P[u] : 0);
+    };
     for (std::size_t u = 0; u < U; ++u) {
       comm_fwd = std::max(comm_fwd, send * S[u]);
       const u64 prefetched = backward_prefetch && u >= 1 && params_sharded ? send * S[u - 1] : 0;
@@ -214,8 +226,10 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
 
   const u64 other = z.batches;
 
-  plan.forward = params_persistent + gathered_fwd + grads_persistent + grads_unsynced + optimizer_device + act_fwd + comm_fwd + other;
-  plan.backward = params_persistent + gathered_bwd + grads_persistent + grads_transient + optimizer_device + act_bwd + z.workspace + comm_bwd + other;
+  plan.forward = params_persistent + gathered_fwd + grads_persistent + grads_unsynced + optimizer_device + act_fwd +
+                 comm_fwd + other;
+  plan.backward = params_persistent + gathered_bwd + grads_persistent + grads_transient + optimizer_device + act_bwd +
+                  z.workspace + comm_bwd + other;
   plan.optimizer = params_persistent + grads_persistent + optimizer_device + other;
 
   auto& d = plan.device.bytes;
@@ -236,7 +250,9 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   return plan;
 }
 
-MemoryPlan plan_memory(const RunConfig& c) { return plan_memory(c, resolve_activation_policy(c)); }
+MemoryPlan plan_memory(const RunConfig& c) {
+  return plan_memory(c, resolve_activation_policy(c));
+}
 
 nlohmann::json MemoryPlan::to_json() const {
   auto categories = [](const MemoryUsage& m) {

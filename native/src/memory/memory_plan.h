@@ -25,7 +25,8 @@ struct ActivationSizes {
   std::uint64_t head = 0;             // Hd: final LayerNorm, logits and per-token losses
   std::uint64_t workspace = 0;        // Wb: backward scratch (on CUDA with the backend's largest transient scratch)
   std::uint64_t batch = 0;            // one batch of input and target token ids
-  std::uint64_t batches = 0;          // the batches the device holds (other): the data loader's ring on the CPU, the staged one on a GPU
+  std::uint64_t batches =
+      0;  // the batches the device holds (other): the data loader's ring on the CPU, the staged one on a GPU
 };
 ActivationSizes activation_sizes(const RunConfig& c);
 
@@ -33,18 +34,21 @@ ActivationSizes activation_sizes(const RunConfig& c);
 std::uint64_t head_vocab(const RunConfig& c);
 
 /** Whether the plan is made for the CUDA backend (launch.device: cuda). */
-inline bool plans_cuda(const RunConfig& c) { return c.launch.device == "cuda"; }
+inline bool plans_cuda(const RunConfig& c) {
+  return c.launch.device == "cuda";
+}
 
 struct MemoryPlan {
-  MemoryUsage device;  // per category: planned peak; total: the peak phase
-  MemoryUsage host;    // what CPU offload keeps in host memory
+  MemoryUsage device;                                      // per category: planned peak; total: the peak phase
+  MemoryUsage host;                                        // what CPU offload keeps in host memory
   std::uint64_t forward = 0, backward = 0, optimizer = 0;  // planned peak within each phase
   ActivationPolicy policy;
   std::string effective_strategy;  // NO_SHARD when the shard degree is 1
   int world_size = 1, shard_degree = 1;
   std::uint64_t n_params = 0;
-  std::string backend = "cpu";           // launch.device the plan is for
-  std::uint64_t library_workspace = 0;   // device memory a library holds outside the allocator (cuBLASLt's workspace); not in total
+  std::string backend = "cpu";  // launch.device the plan is for
+  std::uint64_t library_workspace =
+      0;  // device memory a library holds outside the allocator (cuBLASLt's workspace); not in total
 
   /** The MemoryPlan object of core/schemas/metrics-event.schema.json (plus the policy and world). */
   nlohmann::json to_json() const;

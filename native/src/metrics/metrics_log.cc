@@ -28,7 +28,9 @@ void write_all(int fd, const std::string& s) {
 }
 }  // namespace
 
-nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+nlohmann::json finite_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
 
 MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : path_(path), echo_(echo_to_stdout) {
   if (path.empty()) return;
@@ -73,6 +75,8 @@ void MetricsLog::write(nlohmann::json event) {
   }
 }
 
-void MetricsLog::log(const std::string& level, const std::string& msg) { write({{"type", "log"}, {"level", level}, {"msg", msg}}); }
+void MetricsLog::log(const std::string& level, const std::string& msg) {
+  write({{"type", "log"}, {"level", level}, {"msg", msg}});
+}
 
 }  // namespace fsdp

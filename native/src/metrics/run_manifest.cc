@@ -28,7 +28,8 @@ RunManifest::RunManifest(const std::string& run_dir, const nlohmann::json& confi
         in.read_at(0, text.data(), text.size());
         doc_ = nlohmann::json::parse(text, nullptr, false);
       } else {
-        std::fprintf(stderr, "fsdp-train-native: %s is %llu bytes, more than a run manifest may be: replaced\n", path_.c_str(), static_cast<unsigned long long>(in.size()));
+        std::fprintf(stderr, "fsdp-train-native: %s is %llu bytes, more than a run manifest may be: replaced\n",
+                     path_.c_str(), static_cast<unsigned long long>(in.size()));
       }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fsdp-train-native: %s: not read (%s): replaced\n", path_.c_str(), e.what());
@@ -52,14 +53,16 @@ RunManifest::RunManifest(const std::string& run_dir, const nlohmann::json& confi
   // mpirun), then the runtime.
   nlohmann::json pids = nlohmann::json::array();
   const nlohmann::json& old = doc_["pids"];
-  if (old.is_array() && !old.empty() && old[0].is_number_integer() && is_ancestor(old[0].get<int>())) pids.push_back(old[0]);
+  if (old.is_array() && !old.empty() && old[0].is_number_integer() && is_ancestor(old[0].get<int>()))
+    pids.push_back(old[0]);
   pids.push_back(::getpid());
   doc_["pids"] = pids;
 }
 
 void RunManifest::add_pids(const std::vector<int>& pids) {
   for (int pid : pids)
-    if (std::find(doc_["pids"].begin(), doc_["pids"].end(), nlohmann::json(pid)) == doc_["pids"].end()) doc_["pids"].push_back(pid);
+    if (std::find(doc_["pids"].begin(), doc_["pids"].end(), nlohmann::json(pid)) == doc_["pids"].end())
+      doc_["pids"].push_back(pid);
 }
 
 void RunManifest::update(const nlohmann::json& fields) {

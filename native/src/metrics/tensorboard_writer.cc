@@ -24,7 +24,9 @@ void varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void key(std::string& out, int field, int wire) { varint(out, (static_cast<uint64_t>(field) << 3) | wire); }
+void key(std::string& out, int field, int wire) {
+  varint(out, (static_cast<uint64_t>(field) << 3) | wire);
+}
 
 void fixed(std::string& out, const void* p, std::size_t n) {
   // Little-endian hosts only (x86-64, aarch64), as the rest of the runtime's binary files.
@@ -68,7 +70,9 @@ const uint32_t* crc_table() {
 
 /** The native metrics under the editor's tag names (core/runs/scalar-tags.ts NATIVE_TAGS). */
 const std::pair<const char*, const char*> kStepTags[] = {
-    {"loss", "train/loss"}, {"lr", "train/lr"}, {"grad_norm", "train/grad_norm"}, {"tokens_per_s", "train/tokens_per_s"}, {"step_ms", "train/step_ms"}, {"mfu", "train/mfu"}};
+    {"loss", "train/loss"},           {"lr", "train/lr"},
+    {"grad_norm", "train/grad_norm"}, {"tokens_per_s", "train/tokens_per_s"},
+    {"step_ms", "train/step_ms"},     {"mfu", "train/mfu"}};
 
 std::string host_name_for_file() {
   char buf[256] = {0};
@@ -95,7 +99,9 @@ uint32_t masked_crc32c(const uint8_t* data, std::size_t n) {
 
 TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   const double now = unix_time();
-  path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<long long>(now)) + "." + host_name_for_file() + "." + std::to_string(::getpid()) + ".0")).string();
+  path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<long long>(now)) + "." +
+                                         host_name_for_file() + "." + std::to_string(::getpid()) + ".0"))
+              .string();
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open for appending: " + std::strerror(errno));
   std::string e = event_head(now, 0);
@@ -107,7 +113,8 @@ TensorBoardWriter::~TensorBoardWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void TensorBoardWriter::scalars(long step, const std::vector<std::pair<std::string, double>>& values, double wall_time) {
+void TensorBoardWriter::scalars(long step, const std::vector<std::pair<std::string, double>>& values,
+                                double wall_time) {
   if (values.empty()) return;
   std::string summary;
   for (const auto& [tag, v] : values) {

@@ -9,7 +9,8 @@
 
 namespace fsdp {
 
-/** The layer's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T = float). */
+/** The layer's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T =
+ * float). */
 template <class T>
 struct AttentionParams {
   T *qkv_w, *qkv_b, *proj_w, *proj_b;
@@ -22,8 +23,8 @@ struct AttentionSaved {
 };
 
 /** Allocates `saved`; writes the projection output to out[N, C] (allocated by the caller). */
-void attention_forward(Backend& be, AttentionSaved& saved, void* out, const void* x, const AttentionWeights& w, const Dims& d,
-                       const LayerProbe& probe);
+void attention_forward(Backend& be, AttentionSaved& saved, void* out, const void* x, const AttentionWeights& w,
+                       const Dims& d, const LayerProbe& probe);
 
 /** Recomputes only the softmax state from the kept qkv (selective checkpointing). */
 void attention_recompute_probs(Backend& be, AttentionSaved& saved, const Dims& d);
@@ -36,7 +37,8 @@ struct AttentionScratch {
 };
 
 /** dx[N, C] = ... (overwritten); parameter gradients accumulated. dout is d(out). */
-void attention_backward(Backend& be, void* dx, const AttentionGrads& g, const void* dout, const void* x, const AttentionSaved& saved,
-                        const AttentionWeights& w, const AttentionScratch& s, const Dims& d, const LayerProbe& probe);
+void attention_backward(Backend& be, void* dx, const AttentionGrads& g, const void* dout, const void* x,
+                        const AttentionSaved& saved, const AttentionWeights& w, const AttentionScratch& s,
+                        const Dims& d, const LayerProbe& probe);
 
 }  // namespace fsdp

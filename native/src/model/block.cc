@@ -36,7 +36,8 @@ void run_internals(const BlockRun& r, BlockSaved& s, const void* in, const Block
     r.probe.forward("attn.proj", s.res2.data(), N * C);
     layernorm_forward(r.be, s.ln2, s.res2.data(), w.ln2_w, w.ln2_b, N, C);
   } else {
-    residual_layernorm_forward(r.be, s.ln2, s.res2.data(), in, s.res2.data(), r.dropout, r.attn_key, w.ln2_w, w.ln2_b, N, C);
+    residual_layernorm_forward(r.be, s.ln2, s.res2.data(), in, s.res2.data(), r.dropout, r.attn_key, w.ln2_w, w.ln2_b,
+                               N, C);
   }
   r.probe.forward("ln2", s.ln2.out.data(), N * C);
   mlp_forward(r.be, s.mlp, s.ln2.out.data(), w.mlp, r.d, r.probe);
@@ -52,8 +53,11 @@ Buffer block_forward(const BlockRun& r, BlockSaved& s, const void* in, const Blo
   r.be.dropout_residual(out.data(), s.res2.data(), out.data(), NC, r.dropout, r.mlp_key);
   r.probe.forward("mlp.fc2", out.data(), NC);
   switch (keep) {
-    case BlockRecompute::none: break;
-    case BlockRecompute::full: s.reset(); break;
+    case BlockRecompute::none:
+      break;
+    case BlockRecompute::full:
+      s.reset();
+      break;
     case BlockRecompute::selective:
       // Keep the matrix-product outputs (qkv, y, x2, h); drop what is cheap to recompute.
       s.ln1.reset();
@@ -68,8 +72,11 @@ Buffer block_forward(const BlockRun& r, BlockSaved& s, const void* in, const Blo
 void block_recompute(const BlockRun& r, BlockSaved& s, const void* in, const BlockWeights& w, BlockRecompute keep) {
   const long N = r.d.N(), C = r.d.C;
   switch (keep) {
-    case BlockRecompute::none: return;
-    case BlockRecompute::full: run_internals(r, s, in, w); return;
+    case BlockRecompute::none:
+      return;
+    case BlockRecompute::full:
+      run_internals(r, s, in, w);
+      return;
     case BlockRecompute::selective:
       layernorm_forward(r.be, s.ln1, in, w.ln1_w, w.ln1_b, N, C);
       attention_recompute_probs(r.be, s.attn, r.d);
@@ -79,7 +86,8 @@ void block_recompute(const BlockRun& r, BlockSaved& s, const void* in, const Blo
   }
 }
 
-void block_backward(const BlockRun& r, BackwardWorkspace& ws, const BlockSaved& s, const void* in, const BlockWeights& w, const BlockGrads& g) {
+void block_backward(const BlockRun& r, BackwardWorkspace& ws, const BlockSaved& s, const void* in,
+                    const BlockWeights& w, const BlockGrads& g) {
   Backend& be = r.be;
   const long N = r.d.N(), C = r.d.C, NC = N * C;
   void* d_res = ws.d_res.data();
@@ -106,7 +114,8 @@ void block_backward(const BlockRun& r, BackwardWorkspace& ws, const BlockSaved& 
   }
   r.probe.backward_in("attn.proj", d_attn, NC);
   // tmp_b serves as d(y) and then, once y's gradient is consumed, as d(ln1 out).
-  attention_backward(be, tmp_b, g.attn, d_attn, s.ln1.out.data(), s.attn, w.attn, {tmp_b, ws.dqkv.data(), ws.dprobs.f32()}, r.d, r.probe);
+  attention_backward(be, tmp_b, g.attn, d_attn, s.ln1.out.data(), s.attn, w.attn,
+                     {tmp_b, ws.dqkv.data(), ws.dprobs.f32()}, r.d, r.probe);
   r.probe.backward_in("ln1", tmp_b, NC);
   layernorm_backward(be, d_res, g.ln1_w, g.ln1_b, tmp_b, in, s.ln1, w.ln1_w, N, C);
   r.probe.backward_out("ln1", d_res, NC);

@@ -16,7 +16,8 @@
 
 namespace fsdp {
 
-/** A block's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T = float). */
+/** A block's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T =
+ * float). */
 template <class T>
 struct BlockParams {
   T *ln1_w, *ln1_b;
@@ -46,8 +47,9 @@ BlockParams<T> block_params(const UnitLayout& unit, T* base) {
 
 /** The weights in a unit's compute-dtype copy (UnitStorage::compute_params). */
 inline BlockWeights block_weights(const UnitLayout& unit, const void* compute, DType dtype) {
-  return block_params_at<const void>(
-      [&](const char* name) -> const void* { return static_cast<const char*>(compute) + unit.segment(name).offset * dtype_bytes(dtype); });
+  return block_params_at<const void>([&](const char* name) -> const void* {
+    return static_cast<const char*>(compute) + unit.segment(name).offset * dtype_bytes(dtype);
+  });
 }
 
 /** A block's saved internals (I in MEMORY.md). */
@@ -81,12 +83,15 @@ struct BlockRun {
 };
 
 /** Runs the block and returns its output; `saved` keeps what `keep` says. */
-Buffer block_forward(const BlockRun& run, BlockSaved& saved, const void* in, const BlockWeights& w, BlockRecompute keep);
+Buffer block_forward(const BlockRun& run, BlockSaved& saved, const void* in, const BlockWeights& w,
+                     BlockRecompute keep);
 
 /** Brings `saved` back to all internals after a forward with `keep` (no-op for none). */
-void block_recompute(const BlockRun& run, BlockSaved& saved, const void* in, const BlockWeights& w, BlockRecompute keep);
+void block_recompute(const BlockRun& run, BlockSaved& saved, const void* in, const BlockWeights& w,
+                     BlockRecompute keep);
 
 /** ws.d_res holds d(out) on entry and d(in) on return; parameter gradients accumulate. */
-void block_backward(const BlockRun& run, BackwardWorkspace& ws, const BlockSaved& saved, const void* in, const BlockWeights& w, const BlockGrads& g);
+void block_backward(const BlockRun& run, BackwardWorkspace& ws, const BlockSaved& saved, const void* in,
+                    const BlockWeights& w, const BlockGrads& g);
 
 }  // namespace fsdp

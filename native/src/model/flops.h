@@ -11,7 +11,9 @@ inline double block_matmul_flops_per_token(const ModelShape& s) {
 }
 
 /** Forward FLOPs per token of causal attention (QK^T and AV over the tokens before it) at length T. */
-inline double attention_flops_per_token(const ModelShape& s, long long T) { return 2.0 * s.C * static_cast<double>(T); }
+inline double attention_flops_per_token(const ModelShape& s, long long T) {
+  return 2.0 * s.C * static_cast<double>(T);
+}
 
 /**
  * Training FLOPs per token (forward + backward = 3x forward), recomputation excluded:

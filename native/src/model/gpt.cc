@@ -10,11 +10,14 @@
 
 namespace fsdp {
 
-std::uint64_t dropout_site_key(std::uint64_t micro_batch_key, int site) { return derive_key(micro_batch_key, static_cast<std::uint64_t>(site)); }
+std::uint64_t dropout_site_key(std::uint64_t micro_batch_key, int site) {
+  return derive_key(micro_batch_key, static_cast<std::uint64_t>(site));
+}
 
 Gpt::Gpt(Backend& be, const ParamLayout& layout, UnitStorage& storage, float dropout, ActivationPolicy policy)
     : be_(be), layout_(layout), storage_(storage), dropout_(dropout), policy_(std::move(policy)) {
-  if (policy_.blocks.size() != static_cast<std::size_t>(layout.shape.L)) throw std::invalid_argument("activation policy does not match the model's blocks");
+  if (policy_.blocks.size() != static_cast<std::size_t>(layout.shape.L))
+    throw std::invalid_argument("activation policy does not match the model's blocks");
 }
 
 namespace {
@@ -24,16 +27,24 @@ struct HeadParams {
   float *dln_w, *dln_b, *dlm;
 };
 
-const void* offset_by(const void* base, std::size_t elements, DType t) { return static_cast<const char*>(base) + elements * dtype_bytes(t); }
+const void* offset_by(const void* base, std::size_t elements, DType t) {
+  return static_cast<const char*>(base) + elements * dtype_bytes(t);
+}
 
-/** The head's parameters (compute dtype), and with_grads their gradients (which exist only in backward under sharded gradients). */
+/** The head's parameters (compute dtype), and with_grads their gradients (which exist only in backward under sharded
+ * gradients). */
 HeadParams head_params(const ParamLayout& layout, UnitStorage& storage, DType t, bool with_grads) {
   const UnitLayout& head = layout.units[layout.head_unit()];
   const int lm_unit = layout.shape.tied ? layout.embedding_unit() : layout.head_unit();
-  const std::size_t lm_offset = layout.shape.tied ? layout.units[0].segment("embedding.wte").offset : head.segment("lm_head.weight").offset;
+  const std::size_t lm_offset =
+      layout.shape.tied ? layout.units[0].segment("embedding.wte").offset : head.segment("lm_head.weight").offset;
   const void* p = storage.compute_params(layout.head_unit());
-  HeadParams hp{offset_by(p, head.segment("final_ln.weight").offset, t), offset_by(p, head.segment("final_ln.bias").offset, t),
-                offset_by(storage.compute_params(lm_unit), lm_offset, t), nullptr, nullptr, nullptr};
+  HeadParams hp{offset_by(p, head.segment("final_ln.weight").offset, t),
+                offset_by(p, head.segment("final_ln.bias").offset, t),
+                offset_by(storage.compute_params(lm_unit), lm_offset, t),
+                nullptr,
+                nullptr,
+                nullptr};
   if (with_grads) {
     float* g = storage.grads(layout.head_unit());
     hp.dln_w = g + head.segment("final_ln.weight").offset;
@@ -87,7 +98,12 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   auto site_key = [&](int site) { return advance_key(dropout_site_key(dropout_key, site), skip); };
   auto run_of = [&](int i) {
     const int u = layout_.block_unit(i);
-    return BlockRun{be_, d, dropout_, site_key(1 + 2 * i), site_key(2 + 2 * i), LayerProbe(probe, i, &layout_.units[u], storage_.grads(u), act)};
+    return BlockRun{be_,
+                    d,
+                    dropout_,
+                    site_key(1 + 2 * i),
+                    site_key(2 + 2 * i),
+                    LayerProbe(probe, i, &layout_.units[u], storage_.grads(u), act)};
   };
   auto weights_of = [&](int u) { return block_weights(layout_.units[u], storage_.compute_params(u), act); };
 
@@ -97,7 +113,8 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   storage_.pre_forward(emb);
   {
     res[0] = alloc.allocate(MemoryCategory::activations, compute_bytes(be_, N * C));
-    embedding_forward(be_, res[0].data(), tokens.inputs(), embedding_weights(layout_, storage_, act), d.B, d.T, C, dropout_, site_key(0));
+    embedding_forward(be_, res[0].data(), tokens.inputs(), embedding_weights(layout_, storage_, act), d.B, d.T, C,
+                      dropout_, site_key(0));
     LayerProbe(probe, -1, &layout_.units[emb], storage_.grads(emb), act).forward("embed", res[0].data(), N * C);
   }
   storage_.post_forward(emb);
@@ -113,7 +130,8 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   layernorm_forward(be_, lnf, res[L].data(), hp.ln_w, hp.ln_b, N, C);
   LayerProbe(probe, L, &layout_.units[head], nullptr, act).forward("ln_f", lnf.out.data(), N * C);
   LossSaved loss_saved;
-  const double loss = loss_forward(be_, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), d, LayerProbe(probe, L, &layout_.units[head], nullptr, act));
+  const double loss = loss_forward(be_, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), d,
+                                   LayerProbe(probe, L, &layout_.units[head], nullptr, act));
   storage_.post_forward(head);
 
   // Backward.
@@ -121,7 +139,8 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
   storage_.pre_backward(head);
   hp = head_params(layout_, storage_, act, true);
   const LayerProbe head_probe(probe, L, &layout_.units[head], storage_.grads(head), act);
-  loss_backward(be_, ws.tmp_b.data(), hp.dlm, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), grad_scale, d, head_probe);
+  loss_backward(be_, ws.tmp_b.data(), hp.dlm, loss_saved, lnf.out.data(), hp.lm, tokens.targets(), grad_scale, d,
+                head_probe);
   head_probe.backward_in("ln_f", ws.tmp_b.data(), N * C);
   be_.zero(ws.d_res.data(), ws.d_res.bytes());
   layernorm_backward(be_, ws.d_res.data(), hp.dln_w, hp.dln_b, ws.tmp_b.data(), res[L].data(), lnf, hp.ln_w, N, C);
@@ -147,8 +166,8 @@ double Gpt::forward_backward(const Batch& batch, float grad_scale, std::uint64_t
     float* g = storage_.grads(emb);
     const LayerProbe emb_probe(probe, -1, &e, g, act);
     emb_probe.backward_in("embed", ws.d_res.data(), N * C);
-    embedding_backward(be_, {g + e.segment("embedding.wte").offset, g + e.segment("embedding.wpe").offset}, ws.d_res.data(), tokens.inputs(), d.B,
-                       d.T, C, dropout_, site_key(0));
+    embedding_backward(be_, {g + e.segment("embedding.wte").offset, g + e.segment("embedding.wpe").offset},
+                       ws.d_res.data(), tokens.inputs(), d.B, d.T, C, dropout_, site_key(0));
     emb_probe.backward_out("embed", nullptr, 0);
   }
   storage_.post_backward(emb);
@@ -171,7 +190,8 @@ double Gpt::evaluate(const Batch& batch, float* logits) {
     const int u = layout_.block_unit(i);
     storage_.pre_forward(u);
     BlockSaved saved;
-    x = block_forward({be_, d, 0.0f, 0, 0, none}, saved, x.data(), block_weights(layout_.units[u], storage_.compute_params(u), act), BlockRecompute::full);
+    x = block_forward({be_, d, 0.0f, 0, 0, none}, saved, x.data(),
+                      block_weights(layout_.units[u], storage_.compute_params(u), act), BlockRecompute::full);
     storage_.post_forward(u);
   }
   storage_.pre_forward(head);

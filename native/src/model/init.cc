@@ -8,7 +8,8 @@
 
 namespace fsdp {
 
-void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std, long long n_layers) {
+void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed,
+                     double init_std, long long n_layers) {
   const std::size_t end = offset + count;
   for (const auto& s : unit.segments) {
     const std::size_t lo = std::max(offset, s.offset), hi = std::min(end, s.offset + s.numel);
@@ -16,11 +17,16 @@ void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t cou
     float* out = dst + (lo - offset);
     const std::size_t first = lo - s.offset, n = hi - lo;
     switch (s.init) {
-      case ParamInit::zeros: std::fill(out, out + n, 0.0f); break;
-      case ParamInit::ones: std::fill(out, out + n, 1.0f); break;
+      case ParamInit::zeros:
+        std::fill(out, out + n, 0.0f);
+        break;
+      case ParamInit::ones:
+        std::fill(out, out + n, 1.0f);
+        break;
       case ParamInit::normal:
       case ParamInit::normal_residual: {
-        const double std = s.init == ParamInit::normal ? init_std : init_std / std::sqrt(2.0 * static_cast<double>(n_layers));
+        const double std =
+            s.init == ParamInit::normal ? init_std : init_std / std::sqrt(2.0 * static_cast<double>(n_layers));
         const CounterRng rng(derive_key(seed, name_hash(s.name)));
         // Element k of the tensor is normal(k): walk the pairs covering [first, first + n).
         const std::size_t pairs_begin = first / 2, pairs_end = (first + n + 1) / 2;
@@ -41,8 +47,8 @@ void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t cou
 
 namespace fsdp {
 
-void init_unit_range_on(Backend& be, const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std,
-                        long long n_layers) {
+void init_unit_range_on(Backend& be, const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst,
+                        std::uint32_t seed, double init_std, long long n_layers) {
   if (be.host_memory()) return init_unit_range(unit, offset, count, dst, seed, init_std, n_layers);
   std::vector<float> host(count);
   init_unit_range(unit, offset, count, host.data(), seed, init_std, n_layers);

@@ -11,7 +11,8 @@
 namespace fsdp {
 
 /** Writes elements [offset, offset + count) of the unit's flat parameter buffer to dst. */
-void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std, long long n_layers);
+void init_unit_range(const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed,
+                     double init_std, long long n_layers);
 
 }  // namespace fsdp
 
@@ -20,7 +21,7 @@ namespace fsdp {
 class Backend;
 
 /** init_unit_range into the backend's memory: through a host copy when that memory is a GPU's. */
-void init_unit_range_on(Backend& be, const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst, std::uint32_t seed, double init_std,
-                        long long n_layers);
+void init_unit_range_on(Backend& be, const UnitLayout& unit, std::size_t offset, std::size_t count, float* dst,
+                        std::uint32_t seed, double init_std, long long n_layers);
 
 }  // namespace fsdp

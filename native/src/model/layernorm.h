@@ -17,11 +17,11 @@ struct LayerNormSaved {
 void layernorm_forward(Backend& be, LayerNormSaved& saved, const void* x, const void* w, const void* b, long N, long C);
 
 /** sum = residual + dropout(x) (sum may alias x), then normalises sum: one pass on a GPU. */
-void residual_layernorm_forward(Backend& be, LayerNormSaved& saved, void* sum, const void* residual, const void* x, float p, std::uint64_t key,
-                                const void* w, const void* b, long N, long C);
+void residual_layernorm_forward(Backend& be, LayerNormSaved& saved, void* sum, const void* residual, const void* x,
+                                float p, std::uint64_t key, const void* w, const void* b, long N, long C);
 
 /** dx += ..., dw += ..., db += ... from dout. */
-void layernorm_backward(Backend& be, void* dx, float* dw, float* db, const void* dout, const void* x, const LayerNormSaved& saved, const void* w,
-                        long N, long C);
+void layernorm_backward(Backend& be, void* dx, float* dw, float* db, const void* dout, const void* x,
+                        const LayerNormSaved& saved, const void* w, long N, long C);
 
 }  // namespace fsdp

@@ -21,22 +21,24 @@ class ClassifierProbe final : public ClassifierTap {
 
 }  // namespace
 
-double loss_forward(Backend& be, LossSaved& saved, const void* x, const void* w, const std::int32_t* targets, const Dims& d, const LayerProbe& probe,
-                    float* logits_copy) {
+double loss_forward(Backend& be, LossSaved& saved, const void* x, const void* w, const std::int32_t* targets,
+                    const Dims& d, const LayerProbe& probe, float* logits_copy) {
   Allocator& a = be.allocator();
   const long N = d.N();
   saved.state = a.allocate(MemoryCategory::activations, be.classifier_state_bytes(N, d.V));
   saved.losses = a.allocate(MemoryCategory::activations, sizeof(float) * N);
   ClassifierProbe tap(probe);
-  be.classifier_forward(saved.state.data(), saved.losses.f32(), x, w, targets, N, d.C, d.V, probe.active() ? &tap : nullptr, logits_copy);
+  be.classifier_forward(saved.state.data(), saved.losses.f32(), x, w, targets, N, d.C, d.V,
+                        probe.active() ? &tap : nullptr, logits_copy);
   return be.sum(saved.losses.f32(), N) / static_cast<double>(N);
 }
 
-void loss_backward(Backend& be, void* dx, float* dw, LossSaved& saved, const void* x, const void* w, const std::int32_t* targets, float scale,
-                   const Dims& d, const LayerProbe& probe) {
+void loss_backward(Backend& be, void* dx, float* dw, LossSaved& saved, const void* x, const void* w,
+                   const std::int32_t* targets, float scale, const Dims& d, const LayerProbe& probe) {
   const long N = d.N();
   ClassifierProbe tap(probe);
-  be.classifier_backward(dx, dw, saved.state.data(), x, w, targets, N, d.C, d.V, scale / static_cast<float>(N), probe.active() ? &tap : nullptr);
+  be.classifier_backward(dx, dw, saved.state.data(), x, w, targets, N, d.C, d.V, scale / static_cast<float>(N),
+                         probe.active() ? &tap : nullptr);
   probe.backward_out("lm_head", dx, N * d.C);
 }
 

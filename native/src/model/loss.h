@@ -22,11 +22,11 @@ struct LossSaved {
  * Allocates `saved`; returns the mean loss over the N tokens. x and w in compute dtype; targets in
  * the backend's memory. Copies the logits to host memory at logits_copy when given.
  */
-double loss_forward(Backend& be, LossSaved& saved, const void* x, const void* w, const std::int32_t* targets, const Dims& d, const LayerProbe& probe,
-                    float* logits_copy = nullptr);
+double loss_forward(Backend& be, LossSaved& saved, const void* x, const void* w, const std::int32_t* targets,
+                    const Dims& d, const LayerProbe& probe, float* logits_copy = nullptr);
 
 /** dx[N, C] = ... (overwritten, compute dtype); dw += ...; the gradient of `scale` x the mean loss. */
-void loss_backward(Backend& be, void* dx, float* dw, LossSaved& saved, const void* x, const void* w, const std::int32_t* targets, float scale,
-                   const Dims& d, const LayerProbe& probe);
+void loss_backward(Backend& be, void* dx, float* dw, LossSaved& saved, const void* x, const void* w,
+                   const std::int32_t* targets, float scale, const Dims& d, const LayerProbe& probe);
 
 }  // namespace fsdp

@@ -2,7 +2,8 @@
 
 namespace fsdp {
 
-void mlp_forward(Backend& be, MlpSaved& saved, const void* x, const MlpWeights& w, const Dims& d, const LayerProbe& probe) {
+void mlp_forward(Backend& be, MlpSaved& saved, const void* x, const MlpWeights& w, const Dims& d,
+                 const LayerProbe& probe) {
   Allocator& a = be.allocator();
   const long N = d.N(), C = d.C, F = d.F;
   saved.h = a.allocate(MemoryCategory::activations, compute_bytes(be, N * F));
@@ -28,8 +29,8 @@ void mlp_recompute_gelu(Backend& be, MlpSaved& saved, const Dims& d) {
   be.gelu_forward(saved.g.data(), saved.h.data(), n);
 }
 
-void mlp_backward(Backend& be, void* dx, const MlpGrads& grads, const void* dout, const void* x, const MlpSaved& saved, const MlpWeights& w,
-                  void* dh, const Dims& d, const LayerProbe& probe) {
+void mlp_backward(Backend& be, void* dx, const MlpGrads& grads, const void* dout, const void* x, const MlpSaved& saved,
+                  const MlpWeights& w, void* dh, const Dims& d, const LayerProbe& probe) {
   const long N = d.N(), C = d.C, F = d.F;
   const DType act = be.compute_dtype();
   be.linear_backward(dh, false, grads.fc2_w, grads.fc2_b, dout, act, saved.g.data(), w.fc2_w, N, F, C);

@@ -7,7 +7,8 @@
 
 namespace fsdp {
 
-/** The layer's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T = float). */
+/** The layer's parameter tensors (T = const void: the weights, in the backend's compute dtype) or their gradients (T =
+ * float). */
 template <class T>
 struct MlpParams {
   T *fc_w, *fc_b, *fc2_w, *fc2_b;
@@ -20,7 +21,8 @@ struct MlpSaved {
 };
 
 /** Allocates `saved` and computes h and g (everything before the output product). */
-void mlp_forward(Backend& be, MlpSaved& saved, const void* x, const MlpWeights& w, const Dims& d, const LayerProbe& probe);
+void mlp_forward(Backend& be, MlpSaved& saved, const void* x, const MlpWeights& w, const Dims& d,
+                 const LayerProbe& probe);
 
 /** out[N, C] = g Wfc2^T + b (out allocated by the caller: it is the block's output). */
 void mlp_output(Backend& be, void* out, const MlpSaved& saved, const MlpWeights& w, const Dims& d);
@@ -29,7 +31,7 @@ void mlp_output(Backend& be, void* out, const MlpSaved& saved, const MlpWeights&
 void mlp_recompute_gelu(Backend& be, MlpSaved& saved, const Dims& d);
 
 /** dx[N, C] = ... (overwritten); parameter gradients accumulated. dh[N, F] is scratch. */
-void mlp_backward(Backend& be, void* dx, const MlpGrads& grads, const void* dout, const void* x, const MlpSaved& saved, const MlpWeights& w,
-                  void* dh, const Dims& d, const LayerProbe& probe);
+void mlp_backward(Backend& be, void* dx, const MlpGrads& grads, const void* dout, const void* x, const MlpSaved& saved,
+                  const MlpWeights& w, void* dh, const Dims& d, const LayerProbe& probe);
 
 }  // namespace fsdp

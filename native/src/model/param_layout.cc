@@ -19,7 +19,8 @@ ModelShape ModelShape::of(const ModelConfig& m) {
 
 const ParamSegment& UnitLayout::segment(const std::string& suffix) const {
   for (const auto& s : segments) {
-    if (s.name.size() >= suffix.size() && s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0) return s;
+    if (s.name.size() >= suffix.size() && s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return s;
   }
   throw std::out_of_range(name + " has no parameter " + suffix);
 }
@@ -69,8 +70,10 @@ ParamLayout ParamLayout::of(const ModelShape& s) {
   UnitBuilder head{{"head", UnitKind::head, static_cast<int>(s.L), 0, {}, {}}};
   head.add("final_ln.weight", "ln_f", C, false, ParamInit::ones);
   head.add("final_ln.bias", "ln_f", C, false, ParamInit::zeros);
-  if (!s.tied) head.add("lm_head.weight", "lm_head", static_cast<std::size_t>(s.V) * C, true, ParamInit::normal);
-  else head.unit.borrows.push_back(0);
+  if (!s.tied)
+    head.add("lm_head.weight", "lm_head", static_cast<std::size_t>(s.V) * C, true, ParamInit::normal);
+  else
+    head.unit.borrows.push_back(0);
   layout.units.push_back(std::move(head.unit));
 
   for (const auto& u : layout.units) layout.total += u.numel;
@@ -83,9 +86,12 @@ double ParamLayout::lr_scale(int unit, double layer_lr_decay) const {
   // Block i of L gets decay^(L - i); embeddings get the lowest rate, decay^(L + 1); the head the full rate.
   const double L = static_cast<double>(shape.L);
   switch (u.kind) {
-    case UnitKind::embedding: return std::pow(layer_lr_decay, L + 1);
-    case UnitKind::block: return std::pow(layer_lr_decay, L - u.layer);
-    case UnitKind::head: return 1.0;
+    case UnitKind::embedding:
+      return std::pow(layer_lr_decay, L + 1);
+    case UnitKind::block:
+      return std::pow(layer_lr_decay, L - u.layer);
+    case UnitKind::head:
+      return 1.0;
   }
   return 1.0;
 }

@@ -40,7 +40,7 @@ enum class UnitKind { embedding, block, head };
 struct UnitLayout {
   std::string name;  // "embedding", "blocks.3", "head"
   UnitKind kind = UnitKind::block;
-  int layer = -1;        // block index for blocks
+  int layer = -1;  // block index for blocks
   std::size_t numel = 0;
   std::vector<ParamSegment> segments;
   /** Other units whose parameters this unit's compute reads (the head reads the tied wte). */

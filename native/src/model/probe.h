@@ -30,7 +30,8 @@ class StepProbe {
   virtual void forward_output(const OpSite& /*site*/, void* /*out*/, std::size_t /*n*/, DType /*dtype*/) {}
   /** Backward: an op's backward is about to read the gradient of its output (may plant a NaN). */
   virtual void backward_input(const OpSite& /*site*/, void* /*dout*/, std::size_t /*n*/, DType /*dtype*/) {}
-  /** Backward: the op's backward has produced `din` for its input (null for the embeddings) and its parameters' gradients. */
+  /** Backward: the op's backward has produced `din` for its input (null for the embeddings) and its parameters'
+   * gradients. */
   virtual void backward_output(const OpSite& /*site*/, const void* /*din*/, std::size_t /*n*/, DType /*dtype*/,
                                std::initializer_list<ParamGradView> /*params*/) {}
 };
@@ -65,9 +66,12 @@ class LayerProbe {
         if (s.op == op && k < 2) owned[k++] = &s;
     }
     auto view = [&](int i) { return ParamGradView{owned[i], owned[i] ? grads_ + owned[i]->offset : nullptr}; };
-    if (k == 2) probe_->backward_output({layer_, op}, din, n, dtype, {view(0), view(1)});
-    else if (k == 1) probe_->backward_output({layer_, op}, din, n, dtype, {view(0)});
-    else probe_->backward_output({layer_, op}, din, n, dtype, {});
+    if (k == 2)
+      probe_->backward_output({layer_, op}, din, n, dtype, {view(0), view(1)});
+    else if (k == 1)
+      probe_->backward_output({layer_, op}, din, n, dtype, {view(0)});
+    else
+      probe_->backward_output({layer_, op}, din, n, dtype, {});
   }
   bool active() const { return probe_ != nullptr; }
   DType act() const { return act_; }

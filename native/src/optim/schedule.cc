@@ -10,9 +10,13 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 /** From `from` to `to` along half a cosine as progress goes from 0 to 1. */
-double cosine(double from, double to, double progress) { return to + (from - to) * 0.5 * (1.0 + std::cos(kPi * std::clamp(progress, 0.0, 1.0))); }
+double cosine(double from, double to, double progress) {
+  return to + (from - to) * 0.5 * (1.0 + std::cos(kPi * std::clamp(progress, 0.0, 1.0)));
+}
 
-double linear(double from, double to, double progress) { return from + (to - from) * std::clamp(progress, 0.0, 1.0); }
+double linear(double from, double to, double progress) {
+  return from + (to - from) * std::clamp(progress, 0.0, 1.0);
+}
 
 }  // namespace
 

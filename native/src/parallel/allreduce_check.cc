@@ -17,14 +17,20 @@ namespace fsdp {
 namespace {
 
 /** Rank r's value at i: sums over ranks stay below 2^24, so float holds them exactly. */
-float value(int rank, std::size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 7 + 1)); }
-float sum(int ranks, std::size_t i) { return static_cast<float>(ranks * (ranks + 1) / 2 * static_cast<int>(i % 7 + 1)); }
+float value(int rank, std::size_t i) {
+  return static_cast<float>((rank + 1) * static_cast<int>(i % 7 + 1));
+}
+float sum(int ranks, std::size_t i) {
+  return static_cast<float>(ranks * (ranks + 1) / 2 * static_cast<int>(i % 7 + 1));
+}
 
 /** The first element where got differs from want(i), as "what[i] = got, expected want"; "" when none does. */
 template <class F>
 std::string first_difference(const char* what, const std::vector<float>& got, std::size_t first, F want) {
   for (std::size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want(first + i)) return std::string(what) + "[" + std::to_string(first + i) + "] = " + std::to_string(got[i]) + ", expected " + std::to_string(want(first + i));
+    if (got[i] != want(first + i))
+      return std::string(what) + "[" + std::to_string(first + i) + "] = " + std::to_string(got[i]) + ", expected " +
+             std::to_string(want(first + i));
   }
   return "";
 }
@@ -49,8 +55,10 @@ class CheckMemory {
   std::vector<float> get(const float* p, std::size_t n) {
     std::vector<float> out(n);
     if (device_) device_->synchronize();
-    if (device_) device_->download(out.data(), p, sizeof(float) * n);
-    else std::memcpy(out.data(), p, sizeof(float) * n);
+    if (device_)
+      device_->download(out.data(), p, sizeof(float) * n);
+    else
+      std::memcpy(out.data(), p, sizeof(float) * n);
     return out;
   }
   void synchronize() {
@@ -91,18 +99,23 @@ std::vector<std::string> run_checks(Collectives& world, CheckMemory& mem, std::s
   float* in_place = mem.put(ramp(uneven.total, 0, r));
   world.reduce_scatter_in_place(in_place, uneven, CommType::f32);
   const std::vector<float> reduced = mem.get(in_place, uneven.total);
-  note(first_difference("reduce_scatter_in_place", std::vector<float>(reduced.begin() + uneven.offset(r), reduced.begin() + uneven.offset(r) + uneven.count(r)),
-                        uneven.offset(r), [&](std::size_t i) { return sum(W, i); }));
+  note(first_difference(
+      "reduce_scatter_in_place",
+      std::vector<float>(reduced.begin() + uneven.offset(r), reduced.begin() + uneven.offset(r) + uneven.count(r)),
+      uneven.offset(r), [&](std::size_t i) { return sum(W, i); }));
   world.all_gather_in_place(in_place, uneven, CommType::f32);
-  note(first_difference("all_gather_in_place", mem.get(in_place, uneven.total), 0, [&](std::size_t i) { return sum(W, i); }));
+  note(first_difference("all_gather_in_place", mem.get(in_place, uneven.total), 0,
+                        [&](std::size_t i) { return sum(W, i); }));
 
   float* mine = mem.put(ramp(block, r * block, r));
   float* gathered = mem.put(std::vector<float>(n));
   float* started = mem.put(std::vector<float>(n));
   world.all_gather(mine, gathered, block, CommType::f32);
-  note(first_difference("all_gather", mem.get(gathered, n), 0, [&](std::size_t i) { return value(static_cast<int>(i / block), i); }));
+  note(first_difference("all_gather", mem.get(gathered, n), 0,
+                        [&](std::size_t i) { return value(static_cast<int>(i / block), i); }));
   world.start_all_gather(mine, started, block, CommType::f32)->wait();
-  note(first_difference("start_all_gather", mem.get(started, n), 0, [&](std::size_t i) { return value(static_cast<int>(i / block), i); }));
+  note(first_difference("start_all_gather", mem.get(started, n), 0,
+                        [&](std::size_t i) { return value(static_cast<int>(i / block), i); }));
 
   float* root = mem.put(r == W - 1 ? ramp(block, 0, W - 1) : std::vector<float>(block));
   world.broadcast(root, sizeof(float) * block, W - 1);
@@ -123,7 +136,9 @@ nlohmann::json gather_failures(Collectives& control, const std::vector<std::stri
 }
 
 /** Bus bandwidth as nccl-tests reports it: 2 (W - 1) / W of the buffer crosses each rank's link. */
-double bus_gbps(double bytes, int W, double seconds) { return W > 1 && seconds > 0 ? bytes * 2.0 * (W - 1) / W / seconds / 1e9 : 0.0; }
+double bus_gbps(double bytes, int W, double seconds) {
+  return W > 1 && seconds > 0 ? bytes * 2.0 * (W - 1) / W / seconds / 1e9 : 0.0;
+}
 
 /** The device collectives of this build's GPU backend, checked and timed; null when there is no GPU here. */
 nlohmann::json check_device(Collectives& control, std::size_t n) {

@@ -18,14 +18,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kInterval = 0.25;       // seconds between looks
-constexpr double kStaleAfter = 3.0;      // a watchdog that has not published for this long is not running
-constexpr double kAutoMinimum = 300.0;   // the automatic timeout is never below this
+constexpr double kInterval = 0.25;      // seconds between looks
+constexpr double kStaleAfter = 3.0;     // a watchdog that has not published for this long is not running
+constexpr double kAutoMinimum = 300.0;  // the automatic timeout is never below this
 constexpr double kStepFactor = 20.0;
-constexpr double kDeferred = 10.0;       // a rank that is not the one to act waits this much longer
-constexpr double kWakeGrace = 5.0;       // after this rank was stopped itself: time for the others to beat again
+constexpr double kDeferred = 10.0;  // a rank that is not the one to act waits this much longer
+constexpr double kWakeGrace = 5.0;  // after this rank was stopped itself: time for the others to beat again
 
-/** The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie), or 0 when there is no such process. */
+/** The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie), or 0 when there is no such
+ * process. */
 char process_state(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
@@ -55,9 +56,15 @@ std::string seconds(double s) {
 
 }  // namespace
 
-CollectiveWatchdog::CollectiveWatchdog(const std::vector<JobRank>& ranks, int me, CollectiveClock& clock, double timeout_s, double heartbeat_s,
+CollectiveWatchdog::CollectiveWatchdog(const std::vector<JobRank>& ranks, int me, CollectiveClock& clock,
+                                       double timeout_s, double heartbeat_s,
                                        std::function<void(const std::string&)> on_stuck)
-    : ranks_(ranks), me_(me), clock_(clock), configured_(timeout_s), heartbeat_(heartbeat_s), on_stuck_(std::move(on_stuck)) {
+    : ranks_(ranks),
+      me_(me),
+      clock_(clock),
+      configured_(timeout_s),
+      heartbeat_(heartbeat_s),
+      on_stuck_(std::move(on_stuck)) {
   const fs::path base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
   dir_ = (base / ("fsdp-collectives-" + ranks_.at(0).host + "-" + std::to_string(ranks_.at(0).pid))).string();
   std::error_code ec;
@@ -67,7 +74,9 @@ CollectiveWatchdog::CollectiveWatchdog(const std::vector<JobRank>& ranks, int me
   thread_ = std::thread([this] { watch(); });
 }
 
-CollectiveWatchdog::~CollectiveWatchdog() { stop(); }
+CollectiveWatchdog::~CollectiveWatchdog() {
+  stop();
+}
 
 void CollectiveWatchdog::stop() {
   if (stop_.exchange(true)) return;
@@ -83,9 +92,13 @@ void CollectiveWatchdog::step_took(double s) {
   }
 }
 
-double CollectiveWatchdog::timeout() const { return configured_ > 0 ? configured_ : std::max(kAutoMinimum, kStepFactor * longest_step_.load()); }
+double CollectiveWatchdog::timeout() const {
+  return configured_ > 0 ? configured_ : std::max(kAutoMinimum, kStepFactor * longest_step_.load());
+}
 
-std::string CollectiveWatchdog::state_file(int rank) const { return dir_ + "/rank-" + std::to_string(rank); }
+std::string CollectiveWatchdog::state_file(int rank) const {
+  return dir_ + "/rank-" + std::to_string(rank);
+}
 
 void CollectiveWatchdog::publish(double now) const {
   std::ostringstream line;
@@ -119,8 +132,10 @@ void CollectiveWatchdog::watch() {
     // Rank 0 speaks first (it writes the run's end); the others follow if it does not.
     const double limit = me_ == 0 ? timeout() : 2 * timeout() + 10;
     if (since <= 0 || now - since < limit) continue;
-    on_stuck_("rank " + std::to_string(me_) + " has waited " + seconds(now - since) + " in a collective that did not complete (the timeout is " + seconds(timeout()) +
-              ", launch.collective_timeout_s): " + who_did_not_arrive(now) + ". The job stops; continue from the last complete checkpoint with --resume auto");
+    on_stuck_("rank " + std::to_string(me_) + " has waited " + seconds(now - since) +
+              " in a collective that did not complete (the timeout is " + seconds(timeout()) +
+              ", launch.collective_timeout_s): " + who_did_not_arrive(now) +
+              ". The job stops; continue from the last complete checkpoint with --resume auto");
     return;
   }
 }
@@ -142,20 +157,30 @@ std::string CollectiveWatchdog::silent_rank(double now) {
       if (p.found) seen_.insert(r.rank);
       quiet = now - (p.found ? std::max(p.at, started_) : started_);
     }
-    if (quiet > heartbeat_) silent.emplace_back(&r, quiet);
-    else if (actor < 0) actor = r.rank;
+    if (quiet > heartbeat_)
+      silent.emplace_back(&r, quiet);
+    else if (actor < 0)
+      actor = r.rank;
   }
   if (silent.empty()) return "";
-  const double longest = std::max_element(silent.begin(), silent.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->second;
+  const double longest = std::max_element(silent.begin(), silent.end(), [](const auto& a, const auto& b) {
+                           return a.second < b.second;
+                         })->second;
   if (me_ != actor && longest <= heartbeat_ + kDeferred) return "";
   std::string named;
   for (const auto& [r, quiet] : silent) {
     const char state = process_state(r->pid);
-    const std::string who = "rank " + std::to_string(r->rank) + " (pid " + std::to_string(r->pid) + " on " + r->host + ")";
-    const std::string what = state == 'T' || state == 't' ? " is stopped (SIGSTOP or a debugger) and has not answered for " : state == 0 || state == 'Z' ? " is gone: no answer for " : " has not answered for ";
-    named += (named.empty() ? "" : "; ") + who + what + seconds(quiet) + (state == 'T' || state == 't' || state == 0 || state == 'Z' ? "" : " (frozen)");
+    const std::string who =
+        "rank " + std::to_string(r->rank) + " (pid " + std::to_string(r->pid) + " on " + r->host + ")";
+    const std::string what = state == 'T' || state == 't'
+                                 ? " is stopped (SIGSTOP or a debugger) and has not answered for "
+                             : state == 0 || state == 'Z' ? " is gone: no answer for "
+                                                          : " has not answered for ";
+    named += (named.empty() ? "" : "; ") + who + what + seconds(quiet) +
+             (state == 'T' || state == 't' || state == 0 || state == 'Z' ? "" : " (frozen)");
   }
-  return named + " (no heartbeat; launch.heartbeat_timeout_s is " + seconds(heartbeat_) + "). The job stops; continue from the last complete checkpoint with --resume auto";
+  return named + " (no heartbeat; launch.heartbeat_timeout_s is " + seconds(heartbeat_) +
+         "). The job stops; continue from the last complete checkpoint with --resume auto";
 }
 
 std::string CollectiveWatchdog::who_did_not_arrive(double now) const {
@@ -176,9 +201,11 @@ std::string CollectiveWatchdog::who_did_not_arrive(double now) const {
     } else {
       const Published p = read_state(state_file(r.rank));
       if (!p.found || now - p.at > kStaleAfter) {
-        named.push_back(who + " did not arrive: it has not answered for " + seconds(p.found ? now - p.at : 0) + " (frozen)");
+        named.push_back(who + " did not arrive: it has not answered for " + seconds(p.found ? now - p.at : 0) +
+                        " (frozen)");
       } else if (p.waiting_since <= 0) {
-        named.push_back(who + " did not arrive: it is running outside any collective (at collective " + std::to_string(p.entered) + ", this rank waits in " + std::to_string(mine.entered) + ")");
+        named.push_back(who + " did not arrive: it is running outside any collective (at collective " +
+                        std::to_string(p.entered) + ", this rank waits in " + std::to_string(mine.entered) + ")");
       }
     }
   }

@@ -37,8 +37,8 @@ class CollectiveWatchdog {
    * on_stuck runs on the watchdog's thread, once, with the reason; it is expected not to return.
    * timeout_s: launch.collective_timeout_s (0: automatic); heartbeat_s: launch.heartbeat_timeout_s (0: off).
    */
-  CollectiveWatchdog(const std::vector<JobRank>& ranks, int me, CollectiveClock& clock, double timeout_s, double heartbeat_s,
-                     std::function<void(const std::string&)> on_stuck);
+  CollectiveWatchdog(const std::vector<JobRank>& ranks, int me, CollectiveClock& clock, double timeout_s,
+                     double heartbeat_s, std::function<void(const std::string&)> on_stuck);
   ~CollectiveWatchdog();
   CollectiveWatchdog(const CollectiveWatchdog&) = delete;
   CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
@@ -54,7 +54,8 @@ class CollectiveWatchdog {
   void watch();
   void publish(double now) const;
   std::string who_did_not_arrive(double now) const;
-  /** The reason to end the job when a rank on this host has been silent too long and this rank is the one to say so; "" otherwise. */
+  /** The reason to end the job when a rank on this host has been silent too long and this rank is the one to say so; ""
+   * otherwise. */
   std::string silent_rank(double now);
   std::string state_file(int rank) const;
 
@@ -63,9 +64,10 @@ class CollectiveWatchdog {
   CollectiveClock& clock_;
   double configured_, heartbeat_;
   std::function<void(const std::string&)> on_stuck_;
-  double started_ = 0, last_look_ = 0, judge_after_ = 0;  // unix times: this thread's start, its last look, when it may judge heartbeats again
-  std::set<int> seen_;  // ranks whose heartbeat this watchdog has read (one that is gone since left the job)
-  std::string dir_;  // /dev/shm/fsdp-collectives-HOST-PID: the job's ranks on this host publish here
+  double started_ = 0, last_look_ = 0,
+         judge_after_ = 0;  // unix times: this thread's start, its last look, when it may judge heartbeats again
+  std::set<int> seen_;      // ranks whose heartbeat this watchdog has read (one that is gone since left the job)
+  std::string dir_;         // /dev/shm/fsdp-collectives-HOST-PID: the job's ranks on this host publish here
   std::atomic<double> longest_step_{0.0};
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -52,7 +52,8 @@ class Collectives {
   /** recv[size() * count] = every rank's send[count], in rank order. */
   virtual void all_gather(const void* send, void* recv, std::size_t count, CommType type) = 0;
   /** all_gather, started now; send and recv belong to the operation until it is waited for. */
-  virtual std::unique_ptr<PendingCollective> start_all_gather(const void* send, void* recv, std::size_t count, CommType type) = 0;
+  virtual std::unique_ptr<PendingCollective> start_all_gather(const void* send, void* recv, std::size_t count,
+                                                              CommType type) = 0;
   /** Every rank's block of data, copied to every rank. */
   virtual void all_gather_in_place(void* data, Blocks blocks, CommType type) = 0;
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;

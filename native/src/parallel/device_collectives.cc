@@ -29,9 +29,12 @@ bool nccl_built() {
 
 CommType comm_type(DType t) {
   switch (t) {
-    case DType::f32: return CommType::f32;
-    case DType::bf16: return CommType::bf16;
-    case DType::f16: return CommType::f16;
+    case DType::f32:
+      return CommType::f32;
+    case DType::bf16:
+      return CommType::bf16;
+    case DType::f16:
+      return CommType::f16;
   }
   return CommType::f32;
 }
@@ -65,10 +68,13 @@ std::string shared_device(const std::vector<std::string>& devices) {
 #endif
 
 DeviceCollectives device_collectives(Backend& be, Collectives& control, const std::string& choice) {
-  if (choice != "auto" && choice != "nccl" && choice != "mpi") throw std::runtime_error("launch.collectives: \"" + choice + "\" is not one of auto, nccl, mpi");
+  if (choice != "auto" && choice != "nccl" && choice != "mpi")
+    throw std::runtime_error("launch.collectives: \"" + choice + "\" is not one of auto, nccl, mpi");
   DeviceCollectives d;
   if (be.host_memory()) {
-    if (choice == "nccl") throw std::runtime_error("launch.collectives: nccl needs launch.device: cuda (the CPU backend's buffers go through MPI)");
+    if (choice == "nccl")
+      throw std::runtime_error(
+          "launch.collectives: nccl needs launch.device: cuda (the CPU backend's buffers go through MPI)");
     d.world = &control;
     d.kind = "host";
     return d;
@@ -76,15 +82,21 @@ DeviceCollectives device_collectives(Backend& be, Collectives& control, const st
 #ifdef FSDP_WITH_CUDA
   const std::string shared = shared_device(gather_devices(control, be.device_id() + " on host " + host_name()));
   auto staged = [&] {
-    d.owned = std::make_unique<StagedCollectives>(control, std::make_shared<cuda::CudaStaging>(static_cast<cudaStream_t>(be.compute_queue())));
+    d.owned = std::make_unique<StagedCollectives>(
+        control, std::make_shared<cuda::CudaStaging>(static_cast<cudaStream_t>(be.compute_queue())));
     d.world = d.owned.get();
     d.kind = "mpi (pinned host staging)";
     return std::move(d);
   };
   if (choice == "mpi") return staged();
   if (choice == "nccl") {
-    if (!nccl_built()) throw std::runtime_error("launch.collectives: nccl: this build of the runtime has no NCCL (CMake found no nccl.h; see native/CUDA.md), use mpi or auto");
-    if (!shared.empty()) throw std::runtime_error("launch.collectives: nccl needs one GPU per rank, but " + shared + ": use launch.collectives: mpi (or auto) to share GPUs, or fewer ranks per host");
+    if (!nccl_built())
+      throw std::runtime_error(
+          "launch.collectives: nccl: this build of the runtime has no NCCL (CMake found no nccl.h; see "
+          "native/CUDA.md), use mpi or auto");
+    if (!shared.empty())
+      throw std::runtime_error("launch.collectives: nccl needs one GPU per rank, but " + shared +
+                               ": use launch.collectives: mpi (or auto) to share GPUs, or fewer ranks per host");
   }
   // auto: NCCL where it can run; one rank has nothing to communicate, so it needs no communicator.
   if (!nccl_built() || !shared.empty() || (choice == "auto" && control.size() == 1)) return staged();

@@ -47,7 +47,8 @@ class ModelState : public UnitStorage {
    * checkpoint): make every rank's copies agree (ZeRO-1/2 all-gather the updated shards here).
    */
   virtual void publish_params() {}
-  /** The backend whose GPU memory holds the local ranges, or null when they are host memory (checkpoints copy through the host). */
+  /** The backend whose GPU memory holds the local ranges, or null when they are host memory (checkpoints copy through
+   * the host). */
   virtual Backend* device() { return nullptr; }
 };
 

@@ -31,11 +31,14 @@ ProcessGroups hybrid_groups(Collectives& control, Collectives& data, int ranks_p
   const int W = control.size(), rank = control.rank();
   int node = 0, index = 0;
   if (ranks_per_node > 0) {
-    if (W % ranks_per_node != 0) throw std::runtime_error("fsdp.ranks_per_node " + std::to_string(ranks_per_node) + " does not divide the world size " + std::to_string(W));
+    if (W % ranks_per_node != 0)
+      throw std::runtime_error("fsdp.ranks_per_node " + std::to_string(ranks_per_node) +
+                               " does not divide the world size " + std::to_string(W));
     node = rank / ranks_per_node;
     index = rank % ranks_per_node;
   } else {
-    // Nodes are hosts, numbered in the order their first rank appears; a rank's index is its place among its host's ranks.
+    // Nodes are hosts, numbered in the order their first rank appears; a rank's index is its place among its host's
+    // ranks.
     const std::vector<std::string> hosts = gather_host_names(control);
     std::map<std::string, int> node_of, ranks_on;
     for (const auto& h : hosts) {
@@ -44,8 +47,9 @@ ProcessGroups hybrid_groups(Collectives& control, Collectives& data, int ranks_p
     }
     for (const auto& [h, n] : ranks_on) {
       if (n != expected) {
-        throw std::runtime_error("HYBRID_SHARD shards within a host: host " + h + " runs " + std::to_string(n) + " ranks, launch.nproc_per_node says " +
-                                 std::to_string(expected) + " (set fsdp.ranks_per_node to group ranks yourself)");
+        throw std::runtime_error("HYBRID_SHARD shards within a host: host " + h + " runs " + std::to_string(n) +
+                                 " ranks, launch.nproc_per_node says " + std::to_string(expected) +
+                                 " (set fsdp.ranks_per_node to group ranks yourself)");
       }
     }
     node = node_of[hosts[rank]];

@@ -4,8 +4,8 @@
 
 namespace fsdp {
 
-ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state, Collectives* control, bool offload, Collectives* data,
-                                 DType reduce)
+ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state,
+                                 Collectives* control, bool offload, Collectives* data, DType reduce)
     : be_(be), world_(control ? control : &alone_), data_(data ? data : world_), reduce_(reduce) {
   Allocator& a = be.allocator();
   units_.resize(layout.units.size());
@@ -14,7 +14,8 @@ ReplicatedState::ReplicatedState(Backend& be, const ParamLayout& layout, bool wi
     units_[u].numel = layout.units[u].numel;
     units_[u].params = a.allocate(MemoryCategory::params, bytes);
     units_[u].grads = a.allocate(MemoryCategory::grads, bytes);
-    if (be.compute_dtype() != DType::f32) units_[u].compute = a.allocate(MemoryCategory::params, compute_bytes(be, units_[u].numel));
+    if (be.compute_dtype() != DType::f32)
+      units_[u].compute = a.allocate(MemoryCategory::params, compute_bytes(be, units_[u].numel));
   }
   Allocator& moments = offload ? be.host_allocator() : a;
   for (std::size_t u = 0; u < units_.size() && with_optimizer_state; ++u) {

@@ -23,8 +23,9 @@ class ReplicatedState final : public ModelState {
    * process. data: the device collectives over the same ranks (nullptr: control carries the
    * buffers too, as on the CPU). reduce: mixed_precision.reduce_dtype.
    */
-  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true, Collectives* control = nullptr, bool offload = false,
-                  Collectives* data = nullptr, DType reduce = DType::f32);
+  ReplicatedState(Backend& be, const ParamLayout& layout, bool with_optimizer_state = true,
+                  Collectives* control = nullptr, bool offload = false, Collectives* data = nullptr,
+                  DType reduce = DType::f32);
 
   float* params(int unit) override { return units_[unit].params.f32(); }
   const void* compute_params(int unit) override;
@@ -41,8 +42,8 @@ class ReplicatedState final : public ModelState {
  private:
   struct Unit {
     Buffer params, grads, m, v;
-    Buffer compute;      // params in the backend's compute dtype (empty in float32)
-    bool stale = true;   // compute does not yet hold the current masters
+    Buffer compute;     // params in the backend's compute dtype (empty in float32)
+    bool stale = true;  // compute does not yet hold the current masters
     std::size_t numel = 0;
   };
   Backend& be_;

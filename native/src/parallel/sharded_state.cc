@@ -6,8 +6,15 @@
 
 namespace fsdp {
 
-ShardedState::ShardedState(Backend& be, const ParamLayout& layout, Collectives& control, ProcessGroups groups, ShardingSpec spec)
-    : be_(be), layout_(layout), control_(control), groups_(std::move(groups)), spec_(spec), param_dtype_(spec.param_dtype), reduce_dtype_(spec.reduce_dtype) {
+ShardedState::ShardedState(Backend& be, const ParamLayout& layout, Collectives& control, ProcessGroups groups,
+                           ShardingSpec spec)
+    : be_(be),
+      layout_(layout),
+      control_(control),
+      groups_(std::move(groups)),
+      spec_(spec),
+      param_dtype_(spec.param_dtype),
+      reduce_dtype_(spec.reduce_dtype) {
   Collectives& shard = *groups_.shard;
   const std::size_t D = static_cast<std::size_t>(shard.size());
   Allocator& device = be.allocator();
@@ -28,7 +35,8 @@ ShardedState::ShardedState(Backend& be, const ParamLayout& layout, Collectives& 
     x.count = x.blocks.count(shard.rank());
     const std::size_t whole = sizeof(float) * x.numel, piece = sizeof(float) * x.shard;
     x.params = (spec_.params ? state_memory : device).allocate(MemoryCategory::params, spec_.params ? piece : whole);
-    if (!spec_.params && param_dtype_ != DType::f32) x.compute = device.allocate(MemoryCategory::params, dtype_bytes(param_dtype_) * x.numel);
+    if (!spec_.params && param_dtype_ != DType::f32)
+      x.compute = device.allocate(MemoryCategory::params, dtype_bytes(param_dtype_) * x.numel);
     x.grads = (spec_.grads ? state_memory : device).allocate(MemoryCategory::grads, spec_.grads ? piece : whole);
     // The padding of the last shard is gathered with the rest: it must hold zeros, not garbage.
     if (spec_.params) be.fill(x.params.f32(), x.shard, 0.0f);
@@ -52,7 +60,9 @@ float* ShardedState::params(int unit) {
   if (!spec_.params) return x.params.f32();
   if (x.gathered.empty()) throw std::logic_error(layout_.units[unit].name + ": parameters read while not gathered");
   // Sharded units are gathered in param_dtype: float32 whole parameters exist only when that is float32.
-  if (param_dtype_ != DType::f32) throw std::logic_error(layout_.units[unit].name + ": gathered in " + dtype_name(param_dtype_) + ", not float32: read compute_params");
+  if (param_dtype_ != DType::f32)
+    throw std::logic_error(layout_.units[unit].name + ": gathered in " + dtype_name(param_dtype_) +
+                           ", not float32: read compute_params");
   return x.gathered.f32();
 }
 
@@ -70,7 +80,9 @@ const void* ShardedState::compute_params(int unit) {
   return x.compute.data();
 }
 
-float* ShardedState::grads(int unit) { return spec_.grads ? units_[unit].unit_grads.f32() : units_[unit].grads.f32(); }
+float* ShardedState::grads(int unit) {
+  return spec_.grads ? units_[unit].unit_grads.f32() : units_[unit].grads.f32();
+}
 
 LocalShard ShardedState::local(int unit) {
   Unit& x = units_[unit];
@@ -187,7 +199,8 @@ void ShardedState::reduce(int unit) {
   const std::size_t rb = dtype_bytes(reduce_dtype_);
   if (!spec_.grads) {
     // ZeRO-1: the shard's sum lands in place; the rest of the whole buffer is left as scratch.
-    if (reduce_dtype_ == DType::f32) return groups_.shard->reduce_scatter_in_place(x.grads.f32(), x.blocks, CommType::f32);
+    if (reduce_dtype_ == DType::f32)
+      return groups_.shard->reduce_scatter_in_place(x.grads.f32(), x.blocks, CommType::f32);
     Buffer cast = be_.allocator().allocate(MemoryCategory::comm, rb * x.numel);
     be_.from_f32(cast.data(), reduce_dtype_, x.grads.f32(), x.numel);
     groups_.shard->reduce_scatter_in_place(cast.data(), x.blocks, r);

@@ -42,7 +42,8 @@ struct ShardingSpec {
   bool offload = false;
   bool forward_prefetch = false;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
-  DType param_dtype = DType::f32;   // what the model computes with: the backend's compute dtype (mixed_precision.param_dtype)
+  DType param_dtype =
+      DType::f32;  // what the model computes with: the backend's compute dtype (mixed_precision.param_dtype)
   DType reduce_dtype = DType::f32;  // mixed_precision.reduce_dtype
 };
 
@@ -76,13 +77,13 @@ class ShardedState final : public ModelState {
     std::size_t numel = 0, shard = 0, padded = 0;  // P, S = ceil(P / D), Pp = D S
     Blocks blocks{0, 0};                           // the unit cut in shards; this rank's is blocks.offset/count(rank)
     std::size_t offset = 0, count = 0;             // this rank's shard of the unit (count < S for the last ranks)
-    Buffer params;    // float32 masters: whole (P) when parameters are not sharded, else the shard (S)
-    Buffer compute;   // parameters not sharded, param_dtype narrower than float32: their copy in it (P)
+    Buffer params;      // float32 masters: whole (P) when parameters are not sharded, else the shard (S)
+    Buffer compute;     // parameters not sharded, param_dtype narrower than float32: their copy in it (P)
     bool stale = true;  // compute does not hold the current masters yet
-    Buffer grads;     // whole (P) when gradients are not sharded, else the shard (S)
-    Buffer m, v;      // AdamW moments of the shard (S)
-    Buffer gathered;  // parameters sharded: the whole unit (Pp, param_dtype) while it computes
-    Buffer send;      // what the gather in flight sends: the shard cast to param_dtype (comm, S)
+    Buffer grads;       // whole (P) when gradients are not sharded, else the shard (S)
+    Buffer m, v;        // AdamW moments of the shard (S)
+    Buffer gathered;    // parameters sharded: the whole unit (Pp, param_dtype) while it computes
+    Buffer send;        // what the gather in flight sends: the shard cast to param_dtype (comm, S)
     std::unique_ptr<PendingCollective> gathering;  // a prefetch in flight into `gathered`
     Buffer unit_grads;  // gradients sharded: the whole unit's gradients (Pp) from its backward to its reduce-scatter
   };

@@ -15,7 +15,9 @@ void* MemcpyStaging::allocate_host(std::size_t bytes) {
   return p;
 }
 
-void MemcpyStaging::free_host(void* p) { std::free(p); }
+void MemcpyStaging::free_host(void* p) {
+  std::free(p);
+}
 
 void MemcpyStaging::to_host(void* host, const void* device, std::size_t bytes) {
   std::memcpy(host, device, bytes);
@@ -78,7 +80,10 @@ StagedCollectives::StagedCollectives(Collectives& host, std::shared_ptr<HostStag
     : host_(&host), staging_(std::move(staging)), pool_(std::make_shared<Pool>(staging_)) {}
 
 StagedCollectives::StagedCollectives(std::unique_ptr<Collectives> host, std::shared_ptr<HostStaging> staging)
-    : owned_(std::move(host)), host_(owned_.get()), staging_(std::move(staging)), pool_(std::make_shared<Pool>(staging_)) {}
+    : owned_(std::move(host)),
+      host_(owned_.get()),
+      staging_(std::move(staging)),
+      pool_(std::make_shared<Pool>(staging_)) {}
 
 StagedCollectives::~StagedCollectives() = default;
 
@@ -118,9 +123,14 @@ void StagedCollectives::all_gather(const void* send, void* recv, std::size_t cou
 /** An all-gather in flight over host buffers; waiting copies the result to the device. */
 class StagedPending final : public PendingCollective {
  public:
-  StagedPending(std::unique_ptr<PendingCollective> op, StagedCollectives::HostBuffer in, StagedCollectives::HostBuffer out, void* recv,
-                std::size_t bytes, std::shared_ptr<HostStaging> staging)
-      : op_(std::move(op)), in_(std::move(in)), out_(std::move(out)), recv_(recv), bytes_(bytes), staging_(std::move(staging)) {}
+  StagedPending(std::unique_ptr<PendingCollective> op, StagedCollectives::HostBuffer in,
+                StagedCollectives::HostBuffer out, void* recv, std::size_t bytes, std::shared_ptr<HostStaging> staging)
+      : op_(std::move(op)),
+        in_(std::move(in)),
+        out_(std::move(out)),
+        recv_(recv),
+        bytes_(bytes),
+        staging_(std::move(staging)) {}
   ~StagedPending() override {
     // A prefetch nobody used: finish the host operation (its buffers return to the pool), copy nothing.
     if (op_) op_->wait();
@@ -140,7 +150,8 @@ class StagedPending final : public PendingCollective {
   std::shared_ptr<HostStaging> staging_;
 };
 
-std::unique_ptr<PendingCollective> StagedCollectives::start_all_gather(const void* send, void* recv, std::size_t count, CommType type) {
+std::unique_ptr<PendingCollective> StagedCollectives::start_all_gather(const void* send, void* recv, std::size_t count,
+                                                                       CommType type) {
   const std::size_t bytes = count * comm_type_bytes(type), all = bytes * static_cast<std::size_t>(size());
   HostBuffer in = buffer(bytes), out = buffer(all);
   staging_->to_host(in.data(), send, bytes);
@@ -163,6 +174,8 @@ void StagedCollectives::broadcast(void* data, std::size_t bytes, int root) {
   if (rank() != root) staging_->to_device(data, h.data(), bytes);
 }
 
-std::unique_ptr<Collectives> StagedCollectives::split(int color, int key) { return std::make_unique<StagedCollectives>(host_->split(color, key), staging_); }
+std::unique_ptr<Collectives> StagedCollectives::split(int color, int key) {
+  return std::make_unique<StagedCollectives>(host_->split(color, key), staging_);
+}
 
 }  // namespace fsdp

@@ -53,7 +53,8 @@ class StagedCollectives final : public Collectives {
   void reduce_scatter(const void* send, void* recv, std::size_t count, CommType type) override;
   void reduce_scatter_in_place(void* data, Blocks blocks, CommType type) override;
   void all_gather(const void* send, void* recv, std::size_t count, CommType type) override;
-  std::unique_ptr<PendingCollective> start_all_gather(const void* send, void* recv, std::size_t count, CommType type) override;
+  std::unique_ptr<PendingCollective> start_all_gather(const void* send, void* recv, std::size_t count,
+                                                      CommType type) override;
   void all_gather_in_place(void* data, Blocks blocks, CommType type) override;
   void broadcast(void* data, std::size_t bytes, int root) override;
   void barrier() override { host_->barrier(); }

@@ -16,7 +16,7 @@ namespace fsdp {
  * is the config's world size), `data` the device collectives over the same ranks
  * (parallel/device_collectives.h; the control world itself on the CPU).
  */
-std::unique_ptr<ModelState> make_model_state(Backend& be, const ParamLayout& layout, const RunConfig& config, const MemoryPlan& plan,
-                                             Collectives& control, Collectives& data);
+std::unique_ptr<ModelState> make_model_state(Backend& be, const ParamLayout& layout, const RunConfig& config,
+                                             const MemoryPlan& plan, Collectives& control, Collectives& data);
 
 }  // namespace fsdp

@@ -9,7 +9,8 @@ namespace {
 /** An all-gather in flight: waiting for it is waiting in a collective too. */
 class WatchedPending final : public PendingCollective {
  public:
-  WatchedPending(std::unique_ptr<PendingCollective> inner, CollectiveClock& clock) : inner_(std::move(inner)), clock_(clock) {}
+  WatchedPending(std::unique_ptr<PendingCollective> inner, CollectiveClock& clock)
+      : inner_(std::move(inner)), clock_(clock) {}
   ~WatchedPending() override {
     if (!inner_) return;
     CollectiveWait w(clock_);
@@ -60,7 +61,8 @@ void WatchedCollectives::all_gather(const void* send, void* recv, std::size_t co
   inner_.all_gather(send, recv, count, type);
 }
 
-std::unique_ptr<PendingCollective> WatchedCollectives::start_all_gather(const void* send, void* recv, std::size_t count, CommType type) {
+std::unique_ptr<PendingCollective> WatchedCollectives::start_all_gather(const void* send, void* recv, std::size_t count,
+                                                                        CommType type) {
   CollectiveWait w(clock_);
   return std::make_unique<WatchedPending>(inner_.start_all_gather(send, recv, count, type), clock_);
 }

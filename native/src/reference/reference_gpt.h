@@ -58,7 +58,8 @@ void layernorm_forward(R* out, R* mean, R* rstd, const R* x, const R* w, const R
 }
 /** dx += ..., dw += ..., db += ... */
 template <class R>
-void layernorm_backward(R* dx, R* dw, R* db, const R* dout, const R* x, const R* w, const R* mean, const R* rstd, long N, long C) {
+void layernorm_backward(R* dx, R* dw, R* db, const R* dout, const R* x, const R* w, const R* mean, const R* rstd,
+                        long N, long C) {
   for (long n = 0; n < N; ++n) {
     R a = 0, b2 = 0;
     for (long c = 0; c < C; ++c) {
@@ -92,7 +93,8 @@ void attention_forward(R* out, R* probs, const R* qkv, long B, long T, long C, l
             continue;
           }
           R s = 0;
-          for (long i = 0; i < hs; ++i) s += qkv[(b * T + t) * 3 * C + h * hs + i] * qkv[(b * T + u) * 3 * C + C + h * hs + i];
+          for (long i = 0; i < hs; ++i)
+            s += qkv[(b * T + t) * 3 * C + h * hs + i] * qkv[(b * T + u) * 3 * C + C + h * hs + i];
           p[u] = s * scale;
           max = std::max(max, p[u]);
         }
@@ -192,13 +194,14 @@ struct Tokens {
  * Dropout uses the fast path's keys (model/gpt.h dropout_site_key) so both see the same masks.
  */
 template <class R>
-R forward_backward(const ParamLayout& layout, const Units<R>& params, const Tokens& tok, float dropout, std::uint64_t dropout_key, Units<R>* grads,
-                   R grad_scale = R(1), Vec<R>* logits_out = nullptr);
+R forward_backward(const ParamLayout& layout, const Units<R>& params, const Tokens& tok, float dropout,
+                   std::uint64_t dropout_key, Units<R>* grads, R grad_scale = R(1), Vec<R>* logits_out = nullptr);
 
 /** AdamW step on every parameter, as optim/adamw.h defines it (decay groups, layer-wise LR decay). */
 template <class R>
-void adamw_step(const ParamLayout& layout, Units<R>& params, const Units<R>& grads, Units<R>& m, Units<R>& v, long t, double lr, double beta1,
-                double beta2, double eps, double weight_decay, double layer_lr_decay, R grad_scale);
+void adamw_step(const ParamLayout& layout, Units<R>& params, const Units<R>& grads, Units<R>& m, Units<R>& v, long t,
+                double lr, double beta1, double beta2, double eps, double weight_decay, double layer_lr_decay,
+                R grad_scale);
 
 }  // namespace fsdp::reference
 

@@ -37,9 +37,11 @@ Holder read_holder(int fd) {
 }
 
 void write_holder(int fd, int pid) {
-  const std::string line = std::to_string(pid) + " " + host_name() + " " + std::to_string(static_cast<long>(unix_time())) + "\n";
+  const std::string line =
+      std::to_string(pid) + " " + host_name() + " " + std::to_string(static_cast<long>(unix_time())) + "\n";
   // Best effort: the lock is the flock, the text only names its holder in a refusal.
-  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size())) ::fsync(fd);
+  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size()))
+    ::fsync(fd);
 }
 
 std::string describe(const Holder& h) {
@@ -56,14 +58,17 @@ std::string describe(const Holder& h) {
 
 }  // namespace
 
-std::string RunFolderLock::path_in(const std::string& dir) { return (std::filesystem::path(dir) / "run.lock").string(); }
+std::string RunFolderLock::path_in(const std::string& dir) {
+  return (std::filesystem::path(dir) / "run.lock").string();
+}
 
 bool lock_run_folder_fd(int fd, int holder_pid, std::string* holder) {
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
     write_holder(fd, holder_pid);
     return true;
   }
-  if (errno != EWOULDBLOCK) throw std::runtime_error(std::string("cannot lock the run folder: ") + std::strerror(errno));
+  if (errno != EWOULDBLOCK)
+    throw std::runtime_error(std::string("cannot lock the run folder: ") + std::strerror(errno));
   if (holder) *holder = describe(read_holder(fd));
   return false;
 }
@@ -86,7 +91,8 @@ RunFolderLock::RunFolderLock(const std::string& dir) {
   }
   ::close(fd);
   throw std::runtime_error(dir + " is in use by another trainer: " + holder + " holds " + path +
-                           ". Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder");
+                           ". Two trainers on one run folder destroy each other's checkpoints: wait for it to end, "
+                           "stop it, or use another run folder");
 }
 
 RunFolderLock::~RunFolderLock() {

@@ -8,7 +8,8 @@
 namespace fsdp {
 
 const char* category_name(MemoryCategory c) {
-  static const char* const names[kMemoryCategories] = {"params", "grads", "optimizer", "activations", "workspace", "comm", "other"};
+  static const char* const names[kMemoryCategories] = {"params",    "grads", "optimizer", "activations",
+                                                       "workspace", "comm",  "other"};
   return names[static_cast<int>(c)];
 }
 
@@ -36,12 +37,15 @@ void Buffer::reset() {
 AllocationError::AllocationError(MemoryCategory category, std::size_t bytes, const MemoryUsage& live) {
   auto size = [](std::uint64_t b) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, b >= (1ull << 30) ? "%.2f GiB" : "%.1f MiB", b >= (1ull << 30) ? static_cast<double>(b) / (1ull << 30) : static_cast<double>(b) / (1ull << 20));
+    std::snprintf(buf, sizeof buf, b >= (1ull << 30) ? "%.2f GiB" : "%.1f MiB",
+                  b >= (1ull << 30) ? static_cast<double>(b) / (1ull << 30) : static_cast<double>(b) / (1ull << 20));
     return std::string(buf);
   };
-  message_ = "out of memory: " + std::to_string(bytes) + " bytes (" + size(bytes) + ") for " + category_name(category) + " could not be allocated, with " +
-             size(live.total) + " live (";
-  for (int k = 0; k < kMemoryCategories; ++k) message_ += (k ? ", " : "") + std::string(category_name(static_cast<MemoryCategory>(k))) + " " + size(live.bytes[k]);
+  message_ = "out of memory: " + std::to_string(bytes) + " bytes (" + size(bytes) + ") for " + category_name(category) +
+             " could not be allocated, with " + size(live.total) + " live (";
+  for (int k = 0; k < kMemoryCategories; ++k)
+    message_ +=
+        (k ? ", " : "") + std::string(category_name(static_cast<MemoryCategory>(k))) + " " + size(live.bytes[k]);
   message_ += ")";
 }
 
@@ -111,6 +115,8 @@ void* HostAllocator::system_allocate(std::size_t bytes) {
   return std::aligned_alloc(64, rounded);
 }
 
-void HostAllocator::system_free(void* p) { std::free(p); }
+void HostAllocator::system_free(void* p) {
+  std::free(p);
+}
 
 }  // namespace fsdp

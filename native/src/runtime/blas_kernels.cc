@@ -14,7 +14,9 @@ namespace fsdp {
 
 namespace {
 
-bool same_name(const std::string& a, const std::string& b) { return !a.empty() && strcasecmp(a.c_str(), b.c_str()) == 0; }
+bool same_name(const std::string& a, const std::string& b) {
+  return !a.empty() && strcasecmp(a.c_str(), b.c_str()) == 0;
+}
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -34,7 +36,9 @@ std::string library_core() {
 }
 
 /** Only a DYNAMIC_ARCH build holds several kernel families and reads OPENBLAS_CORETYPE. */
-bool library_chooses_at_run_time() { return library_config().find("DYNAMIC_ARCH") != std::string::npos; }
+bool library_chooses_at_run_time() {
+  return library_config().find("DYNAMIC_ARCH") != std::string::npos;
+}
 
 std::string loaded_library_file() {
   Dl_info info{};
@@ -46,10 +50,14 @@ std::string loaded_library_file() {
 
 const char* tier_words(int tier) {
   switch (tier) {
-    case 4: return "AVX-512";
-    case 3: return "AVX2/FMA";
-    case 2: return "AVX";
-    default: return "SSE";
+    case 4:
+      return "AVX-512";
+    case 3:
+      return "AVX2/FMA";
+    case 2:
+      return "AVX";
+    default:
+      return "SSE";
   }
 }
 
@@ -63,7 +71,8 @@ KernelChoice choose_blas_core(const CpuFeatures& f) {
   }
   if (f.usable_avx2_fma()) {
     const bool amd = f.vendor == "AuthenticAMD" || f.vendor == "HygonGenuine";
-    return amd ? KernelChoice{"Zen", "AVX2 and FMA on an AMD CPU: OpenBLAS's Zen kernels"} : KernelChoice{"Haswell", "AVX2 and FMA: OpenBLAS's Haswell kernels"};
+    return amd ? KernelChoice{"Zen", "AVX2 and FMA on an AMD CPU: OpenBLAS's Zen kernels"}
+               : KernelChoice{"Haswell", "AVX2 and FMA: OpenBLAS's Haswell kernels"};
   }
   if (f.usable_avx()) return {"Sandybridge", "AVX without AVX2/FMA: OpenBLAS's Sandybridge kernels"};
   return {"", "no AVX: OpenBLAS's own detection (SSE kernels) is all there is"};
@@ -73,12 +82,17 @@ int kernel_tier(const std::string& core) {
   static const char* const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
   static const char* const avx2[] = {"Haswell", "Zen"};
   static const char* const avx[] = {"Sandybridge", "Bulldozer", "Piledriver", "Steamroller", "Excavator"};
-  static const char* const sse[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Barcelona", "Opteron", "Opteron_SSE3",
-                                    "Bobcat", "Nano", "Katmai", "Coppermine", "Northwood", "Banias", "Athlon"};
-  for (const char* n : avx512) if (same_name(core, n)) return 4;
-  for (const char* n : avx2) if (same_name(core, n)) return 3;
-  for (const char* n : avx) if (same_name(core, n)) return 2;
-  for (const char* n : sse) if (same_name(core, n)) return 1;
+  static const char* const sse[] = {"Prescott",   "Core2",     "Penryn",       "Dunnington", "Nehalem", "Atom",
+                                    "Barcelona",  "Opteron",   "Opteron_SSE3", "Bobcat",     "Nano",    "Katmai",
+                                    "Coppermine", "Northwood", "Banias",       "Athlon"};
+  for (const char* n : avx512)
+    if (same_name(core, n)) return 4;
+  for (const char* n : avx2)
+    if (same_name(core, n)) return 3;
+  for (const char* n : avx)
+    if (same_name(core, n)) return 2;
+  for (const char* n : sse)
+    if (same_name(core, n)) return 1;
   return -1;
 }
 
@@ -91,8 +105,16 @@ int cpu_tier(const CpuFeatures& f) {
 }
 
 nlohmann::json BlasKernels::to_json() const {
-  return {{"library", library}, {"library_file", library_file}, {"kernels", core},        {"chosen", chosen}, {"set_by", set_by}, {"cpu", cpu},
-          {"kernels_tier", kernels_tier}, {"cpu_tier", cpu_tier}, {"slow", slow}, {"note", note}};
+  return {{"library", library},
+          {"library_file", library_file},
+          {"kernels", core},
+          {"chosen", chosen},
+          {"set_by", set_by},
+          {"cpu", cpu},
+          {"kernels_tier", kernels_tier},
+          {"cpu_tier", cpu_tier},
+          {"slow", slow},
+          {"note", note}};
 }
 
 BlasKernels current_blas_kernels() {
@@ -121,7 +143,8 @@ BlasKernels current_blas_kernels() {
   } else {
     k.set_by = "library";
     if (marker.rfind(kRefused, 0) == 0) {
-      k.note = kernels + ": this OpenBLAS has no " + marker.substr(std::strlen(kRefused)) + " kernels, so it detected the CPU itself";
+      k.note = kernels + ": this OpenBLAS has no " + marker.substr(std::strlen(kRefused)) +
+               " kernels, so it detected the CPU itself";
       fix = "install a newer OpenBLAS (Debian's libopenblas0-openmp)";
     } else if (!library_chooses_at_run_time()) {
       k.note = kernels + ": this OpenBLAS is built for them alone (no DYNAMIC_ARCH), so the runtime cannot choose";
@@ -133,8 +156,8 @@ BlasKernels current_blas_kernels() {
     }
   }
   if (k.slow) {
-    k.note += ". A known-slow path: this CPU runs " + std::string(tier_words(can)) + " kernels, and " + tier_words(have) +
-              " ones make matrix products up to ~5x slower" + (fix.empty() ? "" : "; " + fix);
+    k.note += ". A known-slow path: this CPU runs " + std::string(tier_words(can)) + " kernels, and " +
+              tier_words(have) + " ones make matrix products up to ~5x slower" + (fix.empty() ? "" : "; " + fix);
   }
   return k;
 }

@@ -28,7 +28,8 @@ struct KernelChoice {
 /** The kernels for these features. Only kernels whose instructions the CPU (and its OS) runs. */
 KernelChoice choose_blas_core(const CpuFeatures& f);
 
-/** How much of the vector hardware an OpenBLAS core type's kernels use: 1 SSE, 2 AVX, 3 AVX2+FMA, 4 AVX-512; -1 a name this table does not know. */
+/** How much of the vector hardware an OpenBLAS core type's kernels use: 1 SSE, 2 AVX, 3 AVX2+FMA, 4 AVX-512; -1 a name
+ * this table does not know. */
 int kernel_tier(const std::string& core);
 /** The highest tier this CPU runs (-1 without cpuid). */
 int cpu_tier(const CpuFeatures& f);
@@ -39,16 +40,17 @@ constexpr const char* kBlasChoiceVar = "FSDP_BLAS_CHOICE";
 
 /** What the matrix products of this process run on, and how that came about. */
 struct BlasKernels {
-  std::string library;  // openblas_get_config(): version and build options
+  std::string library;       // openblas_get_config(): version and build options
   std::string library_file;  // the shared library the process loaded
-  std::string core;     // the kernels OpenBLAS uses: openblas_get_corename()
-  std::string chosen;   // the runtime's choice for this CPU (empty: none)
-  std::string set_by;   // "runtime", "environment" (OPENBLAS_CORETYPE set by the person) or "library" (OpenBLAS's detection)
-  std::string cpu;      // describe_cpu_features()
+  std::string core;          // the kernels OpenBLAS uses: openblas_get_corename()
+  std::string chosen;        // the runtime's choice for this CPU (empty: none)
+  std::string
+      set_by;  // "runtime", "environment" (OPENBLAS_CORETYPE set by the person) or "library" (OpenBLAS's detection)
+  std::string cpu;        // describe_cpu_features()
   int kernels_tier = -1;  // kernel_tier(core)
   int cpu_tier = -1;      // cpu_tier(): the best this CPU runs
-  bool slow = false;    // kernels below what the CPU runs: a known-slow path
-  std::string note;     // one sentence for people: what, why, and for a slow path what to do
+  bool slow = false;      // kernels below what the CPU runs: a known-slow path
+  std::string note;       // one sentence for people: what, why, and for a slow path what to do
 
   nlohmann::json to_json() const;
 };

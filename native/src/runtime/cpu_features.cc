@@ -33,12 +33,18 @@ CpuFeatures hide_cpu_features(CpuFeatures f, const std::string& hide, std::strin
   std::string name;
   while (std::getline(names, name, ',')) {
     if (name.empty()) continue;
-    if (name == "avx512") f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = f.avx512_bf16 = false;
-    else if (name == "avx512_bf16") f.avx512_bf16 = false;
-    else if (name == "avx2") f.avx2 = false;
-    else if (name == "fma") f.fma = false;
-    else if (name == "avx") f.avx = f.avx2 = f.fma = f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = f.avx512_bf16 = false;
-    else if (unknown) *unknown += (unknown->empty() ? "" : ", ") + name;
+    if (name == "avx512")
+      f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = f.avx512_bf16 = false;
+    else if (name == "avx512_bf16")
+      f.avx512_bf16 = false;
+    else if (name == "avx2")
+      f.avx2 = false;
+    else if (name == "fma")
+      f.fma = false;
+    else if (name == "avx")
+      f.avx = f.avx2 = f.fma = f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = f.avx512_bf16 = false;
+    else if (unknown)
+      *unknown += (unknown->empty() ? "" : ", ") + name;
   }
   return f;
 }
@@ -99,7 +105,10 @@ CpuFeatures read_cpu_features() {
   static bool told = false;
   if (!unknown.empty() && !told) {
     told = true;
-    std::fprintf(stderr, "fsdp-train-native: FSDP_CPU_FEATURES_HIDE names features it does not know: %s (known: avx512, avx512_bf16, avx2, fma, avx)\n", unknown.c_str());
+    std::fprintf(stderr,
+                 "fsdp-train-native: FSDP_CPU_FEATURES_HIDE names features it does not know: %s (known: avx512, "
+                 "avx512_bf16, avx2, fma, avx)\n",
+                 unknown.c_str());
   }
   return f;
 }
@@ -107,8 +116,10 @@ CpuFeatures read_cpu_features() {
 std::string describe_cpu_features(const CpuFeatures& f) {
   if (f.vendor.empty()) return "a CPU without cpuid (not x86)";
   std::vector<std::string> have;
-  if (f.usable_avx512()) have.push_back(f.avx512_bf16 ? "AVX-512 (BF16)" : "AVX-512");
-  else if (f.avx512f) have.push_back("AVX-512 (not usable: the OS does not save its registers, or subsets are missing)");
+  if (f.usable_avx512())
+    have.push_back(f.avx512_bf16 ? "AVX-512 (BF16)" : "AVX-512");
+  else if (f.avx512f)
+    have.push_back("AVX-512 (not usable: the OS does not save its registers, or subsets are missing)");
   if (f.avx2) have.push_back("AVX2");
   if (f.fma) have.push_back("FMA");
   if (have.empty() && f.avx) have.push_back("AVX");

@@ -18,7 +18,9 @@ struct CpuFeatures {
   /** AVX2 and FMA, with the OS saving their registers. */
   bool usable_avx2_fma() const { return avx2 && fma && os_saves_ymm; }
   /** The AVX-512 subsets OpenBLAS's SkylakeX kernels use (F, DQ, CD, BW, VL), with the OS saving them. */
-  bool usable_avx512() const { return avx512f && avx512dq && avx512cd && avx512bw && avx512vl && os_saves_ymm && os_saves_zmm; }
+  bool usable_avx512() const {
+    return avx512f && avx512dq && avx512cd && avx512bw && avx512vl && os_saves_ymm && os_saves_zmm;
+  }
   bool usable_avx() const { return avx && os_saves_ymm; }
 };
 

@@ -94,13 +94,15 @@ std::size_t ReadOnlyFile::read_some(std::uint64_t offset, void* dst, std::size_t
 }
 
 void ReadOnlyFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const {
-  if (read_some(offset, dst, n) != n) throw std::runtime_error(path_ + ": ends before byte " + std::to_string(offset + n) + " (truncated)");
+  if (read_some(offset, dst, n) != n)
+    throw std::runtime_error(path_ + ": ends before byte " + std::to_string(offset + n) + " (truncated)");
 }
 
 ReadOnlyFile::Stat ReadOnlyFile::stat() const {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) throw std::runtime_error(path_ + ": cannot stat: " + std::strerror(errno));
-  return {static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+  return {static_cast<std::uint64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
 void sync_path(const std::string& path) {

@@ -19,7 +19,9 @@ inline std::uint32_t float_to_bits(float f) {
   return u;
 }
 
-inline float bf16_to_float(std::uint16_t h) { return bits_to_float(static_cast<std::uint32_t>(h) << 16); }
+inline float bf16_to_float(std::uint16_t h) {
+  return bits_to_float(static_cast<std::uint32_t>(h) << 16);
+}
 
 /** Round to nearest even, as the GPU's __float2bfloat16; NaN stays NaN. */
 inline std::uint16_t float_to_bf16(float f) {
@@ -44,7 +46,7 @@ inline std::uint16_t float_to_f16(float f) {
   const std::uint32_t u = float_to_bits(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to 65536 or beyond: Inf
   if (a >= 0x38800000u) {
     // Normal: rebias the exponent, round the 13 dropped mantissa bits to nearest even.

@@ -52,7 +52,9 @@ std::optional<CgroupFiles> own_cgroup() {
     }
     std::stringstream list(controllers);
     for (std::string c; std::getline(list, c, ',');)
-      if (c == "memory") return CgroupFiles{"/sys/fs/cgroup/memory", path, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file", 1ull << 62};
+      if (c == "memory")
+        return CgroupFiles{"/sys/fs/cgroup/memory", path,      "memory.limit_in_bytes", "memory.usage_in_bytes",
+                           "total_inactive_file",   1ull << 62};
   }
   return std::nullopt;
 }
@@ -91,9 +93,12 @@ HostMemory host_memory() {
 std::string human_bytes(std::uint64_t bytes) {
   char buf[32];
   const double gib = static_cast<double>(bytes) / (1ull << 30);
-  if (gib >= 1) std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
-  else if (bytes >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1ull << 20));
-  else std::snprintf(buf, sizeof buf, "%.0f KiB", static_cast<double>(bytes) / 1024);
+  if (gib >= 1)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
+  else if (bytes >= (1u << 20))
+    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1ull << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f KiB", static_cast<double>(bytes) / 1024);
   return buf;
 }
 

@@ -10,11 +10,11 @@
 namespace fsdp {
 
 struct HostMemory {
-  std::uint64_t available = 0;  // the smaller of the two below
-  std::uint64_t mem_available = 0;  // /proc/meminfo MemAvailable
+  std::uint64_t available = 0;                // the smaller of the two below
+  std::uint64_t mem_available = 0;            // /proc/meminfo MemAvailable
   std::optional<std::uint64_t> cgroup_limit;  // the tightest memory cgroup limit, when there is one
-  std::uint64_t cgroup_used = 0;  // what the cgroup holds against it (reclaimable file pages not counted)
-  std::string cgroup;  // its path, for messages
+  std::uint64_t cgroup_used = 0;              // what the cgroup holds against it (reclaimable file pages not counted)
+  std::string cgroup;                         // its path, for messages
 };
 
 HostMemory host_memory();

@@ -47,7 +47,8 @@ bool is_ancestor(int pid) {
   return false;
 }
 
-PeerWatch::PeerWatch(std::vector<WatchedProcess> watched, std::function<void(const WatchedProcess&)> on_gone, double interval_s)
+PeerWatch::PeerWatch(std::vector<WatchedProcess> watched, std::function<void(const WatchedProcess&)> on_gone,
+                     double interval_s)
     : watched_(std::move(watched)), on_gone_(std::move(on_gone)), interval_s_(interval_s) {
   if (watched_.empty()) return;
   thread_ = std::thread([this] {
@@ -65,7 +66,9 @@ PeerWatch::PeerWatch(std::vector<WatchedProcess> watched, std::function<void(con
   });
 }
 
-PeerWatch::~PeerWatch() { stop(); }
+PeerWatch::~PeerWatch() {
+  stop();
+}
 
 void PeerWatch::stop() {
   stop_.store(true);

@@ -20,7 +20,8 @@ struct WatchedProcess {
 class PeerWatch {
  public:
   /** on_gone runs on the watch's thread, at most once. */
-  PeerWatch(std::vector<WatchedProcess> watched, std::function<void(const WatchedProcess&)> on_gone, double interval_s = 0.2);
+  PeerWatch(std::vector<WatchedProcess> watched, std::function<void(const WatchedProcess&)> on_gone,
+            double interval_s = 0.2);
   ~PeerWatch();
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;

@@ -48,7 +48,9 @@ inline std::uint64_t name_hash(std::string_view s) {
  * s)) is element i + s of CounterRng(k). A rank that holds part of a global batch draws the
  * dropout masks of its part of the batch this way.
  */
-inline std::uint64_t advance_key(std::uint64_t key, std::uint64_t skip) { return key + skip * 0x9e3779b97f4a7c15ULL; }
+inline std::uint64_t advance_key(std::uint64_t key, std::uint64_t skip) {
+  return key + skip * 0x9e3779b97f4a7c15ULL;
+}
 
 class CounterRng {
  public:

@@ -20,6 +20,8 @@ void use_threads(int n) {
   openblas_set_num_threads(n);
 }
 
-int current_threads() { return omp_get_max_threads(); }
+int current_threads() {
+  return omp_get_max_threads();
+}
 
 }  // namespace fsdp

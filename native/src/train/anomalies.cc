@@ -17,7 +17,8 @@ namespace {
 
 std::string describe(const nlohmann::json& where) {
   std::string s = where.value("phase", "?");
-  if (where.contains("layer") && !where["layer"].is_null()) s += where["layer"].is_number() ? " layer " + where["layer"].dump() : " " + where["layer"].get<std::string>();
+  if (where.contains("layer") && !where["layer"].is_null())
+    s += where["layer"].is_number() ? " layer " + where["layer"].dump() : " " + where["layer"].get<std::string>();
   if (where.contains("op") && where["op"].is_string()) s += " " + where["op"].get<std::string>();
   if (where.contains("param") && where["param"].is_string()) s += " (" + where["param"].get<std::string>() + ")";
   return s;
@@ -34,7 +35,8 @@ std::pair<int, nlohmann::json> shared_finding(Collectives& world, const nlohmann
 
 }  // namespace
 
-std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers& n, std::uint64_t first_position, const Planting* planted) {
+std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers& n, std::uint64_t first_position,
+                                                   const Planting* planted) {
   // Re-run the step with every op checked: the first non-finite output names the place.
   const int L = static_cast<int>(layout_.shape.L);
   state_->zero_grads();
@@ -45,9 +47,14 @@ std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers&
 
   nlohmann::json found;
   if (const auto& f = inspector.first_forward()) {
-    found = {{"where", {{"phase", "forward"}, {"layer", layer_name(f->layer, L)}, {"op", f->op}}}, {"is_nan", f->is_nan}};
+    found = {{"where", {{"phase", "forward"}, {"layer", layer_name(f->layer, L)}, {"op", f->op}}},
+             {"is_nan", f->is_nan}};
   } else if (const auto& b = inspector.first_backward()) {
-    found = {{"where", {{"phase", "backward"}, {"layer", layer_name(b->layer, L)}, {"op", b->op}, {"param", b->param.empty() ? nlohmann::json(nullptr) : nlohmann::json(b->param)}}},
+    found = {{"where",
+              {{"phase", "backward"},
+               {"layer", layer_name(b->layer, L)},
+               {"op", b->op},
+               {"param", b->param.empty() ? nlohmann::json(nullptr) : nlohmann::json(b->param)}}},
              {"is_nan", b->is_nan}};
   }
   auto [finder, finding] = shared_finding(*world_, found);
@@ -57,29 +64,39 @@ std::optional<RunResult> Trainer::handle_nonfinite(long step, const StepNumbers&
                {"is_nan", std::isnan(n.loss) || std::isnan(n.grad_norm)}};
   }
   std::string dump;
-  if (world_->rank() == finder) dump = write_nan_dump(options_.run_dir, {step, finding["where"], tokens, inspector.stats(), L});
+  if (world_->rank() == finder)
+    dump = write_nan_dump(options_.run_dir, {step, finding["where"], tokens, inspector.stats(), L});
   dump = broadcast_string(*world_, dump, finder);
   return apply_nan_policy(step, n, finding["where"], finding["is_nan"].get<bool>() ? "nan" : "inf", dump);
 }
 
 std::optional<RunResult> Trainer::handle_bad_update(long step, const StepNumbers& n, const NonfiniteUpdate& bad) {
   const int L = static_cast<int>(layout_.shape.L);
-  nlohmann::json where = {{"phase", "optimizer"}, {"layer", nullptr}, {"op", nullptr}, {"param", bad.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(bad.param)}};
+  nlohmann::json where = {{"phase", "optimizer"},
+                          {"layer", nullptr},
+                          {"op", nullptr},
+                          {"param", bad.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(bad.param)}};
   NanDump dump{step, nlohmann::json(), {}, {}, L};
   if (bad.unit >= 0) {
     const UnitLayout& unit = layout_.units[bad.unit];
-    where["layer"] = layer_name(unit.kind == UnitKind::block ? unit.layer : unit.kind == UnitKind::embedding ? -1 : L, L);
+    where["layer"] = layer_name(unit.kind == UnitKind::block       ? unit.layer
+                                : unit.kind == UnitKind::embedding ? -1
+                                                                   : L,
+                                L);
     // Statistics of the unit's parameters and gradients the update was computed from.
     const LocalShard sh = state_->local(bad.unit);
     for (const auto& seg : unit.segments) {
       if (seg.name == bad.param) where["op"] = seg.op;
       if (seg.offset < sh.offset || seg.offset + seg.numel > sh.offset + sh.count) continue;
-      dump.stats.push_back({"optimizer", "param", unit.layer, seg.op, seg.name, backend_->stats(sh.params + seg.offset - sh.offset, seg.numel)});
-      dump.stats.push_back({"optimizer", "param_grad", unit.layer, seg.op, seg.name, backend_->stats(sh.grads + seg.offset - sh.offset, seg.numel)});
+      dump.stats.push_back({"optimizer", "param", unit.layer, seg.op, seg.name,
+                            backend_->stats(sh.params + seg.offset - sh.offset, seg.numel)});
+      dump.stats.push_back({"optimizer", "param_grad", unit.layer, seg.op, seg.name,
+                            backend_->stats(sh.grads + seg.offset - sh.offset, seg.numel)});
     }
   }
   // Under sharded optimizer state the bad values are in some ranks' shards only.
-  auto [finder, finding] = shared_finding(*world_, bad.unit >= 0 ? nlohmann::json{{"where", where}, {"is_nan", true}} : nlohmann::json());
+  auto [finder, finding] =
+      shared_finding(*world_, bad.unit >= 0 ? nlohmann::json{{"where", where}, {"is_nan", true}} : nlohmann::json());
   if (!finding.is_null()) where = finding["where"];
   std::string path;
   if (world_->rank() == finder) {
@@ -91,7 +108,8 @@ std::optional<RunResult> Trainer::handle_bad_update(long step, const StepNumbers
   return apply_nan_policy(step, n, where, "nan", path);
 }
 
-std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers& n, const nlohmann::json& where, const std::string& kind, const std::string& dump) {
+std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers& n, const nlohmann::json& where,
+                                                   const std::string& kind, const std::string& dump) {
   const auto& stab = config_.stability;
   std::string action = stab.on_nan;
   std::string reason = kind + " at step " + std::to_string(step) + " in " + describe(where);
@@ -119,8 +137,8 @@ std::optional<RunResult> Trainer::apply_nan_policy(long step, const StepNumbers&
       st_.lr_factor = lr_factor;
       st_.rollbacks = rollbacks;
       st_.skip_batches_at = std::move(skips);
-      folder_->log("warn", reason + ": rolled back to " + target + ", skipping the batch of step " + std::to_string(step) +
-                            ", learning rate x" + std::to_string(st_.lr_factor));
+      folder_->log("warn", reason + ": rolled back to " + target + ", skipping the batch of step " +
+                               std::to_string(step) + ", learning rate x" + std::to_string(st_.lr_factor));
       write_run_start(target);
       return std::nullopt;
     }

@@ -16,7 +16,8 @@ namespace fsdp {
 
 namespace fs = std::filesystem;
 
-Checkpoints::Checkpoints(const CheckpointingConfig& config, RunFolder& folder, Collectives& world, const ParamLayout& layout, ModelState& state)
+Checkpoints::Checkpoints(const CheckpointingConfig& config, RunFolder& folder, Collectives& world,
+                         const ParamLayout& layout, ModelState& state)
     : config_(config), folder_(folder), world_(world), layout_(layout), state_(state) {
   const fs::path d(config_.dir);
   dir_ = d.is_absolute() ? d.string() : (fs::path(folder_.dir()) / d).string();
@@ -28,8 +29,10 @@ std::string Checkpoints::resume_point(const std::string& resume) {
   std::string path, error;
   if (world_.rank() == 0) {
     try {
-      if (resume == "auto") path = newest_usable_or_why(&error);
-      else set_aside_previous();
+      if (resume == "auto")
+        path = newest_usable_or_why(&error);
+      else
+        set_aside_previous();
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -37,7 +40,8 @@ std::string Checkpoints::resume_point(const std::string& resume) {
   error = broadcast_string(world_, error, 0);
   if (!error.empty()) throw std::runtime_error(error);
   path = broadcast_string(world_, path, 0);
-  if (path.empty() && resume == "auto") folder_.log("info", "--resume auto: no complete checkpoint in " + dir_ + "; starting from step 0");
+  if (path.empty() && resume == "auto")
+    folder_.log("info", "--resume auto: no complete checkpoint in " + dir_ + "; starting from step 0");
   return path;
 }
 
@@ -55,9 +59,12 @@ std::string why_nothing_resumable(const std::string& dir) {
   std::vector<std::string> unfinished, links, other;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".old-", 0) == 0) unfinished.push_back(name);
-    else if (e.is_symlink(ec)) links.push_back(name);
-    else if (name.rfind("previous-", 0) != 0) other.push_back(name);
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".old-", 0) == 0)
+      unfinished.push_back(name);
+    else if (e.is_symlink(ec))
+      links.push_back(name);
+    else if (name.rfind("previous-", 0) != 0)
+      other.push_back(name);
   }
   auto list = [](std::vector<std::string> names) {
     std::sort(names.begin(), names.end());
@@ -66,7 +73,8 @@ std::string why_nothing_resumable(const std::string& dir) {
     return names.size() > 5 ? out + " and " + std::to_string(names.size() - 5) + " more" : out;
   };
   std::vector<std::string> parts;
-  if (!unfinished.empty()) parts.push_back("only writes that never finished (" + list(unfinished) + "), which are never loaded");
+  if (!unfinished.empty())
+    parts.push_back("only writes that never finished (" + list(unfinished) + "), which are never loaded");
   if (!links.empty()) parts.push_back("symbolic links (" + list(links) + "), not checkpoint folders of this run");
   if (!other.empty()) parts.push_back("no checkpoint among " + list(other));
   if (parts.empty()) return dir + " is empty";
@@ -85,9 +93,11 @@ std::string Checkpoints::newest_usable_or_why(std::string* error) {
     // from, a run that has logged steps is refused, and told how to start over.
     const long logged = folder_.last_logged_step();
     if (logged > 0) {
-      *error = "--resume auto: the run logged steps up to " + std::to_string(logged) + " (" + (fs::path(folder_.dir()) / "metrics.jsonl").string() +
+      *error = "--resume auto: the run logged steps up to " + std::to_string(logged) + " (" +
+               (fs::path(folder_.dir()) / "metrics.jsonl").string() +
                ") but there is no checkpoint to continue from: " + why_nothing_resumable(dir_) +
-               ".\nNothing was started and nothing deleted. To start over from step 0, replacing those steps, run with --resume never";
+               ".\nNothing was started and nothing deleted. To start over from step 0, replacing those steps, run with "
+               "--resume never";
       return "";
     }
   }
@@ -101,8 +111,10 @@ std::string Checkpoints::newest_usable_or_why(std::string* error) {
   }
   // Starting from step 0 here would overwrite them and append a second history to metrics.jsonl.
   if (!all.empty()) {
-    *error = "--resume auto: none of the " + std::to_string(all.size()) + " checkpoints in " + dir_ + " can be loaded:" + why +
-             "\nNothing was started and nothing deleted. To start over from step 0 instead, run with --resume never (they are set aside, not deleted)";
+    *error = "--resume auto: none of the " + std::to_string(all.size()) + " checkpoints in " + dir_ +
+             " can be loaded:" + why +
+             "\nNothing was started and nothing deleted. To start over from step 0 instead, run with --resume never "
+             "(they are set aside, not deleted)";
   }
   return "";
 }
@@ -118,7 +130,8 @@ void Checkpoints::set_aside_previous() {
   const fs::path aside = fs::path(dir_) / ("previous-" + std::string(stamp));
   fs::create_directories(aside);
   for (const auto& [step, dir] : all) fs::rename(dir, aside / fs::path(dir).filename());
-  folder_.log("info", "starting from step 0: the " + std::to_string(all.size()) + " checkpoints already in " + dir_ + " are set aside in " + aside.string());
+  folder_.log("info", "starting from step 0: the " + std::to_string(all.size()) + " checkpoints already in " + dir_ +
+                          " are set aside in " + aside.string());
 }
 
 std::string Checkpoints::newest_usable() {
@@ -143,7 +156,9 @@ long Checkpoints::step_of(const std::string& path) const {
   return -1;
 }
 
-nlohmann::json Checkpoints::load(const std::string& path) { return load_checkpoint(path, layout_, state_); }
+nlohmann::json Checkpoints::load(const std::string& path) {
+  return load_checkpoint(path, layout_, state_);
+}
 
 void Checkpoints::save(long step, const nlohmann::json& trainer_state) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -152,14 +167,21 @@ void Checkpoints::save(long step, const nlohmann::json& trainer_state) {
   last_saved_step_ = step;
   if (world_.rank() != 0) return;
   prune_checkpoints(dir_, config_.keep_last_n);
-  folder_.write({{"type", "checkpoint"}, {"step", step}, {"path", fs::relative(c.path, folder_.dir()).string()}, {"bytes", c.bytes}, {"save_ms", 1000.0 * seconds_since(t0)}});
+  folder_.write({{"type", "checkpoint"},
+                 {"step", step},
+                 {"path", fs::relative(c.path, folder_.dir()).string()},
+                 {"bytes", c.bytes},
+                 {"save_ms", 1000.0 * seconds_since(t0)}});
 }
 
 bool Checkpoints::clock_due() const {
-  return world_.rank() == 0 && config_.save_every_minutes > 0 && unix_time() - last_save_time_ >= 60.0 * config_.save_every_minutes;
+  return world_.rank() == 0 && config_.save_every_minutes > 0 &&
+         unix_time() - last_save_time_ >= 60.0 * config_.save_every_minutes;
 }
 
-bool Checkpoints::steps_due(long step) const { return config_.save_every_n_steps > 0 && step % config_.save_every_n_steps == 0; }
+bool Checkpoints::steps_due(long step) const {
+  return config_.save_every_n_steps > 0 && step % config_.save_every_n_steps == 0;
+}
 
 bool Checkpoints::final_due(long step) const {
   const bool checkpointing = config_.save_final || config_.save_every_n_steps > 0 || config_.save_every_minutes > 0;
@@ -172,6 +194,8 @@ bool Checkpoints::first_due(bool rollback, long step) {
   return first != 0;
 }
 
-void Checkpoints::restart_clock() { last_save_time_ = unix_time(); }
+void Checkpoints::restart_clock() {
+  last_save_time_ = unix_time();
+}
 
 }  // namespace fsdp

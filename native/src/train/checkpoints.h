@@ -19,7 +19,8 @@ namespace fsdp {
 
 class Checkpoints {
  public:
-  Checkpoints(const CheckpointingConfig& config, RunFolder& folder, Collectives& world, const ParamLayout& layout, ModelState& state);
+  Checkpoints(const CheckpointingConfig& config, RunFolder& folder, Collectives& world, const ParamLayout& layout,
+              ModelState& state);
 
   /** checkpointing.dir, resolved against the run folder. */
   const std::string& dir() const { return dir_; }
@@ -48,7 +49,8 @@ class Checkpoints {
   bool steps_due(long step) const;
   /** Whether the run's end saves (checkpointing on, and this step not saved yet). */
   bool final_due(long step) const;
-  /** Whether a run about to start must save step 0 first (stability.on_nan rollback with nothing to roll back to); agreed. */
+  /** Whether a run about to start must save step 0 first (stability.on_nan rollback with nothing to roll back to);
+   * agreed. */
   bool first_due(bool rollback, long step);
   /** The clock restarts (the run starts). */
   void restart_clock();

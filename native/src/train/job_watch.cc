@@ -43,18 +43,26 @@ std::vector<JobRank> gather_job(Collectives& world, Backend& backend) {
   return ranks;
 }
 
-std::vector<WatchedProcess> watchable(const std::vector<JobRank>& ranks, int launcher_pid, const std::string& launcher_name) {
+std::vector<WatchedProcess> watchable(const std::vector<JobRank>& ranks, int launcher_pid,
+                                      const std::string& launcher_name) {
   std::vector<WatchedProcess> out;
   for (const auto& r : ranks) {
-    if (r.rank != 0 && r.host == ranks[0].host) out.push_back({"rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + " on " + r.host + ")", r.pid});
+    if (r.rank != 0 && r.host == ranks[0].host)
+      out.push_back(
+          {"rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + " on " + r.host + ")", r.pid});
   }
-  if (launcher_pid > 0) out.push_back({"the job's launcher (pid " + std::to_string(launcher_pid) + ", " + launcher_name + ")", launcher_pid});
+  if (launcher_pid > 0)
+    out.push_back(
+        {"the job's launcher (pid " + std::to_string(launcher_pid) + ", " + launcher_name + ")", launcher_pid});
   return out;
 }
 
-JobWatch::JobWatch(RunFolder& folder, std::vector<WatchedProcess> watched, std::vector<int> local_ranks) : folder_(folder) {
+JobWatch::JobWatch(RunFolder& folder, std::vector<WatchedProcess> watched, std::vector<int> local_ranks)
+    : folder_(folder) {
   watch_ = std::make_unique<PeerWatch>(std::move(watched), [this, local_ranks](const WatchedProcess& gone) {
-    const std::string reason = gone.what + " is gone: it ended while the job was running, so the job stops; continue from the last complete checkpoint with --resume auto";
+    const std::string reason = gone.what +
+                               " is gone: it ended while the job was running, so the job stops; continue from the last "
+                               "complete checkpoint with --resume auto";
     folder_.end(RunStatus::failed, step_.load(), reason);
     // No rank outlives the job's end: the ranks on this host would otherwise wait in a collective
     // for ever once their launcher (mpirun) is gone, with no one left to end them.
@@ -67,7 +75,9 @@ JobWatch::JobWatch(RunFolder& folder, std::vector<WatchedProcess> watched, std::
   });
 }
 
-JobWatch::~JobWatch() { stop(); }
+JobWatch::~JobWatch() {
+  stop();
+}
 
 void JobWatch::stop() {
   if (watch_) watch_->stop();

@@ -21,8 +21,10 @@ namespace fsdp {
 /** Every rank's record, in rank order, on every rank (a collective). */
 std::vector<JobRank> gather_job(Collectives& world, Backend& backend);
 
-/** What rank 0 can watch: the other ranks on its own host, and the launcher (named launcher_name) when launcher_pid > 0. */
-std::vector<WatchedProcess> watchable(const std::vector<JobRank>& ranks, int launcher_pid, const std::string& launcher_name);
+/** What rank 0 can watch: the other ranks on its own host, and the launcher (named launcher_name) when launcher_pid >
+ * 0. */
+std::vector<WatchedProcess> watchable(const std::vector<JobRank>& ranks, int launcher_pid,
+                                      const std::string& launcher_name);
 
 class JobWatch {
  public:

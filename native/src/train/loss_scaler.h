@@ -9,7 +9,8 @@ namespace fsdp {
 
 class LossScaler {
  public:
-  explicit LossScaler(bool enabled, double initial = 65536.0, int window = 2000) : enabled_(enabled), scale_(enabled ? initial : 1.0), window_(window) {}
+  explicit LossScaler(bool enabled, double initial = 65536.0, int window = 2000)
+      : enabled_(enabled), scale_(enabled ? initial : 1.0), window_(window) {}
 
   bool enabled() const { return enabled_; }
   double scale() const { return scale_; }

@@ -9,9 +9,12 @@
 
 namespace fsdp {
 
-const char* status_name(RunStatus s) { return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped"; }
+const char* status_name(RunStatus s) {
+  return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped";
+}
 
-RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool writer, bool echo) : dir_(dir), writer_(writer) {
+RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool writer, bool echo)
+    : dir_(dir), writer_(writer) {
   if (!writer_) {
     log_ = std::make_unique<MetricsLog>("", false);
     return;
@@ -25,7 +28,9 @@ RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool write
   last_progress_ = unix_time();
 }
 
-std::string RunFolder::run_id() const { return manifest_ ? manifest_->run_id() : ""; }
+std::string RunFolder::run_id() const {
+  return manifest_ ? manifest_->run_id() : "";
+}
 
 void RunFolder::write(const nlohmann::json& event) {
   log_->write(event);
@@ -40,7 +45,9 @@ void RunFolder::write(const nlohmann::json& event) {
   }
 }
 
-void RunFolder::log(const std::string& level, const std::string& msg) { log_->log(level, msg); }
+void RunFolder::log(const std::string& level, const std::string& msg) {
+  log_->log(level, msg);
+}
 
 void RunFolder::update(const nlohmann::json& fields) {
   if (!manifest_) return;
@@ -79,7 +86,8 @@ void RunFolder::end(RunStatus status, long step, const std::string& reason) {
       std::fprintf(stderr, "fsdp-train-native: the run's end could not be written to run.json: %s\n", x.what());
     }
   }
-  if (!lost.empty()) std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written: %s\n", lost.c_str());
+  if (!lost.empty())
+    std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written: %s\n", lost.c_str());
 }
 
 long RunFolder::last_logged_step() const {
@@ -90,7 +98,8 @@ long RunFolder::last_logged_step() const {
     // Only step events count; a line cut short or not JSON is passed over, as the readers do.
     if (line.find("\"step\"") == std::string::npos) continue;
     const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_object() && e.value("type", "") == "step" && e.contains("step") && e["step"].is_number_integer()) last = std::max(last, e["step"].get<long>());
+    if (e.is_object() && e.value("type", "") == "step" && e.contains("step") && e["step"].is_number_integer())
+      last = std::max(last, e["step"].get<long>());
   }
   return last;
 }

@@ -1,7 +1,7 @@
 // The run folder as a run writes it (runs/<run-id>/): the event log metrics.jsonl and run.json,
-// the run's status, and the same scalars as TensorBoard event files (logging.tensorboard). Rank 0 alone writes them; on the other ranks a RunFolder writes nothing, so
-// the loop calls it the same way everywhere. The place for what guards the folder as a whole (who
-// may write it, what happens when the disk is full).
+// the run's status, and the same scalars as TensorBoard event files (logging.tensorboard). Rank 0 alone writes them; on
+// the other ranks a RunFolder writes nothing, so the loop calls it the same way everywhere. The place for what guards
+// the folder as a whole (who may write it, what happens when the disk is full).
 //
 // Thread safety: the job watch (train/job_watch.h) may end the run from its own thread while the
 // main thread writes; end() and update() take one lock, and every event is one write() call.
@@ -60,7 +60,7 @@ class RunFolder {
   std::mutex mu_;
   std::unique_ptr<RunFolderLock> lock_;  // writer only: held for the run's life
   std::unique_ptr<MetricsLog> log_;
-  std::unique_ptr<RunManifest> manifest_;  // writer only
+  std::unique_ptr<RunManifest> manifest_;           // writer only
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // writer only, unless logging.tensorboard is false
   double last_progress_ = 0;
 };

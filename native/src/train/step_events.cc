@@ -44,15 +44,25 @@ nlohmann::json by_category(const MemoryUsage& m) {
   return j;
 }
 
-StepEvents::StepEvents(RunFolder& folder, Collectives& world, Backend& backend, const RunConfig& config, const MemoryPlan& plan, double flops_per_token)
-    : folder_(folder), world_(world), backend_(backend), config_(config), plan_(plan), flops_per_token_(flops_per_token) {}
+StepEvents::StepEvents(RunFolder& folder, Collectives& world, Backend& backend, const RunConfig& config,
+                       const MemoryPlan& plan, double flops_per_token)
+    : folder_(folder),
+      world_(world),
+      backend_(backend),
+      config_(config),
+      plan_(plan),
+      flops_per_token_(flops_per_token) {}
 
-void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params, const std::string& resumed_from,
-                           const std::string& collectives) {
+void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, std::uint64_t n_params,
+                           const std::string& resumed_from, const std::string& collectives) {
   nlohmann::json world_ranks = nlohmann::json::array();
   for (const auto& r : ranks) {
-    world_ranks.push_back({{"rank", r.rank}, {"host", r.host}, {"device", config_.launch.device}, {"pid", r.pid},
-                           {"mem_resident", by_category(r.resident)}, {"mem_resident_host", by_category(r.resident_host)}});
+    world_ranks.push_back({{"rank", r.rank},
+                           {"host", r.host},
+                           {"device", config_.launch.device},
+                           {"pid", r.pid},
+                           {"mem_resident", by_category(r.resident)},
+                           {"mem_resident_host", by_category(r.resident_host)}});
   }
   const DeviceProbe probe = probe_devices();
   nlohmann::json e = {{"type", "run_start"},
@@ -65,9 +75,16 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                       {"peak_flops", peak_.flops},
                       {"peak_source", peak_.source},
                       {"host_memory", probe.cpu.memory_bytes},
-                      {"runtime", {{"version", "0.1.0"}, {"backend", backend_.name()}, {"compute_dtype", dtype_name(backend_.compute_dtype())}, {"blas", probe.blas}, {"blas_kernels", probe.blas_kernels.to_json()}, {"threads", current_threads()},
-                                   {"collectives", collectives},
-                                   {"attention", backend_.attention_kernels(config_.training.batch_size_per_gpu, config_.model.d_model, config_.model.n_heads)}}}};
+                      {"runtime",
+                       {{"version", "0.1.0"},
+                        {"backend", backend_.name()},
+                        {"compute_dtype", dtype_name(backend_.compute_dtype())},
+                        {"blas", probe.blas},
+                        {"blas_kernels", probe.blas_kernels.to_json()},
+                        {"threads", current_threads()},
+                        {"collectives", collectives},
+                        {"attention", backend_.attention_kernels(config_.training.batch_size_per_gpu,
+                                                                 config_.model.d_model, config_.model.n_heads)}}}};
   if (peak_.measured > 0) e["peak_measured"] = peak_.measured;
   if (folder_.writer()) e["run_id"] = folder_.run_id();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;
@@ -80,9 +97,11 @@ void StepEvents::step_begins() {
   backend_.host_allocator().reset_peak();
 }
 
-nlohmann::json StepEvents::step_event(const StepRecord& s, const MemoryUsage& device, const MemoryUsage& host, double seconds, double cpu_seconds, double resident, int ranks,
+nlohmann::json StepEvents::step_event(const StepRecord& s, const MemoryUsage& device, const MemoryUsage& host,
+                                      double seconds, double cpu_seconds, double resident, int ranks,
                                       const std::optional<nlohmann::json>& gpu) const {
-  const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len * config_.training.gradient_accumulation_steps;
+  const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len *
+                        config_.training.gradient_accumulation_steps;
   // flops_per_s and mfu are one rank's; tokens_per_s counts the tokens of `ranks` ranks.
   const double flops = tokens * flops_per_token_ / seconds;
   nlohmann::json e = {{"type", "step"},
@@ -125,12 +144,15 @@ void StepEvents::step(const StepRecord& s) {
   auto at = [&](int r, std::size_t k) { return all[r * per_rank + k]; };
   constexpr std::size_t kCpu = 2 * kUsageValues + 1, kResident = 2 * kUsageValues + 2;
   // Model FLOP/s above the peak: the peak was too low (measured under load), and is raised first.
-  const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len * config_.training.gradient_accumulation_steps;
+  const double tokens = static_cast<double>(config_.training.batch_size_per_gpu) * config_.data.seq_len *
+                        config_.training.gradient_accumulation_steps;
   double fastest = tokens * flops_per_token_ / std::max(s.seconds, 1e-9);
-  for (int r = 0; r < W; ++r) fastest = std::max(fastest, tokens * flops_per_token_ / std::max(at(r, 2 * kUsageValues), 1e-9));
+  for (int r = 0; r < W; ++r)
+    fastest = std::max(fastest, tokens * flops_per_token_ / std::max(at(r, 2 * kUsageValues), 1e-9));
   if (peak_.flops > 0 && fastest > peak_.flops) raise_peak(fastest, s.step);
   if (W == 1) {
-    folder_.write(step_event(s, usage_at(all.data()), usage_at(all.data() + kUsageValues), s.seconds, at(0, kCpu), at(0, kResident), 1, gpu));
+    folder_.write(step_event(s, usage_at(all.data()), usage_at(all.data() + kUsageValues), s.seconds, at(0, kCpu),
+                             at(0, kResident), 1, gpu));
     return;
   }
   // The run's event: the global batch's throughput, and the highest peak of any rank.
@@ -139,14 +161,17 @@ void StepEvents::step(const StepRecord& s) {
   for (int r = 0; r < W; ++r) {
     resident_max = std::max(resident_max, at(r, kResident));
     const MemoryUsage d = usage_at(all.data() + r * per_rank), h = usage_at(all.data() + r * per_rank + kUsageValues);
-    for (int k = 0; k < kMemoryCategories; ++k) device_max.bytes[k] = std::max(device_max.bytes[k], d.bytes[k]), host_max.bytes[k] = std::max(host_max.bytes[k], h.bytes[k]);
+    for (int k = 0; k < kMemoryCategories; ++k)
+      device_max.bytes[k] = std::max(device_max.bytes[k], d.bytes[k]),
+      host_max.bytes[k] = std::max(host_max.bytes[k], h.bytes[k]);
     device_max.total = std::max(device_max.total, d.total);
     host_max.total = std::max(host_max.total, h.total);
   }
   folder_.write(step_event(s, device_max, host_max, s.seconds, at(0, kCpu), resident_max, W, gpu));
   for (int r = 0; r < W; ++r) {
     const double* p = all.data() + r * per_rank;
-    nlohmann::json e = step_event(s, usage_at(p), usage_at(p + kUsageValues), p[2 * kUsageValues], p[kCpu], p[kResident], 1, gpu);
+    nlohmann::json e =
+        step_event(s, usage_at(p), usage_at(p + kUsageValues), p[2 * kUsageValues], p[kCpu], p[kResident], 1, gpu);
     e["rank"] = r;
     folder_.write(e);
   }
@@ -158,11 +183,14 @@ void StepEvents::raise_peak(double flops, long step) {
   peak_raised_at_ = step;
   const std::string by = "run " + folder_.run_id() + " at step " + std::to_string(step);
   const bool cached = raise_cached_peak(peak_.cache_key, flops, by);
-  folder_.log("info", "MFU's peak raised from " + format_gflops(before) + " to " + format_gflops(flops) + " at step " + std::to_string(step) +
+  folder_.log("info", "MFU's peak raised from " + format_gflops(before) + " to " + format_gflops(flops) + " at step " +
+                          std::to_string(step) +
                           ": this run's model FLOP/s went above it, so it was below what this machine does" +
                           (cached ? " (raised in " + peak_cache_path() + " too)" : ""));
 }
 
-void StepEvents::eval(long step, double val_loss) { folder_.write({{"type", "eval"}, {"step", step}, {"val_loss", finite_or_null(val_loss)}}); }
+void StepEvents::eval(long step, double val_loss) {
+  folder_.write({{"type", "eval"}, {"step", step}, {"val_loss", finite_or_null(val_loss)}});
+}
 
 }  // namespace fsdp

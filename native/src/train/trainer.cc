@@ -57,7 +57,8 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
   plan_ = plan_memory(config_);
   // The run folder is rank 0's: events, run.json and checkpoint manifests come from it alone.
   folder_ = std::make_unique<RunFolder>(options_.run_dir, config_, rank0(), options_.echo_metrics);
-  events_ = std::make_unique<StepEvents>(*folder_, *world_, *backend_, config_, plan_, training_flops_per_token(layout_.shape, config_.data.seq_len));
+  events_ = std::make_unique<StepEvents>(*folder_, *world_, *backend_, config_, plan_,
+                                         training_flops_per_token(layout_.shape, config_.data.seq_len));
   planting_ = std::make_unique<NanPlanting>(config_.debug.inject_nan, options_.run_dir, rank0());
   scaler_ = LossScaler(backend_->compute_dtype() == DType::f16);
 }
@@ -78,8 +79,10 @@ RunResult Trainer::run() {
       folder_->log("error", r.reason);
       return r;
     }
-    if (resumed_from.empty()) initialise_parameters();
-    else folder_->log("info", "resumed from " + resumed_from + " at step " + std::to_string(st_.step));
+    if (resumed_from.empty())
+      initialise_parameters();
+    else
+      folder_->log("info", "resumed from " + resumed_from + " at step " + std::to_string(st_.step));
   }
   if (!error.empty()) {
     RunResult r{RunStatus::failed, st_.step, error};
@@ -112,19 +115,23 @@ RunResult Trainer::run_steps(const std::string& resumed_from) {
       result = *out.end;
       break;
     }
-    if (config_.logging.eval_every_n_steps > 0 && st_.step % config_.logging.eval_every_n_steps == 0) evaluate(st_.step);
+    if (config_.logging.eval_every_n_steps > 0 && st_.step % config_.logging.eval_every_n_steps == 0)
+      evaluate(st_.step);
     const StepEndVote vote = vote_at_step_end(*world_, options_.stop, checkpoints_->clock_due());
     if (checkpoints_->steps_due(st_.step) || vote.save) save(st_.step);
     folder_->progress(st_.step);
     if (vote.stop) {
-      result = {RunStatus::stopped, st_.step, vote.signal ? "stopped by signal " + std::to_string(vote.signal) : "stopped by a signal another rank received"};
+      result = {RunStatus::stopped, st_.step,
+                vote.signal ? "stopped by signal " + std::to_string(vote.signal)
+                            : "stopped by a signal another rank received"};
       break;
     }
   }
   result.step = st_.step;
   if (result.status == RunStatus::completed) {
     // logging.eval_every_n_steps 0 evaluates only at the end; otherwise the end adds one if due.
-    if (val_file_ && (config_.logging.eval_every_n_steps == 0 || st_.step % config_.logging.eval_every_n_steps != 0)) evaluate(st_.step);
+    if (val_file_ && (config_.logging.eval_every_n_steps == 0 || st_.step % config_.logging.eval_every_n_steps != 0))
+      evaluate(st_.step);
   }
   if (result.status != RunStatus::failed && checkpoints_->final_due(st_.step)) save(st_.step);
   finish(result);
@@ -137,9 +144,13 @@ std::string Trainer::set_up() {
   try {
     if (config_.world_size() != world_->size()) {
       const std::string asked = "launch.nproc_per_node x launch.nnodes is " + std::to_string(config_.world_size());
-      throw std::runtime_error(options_.world ? asked + " but the job has " + std::to_string(world_->size()) + " ranks: set launch.nproc_per_node to match (npx fsdp-train --nproc N sets it and starts mpirun)"
-                                              : asked + " but this process was not started by mpirun or srun: run npx fsdp-train --nproc " +
-                                                    std::to_string(config_.world_size()) + " CONFIG, or mpirun -n " + std::to_string(config_.world_size()) + " fsdp-train-native …");
+      throw std::runtime_error(
+          options_.world
+              ? asked + " but the job has " + std::to_string(world_->size()) +
+                    " ranks: set launch.nproc_per_node to match (npx fsdp-train --nproc N sets it and starts mpirun)"
+              : asked + " but this process was not started by mpirun or srun: run npx fsdp-train --nproc " +
+                    std::to_string(config_.world_size()) + " CONFIG, or mpirun -n " +
+                    std::to_string(config_.world_size()) + " fsdp-train-native …");
     }
     // Before the first allocation: a plan this machine cannot hold is refused with the numbers.
     if (config_.launch.check_memory) {
@@ -147,7 +158,8 @@ std::string Trainer::set_up() {
       if (!shortfall.empty()) throw std::runtime_error(shortfall);
     }
     train_file_ = std::make_shared<TokenFile>(config_.data.train, static_cast<std::uint32_t>(config_.model.vocab_size));
-    if (!config_.data.val.empty()) val_file_ = std::make_shared<TokenFile>(config_.data.val, static_cast<std::uint32_t>(config_.model.vocab_size));
+    if (!config_.data.val.empty())
+      val_file_ = std::make_shared<TokenFile>(config_.data.val, static_cast<std::uint32_t>(config_.model.vocab_size));
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -169,10 +181,12 @@ std::string Trainer::set_up() {
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
     state_ = make_model_state(*backend_, layout_, config_, plan_, *world_, *device_world_.world);
     checkpoints_ = std::make_unique<Checkpoints>(config_.checkpointing, *folder_, *world_, layout_, *state_);
-    model_ = std::make_unique<Gpt>(*backend_, layout_, *state_, static_cast<float>(config_.model.dropout), plan_.policy);
+    model_ =
+        std::make_unique<Gpt>(*backend_, layout_, *state_, static_cast<float>(config_.model.dropout), plan_.policy);
     optimizer_ = std::make_unique<AdamW>(*backend_, layout_, config_.training);
-    stream_ = std::make_unique<BatchStream>(backend_->batch_allocator(), train_file_, config_.training.batch_size_per_gpu, config_.data.seq_len,
-                                            config_.data.shuffle, config_.training.seed, config_.data.prefetch_batches, world_->rank(), world_->size());
+    stream_ = std::make_unique<BatchStream>(
+        backend_->batch_allocator(), train_file_, config_.training.batch_size_per_gpu, config_.data.seq_len,
+        config_.data.shuffle, config_.training.seed, config_.data.prefetch_batches, world_->rank(), world_->size());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -188,21 +202,26 @@ void Trainer::load(const std::string& path) {
   }
   // A checkpoint from beyond the end would "complete" at once without a step.
   if (st_.step > config_.training.max_steps) {
-    throw std::runtime_error(path + ": saved at step " + std::to_string(st_.step) + ", beyond training.max_steps (" + std::to_string(config_.training.max_steps) +
-                             "): raise training.max_steps to continue it");
+    throw std::runtime_error(path + ": saved at step " + std::to_string(st_.step) + ", beyond training.max_steps (" +
+                             std::to_string(config_.training.max_steps) + "): raise training.max_steps to continue it");
   }
   // Positions count global micro-batches. A run with another global micro-batch (ranks x
   // batch_size_per_gpu) continues at the same sequence when the count divides evenly.
-  const std::uint64_t global = static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
+  const std::uint64_t global =
+      static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
   if (st_.global_micro_batch != 0 && st_.global_micro_batch != global) {
     const std::uint64_t sequences = st_.data_position * st_.global_micro_batch;
     if (sequences % global != 0) {
-      throw std::runtime_error(path + ": saved after " + std::to_string(sequences) + " sequences in global micro-batches of " + std::to_string(st_.global_micro_batch) +
-                               "; this run's global micro-batch (ranks x training.batch_size_per_gpu) is " + std::to_string(global) +
-                               ", which does not divide it: choose a batch size whose global micro-batch divides " + std::to_string(sequences));
+      throw std::runtime_error(path + ": saved after " + std::to_string(sequences) +
+                               " sequences in global micro-batches of " + std::to_string(st_.global_micro_batch) +
+                               "; this run's global micro-batch (ranks x training.batch_size_per_gpu) is " +
+                               std::to_string(global) +
+                               ", which does not divide it: choose a batch size whose global micro-batch divides " +
+                               std::to_string(sequences));
     }
-    folder_->log("info", "the checkpoint's global micro-batch is " + std::to_string(st_.global_micro_batch) + " sequences, this run's " + std::to_string(global) +
-                             ": continuing at sequence " + std::to_string(sequences));
+    folder_->log("info", "the checkpoint's global micro-batch is " + std::to_string(st_.global_micro_batch) +
+                             " sequences, this run's " + std::to_string(global) + ": continuing at sequence " +
+                             std::to_string(sequences));
     st_.data_position = sequences / global;
   }
   st_.global_micro_batch = global;
@@ -212,15 +231,20 @@ void Trainer::load(const std::string& path) {
 void Trainer::initialise_parameters() {
   for (int u = 0; u < state_->unit_count(); ++u) {
     const LocalShard sh = state_->local(u);
-    init_unit_range_on(*backend_, layout_.units[u], sh.offset, sh.count, sh.params, config_.training.seed, config_.model.init_std, layout_.shape.L);
+    init_unit_range_on(*backend_, layout_.units[u], sh.offset, sh.count, sh.params, config_.training.seed,
+                       config_.model.init_std, layout_.shape.L);
   }
   state_->publish_params();
-  st_.global_micro_batch = static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
+  st_.global_micro_batch =
+      static_cast<std::uint64_t>(config_.training.batch_size_per_gpu) * static_cast<std::uint64_t>(world_->size());
 }
 
 void Trainer::start(const std::string& resumed_from) {
   write_run_start(resumed_from);
-  nlohmann::json fields = {{"status", "running"}, {"step", st_.step}, {"max_steps", config_.training.max_steps}, {"runtime_version", "0.1.0"}};
+  nlohmann::json fields = {{"status", "running"},
+                           {"step", st_.step},
+                           {"max_steps", config_.training.max_steps},
+                           {"runtime_version", "0.1.0"}};
   if (!resumed_from.empty()) fields["resumed_from"] = resumed_from;
   folder_->update(fields);
   checkpoints_->restart_clock();
@@ -232,15 +256,16 @@ void Trainer::write_run_start(const std::string& resumed_from) {
   // Every rank's host, pid and resident memory (model state and data ring, before any step).
   const std::vector<JobRank> ranks = gather_job(*world_, *backend_);
   if (world_->size() > 1 && !watchdog_) {
-    watchdog_ = std::make_unique<CollectiveWatchdog>(ranks, world_->rank(), clock_, config_.launch.collective_timeout_s, config_.launch.heartbeat_timeout_s,
-                                                     [this](const std::string& reason) {
-      // The main thread waits in a collective that will not complete: this thread ends the job.
-      if (rank0()) folder_->end(RunStatus::failed, completed_step_.load(), reason);
-      std::fprintf(stderr, "fsdp-train-native: rank %d: %s\n", world_->rank(), reason.c_str());
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::_Exit(1);
-    });
+    watchdog_ = std::make_unique<CollectiveWatchdog>(
+        ranks, world_->rank(), clock_, config_.launch.collective_timeout_s, config_.launch.heartbeat_timeout_s,
+        [this](const std::string& reason) {
+          // The main thread waits in a collective that will not complete: this thread ends the job.
+          if (rank0()) folder_->end(RunStatus::failed, completed_step_.load(), reason);
+          std::fprintf(stderr, "fsdp-train-native: rank %d: %s\n", world_->rank(), reason.c_str());
+          std::fflush(stdout);
+          std::fflush(stderr);
+          std::_Exit(1);
+        });
   }
   if (rank0() && !watch_) {
     // Rank 0 watches the ranks it can see (those on its own host) and the job's launcher.
@@ -275,7 +300,8 @@ double Trainer::mean_over_ranks(double local) {
   return local / world_->size();
 }
 
-double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepProbe* probe, std::vector<std::vector<std::int32_t>>* tokens) {
+double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepProbe* probe,
+                                  std::vector<std::vector<std::int32_t>>* tokens) {
   const int micro_steps = config_.training.gradient_accumulation_steps;
   const int rank = world_->rank(), ranks = world_->size();
   const long B = config_.training.batch_size_per_gpu, T = config_.data.seq_len;
@@ -286,7 +312,8 @@ double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepP
     if (tokens) {
       // A diagnostic re-run reads the step's batches again, straight from the file.
       ids.resize(2 * B * T);
-      BatchStream::read(*train_file_, B, T, config_.data.shuffle, config_.training.seed, first_position + micro, ids.data(), ids.data() + B * T, rank, ranks);
+      BatchStream::read(*train_file_, B, T, config_.data.shuffle, config_.training.seed, first_position + micro,
+                        ids.data(), ids.data() + B * T, rank, ranks);
       batch = {ids.data(), ids.data() + B * T, B, T};
       tokens->emplace_back(ids.begin(), ids.begin() + B * T);
     } else {
@@ -298,8 +325,9 @@ double Trainer::run_micro_batches(long step, std::uint64_t first_position, StepP
     // Each micro-batch adds the gradient of loss / (micro_steps x ranks): summed over the micro-steps
     // and reduced over the ranks, the step's gradient is that of the mean over the global batch.
     // Under float16 the gradients also carry the loss scale until the optimizer divides it out.
-    const float scale = scaler_.enabled() ? static_cast<float>(scaler_.scale() / (static_cast<double>(micro_steps) * ranks))
-                                          : 1.0f / (static_cast<float>(micro_steps) * static_cast<float>(ranks));
+    const float scale = scaler_.enabled()
+                            ? static_cast<float>(scaler_.scale() / (static_cast<double>(micro_steps) * ranks))
+                            : 1.0f / (static_cast<float>(micro_steps) * static_cast<float>(ranks));
     loss += model_->forward_backward(batch, scale, step_dropout_key(config_.training.seed, step), probe);
   }
   return mean_over_ranks(loss / micro_steps);
@@ -320,7 +348,9 @@ Trainer::StepOutcome Trainer::train_step(long step) {
   const std::optional<Planting> plant = planting_->activations(step);
   const bool checking = config_.debug.check_numerics;
   std::unique_ptr<StepInspector> inspector;
-  if (plant || checking) inspector = std::make_unique<StepInspector>(*backend_, plant ? &*plant : nullptr, checking, static_cast<int>(layout_.shape.L));
+  if (plant || checking)
+    inspector = std::make_unique<StepInspector>(*backend_, plant ? &*plant : nullptr, checking,
+                                                static_cast<int>(layout_.shape.L));
   const double loss = run_micro_batches(step, first_position, inspector.get(), nullptr);
   st_.data_position = stream_->position();
   if (inspector && inspector->planted()) planting_->planted(step);
@@ -344,23 +374,36 @@ Trainer::StepOutcome Trainer::train_step(long step) {
   // Spikes are judged against the window before this step's values join it.
   bool skip = false;
   const auto& stab = config_.stability;
-  for (auto [metric, value, detector] : {std::tuple<const char*, double, SpikeDetector*>{"loss", loss, &st_.loss_spikes},
-                                         {"grad_norm", grad_norm, &st_.grad_norm_spikes}}) {
+  for (auto [metric, value, detector] :
+       {std::tuple<const char*, double, SpikeDetector*>{"loss", loss, &st_.loss_spikes},
+        {"grad_norm", grad_norm, &st_.grad_norm_spikes}}) {
     if (const auto z = detector->check(value)) {
       const bool skipping = stab.on_spike == "skip";
       skip = skip || skipping;
-      folder_->write({{"type", "anomaly"}, {"step", step}, {"kind", "spike"}, {"where", {{"phase", "loss"}}}, {"action", skipping ? "skip" : "report"},
-                      {"value", value}, {"zscore", *z}, {"metric", metric}, {"dump", nullptr}});
+      folder_->write({{"type", "anomaly"},
+                      {"step", step},
+                      {"kind", "spike"},
+                      {"where", {{"phase", "loss"}}},
+                      {"action", skipping ? "skip" : "report"},
+                      {"value", value},
+                      {"zscore", *z},
+                      {"metric", metric},
+                      {"dump", nullptr}});
     }
   }
 
   if (!skip) {
     const double max_norm = config_.training.max_grad_norm;
-    const float clip = scaler_.enabled() ? static_cast<float>((max_norm > 0 && grad_norm > max_norm ? max_norm / (grad_norm + 1e-6) : 1.0) / scaler_.scale())
-                       : max_norm > 0 && grad_norm > max_norm ? static_cast<float>(max_norm / (grad_norm + 1e-6)) : 1.0f;
+    const float clip =
+        scaler_.enabled()
+            ? static_cast<float>((max_norm > 0 && grad_norm > max_norm ? max_norm / (grad_norm + 1e-6) : 1.0) /
+                                 scaler_.scale())
+        : max_norm > 0 && grad_norm > max_norm ? static_cast<float>(max_norm / (grad_norm + 1e-6))
+                                               : 1.0f;
     const std::optional<UpdatePoison> poison = planting_->update(step, layout_);
     // The norm of the gradients as stored: under float16 they still carry the loss scale.
-    const auto bad = optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm * scaler_.scale(), poison ? &*poison : nullptr);
+    const auto bad =
+        optimizer_->step(*state_, st_.adam_t + 1, lr, clip, grad_norm * scaler_.scale(), poison ? &*poison : nullptr);
     if (poison) planting_->planted(step);
     if (bad) {
       out.end = handle_bad_update(step, {loss, lr, grad_norm, t0}, *bad);
@@ -384,7 +427,8 @@ void Trainer::evaluate(long step) {
   const int batches = config_.logging.eval_batches;
   for (int k = 0; k < batches; ++k) {
     // The first eval_batches global batches of the validation file, in file order: the same every time.
-    BatchStream::read(*val_file_, B, T, false, 0, static_cast<std::uint64_t>(k), ids.i32(), ids.i32() + B * T, world_->rank(), world_->size());
+    BatchStream::read(*val_file_, B, T, false, 0, static_cast<std::uint64_t>(k), ids.i32(), ids.i32() + B * T,
+                      world_->rank(), world_->size());
     total += model_->evaluate({ids.i32(), ids.i32() + B * T, B, T});
   }
   events_->eval(step, mean_over_ranks(total / batches));

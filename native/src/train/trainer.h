@@ -41,12 +41,12 @@ namespace fsdp {
 
 struct TrainerOptions {
   std::string run_dir;
-  std::string resume;             // "", "auto", or a checkpoint folder
-  double peak_flops = 0;          // FLOP/s for MFU; 0 measures sgemm at start
-  bool echo_metrics = true;       // also write events to standard output (rank 0)
+  std::string resume;                      // "", "auto", or a checkpoint folder
+  double peak_flops = 0;                   // FLOP/s for MFU; 0 measures sgemm at start
+  bool echo_metrics = true;                // also write events to standard output (rank 0)
   const std::atomic<int>* stop = nullptr;  // set (to the signal number) to stop after the current step
-  Collectives* world = nullptr;   // the job's ranks (started by mpirun or srun); null: one process
-  int launcher_pid = 0;           // the process that started the job (fsdp-train, mpirun), watched by rank 0; 0: none
+  Collectives* world = nullptr;            // the job's ranks (started by mpirun or srun); null: one process
+  int launcher_pid = 0;  // the process that started the job (fsdp-train, mpirun), watched by rank 0; 0: none
   std::string launcher_name = "its launcher";  // how a refusal names it (FSDP_LAUNCHER_NAME)
 };
 
@@ -69,16 +69,19 @@ class Trainer {
   void load(const std::string& path);
   void initialise_parameters();
   StepOutcome train_step(long step);
-  double run_micro_batches(long step, std::uint64_t first_position, StepProbe* probe, std::vector<std::vector<std::int32_t>>* tokens);
+  double run_micro_batches(long step, std::uint64_t first_position, StepProbe* probe,
+                           std::vector<std::vector<std::int32_t>>* tokens);
   double mean_over_ranks(double local);
   /** What a step measured, for the events about it. */
   struct StepNumbers {
     double loss, lr, grad_norm;
     std::chrono::steady_clock::time_point started;
   };
-  std::optional<RunResult> handle_nonfinite(long step, const StepNumbers& n, std::uint64_t first_position, const Planting* planted);
+  std::optional<RunResult> handle_nonfinite(long step, const StepNumbers& n, std::uint64_t first_position,
+                                            const Planting* planted);
   std::optional<RunResult> handle_bad_update(long step, const StepNumbers& n, const NonfiniteUpdate& bad);
-  std::optional<RunResult> apply_nan_policy(long step, const StepNumbers& n, const nlohmann::json& where, const std::string& kind, const std::string& dump);
+  std::optional<RunResult> apply_nan_policy(long step, const StepNumbers& n, const nlohmann::json& where,
+                                            const std::string& kind, const std::string& dump);
   void write_run_start(const std::string& resumed_from);
   void write_step(long step, double loss, double lr, double grad_norm, double seconds, bool skipped);
   void evaluate(long step);
@@ -91,11 +94,12 @@ class Trainer {
   RunConfig config_;
   TrainerOptions options_;
   SingleProcess alone_;
-  Collectives* world_;  // control: every rank, host values (votes, agreement, losses, norms)
+  Collectives* world_;     // control: every rank, host values (votes, agreement, losses, norms)
   CollectiveClock clock_;  // where this rank is in its collectives, for the watchdog
   std::unique_ptr<WatchedCollectives> watched_world_;  // world_ when the job has several ranks
   std::unique_ptr<Backend> backend_;
-  DeviceCollectives device_world_;  // what the model state's buffers go through (NCCL, MPI through pinned memory, or world_)
+  DeviceCollectives
+      device_world_;  // what the model state's buffers go through (NCCL, MPI through pinned memory, or world_)
   std::unique_ptr<WatchedCollectives> watched_device_;  // device_world_.world when it is not world_
   ParamLayout layout_;
   MemoryPlan plan_;
@@ -104,9 +108,9 @@ class Trainer {
   std::unique_ptr<NanPlanting> planting_;
   std::unique_ptr<ModelState> state_;
   std::unique_ptr<Checkpoints> checkpoints_;
-  std::unique_ptr<JobWatch> watch_;  // rank 0
+  std::unique_ptr<JobWatch> watch_;               // rank 0
   std::unique_ptr<CollectiveWatchdog> watchdog_;  // every rank of a job of several
-  std::atomic<long> completed_step_{0};  // for the run_end the watchdog may write
+  std::atomic<long> completed_step_{0};           // for the run_end the watchdog may write
   std::unique_ptr<Gpt> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::shared_ptr<const TokenFile> train_file_, val_file_;

@@ -11,9 +11,12 @@ namespace fsdp {
 
 namespace {
 
-std::string str(long long v) { return std::to_string(v); }
+std::string str(long long v) {
+  return std::to_string(v);
+}
 
-void check_data_file(const RunConfig& c, const std::string& key, const std::string& path, std::vector<ConfigProblem>& out) {
+void check_data_file(const RunConfig& c, const std::string& key, const std::string& path,
+                     std::vector<ConfigProblem>& out) {
   TokenFileHeader h;
   try {
     h = read_token_file_header(path);
@@ -22,11 +25,14 @@ void check_data_file(const RunConfig& c, const std::string& key, const std::stri
     return;
   }
   if (h.vocab_size > static_cast<std::uint32_t>(c.model.vocab_size)) {
-    out.push_back({key, path + " holds token ids up to " + str(h.vocab_size - 1) + " (" + h.tokenizer + " tokenizer) but model.vocab_size is " + str(c.model.vocab_size)});
+    out.push_back({key, path + " holds token ids up to " + str(h.vocab_size - 1) + " (" + h.tokenizer +
+                            " tokenizer) but model.vocab_size is " + str(c.model.vocab_size)});
   }
   const std::uint64_t need = static_cast<std::uint64_t>(c.training.batch_size_per_gpu) * c.data.seq_len + 1;
   if (h.token_count < need) {
-    out.push_back({key, path + " has " + str(static_cast<long long>(h.token_count)) + " tokens, fewer than one batch needs (" + str(c.training.batch_size_per_gpu) + " x " + str(c.data.seq_len) + " + 1)"});
+    out.push_back({key, path + " has " + str(static_cast<long long>(h.token_count)) +
+                            " tokens, fewer than one batch needs (" + str(c.training.batch_size_per_gpu) + " x " +
+                            str(c.data.seq_len) + " + 1)"});
   }
 }
 
@@ -35,40 +41,57 @@ void check_data_file(const RunConfig& c, const std::string& key, const std::stri
 std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const ValidateOptions& o) {
   std::vector<ConfigProblem> out;
   const auto& m = c.model;
-  if (m.d_model % m.n_heads != 0) out.push_back({"model.n_heads", str(m.n_heads) + " does not divide model.d_model (" + str(m.d_model) + ")"});
-  if (c.data.seq_len > m.max_seq_len) out.push_back({"data.seq_len", str(c.data.seq_len) + " exceeds model.max_seq_len (" + str(m.max_seq_len) + ")"});
+  if (m.d_model % m.n_heads != 0)
+    out.push_back({"model.n_heads", str(m.n_heads) + " does not divide model.d_model (" + str(m.d_model) + ")"});
+  if (c.data.seq_len > m.max_seq_len)
+    out.push_back({"data.seq_len", str(c.data.seq_len) + " exceeds model.max_seq_len (" + str(m.max_seq_len) + ")"});
 
   const bool cuda = c.launch.device == "cuda";
-  if (cuda && !o.cuda_built) out.push_back({"launch.device", "cuda: this build of the runtime has no CUDA backend (it is built only where a CUDA toolkit with cuBLAS is found)"});
+  if (cuda && !o.cuda_built)
+    out.push_back({"launch.device",
+                   "cuda: this build of the runtime has no CUDA backend (it is built only where a CUDA toolkit with "
+                   "cuBLAS is found)"});
   const std::pair<const char*, Dtype> dtypes[] = {{"mixed_precision.param_dtype", c.mixed_precision.param_dtype},
                                                   {"mixed_precision.reduce_dtype", c.mixed_precision.reduce_dtype},
                                                   {"mixed_precision.buffer_dtype", c.mixed_precision.buffer_dtype}};
   for (const auto& [key, d] : dtypes) {
-    if (d != Dtype::float32 && !cuda) out.push_back({key, std::string(dtype_name(d)) + " needs launch.device: cuda (the CPU backend computes in float32)"});
+    if (d != Dtype::float32 && !cuda)
+      out.push_back(
+          {key, std::string(dtype_name(d)) + " needs launch.device: cuda (the CPU backend computes in float32)"});
   }
   if (cuda && c.mixed_precision.buffer_dtype != c.mixed_precision.param_dtype) {
     // The CUDA backend keeps activations in the compute dtype, as the memory plan's buffer_dtype counts them.
-    out.push_back({"mixed_precision.buffer_dtype", std::string(dtype_name(c.mixed_precision.buffer_dtype)) + " differs from param_dtype (" +
-                                                       dtype_name(c.mixed_precision.param_dtype) + "): the CUDA backend computes activations in param_dtype"});
+    out.push_back({"mixed_precision.buffer_dtype", std::string(dtype_name(c.mixed_precision.buffer_dtype)) +
+                                                       " differs from param_dtype (" +
+                                                       dtype_name(c.mixed_precision.param_dtype) +
+                                                       "): the CUDA backend computes activations in param_dtype"});
   }
   if (cuda && m.n_heads > 0 && m.d_model % m.n_heads == 0) {
     const int hs = m.d_model / m.n_heads;
     if (hs != 32 && hs != 64 && hs != 128) {
-      out.push_back({"model.n_heads", "head size " + str(hs) + " (d_model / n_heads): the CUDA attention kernels are compiled for 32, 64 and 128"});
+      out.push_back(
+          {"model.n_heads", "head size " + str(hs) +
+                                " (d_model / n_heads): the CUDA attention kernels are compiled for 32, 64 and 128"});
     }
   }
 
   if (c.launch.collectives == "nccl" && !cuda) {
     out.push_back({"launch.collectives", "nccl needs launch.device: cuda (the CPU backend's buffers go through MPI)"});
   } else if (c.launch.collectives == "nccl" && o.cuda_built && !o.nccl_built) {
-    out.push_back({"launch.collectives", "nccl: this build of the runtime has no NCCL (CMake found no nccl.h, see native/CUDA.md); use mpi, or auto"});
+    out.push_back(
+        {"launch.collectives",
+         "nccl: this build of the runtime has no NCCL (CMake found no nccl.h, see native/CUDA.md); use mpi, or auto"});
   }
   if (c.world_size() > 1 && !o.mpi_built) {
     out.push_back({c.launch.nnodes > 1 ? "launch.nnodes" : "launch.nproc_per_node",
-                   str(c.world_size()) + " ranks need MPI, which this build of the runtime was made without: install libopenmpi-dev and rebuild (node scripts/setup/native.mjs --force), or use 1"});
+                   str(c.world_size()) +
+                       " ranks need MPI, which this build of the runtime was made without: install "
+                       "libopenmpi-dev and rebuild (node scripts/setup/native.mjs --force), or use 1"});
   }
-  if (c.fsdp.sharding_strategy == ShardingStrategy::HYBRID_SHARD && c.fsdp.ranks_per_node > 0 && c.world_size() % c.fsdp.ranks_per_node != 0) {
-    out.push_back({"fsdp.ranks_per_node", str(c.fsdp.ranks_per_node) + " does not divide the world size (" + str(c.world_size()) + ")"});
+  if (c.fsdp.sharding_strategy == ShardingStrategy::HYBRID_SHARD && c.fsdp.ranks_per_node > 0 &&
+      c.world_size() % c.fsdp.ranks_per_node != 0) {
+    out.push_back({"fsdp.ranks_per_node",
+                   str(c.fsdp.ranks_per_node) + " does not divide the world size (" + str(c.world_size()) + ")"});
   }
 
   // Before anything makes a plan: its byte counts must fit 64 bits.
@@ -82,14 +105,22 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
     if (!problem.empty()) out.push_back({"activation_checkpointing.memory_budget_gb", problem});
   }
   if (ac.enabled && ac.policy == CheckpointPolicy::every_n && ac.every_n_layers > m.n_layers) {
-    out.push_back({"activation_checkpointing.every_n_layers", str(ac.every_n_layers) + " exceeds model.n_layers (" + str(m.n_layers) + "): no block is checkpointed", true});
+    out.push_back(
+        {"activation_checkpointing.every_n_layers",
+         str(ac.every_n_layers) + " exceeds model.n_layers (" + str(m.n_layers) + "): no block is checkpointed", true});
   }
 
-  if (c.stability.on_nan == "rollback" && c.checkpointing.save_every_n_steps == 0 && c.checkpointing.save_every_minutes == 0) {
-    out.push_back({"stability.on_nan", "rollback needs checkpoints to roll back to: set checkpointing.save_every_n_steps or save_every_minutes"});
+  if (c.stability.on_nan == "rollback" && c.checkpointing.save_every_n_steps == 0 &&
+      c.checkpointing.save_every_minutes == 0) {
+    out.push_back(
+        {"stability.on_nan",
+         "rollback needs checkpoints to roll back to: set checkpointing.save_every_n_steps or save_every_minutes"});
   }
   if (c.training.warmup_steps > c.training.max_steps) {
-    out.push_back({"training.warmup_steps", str(c.training.warmup_steps) + " exceeds training.max_steps (" + str(c.training.max_steps) + "): the peak learning rate is never reached", true});
+    out.push_back({"training.warmup_steps",
+                   str(c.training.warmup_steps) + " exceeds training.max_steps (" + str(c.training.max_steps) +
+                       "): the peak learning rate is never reached",
+                   true});
   }
   if (c.logging.eval_every_n_steps > 0 && c.data.val.empty()) {
     out.push_back({"logging.eval_every_n_steps", "no data.val: nothing to evaluate on", true});
@@ -97,17 +128,27 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
 
   const auto& inj = c.debug.inject_nan;
   if (inj.enabled) {
-    if (inj.layer >= m.n_layers) out.push_back({"debug.inject_nan.layer", str(inj.layer) + " is not a block (model.n_layers is " + str(m.n_layers) + ")"});
+    if (inj.layer >= m.n_layers)
+      out.push_back(
+          {"debug.inject_nan.layer", str(inj.layer) + " is not a block (model.n_layers is " + str(m.n_layers) + ")"});
     if (!inj.op.empty()) {
-      const bool known = inj.phase == "optimizer" ? ops::contains(ops::kParamOps, inj.op) : ops::contains(ops::kBlockOps, inj.op);
+      const bool known =
+          inj.phase == "optimizer" ? ops::contains(ops::kParamOps, inj.op) : ops::contains(ops::kBlockOps, inj.op);
       if (!known) {
         std::string list;
-        if (inj.phase == "optimizer") for (auto op : ops::kParamOps) list += (list.empty() ? "" : ", ") + std::string(op);
-        else for (auto op : ops::kBlockOps) list += (list.empty() ? "" : ", ") + std::string(op);
-        out.push_back({"debug.inject_nan.op", "\"" + inj.op + "\" is not an op of a block in the " + inj.phase + " phase; one of " + list});
+        if (inj.phase == "optimizer")
+          for (auto op : ops::kParamOps) list += (list.empty() ? "" : ", ") + std::string(op);
+        else
+          for (auto op : ops::kBlockOps) list += (list.empty() ? "" : ", ") + std::string(op);
+        out.push_back({"debug.inject_nan.op",
+                       "\"" + inj.op + "\" is not an op of a block in the " + inj.phase + " phase; one of " + list});
       }
     }
-    if (inj.step > c.training.max_steps) out.push_back({"debug.inject_nan.step", str(inj.step) + " is after training.max_steps (" + str(c.training.max_steps) + "): nothing is planted", true});
+    if (inj.step > c.training.max_steps)
+      out.push_back(
+          {"debug.inject_nan.step",
+           str(inj.step) + " is after training.max_steps (" + str(c.training.max_steps) + "): nothing is planted",
+           true});
   }
 
   if (o.check_files) {
@@ -117,7 +158,8 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
   return out;
 }
 
-std::vector<ConfigProblem> check_run_config(const nlohmann::json& value, const std::string& base_dir, const ValidateOptions& options, RunConfig* out) {
+std::vector<ConfigProblem> check_run_config(const nlohmann::json& value, const std::string& base_dir,
+                                            const ValidateOptions& options, RunConfig* out) {
   ParsedConfig parsed = parse_run_config(value, base_dir);
   if (!parsed.ok()) return parsed.problems;
   auto problems = validate_run_config(parsed.config, options);

@@ -26,6 +26,7 @@ struct ValidateOptions {
 std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const ValidateOptions& options);
 
 /** Parse and validate in one: type problems first, then semantic ones. */
-std::vector<ConfigProblem> check_run_config(const nlohmann::json& value, const std::string& base_dir, const ValidateOptions& options, RunConfig* out = nullptr);
+std::vector<ConfigProblem> check_run_config(const nlohmann::json& value, const std::string& base_dir,
+                                            const ValidateOptions& options, RunConfig* out = nullptr);
 
 }  // namespace fsdp

@@ -23,15 +23,20 @@ namespace {
 
 float (*rounding(DType t))(float) {
   switch (t) {
-    case DType::bf16: return round_bf16;
-    case DType::f16: return round_f16;
-    case DType::f32: break;
+    case DType::bf16:
+      return round_bf16;
+    case DType::f16:
+      return round_f16;
+    case DType::f32:
+      break;
   }
   return [](float x) { return x; };
 }
 
 /** Tolerance on y (gradients: 1.5x) relative to each tensor's largest element. */
-double tolerance(DType t) { return t == DType::bf16 ? 8e-3 : t == DType::f16 ? 1.5e-3 : 2e-5; }
+double tolerance(DType t) {
+  return t == DType::bf16 ? 8e-3 : t == DType::f16 ? 1.5e-3 : 2e-5;
+}
 
 struct Outputs {
   std::vector<float> y, lse, dqkv;
@@ -41,8 +46,10 @@ struct Outputs {
 void expect_path(DType t, const cuda::AttentionCalls& before, unsigned long long calls, long head_size) {
   const cuda::AttentionCalls now = cuda::attention_calls();
   const bool tensor_cores = t != DType::f32;
-  EXPECT_EQ(now.tensor_cores - before.tensor_cores, tensor_cores ? calls : 0) << dtype_name(t) << " head size " << head_size << ": calls on tensor cores";
-  EXPECT_EQ(now.cuda_cores - before.cuda_cores, tensor_cores ? 0 : calls) << dtype_name(t) << " head size " << head_size << ": calls on CUDA cores";
+  EXPECT_EQ(now.tensor_cores - before.tensor_cores, tensor_cores ? calls : 0)
+      << dtype_name(t) << " head size " << head_size << ": calls on tensor cores";
+  EXPECT_EQ(now.cuda_cores - before.cuda_cores, tensor_cores ? 0 : calls)
+      << dtype_name(t) << " head size " << head_size << ": calls on CUDA cores";
 }
 
 Outputs run(const AttentionCase& c, DType t) {
@@ -57,8 +64,8 @@ Outputs run(const AttentionCase& c, DType t) {
 }
 
 void expect_matches_reference(DType t, long B, long T, long H, long D, std::uint64_t seed) {
-  SCOPED_TRACE(std::string(dtype_name(t)) + " B " + std::to_string(B) + " T " + std::to_string(T) + " H " + std::to_string(H) + " head size " +
-               std::to_string(D));
+  SCOPED_TRACE(std::string(dtype_name(t)) + " B " + std::to_string(B) + " T " + std::to_string(T) + " H " +
+               std::to_string(H) + " head size " + std::to_string(D));
   const AttentionCase c(B, T, D * H, H, seed, rounding(t));
   const Outputs o = run(c, t);
   EXPECT_LE(scaled_error(o.y, c.y), tolerance(t)) << "y";
@@ -72,7 +79,8 @@ void expect_matches_reference(DType t, long B, long T, long H, long D, std::uint
         got.push_back(o.dqkv[bt * 3 * C + part * C + i]);
         want.push_back(c.dqkv[bt * 3 * C + part * C + i]);
       }
-    EXPECT_LE(scaled_error(got, want), 1.5 * tolerance(t)) << "d" << "qkv"[part];
+    EXPECT_LE(scaled_error(got, want), 1.5 * tolerance(t)) << "d"
+                                                           << "qkv"[part];
   }
 }
 
@@ -135,8 +143,10 @@ TEST(AttentionKernels, AGivenLogSumExpCarriesAPlantedNanToItsRowAndHeadOnly) {
     const std::vector<float> a = y.host(), b = y_nan.host();
     for (long r = 0; r < T; ++r)
       for (long i = 0; i < C; ++i) {
-        if (r == row && i / D == h) EXPECT_TRUE(std::isnan(b[r * C + i])) << dtype_name(t) << " row " << r << " channel " << i;
-        else EXPECT_EQ(a[r * C + i], b[r * C + i]) << dtype_name(t) << " row " << r << " channel " << i;
+        if (r == row && i / D == h)
+          EXPECT_TRUE(std::isnan(b[r * C + i])) << dtype_name(t) << " row " << r << " channel " << i;
+        else
+          EXPECT_EQ(a[r * C + i], b[r * C + i]) << dtype_name(t) << " row " << r << " channel " << i;
       }
   }
 }

@@ -30,7 +30,9 @@ std::vector<float> random(std::size_t n, std::uint64_t seed, DType t, float lo =
   return v;
 }
 
-double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-2; }
+double tolerance(DType t) {
+  return t == DType::f32 ? 1e-5 : 1e-2;
+}
 
 /** The GPU backend in a compute dtype beside the CPU one. */
 struct Backends {
@@ -55,14 +57,18 @@ TEST_P(BackendOps, LayerNormForwardAndBackward) {
     Backends b(GetParam());
     const DType t = b.t;
     const long N = 300;
-    const auto x = random(N * C, 1, t, -3, 3), w = random(C, 2, t, 0.5, 1.5), bias = random(C, 3, t), dout = random(N * C, 4, t), dx0 = random(N * C, 5, t);
+    const auto x = random(N * C, 1, t, -3, 3), w = random(C, 2, t, 0.5, 1.5), bias = random(C, 3, t),
+               dout = random(N * C, 4, t), dx0 = random(N * C, 5, t);
     std::vector<float> out(N * C), mean(N), rstd(N), dx(dx0), dw(C, 0.25f), db(C, -0.5f);
     b.cpu.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), N, C);
-    b.cpu.layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
-    DeviceTensor gx(x, t), gw(w, t), gb(bias, t), gout(N * C, t), gmean(N, DType::f32), grstd(N, DType::f32), gdout(dout, t), gdx(dx0, t);
+    b.cpu.layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                             N, C);
+    DeviceTensor gx(x, t), gw(w, t), gb(bias, t), gout(N * C, t), gmean(N, DType::f32), grstd(N, DType::f32),
+        gdout(dout, t), gdx(dx0, t);
     DeviceTensor gdw(std::vector<float>(C, 0.25f), DType::f32), gdb(std::vector<float>(C, -0.5f), DType::f32);
     b.gpu->layernorm_forward(gout.data(), gmean.f32(), grstd.f32(), gx.data(), gw.data(), gb.data(), N, C);
-    b.gpu->layernorm_backward(gdx.data(), gdw.f32(), gdb.f32(), gdout.data(), gx.data(), gw.data(), gmean.f32(), grstd.f32(), N, C);
+    b.gpu->layernorm_backward(gdx.data(), gdw.f32(), gdb.f32(), gdout.data(), gx.data(), gw.data(), gmean.f32(),
+                              grstd.f32(), N, C);
     SCOPED_TRACE("C " + std::to_string(C));
     EXPECT_LE(scaled_error(b.host(gout), out), tolerance(t)) << "out";
     EXPECT_LE(scaled_error(b.host(gmean), mean), 1e-5) << "mean";
@@ -77,11 +83,15 @@ TEST_P(BackendOps, ResidualDropoutLayerNormMasksAsTheCpu) {
   Backends b(GetParam());
   const DType t = b.t;
   const long N = 64, C = 256;
-  const auto r = random(N * C, 10, t), x = random(N * C, 11, t), w = random(C, 12, t, 0.5, 1.5), bias = random(C, 13, t);
+  const auto r = random(N * C, 10, t), x = random(N * C, 11, t), w = random(C, 12, t, 0.5, 1.5),
+             bias = random(C, 13, t);
   std::vector<float> sum(N * C), out(N * C), mean(N), rstd(N);
-  b.cpu.residual_layernorm_forward(sum.data(), out.data(), mean.data(), rstd.data(), r.data(), x.data(), 0.1f, 77, w.data(), bias.data(), N, C);
-  DeviceTensor gr(r, t), gx(x, t), gw(w, t), gb(bias, t), gsum(N * C, t), gout(N * C, t), gmean(N, DType::f32), grstd(N, DType::f32);
-  b.gpu->residual_layernorm_forward(gsum.data(), gout.data(), gmean.f32(), grstd.f32(), gr.data(), gx.data(), 0.1f, 77, gw.data(), gb.data(), N, C);
+  b.cpu.residual_layernorm_forward(sum.data(), out.data(), mean.data(), rstd.data(), r.data(), x.data(), 0.1f, 77,
+                                   w.data(), bias.data(), N, C);
+  DeviceTensor gr(r, t), gx(x, t), gw(w, t), gb(bias, t), gsum(N * C, t), gout(N * C, t), gmean(N, DType::f32),
+      grstd(N, DType::f32);
+  b.gpu->residual_layernorm_forward(gsum.data(), gout.data(), gmean.f32(), grstd.f32(), gr.data(), gx.data(), 0.1f, 77,
+                                    gw.data(), gb.data(), N, C);
   EXPECT_LE(scaled_error(b.host(gsum), sum), tolerance(t)) << "sum";
   EXPECT_LE(scaled_error(b.host(gout), out), tolerance(t)) << "out";
 }
@@ -113,12 +123,14 @@ TEST_P(BackendOps, LinearLayersWithBiasAndGeluEpilogues) {
   Backends b(GetParam());
   const DType t = b.t;
   const long N = 200, I = 256, O = 384;
-  const auto x = random(N * I, 30, t), w = random(O * I, 31, t, -0.1, 0.1), bias = random(O, 32, t), dout = random(N * O, 33, t);
+  const auto x = random(N * I, 30, t), w = random(O * I, 31, t, -0.1, 0.1), bias = random(O, 32, t),
+             dout = random(N * O, 33, t);
   std::vector<float> y(N * O), g(N * O), h(N * O), din(N * I), dw(O * I, 0.0f), db(O, 0.0f);
   b.cpu.linear_forward(y.data(), DType::f32, x.data(), w.data(), bias.data(), N, I, O);
   b.cpu.linear_gelu_forward(g.data(), h.data(), x.data(), w.data(), bias.data(), N, I, O);
   b.cpu.linear_backward(din.data(), false, dw.data(), db.data(), dout.data(), DType::f32, x.data(), w.data(), N, I, O);
-  DeviceTensor gx(x, t), gw(w, t), gb(bias, t), gy(N * O, t), gg(N * O, t), gh(N * O, t), gdout(dout, t), gdin(N * I, t);
+  DeviceTensor gx(x, t), gw(w, t), gb(bias, t), gy(N * O, t), gg(N * O, t), gh(N * O, t), gdout(dout, t),
+      gdin(N * I, t);
   DeviceTensor gdw(std::vector<float>(O * I, 0.0f), DType::f32), gdb(std::vector<float>(O, 0.0f), DType::f32);
   b.gpu->linear_forward(gy.data(), t, gx.data(), gw.data(), gb.data(), N, I, O);
   b.gpu->linear_gelu_forward(gg.data(), gh.data(), gx.data(), gw.data(), gb.data(), N, I, O);
@@ -137,7 +149,8 @@ TEST_P(BackendOps, EmbeddingsForwardAndBackward) {
   const DType t = b.t;
   const long B = 3, T = 50, C = 64, V = 40;
   std::vector<std::int32_t> tokens(B * T);
-  for (long i = 0; i < B * T; ++i) tokens[i] = static_cast<std::int32_t>((i * 7) % V);  // repeated ids: dwte sums several positions
+  for (long i = 0; i < B * T; ++i)
+    tokens[i] = static_cast<std::int32_t>((i * 7) % V);  // repeated ids: dwte sums several positions
   const auto wte = random(V * C, 40, t), wpe = random(T * C, 41, t), dout = random(B * T * C, 42, t);
   std::vector<float> out(B * T * C), dwte(V * C, 0.0f), dwpe(T * C, 0.0f);
   b.cpu.embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
@@ -156,7 +169,8 @@ TEST_P(BackendOps, EmbeddingsForwardAndBackward) {
 TEST_P(BackendOps, AdamWAndReductions) {
   Backends b(GetParam());
   const std::size_t n = 10007;
-  auto p = random(n, 50, DType::f32), g = random(n, 51, DType::f32), m = random(n, 52, DType::f32, 0, 0.1), v = random(n, 53, DType::f32, 0, 0.01);
+  auto p = random(n, 50, DType::f32), g = random(n, 51, DType::f32), m = random(n, 52, DType::f32, 0, 0.1),
+       v = random(n, 53, DType::f32, 0, 0.01);
   AdamWArgs a{p.data(), g.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 0.1f, 0.05f};
   DeviceTensor gp(p, DType::f32), gg(g, DType::f32), gm(m, DType::f32), gv(v, DType::f32);
   AdamWArgs ga = a;

@@ -26,7 +26,8 @@ struct Case {
   long N, C, V;
   std::vector<float> x, w, dw0;
   std::vector<std::int32_t> targets;
-  Case(long n, long c, long v, DType t, std::uint64_t seed) : N(n), C(c), V(v), x(n * c), w(v * c), dw0(v * c), targets(n) {
+  Case(long n, long c, long v, DType t, std::uint64_t seed)
+      : N(n), C(c), V(v), x(n * c), w(v * c), dw0(v * c), targets(n) {
     const CounterRng rng(seed);
     auto round = [t](float f) { return t == DType::bf16 ? round_bf16(f) : t == DType::f16 ? round_f16(f) : f; };
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = round(4 * rng.uniform(i) - 2);
@@ -44,13 +45,16 @@ Result on_cpu(const Case& c, float scale) {
   CpuBackend be;
   Result r{std::vector<float>(c.N), std::vector<float>(c.N * c.V), std::vector<float>(c.N * c.C), c.dw0};
   std::vector<float> state(be.classifier_state_bytes(c.N, c.V) / sizeof(float));
-  be.classifier_forward(state.data(), r.losses.data(), c.x.data(), c.w.data(), c.targets.data(), c.N, c.C, c.V, nullptr, r.logits.data());
-  be.classifier_backward(r.dx.data(), r.dw.data(), state.data(), c.x.data(), c.w.data(), c.targets.data(), c.N, c.C, c.V, scale, nullptr);
+  be.classifier_forward(state.data(), r.losses.data(), c.x.data(), c.w.data(), c.targets.data(), c.N, c.C, c.V, nullptr,
+                        r.logits.data());
+  be.classifier_backward(r.dx.data(), r.dw.data(), state.data(), c.x.data(), c.w.data(), c.targets.data(), c.N, c.C,
+                         c.V, scale, nullptr);
   return r;
 }
 
 /** The CUDA backend's classifier; dW has 3 guard rows past V that must come back as they went in. */
-Result on_gpu(const Case& c, DType t, float scale, std::vector<float>* padded_state = nullptr, ClassifierTap* tap = nullptr) {
+Result on_gpu(const Case& c, DType t, float scale, std::vector<float>* padded_state = nullptr,
+              ClassifierTap* tap = nullptr) {
   BackendOptions o;
   o.compute = t;
   cuda::CudaBackend be(o);
@@ -59,7 +63,8 @@ Result on_gpu(const Case& c, DType t, float scale, std::vector<float>* padded_st
   std::vector<float> dw_host(c.dw0);
   dw_host.resize((c.V + guard) * c.C, 12345.0f);
   DeviceTensor dw(dw_host, DType::f32);
-  cuda_check(cudaMemcpy(targets.data(), c.targets.data(), sizeof(std::int32_t) * c.N, cudaMemcpyHostToDevice), "targets");
+  cuda_check(cudaMemcpy(targets.data(), c.targets.data(), sizeof(std::int32_t) * c.N, cudaMemcpyHostToDevice),
+             "targets");
   Result r{{}, std::vector<float>(c.N * c.V), {}, {}};
   const long Vp = padded_vocab(c.V);
   DeviceTensor state(c.N * Vp, t);
@@ -71,13 +76,15 @@ Result on_gpu(const Case& c, DType t, float scale, std::vector<float>* padded_st
   be.classifier_backward(dx.data(), dw.f32(), state.data(), x.data(), w.data(), tg, c.N, c.C, c.V, scale, tap);
   be.synchronize();
   r.losses = losses.host(), r.dx = dx.host(), r.dw = dw.host();
-  for (long i = c.V * c.C; i < (c.V + guard) * c.C; ++i) EXPECT_EQ(r.dw[i], 12345.0f) << "dW written past the vocabulary at " << i;
+  for (long i = c.V * c.C; i < (c.V + guard) * c.C; ++i)
+    EXPECT_EQ(r.dw[i], 12345.0f) << "dW written past the vocabulary at " << i;
   r.dw.resize(c.V * c.C);
   return r;
 }
 
 void expect_close(DType t, long N, long C, long V) {
-  SCOPED_TRACE(std::string(dtype_name(t)) + " N " + std::to_string(N) + " C " + std::to_string(C) + " V " + std::to_string(V));
+  SCOPED_TRACE(std::string(dtype_name(t)) + " N " + std::to_string(N) + " C " + std::to_string(C) + " V " +
+               std::to_string(V));
   const Case c(N, C, V, t, static_cast<std::uint64_t>(V));
   const float scale = 0.5f / static_cast<float>(N);
   const Result cpu = on_cpu(c, scale);
@@ -93,7 +100,8 @@ void expect_close(DType t, long N, long C, long V) {
   EXPECT_LE(scaled_error(ddw_gpu, ddw_cpu), 2 * tol) << "dW";
   const long Vp = padded_vocab(V);
   for (long r = 0; r < N; ++r)
-    for (long v = V; v < Vp; ++v) ASSERT_EQ(state[r * Vp + v], 0.0f) << "padded column " << v << " of row " << r << " after the softmax pass";
+    for (long v = V; v < Vp; ++v)
+      ASSERT_EQ(state[r * Vp + v], 0.0f) << "padded column " << v << " of row " << r << " after the softmax pass";
 }
 
 TEST(CudaClassifier, MatchesTheCpuAcrossVocabularySplits) {
@@ -127,9 +135,11 @@ TEST(CudaClassifier, ATapSeesUnpaddedRowsAndItsNanReachesOnlyItsTokensLoss) {
   cuda::CudaBackend be(o);
   PlantingTap tap;
   tap.be = &be;
-  DeviceTensor x(c.x, DType::bf16), w(c.w, DType::bf16), losses(c.N, DType::f32), targets(c.N, DType::f32), dx(c.N * c.C, DType::bf16);
+  DeviceTensor x(c.x, DType::bf16), w(c.w, DType::bf16), losses(c.N, DType::f32), targets(c.N, DType::f32),
+      dx(c.N * c.C, DType::bf16);
   DeviceTensor dw(c.dw0, DType::f32), state(c.N * padded_vocab(c.V), DType::bf16);
-  cuda_check(cudaMemcpy(targets.data(), c.targets.data(), sizeof(std::int32_t) * c.N, cudaMemcpyHostToDevice), "targets");
+  cuda_check(cudaMemcpy(targets.data(), c.targets.data(), sizeof(std::int32_t) * c.N, cudaMemcpyHostToDevice),
+             "targets");
   const auto* tg = static_cast<const std::int32_t*>(targets.data());
   be.classifier_forward(state.data(), losses.f32(), x.data(), w.data(), tg, c.N, c.C, c.V, &tap, nullptr);
   be.synchronize();

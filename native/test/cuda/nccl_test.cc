@@ -24,7 +24,8 @@ TEST(Nccl, OneRankCollectivesAreTheIdentityOnDeviceAndHostBuffers) {
   EXPECT_EQ(nccl.size(), 1);
 
   const std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f};
-  Buffer a = be.allocator().allocate(MemoryCategory::comm, sizeof(float) * 4), b = be.allocator().allocate(MemoryCategory::comm, sizeof(float) * 4);
+  Buffer a = be.allocator().allocate(MemoryCategory::comm, sizeof(float) * 4),
+         b = be.allocator().allocate(MemoryCategory::comm, sizeof(float) * 4);
   be.upload(a.data(), values.data(), sizeof(float) * 4);
   nccl.all_reduce(a.data(), 4, CommType::f32);
   nccl.reduce_scatter(a.data(), b.data(), 4, CommType::f32);
@@ -51,7 +52,8 @@ TEST(Nccl, SixteenBitTypesTravelAsThemselves) {
   cuda::NcclCollectives nccl(world, be.stream());
   const std::vector<std::uint16_t> bits = {0x3f80, 0xc000, 0x4049, 0x0001, 0x7bff, 0x8000};
   for (CommType t : {CommType::bf16, CommType::f16}) {
-    Buffer a = be.allocator().allocate(MemoryCategory::comm, 2 * bits.size()), b = be.allocator().allocate(MemoryCategory::comm, 2 * bits.size());
+    Buffer a = be.allocator().allocate(MemoryCategory::comm, 2 * bits.size()),
+           b = be.allocator().allocate(MemoryCategory::comm, 2 * bits.size());
     be.upload(a.data(), bits.data(), 2 * bits.size());
     nccl.all_reduce(a.data(), bits.size(), t);
     nccl.reduce_scatter(a.data(), b.data(), bits.size(), t);

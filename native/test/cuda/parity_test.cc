@@ -35,7 +35,9 @@ namespace fsdp::test {
 namespace {
 
 // Head size 32 (C / H): one of the attention kernel's compiled sizes.
-ModelShape parity_shape() { return small_shape(/*V=*/384, /*C=*/128, /*L=*/2, /*H=*/4, /*S=*/64); }
+ModelShape parity_shape() {
+  return small_shape(/*V=*/384, /*C=*/128, /*L=*/2, /*H=*/4, /*S=*/64);
+}
 constexpr long kB = 4, kT = 64;
 
 TrainingConfig training() {
@@ -53,7 +55,8 @@ struct Trained {
   std::unique_ptr<Gpt> gpt;
   std::unique_ptr<AdamW> adamw;
 
-  Trained(std::unique_ptr<Backend> backend, ActivationPolicy policy = {}) : be(std::move(backend)), layout(ParamLayout::of(parity_shape())) {
+  Trained(std::unique_ptr<Backend> backend, ActivationPolicy policy = {})
+      : be(std::move(backend)), layout(ParamLayout::of(parity_shape())) {
     state = std::make_unique<ReplicatedState>(*be, layout);
     if (policy.blocks.empty()) policy = ActivationPolicy::none(static_cast<int>(layout.shape.L));
     gpt = std::make_unique<Gpt>(*be, layout, *state, 0.0f, policy);
@@ -93,13 +96,17 @@ void expect_parity(DType compute, double tolerance) {
   for (long t = 1; t <= 10; ++t) {
     const RandomTokens tokens(kB, kT, parity_shape().V, 100 + t);
     const double lc = cpu.step(tokens.batch(), t), lg = gpu.step(tokens.batch(), t);
-    EXPECT_LE(std::fabs(lc - lg) / std::fabs(lc), tolerance) << "loss at step " << t << ": cpu " << lc << ", cuda " << lg;
+    EXPECT_LE(std::fabs(lc - lg) / std::fabs(lc), tolerance)
+        << "loss at step " << t << ": cpu " << lc << ", cuda " << lg;
     const RandomTokens probe(kB, kT, parity_shape().V, 900 + t);
-    EXPECT_LE(relative_error(cpu.logits(probe.batch()), gpu.logits(probe.batch())), tolerance) << "logits after step " << t;
+    EXPECT_LE(relative_error(cpu.logits(probe.batch()), gpu.logits(probe.batch())), tolerance)
+        << "logits after step " << t;
   }
 }
 
-TEST(CudaParity, Float32MatchesTheCpuWithin1e5OverTenSteps) { expect_parity(DType::f32, 1e-5); }
+TEST(CudaParity, Float32MatchesTheCpuWithin1e5OverTenSteps) {
+  expect_parity(DType::f32, 1e-5);
+}
 
 /** Every unit's float32 parameters (or gradients) of a model, on the host, flattened. */
 std::vector<float> flat(Trained& m, bool grads) {
@@ -128,7 +135,8 @@ void copy_parameters(Trained& from, Trained& to, DType as) {
 
 void expect_step_parity(DType compute) {
   const int L = static_cast<int>(parity_shape().L);
-  const double bound = rounding::forward_path(L).bound(compute), gradient_bound = rounding::gradient_path(L).bound(compute);
+  const double bound = rounding::forward_path(L).bound(compute),
+               gradient_bound = rounding::gradient_path(L).bound(compute);
   Trained cpu(std::make_unique<CpuBackend>()), gpu(cuda_backend(compute));
   double worst_logits = 0, worst_grads = 0;
   for (long t = 1; t <= 10; ++t) {
@@ -136,7 +144,8 @@ void expect_step_parity(DType compute) {
     const RandomTokens tokens(kB, kT, parity_shape().V, 100 + t);
     cpu.state->zero_grads();
     gpu.state->zero_grads();
-    const double lc = cpu.gpt->forward_backward(tokens.batch(), 1.0f, 0), lg = gpu.gpt->forward_backward(tokens.batch(), 1.0f, 0);
+    const double lc = cpu.gpt->forward_backward(tokens.batch(), 1.0f, 0),
+                 lg = gpu.gpt->forward_backward(tokens.batch(), 1.0f, 0);
     EXPECT_LE(std::fabs(lc - lg) / std::fabs(lc), bound) << "loss at step " << t << ": cpu " << lc << ", cuda " << lg;
     const double eg = relative_error(flat(cpu, true), flat(gpu, true));
     EXPECT_LE(eg, gradient_bound) << "gradients at step " << t;
@@ -147,18 +156,24 @@ void expect_step_parity(DType compute) {
     // The GPU trains on (its own update); the CPU follows it at the next step.
     gpu.step(tokens.batch(), t);
   }
-  std::printf("%s step parity: worst logits %.3g, gradients %.3g (bound %.3g, %.3g)\n", dtype_name(compute), worst_logits, worst_grads, bound, gradient_bound);
+  std::printf("%s step parity: worst logits %.3g, gradients %.3g (bound %.3g, %.3g)\n", dtype_name(compute),
+              worst_logits, worst_grads, bound, gradient_bound);
 }
 
-TEST(CudaParity, Bfloat16MatchesTheCpuStepByStepWithinItsMantissa) { expect_step_parity(DType::bf16); }
+TEST(CudaParity, Bfloat16MatchesTheCpuStepByStepWithinItsMantissa) {
+  expect_step_parity(DType::bf16);
+}
 
-TEST(CudaParity, Float16MatchesTheCpuStepByStepWithinItsMantissa) { expect_step_parity(DType::f16); }
+TEST(CudaParity, Float16MatchesTheCpuStepByStepWithinItsMantissa) {
+  expect_step_parity(DType::f16);
+}
 
 TEST(CudaParity, ActivationCheckpointingChangesNothing) {
   const RandomTokens tokens(kB, kT, parity_shape().V, 5);
   Trained plain(cuda_backend(DType::f32)), selective(cuda_backend(DType::f32), ActivationPolicy::selective(2)),
       full(cuda_backend(DType::f32), ActivationPolicy::every_n(2, 1));
-  const double a = plain.step(tokens.batch(), 1), b = selective.step(tokens.batch(), 1), c = full.step(tokens.batch(), 1);
+  const double a = plain.step(tokens.batch(), 1), b = selective.step(tokens.batch(), 1),
+               c = full.step(tokens.batch(), 1);
   EXPECT_EQ(a, b);
   EXPECT_EQ(a, c);
   EXPECT_EQ(plain.logits(tokens.batch()), selective.logits(tokens.batch()));
@@ -182,8 +197,9 @@ std::optional<FirstNonfinite> locate(Backend& be, Trained& m, const Planting& pl
 }
 
 TEST(CudaParity, PlantedNansAreLocatedWhereTheCpuLocatesThem) {
-  for (const Planting& plant : {Planting{"forward", 1, "attn.softmax"}, Planting{"forward", 0, "ln1"}, Planting{"forward", 1, "mlp.gelu"},
-                                Planting{"backward", 0, "mlp.fc2"}, Planting{"backward", 1, "attn.softmax"}, Planting{"backward", 1, "ln2"}}) {
+  for (const Planting& plant :
+       {Planting{"forward", 1, "attn.softmax"}, Planting{"forward", 0, "ln1"}, Planting{"forward", 1, "mlp.gelu"},
+        Planting{"backward", 0, "mlp.fc2"}, Planting{"backward", 1, "attn.softmax"}, Planting{"backward", 1, "ln2"}}) {
     Trained cpu(std::make_unique<CpuBackend>()), gpu(cuda_backend(DType::bf16));
     const auto c = locate(*cpu.be, cpu, plant), g = locate(*gpu.be, gpu, plant);
     ASSERT_TRUE(c.has_value() && g.has_value()) << plant.phase << " " << plant.op;

@@ -29,7 +29,9 @@
 namespace fsdp::test {
 namespace {
 
-ModelShape shape() { return small_shape(/*V=*/256, /*C=*/64, /*L=*/2, /*H=*/2, /*S=*/32); }
+ModelShape shape() {
+  return small_shape(/*V=*/256, /*C=*/64, /*L=*/2, /*H=*/2, /*S=*/32);
+}
 
 std::unique_ptr<Backend> gpu(DType compute) {
   BackendOptions o;
@@ -89,14 +91,16 @@ TEST(CudaShardedState, GathersUnitsInBfloat16FromTheFloat32Masters) {
     const std::size_t n = m.layout.units[u].numel;
     std::vector<std::uint16_t> bits(n);
     m.be->download(bits.data(), m.state->compute_params(u), sizeof(std::uint16_t) * n);
-    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(bits[i], float_to_bf16(masters[at + i])) << "unit " << u << " element " << i;
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(bits[i], float_to_bf16(masters[at + i])) << "unit " << u << " element " << i;
     m.state->post_forward(u);
     at += n;
   }
 }
 
 TEST(CudaShardedState, ACheckpointOfGpuShardsLoadsOnTheGpuAndOnTheCpu) {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("fsdp-cuda-ckpt-" + std::to_string(::getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("fsdp-cuda-ckpt-" + std::to_string(::getpid()))).string();
   GpuSharded a(DType::bf16, false);
   a.train_step(1);
   ASSERT_NE(a.state->device(), nullptr) << "a GPU state must say its ranges are device memory";
@@ -109,7 +113,8 @@ TEST(CudaShardedState, ACheckpointOfGpuShardsLoadsOnTheGpuAndOnTheCpu) {
   ReplicatedState on_cpu(cpu, a.layout);
   load_checkpoint(saved.path, a.layout, on_cpu);
   std::vector<float> cpu_params;
-  for (int u = 0; u < on_cpu.unit_count(); ++u) cpu_params.insert(cpu_params.end(), on_cpu.params(u), on_cpu.params(u) + a.layout.units[u].numel);
+  for (int u = 0; u < on_cpu.unit_count(); ++u)
+    cpu_params.insert(cpu_params.end(), on_cpu.params(u), on_cpu.params(u) + a.layout.units[u].numel);
   EXPECT_EQ(cpu_params, a.masters());
   std::filesystem::remove_all(dir);
 }
@@ -117,7 +122,8 @@ TEST(CudaShardedState, ACheckpointOfGpuShardsLoadsOnTheGpuAndOnTheCpu) {
 TEST(CudaShardedState, CpuOffloadTrainsInPinnedHostMemoryBitForBitAsOnTheDevice) {
   GpuSharded device(DType::f32, false), offloaded(DType::f32, true);
   EXPECT_GT(offloaded.be->host_allocator().live().total, 0u) << "the shards and moments live in host memory";
-  EXPECT_EQ(offloaded.be->host_allocator().live().bytes[static_cast<int>(MemoryCategory::params)], device.be->allocator().live().bytes[static_cast<int>(MemoryCategory::params)]);
+  EXPECT_EQ(offloaded.be->host_allocator().live().bytes[static_cast<int>(MemoryCategory::params)],
+            device.be->allocator().live().bytes[static_cast<int>(MemoryCategory::params)]);
   for (long t = 1; t <= 3; ++t) EXPECT_EQ(device.train_step(t), offloaded.train_step(t)) << "step " << t;
   EXPECT_EQ(device.masters(), offloaded.masters());
 }

@@ -14,7 +14,9 @@ namespace {
 std::unique_ptr<Collectives> g_world;
 }
 
-Collectives& mpi_world() { return *g_world; }
+Collectives& mpi_world() {
+  return *g_world;
+}
 
 }  // namespace fsdp::test
 

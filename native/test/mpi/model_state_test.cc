@@ -86,16 +86,21 @@ TEST_P(EveryStrategy, TrainsBitForBitTheSameThroughHostStagingAsOverMpiDirectly)
   EXPECT_GT(staging->to_device_bytes, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategy, ::testing::Values("NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD"),
+INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategy,
+                         ::testing::Values("NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD",
+                                           "HYBRID_SHARD"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 /** Rank q's gradient value at element i of unit u. */
-float grad_value(int q, int u, std::size_t i) { return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(q) + 0.11f * u) * (1.0f + q); }
+float grad_value(int q, int u, std::size_t i) {
+  return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(q) + 0.11f * u) * (1.0f + q);
+}
 
 /** The bound (or, at 2 ranks, the exact value) of a bf16 reduction of every rank's grad_value. */
 void expect_bf16_sum(float got, int W, int u, std::size_t i) {
   if (W == 2) {
-    const float a = bf16_to_float(float_to_bf16(grad_value(0, u, i))), b = bf16_to_float(float_to_bf16(grad_value(1, u, i)));
+    const float a = bf16_to_float(float_to_bf16(grad_value(0, u, i))),
+                b = bf16_to_float(float_to_bf16(grad_value(1, u, i)));
     ASSERT_EQ(got, bf16_to_float(float_to_bf16(a + b))) << "unit " << u << " element " << i;
     return;
   }
@@ -148,20 +153,25 @@ TEST(ParamDtype, ShardedUnitsAreGatheredInBfloat16FromTheMasters) {
     ShardingSpec spec;
     spec.grads = true, spec.params = params_sharded, spec.param_dtype = DType::bf16;
     ShardedState state(be, layout, world, whole_world_groups(world), spec);
-    auto master = [](int u, std::size_t i) { return 0.001f * static_cast<float>(i) - 0.37f * static_cast<float>(u) + 1e-4f / (1.0f + static_cast<float>(i)); };
+    auto master = [](int u, std::size_t i) {
+      return 0.001f * static_cast<float>(i) - 0.37f * static_cast<float>(u) + 1e-4f / (1.0f + static_cast<float>(i));
+    };
     for (int round = 0; round < 2; ++round) {
       // Masters written through local() (as the optimizer, initialisation and checkpoints write them), then published.
       for (int u = 0; u < state.unit_count(); ++u) {
         const LocalShard sh = state.local(u);
-        for (std::size_t k = 0; k < sh.count; ++k) sh.params[k] = master(u, sh.offset + k) * static_cast<float>(round + 1);
+        for (std::size_t k = 0; k < sh.count; ++k)
+          sh.params[k] = master(u, sh.offset + k) * static_cast<float>(round + 1);
       }
       state.publish_params();
       for (int u = 0; u < state.unit_count(); ++u) {
         state.pre_forward(u);
         const auto* bits = static_cast<const std::uint16_t*>(state.compute_params(u));
         for (std::size_t i = 0; i < layout.units[u].numel; ++i)
-          ASSERT_EQ(bits[i], float_to_bf16(master(u, i) * static_cast<float>(round + 1))) << (params_sharded ? "gathered" : "copy") << " unit " << u << " element " << i;
-        if (params_sharded) EXPECT_THROW(state.params(u), std::logic_error) << "a bf16 unit has no float32 parameters to read";
+          ASSERT_EQ(bits[i], float_to_bf16(master(u, i) * static_cast<float>(round + 1)))
+              << (params_sharded ? "gathered" : "copy") << " unit " << u << " element " << i;
+        if (params_sharded)
+          EXPECT_THROW(state.params(u), std::logic_error) << "a bf16 unit has no float32 parameters to read";
         state.post_forward(u);
       }
     }

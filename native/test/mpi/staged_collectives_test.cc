@@ -26,7 +26,8 @@ std::vector<std::uint8_t> values(CommType t, std::size_t n, int rank, std::uint6
   std::vector<std::uint8_t> out(n * comm_type_bytes(t));
   for (std::size_t i = 0; i < n; ++i) {
     const float x = static_cast<float>(rng.normal(i));
-    if (t == CommType::f32) std::memcpy(out.data() + 4 * i, &x, 4);
+    if (t == CommType::f32)
+      std::memcpy(out.data() + 4 * i, &x, 4);
     else if (t == CommType::f64) {
       const double d = x;
       std::memcpy(out.data() + 8 * i, &d, 8);
@@ -70,7 +71,8 @@ TEST_P(StagedCollectivesTest, EveryOperationGivesMpisOwnBytes) {
     direct->reduce_scatter_in_place(c.data(), uneven, t);
     staged.reduce_scatter_in_place(d.data(), uneven, t);
     const std::size_t at = uneven.offset(r) * e, len = uneven.count(r) * e;
-    EXPECT_EQ(std::vector<std::uint8_t>(c.begin() + at, c.begin() + at + len), std::vector<std::uint8_t>(d.begin() + at, d.begin() + at + len))
+    EXPECT_EQ(std::vector<std::uint8_t>(c.begin() + at, c.begin() + at + len),
+              std::vector<std::uint8_t>(d.begin() + at, d.begin() + at + len))
         << "reduce_scatter_in_place";
   }
 
@@ -114,7 +116,9 @@ std::string type_name(const ::testing::TestParamInfo<CommType>& i) {
   return names[static_cast<int>(i.param)];
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, StagedCollectivesTest, ::testing::Values(CommType::f32, CommType::f64, CommType::u8, CommType::bf16, CommType::f16), type_name);
+INSTANTIATE_TEST_SUITE_P(Types, StagedCollectivesTest,
+                         ::testing::Values(CommType::f32, CommType::f64, CommType::u8, CommType::bf16, CommType::f16),
+                         type_name);
 
 TEST(StagedCollectives, SixteenBitSumsRoundOncePerAdditionAsAGpuDoes) {
   // With 2 ranks a sum is one addition: exactly the 16-bit rounding of the float32 sum. With more,
@@ -141,7 +145,8 @@ TEST(StagedCollectives, SixteenBitSumsRoundOncePerAdditionAsAGpuDoes) {
       const float got = as_float(mine, i);
       if (W == 2) {
         const float sum = as_float(inputs[0], i) + as_float(inputs[1], i);
-        ASSERT_EQ(got, t == CommType::bf16 ? bf16_to_float(float_to_bf16(sum)) : f16_to_float(float_to_f16(sum))) << "element " << i;
+        ASSERT_EQ(got, t == CommType::bf16 ? bf16_to_float(float_to_bf16(sum)) : f16_to_float(float_to_f16(sum)))
+            << "element " << i;
       } else {
         ASSERT_LE(std::fabs(got - exact), (W - 1) * u * magnitude + 1e-30) << "element " << i;
       }

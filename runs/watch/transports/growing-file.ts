@@ -2,13 +2,23 @@
 // call read() again (on a file-watching event or a timer) for what was appended since. Every
 // complete record comes back once; a partial last record waits in the decoder for its end.
 import { LOG_MAX_BYTES, openRegularFile } from '../../../core/protocol/regular-file';
-import type { DecodedBatch, DecoderFactory, LocalRecordReader, RecordDecoder, RecordProblem } from '../decoders/record-decoder';
+import type {
+  DecodedBatch,
+  DecoderFactory,
+  LocalRecordReader,
+  RecordDecoder,
+  RecordProblem,
+} from '../decoders/record-decoder';
 
 export class GrowingFileReader<R> implements LocalRecordReader<R> {
   private readonly decoder: RecordDecoder<R>;
   private position: number;
 
-  constructor(readonly path: string, decoder: DecoderFactory<R>, startOffset = 0) {
+  constructor(
+    readonly path: string,
+    decoder: DecoderFactory<R>,
+    startOffset = 0,
+  ) {
     this.decoder = decoder(startOffset);
     this.position = startOffset;
   }

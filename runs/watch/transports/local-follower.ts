@@ -19,7 +19,12 @@ export class LocalFollower<R> implements Follower {
   private stopped = false;
   private delivered: number;
 
-  constructor(private readonly file: string, decoder: DecoderFactory<R>, offset: number, private readonly handlers: FollowHandlers<R>) {
+  constructor(
+    private readonly file: string,
+    decoder: DecoderFactory<R>,
+    offset: number,
+    private readonly handlers: FollowHandlers<R>,
+  ) {
     this.reader = decoder.localReader?.(file, offset) ?? new GrowingFileReader(file, decoder, offset);
     this.delivered = offset;
     this.timer = setInterval(() => this.poke(), POLL_MS);
@@ -49,7 +54,12 @@ export class LocalFollower<R> implements Follower {
         }
       })
       .catch((e: Error) => {
-        if (!this.stopped) this.handlers.batch({ entries: [], problems: [{ offset: this.offset, message: `cannot read ${this.file}: ${e.message}`, excerpt: '' }], offset: this.offset });
+        if (!this.stopped)
+          this.handlers.batch({
+            entries: [],
+            problems: [{ offset: this.offset, message: `cannot read ${this.file}: ${e.message}`, excerpt: '' }],
+            offset: this.offset,
+          });
       })
       .finally(() => {
         this.reading = false;

@@ -69,7 +69,19 @@ export class SshFollower<R> implements Follower {
       child = spawnSsh(
         this.host,
         // Not a regular file (a FIFO, a device behind a link): said, and tried again later.
-        [{ raw: 'if test -e' }, { path: this.file }, { raw: '&& ! test -f' }, { path: this.file }, { raw: '; then echo "not a regular file (a FIFO, a device or a folder): not read" >&2; exit 4; fi;' }, { raw: `echo ${READY} >&2; exec tail -c` }, `+${decoder.offset + 1}`, '-F', ...(this.options.pid ? [`--pid=${this.options.pid}`] : []), '--', { path: this.file }],
+        [
+          { raw: 'if test -e' },
+          { path: this.file },
+          { raw: '&& ! test -f' },
+          { path: this.file },
+          { raw: '; then echo "not a regular file (a FIFO, a device or a folder): not read" >&2; exit 4; fi;' },
+          { raw: `echo ${READY} >&2; exec tail -c` },
+          `+${decoder.offset + 1}`,
+          '-F',
+          ...(this.options.pid ? [`--pid=${this.options.pid}`] : []),
+          '--',
+          { path: this.file },
+        ],
         this.settings(),
         this.options.compress === false ? [] : ['-o', 'Compression=yes'],
       );
@@ -99,7 +111,8 @@ export class SshFollower<R> implements Follower {
       if (this.child === child) this.child = undefined;
       if (this.stopped) return;
       if (stable || Date.now() - startedAt > STABLE_MS) this.attempt = 0;
-      const why = lastLine(stderr) || (code === SSH_CONNECTION_FAILED ? 'connection closed' : `tail exited with code ${code}`);
+      const why =
+        lastLine(stderr) || (code === SSH_CONNECTION_FAILED ? 'connection closed' : `tail exited with code ${code}`);
       this.scheduleReconnect(why);
     });
   }
@@ -115,5 +128,12 @@ export class SshFollower<R> implements Follower {
 }
 
 function lastLine(text: string): string {
-  return text.trim().split('\n').filter((l) => !l.includes('has become inaccessible') && !l.includes('has appeared')).pop()?.trim() ?? '';
+  return (
+    text
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('has become inaccessible') && !l.includes('has appeared'))
+      .pop()
+      ?.trim() ?? ''
+  );
 }

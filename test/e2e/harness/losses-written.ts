@@ -11,8 +11,15 @@ export function lossesWritten(runDir: string): Map<number, number | null> {
   const out = new Map<number, number | null>();
   for (const line of readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n')) {
     if (!line.trim()) continue;
-    const e = JSON.parse(line) as { type: string; step?: number; loss?: number | null; start_step?: number; rank?: number };
-    if (e.type === 'run_start' && e.start_step !== undefined) for (const s of [...out.keys()]) if (s > e.start_step) out.delete(s);
+    const e = JSON.parse(line) as {
+      type: string;
+      step?: number;
+      loss?: number | null;
+      start_step?: number;
+      rank?: number;
+    };
+    if (e.type === 'run_start' && e.start_step !== undefined)
+      for (const s of [...out.keys()]) if (s > e.start_step) out.delete(s);
     if (e.type === 'step' && (e.rank ?? 0) === 0) out.set(e.step!, e.loss ?? null);
   }
   return out;

@@ -41,13 +41,27 @@ export class VsCodeSession {
       'git.openRepositoryInParentFolders': 'never',
       ...opts.settings,
     };
-    const server = await startCodeServer({ workspace, dataDir, settings, env: opts.env, ...(opts.vsix ? { vsix: opts.vsix } : {}) });
+    const server = await startCodeServer({
+      workspace,
+      dataDir,
+      settings,
+      env: opts.env,
+      ...(opts.vsix ? { vsix: opts.vsix } : {}),
+    });
     let browser: Browser | undefined;
     try {
       browser = await chromium.launch({
         executablePath: CHROMIUM,
         headless: true,
-        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-dev-shm-usage',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--no-first-run',
+        ],
       });
       const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       await page.goto(`${server.url}?folder=${encodeURIComponent(workspace)}`);
@@ -86,8 +100,13 @@ export class VsCodeSession {
     do {
       await this.openPalette('');
       await this.openPalette(query);
-      await rows.first().waitFor({ timeout: 10_000 }).catch(() => undefined);
-      labels = await rows.evaluateAll((els) => els.map((e) => (e.getAttribute('aria-label') ?? e.textContent ?? '').trim()));
+      await rows
+        .first()
+        .waitFor({ timeout: 10_000 })
+        .catch(() => undefined);
+      labels = await rows.evaluateAll((els) =>
+        els.map((e) => (e.getAttribute('aria-label') ?? e.textContent ?? '').trim()),
+      );
       if (labels.some((l) => l.toLowerCase().includes(query.toLowerCase()))) return labels;
       await this.page.waitForTimeout(500);
     } while (Date.now() < deadline);
@@ -97,8 +116,12 @@ export class VsCodeSession {
   /** Runs a command by its palette title, "Category: Title". */
   async runCommand(title: string): Promise<void> {
     const labels = await this.paletteEntries(title);
-    if (!labels.some((l) => l.includes(title))) throw new Error(`command "${title}" is not in the palette; it lists: ${labels.join(' | ')}`);
-    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: title }).first().click();
+    if (!labels.some((l) => l.includes(title)))
+      throw new Error(`command "${title}" is not in the palette; it lists: ${labels.join(' | ')}`);
+    await this.page
+      .locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: title })
+      .first()
+      .click();
   }
 
   /** Opens a workspace file in an editor by its path relative to the workspace, via Quick Open. */
@@ -135,7 +158,14 @@ export class VsCodeSession {
     // can be dropped, leaving the box open with the text typed (seen in CI on "Rename run"): while
     // the same box is open with the same text, press it again.
     for (let again = 0; again < 3; again++) {
-      const gone = await this.page.waitForFunction(() => !document.querySelector('.quick-input-widget input')?.checkVisibility(), undefined, { timeout: 3000 }).then(() => true, () => false);
+      const gone = await this.page
+        .waitForFunction(() => !document.querySelector('.quick-input-widget input')?.checkVisibility(), undefined, {
+          timeout: 3000,
+        })
+        .then(
+          () => true,
+          () => false,
+        );
       if (gone || (await input.inputValue().catch(() => '')) !== text) return;
       await input.press('Enter');
     }
@@ -176,7 +206,9 @@ export class VsCodeSession {
       }
       await this.page.waitForTimeout(250);
     }
-    throw new Error(`no webview answered ${expression} within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message.split('\n')[0]}` : ''}`);
+    throw new Error(
+      `no webview answered ${expression} within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message.split('\n')[0]}` : ''}`,
+    );
   }
 
   /** The problem squiggles (error, warning) rendered in the active editor. */
@@ -205,7 +237,11 @@ export class VsCodeSession {
     await this.page.locator('.action-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20_000 });
     const rows = await this.page.locator('.action-widget .monaco-list-row').count();
     for (let i = 0; i <= rows; i++) {
-      const focused = await this.page.locator('.action-widget .monaco-list-row.focused').first().getAttribute('aria-label').catch(() => null);
+      const focused = await this.page
+        .locator('.action-widget .monaco-list-row.focused')
+        .first()
+        .getAttribute('aria-label')
+        .catch(() => null);
       if (focused === title) {
         await this.page.keyboard.press('Enter');
         return;
@@ -264,7 +300,14 @@ export class VsCodeSession {
 
   /** The text of every notification on screen, for failure reports. */
   async notificationsText(): Promise<string> {
-    return (await this.page.locator('.notifications-toasts').allInnerTexts().catch(() => [])).join(' | ').replace(/\s+/g, ' ');
+    return (
+      await this.page
+        .locator('.notifications-toasts')
+        .allInnerTexts()
+        .catch(() => [])
+    )
+      .join(' | ')
+      .replace(/\s+/g, ' ');
   }
 
   /** The DOM of the active webview panel (nested iframes in VS Code for the web). */
@@ -287,7 +330,10 @@ export class VsCodeSession {
   async screenshotEditor(name: string): Promise<string> {
     mkdirSync(E2E_OUTPUT, { recursive: true });
     const file = path.join(E2E_OUTPUT, `${name}.png`);
-    const toasts = (visibility: string) => this.page.evaluate(`document.querySelectorAll('.notifications-toasts').forEach((t) => (t.style.visibility = '${visibility}'))`);
+    const toasts = (visibility: string) =>
+      this.page.evaluate(
+        `document.querySelectorAll('.notifications-toasts').forEach((t) => (t.style.visibility = '${visibility}'))`,
+      );
     await toasts('hidden');
     try {
       const box = await this.page.locator('.part.editor').first().boundingBox();
@@ -306,7 +352,9 @@ export class VsCodeSession {
     if (test?.state !== 'failed') return;
     const name = `failed-${test.title.slice(0, 40).replace(/\W+/g, '-')}`;
     await this.screenshot(name);
-    console.error(`notifications at the failure: ${await this.notificationsText()}; logs in ${this.saveLogs(`${name}-logs`)}`);
+    console.error(
+      `notifications at the failure: ${await this.notificationsText()}; logs in ${this.saveLogs(`${name}-logs`)}`,
+    );
   }
 
   async close(): Promise<void> {
@@ -318,7 +366,10 @@ export class VsCodeSession {
   private async openPalette(text: string): Promise<void> {
     const input = this.page.locator('.quick-input-widget input');
     if (!(await input.isVisible())) {
-      await this.page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
+      await this.page
+        .locator('.monaco-workbench')
+        .click({ position: { x: 700, y: 400 } })
+        .catch(() => undefined);
       await this.page.keyboard.press('Control+Shift+P');
       await input.waitFor({ timeout: 20_000 });
     }

@@ -6,8 +6,24 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
-import type { CodeAction, CodeLens, CompletionItem, CompletionList, Diagnostic, Hover, InitializeResult, Position, PublishDiagnosticsParams, Range } from 'vscode-languageserver-protocol';
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+} from 'vscode-jsonrpc/node';
+import type {
+  CodeAction,
+  CodeLens,
+  CompletionItem,
+  CompletionList,
+  Diagnostic,
+  Hover,
+  InitializeResult,
+  Position,
+  PublishDiagnosticsParams,
+  Range,
+} from 'vscode-languageserver-protocol';
 
 export const repoRoot = path.resolve(__dirname, '../../..');
 const SERVER = path.join(repoRoot, 'dist', 'language-server.js');
@@ -40,20 +56,31 @@ export class LanguageServerClient {
   static async start(session: ServerSession = {}): Promise<LanguageServerClient> {
     ensureServerBuilt();
     const child = spawn(process.execPath, [SERVER, '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const connection = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+    const connection = createMessageConnection(
+      new StreamMessageReader(child.stdout!),
+      new StreamMessageWriter(child.stdin!),
+    );
     const client = new LanguageServerClient(child, connection, session.settings ?? {});
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += String(d)));
-    child.on('exit', (code, signal) => (client.exited = `server exited (code ${code}, signal ${signal}): ${stderr.slice(-2000)}`));
+    child.on(
+      'exit',
+      (code, signal) => (client.exited = `server exited (code ${code}, signal ${signal}): ${stderr.slice(-2000)}`),
+    );
     connection.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => client.onPublish(p));
     connection.onNotification('window/logMessage', (p: { type: number; message: string }) => void client.logs.push(p));
-    connection.onRequest('workspace/configuration', (p: { items: Array<{ section?: string }> }) => p.items.map((i) => (i.section === 'fsdp' ? client.settings : null)));
+    connection.onRequest('workspace/configuration', (p: { items: Array<{ section?: string }> }) =>
+      p.items.map((i) => (i.section === 'fsdp' ? client.settings : null)),
+    );
     connection.onRequest('client/registerCapability', () => null);
     connection.listen();
     await connection.sendRequest<InitializeResult>('initialize', {
       processId: process.pid,
       rootUri: null,
-      capabilities: { workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } }, textDocument: { publishDiagnostics: { versionSupport: true } } },
+      capabilities: {
+        workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
+        textDocument: { publishDiagnostics: { versionSupport: true } },
+      },
       initializationOptions: session.nativeAddonPath ? { nativeAddonPath: session.nativeAddonPath } : {},
     });
     await connection.sendNotification('initialized', {});
@@ -70,10 +97,17 @@ export class LanguageServerClient {
   }
 
   /** Opens a document and returns the diagnostics the server publishes for it (within timeoutMs). */
-  async open(uri: string, text: string, languageId = uri.endsWith('.json') ? 'json' : uri.endsWith('.toml') ? 'toml' : 'yaml', timeoutMs = DIAGNOSTICS_WAIT_MS): Promise<Diagnostic[]> {
+  async open(
+    uri: string,
+    text: string,
+    languageId = uri.endsWith('.json') ? 'json' : uri.endsWith('.toml') ? 'toml' : 'yaml',
+    timeoutMs = DIAGNOSTICS_WAIT_MS,
+  ): Promise<Diagnostic[]> {
     this.versions.set(uri, 1);
     const done = this.nextDiagnostics(uri, 1, timeoutMs);
-    await this.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
+    await this.connection.sendNotification('textDocument/didOpen', {
+      textDocument: { uri, languageId, version: 1, text },
+    });
     return done;
   }
 
@@ -82,7 +116,10 @@ export class LanguageServerClient {
     const version = (this.versions.get(uri) ?? 0) + 1;
     this.versions.set(uri, version);
     const done = this.nextDiagnostics(uri, version);
-    await this.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
+    await this.connection.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version },
+      contentChanges: [{ text }],
+    });
     return done;
   }
 
@@ -91,14 +128,20 @@ export class LanguageServerClient {
   }
 
   /** New settings: the server re-reads them and re-checks open documents. */
-  async setSettings(settings: Record<string, unknown>, reopen: Array<{ uri: string; text: string }>): Promise<Diagnostic[][]> {
+  async setSettings(
+    settings: Record<string, unknown>,
+    reopen: Array<{ uri: string; text: string }>,
+  ): Promise<Diagnostic[][]> {
     this.settings = settings;
     await this.connection.sendNotification('workspace/didChangeConfiguration', { settings: null });
     return Promise.all(reopen.map((d) => this.change(d.uri, d.text)));
   }
 
   async completion(uri: string, position: Position): Promise<CompletionItem[]> {
-    const r = await this.connection.sendRequest<CompletionList | CompletionItem[] | null>('textDocument/completion', { textDocument: { uri }, position });
+    const r = await this.connection.sendRequest<CompletionList | CompletionItem[] | null>('textDocument/completion', {
+      textDocument: { uri },
+      position,
+    });
     return Array.isArray(r) ? r : (r?.items ?? []);
   }
 
@@ -107,11 +150,19 @@ export class LanguageServerClient {
   }
 
   async codeLenses(uri: string): Promise<CodeLens[]> {
-    return (await this.connection.sendRequest<CodeLens[] | null>('textDocument/codeLens', { textDocument: { uri } })) ?? [];
+    return (
+      (await this.connection.sendRequest<CodeLens[] | null>('textDocument/codeLens', { textDocument: { uri } })) ?? []
+    );
   }
 
   async codeActions(uri: string, range: Range, diagnostics: Diagnostic[]): Promise<CodeAction[]> {
-    return (await this.connection.sendRequest<CodeAction[] | null>('textDocument/codeAction', { textDocument: { uri }, range, context: { diagnostics } })) ?? [];
+    return (
+      (await this.connection.sendRequest<CodeAction[] | null>('textDocument/codeAction', {
+        textDocument: { uri },
+        range,
+        context: { diagnostics },
+      })) ?? []
+    );
   }
 
   async stop(): Promise<void> {
@@ -125,7 +176,15 @@ export class LanguageServerClient {
 
   private nextDiagnostics(uri: string, version: number, timeoutMs = DIAGNOSTICS_WAIT_MS): Promise<Diagnostic[]> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no diagnostics for ${uri} version ${version} within ${timeoutMs / 1000} s${this.exited ? `; ${this.exited}` : ''}`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no diagnostics for ${uri} version ${version} within ${timeoutMs / 1000} s${this.exited ? `; ${this.exited}` : ''}`,
+            ),
+          ),
+        timeoutMs,
+      );
       this.waiters.push({ uri, version, resolve: (d) => (clearTimeout(timer), resolve(d)) });
     });
   }
@@ -155,7 +214,10 @@ export function ensureServerBuilt(): void {
   const bundleTime = statSync(SERVER, { throwIfNoEntry: false })?.mtimeMs ?? 0;
   const newest = Math.max(...['core', 'language-server'].flatMap((dir) => sourceTimes(path.join(repoRoot, dir))));
   if (newest > bundleTime) {
-    const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error('bundling the language server failed');
   }
   built = true;

@@ -13,7 +13,8 @@ struct Updated {
   float p, m, v;
 };
 
-/** One element's update. Branch-free and with the loop's constants hoisted by the caller, so the loops vectorise (8 floats a time with AVX2). */
+/** One element's update. Branch-free and with the loop's constants hoisted by the caller, so the loops vectorise (8
+ * floats a time with AVX2). */
 inline Updated adamw_update(const AdamWArgs& a, float param, float grad, float m0, float v0) {
   const float g = grad * a.grad_scale;
   const float m = a.beta1 * m0 + (1.0f - a.beta1) * g;
@@ -25,7 +26,9 @@ inline Updated adamw_update(const AdamWArgs& a, float param, float grad, float m
   return {p, m, v};
 }
 
-bool poisoned(const AdamWArgs& a) { return a.poison >= 0 && static_cast<std::size_t>(a.poison) < a.n; }
+bool poisoned(const AdamWArgs& a) {
+  return a.poison >= 0 && static_cast<std::size_t>(a.poison) < a.n;
+}
 
 }  // namespace
 

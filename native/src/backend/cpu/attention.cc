@@ -20,9 +20,11 @@ namespace {
 constexpr bool kPairsInParallel = FSDP_BLAS_OPENMP != 0;
 
 /** C[m, n] = alpha op(A) op(B) + beta C, row-major, on the calling thread's share of OpenBLAS. */
-void small_gemm(bool ta, bool tb, long m, long n, long k, float alpha, const float* a, long lda, const float* b, long ldb, float beta, float* c, long ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+void small_gemm(bool ta, bool tb, long m, long n, long k, float alpha, const float* a, long lda, const float* b,
+                long ldb, float beta, float* c, long ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
 }  // namespace
@@ -50,13 +52,14 @@ void CpuBackend::attention_values(float* out, const float* probs, const float* q
 #pragma omp parallel for collapse(2) schedule(static) if (kPairsInParallel)
   for (long b = 0; b < B; ++b) {
     for (long h = 0; h < H; ++h) {
-      small_gemm(false, false, T, hs, T, 1.0f, probs + (b * H + h) * T * T, T, qkv + b * T * C3 + 2 * C + h * hs, C3, 0.0f, out + b * T * C + h * hs, C);
+      small_gemm(false, false, T, hs, T, 1.0f, probs + (b * H + h) * T * T, T, qkv + b * T * C3 + 2 * C + h * hs, C3,
+                 0.0f, out + b * T * C + h * hs, C);
     }
   }
 }
 
-void CpuBackend::attention_values_backward(float* dprobs, float* dqkv, const float* dout, const float* probs, const float* qkv, long B, long T,
-                                           long C, long H) {
+void CpuBackend::attention_values_backward(float* dprobs, float* dqkv, const float* dout, const float* probs,
+                                           const float* qkv, long B, long T, long C, long H) {
   const long hs = C / H, C3 = 3 * C;
 #pragma omp parallel for collapse(2) schedule(static) if (kPairsInParallel)
   for (long b = 0; b < B; ++b) {
@@ -64,13 +67,15 @@ void CpuBackend::attention_values_backward(float* dprobs, float* dqkv, const flo
       const float* d = dout + b * T * C + h * hs;
       const float* p = probs + (b * H + h) * T * T;
       // dprobs = dout v^T; dv = probs^T dout.
-      small_gemm(false, true, T, T, hs, 1.0f, d, C, qkv + b * T * C3 + 2 * C + h * hs, C3, 0.0f, dprobs + (b * H + h) * T * T, T);
+      small_gemm(false, true, T, T, hs, 1.0f, d, C, qkv + b * T * C3 + 2 * C + h * hs, C3, 0.0f,
+                 dprobs + (b * H + h) * T * T, T);
       small_gemm(true, false, T, hs, T, 1.0f, p, T, d, C, 0.0f, dqkv + b * T * C3 + 2 * C + h * hs, C3);
     }
   }
 }
 
-void CpuBackend::attention_probs_backward(float* dqkv, float* dprobs, const float* probs, const float* qkv, long B, long T, long C, long H) {
+void CpuBackend::attention_probs_backward(float* dqkv, float* dprobs, const float* probs, const float* qkv, long B,
+                                          long T, long C, long H) {
   const long hs = C / H, C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
 #pragma omp parallel for collapse(2) schedule(static) if (kPairsInParallel)

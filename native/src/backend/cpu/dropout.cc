@@ -5,7 +5,8 @@
 
 namespace fsdp {
 
-void CpuBackend::dropout_residual(float* out, const float* residual, const float* x, std::size_t n, float p, std::uint64_t key) {
+void CpuBackend::dropout_residual(float* out, const float* residual, const float* x, std::size_t n, float p,
+                                  std::uint64_t key) {
   if (p == 0.0f) {
 #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < n; ++i) out[i] = residual[i] + x[i];

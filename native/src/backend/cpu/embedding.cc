@@ -3,7 +3,8 @@
 
 namespace fsdp {
 
-void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, long B, long T, long C) {
+void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, long B,
+                                   long T, long C) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (long b = 0; b < B; ++b) {
     for (long t = 0; t < T; ++t) {
@@ -15,7 +16,8 @@ void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const
   }
 }
 
-void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, long B, long T, long C) {
+void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, long B,
+                                    long T, long C) {
   // Several positions can hold the same token: threads own channel blocks and visit the tokens in
   // order, so the scatter-add is race-free and its order fixed.
   constexpr long kBlock = 16;

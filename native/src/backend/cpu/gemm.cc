@@ -5,11 +5,11 @@
 
 namespace fsdp {
 
-void CpuBackend::gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda, const float* b, long ldb,
-                      float beta, float* c, long ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+void CpuBackend::gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda,
+                      const float* b, long ldb, float beta, float* c, long ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
 void CpuBackend::bias_fill(float* out, const float* b, long N, long O) {

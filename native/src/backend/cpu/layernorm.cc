@@ -9,7 +9,8 @@ namespace {
 constexpr float kEps = 1e-5f;
 }
 
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, long N, long C) {
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                                   long N, long C) {
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < N; ++i) {
     const float* xi = x + i * C;
@@ -32,8 +33,8 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   }
 }
 
-void CpuBackend::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w, const float* mean,
-                                    const float* rstd, long N, long C) {
+void CpuBackend::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                                    const float* mean, const float* rstd, long N, long C) {
   // dx by rows.
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < N; ++i) {

@@ -35,7 +35,8 @@ void CpuBackend::fill(float* x, std::size_t n, float value) {
 
 void CpuBackend::copy(float* dst, const float* src, std::size_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::size_t c = 0; c < n; c += kChunk) std::memcpy(dst + c, src + c, sizeof(float) * (c + kChunk < n ? kChunk : n - c));
+  for (std::size_t c = 0; c < n; c += kChunk)
+    std::memcpy(dst + c, src + c, sizeof(float) * (c + kChunk < n ? kChunk : n - c));
 }
 
 double CpuBackend::sum(const float* x, std::size_t n) {

@@ -24,7 +24,8 @@ namespace fsdp::cuda {
 
 namespace {
 
-/** The vocabulary's split: rows [0, whole) of W as they are, [whole, V) through a padded block of `tail` (0 or 128) rows. */
+/** The vocabulary's split: rows [0, whole) of W as they are, [whole, V) through a padded block of `tail` (0 or 128)
+ * rows. */
 struct VocabSplit {
   long V, padded, whole, tail;
 };
@@ -35,8 +36,12 @@ VocabSplit split_of(long V) {
 }
 
 /** p advanced by n elements of dtype t. */
-const void* at(const void* p, long n, DType t) { return static_cast<const char*>(p) + static_cast<std::size_t>(n) * dtype_bytes(t); }
-void* at(void* p, long n, DType t) { return static_cast<char*>(p) + static_cast<std::size_t>(n) * dtype_bytes(t); }
+const void* at(const void* p, long n, DType t) {
+  return static_cast<const char*>(p) + static_cast<std::size_t>(n) * dtype_bytes(t);
+}
+void* at(void* p, long n, DType t) {
+  return static_cast<char*>(p) + static_cast<std::size_t>(n) * dtype_bytes(t);
+}
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
@@ -44,10 +49,13 @@ void check(cudaError_t e, const char* what) {
 
 /** W's rows [whole, V) then zeros: the [tail, C] block the tail products use (workspace). */
 Buffer padded_tail(Backend& be, const void* w, const VocabSplit& v, long C, DType t, cudaStream_t s) {
-  Buffer block = be.allocator().allocate(MemoryCategory::workspace, dtype_bytes(t) * static_cast<std::size_t>(v.tail * C));
+  Buffer block =
+      be.allocator().allocate(MemoryCategory::workspace, dtype_bytes(t) * static_cast<std::size_t>(v.tail * C));
   const std::size_t used = dtype_bytes(t) * static_cast<std::size_t>((v.V - v.whole) * C);
-  check(cudaMemcpyAsync(block.data(), at(w, v.whole * C, t), used, cudaMemcpyDeviceToDevice, s), "classifier tail rows");
-  check(cudaMemsetAsync(static_cast<char*>(block.data()) + used, 0, block.bytes() - used, s), "classifier tail padding");
+  check(cudaMemcpyAsync(block.data(), at(w, v.whole * C, t), used, cudaMemcpyDeviceToDevice, s),
+        "classifier tail rows");
+  check(cudaMemsetAsync(static_cast<char*>(block.data()) + used, 0, block.bytes() - used, s),
+        "classifier tail padding");
   return block;
 }
 
@@ -66,8 +74,9 @@ std::size_t CudaBackend::classifier_state_bytes(long N, long V) const {
   return dtype_bytes(compute_) * static_cast<std::size_t>(N) * static_cast<std::size_t>(padded_vocab(V));
 }
 
-void CudaBackend::classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                                     ClassifierTap* tap, float* logits_copy) {
+void CudaBackend::classifier_forward(void* state, float* losses, const void* x, const void* w,
+                                     const std::int32_t* targets, long N, long C, long V, ClassifierTap* tap,
+                                     float* logits_copy) {
   const VocabSplit v = split_of(V);
   // logits[N, Vp] = x W^T: the whole-tile rows of W, then the padded tail block.
   MatmulArgs g;
@@ -84,7 +93,9 @@ void CudaBackend::classifier_forward(void* state, float* losses, const void* x, 
     g.n = v.tail, g.b = tail.data(), g.c = at(state, v.whole, compute_);
     matmul_->run(g);
   }
-  if (tap) through_compact_view(*this, state, N, V, v.padded, compute_, stream_, [&](void* view, std::size_t n, DType t) { tap->logits(view, n, t); });
+  if (tap)
+    through_compact_view(*this, state, N, V, v.padded, compute_, stream_,
+                         [&](void* view, std::size_t n, DType t) { tap->logits(view, n, t); });
   if (logits_copy) {
     Buffer f32 = device_.allocate(MemoryCategory::workspace, sizeof(float) * static_cast<std::size_t>(N * V));
     copy_rows(f32.data(), V, DType::f32, state, v.padded, compute_, N, V, stream_);
@@ -94,8 +105,9 @@ void CudaBackend::classifier_forward(void* state, float* losses, const void* x, 
   if (tap) tap->losses(losses, static_cast<std::size_t>(N));
 }
 
-void CudaBackend::classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* /*targets*/, long N, long C,
-                                      long V, float scale, ClassifierTap* tap) {
+void CudaBackend::classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w,
+                                      const std::int32_t* /*targets*/, long N, long C, long V, float scale,
+                                      ClassifierTap* tap) {
   // state holds softmax - onehot (the forward's fused pass); the gradient is scale times it.
   const VocabSplit v = split_of(V);
   float alpha = scale;
@@ -103,7 +115,8 @@ void CudaBackend::classifier_backward(void* dx, float* dw, void* state, const vo
     // The tap sees the gradient itself, as on the CPU: scale it in place first.
     cuda::scale(state, compute_, static_cast<std::size_t>(N * v.padded), scale, stream_);
     alpha = 1.0f;
-    through_compact_view(*this, state, N, V, v.padded, compute_, stream_, [&](void* view, std::size_t n, DType t) { tap->logits_grad(view, n, t); });
+    through_compact_view(*this, state, N, V, v.padded, compute_, stream_,
+                         [&](void* view, std::size_t n, DType t) { tap->logits_grad(view, n, t); });
   }
   const void* tail_of_state = at(state, v.whole, compute_);
   Buffer tail_w;

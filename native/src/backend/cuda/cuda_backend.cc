@@ -32,8 +32,9 @@ double datasheet_peak(const std::string& name, DType compute, bool tf32) {
     double bf16, tf32, fp32;
   };
   // Longer names first: "H100 PCIe" before "H100".
-  static const Row rows[] = {{"H100 PCIe", 756e12, 378e12, 51e12}, {"H100 NVL", 835e12, 418e12, 60e12}, {"H100", 989.4e12, 494.7e12, 66.9e12},
-                             {"H200", 989.4e12, 494.7e12, 66.9e12}, {"H800", 989.4e12, 494.7e12, 66.9e12}, {"A100", 312e12, 156e12, 19.5e12}};
+  static const Row rows[] = {{"H100 PCIe", 756e12, 378e12, 51e12},  {"H100 NVL", 835e12, 418e12, 60e12},
+                             {"H100", 989.4e12, 494.7e12, 66.9e12}, {"H200", 989.4e12, 494.7e12, 66.9e12},
+                             {"H800", 989.4e12, 494.7e12, 66.9e12}, {"A100", 312e12, 156e12, 19.5e12}};
   for (const Row& r : rows) {
     if (name.find(r.name) == std::string::npos) continue;
     if (compute != DType::f32) return r.bf16;  // float16 and bfloat16 peak alike
@@ -47,7 +48,9 @@ double datasheet_peak(const std::string& name, DType compute, bool tf32) {
 CudaBackend::CudaBackend(const BackendOptions& options) : compute_(options.compute) {
   int count = 0;
   check(cudaGetDeviceCount(&count), "device count");
-  if (count == 0) throw std::runtime_error("launch.device cuda: no GPU is visible to this process (CUDA_VISIBLE_DEVICES, the driver)");
+  if (count == 0)
+    throw std::runtime_error(
+        "launch.device cuda: no GPU is visible to this process (CUDA_VISIBLE_DEVICES, the driver)");
   device_index_ = options.device_index % count;
   check(cudaSetDevice(device_index_), "set device");
   check(cudaFree(nullptr), "context");  // creates the context now, so it is measured alone
@@ -95,22 +98,29 @@ void CudaBackend::download(void* host_dst, const void* device_src, std::size_t b
   check(cudaStreamSynchronize(stream_), "download");
 }
 
-void CudaBackend::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }
+void CudaBackend::synchronize() {
+  check(cudaStreamSynchronize(stream_), "synchronize");
+}
 
-void CudaBackend::cast_from_f32(void* dst, const float* src, std::size_t n) { cuda::cast_from_f32(dst, compute_, src, n, stream_); }
+void CudaBackend::cast_from_f32(void* dst, const float* src, std::size_t n) {
+  cuda::cast_from_f32(dst, compute_, src, n, stream_);
+}
 
 void CudaBackend::from_f32(void* dst, DType to, const float* src, std::size_t n) {
   if (to == DType::f32) return copy(static_cast<float*>(dst), src, n);
   cuda::cast_from_f32(dst, to, src, n, stream_);
 }
 
-void CudaBackend::to_f32(float* dst, const void* src, DType from, std::size_t n) { cuda::to_f32(dst, src, from, n, stream_); }
+void CudaBackend::to_f32(float* dst, const void* src, DType from, std::size_t n) {
+  cuda::to_f32(dst, src, from, n, stream_);
+}
 
 std::optional<DeviceReadings> CudaBackend::readings() {
   DeviceReadings r;
   if (nvml_) {
     const NvmlSample s = nvml_->sample();
-    r.util_percent = s.util_percent, r.temperature_c = s.temperature_c, r.mem_used = s.mem_used, r.mem_total = s.mem_total;
+    r.util_percent = s.util_percent, r.temperature_c = s.temperature_c, r.mem_used = s.mem_used,
+    r.mem_total = s.mem_total;
   }
   r.context_bytes = context_bytes_;
   r.library_workspace_bytes = matmul_->workspace_bytes();
@@ -119,16 +129,18 @@ std::optional<DeviceReadings> CudaBackend::readings() {
 
 // --- matrix products ----------------------------------------------------------------------------
 
-void CudaBackend::gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda, const float* b, long ldb, float beta,
-                       float* c, long ldc) {
+void CudaBackend::gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda,
+                       const float* b, long ldb, float beta, float* c, long ldc) {
   MatmulArgs g;
   g.trans_a = trans_a, g.trans_b = trans_b, g.m = m, g.n = n, g.k = k;
   g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc, g.alpha = alpha, g.beta = beta;
   matmul_->run(g);
 }
 
-void CudaBackend::linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N, long I, long O) {
-  if (b && out_dtype != compute_) throw std::invalid_argument("cuda linear_forward: a bias needs the output in the compute dtype");
+void CudaBackend::linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N,
+                                 long I, long O) {
+  if (b && out_dtype != compute_)
+    throw std::invalid_argument("cuda linear_forward: a bias needs the output in the compute dtype");
   MatmulArgs g;
   g.trans_b = true, g.m = N, g.n = O, g.k = I;
   g.a = in, g.a_type = compute_, g.lda = I;
@@ -145,7 +157,8 @@ void CudaBackend::linear_forward(void* out, DType out_dtype, const void* in, con
   bias_act(out, nullptr, bias32.f32(), N, O, compute_, stream_);
 }
 
-void CudaBackend::linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I, long O) {
+void CudaBackend::linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I,
+                                      long O) {
   // cuBLASLt's GELU epilogue for bfloat16/float16; float32 runs keep the exact tanh-form kernel, so
   // they match the CPU to float32 rounding.
   if (compute_ != DType::f32 && b) {
@@ -161,8 +174,8 @@ void CudaBackend::linear_gelu_forward(void* g, void* h, const void* in, const vo
   cuda::gelu_forward(g, h, static_cast<std::size_t>(N * O), compute_, stream_);
 }
 
-void CudaBackend::linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout, DType dout_dtype, const void* in,
-                                  const void* w, long N, long I, long O) {
+void CudaBackend::linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout,
+                                  DType dout_dtype, const void* in, const void* w, long N, long I, long O) {
   // cuBLASLt wants A and B of one dtype: a float32 gradient (the logits') meets compute-dtype
   // weights through a compute-dtype copy.
   Buffer cast;
@@ -170,7 +183,8 @@ void CudaBackend::linear_backward(void* din, bool accumulate_din, float* dw, flo
   if (dout_dtype != compute_) {
     if (dout_dtype != DType::f32) throw std::invalid_argument("cuda linear_backward: gradient dtype");
     cast = scratch(compute_bytes(*this, static_cast<std::size_t>(N) * O));
-    cuda::cast_from_f32(cast.data(), compute_, static_cast<const float*>(dout), static_cast<std::size_t>(N) * O, stream_);
+    cuda::cast_from_f32(cast.data(), compute_, static_cast<const float*>(dout), static_cast<std::size_t>(N) * O,
+                        stream_);
     d = cast.data();
   }
   if (din) {
@@ -195,11 +209,13 @@ void CudaBackend::linear_backward(void* din, bool accumulate_din, float* dw, flo
 
 // --- embedding, layernorm ------------------------------------------------------------------------
 
-void CudaBackend::embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B, long T, long C) {
+void CudaBackend::embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B,
+                                    long T, long C) {
   cuda::embedding_forward(out, tokens, wte, wpe, B, T, C, compute_, stream_);
 }
 
-void CudaBackend::embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B, long T, long C) {
+void CudaBackend::embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B,
+                                     long T, long C) {
   // Group positions by token on the host (a counting sort of B*T ids), so each dwte row is summed
   // by one block in position order: deterministic, no atomics.
   const std::size_t n = static_cast<std::size_t>(B * T);
@@ -228,18 +244,20 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const void* dout,
   cuda::embedding_backward(dwte, dwpe, dout, p, p + n, p + n + starts.size(), buckets, B, T, C, compute_, stream_);
 }
 
-void CudaBackend::layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N, long C) {
+void CudaBackend::layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b,
+                                    long N, long C) {
   cuda::layernorm_forward(out, mean, rstd, x, w, b, N, C, compute_, stream_);
 }
 
-void CudaBackend::layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w, const float* mean, const float* rstd,
-                                     long N, long C) {
+void CudaBackend::layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w,
+                                     const float* mean, const float* rstd, long N, long C) {
   Buffer partial = scratch(sizeof(float) * layernorm_backward_scratch(N, C));
   cuda::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C, compute_, partial.f32(), stream_);
 }
 
-void CudaBackend::residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x, float p,
-                                             std::uint64_t key, const void* w, const void* b, long N, long C) {
+void CudaBackend::residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual,
+                                             const void* x, float p, std::uint64_t key, const void* w, const void* b,
+                                             long N, long C) {
   cuda::residual_layernorm_forward(sum, out, mean, rstd, residual, x, p, key, w, b, N, C, compute_, stream_);
 }
 
@@ -247,16 +265,24 @@ void CudaBackend::residual_layernorm_forward(void* sum, void* out, float* mean, 
 
 void CudaBackend::check_head_size(long C, long H) const {
   if (!attention_supports(C / H)) {
-    throw std::invalid_argument("launch.device cuda: head size " + std::to_string(C / H) + " (model.d_model / model.n_heads) has no attention kernel; use 32, 64 or 128");
+    throw std::invalid_argument("launch.device cuda: head size " + std::to_string(C / H) +
+                                " (model.d_model / model.n_heads) has no attention kernel; use 32, 64 or 128");
   }
 }
 
-std::string CudaBackend::attention_kernels(long B, long C, long H) const { return attention_path_name(compute_, C, H, B); }
+std::string CudaBackend::attention_kernels(long B, long C, long H) const {
+  return attention_path_name(compute_, C, H, B);
+}
 
-std::size_t CudaBackend::attention_state_size(long B, long T, long H) const { return static_cast<std::size_t>(B * H * T); }
-std::size_t CudaBackend::attention_scratch_size(long B, long T, long H) const { return static_cast<std::size_t>(B * H * T); }
+std::size_t CudaBackend::attention_state_size(long B, long T, long H) const {
+  return static_cast<std::size_t>(B * H * T);
+}
+std::size_t CudaBackend::attention_scratch_size(long B, long T, long H) const {
+  return static_cast<std::size_t>(B * H * T);
+}
 
-void CudaBackend::attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, AttentionTap* tap) {
+void CudaBackend::attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H,
+                                    AttentionTap* tap) {
   check_head_size(C, H);
   cuda::attention_forward(y, lse, qkv, B, T, C, H, false, compute_, stream_);
   if (!tap) return;
@@ -271,8 +297,8 @@ void CudaBackend::attention_state(float* lse, const void* qkv, long B, long T, l
   cuda::attention_forward(nullptr, lse, qkv, B, T, C, H, false, compute_, stream_);
 }
 
-void CudaBackend::attention_backward(void* dqkv, float* delta, const void* dy, const void* qkv, const void* y, const float* lse, long B, long T, long C,
-                                     long H, AttentionTap* tap) {
+void CudaBackend::attention_backward(void* dqkv, float* delta, const void* dy, const void* qkv, const void* y,
+                                     const float* lse, long B, long T, long C, long H, AttentionTap* tap) {
   check_head_size(C, H);
   attention_backward_delta(delta, dy, y, B, T, C, H, compute_, stream_);
   if (tap) tap->softmax_grad(delta, attention_scratch_size(B, T, H));
@@ -281,14 +307,21 @@ void CudaBackend::attention_backward(void* dqkv, float* delta, const void* dy, c
 
 // --- elementwise, loss -------------------------------------------------------------------------
 
-void CudaBackend::gelu_forward(void* out, const void* in, std::size_t n) { cuda::gelu_forward(out, in, n, compute_, stream_); }
-void CudaBackend::gelu_backward(void* d, const void* in, std::size_t n) { cuda::gelu_backward(d, in, n, compute_, stream_); }
+void CudaBackend::gelu_forward(void* out, const void* in, std::size_t n) {
+  cuda::gelu_forward(out, in, n, compute_, stream_);
+}
+void CudaBackend::gelu_backward(void* d, const void* in, std::size_t n) {
+  cuda::gelu_backward(d, in, n, compute_, stream_);
+}
 
-void CudaBackend::dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key) {
+void CudaBackend::dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p,
+                                   std::uint64_t key) {
   cuda::dropout_residual(out, residual, x, n, p, key, compute_, stream_);
 }
 
-void CudaBackend::dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) { cuda::dropout(out, x, n, p, key, compute_, stream_); }
+void CudaBackend::dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) {
+  cuda::dropout(out, x, n, p, key, compute_, stream_);
+}
 
 void CudaBackend::softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V) {
   cuda::softmax_xent_forward(losses, logits, targets, N, V, stream_);
@@ -300,24 +333,37 @@ void CudaBackend::softmax_xent_backward(float* probs, const std::int32_t* target
 
 // --- whole buffers -------------------------------------------------------------------------------
 
-void CudaBackend::fill(float* x, std::size_t n, float value) { cuda::fill(x, n, value, stream_); }
-void CudaBackend::zero(void* x, std::size_t bytes) { check(cudaMemsetAsync(x, 0, bytes, stream_), "memset"); }
+void CudaBackend::fill(float* x, std::size_t n, float value) {
+  cuda::fill(x, n, value, stream_);
+}
+void CudaBackend::zero(void* x, std::size_t bytes) {
+  check(cudaMemsetAsync(x, 0, bytes, stream_), "memset");
+}
 void CudaBackend::copy(float* dst, const float* src, std::size_t n) {
   check(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDefault, stream_), "copy");
 }
 
 const double* CudaBackend::reduce(const void* x, DType dtype, std::size_t n, bool with_stats) {
   double* results = reduce_scratch_ + reduction_scratch_doubles();
-  if (with_stats) cuda::stats(results, x, dtype, n, reduce_scratch_, stream_);
-  else cuda::sum(results, static_cast<const float*>(x), n, reduce_scratch_, stream_);
-  check(cudaMemcpyAsync(reduce_host_, results, sizeof(double) * 4, cudaMemcpyDeviceToHost, stream_), "reduction result");
+  if (with_stats)
+    cuda::stats(results, x, dtype, n, reduce_scratch_, stream_);
+  else
+    cuda::sum(results, static_cast<const float*>(x), n, reduce_scratch_, stream_);
+  check(cudaMemcpyAsync(reduce_host_, results, sizeof(double) * 4, cudaMemcpyDeviceToHost, stream_),
+        "reduction result");
   check(cudaStreamSynchronize(stream_), "reduction");
   return reduce_host_;
 }
 
-double CudaBackend::sum(const float* x, std::size_t n) { return reduce(x, DType::f32, n, false)[0]; }
-double CudaBackend::sum_squares(const float* x, std::size_t n) { return reduce(x, DType::f32, n, false)[1]; }
-TensorStats CudaBackend::stats(const float* x, std::size_t n) { return stats(x, DType::f32, n); }
+double CudaBackend::sum(const float* x, std::size_t n) {
+  return reduce(x, DType::f32, n, false)[0];
+}
+double CudaBackend::sum_squares(const float* x, std::size_t n) {
+  return reduce(x, DType::f32, n, false)[1];
+}
+TensorStats CudaBackend::stats(const float* x, std::size_t n) {
+  return stats(x, DType::f32, n);
+}
 
 TensorStats CudaBackend::stats(const void* x, DType dtype, std::size_t n) {
   const double* r = reduce(x, dtype, n, true);
@@ -332,7 +378,9 @@ TensorStats CudaBackend::stats(const void* x, DType dtype, std::size_t n) {
   return s;
 }
 
-void CudaBackend::set_element(void* x, DType dtype, std::size_t index, float value) { cuda::set_element(x, dtype, index, value, stream_); }
+void CudaBackend::set_element(void* x, DType dtype, std::size_t index, float value) {
+  cuda::set_element(x, dtype, index, value, stream_);
+}
 
 std::uint64_t CudaBackend::adamw_check(const AdamWArgs& a) {
   check(cudaMemsetAsync(bad_device_, 0, sizeof(unsigned long long), stream_), "memset");
@@ -342,11 +390,15 @@ std::uint64_t CudaBackend::adamw_check(const AdamWArgs& a) {
   return bad;
 }
 
-void CudaBackend::adamw_apply(const AdamWArgs& a) { cuda::adamw(a, true, nullptr, stream_); }
+void CudaBackend::adamw_apply(const AdamWArgs& a) {
+  cuda::adamw(a, true, nullptr, stream_);
+}
 
 }  // namespace cuda
 
-std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) { return std::make_unique<cuda::CudaBackend>(options); }
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(options);
+}
 
 std::vector<GpuInfo> probe_gpus() {
   std::vector<GpuInfo> out;

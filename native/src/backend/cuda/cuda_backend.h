@@ -47,35 +47,42 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_; }
   int device_index() const { return device_index_; }
 
-  void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda, const float* b, long ldb, float beta, float* c,
-            long ldc) override;
-  void linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N, long I, long O) override;
-  void linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I, long O) override;
-  void linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout, DType dout_dtype, const void* in, const void* w,
-                       long N, long I, long O) override;
-  void embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B, long T, long C) override;
-  void embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B, long T, long C) override;
-  void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N, long C) override;
-  void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w, const float* mean, const float* rstd,
-                          long N, long C) override;
-  void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x, float p, std::uint64_t key,
-                                  const void* w, const void* b, long N, long C) override;
+  void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda, const float* b,
+            long ldb, float beta, float* c, long ldc) override;
+  void linear_forward(void* out, DType out_dtype, const void* in, const void* w, const void* b, long N, long I,
+                      long O) override;
+  void linear_gelu_forward(void* g, void* h, const void* in, const void* w, const void* b, long N, long I,
+                           long O) override;
+  void linear_backward(void* din, bool accumulate_din, float* dw, float* db, const void* dout, DType dout_dtype,
+                       const void* in, const void* w, long N, long I, long O) override;
+  void embedding_forward(void* out, const std::int32_t* tokens, const void* wte, const void* wpe, long B, long T,
+                         long C) override;
+  void embedding_backward(float* dwte, float* dwpe, const void* dout, const std::int32_t* tokens, long B, long T,
+                          long C) override;
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N,
+                         long C) override;
+  void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w,
+                          const float* mean, const float* rstd, long N, long C) override;
+  void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x,
+                                  float p, std::uint64_t key, const void* w, const void* b, long N, long C) override;
   std::size_t attention_state_size(long B, long T, long H) const override;
   std::size_t attention_scratch_size(long B, long T, long H) const override;
-  void attention_forward(void* y, float* state, const void* qkv, long B, long T, long C, long H, AttentionTap* tap) override;
+  void attention_forward(void* y, float* state, const void* qkv, long B, long T, long C, long H,
+                         AttentionTap* tap) override;
   void attention_state(float* state, const void* qkv, long B, long T, long C, long H) override;
-  void attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y, const float* state, long B, long T, long C,
-                          long H, AttentionTap* tap) override;
+  void attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y,
+                          const float* state, long B, long T, long C, long H, AttentionTap* tap) override;
   void gelu_forward(void* out, const void* in, std::size_t n) override;
   void gelu_backward(void* d, const void* in, std::size_t n) override;
-  void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p, std::uint64_t key) override;
+  void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p,
+                        std::uint64_t key) override;
   void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) override;
   // classifier.cc: padded vocabulary, fused softmax cross-entropy.
   std::size_t classifier_state_bytes(long N, long V) const override;
-  void classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                          ClassifierTap* tap, float* logits_copy) override;
-  void classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets, long N, long C, long V,
-                           float scale, ClassifierTap* tap) override;
+  void classifier_forward(void* state, float* losses, const void* x, const void* w, const std::int32_t* targets, long N,
+                          long C, long V, ClassifierTap* tap, float* logits_copy) override;
+  void classifier_backward(void* dx, float* dw, void* state, const void* x, const void* w, const std::int32_t* targets,
+                           long N, long C, long V, float scale, ClassifierTap* tap) override;
   void softmax_xent_forward(float* losses, float* logits, const std::int32_t* targets, long N, long V) override;
   void softmax_xent_backward(float* probs, const std::int32_t* targets, long N, long V, float scale) override;
   void fill(float* x, std::size_t n, float value) override;
@@ -107,8 +114,8 @@ class CudaBackend final : public Backend {
   PinnedHostAllocator batches_;    // the data loader's ring
   std::unique_ptr<Matmul> matmul_;
   std::unique_ptr<NvmlReadings> nvml_;
-  double* reduce_scratch_ = nullptr;         // device: reduction_scratch_doubles() + 4 results
-  double* reduce_host_ = nullptr;            // pinned: 4 results
+  double* reduce_scratch_ = nullptr;          // device: reduction_scratch_doubles() + 4 results
+  double* reduce_host_ = nullptr;             // pinned: 4 results
   unsigned long long* bad_device_ = nullptr;  // adamw_check's count
 };
 

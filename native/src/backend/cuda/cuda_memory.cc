@@ -13,7 +13,9 @@ void* CudaAllocator::system_allocate(std::size_t bytes) {
   return p;
 }
 
-void CudaAllocator::system_free(void* p) { cudaFree(p); }
+void CudaAllocator::system_free(void* p) {
+  cudaFree(p);
+}
 
 void* PinnedHostAllocator::system_allocate(std::size_t bytes) {
   void* p = nullptr;
@@ -25,6 +27,8 @@ void* PinnedHostAllocator::system_allocate(std::size_t bytes) {
   return p;
 }
 
-void PinnedHostAllocator::system_free(void* p) { cudaFreeHost(p); }
+void PinnedHostAllocator::system_free(void* p) {
+  cudaFreeHost(p);
+}
 
 }  // namespace fsdp::cuda

@@ -28,7 +28,8 @@ struct MatmulArgs {
   float alpha = 1.0f, beta = 0.0f;
   /** Epilogue: C = ... + bias[n] on every row (bias in c_type). */
   const void* bias = nullptr;
-  /** Epilogue with bias: gelu_input = AB + bias and C = GELU(gelu_input) (tanh form), gelu_input[m, n] in c_type with ldc. */
+  /** Epilogue with bias: gelu_input = AB + bias and C = GELU(gelu_input) (tanh form), gelu_input[m, n] in c_type with
+   * ldc. */
   void* gelu_input = nullptr;
   /** Strided batch: `batch` independent products, operand i at a + i * stride_a elements (and b, c alike). */
   int batch = 1;

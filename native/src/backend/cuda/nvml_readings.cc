@@ -47,15 +47,18 @@ NvmlSample NvmlReadings::sample() const {
   NvmlSample s;
   if (!device_) return s;
   NvmlUtilization u{};
-  if (auto f = symbol<NvmlReturn (*)(NvmlDevice, NvmlUtilization*)>(library_, "nvmlDeviceGetUtilizationRates"); f && f(device_, &u) == 0)
+  if (auto f = symbol<NvmlReturn (*)(NvmlDevice, NvmlUtilization*)>(library_, "nvmlDeviceGetUtilizationRates");
+      f && f(device_, &u) == 0)
     s.util_percent = u.gpu;
   NvmlMemory m{};
-  if (auto f = symbol<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(library_, "nvmlDeviceGetMemoryInfo"); f && f(device_, &m) == 0) {
+  if (auto f = symbol<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(library_, "nvmlDeviceGetMemoryInfo");
+      f && f(device_, &m) == 0) {
     s.mem_used = m.used;
     s.mem_total = m.total;
   }
   unsigned int temp = 0;
-  if (auto f = symbol<NvmlReturn (*)(NvmlDevice, int, unsigned int*)>(library_, "nvmlDeviceGetTemperature"); f && f(device_, kTemperatureGpu, &temp) == 0)
+  if (auto f = symbol<NvmlReturn (*)(NvmlDevice, int, unsigned int*)>(library_, "nvmlDeviceGetTemperature");
+      f && f(device_, kTemperatureGpu, &temp) == 0)
     s.temperature_c = temp;
   return s;
 }

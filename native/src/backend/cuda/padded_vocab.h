@@ -9,6 +9,8 @@ namespace fsdp {
 
 constexpr long kVocabAlignment = 128;
 
-inline long padded_vocab(long V) { return (V + kVocabAlignment - 1) / kVocabAlignment * kVocabAlignment; }
+inline long padded_vocab(long V) {
+  return (V + kVocabAlignment - 1) / kVocabAlignment * kVocabAlignment;
+}
 
 }  // namespace fsdp

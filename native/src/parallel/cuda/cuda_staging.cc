@@ -9,7 +9,8 @@ namespace fsdp::cuda {
 namespace {
 
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA host staging ") + what + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA host staging ") + what + ": " + cudaGetErrorString(e));
 }
 
 }  // namespace
@@ -23,7 +24,9 @@ void* CudaStaging::allocate_host(std::size_t bytes) {
   return p;
 }
 
-void CudaStaging::free_host(void* p) { cudaFreeHost(p); }
+void CudaStaging::free_host(void* p) {
+  cudaFreeHost(p);
+}
 
 void CudaStaging::to_host(void* host, const void* device, std::size_t bytes) {
   check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDefault, stream_), "copy to host");

@@ -21,11 +21,16 @@ void check(cudaError_t e, const char* what) {
 
 ncclDataType_t nccl_type(CommType t) {
   switch (t) {
-    case CommType::f32: return ncclFloat32;
-    case CommType::f64: return ncclFloat64;
-    case CommType::u8: return ncclUint8;
-    case CommType::bf16: return ncclBfloat16;
-    case CommType::f16: return ncclFloat16;
+    case CommType::f32:
+      return ncclFloat32;
+    case CommType::f64:
+      return ncclFloat64;
+    case CommType::u8:
+      return ncclUint8;
+    case CommType::bf16:
+      return ncclBfloat16;
+    case CommType::f16:
+      return ncclFloat16;
   }
   return ncclUint8;
 }
@@ -39,11 +44,15 @@ bool on_device(const void* p) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-char* bytes(void* p, std::size_t elements, CommType t) { return static_cast<char*>(p) + elements * comm_type_bytes(t); }
+char* bytes(void* p, std::size_t elements, CommType t) {
+  return static_cast<char*>(p) + elements * comm_type_bytes(t);
+}
 
 }  // namespace
 
-bool nccl_built() { return true; }
+bool nccl_built() {
+  return true;
+}
 
 struct NcclCollectives::State {
   std::unique_ptr<Collectives> owned_bootstrap;
@@ -127,7 +136,8 @@ NcclCollectives::NcclCollectives(Collectives& bootstrap, cudaStream_t compute) :
   check(ncclCommInitRank(&s_->comm, s_->size, id, s_->rank), "communicator");
 }
 
-NcclCollectives::NcclCollectives(std::unique_ptr<Collectives> bootstrap, cudaStream_t compute) : NcclCollectives(*bootstrap, compute) {
+NcclCollectives::NcclCollectives(std::unique_ptr<Collectives> bootstrap, cudaStream_t compute)
+    : NcclCollectives(*bootstrap, compute) {
   s_->owned_bootstrap = std::move(bootstrap);
 }
 
@@ -141,8 +151,12 @@ NcclCollectives::~NcclCollectives() {
   if (s_->comm_stream) cudaStreamDestroy(s_->comm_stream);
 }
 
-int NcclCollectives::rank() const { return s_->rank; }
-int NcclCollectives::size() const { return s_->size; }
+int NcclCollectives::rank() const {
+  return s_->rank;
+}
+int NcclCollectives::size() const {
+  return s_->size;
+}
 
 void NcclCollectives::all_reduce(void* data, std::size_t count, CommType type) {
   const std::size_t n = count * comm_type_bytes(type);
@@ -160,7 +174,8 @@ void NcclCollectives::all_reduce(void* data, std::size_t count, CommType type) {
   std::memcpy(s_->scalars_host, data, n);
   s_->begin();
   check(cudaMemcpyAsync(s_->scalars, s_->scalars_host, n, cudaMemcpyHostToDevice, s_->comm_stream), "copy to device");
-  check(ncclAllReduce(s_->scalars, s_->scalars, count, nccl_type(type), ncclSum, s_->comm, s_->comm_stream), "all_reduce");
+  check(ncclAllReduce(s_->scalars, s_->scalars, count, nccl_type(type), ncclSum, s_->comm, s_->comm_stream),
+        "all_reduce");
   check(cudaMemcpyAsync(s_->scalars_host, s_->scalars, n, cudaMemcpyDeviceToHost, s_->comm_stream), "copy to host");
   check(cudaStreamSynchronize(s_->comm_stream), "synchronize");
   std::memcpy(data, s_->scalars_host, n);
@@ -176,7 +191,8 @@ void NcclCollectives::reduce_scatter_in_place(void* data, Blocks blocks, CommTyp
   if (blocks.total == blocks.block * static_cast<std::size_t>(s_->size)) {
     // Even blocks: NCCL's in-place form (the result lands in the rank's own block).
     s_->begin();
-    check(ncclReduceScatter(data, bytes(data, blocks.offset(s_->rank), type), blocks.block, nccl_type(type), ncclSum, s_->comm, s_->comm_stream),
+    check(ncclReduceScatter(data, bytes(data, blocks.offset(s_->rank), type), blocks.block, nccl_type(type), ncclSum,
+                            s_->comm, s_->comm_stream),
           "reduce_scatter");
     s_->end();
     return;
@@ -191,7 +207,8 @@ void NcclCollectives::all_gather(const void* send, void* recv, std::size_t count
   s_->end();
 }
 
-std::unique_ptr<PendingCollective> NcclCollectives::start_all_gather(const void* send, void* recv, std::size_t count, CommType type) {
+std::unique_ptr<PendingCollective> NcclCollectives::start_all_gather(const void* send, void* recv, std::size_t count,
+                                                                     CommType type) {
   s_->begin();
   check(ncclAllGather(send, recv, count, nccl_type(type), s_->comm, s_->comm_stream), "all_gather");
   return std::make_unique<PendingNccl>(s_->end_event(), s_->compute);
@@ -201,14 +218,18 @@ void NcclCollectives::all_gather_in_place(void* data, Blocks blocks, CommType ty
   const std::size_t elem = comm_type_bytes(type), padded = blocks.block * static_cast<std::size_t>(s_->size);
   s_->begin();
   if (blocks.total == padded) {
-    check(ncclAllGather(bytes(data, blocks.offset(s_->rank), type), data, blocks.block, nccl_type(type), s_->comm, s_->comm_stream), "all_gather");
+    check(ncclAllGather(bytes(data, blocks.offset(s_->rank), type), data, blocks.block, nccl_type(type), s_->comm,
+                        s_->comm_stream),
+          "all_gather");
   } else {
     // Uneven last blocks: gather whole blocks in a padded buffer, then copy the real elements back.
     void* staged = s_->stage(padded * elem);
-    check(cudaMemcpyAsync(bytes(staged, blocks.block * s_->rank, type), bytes(data, blocks.offset(s_->rank), type), blocks.count(s_->rank) * elem,
-                          cudaMemcpyDeviceToDevice, s_->comm_stream),
+    check(cudaMemcpyAsync(bytes(staged, blocks.block * s_->rank, type), bytes(data, blocks.offset(s_->rank), type),
+                          blocks.count(s_->rank) * elem, cudaMemcpyDeviceToDevice, s_->comm_stream),
           "copy");
-    check(ncclAllGather(bytes(staged, blocks.block * s_->rank, type), staged, blocks.block, nccl_type(type), s_->comm, s_->comm_stream), "all_gather");
+    check(ncclAllGather(bytes(staged, blocks.block * s_->rank, type), staged, blocks.block, nccl_type(type), s_->comm,
+                        s_->comm_stream),
+          "all_gather");
     check(cudaMemcpyAsync(data, staged, blocks.total * elem, cudaMemcpyDeviceToDevice, s_->comm_stream), "copy");
   }
   s_->end();

@@ -42,11 +42,15 @@ MPI_Op sum_op(CommType t) {
 
 MPI_Datatype mpi_type(CommType t) {
   switch (t) {
-    case CommType::f32: return MPI_FLOAT;
-    case CommType::f64: return MPI_DOUBLE;
-    case CommType::u8: return MPI_BYTE;
+    case CommType::f32:
+      return MPI_FLOAT;
+    case CommType::f64:
+      return MPI_DOUBLE;
+    case CommType::u8:
+      return MPI_BYTE;
     case CommType::bf16:
-    case CommType::f16: return MPI_UINT16_T;
+    case CommType::f16:
+      return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
@@ -62,7 +66,8 @@ void check(int code, const char* call) {
 
 /** MPI counts are int: a larger buffer must be split by the caller (a unit of over 2^31 elements per rank). */
 int mpi_count(std::size_t n, const char* call) {
-  if (n > static_cast<std::size_t>(INT_MAX)) throw std::runtime_error(std::string(call) + ": " + std::to_string(n) + " elements exceed MPI's int counts");
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw std::runtime_error(std::string(call) + ": " + std::to_string(n) + " elements exceed MPI's int counts");
   return static_cast<int>(n);
 }
 
@@ -94,17 +99,21 @@ class MpiCollectives final : public Collectives {
   int size() const override { return size_; }
 
   void all_reduce(void* data, std::size_t count, CommType type) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(count, "MPI_Allreduce"), mpi_type(type), sum_op(type), comm_), "MPI_Allreduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(count, "MPI_Allreduce"), mpi_type(type), sum_op(type), comm_),
+          "MPI_Allreduce");
   }
 
   void reduce_scatter(const void* send, void* recv, std::size_t count, CommType type) override {
-    check(MPI_Reduce_scatter_block(send, recv, mpi_count(count, "MPI_Reduce_scatter_block"), mpi_type(type), sum_op(type), comm_), "MPI_Reduce_scatter_block");
+    check(MPI_Reduce_scatter_block(send, recv, mpi_count(count, "MPI_Reduce_scatter_block"), mpi_type(type),
+                                   sum_op(type), comm_),
+          "MPI_Reduce_scatter_block");
   }
 
   void reduce_scatter_in_place(void* data, Blocks blocks, CommType type) override {
     std::vector<int> counts(size_);
     for (int r = 0; r < size_; ++r) counts[r] = mpi_count(blocks.count(r), "MPI_Reduce_scatter");
-    check(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(), mpi_type(type), sum_op(type), comm_), "MPI_Reduce_scatter");
+    check(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(), mpi_type(type), sum_op(type), comm_),
+          "MPI_Reduce_scatter");
     // In place, MPI leaves the rank's result at the start of the buffer; it belongs at the block's place.
     const std::size_t bytes = comm_type_bytes(type);
     std::memmove(static_cast<char*>(data) + blocks.offset(rank_) * bytes, data, blocks.count(rank_) * bytes);
@@ -115,7 +124,8 @@ class MpiCollectives final : public Collectives {
     check(MPI_Allgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm_), "MPI_Allgather");
   }
 
-  std::unique_ptr<PendingCollective> start_all_gather(const void* send, void* recv, std::size_t count, CommType type) override {
+  std::unique_ptr<PendingCollective> start_all_gather(const void* send, void* recv, std::size_t count,
+                                                      CommType type) override {
     const int n = mpi_count(count, "MPI_Iallgather");
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Iallgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm_, &request), "MPI_Iallgather");
@@ -128,7 +138,8 @@ class MpiCollectives final : public Collectives {
       counts[r] = mpi_count(blocks.count(r), "MPI_Allgatherv");
       displs[r] = mpi_count(blocks.offset(r), "MPI_Allgatherv");
     }
-    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), displs.data(), mpi_type(type), comm_), "MPI_Allgatherv");
+    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), displs.data(), mpi_type(type), comm_),
+          "MPI_Allgatherv");
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
@@ -170,6 +181,8 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
-std::unique_ptr<Collectives> MpiSession::world() { return std::make_unique<MpiCollectives>(MPI_COMM_WORLD); }
+std::unique_ptr<Collectives> MpiSession::world() {
+  return std::make_unique<MpiCollectives>(MPI_COMM_WORLD);
+}
 
 }  // namespace fsdp

@@ -72,10 +72,22 @@ const NAMES: Record<string, RecognisedMetric> = {
 };
 
 /** Names of a step's duration; with a unit (ms, s) they are the step-time chart's. */
-const DURATIONS = new Set(['time', 'dt', 'step_time', 'iter_time', 'time_per_step', 'elapsed_time_per_step', 'step_ms', 'time_ms']);
+const DURATIONS = new Set([
+  'time',
+  'dt',
+  'step_time',
+  'iter_time',
+  'time_per_step',
+  'elapsed_time_per_step',
+  'step_ms',
+  'time_ms',
+]);
 
 export function normaliseName(name: string): string {
-  return name.trim().toLowerCase().replace(/[\s-]+/g, '_');
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
 }
 
 /**
@@ -92,7 +104,8 @@ export function printedValue(name: string, raw: string, unit = ''): PrintedValue
   let metric: RecognisedMetric | null = NAMES[key] ?? recogniseTag(key) ?? null;
   if (DURATIONS.has(key) || key.endsWith('_time')) {
     if (u === 'ms') return { tag, value, metric: 'step_ms' };
-    if (u === 's' || key === 'step_time' || key === 'elapsed_time_per_step') return { tag: `${PRINTED_PREFIX}${key}_ms`, value: value * 1000, metric: 'step_ms' };
+    if (u === 's' || key === 'step_time' || key === 'elapsed_time_per_step')
+      return { tag: `${PRINTED_PREFIX}${key}_ms`, value: value * 1000, metric: 'step_ms' };
     return { tag, value, metric: null };
   }
   if (metric === 'mfu') {

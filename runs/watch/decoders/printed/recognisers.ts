@@ -51,7 +51,14 @@ export class PrintedMetricsReader {
       const s = fromPattern(p, text);
       if (s) return s;
     }
-    return nanoGptIter(text) ?? nanoGptEval(text) ?? this.trainerDict(text) ?? lightningBar(text) ?? torchtitan(text) ?? pairsWithStep(text);
+    return (
+      nanoGptIter(text) ??
+      nanoGptEval(text) ??
+      this.trainerDict(text) ??
+      lightningBar(text) ??
+      torchtitan(text) ??
+      pairsWithStep(text)
+    );
   }
 
   /**
@@ -72,7 +79,10 @@ export class PrintedMetricsReader {
     if (!isTrain && !isEval) return undefined;
     if (isTrain && given === undefined) this.trainerLogs++;
     const step = given !== undefined && Number.isInteger(given) ? given : this.trainerLogs;
-    const values = pairs.filter(([k]) => k !== 'step' && k !== 'global_step').map(([k, v]) => printedValue(k, v)).filter((v): v is PrintedValue => !!v);
+    const values = pairs
+      .filter(([k]) => k !== 'step' && k !== 'global_step')
+      .map(([k, v]) => printedValue(k, v))
+      .filter((v): v is PrintedValue => !!v);
     if (!values.length) return undefined;
     return { step, values, format: 'hf-trainer', ...(given === undefined ? { counted: true } : {}) };
   }
@@ -98,7 +108,9 @@ function fromPattern(re: RegExp, text: string): PrintedStep | undefined {
 function nanoGptIter(text: string): PrintedStep | undefined {
   const m = /^iter (\d+): (loss .*)$/.exec(text);
   if (!m) return undefined;
-  const values = segmentsOf(m[2]).map(pairOf).filter((v): v is PrintedValue => !!v);
+  const values = segmentsOf(m[2])
+    .map(pairOf)
+    .filter((v): v is PrintedValue => !!v);
   return values.length ? { step: Number(m[1]), values, format: 'nanogpt' } : undefined;
 }
 
@@ -118,7 +130,10 @@ function nanoGptEval(text: string): PrintedStep | undefined {
  * The bar counts batches within the epoch: the step is epoch × batches per epoch + batch.
  */
 function lightningBar(text: string): PrintedStep | undefined {
-  const m = /^Epoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)\/(\d+)\s*\[[^,\]]*(?:,\s*[^,\]]*it\/s|,\s*[^,\]]*s\/it|,\s*\?it\/s)?(?:,\s*([^\]]*))?\]\s*$/.exec(text);
+  const m =
+    /^Epoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)\/(\d+)\s*\[[^,\]]*(?:,\s*[^,\]]*it\/s|,\s*[^,\]]*s\/it|,\s*\?it\/s)?(?:,\s*([^\]]*))?\]\s*$/.exec(
+      text,
+    );
   if (!m || !m[4]) return undefined;
   const [epoch, batch, perEpoch] = [Number(m[1]), Number(m[2]), Number(m[3])];
   const values = m[4]
@@ -128,7 +143,8 @@ function lightningBar(text: string): PrintedStep | undefined {
     .map((kv) => {
       // train_loss_step: Lightning's name for the per-step value of self.log("train_loss", on_step=True, on_epoch=True).
       const v = printedValue(kv[1], kv[2]);
-      if (v && v.metric === null && kv[1].endsWith('_step')) return { ...v, metric: printedValue(kv[1].slice(0, -5), kv[2])?.metric ?? null };
+      if (v && v.metric === null && kv[1].endsWith('_step'))
+        return { ...v, metric: printedValue(kv[1].slice(0, -5), kv[2])?.metric ?? null };
       return v;
     })
     .filter((v): v is PrintedValue => !!v);
@@ -145,7 +161,12 @@ function torchtitan(text: string): PrintedStep | undefined {
   const m = /(?:^|\s-\s)(validate )?step:\s*(\d+)\s{2,}(loss:.*)$/.exec(text);
   if (!m) return undefined;
   let values = labelledPairs(m[3].replace(/\((?:[^()]*)\)/g, ' '));
-  if (m[1]) values = values.map((v) => ({ tag: v.tag.replace(PRINTED_PREFIX, `${PRINTED_PREFIX}validate_`), value: v.value, metric: v.metric === 'loss' ? 'val_loss' : null }));
+  if (m[1])
+    values = values.map((v) => ({
+      tag: v.tag.replace(PRINTED_PREFIX, `${PRINTED_PREFIX}validate_`),
+      value: v.value,
+      metric: v.metric === 'loss' ? 'val_loss' : null,
+    }));
   return values.length ? { step: Number(m[2]), values, format: 'torchtitan' } : undefined;
 }
 
@@ -161,15 +182,24 @@ function pairsWithStep(text: string): PrintedStep | undefined {
   if (!m) return undefined;
   const rest = `${text.slice(0, m.index)} | ${text.slice(m.index + m[0].length)}`;
   const labelled = labelledPairs(rest);
-  const values = labelled.length ? labelled : segmentsOf(rest).map(pairOf).filter((v): v is PrintedValue => !!v);
+  const values = labelled.length
+    ? labelled
+    : segmentsOf(rest)
+        .map(pairOf)
+        .filter((v): v is PrintedValue => !!v);
   if (!values.length) return undefined;
   return { step: Number(m[1]), values, format: 'pairs' };
 }
 
 /** Every `key=value` and `key: value` of a text, however they are spaced (torchtitan pads its numbers). */
 function labelledPairs(text: string): PrintedValue[] {
-  const re = new RegExp(String.raw`(?<=^|[\s,|;])([A-Za-z][\w./-]*)\s*[:=]\s*(${NUMBER_WITH_COMMAS})\s*(%|ms|s\b|[KMGT]i?B)?`, 'gi');
-  return [...text.matchAll(re)].map((kv) => printedValue(kv[1], kv[2], kv[3] ?? '')).filter((v): v is PrintedValue => !!v);
+  const re = new RegExp(
+    String.raw`(?<=^|[\s,|;])([A-Za-z][\w./-]*)\s*[:=]\s*(${NUMBER_WITH_COMMAS})\s*(%|ms|s\b|[KMGT]i?B)?`,
+    'gi',
+  );
+  return [...text.matchAll(re)]
+    .map((kv) => printedValue(kv[1], kv[2], kv[3] ?? ''))
+    .filter((v): v is PrintedValue => !!v);
 }
 
 /** A line's parts between separators, thousands separators kept inside their numbers. */

@@ -8,7 +8,15 @@
 // reported once and the decoder looks for the next place where a valid header starts. Nothing throws.
 import type { DecodedBatch, DecoderFactory, RecordDecoder, RecordProblem } from '../record-decoder';
 import { maskedCrc32c } from './crc32c';
-import { DATA_CLASS_SCALAR, DT, EVENT_TYPES, toNumber, type DecodedEvent, type DecodedTensor, type DecodedValue } from './event-proto';
+import {
+  DATA_CLASS_SCALAR,
+  DT,
+  EVENT_TYPES,
+  toNumber,
+  type DecodedEvent,
+  type DecodedTensor,
+  type DecodedValue,
+} from './event-proto';
 
 export interface TensorBoardScalar {
   /** Byte offset of the record in the file. */
@@ -44,7 +52,10 @@ export class TensorBoardDecoder implements RecordDecoder<TensorBoardScalar> {
   /** The framing was lost at this offset and is being searched for (reported once). */
   private resyncFrom: number | undefined;
 
-  constructor(offset = 0, private readonly pluginOfTag = new Map<string, string>()) {
+  constructor(
+    offset = 0,
+    private readonly pluginOfTag = new Map<string, string>(),
+  ) {
     this.base = offset;
   }
 
@@ -71,7 +82,11 @@ export class TensorBoardDecoder implements RecordDecoder<TensorBoardScalar> {
         // The framing is lost: step one byte and look again for a header whose CRC holds.
         if (this.resyncFrom === undefined) {
           this.resyncFrom = this.base + at;
-          problems.push({ offset: this.base + at, message: 'record header CRC mismatch: the file is corrupted here; skipping to the next valid record', excerpt: hex(buf, at) });
+          problems.push({
+            offset: this.base + at,
+            message: 'record header CRC mismatch: the file is corrupted here; skipping to the next valid record',
+            excerpt: hex(buf, at),
+          });
         }
         at++;
         continue;
@@ -79,7 +94,11 @@ export class TensorBoardDecoder implements RecordDecoder<TensorBoardScalar> {
       this.resyncFrom = undefined;
       const start = this.base + at;
       if (length > BigInt(MAX_RECORD_BYTES)) {
-        problems.push({ offset: start, message: `record of ${length} bytes is longer than ${MAX_RECORD_BYTES}; skipped`, excerpt: hex(buf, at) });
+        problems.push({
+          offset: start,
+          message: `record of ${length} bytes is longer than ${MAX_RECORD_BYTES}; skipped`,
+          excerpt: hex(buf, at),
+        });
         const total = Number(length) + HEADER + FOOTER;
         const have = buf.length - at;
         if (have >= total) {
@@ -95,7 +114,11 @@ export class TensorBoardDecoder implements RecordDecoder<TensorBoardScalar> {
       const bodyStart = at + HEADER;
       const bodyEnd = bodyStart + Number(length);
       if (buf.readUInt32LE(bodyEnd) !== maskedCrc32c(buf, bodyStart, bodyEnd)) {
-        problems.push({ offset: start, message: `record data CRC mismatch (${length} bytes); skipped`, excerpt: hex(buf, bodyStart) });
+        problems.push({
+          offset: start,
+          message: `record data CRC mismatch (${length} bytes); skipped`,
+          excerpt: hex(buf, bodyStart),
+        });
       } else {
         this.decodeEvent(buf.subarray(bodyStart, bodyEnd), start, entries, problems);
       }
@@ -112,7 +135,11 @@ export class TensorBoardDecoder implements RecordDecoder<TensorBoardScalar> {
     try {
       event = EVENT_TYPES.Event.decode(body) as unknown as DecodedEvent;
     } catch (e) {
-      problems.push({ offset, message: `record is not a TensorBoard Event: ${(e as Error).message}; skipped`, excerpt: hex(body, 0) });
+      problems.push({
+        offset,
+        message: `record is not a TensorBoard Event: ${(e as Error).message}; skipped`,
+        excerpt: hex(body, 0),
+      });
       return;
     }
     const values = event.summary?.value;
@@ -129,7 +156,9 @@ export class TensorBoardDecoder implements RecordDecoder<TensorBoardScalar> {
   private scalarOf(v: DecodedValue): number | undefined {
     const tag = v.tag!;
     const meta = has(v, 'metadata') ? v.metadata : undefined;
-    const plugin = (meta && has(meta, 'plugin_data') ? meta.plugin_data?.plugin_name : undefined) || (meta?.data_class === DATA_CLASS_SCALAR ? 'scalars' : undefined);
+    const plugin =
+      (meta && has(meta, 'plugin_data') ? meta.plugin_data?.plugin_name : undefined) ||
+      (meta?.data_class === DATA_CLASS_SCALAR ? 'scalars' : undefined);
     if (plugin !== undefined) this.pluginOfTag.set(tag, plugin);
     // Decoded messages carry defaults on their prototype: only fields present are own properties.
     if (has(v, 'simple_value')) return v.simple_value;
@@ -147,7 +176,8 @@ export function tensorScalar(t: DecodedTensor): number | undefined {
   const dims = t.tensor_shape?.dim ?? [];
   if (dims.some((d) => toNumber(d.size) !== 1)) return undefined;
   const content = t.tensor_content;
-  const view = content && content.length ? new DataView(content.buffer, content.byteOffset, content.byteLength) : undefined;
+  const view =
+    content && content.length ? new DataView(content.buffer, content.byteOffset, content.byteLength) : undefined;
   switch (t.dtype) {
     case DT.FLOAT:
       return one(t.float_val) ?? (view?.byteLength === 4 ? view.getFloat32(0, true) : undefined);
@@ -193,5 +223,8 @@ function halfToNumber(bits: number): number {
 }
 
 function hex(buf: Uint8Array, at: number): string {
-  return Buffer.from(buf.subarray(at, at + 16)).toString('hex').replace(/(..)/g, '$1 ').trim();
+  return Buffer.from(buf.subarray(at, at + 16))
+    .toString('hex')
+    .replace(/(..)/g, '$1 ')
+    .trim();
 }

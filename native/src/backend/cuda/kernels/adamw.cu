@@ -24,11 +24,14 @@ __device__ __forceinline__ Updated update(const AdamWArgs& a, float p, float g, 
   return {np, m, v};
 }
 
-__device__ __forceinline__ bool finite(float x) { return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }
+__device__ __forceinline__ bool finite(float x) {
+  return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+}
 
 __global__ void adamw_kernel(AdamWArgs a, bool apply, unsigned long long* bad) {
   unsigned long long local_bad = 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < a.n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < a.n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const Updated u = update(a, a.params[i], a.grads[i], a.m[i], a.v[i], i);
     if (apply) {
       a.params[i] = u.p;
@@ -45,7 +48,8 @@ __global__ void adamw_kernel(AdamWArgs a, bool apply, unsigned long long* bad) {
 __global__ void adamw_vector_kernel(AdamWArgs a, bool apply, unsigned long long* bad) {
   unsigned long long local_bad = 0;
   const std::size_t packs = a.n / 4;
-  for (std::size_t k = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; k < packs; k += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (std::size_t k = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; k < packs;
+       k += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const float4 p = reinterpret_cast<const float4*>(a.params)[k], g = reinterpret_cast<const float4*>(a.grads)[k];
     const float4 m = reinterpret_cast<const float4*>(a.m)[k], v = reinterpret_cast<const float4*>(a.v)[k];
     const Updated u0 = update(a, p.x, g.x, m.x, v.x, 4 * k), u1 = update(a, p.y, g.y, m.y, v.y, 4 * k + 1);

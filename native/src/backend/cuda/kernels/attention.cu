@@ -35,7 +35,8 @@ struct Shape {
  * dst[j * stride + i] = src[(r0 + j) * row_stride + col + i], zero past the sequence's end.
  */
 template <class T, int HS>
-__device__ __forceinline__ void load_rows(float* dst, int stride, const T* src, long row_stride, long col, long r0, int rows, long T_) {
+__device__ __forceinline__ void load_rows(float* dst, int stride, const T* src, long row_stride, long col, long r0,
+                                          int rows, long T_) {
   for (int e = threadIdx.x; e < rows * HS; e += blockDim.x) {
     const long r = r0 + e / HS;
     const int i = e % HS;
@@ -46,8 +47,8 @@ __device__ __forceinline__ void load_rows(float* dst, int stride, const T* src, 
 template <class T, int HS>
 __global__ void forward_kernel(T* y, float* lse, const T* qkv, Shape sh, bool given_lse) {
   extern __shared__ float smem[];
-  float* Ks = smem;                     // [kKeyRows][HS]
-  float* Vs = smem + kKeyRows * HS;     // [kKeyRows][HS]
+  float* Ks = smem;                  // [kKeyRows][HS]
+  float* Vs = smem + kKeyRows * HS;  // [kKeyRows][HS]
   const long bh = blockIdx.y, b = bh / sh.H, h = bh % sh.H;
   const long q0 = blockIdx.x * static_cast<long>(kQueryRows);
   const long t = q0 + threadIdx.x;
@@ -149,13 +150,13 @@ __global__ void delta_pack_kernel(float* delta, const T* dy, const T* y, Shape s
 template <class T, int HS>
 __global__ void dkdv_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, Shape sh) {
   extern __shared__ float smem[];
-  constexpr int P = HS + 1;                       // padded rows: thread u reads row u conflict-free
-  float* Ks = smem;                               // [kKeyBlock][P]
-  float* Vs = Ks + kKeyBlock * P;                 // [kKeyBlock][P]
-  float* Qs = Vs + kKeyBlock * P;                 // [kQueryTile][HS]
-  float* Ds = Qs + kQueryTile * HS;               // [kQueryTile][HS] dO
-  float* Ls = Ds + kQueryTile * HS;               // [kQueryTile] lse
-  float* Es = Ls + kQueryTile;                    // [kQueryTile] delta
+  constexpr int P = HS + 1;          // padded rows: thread u reads row u conflict-free
+  float* Ks = smem;                  // [kKeyBlock][P]
+  float* Vs = Ks + kKeyBlock * P;    // [kKeyBlock][P]
+  float* Qs = Vs + kKeyBlock * P;    // [kQueryTile][HS]
+  float* Ds = Qs + kQueryTile * HS;  // [kQueryTile][HS] dO
+  float* Ls = Ds + kQueryTile * HS;  // [kQueryTile] lse
+  float* Es = Ls + kQueryTile;       // [kQueryTile] delta
   const long bh = blockIdx.y, b = bh / sh.H, h = bh % sh.H;
   const long k0 = blockIdx.x * static_cast<long>(kKeyBlock);
   const long u = k0 + threadIdx.x;
@@ -217,10 +218,10 @@ template <class T, int HS>
 __global__ void dq_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, Shape sh) {
   extern __shared__ float smem[];
   constexpr int P = HS + 1;
-  float* Qs = smem;                         // [kQueryRows][P] own rows
-  float* Ds = Qs + kQueryRows * P;          // [kQueryRows][P] dO rows
-  float* Ks = Ds + kQueryRows * P;          // [kKeyRows][HS]
-  float* Vs = Ks + kKeyRows * HS;           // [kKeyRows][HS]
+  float* Qs = smem;                 // [kQueryRows][P] own rows
+  float* Ds = Qs + kQueryRows * P;  // [kQueryRows][P] dO rows
+  float* Ks = Ds + kQueryRows * P;  // [kKeyRows][HS]
+  float* Vs = Ks + kKeyRows * HS;   // [kKeyRows][HS]
   const long bh = blockIdx.y, b = bh / sh.H, h = bh % sh.H;
   const long q0 = blockIdx.x * static_cast<long>(kQueryRows);
   const long t = q0 + threadIdx.x;
@@ -266,12 +267,15 @@ __global__ void dq_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, 
   for (int i = 0; i < HS; ++i) row[i] = from_f<T>(dq[i]);
 }
 
-Shape shape_of(long B, long T, long C, long H) { return {B, T, C, H, 1.0f / std::sqrt(static_cast<float>(C / H))}; }
+Shape shape_of(long B, long T, long C, long H) {
+  return {B, T, C, H, 1.0f / std::sqrt(static_cast<float>(C / H))};
+}
 
 /** Raises a kernel's dynamic shared-memory limit once (above 48 KB needs the opt-in). */
 template <class K>
 void allow_shared(K kernel, std::size_t bytes) {
-  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (bytes > 48 * 1024)
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
 template <class T, int HS>
@@ -279,30 +283,42 @@ void forward(void* y, float* lse, const void* qkv, const Shape& sh, bool given_l
   const std::size_t bytes = sizeof(float) * 2 * kKeyRows * HS;
   allow_shared(forward_kernel<T, HS>, bytes);
   const dim3 grid(static_cast<unsigned>((sh.T + kQueryRows - 1) / kQueryRows), static_cast<unsigned>(sh.B * sh.H));
-  forward_kernel<T, HS><<<grid, kQueryRows, bytes, s>>>(static_cast<T*>(y), lse, static_cast<const T*>(qkv), sh, given_lse);
+  forward_kernel<T, HS>
+      <<<grid, kQueryRows, bytes, s>>>(static_cast<T*>(y), lse, static_cast<const T*>(qkv), sh, given_lse);
 }
 
 template <class T, int HS>
-void backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, const Shape& sh, cudaStream_t s) {
+void backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, const Shape& sh,
+              cudaStream_t s) {
   const std::size_t kv_bytes = sizeof(float) * (2 * kKeyBlock * (HS + 1) + 2 * kQueryTile * HS + 2 * kQueryTile);
   allow_shared(dkdv_kernel<T, HS>, kv_bytes);
-  dkdv_kernel<T, HS><<<dim3(static_cast<unsigned>((sh.T + kKeyBlock - 1) / kKeyBlock), static_cast<unsigned>(sh.B * sh.H)), kKeyBlock, kv_bytes, s>>>(
-      static_cast<T*>(dqkv), static_cast<const T*>(dy), static_cast<const T*>(qkv), lse, delta, sh);
+  dkdv_kernel<T, HS>
+      <<<dim3(static_cast<unsigned>((sh.T + kKeyBlock - 1) / kKeyBlock), static_cast<unsigned>(sh.B * sh.H)), kKeyBlock,
+         kv_bytes, s>>>(static_cast<T*>(dqkv), static_cast<const T*>(dy), static_cast<const T*>(qkv), lse, delta, sh);
   check_launch("attention_backward (dK, dV)");
   const std::size_t q_bytes = sizeof(float) * (2 * kQueryRows * (HS + 1) + 2 * kKeyRows * HS);
   allow_shared(dq_kernel<T, HS>, q_bytes);
-  dq_kernel<T, HS><<<dim3(static_cast<unsigned>((sh.T + kQueryRows - 1) / kQueryRows), static_cast<unsigned>(sh.B * sh.H)), kQueryRows, q_bytes, s>>>(
-      static_cast<T*>(dqkv), static_cast<const T*>(dy), static_cast<const T*>(qkv), lse, delta, sh);
+  dq_kernel<T, HS>
+      <<<dim3(static_cast<unsigned>((sh.T + kQueryRows - 1) / kQueryRows), static_cast<unsigned>(sh.B * sh.H)),
+         kQueryRows, q_bytes, s>>>(static_cast<T*>(dqkv), static_cast<const T*>(dy), static_cast<const T*>(qkv), lse,
+                                   delta, sh);
 }
 
 /** Calls F<HS>() for the head size; false when none is compiled. */
 template <class F>
 bool with_head_size(long hs, F&& f) {
   switch (hs) {
-    case 32: f(std::integral_constant<int, 32>{}); return true;
-    case 64: f(std::integral_constant<int, 64>{}); return true;
-    case 128: f(std::integral_constant<int, 128>{}); return true;
-    default: return false;
+    case 32:
+      f(std::integral_constant<int, 32>{});
+      return true;
+    case 64:
+      f(std::integral_constant<int, 64>{});
+      return true;
+    case 128:
+      f(std::integral_constant<int, 128>{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -316,42 +332,57 @@ bool on_tensor_cores(DType t, long C, long H, long B, std::initializer_list<cons
 }
 
 void unsupported(long hs) {
-  throw std::invalid_argument("cuda attention: head size " + std::to_string(hs) + " (d_model / n_heads) is not compiled; supported: 32, 64, 128");
+  throw std::invalid_argument("cuda attention: head size " + std::to_string(hs) +
+                              " (d_model / n_heads) is not compiled; supported: 32, 64, 128");
 }
 
 }  // namespace
 
-bool attention_supports(long head_size) { return head_size == 32 || head_size == 64 || head_size == 128; }
+bool attention_supports(long head_size) {
+  return head_size == 32 || head_size == 64 || head_size == 128;
+}
 
-AttentionCalls attention_calls() { return {tensor_core_calls.load(), cuda_core_calls.load()}; }
+AttentionCalls attention_calls() {
+  return {tensor_core_calls.load(), cuda_core_calls.load()};
+}
 
-void attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t, cudaStream_t s) {
+void attention_forward(void* y, float* lse, const void* qkv, long B, long T, long C, long H, bool given_lse, DType t,
+                       cudaStream_t s) {
   if (on_tensor_cores(t, C, H, B, {y, qkv})) return flash_attention_forward(y, lse, qkv, B, T, C, H, given_lse, t, s);
   const Shape sh = shape_of(B, T, C, H);
-  FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) { forward<E, decltype(hs)::value>(y, lse, qkv, sh, given_lse, s); })) unsupported(C / H));
+  FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) {
+                            forward<E, decltype(hs)::value>(y, lse, qkv, sh, given_lse, s);
+                          })) unsupported(C / H));
   check_launch("attention_forward");
 }
 
-void attention_backward_delta(float* delta, const void* dy, const void* y, long B, long T, long C, long H, DType t, cudaStream_t s) {
+void attention_backward_delta(float* delta, const void* dy, const void* y, long B, long T, long C, long H, DType t,
+                              cudaStream_t s) {
   const Shape sh = shape_of(B, T, C, H);
   const long hs = C / H;
-  FSDP_DISPATCH(t, E,
-    const long lanes = hs / Pack<E>::kSize < 32 ? hs / Pack<E>::kSize : 32;
-    if (hs % Pack<E>::kSize == 0 && (lanes & (lanes - 1)) == 0 && packable(static_cast<std::size_t>(C), sizeof(E), {dy, y})) {
-      const std::size_t threads = static_cast<std::size_t>(B * T * H) * static_cast<std::size_t>(lanes);
-      delta_pack_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
-    } else {
-      const std::size_t threads = static_cast<std::size_t>(B * T * H) * 32;
-      delta_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
-    });
+  FSDP_DISPATCH(
+      t, E, const long lanes = hs / Pack<E>::kSize < 32 ? hs / Pack<E>::kSize : 32;
+      if (hs % Pack<E>::kSize == 0 && (lanes & (lanes - 1)) == 0 &&
+          packable(static_cast<std::size_t>(C), sizeof(E), {dy, y})) {
+        const std::size_t threads = static_cast<std::size_t>(B * T * H) * static_cast<std::size_t>(lanes);
+        delta_pack_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(
+            delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
+      } else {
+        const std::size_t threads = static_cast<std::size_t>(B * T * H) * 32;
+        delta_kernel<E><<<blocks_for(threads, 256, 1u << 30), 256, 0, s>>>(
+            delta, static_cast<const E*>(dy), static_cast<const E*>(y), sh, static_cast<int>(hs));
+      });
   check_launch("attention_backward_delta");
 }
 
-void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B, long T, long C, long H, DType t,
-                        cudaStream_t s) {
-  if (on_tensor_cores(t, C, H, B, {dqkv, dy, qkv})) return flash_attention_backward(dqkv, dy, qkv, lse, delta, B, T, C, H, t, s);
+void attention_backward(void* dqkv, const void* dy, const void* qkv, const float* lse, const float* delta, long B,
+                        long T, long C, long H, DType t, cudaStream_t s) {
+  if (on_tensor_cores(t, C, H, B, {dqkv, dy, qkv}))
+    return flash_attention_backward(dqkv, dy, qkv, lse, delta, B, T, C, H, t, s);
   const Shape sh = shape_of(B, T, C, H);
-  FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) { backward<E, decltype(hs)::value>(dqkv, dy, qkv, lse, delta, sh, s); })) unsupported(C / H));
+  FSDP_DISPATCH(t, E, if (!with_head_size(C / H, [&](auto hs) {
+                            backward<E, decltype(hs)::value>(dqkv, dy, qkv, lse, delta, sh, s);
+                          })) unsupported(C / H));
   check_launch("attention_backward (dQ)");
 }
 

@@ -22,11 +22,13 @@ struct AttentionChoice {
   const char* reason;  // why the CUDA-core kernels run ("" on tensor cores)
 };
 
-/** The tensor-core kernels' own limits: a 16-bit dtype, a compiled head size, at most 65535 sequence-heads (the grid's y). */
+/** The tensor-core kernels' own limits: a 16-bit dtype, a compiled head size, at most 65535 sequence-heads (the grid's
+ * y). */
 inline const char* flash_refusal(DType t, long head_size, long batch_heads) {
   if (t != DType::bf16 && t != DType::f16) return "float32 has no tensor-core attention (no TF32 variant)";
   if (!flash::compiled_head_size(head_size)) return "head size not compiled for tensor cores (32, 64, 128)";
-  if (batch_heads <= 0 || batch_heads > 65535) return "more than 65535 sequence-heads (micro-batch x heads) for the tensor-core grid";
+  if (batch_heads <= 0 || batch_heads > 65535)
+    return "more than 65535 sequence-heads (micro-batch x heads) for the tensor-core grid";
   return nullptr;
 }
 
@@ -39,9 +41,11 @@ inline const char* flash_refusal(DType t, long head_size, long batch_heads) {
 inline AttentionChoice attention_path(DType t, long C, long H, long B, std::initializer_list<const void*> ptrs = {}) {
   if (H <= 0 || C % H != 0) return {AttentionPath::cuda_cores, "d_model is not a multiple of n_heads"};
   if (const char* refusal = flash_refusal(t, C / H, B * H)) return {AttentionPath::cuda_cores, refusal};
-  if ((static_cast<std::size_t>(C) * dtype_bytes(t)) % 16 != 0) return {AttentionPath::cuda_cores, "rows are not a multiple of 16 bytes"};
+  if ((static_cast<std::size_t>(C) * dtype_bytes(t)) % 16 != 0)
+    return {AttentionPath::cuda_cores, "rows are not a multiple of 16 bytes"};
   for (const void* p : ptrs)
-    if (p && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return {AttentionPath::cuda_cores, "a tensor is not 16-byte aligned"};
+    if (p && reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+      return {AttentionPath::cuda_cores, "a tensor is not 16-byte aligned"};
   return {AttentionPath::tensor_cores, ""};
 }
 

@@ -20,18 +20,30 @@ inline void check_launch(const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA kernel ") + what + ": " + cudaGetErrorString(e));
 }
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+__device__ __forceinline__ float to_f(__half x) {
+  return __half2float(x);
+}
 
 template <class T>
 __device__ __forceinline__ T from_f(float x);
 template <>
-__device__ __forceinline__ float from_f<float>(float x) { return x; }
+__device__ __forceinline__ float from_f<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 template <>
-__device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_f<__half>(float x) {
+  return __float2half_rn(x);
+}
 
 /** 16 bytes of T: one vectorised load or store (LDG.128 / STG.128). */
 template <class T>
@@ -89,20 +101,20 @@ __device__ __forceinline__ float block_max(float x, float* shared32) {
  * Runs the statements with T the C++ type of dtype t (float, __nv_bfloat16, __half). A macro, not a
  * generic lambda: extended __device__ lambdas may not be defined inside a generic lambda.
  */
-#define FSDP_DISPATCH(t, T, ...)                                    \
-  switch (t) {                                                      \
-    case ::fsdp::DType::f32: {                                      \
-      using T = float;                                              \
-      __VA_ARGS__;                                                  \
-    } break;                                                        \
-    case ::fsdp::DType::bf16: {                                     \
-      using T = __nv_bfloat16;                                      \
-      __VA_ARGS__;                                                  \
-    } break;                                                        \
-    case ::fsdp::DType::f16: {                                      \
-      using T = __half;                                             \
-      __VA_ARGS__;                                                  \
-    } break;                                                        \
+#define FSDP_DISPATCH(t, T, ...) \
+  switch (t) {                   \
+    case ::fsdp::DType::f32: {   \
+      using T = float;           \
+      __VA_ARGS__;               \
+    } break;                     \
+    case ::fsdp::DType::bf16: {  \
+      using T = __nv_bfloat16;   \
+      __VA_ARGS__;               \
+    } break;                     \
+    case ::fsdp::DType::f16: {   \
+      using T = __half;          \
+      __VA_ARGS__;               \
+    } break;                     \
   }
 
 inline unsigned blocks_for(std::size_t n, unsigned threads, unsigned max_blocks = 65535u * 8u) {

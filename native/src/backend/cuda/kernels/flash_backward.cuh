@@ -20,12 +20,11 @@
 
 namespace fsdp::cuda {
 
-
-
 template <int D>
 constexpr std::size_t dkdv_shared_bytes() {
   constexpr int BQ = flash::dkdv_query_tile(D);
-  return sizeof(std::uint16_t) * (D + mma::kPad) * (2 * flash::kKeyTile + 4 * BQ) + sizeof(float) * 4 * BQ;  // K, V; Q, dO x2; lse, delta x2
+  return sizeof(std::uint16_t) * (D + mma::kPad) * (2 * flash::kKeyTile + 4 * BQ) +
+         sizeof(float) * 4 * BQ;  // K, V; Q, dO x2; lse, delta x2
 }
 
 template <int D>
@@ -34,19 +33,21 @@ constexpr std::size_t dq_shared_bytes() {
 }
 
 template <class T, int D>
-__global__ void __launch_bounds__(flash::kThreads) flash_dkdv_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, flash::Shape sh) {
+__global__ void __launch_bounds__(flash::kThreads)
+    flash_dkdv_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, flash::Shape sh) {
   using flash::kKeyTile;
   using flash::kQueryTile;
   constexpr int S = D + mma::kPad, BQ = flash::dkdv_query_tile(D);
   FSDP_DYNAMIC_SHARED(shared);
   T* Ks = reinterpret_cast<T*>(shared);
   T* Vs = Ks + kKeyTile * S;
-  T* Qs = Vs + kKeyTile * S;     // [2][BQ][S]
-  T* Ds = Qs + 2 * BQ * S;       // [2][BQ][S] dO
+  T* Qs = Vs + kKeyTile * S;                              // [2][BQ][S]
+  T* Ds = Qs + 2 * BQ * S;                                // [2][BQ][S] dO
   float* Ls = reinterpret_cast<float*>(Ds + 2 * BQ * S);  // [2][BQ] lse, log2 domain
   float* Es = Ls + 2 * BQ;                                // [2][BQ] delta
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
-  const long k0 = blockIdx.x * static_cast<long>(kKeyTile);  // the first key tiles have the most queries: they start first
+  const long k0 =
+      blockIdx.x * static_cast<long>(kKeyTile);  // the first key tiles have the most queries: they start first
   const long bh = blockIdx.y, b = bh / sh.H, h = bh % sh.H;
   const long ld = 3 * sh.C;
   const T* q_src = qkv + b * sh.T * ld + h * D;
@@ -116,15 +117,16 @@ __global__ void __launch_bounds__(flash::kThreads) flash_dkdv_kernel(T* dqkv, co
 }
 
 template <class T, int D>
-__global__ void __launch_bounds__(flash::kThreads) flash_dq_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, flash::Shape sh) {
+__global__ void __launch_bounds__(flash::kThreads)
+    flash_dq_kernel(T* dqkv, const T* dy, const T* qkv, const float* lse, const float* delta, flash::Shape sh) {
   using flash::kKeyTile;
   using flash::kQueryTile;
   constexpr int S = D + mma::kPad;
   FSDP_DYNAMIC_SHARED(shared);
   T* Qs = reinterpret_cast<T*>(shared);
-  T* Ds = Qs + kQueryTile * S;      // dO
-  T* Ks = Ds + kQueryTile * S;      // [2][kKeyTile][S]
-  T* Vs = Ks + 2 * kKeyTile * S;    // [2][kKeyTile][S]
+  T* Ds = Qs + kQueryTile * S;    // dO
+  T* Ks = Ds + kQueryTile * S;    // [2][kKeyTile][S]
+  T* Vs = Ks + 2 * kKeyTile * S;  // [2][kKeyTile][S]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const long q0 = (flash::tile_count(sh.T, kQueryTile) - 1 - blockIdx.x) * kQueryTile;
   const long bh = blockIdx.y, b = bh / sh.H, h = bh % sh.H;

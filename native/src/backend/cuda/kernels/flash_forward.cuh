@@ -24,14 +24,15 @@ constexpr std::size_t forward_shared_bytes() {
 }
 
 template <class T, int D>
-__global__ void __launch_bounds__(flash::kThreads) flash_forward_kernel(T* y, float* lse, const T* qkv, flash::Shape sh, bool given_lse) {
+__global__ void __launch_bounds__(flash::kThreads)
+    flash_forward_kernel(T* y, float* lse, const T* qkv, flash::Shape sh, bool given_lse) {
   using flash::kKeyTile;
   using flash::kQueryTile;
   constexpr int S = D + mma::kPad;
   FSDP_DYNAMIC_SHARED(shared);
   T* Qs = reinterpret_cast<T*>(shared);
-  T* Ks = Qs + kQueryTile * S;     // [2][kKeyTile][S]
-  T* Vs = Ks + 2 * kKeyTile * S;   // [2][kKeyTile][S]
+  T* Ks = Qs + kQueryTile * S;    // [2][kKeyTile][S]
+  T* Vs = Ks + 2 * kKeyTile * S;  // [2][kKeyTile][S]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const long q0 = (flash::tile_count(sh.T, kQueryTile) - 1 - blockIdx.x) * kQueryTile;
   const long bh = blockIdx.y, b = bh / sh.H, h = bh % sh.H;
@@ -62,7 +63,9 @@ __global__ void __launch_bounds__(flash::kThreads) flash_forward_kernel(T* y, fl
     const int buf = static_cast<int>(j & 1);
     if (j + 1 < tiles) {
       mma::load_tile<kKeyTile, D, flash::kThreads>(Ks + (buf ^ 1) * kKeyTile * S, k_src, ld, (j + 1) * kKeyTile, sh.T);
-      if (with_y) mma::load_tile<kKeyTile, D, flash::kThreads>(Vs + (buf ^ 1) * kKeyTile * S, v_src, ld, (j + 1) * kKeyTile, sh.T);
+      if (with_y)
+        mma::load_tile<kKeyTile, D, flash::kThreads>(Vs + (buf ^ 1) * kKeyTile * S, v_src, ld, (j + 1) * kKeyTile,
+                                                     sh.T);
       mma::cp_async_commit();
       mma::cp_async_wait<1>();
     } else {
@@ -135,8 +138,10 @@ __global__ void __launch_bounds__(flash::kThreads) flash_forward_kernel(T* y, fl
       }
 #pragma unroll
       for (int kc = 0; kc < kKeyTile / 16; ++kc) {
-        const std::uint32_t pa[4] = {mma::Mma<T>::pack(s[2 * kc][0], s[2 * kc][1]), mma::Mma<T>::pack(s[2 * kc][2], s[2 * kc][3]),
-                                     mma::Mma<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]), mma::Mma<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+        const std::uint32_t pa[4] = {mma::Mma<T>::pack(s[2 * kc][0], s[2 * kc][1]),
+                                     mma::Mma<T>::pack(s[2 * kc][2], s[2 * kc][3]),
+                                     mma::Mma<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                                     mma::Mma<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           std::uint32_t bf[2][2];

@@ -33,7 +33,8 @@ constexpr int kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-/** One attention call: B sequences of T positions, H heads of C / H channels; the softmax scale 1/sqrt(C/H) and it times log2 e. */
+/** One attention call: B sequences of T positions, H heads of C / H channels; the softmax scale 1/sqrt(C/H) and it
+ * times log2 e. */
 struct Shape {
   long B = 0, T = 0, C = 0, H = 0;
   float scale = 0.0f, scale_log2 = 0.0f;
@@ -47,9 +48,13 @@ struct Shape {
  * Queries per tile the dK/dV kernel streams: 32 at head size 128 (its dK and dV accumulators take
  * 128 registers a thread; 64 queries would spill), 64 otherwise.
  */
-FSDP_HD constexpr int dkdv_query_tile(int head_size) { return head_size >= 128 ? 32 : 64; }
+FSDP_HD constexpr int dkdv_query_tile(int head_size) {
+  return head_size >= 128 ? 32 : 64;
+}
 
-FSDP_HD long tile_count(long T, int tile) { return (T + tile - 1) / tile; }
+FSDP_HD long tile_count(long T, int tile) {
+  return (T + tile - 1) / tile;
+}
 
 /**
  * The key tiles query tile [q0, q0 + rows) visits: 0 .. key_tile_end - 1, in ascending order (the
@@ -65,16 +70,22 @@ FSDP_HD long key_tile_end(long q0, int rows, long T) {
  * The first query tile (of `rows` rows) key tile [k0, k0 + kKeyTile) is visited by: the one holding
  * query k0. dK and dV sum over query tiles from it to the last, in ascending order.
  */
-FSDP_HD long query_tile_begin(long k0, int rows) { return k0 / rows; }
+FSDP_HD long query_tile_begin(long k0, int rows) {
+  return k0 / rows;
+}
 
 /** Whether query q attends to key k: causal (k <= q) and q a real position (q < T), so k < T too. */
-FSDP_HD bool visible(long q, long k, long T) { return k <= q && q < T; }
+FSDP_HD bool visible(long q, long k, long T) {
+  return k <= q && q < T;
+}
 
 /**
  * Whether some pair of a query tile and a key tile is not visible: the tile straddles the
  * diagonal, or runs past the sequence's end. Tiles for which this is false skip the element mask.
  */
-FSDP_HD bool needs_mask(long q0, int rows, long k0, int cols, long T) { return k0 + cols - 1 > q0 || q0 + rows > T || k0 + cols > T; }
+FSDP_HD bool needs_mask(long q0, int rows, long k0, int cols, long T) {
+  return k0 + cols - 1 > q0 || q0 + rows > T || k0 + cols > T;
+}
 
 /**
  * The online softmax of one row, in the log2 domain: the running maximum m and the running sum l
@@ -87,7 +98,9 @@ struct RowSoftmax {
 };
 
 /** The reference point exp2 is taken against once the maximum is m: m, or 0 while m is -inf. */
-FSDP_HD float reference_point(float m) { return m == -INFINITY ? 0.0f : m; }
+FSDP_HD float reference_point(float m) {
+  return m == -INFINITY ? 0.0f : m;
+}
 
 /**
  * Moves the row to a new tile whose largest (masked) score is tile_max; returns the factor the
@@ -101,22 +114,35 @@ FSDP_HD float rescale(RowSoftmax& r, float tile_max) {
 }
 
 /** exp2 of a score against the row's reference point (masked scores are -inf: 0). */
-FSDP_HD float probability(float s_log2, float m) { return exp2f(s_log2 - reference_point(m)); }
+FSDP_HD float probability(float s_log2, float m) {
+  return exp2f(s_log2 - reference_point(m));
+}
 
 /** The row's natural log-sum-exp once every key is seen (l summed over the whole row). */
-FSDP_HD float log_sum_exp(float m, float l) { return (m + log2f(l)) * kLn2; }
+FSDP_HD float log_sum_exp(float m, float l) {
+  return (m + log2f(l)) * kLn2;
+}
 
 /** Head sizes the tensor-core kernels are compiled for. */
-FSDP_HD constexpr bool compiled_head_size(long hs) { return hs == 32 || hs == 64 || hs == 128; }
+FSDP_HD constexpr bool compiled_head_size(long hs) {
+  return hs == 32 || hs == 64 || hs == 128;
+}
 
 /** Calls f(std::integral_constant<int, D>) for a compiled head size D; false for any other. */
 template <class F>
 bool with_head_size(long hs, F&& f) {
   switch (hs) {
-    case 32: f(std::integral_constant<int, 32>{}); return true;
-    case 64: f(std::integral_constant<int, 64>{}); return true;
-    case 128: f(std::integral_constant<int, 128>{}); return true;
-    default: return false;
+    case 32:
+      f(std::integral_constant<int, 32>{});
+      return true;
+    case 64:
+      f(std::integral_constant<int, 64>{});
+      return true;
+    case 128:
+      f(std::integral_constant<int, 128>{});
+      return true;
+    default:
+      return false;
   }
 }
 

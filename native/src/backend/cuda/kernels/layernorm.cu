@@ -51,8 +51,8 @@ struct Elements {
  * as the unfused path stores it), and normalised from the stored values.
  */
 template <class T, int K>
-__global__ void layernorm_kernel(T* out, float* mean, float* rstd, T* sum, const T* residual, const T* x, float p, std::uint64_t key, const T* w,
-                                 const T* b, long N, long C) {
+__global__ void layernorm_kernel(T* out, float* mean, float* rstd, T* sum, const T* residual, const T* x, float p,
+                                 std::uint64_t key, const T* w, const T* b, long N, long C) {
   using E = Elements<T, K>;
   const long row = blockIdx.x * static_cast<long>(kWarps) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -68,7 +68,10 @@ __global__ void layernorm_kernel(T* out, float* mean, float* rstd, T* sum, const
       E sv;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        const float kept = p == 0.0f ? xv.v[k] : (counter_uniform(key, static_cast<std::uint64_t>(row * C + c + k)) >= p ? xv.v[k] * keep_scale : 0.0f);
+        const float kept =
+            p == 0.0f ? xv.v[k]
+                      : (counter_uniform(key, static_cast<std::uint64_t>(row * C + c + k)) >= p ? xv.v[k] * keep_scale
+                                                                                                : 0.0f);
         sv.v[k] = to_f(from_f<T>(rv.v[k] + kept));  // normalised as stored
       }
       sv.store(si + c);
@@ -106,7 +109,8 @@ __global__ void layernorm_kernel(T* out, float* mean, float* rstd, T* sum, const
 
 /** dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dout w: one row per warp, K elements a lane at a time. */
 template <class T, int K>
-__global__ void layernorm_dx_kernel(T* dx, const T* dout, const T* x, const T* w, const float* mean, const float* rstd, long N, long C) {
+__global__ void layernorm_dx_kernel(T* dx, const T* dout, const T* x, const T* w, const float* mean, const float* rstd,
+                                    long N, long C) {
   using E = Elements<T, K>;
   const long row = blockIdx.x * static_cast<long>(kWarps) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -137,7 +141,8 @@ __global__ void layernorm_dx_kernel(T* dx, const T* dout, const T* x, const T* w
 
 /** partial[k][0..C) and partial[k][C..2C): dw and db summed over row block k, one column a thread. */
 template <class T>
-__global__ void layernorm_dwdb_partial_kernel(float* partial, const T* dout, const T* x, const float* mean, const float* rstd, long N, long C) {
+__global__ void layernorm_dwdb_partial_kernel(float* partial, const T* dout, const T* x, const float* mean,
+                                              const float* rstd, long N, long C) {
   const long c = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (c >= C) return;
   const long r0 = blockIdx.y * static_cast<long>(kRowsPerPartial);
@@ -164,47 +169,57 @@ __global__ void layernorm_dwdb_finish_kernel(float* dw, float* db, const float* 
   db[c] += sb;
 }
 
-unsigned row_blocks(long N) { return static_cast<unsigned>((N + kWarps - 1) / kWarps); }
+unsigned row_blocks(long N) {
+  return static_cast<unsigned>((N + kWarps - 1) / kWarps);
+}
 
 /** Runs f with K = 16-byte packs of T when every row pointer allows them, else K = 1. */
 template <class T, class F>
 void with_width(long C, std::initializer_list<const void*> ptrs, F&& f) {
-  if (packable(static_cast<std::size_t>(C), sizeof(T), ptrs)) f(std::integral_constant<int, Pack<T>::kSize>{});
-  else f(std::integral_constant<int, 1>{});
+  if (packable(static_cast<std::size_t>(C), sizeof(T), ptrs))
+    f(std::integral_constant<int, Pack<T>::kSize>{});
+  else
+    f(std::integral_constant<int, 1>{});
 }
 
 }  // namespace
 
-void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N, long C, DType t, cudaStream_t s) {
+void layernorm_forward(void* out, float* mean, float* rstd, const void* x, const void* w, const void* b, long N, long C,
+                       DType t, cudaStream_t s) {
   FSDP_DISPATCH(t, T, with_width<T>(C, {out, x, w, b}, [&](auto k) {
-    layernorm_kernel<T, decltype(k)::value><<<row_blocks(N), kWarps * 32, 0, s>>>(static_cast<T*>(out), mean, rstd, nullptr, nullptr,
-                                                                                 static_cast<const T*>(x), 0.0f, 0, static_cast<const T*>(w),
-                                                                                 static_cast<const T*>(b), N, C);
-  }));
+                  layernorm_kernel<T, decltype(k)::value><<<row_blocks(N), kWarps * 32, 0, s>>>(
+                      static_cast<T*>(out), mean, rstd, nullptr, nullptr, static_cast<const T*>(x), 0.0f, 0,
+                      static_cast<const T*>(w), static_cast<const T*>(b), N, C);
+                }));
   check_launch("layernorm_forward");
 }
 
-void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x, float p, std::uint64_t key,
-                                const void* w, const void* b, long N, long C, DType t, cudaStream_t s) {
+void residual_layernorm_forward(void* sum, void* out, float* mean, float* rstd, const void* residual, const void* x,
+                                float p, std::uint64_t key, const void* w, const void* b, long N, long C, DType t,
+                                cudaStream_t s) {
   FSDP_DISPATCH(t, T, with_width<T>(C, {sum, out, residual, x, w, b}, [&](auto k) {
-    layernorm_kernel<T, decltype(k)::value><<<row_blocks(N), kWarps * 32, 0, s>>>(
-        static_cast<T*>(out), mean, rstd, static_cast<T*>(sum), static_cast<const T*>(residual), static_cast<const T*>(x), p, key,
-        static_cast<const T*>(w), static_cast<const T*>(b), N, C);
-  }));
+                  layernorm_kernel<T, decltype(k)::value><<<row_blocks(N), kWarps * 32, 0, s>>>(
+                      static_cast<T*>(out), mean, rstd, static_cast<T*>(sum), static_cast<const T*>(residual),
+                      static_cast<const T*>(x), p, key, static_cast<const T*>(w), static_cast<const T*>(b), N, C);
+                }));
   check_launch("residual_layernorm_forward");
 }
 
-std::size_t layernorm_backward_scratch(long N, long C) { return static_cast<std::size_t>((N + kRowsPerPartial - 1) / kRowsPerPartial) * 2 * C; }
+std::size_t layernorm_backward_scratch(long N, long C) {
+  return static_cast<std::size_t>((N + kRowsPerPartial - 1) / kRowsPerPartial) * 2 * C;
+}
 
-void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, long N,
-                        long C, DType t, float* scratch, cudaStream_t s) {
+void layernorm_backward(void* dx, float* dw, float* db, const void* dout, const void* x, const void* w,
+                        const float* mean, const float* rstd, long N, long C, DType t, float* scratch, cudaStream_t s) {
   const long blocks = (N + kRowsPerPartial - 1) / kRowsPerPartial;
   const unsigned col_blocks = static_cast<unsigned>((C + 127) / 128);
   FSDP_DISPATCH(t, T,
-                with_width<T>(C, {dx, dout, x, w}, [&](auto k) {
-                  layernorm_dx_kernel<T, decltype(k)::value><<<row_blocks(N), kWarps * 32, 0, s>>>(
-                      static_cast<T*>(dx), static_cast<const T*>(dout), static_cast<const T*>(x), static_cast<const T*>(w), mean, rstd, N, C);
-                });
+                with_width<T>(C, {dx, dout, x, w},
+                              [&](auto k) {
+                                layernorm_dx_kernel<T, decltype(k)::value><<<row_blocks(N), kWarps * 32, 0, s>>>(
+                                    static_cast<T*>(dx), static_cast<const T*>(dout), static_cast<const T*>(x),
+                                    static_cast<const T*>(w), mean, rstd, N, C);
+                              });
                 layernorm_dwdb_partial_kernel<T><<<dim3(col_blocks, static_cast<unsigned>(blocks)), 128, 0, s>>>(
                     scratch, static_cast<const T*>(dout), static_cast<const T*>(x), mean, rstd, N, C));
   check_launch("layernorm_backward");

@@ -81,12 +81,14 @@ __global__ void classifier_kernel(float* losses, T* logits, const std::int32_t* 
     for (int k = 0; k < K; ++k)
       if (v + k < V) part.add(to_f(x.v[k]));
   }
-  for (int o = 16; o > 0; o >>= 1) part.merge(__shfl_xor_sync(0xffffffffu, part.m, o), __shfl_xor_sync(0xffffffffu, part.s, o));
+  for (int o = 16; o > 0; o >>= 1)
+    part.merge(__shfl_xor_sync(0xffffffffu, part.m, o), __shfl_xor_sync(0xffffffffu, part.s, o));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) shared_m[warp] = part.m, shared_s[warp] = part.s;
   __syncthreads();
   Partial all;
-  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) all.merge(shared_m[w], shared_s[w]);  // every thread, in warp order
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w)
+    all.merge(shared_m[w], shared_s[w]);  // every thread, in warp order
   const float lse = all.m + logf(all.s);
   const long target = targets[blockIdx.x];
   if (threadIdx.x == 0) losses[blockIdx.x] = lse - to_f(row[target]);
@@ -94,18 +96,23 @@ __global__ void classifier_kernel(float* losses, T* logits, const std::int32_t* 
   for (long v = threadIdx.x * static_cast<long>(K); v < ld; v += static_cast<long>(blockDim.x) * K) {
     Pack<T> x = Pack<T>::load(row + v);
 #pragma unroll
-    for (int k = 0; k < K; ++k) x.v[k] = from_f<T>(v + k < V ? expf(to_f(x.v[k]) - lse) - (v + k == target ? 1.0f : 0.0f) : 0.0f);
+    for (int k = 0; k < K; ++k)
+      x.v[k] = from_f<T>(v + k < V ? expf(to_f(x.v[k]) - lse) - (v + k == target ? 1.0f : 0.0f) : 0.0f);
     x.store(row + v);
   }
 }
 
 }  // namespace
 
-void classifier_softmax_xent(float* losses, void* logits, const std::int32_t* targets, long N, long V, long ld, DType t, cudaStream_t s) {
+void classifier_softmax_xent(float* losses, void* logits, const std::int32_t* targets, long N, long V, long ld, DType t,
+                             cudaStream_t s) {
   if (!packable(static_cast<std::size_t>(ld), dtype_bytes(t), {logits}) || ld < V) {
-    throw std::invalid_argument("classifier_softmax_xent: rows of " + std::to_string(ld) + " elements are not whole 16-byte packs at aligned addresses");
+    throw std::invalid_argument("classifier_softmax_xent: rows of " + std::to_string(ld) +
+                                " elements are not whole 16-byte packs at aligned addresses");
   }
-  FSDP_DISPATCH(t, T, classifier_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, s>>>(losses, static_cast<T*>(logits), targets, V, ld));
+  FSDP_DISPATCH(t, T,
+                classifier_kernel<T>
+                <<<static_cast<unsigned>(N), kThreads, 0, s>>>(losses, static_cast<T*>(logits), targets, V, ld));
   check_launch("classifier_softmax_xent");
 }
 

@@ -11,7 +11,8 @@
 
 namespace fsdp::cuda::mma {
 
-/** Shared-memory tiles are rows of D elements padded by 8 (16 bytes): ldmatrix's 8 row reads then hit 8 different bank groups. */
+/** Shared-memory tiles are rows of D elements padded by 8 (16 bytes): ldmatrix's 8 row reads then hit 8 different bank
+ * groups. */
 constexpr int kPad = 8;
 
 /**
@@ -71,7 +72,9 @@ __device__ __forceinline__ void store_tile(T* dst, long ld, long r0, long T_, co
   constexpr int kChunks = D / 8;
   for (int e = threadIdx.x; e < ROWS * kChunks; e += THREADS) {
     const int r = e / kChunks, c = e % kChunks;
-    if (r0 + r < T_) *reinterpret_cast<int4*>(dst + (r0 + r) * ld + c * 8) = *reinterpret_cast<const int4*>(src + r * (D + kPad) + c * 8);
+    if (r0 + r < T_)
+      *reinterpret_cast<int4*>(dst + (r0 + r) * ld + c * 8) =
+          *reinterpret_cast<const int4*>(src + r * (D + kPad) + c * 8);
   }
 }
 
@@ -80,7 +83,8 @@ __device__ __forceinline__ void store_tile(T* dst, long ld, long r0, long T_, co
  * T into rows row0..row0+15 of a padded shared tile.
  */
 template <class T, int D>
-__device__ __forceinline__ void stage_rows(T* tile, int row0, const float (&acc)[D / 8][4], float lo_factor, float hi_factor) {
+__device__ __forceinline__ void stage_rows(T* tile, int row0, const float (&acc)[D / 8][4], float lo_factor,
+                                           float hi_factor) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int nb = 0; nb < D / 8; ++nb) {
@@ -91,7 +95,8 @@ __device__ __forceinline__ void stage_rows(T* tile, int row0, const float (&acc)
   }
 }
 
-/** acc[16 x 8 * NB] = A-tile rows (16 at row0 of `a`) times B-tile rows (8 * NB at 0 of `b`)^T over D channels: both stored [row][channel]. */
+/** acc[16 x 8 * NB] = A-tile rows (16 at row0 of `a`) times B-tile rows (8 * NB at 0 of `b`)^T over D channels: both
+ * stored [row][channel]. */
 template <class T, int D, int NB>
 __device__ __forceinline__ void product_nt(float (&acc)[NB][4], const T* a, int row0, const T* b) {
   constexpr int S = D + kPad;
@@ -118,7 +123,8 @@ __device__ __forceinline__ void accumulate_pv(float (&out)[D / 8][4], const floa
 #pragma unroll
   for (int kc = 0; kc < NB / 2; ++kc) {
     const std::uint32_t pa[4] = {Mma<T>::pack(p[2 * kc][0], p[2 * kc][1]), Mma<T>::pack(p[2 * kc][2], p[2 * kc][3]),
-                                 Mma<T>::pack(p[2 * kc + 1][0], p[2 * kc + 1][1]), Mma<T>::pack(p[2 * kc + 1][2], p[2 * kc + 1][3])};
+                                 Mma<T>::pack(p[2 * kc + 1][0], p[2 * kc + 1][1]),
+                                 Mma<T>::pack(p[2 * kc + 1][2], p[2 * kc + 1][3])};
 #pragma unroll
     for (int dp = 0; dp < D / 16; ++dp) {
       std::uint32_t bf[2][2];

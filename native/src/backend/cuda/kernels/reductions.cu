@@ -34,14 +34,17 @@ __device__ double block_max_double(double x, double* shared) {
   return r;
 }
 
-__device__ __forceinline__ bool finite(float x) { return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }
+__device__ __forceinline__ bool finite(float x) {
+  return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+}
 
 /** Slots per block: sum, sum of squares, max |x| (finite), non-finite count. */
 template <class T>
 __global__ void partial_kernel(double* partial, const T* x, std::size_t n, int slots) {
   __shared__ double shared[kThreads];
   double s = 0, sq = 0, mx = 0, bad = 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const float v = to_f(x[i]);
     if (slots == 4 && !finite(v)) {
       bad += 1;
@@ -78,7 +81,9 @@ __global__ void finish_kernel(double* out, const double* partial, int blocks, in
 
 }  // namespace
 
-std::size_t reduction_scratch_doubles() { return 4 * kReductionBlocks; }
+std::size_t reduction_scratch_doubles() {
+  return 4 * kReductionBlocks;
+}
 
 void sum(double* out, const float* x, std::size_t n, double* scratch, cudaStream_t s) {
   partial_kernel<float><<<kReductionBlocks, kThreads, 0, s>>>(scratch, x, n, 2);
