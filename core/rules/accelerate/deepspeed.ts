@@ -4,7 +4,7 @@
 import path from 'node:path';
 import type { ConfigProblem } from '../../config/schema-problems';
 import { parseSourceDocument } from '../../config/source-document';
-import { bf16Path, enabled, zeroStage } from '../deepspeed/zero-stage';
+import { bf16Path, enabled, unusedOffloads, zeroStage } from '../deepspeed/zero-stage';
 import { asNumber, isObject, report, type ConfigRule, type RuleContext } from '../rule';
 
 const DS = 'deepspeed_config';
@@ -162,8 +162,8 @@ export const offloadNeedsStage: ConfigRule = {
     if (!ds || typeof ds[FILE] === 'string') return [];
     const stage = asNumber(ds.zero_stage) ?? 2;
     const problems: ConfigProblem[] = [];
-    const param = ds.offload_param_device;
-    if (stage < 3 && typeof param === 'string' && param !== 'none') {
+    const unused = unusedOffloads(stage, ds.offload_param_device, ds.offload_optimizer_device);
+    if (unused.param) {
       problems.push(
         report(ctx, this, {
           path: [DS, 'offload_param_device'],
@@ -179,8 +179,7 @@ export const offloadNeedsStage: ConfigRule = {
         }),
       );
     }
-    const optimizer = ds.offload_optimizer_device;
-    if (stage === 0 && typeof optimizer === 'string' && optimizer !== 'none') {
+    if (unused.optimizer === 'without-zero') {
       problems.push(
         report(ctx, this, {
           path: [DS, 'offload_optimizer_device'],
@@ -195,7 +194,7 @@ export const offloadNeedsStage: ConfigRule = {
           ],
         }),
       );
-    } else if (stage < 3 && optimizer === 'nvme') {
+    } else if (unused.optimizer === 'nvme-below-stage-3') {
       problems.push(
         report(ctx, this, {
           path: [DS, 'offload_optimizer_device'],

@@ -22,3 +22,24 @@ export function enabled(section: unknown): boolean {
 export function bf16Path(config: Record<string, unknown>): 'bf16' | 'bfloat16' {
   return config.bf16 === undefined && config.bfloat16 !== undefined ? 'bfloat16' : 'bf16';
 }
+
+/**
+ * What DeepSpeed does not do with the offload devices asked for at a ZeRO stage
+ * (deepspeed/runtime/zero/config.py): parameter offload only at stage 3; optimizer offload not
+ * without ZeRO, and to NVMe only at stage 3. One answer for a ds_config's blocks and accelerate's
+ * deepspeed_config devices alike; 'none' or an absent device asks for nothing.
+ */
+export function unusedOffloads(
+  stage: number,
+  paramDevice: unknown,
+  optimizerDevice: unknown,
+): { param: boolean; optimizer?: 'without-zero' | 'nvme-below-stage-3' } {
+  const asks = (device: unknown) => typeof device === 'string' && device !== 'none';
+  const optimizer =
+    stage === 0 && asks(optimizerDevice)
+      ? 'without-zero'
+      : stage < 3 && optimizerDevice === 'nvme'
+        ? 'nvme-below-stage-3'
+        : undefined;
+  return { param: stage < 3 && asks(paramDevice), ...(optimizer ? { optimizer } : {}) };
+}

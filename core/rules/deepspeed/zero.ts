@@ -1,7 +1,7 @@
 // ZeRO rules: which options each stage uses, and what offloading needs.
 import { isObject, report, type ConfigRule } from '../rule';
 import type { ConfigProblem } from '../../config/schema-problems';
-import { zeroStage } from './zero-stage';
+import { unusedOffloads, zeroStage } from './zero-stage';
 
 const ZERO = 'zero_optimization';
 
@@ -23,8 +23,8 @@ export const offloadNeedsStage: ConfigRule = {
     const stage = zeroStage(ctx.value);
     if (!zero || typeof stage !== 'number') return [];
     const problems: ConfigProblem[] = [];
-    const param = offloadDevice(zero.offload_param);
-    if (stage < 3 && param && param !== 'none') {
+    const unused = unusedOffloads(stage, offloadDevice(zero.offload_param), offloadDevice(zero.offload_optimizer));
+    if (unused.param) {
       problems.push(
         report(ctx, this, {
           path: [ZERO, 'offload_param'],
@@ -41,8 +41,7 @@ export const offloadNeedsStage: ConfigRule = {
         }),
       );
     }
-    const optimizer = offloadDevice(zero.offload_optimizer);
-    if (stage === 0 && optimizer && optimizer !== 'none') {
+    if (unused.optimizer === 'without-zero') {
       problems.push(
         report(ctx, this, {
           path: [ZERO, 'offload_optimizer'],
@@ -58,7 +57,7 @@ export const offloadNeedsStage: ConfigRule = {
           ],
         }),
       );
-    } else if (stage < 3 && optimizer === 'nvme') {
+    } else if (unused.optimizer === 'nvme-below-stage-3') {
       problems.push(
         report(ctx, this, {
           path: [ZERO, 'offload_optimizer', 'device'],
