@@ -33,7 +33,9 @@ MPI_INCLUDE="$(ls -d /usr/lib/x86_64-linux-gnu/openmpi/include 2>/dev/null || tr
 if [ -d "$ROOT/.gpu-debs" ] && { [ ! -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so ] || [ ! -e "${MPI_INCLUDE:-/none}/mpi.h" ]; }; then
   rm -rf /tmp/gpu-debroot && mkdir -p /tmp/gpu-debroot
   for deb in "$ROOT"/.gpu-debs/*.deb; do dpkg -x "$deb" /tmp/gpu-debroot; done
-  cp -an /tmp/gpu-debroot/. /
+  # Docs hold links to files of packages not unpacked here (cp refuses to write through them): leave them out.
+  rm -rf /tmp/gpu-debroot/usr/share/doc /tmp/gpu-debroot/usr/share/man /tmp/gpu-debroot/usr/share/lintian
+  cp -an /tmp/gpu-debroot/. / || echo "build.sh: some unpacked files were not copied (above); the build says if one was needed" >&2
   ldconfig
 fi
 

@@ -100,9 +100,12 @@ def loss_scaling(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     steps = {s["step"]: s for s in of_type(events, "step")}
     scale = {k: steps[k].get("loss_scale") for k in (3, 1000, 2000, 2004) if k in steps}
     ok = (code == 0 and steps.get(3, {}).get("skipped") is True and scale.get(3) == 32768.0 and scale.get(2000) == 32768.0 and scale.get(2004) == 65536.0
-          and all(math.isfinite(s["loss"]) for s in steps.values()) and not of_type(events, "anomaly"))
+          and all(math.isfinite(s["loss"]) for s in steps.values())
+          # spike reports (the loss or grad-norm detector, on random tokens) are not the overflow: only a NaN/Inf anomaly fails it
+          and not [a for a in of_type(events, "anomaly") if a.get("kind") != "spike"])
     c.check("float16 loss scaling: a planted overflow skips the step, halves the scale, 2000 good steps double it", ok,
-            {"code": code, "loss_scale": scale, "skipped": sorted(k for k, s in steps.items() if s.get("skipped")), "stderr": err if code else ""}, time.time() - t0)
+            {"code": code, "loss_scale": scale, "skipped": sorted(k for k, s in steps.items() if s.get("skipped")), "step_3": steps.get(3),
+             "non_finite_loss_at": [k for k, s in steps.items() if not math.isfinite(s["loss"])], "anomalies": [a for a in of_type(events, "anomaly") if a.get("kind") != "spike"][:2], "stderr": err if code else ""}, time.time() - t0)
 
 
 def nan_location(c: Checks, cli: Path, tokens: Path, work: Path) -> None:

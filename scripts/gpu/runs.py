@@ -18,7 +18,8 @@ def write_token_ids(path: Path, ids: bytes | list[int], vocab: int, tokenizer: s
     import array
     import sys
 
-    a = array.array("H", ids)
+    a = array.array("H")
+    a.extend(ids)  # array("H", some_bytes) would read the bytes as raw uint16s; extend takes each byte as an id
     if sys.byteorder != "little":
         a.byteswap()
     payload = a.tobytes()

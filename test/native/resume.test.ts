@@ -37,12 +37,19 @@ async function lossesOf(runDir: string): Promise<Map<number, number | null>> {
   return lossHistory(events);
 }
 
-/** Runs until the step event `killAt` appears, then SIGKILLs the native runtime (run.json's last pid). */
+/**
+ * Runs until a step event at or past `killAt` that follows a checkpoint event, then SIGKILLs the
+ * native runtime (run.json's last pid). After a checkpoint, so that there is one to resume from:
+ * a run killed before its first checkpoint is refused by --resume auto (hardening-run-folder.test.ts).
+ */
 async function runAndKill(config: string, runDir: string, killAt: number, resume: boolean): Promise<void> {
   let killed = false;
+  let checkpointed = false;
   const args = [config, '--run-dir', runDir, ...(resume ? ['--resume', 'auto'] : [])];
   const { done } = startTrain(args, (line) => {
-    if (killed || !line.includes('"type":"step"') || !line.includes(`"step":${killAt},`)) return;
+    if (line.includes('"type":"checkpoint"')) checkpointed = true;
+    const step = /"type":"step".*?"step":(\d+),/.exec(line) ?? /"step":(\d+),.*?"type":"step"/.exec(line);
+    if (killed || !checkpointed || !step || Number(step[1]) < killAt) return;
     killed = true;
     const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] };
     process.kill(manifest.pids.at(-1)!, 'SIGKILL');

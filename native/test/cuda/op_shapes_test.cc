@@ -202,7 +202,8 @@ TEST_P(OpShapes, LayerNormAndResidualAtRaggedRowCounts) {
       expect_close(t, out, gpu.get(g_out, out.size()), rounding::kRoundings::layernorm, "layernorm forward, " + at);
       EXPECT_LE(relative_error(rstd, gpu.get(g_rstd, N, DType::f32)), 1e-5) << "rstd, " << at;
       void* g_dx = gpu.zeros(dx.size(), t);
-      float *g_dw = gpu.put_f32(dw), *g_db = gpu.put_f32(db);
+      // Fresh zeros: layernorm_backward adds into dw/db, and the CPU's dw/db hold its result by now.
+      float *g_dw = gpu.put_f32(std::vector<float>(C, 0.0f)), *g_db = gpu.put_f32(std::vector<float>(C, 0.0f));
       gpu.be->layernorm_backward(g_dx, g_dw, g_db, gpu.put(dout), g_x, g_w, g_mean, g_rstd, N, C);
       expect_close(t, dx, gpu.get(g_dx, dx.size()), rounding::kRoundings::layernorm_backward,
                    "layernorm backward dx, " + at);
