@@ -9,8 +9,15 @@ import { stopSlurmRun } from './slurm-runs';
 import { runTitle } from '../views/run-labels';
 import { runFromArgument, type RunArgument } from './run-picks';
 
-/** How long a run gets to stop by itself before it is killed. */
-const GRACE_MS = 20_000;
+/**
+ * How long a run gets to stop by itself before it is killed (fsdp.stop.graceSeconds): a trainer
+ * saves a checkpoint at Stop, which takes minutes for a big model, so the default is generous; the
+ * progress notification's Cancel kills at once.
+ */
+function graceMs(): number {
+  const seconds = vscode.workspace.getConfiguration('fsdp').get<number>('stop.graceSeconds', 120);
+  return Math.max(1, Number.isFinite(seconds) ? seconds : 120) * 1000;
+}
 
 export function registerStopRun(studio: StudioContext): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.stopRun', (arg?: RunArgument) => stopPickedRun(studio, arg));
@@ -45,11 +52,14 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
   // Its end then reads "stopped with Stop", not the signal's number in red.
   watch.stopRequested = true;
   runs.remember({ ...record, stopRequestedAt: Date.now() });
+  const grace = graceMs();
+  const killNow = new AbortController();
   try {
     let progress: Thenable<void> | undefined;
     let saved: () => void = () => undefined;
     const outcome = await stopRun(machine, manifest, {
-      graceMs: GRACE_MS,
+      graceMs: grace,
+      killNow: killNow.signal,
       ...(record.pgid !== undefined ? { launchedPgid: record.pgid } : {}),
       signalled: (signal, pgid) => {
         studio.output.info(`sent ${signal} to process group ${pgid} of ${record.runDir} (${record.target})`);
@@ -58,8 +68,18 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
           {
             location: vscode.ProgressLocation.Notification,
             title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…`,
+            cancellable: true,
           },
-          () => new Promise<void>((resolve) => (saved = resolve)),
+          (report, cancel) => {
+            report.report({ message: `killed if still running after ${grace / 1000} s; Cancel kills it now` });
+            cancel.onCancellationRequested(() => {
+              studio.output.warn(
+                `Stop ${record.runDir}: kill now asked for (SIGKILL without waiting for its checkpoint)`,
+              );
+              killNow.abort();
+            });
+            return new Promise<void>((resolve) => (saved = resolve));
+          },
         );
       },
     });
@@ -73,7 +93,9 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
     }
     if (outcome.stopped && outcome.killed)
       studio.output.warn(
-        `${record.runDir} did not stop within ${GRACE_MS / 1000} s of ${outcome.signal}: killed (SIGKILL)`,
+        killNow.signal.aborted
+          ? `${record.runDir} killed (SIGKILL) on request while it was stopping after ${outcome.signal}`
+          : `${record.runDir} did not stop within ${grace / 1000} s of ${outcome.signal}: killed (SIGKILL)`,
       );
   } catch (e) {
     void vscode.window.showErrorMessage(`Cannot stop ${record.runId}: ${(e as Error).message}`);

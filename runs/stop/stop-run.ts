@@ -23,6 +23,8 @@ export interface StopOptions {
   launchedPgid?: number;
   /** Told once the graceful signal is sent (the UI shows progress while the run saves). */
   signalled?(signal: StopSignal, pgid: number): void;
+  /** Aborted when the person asks to kill the run now instead of waiting out the grace period. */
+  killNow?: AbortSignal;
 }
 
 export async function stopRun(machine: RunMachine, manifest: RunManifest, opts: StopOptions): Promise<StopOutcome> {
@@ -49,11 +51,11 @@ export async function stopRun(machine: RunMachine, manifest: RunManifest, opts: 
     await machine.signal(pgid, signal);
     opts.signalled?.(signal, pgid);
     const deadline = Date.now() + opts.graceMs;
-    while (Date.now() < deadline && (await machine.isAlive(pgid)) !== false)
+    while (Date.now() < deadline && !opts.killNow?.aborted && (await machine.isAlive(pgid)) !== false)
       await new Promise((r) => setTimeout(r, 500));
   }
   let killed = false;
-  // Asked again before SIGKILL: twenty seconds are enough for a group id to be taken by another.
+  // Asked again before SIGKILL: the grace period is enough for a group id to be taken by another.
   const again = await machine.checkRunGroup(mark);
   if (again.verdict === 'ok' && (await machine.isAlive(pgid)) === true) {
     await machine.signal(pgid, 'SIGKILL');

@@ -17,6 +17,8 @@ import { until } from '../harness/until';
 
 /** A run that stops on SIGTERM after a moment (as a trainer saving its checkpoint would). */
 const TRAINER = ['/bin/sh', '-c', 'trap "sleep 0.2; exit 0" TERM; while :; do sleep 0.1; done'];
+/** A trainer that ignores the graceful signal (a checkpoint that never ends). */
+const DEAF_TRAINER = ['/bin/sh', '-c', 'trap "" TERM; while :; do sleep 0.1; done'];
 
 function manifestOf(runDir: string): RunManifest {
   const parsed = parseRunManifest(readFileSync(path.join(runDir, 'run.json'), 'utf8'));
@@ -47,7 +49,7 @@ describe("Stop signals only what is the run's (real processes)", function () {
     return child.pid!;
   }
 
-  async function startRun(machine: RunMachine, runDir: string): Promise<RunManifest> {
+  async function startRun(machine: RunMachine, runDir: string, command = TRAINER): Promise<RunManifest> {
     const runId = path.basename(runDir);
     const manifest: RunManifest = {
       v: 1,
@@ -58,9 +60,9 @@ describe("Stop signals only what is the run's (real processes)", function () {
       world: { size: 1 },
       host: os.hostname(),
       target: machine.target,
-      command: TRAINER,
+      command,
     };
-    const started = await machine.start({ runDir, manifest, argv: TRAINER, cwd: tmp });
+    const started = await machine.start({ runDir, manifest, argv: command, cwd: tmp });
     groups.push(started.pgid);
     await until(
       'run.json names the group',
@@ -149,6 +151,20 @@ describe("Stop signals only what is the run's (real processes)", function () {
     const renamed = await stopRun(local, { ...manifest, run_id: 'another-run' }, { graceMs: 2000 });
     assert.match('refused' in renamed ? renamed.refused : '', /does not carry the run's mark/);
     assert.ok(groupAlive(manifest.pgid!));
+  });
+
+  it('kills at once when asked to during the grace period, without waiting it out', async () => {
+    const runDir = path.join(tmp, 'deaf-20261126-000000-abcd');
+    const manifest = await startRun(local, runDir, DEAF_TRAINER);
+    const killNow = new AbortController();
+    // A grace longer than mocha's timeout: only the abort can end the wait in time.
+    const outcome = await stopRun(local, manifest, {
+      graceMs: 10 * 60_000,
+      killNow: killNow.signal,
+      signalled: () => setTimeout(() => killNow.abort(), 300),
+    });
+    assert.deepEqual(outcome, { stopped: true, signal: 'SIGTERM', killed: true, strays: [] });
+    await until('the group is gone', () => !groupAlive(manifest.pgid!), 10_000);
   });
 
   it("stops the run's own group with the graceful signal", async () => {
