@@ -24,23 +24,14 @@ export const PACKAGES = {
   data: ['fortunes'],
   // code-server (the VS Code that npm start opens where `code` is absent, and that e2e tests drive).
   codeServer: ['libkrb5-dev', 'ripgrep'],
-  // End-to-end and SSH tests: a real browser and a real sshd on loopback; users' own PyTorch
-  // training scripts run for real on the CPU (Debian's torch, gloo backend); a real one-node SLURM
+  // End-to-end and SSH tests: a real browser and a real sshd on loopback; a real one-node SLURM
   // cluster (slurmctld + slurmd + munge, started by the test harness) for cluster launches; network
-  // namespaces (iproute2) as separate hosts for runs across hosts.
+  // namespaces (iproute2) as separate hosts for runs across hosts. Users' own PyTorch training
+  // scripts run for real on the CPU with PyTorch 2 from the project's .venv
+  // (scripts/setup/python-env.mjs), which Debian's python3 makes only with python3-venv (ensurepip).
+  test: ['chromium', 'openssh-server', 'openssh-client', 'procps', 'slurm-wlm', 'munge', 'iproute2', 'python3-venv'],
   // The one formatting of the native runtime's C++ (.clang-format), checked by the tests.
   format: ['clang-format'],
-  test: [
-    'chromium',
-    'openssh-server',
-    'openssh-client',
-    'procps',
-    'python3-torch',
-    'python3-numpy',
-    'slurm-wlm',
-    'munge',
-    'iproute2',
-  ],
 };
 
 /** Installs the packages of the given purposes that are not installed yet. */

@@ -1,14 +1,14 @@
-// A person's own PyTorch training in a real VS Code: a 2-rank DDP script (Debian's PyTorch, CPU,
+// A person's own PyTorch training in a real VS Code: a 2-rank DDP script (PyTorch 2 from .venv, CPU,
 // gloo; ranks started by the companion's supervisor with the environment rendezvous), launched from
 // the palette through a launch spec — its loss fills the dashboard and the "all scalars" section, a
 // reload mid-run keeps every step once, Stop stops every rank after the same step, Resume continues
 // with every step once, and the NaN diagnostics view names the module where a NaN was planted. The
-// same over a real sshd on 127.0.0.1. PyTorch 2 from the project's .venv: `torchrun --nproc_per_node
-// 2` with FSDP2 fully_shard (SummaryWriter scalars on the dashboard, Stop through torchrun to both
-// ranks, Resume from the DCP checkpoint), and a Hugging Face Trainer whose planted NaN the NaN view
-// names by module (fsdp_studio.watch). A DeepSpeed config launched with its launcher around the
-// script picked, reviewed first, its ranks from the config, refused while deepspeed is not installed.
-// And a TensorBoard log folder of the workspace, attached.
+// same over a real sshd on 127.0.0.1 (the same filesystem, so the host runs the same .venv). Also
+// `torchrun --nproc_per_node 2` with FSDP2 fully_shard (SummaryWriter scalars on the dashboard, Stop
+// through torchrun to both ranks, Resume from the DCP checkpoint), and a Hugging Face Trainer whose
+// planted NaN the NaN view names by module (fsdp_studio.watch). A DeepSpeed config launched with
+// its launcher around the script picked, reviewed first, its ranks from the config, refused while
+// deepspeed is not installed. And a TensorBoard log folder of the workspace, attached.
 import assert from 'node:assert/strict';
 import {
   copyFileSync,
@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 import { LocalMachine } from '../../runs/machines/local-machine';
-import { DDP_SCRIPT, TORCH_PYTHON, VENV_PYTHON } from '../harness/pytorch';
+import { DDP_SCRIPT, VENV_PYTHON } from '../harness/pytorch';
 import { LoopbackSshd } from '../harness/sshd';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { writeTensorBoardRun } from '../harness/tensorboard-file';
@@ -96,7 +96,7 @@ function assertEveryStepOnce(p: ChartPoints, runDir: string, what: string): void
 
 function spec(workspace: string, name: string, lines: string[]): void {
   const command = [
-    TORCH_PYTHON,
+    VENV_PYTHON,
     'train.py',
     '--steps',
     String(STEPS),
@@ -112,9 +112,14 @@ function spec(workspace: string, name: string, lines: string[]): void {
   ];
   writeFileSync(
     path.join(workspace, `${name}.fsdp-launch.yaml`),
-    [`name: ${name}`, `command: ${JSON.stringify(command)}`, 'nproc_per_node: 2', 'env: {OMP_NUM_THREADS: 1}', ''].join(
-      '\n',
-    ),
+    [
+      `name: ${name}`,
+      `command: ${JSON.stringify(command)}`,
+      'nproc_per_node: 2',
+      `python: ${JSON.stringify(VENV_PYTHON)}`,
+      'env: {OMP_NUM_THREADS: 1}',
+      '',
+    ].join('\n'),
   );
 }
 

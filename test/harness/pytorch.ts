@@ -1,12 +1,13 @@
-// Debian's PyTorch for tests of a person's own training: the system Python has python3-torch (the
-// python3 first on PATH may not), the test DDP script, and the companion's supervisor.
+// PyTorch 2 for tests of a person's own training: the project's Python environment (.venv at the
+// repository root, made by the test set-up, scripts/setup/python-env.mjs: torch 2.13 CPU,
+// transformers, accelerate, lightning, tensorboard, …), the test DDP script, and the companion's
+// supervisor. Every PyTorch test runs this interpreter; Debian's python3-torch is not used.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 
 /** The project's own Python environment (.venv, made by the test set-up): PyTorch 2.13 CPU, transformers, accelerate, lightning, … */
 export const VENV_PYTHON = path.join(repoRoot, '.venv', 'bin', 'python');
-export const TORCH_PYTHON = process.env.FSDP_TORCH_PYTHON ?? '/usr/bin/python3';
 export const SUPERVISOR = path.join(repoRoot, 'python', 'fsdp_studio', 'supervise.py');
 export const DDP_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'ddp_train.py');
 
