@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { LaunchSpec, SlurmLaunch } from '../generated/launch-spec';
 import { readCommand, slurmCommandProblem, splitCommand, worldSizeOfCommand, type UserCommand } from './user-command';
 import { compileMetricsPattern } from './metrics-pattern';
+import { worldSizeMismatch } from './launch-world-size';
 import { checkHostAlias } from '../remote/remote-command';
 import type { RuleContext } from '../rules/rule';
 import launchSpecSchema from '../schemas/launch-spec.schema.json';
@@ -119,6 +120,26 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
     if (typeof compiled === 'string') {
       const where: ConfigPath = typeof patterns === 'string' ? ['metrics', 'pattern'] : ['metrics', 'pattern', i];
       problems.push(at(where, 'error', 'launch.metrics-pattern', `${where.join('.')}: ${compiled}`));
+    }
+  }
+  if (target === 'local' && ctx.env.readFile) {
+    // The ranks the command starts against those its DeepSpeed/accelerate config implies: refused at launch.
+    const configFile = spec.config
+      ? path.resolve(dir, spec.config)
+      : command.configFile
+        ? path.resolve(dir, spec.cwd ?? '.', command.configFile)
+        : undefined;
+    const nproc = command.launcher === 'python' ? (spec.nproc_per_node ?? 1) : 1;
+    const mismatch = worldSizeMismatch(
+      configFile,
+      worldSizeOfCommand(command, nproc),
+      command.launcher,
+      ctx.env.readFile,
+    );
+    if (mismatch) {
+      const where: ConfigPath =
+        command.launcher === 'python' && spec.nproc_per_node !== undefined ? ['nproc_per_node'] : ['command'];
+      problems.push(at(where, 'error', 'launch.world-size', mismatch));
     }
   }
   if (spec.config && ctx.env.readFile && ctx.env.readFile(path.resolve(dir, spec.config)) === undefined) {

@@ -1,10 +1,10 @@
 // Before a person's own command starts with a DeepSpeed or accelerate config: how many ranks the
-// command starts against how many the config implies (core/config/config-world-size.ts), refused
-// with both numbers when they differ, and the one-line account of what will run that the editor
+// command starts against how many the config implies (core/config/launch-world-size.ts, which the
+// editor also checks as you type), refused with both numbers when they differ, and the one-line account of what will run that the editor
 // shows for review before a launch it wrote itself.
 import path from 'node:path';
-import { configWorldSize, type ConfigWorldSize } from '../../core/config/config-world-size';
-import { recogniseConfig } from '../../core/config/document-kind';
+import type { ConfigWorldSize } from '../../core/config/config-world-size';
+import { configFileWorldSize, worldSizeMismatch } from '../../core/config/launch-world-size';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 
 /** The config the spec names (`config:`), or that the command's own options name (--deepspeed, --config_file) on this machine. */
@@ -13,19 +13,6 @@ export function launchConfigPath(spec: ResolvedLaunchSpec): string | undefined {
     spec.config ??
     (spec.command.configFile && spec.target === 'local' ? path.resolve(spec.cwd, spec.command.configFile) : undefined)
   );
-}
-
-/** The world size a DeepSpeed or accelerate config file implies, if its keys say. */
-export function configFileWorldSize(
-  file: string,
-  readFile: (file: string) => string | undefined,
-): (ConfigWorldSize & { config: string }) | undefined {
-  const text = readFile(file);
-  if (text === undefined) return undefined;
-  const kind = recogniseConfig(file, text);
-  if (kind !== 'deepspeed' && kind !== 'accelerate') return undefined;
-  const implied = configWorldSize(kind, text, file);
-  return implied && { ...implied, config: file };
 }
 
 /** The world size the spec's DeepSpeed or accelerate config implies, if it has one that says. */
@@ -42,18 +29,7 @@ export function launchWorldProblem(
   spec: ResolvedLaunchSpec,
   readFile: (file: string) => string | undefined,
 ): string | undefined {
-  const implied = impliedWorldSize(spec, readFile);
-  const started = spec.worldSize;
-  if (!implied || started === undefined || started === implied.size) return undefined;
-  const name = path.basename(implied.config);
-  const { launcher } = spec.command;
-  const ranks = (n: number) => `${n} rank${n === 1 ? '' : 's'}`;
-  const head = `${name} implies ${ranks(implied.size)} (${implied.why}), but the command starts ${ranks(started)}`;
-  if (launcher === 'deepspeed')
-    return `${head} (--num_gpus × --num_nodes): DeepSpeed stops at start-up when train_batch_size ≠ micro-batch × accumulation × ranks. Change --num_gpus in the command, or the batch keys in ${name}.`;
-  if (launcher === 'accelerate')
-    return `${head} (--num_processes, which overrides the config's): change --num_processes in the command, or num_processes in ${name}.`;
-  return `${head}: make them agree.`;
+  return worldSizeMismatch(launchConfigPath(spec), spec.worldSize, spec.command.launcher, readFile);
 }
 
 /** What will run, for review: the command, its ranks and where, and the config's own count. */

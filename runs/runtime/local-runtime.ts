@@ -23,6 +23,7 @@ import {
   parseBuildFacts,
   type BuildFacts,
 } from './remote-build-facts';
+import { BuildProgress } from './build-progress';
 import { BUILD_TOOLS, buildFailureMessage, cmakeSteps, missingToolsMessage, sourceHash } from './runtime-build';
 
 export const TRAINER_BINARY = 'fsdp-train-native';
@@ -65,8 +66,20 @@ export class LocalRuntime {
     return existsSync(this.binary) && existsSync(this.addon);
   }
 
-  /** Builds the runtime unless it is built; one build at a time however many callers ask. */
-  ensure(progress: (message: string) => void): Promise<void> {
+  /**
+   * The last build's full output (CMake and the compiler), kept beside the build after it ends,
+   * failed or not, so a person can read it; a new build starts it afresh.
+   */
+  get buildLog(): string {
+    return `${path.dirname(this.dir)}.build.log`;
+  }
+
+  /**
+   * Builds the runtime unless it is built; one build at a time however many callers ask.
+   * `progress` gets each step's message and, while compiling, the percentage done (never going
+   * back). Aborting `cancel` stops the compiler and leaves nothing built (BuildCancelled).
+   */
+  ensure(progress: (message: string, percent?: number) => void, cancel?: AbortSignal): Promise<void> {
     if (this.isBuilt()) return Promise.resolve();
     if (this.fromCheckout)
       return Promise.reject(
@@ -74,11 +87,11 @@ export class LocalRuntime {
           `${this.dir} is incomplete: rebuild it with npm install (node scripts/setup/native.mjs) in ${this.extensionRoot}`,
         ),
       );
-    this.building ??= this.build(progress).finally(() => (this.building = undefined));
+    this.building ??= this.build(progress, cancel).finally(() => (this.building = undefined));
     return this.building;
   }
 
-  private async build(progress: (message: string) => void): Promise<void> {
+  private async build(progress: (message: string, percent?: number) => void, cancel?: AbortSignal): Promise<void> {
     progress('checking the build tools…');
     const missing = BUILD_TOOLS.map(([tool]) => tool).filter((tool) => !onPath(tool));
     if (missing.length) throw new Error(missingToolsMessage('This machine', missing));
@@ -90,7 +103,8 @@ export class LocalRuntime {
     const final = path.dirname(this.dir);
     const tmp = `${final}.tmp-${process.pid}-${Date.now()}`;
     mkdirSync(tmp, { recursive: true });
-    const log = path.join(tmp, 'build.log');
+    const log = this.buildLog;
+    rmSync(log, { force: true });
     const jobs = Math.max(1, os.availableParallelism?.() ?? os.cpus().length);
     const [configure, compile] = cmakeSteps(
       path.join(this.extensionRoot, 'native'),
@@ -102,20 +116,28 @@ export class LocalRuntime {
         // The tests are not shipped: a machine with GoogleTest must not look for them.
         '-DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON',
         ...cmakeDefinitions(facts),
+        // Ninja counts every object ("[12/110]"); Make's percentages are per target.
+        ...(onPath('ninja') ? ['-G', 'Ninja'] : []),
       ],
     );
     try {
       progress('configuring the build (CMake)…');
-      await run(configure, log, () => undefined);
-      progress(`compiling (${jobs} job${jobs > 1 ? 's' : ''}; a few minutes, once)…`);
-      await run(compile, log, (line) => {
-        const percent = /^\[\s*(\d+)%\]/.exec(line);
-        if (percent) progress(`compiling: ${percent[1]}%`);
-      });
-    } catch {
-      const said = readFileSync(log, 'utf8');
+      await run(configure, log, () => undefined, cancel);
+      progress(`compiling (${jobs} job${jobs > 1 ? 's' : ''}; a few minutes, once)…`, 0);
+      const steps = new BuildProgress(Date.now());
+      await run(
+        compile,
+        log,
+        (line) => {
+          const step = steps.line(line, Date.now());
+          if (step) progress(step.message, step.percent);
+        },
+        cancel,
+      );
+    } catch (e) {
       rmSync(tmp, { recursive: true, force: true });
-      throw new Error(buildFailureMessage('on this machine', said));
+      if (e instanceof BuildCancelled) throw e;
+      throw new Error(buildFailureMessage('on this machine', readFileSync(log, 'utf8')), { cause: e });
     }
     // Publish by rename: a folder named by the hash is always a complete build. Another window
     // may have won the race; its build is as good as ours. A broken one left behind is replaced.
@@ -140,11 +162,37 @@ function buildFacts(): Promise<BuildFacts> {
   });
 }
 
-/** Runs argv, its output appended to `log` and each line given to `onLine`; rejects on failure. */
-function run(argv: string[], log: string, onLine: (line: string) => void): Promise<void> {
+/** A build stopped on request: nothing was built, and the next launch that needs it starts again. */
+export class BuildCancelled extends Error {
+  constructor() {
+    super('the native runtime build was cancelled: nothing was built');
+  }
+}
+
+/**
+ * Runs argv, its output appended to `log` and each line given to `onLine`; rejects on failure, or
+ * with BuildCancelled once `cancel` aborts (the whole process group: make and ninja start compilers).
+ */
+function run(argv: string[], log: string, onLine: (line: string) => void, cancel?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (cancel?.aborted) return reject(new BuildCancelled());
     const out = createWriteStream(log, { flags: 'a' });
-    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        if (child.pid) process.kill(-child.pid, name);
+      } catch {
+        // already gone
+      }
+    };
+    // SIGINT as Ctrl+C would: Ninja runs each compiler in a process group of its own and stops
+    // them itself when interrupted (SIGKILL would orphan them); Make's share its group. Whatever
+    // still runs after a few seconds is killed.
+    const stop = () => {
+      signal('SIGINT');
+      setTimeout(() => signal('SIGKILL'), 5000).unref();
+    };
+    cancel?.addEventListener('abort', stop, { once: true });
     let pending = '';
     const take = (b: Buffer) => {
       out.write(b);
@@ -156,12 +204,20 @@ function run(argv: string[], log: string, onLine: (line: string) => void): Promi
     child.stdout.on('data', take);
     child.stderr.on('data', take);
     child.once('error', (e) => {
+      cancel?.removeEventListener('abort', stop);
       out.end();
       reject(e);
     });
-    child.once('close', (code) =>
-      out.end(() => (code === 0 ? resolve() : reject(new Error(`${argv[0]} exited with ${code}`)))),
-    );
+    child.once('close', (code) => {
+      cancel?.removeEventListener('abort', stop);
+      out.end(() =>
+        cancel?.aborted
+          ? reject(new BuildCancelled())
+          : code === 0
+            ? resolve()
+            : reject(new Error(`${argv[0]} exited with ${code}`)),
+      );
+    });
   });
 }
 

@@ -33,11 +33,8 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
   function specFor(config: string, configText: string, command: string[], extra = '') {
     writeFileSync(path.join(dir, config), configText);
     const file = path.join(dir, 'x.fsdp-launch.yaml');
-    const { spec, problems } = loadLaunchSpec(
-      `command: ${JSON.stringify(command)}\nconfig: ${config}\n${extra}`,
-      file,
-      read,
-    );
+    // Loaded without reading files: with them, a mismatch is already a problem of the spec (tested below).
+    const { spec, problems } = loadLaunchSpec(`command: ${JSON.stringify(command)}\nconfig: ${config}\n${extra}`, file);
     assert.ok(spec, JSON.stringify(problems));
     return spec;
   }
@@ -124,9 +121,35 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
     const { spec } = loadLaunchSpec(
       'command: deepspeed --num_gpus 8 train.py --deepspeed other.json\n',
       path.join(dir, 'y.fsdp-launch.yaml'),
-      read,
     );
     assert.match(launchWorldProblem(spec!, read) ?? '', /^other\.json implies 4 ranks .* the command starts 8 ranks/);
+  });
+
+  it('says the same as you type the launch spec: an error on the command, or on nproc_per_node for a python command', () => {
+    const ds = readFileSync(path.join(SAMPLES, 'ds_config.json'), 'utf8');
+    writeFileSync(path.join(dir, 'ds_config.json'), ds);
+    const problemsOf = (text: string) =>
+      loadLaunchSpec(text, path.join(dir, 'x.fsdp-launch.yaml'), read).problems.filter(
+        (p) => p.code === 'launch.world-size',
+      );
+    const [wrong, ...rest] = problemsOf('command: deepspeed --num_gpus 2 train.py --deepspeed ds_config.json\n');
+    assert.equal(rest.length, 0);
+    assert.equal(wrong.severity, 'error');
+    assert.deepEqual(wrong.path, ['command']);
+    assert.match(
+      wrong.message,
+      /^ds_config\.json implies 4 ranks .* but the command starts 2 ranks \(--num_gpus × --num_nodes\)/,
+    );
+    assert.deepEqual(problemsOf('command: deepspeed --num_gpus 4 train.py --deepspeed ds_config.json\n'), []);
+    // A plain python command with the config named by config: its ranks are nproc_per_node.
+    const [python] = problemsOf('command: python train.py\nconfig: ds_config.json\nnproc_per_node: 3\n');
+    assert.deepEqual(python.path, ['nproc_per_node']);
+    assert.match(python.message, /the command starts 3 ranks: make them agree/);
+    // On an SSH host the config is not read here: nothing said.
+    assert.deepEqual(
+      problemsOf('command: deepspeed --num_gpus 2 train.py --deepspeed ds_config.json\ntarget: gpu-box\ncwd: /work\n'),
+      [],
+    );
   });
 
   it("refuses an accelerate command whose --num_processes overrides the config's with another count", () => {
