@@ -19,6 +19,9 @@ import { TORCHTITAN_FLAVOURS } from '../../core/memory/parallel/torchtitan-flavo
 
 const root = path.resolve(__dirname, '../..');
 const python = path.join(root, '.venv', 'bin', 'python');
+// `-- --published-only`: part 2 alone (seconds, not the ~35 min of part 1's tracked runs), written
+// beside the full results as memory-nd-<date>-published.{md,json}.
+const publishedOnly = process.argv.includes('--published-only');
 const MB = 1e6;
 const GiB = 2 ** 30;
 
@@ -106,7 +109,9 @@ interface CpuRow {
 }
 
 const cpuRows: CpuRow[] = [];
-if (!existsSync(python)) {
+if (publishedOnly) {
+  console.log('--published-only: part 1 (the CPU trackers) not run');
+} else if (!existsSync(python)) {
   console.error(`no ${python}: the CPU comparison needs the project's Python environment (npm test's set-up makes it)`);
 } else {
   for (const r of RUNS) {
@@ -344,7 +349,7 @@ const machine = {
   node: process.version,
   loadAverage1m: +os.loadavg()[0].toFixed(2),
 };
-const command = 'npm run bench:memory-nd';
+const command = publishedOnly ? 'npm run bench:memory-nd -- --published-only' : 'npm run bench:memory-nd';
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
 const med = (xs: number[]) => {
   const s = [...xs].map(Math.abs).sort((a, b) => a - b);
@@ -368,7 +373,9 @@ const md = [
   '',
   cpuRows.length
     ? `Median absolute error ${(med(cpuRows.map((r) => r.error)) * 100).toFixed(1)} %, largest ${(Math.max(...cpuRows.map((r) => Math.abs(r.error))) * 100).toFixed(1)} %.`
-    : 'Not run: no .venv.',
+    : publishedOnly
+      ? 'Not run in this invocation (`--published-only`): the last full run is the newest memory-nd-<date>.md without the suffix.'
+      : 'Not run: no .venv.',
   '',
   "Not measured on the CPU: pipeline parallel (its schedules need a peer to send activations to; one process with a fake group has none), context parallel (torch's context_parallel runs its ring attention on CUDA SDPA kernels), expert parallel (torchtitan's all-to-all dispatch). Those parts of the model rest on the schedules' own arithmetic (pipeline.ts) and the published figures below.",
   '',
@@ -384,7 +391,7 @@ const md = [
   ),
   '',
 ];
-const base = path.join(root, 'bench', 'results', `memory-nd-${date}`);
+const base = path.join(root, 'bench', 'results', `memory-nd-${date}${publishedOnly ? '-published' : ''}`);
 writeFileSync(`${base}.md`, md.join('\n'));
 writeFileSync(
   `${base}.json`,

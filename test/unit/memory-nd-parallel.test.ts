@@ -327,9 +327,15 @@ describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP 
     assert.equal(bytes(i, 0, 'params.master'), 137_984);
     assert.equal(bytes(i, 1, 'params.master'), 138_048);
     // reshard_after_forward off under pipeline parallel: the stage's units stay gathered in bf16:
-    // rank 0 2 · 36,992 · 2 = 147,968; rank 1 (73,984 + 64,064) · 2 = 276,096.
-    assert.equal(bytes(i, 0, 'comm.gathered'), 147_968);
+    // rank 0 (2 · 36,992 + 64,000 embedding) · 2 = 275,968; rank 1 (73,984 + 64,064 output) · 2 = 276,096.
+    assert.equal(bytes(i, 0, 'comm.gathered'), 275_968);
     assert.equal(bytes(i, 1, 'comm.gathered'), 276_096);
+    // Gradient sync off until the last micro-batch: the stage's unsharded gradients accumulate in fp32
+    // through backward: rank 0 (73,984 + 64,000) · 4 = 551,936; rank 1 (73,984 + 64,064) · 4 = 552,192.
+    assert.equal(bytes(i, 0, 'grads.unsharded-accumulated', 0), 551_936);
+    assert.equal(bytes(i, 1, 'grads.unsharded-accumulated', 1), 552_192);
+    assert.equal(bytes(i, 0, 'grads.unsharded-accumulated', 'forward'), 0);
+    assert.equal(bytes(split({ shard: 8 }), 0, 'grads.unsharded-accumulated', 0), 0, 'not without pipeline parallel');
     // 1F1B keeps pp − rank micro-batches: rank 0 2 · 2 layers · 628,736 = 2,514,944; rank 1 1 · 2 · 628,736 = 1,257,472.
     assert.equal(bytes(i, 0, 'activations.saved'), 2_514_944);
     assert.equal(bytes(i, 1, 'activations.saved'), 1_257_472);

@@ -9,6 +9,8 @@
 //   shard · cp), routed experts / (ep · etp · efsdp) — × (4 + 4 + 8) with fp32 master weights;
 //   gathered bf16 parameters: two FSDP units (the one computing and the one prefetched), or all of the
 //   stage's when reshard_after_forward is off (pipeline parallel), or none without FSDP;
+//   under pipeline parallel with FSDP, the stage's unsharded gradients accumulated in fp32 over the
+//   micro-batches (the schedule turns gradient sync off until the last one);
 //   backward at two moments, the larger counts: its start (every activation still saved, the loss's
 //   gradient of the logits) and a step later (one layer's activations freed, that unit's bf16
 //   gradients and fp32 reduce-scatter input, its sharded gradients), as FSDPMemTracker shows it;
@@ -59,10 +61,10 @@ export function ndTerms(input: MemoryInput): FrameworkTerms {
         `pipeline ranks differ: first ${gib(first.peak)} (embedding, ${chunkForwardsInFlight(plan.schedule, 0, plan.pp, plan.microbatches, plan.stagesPerRank)} micro-batch chunks in flight), last ${gib(last.peak)} (output layer and logits); shown: pipeline rank ${worst.rank}`,
       );
   }
-  // bench/results/memory-nd-2026-11-26.md: torchtitan's published 405B pipeline runs needed 1.7–2.7× this.
+  // bench/results/memory-nd-2026-11-26-published.md: torchtitan's published 405B pipeline runs needed 1.07–1.48× this.
   if (plan.pp > 1)
     notes.push(
-      "pipeline parallel: estimates fell 40–63 % below torchtitan's published H100 figures (bench/results/memory-nd-2026-11-26.md); read this one as a lower bound",
+      "pipeline parallel: estimates fell 7–33 % below torchtitan's published H100 figures (max reserved, with compile and float8: bench/results/memory-nd-2026-11-26-published.md); read this one as a lower bound",
     );
   if (plan.pp > 1 && !['1F1B', 'Interleaved1F1B', 'GPipe', 'LoopedBFS'].includes(plan.schedule))
     notes.push(`${plan.schedule}: activations in flight counted as Interleaved1F1B's (a bound)`);
@@ -135,7 +137,11 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
   // ---- gathered parameters and gradient buffers (FSDP2) ----------------------------------------
   const compute = bytesOf(input.precision.param);
   if (fsdp > 1 || (plan.ep > 1 && efsdp > 1)) {
-    const gathered = plan.reshardAfterForward ? Math.min(2, layers.length) * largestUnit : allUnits;
+    // Without resharding, every unit the stage holds stays gathered: its layers, and the embedding
+    // on the first stage (the output layer on the last is added below, resharded or not).
+    const gathered = plan.reshardAfterForward
+      ? Math.min(2, layers.length) * largestUnit
+      : allUnits + (first ? embeddingParameters(m) / plan.tp : 0);
     const label = plan.reshardAfterForward
       ? 'all-gathered bf16 parameters: the unit computing and the one prefetched'
       : `all-gathered bf16 parameters of every unit of the stage (reshard_after_forward off${plan.pp > 1 ? ' under pipeline parallel' : ''})`;
@@ -148,6 +154,23 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
       backward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
       optimizer: 0,
     });
+    if (plan.pp > 1) {
+      // torch.distributed.pipelining runs every micro-batch's backward but the last with FSDP's
+      // gradient sync off (PipelineStage.backward_maybe_with_nosync): each unsharded gradient is
+      // accumulated, in the fp32 reduce dtype (FSDPParam.to_accumulated_grad_if_needed), for every
+      // unit of the stage, and reduce-scattered only after the last micro-batch.
+      const stageParameters = allUnits + root;
+      terms.push({
+        id: 'grads.unsharded-accumulated',
+        category: 'grads',
+        label:
+          "the stage's unsharded gradients, accumulated in fp32 over its micro-batches (FSDP's sync off until the last)",
+        where: 'device',
+        forward: 0,
+        backward: stageParameters * FP32,
+        optimizer: 0,
+      });
+    }
     terms.push({
       id: 'comm.reduce-scatter',
       category: 'comm',
