@@ -103,8 +103,15 @@ export class LocalRuntime {
     const final = path.dirname(this.dir);
     const tmp = `${final}.tmp-${process.pid}-${Date.now()}`;
     mkdirSync(tmp, { recursive: true });
-    const log = this.buildLog;
-    rmSync(log, { force: true });
+    // This build's own log, kept as buildLog when it ends (two windows may build at once).
+    const log = path.join(tmp, 'build.log');
+    const keepLog = () => {
+      try {
+        renameSync(log, this.buildLog);
+      } catch {
+        // nothing was logged
+      }
+    };
     const jobs = Math.max(1, os.availableParallelism?.() ?? os.cpus().length);
     const [configure, compile] = cmakeSteps(
       path.join(this.extensionRoot, 'native'),
@@ -135,10 +142,13 @@ export class LocalRuntime {
         cancel,
       );
     } catch (e) {
+      const said = existsSync(log) ? readFileSync(log, 'utf8') : '';
+      keepLog();
       rmSync(tmp, { recursive: true, force: true });
       if (e instanceof BuildCancelled) throw e;
-      throw new Error(buildFailureMessage('on this machine', readFileSync(log, 'utf8')), { cause: e });
+      throw new Error(buildFailureMessage('on this machine', said), { cause: e });
     }
+    keepLog();
     // Publish by rename: a folder named by the hash is always a complete build. Another window
     // may have won the race; its build is as good as ours. A broken one left behind is replaced.
     if (existsSync(final) && !this.isBuilt()) rmSync(final, { recursive: true, force: true });
