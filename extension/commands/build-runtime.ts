@@ -30,7 +30,7 @@ export async function ensureRuntimeBuilt(studio: StudioContext): Promise<boolean
   }
   const started = Date.now();
   const openLog = () => void vscode.window.showTextDocument(vscode.Uri.file(runtime.buildLog), { preview: true });
-  studio.output.info(`native runtime build: its full output goes to ${runtime.buildLog}`);
+  studio.output.info(`native runtime build: its full output is kept in ${runtime.buildLog} when it ends`);
   try {
     await vscode.window.withProgress(
       {
