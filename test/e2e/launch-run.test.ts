@@ -1,9 +1,11 @@
 // Launching for real in a real VS Code: samples/tiny-cpu.yaml started from the palette trains with
 // the native runtime while its dashboard fills; a window reload mid-run brings back the whole
 // history (no gap, no double); Stop and Resume from the dashboard continue the run with every step
-// once; a copy of the config with debug.inject_nan shows the layer in the NaN diagnostics view;
+// once; the run's last checkpoint exported as a Hugging Face GPT-2 folder from the runs view's
+// command loads in transformers; a copy of the config with debug.inject_nan shows the layer in the NaN diagnostics view;
 // hostile names (paths with spaces, quotes, `;`, `$()`, a hostile SSH host) run nothing they should not.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,7 @@ import { parse, stringify } from 'yaml';
 import type { RunConfig } from '../../core/generated/run-config';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
+import { VENV_PYTHON } from '../harness/pytorch';
 import { lossesWritten } from './harness/losses-written';
 import { VsCodeSession } from './harness/vscode-session';
 import { untilValue as until } from '../harness/until';
@@ -165,6 +168,64 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     } finally {
       rmSync(file, { force: true });
     }
+  });
+
+  it('"Export checkpoint as Hugging Face model" on the completed run: its last checkpoint as a GPT-2 folder that transformers loads', async () => {
+    const runDir = created[0];
+    const out = path.join(runDir, 'exported-hf');
+    await vscode!.runCommand('FSDP: Export checkpoint as Hugging Face model');
+    // The completed run, not tiny-cpu-nan (whose name contains it).
+    await vscode!.pickQuickItem(/tiny-cpu(?!-nan)/);
+    // Several checkpoints: the newest is picked (one alone is taken without asking).
+    const newest = Math.max(
+      ...readdirSync(path.join(runDir, 'checkpoints'))
+        .filter((n) => /^step-\d+$/.test(n))
+        .map((n) => Number(n.slice(5))),
+    );
+    const checkpointPick = vscode!.page
+      .locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: `step ${newest}` })
+      .first();
+    const widget = vscode!.page.locator('.quick-input-widget', { hasText: /Hugging Face folder/ });
+    const input = widget.locator('input');
+    // Either the checkpoint pick or, with one checkpoint, the save dialog comes next.
+    await until(
+      'the checkpoint pick or the save dialog',
+      async () => {
+        if (await checkpointPick.isVisible().catch(() => false)) await checkpointPick.click();
+        return input.isVisible().catch(() => false);
+      },
+      (shown) => shown,
+      30_000,
+    );
+    // The simple save dialog completes what is typed as it lists the folder: set the path, let it settle, press OK.
+    await until(
+      'the path in the save dialog',
+      async () => {
+        if ((await input.inputValue()) !== out) await input.fill(out);
+        await vscode!.page.waitForTimeout(300);
+        return input.inputValue();
+      },
+      (v) => v === out,
+      20_000,
+    );
+    await widget.locator('.monaco-button', { hasText: /^OK$/ }).click();
+    await vscode!.waitForNotification(/Exported step \d+ of .* as a Hugging Face model/, 120_000);
+    const config = JSON.parse(readFileSync(path.join(out, 'config.json'), 'utf8')) as {
+      model_type: string;
+      n_layer: number;
+    };
+    assert.equal(config.model_type, 'gpt2');
+    const r = spawnSync(
+      VENV_PYTHON,
+      [
+        '-c',
+        'import sys; from transformers import GPT2LMHeadModel; m = GPT2LMHeadModel.from_pretrained(sys.argv[1]); print(m.config.n_layer)',
+        out,
+      ],
+      { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1' } },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(Number(r.stdout.trim()), config.n_layer);
   });
 
   it('hostile names: a config in a folder named with spaces, quotes, ; and $() runs as named; a hostile SSH host runs nothing', async () => {
