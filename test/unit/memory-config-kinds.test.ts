@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { applyConfigEdits } from '../../core/config/config-edits';
 import { configMemory } from '../../core/memory/config-memory';
+import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 
 const FIXTURES = path.resolve(__dirname, '../fixtures');
@@ -72,5 +74,54 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
       [4, 'bfloat16', 'SHARD_GRAD_OP', 4, 'pytorch'],
     );
     assert.match(m.title, /for Llama 3\.2 1B/);
+  });
+
+  it("follows TrainingArguments' deepspeed: to the DeepSpeed file for the ZeRO stage and offload, its name only when unreadable", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-hf-ds-'));
+    try {
+      const file = path.join(dir, 'sft.yaml');
+      const base = `# fsdp-studio: model=llama-3.2-1b gpu=A100-40GB\n${read('hf-training/trl-example_config.yaml')}bf16: true\nnum_processes: 4\n`;
+      const estimate = (ds: string) => {
+        const m = configMemory('hf-training', `${base}deepspeed: ${ds}\n`, file, {}, hfModelSource(file));
+        assert.ok(!('error' in m), 'error' in m ? m.error : '');
+        return m.read;
+      };
+      // The file's own stage wins over what its name suggests.
+      writeFileSync(
+        path.join(dir, 'ds_zero3.json'),
+        JSON.stringify({ zero_optimization: { stage: 1, offload_optimizer: { device: 'cpu' } } }),
+      );
+      const one = estimate('ds_zero3.json');
+      assert.deepEqual(
+        [one.input.framework, one.input.strategy, one.input.offload],
+        ['deepspeed', 'SHARD_OPTIMIZER', { optimizer: true, params: false }],
+      );
+      assert.ok(
+        one.notes.includes('DeepSpeed ZeRO stage 1, offload of optimizer from ds_zero3.json'),
+        one.notes.join('; '),
+      );
+      writeFileSync(
+        path.join(dir, 'ds.json'),
+        JSON.stringify({ zero_optimization: { stage: 3, offload_param: { device: 'nvme' } } }),
+      );
+      assert.deepEqual(estimate('ds.json').input.offload, { optimizer: false, params: true });
+      assert.equal(estimate('ds.json').input.strategy, 'FULL_SHARD');
+      // No zero_optimization: DeepSpeed's stage 0.
+      writeFileSync(path.join(dir, 'plain.json'), '{"train_micro_batch_size_per_gpu": "auto"}');
+      assert.equal(estimate('plain.json').input.strategy, 'NO_SHARD');
+      // Not there, or "auto": the name is all there is, and the note says so.
+      const missing = estimate('zero3_offload.json');
+      assert.equal(missing.input.strategy, 'FULL_SHARD');
+      assert.ok(
+        missing.notes.some((n) =>
+          /stage 3 guessed from the name zero3_offload\.json: the file is not readable here/.test(n),
+        ),
+        missing.notes.join('; '),
+      );
+      writeFileSync(path.join(dir, 'auto.json'), '{"zero_optimization": {"stage": "auto"}}');
+      assert.ok(estimate('auto.json').notes.some((n) => /does not say its stage as a number/.test(n)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,6 +2,7 @@
 // `fsdp-studio:` comment or model_name_or_path (a preset, a config.json, the local Hugging Face
 // cache), per_device_train_batch_size, max_length, bf16/fp16, activation checkpointing, and how the
 // Trainer distributes: FSDP2 through `fsdp` / `fsdp_config`, DeepSpeed through `deepspeed`, else DDP.
+import path from 'node:path';
 import { ZERO_STAGE_STRATEGY } from '../../config/run-config';
 import type { SourceDocument } from '../../config/source-document';
 import { findGpu } from '../gpu-presets';
@@ -57,18 +58,20 @@ export function hfTrainingInput(
     offload = { optimizer: cpu, params: cpu };
   } else if (ds !== undefined && ds !== null && ds !== '') {
     framework = 'deepspeed';
+    // The file the Trainer loads (from its launch folder; the config's own folder is the usual one,
+    // as the hf.deepspeed rule reads it), or the mapping given inline.
+    const file = typeof ds === 'string' ? path.resolve(path.dirname(fileName), ds) : undefined;
+    const text = file ? source?.readFile?.(file) : undefined;
+    const settings = zeroSettings(typeof ds === 'object' ? ds : text !== undefined ? parseJson(text) : undefined);
     const stage =
-      typeof ds === 'object'
-        ? Number((ds as { zero_optimization?: { stage?: unknown } }).zero_optimization?.stage ?? 2)
-        : /zero_?3|stage_?3|z3/i.test(String(ds))
-          ? 3
-          : /zero_?1|stage_?1/i.test(String(ds))
-            ? 1
-            : 2;
-    strategy = ZERO_STAGE_STRATEGY[[0, 1, 2, 3].includes(stage) ? stage : 2];
+      settings?.stage ?? (/zero_?3|stage_?3|z3/i.test(String(ds)) ? 3 : /zero_?1|stage_?1/i.test(String(ds)) ? 1 : 2);
+    strategy = ZERO_STAGE_STRATEGY[stage];
+    if (settings) offload = settings.offload;
     if (typeof ds === 'string')
       notes.push(
-        `DeepSpeed ZeRO stage ${stage} taken from the file's name ${ds} (the file itself is checked, not read for the estimate)`,
+        settings
+          ? `DeepSpeed ZeRO stage ${stage}${settings.offload.optimizer || settings.offload.params ? `, offload of ${[settings.offload.optimizer ? 'optimizer' : '', settings.offload.params ? 'parameters' : ''].filter(Boolean).join(' and ')}` : ''} from ${ds}`
+          : `DeepSpeed ZeRO stage ${stage} guessed from the name ${ds}: ${text === undefined ? 'the file is not readable here' : 'the file does not say its stage as a number'}`,
       );
   }
   if (f.error) return { kind: 'hf-training', ...f.error };
@@ -97,6 +100,31 @@ export function hfTrainingInput(
     notes,
     assignmentsFor: (change) => hfAssignments(input, change),
   };
+}
+
+/** ZeRO stage (0 when the config has no zero_optimization, as DeepSpeed reads it) and offloads, or undefined when the stage is not a number 0–3 ("auto"). */
+function zeroSettings(
+  config: unknown,
+): { stage: 0 | 1 | 2 | 3; offload: { optimizer: boolean; params: boolean } } | undefined {
+  if (!config || typeof config !== 'object' || Array.isArray(config)) return undefined;
+  const zero = (config as { zero_optimization?: unknown }).zero_optimization;
+  const z = zero && typeof zero === 'object' ? (zero as Record<string, unknown>) : {};
+  const stage = z.stage === undefined ? 0 : z.stage;
+  if (stage !== 0 && stage !== 1 && stage !== 2 && stage !== 3) return undefined;
+  const device = (key: string) => {
+    const o = z[key];
+    const d = o && typeof o === 'object' ? (o as { device?: unknown }).device : undefined;
+    return d === 'cpu' || d === 'nvme';
+  };
+  return { stage, offload: { optimizer: device('offload_optimizer'), params: stage === 3 && device('offload_param') } };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function fsdpConfig(config: unknown, key: string): unknown {

@@ -33,7 +33,18 @@ export function hfModelSource(configFile: string | undefined, lookup: HfLookup =
   return {
     resolve: (ref) => findHfModel(ref, where),
     named: () => (configFile ? namedModel(configFile) : undefined),
+    readFile: readSmallFile,
   };
+}
+
+/** A regular file of at most 1 MiB (a DeepSpeed config is a few KB), else undefined: never a FIFO or a device. */
+function readSmallFile(file: string): string | undefined {
+  try {
+    const s = statSync(file);
+    return s.isFile() && s.size <= 1 << 20 ? readFileSync(file, 'utf8') : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The model `ref` names: a path or a cached model id; undefined when it is neither. */

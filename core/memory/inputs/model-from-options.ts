@@ -28,6 +28,8 @@ export interface ModelSource {
   resolve(ref: string): ModelChoice | undefined;
   /** The model the config or a script beside it names, when `model=` is absent. */
   named(): { ref: string; where: string } | undefined;
+  /** A small file the config names (TrainingArguments' `deepspeed: ds_config.json`); undefined when unreadable. */
+  readFile?(absolutePath: string): string | undefined;
 }
 
 export function modelFromOptions(options: EstimateOptions, source?: ModelSource): ModelChoice {
