@@ -118,8 +118,12 @@ describe('e2e: the .vsix, installed into a clean code-server, launches a run', f
     );
     assert.ok(done);
     assert.equal(done.step, 10);
-    const built = readdirSync(runtimeCache).filter((d) => !d.includes('.tmp-'));
+    const built = readdirSync(runtimeCache).filter((d) => !d.includes('.tmp-') && !d.endsWith('.build.log'));
     assert.equal(built.length, 1, "one build, named by the sources' hash");
+    assert.ok(
+      existsSync(path.join(runtimeCache, `${built[0]}.build.log`)),
+      "the build's whole output is kept beside it",
+    );
     assert.ok(
       existsSync(path.join(runtimeCache, built[0], 'Release', 'fsdp-train-native')) &&
         existsSync(path.join(runtimeCache, built[0], 'Release', 'fsdp_native.node')),
