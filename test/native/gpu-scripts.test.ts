@@ -281,7 +281,12 @@ describe('GPU scripts, dry run on the CPU', function () {
     assert.equal(r.status, 0, `${r.stdout.slice(-3000)}\n${r.stderr.slice(-2000)}`);
     const s = readSummary(dir);
     assert.equal(s.dry_run, false);
-    assert.equal(s.ok, true);
+    // What each part found, when the summary disagrees with the exit code (it failed once in a full fresh-clone run).
+    assert.equal(
+      s.ok,
+      true,
+      `${readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8')}\n${r.stdout.slice(-3000)}`,
+    );
     assert.match(s.device, /^none \(no nvidia-smi|^NVIDIA/);
     const md = readFileSync(path.join(dir, 'gpu-test-results.md'), 'utf8');
     // The CPU binary has the three attention-path tests; the MPI binary the one staged-collectives test, at 2 and 4 ranks.
