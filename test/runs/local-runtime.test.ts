@@ -105,7 +105,7 @@ describe('the native runtime built on first use (installed extension)', function
     const runtime = new LocalRuntime(ext, cache);
     const cancel = new AbortController();
     const steps: string[] = [];
-    const started = Date.now();
+    // The build's commands would run 371 s, over the test's timeout: only the cancel ends it in time.
     await assert.rejects(
       runtime.ensure((m) => {
         steps.push(m);
@@ -114,7 +114,6 @@ describe('the native runtime built on first use (installed extension)', function
       }, cancel.signal),
       (e: Error) => e instanceof BuildCancelled && /cancelled: nothing was built/.test(e.message),
     );
-    assert.ok(Date.now() - started < 60_000, 'the build did not wait for its 371 s commands');
     assert.equal(spawnSync('pgrep', ['-f', 'sleep 371']).status, 1, 'no compile command is left running');
     assert.equal(runtime.isBuilt(), false);
     assert.deepEqual(
