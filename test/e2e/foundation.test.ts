@@ -78,5 +78,24 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
       text,
     );
     assert.match(text, /✓ PyTorch on this machine: torch 2\.13\.\S+, CUDA not available/, text);
+    await vscode.screenshot('docs-check-environment-python');
+    await vscode.runCommand('View: Toggle Maximized Panel');
   });
+
+  // What a new user starts from (issue 28, item 12), opened in the editor as they would: every sample
+  // config shows its per-GPU memory line and not one squiggle (test/lsp/samples.test.ts checks the same
+  // against the language server alone, with the estimate's wording).
+  for (const name of ['tiny-cpu.yaml', 'tiny-ssh.yaml', 'tiny-slurm.yaml', 'ds_config.json', 'accelerate-fsdp.yaml']) {
+    it(`opens the sample ${name}: its memory line, no problem marked`, async () => {
+      await vscode.openFile(name);
+      const lens = vscode.page
+        .locator('.editor-instance .contentWidgets .codelens-decoration', { hasText: /≈ [\d.]+ [KMG]iB/ })
+        .first();
+      await lens.waitFor({ timeout: 90_000 });
+      assert.match(await lens.innerText(), /fits/);
+      assert.equal(await vscode.squiggles('error').count(), 0, `${name} has an error squiggle`);
+      assert.equal(await vscode.squiggles('warning').count(), 0, `${name} has a warning squiggle`);
+      if (name === 'ds_config.json') await vscode.screenshot('docs-sample-ds-config');
+    });
+  }
 });

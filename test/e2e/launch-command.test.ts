@@ -269,6 +269,11 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     assert.match(advice, /torch\.nn\.utils\.clip_grad_norm_\(model\.parameters\(\), 1\.0\) in train\.py/);
     assert.doesNotMatch(advice, /max_grad_norm|training\.|prepare-data/);
     await vscode.screenshot('launch-command-nan');
+    // For docs/screenshots: the advice itself, scrolled into view (issue 28, item 2).
+    await vscode.inWebview<boolean>(
+      `(() => { const f = document.querySelector('.fix'); if (!f) return undefined; f.scrollIntoView({ block: 'center' }); return true; })()`,
+    );
+    await vscode.screenshotEditor('docs-nan-advice-script');
   });
 
   it('torchrun --nproc_per_node 2 with FSDP2 fully_shard: SummaryWriter scalars on the dashboard, Stop through torchrun to both ranks, Resume from the DCP checkpoint', async () => {
