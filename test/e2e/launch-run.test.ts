@@ -77,7 +77,9 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
   it('launches samples/tiny-cpu.yaml from the palette; the loss chart fills; a reload mid-run shows the whole history; Stop and Resume keep every step once', async () => {
     const runsDir = path.join(SAMPLES, 'runs');
     const before = new Set(existsSync(runsDir) ? readdirSync(runsDir) : []);
-    vscode = await VsCodeSession.open({ workspace: SAMPLES });
+    // Auto-save off, as desktop VS Code has it (a web build's default is after a delay): the NaN
+    // case checks that a fix waits for Save.
+    vscode = await VsCodeSession.open({ workspace: SAMPLES, settings: { 'files.autoSave': 'off' } });
     await vscode.runCommand('FSDP: Launch FSDP run');
     await vscode.pickQuickItem('tiny-cpu.yaml');
     const first = await until(
@@ -137,7 +139,7 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     await vscode.screenshot('launch-tiny-cpu-completed');
   });
 
-  it('a copy of the config with debug.inject_nan: the NaN diagnostics view names the layer', async () => {
+  it('a copy of the config with debug.inject_nan: the NaN diagnostics view names the layer; its fix changes the one key it names, unsaved until Save', async () => {
     const config = parse(readFileSync(path.join(SAMPLES, 'tiny-cpu.yaml'), 'utf8')) as RunConfig;
     config.name = 'tiny-cpu-nan';
     config.data.train = path.join(SAMPLES, config.data.train);
@@ -165,6 +167,47 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
       );
       assert.match(highlighted, /attn\.softmax/);
       await vscode!.screenshot('launch-nan-diagnostics');
+
+      // A fix of a native run config (issue 28, item 2): its button changes the one key it names in
+      // the config the run came from, in the editor, unsaved; the file on disk changes only on Save.
+      const before = readFileSync(file, 'utf8');
+      const nanView = await vscode!.webviewFrame(`document.querySelector('.fix vscode-button')`, 30_000);
+      const action = (await nanView.locator('.fix vscode-button').first().textContent())?.trim();
+      await nanView.locator('.fix vscode-button').first().click();
+      const said = await vscode!.waitForNotification(/: set \S+ to \S+ \(not saved\)/, 30_000);
+      const [, key, value] = /: set (\S+) to (\S+) \(not saved\)/.exec(said)!;
+      assert.equal(readFileSync(file, 'utf8'), before, `"${action}" saved the file without asking`);
+      // Still unsaved a while later (a workspace edit of a document no editor shows can be saved by
+      // the editor on its own; auto-save is off in this session).
+      await vscode!.page.waitForTimeout(3000);
+      assert.equal(readFileSync(file, 'utf8'), before, `"${action}" saved the file before Save was clicked`);
+      await vscode!.page
+        .locator('.notifications-toasts .notification-toast', { hasText: said })
+        .getByRole('button', { name: 'Save' })
+        .click();
+      const saved = await until(
+        'the fix saved',
+        async () => readFileSync(file, 'utf8'),
+        (text) => text !== before,
+        30_000,
+      );
+      // Only that key changed: every other value of the config is as it was.
+      const get = (o: unknown, p: string[]) => p.reduce<unknown>((v, k) => (v as Record<string, unknown>)?.[k], o);
+      const was = parse(before) as Record<string, unknown>;
+      const now = parse(saved) as Record<string, unknown>;
+      const got = get(now, key.split('.'));
+      assert.ok(
+        String(got) === value || Number(got) === Number(value),
+        `${key} is ${String(got)} after "${action}", not ${value}`,
+      );
+      const withoutKey = (o: Record<string, unknown>) => {
+        const copy = structuredClone(o);
+        const keyPath = key.split('.');
+        const parent = get(copy, keyPath.slice(0, -1)) as Record<string, unknown> | undefined;
+        if (parent) delete parent[keyPath[keyPath.length - 1]];
+        return copy;
+      };
+      assert.deepEqual(withoutKey(now), withoutKey(was), `"${action}" changed more than ${key}`);
     } finally {
       rmSync(file, { force: true });
     }
