@@ -106,7 +106,9 @@ function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
         if (pick === 'Continue training…') void vscode.commands.executeCommand('fsdp.continueRun', watch.key);
       });
   } else if (event.status === 'failed') {
-    showFailure(watch, `${name} failed at step ${event.step}: ${event.reason ?? 'no reason given'}.`);
+    // Step 0 is no step: a script that failed on its imports never trained.
+    const when = event.step > 0 ? `at step ${event.step}` : 'before its first step';
+    showFailure(watch, `${name} failed ${when}: ${event.reason ?? 'no reason given'}.`);
   }
   // "stopped": the person stopped it (or a signal did, which they sent); the views say so quietly.
 }

@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 import { LocalMachine } from '../../runs/machines/local-machine';
-import { DDP_SCRIPT, VENV_PYTHON } from '../harness/pytorch';
+import { DDP_SCRIPT, pythonWithoutTorch, VENV_PYTHON } from '../harness/pytorch';
 import { LoopbackSshd } from '../harness/sshd';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { writeTensorBoardRun } from '../harness/tensorboard-file';
@@ -552,5 +552,19 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
       },
     ]);
     await vscode.screenshot('attach-tensorboard');
+  });
+
+  it('a spec whose python: has no torch: the run fails, and the message names that interpreter, its version and where to choose another (issue 28, item 3)', async () => {
+    const bare = pythonWithoutTorch(path.join(workspace, 'no-torch'));
+    writeFileSync(
+      path.join(workspace, 'notorch.fsdp-launch.yaml'),
+      ['name: notorch', 'command: python3 train.py --steps 5', `python: ${JSON.stringify(bare)}`, ''].join('\n'),
+    );
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('notorch.fsdp-launch.yaml');
+    const said = await vscode.waitForNotification(/notorch failed before its first step: /, 120_000);
+    assert.ok(said.includes(`No module named 'torch' — the Python that ran it, ${bare} (Python 3.`), said);
+    assert.match(said, /launch spec's python: key/);
+    await vscode.screenshot('docs-launch-no-torch');
   });
 });
