@@ -1,7 +1,9 @@
 // `npm run bench:memory-nd`: the N-D parallel estimate (core/memory/parallel/) against
 // 1. PyTorch's own memory tools on the CPU (bench/memory-nd/measure.py: one rank of a fake-process-group
 //    world, real tensors, FSDP2's FSDPMemTracker or MemTracker) for FSDP2, tensor parallel with and
-//    without sequence parallel, and FSDP × TP, at world sizes 2–64;
+//    without sequence parallel, and FSDP × TP, at world sizes 2–64; and for two small MoE models
+//    (DeepSeek-style: latent attention, a dense first layer, shared experts; Mixtral-style: GQA, top-2
+//    of 8) under FSDP2 alone, with and without full activation checkpointing, fp32 and bf16;
 // 2. the figures torchtitan published for Llama 3.1 8B / 70B / 405B on H100s
 //    (benchmarks/llama3_h100_202412_torchtitan.md at torchtitan v0.2.2).
 // Writes bench/results/memory-nd-<date>.md and .json with the machine, load, command and commit.
@@ -12,7 +14,7 @@ import path from 'node:path';
 import { estimateMemory } from '../../core/memory/estimate';
 import { shapeOfNdModel } from '../../core/memory/inputs/from-torchtitan';
 import { defaultMemoryInput, type CheckpointPolicy, type MemoryInput } from '../../core/memory/memory-input';
-import type { NdModel } from '../../core/memory/parallel/nd-model';
+import { totalParameters, type NdModel } from '../../core/memory/parallel/nd-model';
 import type { ParallelPlan } from '../../core/memory/parallel/parallel-plan';
 import { stagesPerRankOf, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { TORCHTITAN_FLAVOURS } from '../../core/memory/parallel/torchtitan-flavours';
@@ -22,6 +24,9 @@ const python = path.join(root, '.venv', 'bin', 'python');
 // `-- --published-only`: part 2 alone (seconds, not the ~35 min of part 1's tracked runs), written
 // beside the full results as memory-nd-<date>-published.{md,json}.
 const publishedOnly = process.argv.includes('--published-only');
+// `-- --moe-only`: the MoE rows of part 1 alone (about 10 minutes on 2 cores; the two bf16 rows take most), as
+// memory-nd-moe-<date>.{md,json}.
+const moeOnly = process.argv.includes('--moe-only');
 const MB = 1e6;
 const GiB = 2 ** 30;
 
@@ -51,6 +56,85 @@ const RUNS: Array<{ world: number; tp: number; sp: boolean; tracker: 'fsdp' | 'm
   { world: 64, tp: 8, sp: true, tracker: 'mem' },
   { world: 64, tp: 4, sp: true, tracker: 'mem' },
 ];
+
+// The MoE rows. Expert parallel cannot be among them: its all-to-all token exchange needs real peers,
+// so every MoE row runs with ep = 1 (each rank holds a 1/world shard of every expert, as torchtitan's FSDP does then).
+const BENCH_DEEPSEEK: NdModel = {
+  // torchtitan's deepseek_v3 debugmodel, but qk_nope_head_dim 64 instead of 128: q·k and v heads are then
+  // both 128 wide and the CPU runs SDPA's flash kernel; with unequal widths it falls back to the math
+  // path, which keeps the s² scores that the memory-efficient kernel a GPU runs would not.
+  name: 'bench DeepSeek-style MoE (256 wide, 6 layers, 8 experts top-3, 2 shared)',
+  vocabSize: 2048,
+  dModel: 256,
+  nLayers: 6,
+  nHeads: 16,
+  nKvHeads: 16,
+  headDim: 128,
+  mla: { qLoraRank: 0, kvLoraRank: 512, qkNopeHeadDim: 64, qkRopeHeadDim: 64, vHeadDim: 128 },
+  ffnHidden: 1024,
+  mlp: 'swiglu',
+  moe: { experts: 8, topK: 3, expertFfn: 256, shared: 2, denseLayers: 1 },
+  tieEmbeddings: false,
+};
+const BENCH_MIXTRAL: NdModel = {
+  name: 'bench Mixtral-style MoE (512 wide, 4 layers, 8 experts top-2)',
+  vocabSize: 4096,
+  dModel: 512,
+  nLayers: 4,
+  nHeads: 16,
+  nKvHeads: 8,
+  headDim: 32,
+  ffnHidden: 768,
+  mlp: 'swiglu',
+  moe: { experts: 8, topK: 2, expertFfn: 768, shared: 0, denseLayers: 0 },
+  tieEmbeddings: false,
+};
+// bf16: FSDP2's MixedPrecisionPolicy (bf16 compute, fp32 reduce and master weights), torchtitan's default;
+// bf16 matmuls are slow on the CPU, so only two rows.
+const MOE_RUNS: Array<{ model: NdModel; world: number; tracker: 'fsdp' | 'mem'; ac: boolean; bf16?: boolean }> = [
+  { model: BENCH_DEEPSEEK, world: 2, tracker: 'fsdp', ac: false },
+  { model: BENCH_DEEPSEEK, world: 8, tracker: 'fsdp', ac: false },
+  { model: BENCH_DEEPSEEK, world: 64, tracker: 'fsdp', ac: false },
+  { model: BENCH_DEEPSEEK, world: 8, tracker: 'mem', ac: false },
+  { model: BENCH_DEEPSEEK, world: 8, tracker: 'fsdp', ac: true },
+  { model: BENCH_DEEPSEEK, world: 64, tracker: 'fsdp', ac: true },
+  { model: BENCH_DEEPSEEK, world: 8, tracker: 'fsdp', ac: false, bf16: true },
+  { model: BENCH_MIXTRAL, world: 2, tracker: 'fsdp', ac: false },
+  { model: BENCH_MIXTRAL, world: 8, tracker: 'fsdp', ac: false },
+  { model: BENCH_MIXTRAL, world: 64, tracker: 'fsdp', ac: false },
+  { model: BENCH_MIXTRAL, world: 8, tracker: 'fsdp', ac: true },
+  { model: BENCH_MIXTRAL, world: 8, tracker: 'fsdp', ac: false, bf16: true },
+];
+
+/** measure.py's flags for a model: the tracker builds exactly the model the estimate is given. */
+function modelArgs(m: NdModel): string[] {
+  const args = [
+    ['--dim', m.dModel],
+    ['--layers', m.nLayers],
+    ['--heads', m.nHeads],
+    ['--kv-heads', m.nKvHeads],
+    ['--head-dim', m.headDim],
+    ['--ffn', m.ffnHidden],
+    ['--vocab', m.vocabSize],
+  ];
+  if (m.moe)
+    args.push(
+      ['--experts', m.moe.experts],
+      ['--top-k', m.moe.topK],
+      ['--expert-ffn', m.moe.expertFfn],
+      ['--shared-experts', m.moe.shared],
+      ['--dense-layers', m.moe.denseLayers],
+    );
+  if (m.mla)
+    args.push(
+      ['--kv-lora-rank', m.mla.kvLoraRank],
+      ['--q-lora-rank', m.mla.qLoraRank],
+      ['--qk-nope-head-dim', m.mla.qkNopeHeadDim],
+      ['--qk-rope-head-dim', m.mla.qkRopeHeadDim],
+      ['--v-head-dim', m.mla.vHeadDim],
+    );
+  return args.flatMap(([k, v]) => [String(k), String(v)]);
+}
 
 function plan(
   model: NdModel,
@@ -97,6 +181,21 @@ function cpuInput(r: (typeof RUNS)[number]): MemoryInput {
   };
 }
 
+function moeInput(r: (typeof MOE_RUNS)[number]): MemoryInput {
+  return {
+    ...defaultMemoryInput(shapeOfNdModel(r.model), 256),
+    framework: 'torchtitan',
+    device: 'cpu',
+    microBatch: 2,
+    nprocPerNode: r.world,
+    precision: r.bf16
+      ? { param: 'bfloat16', reduce: 'float32', activation: 'bfloat16' }
+      : { param: 'float32', reduce: 'float32', activation: 'float32' },
+    checkpointing: r.ac ? { policy: 'every_n', everyN: 1 } : { policy: 'none', everyN: 1 },
+    parallel: plan(r.model, { shard: r.world, tp: 1 }),
+  };
+}
+
 interface CpuRow {
   run: string;
   measuredTotal: number;
@@ -108,15 +207,70 @@ interface CpuRow {
   estimatedDynamic: number;
 }
 
-const cpuRows: CpuRow[] = [];
-if (publishedOnly) {
-  console.log('--published-only: part 1 (the CPU trackers) not run');
-} else if (!existsSync(python)) {
+interface Tracked {
+  torch: string;
+  param_elements: number;
+  peak: Record<string, number>;
+}
+
+function track(args: string[]): Tracked {
+  const out = execFileSync(python, [path.join(__dirname, 'measure.py'), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+    .trim()
+    .split('\n')
+    .pop()!;
+  const m = JSON.parse(out) as Tracked;
+  torchVersion = m.torch;
+  return m;
+}
+let torchVersion: string | undefined;
+
+/** One row: the tracker's peak against the estimate's allocator peak, split into static and dynamic. */
+function compareRow(run: string, m: Tracked, tracker: 'fsdp' | 'mem', input: MemoryInput): CpuRow {
+  const get = (suffix: string) =>
+    Object.entries(m.peak)
+      .filter(([k]) => k.endsWith(suffix))
+      .reduce((s, [, v]) => s + v, 0);
+  const measuredTotal = m.peak.Total;
+  // '.SHARDED_PARAM' with its dot: UNSHARDED_PARAM (the gathered units, dynamic) ends with SHARDED_PARAM too.
+  const measuredStatic =
+    tracker === 'fsdp'
+      ? get('.SHARDED_PARAM') + get('.OPT') + get('BUFFER')
+      : get('.PARAM') + get('.OPT') + get('BUFFER');
+  const e = estimateMemory(input);
+  const staticIds = new Set(['params.master', 'optimizer.adamw']);
+  const peakPhase = e.peakPhase;
+  const estimatedStatic =
+    e.terms.filter((t) => staticIds.has(t.id)).reduce((s, t) => s + t.bytes[peakPhase], 0) +
+    (tracker === 'mem' ? (e.terms.find((t) => t.id === 'comm.gathered')?.bytes[peakPhase] ?? 0) / 2 : 0);
+  console.log(
+    `${run}: measured ${(measuredTotal / MB).toFixed(1)} MB, estimated ${(e.allocatorPeak / MB).toFixed(1)} MB (${((e.allocatorPeak / measuredTotal - 1) * 100).toFixed(1)} %)`,
+  );
+  return {
+    run,
+    measuredTotal,
+    estimated: e.allocatorPeak,
+    error: e.allocatorPeak / measuredTotal - 1,
+    measuredStatic,
+    estimatedStatic,
+    measuredDynamic: measuredTotal - measuredStatic,
+    estimatedDynamic: e.allocatorPeak - estimatedStatic,
+  };
+}
+
+const trackerName = (t: 'fsdp' | 'mem') => (t === 'fsdp' ? 'FSDPMemTracker' : 'MemTracker');
+const haveVenv = existsSync(python);
+if (!haveVenv && !publishedOnly)
   console.error(`no ${python}: the CPU comparison needs the project's Python environment (npm test's set-up makes it)`);
-} else {
+
+const cpuRows: CpuRow[] = [];
+if (publishedOnly || moeOnly) {
+  console.log(`${publishedOnly ? '--published-only' : '--moe-only'}: part 1's dense rows not run`);
+} else if (haveVenv) {
   for (const r of RUNS) {
-    const args = [
-      path.join(__dirname, 'measure.py'),
+    const m = track([
       '--world',
       String(r.world),
       '--tp',
@@ -128,41 +282,47 @@ if (publishedOnly) {
       '--kv-heads',
       '8',
       ...(r.sp ? ['--sp'] : []),
-    ];
-    const out = execFileSync(python, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-      .trim()
-      .split('\n')
-      .pop()!;
-    const m = JSON.parse(out) as { peak: Record<string, number> };
-    const get = (suffix: string) =>
-      Object.entries(m.peak)
-        .filter(([k]) => k.endsWith(suffix))
-        .reduce((s, [, v]) => s + v, 0);
-    const measuredTotal = m.peak.Total;
-    const measuredStatic =
-      r.tracker === 'fsdp'
-        ? get('SHARDED_PARAM') + get('.OPT') + get('BUFFER')
-        : get('.PARAM') + get('.OPT') + get('BUFFER');
-    const e = estimateMemory(cpuInput(r));
-    const staticIds = new Set(['params.master', 'optimizer.adamw']);
-    const peakPhase = e.peakPhase;
-    const estimatedStatic =
-      e.terms.filter((t) => staticIds.has(t.id)).reduce((s, t) => s + t.bytes[peakPhase], 0) +
-      (r.tracker === 'mem' ? (e.terms.find((t) => t.id === 'comm.gathered')?.bytes[peakPhase] ?? 0) / 2 : 0);
-    const run = `${r.tp > 1 ? `TP ${r.tp}${r.sp ? '+SP' : ' (no SP)'}` : 'FSDP2'}${r.world / r.tp > 1 && r.tp > 1 ? ` × FSDP ${r.world / r.tp}` : r.tp === 1 ? ` over ${r.world}` : ''} (${r.tracker === 'fsdp' ? 'FSDPMemTracker' : 'MemTracker'})`;
-    cpuRows.push({
-      run,
-      measuredTotal,
-      estimated: e.allocatorPeak,
-      error: e.allocatorPeak / measuredTotal - 1,
-      measuredStatic,
-      estimatedStatic,
-      measuredDynamic: measuredTotal - measuredStatic,
-      estimatedDynamic: e.allocatorPeak - estimatedStatic,
+    ]);
+    const run = `${r.tp > 1 ? `TP ${r.tp}${r.sp ? '+SP' : ' (no SP)'}` : 'FSDP2'}${r.world / r.tp > 1 && r.tp > 1 ? ` × FSDP ${r.world / r.tp}` : r.tp === 1 ? ` over ${r.world}` : ''} (${trackerName(r.tracker)})`;
+    cpuRows.push(compareRow(run, m, r.tracker, cpuInput(r)));
+  }
+}
+
+interface MoeRow extends CpuRow {
+  model: string;
+  world: number;
+  ac: boolean;
+  dtype: string;
+  tracker: string;
+}
+const moeRows: MoeRow[] = [];
+if (!publishedOnly && haveVenv) {
+  for (const r of MOE_RUNS) {
+    const m = track([
+      '--world',
+      String(r.world),
+      '--tracker',
+      r.tracker,
+      '--ac',
+      r.ac ? 'full' : 'none',
+      ...(r.bf16 ? ['--bf16'] : []),
+      ...modelArgs(r.model),
+    ]);
+    // The same model on both sides, or the comparison means nothing.
+    if (m.param_elements !== totalParameters(r.model))
+      throw new Error(
+        `measure.py built ${m.param_elements} parameters for ${r.model.name}; the estimate counts ${totalParameters(r.model)}`,
+      );
+    const model = r.model === BENCH_DEEPSEEK ? 'DeepSeek-style' : 'Mixtral-style';
+    const run = `${model}, FSDP2 over ${r.world}${r.ac ? ', full AC' : ''}${r.bf16 ? ', bf16' : ''} (${trackerName(r.tracker)})`;
+    moeRows.push({
+      ...compareRow(run, m, r.tracker, moeInput(r)),
+      model,
+      world: r.world,
+      ac: r.ac,
+      dtype: r.bf16 ? 'bf16 compute, fp32 master and reduce' : 'fp32',
+      tracker: trackerName(r.tracker),
     });
-    console.log(
-      `${run}: measured ${(measuredTotal / MB).toFixed(1)} MB, estimated ${(e.allocatorPeak / MB).toFixed(1)} MB (${((e.allocatorPeak / measuredTotal - 1) * 100).toFixed(1)} %)`,
-    );
   }
 }
 
@@ -329,7 +489,7 @@ const publishedRows = PUBLISHED.map((p) => {
   const e = estimateMemory(input);
   return { ...p, estimatedGiB: e.peak.total / GiB, error: e.peak.total / GiB / p.measuredGiB - 1 };
 });
-for (const r of publishedRows)
+for (const r of moeOnly ? [] : publishedRows)
   console.log(
     `${r.table} (${r.model.name}, ${r.gpus} GPUs): published ${r.measuredGiB} GiB, estimated ${r.estimatedGiB.toFixed(1)} GiB (${(r.error * 100).toFixed(1)} %)`,
   );
@@ -349,16 +509,38 @@ const machine = {
   node: process.version,
   loadAverage1m: +os.loadavg()[0].toFixed(2),
 };
-const command = publishedOnly ? 'npm run bench:memory-nd -- --published-only' : 'npm run bench:memory-nd';
+const command = publishedOnly
+  ? 'npm run bench:memory-nd -- --published-only'
+  : moeOnly
+    ? 'npm run bench:memory-nd -- --moe-only'
+    : 'npm run bench:memory-nd';
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
 const med = (xs: number[]) => {
   const s = [...xs].map(Math.abs).sort((a, b) => a - b);
   return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
 };
+const header = `Command: \`${command}\` · commit ${commit} · machine: ${machine.cpu}, ${machine.cores} cores, load ${machine.loadAverage1m} · Node ${machine.node} · PyTorch ${torchVersion ?? 'not run'}.`;
+const moeSection = [
+  "## 1b. MoE models, PyTorch's memory tools on the CPU (fake process group, real tensors)",
+  '',
+  `One rank of each world, as in part 1 (fp32 unless the row says bf16: FSDP2's MixedPrecisionPolicy with bf16 parameters in compute and fp32 reduce, torchtitan's default; micro-batch 2 × 256 tokens, two AdamW steps), for ${BENCH_DEEPSEEK.name} — torchtitan's deepseek_v3 debugmodel with multi-head latent attention (kv_lora_rank 512, q·k heads 64 + 64 rotary, v heads 128: qk_nope 64 instead of the debugmodel's 128, so that q·k and v heads are equally wide and the CPU runs SDPA's flash kernel, not the math path that keeps the s² scores a GPU's memory-efficient kernel does not), a dense first layer (SwiGLU 1024), vocabulary 2048 — and ${BENCH_MIXTRAL.name} (16 heads, 8 key/value, vocabulary 4096, no shared experts). The MoE layers run torchtitan's ops: an fp32 softmax router with top-k, the routed tokens gathered in expert order, the experts' SwiGLU through torch._grouped_mm (in the model's dtype: torchtitan's casts to bf16 are no-ops under its bf16 mixed precision), the scores applied, scatter_add onto the shared experts' output; FSDP2 wraps each block as torchtitan's apply_fsdp does (experts sharded on dim 1 when the world outnumbers them). Full AC: every block in torch's checkpoint_wrapper (torchtitan's mode "full"). The estimate is given the same model (compare.ts: BENCH_DEEPSEEK, BENCH_MIXTRAL, passed to measure.py flag by flag), and measure.py's parameter count is checked against the estimate's for every row. Expert parallel is not measured: its all-to-all needs real peers, which one process with a fake group does not have, so every row has EP = 1 and each rank holds 1/world of every expert. The router's choices depend on the data, but with EP = 1 a rank's experts see exactly tokens × top-k rows whatever the balance.`,
+  '',
+  '| run | world | measured MB | estimated MB | error | static measured / estimated MB | dynamic measured / estimated MB |',
+  '|---|---:|---:|---:|---:|---:|---:|',
+  ...moeRows.map(
+    (r) =>
+      `| ${r.run} | ${r.world} | ${(r.measuredTotal / MB).toFixed(1)} | ${(r.estimated / MB).toFixed(1)} | ${pct(r.error)} | ${(r.measuredStatic / MB).toFixed(1)} / ${(r.estimatedStatic / MB).toFixed(1)} | ${(r.measuredDynamic / MB).toFixed(1)} / ${(r.estimatedDynamic / MB).toFixed(1)} |`,
+  ),
+  '',
+  moeRows.length
+    ? `Median absolute error ${(med(moeRows.map((r) => r.error)) * 100).toFixed(1)} %, largest ${(Math.max(...moeRows.map((r) => Math.abs(r.error))) * 100).toFixed(1)} %.`
+    : 'Not run: no .venv.',
+  '',
+];
 const md = [
   `# N-D parallel memory estimate vs PyTorch's memory tools and torchtitan's published figures (${date})`,
   '',
-  `Command: \`${command}\` · commit ${commit} · machine: ${machine.cpu}, ${machine.cores} cores, load ${machine.loadAverage1m} · Node ${machine.node}.`,
+  header,
   '',
   "## 1. PyTorch's memory tools on the CPU (fake process group, real tensors)",
   '',
@@ -377,6 +559,7 @@ const md = [
       ? 'Not run in this invocation (`--published-only`): the last full run is the newest memory-nd-<date>.md without the suffix.'
       : 'Not run: no .venv.',
   '',
+  ...(publishedOnly ? [] : moeSection),
   "Not measured on the CPU: pipeline parallel (its schedules need a peer to send activations to; one process with a fake group has none), context parallel (torch's context_parallel runs its ring attention on CUDA SDPA kernels), expert parallel (torchtitan's all-to-all dispatch). Those parts of the model rest on the schedules' own arithmetic (pipeline.ts) and the published figures below.",
   '',
   "## 2. torchtitan's published figures (Llama 3.1, H100 96 GB)",
@@ -391,8 +574,22 @@ const md = [
   ),
   '',
 ];
-const base = path.join(root, 'bench', 'results', `memory-nd-${date}${publishedOnly ? '-published' : ''}`);
-writeFileSync(`${base}.md`, md.join('\n'));
+const base = path.join(
+  root,
+  'bench',
+  'results',
+  moeOnly ? `memory-nd-moe-${date}` : `memory-nd-${date}${publishedOnly ? '-published' : ''}`,
+);
+const moeMd = [
+  `# N-D parallel memory estimate vs PyTorch's memory tools for MoE models (${date})`,
+  '',
+  header,
+  '',
+  "The dense rows and torchtitan's published figures are in the newest memory-nd-<date>.md (`npm run bench:memory-nd`, which runs these rows too).",
+  '',
+  ...moeSection,
+];
+writeFileSync(`${base}.md`, (moeOnly ? moeMd : md).join('\n'));
 writeFileSync(
   `${base}.json`,
   JSON.stringify(
@@ -400,9 +597,10 @@ writeFileSync(
       date,
       command,
       commit,
-      machine,
-      cpu: cpuRows,
-      published: publishedRows.map(({ model, ...r }) => ({ ...r, model: model.name })),
+      machine: { ...machine, torch: torchVersion },
+      ...(moeOnly ? {} : { cpu: cpuRows }),
+      ...(publishedOnly ? {} : { moe: moeRows, moeModels: [BENCH_DEEPSEEK, BENCH_MIXTRAL] }),
+      ...(moeOnly ? {} : { published: publishedRows.map(({ model, ...r }) => ({ ...r, model: model.name })) }),
     },
     null,
     2,
