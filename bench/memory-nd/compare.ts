@@ -18,6 +18,7 @@ import { totalParameters, type NdModel } from '../../core/memory/parallel/nd-mod
 import type { ParallelPlan } from '../../core/memory/parallel/parallel-plan';
 import { stagesPerRankOf, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { TORCHTITAN_FLAVOURS } from '../../core/memory/parallel/torchtitan-flavours';
+import { comparePipeline } from './compare-pp';
 
 const root = path.resolve(__dirname, '../..');
 const python = path.join(root, '.venv', 'bin', 'python');
@@ -258,6 +259,13 @@ function compareRow(run: string, m: Tracked, tracker: 'fsdp' | 'mem', input: Mem
     measuredDynamic: measuredTotal - measuredStatic,
     estimatedDynamic: e.allocatorPeak - estimatedStatic,
   };
+}
+
+// `-- --pp-only`: pipeline parallel in real processes (compare-pp.ts) alone, a few minutes;
+// memory-nd-pp-<date>.{md,json}.
+if (process.argv.includes('--pp-only')) {
+  comparePipeline(root, python, BENCH_MODEL);
+  process.exit(0);
 }
 
 const trackerName = (t: 'fsdp' | 'mem') => (t === 'fsdp' ? 'FSDPMemTracker' : 'MemTracker');
