@@ -334,7 +334,27 @@ describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP 
     // through backward: rank 0 (73,984 + 64,000) · 4 = 551,936; rank 1 (73,984 + 64,064) · 4 = 552,192.
     assert.equal(bytes(i, 0, 'grads.unsharded-accumulated', 0), 551_936);
     assert.equal(bytes(i, 1, 'grads.unsharded-accumulated', 1), 552_192);
-    assert.equal(bytes(i, 0, 'grads.unsharded-accumulated', 'forward'), 0);
+    // 1F1B with 4 micro-batches runs rank 0's third forward after its first backward: the accumulated
+    // gradients are there with the 2 micro-batches in flight (measured, bench/results/memory-nd-pp-2026-11-26.md).
+    assert.equal(bytes(i, 0, 'grads.unsharded-accumulated', 'forward'), 551_936);
+    assert.equal(
+      bytes(split({ shard: 4, pp: 2, microbatches: 2 }), 0, 'grads.unsharded-accumulated', 'forward'),
+      0,
+      'with no more micro-batches than 1F1B keeps, every forward comes before the first backward',
+    );
+    assert.equal(
+      bytes(
+        split({ shard: 4, pp: 2, microbatches: 4, schedule: 'GPipe' }),
+        1,
+        'grads.unsharded-accumulated',
+        'forward',
+      ),
+      0,
+      'GPipe runs every forward first',
+    );
+    const gpipe = split({ shard: 4, pp: 2, microbatches: 4, schedule: 'GPipe' });
+    assert.equal(bytes(gpipe, 0, 'grads.unsharded-accumulated', 0), 0, "GPipe's backward starts with none");
+    assert.equal(bytes(gpipe, 0, 'grads.unsharded-accumulated', 1), 36_992 * 4, "then one unit's, in fp32");
     assert.equal(bytes(split({ shard: 8 }), 0, 'grads.unsharded-accumulated', 0), 0, 'not without pipeline parallel');
     // 1F1B keeps pp − rank micro-batches: rank 0 2 · 2 layers · 628,736 = 2,514,944; rank 1 1 · 2 · 628,736 = 1,257,472.
     assert.equal(bytes(i, 0, 'activations.saved'), 2_514_944);
@@ -347,6 +367,58 @@ describe('N-D parallel memory: a small model by hand, per GPU, for TP / CP / PP 
     const inter = split({ shard: 4, pp: 2, schedule: 'Interleaved1F1B', microbatches: 4 });
     assert.deepEqual(layersPerStage(4, 4), [1, 2, 1, 0]);
     assert.equal(bytes(inter, 0, 'activations.saved'), 3_143_680);
+    // Rank 1 holds stages 1 (2 layers) and 3 (none) and keeps (2 − 1)·2 + 0 + 1 = 3 chunk-forwards: counted
+    // as the larger chunk's, 3 · 2 · 628,736 = 3,772,416 (measured: all three were stage 1's).
+    assert.equal(bytes(inter, 1, 'activations.saved'), 3_772_416);
+  });
+
+  it('PP 2 × FSDP 4: nothing is reduce-scattered until the last micro-batch is done; then every unit is still gathered', () => {
+    const i = split({ shard: 4, pp: 2, microbatches: 4 });
+    assert.equal(bytes(i, 0, 'comm.reduce-scatter', 1), 0, 'no reduce-scatter during the micro-batches');
+    assert.equal(bytes(i, 0, 'grads.sharded', 1), 0);
+    // After backward (the "optimizer" phase): one unit's bf16 gradient and fp32 reduce-scatter input,
+    // 36,992 · (2 + 4) = 221,952, beside every gathered unit (275,968) and accumulated gradient (551,936).
+    assert.equal(bytes(i, 0, 'comm.reduce-scatter', 'optimizer'), 221_952);
+    assert.equal(bytes(i, 0, 'comm.gathered', 'optimizer'), 275_968);
+    assert.equal(bytes(i, 0, 'grads.unsharded-accumulated', 'optimizer'), 551_936);
+    assert.equal(
+      bytes(split({ shard: 8 }), 0, 'comm.reduce-scatter', 'optimizer'),
+      0,
+      'without pipeline parallel: in backward',
+    );
+  });
+
+  it("PP 2 without FSDP: the stage's gradients accumulate in .grad from the first micro-batch's backward", () => {
+    const i = split({ shard: 1, pp: 2, microbatches: 4 });
+    // Rank 0: 2 · 36,992 + 64,000 = 137,984 elements, fp32: 551,936 bytes, in forward too (1F1B's steady state).
+    assert.equal(bytes(i, 0, 'grads.sharded', 'forward'), 551_936);
+    assert.equal(bytes(i, 0, 'grads.sharded', 0), 551_936);
+    assert.equal(
+      bytes(split({ shard: 1, pp: 2, microbatches: 4, schedule: 'GPipe' }), 0, 'grads.sharded', 'forward'),
+      0,
+    );
+  });
+
+  it("PP 2: PipelineStage's receive buffers for every micro-batch, and the outputs kept for backward", () => {
+    const i = split({ shard: 4, pp: 2, microbatches: 4 });
+    // A stage boundary is 2 bytes · 256 tokens · 64 = 32,768. Rank 0 (first stage): 4 output-gradient
+    // buffers and its 2 in-flight outputs, 6 · 32,768 = 196,608. Rank 1 (last): 4 input buffers, 1 of
+    // them the saved input of its first layer while in flight: 3 · 32,768 = 98,304.
+    assert.equal(bytes(i, 0, 'activations.pipeline-buffers'), 196_608);
+    assert.equal(bytes(i, 1, 'activations.pipeline-buffers'), 98_304);
+    assert.equal(bytes(split({ shard: 8 }), 0, 'activations.pipeline-buffers'), 0, 'not without pipeline parallel');
+  });
+
+  it("GPipe's last stage keeps every micro-batch's logits until its backward; 1F1B's one", () => {
+    // 256 · 1000 logits: bf16, their fp32 copy and log_softmax's fp32 output, 2,560,000 bytes a micro-batch.
+    assert.equal(bytes(split({ shard: 4, pp: 2, microbatches: 4 }), 1, 'activations.logits'), 2_560_000);
+    const gpipe = split({ shard: 4, pp: 2, microbatches: 4, schedule: 'GPipe' });
+    assert.equal(bytes(gpipe, 1, 'activations.logits'), 4 * 2_560_000);
+    assert.equal(
+      bytes(gpipe, 1, 'activations.logits', 1),
+      3 * 2_560_000,
+      "the first micro-batch's freed by its loss backward",
+    );
   });
 
   it("full checkpointing keeps each layer's input only, sequence-sharded under SP: 2 · 256 · 64 / tp bytes a layer", () => {

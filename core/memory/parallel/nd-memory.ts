@@ -102,6 +102,14 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
   const root = (first ? embeddingParameters(m) : 0) / plan.tp + (last ? outputParameters(m, first) / plan.tp : 0);
   sharded += root / fsdp;
   const master = plan.masterDtype === 'float32' ? FP32 : 2;
+  const usesFsdp = fsdp > 1 || (plan.ep > 1 && efsdp > 1);
+  const inFlight =
+    plan.pp > 1 ? chunkForwardsInFlight(plan.schedule, rank, plan.pp, plan.microbatches, plan.stagesPerRank) : 1;
+  // Measured (bench/memory-nd/measure_pp.py, bench/results/memory-nd-pp-2026-11-26.md): when a rank runs
+  // more chunk-forwards than it holds at once (1F1B with more micro-batches than pp − rank, interleaved
+  // past its warm-up), its most activations in flight recur after its first backward, so the gradients
+  // accumulated over the micro-batches are there with them, in forward as well as in backward.
+  const steady = plan.pp > 1 && inFlight < plan.microbatches * plan.stagesPerRank;
   const where = `${layers.length} layer${layers.length === 1 ? '' : 's'}${first ? ' + embedding' : ''}${last ? ' + output' : ''}`;
   const shardWords = `1/${plan.tp * fsdp} of dense${m.moe ? `, 1/${expertSplit * expertFsdp} of experts` : ''}`;
   terms.push({
@@ -114,13 +122,25 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
     optimizer: sharded * master,
   });
   const unitShard = (largestUnit / Math.max(1, fsdp)) * master;
+  // Pipeline parallel without FSDP: each micro-batch's backward adds into the stage's .grad, which stays
+  // from the first micro-batch's backward to the optimizer step (measured: pp 2 × dp 1, 1F1B).
+  const accumulatedInGrad = plan.pp > 1 && !usesFsdp;
   terms.push({
     id: 'grads.sharded',
     category: 'grads',
-    label: `gradients, sharded as the parameters (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}): all of them at the step, the first unit's in backward`,
+    label: accumulatedInGrad
+      ? `the stage's gradients (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}), accumulated over the micro-batches from the first backward to the step`
+      : `gradients, sharded as the parameters (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}): all of them at the step, the first unit's in backward`,
     where: 'device',
-    forward: 0,
-    backward: (step) => (step === 0 ? 0 : unitShard),
+    forward: accumulatedInGrad && steady ? sharded * master : 0,
+    backward: (step) =>
+      accumulatedInGrad
+        ? steady || step > 0
+          ? sharded * master
+          : 0
+        : step === 0 || plan.pp > 1 // with FSDP under pipeline parallel nothing is reduced until after backward
+          ? 0
+          : unitShard,
     optimizer: sharded * master,
   });
   const adam = sharded * (plan.masterDtype === 'float32' ? 2 * FP32 : 2 * 2);
@@ -136,7 +156,7 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
 
   // ---- gathered parameters and gradient buffers (FSDP2) ----------------------------------------
   const compute = bytesOf(input.precision.param);
-  if (fsdp > 1 || (plan.ep > 1 && efsdp > 1)) {
+  if (usesFsdp) {
     // Without resharding, every unit the stage holds stays gathered: its layers, and the embedding
     // on the first stage (the output layer on the last is added below, resharded or not).
     const gathered = plan.reshardAfterForward
@@ -152,13 +172,17 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
       where: 'device',
       forward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
       backward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
-      optimizer: 0,
+      // Under pipeline parallel the phase after backward is FSDP's reduce, when every unit is still gathered.
+      optimizer: plan.pp > 1 ? (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute : 0,
     });
     if (plan.pp > 1) {
-      // torch.distributed.pipelining runs every micro-batch's backward but the last with FSDP's
-      // gradient sync off (PipelineStage.backward_maybe_with_nosync): each unsharded gradient is
+      // torch.distributed.pipelining runs every micro-batch's backward with FSDP's gradient sync and
+      // resharding off (PipelineStage.backward_maybe_with_nosync): each unsharded gradient is
       // accumulated, in the fp32 reduce dtype (FSDPParam.to_accumulated_grad_if_needed), for every
-      // unit of the stage, and reduce-scattered only after the last micro-batch.
+      // unit of the stage, and reduce-scattered only after the last micro-batch (perform_reduce_grad),
+      // when the stage holds no activations: the estimate's "optimizer" phase stands for that moment
+      // and the step after it (one bound for both: the first unit's reduce with every unit gathered and
+      // every gradient accumulated, plus all the sharded gradients the step has).
       const stageParameters = allUnits + root;
       terms.push({
         id: 'grads.unsharded-accumulated',
@@ -166,19 +190,21 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
         label:
           "the stage's unsharded gradients, accumulated in fp32 over its micro-batches (FSDP's sync off until the last)",
         where: 'device',
-        forward: 0,
-        backward: stageParameters * FP32,
-        optimizer: 0,
+        forward: steady ? stageParameters * FP32 : 0,
+        // Otherwise (GPipe) backward starts with none, then one unit's (measured).
+        backward: (step) => (steady ? stageParameters : step === 0 ? 0 : largestUnit) * FP32,
+        optimizer: stageParameters * FP32,
       });
     }
+    const reduceScatter = largestUnit * (compute + FP32);
     terms.push({
       id: 'comm.reduce-scatter',
       category: 'comm',
       label: "one unit's unsharded gradients and its fp32 reduce-scatter input",
       where: 'device',
       forward: 0,
-      backward: (step) => (step === 0 ? 0 : largestUnit * (compute + FP32)),
-      optimizer: 0,
+      backward: (step) => (step === 0 || plan.pp > 1 ? 0 : reduceScatter),
+      optimizer: plan.pp > 1 ? reduceScatter : 0,
     });
   } else if (compute < master) {
     terms.push({
@@ -213,9 +239,10 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
     for (let k = 0; k < perStage[s]; k++) sum += saved(starts[s] + k, starts[s] + k);
     return sum;
   });
-  const perChunk = perStageBytes.reduce((s, x) => s + x, 0) / Math.max(1, mine.length);
-  const inFlight =
-    plan.pp > 1 ? chunkForwardsInFlight(plan.schedule, rank, plan.pp, plan.microbatches, plan.stagesPerRank) : 1;
+  // Which of the rank's chunks the forwards in flight belong to depends on the schedule's order: the
+  // largest chunk's for all of them, a bound. (The mean understated a measured interleaved rank whose
+  // chunks were 2 layers and 0 by 18 %: three forwards of the 2-layer chunk were in flight.)
+  const perChunk = Math.max(0, ...perStageBytes);
   const held = perChunk * inFlight;
   const label =
     plan.pp > 1
@@ -255,13 +282,19 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
     });
   if (last) {
     const logits = logitsBytes(m, a);
+    // The last stage computes each micro-batch's loss right after its forward and keeps the logits and
+    // log_softmax's output until that micro-batch's backward: one micro-batch at a time under 1F1B and
+    // the interleaved schedules (the last stage runs its backward straight after its forward), every
+    // one under GPipe and LoopedBFS (measured: pp 2 × dp 2 GPipe, bench/results/memory-nd-pp-2026-11-26.md).
+    const logitsInFlight =
+      plan.pp > 1 && (plan.schedule === 'GPipe' || plan.schedule === 'LoopedBFS') ? plan.microbatches : 1;
     terms.push({
       id: 'activations.logits',
       category: 'activations',
-      label: `logits and the loss's fp32 copies${plan.tp > 1 ? ` (vocabulary sharded over ${plan.tp} tensor-parallel ranks)` : ''}`,
+      label: `logits and the loss's fp32 copies${logitsInFlight > 1 ? ` of ${logitsInFlight} micro-batches` : ''}${plan.tp > 1 ? ` (vocabulary sharded over ${plan.tp} tensor-parallel ranks)` : ''}`,
       where: 'device',
-      forward: logits,
-      backward: (step) => (step === 0 ? logits : 0),
+      forward: logitsInFlight * logits,
+      backward: (step) => (step === 0 ? logitsInFlight : logitsInFlight - 1) * logits,
       optimizer: 0,
     });
     const lossGrad = (FP32 * a.seq * a.microBatch * m.vocabSize) / plan.tp;
@@ -273,6 +306,30 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
       forward: 0,
       backward: (step) => (step === 0 ? lossGrad : 0),
       optimizer: 0,
+    });
+  }
+  if (plan.pp > 1) {
+    // torch.distributed.pipelining's PipelineStage allocates, for every micro-batch, a buffer to receive
+    // the stage's input (all but the first stage) and one to receive its output's gradient (all but the
+    // last), and keeps them (_setup_forward_recv_info, _create_grad_recv_info); it also keeps each
+    // in-flight chunk's output for its backward (fwd_cache), which no layer of the stage saves. A
+    // received input is the first layer's saved input while its chunk is in flight (counted above).
+    // Measured on the CPU: bench/results/memory-nd-pp-2026-11-26.md.
+    const boundary = layerInputBytes(m, a);
+    const perChunkInFlight = Math.min(plan.microbatches, inFlight / Math.max(1, mine.length));
+    let buffers = 0;
+    for (const s of mine) {
+      if (s !== stages - 1) buffers += plan.microbatches + perChunkInFlight;
+      if (s !== 0) buffers += plan.microbatches - (perStage[s] > 0 ? perChunkInFlight : 0);
+    }
+    terms.push({
+      id: 'activations.pipeline-buffers',
+      category: 'activations',
+      label: `pipeline receive buffers (${plan.microbatches} micro-batches' inputs and output gradients) and the outputs kept for backward`,
+      where: 'device',
+      forward: buffers * boundary,
+      backward: buffers * boundary,
+      optimizer: buffers * boundary,
     });
   }
   terms.push({
