@@ -264,6 +264,12 @@ function compareRow(run: string, m: Tracked, tracker: 'fsdp' | 'mem', input: Mem
 // `-- --pp-only`: pipeline parallel in real processes (compare-pp.ts) alone, a few minutes;
 // memory-nd-pp-<date>.{md,json}.
 if (process.argv.includes('--pp-only')) {
+  if (!existsSync(python)) {
+    console.error(
+      `no ${python}: the pipeline comparison needs the project's Python environment (npm test's set-up makes it)`,
+    );
+    process.exit(1);
+  }
   comparePipeline(root, python, BENCH_MODEL);
   process.exit(0);
 }

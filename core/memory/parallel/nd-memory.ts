@@ -61,10 +61,11 @@ export function ndTerms(input: MemoryInput): FrameworkTerms {
         `pipeline ranks differ: first ${gib(first.peak)} (embedding, ${chunkForwardsInFlight(plan.schedule, 0, plan.pp, plan.microbatches, plan.stagesPerRank)} micro-batch chunks in flight), last ${gib(last.peak)} (output layer and logits); shown: pipeline rank ${worst.rank}`,
       );
   }
-  // bench/results/memory-nd-2026-11-26-published.md: torchtitan's published 405B pipeline runs needed 1.07–1.48× this.
+  // bench/results/memory-nd-2026-11-26-published.md: torchtitan's published 405B pipeline runs needed 1.07–1.48× this;
+  // bench/results/memory-nd-pp-2026-11-26.md: PyTorch's MemTracker on the CPU, real processes, within −16…+7 %.
   if (plan.pp > 1)
     notes.push(
-      "pipeline parallel: estimates fell 7–33 % below torchtitan's published H100 figures (max reserved, with compile and float8: bench/results/memory-nd-2026-11-26-published.md); read this one as a lower bound",
+      "pipeline parallel: within −16…+7 % of PyTorch's MemTracker on a small model on the CPU (bench/results/memory-nd-pp-2026-11-26.md), but 7–33 % below torchtitan's published H100 figures (max reserved, with compile and float8: bench/results/memory-nd-2026-11-26-published.md); read this one as a lower bound",
     );
   if (plan.pp > 1 && !['1F1B', 'Interleaved1F1B', 'GPipe', 'LoopedBFS'].includes(plan.schedule))
     notes.push(`${plan.schedule}: activations in flight counted as Interleaved1F1B's (a bound)`);
