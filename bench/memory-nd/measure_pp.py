@@ -97,7 +97,7 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
     world = args.pp * args.dp
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B, ScheduleLoopedBFS
 
     mesh = init_device_mesh("cpu", (args.pp, args.dp), mesh_dim_names=("pp", "dp"))
@@ -117,18 +117,21 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
         first, last = s == 0, s == stages - 1
         part = StageModel(full, list(range(starts[s], starts[s] + split[s])), first, last)
         if args.dp > 1:
-            # torchtitan's apply_fsdp with pipeline parallel: reshard_after_forward off ("default" policy).
+            # torchtitan's apply_fsdp with pipeline parallel: reshard_after_forward off ("default" policy);
+            # --bf16: its mixed precision, bf16 parameters and fp32 gradient reduction.
+            fsdp = {"mesh": mesh["dp"], "mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if args.bf16 else MixedPrecisionPolicy()}
             if part.tok_embeddings is not None:
-                fully_shard(part.tok_embeddings, mesh=mesh["dp"], reshard_after_forward=False)
+                fully_shard(part.tok_embeddings, **fsdp, reshard_after_forward=False)
             for block in part.layers.values():
-                fully_shard(block, mesh=mesh["dp"], reshard_after_forward=False)
+                fully_shard(block, **fsdp, reshard_after_forward=False)
             if part.output is not None:
-                fully_shard([part.norm, part.output], mesh=mesh["dp"], reshard_after_forward=False)
-            fully_shard(part, mesh=mesh["dp"])
+                fully_shard([part.norm, part.output], **fsdp, reshard_after_forward=False)
+            fully_shard(part, **fsdp)
         # Static shapes (meta tensors): no metadata-inference forward and backward inside the tracked steps.
         # The float ones require grad: that is how the stage knows a gradient comes back for them.
-        inp = torch.empty(mb, seq, dtype=torch.long, device="meta") if first else torch.empty(mb, seq, args.dim, device="meta", requires_grad=True)
-        out = torch.empty(mb, seq, args.vocab if last else args.dim, device="meta", requires_grad=True)
+        act = torch.bfloat16 if args.bf16 else torch.float32
+        inp = torch.empty(mb, seq, dtype=torch.long, device="meta") if first else torch.empty(mb, seq, args.dim, dtype=act, device="meta", requires_grad=True)
+        out = torch.empty(mb, seq, args.vocab if last else args.dim, dtype=act, device="meta", requires_grad=True)
         pipeline_stages.append(PipelineStage(part, s, stages, torch.device("cpu"), input_args=inp, output_args=out, group=mesh["pp"].get_group()))
         parts.append(part)
     del full
@@ -188,7 +191,7 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
     dist.gather_object(row, rows, dst=0)
     if rank == 0:
         model = {k: getattr(a, k) for k in ("dim", "layers", "heads", "kv_heads", "ffn", "vocab")}
-        print(json.dumps({"world": world, "pp": args.pp, "dp": args.dp, "schedule": args.schedule, "microbatches": n, "micro_batch": mb, "seq": seq, "dtype": "float32", "tracker": "MemTracker", "return_outputs": args.return_outputs, "model": model, "ranks": rows}), flush=True)
+        print(json.dumps({"world": world, "pp": args.pp, "dp": args.dp, "schedule": args.schedule, "microbatches": n, "micro_batch": mb, "seq": seq, "dtype": "bfloat16 (FSDP mixed precision, fp32 reduce)" if args.bf16 else "float32", "tracker": "MemTracker", "return_outputs": args.return_outputs, "model": model, "ranks": rows}), flush=True)
     dist.destroy_process_group()
 
 
@@ -207,8 +210,11 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--return-outputs", action="store_true", help="keep and return the last stage's outputs (torch's default; torchtitan turns it off)")
+    ap.add_argument("--bf16", action="store_true", help="FSDP2 mixed precision as torchtitan's: bf16 parameters, fp32 reduce (needs --dp > 1)")
     ap.add_argument("--port", type=int, default=0, help="rendezvous port (0: a free one)")
     args = ap.parse_args()
+    if args.bf16 and args.dp == 1:
+        ap.error("--bf16 is FSDP2's mixed precision: it needs --dp > 1")
     port = args.port
     if port == 0:
         import socket
