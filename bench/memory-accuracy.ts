@@ -6,9 +6,7 @@
 // segments the unsure range allows, fitted on one width, the errors reported on the rest). Writes
 // bench/results/memory-accuracy-<date>.md and .json with the machine, load, command and commit;
 // `--only TEXT` prints only matching points (and writes nothing).
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { UNSURE_SEGMENTS } from '../core/memory/estimate';
 import { replayTraining } from '../core/memory/frameworks/pytorch-replay';
@@ -26,6 +24,7 @@ import {
   type ReservedFile,
   type ReservedSummary,
 } from '../core/memory/measured-comparison';
+import { benchContext } from './run-context';
 
 const root = path.resolve(__dirname, '..');
 const runsDir = path.join(root, 'test', 'fixtures', 'measured');
@@ -189,20 +188,7 @@ console.log(
 console.log(`\n${rows.length} points, ${msPerPoint.toFixed(1)} ms per estimate`);
 
 if (!only) {
-  const commit = (() => {
-    try {
-      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    } catch {
-      return 'unknown';
-    }
-  })();
-  const date = new Date().toISOString().slice(0, 10);
-  const machine = {
-    cpu: os.cpus()[0]?.model,
-    cores: os.cpus().length,
-    node: process.version,
-    loadAverage1m: +os.loadavg()[0].toFixed(2),
-  };
+  const { commit, date, machine } = benchContext(root);
   const command = 'npm run bench:memory-accuracy';
   const fixtures = [...new Set(rows.map((r) => `${r.file} (${r.device})`))];
   const base = path.join(root, 'bench', 'results', `memory-accuracy-${date}`);

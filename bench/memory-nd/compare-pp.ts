@@ -5,13 +5,13 @@
 // Writes bench/results/memory-nd-pp-<date>.md and .json.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { estimateMemory } from '../../core/memory/estimate';
 import { shapeOfNdModel } from '../../core/memory/inputs/from-torchtitan';
 import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
 import type { NdModel } from '../../core/memory/parallel/nd-model';
 import { stagesPerRankOf, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
+import { benchContext } from '../run-context';
 
 const MB = 1e6;
 const MICRO_BATCH = 2;
@@ -150,20 +150,7 @@ export function comparePipeline(root: string, python: string, model: NdModel): P
 }
 
 function writeResults(root: string, model: NdModel, rows: PipelineRow[]): void {
-  const commit = (() => {
-    try {
-      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    } catch {
-      return 'unknown';
-    }
-  })();
-  const date = new Date().toISOString().slice(0, 10);
-  const machine = {
-    cpu: os.cpus()[0]?.model,
-    cores: os.cpus().length,
-    node: process.version,
-    loadAverage1m: +os.loadavg()[0].toFixed(2),
-  };
+  const { commit, date, machine } = benchContext(root);
   const command = 'npm run bench:memory-nd -- --pp-only';
   const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
   const mb = (x: number) => (x / MB).toFixed(1);

@@ -9,7 +9,6 @@
 // Writes bench/results/memory-nd-<date>.md and .json with the machine, load, command and commit.
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { estimateMemory } from '../../core/memory/estimate';
 import { shapeOfNdModel } from '../../core/memory/inputs/from-torchtitan';
@@ -19,6 +18,7 @@ import type { ParallelPlan } from '../../core/memory/parallel/parallel-plan';
 import { stagesPerRankOf, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { TORCHTITAN_FLAVOURS } from '../../core/memory/parallel/torchtitan-flavours';
 import { comparePipeline } from './compare-pp';
+import { benchContext } from '../run-context';
 
 const root = path.resolve(__dirname, '../..');
 const python = path.join(root, '.venv', 'bin', 'python');
@@ -509,20 +509,7 @@ for (const r of moeOnly ? [] : publishedRows)
   );
 
 // ---- results -------------------------------------------------------------------------------------
-const commit = (() => {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-})();
-const date = new Date().toISOString().slice(0, 10);
-const machine = {
-  cpu: os.cpus()[0]?.model,
-  cores: os.cpus().length,
-  node: process.version,
-  loadAverage1m: +os.loadavg()[0].toFixed(2),
-};
+const { commit, date, machine } = benchContext(root);
 const command = publishedOnly
   ? 'npm run bench:memory-nd -- --published-only'
   : moeOnly

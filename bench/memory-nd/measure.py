@@ -198,11 +198,8 @@ class Transformer(nn.Module):
         return self.output(self.norm(h))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--world", type=int, required=True)
-    ap.add_argument("--tp", type=int, default=1)
-    ap.add_argument("--sp", action="store_true", help="sequence parallel norms (torchtitan's TP plan)")
+def add_model_args(ap: argparse.ArgumentParser) -> None:
+    """The dense model's shape and the sequence length, as measure.py and measure_pp.py both take them."""
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=16)
@@ -210,6 +207,14 @@ def main() -> None:
     ap.add_argument("--ffn", type=int, default=1536)
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--seq", type=int, default=256)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--tp", type=int, default=1)
+    ap.add_argument("--sp", action="store_true", help="sequence parallel norms (torchtitan's TP plan)")
+    add_model_args(ap)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--head-dim", type=int, default=0, help="0: dim / heads")
     ap.add_argument("--experts", type=int, default=0, help="routed experts per MoE layer (0: dense)")

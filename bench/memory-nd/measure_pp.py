@@ -31,7 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import Args, Transformer  # noqa: E402  (the same model as the FSDP / TP rows)
+from measure import Args, Transformer, add_model_args  # noqa: E402  (the same model as the FSDP / TP rows)
 
 LOOPED = {"Interleaved1F1B", "LoopedBFS"}
 
@@ -202,13 +202,7 @@ def main() -> None:
     ap.add_argument("--schedule", choices=["GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS"], default="1F1B")
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--micro-batch", type=int, default=2)
-    ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--kv-heads", type=int, default=8)
-    ap.add_argument("--ffn", type=int, default=1536)
-    ap.add_argument("--vocab", type=int, default=4096)
-    ap.add_argument("--seq", type=int, default=256)
+    add_model_args(ap)
     ap.add_argument("--return-outputs", action="store_true", help="keep and return the last stage's outputs (torch's default; torchtitan turns it off)")
     ap.add_argument("--bf16", action="store_true", help="FSDP2 mixed precision as torchtitan's: bf16 parameters, fp32 reduce (needs --dp > 1)")
     ap.add_argument("--port", type=int, default=0, help="rendezvous port (0: a free one)")
