@@ -198,6 +198,22 @@ class Transformer(nn.Module):
         return self.output(self.norm(h))
 
 
+def peak_of_steps(tracker, step, steps: int = 2) -> dict:
+    """Runs `steps` training steps under a memory tracker (from the second on, the optimizer state is
+    there) and returns the tracker's peak, bytes by kind of memory."""
+    with tracker:
+        for _ in range(steps):
+            step()
+            tracker.reset_mod_stats()
+    snap = tracker.get_tracker_snapshot("peak")
+    return {str(k): v for dev, cats in snap.items() for k, v in cats.items()}
+
+
+def local_elements(params) -> int:
+    """Elements this rank holds of the parameters: a DTensor's local shard, a plain tensor whole."""
+    return sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel() for p in params)
+
+
 def add_model_args(ap: argparse.ArgumentParser) -> None:
     """The dense model's shape and the sequence length, as measure.py and measure_pp.py both take them."""
     ap.add_argument("--dim", type=int, default=512)
@@ -337,13 +353,8 @@ def main() -> None:
 
         tracker = MemTracker()
         tracker.track_external(model, optim)
-    with tracker:
-        for _ in range(2):
-            step()
-            tracker.reset_mod_stats()
-    snap = tracker.get_tracker_snapshot("peak")
-    peak = {str(k): v for dev, cats in snap.items() for k, v in cats.items()}
-    sharded_params = sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel() for p in model.parameters())
+    peak = peak_of_steps(tracker, step)
+    sharded_params = local_elements(model.parameters())
     fields = ("dim", "layers", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k", "expert_ffn", "shared", "dense_layers", "kv_lora_rank", "qk_nope", "qk_rope", "v_head")
     print(json.dumps({"torch": torch.__version__, "world": args.world, "tp": args.tp, "sp": args.sp, "dp": dp, "ac": args.ac, "bf16": args.bf16, "tracker": args.tracker, "model": {k: getattr(a, k) for k in fields}, "seq": args.seq, "batch": args.batch, "param_elements": total_params, "local_param_elements": sharded_params, "peak": peak}))
     dist.destroy_process_group()

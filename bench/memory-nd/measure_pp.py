@@ -31,7 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import Args, Transformer, add_model_args  # noqa: E402  (the same model as the FSDP / TP rows)
+from measure import Args, Transformer, add_model_args, local_elements, peak_of_steps  # noqa: E402  (the same model as the FSDP / TP rows)
 
 LOOPED = {"Interleaved1F1B", "LoopedBFS"}
 
@@ -169,13 +169,8 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
 
     tracker = pipeline_mem_tracker()
     tracker.track_external(*parts, optim)
-    with tracker:
-        for _ in range(2):
-            step()
-            tracker.reset_mod_stats()
-    snap = tracker.get_tracker_snapshot("peak")
-    peak = {str(k): v for dev, cats in snap.items() for k, v in cats.items()}
-    local = sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel() for p in params)
+    peak = peak_of_steps(tracker, step)
+    local = local_elements(params)
     row = {
         "rank": rank,
         "pp_rank": pp_rank,
