@@ -126,6 +126,14 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
   // Pipeline parallel without FSDP: each micro-batch's backward adds into the stage's .grad, which stays
   // from the first micro-batch's backward to the optimizer step (measured: pp 2 × dp 1, 1F1B).
   const accumulatedInGrad = plan.pp > 1 && !usesFsdp;
+  const allGrads = sharded * master;
+  // In backward (step = units done): accumulating in .grad, all from the first backward (or from
+  // before it, in 1F1B's steady state); with FSDP under pipeline parallel, none until after backward;
+  // otherwise the first unit's shard once one is reduced.
+  const gradsInBackward = (step: number) => {
+    if (accumulatedInGrad) return steady || step > 0 ? allGrads : 0;
+    return step === 0 || plan.pp > 1 ? 0 : unitShard;
+  };
   terms.push({
     id: 'grads.sharded',
     category: 'grads',
@@ -133,16 +141,9 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
       ? `the stage's gradients (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}), accumulated over the micro-batches from the first backward to the step`
       : `gradients, sharded as the parameters (${plan.masterDtype === 'float32' ? 'fp32' : 'bf16'}): all of them at the step, the first unit's in backward`,
     where: 'device',
-    forward: accumulatedInGrad && steady ? sharded * master : 0,
-    backward: (step) =>
-      accumulatedInGrad
-        ? steady || step > 0
-          ? sharded * master
-          : 0
-        : step === 0 || plan.pp > 1 // with FSDP under pipeline parallel nothing is reduced until after backward
-          ? 0
-          : unitShard,
-    optimizer: sharded * master,
+    forward: accumulatedInGrad && steady ? allGrads : 0,
+    backward: gradsInBackward,
+    optimizer: allGrads,
   });
   const adam = sharded * (plan.masterDtype === 'float32' ? 2 * FP32 : 2 * 2);
   terms.push({
@@ -166,15 +167,16 @@ export function rankMemory(input: MemoryInput, plan: ParallelPlan, rank: number)
     const label = plan.reshardAfterForward
       ? 'all-gathered bf16 parameters: the unit computing and the one prefetched'
       : `all-gathered bf16 parameters of every unit of the stage (reshard_after_forward off${plan.pp > 1 ? ' under pipeline parallel' : ''})`;
+    const gatheredBytes = (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute;
     terms.push({
       id: 'comm.gathered',
       category: 'comm',
       label,
       where: 'device',
-      forward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
-      backward: (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute,
+      forward: gatheredBytes,
+      backward: gatheredBytes,
       // Under pipeline parallel the phase after backward is FSDP's reduce, when every unit is still gathered.
-      optimizer: plan.pp > 1 ? (gathered + (last ? outputParameters(m, first) / plan.tp : 0)) * compute : 0,
+      optimizer: plan.pp > 1 ? gatheredBytes : 0,
     });
     if (plan.pp > 1) {
       // torch.distributed.pipelining runs every micro-batch's backward with FSDP's gradient sync and
