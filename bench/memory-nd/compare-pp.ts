@@ -3,15 +3,15 @@
 // torch.distributed.pipelining's schedules, two AdamW steps), against the N-D estimate for the same
 // model, degrees, schedule, micro-batches, sequence and dtype, per pipeline rank. A few minutes.
 // Writes bench/results/memory-nd-pp-<date>.md and .json.
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { estimateMemory } from '../../core/memory/estimate';
 import { shapeOfNdModel } from '../../core/memory/inputs/from-torchtitan';
 import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
 import type { NdModel } from '../../core/memory/parallel/nd-model';
-import { stagesPerRankOf, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
+import type { PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { benchContext } from '../run-context';
+import { lastJsonLine, plan } from './bench-plan';
 
 const MB = 1e6;
 const MICRO_BATCH = 2;
@@ -64,22 +64,9 @@ function estimateRank(model: NdModel, r: PipelineRun, rank: number) {
     microBatch: MICRO_BATCH,
     nprocPerNode: r.pp * r.dp,
     precision: { param: 'float32', reduce: 'float32', activation: 'float32' },
+    // torchtitan's apply_fsdp under pipeline parallel (reshard_after_forward off), as measure_pp.py wraps the stages.
     parallel: {
-      model,
-      replicate: 1,
-      shard: r.dp,
-      tp: 1,
-      cp: 1,
-      pp: r.pp,
-      ep: 1,
-      etp: 1,
-      sequenceParallel: false,
-      schedule: r.schedule,
-      stagesPerRank: stagesPerRankOf(r.schedule),
-      microbatches: r.microbatches,
-      // torchtitan's apply_fsdp under pipeline parallel, as measure_pp.py wraps the stages.
-      reshardAfterForward: false,
-      masterDtype: 'float32',
+      ...plan(model, { shard: r.dp, tp: 1, pp: r.pp, schedule: r.schedule, microbatches: r.microbatches }),
       stage: rank,
     },
   };
@@ -89,8 +76,8 @@ function estimateRank(model: NdModel, r: PipelineRun, rank: number) {
 export function comparePipeline(root: string, python: string, model: NdModel): PipelineRow[] {
   const rows: PipelineRow[] = [];
   for (const r of RUNS) {
+    const script = path.join(__dirname, 'measure_pp.py');
     const args = [
-      path.join(__dirname, 'measure_pp.py'),
       '--pp',
       String(r.pp),
       '--dp',
@@ -104,11 +91,7 @@ export function comparePipeline(root: string, python: string, model: NdModel): P
       '--seq',
       String(SEQ),
     ];
-    const out = execFileSync(python, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-      .trim()
-      .split('\n')
-      .pop()!;
-    const m = JSON.parse(out) as { ranks: MeasuredRank[] };
+    const m = lastJsonLine<{ ranks: MeasuredRank[] }>(python, script, args);
     for (let rank = 0; rank < r.pp; rank++) {
       // The data-parallel ranks of a pipeline rank hold the same shapes: the largest of them.
       const mine = m.ranks.filter((x) => x.pp_rank === rank);

@@ -7,16 +7,15 @@
 // 2. the figures torchtitan published for Llama 3.1 8B / 70B / 405B on H100s
 //    (benchmarks/llama3_h100_202412_torchtitan.md at torchtitan v0.2.2).
 // Writes bench/results/memory-nd-<date>.md and .json with the machine, load, command and commit.
-import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { estimateMemory } from '../../core/memory/estimate';
 import { shapeOfNdModel } from '../../core/memory/inputs/from-torchtitan';
 import { defaultMemoryInput, type CheckpointPolicy, type MemoryInput } from '../../core/memory/memory-input';
 import { totalParameters, type NdModel } from '../../core/memory/parallel/nd-model';
-import type { ParallelPlan } from '../../core/memory/parallel/parallel-plan';
-import { stagesPerRankOf, type PipelineSchedule } from '../../core/memory/parallel/pipeline';
+import type { PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { TORCHTITAN_FLAVOURS } from '../../core/memory/parallel/torchtitan-flavours';
+import { lastJsonLine, plan } from './bench-plan';
 import { comparePipeline } from './compare-pp';
 import { benchContext } from '../run-context';
 
@@ -137,39 +136,6 @@ function modelArgs(m: NdModel): string[] {
   return args.flatMap(([k, v]) => [String(k), String(v)]);
 }
 
-function plan(
-  model: NdModel,
-  d: {
-    replicate?: number;
-    shard: number;
-    tp: number;
-    cp?: number;
-    pp?: number;
-    schedule?: PipelineSchedule;
-    microbatches?: number;
-    sp?: boolean;
-  },
-): ParallelPlan {
-  const pp = d.pp ?? 1;
-  const schedule = d.schedule ?? '1F1B';
-  return {
-    model,
-    replicate: d.replicate ?? 1,
-    shard: d.shard,
-    tp: d.tp,
-    cp: d.cp ?? 1,
-    pp,
-    ep: 1,
-    etp: 1,
-    sequenceParallel: d.sp ?? d.tp > 1,
-    schedule,
-    stagesPerRank: pp > 1 ? stagesPerRankOf(schedule) : 1,
-    microbatches: d.microbatches ?? 1,
-    reshardAfterForward: pp === 1,
-    masterDtype: 'float32',
-  };
-}
-
 function cpuInput(r: (typeof RUNS)[number]): MemoryInput {
   return {
     ...defaultMemoryInput(shapeOfNdModel(BENCH_MODEL), 256),
@@ -215,14 +181,7 @@ interface Tracked {
 }
 
 function track(args: string[]): Tracked {
-  const out = execFileSync(python, [path.join(__dirname, 'measure.py'), ...args], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
-    .trim()
-    .split('\n')
-    .pop()!;
-  const m = JSON.parse(out) as Tracked;
+  const m = lastJsonLine<Tracked>(python, path.join(__dirname, 'measure.py'), args);
   torchVersion = m.torch;
   return m;
 }
