@@ -15,19 +15,19 @@ export function lastJsonLine<T>(python: string, script: string, args: string[]):
 }
 
 /** A bench row's plan: fp32 master weights; FSDP2 reshards after forward except under pipeline parallel, as torchtitan does. */
-export function plan(
-  model: NdModel,
-  d: {
-    replicate?: number;
-    shard: number;
-    tp: number;
-    cp?: number;
-    pp?: number;
-    schedule?: PipelineSchedule;
-    microbatches?: number;
-    sp?: boolean;
-  },
-): ParallelPlan {
+/** A bench row's degrees: what is not given is 1 (1F1B for the schedule; sequence parallel with TP). */
+export interface BenchDegrees {
+  replicate?: number;
+  shard: number;
+  tp: number;
+  cp?: number;
+  pp?: number;
+  schedule?: PipelineSchedule;
+  microbatches?: number;
+  sp?: boolean;
+}
+
+export function plan(model: NdModel, d: BenchDegrees): ParallelPlan {
   const pp = d.pp ?? 1;
   const schedule = d.schedule ?? '1F1B';
   return {

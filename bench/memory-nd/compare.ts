@@ -13,9 +13,8 @@ import { estimateMemory } from '../../core/memory/estimate';
 import { shapeOfNdModel } from '../../core/memory/inputs/from-torchtitan';
 import { defaultMemoryInput, type CheckpointPolicy, type MemoryInput } from '../../core/memory/memory-input';
 import { totalParameters, type NdModel } from '../../core/memory/parallel/nd-model';
-import type { PipelineSchedule } from '../../core/memory/parallel/pipeline';
 import { TORCHTITAN_FLAVOURS } from '../../core/memory/parallel/torchtitan-flavours';
-import { lastJsonLine, plan } from './bench-plan';
+import { lastJsonLine, plan, type BenchDegrees } from './bench-plan';
 import { comparePipeline } from './compare-pp';
 import { benchContext } from '../run-context';
 
@@ -306,15 +305,7 @@ interface Published {
   table: string;
   model: NdModel;
   gpus: number;
-  d: {
-    replicate?: number;
-    shard: number;
-    tp: number;
-    cp?: number;
-    pp?: number;
-    schedule?: PipelineSchedule;
-    microbatches?: number;
-  };
+  d: BenchDegrees;
   local: number;
   seq: number;
   ac: { policy: CheckpointPolicy; everyN: number };
