@@ -1,7 +1,9 @@
 // `npx fsdp-train CONFIG [--nproc N] [--set key=value]... [--run-dir DIR] [--resume auto|never|PATH] [--from-hf DIR] [--plan]`:
-// validates and resolves a run config, creates the run folder (runs/<run-id>/ with config.json and
-// run.json), and runs the native trainer `fsdp-train-native` on it — by argument vector, never a
-// shell — forwarding SIGINT/SIGTERM and exiting with its exit code. With several ranks
+// validates and resolves a run config, creates the run folder (runs/<run-id>/ with config.json), and
+// runs the native trainer `fsdp-train-native` on it — by argument vector, never a shell — under the
+// run's owner, the supervisor (python/fsdp_studio/supervise.py --native: this command runs again
+// under it with --supervised), which writes run.json; forwards SIGINT/SIGTERM and exits with its
+// exit code. With several ranks
 // (launch.nproc_per_node x launch.nnodes, --nproc sets the first) it starts them with mpirun
 // (runs/launch/mpirun.ts). The extension's launcher starts runs through this same command.
 // `npx fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR` writes a checkpoint as a Hugging Face
@@ -12,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig, type ResolvedRunConfig } from '../core/config/run-config';
+import type { RunManifest } from '../core/protocol/run-manifest';
 import { formatProblem } from '../core/config/schema-problems';
 import { shownProblems } from '../core/config/shown-problems';
 import {
@@ -22,19 +25,16 @@ import {
   runWorld,
   worldSizeOf,
 } from '../runs/launch/mpirun';
-import {
-  endLaunchWithoutRunEnd,
-  folderBefore,
-  latestRunOf,
-  markEndedWithoutRunEnd,
-  newRunId,
-  type FolderBefore,
-} from '../runs/folder/run-folder';
+import { latestRunOf, newRunId } from '../runs/folder/run-folder';
+import { manifestEnv } from '../runs/machines/detached-start';
+import { RUN_MARK_ENV } from '../runs/stop/run-group';
+import { nativeSupervisor, SUPERVISOR_PYTHON } from '../runs/launch/supervised-native';
+import { COMPANION_DIR } from '../runs/runtime/remote-companion';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
 import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
-import { prepareRunDirectory } from './train/run-directory';
+import { startingManifestFor, writeRunConfig } from './train/run-directory';
 import { exitWhenFlushed } from './exit-when-flushed';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
@@ -96,6 +96,7 @@ export async function main(argv: string[]): Promise<number> {
         'from-hf': { type: 'string' },
         hf: { type: 'string' },
         config: { type: 'string' },
+        supervised: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -188,7 +189,7 @@ export async function main(argv: string[]): Promise<number> {
   const runsDir = config.logging.runs_dir!;
   let runDir = args.values['run-dir'] ? path.resolve(args.values['run-dir']) : undefined;
   let configFile: string | undefined;
-  let before: FolderBefore | undefined;
+  const supervised = args.values.supervised === true;
   try {
     if (!runDir && resume === 'auto') runDir = latestRunOf(runsDir, config.name ?? 'run');
     runDir ??= path.join(runsDir, newRunId(config.name ?? 'run'));
@@ -201,11 +202,15 @@ export async function main(argv: string[]): Promise<number> {
         console.error(`fsdp-train: ${busy}`);
         return 1;
       }
-      before = folderBefore(runDir);
-      configFile = prepareRunDirectory(runDir, config, {
-        configPath,
-        command: [process.execPath, ...process.argv.slice(1)],
-      });
+      if (!supervised) {
+        // The run's owner, which writes run.json, is the supervisor: this command runs again under it.
+        const manifest = startingManifestFor(runDir, config, {
+          configPath,
+          command: [process.execPath, ...process.argv.slice(1)],
+        });
+        return await runUnderSupervisor(runDir, manifest, [process.argv[1], ...argv]);
+      }
+      configFile = writeRunConfig(runDir, config);
     }
   } catch (e) {
     console.error(
@@ -221,7 +226,7 @@ export async function main(argv: string[]): Promise<number> {
       quiet: true,
     });
     if (imported !== 0) {
-      markEndedWithoutRunEnd(runDir, `the Hugging Face folder ${path.resolve(fromHf)} could not be imported`);
+      runEnded(`the Hugging Face folder ${path.resolve(fromHf)} could not be imported`);
       return imported;
     }
     console.error(`fsdp-train: starting from the Hugging Face model in ${path.resolve(fromHf)}`);
@@ -230,8 +235,13 @@ export async function main(argv: string[]): Promise<number> {
 
   if (rank !== undefined) {
     // The other ranks may start before rank 0 has written config.json: each hands its own copy.
-    return runNative(native, ['--config', '-', '--run-dir', runDir, ...resumeArgs], { stdin: JSON.stringify(config) });
+    const code = await runNative(native, ['--config', '-', '--run-dir', runDir, ...resumeArgs], {
+      stdin: JSON.stringify(config),
+    });
+    if (rank === 0 && code !== 0) runEnded(exitReason(code));
+    return code;
   }
+
 
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile!, '--run-dir', runDir, ...resumeArgs];
@@ -241,17 +251,54 @@ export async function main(argv: string[]): Promise<number> {
     worldSizeOf(runWorld(config)) > 1
       ? await runJob(config, nativeArgs)
       : await runNative(nativeArgs[0], nativeArgs.slice(1), { watched: true });
-  // A run that ended without saying so itself is failed in run.json, with the exit that ended it
-  // (a no-op when the runtime wrote its own end).
-  if (code !== 0) {
-    try {
-      endLaunchWithoutRunEnd(runDir, before!, exitReason(code));
-    } catch (e) {
-      // A full disk may refuse even this; say so instead of a stack trace.
-      console.error(`fsdp-train: could not mark ${path.join(runDir, 'run.json')} as ended: ${(e as Error).message}`);
-    }
-  }
+  // A run that ended without saying so itself: the supervisor ends it in run.json with this reason
+  // (it is ignored when the runtime wrote its own end).
+  if (code !== 0) runEnded(exitReason(code));
   return code;
+}
+
+/** The last line of a run whose runtime ended without its end: the supervisor's reason for run.json (supervise.py CLI_REASON). */
+function runEnded(reason: string): void {
+  console.error(`fsdp-train: the run ended: ${reason}`);
+}
+
+/**
+ * Runs this command again (`argv`, with --supervised) under the run's owner, the supervisor
+ * (python/fsdp_studio/supervise.py --native), which writes `manifest` as run.json and keeps it; its
+ * exit code is this command's. The supervisor leads a process group of its own, so that a
+ * terminal's Ctrl-C reaches this process only: every SIGINT and SIGTERM is passed on to that group
+ * once (the first stops after the step, a second aborts, as fsdp-train under it decides).
+ */
+function runUnderSupervisor(runDir: string, manifest: RunManifest, argv: string[]): Promise<number> {
+  const companion = path.resolve(__dirname, '..', '..', COMPANION_DIR);
+  const words = [...nativeSupervisor(companion, runDir), process.execPath, ...argv, '--run-dir', runDir, '--supervised'];
+  return new Promise((resolve) => {
+    const child = spawn(words[0], words.slice(1), {
+      stdio: 'inherit',
+      detached: true,
+      env: { ...process.env, ...manifestEnv(manifest), [RUN_MARK_ENV]: manifest.run_id },
+    });
+    const onStop = (signal: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+      } catch {
+        // already ended
+      }
+    };
+    process.on('SIGINT', onStop);
+    process.on('SIGTERM', onStop);
+    child.on('error', (e) => {
+      console.error(
+        `fsdp-train: cannot start the run's supervisor with ${SUPERVISOR_PYTHON} (a Python 3 on PATH is needed): ${e.message}`,
+      );
+      resolve(1);
+    });
+    child.on('exit', (code, signal) => {
+      process.off('SIGINT', onStop);
+      process.off('SIGTERM', onStop);
+      resolve(code ?? 128 + (signal ? os.constants.signals[signal] : 0));
+    });
+  });
 }
 
 /** `fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]`. */

@@ -1,35 +1,40 @@
-// A run's folder, runs/<run-id>/, as `fsdp-train` creates it before the runtime starts: the
-// resolved config (config.json, what the runtime reads) and the manifest (run.json, status
-// "starting", made by runs/folder/run-folder.ts as for every run), both written atomically. The
-// runtime keeps run.json current from then on.
+// A run's folder, runs/<run-id>/, as `fsdp-train` prepares it before the runtime starts: the
+// resolved config (config.json, what the runtime reads), written atomically, and the starting
+// manifest it hands to the run's owner — the supervisor (python/fsdp_studio/supervise.py), which
+// writes it as run.json and keeps it current from then on.
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
+import type { RunManifest } from '../../core/protocol/run-manifest';
 import { runWorld, worldSizeOf } from '../../runs/launch/mpirun';
-import { writeJsonAtomically, writeStartingManifest } from '../../runs/folder/run-folder';
+import { readManifestFile, startingManifest, writeJsonAtomically } from '../../runs/folder/run-folder';
 
 export interface LaunchFacts {
   configPath: string;
   command: string[];
 }
 
-/**
- * Creates (or, when resuming, reuses) the run folder: writes config.json and run.json with status
- * "starting". Returns the path of config.json.
- */
-export function prepareRunDirectory(runDir: string, config: ResolvedRunConfig, facts: LaunchFacts): string {
+/** The manifest the run starts with (status "starting"); a resume keeps the run's identity and history. */
+export function startingManifestFor(runDir: string, config: ResolvedRunConfig, facts: LaunchFacts): RunManifest {
   const world = runWorld(config);
-  writeStartingManifest(runDir, {
-    runId: path.basename(runDir),
-    name: config.name ?? 'run',
-    config: config as unknown as Record<string, unknown>,
-    configPath: facts.configPath,
-    world: { size: worldSizeOf(world), nnodes: world.nnodes, nproc_per_node: world.nprocPerNode },
-    host: os.hostname(),
-    target: config.launch.target ?? 'local',
-    command: facts.command,
-    maxSteps: config.training.max_steps,
-  });
+  return startingManifest(
+    {
+      runId: path.basename(runDir),
+      name: config.name ?? 'run',
+      config: config as unknown as Record<string, unknown>,
+      configPath: facts.configPath,
+      world: { size: worldSizeOf(world), nnodes: world.nnodes, nproc_per_node: world.nprocPerNode },
+      host: os.hostname(),
+      target: config.launch.target ?? 'local',
+      command: facts.command,
+      maxSteps: config.training.max_steps,
+    },
+    readManifestFile(runDir),
+  );
+}
+
+/** Writes config.json into the run folder (which must exist); returns its path. */
+export function writeRunConfig(runDir: string, config: ResolvedRunConfig): string {
   const configFile = path.join(runDir, 'config.json');
   writeJsonAtomically(configFile, config);
   return configFile;

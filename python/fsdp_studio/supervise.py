@@ -1,19 +1,33 @@
-"""Runs a person's training command for FSDP Studio, in the run folder the editor made.
+"""Owns one run for FSDP Studio, whatever runs in it: a person's training command, or the native
+runtime (--native). The one process that writes the run's run.json (through run_manifest.py).
 
-    python3 .../fsdp_studio/supervise.py --run-dir DIR [--nproc N] [--use-this-python] -- COMMAND...
+    python3 .../fsdp_studio/supervise.py --run-dir DIR [--native] [--manifest JSON]
+                                         [--nproc N] [--use-this-python] -- COMMAND...
 
-The editor starts this in a session of its own, after writing DIR/run.json (status "starting",
-the command, this process's id as the run's pid and process group). It marks the run running,
-writes run_start to DIR/metrics.jsonl, starts COMMAND (or N copies of it with the environment
-rendezvous torch.distributed's env:// reads: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT) in the same process group, with this package on PYTHONPATH and
-FSDP_STUDIO_RUN_DIR set, and when it ends writes run_end and the final status to run.json:
-completed, stopped (a stop signal came), or failed (with which rank ended how, and the last line
-it printed to stderr; each rank's stderr lines are marked with its rank). One rank failing stops
-the others, as torchrun does. A failure on a missing module (No module named 'torch') names the
-Python that ran the command, its path and version. With --use-this-python (the launch spec's
-python:, or the Python extension's selection) the Python running this supervisor also runs a bare
-python/python3 first word of the command, and its folder comes first on the command's PATH.
+It writes DIR/run.json first (status "starting"): the manifest the launcher composed (--manifest,
+or $FSDP_RUN_MANIFEST), with this process as the run's first pid and, when it leads the run's
+process group, that group. Without one it keeps the run.json already there (a SLURM job's, written
+when the job was queued).
+
+A person's command: it marks the run running, writes run_start to DIR/metrics.jsonl, starts
+COMMAND (or N copies of it with the environment rendezvous torch.distributed's env:// reads: RANK,
+LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) in the same process group, with
+this package on PYTHONPATH and FSDP_STUDIO_RUN_DIR set, and when it ends writes run_end and the
+final status to run.json: completed, stopped (a stop signal came), or failed (with which rank ended
+how, and the last line it printed to stderr; each rank's stderr lines are marked with its rank).
+One rank failing stops the others, as torchrun does. A failure on a missing module (No module named
+'torch') names the Python that ran the command, its path and version. With --use-this-python (the
+launch spec's python:, or the Python extension's selection) the Python running this supervisor
+also runs a bare python/python3 first word of the command, and its folder comes first on the
+command's PATH.
+
+The native runtime (--native): COMMAND is fsdp-train, fsdp-train-native, or mpirun/srun around it.
+A folder whose run.lock another trainer holds is refused before anything is written. The runtime
+writes its own events (run_start, steps, run_end) and holds the lock; this process turns them into
+run.json — running, the step at most once a second, the end. A runtime that ended without its
+run_end leaves the run failed with how its process ended and the last line it printed, except when
+it never started the run (no run_start) in a folder that had one: then run.json is put back as it
+was, so that run keeps the end it had (a refused --resume).
 
 This process owns the run (native/FORMATS.md, "The run folder and its owner"): nothing of the run
 outlives it. Its ranks die with it (PR_SET_PDEATHSIG); when it leads the run's process group, a
@@ -34,7 +48,6 @@ import re
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import threading
@@ -44,7 +57,9 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if PACKAGE_ROOT not in sys.path:
     sys.path.insert(0, PACKAGE_ROOT)
 
+from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio.run_folder_watch import EventFollower, file_size, lock_holder  # noqa: E402
 
 #: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
 PEERS_GRACE_S = 10.0
@@ -56,14 +71,28 @@ def main(argv=None):
         return guard_main(argv[1], int(argv[2]))
     args = parse_args(argv)
     run_dir = os.path.abspath(args.run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    starting = starting_manifest(args)
+    if starting is False:
+        return 2
+    if args.native:
+        # One trainer per run folder: a folder in use is refused before anything of it is touched.
+        holder = lock_holder(run_dir)
+        if holder:
+            print(f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder", file=sys.stderr)
+            return 1
+    before = run_manifest.read_bytes(run_dir)
     log = EventLog(run_dir)
-    manifest = read_manifest(run_dir)
+    events = EventFollower(log.path, file_size(log.path))
+    if starting is not None:
+        write_starting(run_dir, starting)
+    manifest = run_manifest.read(run_dir)
     guard = start_guard(run_dir)
     stopped = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
 
-    world = args.nproc
+    world = 1 if args.native else args.nproc
     env = child_env(run_dir, own_python=args.use_this_python)
     if args.use_this_python:
         args.command = with_this_python(args.command)
@@ -78,7 +107,10 @@ def main(argv=None):
         children = [subprocess.Popen(args.command, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent) for e in ranks]
     except OSError as e:
         reason = f"cannot start {args.command[0]}: {e.strerror or e}"
-        finish(log, run_dir, manifest, "failed", reason)
+        if args.native:
+            run_manifest.mark_failed(run_dir, reason)
+        else:
+            finish(log, run_dir, "failed", reason)
         dismiss_guard(guard)
         print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
         return 127
@@ -86,17 +118,23 @@ def main(argv=None):
     copiers = [threading.Thread(target=copy_stderr, args=(c.stderr, f"[rank {r}] " if world > 1 else "", last_words, r), daemon=True) for r, c in enumerate(children)]
     for copier in copiers:
         copier.start()
-    update_manifest(run_dir, {"status": "running", "pids": [os.getpid()] + [c.pid for c in children]})
-    log.write({
-        "type": "run_start",
-        "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
-        "config": (manifest or {}).get("config", {}),
-        "world": {"size": world, "ranks": [{"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid} for r, c in enumerate(children)]},
-        "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
-    })
-
     workers = WorkerPids(run_dir, [os.getpid()] + [c.pid for c in children])
-    codes, r = wait_all(children, on_poll=workers.refresh)
+    if args.native:
+        runtime = RuntimeRun(run_dir, events)
+        run_manifest.update(run_dir, {"pids": workers.own})
+        on_poll = lambda: (runtime.follow(), workers.refresh())  # noqa: E731
+    else:
+        run_manifest.update(run_dir, {"status": "running", "pids": workers.own})
+        log.write({
+            "type": "run_start",
+            "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
+            "config": (manifest or {}).get("config", {}),
+            "world": {"size": world, "ranks": [{"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid} for r, c in enumerate(children)]},
+            "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
+        })
+        on_poll = workers.refresh
+
+    codes, r = wait_all(children, on_poll=on_poll)
     workers.kill_left()
     for copier in copiers:
         copier.join(timeout=5)
@@ -108,13 +146,160 @@ def main(argv=None):
     else:
         c = codes[r]
         how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
-        who = f"rank {r}" if world > 1 else args.command[0]
+        who = f"rank {r}" if world > 1 else os.path.basename(args.command[0])
         last = last_words[r]
         status, reason = "failed", f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env, args.use_this_python)}"
         code = 128 - c if c < 0 else c
-    finish(log, run_dir, manifest, status, reason)
+    if args.native:
+        c = codes[0]
+        code = 128 - c if c < 0 else c
+        runtime.end(log, before if starting is not None else None, status, runtime_reason(args.command, c, last_words[0], stopped))
+    else:
+        finish(log, run_dir, status, reason)
     dismiss_guard(guard)
     return code
+
+
+#: The starting manifest's environment variable: what the launcher knows of the run (its id, name,
+#: config, world, host, target, command…), as runs/folder/run-folder.ts startingManifest composes it.
+MANIFEST_ENV = "FSDP_RUN_MANIFEST"
+#: The run's mark (runs/stop/run-group.ts): every process of a run the editor can stop carries it.
+RUN_MARK_ENV = "FSDP_RUN_ID"
+
+
+def starting_manifest(args):
+    """The manifest this launch starts the run with (--manifest, else FSDP_RUN_MANIFEST, which the
+    run's processes do not inherit); None when the run folder's run.json is to be kept as it is (a
+    SLURM job, whose run.json the login host wrote when it queued it); False when unreadable."""
+    text = os.environ.pop(MANIFEST_ENV, None) if args.manifest is None else args.manifest
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        print(f"fsdp_studio.supervise: the starting manifest is not JSON: {e}", file=sys.stderr)
+        return False
+    if not isinstance(doc, dict):
+        print("fsdp_studio.supervise: the starting manifest is not a JSON object", file=sys.stderr)
+        return False
+    return doc
+
+
+def write_starting(run_dir, doc):
+    """run.json as the run starts: the launcher's manifest, this process as the run's first pid, and
+    when this process leads the run's own process group (the editor's detached start, fsdp-train's
+    new group), that group and when its leader started — what Stop checks before it signals it."""
+    doc = dict(doc, status="starting", pids=[os.getpid()])
+    for key in ("end_reason", "pgid", "leader_start", "boot_id"):
+        doc.pop(key, None)
+    if leads_run_group() and os.environ.get(RUN_MARK_ENV):
+        doc["pgid"] = os.getpid()
+        doc["leader_start"] = own_start_ticks()
+        boot = boot_id()
+        if boot:
+            doc["boot_id"] = boot
+    run_manifest.write(run_dir, doc)
+
+
+def leads_run_group():
+    return os.getpgrp() == os.getpid()
+
+
+def own_start_ticks():
+    """When this process started, in clock ticks since boot (field 22 of /proc/self/stat); 0 when unknown."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            line = f.read().decode("ascii", "replace")
+        return int(line[line.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+class RuntimeRun:
+    """A native runtime's run as its events tell it, kept in run.json: running from its run_start,
+    its step at most once a second, its end from its run_end."""
+
+    def __init__(self, run_dir, events):
+        self.run_dir = run_dir
+        self.events = events
+        self.started = False
+        self.ended = None
+        self.step = 0
+        self.step_written = 0.0
+
+    def follow(self):
+        fields = {}
+        for e in self.events.read_new():
+            kind = e.get("type")
+            if kind == "run_start":
+                self.started = True
+                self.step = e.get("start_step", 0) if isinstance(e.get("start_step"), int) else 0
+                fields.update(status="running", step=self.step)
+                config = e.get("config") if isinstance(e.get("config"), dict) else {}
+                steps = (config.get("training") or {}).get("max_steps") if isinstance(config.get("training"), dict) else None
+                if isinstance(steps, int):
+                    fields["max_steps"] = steps
+                version = (e.get("runtime") or {}).get("version") if isinstance(e.get("runtime"), dict) else None
+                if version:
+                    fields["runtime_version"] = version
+                if e.get("resumed_from"):
+                    fields["resumed_from"] = e["resumed_from"]
+            elif kind == "step" and isinstance(e.get("step"), int):
+                self.step = max(self.step, e["step"])
+            elif kind == "run_end":
+                self.ended = e
+                self.step = e.get("step", self.step) if isinstance(e.get("step"), int) else self.step
+                fields.update(status=e.get("status", "failed"), step=self.step)
+                if e.get("reason"):
+                    fields["end_reason"] = e["reason"]
+        now = time.monotonic()
+        if self.started and not self.ended and self.step and now - self.step_written >= 1.0:
+            fields.setdefault("step", self.step)
+        if "step" in fields:
+            self.step_written = now
+        if fields:
+            run_manifest.update(self.run_dir, fields)
+        return fields
+
+    def end(self, log, before, status, reason):
+        """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
+        never started the run (no run_start: a refused --resume, a config the runtime refused) in a
+        folder that had a run, run.json is put back as it was, so that run keeps the end it had;
+        otherwise the run ends as its process did, failed with the reason (or stopped)."""
+        self.follow()
+        if self.ended is not None:
+            return
+        if not self.started:
+            if before is not None:
+                run_manifest.write_bytes(self.run_dir, before)
+            else:
+                run_manifest.update(self.run_dir, {"status": "failed" if status != "stopped" else "stopped", "step": 0, "end_reason": reason})
+            return
+        finish(log, self.run_dir, "stopped" if status == "stopped" else "failed", reason, step=self.step)
+
+
+def runtime_reason(command, code, last, stopped):
+    """Why a native runtime's process ended without its run_end: `fsdp-train` says so in its last
+    line ("fsdp-train: <reason>"); otherwise the process, how it ended and the last line it printed."""
+    if stopped and code is not None and code != 0 and last is None:
+        return f"stopped by {signal.Signals(stopped[0]).name}"
+    if last and last.startswith(CLI_REASON):
+        return last[len(CLI_REASON):]
+    how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+    return f"{os.path.basename(command[0])} {how}{': ' + last if last else ''}"
+
+
+#: How `fsdp-train` (cli/fsdp-train.ts) begins the last line it prints when the runtime ended
+#: without saying why: the rest is the reason for run.json.
+CLI_REASON = "fsdp-train: the run ended: "
 
 
 #: The hidden first argument of the guard process (see start_guard).
@@ -177,7 +362,7 @@ def guard_main(run_dir, supervisor_pid):
     if said.startswith(b"ended"):
         return 0
     reason = f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
-    finish(EventLog(run_dir), run_dir, read_manifest(run_dir), "failed", reason)
+    finish(EventLog(run_dir), run_dir, "failed", reason)
     print(f"fsdp_studio.supervise: {reason}", file=sys.stderr, flush=True)
     os.killpg(0, signal.SIGKILL)
     return 1
@@ -188,6 +373,8 @@ def parse_args(argv):
     p.add_argument("--run-dir", required=True)
     p.add_argument("--nproc", type=int, default=1, help="ranks to start with the environment rendezvous (a plain python command)")
     p.add_argument("--master-port", type=int, default=0)
+    p.add_argument("--native", action="store_true", help="the command is FSDP Studio's native runtime (fsdp-train, fsdp-train-native, or mpirun/srun around it): its own events in metrics.jsonl say how the run goes and ends, and the run folder's lock is its")
+    p.add_argument("--manifest", help="the starting manifest (JSON) to write as run.json (default: $FSDP_RUN_MANIFEST; neither: keep the run.json there)")
     p.add_argument("--use-this-python", action="store_true", help="run a bare python/python3 first word of the command with the Python running this supervisor, and put that Python's folder first on the command's PATH (as activating its environment would), so that torchrun, accelerate and deepspeed come from it too")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
@@ -341,7 +528,7 @@ class WorkerPids:
         found = {pid: started for pid, started in descendants(self.own[1:]).items() if pid not in self.seen}
         if found:
             self.seen.update(found)
-            update_manifest(self.run_dir, {"pids": self.own + list(self.seen)})
+            run_manifest.update(self.run_dir, {"pids": self.own + list(self.seen)})
 
     def kill_left(self):
         alive = process_table()
@@ -400,10 +587,11 @@ def copy_stderr(pipe, prefix, last_words, r):
     pipe.close()
 
 
-def finish(log, run_dir, manifest, status, reason):
-    step = last_step(log.path)
+def finish(log, run_dir, status, reason, step=None):
+    """The run's end, as its owner says it: the run_end event, then run.json."""
+    step = last_step(log.path) if step is None else step
     log.write({"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})})
-    update_manifest(run_dir, {"status": status, "step": step, **({"end_reason": reason} if reason else {})})
+    run_manifest.update(run_dir, {"status": status, "step": step, **({"end_reason": reason} if reason else {})})
 
 
 def last_step(metrics_path, tail=1 << 16):
@@ -423,50 +611,6 @@ def last_step(metrics_path, tail=1 << 16):
         if e.get("type") in ("scalars", "step") and isinstance(e.get("step"), int):
             return e["step"]
     return 0
-
-
-#: The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts).
-MAX_MANIFEST_BYTES = 32 * 1024 * 1024
-
-
-def read_manifest(run_dir):
-    """run.json as every reader of a run folder reads it: a regular file only, opened without
-    blocking (a FIFO named run.json would wait for a writer for ever), within the size a manifest may
-    have. None when absent, refused or unreadable."""
-    path = os.path.join(run_dir, "run.json")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MANIFEST_BYTES:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            fd = None
-            return json.loads(f.read(MAX_MANIFEST_BYTES).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def update_manifest(run_dir, fields):
-    """Merges fields into run.json (written atomically), as every writer after the launcher does."""
-    current = read_manifest(run_dir)
-    if current is None:
-        return  # the launcher makes run.json; without it there is nothing to keep current
-    current.update(fields)
-    if fields.get("status") in ("starting", "running"):
-        current.pop("end_reason", None)
-    current["updated"] = time.time()
-    path = os.path.join(run_dir, "run.json")
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(current, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ import { checkHostAlias } from '../../core/remote/remote-command';
 import { newRunId } from '../folder/run-folder';
 import { manifestFor, type LaunchedRun, type LaunchRequest } from './launcher';
 import { RemoteRuntimeInstaller } from '../runtime/remote-runtime';
+import { RemoteCompanionInstaller } from '../runtime/remote-companion';
+import { supervisedNativeArgv } from './supervised-native';
 import { SshMachine } from '../machines/ssh-machine';
 import { runSshChecked, SshError, type SshSettings } from '../machines/ssh';
 
@@ -78,7 +80,7 @@ export async function launchHosts(
       { input: `${JSON.stringify(config, null, 2)}\n`, timeoutMs: 60_000 },
     );
   }
-  const argv = mpirunArgv(
+  const runtimeArgv = mpirunArgv(
     world,
     [binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])],
     {
@@ -87,6 +89,12 @@ export async function launchHosts(
       hosts: names,
     },
   );
+  // The run's owner on the first host: the companion's supervisor around mpirun.
+  const companion = await new RemoteCompanionInstaller(first.target, ctx.settings, ctx.extensionRoot).ensure(
+    base,
+    (m) => progress(`${aliases[0]}: ${m}`),
+  );
+  const argv = supervisedNativeArgv(companion, runDir, runtimeArgv);
   progress(`starting ${world.nnodes * world.nprocPerNode} ranks on ${aliases.join(', ')} from ${aliases[0]}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, first.target, previous);
   const started = await first.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });

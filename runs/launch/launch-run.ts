@@ -104,7 +104,13 @@ type Strategies<R> = {
 
 const NATIVE: Strategies<LaunchRequest> = {
   local: (req, _target, env, _progress, previous) =>
-    launchLocal(env.machine(LOCAL), required(env.localTrainer, 'fsdp-train on this machine'), req, previous),
+    launchLocal(
+      env.machine(LOCAL),
+      required(env.localTrainer, 'fsdp-train on this machine'),
+      env.extensionRoot,
+      req,
+      previous,
+    ),
   ssh: async (req, target, env, progress, previous) =>
     launchRemote(await remoteContext(env, target.host), req, progress, previous),
   hosts: (req, _target, env, progress, previous) =>

@@ -11,6 +11,8 @@ import { RemoteRuntimeInstaller } from '../runtime/remote-runtime';
 import { LOCAL, type RunMachine, type StartedRun } from '../machines/run-machine';
 import type { SshMachine } from '../machines/ssh-machine';
 import { runSshChecked, type SshSettings } from '../machines/ssh';
+import { COMPANION_DIR, RemoteCompanionInstaller } from '../runtime/remote-companion';
+import { supervisedNativeArgv } from './supervised-native';
 
 export interface LaunchRequest {
   /** The YAML file on this machine. */
@@ -65,6 +67,7 @@ export function withMpirun(config: ResolvedRunConfig, argv: string[], exported: 
 export async function launchLocal(
   machine: RunMachine,
   trainer: LocalTrainer,
+  extensionRoot: string,
   req: LaunchRequest,
   previous?: RunManifest,
 ): Promise<LaunchedRun> {
@@ -72,8 +75,9 @@ export async function launchLocal(
   const runDir =
     req.resumeRunDir ??
     path.join(req.config.logging.runs_dir ?? path.join(path.dirname(req.configPath), 'runs'), runId);
-  // Several processes: fsdp-train runs mpirun itself (see withMpirun).
-  const argv = [
+  // Several processes: fsdp-train runs mpirun itself (see withMpirun). --supervised: the supervisor
+  // around it owns the run and writes run.json.
+  const trainerArgv = [
     trainer.node,
     trainer.cli,
     req.configPath,
@@ -81,7 +85,9 @@ export async function launchLocal(
     runDir,
     ...(req.resumeRunDir ? ['--resume', 'auto'] : []),
     ...(req.overrides ?? []).flatMap((o) => ['--set', o]),
+    '--supervised',
   ];
+  const argv = supervisedNativeArgv(path.join(extensionRoot, COMPANION_DIR), runDir, trainerArgv);
   const manifest = manifestFor(req, runId, argv, LOCAL, previous);
   // ELECTRON_RUN_AS_NODE: in desktop VS Code the editor's executable is Electron; this makes it Node.
   const started = await machine.start({
@@ -123,11 +129,17 @@ export async function launchRemote(
       },
     );
   }
-  const argv = withMpirun(
+  const runtimeArgv = withMpirun(
     config,
     [runtime.binary, '--config', configFile, '--run-dir', runDir, ...(req.resumeRunDir ? ['--resume', 'auto'] : [])],
     ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
   );
+  // The run's owner on the host: the companion's supervisor around the runtime (or mpirun).
+  const companion = await new RemoteCompanionInstaller(machine.target, remote.settings, remote.extensionRoot).ensure(
+    remote.base,
+    progress,
+  );
+  const argv = supervisedNativeArgv(companion, runDir, runtimeArgv);
   progress(`starting the run on ${machine.target}…`);
   const manifest = manifestFor({ ...req, config }, runId, argv, machine.target, previous);
   // Passive OpenMP waiting: spinning idle threads slow a run down on a host's shared cores.

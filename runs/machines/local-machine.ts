@@ -15,7 +15,7 @@ import {
   type RunGroupMark,
   type RunGroupVerdict,
 } from '../stop/run-group';
-import { detachedStartArgv, START_SCRIPT_FAILED } from './detached-start';
+import { detachedStartArgv, manifestEnv } from './detached-start';
 import { LocalFollower } from '../watch/transports/local-follower';
 import {
   LOCAL,
@@ -114,22 +114,18 @@ export class LocalMachine implements RunMachine {
     try {
       // A resume appends: run.json says where this launch's output begins.
       const manifest = { ...spec.manifest, output_from: { stdout: fstatSync(out).size, stderr: fstatSync(err).size } };
-      const argv = detachedStartArgv(manifest, path.join(spec.runDir, 'run.json'), spec.argv);
+      const argv = detachedStartArgv(spec.manifest.run_id, spec.argv);
       // detached: setsid() in the child, so the run has its own session and process group and a
       // window reload, closing the editor or a signal to the editor's group leaves it running.
       const child = spawn(argv[0], argv.slice(1), {
         cwd: spec.cwd,
         detached: true,
         stdio: ['ignore', out, err],
-        env: { ...process.env, ...spec.env },
+        env: { ...process.env, ...spec.env, ...manifestEnv(manifest) },
       });
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
         child.once('error', (e) => reject(new Error(`could not start ${spec.argv[0]}: ${e.message}`)));
-      });
-      child.once('exit', (code) => {
-        if (code === START_SCRIPT_FAILED)
-          console.error(`FSDP Studio: could not write ${spec.runDir}/run.json before starting the trainer`);
       });
       child.unref();
       return { pid: child.pid!, pgid: child.pid! };

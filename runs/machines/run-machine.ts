@@ -45,11 +45,14 @@ export interface ListedFile {
 
 /** How to start a trainer detached on a machine. */
 export interface DetachedStart {
-  /** The run directory (created if missing); run.json is written there with the process ids. */
+  /** The run directory (created if missing). */
   runDir: string;
-  /** The manifest to write before the trainer starts; pids and pgid are filled in on the machine. */
+  /**
+   * The starting manifest, handed to the run's owner (FSDP_RUN_MANIFEST), which writes it as
+   * run.json with its own pid and process group; the machine adds where this launch's output begins.
+   */
   manifest: RunManifest;
-  /** Argument vector of the trainer (or mpirun). */
+  /** Argument vector of the run's owner: the supervisor (python/fsdp_studio/supervise.py) around the run. */
   argv: string[];
   /** Working directory of the trainer. */
   cwd: string;

@@ -12,7 +12,7 @@ import {
   type RunGroupMark,
   type RunGroupVerdict,
 } from '../stop/run-group';
-import { detachedStartArgv } from './detached-start';
+import { detachedStartArgv, manifestEnv } from './detached-start';
 import type {
   DetachedStart,
   Follower,
@@ -209,12 +209,11 @@ export class SshMachine implements RunMachine {
   async start(spec: DetachedStart): Promise<StartedRun> {
     // Remote paths in the argv are absolute (see home()): the argv's words are passed literally.
     // The output files are started afresh on the host (`>`): this launch's output begins at 0.
-    const argv = detachedStartArgv(
-      { ...spec.manifest, output_from: { stdout: 0, stderr: 0 } },
-      `${spec.runDir}/run.json`,
-      spec.argv,
-    );
-    const env = Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`);
+    const argv = detachedStartArgv(spec.manifest.run_id, spec.argv);
+    const env = Object.entries({
+      ...spec.env,
+      ...manifestEnv({ ...spec.manifest, output_from: { stdout: 0, stderr: 0 } }),
+    }).map(([k, v]) => `${k}=${v}`);
     // setsid: the run gets its own session on the host, so it survives this ssh connection. In
     // the non-interactive remote shell a background job is not a group leader, so setsid does not
     // fork and $! is the session's pid.

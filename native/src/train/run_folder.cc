@@ -13,6 +13,36 @@ const char* status_name(RunStatus s) {
   return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped";
 }
 
+namespace {
+
+/** The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts). */
+constexpr std::uint64_t kMaxManifestBytes = 32ull * 1024 * 1024;
+
+/**
+ * run.json's run_id, read as every reader of a run folder reads it (core/protocol/regular-file.ts):
+ * a regular file only, opened without blocking, within the size a manifest may have. The folder's
+ * name when there is none (the runtime started directly, without its supervisor) or it says none.
+ */
+std::string run_id_of(const std::string& dir) {
+  const std::string from_folder = std::filesystem::path(dir).filename().string();
+  const std::string fallback = from_folder.empty() ? "run" : from_folder;
+  const std::filesystem::path path = std::filesystem::path(dir) / "run.json";
+  if (!std::filesystem::exists(path)) return fallback;
+  try {
+    ReadOnlyFile in(path.string());
+    if (in.size() > kMaxManifestBytes) return fallback;
+    std::string text(in.size(), '\0');
+    in.read_at(0, text.data(), text.size());
+    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_object() && doc.contains("run_id") && doc["run_id"].is_string()) return doc["run_id"].get<std::string>();
+  } catch (const std::exception&) {
+    // A FIFO or a device named run.json is not read: the folder's name serves.
+  }
+  return fallback;
+}
+
+}  // namespace
+
 RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool writer, bool echo)
     : dir_(dir), writer_(writer) {
   if (!writer_) {
@@ -23,13 +53,8 @@ RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool write
   // Before anything is written: a second trainer on this folder stops here (run_folder_lock.h).
   lock_ = std::make_unique<RunFolderLock>(dir_);
   log_ = std::make_unique<MetricsLog>((std::filesystem::path(dir_) / "metrics.jsonl").string(), echo);
-  manifest_ = std::make_unique<RunManifest>(dir_, config.resolved, config.world_size());
+  run_id_ = run_id_of(dir_);
   if (config.logging.tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(dir_);
-  last_progress_ = unix_time();
-}
-
-std::string RunFolder::run_id() const {
-  return manifest_ ? manifest_->run_id() : "";
 }
 
 void RunFolder::write(const nlohmann::json& event) {
@@ -49,45 +74,17 @@ void RunFolder::log(const std::string& level, const std::string& msg) {
   log_->log(level, msg);
 }
 
-void RunFolder::update(const nlohmann::json& fields) {
-  if (!manifest_) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  manifest_->update(fields);
-  last_progress_ = unix_time();
-}
-
-void RunFolder::progress(long step) {
-  if (!manifest_ || unix_time() - last_progress_ < 1.0) return;
-  update({{"step", step}});
-}
-
-void RunFolder::add_pids(const std::vector<int>& pids) {
-  if (!manifest_) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  manifest_->add_pids(pids);
-}
-
 void RunFolder::end(RunStatus status, long step, const std::string& reason) {
   nlohmann::json e = {{"type", "run_end"}, {"status", status_name(status)}, {"step", step}};
-  nlohmann::json fields = {{"status", status_name(status)}, {"step", step}};
-  if (!reason.empty()) e["reason"] = reason, fields["end_reason"] = reason;
+  if (!reason.empty()) e["reason"] = reason;
   std::lock_guard<std::mutex> lock(mu_);
-  // run.json says how the run ended even when metrics.jsonl cannot take the event (a full disk).
-  std::string lost;
   try {
     log_->write(e);
   } catch (const std::exception& x) {
-    lost = x.what();
+    // A full disk: the supervisor ends the run from this process's exit and this last line.
+    std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written (%s): %s%s%s\n", x.what(),
+                 status_name(status), reason.empty() ? "" : ": ", reason.c_str());
   }
-  if (manifest_) {
-    try {
-      manifest_->update(fields);
-    } catch (const std::exception& x) {
-      std::fprintf(stderr, "fsdp-train-native: the run's end could not be written to run.json: %s\n", x.what());
-    }
-  }
-  if (!lost.empty())
-    std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written: %s\n", lost.c_str());
 }
 
 long RunFolder::last_logged_step() const {

@@ -119,7 +119,6 @@ RunResult Trainer::run_steps(const std::string& resumed_from) {
       evaluate(st_.step);
     const StepEndVote vote = vote_at_step_end(*world_, options_.stop, checkpoints_->clock_due());
     if (checkpoints_->steps_due(st_.step) || vote.save) save(st_.step);
-    folder_->progress(st_.step);
     if (vote.stop) {
       result = {RunStatus::stopped, st_.step,
                 vote.signal ? "stopped by signal " + std::to_string(vote.signal)
@@ -240,13 +239,8 @@ void Trainer::initialise_parameters() {
 }
 
 void Trainer::start(const std::string& resumed_from) {
+  // run_start is what makes the run "running" in run.json (its supervisor writes that).
   write_run_start(resumed_from);
-  nlohmann::json fields = {{"status", "running"},
-                           {"step", st_.step},
-                           {"max_steps", config_.training.max_steps},
-                           {"runtime_version", "0.1.0"}};
-  if (!resumed_from.empty()) fields["resumed_from"] = resumed_from;
-  folder_->update(fields);
   checkpoints_->restart_clock();
   // A rollback needs somewhere to go back to, even before the first periodic checkpoint.
   if (checkpoints_->first_due(config_.stability.on_nan == "rollback", st_.step)) save(0);
@@ -270,13 +264,11 @@ void Trainer::write_run_start(const std::string& resumed_from) {
   if (rank0() && !watch_) {
     // Rank 0 watches the ranks it can see (those on its own host) and the job's launcher.
     std::vector<WatchedProcess> watched = watchable(ranks, options_.launcher_pid, options_.launcher_name);
-    std::vector<int> pids, local_ranks;
-    for (const auto& w : watched) pids.push_back(w.pid);
+    std::vector<int> local_ranks;
     for (const auto& r : ranks)
       if (r.rank != 0 && r.host == ranks[0].host) local_ranks.push_back(r.pid);
     watch_ = std::make_unique<JobWatch>(*folder_, std::move(watched), std::move(local_ranks));
     watch_->at_step(st_.step);
-    folder_->add_pids(pids);
   }
   events_->run_start(ranks, st_.step, layout_.total, resumed_from, device_world_.kind);
   // Matrix products on kernels below what the CPU runs (runtime/blas_kernels.h): said where people look.
