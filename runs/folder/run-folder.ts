@@ -1,24 +1,13 @@
-// The one place a run's identity and its manifest (runs/<run-id>/run.json) are made, for every kind
-// of run: the native runtime launched by `npx fsdp-train` or by the editor (locally or on an SSH
-// host), and a person's own training command launched by the editor. The run id is the run
-// folder's name; the native runtime started directly on a folder without run.json (by mpirun or
-// srun, without fsdp-train) takes that name too (native/src/metrics/run_manifest.cc), so every run
-// is named by the same rule. Writers of run.json after this one (the runtime as the run goes, the
-// companion's supervisor for a person's command) merge their fields into what is here.
+// The one place a run's identity and its starting manifest (runs/<run-id>/run.json) are composed,
+// for every kind of run: the native runtime launched by `npx fsdp-train` or by the editor (locally,
+// on an SSH host, across hosts, on SLURM), and a person's own training command. The run id is the
+// run folder's name; the native runtime started directly on a folder without run.json takes that
+// name too, so every run is named by the same rule. Composed here, written by one writer only,
+// python/fsdp_studio/run_manifest.py: by the run's owner, the supervisor, which is handed this
+// manifest as it starts, and for a SLURM run on the login host (writeManifestOn) before the job
+// starts and after it is gone.
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
 import {
@@ -27,7 +16,10 @@ import {
   type ManifestWorld,
   type RunManifest,
 } from '../../core/protocol/run-manifest';
-import { writeHostFile, type LoginHost } from '../machines/login-host';
+import type { LoginHost } from '../machines/login-host';
+import { LOCAL } from '../machines/run-machine';
+import { COMPANION_PACKAGE } from '../runtime/remote-companion';
+import { SUPERVISOR_PYTHON } from '../launch/supervised-native';
 
 /**
  * `<name>-YYYYMMDD-HHMMSS-<4 hex>` (UTC): sorts by start time, unique across quick relaunches, and
@@ -101,6 +93,7 @@ export function startingManifest(facts: RunFacts, previous?: RunManifest, now = 
   };
 }
 
+/** Writes a JSON file (config.json) atomically. run.json is not written here: see the top of this file. */
 export function writeJsonAtomically(file: string, value: unknown): void {
   const tmp = `${file}.tmp-${process.pid}`;
   writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
@@ -121,27 +114,6 @@ export function readManifestFile(runDir: string): RunManifest | undefined {
   return 'manifest' in parsed ? parsed.manifest : undefined;
 }
 
-/**
- * Writes run.json into runDir (created if missing), with the launcher's own pid. When this process
- * is the group leader the detached start recorded (fsdp-train exec'd by it), that record is kept:
- * it names this very process.
- */
-export function writeStartingManifest(runDir: string, facts: RunFacts): RunManifest {
-  mkdirSync(runDir, { recursive: true });
-  const previous = readManifestFile(runDir);
-  const ours =
-    previous?.pgid === process.pid
-      ? {
-          pgid: previous.pgid,
-          ...(previous.leader_start !== undefined ? { leader_start: previous.leader_start } : {}),
-          ...(previous.boot_id ? { boot_id: previous.boot_id } : {}),
-        }
-      : {};
-  const manifest = { ...startingManifest(facts, previous), pids: [process.pid], ...ours };
-  writeJsonAtomically(path.join(runDir, 'run.json'), manifest);
-  return manifest;
-}
-
 /** The most recently created run of this name under runsDir, for `--resume auto`. */
 export function latestRunOf(runsDir: string, name: string): string | undefined {
   if (!existsSync(runsDir)) return undefined;
@@ -155,81 +127,7 @@ export function latestRunOf(runsDir: string, name: string): string | undefined {
   return best?.dir;
 }
 
-/** What a run folder holds before a launch into it, to tell afterwards whether the launch started the run at all. */
-export interface FolderBefore {
-  /** run.json's bytes; undefined for a new folder. */
-  manifest?: Buffer;
-  /** metrics.jsonl's size: a run that starts appends its run_start after it. */
-  metricsBytes: number;
-}
-
-export function folderBefore(runDir: string): FolderBefore {
-  let manifest: Buffer | undefined;
-  try {
-    manifest = readRegularFileSync(path.join(runDir, 'run.json'), MANIFEST_MAX_BYTES);
-  } catch (e) {
-    if (!(e instanceof RefusedFile)) throw e;
-  }
-  let metricsBytes = 0;
-  try {
-    metricsBytes = statSync(path.join(runDir, 'metrics.jsonl')).size;
-  } catch {
-    // no metrics yet
-  }
-  return { ...(manifest ? { manifest } : {}), metricsBytes };
-}
-
-/**
- * After a launch that ended without the run saying how (exit ≠ 0, run.json still "starting"): when
- * the launch never started the run (no run_start after `before.metricsBytes` — a refused --resume,
- * a config the runtime refused) into a folder that had a run, run.json is put back as it was, so
- * the run keeps the end it had ("completed, step 30" became "failed, step 0"); otherwise the run is
- * marked failed with `reason` (markEndedWithoutRunEnd).
- */
-export function endLaunchWithoutRunEnd(runDir: string, before: FolderBefore, reason: string): void {
-  // Still the launch's own "starting" manifest: the runtime wrote nothing of its own in it.
-  const untouched = readManifestFile(runDir)?.status === 'starting';
-  if (before.manifest && untouched && !startedSince(path.join(runDir, 'metrics.jsonl'), before.metricsBytes)) {
-    const file = path.join(runDir, 'run.json');
-    const tmp = `${file}.tmp-${process.pid}`;
-    writeFileSync(tmp, before.manifest);
-    renameSync(tmp, file);
-    return;
-  }
-  markEndedWithoutRunEnd(runDir, reason);
-}
-
-/** Whether metrics.jsonl holds a run_start after `offset` (its first MiB after it: a run_start comes first). */
-function startedSince(file: string, offset: number): boolean {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch {
-    return false;
-  }
-  try {
-    if (!fstatSync(fd).isFile()) return false;
-    const buf = Buffer.alloc(1 << 20);
-    const n = readSync(fd, buf, 0, buf.length, offset);
-    return /"type"\s*:\s*"run_start"/.test(buf.subarray(0, n).toString('utf8'));
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Marks a run failed when it ended without saying so itself (killed by a signal, refused its config). */
-export function markEndedWithoutRunEnd(runDir: string, reason: string): void {
-  const m = readManifestFile(runDir);
-  if (!m || (m.status !== 'starting' && m.status !== 'running')) return;
-  writeJsonAtomically(path.join(runDir, 'run.json'), {
-    ...m,
-    status: 'failed',
-    end_reason: reason,
-    updated: Date.now() / 1000,
-  });
-}
-
-/** run.json's text, as every writer in this project's TypeScript writes it. */
+/** run.json's text, as the one writer is handed it. */
 export function manifestText(m: RunManifest): string {
   return `${JSON.stringify(m, null, 2)}\n`;
 }
@@ -252,7 +150,26 @@ export async function readManifestOn(host: LoginHost, runDir: string): Promise<R
   return 'manifest' in parsed ? parsed.manifest : undefined;
 }
 
-/** Writes run.json into a run folder on a login host, atomically (before the run's owner exists, or after it is gone). */
-export async function writeManifestOn(host: LoginHost, runDir: string, m: RunManifest): Promise<void> {
-  await writeHostFile(host, `${runDir}/run.json`, manifestText(m));
+/** The one writer of run.json (python/fsdp_studio/run_manifest.py), under a folder holding the companion package. */
+export function manifestWriterPath(companionRoot: string): string {
+  return `${companionRoot.replace(/\/+$/, '')}/${COMPANION_PACKAGE}/run_manifest.py`;
+}
+
+/**
+ * Writes run.json into a run folder on a login host, through the one writer there (atomically):
+ * a SLURM run's before its job starts, and after the job is gone (when no owner is there to).
+ */
+export async function writeManifestOn(
+  host: LoginHost,
+  companionRoot: string,
+  runDir: string,
+  m: RunManifest,
+): Promise<void> {
+  const r = await host.run([SUPERVISOR_PYTHON, manifestWriterPath(companionRoot), 'write', runDir], {
+    input: manifestText(m),
+  });
+  if (r.code !== 0)
+    throw new Error(
+      `writing ${runDir}/run.json${host.target === LOCAL ? '' : ` on ${host.target}`} failed: ${r.stderr || `exit ${r.code}`}`,
+    );
 }

@@ -138,7 +138,12 @@ const NATIVE: Strategies<LaunchRequest> = {
             await env.sshMachine(target.loginHost).absolute(env.remoteBase),
             env.extensionRoot,
           );
-    return launchSlurm({ cluster: env.cluster(target.loginHost), place }, req, progress, previous);
+    return launchSlurm(
+      { cluster: env.cluster(target.loginHost), place, companion: (p) => companionOn(env, target.loginHost, p) },
+      req,
+      progress,
+      previous,
+    );
   },
 };
 
@@ -174,6 +179,13 @@ async function remoteContext(env: LaunchEnvironment, host: string): Promise<Remo
   };
 }
 
+/** The companion on a login host: the extension's own here, a copy by content hash under fsdp.remote.directory over SSH. */
+async function companionOn(env: LaunchEnvironment, loginHost: string, progress: (m: string) => void): Promise<string> {
+  if (loginHost === LOCAL) return path.join(env.extensionRoot, COMPANION_DIR);
+  const base = await env.sshMachine(loginHost).absolute(env.remoteBase);
+  return new RemoteCompanionInstaller(loginHost, () => env.sshSettings(), env.extensionRoot).ensure(base, progress);
+}
+
 /** A command's SLURM job: the companion, the runs folder and the command's folder on the login host's filesystem. */
 async function placeCommand(
   env: LaunchEnvironment,
@@ -182,20 +194,16 @@ async function placeCommand(
   progress: (m: string) => void,
 ): Promise<CommandPlacement> {
   const tensorboard = spec.tensorboard;
+  const companionRoot = await companionOn(env, loginHost, progress);
   if (loginHost === LOCAL)
     return {
-      companionRoot: path.join(env.extensionRoot, COMPANION_DIR),
+      companionRoot,
       runsDir: spec.runsDir,
       cwd: spec.cwd,
       ...(tensorboard ? { tensorboard } : {}),
     };
   const machine = env.sshMachine(loginHost);
   const base = await machine.absolute(env.remoteBase);
-  const companionRoot = await new RemoteCompanionInstaller(
-    loginHost,
-    () => env.sshSettings(),
-    env.extensionRoot,
-  ).ensure(base, progress);
   return {
     companionRoot,
     runsDir: `${base}/runs`,

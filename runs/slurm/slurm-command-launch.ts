@@ -104,6 +104,13 @@ export async function launchCommandOnSlurm(
     nnodes: spec.nnodes,
     nproc_per_node: spec.command.nprocPerNode ?? tasksPerNode,
   };
-  const submitted = await submitRun(cluster, runDir, starting, { resume, stopSignal: 'TERM', previous }, progress);
+  const submitted = await submitRun(
+    cluster,
+    place.companionRoot,
+    runDir,
+    starting,
+    { resume, stopSignal: 'TERM', previous },
+    progress,
+  );
   return { target: host.target, runDir, runId, ...submitted };
 }

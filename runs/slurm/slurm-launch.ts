@@ -8,6 +8,7 @@ import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from './slurm-sc
 import { jobActive } from './slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { newRunId, writeManifestOn } from '../folder/run-folder';
+import { nativeSupervisor } from '../launch/supervised-native';
 import { manifestFor, type LaunchRequest } from '../launch/launcher';
 import { writeHostFile, type LoginHost } from '../machines/login-host';
 import { RemoteRuntimeInstaller } from '../runtime/remote-runtime';
@@ -30,6 +31,8 @@ export type PlaceRun = (config: ResolvedRunConfig, progress: (message: string) =
 export interface SlurmLaunchTarget {
   cluster: SlurmCluster;
   place: PlaceRun;
+  /** The companion (python/ with fsdp_studio) on the login host's shared filesystem: its supervisor owns the job's run. */
+  companion: (progress: (message: string) => void) => Promise<string>;
 }
 
 export interface LaunchedSlurmRun {
@@ -103,6 +106,7 @@ export async function launchSlurm(
   let runDir: string;
   let config = req.config;
   const stopSignal = 'USR1';
+  const companionRoot = await target.companion(progress);
   if (resume) {
     // The run's own config.json and job.sbatch, as they were: the checkpoint was made with them.
     runDir = req.resumeRunDir!;
@@ -119,6 +123,8 @@ export async function launchSlurm(
       shape: slurmJobShape(config),
       runDir,
       ranks: { kind: 'mpi', argv: [place.binary, '--config', `${runDir}/config.json`, '--run-dir', runDir] },
+      // The run's owner in the batch step: the supervisor around srun, which turns the runtime's events into run.json.
+      supervisor: nativeSupervisor(companionRoot, runDir),
       about: [
         `FSDP Studio run ${runId}`,
         `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`,
@@ -127,7 +133,14 @@ export async function launchSlurm(
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
   }
   const manifest = manifestFor({ ...req, config }, runId, [], host.target, previous);
-  const submitted = await submitRun(cluster, runDir, manifest, { resume, stopSignal, previous }, progress);
+  const submitted = await submitRun(
+    cluster,
+    companionRoot,
+    runDir,
+    manifest,
+    { resume, stopSignal, previous },
+    progress,
+  );
   return { target: host.target, runDir, runId, ...submitted };
 }
 
@@ -150,6 +163,7 @@ async function overrideOnHost(host: LoginHost, file: string, overrides: string[]
  */
 export async function submitRun(
   cluster: SlurmCluster,
+  companionRoot: string,
   runDir: string,
   starting: RunManifest,
   opts: { resume: boolean; stopSignal: 'USR1' | 'TERM'; previous: RunManifest | undefined },
@@ -162,11 +176,11 @@ export async function submitRun(
   const manifest: RunManifest = {
     ...starting,
     command: argv,
-    slurm: { script: BATCH_SCRIPT, jobs, stop_signal: opts.stopSignal },
+    slurm: { script: BATCH_SCRIPT, jobs, stop_signal: opts.stopSignal, companion: companionRoot },
   };
   delete manifest.pids;
   delete manifest.pgid;
-  await writeManifestOn(host, runDir, manifest);
+  await writeManifestOn(host, companionRoot, runDir, manifest);
   progress(`submitting to SLURM${host.target === LOCAL ? '' : ` on ${host.target}`}…`);
   let jobId: string;
   try {
@@ -175,7 +189,7 @@ export async function submitRun(
     // No job, so nothing will ever write this run's end: say it here, with sbatch's own words,
     // instead of leaving it "starting" for ever.
     const reason = `sbatch refused the job: ${(e as Error).message}`;
-    await writeManifestOn(host, runDir, {
+    await writeManifestOn(host, companionRoot, runDir, {
       ...manifest,
       status: 'failed',
       end_reason: reason,
@@ -185,12 +199,12 @@ export async function submitRun(
   }
   try {
     manifest.slurm = { ...manifest.slurm!, job_id: jobId, jobs: [...jobs, jobId] };
-    await writeManifestOn(host, runDir, manifest);
+    await writeManifestOn(host, companionRoot, runDir, manifest);
     await cluster.release(jobId);
   } catch (e) {
     await cluster.cancel(jobId).catch(() => undefined);
     const reason = `job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`;
-    await writeManifestOn(host, runDir, {
+    await writeManifestOn(host, companionRoot, runDir, {
       ...manifest,
       status: 'failed',
       end_reason: reason,

@@ -1,7 +1,7 @@
 // What the editor keeps of a SLURM run's job in run.json: the job's end as SLURM reported it, so
 // a cancelled, timed-out or preempted run still says so after the controller forgot the job
 // (MinJobAge, 300 s by default) on a cluster without accounting. Written once the job ended, when
-// no trainer of the run is left to write run.json.
+// no owner of the run is left to write run.json, through the one writer on the login host.
 import { GONE, jobReason, jobRunStatus, type SlurmJob } from './slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { readManifestOn, writeManifestOn } from '../folder/run-folder';
@@ -32,7 +32,9 @@ export function goneJob(jobId: string): SlurmJob {
  */
 export async function recordJobEnd(host: LoginHost, runDir: string, job: SlurmJob): Promise<void> {
   const m = await readManifestOn(host, runDir);
-  if (!m || m.slurm?.job_id !== job.id) return;
+  // The writer on the login host is the companion the run was submitted with (slurm.companion).
+  const companion = m?.slurm?.companion;
+  if (!m || m.slurm?.job_id !== job.id || !companion) return;
   m.slurm = {
     ...m.slurm!,
     final_state: job.state,
@@ -45,5 +47,5 @@ export async function recordJobEnd(host: LoginHost, runDir: string, job: SlurmJo
     m.end_reason = jobReason(job, status) ?? `job ${job.id} ended (${job.state})`;
   }
   m.updated = Date.now() / 1000;
-  await writeManifestOn(host, runDir, m);
+  await writeManifestOn(host, companion, runDir, m);
 }

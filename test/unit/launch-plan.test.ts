@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveRunConfig, type ResolvedRunConfig } from '../../core/config/run-config';
-import { detachedStartArgv } from '../../runs/machines/detached-start';
+import { detachedStartArgv, manifestEnv } from '../../runs/machines/detached-start';
+import { COMPANION_DIR, supervisorPath } from '../../runs/runtime/remote-companion';
 import { gracefulStopSignal } from '../../runs/launch/mpirun';
 import { newRunId } from '../../runs/folder/run-folder';
 import { withMpirun } from '../../runs/launch/launcher';
 import { RunRegistry } from '../../runs/watch/run-registry';
 import { sshArgv } from '../../runs/machines/ssh';
 import { sshConfigHosts } from '../../runs/machines/ssh-hosts';
+
+const repoRoot = path.resolve(__dirname, '../..');
 
 function config(launch: object): ResolvedRunConfig {
   return resolveRunConfig(
@@ -53,7 +56,7 @@ describe('launch plan', () => {
     assert.equal(gracefulStopSignal(undefined), 'SIGTERM');
   });
 
-  it('the detached start writes run.json with its own pid, then execs the argument vector as it is', () => {
+  it('the detached start marks the run and execs its owner, which writes run.json with its own pid, group and start', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-start-'));
     try {
       const manifest = {
@@ -64,26 +67,44 @@ describe('launch plan', () => {
         config: { note: `it's "quoted" $(x) %s \\n` },
         world: { size: 1 },
         host: 'h',
+        pids: [1234],
       };
-      const argv = detachedStartArgv(manifest, path.join(dir, 'run.json'), [
+      // The supervisor's child prints its parent (the supervisor: the start script's pid, exec'd),
+      // the run's mark, when its parent started, and whether the manifest reached it (it must not).
+      const argv = detachedStartArgv('r', [
+        'python3',
+        supervisorPath(path.join(repoRoot, COMPANION_DIR)),
+        '--run-dir',
+        dir,
+        '--',
         '/bin/sh',
         '-c',
-        'echo "$$ $1 $FSDP_RUN_ID $(cut -d" " -f22 /proc/$$/stat)"',
+        'echo "$PPID $FSDP_RUN_ID $(cut -d" " -f22 /proc/$PPID/stat) ${FSDP_RUN_MANIFEST:-none} $1"',
         'sh',
         'a b;c',
       ]);
-      const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
-      assert.equal(r.status, 0, r.stderr);
-      const words = r.stdout.trim().split(' ');
-      const [pid, arg] = words;
-      const [mark, ticks] = words.slice(-2);
+      const child = spawn(argv[0], argv.slice(1), {
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...manifestEnv(manifest) },
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      assert.equal(code, 0, err);
+      const [pid, mark, ticks, inherited, arg] = out.trim().split(' ');
       const written = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
-      assert.deepEqual(written.pids, [Number(pid)], 'the exec keeps the pid that run.json names');
-      assert.equal(written.pgid, Number(pid));
+      assert.equal(Number(pid), child.pid, 'the exec keeps the pid of the detached start');
+      assert.equal(written.pids[0], child.pid, 'run.json names the owner first, not the pids the launcher passed');
+      assert.equal(written.pgid, child.pid, 'the owner leads the run\'s process group');
       assert.equal(written.leader_start, Number(ticks), 'run.json records when the process it names started');
       assert.equal(written.boot_id, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
       assert.equal(mark, 'r', 'the run id marks its processes (FSDP_RUN_ID)');
+      assert.equal(inherited, 'none', 'the starting manifest is not passed on to the run\'s processes');
       assert.deepEqual(written.config, manifest.config);
+      assert.equal(written.status, 'completed');
       assert.equal(arg, 'a');
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,16 +1,21 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
   latestRunOf,
-  markEndedWithoutRunEnd,
+  manifestWriterPath,
   newRunId,
   startingManifest,
-  writeStartingManifest,
+  writeManifestOn,
   type RunFacts,
 } from '../../runs/folder/run-folder';
+import { localLoginHost } from '../../runs/machines/login-host';
+import { COMPANION_DIR } from '../../runs/runtime/remote-companion';
 import { parseRunManifest } from '../../core/protocol/run-manifest';
+
+const repoRoot = path.resolve(__dirname, '../..');
 
 const facts = (over: Partial<RunFacts> = {}): RunFacts => ({
   runId: 'r-1',
@@ -23,7 +28,7 @@ const facts = (over: Partial<RunFacts> = {}): RunFacts => ({
   ...over,
 });
 
-describe('run folders: one maker of run ids and run.json', () => {
+describe('run folders: one maker of run ids and starting manifests, one writer of run.json', () => {
   it('names runs by name and UTC time, safe as a folder name and unique across quick relaunches', () => {
     assert.match(newRunId('my run; $(x)', new Date('2026-11-21T15:30:12Z')), /^my-run-x-20261121-153012-[0-9a-f]{4}$/);
     assert.match(newRunId('../..'), /^run-\d{8}-\d{6}-[0-9a-f]{4}$/);
@@ -46,44 +51,37 @@ describe('run folders: one maker of run ids and run.json', () => {
     assert.equal(again.pgid, undefined, "the last run's process group is not this one's");
   });
 
-  it("fsdp-train, exec'd by the detached start as the group leader, keeps the leader record that names it", () => {
+  it('writes run.json only through the one writer (run_manifest.py): schema-valid, the latest run of a name, a silent end marked failed once', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-folder-'));
-    try {
-      const started = {
-        ...startingManifest(facts(), undefined, 100),
-        pids: [process.pid],
-        pgid: process.pid,
-        leader_start: 1234,
-        boot_id: 'b',
-      };
-      writeFileSync(path.join(dir, 'run.json'), JSON.stringify(started));
-      const kept = writeStartingManifest(dir, facts());
-      assert.deepEqual([kept.pgid, kept.leader_start, kept.boot_id], [process.pid, 1234, 'b']);
-      // Another process's group (a previous run's): not inherited.
-      writeFileSync(path.join(dir, 'run.json'), JSON.stringify({ ...started, pgid: process.pid + 1 }));
-      const fresh = writeStartingManifest(dir, facts());
-      assert.deepEqual([fresh.pgid, fresh.leader_start, fresh.boot_id], [undefined, undefined, undefined]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it('writes a run.json that the schema accepts, finds the latest run of a name, and marks a silent end failed', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-folder-'));
+    const companion = path.join(repoRoot, COMPANION_DIR);
+    const host = localLoginHost();
     try {
       const a = path.join(dir, 'a');
       const b = path.join(dir, 'b');
-      writeStartingManifest(a, facts({ runId: 'a' }));
+      await writeManifestOn(host, companion, a, startingManifest(facts({ runId: 'a' })));
       await new Promise((r) => setTimeout(r, 20));
-      writeStartingManifest(b, facts({ runId: 'b' }));
+      await writeManifestOn(host, companion, b, startingManifest(facts({ runId: 'b' })));
       const parsed = parseRunManifest(readFileSync(path.join(b, 'run.json'), 'utf8'));
       assert.ok('manifest' in parsed, JSON.stringify(parsed));
-      assert.deepEqual(parsed.manifest.pids, [process.pid]);
+      assert.equal(parsed.manifest.status, 'starting');
       assert.equal(latestRunOf(dir, 'r'), b);
-      markEndedWithoutRunEnd(b, 'killed');
+      const markFailed = (reason: string) =>
+        spawnSync('python3', [manifestWriterPath(companion), 'mark-failed', b, reason], { encoding: 'utf8' });
+      assert.equal(markFailed('killed').status, 0);
       const m = JSON.parse(readFileSync(path.join(b, 'run.json'), 'utf8'));
       assert.equal(m.status, 'failed');
       assert.equal(m.end_reason, 'killed');
+      markFailed('again');
+      assert.equal(JSON.parse(readFileSync(path.join(b, 'run.json'), 'utf8')).end_reason, 'killed', 'an ended run keeps its end');
+      const refused = spawnSync('python3', [manifestWriterPath(companion), 'write', a], { input: '[1]', encoding: 'utf8' });
+      assert.equal(refused.status, 2);
+      assert.match(refused.stderr, /not a JSON object/);
+      await assert.rejects(
+        writeManifestOn(host, companion, path.join(dir, 'x'), startingManifest(facts({ runId: 'x' }))).then(() =>
+          writeManifestOn(host, path.join(dir, 'no-companion'), b, startingManifest(facts())),
+        ),
+        /run\.json failed/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
