@@ -29,7 +29,7 @@ import { latestRunOf, newRunId } from '../runs/folder/run-folder';
 import { manifestEnv } from '../runs/machines/detached-start';
 import { RUN_MARK_ENV } from '../runs/stop/run-group';
 import { nativeSupervisor, SUPERVISOR_PYTHON } from '../runs/launch/supervised-native';
-import { COMPANION_DIR } from '../runs/runtime/remote-companion';
+import { COMPANION_DIR, supervisorPath } from '../runs/runtime/remote-companion';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
@@ -208,7 +208,8 @@ export async function main(argv: string[]): Promise<number> {
           configPath,
           command: [process.execPath, ...process.argv.slice(1)],
         });
-        return await runUnderSupervisor(runDir, manifest, [process.argv[1], ...argv]);
+        // execArgv: the same Node options (tsx, when run from the sources).
+        return await runUnderSupervisor(runDir, manifest, [...process.execArgv, process.argv[1], ...argv]);
       }
       configFile = writeRunConfig(runDir, config);
     }
@@ -242,7 +243,6 @@ export async function main(argv: string[]): Promise<number> {
     return code;
   }
 
-
   console.error(`fsdp-train: run ${path.basename(runDir)} in ${runDir}`);
   const nativeArgs = [native, '--config', configFile!, '--run-dir', runDir, ...resumeArgs];
   // The trainer watches this process (FSDP_LAUNCHER_PID) and ends the run, saying so in run.json,
@@ -262,16 +262,29 @@ function runEnded(reason: string): void {
   console.error(`fsdp-train: the run ended: ${reason}`);
 }
 
+/** The companion (python/ with fsdp_studio) of this checkout or installation: beside dist/ (the bundle) or cli/ (the sources). */
+function companionRoot(): string {
+  const candidates = [path.resolve(__dirname, '..', '..', COMPANION_DIR), path.resolve(__dirname, '..', COMPANION_DIR)];
+  return candidates.find((dir) => existsSync(supervisorPath(dir))) ?? candidates[0];
+}
+
 /**
  * Runs this command again (`argv`, with --supervised) under the run's owner, the supervisor
  * (python/fsdp_studio/supervise.py --native), which writes `manifest` as run.json and keeps it; its
  * exit code is this command's. The supervisor leads a process group of its own, so that a
- * terminal's Ctrl-C reaches this process only: every SIGINT and SIGTERM is passed on to that group
- * once (the first stops after the step, a second aborts, as fsdp-train under it decides).
+ * terminal's Ctrl-C reaches this process only: every SIGINT, SIGTERM and SIGHUP is passed on to that
+ * group once (the first stops after the step, a second aborts, as fsdp-train under it decides). If
+ * this process is killed outright, the supervisor ends the run (--with-parent).
  */
 function runUnderSupervisor(runDir: string, manifest: RunManifest, argv: string[]): Promise<number> {
-  const companion = path.resolve(__dirname, '..', '..', COMPANION_DIR);
-  const words = [...nativeSupervisor(companion, runDir), process.execPath, ...argv, '--run-dir', runDir, '--supervised'];
+  const words = [
+    ...nativeSupervisor(companionRoot(), runDir, { withParent: true }),
+    process.execPath,
+    ...argv,
+    '--run-dir',
+    runDir,
+    '--supervised',
+  ];
   return new Promise((resolve) => {
     const child = spawn(words[0], words.slice(1), {
       stdio: 'inherit',
@@ -287,6 +300,7 @@ function runUnderSupervisor(runDir: string, manifest: RunManifest, argv: string[
     };
     process.on('SIGINT', onStop);
     process.on('SIGTERM', onStop);
+    process.on('SIGHUP', onStop);
     child.on('error', (e) => {
       console.error(
         `fsdp-train: cannot start the run's supervisor with ${SUPERVISOR_PYTHON} (a Python 3 on PATH is needed): ${e.message}`,
@@ -296,6 +310,7 @@ function runUnderSupervisor(runDir: string, manifest: RunManifest, argv: string[
     child.on('exit', (code, signal) => {
       process.off('SIGINT', onStop);
       process.off('SIGTERM', onStop);
+      process.off('SIGHUP', onStop);
       resolve(code ?? 128 + (signal ? os.constants.signals[signal] : 0));
     });
   });

@@ -63,6 +63,9 @@ from fsdp_studio.run_folder_watch import EventFollower, file_size, lock_holder  
 
 #: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
 PEERS_GRACE_S = 10.0
+#: A native runtime whose launcher (fsdp-train, mpirun) is gone ends itself within a second or two,
+#: saying so; on a loaded machine it gets this long before it is killed.
+RUNTIME_END_GRACE_S = 30.0
 
 
 def main(argv=None):
@@ -103,8 +106,9 @@ def main(argv=None):
             ranks.append(dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
     else:
         ranks.append(env)
+    started = launcher_trampoline(args.command) if args.native else args.command
     try:
-        children = [subprocess.Popen(args.command, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent) for e in ranks]
+        children = [subprocess.Popen(started, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent) for e in ranks]
     except OSError as e:
         reason = f"cannot start {args.command[0]}: {e.strerror or e}"
         if args.native:
@@ -119,10 +123,25 @@ def main(argv=None):
     for copier in copiers:
         copier.start()
     workers = WorkerPids(run_dir, [os.getpid()] + [c.pid for c in children])
+    parent = ParentWatch(children, workers) if args.with_parent else None
     if args.native:
         runtime = RuntimeRun(run_dir, events)
         run_manifest.update(run_dir, {"pids": workers.own})
-        on_poll = lambda: (runtime.follow(), workers.refresh())  # noqa: E731
+
+        def on_poll():
+            was_started = runtime.started
+            fields = runtime.follow(write=False)
+            if runtime.started and not was_started:
+                # The ranks are there once the runtime has started: run.json says "running" and names them at once.
+                pids = workers.refresh(force=True, write=False)
+                if pids is not None:
+                    fields["pids"] = pids
+            if fields:
+                run_manifest.update(run_dir, fields)
+            workers.refresh()
+            if parent:
+                parent.look()
+
     else:
         run_manifest.update(run_dir, {"status": "running", "pids": workers.own})
         log.write({
@@ -135,6 +154,13 @@ def main(argv=None):
         on_poll = workers.refresh
 
     codes, r = wait_all(children, on_poll=on_poll)
+    if args.native:
+        # The runtime may outlive the process this one started (fsdp-train or mpirun killed): it
+        # watches its launcher and writes its own end; it gets the peers' grace to, then is killed.
+        deadline = time.monotonic() + RUNTIME_END_GRACE_S
+        while runtime.ended is None and workers.any_alive() and time.monotonic() < deadline:
+            on_poll()
+            time.sleep(0.1)
     workers.kill_left()
     for copier in copiers:
         copier.join(timeout=5)
@@ -153,7 +179,8 @@ def main(argv=None):
     if args.native:
         c = codes[0]
         code = 128 - c if c < 0 else c
-        runtime.end(log, before if starting is not None else None, status, runtime_reason(args.command, c, last_words[0], stopped))
+        reason = parent.reason if parent and parent.reason else runtime_reason(args.command, c, last_words[0], stopped)
+        runtime.end(before if starting is not None else None, status, reason)
     else:
         finish(log, run_dir, status, reason)
     dismiss_guard(guard)
@@ -223,6 +250,28 @@ def boot_id():
         return ""
 
 
+class ParentWatch:
+    """--with-parent: the process that started this one (fsdp-train in a terminal) is the run's
+    launcher; if it is killed outright, nothing of the run goes on without it, as when the runtime
+    watches its launcher (the run ends failed, saying so)."""
+
+    def __init__(self, children, workers):
+        self.pid = os.getppid()
+        self.children = children
+        self.workers = workers
+        self.reason = None
+
+    def look(self):
+        if self.reason is not None or os.getppid() == self.pid:
+            return
+        self.reason = f"the run's launcher (pid {self.pid}, fsdp-train) is gone: every process of the run was stopped with it"
+        self.workers.refresh(force=True)
+        for child in self.children:
+            if child.poll() is None:
+                child.kill()
+        self.workers.kill_left()
+
+
 class RuntimeRun:
     """A native runtime's run as its events tell it, kept in run.json: running from its run_start,
     its step at most once a second, its end from its run_end."""
@@ -235,7 +284,8 @@ class RuntimeRun:
         self.step = 0
         self.step_written = 0.0
 
-    def follow(self):
+    def follow(self, write=True):
+        """Reads the runtime's new events; returns the fields of run.json they change (written unless write=False)."""
         fields = {}
         for e in self.events.read_new():
             kind = e.get("type")
@@ -265,16 +315,25 @@ class RuntimeRun:
             fields.setdefault("step", self.step)
         if "step" in fields:
             self.step_written = now
-        if fields:
+        if fields and write:
             run_manifest.update(self.run_dir, fields)
         return fields
 
-    def end(self, log, before, status, reason):
+    def end(self, before, status, reason):
         """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
         never started the run (no run_start: a refused --resume, a config the runtime refused) in a
         folder that had a run, run.json is put back as it was, so that run keeps the end it had;
         otherwise the run ends as its process did, failed with the reason (or stopped)."""
         self.follow()
+        if self.ended is None and stderr_run_end[0] is not None:
+            # The runtime's own end, which it could not append to metrics.jsonl (a full disk).
+            e = stderr_run_end[0]
+            self.ended = e
+            fields = {"status": e.get("status", "failed"), "step": e.get("step", self.step) if isinstance(e.get("step"), int) else self.step}
+            if e.get("reason"):
+                fields["end_reason"] = e["reason"]
+            run_manifest.update(self.run_dir, fields)
+            return
         if self.ended is not None:
             return
         if not self.started:
@@ -283,7 +342,9 @@ class RuntimeRun:
             else:
                 run_manifest.update(self.run_dir, {"status": "failed" if status != "stopped" else "stopped", "step": 0, "end_reason": reason})
             return
-        finish(log, self.run_dir, "stopped" if status == "stopped" else "failed", reason, step=self.step)
+        # run_end is the runtime's to write: run.json alone says how it ended without one, and the
+        # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
+        run_manifest.update(self.run_dir, {"status": "stopped" if status == "stopped" else "failed", "step": self.step, "end_reason": reason})
 
 
 def runtime_reason(command, code, last, stopped):
@@ -293,8 +354,18 @@ def runtime_reason(command, code, last, stopped):
         return f"stopped by {signal.Signals(stopped[0]).name}"
     if last and last.startswith(CLI_REASON):
         return last[len(CLI_REASON):]
-    how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+    how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
     return f"{os.path.basename(command[0])} {how}{': ' + last if last else ''}"
+
+
+#: Execs its arguments with the launcher variables naming the process itself (the exec keeps the
+#: pid): the native runtime's rank 0 watches that process (fsdp-train, or mpirun whose ranks it is)
+#: and ends the run, saying so, if it is killed (native/src/train/job_watch.h).
+LAUNCHER_SCRIPT = 'FSDP_LAUNCHER_PID=$$ FSDP_LAUNCHER_HOST=$(uname -n) FSDP_LAUNCHER_NAME=${1##*/}; export FSDP_LAUNCHER_PID FSDP_LAUNCHER_HOST FSDP_LAUNCHER_NAME; exec "$@"'
+
+
+def launcher_trampoline(command):
+    return ["/bin/sh", "-c", LAUNCHER_SCRIPT, "fsdp-launcher", *command]
 
 
 #: How `fsdp-train` (cli/fsdp-train.ts) begins the last line it prints when the runtime ended
@@ -374,6 +445,7 @@ def parse_args(argv):
     p.add_argument("--nproc", type=int, default=1, help="ranks to start with the environment rendezvous (a plain python command)")
     p.add_argument("--master-port", type=int, default=0)
     p.add_argument("--native", action="store_true", help="the command is FSDP Studio's native runtime (fsdp-train, fsdp-train-native, or mpirun/srun around it): its own events in metrics.jsonl say how the run goes and ends, and the run folder's lock is its")
+    p.add_argument("--with-parent", action="store_true", help="the process that started this one is the run's launcher (fsdp-train in a terminal): if it is killed, the run ends with it")
     p.add_argument("--manifest", help="the starting manifest (JSON) to write as run.json (default: $FSDP_RUN_MANIFEST; neither: keep the run.json there)")
     p.add_argument("--use-this-python", action="store_true", help="run a bare python/python3 first word of the command with the Python running this supervisor, and put that Python's folder first on the command's PATH (as activating its environment would), so that torchrun, accelerate and deepspeed come from it too")
     p.add_argument("command", nargs=argparse.REMAINDER)
@@ -520,15 +592,31 @@ class WorkerPids:
         self.seen = {}  # pid: its start time (a pid used again later is another process)
         self.next_look = 0.0
 
-    def refresh(self):
+    def refresh(self, force=False, write=True):
+        """Looks again (at most once a second unless forced); returns the pids when they changed
+        (written to run.json unless write=False), else None."""
         now = time.monotonic()
-        if now < self.next_look:
-            return
+        if now < self.next_look and not force:
+            return None
         self.next_look = now + 1.0
-        found = {pid: started for pid, started in descendants(self.own[1:]).items() if pid not in self.seen}
-        if found:
-            self.seen.update(found)
-            run_manifest.update(self.run_dir, {"pids": self.own + list(self.seen)})
+        table = process_table()
+        found = {pid: started for pid, started in descendants(self.own[1:], table).items() if pid not in self.seen}
+        # Those gone (a short-lived helper, a rank that ended) are not named any more.
+        gone = [pid for pid, started in self.seen.items() if table.get(pid, (None, None))[1] != started]
+        for pid in gone:
+            del self.seen[pid]
+        if not (found or gone):
+            return None
+        self.seen.update(found)
+        pids = self.own + list(self.seen)
+        if write:
+            run_manifest.update(self.run_dir, {"pids": pids})
+        return pids
+
+    def any_alive(self):
+        """Whether a descendant seen so far still runs."""
+        alive = process_table()
+        return any(pid in alive and alive[pid][1] == started for pid, started in self.seen.items())
 
     def kill_left(self):
         alive = process_table()
@@ -561,15 +649,21 @@ def process_table():
     return table
 
 
-def descendants(roots):
+def descendants(roots, table=None):
     """{pid: start time} of every process below `roots`."""
-    table = process_table()
+    table = process_table() if table is None else table
     out, frontier = {}, set(roots)
     while frontier:
         below = [pid for pid, (ppid, _) in table.items() if ppid in frontier and pid not in out]
         out.update((pid, table[pid][1]) for pid in below)
         frontier = set(below)
     return out
+
+
+#: How the native runtime prints its run_end when it cannot append it to metrics.jsonl (a full disk).
+RUN_END_LINE = "fsdp-train-native: run_end "
+#: A run_end found on the runtime's stderr (RUN_END_LINE), as a one-slot list the copier fills.
+stderr_run_end = [None]
 
 
 def copy_stderr(pipe, prefix, last_words, r):
@@ -580,6 +674,14 @@ def copy_stderr(pipe, prefix, last_words, r):
         out.write(prefix.encode() + line)
         out.flush()
         text = line.decode("utf-8", "replace").strip()
+        if text.startswith(RUN_END_LINE):
+            try:
+                event = json.loads(text[len(RUN_END_LINE):])
+                if isinstance(event, dict) and event.get("type") == "run_end":
+                    stderr_run_end[0] = event
+            except ValueError:
+                pass
+            continue
         # PyTorch 2 marks a rank's uncaught error "[rank1]: ..."; the reason names the rank already.
         text = re.sub(r"^\[rank\d+\]:\s*", "", text)
         if text:

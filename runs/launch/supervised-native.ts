@@ -7,9 +7,20 @@ import { supervisorPath } from '../runtime/remote-companion';
 /** The Python that runs the supervisor of a native run: the host's own. */
 export const SUPERVISOR_PYTHON = 'python3';
 
-/** The supervisor's words before the runtime's argument vector. */
-export function nativeSupervisor(companionRoot: string, runDir: string): string[] {
-  return [SUPERVISOR_PYTHON, supervisorPath(companionRoot), '--run-dir', runDir, '--native', '--'];
+/**
+ * The supervisor's words before the runtime's argument vector. withParent: the process that starts
+ * it (fsdp-train in a terminal) is the run's launcher, and the run ends if it is killed.
+ */
+export function nativeSupervisor(companionRoot: string, runDir: string, opts: { withParent?: boolean } = {}): string[] {
+  return [
+    SUPERVISOR_PYTHON,
+    supervisorPath(companionRoot),
+    '--run-dir',
+    runDir,
+    '--native',
+    ...(opts.withParent ? ['--with-parent'] : []),
+    '--',
+  ];
 }
 
 /** `argv` (the runtime, fsdp-train, or mpirun around the runtime) under its run's supervisor. */

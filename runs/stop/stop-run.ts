@@ -61,7 +61,10 @@ export async function stopRun(machine: RunMachine, manifest: RunManifest, opts: 
     await machine.signal(pgid, 'SIGKILL');
     killed = true;
   }
-  const strays = again.verdict === 'refused' ? [] : again.markedPids;
+  // What run.json names that still carries the run's mark once the group is gone (a worker in a
+  // session of its own): looked at after the group's SIGKILL, not before it.
+  const after = killed ? await machine.checkRunGroup(mark) : again;
+  const strays = after.verdict === 'refused' ? [] : after.markedPids;
   for (const pid of strays) await machine.signal(pid, 'SIGKILL');
   return { stopped: true, signal, killed, strays };
 }

@@ -6,7 +6,7 @@
 // deadline, so a reader that blocks fails the test instead of hanging it.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -155,13 +155,20 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
     ]);
     assert.equal(cli.code, 0, cli.err);
     assert.equal(JSON.parse(readFileSync(path.join(viaCli, 'run.json'), 'utf8')).status, 'completed');
-    // The runtime started directly on a folder (by mpirun or srun, as people do) reads run.json itself.
+    // The runtime started directly on a folder (by mpirun or srun, as people do) reads the run's id
+    // from run.json without blocking, and leaves it alone: run.json is its supervisor's to write.
     const direct = path.join(tmp, 'direct');
     mkdirSync(direct);
     mkfifo(path.join(direct, 'run.json'));
     const native = await exitOf([NATIVE, '--config', path.join(viaCli, 'config.json'), '--run-dir', direct]);
     assert.equal(native.code, 0, native.err);
-    assert.equal(JSON.parse(readFileSync(path.join(direct, 'run.json'), 'utf8')).status, 'completed');
+    assert.ok(lstatSync(path.join(direct, 'run.json')).isFIFO(), 'the runtime does not write run.json');
+    const start = readFileSync(path.join(direct, 'metrics.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; run_id?: string })
+      .find((e) => e.type === 'run_start');
+    assert.equal(start?.run_id, 'direct', "the folder's name is the run's id");
   });
 
   it('the Python supervisor does not block on a FIFO named run.json', async () => {

@@ -1,5 +1,5 @@
 // Every run gets a liveness check, whoever started it: runs fsdp-train starts from a terminal
-// (run.json names pids but no process group), runs refused before their first step, runs whose
+// (the supervisor leads a group of its own), runs refused before their first step, runs whose
 // processes were killed outright, and a runtime killed by signal 9 (the kernel's out-of-memory
 // killer, or something else) under a living fsdp-train, and a process the out-of-memory killer ends in
 // a real memory cgroup. Real CLI, real native trainer, real signals.
@@ -15,6 +15,7 @@ import { SshMachine } from '../../runs/machines/ssh-machine';
 import { LoopbackSshd } from '../harness/sshd';
 import { smallConfig, startTrain, tempDir, writeConfig } from '../native/train-runs';
 import { until } from '../harness/until';
+import { underOwner } from '../harness/run-owner-argv';
 
 function manifestOf(runDir: string): RunManifest | undefined {
   const file = path.join(runDir, 'run.json');
@@ -101,7 +102,7 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     const started = await local.start({
       runDir,
       manifest: { ...previous, status: 'starting', updated: Date.now() / 1000 },
-      argv: ['sleep', '600'],
+      argv: underOwner(runDir, ['sleep', '600'], 'native'),
       cwd: tmp,
     });
     await until('run.json rewritten by the launch', () => manifestOf(runDir)?.pgid === started.pgid, 10_000);
@@ -183,7 +184,7 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
       [['sleep', '600'], undefined],
       [['sh', '-c', 'echo "loading shard 3 of 8" >&2; exec sleep 600'], 'loading shard 3 of 8'],
     ] as const) {
-      const started = await local.start({ runDir, manifest, argv: [...argv], cwd: tmp });
+      const started = await local.start({ runDir, manifest, argv: underOwner(runDir, [...argv]), cwd: tmp });
       groups.push(started.pgid);
       await until('run.json written by the launch', () => manifestOf(runDir)?.pgid === started.pgid, 10_000);
       // The first attempt wrote nothing: both launches begin after the earlier words.
@@ -207,7 +208,7 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     }
   });
 
-  it('a run fsdp-train started from a terminal (pids, no process group) whose processes are all killed is seen dead', async () => {
+  it('a run fsdp-train started from a terminal (its supervisor in a group of its own) whose processes are all killed is seen dead', async () => {
     const config = writeConfig(tmp, longConfig());
     const runDir = path.join(tmp, 'runs', 'killed');
     const { child } = startTrain([config, '--run-dir', runDir], undefined, { detached: true });
@@ -217,8 +218,12 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     await w.start();
     await until('step 2', () => (w.history.lastStep ?? 0) >= 2, 60_000);
     const manifest = manifestOf(runDir);
-    assert.equal(manifest?.pgid, undefined, 'a terminal run has no process group in run.json');
-    assert.ok((manifest?.pids ?? []).length >= 2, 'fsdp-train and the runtime are named');
+    // The run's owner, the supervisor, leads a group of its own, apart from the terminal's.
+    const pgid = manifest?.pgid;
+    assert.ok(pgid !== undefined && pgid !== child.pid, `the supervisor's group: ${pgid}`);
+    groups.push(pgid);
+    assert.ok((manifest?.pids ?? []).length >= 3, 'the supervisor, fsdp-train and the runtime are named');
+    process.kill(-pgid, 'SIGKILL');
     process.kill(-child.pid!, 'SIGKILL');
     await until('the run to be failed', () => w.status() === 'failed', 30_000);
     assert.match(w.endReason() ?? '', /ended without reporting the end of the run/);
@@ -239,7 +244,9 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     const w = watch(runDir);
     await w.start();
     await until('step 2', () => (w.history.lastStep ?? 0) >= 2, 60_000);
-    const runtimePid = manifestOf(runDir)!.pids!.find((p) => p !== child.pid)!;
+    const runtimePid = manifestOf(runDir)!.pids!.find((p) =>
+      readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native'),
+    )!;
     process.kill(runtimePid, 'SIGKILL');
     const result = await done;
     assert.equal(result.code, 128 + 9);
@@ -265,7 +272,8 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     try {
       const runDir = path.join(tmp, 'runs', 'oom-killed');
       // Joins the cgroup, waits for the watch to see it there, then allocates until the kernel kills it.
-      const script = `echo $$ > ${cg.dir}/cgroup.procs && touch ${runDir}/in-cgroup && sleep 3 && exec /usr/bin/python3 -c "a = []\nwhile True: a.append(bytearray(1 << 20))"`;
+      // The supervisor ($PPID, the run's group leader, whose cgroup the watch reads) joins it too.
+      const script = `echo $PPID > ${cg.dir}/cgroup.procs && echo $$ > ${cg.dir}/cgroup.procs && touch ${runDir}/in-cgroup && sleep 3 && exec /usr/bin/python3 -c "a = []\nwhile True: a.append(bytearray(1 << 20))"`;
       const manifest: RunManifest = {
         v: 1,
         run_id: 'oom-killed',
@@ -278,7 +286,14 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
         target: 'local',
         kind: 'command',
       };
-      const started = await local.start({ runDir, manifest, argv: ['/bin/sh', '-c', script], cwd: tmp });
+      // Under the native supervisor: it writes only run.json's end ("killed by signal 9"), as for a
+      // runtime killed without its run_end; the watch names the OOM killer from the cgroup's count.
+      const started = await local.start({
+        runDir,
+        manifest,
+        argv: underOwner(runDir, ['/bin/sh', '-c', script], 'native'),
+        cwd: tmp,
+      });
       groups.push(started.pgid);
       await until('the process in the cgroup', () => existsSync(path.join(runDir, 'in-cgroup')), 20_000);
       const w = watch(runDir);
@@ -286,7 +301,7 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
       await until('the run to be failed', () => w.vanished !== undefined, 60_000);
       assert.match(
         w.endReason() ?? '',
-        /ended without reporting the end of the run; the kernel's out-of-memory killer ended it: its memory cgroup counted an OOM kill \(the cgroup's peak was 6\d\.\d MiB; its memory cgroup \(.*fsdp-oom-test-\d+\) has 64\.0 MiB\)/,
+        /killed by signal 9 \(SIGKILL\); the kernel's out-of-memory killer ended it: its memory cgroup counted an OOM kill \(the cgroup's peak was 6\d\.\d MiB; its memory cgroup \(.*fsdp-oom-test-\d+\) has 64\.0 MiB\)/,
       );
     } finally {
       if (existsSync(cg.dir)) rmdirSync(cg.dir);

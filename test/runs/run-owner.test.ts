@@ -22,6 +22,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
 import { sampleRunConfig } from '../harness/sample-run-config';
 import { until } from '../harness/until';
+import { underOwner } from '../harness/run-owner-argv';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
 const FSDP_TRAIN = path.join(repoRoot, 'cli', 'fsdp-train.ts');
@@ -99,17 +100,23 @@ describe('one owner per run (real processes)', function () {
   it('fsdp-train killed outright: the trainer keeps the lock (a second trainer is refused, naming it) and ends the run saying why', async () => {
     const runDir = path.join(tmp, 'native-20261126-000000-abcd');
     const runId = path.basename(runDir);
-    const argv = [
-      process.execPath,
-      '--import',
-      'tsx',
-      FSDP_TRAIN,
-      path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
-      '--run-dir',
+    // As the editor starts it: the supervisor (the run's owner) around fsdp-train --supervised.
+    const argv = underOwner(
       runDir,
-      '--set',
-      'training.max_steps=100000',
-    ];
+      [
+        process.execPath,
+        '--import',
+        'tsx',
+        FSDP_TRAIN,
+        path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
+        '--run-dir',
+        runDir,
+        '--set',
+        'training.max_steps=100000',
+        '--supervised',
+      ],
+      'native',
+    );
     const manifest: RunManifest = {
       v: 1,
       run_id: runId,
@@ -125,13 +132,18 @@ describe('one owner per run (real processes)', function () {
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
     const m = manifestOf(runDir)!;
-    const trainer = (m.pids ?? []).find((p) => p !== started.pid)!;
-    assert.ok(trainer && alive(trainer), `run.json names the trainer: ${JSON.stringify(m.pids)}`);
+    // run.json names the supervisor, fsdp-train (its child), then the trainer.
+    const [owner, fsdpTrain, trainer] = m.pids ?? [];
+    assert.equal(owner, started.pid);
+    assert.ok(
+      fsdpTrain && trainer && alive(trainer),
+      `run.json names fsdp-train and the trainer: ${JSON.stringify(m.pids)}`,
+    );
 
     // Held still, so that what follows cannot race it; then its launcher is killed as the OOM killer would.
     process.kill(trainer, 'SIGSTOP');
-    process.kill(started.pid, 'SIGKILL');
-    await until('fsdp-train gone', () => !alive(started.pid), 10_000);
+    process.kill(fsdpTrain, 'SIGKILL');
+    await until('fsdp-train gone', () => !alive(fsdpTrain), 10_000);
     const second = spawnSync(
       process.execPath,
       [
@@ -151,9 +163,10 @@ describe('one owner per run (real processes)', function () {
 
     process.kill(trainer, 'SIGCONT');
     await until('the trainer to end', () => !alive(trainer), 30_000);
+    await until('the supervisor to end', () => !alive(started.pid), 30_000);
     const ended = manifestOf(runDir)!;
     assert.equal(ended.status, 'failed');
-    assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${started.pid}, fsdp-train\\) is gone`));
+    assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${fsdpTrain}, fsdp-train\\) is gone`));
     assert.deepEqual(events(runDir).filter((e) => e.type === 'run_start').length, 1, 'one trainer wrote this run');
     assert.deepEqual(markedProcesses(runId), [], 'nothing of the run is left');
   });
@@ -169,13 +182,15 @@ describe('one owner per run (real processes)', function () {
       launch: (text) => text.replace(/^(\s+)nproc_per_node: .*$/m, '$1nproc_per_node: 2'),
     });
     writeFileSync(path.join(runDir, 'config.json'), JSON.stringify(config));
-    // As an SSH launch starts it on a host: mpirun around the runtime, led by the detached start.
-    const argv = withMpirun(
+    // As an SSH launch starts it on a host: the supervisor (the run's owner, led by the detached
+    // start) around mpirun around the runtime.
+    const runtimeArgv = withMpirun(
       config,
       [NATIVE, '--config', path.join(runDir, 'config.json'), '--run-dir', runDir],
       ['OMP_WAIT_POLICY', ...LAUNCHER_ENV],
     );
-    assert.equal(argv[0], 'mpirun');
+    assert.equal(runtimeArgv[0], 'mpirun');
+    const argv = underOwner(runDir, runtimeArgv, 'native');
     const manifest: RunManifest = {
       v: 1,
       run_id: runId,
@@ -191,15 +206,20 @@ describe('one owner per run (real processes)', function () {
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
     const ranks = markedProcesses(runId).filter(
-      (p) => p !== started.pid && readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native'),
+      (p) => p !== started.pid && readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith(NATIVE),
     );
     assert.equal(ranks.length, 2, `two ranks carry the run's mark: ${ranks}`);
+    const mpirun = markedProcesses(runId).find((p) =>
+      readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith('mpirun'),
+    )!;
+    assert.ok(mpirun, 'mpirun carries the run mark');
 
-    process.kill(started.pid, 'SIGKILL');
+    process.kill(mpirun, 'SIGKILL');
     await until('every rank gone', () => ranks.every((p) => !alive(p)), 60_000);
+    await until('the supervisor to end', () => !alive(started.pid), 30_000);
     const ended = manifestOf(runDir)!;
     assert.equal(ended.status, 'failed');
-    assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${started.pid}, mpirun\\) is gone`));
+    assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${mpirun}, mpirun\\) is gone`));
     assert.deepEqual(
       events(runDir)
         .filter((e) => e.type === 'run_end')

@@ -14,6 +14,7 @@ import { SshMachine } from '../../runs/machines/ssh-machine';
 import { stopRun } from '../../runs/stop/stop-run';
 import { LoopbackSshd } from '../harness/sshd';
 import { until } from '../harness/until';
+import { underOwner } from '../harness/run-owner-argv';
 
 /** A run that stops on SIGTERM after a moment (as a trainer saving its checkpoint would). */
 const TRAINER = ['/bin/sh', '-c', 'trap "sleep 0.2; exit 0" TERM; while :; do sleep 0.1; done'];
@@ -62,7 +63,7 @@ describe("Stop signals only what is the run's (real processes)", function () {
       target: machine.target,
       command,
     };
-    const started = await machine.start({ runDir, manifest, argv: command, cwd: tmp });
+    const started = await machine.start({ runDir, manifest, argv: underOwner(runDir, command), cwd: tmp });
     groups.push(started.pgid);
     await until(
       'run.json names the group',

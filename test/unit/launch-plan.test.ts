@@ -98,11 +98,11 @@ describe('launch plan', () => {
       const written = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
       assert.equal(Number(pid), child.pid, 'the exec keeps the pid of the detached start');
       assert.equal(written.pids[0], child.pid, 'run.json names the owner first, not the pids the launcher passed');
-      assert.equal(written.pgid, child.pid, 'the owner leads the run\'s process group');
+      assert.equal(written.pgid, child.pid, "the owner leads the run's process group");
       assert.equal(written.leader_start, Number(ticks), 'run.json records when the process it names started');
       assert.equal(written.boot_id, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
       assert.equal(mark, 'r', 'the run id marks its processes (FSDP_RUN_ID)');
-      assert.equal(inherited, 'none', 'the starting manifest is not passed on to the run\'s processes');
+      assert.equal(inherited, 'none', "the starting manifest is not passed on to the run's processes");
       assert.deepEqual(written.config, manifest.config);
       assert.equal(written.status, 'completed');
       assert.equal(arg, 'a');

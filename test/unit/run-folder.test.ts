@@ -72,8 +72,15 @@ describe('run folders: one maker of run ids and starting manifests, one writer o
       assert.equal(m.status, 'failed');
       assert.equal(m.end_reason, 'killed');
       markFailed('again');
-      assert.equal(JSON.parse(readFileSync(path.join(b, 'run.json'), 'utf8')).end_reason, 'killed', 'an ended run keeps its end');
-      const refused = spawnSync('python3', [manifestWriterPath(companion), 'write', a], { input: '[1]', encoding: 'utf8' });
+      assert.equal(
+        JSON.parse(readFileSync(path.join(b, 'run.json'), 'utf8')).end_reason,
+        'killed',
+        'an ended run keeps its end',
+      );
+      const refused = spawnSync('python3', [manifestWriterPath(companion), 'write', a], {
+        input: '[1]',
+        encoding: 'utf8',
+      });
       assert.equal(refused.status, 2);
       assert.match(refused.stderr, /not a JSON object/);
       await assert.rejects(

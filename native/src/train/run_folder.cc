@@ -81,9 +81,10 @@ void RunFolder::end(RunStatus status, long step, const std::string& reason) {
   try {
     log_->write(e);
   } catch (const std::exception& x) {
-    // A full disk: the supervisor ends the run from this process's exit and this last line.
-    std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written (%s): %s%s%s\n", x.what(),
-                 status_name(status), reason.empty() ? "" : ": ", reason.c_str());
+    // A full disk: the event goes to the supervisor on stderr instead, which ends the run in run.json
+    // with it (python/fsdp_studio/supervise.py, RUN_END_LINE).
+    std::fprintf(stderr, "fsdp-train-native: the run_end event could not be written: %s\n", x.what());
+    std::fprintf(stderr, "fsdp-train-native: run_end %s\n", e.dump().c_str());
   }
 }
 

@@ -1,0 +1,14 @@
+// Test processes started as a run is started: under the run's owner, the companion's supervisor
+// (python/fsdp_studio/supervise.py) of this checkout, which writes run.json — the only writer.
+import path from 'node:path';
+import { supervisedNativeArgv } from '../../runs/launch/supervised-native';
+import { COMPANION_DIR, supervisorPath } from '../../runs/runtime/remote-companion';
+
+export const COMPANION_ROOT = path.resolve(__dirname, '..', '..', COMPANION_DIR);
+
+/** `argv` under the supervisor: as the native runtime (--native: its events make run.json), or as a person's command. */
+export function underOwner(runDir: string, argv: string[], kind: 'native' | 'command' = 'command'): string[] {
+  return kind === 'native'
+    ? supervisedNativeArgv(COMPANION_ROOT, runDir, argv)
+    : ['python3', supervisorPath(COMPANION_ROOT), '--run-dir', runDir, '--', ...argv];
+}
