@@ -1,8 +1,11 @@
 // A finished run with N steps written at once (test data for the 1M-point benchmark): the same
 // events the trainer writes, to the protocol's schema, produced with a buffered stream.
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { syntheticLoss } from '../../test/harness/synthetic-run';
+import { writeManifestOn } from '../../runs/folder/run-folder';
+import { localLoginHost } from '../../runs/machines/login-host';
+import { COMPANION_DIR } from '../../runs/runtime/remote-companion';
 
 export async function writeBigRun(runDir: string, steps: number): Promise<void> {
   mkdirSync(runDir, { recursive: true });
@@ -40,24 +43,18 @@ export async function writeBigRun(runDir: string, steps: number): Promise<void> 
   }
   await write({ type: 'run_end', time: t0 + steps * 0.01, status: 'completed', step: steps });
   await new Promise<void>((resolve) => out.end(resolve));
-  writeFileSync(
-    path.join(runDir, 'run.json'),
-    JSON.stringify(
-      {
-        v: 1,
-        run_id: path.basename(runDir),
-        name: 'big',
-        created: t0,
-        status: 'completed',
-        step: steps,
-        max_steps: steps,
-        config: {},
-        world: { size: 1 },
-        host: 'h',
-        target: 'local',
-      },
-      null,
-      2,
-    ),
-  );
+  // run.json through its one writer (python/fsdp_studio/run_manifest.py), as a SLURM login host writes one.
+  await writeManifestOn(localLoginHost(), path.resolve(__dirname, '..', '..', COMPANION_DIR), runDir, {
+    v: 1,
+    run_id: path.basename(runDir),
+    name: 'big',
+    created: t0,
+    status: 'completed',
+    step: steps,
+    max_steps: steps,
+    config: {},
+    world: { size: 1 },
+    host: 'h',
+    target: 'local',
+  });
 }

@@ -129,12 +129,8 @@ def sigkill_resume(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     while time.time() < deadline and max(losses(events_of(run_dir)), default=0) < 9 and p.poll() is None:
         time.sleep(0.05)
     killed_at = max(losses(events_of(run_dir)), default=0)
-    # Every process of the job: mpirun's group, and the ranks run.json names (mpirun may give them groups of their own).
-    pids = []
-    try:
-        pids = json.loads((run_dir / "run.json").read_text()).get("pids", [])
-    except (OSError, ValueError):
-        pass
+    # Every process of the job: mpirun's group, and the ranks run_start names (mpirun may give them groups of their own).
+    pids = [r["pid"] for e in of_type(events_of(run_dir), "run_start") for r in (e.get("world") or {}).get("ranks", []) if r.get("pid")]
     for pid in pids:
         try:
             os.kill(int(pid), signal.SIGKILL)

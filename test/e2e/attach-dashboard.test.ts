@@ -13,6 +13,7 @@ import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
+import { underOwner } from '../harness/run-owner-argv';
 
 interface ChartPoints {
   x: number[];
@@ -80,7 +81,7 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     ];
     const run = await local.start({
       runDir,
-      argv,
+      argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
       manifest: {
         v: 1,

@@ -15,6 +15,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
+import { underOwner } from '../harness/run-owner-argv';
 
 const SAMPLE_DATA = path.join(repoRoot, 'samples', 'data');
 
@@ -284,7 +285,7 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
     ];
     await local.start({
       runDir,
-      argv,
+      argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
       manifest: {
         v: 1,
@@ -336,7 +337,7 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
     ];
     await local.start({
       runDir,
-      argv,
+      argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
       manifest: {
         v: 1,

@@ -13,6 +13,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { E2E_OUTPUT, VsCodeSession } from './harness/vscode-session';
+import { underOwner } from '../harness/run-owner-argv';
 
 interface ChartInfo {
   id: string;
@@ -60,7 +61,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     ];
     const run = await local.start({
       runDir,
-      argv,
+      argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
       manifest: {
         v: 1,

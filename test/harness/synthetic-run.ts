@@ -242,8 +242,13 @@ function richConfig(o: SyntheticRunOptions): Record<string, unknown> {
   };
 }
 
-/** Keeps the fields the launcher wrote (pids, pgid, command, target): read, merge, rename. */
+/**
+ * Standalone test data only: under a supervisor (started as a run is, FSDP_STUDIO_RUN_DIR set) this
+ * process is the runtime, which writes events and leaves run.json to its owner. Otherwise keeps the
+ * fields already there: read, merge, rename.
+ */
 function updateManifest(runDir: string, fields: Record<string, unknown>): void {
+  if (process.env.FSDP_STUDIO_RUN_DIR && path.resolve(process.env.FSDP_STUDIO_RUN_DIR) === path.resolve(runDir)) return;
   const file = path.join(runDir, 'run.json');
   const current = existsSync(file)
     ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)

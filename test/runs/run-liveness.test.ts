@@ -244,9 +244,17 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     const w = watch(runDir);
     await w.start();
     await until('step 2', () => (w.history.lastStep ?? 0) >= 2, 60_000);
-    const runtimePid = manifestOf(runDir)!.pids!.find((p) =>
-      readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native'),
-    )!;
+    // run.json names the runtime as soon as its supervisor has seen it start (a poll after run_start).
+    const runtimeOf = () =>
+      (manifestOf(runDir)?.pids ?? []).find((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
+        } catch {
+          return false;
+        }
+      });
+    await until('run.json names the runtime', () => runtimeOf() !== undefined, 10_000);
+    const runtimePid = runtimeOf()!;
     process.kill(runtimePid, 'SIGKILL');
     const result = await done;
     assert.equal(result.code, 128 + 9);
