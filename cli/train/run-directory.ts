@@ -2,12 +2,13 @@
 // resolved config (config.json, what the runtime reads), written atomically, and the starting
 // manifest it hands to the run's owner — the supervisor (python/fsdp_studio/supervise.py), which
 // writes it as run.json and keeps it current from then on.
+import { renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { runWorld, worldSizeOf } from '../../runs/launch/mpirun';
-import { readManifestFile, startingManifest, writeJsonAtomically } from '../../runs/folder/run-folder';
+import { readManifestFile, startingManifest } from '../../runs/folder/run-folder';
 
 export interface LaunchFacts {
   configPath: string;
@@ -33,9 +34,11 @@ export function startingManifestFor(runDir: string, config: ResolvedRunConfig, f
   );
 }
 
-/** Writes config.json into the run folder (which must exist); returns its path. */
+/** Writes config.json into the run folder (which must exist), atomically; returns its path. */
 export function writeRunConfig(runDir: string, config: ResolvedRunConfig): string {
   const configFile = path.join(runDir, 'config.json');
-  writeJsonAtomically(configFile, config);
+  const tmp = `${configFile}.tmp-${process.pid}`;
+  writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`);
+  renameSync(tmp, configFile);
   return configFile;
 }

@@ -7,7 +7,7 @@
 // manifest as it starts, and for a SLURM run on the login host (writeManifestOn) before the job
 // starts and after it is gone.
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { MANIFEST_MAX_BYTES, readRegularFileSync, RefusedFile } from '../../core/protocol/regular-file';
 import {
@@ -91,13 +91,6 @@ export function startingManifest(facts: RunFacts, previous?: RunManifest, now = 
     ...(facts.kind ? { kind: facts.kind } : {}),
     ...(facts.logs ? { logs: facts.logs } : {}),
   };
-}
-
-/** Writes a JSON file (config.json) atomically. run.json is not written here: see the top of this file. */
-export function writeJsonAtomically(file: string, value: unknown): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
-  renameSync(tmp, file);
 }
 
 /** run.json of a folder on this machine; undefined when absent or unreadable. */
