@@ -80,7 +80,6 @@ function sources(dir: string): string[] {
 }
 
 /** Product files that name run.json in their code and write a file. */
-
 function runJsonWriters(): string[] {
   return PRODUCT.flatMap(sources).filter((file) => {
     const text = code(file, readFileSync(path.join(root, file), 'utf8'));
