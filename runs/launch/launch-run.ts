@@ -16,6 +16,7 @@ import { launchCommandOnSlurm, type CommandPlacement } from '../slurm/slurm-comm
 import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../slurm/slurm-launch';
 import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from './command-launcher';
 import { launchHosts } from './hosts-launch';
+import { untilOwned } from './until-owned';
 import {
   launchLocal,
   launchRemote,
@@ -88,8 +89,13 @@ export async function launchRun(
   opts: LaunchOptions = {},
 ): Promise<Launched> {
   const progress = opts.progress ?? (() => undefined);
-  if (spec.kind === 'native') return NATIVE[target.kind](spec.request, target as never, env, progress, opts.previous);
-  return COMMAND[target.kind](spec.request, target as never, env, progress, opts.previous);
+  const launched =
+    spec.kind === 'native'
+      ? await NATIVE[target.kind](spec.request, target as never, env, progress, opts.previous)
+      : await COMMAND[target.kind](spec.request, target as never, env, progress, opts.previous);
+  // A detached start (not a SLURM job): its owner writes run.json first thing.
+  if ('pgid' in launched) await untilOwned(env.machine(launched.target), launched);
+  return launched;
 }
 
 type Strategies<R> = {

@@ -23,6 +23,7 @@ import { RunWatch } from '../../runs/watch/run-watch';
 import { sampleRunConfig } from '../harness/sample-run-config';
 import { until } from '../harness/until';
 import { underOwner } from '../harness/run-owner-argv';
+import { untilOwned } from '../../runs/launch/until-owned';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
 const FSDP_TRAIN = path.join(repoRoot, 'cli', 'fsdp-train.ts');
@@ -272,4 +273,29 @@ describe('one owner per run (real processes)', function () {
       }
     });
   }
+
+  it('a detached launch returns once its owner named itself in run.json; an owner that cannot start fails the launch with what it printed', async () => {
+    const runDir = path.join(tmp, 'owned-20261126-000000-abcd');
+    const manifest: RunManifest = {
+      v: 1,
+      run_id: path.basename(runDir),
+      created: Date.now() / 1000,
+      status: 'starting',
+      config: {},
+      world: { size: 1 },
+      host: os.hostname(),
+      target: 'local',
+    };
+    const launched = async (argv: string[]) => {
+      const started = await local.start({ runDir, manifest, argv, cwd: tmp });
+      cleanup.push(started.pgid);
+      return { ...started, target: 'local', runDir, runId: manifest.run_id, argv };
+    };
+    const ok = await launched(underOwner(runDir, ['sleep', '30']));
+    await untilOwned(local, ok);
+    assert.equal(manifestOf(runDir)?.pids?.[0], ok.pid, 'run.json names the owner first when the launch returns');
+    // As on a host without python3: the start's exec fails and nothing writes run.json.
+    const missing = await launched(['/nonexistent/python3', 'supervise.py', '--run-dir', runDir, '--', 'true']);
+    await assert.rejects(untilOwned(local, missing), /ended before it wrote .*run\.json: .*nonexistent\/python3/);
+  });
 });
