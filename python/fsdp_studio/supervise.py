@@ -60,14 +60,12 @@ if PACKAGE_ROOT not in sys.path:
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, lock_holder  # noqa: E402
+from fsdp_studio.run_processes import WorkerPids  # noqa: E402
+from fsdp_studio.run_start import starting_manifest, write_starting  # noqa: E402
+from fsdp_studio.runtime_run import RUNTIME_END_GRACE_S, ParentWatch, RuntimeRun, launcher_trampoline, run_end_in, runtime_reason, stderr_run_end  # noqa: E402
 
 #: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
 PEERS_GRACE_S = 10.0
-#: A native runtime whose launcher (fsdp-train, mpirun) is gone ends itself within a second or two,
-#: saying so; on a loaded machine it gets this long before it is killed.
-RUNTIME_END_GRACE_S = 30.0
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [GUARD_FLAG]:
@@ -185,192 +183,6 @@ def main(argv=None):
         finish(log, run_dir, status, reason)
     dismiss_guard(guard)
     return code
-
-
-#: The starting manifest's environment variable: what the launcher knows of the run (its id, name,
-#: config, world, host, target, command…), as runs/folder/run-folder.ts startingManifest composes it.
-MANIFEST_ENV = "FSDP_RUN_MANIFEST"
-#: The run's mark (runs/stop/run-group.ts): every process of a run the editor can stop carries it.
-RUN_MARK_ENV = "FSDP_RUN_ID"
-
-
-def starting_manifest(args):
-    """The manifest this launch starts the run with (--manifest, else FSDP_RUN_MANIFEST, which the
-    run's processes do not inherit); None when the run folder's run.json is to be kept as it is (a
-    SLURM job, whose run.json the login host wrote when it queued it); False when unreadable."""
-    text = os.environ.pop(MANIFEST_ENV, None) if args.manifest is None else args.manifest
-    if text is None:
-        return None
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        print(f"fsdp_studio.supervise: the starting manifest is not JSON: {e}", file=sys.stderr)
-        return False
-    if not isinstance(doc, dict):
-        print("fsdp_studio.supervise: the starting manifest is not a JSON object", file=sys.stderr)
-        return False
-    return doc
-
-
-def write_starting(run_dir, doc):
-    """run.json as the run starts: the launcher's manifest, this process as the run's first pid, and
-    when this process leads the run's own process group (the editor's detached start, fsdp-train's
-    new group), that group and when its leader started — what Stop checks before it signals it."""
-    doc = dict(doc, status="starting", pids=[os.getpid()])
-    for key in ("end_reason", "pgid", "leader_start", "boot_id"):
-        doc.pop(key, None)
-    if leads_run_group() and os.environ.get(RUN_MARK_ENV):
-        doc["pgid"] = os.getpid()
-        doc["leader_start"] = own_start_ticks()
-        boot = boot_id()
-        if boot:
-            doc["boot_id"] = boot
-    run_manifest.write(run_dir, doc)
-
-
-def leads_run_group():
-    return os.getpgrp() == os.getpid()
-
-
-def own_start_ticks():
-    """When this process started, in clock ticks since boot (field 22 of /proc/self/stat); 0 when unknown."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            line = f.read().decode("ascii", "replace")
-        return int(line[line.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def boot_id():
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-class ParentWatch:
-    """--with-parent: the process that started this one (fsdp-train in a terminal) is the run's
-    launcher; if it is killed outright, nothing of the run goes on without it, as when the runtime
-    watches its launcher (the run ends failed, saying so)."""
-
-    def __init__(self, children, workers):
-        self.pid = os.getppid()
-        self.children = children
-        self.workers = workers
-        self.reason = None
-
-    def look(self):
-        if self.reason is not None or os.getppid() == self.pid:
-            return
-        self.reason = f"the run's launcher (pid {self.pid}, fsdp-train) is gone: every process of the run was stopped with it"
-        self.workers.refresh(force=True)
-        for child in self.children:
-            if child.poll() is None:
-                child.kill()
-        self.workers.kill_left()
-
-
-class RuntimeRun:
-    """A native runtime's run as its events tell it, kept in run.json: running from its run_start,
-    its step at most once a second, its end from its run_end."""
-
-    def __init__(self, run_dir, events):
-        self.run_dir = run_dir
-        self.events = events
-        self.started = False
-        self.ended = None
-        self.step = 0
-        self.step_written = 0.0
-
-    def follow(self, write=True):
-        """Reads the runtime's new events; returns the fields of run.json they change (written unless write=False)."""
-        fields = {}
-        for e in self.events.read_new():
-            kind = e.get("type")
-            if kind == "run_start":
-                self.started = True
-                self.step = e.get("start_step", 0) if isinstance(e.get("start_step"), int) else 0
-                fields.update(status="running", step=self.step)
-                config = e.get("config") if isinstance(e.get("config"), dict) else {}
-                steps = (config.get("training") or {}).get("max_steps") if isinstance(config.get("training"), dict) else None
-                if isinstance(steps, int):
-                    fields["max_steps"] = steps
-                version = (e.get("runtime") or {}).get("version") if isinstance(e.get("runtime"), dict) else None
-                if version:
-                    fields["runtime_version"] = version
-                if e.get("resumed_from"):
-                    fields["resumed_from"] = e["resumed_from"]
-            elif kind == "step" and isinstance(e.get("step"), int):
-                self.step = max(self.step, e["step"])
-            elif kind == "run_end":
-                self.ended = e
-                self.step = e.get("step", self.step) if isinstance(e.get("step"), int) else self.step
-                fields.update(status=e.get("status", "failed"), step=self.step)
-                if e.get("reason"):
-                    fields["end_reason"] = e["reason"]
-        now = time.monotonic()
-        if self.started and not self.ended and self.step and now - self.step_written >= 1.0:
-            fields.setdefault("step", self.step)
-        if "step" in fields:
-            self.step_written = now
-        if fields and write:
-            run_manifest.update(self.run_dir, fields)
-        return fields
-
-    def end(self, before, status, reason):
-        """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
-        never started the run (no run_start: a refused --resume, a config the runtime refused) in a
-        folder that had a run, run.json is put back as it was, so that run keeps the end it had;
-        otherwise the run ends as its process did, failed with the reason (or stopped)."""
-        self.follow()
-        if self.ended is None and stderr_run_end[0] is not None:
-            # The runtime's own end, which it could not append to metrics.jsonl (a full disk).
-            e = stderr_run_end[0]
-            self.ended = e
-            fields = {"status": e.get("status", "failed"), "step": e.get("step", self.step) if isinstance(e.get("step"), int) else self.step}
-            if e.get("reason"):
-                fields["end_reason"] = e["reason"]
-            run_manifest.update(self.run_dir, fields)
-            return
-        if self.ended is not None:
-            return
-        if not self.started:
-            if before is not None:
-                run_manifest.write_bytes(self.run_dir, before)
-            else:
-                run_manifest.update(self.run_dir, {"status": "failed" if status != "stopped" else "stopped", "step": 0, "end_reason": reason})
-            return
-        # run_end is the runtime's to write: run.json alone says how it ended without one, and the
-        # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
-        run_manifest.update(self.run_dir, {"status": "stopped" if status == "stopped" else "failed", "step": self.step, "end_reason": reason})
-
-
-def runtime_reason(command, code, last, stopped):
-    """Why a native runtime's process ended without its run_end: `fsdp-train` says so in its last
-    line ("fsdp-train: <reason>"); otherwise the process, how it ended and the last line it printed."""
-    if stopped and code is not None and code != 0 and last is None:
-        return f"stopped by {signal.Signals(stopped[0]).name}"
-    if last and last.startswith(CLI_REASON):
-        return last[len(CLI_REASON):]
-    how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
-    return f"{os.path.basename(command[0])} {how}{': ' + last if last else ''}"
-
-
-#: Execs its arguments with the launcher variables naming the process itself (the exec keeps the
-#: pid): the native runtime's rank 0 watches that process (fsdp-train, or mpirun whose ranks it is)
-#: and ends the run, saying so, if it is killed (native/src/train/job_watch.h).
-LAUNCHER_SCRIPT = 'FSDP_LAUNCHER_PID=$$ FSDP_LAUNCHER_HOST=$(uname -n) FSDP_LAUNCHER_NAME=${1##*/}; export FSDP_LAUNCHER_PID FSDP_LAUNCHER_HOST FSDP_LAUNCHER_NAME; exec "$@"'
-
-
-def launcher_trampoline(command):
-    return ["/bin/sh", "-c", LAUNCHER_SCRIPT, "fsdp-launcher", *command]
-
-
-#: How `fsdp-train` (cli/fsdp-train.ts) begins the last line it prints when the runtime ended
-#: without saying why: the rest is the reason for run.json.
-CLI_REASON = "fsdp-train: the run ended: "
 
 
 #: The hidden first argument of the guard process (see start_guard).
@@ -582,90 +394,6 @@ def wait_all(children, on_poll=None):
     return codes, first
 
 
-class WorkerPids:
-    """Keeps run.json's pids current with the command's descendants (Linux /proc), looked at every
-    second; kill_left() ends those that outlived the command (workers in sessions of their own)."""
-
-    def __init__(self, run_dir, pids):
-        self.run_dir = run_dir
-        self.own = list(pids)
-        self.seen = {}  # pid: its start time (a pid used again later is another process)
-        self.next_look = 0.0
-
-    def refresh(self, force=False, write=True):
-        """Looks again (at most once a second unless forced); returns the pids when they changed
-        (written to run.json unless write=False), else None."""
-        now = time.monotonic()
-        if now < self.next_look and not force:
-            return None
-        self.next_look = now + 1.0
-        table = process_table()
-        found = {pid: started for pid, started in descendants(self.own[1:], table).items() if pid not in self.seen}
-        # Those gone (a short-lived helper, a rank that ended) are not named any more.
-        gone = [pid for pid, started in self.seen.items() if table.get(pid, (None, None))[1] != started]
-        for pid in gone:
-            del self.seen[pid]
-        if not (found or gone):
-            return None
-        self.seen.update(found)
-        pids = self.own + list(self.seen)
-        if write:
-            run_manifest.update(self.run_dir, {"pids": pids})
-        return pids
-
-    def any_alive(self):
-        """Whether a descendant seen so far still runs."""
-        alive = process_table()
-        return any(pid in alive and alive[pid][1] == started for pid, started in self.seen.items())
-
-    def kill_left(self):
-        alive = process_table()
-        for pid, started in self.seen.items():
-            if pid in alive and alive[pid][1] == started:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-
-def process_table():
-    """{pid: (parent pid, start time)} of every process, from /proc; empty where there is no /proc."""
-    table = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                line = f.read().decode("ascii", "replace")
-            # The command name (field 2) is in parentheses and may hold spaces: the fields after the last ")".
-            fields = line[line.rindex(")") + 2:].split()
-            table[int(name)] = (int(fields[1]), int(fields[19]))
-        except (OSError, ValueError, IndexError):
-            continue
-    return table
-
-
-def descendants(roots, table=None):
-    """{pid: start time} of every process below `roots`."""
-    table = process_table() if table is None else table
-    out, frontier = {}, set(roots)
-    while frontier:
-        below = [pid for pid, (ppid, _) in table.items() if ppid in frontier and pid not in out]
-        out.update((pid, table[pid][1]) for pid in below)
-        frontier = set(below)
-    return out
-
-
-#: How the native runtime prints its run_end when it cannot append it to metrics.jsonl (a full disk).
-RUN_END_LINE = "fsdp-train-native: run_end "
-#: A run_end found on the runtime's stderr (RUN_END_LINE), as a one-slot list the copier fills.
-stderr_run_end = [None]
-
-
 def copy_stderr(pipe, prefix, last_words, r):
     """Passes a rank's stderr on (to the run's stderr.log), each line marked with its rank, and keeps
     its last line: the words a failure is reported with."""
@@ -674,13 +402,9 @@ def copy_stderr(pipe, prefix, last_words, r):
         out.write(prefix.encode() + line)
         out.flush()
         text = line.decode("utf-8", "replace").strip()
-        if text.startswith(RUN_END_LINE):
-            try:
-                event = json.loads(text[len(RUN_END_LINE):])
-                if isinstance(event, dict) and event.get("type") == "run_end":
-                    stderr_run_end[0] = event
-            except ValueError:
-                pass
+        event = run_end_in(text)
+        if event is not None:
+            stderr_run_end[0] = event
             continue
         # PyTorch 2 marks a rank's uncaught error "[rank1]: ..."; the reason names the rank already.
         text = re.sub(r"^\[rank\d+\]:\s*", "", text)

@@ -1,0 +1,154 @@
+"""The native runtime under its run's supervisor (supervise.py --native): the runtime writes its
+events and holds the run folder's lock; this turns its run_start, steps and run_end into run.json,
+and says how the run ended when the runtime could not (native/FORMATS.md, "The run folder and its
+owner")."""
+import json
+import os
+import signal
+import time
+
+from fsdp_studio import run_manifest
+
+#: A native runtime whose launcher (fsdp-train, mpirun) is gone ends itself within a second or two,
+#: saying so; on a loaded machine it gets this long before it is killed.
+RUNTIME_END_GRACE_S = 30.0
+
+
+#: How the native runtime prints its run_end when it cannot append it to metrics.jsonl (a full disk).
+RUN_END_LINE = "fsdp-train-native: run_end "
+#: A run_end found on the runtime's stderr (RUN_END_LINE), as a one-slot list the copier fills.
+stderr_run_end = [None]
+
+
+def run_end_in(line):
+    """The run_end event a stderr line carries (RUN_END_LINE), else None."""
+    if not line.startswith(RUN_END_LINE):
+        return None
+    try:
+        event = json.loads(line[len(RUN_END_LINE):])
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and event.get("type") == "run_end" else None
+
+
+class ParentWatch:
+    """--with-parent: the process that started this one (fsdp-train in a terminal) is the run's
+    launcher; if it is killed outright, nothing of the run goes on without it, as when the runtime
+    watches its launcher (the run ends failed, saying so)."""
+
+    def __init__(self, children, workers):
+        self.pid = os.getppid()
+        self.children = children
+        self.workers = workers
+        self.reason = None
+
+    def look(self):
+        if self.reason is not None or os.getppid() == self.pid:
+            return
+        self.reason = f"the run's launcher (pid {self.pid}, fsdp-train) is gone: every process of the run was stopped with it"
+        self.workers.refresh(force=True)
+        for child in self.children:
+            if child.poll() is None:
+                child.kill()
+        self.workers.kill_left()
+
+
+class RuntimeRun:
+    """A native runtime's run as its events tell it, kept in run.json: running from its run_start,
+    its step at most once a second, its end from its run_end."""
+
+    def __init__(self, run_dir, events):
+        self.run_dir = run_dir
+        self.events = events
+        self.started = False
+        self.ended = None
+        self.step = 0
+        self.step_written = 0.0
+
+    def follow(self, write=True):
+        """Reads the runtime's new events; returns the fields of run.json they change (written unless write=False)."""
+        fields = {}
+        for e in self.events.read_new():
+            kind = e.get("type")
+            if kind == "run_start":
+                self.started = True
+                self.step = e.get("start_step", 0) if isinstance(e.get("start_step"), int) else 0
+                fields.update(status="running", step=self.step)
+                config = e.get("config") if isinstance(e.get("config"), dict) else {}
+                steps = (config.get("training") or {}).get("max_steps") if isinstance(config.get("training"), dict) else None
+                if isinstance(steps, int):
+                    fields["max_steps"] = steps
+                version = (e.get("runtime") or {}).get("version") if isinstance(e.get("runtime"), dict) else None
+                if version:
+                    fields["runtime_version"] = version
+                if e.get("resumed_from"):
+                    fields["resumed_from"] = e["resumed_from"]
+            elif kind == "step" and isinstance(e.get("step"), int):
+                self.step = max(self.step, e["step"])
+            elif kind == "run_end":
+                self.ended = e
+                self.step = e.get("step", self.step) if isinstance(e.get("step"), int) else self.step
+                fields.update(status=e.get("status", "failed"), step=self.step)
+                if e.get("reason"):
+                    fields["end_reason"] = e["reason"]
+        now = time.monotonic()
+        if self.started and not self.ended and self.step and now - self.step_written >= 1.0:
+            fields.setdefault("step", self.step)
+        if "step" in fields:
+            self.step_written = now
+        if fields and write:
+            run_manifest.update(self.run_dir, fields)
+        return fields
+
+    def end(self, before, status, reason):
+        """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
+        never started the run (no run_start: a refused --resume, a config the runtime refused) in a
+        folder that had a run, run.json is put back as it was, so that run keeps the end it had;
+        otherwise the run ends as its process did, failed with the reason (or stopped)."""
+        self.follow()
+        if self.ended is None and stderr_run_end[0] is not None:
+            # The runtime's own end, which it could not append to metrics.jsonl (a full disk).
+            e = stderr_run_end[0]
+            self.ended = e
+            fields = {"status": e.get("status", "failed"), "step": e.get("step", self.step) if isinstance(e.get("step"), int) else self.step}
+            if e.get("reason"):
+                fields["end_reason"] = e["reason"]
+            run_manifest.update(self.run_dir, fields)
+            return
+        if self.ended is not None:
+            return
+        if not self.started:
+            if before is not None:
+                run_manifest.write_bytes(self.run_dir, before)
+            else:
+                run_manifest.update(self.run_dir, {"status": "failed" if status != "stopped" else "stopped", "step": 0, "end_reason": reason})
+            return
+        # run_end is the runtime's to write: run.json alone says how it ended without one, and the
+        # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
+        run_manifest.update(self.run_dir, {"status": "stopped" if status == "stopped" else "failed", "step": self.step, "end_reason": reason})
+
+
+def runtime_reason(command, code, last, stopped):
+    """Why a native runtime's process ended without its run_end: `fsdp-train` says so in its last
+    line ("fsdp-train: <reason>"); otherwise the process, how it ended and the last line it printed."""
+    if stopped and code is not None and code != 0 and last is None:
+        return f"stopped by {signal.Signals(stopped[0]).name}"
+    if last and last.startswith(CLI_REASON):
+        return last[len(CLI_REASON):]
+    how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
+    return f"{os.path.basename(command[0])} {how}{': ' + last if last else ''}"
+
+
+#: Execs its arguments with the launcher variables naming the process itself (the exec keeps the
+#: pid): the native runtime's rank 0 watches that process (fsdp-train, or mpirun whose ranks it is)
+#: and ends the run, saying so, if it is killed (native/src/train/job_watch.h).
+LAUNCHER_SCRIPT = 'FSDP_LAUNCHER_PID=$$ FSDP_LAUNCHER_HOST=$(uname -n) FSDP_LAUNCHER_NAME=${1##*/}; export FSDP_LAUNCHER_PID FSDP_LAUNCHER_HOST FSDP_LAUNCHER_NAME; exec "$@"'
+
+
+def launcher_trampoline(command):
+    return ["/bin/sh", "-c", LAUNCHER_SCRIPT, "fsdp-launcher", *command]
+
+
+#: How `fsdp-train` (cli/fsdp-train.ts) begins the last line it prints when the runtime ended
+#: without saying why: the rest is the reason for run.json.
+CLI_REASON = "fsdp-train: the run ended: "
