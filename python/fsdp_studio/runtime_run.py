@@ -100,11 +100,12 @@ class RuntimeRun:
             run_manifest.update(self.run_dir, fields)
         return fields
 
-    def end(self, before, status, reason):
+    def end(self, before, reason):
         """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
         never started the run (no run_start: a refused --resume, a config the runtime refused) in a
         folder that had a run, run.json is put back as it was, so that run keeps the end it had;
-        otherwise the run ends as its process did, failed with the reason (or stopped)."""
+        otherwise the run failed, with the reason: a runtime that stops writes its run_end "stopped"
+        (a stop signal this process noted is no end of the run by itself)."""
         self.follow()
         if self.ended is None and stderr_run_end[0] is not None:
             # The runtime's own end, which it could not append to metrics.jsonl (a full disk).
@@ -121,18 +122,17 @@ class RuntimeRun:
             if before is not None:
                 run_manifest.write_bytes(self.run_dir, before)
             else:
-                run_manifest.update(self.run_dir, {"status": "failed" if status != "stopped" else "stopped", "step": 0, "end_reason": reason})
+                run_manifest.update(self.run_dir, {"status": "failed", "step": 0, "end_reason": reason})
             return
         # run_end is the runtime's to write: run.json alone says how it ended without one, and the
         # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
-        run_manifest.update(self.run_dir, {"status": "stopped" if status == "stopped" else "failed", "step": self.step, "end_reason": reason})
+        run_manifest.update(self.run_dir, {"status": "failed", "step": self.step, "end_reason": reason})
 
 
-def runtime_reason(command, code, last, stopped):
+def runtime_reason(command, code, last):
     """Why a native runtime's process ended without its run_end: `fsdp-train` says so in its last
-    line ("fsdp-train: <reason>"); otherwise the process, how it ended and the last line it printed."""
-    if stopped and code is not None and code != 0 and last is None:
-        return f"stopped by {signal.Signals(stopped[0]).name}"
+    line ("fsdp-train: the run ended: <reason>"); otherwise the process, how it ended and the last
+    line it printed."""
     if last and last.startswith(CLI_REASON):
         return last[len(CLI_REASON):]
     how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"

@@ -162,27 +162,31 @@ def main(argv=None):
     workers.kill_left()
     for copier in copiers:
         copier.join(timeout=5)
-    if stopped:
-        status, reason = "stopped", f"stopped by {signal.Signals(stopped[0]).name}"
-        code = 128 + stopped[0]
-    elif r is None:
-        status, reason, code = "completed", None, 0
-    else:
-        c = codes[r]
-        how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
-        who = f"rank {r}" if world > 1 else os.path.basename(args.command[0])
-        last = last_words[r]
-        status, reason = "failed", f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env, args.use_this_python)}"
-        code = 128 - c if c < 0 else c
     if args.native:
         c = codes[0]
+        runtime.end(before if starting is not None else None, parent.reason if parent and parent.reason else runtime_reason(args.command, c, last_words[0]))
         code = 128 - c if c < 0 else c
-        reason = parent.reason if parent and parent.reason else runtime_reason(args.command, c, last_words[0], stopped)
-        runtime.end(before if starting is not None else None, status, reason)
     else:
+        status, reason, code = command_end(args, env, stopped, codes, r, last_words)
         finish(log, run_dir, status, reason)
     dismiss_guard(guard)
     return code
+
+
+def command_end(args, env, stopped, codes, failed, last_words):
+    """How a person's command ended: (status, reason, exit code) — stopped when a stop signal came,
+    completed when every rank exited 0, else failed naming the rank (or the command), how it ended
+    and the last line it printed."""
+    if stopped:
+        return "stopped", f"stopped by {signal.Signals(stopped[0]).name}", 128 + stopped[0]
+    if failed is None:
+        return "completed", None, 0
+    c = codes[failed]
+    how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
+    who = f"rank {failed}" if len(codes) > 1 else os.path.basename(args.command[0])
+    last = last_words[failed]
+    reason = f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env, args.use_this_python)}"
+    return "failed", reason, 128 - c if c < 0 else c
 
 
 #: The hidden first argument of the guard process (see start_guard).
