@@ -7,6 +7,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { until } from '../harness/until';
+import { nativeCli } from './native-build';
 import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 
 describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', function () {
@@ -111,7 +112,16 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     const { child, done } = startTrain([config, '--nproc', '2', '--run-dir', runDir], (line, c) => {
       if (signalled || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
       signalled = true;
-      pids = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids;
+      // The ranks among what run.json names (its supervisor, fsdp-train, mpirun and the ranks).
+      pids = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids.filter(
+        (pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith(nativeCli);
+          } catch {
+            return false;
+          }
+        },
+      );
       process.kill(pids.at(-1)!, 'SIGSTOP'); // the last rank freezes: a graceful stop cannot finish
       c.kill('SIGTERM');
       setTimeout(() => c.kill('SIGTERM'), 500);
@@ -120,7 +130,7 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     assert.ok(signalled, r.stderr);
     assert.equal(r.code, 143, r.stderr);
     assert.match(r.stderr, /SIGTERM again: aborting the job/);
-    const ranks = pids.slice(1);
+    const ranks = pids;
     assert.ok(ranks.length >= 2, JSON.stringify(pids));
     await until('every rank of the job has ended', () => ranks.every((pid) => !alive(pid)), 20_000);
     assert.equal(child.exitCode, 143);
