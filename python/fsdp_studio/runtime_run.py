@@ -33,24 +33,23 @@ def run_end_in(line):
 
 class ParentWatch:
     """--with-parent: the process that started this one (fsdp-train in a terminal) is the run's
-    launcher; if it is killed outright, nothing of the run goes on without it, as when the runtime
-    watches its launcher (the run ends failed, saying so)."""
+    launcher; if it is killed outright, nothing of the run goes on without it. What this process
+    started is killed; the runtime, which watches that process as its launcher, then ends the run
+    itself, saying so (its run_end), and what is left is killed after RUNTIME_END_GRACE_S. `reason`
+    is the end when the runtime wrote none."""
 
-    def __init__(self, children, workers):
+    def __init__(self, children):
         self.pid = os.getppid()
         self.children = children
-        self.workers = workers
         self.reason = None
 
     def look(self):
         if self.reason is not None or os.getppid() == self.pid:
             return
         self.reason = f"the run's launcher (pid {self.pid}, fsdp-train) is gone: every process of the run was stopped with it"
-        self.workers.refresh(force=True)
         for child in self.children:
             if child.poll() is None:
                 child.kill()
-        self.workers.kill_left()
 
 
 class RuntimeRun:

@@ -121,7 +121,7 @@ def main(argv=None):
     for copier in copiers:
         copier.start()
     workers = WorkerPids(run_dir, [os.getpid()] + [c.pid for c in children])
-    parent = ParentWatch(children, workers) if args.with_parent else None
+    parent = ParentWatch(children) if args.with_parent else None
     if args.native:
         runtime = RuntimeRun(run_dir, events)
         run_manifest.update(run_dir, {"pids": workers.own})
