@@ -45,10 +45,19 @@ export const LAUNCHER_ENV = ['FSDP_LAUNCHER_PID', 'FSDP_LAUNCHER_HOST', 'FSDP_LA
 /**
  * The signal that stops a run started by `command` after its current step, with a checkpoint:
  * mpirun forwards only SIGUSR1 to the ranks without aborting them; fsdp-train and a lone runtime
- * take SIGTERM.
+ * take SIGTERM. A native run's command is its supervisor's (runs/launch/supervised-native.ts): what
+ * counts is what the supervisor runs, after its `--`. (A person's command under mpirun gets SIGTERM:
+ * their script may not take SIGUSR1.)
  */
 export function gracefulStopSignal(command: readonly string[] | undefined): 'SIGTERM' | typeof GRACEFUL_STOP_SIGNAL {
-  return command?.[0] === 'mpirun' ? GRACEFUL_STOP_SIGNAL : 'SIGTERM';
+  return nativeCommand(command)?.[0] === 'mpirun' ? GRACEFUL_STOP_SIGNAL : 'SIGTERM';
+}
+
+/** The runtime's command: after the native supervisor's `--`, or the whole command when it was started directly. */
+function nativeCommand(command: readonly string[] | undefined): readonly string[] | undefined {
+  const dash = command?.indexOf('--') ?? -1;
+  if (!command || dash < 0 || !command.slice(0, dash).includes('--native')) return command;
+  return /(^|\/)supervise\.py$/.test(command[1] ?? '') ? command.slice(dash + 1) : command;
 }
 
 /**

@@ -54,6 +54,11 @@ describe('launch plan', () => {
     assert.equal(gracefulStopSignal(['mpirun', '-n', '2', 'fsdp-train-native']), 'SIGUSR1');
     assert.equal(gracefulStopSignal(['/usr/bin/node', 'dist/cli/fsdp-train.js', 'c.yaml']), 'SIGTERM');
     assert.equal(gracefulStopSignal(undefined), 'SIGTERM');
+    // Under the supervisor (the run's owner): what it runs counts; a person's command never gets SIGUSR1.
+    const supervisor = ['python3', '/c/fsdp_studio/supervise.py', '--run-dir', '/r'];
+    assert.equal(gracefulStopSignal([...supervisor, '--native', '--', 'mpirun', '-n', '2', 'x']), 'SIGUSR1');
+    assert.equal(gracefulStopSignal([...supervisor, '--native', '--', '/usr/bin/node', 'fsdp-train.js']), 'SIGTERM');
+    assert.equal(gracefulStopSignal([...supervisor, '--', 'mpirun', '-n', '2', 'python3', 'train.py']), 'SIGTERM');
   });
 
   it('the detached start marks the run and execs its owner, which writes run.json with its own pid, group and start', async () => {
