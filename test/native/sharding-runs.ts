@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import type { MemoryByCategory, MetricsEvent, MetricsEventOf } from '../../core/protocol/metrics';
-import { eventsOf, lossHistory, readRun, smallConfig, train, writeConfig } from './train-runs';
+import { eventsOf, lossHistory, readEvents, smallConfig, train, writeConfig } from './train-runs';
 
 export const GLOBAL_BATCH = 8;
 export const STRATEGIES = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD', 'HYBRID_SHARD'] as const;
@@ -62,7 +62,7 @@ export interface RunOutcome {
 }
 
 export async function outcomeOf(runDir: string): Promise<RunOutcome> {
-  const { events, problems } = await readRun(runDir);
+  const { events, problems } = await readEvents(runDir);
   assert.deepEqual(problems, [], `${runDir}: lines the protocol reader rejected`);
   return { events, losses: lossHistory(events.filter((e) => e.type !== 'step' || e.rank === undefined)) };
 }

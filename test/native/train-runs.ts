@@ -90,6 +90,12 @@ export interface RunRecord {
   manifest: RunManifest;
 }
 
+/** The events of a run folder, read as the extension reads them (a runtime started by hand has no run.json: that is its supervisor's). */
+export async function readEvents(runDir: string): Promise<Omit<RunRecord, 'manifest'>> {
+  const batch = await new RunLogReader(path.join(runDir, 'metrics.jsonl')).read();
+  return { events: batch.entries.map((e) => e.event), problems: batch.problems };
+}
+
 /** Everything a run folder holds, read as the extension reads it; throws on a bad run.json. */
 export async function readRun(runDir: string): Promise<RunRecord> {
   const batch = await new RunLogReader(path.join(runDir, 'metrics.jsonl')).read();
