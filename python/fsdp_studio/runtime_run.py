@@ -62,7 +62,8 @@ class RuntimeRun:
         self.started = False
         self.ended = None
         self.step = 0
-        self.step_written = 0.0
+        self.step_written = 0.0  # when run.json's step was last written
+        self.step_in_manifest = None
 
     def follow(self, write=True):
         """Reads the runtime's new events; returns the fields of run.json they change (written unless write=False)."""
@@ -91,10 +92,12 @@ class RuntimeRun:
                 if e.get("reason"):
                     fields["end_reason"] = e["reason"]
         now = time.monotonic()
-        if self.started and not self.ended and self.step and now - self.step_written >= 1.0:
+        # The step at most once a second, and only when it moved (a paused run leaves run.json alone).
+        if self.started and not self.ended and self.step != self.step_in_manifest and now - self.step_written >= 1.0:
             fields.setdefault("step", self.step)
         if "step" in fields:
             self.step_written = now
+            self.step_in_manifest = fields["step"]
         if fields and write:
             run_manifest.update(self.run_dir, fields)
         return fields
