@@ -96,13 +96,24 @@ describe('fsdp-train: the run folder stays consistent', function () {
     const { done } = startTrain([config, '--run-dir', runDir], (line, child) => {
       if (first || !line.includes('"type":"step"') || !line.includes('"step":7,')) return;
       // The first trainer pauses between checkpoints: its folder must not change while the others try.
-      const runtime = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids.at(
-        -1,
-      )!;
+      // The trainer names itself in its run_start (run.json follows a poll later).
+      const started = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
+        .find((e) => e.type === 'run_start');
+      const runtime = started!.world!.ranks[0].pid;
       // The lock is the trainer's own (the process that writes the checkpoints), not fsdp-train's.
       first = { pid: runtime };
       assert.notEqual(runtime, child.pid);
       process.kill(runtime, 'SIGSTOP');
+      // Its supervisor catches up with what it logged (run.json's step, at most once a second), then
+      // the folder stays as it is while the trainer is held.
+      let settled = '';
+      for (let i = 0; i < 10 && settled !== readFileSync(path.join(runDir, 'run.json'), 'utf8'); i++) {
+        settled = readFileSync(path.join(runDir, 'run.json'), 'utf8');
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+      }
       before = snapshot(runDir);
       const other = writeConfig(dir, smallConfig({ model: { d_model: 64 }, training: { max_steps: 3 } }), 'other.json');
       const viaCli = spawnSync(
