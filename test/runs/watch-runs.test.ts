@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
 import type { RunManifest } from '../../core/protocol/run-manifest';
+import { underOwner } from '../harness/run-owner-argv';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import type { ConnectionState, RunMachine } from '../../runs/machines/run-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
@@ -31,7 +32,12 @@ function manifestFor(runDir: string, target: string): RunManifest {
 }
 
 async function startSynthetic(machine: RunMachine, runDir: string, args: string[]) {
-  const argv = [process.execPath, '--import', 'tsx', SYNTHETIC, '--run-dir', runDir, ...args];
+  // Under the run's owner, as every run starts: the synthetic run is its "runtime" (events only).
+  const argv = underOwner(
+    runDir,
+    [process.execPath, '--import', 'tsx', SYNTHETIC, '--run-dir', runDir, ...args],
+    'native',
+  );
   return machine.start({ runDir, manifest: manifestFor(runDir, machine.target), argv, cwd: repoRoot });
 }
 
@@ -97,10 +103,13 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       await w.start();
       await until('run_end', () => !!w.history.end);
       assertEveryStepOnce(w, 60);
-      await w.refreshManifest();
+      // run.json follows the events a poll of its owner later.
+      await until('run.json completed', async () => {
+        await w.refreshManifest();
+        return w.manifest?.status === 'completed';
+      });
       assert.equal(w.manifest?.pgid, started.pgid);
-      assert.deepEqual(w.manifest?.pids, [started.pid]);
-      assert.equal(w.manifest?.status, 'completed', 'the trainer kept the launcher fields and set its status');
+      assert.equal(w.manifest?.pids?.[0], started.pid, "the run's owner first");
       assert.equal(w.status(), 'completed');
     });
 
@@ -150,7 +159,12 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
         '10',
         '--resume',
       ];
-      await local.start({ runDir, manifest: manifestFor(runDir, 'local'), argv, cwd: repoRoot });
+      await local.start({
+        runDir,
+        manifest: manifestFor(runDir, 'local'),
+        argv: underOwner(runDir, argv, 'native'),
+        cwd: repoRoot,
+      });
       const w = watch(local, runDir);
       void w.start();
       w.follow({ resumedAt: askedAt });
