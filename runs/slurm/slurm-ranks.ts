@@ -50,6 +50,7 @@ export function rankLines(
         },
         {
           shell: [
+            ...supervisor,
             'srun',
             `--mpi=${s.mpi}`,
             '--kill-on-bad-exit=1',

@@ -49,8 +49,8 @@ export interface BatchScriptSpec {
   /** The folder the ranks run in (a person's code); default the run folder. */
   cwd?: string;
   /**
-   * A person's command: the companion's supervisor (python/fsdp_studio/supervise.py) around srun,
-   * which writes run_start, run_end and the run's status as for a run on one machine.
+   * The run's owner: the companion's supervisor (python/fsdp_studio/supervise.py) around srun, which
+   * writes run.json as for a run on one machine (and a person's command's run_start and run_end).
    */
   supervisor?: string[];
   /** Comment lines at the top: what the run is and where it came from. */
