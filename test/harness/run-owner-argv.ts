@@ -12,3 +12,9 @@ export function underOwner(runDir: string, argv: string[], kind: 'native' | 'com
     ? supervisedNativeArgv(COMPANION_ROOT, runDir, argv)
     : ['python3', supervisorPath(COMPANION_ROOT), '--run-dir', runDir, '--', ...argv];
 }
+
+/** What a run's owner runs: the words after the supervisor's `--` (the whole argv when it is not a supervisor's). */
+export function ownedCommand(argv: readonly string[]): readonly string[] {
+  const dash = argv.indexOf('--');
+  return argv[1]?.endsWith('supervise.py') && dash >= 0 ? argv.slice(dash + 1) : argv;
+}

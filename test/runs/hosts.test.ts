@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gracefulStopSignal } from '../../runs/launch/mpirun';
+import { ownedCommand } from '../harness/run-owner-argv';
 import { reachableName } from '../../runs/launch/hosts-launch';
 import { launchRun } from '../../runs/launch/launch-run';
 import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
@@ -70,7 +71,7 @@ describe('a run across two hosts with mpirun --host (network namespaces with the
     );
     const req = hostsConfig(tmp, hosts.aliases);
     const first = (await launchRun({ kind: 'native', request: req }, target, env)) as LaunchedRun;
-    assert.equal(first.argv[0], 'mpirun');
+    assert.equal(ownedCommand(first.argv)[0], 'mpirun', 'the supervisor on the first host runs mpirun');
     assert.ok(
       first.argv.join(' ').includes(`--host ${hosts.addresses[0]}:1,${hosts.addresses[1]}:1`),
       first.argv.join(' '),

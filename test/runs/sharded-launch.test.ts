@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gracefulStopSignal } from '../../runs/launch/mpirun';
+import { ownedCommand } from '../harness/run-owner-argv';
 import type { LaunchedRun, LaunchRequest } from '../../runs/launch/launcher';
 import { launchRun } from '../../runs/launch/launch-run';
 import { previousOf, testLaunchEnvironment } from '../harness/launch-environment';
@@ -116,9 +117,9 @@ describe('sharded runs launched as the editor launches them (real mpirun, 2 rank
           previousOf(await (previous && local.readManifest(previous.runDir))),
         )) as LaunchedRun;
         assert.notEqual(
-          launched.argv[0],
+          ownedCommand(launched.argv)[0],
           'mpirun',
-          'a local run is led by fsdp-train, which stops its ranks gracefully',
+          'a local run is fsdp-train under its supervisor, which stops its ranks gracefully',
         );
         return launched;
       },
@@ -147,7 +148,7 @@ describe('sharded runs launched as the editor launches them (real mpirun, 2 rank
             env,
             previousOf(await (previous && ssh.readManifest(previous.runDir))),
           )) as LaunchedRun;
-          assert.equal(launched.argv[0], 'mpirun');
+          assert.equal(ownedCommand(launched.argv)[0], 'mpirun', 'the supervisor runs mpirun on the host');
           assert.equal(gracefulStopSignal(launched.argv), 'SIGUSR1');
           return launched;
         },
