@@ -88,6 +88,10 @@ describe('e2e: the .vsix, installed into a clean code-server, launches a run', f
       shipped.includes('dist/extension.js') && shipped.includes('native/CMakeLists.txt'),
       'the bundles and the runtime sources ship',
     );
+    assert.ok(
+      shipped.includes('python/fsdp_studio/supervise.py') && shipped.includes('python/fsdp_studio/run_manifest.py'),
+      'the companion ships: its supervisor owns every run, the native one this test launches too',
+    );
     const strays = shipped.filter((f) =>
       /^(node_modules|test|samples|bench|scripts|extension|language-server|webview)\/|\.map$|\.ts$|^native\/(build|test)\//.test(
         f,
