@@ -55,7 +55,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
   backend_ = make_backend(config_.launch.device, backend_options(config_));
   layout_ = ParamLayout::of(ModelShape::of(config_.model));
   plan_ = plan_memory(config_);
-  // The run folder is rank 0's: events, run.json and checkpoint manifests come from it alone.
+  // The run folder is rank 0's: events and checkpoint manifests come from it alone (run.json is its supervisor's).
   folder_ = std::make_unique<RunFolder>(options_.run_dir, config_, rank0(), options_.echo_metrics);
   events_ = std::make_unique<StepEvents>(*folder_, *world_, *backend_, config_, plan_,
                                          training_flops_per_token(layout_.shape, config_.data.seq_len));
