@@ -225,7 +225,14 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
     );
     const runDir = runDirOf(live.runId);
     const m = manifestOf(runDir);
-    const runtime = (m.pids ?? []).find((p) => p !== m.pgid);
+    // The runtime among what run.json names (its supervisor leads; fsdp-train; the runtime).
+    const runtime = (m.pids ?? []).find((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
+      } catch {
+        return false;
+      }
+    });
     assert.ok(runtime, `run.json names the runtime's pid: ${JSON.stringify(m.pids)}`);
     process.kill(runtime, 'SIGKILL'); // as the kernel's out-of-memory killer would, but with memory to spare
 

@@ -39,7 +39,7 @@ async function lossesOf(runDir: string): Promise<Map<number, number | null>> {
 
 /**
  * Runs until a step event at or past `killAt` that follows a checkpoint event, then SIGKILLs the
- * native runtime (run.json's last pid). After a checkpoint, so that there is one to resume from:
+ * native runtime (the pid its run_start names). After a checkpoint, so that there is one to resume from:
  * a run killed before its first checkpoint is refused by --resume auto (hardening-run-folder.test.ts).
  */
 async function runAndKill(config: string, runDir: string, killAt: number, resume: boolean): Promise<void> {
@@ -51,8 +51,14 @@ async function runAndKill(config: string, runDir: string, killAt: number, resume
     const step = /"type":"step".*?"step":(\d+),/.exec(line) ?? /"step":(\d+),.*?"type":"step"/.exec(line);
     if (killed || !checkpointed || !step || Number(step[1]) < killAt) return;
     killed = true;
-    const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] };
-    process.kill(manifest.pids.at(-1)!, 'SIGKILL');
+    // The runtime as it names itself in its run_start (run.json names it a poll of its supervisor later).
+    const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
+      .filter((e) => e.type === 'run_start')
+      .at(-1);
+    process.kill(start!.world!.ranks[0].pid, 'SIGKILL');
   });
   const r = await done;
   assert.ok(killed, `the run ended before step ${killAt}: ${r.stderr}`);

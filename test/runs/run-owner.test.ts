@@ -132,8 +132,13 @@ describe('one owner per run (real processes)', function () {
     const started = await local.start({ runDir, manifest, argv, cwd: repoRoot, env: { FSDP_TRAIN_NATIVE: NATIVE } });
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
+    // run.json names the supervisor, fsdp-train (its child), then the trainer, a poll after its run_start.
+    const namesTrainer = () =>
+      (manifestOf(runDir)?.pids ?? []).some(
+        (p) => alive(p) && readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith(NATIVE),
+      );
+    await until('run.json names the trainer', namesTrainer, 10_000);
     const m = manifestOf(runDir)!;
-    // run.json names the supervisor, fsdp-train (its child), then the trainer.
     const [owner, fsdpTrain, trainer] = m.pids ?? [];
     assert.equal(owner, started.pid);
     assert.ok(
