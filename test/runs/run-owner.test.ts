@@ -68,7 +68,9 @@ function readdirNumeric(dir: string): string[] {
   return (spawnSync('ls', [dir], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((n) => /^\d+$/.test(n));
 }
 
-function events(runDir: string): Array<{ type: string; status?: string; reason?: string }> {
+function events(
+  runDir: string,
+): Array<{ type: string; status?: string; reason?: string; world?: { ranks: { pid: number }[] } }> {
   const file = path.join(runDir, 'metrics.jsonl');
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
@@ -132,14 +134,12 @@ describe('one owner per run (real processes)', function () {
     const started = await local.start({ runDir, manifest, argv, cwd: repoRoot, env: { FSDP_TRAIN_NATIVE: NATIVE } });
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
-    // run.json names the supervisor, fsdp-train (its child), then the trainer, a poll after its run_start.
-    const namesTrainer = () =>
-      (manifestOf(runDir)?.pids ?? []).some(
-        (p) => alive(p) && readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith(NATIVE),
-      );
-    await until('run.json names the trainer', namesTrainer, 10_000);
+    // The trainer as it names itself (run_start); run.json names it too, a poll of its supervisor later.
+    const trainer = events(runDir).find((e) => e.type === 'run_start')!.world!.ranks[0].pid;
+    await until('run.json names the trainer', () => (manifestOf(runDir)?.pids ?? []).includes(trainer), 10_000);
     const m = manifestOf(runDir)!;
-    const [owner, fsdpTrain, trainer] = m.pids ?? [];
+    // run.json names the supervisor, then fsdp-train (its child), then the trainer.
+    const [owner, fsdpTrain] = m.pids ?? [];
     assert.equal(owner, started.pid);
     assert.ok(
       fsdpTrain && trainer && alive(trainer),
