@@ -53,24 +53,31 @@ class WorkerPids:
                     pass
 
 
+def stat_of(pid):
+    """(parent pid, start time in clock ticks since boot) of a process ("self": this one), from
+    /proc/PID/stat; None when it is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            line = f.read().decode("ascii", "replace")
+        # The command name (field 2) is in parentheses and may hold spaces: the fields after the last ")".
+        fields = line[line.rindex(")") + 2:].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def process_table():
     """{pid: (parent pid, start time)} of every process, from /proc; empty where there is no /proc."""
-    table = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return table
+        return {}
+    table = {}
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                line = f.read().decode("ascii", "replace")
-            # The command name (field 2) is in parentheses and may hold spaces: the fields after the last ")".
-            fields = line[line.rindex(")") + 2:].split()
-            table[int(name)] = (int(fields[1]), int(fields[19]))
-        except (OSError, ValueError, IndexError):
-            continue
+        if name.isdigit():
+            stat = stat_of(name)
+            if stat is not None:
+                table[int(name)] = stat
     return table
 
 

@@ -6,6 +6,7 @@ import os
 import sys
 
 from fsdp_studio import run_manifest
+from fsdp_studio.run_processes import stat_of
 
 #: The starting manifest's environment variable: what the launcher knows of the run (its id, name,
 #: config, world, host, target, command…), as runs/folder/run-folder.ts startingManifest composes it.
@@ -54,12 +55,8 @@ def leads_run_group():
 
 def own_start_ticks():
     """When this process started, in clock ticks since boot (field 22 of /proc/self/stat); 0 when unknown."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            line = f.read().decode("ascii", "replace")
-        return int(line[line.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return 0
+    stat = stat_of("self")
+    return stat[1] if stat else 0
 
 
 def boot_id():

@@ -86,11 +86,7 @@ class RuntimeRun:
             elif kind == "step" and isinstance(e.get("step"), int):
                 self.step = max(self.step, e["step"])
             elif kind == "run_end":
-                self.ended = e
-                self.step = e.get("step", self.step) if isinstance(e.get("step"), int) else self.step
-                fields.update(status=e.get("status", "failed"), step=self.step)
-                if e.get("reason"):
-                    fields["end_reason"] = e["reason"]
+                fields.update(self.take_end(e))
         now = time.monotonic()
         # The step at most once a second, and only when it moved (a paused run leaves run.json alone).
         if self.started and not self.ended and self.step != self.step_in_manifest and now - self.step_written >= 1.0:
@@ -102,6 +98,16 @@ class RuntimeRun:
             run_manifest.update(self.run_dir, fields)
         return fields
 
+    def take_end(self, e):
+        """The runtime's run_end event as the run's end: the fields of run.json it sets."""
+        self.ended = e
+        if isinstance(e.get("step"), int):
+            self.step = e["step"]
+        fields = {"status": e.get("status", "failed"), "step": self.step}
+        if e.get("reason"):
+            fields["end_reason"] = e["reason"]
+        return fields
+
     def end(self, before, reason):
         """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
         never started the run (no run_start: a refused --resume, a config the runtime refused) in a
@@ -111,12 +117,7 @@ class RuntimeRun:
         self.follow()
         if self.ended is None and stderr_run_end[0] is not None:
             # The runtime's own end, which it could not append to metrics.jsonl (a full disk).
-            e = stderr_run_end[0]
-            self.ended = e
-            fields = {"status": e.get("status", "failed"), "step": e.get("step", self.step) if isinstance(e.get("step"), int) else self.step}
-            if e.get("reason"):
-                fields["end_reason"] = e["reason"]
-            run_manifest.update(self.run_dir, fields)
+            run_manifest.update(self.run_dir, self.take_end(stderr_run_end[0]))
             return
         if self.ended is not None:
             return
