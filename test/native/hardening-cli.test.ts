@@ -7,7 +7,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { until } from '../harness/until';
-import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
+import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 
 describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', function () {
   this.timeout(180_000);
@@ -111,13 +111,7 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
     const { child, done } = startTrain([config, '--nproc', '2', '--run-dir', runDir], (line, c) => {
       if (signalled || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
       signalled = true;
-      // The ranks as the runtime names them in its run_start (run.json names them a poll later).
-      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
-        .find((e) => e.type === 'run_start');
-      pids = (start?.world?.ranks ?? []).map((r) => r.pid);
+      pids = rankPidsOf(runDir);
       process.kill(pids.at(-1)!, 'SIGSTOP'); // the last rank freezes: a graceful stop cannot finish
       c.kill('SIGTERM');
       setTimeout(() => c.kill('SIGTERM'), 500);

@@ -21,7 +21,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { nativeCli } from './native-build';
-import { eventsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
+import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 
 const quote = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -96,13 +96,7 @@ describe('fsdp-train: the run folder stays consistent', function () {
     const { done } = startTrain([config, '--run-dir', runDir], (line, child) => {
       if (first || !line.includes('"type":"step"') || !line.includes('"step":7,')) return;
       // The first trainer pauses between checkpoints: its folder must not change while the others try.
-      // The trainer names itself in its run_start (run.json follows a poll later).
-      const started = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
-        .find((e) => e.type === 'run_start');
-      const runtime = started!.world!.ranks[0].pid;
+      const runtime = rankPidsOf(runDir)[0];
       // The lock is the trainer's own (the process that writes the checkpoints), not fsdp-train's.
       first = { pid: runtime };
       assert.notEqual(runtime, child.pid);

@@ -3,19 +3,19 @@
 // sequence of an uninterrupted run; a truncated or corrupted checkpoint is reported by path and
 // never loaded.
 import assert from 'node:assert/strict';
-import {
-  openSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  truncateSync,
-  unlinkSync,
-  writeSync,
-  closeSync,
-  statSync,
-} from 'node:fs';
+import { openSync, readSync, rmSync, truncateSync, unlinkSync, writeSync, closeSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { eventsOf, lossHistory, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
+import {
+  eventsOf,
+  lossHistory,
+  rankPidsOf,
+  readRun,
+  smallConfig,
+  startTrain,
+  tempDir,
+  train,
+  writeConfig,
+} from './train-runs';
 
 const STEPS = 14;
 
@@ -51,14 +51,7 @@ async function runAndKill(config: string, runDir: string, killAt: number, resume
     const step = /"type":"step".*?"step":(\d+),/.exec(line) ?? /"step":(\d+),.*?"type":"step"/.exec(line);
     if (killed || !checkpointed || !step || Number(step[1]) < killAt) return;
     killed = true;
-    // The runtime as it names itself in its run_start (run.json names it a poll of its supervisor later).
-    const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
-      .filter((e) => e.type === 'run_start')
-      .at(-1);
-    process.kill(start!.world!.ranks[0].pid, 'SIGKILL');
+    process.kill(rankPidsOf(runDir)[0], 'SIGKILL');
   });
   const r = await done;
   assert.ok(killed, `the run ended before step ${killAt}: ${r.stderr}`);

@@ -90,6 +90,17 @@ export interface RunRecord {
   manifest: RunManifest;
 }
 
+/** The pids of the ranks the runtime's last run_start names: its own word (run.json names them a poll of its supervisor later). */
+export function rankPidsOf(runDir: string): number[] {
+  const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
+    .filter((e) => e.type === 'run_start')
+    .at(-1);
+  return (start?.world?.ranks ?? []).map((r) => r.pid);
+}
+
 /** The events of a run folder, read as the extension reads them (a runtime started by hand has no run.json: that is its supervisor's). */
 export async function readEvents(runDir: string): Promise<Omit<RunRecord, 'manifest'>> {
   const batch = await new RunLogReader(path.join(runDir, 'metrics.jsonl')).read();
