@@ -6,7 +6,7 @@
 // log scale and outlier clipping, the x axis in time, the log tab, CSV and PNG export through the
 // save dialog, the spike view, and the header's progress before the first step and during a save.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalMachine } from '../../runs/machines/local-machine';
@@ -300,12 +300,8 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     const csv = path.join(workspace, 'rich-run-metrics.csv');
     await frame.locator('#export-csv').click();
     await saveAs(csv);
-    await until(
-      'the CSV',
-      async () => existsSync(csv),
-      (ok) => ok,
-      30_000,
-    );
+    // The file exists before its bytes are in it: the toast comes once the write has finished.
+    await vscode.waitForNotification(/Saved .*rich-run-metrics\.csv \(/, 30_000);
     const lines = readFileSync(csv, 'utf8').trimEnd().split('\n');
     assert.equal(lines[0], 'step,time,elapsed_s,loss,lr,grad_norm,tokens_per_s,step_ms,mfu,mem_peak,mem_rss');
     assert.ok(lines.length > 60, `${lines.length} lines`);
@@ -317,12 +313,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
     assert.match(dataUrl.slice(0, 40), /^data:image\/png;base64,/);
     await frame.locator('.chart-memory [data-tool=png]').click();
     await saveAs(png);
-    await until(
-      'the PNG',
-      async () => existsSync(png),
-      (ok) => ok,
-      30_000,
-    );
+    await vscode.waitForNotification(/Saved .*watch-exported-memory-chart\.png \(/, 30_000);
     const bytes = readFileSync(png);
     assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG');
     const width = bytes.readUInt32BE(16);

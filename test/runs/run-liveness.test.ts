@@ -217,12 +217,18 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     await until('run.json', () => existsSync(path.join(runDir, 'run.json')), 30_000);
     await w.start();
     await until('step 2', () => (w.history.lastStep ?? 0) >= 2, 60_000);
+    // The supervisor names the runtime's processes a poll after the runtime's first events, which
+    // the watch may read first: wait for them.
+    await until(
+      'the supervisor, fsdp-train and the runtime named in run.json',
+      () => (manifestOf(runDir)?.pids ?? []).length >= 3,
+      10_000,
+    );
     const manifest = manifestOf(runDir);
     // The run's owner, the supervisor, leads a group of its own, apart from the terminal's.
     const pgid = manifest?.pgid;
     assert.ok(pgid !== undefined && pgid !== child.pid, `the supervisor's group: ${pgid}`);
     groups.push(pgid);
-    assert.ok((manifest?.pids ?? []).length >= 3, 'the supervisor, fsdp-train and the runtime are named');
     process.kill(-pgid, 'SIGKILL');
     process.kill(-child.pid!, 'SIGKILL');
     await until('the run to be failed', () => w.status() === 'failed', 30_000);
