@@ -224,16 +224,23 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       30_000,
     );
     const runDir = runDirOf(live.runId);
-    const m = manifestOf(runDir);
-    // The runtime among what run.json names (its supervisor leads; fsdp-train; the runtime).
-    const runtime = (m.pids ?? []).find((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
-      } catch {
-        return false;
-      }
-    });
-    assert.ok(runtime, `run.json names the runtime's pid: ${JSON.stringify(m.pids)}`);
+    // The runtime among what run.json names (its supervisor leads; fsdp-train; the runtime), which
+    // the supervisor writes a poll after the runtime's first events.
+    const runtimeOf = () =>
+      (manifestOf(runDir).pids ?? []).find((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
+        } catch {
+          return false;
+        }
+      });
+    const runtime = await until(
+      "run.json to name the runtime's pid",
+      async () => runtimeOf(),
+      (pid) => pid !== undefined,
+      10_000,
+    );
+    assert.ok(runtime);
     process.kill(runtime, 'SIGKILL'); // as the kernel's out-of-memory killer would, but with memory to spare
 
     const text = await vscode.waitForNotification(/long failed:/, 60_000);
