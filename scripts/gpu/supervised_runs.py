@@ -115,6 +115,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = ap.parse_args()
+    if not args.cli.is_file():
+        ap.error(f"--cli {args.cli}: no such file (native/build-gpu/Release/fsdp-train-native after first-run.sh's build part)")
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "supervised-work"
     work.mkdir(exist_ok=True)
