@@ -13,7 +13,7 @@ import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
-import { underOwner } from '../harness/run-owner-argv';
+import { startingManifest, underOwner } from '../harness/run-owner-argv';
 
 interface ChartPoints {
   x: number[];
@@ -83,17 +83,7 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
       runDir,
       argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
-      manifest: {
-        v: 1,
-        run_id: runId,
-        name: runId,
-        created: Date.now() / 1000,
-        status: 'starting',
-        config: {},
-        world: { size: 1 },
-        host: os.hostname(),
-        target: 'local',
-      },
+      manifest: startingManifest(runId),
     });
     started.push(run.pgid);
     return runDir;

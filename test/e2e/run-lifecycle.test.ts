@@ -15,7 +15,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
-import { underOwner } from '../harness/run-owner-argv';
+import { startingManifest, underOwner } from '../harness/run-owner-argv';
 
 const SAMPLE_DATA = path.join(repoRoot, 'samples', 'data');
 
@@ -301,17 +301,7 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       runDir,
       argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
-      manifest: {
-        v: 1,
-        run_id: 'slow-save',
-        name: 'slow-save',
-        created: Date.now() / 1000,
-        status: 'starting',
-        config: {},
-        world: { size: 1 },
-        host: os.hostname(),
-        target: 'local',
-      },
+      manifest: startingManifest('slow-save'),
     });
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('slow-save');
@@ -353,17 +343,7 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       runDir,
       argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
-      manifest: {
-        v: 1,
-        run_id: 'nan-run',
-        name: 'nan-run',
-        created: Date.now() / 1000,
-        status: 'starting',
-        config: {},
-        world: { size: 1 },
-        host: os.hostname(),
-        target: 'local',
-      },
+      manifest: startingManifest('nan-run'),
     });
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('nan-run');

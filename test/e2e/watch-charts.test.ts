@@ -13,7 +13,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { E2E_OUTPUT, VsCodeSession } from './harness/vscode-session';
-import { underOwner } from '../harness/run-owner-argv';
+import { startingManifest, underOwner } from '../harness/run-owner-argv';
 
 interface ChartInfo {
   id: string;
@@ -63,17 +63,7 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
       runDir,
       argv: underOwner(runDir, argv, 'native'),
       cwd: repoRoot,
-      manifest: {
-        v: 1,
-        run_id: runId,
-        name: runId,
-        created: Date.now() / 1000,
-        status: 'starting',
-        config: {},
-        world: { size: 1 },
-        host: os.hostname(),
-        target: 'local',
-      },
+      manifest: startingManifest(runId),
     });
     started.push(run.pgid);
     return runDir;

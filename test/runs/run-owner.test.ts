@@ -22,7 +22,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
 import { sampleRunConfig } from '../harness/sample-run-config';
 import { until } from '../harness/until';
-import { underOwner } from '../harness/run-owner-argv';
+import { startingManifest, underOwner } from '../harness/run-owner-argv';
 import { untilOwned } from '../../runs/launch/until-owned';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
@@ -104,33 +104,18 @@ describe('one owner per run (real processes)', function () {
     const runDir = path.join(tmp, 'native-20261126-000000-abcd');
     const runId = path.basename(runDir);
     // As the editor starts it: the supervisor (the run's owner) around fsdp-train --supervised.
-    const argv = underOwner(
+    const fsdpTrainArgv = (...args: string[]) => [
+      process.execPath,
+      '--import',
+      'tsx',
+      FSDP_TRAIN,
+      path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
+      '--run-dir',
       runDir,
-      [
-        process.execPath,
-        '--import',
-        'tsx',
-        FSDP_TRAIN,
-        path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
-        '--run-dir',
-        runDir,
-        '--set',
-        'training.max_steps=100000',
-        '--supervised',
-      ],
-      'native',
-    );
-    const manifest: RunManifest = {
-      v: 1,
-      run_id: runId,
-      created: Date.now() / 1000,
-      status: 'starting',
-      config: {},
-      world: { size: 1 },
-      host: os.hostname(),
-      target: 'local',
-      command: argv,
-    };
+      ...args,
+    ];
+    const argv = underOwner(runDir, fsdpTrainArgv('--set', 'training.max_steps=100000', '--supervised'), 'native');
+    const manifest = startingManifest(runId, { command: argv });
     const started = await local.start({ runDir, manifest, argv, cwd: repoRoot, env: { FSDP_TRAIN_NATIVE: NATIVE } });
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
@@ -150,20 +135,13 @@ describe('one owner per run (real processes)', function () {
     process.kill(trainer, 'SIGSTOP');
     process.kill(fsdpTrain, 'SIGKILL');
     await until('fsdp-train gone', () => !alive(fsdpTrain), 10_000);
-    const second = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        FSDP_TRAIN,
-        path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
-        '--run-dir',
-        runDir,
-        '--resume',
-        'auto',
-      ],
-      { cwd: repoRoot, encoding: 'utf8', timeout: 120_000, env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE } },
-    );
+    const [node, ...secondArgs] = fsdpTrainArgv('--resume', 'auto');
+    const second = spawnSync(node, secondArgs, {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE },
+    });
     assert.equal(second.status, 1, `a second trainer on the folder was accepted: ${second.stderr}`);
     assert.match(second.stderr, new RegExp(`in use by another trainer: pid ${trainer} `));
 
@@ -197,17 +175,7 @@ describe('one owner per run (real processes)', function () {
     );
     assert.equal(runtimeArgv[0], 'mpirun');
     const argv = underOwner(runDir, runtimeArgv, 'native');
-    const manifest: RunManifest = {
-      v: 1,
-      run_id: runId,
-      created: Date.now() / 1000,
-      status: 'starting',
-      config: {},
-      world: { size: 2 },
-      host: os.hostname(),
-      target: 'local',
-      command: argv,
-    };
+    const manifest = startingManifest(runId, { command: argv, world: { size: 2 } });
     const started = await local.start({ runDir, manifest, argv, cwd: runDir, env: { OMP_WAIT_POLICY: 'passive' } });
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
@@ -242,18 +210,7 @@ describe('one owner per run (real processes)', function () {
       const runDir = path.join(tmp, `cmd-20261126-00000${what.length % 10}-abcd`);
       const runId = path.basename(runDir);
       const argv = ['python3', SUPERVISOR, '--run-dir', runDir, ...command];
-      const manifest: RunManifest = {
-        v: 1,
-        run_id: runId,
-        created: Date.now() / 1000,
-        status: 'starting',
-        config: {},
-        world: { size: 1 },
-        host: os.hostname(),
-        target: 'local',
-        command: argv,
-        kind: 'command',
-      };
+      const manifest = startingManifest(runId, { command: argv, kind: 'command' });
       const started = await local.start({ runDir, manifest, argv, cwd: tmp });
       cleanup.push(started.pgid);
       await until('the command running', () => manifestOf(runDir)?.status === 'running', 60_000);
@@ -281,16 +238,7 @@ describe('one owner per run (real processes)', function () {
 
   it('a detached launch returns once its owner named itself in run.json; an owner that cannot start fails the launch with what it printed', async () => {
     const runDir = path.join(tmp, 'owned-20261126-000000-abcd');
-    const manifest: RunManifest = {
-      v: 1,
-      run_id: path.basename(runDir),
-      created: Date.now() / 1000,
-      status: 'starting',
-      config: {},
-      world: { size: 1 },
-      host: os.hostname(),
-      target: 'local',
-    };
+    const manifest = startingManifest(path.basename(runDir));
     const launched = async (argv: string[]) => {
       const started = await local.start({ runDir, manifest, argv, cwd: tmp });
       cleanup.push(started.pgid);
