@@ -99,6 +99,20 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
   });
 
   /** Launch, stop after `stopAfter` steps as Stop does, start again in the same folder, run to the end: every step once. */
+  /** What run.json says and which of its processes live, for a failure's message. */
+  async function runState(runDir: string): Promise<string> {
+    const m = await local.readManifest(runDir).catch(() => undefined);
+    const alive = (m?.pids ?? []).map((pid) => {
+      try {
+        return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').slice(0, 3).join(' ')}`;
+      } catch {
+        return `${pid} gone`;
+      }
+    });
+    const stdout = readFileSync(path.join(runDir, 'stdout.log'), 'utf8').slice(-600);
+    return `run.json: ${m?.status ?? 'unreadable'}, processes: ${alive.join('; ') || 'none named'}; stdout ends: ${stdout}`;
+  }
+
   async function launchStopResume(
     c: Case,
     stopAfter: number,
@@ -140,11 +154,20 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     for (const line of c.stoppedLines)
       assert.equal(Number(line.exec(out)?.[1]), stoppedAt, `every rank stopped after the same step: ${out}`);
 
+    // Resumed as the editor resumes (extension/commands/show-launched.ts): run.json read again, then
+    // followed from when the resume was asked for — an end older than that is the last attempt's.
+    const askedAt = Date.now() / 1000;
     await launch(started);
-    watch.follow();
-    await until(`${c.name} resumed to complete`, () => watch.history.end?.status === 'completed').catch((e: Error) => {
-      throw new Error(`${e.message}: ${JSON.stringify(watch.history.end)}\n${stderr()}`);
-    });
+    await watch.refreshManifest();
+    watch.follow({ resumedAt: askedAt });
+    await until(`${c.name} resumed to complete`, () => watch.history.end?.status === 'completed').catch(
+      async (e: Error) => {
+        throw new Error(
+          `${e.message}: ${JSON.stringify(watch.history.end)}; the watch: ${watch.connection.state}, ` +
+            `last step ${watch.history.lastStep}; ${await runState(started.runDir)}\n${stderr()}`,
+        );
+      },
+    );
     const first = c.firstStep ?? 1;
     // The resumed start's own event file is found by listing the folder: give a loaded machine time
     // (CI once missed 30 s for the Hugging Face Trainer's last step; not reproduced since).
