@@ -321,7 +321,11 @@ export class RunWatch {
     const resumedHere = end !== undefined && this.resumedAt > end.time && !this.vanished;
     const resuming =
       end &&
-      ((this.manifest && !ENDED.has(this.manifest.status) && (this.manifest.updated ?? 0) > end.time) || resumedHere);
+      ((this.manifest &&
+        !ENDED.has(this.manifest.status) &&
+        (this.manifest.updated ?? 0) > end.time &&
+        !this.manifestOfEndedAttempt()) ||
+        resumedHere);
     if (end && !resuming) return end.status;
     const m = this.manifest?.status;
     if (resumedHere && (this.manifest?.updated ?? 0) <= this.resumedAt) return 'starting';
@@ -333,6 +337,17 @@ export class RunWatch {
     if (this.history.start) return 'running';
     if (m) return m;
     return 'unknown';
+  }
+
+  /**
+   * run.json names a process of the attempt whose end the log holds: it is that attempt's owner,
+   * writing a poll behind the log (the supervisor turns the runtime's events into run.json, and a
+   * step it wrote just after the runtime's run_end must not read as a resume). A resume's run.json
+   * names only its own processes (runs/folder/run-folder.ts startingManifest drops the last ones).
+   */
+  private manifestOfEndedAttempt(): boolean {
+    const named = new Set(this.manifest?.pids ?? []);
+    return (this.history.start?.world.ranks ?? []).some((r) => r.pid !== undefined && named.has(r.pid));
   }
 
   /** Why the run ended, in words, when it did not complete. */

@@ -2,7 +2,7 @@
 // their own session, followed from byte offsets, stopped by process group, resumed, and watched
 // through ssh connections that are cut mid-run — every step arrives exactly once.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -176,6 +176,50 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
         throw new Error(`${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}`, { cause: e });
       });
       assertEveryStepOnce(w, 50);
+    });
+
+    it('a run.json its owner wrote a poll after the log\'s end (still "running") is not read as a resume; one a resume wrote is', async () => {
+      const runDir = path.join(tmp, 'runs', 'behind');
+      mkdirSync(runDir, { recursive: true });
+      const rank = 4_000_001; // the attempt's runtime, as its run_start names it
+      const t = Date.now() / 1000 - 10;
+      const events = [
+        {
+          v: 1,
+          type: 'run_start',
+          time: t,
+          run_id: 'behind',
+          config: {},
+          world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu', pid: rank }] },
+        },
+        {
+          v: 1,
+          type: 'step',
+          time: t + 1,
+          step: 1,
+          loss: 2,
+          lr: 1e-3,
+          grad_norm: 1,
+          tokens_per_s: 1,
+          step_ms: 1,
+          mem_peak: 1,
+        },
+        { v: 1, type: 'run_end', time: t + 2, status: 'completed', step: 1 },
+      ];
+      writeFileSync(path.join(runDir, 'metrics.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+      const writeManifest = (fields: Partial<RunManifest>) =>
+        writeFileSync(path.join(runDir, 'run.json'), JSON.stringify({ ...manifestFor(runDir, 'local'), ...fields }));
+      // The supervisor's step write landed after the runtime's run_end; its end write comes next.
+      writeManifest({ status: 'running', step: 1, updated: t + 2.05, pids: [4_000_000, rank] });
+      const w = watch(local, runDir);
+      await w.start();
+      await until('the end read', () => w.history.end !== undefined, 10_000);
+      assert.equal(w.status(), 'completed');
+      assert.equal(w.isLive(), false);
+      // A resume's run.json names its own processes only: that one is a start, and the run live again.
+      writeManifest({ status: 'starting', updated: t + 5, pids: [4_000_002] });
+      await w.refreshManifest();
+      assert.equal(w.isLive(), true);
     });
 
     it('reports a run whose processes died without a run_end as failed', async () => {
