@@ -38,10 +38,10 @@ def supervised(root: Path, cli: Path, cfg: dict[str, Any], run_dir: Path) -> sub
 
 
 def run_json(run_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    """The run's manifest, read by the companion's own reader (main() puts python/ on the path)."""
+    from fsdp_studio import run_manifest
+
+    return run_manifest.read(str(run_dir)) or {}
 
 
 def alive(pid: int) -> bool:
@@ -75,8 +75,8 @@ def completes(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, device
     ok = (p.returncode == 0 and m.get("status") == "completed" and m.get("step") == 20 and len(m.get("pids", [])) >= 2
           and m["pids"][0] == p.pid and bool(ranks) and str(ranks[0].get("device", "")).startswith(device)
           and len(of_type(events, "step")) == 20 and len(of_type(events, "run_end")) == 1)
-    c.check(f"the supervisor around the {device} runtime: run.json completed at step 20, naming its processes", ok,
-            {"code": p.returncode, "run.json": {k: m.get(k) for k in ("status", "step", "max_steps", "pids", "end_reason", "runtime_version")},
+    c.check(f"the supervisor around the {device} runtime: the manifest says completed at step 20, naming its processes", ok,
+            {"code": p.returncode, "manifest": {k: m.get(k) for k in ("status", "step", "max_steps", "pids", "end_reason", "runtime_version")},
              "device": ranks[0].get("device") if ranks else None, "stderr": err[-800:]})
 
 
@@ -91,8 +91,8 @@ def runtime_killed(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, d
         time.sleep(0.2)
     if pid is None:
         p.kill()
-        c.check(f"the {device} runtime SIGKILLed under its supervisor: run.json failed, naming the signal", False,
-                {"run.json": run_json(run_dir), "stderr": (p.communicate()[1] or "")[-800:]})
+        c.check(f"the {device} runtime SIGKILLed under its supervisor: the manifest says failed, naming the signal", False,
+                {"manifest": run_json(run_dir), "stderr": (p.communicate()[1] or "")[-800:]})
         return
     os.kill(pid, signal.SIGKILL)
     try:
@@ -104,7 +104,7 @@ def runtime_killed(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, d
     reason = m.get("end_reason") or ""
     left = [q for q in m.get("pids", []) if alive(q)]
     ok = m.get("status") == "failed" and ("signal 9" in reason or "SIGKILL" in reason) and not left
-    c.check(f"the {device} runtime SIGKILLed under its supervisor: run.json failed, naming the signal", ok,
+    c.check(f"the {device} runtime SIGKILLed under its supervisor: the manifest says failed, naming the signal", ok,
             {"status": m.get("status"), "end_reason": reason, "left": left, "stderr": err[-800:]})
 
 
@@ -117,6 +117,7 @@ def main() -> int:
     args = ap.parse_args()
     if not args.cli.is_file():
         ap.error(f"--cli {args.cli}: no such file (native/build-gpu/Release/fsdp-train-native after first-run.sh's build part)")
+    sys.path.insert(0, str(args.root.resolve() / "python"))
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "supervised-work"
     work.mkdir(exist_ok=True)
