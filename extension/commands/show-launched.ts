@@ -23,9 +23,6 @@ export async function showLaunched(
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
   showStartProgress(watch, record.name);
-  if (facts.resumedAt !== undefined) {
-    await watch.refreshManifest();
-    watch.follow({ resumedAt: facts.resumedAt });
-  }
+  if (facts.resumedAt !== undefined) await watch.followResume(facts.resumedAt);
   studio.dashboards.show(record);
 }

@@ -98,7 +98,7 @@ export class RunWatch {
   private readonly printedOffsets = new Map<PrintedFile, number>();
   /** The file whose step lines the charts take: the first to give one (the other may repeat them later, or late). */
   private printedFile: PrintedFile | undefined;
-  /** When the latest resume was asked for (seconds; see follow()). */
+  /** When the latest resume was asked for (seconds; see followResume()). */
   private resumedAt = -Infinity;
   private liveness: NodeJS.Timeout | undefined;
   /** The memory cgroup of the run's process group as first seen alive (runs on this machine). */
@@ -145,12 +145,19 @@ export class RunWatch {
   }
 
   /**
-   * Starts following again, e.g. after a resume appended to a finished run's log. `resumedAt`
-   * (seconds): when the resume was asked for; an end written before it is the last run's, not this
-   * one's, even when it is read only now (Resume pressed as the stop's last lines arrive).
+   * After a resume or relaunch in this run's folder: run.json read again (the launch rewrote it),
+   * then followed on. `resumedAt` (seconds): when the resume was asked for; an end written before it
+   * is the last run's, not this one's, even when it is read only now (Resume pressed as the stop's
+   * last lines arrive, or while the watch still settles that end).
    */
-  follow(opts: { resumedAt?: number } = {}): void {
-    if (opts.resumedAt !== undefined) this.resumedAt = opts.resumedAt;
+  async followResume(resumedAt: number): Promise<void> {
+    this.resumedAt = resumedAt;
+    await this.refreshManifest();
+    this.follow();
+  }
+
+  /** Starts following metrics.jsonl (and the run's logs) from where this watch stopped reading. */
+  follow(): void {
     if (this.disposed || this.follower || this.logFolder) return;
     this.vanished = undefined;
     const pid = this.manifest?.pgid;

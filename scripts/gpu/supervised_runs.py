@@ -54,14 +54,11 @@ def alive(pid: int) -> bool:
         return True
 
 
-def runtime_pid(run_dir: Path, cli: Path) -> int | None:
-    for pid in run_json(run_dir).get("pids", []):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(cli.name.encode()):
-                return pid
-        except OSError:
-            pass
-    return None
+def runtime_pid(run_dir: Path) -> int | None:
+    """The runtime as it names itself: the pid in its run_start."""
+    start = of_type(events_of(run_dir), "run_start")
+    ranks = (start[0].get("world") or {}).get("ranks", []) if start else []
+    return ranks[0].get("pid") if ranks else None
 
 
 def completes(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, device: str) -> None:
@@ -86,7 +83,7 @@ def runtime_killed(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, d
     deadline = time.time() + 120
     pid = None
     while time.time() < deadline and p.poll() is None:
-        if of_type(events_of(run_dir), "step") and (pid := runtime_pid(run_dir, cli)):
+        if of_type(events_of(run_dir), "step") and (pid := runtime_pid(run_dir)):
             break
         time.sleep(0.2)
     if pid is None:

@@ -16,6 +16,7 @@ import { repoRoot } from '../../scripts/code-server';
 import { untilValue as until } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
 import { startingManifest, underOwner } from '../harness/run-owner-argv';
+import { runtimeAmong } from '../native/train-runs';
 
 const SAMPLE_DATA = path.join(repoRoot, 'samples', 'data');
 
@@ -226,17 +227,9 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
     const runDir = runDirOf(live.runId);
     // The runtime among what run.json names (its supervisor leads; fsdp-train; the runtime), which
     // the supervisor writes a poll after the runtime's first events.
-    const runtimeOf = () =>
-      (manifestOf(runDir).pids ?? []).find((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
-        } catch {
-          return false;
-        }
-      });
     const runtime = await until(
       "run.json to name the runtime's pid",
-      async () => runtimeOf(),
+      async () => runtimeAmong(manifestOf(runDir).pids ?? []),
       (pid) => pid !== undefined,
       10_000,
     );

@@ -101,6 +101,17 @@ export function rankPidsOf(runDir: string): number[] {
   return (start?.world?.ranks ?? []).map((r) => r.pid);
 }
 
+/** The native runtime among `pids` (run.json names its supervisor and launchers too), by its command line. */
+export function runtimeAmong(pids: readonly number[]): number | undefined {
+  return pids.find((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** The events of a run folder, read as the extension reads them (a runtime started by hand has no run.json: that is its supervisor's). */
 export async function readEvents(runDir: string): Promise<Omit<RunRecord, 'manifest'>> {
   const batch = await new RunLogReader(path.join(runDir, 'metrics.jsonl')).read();

@@ -154,12 +154,11 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     for (const line of c.stoppedLines)
       assert.equal(Number(line.exec(out)?.[1]), stoppedAt, `every rank stopped after the same step: ${out}`);
 
-    // Resumed as the editor resumes (extension/commands/show-launched.ts): run.json read again, then
-    // followed from when the resume was asked for — an end older than that is the last attempt's.
+    // Resumed as the editor resumes (extension/commands/show-launched.ts): followed from when the
+    // resume was asked for — an end older than that is the last attempt's.
     const askedAt = Date.now() / 1000;
     await launch(started);
-    await watch.refreshManifest();
-    watch.follow({ resumedAt: askedAt });
+    await watch.followResume(askedAt);
     await until(`${c.name} resumed to complete`, () => watch.history.end?.status === 'completed').catch(
       async (e: Error) => {
         throw new Error(

@@ -13,7 +13,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
 import { SshMachine } from '../../runs/machines/ssh-machine';
 import { LoopbackSshd } from '../harness/sshd';
-import { smallConfig, startTrain, tempDir, writeConfig } from '../native/train-runs';
+import { runtimeAmong, smallConfig, startTrain, tempDir, writeConfig } from '../native/train-runs';
 import { until } from '../harness/until';
 import { underOwner } from '../harness/run-owner-argv';
 
@@ -147,7 +147,7 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     await w.start();
     await until('the stop read', () => w.status() === 'stopped', 10_000);
     await until('the watch to let go', () => w.connection.state === 'closed', 10_000);
-    w.follow({ resumedAt: Date.now() / 1000 });
+    await w.followResume(Date.now() / 1000);
     assert.equal(w.status(), 'starting', 'Resume pressed: run.json still says stopped, the run is starting');
     writeFileSync(
       path.join(runDir, 'metrics.jsonl'),
@@ -251,14 +251,7 @@ describe('liveness of runs the editor did not launch (real fsdp-train)', functio
     await w.start();
     await until('step 2', () => (w.history.lastStep ?? 0) >= 2, 60_000);
     // run.json names the runtime as soon as its supervisor has seen it start (a poll after run_start).
-    const runtimeOf = () =>
-      (manifestOf(runDir)?.pids ?? []).find((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('fsdp-train-native');
-        } catch {
-          return false;
-        }
-      });
+    const runtimeOf = () => runtimeAmong(manifestOf(runDir)?.pids ?? []);
     await until('run.json names the runtime', () => runtimeOf() !== undefined, 10_000);
     const runtimePid = runtimeOf()!;
     process.kill(runtimePid, 'SIGKILL');

@@ -23,6 +23,7 @@ import { RunWatch } from '../../runs/watch/run-watch';
 import { sampleRunConfig } from '../harness/sample-run-config';
 import { until } from '../harness/until';
 import { startingManifest, underOwner } from '../harness/run-owner-argv';
+import { rankPidsOf } from '../native/train-runs';
 import { untilOwned } from '../../runs/launch/until-owned';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
@@ -68,9 +69,7 @@ function readdirNumeric(dir: string): string[] {
   return (spawnSync('ls', [dir], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((n) => /^\d+$/.test(n));
 }
 
-function events(
-  runDir: string,
-): Array<{ type: string; status?: string; reason?: string; world?: { ranks: { pid: number }[] } }> {
+function events(runDir: string): Array<{ type: string; status?: string; reason?: string }> {
   const file = path.join(runDir, 'metrics.jsonl');
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
@@ -120,7 +119,7 @@ describe('one owner per run (real processes)', function () {
     cleanup.push(started.pgid);
     await until('the first steps', () => events(runDir).some((e) => e.type === 'step'), 180_000);
     // The trainer as it names itself (run_start); run.json names it too, a poll of its supervisor later.
-    const trainer = events(runDir).find((e) => e.type === 'run_start')!.world!.ranks[0].pid;
+    const [trainer] = rankPidsOf(runDir);
     await until('run.json names the trainer', () => (manifestOf(runDir)?.pids ?? []).includes(trainer), 10_000);
     const m = manifestOf(runDir)!;
     // run.json names the supervisor, then fsdp-train (its child), then the trainer.

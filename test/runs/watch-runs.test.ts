@@ -167,7 +167,7 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       });
       const w = watch(local, runDir);
       void w.start();
-      w.follow({ resumedAt: askedAt });
+      void w.followResume(askedAt);
       await until(
         'the resumed run_end',
         () => w.history.lastStep === 50 && w.history.end?.status === 'completed',
