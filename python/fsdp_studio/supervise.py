@@ -146,7 +146,7 @@ def main(argv=None):
             "type": "run_start",
             "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
             "config": (manifest or {}).get("config", {}),
-            "world": {"size": world, "ranks": [{"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid} for r, c in enumerate(children)]},
+            "world": {"size": command_world(manifest, world), "ranks": [{"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid} for r, c in enumerate(children)]},
             "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
         })
         on_poll = workers.refresh
@@ -171,6 +171,14 @@ def main(argv=None):
         finish(log, run_dir, status, reason)
     dismiss_guard(guard)
     return code
+
+
+def command_world(manifest, started):
+    """The ranks a person's command starts: the launcher's own count when it starts them itself
+    (torchrun --nproc_per_node 2 is one process here and two ranks; the editor read the count from
+    the command into run.json's world.size), else the processes started here (--nproc)."""
+    size = ((manifest or {}).get("world") or {}).get("size")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > started else started
 
 
 def command_end(args, env, stopped, codes, failed, last_words):

@@ -113,13 +113,14 @@ export function manifestFor(
         launcher: spec.command.launcher,
         cwd: spec.cwd,
         env: spec.env,
-        nproc_per_node: spec.nproc,
+        // The spec's own nproc_per_node starts copies of a plain python command; a launcher's ranks are its options'.
+        ...(spec.command.launcher === 'python' ? { nproc_per_node: spec.nproc } : {}),
         target: spec.target,
         ...(spec.config ? { config: spec.config } : {}),
         ...(spec.metricsPatterns ? { metrics: { pattern: spec.metricsPatterns } } : {}),
       },
       configPath: req.specPath,
-      world: { size: spec.worldSize ?? 1, ...(spec.nproc > 1 ? { nproc_per_node: spec.nproc } : {}) },
+      world: manifestWorld(spec),
       host,
       target,
       command: argv,
@@ -128,4 +129,19 @@ export function manifestFor(
     },
     previous,
   );
+}
+
+/**
+ * The ranks the command starts, as run.json's world: the launcher's options (torchrun --nproc_per_node
+ * and --nnodes, accelerate launch --num_processes, deepspeed --num_gpus, mpirun -np), or the spec's
+ * nproc_per_node copies of a plain python command; one rank when neither says.
+ */
+export function manifestWorld(spec: ResolvedLaunchSpec): RunManifest['world'] {
+  const c = spec.command;
+  const perNode = c.launcher === 'python' ? spec.nproc : c.nprocPerNode;
+  return {
+    size: spec.worldSize ?? 1,
+    ...(perNode !== undefined && perNode > 1 ? { nproc_per_node: perNode } : {}),
+    ...(c.launcher !== 'python' && c.nnodes !== undefined && c.nnodes > 1 ? { nnodes: c.nnodes } : {}),
+  };
 }

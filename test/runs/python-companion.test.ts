@@ -202,6 +202,22 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.equal(history.anomalies[0].action, 'stop');
   });
 
+  it("a launcher that starts its own ranks (torchrun --nproc_per_node 2): run_start counts them as run.json's world does", () => {
+    // runDirWithManifest's run.json says world.size 2, as the editor writes it from the command's options.
+    const runDir = runDirWithManifest(tmp, 'launcher');
+    const r = spawnSync(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', 'pass'], {
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; world?: { size: number } })
+      .find((e) => e.type === 'run_start');
+    assert.equal(start?.world?.size, 2, 'two ranks, though the supervisor started one process (the launcher)');
+    assert.equal(JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')).world.size, 2);
+  });
+
   it("works on the oldest Python it supports (3.9), without PyTorch: log, the integrations' mappings, the supervisor", function () {
     const python = OLDEST_PYTHONS.find(
       (p) => spawnSync(p, ['-c', 'import sys; assert sys.version_info[:2] == (3, 9)']).status === 0,
