@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import warnings
 
@@ -42,7 +41,14 @@ import torch.nn.functional as F
 
 class Args:
     def __init__(self, dim, layers, heads, kv_heads, ffn, vocab, head_dim=None):
-        self.dim, self.layers, self.heads, self.kv_heads, self.ffn, self.vocab = dim, layers, heads, kv_heads, ffn, vocab
+        self.dim, self.layers, self.heads, self.kv_heads, self.ffn, self.vocab = (
+            dim,
+            layers,
+            heads,
+            kv_heads,
+            ffn,
+            vocab,
+        )
         self.head_dim = head_dim or dim // heads
         # MoE and MLA fields (set from the command line; 0: a dense Llama block, GQA attention).
         self.experts = self.top_k = self.expert_ffn = self.shared = self.dense_layers = 0
@@ -244,7 +250,11 @@ def main() -> None:
     ap.add_argument("--qk-rope-head-dim", type=int, default=64)
     ap.add_argument("--v-head-dim", type=int, default=128)
     ap.add_argument("--ac", choices=["none", "full"], default="none")
-    ap.add_argument("--bf16", action="store_true", help="FSDP2 mixed precision: bf16 parameters in compute, fp32 reduce (torchtitan's default)")
+    ap.add_argument(
+        "--bf16",
+        action="store_true",
+        help="FSDP2 mixed precision: bf16 parameters in compute, fp32 reduce (torchtitan's default)",
+    )
     ap.add_argument("--tracker", choices=["mem", "fsdp"], default="mem")
     args = ap.parse_args()
     if (args.experts or args.bf16 or args.ac != "none") and args.tp > 1:
@@ -261,7 +271,13 @@ def main() -> None:
     dp = args.world // args.tp
     mesh = init_device_mesh("cpu", (dp, args.tp), mesh_dim_names=("dp", "tp"))
     a = Args(args.dim, args.layers, args.heads, args.kv_heads, args.ffn, args.vocab, args.head_dim)
-    a.experts, a.top_k, a.expert_ffn, a.shared, a.dense_layers = args.experts, args.top_k, args.expert_ffn, args.shared_experts, args.dense_layers
+    a.experts, a.top_k, a.expert_ffn, a.shared, a.dense_layers = (
+        args.experts,
+        args.top_k,
+        args.expert_ffn,
+        args.shared_experts,
+        args.dense_layers,
+    )
     if args.kv_lora_rank:
         a.kv_lora_rank, a.q_lora_rank = args.kv_lora_rank, args.q_lora_rank
         a.qk_nope, a.qk_rope, a.v_head = args.qk_nope_head_dim, args.qk_rope_head_dim, args.v_head_dim
@@ -276,27 +292,41 @@ def main() -> None:
 
     if args.tp > 1:
         from torch.distributed.tensor import Replicate, Shard
-        from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel, parallelize_module
+        from torch.distributed.tensor.parallel import (
+            ColwiseParallel,
+            PrepareModuleInput,
+            RowwiseParallel,
+            SequenceParallel,
+            parallelize_module,
+        )
 
         tp = mesh["tp"]
         sp = args.sp
         # torchtitan's llama3 plan (torchtitan/models/llama3/infra/parallelize.py: apply_tp), with or without SP.
         root_plan = {
-            "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1) if sp else Replicate()),
+            "tok_embeddings": RowwiseParallel(
+                input_layouts=Replicate(), output_layouts=Shard(1) if sp else Replicate()
+            ),
             # The LM head's output stays sharded over the vocabulary (loss parallel).
-            "output": ColwiseParallel(input_layouts=Shard(1) if sp else Replicate(), output_layouts=Shard(-1), use_local_output=True),
+            "output": ColwiseParallel(
+                input_layouts=Shard(1) if sp else Replicate(), output_layouts=Shard(-1), use_local_output=True
+            ),
         }
         if sp:
             root_plan["norm"] = SequenceParallel()
         parallelize_module(model, tp, root_plan)
         for block in model.layers.values():
             plan = {
-                "attention": PrepareModuleInput(input_layouts=(Shard(1) if sp else Replicate(), None), desired_input_layouts=(Replicate(), None)),
+                "attention": PrepareModuleInput(
+                    input_layouts=(Shard(1) if sp else Replicate(), None), desired_input_layouts=(Replicate(), None)
+                ),
                 "attention.wq": ColwiseParallel(),
                 "attention.wk": ColwiseParallel(),
                 "attention.wv": ColwiseParallel(),
                 "attention.wo": RowwiseParallel(output_layouts=Shard(1) if sp else Replicate()),
-                "feed_forward": PrepareModuleInput(input_layouts=(Shard(1) if sp else Replicate(),), desired_input_layouts=(Replicate(),)),
+                "feed_forward": PrepareModuleInput(
+                    input_layouts=(Shard(1) if sp else Replicate(),), desired_input_layouts=(Replicate(),)
+                ),
                 "feed_forward.w1": ColwiseParallel(),
                 "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1) if sp else Replicate()),
                 "feed_forward.w3": ColwiseParallel(),
@@ -316,14 +346,22 @@ def main() -> None:
         from torch.distributed.fsdp import MixedPrecisionPolicy
         from torch.distributed.tensor import Shard
 
-        mp = {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)} if args.bf16 else {}
+        mp = (
+            {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)}
+            if args.bf16
+            else {}
+        )
         fully_shard(model.tok_embeddings, mesh=mesh["dp"], **mp)
         for block in model.layers.values():
-            moe = getattr(block, "moe", None) or getattr(getattr(block, "_checkpoint_wrapped_module", None), "moe", None)
+            moe = getattr(block, "moe", None) or getattr(
+                getattr(block, "_checkpoint_wrapped_module", None), "moe", None
+            )
             if moe is not None and dp > moe.experts:
                 # torchtitan's apply_fsdp: experts on dim 1 when the FSDP degree outnumbers them (no padding).
                 experts = {moe.w1, moe.w2, moe.w3}
-                fully_shard(block, mesh=mesh["dp"], shard_placement_fn=lambda p, e=experts: Shard(1) if p in e else None, **mp)
+                fully_shard(
+                    block, mesh=mesh["dp"], shard_placement_fn=lambda p, e=experts: Shard(1) if p in e else None, **mp
+                )
             else:
                 fully_shard(block, mesh=mesh["dp"], **mp)
         fully_shard([model.norm, model.output], mesh=mesh["dp"], reshard_after_forward=False, **mp)
@@ -355,8 +393,43 @@ def main() -> None:
         tracker.track_external(model, optim)
     peak = peak_of_steps(tracker, step)
     sharded_params = local_elements(model.parameters())
-    fields = ("dim", "layers", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k", "expert_ffn", "shared", "dense_layers", "kv_lora_rank", "qk_nope", "qk_rope", "v_head")
-    print(json.dumps({"torch": torch.__version__, "world": args.world, "tp": args.tp, "sp": args.sp, "dp": dp, "ac": args.ac, "bf16": args.bf16, "tracker": args.tracker, "model": {k: getattr(a, k) for k in fields}, "seq": args.seq, "batch": args.batch, "param_elements": total_params, "local_param_elements": sharded_params, "peak": peak}))
+    fields = (
+        "dim",
+        "layers",
+        "heads",
+        "kv_heads",
+        "ffn",
+        "vocab",
+        "experts",
+        "top_k",
+        "expert_ffn",
+        "shared",
+        "dense_layers",
+        "kv_lora_rank",
+        "qk_nope",
+        "qk_rope",
+        "v_head",
+    )
+    print(
+        json.dumps(
+            {
+                "torch": torch.__version__,
+                "world": args.world,
+                "tp": args.tp,
+                "sp": args.sp,
+                "dp": dp,
+                "ac": args.ac,
+                "bf16": args.bf16,
+                "tracker": args.tracker,
+                "model": {k: getattr(a, k) for k in fields},
+                "seq": args.seq,
+                "batch": args.batch,
+                "param_elements": total_params,
+                "local_param_elements": sharded_params,
+                "peak": peak,
+            }
+        )
+    )
     dist.destroy_process_group()
 
 

@@ -31,7 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import Args, Transformer, add_model_args, local_elements, peak_of_steps  # noqa: E402  (the same model as the FSDP / TP rows)
+from measure import Args, Transformer, add_model_args, local_elements, peak_of_steps
 
 LOOPED = {"Interleaved1F1B", "LoopedBFS"}
 
@@ -98,7 +98,13 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B, ScheduleLoopedBFS
+    from torch.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleGPipe,
+        ScheduleInterleaved1F1B,
+        ScheduleLoopedBFS,
+    )
 
     mesh = init_device_mesh("cpu", (args.pp, args.dp), mesh_dim_names=("pp", "dp"))
     pp_rank, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
@@ -119,7 +125,12 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
         if args.dp > 1:
             # torchtitan's apply_fsdp with pipeline parallel: reshard_after_forward off ("default" policy);
             # --bf16: its mixed precision, bf16 parameters and fp32 gradient reduction.
-            fsdp = {"mesh": mesh["dp"], "mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if args.bf16 else MixedPrecisionPolicy()}
+            fsdp = {
+                "mesh": mesh["dp"],
+                "mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+                if args.bf16
+                else MixedPrecisionPolicy(),
+            }
             if part.tok_embeddings is not None:
                 fully_shard(part.tok_embeddings, **fsdp, reshard_after_forward=False)
             for block in part.layers.values():
@@ -130,9 +141,17 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
         # Static shapes (meta tensors): no metadata-inference forward and backward inside the tracked steps.
         # The float ones require grad: that is how the stage knows a gradient comes back for them.
         act = torch.bfloat16 if args.bf16 else torch.float32
-        inp = torch.empty(mb, seq, dtype=torch.long, device="meta") if first else torch.empty(mb, seq, args.dim, dtype=act, device="meta", requires_grad=True)
+        inp = (
+            torch.empty(mb, seq, dtype=torch.long, device="meta")
+            if first
+            else torch.empty(mb, seq, args.dim, dtype=act, device="meta", requires_grad=True)
+        )
         out = torch.empty(mb, seq, args.vocab if last else args.dim, dtype=act, device="meta", requires_grad=True)
-        pipeline_stages.append(PipelineStage(part, s, stages, torch.device("cpu"), input_args=inp, output_args=out, group=mesh["pp"].get_group()))
+        pipeline_stages.append(
+            PipelineStage(
+                part, s, stages, torch.device("cpu"), input_args=inp, output_args=out, group=mesh["pp"].get_group()
+            )
+        )
         parts.append(part)
     del full
 
@@ -186,7 +205,25 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
     dist.gather_object(row, rows, dst=0)
     if rank == 0:
         model = {k: getattr(a, k) for k in ("dim", "layers", "heads", "kv_heads", "ffn", "vocab")}
-        print(json.dumps({"world": world, "pp": args.pp, "dp": args.dp, "schedule": args.schedule, "microbatches": n, "micro_batch": mb, "seq": seq, "dtype": "bfloat16 (FSDP mixed precision, fp32 reduce)" if args.bf16 else "float32", "tracker": "MemTracker", "return_outputs": args.return_outputs, "model": model, "ranks": rows}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "world": world,
+                    "pp": args.pp,
+                    "dp": args.dp,
+                    "schedule": args.schedule,
+                    "microbatches": n,
+                    "micro_batch": mb,
+                    "seq": seq,
+                    "dtype": "bfloat16 (FSDP mixed precision, fp32 reduce)" if args.bf16 else "float32",
+                    "tracker": "MemTracker",
+                    "return_outputs": args.return_outputs,
+                    "model": model,
+                    "ranks": rows,
+                }
+            ),
+            flush=True,
+        )
     dist.destroy_process_group()
 
 
@@ -198,8 +235,16 @@ def main() -> None:
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--micro-batch", type=int, default=2)
     add_model_args(ap)
-    ap.add_argument("--return-outputs", action="store_true", help="keep and return the last stage's outputs (torch's default; torchtitan turns it off)")
-    ap.add_argument("--bf16", action="store_true", help="FSDP2 mixed precision as torchtitan's: bf16 parameters, fp32 reduce (needs --dp > 1)")
+    ap.add_argument(
+        "--return-outputs",
+        action="store_true",
+        help="keep and return the last stage's outputs (torch's default; torchtitan turns it off)",
+    )
+    ap.add_argument(
+        "--bf16",
+        action="store_true",
+        help="FSDP2 mixed precision as torchtitan's: bf16 parameters, fp32 reduce (needs --dp > 1)",
+    )
     ap.add_argument("--port", type=int, default=0, help="rendezvous port (0: a free one)")
     args = ap.parse_args()
     if args.bf16 and args.dp == 1:

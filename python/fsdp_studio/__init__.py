@@ -9,11 +9,12 @@ fsdp_studio.init(run_dir=...). Rank 0 logs scalars; every rank reports anomalies
 beyond PyTorch; the Hugging Face Trainer, Lightning and accelerate integrations are in
 fsdp_studio.integrations and import their framework only when used.
 """
+
+from . import _state
 from ._events import finite_or_none, rank
 from ._state import current_step, init, set_step
-from . import _state
 
-__all__ = ["log", "watch", "init", "set_step", "current_step"]
+__all__ = ["current_step", "init", "log", "set_step", "watch"]
 __version__ = "0.1.0"
 
 

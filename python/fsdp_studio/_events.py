@@ -4,6 +4,7 @@ One JSON object per line, appended to <run folder>/metrics.jsonl, each line in o
 file opened for appending, so lines from several processes (the supervisor, rank 0's scalars,
 any rank's anomaly) never interleave within a line.
 """
+
 import json
 import math
 import os

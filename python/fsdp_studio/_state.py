@@ -1,4 +1,5 @@
 """Where this process logs, and which step it is on: shared by log(), watch() and the callbacks."""
+
 import os
 import sys
 

@@ -13,6 +13,7 @@ runtime's formats (native/FORMATS.md, "NaN diagnostic dumps"), so the editor's N
 view names the module. Every rank reports its own anomalies; dumps of ranks other than 0 carry the
 rank in their name.
 """
+
 import json
 import os
 
@@ -41,7 +42,9 @@ class NanWatch:
         self.tokens = []
         self.handles = [model.register_forward_pre_hook(self._forward_begins)]
         for name, module in model.named_modules():
-            self.handles.append(module.register_forward_hook(self._forward_hook(name or "model", type(module).__name__)))
+            self.handles.append(
+                module.register_forward_hook(self._forward_hook(name or "model", type(module).__name__))
+            )
         self.handles.append(model.register_forward_hook(self._forward_ends))
         self.owner = {}
         for mname, module in model.named_modules():
@@ -78,7 +81,13 @@ class NanWatch:
         self.tokens = _token_rows(inputs)
         for name, p in self.model.named_parameters():
             if not bool(torch.isfinite(p.detach()).all()):
-                self._found("optimizer", self.owner.get(id(p), "model"), "parameter", [("optimizer", "param", self.owner.get(id(p), "model"), "parameter", name, p.detach())], param=name)
+                self._found(
+                    "optimizer",
+                    self.owner.get(id(p), "model"),
+                    "parameter",
+                    [("optimizer", "param", self.owner.get(id(p), "model"), "parameter", name, p.detach())],
+                    param=name,
+                )
                 break
 
     def _forward_hook(self, name, op):
@@ -149,7 +158,9 @@ class NanWatch:
         target = _state.event_log()
         if target is not None:
             dump = self._write_dump(target.run_dir, step, r, where, rows) if self.dump else None
-            target.write({"type": "anomaly", "step": step, "kind": kind, "where": where, "action": action, "dump": dump})
+            target.write(
+                {"type": "anomaly", "step": step, "kind": kind, "where": where, "action": action, "dump": dump}
+            )
         message = f"{'NaN' if kind == 'nan' else 'Inf'} in {phase} of {layer} ({op}{', ' + param if param else ''}) at step {step}, rank {r}"
         if target is None:
             import sys
@@ -161,7 +172,14 @@ class NanWatch:
     def _write_dump(self, run_dir, step, r, where, rows):
         rel = f"diagnostics/step-{step:08d}-nan{f'-rank{r}' if r else ''}.json"
         stats = [_stat(phase, kind, layer, op, name, t) for phase, kind, layer, op, name, t in rows]
-        doc = {"format": "fsdp-studio-nan-dump", "version": 1, "step": step, "where": where, "tokens": self.tokens, "stats": stats}
+        doc = {
+            "format": "fsdp-studio-nan-dump",
+            "version": 1,
+            "step": step,
+            "where": where,
+            "tokens": self.tokens,
+            "stats": stats,
+        }
         path = os.path.join(run_dir, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp-{os.getpid()}"

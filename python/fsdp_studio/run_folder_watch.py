@@ -6,6 +6,7 @@ owns the run turns run_start, step and run_end into run.json (run_manifest.py). 
 rules of every reader of a run folder (core/protocol/regular-file.ts): regular files only, opened
 without blocking, a bounded amount per look.
 """
+
 import fcntl
 import json
 import os

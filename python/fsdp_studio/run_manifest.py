@@ -14,6 +14,7 @@ file renamed over run.json), except on a full disk, where run.json is rewritten 
 blocks it frees when truncated hold its new text, so a run's end is still recorded. Any Python
 >= 3.9, standard library only.
 """
+
 import errno
 import json
 import os

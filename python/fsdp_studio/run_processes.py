@@ -1,11 +1,13 @@
 """The processes of a run, as the supervisor keeps them in run.json's pids: what it started and
 their descendants (Linux /proc), each known by its start time (a pid used again later is another
 process)."""
+
 import os
 import signal
 import time
 
 from fsdp_studio import run_manifest
+
 
 class WorkerPids:
     """Keeps run.json's pids current with the command's descendants (Linux /proc), looked at every
@@ -60,7 +62,7 @@ def stat_of(pid):
         with open(f"/proc/{pid}/stat", "rb") as f:
             line = f.read().decode("ascii", "replace")
         # The command name (field 2) is in parentheses and may hold spaces: the fields after the last ")".
-        fields = line[line.rindex(")") + 2:].split()
+        fields = line[line.rindex(")") + 2 :].split()
         return int(fields[1]), int(fields[19])
     except (OSError, ValueError, IndexError):
         return None

@@ -1,6 +1,7 @@
 """What the supervisor writes as a run starts: the starting manifest the launcher composed, with
 this process's own facts — its pid first, and when it leads the run's process group, that group and
 when its leader started (what Stop checks before it signals the group: runs/stop/run-group.ts)."""
+
 import json
 import os
 import sys

@@ -2,6 +2,7 @@
 events and holds the run folder's lock; this turns its run_start, steps and run_end into run.json,
 and says how the run ended when the runtime could not (native/FORMATS.md, "The run folder and its
 owner")."""
+
 import json
 import os
 import signal
@@ -25,7 +26,7 @@ def run_end_in(line):
     if not line.startswith(RUN_END_LINE):
         return None
     try:
-        event = json.loads(line[len(RUN_END_LINE):])
+        event = json.loads(line[len(RUN_END_LINE) :])
     except ValueError:
         return None
     return event if isinstance(event, dict) and event.get("type") == "run_end" else None
@@ -46,7 +47,9 @@ class ParentWatch:
     def look(self):
         if self.reason is not None or os.getppid() == self.pid:
             return
-        self.reason = f"the run's launcher (pid {self.pid}, fsdp-train) is gone: every process of the run was stopped with it"
+        self.reason = (
+            f"the run's launcher (pid {self.pid}, fsdp-train) is gone: every process of the run was stopped with it"
+        )
         for child in self.children:
             if child.poll() is None:
                 child.kill()
@@ -75,7 +78,11 @@ class RuntimeRun:
                 self.step = e.get("start_step", 0) if isinstance(e.get("start_step"), int) else 0
                 fields.update(status="running", step=self.step)
                 config = e.get("config") if isinstance(e.get("config"), dict) else {}
-                steps = (config.get("training") or {}).get("max_steps") if isinstance(config.get("training"), dict) else None
+                steps = (
+                    (config.get("training") or {}).get("max_steps")
+                    if isinstance(config.get("training"), dict)
+                    else None
+                )
                 if isinstance(steps, int):
                     fields["max_steps"] = steps
                 version = (e.get("runtime") or {}).get("version") if isinstance(e.get("runtime"), dict) else None
@@ -137,7 +144,7 @@ def runtime_reason(command, code, last):
     line ("fsdp-train: the run ended: <reason>"); otherwise the process, how it ended and the last
     line it printed."""
     if last and last.startswith(CLI_REASON):
-        return last[len(CLI_REASON):]
+        return last[len(CLI_REASON) :]
     how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
     return f"{os.path.basename(command[0])} {how}{': ' + last if last else ''}"
 

@@ -3,6 +3,7 @@ optimizer's update, the framework integrations' mappings and their import guards
 
 Run: python3 -m unittest discover -s python/tests (test/runs/python-companion.test.ts runs it).
 """
+
 import json
 import os
 import sys
@@ -11,14 +12,14 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
+import torch
+import torch.nn as nn
 
-import fsdp_studio  # noqa: E402
-from fsdp_studio import _state  # noqa: E402
-from fsdp_studio.integrations import accelerate as acc_integration  # noqa: E402
-from fsdp_studio.integrations import huggingface as hf_integration  # noqa: E402
-from fsdp_studio.integrations import lightning as pl_integration  # noqa: E402
+import fsdp_studio
+from fsdp_studio import _state
+from fsdp_studio.integrations import accelerate as acc_integration
+from fsdp_studio.integrations import huggingface as hf_integration
+from fsdp_studio.integrations import lightning as pl_integration
 
 
 class Plant(nn.Module):
@@ -229,10 +230,30 @@ class TestIntegrations(RunFolder):
             is_world_process_zero = True
             global_step = 40
 
-        hf_integration.on_log(State(), {"loss": 1.5, "learning_rate": 2e-5, "eval_loss": 1.7, "epoch": 0.5, "total_flos": 3, "note": "x", "flag": True})
+        hf_integration.on_log(
+            State(),
+            {
+                "loss": 1.5,
+                "learning_rate": 2e-5,
+                "eval_loss": 1.7,
+                "epoch": 0.5,
+                "total_flos": 3,
+                "note": "x",
+                "flag": True,
+            },
+        )
         e = self.events("scalars")[0]
         self.assertEqual(e["step"], 40)
-        self.assertEqual(e["values"], {"train/loss": 1.5, "train/learning_rate": 2e-5, "eval/loss": 1.7, "train/epoch": 0.5, "train/total_flos": 3})
+        self.assertEqual(
+            e["values"],
+            {
+                "train/loss": 1.5,
+                "train/learning_rate": 2e-5,
+                "eval/loss": 1.7,
+                "train/epoch": 0.5,
+                "train/total_flos": 3,
+            },
+        )
         State.is_world_process_zero = False
         hf_integration.on_log(State(), {"loss": 1.0})
         self.assertEqual(len(self.events("scalars")), 1)
@@ -241,10 +262,17 @@ class TestIntegrations(RunFolder):
         pl_integration.log_metrics({"train_loss": torch.tensor(0.5), "epoch": 1}, 12)
         acc_integration.log_values({"train/loss": 0.25, "name": "x", "ok": True}, 13)
         es = self.events("scalars")
-        self.assertEqual([(e["step"], e["values"]) for e in es], [(12, {"train_loss": 0.5, "epoch": 1.0}), (13, {"train/loss": 0.25})])
+        self.assertEqual(
+            [(e["step"], e["values"]) for e in es],
+            [(12, {"train_loss": 0.5, "epoch": 1.0}), (13, {"train/loss": 0.25})],
+        )
 
     def test_the_classes_need_their_framework_and_say_so(self):
-        for module, name, framework in ((hf_integration, "FsdpStudioCallback", "transformers"), (pl_integration, "FsdpStudioLogger", "lightning"), (acc_integration, "FsdpStudioTracker", "accelerate")):
+        for module, name, framework in (
+            (hf_integration, "FsdpStudioCallback", "transformers"),
+            (pl_integration, "FsdpStudioLogger", "lightning"),
+            (acc_integration, "FsdpStudioTracker", "accelerate"),
+        ):
             try:
                 __import__(framework)
                 have = True

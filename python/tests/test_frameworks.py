@@ -10,6 +10,7 @@ these with the project's .venv): then a missing framework is a failure.
 
 Run: python -m unittest discover -s python/tests
 """
+
 import importlib
 import json
 import os
@@ -20,8 +21,8 @@ import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import fsdp_studio  # noqa: E402
-from fsdp_studio import _state  # noqa: E402
+import fsdp_studio
+from fsdp_studio import _state
 
 
 def framework(name):
@@ -30,7 +31,9 @@ def framework(name):
         return importlib.import_module(name)
     except ImportError as e:
         if os.environ.get("FSDP_STUDIO_FRAMEWORKS") == "required":
-            raise AssertionError(f"{name} is required here (FSDP_STUDIO_FRAMEWORKS=required) but does not import: {e}") from e
+            raise AssertionError(
+                f"{name} is required here (FSDP_STUDIO_FRAMEWORKS=required) but does not import: {e}"
+            ) from e
         raise unittest.SkipTest(f"{name} is not installed") from e
 
 
@@ -62,13 +65,22 @@ class TestHuggingFaceTrainer(RunFolder):
         from fsdp_studio.integrations.huggingface import FsdpStudioCallback
 
         torch.manual_seed(0)
-        config = transformers.GPT2Config(vocab_size=32, n_positions=16, n_embd=16, n_layer=1, n_head=2, bos_token_id=None, eos_token_id=None)
+        config = transformers.GPT2Config(
+            vocab_size=32, n_positions=16, n_embd=16, n_layer=1, n_head=2, bos_token_id=None, eos_token_id=None
+        )
         model = transformers.GPT2LMHeadModel(config)
         ids = torch.randint(0, 32, (8, 16), generator=torch.Generator().manual_seed(1))
         data = [{"input_ids": row, "labels": row} for row in ids]
         args = transformers.TrainingArguments(
-            output_dir=os.path.join(self.dir.name, "out"), max_steps=4, per_device_train_batch_size=2, logging_steps=1,
-            learning_rate=1e-3, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True,
+            output_dir=os.path.join(self.dir.name, "out"),
+            max_steps=4,
+            per_device_train_batch_size=2,
+            logging_steps=1,
+            learning_rate=1e-3,
+            report_to=[],
+            save_strategy="no",
+            use_cpu=True,
+            disable_tqdm=True,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -87,6 +99,7 @@ class TestLightningTrainer(RunFolder):
         framework("lightning")
         torch = framework("torch")
         import lightning.pytorch as pl
+
         from fsdp_studio.integrations.lightning import FsdpStudioLogger
 
         class Regression(pl.LightningModule):
@@ -110,8 +123,15 @@ class TestLightningTrainer(RunFolder):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trainer = pl.Trainer(
-                max_steps=4, logger=[logger], log_every_n_steps=1, accelerator="cpu", devices=1, enable_checkpointing=False,
-                enable_progress_bar=False, enable_model_summary=False, default_root_dir=self.dir.name,
+                max_steps=4,
+                logger=[logger],
+                log_every_n_steps=1,
+                accelerator="cpu",
+                devices=1,
+                enable_checkpointing=False,
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                default_root_dir=self.dir.name,
             )
             trainer.fit(Regression(), data)
         events = [e for e in self.scalars() if "train_loss" in e["values"]]
@@ -131,7 +151,9 @@ class TestAccelerateTracker(RunFolder):
         accelerator.log({"train/loss": 0.5, "note": "text is not a scalar"}, step=3)
         accelerator.log({"train/loss": 0.25}, step=4)
         accelerator.end_training()
-        self.assertEqual([(e["step"], e["values"]) for e in self.scalars()], [(3, {"train/loss": 0.5}), (4, {"train/loss": 0.25})])
+        self.assertEqual(
+            [(e["step"], e["values"]) for e in self.scalars()], [(3, {"train/loss": 0.5}), (4, {"train/loss": 0.25})]
+        )
         self.assertEqual(accelerator.get_tracker("fsdp_studio").name, "fsdp_studio")
 
 

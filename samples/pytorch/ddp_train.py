@@ -18,6 +18,7 @@ runs without it). It also prints `step N: loss X`, for your terminal. It saves n
 (Stop ends it; samples/pytorch/fsdp2_train.py shows DCP checkpoints, Stop and Resume).
 The data is made by `node --import tsx samples/prepare-data.ts` (npm start and npm test do it).
 """
+
 import argparse
 import math
 import os
@@ -137,7 +138,9 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm if args.max_grad_norm > 0 else float("inf"))
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            model.parameters(), args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
+        )
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 

@@ -13,6 +13,7 @@ torch.distributed.checkpoint (DCP) folders, every rank writing its shards, saved
 passes to every rank; all ranks stop after the same step. Started again in the same folder (Resume)
 it continues from the newest checkpoint, and SummaryWriter appends to the same log folder.
 """
+
 import argparse
 import math
 import os
@@ -76,7 +77,7 @@ def read_tokens(path):
 def batch(tokens, step, rank, world, size, seq):
     """Rank `rank`'s part of global batch `step`: consecutive sequences, the same on every run."""
     first = ((step - 1) * world + rank) * size
-    rows = [tokens[(j * seq) % (len(tokens) - seq - 1):][: seq + 1] for j in range(first, first + size)]
+    rows = [tokens[(j * seq) % (len(tokens) - seq - 1) :][: seq + 1] for j in range(first, first + size)]
     ids = torch.from_numpy(np.stack(rows).astype(np.int64))
     return ids[:, :-1], ids[:, 1:]
 
@@ -84,7 +85,14 @@ def batch(tokens, step, rank, world, size, seq):
 def newest_checkpoint(folder):
     if not os.path.isdir(folder):
         return 0
-    return max((int(n[5:]) for n in os.listdir(folder) if n.startswith("step-") and os.path.exists(os.path.join(folder, n, ".metadata"))), default=0)
+    return max(
+        (
+            int(n[5:])
+            for n in os.listdir(folder)
+            if n.startswith("step-") and os.path.exists(os.path.join(folder, n, ".metadata"))
+        ),
+        default=0,
+    )
 
 
 def main():
@@ -94,7 +102,9 @@ def main():
     p.add_argument("--batch", type=int, default=8, help="sequences per rank and step")
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--step-sleep", type=float, default=0.0, help="seconds to wait after each step (to watch a short run)")
+    p.add_argument(
+        "--step-sleep", type=float, default=0.0, help="seconds to wait after each step (to watch a short run)"
+    )
     p.add_argument("--tb", default="runs-tb/fsdp2")
     p.add_argument("--checkpoint", default="checkpoints-fsdp2")
     p.add_argument("--save-every", type=int, default=50)
@@ -123,7 +133,9 @@ def main():
 
     def save(step):
         model_state, opt_state = get_state_dict(model, opt)
-        dcp.save({"model": model_state, "optim": opt_state}, checkpoint_id=os.path.join(args.checkpoint, f"step-{step}"))
+        dcp.save(
+            {"model": model_state, "optim": opt_state}, checkpoint_id=os.path.join(args.checkpoint, f"step-{step}")
+        )
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))

@@ -25,7 +25,7 @@ import torch
 import torch.utils.checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "reference"))
-from gpt import Gpt, GptShape, initialise, loss_of  # noqa: E402
+from gpt import Gpt, GptShape, initialise, loss_of
 
 
 class CheckpointedGpt(torch.nn.Module):
@@ -54,9 +54,24 @@ def profile(step) -> list[dict[str, object]]:
         step()
     ops = sorted(p.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in ops) or 1.0
-    top = [{"op": e.key, "self_cpu_ms": e.self_cpu_time_total / 1e3, "share": e.self_cpu_time_total / total, "calls": e.count} for e in ops[:15]]
+    top = [
+        {
+            "op": e.key,
+            "self_cpu_ms": e.self_cpu_time_total / 1e3,
+            "share": e.self_cpu_time_total / total,
+            "calls": e.count,
+        }
+        for e in ops[:15]
+    ]
     rest = sum(e.self_cpu_time_total for e in ops[15:])
-    return top + [{"op": "(everything else)", "self_cpu_ms": rest / 1e3, "share": rest / total, "calls": sum(e.count for e in ops[15:])}]
+    return top + [
+        {
+            "op": "(everything else)",
+            "self_cpu_ms": rest / 1e3,
+            "share": rest / total,
+            "calls": sum(e.count for e in ops[15:]),
+        }
+    ]
 
 
 def main(argv: list[str]) -> int:
@@ -75,7 +90,13 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    shape = GptShape(vocab_size=args.vocab, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, max_seq_len=max(1024, args.seq))
+    shape = GptShape(
+        vocab_size=args.vocab,
+        d_model=args.d_model,
+        n_layers=args.layers,
+        n_heads=args.heads,
+        max_seq_len=max(1024, args.seq),
+    )
     model = Gpt(shape, attention="sdpa")
     initialise(model, 1234, 0.02)
     net: torch.nn.Module = CheckpointedGpt(model) if args.checkpointing == "every-1" else model
@@ -84,7 +105,9 @@ def main(argv: list[str]) -> int:
     decayed = {n for n, q in model.named_parameters() if q.dim() >= 2 and not n.startswith("embedding.")}
     decay = [q for n, q in model.named_parameters() if n in decayed]
     no_decay = [q for n, q in model.named_parameters() if n not in decayed]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=6e-4, betas=(0.9, 0.95))
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=6e-4, betas=(0.9, 0.95)
+    )
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=g)
     inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
@@ -102,9 +125,21 @@ def main(argv: list[str]) -> int:
     first = step()
     for _ in range(args.warmup - 1):
         step()
-    print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "first_step_s": first["wall_s"],
-                      "warmup_s": time.perf_counter() - t0, "mode": args.mode, "checkpointing": args.checkpointing,
-                      "n_params": sum(q.numel() for q in model.parameters())}), flush=True)
+    print(
+        json.dumps(
+            {
+                "ready": True,
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+                "first_step_s": first["wall_s"],
+                "warmup_s": time.perf_counter() - t0,
+                "mode": args.mode,
+                "checkpointing": args.checkpointing,
+                "n_params": sum(q.numel() for q in model.parameters()),
+            }
+        ),
+        flush=True,
+    )
     for line in sys.stdin:
         words = line.split()
         if not words or words[0] == "quit":

@@ -46,8 +46,10 @@ MODELS: dict[str, dict[str, int]] = {
 # Micro-batches per (model, seq), largest first: the native runtime takes the first that runs,
 # PyTorch searches the same list (throughput.py: the largest that fits).
 CANDIDATES: dict[tuple[str, int], list[int]] = {
-    ("gpt2-124m", 1024): [48, 32, 16], ("gpt2-124m", 2048): [24, 16, 8],
-    ("gpt2-355m", 1024): [24, 16, 8], ("gpt2-355m", 2048): [12, 8, 4],
+    ("gpt2-124m", 1024): [48, 32, 16],
+    ("gpt2-124m", 2048): [24, 16, 8],
+    ("gpt2-355m", 1024): [24, 16, 8],
+    ("gpt2-355m", 2048): [12, 8, 4],
 }
 TARGETS = {"vs_compile": 1.2, "vs_eager": 1.5}
 
@@ -72,14 +74,31 @@ class Budget:
         return self.left() >= seconds
 
 
-def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int, work: Path, timeout: float,
-                      micro_batches: list[int] | None = None) -> dict[str, Any]:
+def native_throughput(
+    cli: Path,
+    tokens: Path,
+    model: str,
+    seq: int,
+    steps: int,
+    work: Path,
+    timeout: float,
+    micro_batches: list[int] | None = None,
+) -> dict[str, Any]:
     """The first micro-batch of the list that runs `steps` steps; median of the steps after the first four."""
     tried: dict[str, str] = {}
     for mb in micro_batches or CANDIDATES[(model, seq)]:
         m = MODELS[model]
-        cfg = config(tokens, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], vocab=m["vocab"], seq=seq, batch=mb, steps=steps,
-                     dtype="bfloat16")
+        cfg = config(
+            tokens,
+            d_model=m["d_model"],
+            n_layers=m["n_layers"],
+            n_heads=m["n_heads"],
+            vocab=m["vocab"],
+            seq=seq,
+            batch=mb,
+            steps=steps,
+            dtype="bfloat16",
+        )
         try:
             code, events, err = run(cli, cfg, work / f"{model}-{seq}-mb{mb}", timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -95,19 +114,50 @@ def native_throughput(cli: Path, tokens: Path, model: str, seq: int, steps: int,
         tried[str(mb)] = "ran"
         timed = s[4:]  # the first steps warm up (allocator cache, cuBLASLt heuristics)
         start = of_type(events, "run_start")[0]
-        return {"micro_batch": mb, "tried": tried, "tokens_per_s": statistics.median(x["tokens_per_s"] for x in timed),
-                "step_ms_median": statistics.median(x["step_ms"] for x in timed), "runtime_mfu": statistics.median(x.get("mfu") or 0 for x in timed),
-                "mem_peak": max(x["mem_peak"] for x in s), "memory_plan_total": start["memory_plan"]["total"], "peak_flops": start.get("peak_flops"),
-                "attention": start.get("runtime", {}).get("attention"),
-                "gpu": s[-1].get("gpu")}
+        return {
+            "micro_batch": mb,
+            "tried": tried,
+            "tokens_per_s": statistics.median(x["tokens_per_s"] for x in timed),
+            "step_ms_median": statistics.median(x["step_ms"] for x in timed),
+            "runtime_mfu": statistics.median(x.get("mfu") or 0 for x in timed),
+            "mem_peak": max(x["mem_peak"] for x in s),
+            "memory_plan_total": start["memory_plan"]["total"],
+            "peak_flops": start.get("peak_flops"),
+            "attention": start.get("runtime", {}).get("attention"),
+            "gpu": s[-1].get("gpu"),
+        }
     return {"micro_batch": None, "tried": tried}
 
 
-def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], out: Path, timeout: float, micro_batches: list[int] | None = None) -> dict[str, Any]:
+def pytorch_throughput(
+    reference: Path,
+    model: str,
+    seq: int,
+    modes: list[str],
+    out: Path,
+    timeout: float,
+    micro_batches: list[int] | None = None,
+) -> dict[str, Any]:
     ref_out = out / "throughput" / f"{model}-{seq}-{'-'.join(modes)}"
     mbs = ",".join(str(x) for x in sorted(micro_batches or CANDIDATES[(model, seq)]))
-    cmd = [sys.executable, str(reference), "--model", model, "--seq", str(seq), "--micro-batches", mbs, "--modes", ",".join(modes), "--warmup", "3",
-           "--steps", "10", "--out", str(ref_out)]
+    cmd = [
+        sys.executable,
+        str(reference),
+        "--model",
+        model,
+        "--seq",
+        str(seq),
+        "--micro-batches",
+        mbs,
+        "--modes",
+        ",".join(modes),
+        "--warmup",
+        "3",
+        "--steps",
+        "10",
+        "--out",
+        str(ref_out),
+    ]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         log = p.stdout + p.stderr
@@ -118,13 +168,30 @@ def pytorch_throughput(reference: Path, model: str, seq: int, modes: list[str], 
     if not files:
         return {"error": log[-600:]}
     doc = json.loads(Path(files[-1]).read_text())
-    return {k: doc.get(k) for k in ("device", "driver", "torch", "cuda", "micro_batch", "micro_batch_search", "results", "peak_flops", "attention")}
+    return {
+        k: doc.get(k)
+        for k in (
+            "device",
+            "driver",
+            "torch",
+            "cuda",
+            "micro_batch",
+            "micro_batch_search",
+            "results",
+            "peak_flops",
+            "attention",
+        )
+    }
 
 
 def matmul_peak(reference: Path, out: Path, timeout: float) -> dict[str, Any] | None:
     try:
-        p = subprocess.run([sys.executable, str(reference), "--measure-peak", "--out", str(out / "throughput")], capture_output=True, text=True,
-                           timeout=timeout)
+        p = subprocess.run(
+            [sys.executable, str(reference), "--measure-peak", "--out", str(out / "throughput")],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return None
     files = sorted(glob.glob(str(out / "throughput" / "matmul-peak-*.json")))
@@ -134,12 +201,16 @@ def matmul_peak(reference: Path, out: Path, timeout: float) -> dict[str, Any] | 
 def kernel_bench(binary: Path, out: Path, timeout: float) -> list[dict[str, Any]] | dict[str, str]:
     path = out / "kernels.json"
     try:
-        p = subprocess.run([str(binary), "--json", str(path), "--reps", "10"], capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(
+            [str(binary), "--json", str(path), "--reps", "10"], capture_output=True, text=True, timeout=timeout
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"error": f"{binary}: {e}"}
     (out / "kernels.log").write_text(p.stdout + p.stderr)
     print(p.stdout, flush=True)
-    return json.loads(path.read_text()) if p.returncode == 0 and path.exists() else {"error": (p.stdout + p.stderr)[-800:]}
+    return (
+        json.loads(path.read_text()) if p.returncode == 0 and path.exists() else {"error": (p.stdout + p.stderr)[-800:]}
+    )
 
 
 def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
@@ -166,13 +237,36 @@ def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
 def kernel_profile(cli: Path, tokens: Path, out: Path, work: Path, timeout: float) -> dict[str, Any]:
     """Two native steps of GPT-2 124M (micro-batch 16, seq 1024, bf16) under Nsight Compute: time per kernel."""
     m = MODELS["gpt2-124m"]
-    cfg = config(tokens, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], vocab=m["vocab"], seq=1024, batch=16, steps=2, dtype="bfloat16")
+    cfg = config(
+        tokens,
+        d_model=m["d_model"],
+        n_layers=m["n_layers"],
+        n_heads=m["n_heads"],
+        vocab=m["vocab"],
+        seq=1024,
+        batch=16,
+        steps=2,
+        dtype="bfloat16",
+    )
     run_dir = work / "profile"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(cfg))
     log = out / "ncu.csv"
-    cmd = ["ncu", "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw", "--log-file", str(log), str(cli), "--config", str(run_dir / "config.json"),
-           "--run-dir", str(run_dir)]
+    cmd = [
+        "ncu",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--csv",
+        "--page",
+        "raw",
+        "--log-file",
+        str(log),
+        str(cli),
+        "--config",
+        str(run_dir / "config.json"),
+        "--run-dir",
+        str(run_dir),
+    ]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:
@@ -182,7 +276,9 @@ def kernel_profile(cli: Path, tokens: Path, out: Path, work: Path, timeout: floa
     table = parse_ncu_csv(log.read_text()) if log.exists() else []
     if p.returncode != 0 or not table:
         return {"error": (p.stdout + p.stderr)[-800:]}
-    lines = [f"kernels {sum(r['calls'] for r in table)}, total {sum(r['ms'] for r in table):.1f} ms over 2 steps (GPT-2 124M, B16, T1024, bf16)"]
+    lines = [
+        f"kernels {sum(r['calls'] for r in table)}, total {sum(r['ms'] for r in table):.1f} ms over 2 steps (GPT-2 124M, B16, T1024, bf16)"
+    ]
     lines += [f"{100 * r['share']:5.1f}%  {r['ms']:9.2f} ms  x {r['calls']:4d}  {r['kernel'][:110]}" for r in table]
     (out / "profile.md").write_text("\n".join(lines) + "\n")
     return {"kernels": table[:40]}
@@ -191,8 +287,10 @@ def kernel_profile(cli: Path, tokens: Path, out: Path, work: Path, timeout: floa
 def summary_rows(doc: dict[str, Any]) -> list[str]:
     """The throughput table: per (model, seq), native beside eager and compile, MFU and the fraction of the measured peak."""
     measured = (doc.get("matmul_peak") or {}).get("tflops")
-    rows = ["| model, seq | runner | micro-batch | tokens/s | MFU | TFLOP/s | of measured peak | native / this |",
-            "|---|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| model, seq | runner | micro-batch | tokens/s | MFU | TFLOP/s | of measured peak | native / this |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for key, r in doc.get("throughput", {}).items():
         model, seq = key.rsplit("/", 1)
         fpt = flops_per_token(model, int(seq))
@@ -229,11 +327,16 @@ def targets_met(doc: dict[str, Any]) -> dict[str, bool | None]:
 
 
 def kernel_rows(kernels: list[dict[str, Any]]) -> list[str]:
-    rows = ["| kernel | shape | ms | TFLOP/s | GB/s | reference | ref ms | ref TFLOP/s | ref GB/s |", "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+    rows = [
+        "| kernel | shape | ms | TFLOP/s | GB/s | reference | ref ms | ref TFLOP/s | ref GB/s |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
     for k in kernels:
         f = lambda v: f"{v:.1f}" if v else "-"
-        rows.append(f"| {k['kernel']} | {k['shape']} | {k['ms']:.3f} | {f(k['tflops'])} | {f(k['gbs'])} | {k['reference']} | {k['reference_ms']:.3f} | "
-                    f"{f(k['reference_tflops'])} | {f(k['reference_gbs'])} |")
+        rows.append(
+            f"| {k['kernel']} | {k['shape']} | {k['ms']:.3f} | {f(k['tflops'])} | {f(k['gbs'])} | {k['reference']} | {k['reference_ms']:.3f} | "
+            f"{f(k['reference_tflops'])} | {f(k['reference_gbs'])} |"
+        )
     return rows
 
 
@@ -244,21 +347,46 @@ def write(doc: dict[str, Any], out: Path) -> None:
     title = f"# Native vs PyTorch on {doc.get('device', '?')} — driver {doc.get('driver', '?')}, torch {doc.get('torch', '?')}, {doc['date']}, commit {doc['commit']}"
     md = [title, "", f"Command: `{doc['command']}`; host load average {doc['load_average']}.", ""]
     if doc.get("matmul_peak"):
-        md += [f"Measured bf16 matrix-product peak (torch.matmul 8192^3): {doc['matmul_peak']['tflops']:.1f} TFLOP/s. "
-               "MFU uses the data-sheet dense peak, as test/reference/throughput.py.", ""]
+        md += [
+            f"Measured bf16 matrix-product peak (torch.matmul 8192^3): {doc['matmul_peak']['tflops']:.1f} TFLOP/s. "
+            "MFU uses the data-sheet dense peak, as test/reference/throughput.py.",
+            "",
+        ]
     if doc.get("throughput"):
-        md += ["## Throughput (bf16 compute, fp32 masters; median step)", "", *summary_rows(doc), "", f"Targets at seq 1024: `{json.dumps(doc['targets_met'])}`", ""]
+        md += [
+            "## Throughput (bf16 compute, fp32 masters; median step)",
+            "",
+            *summary_rows(doc),
+            "",
+            f"Targets at seq 1024: `{json.dumps(doc['targets_met'])}`",
+            "",
+        ]
     if isinstance(doc.get("kernels"), list):
         md += ["## Kernels (`fsdp-kernel-bench`)", "", *kernel_rows(doc["kernels"]), ""]
     if doc.get("profile", {}).get("kernels"):
         md += ["## Profile (Nsight Compute, 2 steps of GPT-2 124M, B16, T1024): profile.md", ""]
     if doc.get("skipped"):
         md += ["## Not run in this call", "", *[f"- {s}" for s in doc["skipped"]], ""]
-    errors = [f"- {part}: {doc[part]['error'].strip()[-400:]}" for part in ("kernels", "profile") if isinstance(doc.get(part), dict) and doc[part].get("error")]
-    errors += [f"- PyTorch {key}: {r['pytorch']['error'].strip()[-400:]}" for key, r in doc.get("throughput", {}).items() if (r.get("pytorch") or {}).get("error")]
-    errors += [f"- PyTorch {mode} {key}: {e.strip()[-400:]}" for key, r in doc.get("throughput", {}).items() for mode, e in ((r.get("pytorch") or {}).get("errors") or {}).items()]
-    errors += [f"- native {key}: nothing ran ({json.dumps(r['native'].get('tried'))[:400]})" for key, r in doc.get("throughput", {}).items()
-               if "native" in r and r["native"].get("micro_batch") is None]
+    errors = [
+        f"- {part}: {doc[part]['error'].strip()[-400:]}"
+        for part in ("kernels", "profile")
+        if isinstance(doc.get(part), dict) and doc[part].get("error")
+    ]
+    errors += [
+        f"- PyTorch {key}: {r['pytorch']['error'].strip()[-400:]}"
+        for key, r in doc.get("throughput", {}).items()
+        if (r.get("pytorch") or {}).get("error")
+    ]
+    errors += [
+        f"- PyTorch {mode} {key}: {e.strip()[-400:]}"
+        for key, r in doc.get("throughput", {}).items()
+        for mode, e in ((r.get("pytorch") or {}).get("errors") or {}).items()
+    ]
+    errors += [
+        f"- native {key}: nothing ran ({json.dumps(r['native'].get('tried'))[:400]})"
+        for key, r in doc.get("throughput", {}).items()
+        if "native" in r and r["native"].get("micro_batch") is None
+    ]
     if errors:
         md += ["## Errors", "", *errors, ""]
     text = "\n".join(md) + "\n"
@@ -279,20 +407,41 @@ def main() -> int:
     ap.add_argument("--skip-pytorch", action="store_true")
     ap.add_argument("--kernels", action="store_true", help="only the kernel micro-benchmark")
     ap.add_argument("--all", action="store_true", help="throughput, kernels and a kernel profile, as the budget allows")
-    ap.add_argument("--budget-s", type=float, default=330.0, help="seconds this benchmark may take; parts that would not fit are skipped")
-    ap.add_argument("--runners", help="native, eager and/or compile alone (first-run.sh: one runner per call, under its own timeout)")
-    ap.add_argument("--merge", action="store_true", help="add to the results already in --out (of this date) instead of starting anew")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=330.0,
+        help="seconds this benchmark may take; parts that would not fit are skipped",
+    )
+    ap.add_argument(
+        "--runners",
+        help="native, eager and/or compile alone (first-run.sh: one runner per call, under its own timeout)",
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="add to the results already in --out (of this date) instead of starting anew",
+    )
     ap.add_argument("--micro-batches", help="the candidates, largest first (default: the list per model and sequence)")
     args = ap.parse_args()
     budget = Budget(args.budget_s)
     command = os.environ.get("FSDP_BENCH_COMMAND") or " ".join([sys.argv[0], *sys.argv[1:]])
-    doc: dict[str, Any] = {"date": datetime.date.today().isoformat(), "command": command,
-                           "commit": os.environ.get("FSDP_COMMIT", "unknown (set FSDP_COMMIT)"), "load_average": [round(x, 2) for x in os.getloadavg()],
-                           "host": platform.node(), "precision": "bfloat16 compute, float32 masters", "throughput": {}, "skipped": []}
+    doc: dict[str, Any] = {
+        "date": datetime.date.today().isoformat(),
+        "command": command,
+        "commit": os.environ.get("FSDP_COMMIT", "unknown (set FSDP_COMMIT)"),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "host": platform.node(),
+        "precision": "bfloat16 compute, float32 masters",
+        "throughput": {},
+        "skipped": [],
+    }
     env = Path(args.out / "environment.txt")
     if env.exists():
         doc["environment"] = env.read_text().splitlines()[:6]
-        gpu = next((line.split(", ") for line in doc["environment"] if line.count(", ") == 3), None)  # nvidia-smi: name, memory, driver, cc
+        gpu = next(
+            (line.split(", ") for line in doc["environment"] if line.count(", ") == 3), None
+        )  # nvidia-smi: name, memory, driver, cc
         if gpu:
             doc["device"], doc["driver"] = gpu[0], gpu[2]
     previous = args.out / f"gpu-{doc['date']}.json"
@@ -331,13 +480,23 @@ def measure_runners(args: argparse.Namespace, doc: dict[str, Any], budget: Budge
             # Enough for every step at the largest micro-batch (4M ids take Python seconds of a 35 s part).
             count = (args.steps + 1) * max(asked or CANDIDATES[(model, seq)]) * (seq + 1)
             tokens = write_tokens(work / f"train-{model}-{seq}.tok", count, MODELS[model]["vocab"], seed=2)
-            entry["native"] = native_throughput(args.cli, tokens, model, seq, args.steps, work, timeout=max(10.0, budget.left()), micro_batches=asked)
+            entry["native"] = native_throughput(
+                args.cli, tokens, model, seq, args.steps, work, timeout=max(10.0, budget.left()), micro_batches=asked
+            )
             measured_all &= entry["native"].get("micro_batch") is not None
             print(f"native {model}/{seq}: {json.dumps(entry['native'])[:300]}", flush=True)
             write(doc, args.out)
         for mode in (r for r in runners if r != "native"):
             same = [entry["native"]["micro_batch"]] if (entry.get("native") or {}).get("micro_batch") else None
-            r = pytorch_throughput(args.reference, model, seq, [mode], args.out, timeout=max(10.0, budget.left()), micro_batches=asked or same)
+            r = pytorch_throughput(
+                args.reference,
+                model,
+                seq,
+                [mode],
+                args.out,
+                timeout=max(10.0, budget.left()),
+                micro_batches=asked or same,
+            )
             pt = entry.setdefault("pytorch", {})
             if r.get("error"):
                 pt.setdefault("errors", {})[mode] = r["error"]
@@ -366,7 +525,11 @@ def measure_all(args: argparse.Namespace, doc: dict[str, Any], budget: Budget, w
         if not budget.allows(40):
             doc["skipped"].append(f"native {key}: time budget")
             continue
-        doc["throughput"][key] = {"native": native_throughput(args.cli, tokens, model, seq, args.steps, work, timeout=min(240.0, budget.left()))}
+        doc["throughput"][key] = {
+            "native": native_throughput(
+                args.cli, tokens, model, seq, args.steps, work, timeout=min(240.0, budget.left())
+            )
+        }
         print(f"native {key}: {json.dumps(doc['throughput'][key]['native'])[:300]}", flush=True)
         write(doc, args.out)
 

@@ -27,10 +27,16 @@ def device(work: Path) -> dict[str, str]:
     facts = dict(line.split(": ", 1) for line in lines if ": " in line)
     gpu = [x.strip() for x in facts.get("gpu", "").split(",")]
     named = len(gpu) >= 4 and "MiB" in gpu[1]
-    return {"date": facts.get("date", "unknown"), "device": gpu[0] if named else facts.get("gpu", "unknown"), "memory": gpu[1] if named else "?",
-            "driver": gpu[2] if named else "?", "compute_capability": gpu[3] if named else "?",
-            "cuda": facts.get("cuda driver api", "?").replace("CUDA Version: ", "") or "?", "nvcc": facts.get("nvcc", "?") or "?",
-            "torch": facts.get("torch", "?")}
+    return {
+        "date": facts.get("date", "unknown"),
+        "device": gpu[0] if named else facts.get("gpu", "unknown"),
+        "memory": gpu[1] if named else "?",
+        "driver": gpu[2] if named else "?",
+        "compute_capability": gpu[3] if named else "?",
+        "cuda": facts.get("cuda driver api", "?").replace("CUDA Version: ", "") or "?",
+        "nvcc": facts.get("nvcc", "?") or "?",
+        "torch": facts.get("torch", "?"),
+    }
 
 
 def records(work: Path) -> dict[str, dict[str, Any]]:
@@ -64,9 +70,19 @@ def gtest_shards(work: Path, name: str) -> dict[str, Any]:
     failed = [n for p in parts for n in p.get("failed", [])]
     cut = [n for p in parts for n in p.get("cut_short", [])]
     cases = sum(p.get("cases", 0) for p in parts)
-    return {"ok": not errors and not failed and cases > 0, "passed": sum(p.get("passed", 0) for p in parts), "failed": failed, "cut_short": cut,
-            "cases": cases, "shards": len(parts),
-            **({"error": f"{sum(1 for p in parts if p.get('error'))} of {len(parts)} shards: " + "; ".join(errors)} if errors else {})}
+    return {
+        "ok": not errors and not failed and cases > 0,
+        "passed": sum(p.get("passed", 0) for p in parts),
+        "failed": failed,
+        "cut_short": cut,
+        "cases": cases,
+        "shards": len(parts),
+        **(
+            {"error": f"{sum(1 for p in parts if p.get('error'))} of {len(parts)} shards: " + "; ".join(errors)}
+            if errors
+            else {}
+        ),
+    }
 
 
 def gtest_filter(failed: list[str]) -> str:
@@ -86,28 +102,49 @@ def found(part: str, work: Path, status: str) -> tuple[dict[str, Any], list[str]
     if part == "build":
         env = work / "build" / "environment.txt"
         log = work / "build.out"
-        return {"environment": env.read_text().splitlines()[:12] if env.exists() else [],
-                "output_tail": log.read_text().splitlines()[-12:] if log.exists() and status != "passed" else []}, []
+        return {
+            "environment": env.read_text().splitlines()[:12] if env.exists() else [],
+            "output_tail": log.read_text().splitlines()[-12:] if log.exists() and status != "passed" else [],
+        }, []
     if part in ("cuda-tests", "cpu-tests"):
         r = gtest_shards(work, part)
         return r, ["--gtest-filter", gtest_filter(r.get("failed", []) + r.get("cut_short", []))]
     if part == "mpi-tests":
         two, four = gtest(work / "mpi-tests-2.json"), gtest(work / "mpi-tests-4.json")
-        failed = sorted(set(two.get("failed", []) + two.get("cut_short", [])) | set(four.get("failed", []) + four.get("cut_short", [])))
-        return {"ok": bool(two.get("ok") and four.get("ok")), "2 ranks": two, "4 ranks": four}, ["--gtest-filter", gtest_filter(failed)]
+        failed = sorted(
+            set(two.get("failed", []) + two.get("cut_short", []))
+            | set(four.get("failed", []) + four.get("cut_short", []))
+        )
+        return {"ok": bool(two.get("ok") and four.get("ok")), "2 ranks": two, "4 ranks": four}, [
+            "--gtest-filter",
+            gtest_filter(failed),
+        ]
     if part.startswith("bench-"):
-        return bench(work, part[len("bench-"):])
+        return bench(work, part[len("bench-") :])
     if part == "single-gpu-runs":
         checks = load(work / "runs.json") or {}
-        failed = {v.get("group") for v in checks.values() if isinstance(v, dict) and v.get("ok") is False and v.get("group")}
+        failed = {
+            v.get("group") for v in checks.values() if isinstance(v, dict) and v.get("ok") is False and v.get("group")
+        }
         ok = all(v.get("ok") is not False for v in checks.values() if isinstance(v, dict))
-        return {"ok": ok, "checks": checks} if checks else {"error": "runs.json was not written"}, (["--checks", ",".join(sorted(failed))] if failed else [])
+        return {"ok": ok, "checks": checks} if checks else {"error": "runs.json was not written"}, (
+            ["--checks", ",".join(sorted(failed))] if failed else []
+        )
     if part == "multi-rank":
         checks = load(work / "multirank.json") or {}
-        failed = sorted({s for k, v in checks.items() if isinstance(v, dict) and v.get("ok") is False
-                         for s in ("FULL_SHARD", "SHARD_GRAD_OP", "SHARD_OPTIMIZER", "NO_SHARD", "HYBRID_SHARD") if k.startswith(s)})
+        failed = sorted(
+            {
+                s
+                for k, v in checks.items()
+                if isinstance(v, dict) and v.get("ok") is False
+                for s in ("FULL_SHARD", "SHARD_GRAD_OP", "SHARD_OPTIMIZER", "NO_SHARD", "HYBRID_SHARD")
+                if k.startswith(s)
+            }
+        )
         ok = all(v.get("ok") is not False for v in checks.values() if isinstance(v, dict))
-        return {"ok": ok, "checks": checks} if checks else {"error": "multirank.json was not written"}, (["--strategies", ",".join(failed)] if failed else [])
+        return {"ok": ok, "checks": checks} if checks else {"error": "multirank.json was not written"}, (
+            ["--strategies", ",".join(failed)] if failed else []
+        )
     return {}, []
 
 
@@ -116,21 +153,38 @@ def bench(work: Path, runner: str) -> tuple[dict[str, Any], list[str]]:
     doc = load(docs[-1]) if docs else None
     if not doc:
         return {"error": "no benchmark results were written"}, ["--model", "gpt2-124m"]
-    (key, r), = list(doc.get("throughput", {}).items())[:1] or [("?", {})]
+    ((key, r),) = list(doc.get("throughput", {}).items())[:1] or [("?", {})]
     native = r.get("native", {})
     model = key.split("/")[0]
     if runner == "native":
-        return ({"model": key, "micro_batch": native.get("micro_batch"), "tokens_per_s": native.get("tokens_per_s"), "step_ms": native.get("step_ms_median"),
-                 "attention": native.get("attention"), "tried": native.get("tried")}, ["--model", model] + (["--micro-batch", str(native["micro_batch"])] if native.get("micro_batch") else []))
+        return (
+            {
+                "model": key,
+                "micro_batch": native.get("micro_batch"),
+                "tokens_per_s": native.get("tokens_per_s"),
+                "step_ms": native.get("step_ms_median"),
+                "attention": native.get("attention"),
+                "tried": native.get("tried"),
+            },
+            ["--model", model] + (["--micro-batch", str(native["micro_batch"])] if native.get("micro_batch") else []),
+        )
     pt = r.get("pytorch") or {}
     res = (pt.get("results") or {}).get(runner) or {}
-    out = {"model": key, "micro_batch": pt.get("micro_batch"), "tokens_per_s": res.get("tokens_per_s"), "step_ms": res.get("step_ms_median"),
-           "first_step_s": res.get("first_step_s"), "error": (pt.get("errors") or {}).get(runner)}
+    out = {
+        "model": key,
+        "micro_batch": pt.get("micro_batch"),
+        "tokens_per_s": res.get("tokens_per_s"),
+        "step_ms": res.get("step_ms_median"),
+        "first_step_s": res.get("first_step_s"),
+        "error": (pt.get("errors") or {}).get(runner),
+    }
     if native.get("tokens_per_s") and res.get("tokens_per_s"):
         out["native_over_this"] = round(native["tokens_per_s"] / res["tokens_per_s"], 3)
         out["target"] = f"native >= {'1.5x eager' if runner == 'eager' else '1.2x torch.compile'}"
         out["target_met"] = out["native_over_this"] >= (1.5 if runner == "eager" else 1.2)
-    return {k: v for k, v in out.items() if v is not None}, ["--model", model] + (["--micro-batch", str(pt["micro_batch"])] if pt.get("micro_batch") else [])
+    return {k: v for k, v in out.items() if v is not None}, ["--model", model] + (
+        ["--micro-batch", str(pt["micro_batch"])] if pt.get("micro_batch") else []
+    )
 
 
 def verdict_of(status: str, details: dict[str, Any]) -> str:
@@ -144,22 +198,40 @@ def verdict_of(status: str, details: dict[str, Any]) -> str:
 
 def one_line(part: str, d: dict[str, Any]) -> str:
     if part in ("cuda-tests", "cpu-tests"):
-        return f"{d.get('passed', 0)}/{d.get('cases', 0)} passed" + (f"; failed: {', '.join(d['failed'][:8])}" if d.get("failed") else "") + (
-            f"; cut short during: {', '.join(d['cut_short'][:8])}" if d.get("cut_short") else "") + (f" ({d['error']})" if d.get("error") else "")
+        return (
+            f"{d.get('passed', 0)}/{d.get('cases', 0)} passed"
+            + (f"; failed: {', '.join(d['failed'][:8])}" if d.get("failed") else "")
+            + (f"; cut short during: {', '.join(d['cut_short'][:8])}" if d.get("cut_short") else "")
+            + (f" ({d['error']})" if d.get("error") else "")
+        )
     if part == "mpi-tests":
-        return "; ".join(f"{k}: {v.get('passed', 0)}/{v.get('cases', 0)}" + (f" failed {', '.join(v['failed'][:4])}" if v.get("failed") else "") + (
-            f" cut short during {', '.join(v['cut_short'])}" if v.get("cut_short") else "") for k, v in d.items() if isinstance(v, dict))
+        return "; ".join(
+            f"{k}: {v.get('passed', 0)}/{v.get('cases', 0)}"
+            + (f" failed {', '.join(v['failed'][:4])}" if v.get("failed") else "")
+            + (f" cut short during {', '.join(v['cut_short'])}" if v.get("cut_short") else "")
+            for k, v in d.items()
+            if isinstance(v, dict)
+        )
     if part.startswith("bench-"):
         if d.get("tokens_per_s"):
-            ratio = f"; native/this {d['native_over_this']}x ({d['target']}: {'met' if d['target_met'] else 'NOT met'})" if "native_over_this" in d else ""
+            ratio = (
+                f"; native/this {d['native_over_this']}x ({d['target']}: {'met' if d['target_met'] else 'NOT met'})"
+                if "native_over_this" in d
+                else ""
+            )
             attention = f"; attention on {d['attention']}" if d.get("attention") else ""
-            return f"{d['model']} micro-batch {d.get('micro_batch')}: {d['tokens_per_s']:,.0f} tokens/s{ratio}{attention}"
+            return (
+                f"{d['model']} micro-batch {d.get('micro_batch')}: {d['tokens_per_s']:,.0f} tokens/s{ratio}{attention}"
+            )
         return str(d.get("error") or d.get("tried") or "no result")[:200]
     if part in ("single-gpu-runs", "multi-rank"):
         checks = {k: v for k, v in (d.get("checks") or {}).items() if isinstance(v, dict) and "ok" in v}
         bad = [k for k, v in checks.items() if v.get("ok") is False]
-        return f"{sum(1 for v in checks.values() if v.get('ok'))}/{len(checks)} checks passed" + (f"; failed: {'; '.join(bad)}" if bad else "") + (
-            f" {d['error']}" if d.get("error") else "")
+        return (
+            f"{sum(1 for v in checks.values() if v.get('ok'))}/{len(checks)} checks passed"
+            + (f"; failed: {'; '.join(bad)}" if bad else "")
+            + (f" {d['error']}" if d.get("error") else "")
+        )
     if part == "build":
         return " / ".join(d.get("output_tail", [])[-3:])[:300]
     return ""
@@ -206,33 +278,92 @@ def main() -> int:
         status = r["status"]
         if args.dry_run:
             out = args.work / f"{name}.out"
-            details, narrow = {"would_run": [l[len("would run: "):] for l in out.read_text().splitlines() if l.startswith("would run: ")] if out.exists() else []}, []
+            details, narrow = (
+                {
+                    "would_run": [
+                        l[len("would run: ") :] for l in out.read_text().splitlines() if l.startswith("would run: ")
+                    ]
+                    if out.exists()
+                    else []
+                },
+                [],
+            )
         else:
-            details, narrow = found(name, args.work, status) if status not in ("running", "skipped", "no build") else ({}, [])
-        parts.append({"part": name, "budget_s": r.get("budget_s", budget), "seconds": r.get("seconds"), "exit_code": r.get("exit_code"),
-                      "verdict": "dry run" if args.dry_run and status == "passed" else verdict_of(status, details), "details": details,
-                      "follow_up": follow_up(name, narrow, r.get("budget_s"), status == "timed out" or "timed out" in str(details.get("error", "")))})
+            details, narrow = (
+                found(name, args.work, status) if status not in ("running", "skipped", "no build") else ({}, [])
+            )
+        parts.append(
+            {
+                "part": name,
+                "budget_s": r.get("budget_s", budget),
+                "seconds": r.get("seconds"),
+                "exit_code": r.get("exit_code"),
+                "verdict": "dry run" if args.dry_run and status == "passed" else verdict_of(status, details),
+                "details": details,
+                "follow_up": follow_up(
+                    name,
+                    narrow,
+                    r.get("budget_s"),
+                    status == "timed out" or "timed out" in str(details.get("error", "")),
+                ),
+            }
+        )
     failed = [p["part"] for p in parts if p["verdict"] in ("failed", "timed out", "no build")]
     incomplete = [p["part"] for p in parts if p["verdict"] in ("running", "not reached", "skipped")]
-    result = {**dev, "commit": args.commit, "command": args.command, "dry_run": args.dry_run,
-              "elapsed_s": args.elapsed, "budget_s": args.total_budget, "ok": not failed and not incomplete and not args.dry_run,
-              "failed": failed, "incomplete": incomplete, "parts": parts}
+    result = {
+        **dev,
+        "commit": args.commit,
+        "command": args.command,
+        "dry_run": args.dry_run,
+        "elapsed_s": args.elapsed,
+        "budget_s": args.total_budget,
+        "ok": not failed and not incomplete and not args.dry_run,
+        "failed": failed,
+        "incomplete": incomplete,
+        "parts": parts,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     write_aside(args.out / "gpu-test-results.json", json.dumps(result, indent=2, default=str) + "\n")
 
     title = f"# First GPU run — {dev['device']} ({dev['memory']}), driver {dev['driver']}, CUDA {dev['cuda']} ({dev['nvcc']}), {dev['date']}"
-    md = [title, "", f"Commit `{args.commit}`; `{result['command']}`; {args.elapsed} s of the run's {args.total_budget} s; torch {dev['torch']}.", "",
-          "| part | budget | time | verdict | found | follow-up |", "|---|---:|---:|---|---|---|"]
+    md = [
+        title,
+        "",
+        f"Commit `{args.commit}`; `{result['command']}`; {args.elapsed} s of the run's {args.total_budget} s; torch {dev['torch']}.",
+        "",
+        "| part | budget | time | verdict | found | follow-up |",
+        "|---|---:|---:|---|---|---|",
+    ]
     for p in parts:
-        seconds = f"{p['seconds']} s" if p.get("seconds") is not None and p["verdict"] not in ("running", "not reached") else "-"
-        verdict = {"running": "running (the call ended during it if this is the last summary)", "timed out": f"timed out after {p['budget_s']} s",
-                   "failed": f"FAILED (exit {p.get('exit_code')}" + (", but what it wrote says failed)" if p.get("exit_code") == 0 else ")")}.get(p["verdict"], p["verdict"])
+        seconds = (
+            f"{p['seconds']} s"
+            if p.get("seconds") is not None and p["verdict"] not in ("running", "not reached")
+            else "-"
+        )
+        verdict = {
+            "running": "running (the call ended during it if this is the last summary)",
+            "timed out": f"timed out after {p['budget_s']} s",
+            "failed": f"FAILED (exit {p.get('exit_code')}"
+            + (", but what it wrote says failed)" if p.get("exit_code") == 0 else ")"),
+        }.get(p["verdict"], p["verdict"])
         cell = "" if args.dry_run or not p.get("details") else one_line(p["part"], p["details"]).replace("|", "/")
         md.append(f"| {p['part']} | {p['budget_s']} s | {seconds} | {verdict} | {cell} | `{p['follow_up']}` |")
         if p["part"] == args.row:
             print(md[-1])
-    state = "dry run: nothing ran" if args.dry_run else "all passed" if result["ok"] else "; ".join(
-        x for x in (f"FAILED: {', '.join(failed)}" if failed else "", f"not finished: {', '.join(incomplete)}" if incomplete else "") if x)
+    state = (
+        "dry run: nothing ran"
+        if args.dry_run
+        else "all passed"
+        if result["ok"]
+        else "; ".join(
+            x
+            for x in (
+                f"FAILED: {', '.join(failed)}" if failed else "",
+                f"not finished: {', '.join(incomplete)}" if incomplete else "",
+            )
+            if x
+        )
+    )
     md += ["", f"**{state}**", "", "Details (logs, GoogleTest reports, the parts' JSON): first-run-details.tar.gz."]
     write_aside(args.out / "gpu-test-results.md", "\n".join(md) + "\n")
     pack(args.work, args.out)

@@ -24,7 +24,12 @@ def write_token_ids(path: Path, ids: bytes | list[int], vocab: int, tokenizer: s
         a.byteswap()
     payload = a.tobytes()
     count = len(a)
-    header = b"FSDPTOK\0" + struct.pack("<IIQII", 1, 1, count, vocab, zlib.crc32(payload)) + tokenizer.encode().ljust(16, b"\0") + bytes(16)
+    header = (
+        b"FSDPTOK\0"
+        + struct.pack("<IIQII", 1, 1, count, vocab, zlib.crc32(payload))
+        + tokenizer.encode().ljust(16, b"\0")
+        + bytes(16)
+    )
     assert len(header) == 64
     # A new file renamed over the old one: a trainer reading the old one keeps reading it, whole
     # (the runtime refuses a token file rewritten in place under it).
@@ -65,12 +70,36 @@ def text_corpus(limit: int) -> bytes:
     return bytes(out[:limit])
 
 
-def config(train: Path, *, d_model: int, n_layers: int, n_heads: int, vocab: int, seq: int, batch: int, steps: int,
-           dtype: str = "float32", device: str = "cuda", extra: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def config(
+    train: Path,
+    *,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    vocab: int,
+    seq: int,
+    batch: int,
+    steps: int,
+    dtype: str = "float32",
+    device: str = "cuda",
+    extra: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     c: dict[str, dict[str, Any]] = {
-        "model": {"d_model": d_model, "n_layers": n_layers, "n_heads": n_heads, "vocab_size": vocab, "max_seq_len": seq},
+        "model": {
+            "d_model": d_model,
+            "n_layers": n_layers,
+            "n_heads": n_heads,
+            "vocab_size": vocab,
+            "max_seq_len": seq,
+        },
         "data": {"train": str(train), "seq_len": seq},
-        "training": {"batch_size_per_gpu": batch, "max_steps": steps, "learning_rate": 6e-4, "warmup_steps": 2, "seed": 7},
+        "training": {
+            "batch_size_per_gpu": batch,
+            "max_steps": steps,
+            "learning_rate": 6e-4,
+            "warmup_steps": 2,
+            "seed": 7,
+        },
         "fsdp": {"sharding_strategy": "NO_SHARD"},
         "mixed_precision": {"param_dtype": dtype, "reduce_dtype": dtype, "buffer_dtype": dtype},
         "checkpointing": {"save_every_n_steps": 0, "save_final": False},
@@ -85,7 +114,20 @@ def config(train: Path, *, d_model: int, n_layers: int, n_heads: int, vocab: int
 def mpirun_argv(ranks: int, argv: list[str]) -> list[str]:
     """mpirun around argv as runs/launch/mpirun.ts makes it for one host."""
     root = ["--allow-run-as-root"] if hasattr(os, "getuid") and os.getuid() == 0 else []
-    return ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *root, "-x", "OMP_WAIT_POLICY", "-x", "LD_LIBRARY_PATH", *argv]
+    return [
+        "mpirun",
+        "-n",
+        str(ranks),
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        *root,
+        "-x",
+        "OMP_WAIT_POLICY",
+        "-x",
+        "LD_LIBRARY_PATH",
+        *argv,
+    ]
 
 
 def events_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -93,7 +135,9 @@ def events_of(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.exists() else []
 
 
-def run(cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300, ranks: int = 1, extra: list[str] | None = None) -> tuple[int, list[dict[str, Any]], str]:
+def run(
+    cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300, ranks: int = 1, extra: list[str] | None = None
+) -> tuple[int, list[dict[str, Any]], str]:
     """Runs the CLI on cfg (under mpirun with `ranks` > 1); returns its exit code, the events of metrics.jsonl and its stderr."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir / "config.json"
@@ -103,7 +147,9 @@ def run(cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300, ran
     argv = [str(cli), "--config", str(cfg_path), "--run-dir", str(run_dir), *(extra or [])]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "passive")}
     try:
-        p = subprocess.run(mpirun_argv(ranks, argv) if ranks > 1 else argv, capture_output=True, text=True, timeout=timeout, env=env)
+        p = subprocess.run(
+            mpirun_argv(ranks, argv) if ranks > 1 else argv, capture_output=True, text=True, timeout=timeout, env=env
+        )
     except subprocess.TimeoutExpired as e:
         return 124, events_of(run_dir), f"timed out after {timeout} s: {(e.stderr or b'')[-2000:]!r}"
     return p.returncode, events_of(run_dir), p.stderr[-4000:]
@@ -111,7 +157,11 @@ def run(cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300, ran
 
 def measured_peaks(events: list[dict[str, Any]], rank: int | None = None) -> dict[str, int]:
     """The highest peak per category over the step events (the run's, or one rank's)."""
-    steps = [e for e in events if e.get("type") == "step" and (e.get("rank") == rank if rank is not None else "rank" not in e)]
+    steps = [
+        e
+        for e in events
+        if e.get("type") == "step" and (e.get("rank") == rank if rank is not None else "rank" not in e)
+    ]
     out: dict[str, int] = {}
     for s in steps:
         for k, v in s["mem_peak_by_category"].items():
@@ -133,7 +183,9 @@ def plan_comparison(events: list[dict[str, Any]]) -> dict[str, dict[str, dict[st
     out: dict[str, dict[str, dict[str, int]]] = {}
     for r in ranks:
         m = measured_peaks(events, r)
-        out[str(0 if r is None else r)] = {k: {"planned": plan[k], "measured": m.get(k, 0), "difference": m.get(k, 0) - plan[k]} for k in CATEGORIES}
+        out[str(0 if r is None else r)] = {
+            k: {"planned": plan[k], "measured": m.get(k, 0), "difference": m.get(k, 0) - plan[k]} for k in CATEGORIES
+        }
     return out
 
 
@@ -162,8 +214,13 @@ class PlanLedger:
     def report(self, checks: Any, name: str = "measured peak = plan per category, every run and rank") -> None:
         """checks.check(name, ok, detail): ok when at least one run was compared and none differs."""
         differing = {run: diff for run, diff in self.runs.items() if diff}
-        checks.check(name, bool(self.runs) and not differing,
-                     {"runs_compared": len(self.runs), "runs_differing": len(differing), "differences": differing} if self.runs else "no run reached a step to compare")
+        checks.check(
+            name,
+            bool(self.runs) and not differing,
+            {"runs_compared": len(self.runs), "runs_differing": len(differing), "differences": differing}
+            if self.runs
+            else "no run reached a step to compare",
+        )
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -29,12 +29,27 @@ def gtest(path: Path) -> dict[str, Any]:
             elif line.startswith("[  FAILED  ] ") and " ms)" in line:
                 failed.append(line[13:].split(" (")[0].strip())
                 running = None
-        return {"ok": False, "passed": passed, "failed": failed, "cut_short": [running] if running else [], "cases": passed + len(failed) + (1 if running else 0),
-                "error": f"{path.name} was not written: read from its log (the run ended before GoogleTest's report)"}
+        return {
+            "ok": False,
+            "passed": passed,
+            "failed": failed,
+            "cut_short": [running] if running else [],
+            "cases": passed + len(failed) + (1 if running else 0),
+            "error": f"{path.name} was not written: read from its log (the run ended before GoogleTest's report)",
+        }
     r = json.loads(path.read_text())
-    cases = [(f"{t['classname']}.{t['name']}", t.get("failures")) for s in r.get("testsuites", []) for t in s.get("testsuite", [])]
+    cases = [
+        (f"{t['classname']}.{t['name']}", t.get("failures"))
+        for s in r.get("testsuites", [])
+        for t in s.get("testsuite", [])
+    ]
     failed = [n for n, f in cases if f]
-    return {"ok": not failed and len(cases) > 0, "passed": len(cases) - len(failed), "failed": failed, "cases": len(cases)}
+    return {
+        "ok": not failed and len(cases) > 0,
+        "passed": len(cases) - len(failed),
+        "failed": failed,
+        "cases": len(cases),
+    }
 
 
 def main() -> int:
@@ -45,7 +60,9 @@ def main() -> int:
     args = ap.parse_args()
     out = args.out
     env = (out / "environment.txt").read_text() if (out / "environment.txt").exists() else ""
-    gpu_line = next((l for l in env.splitlines() if l.count(",") >= 3 and "MiB" in l), "unknown GPU, ?, unknown driver, ?")
+    gpu_line = next(
+        (l for l in env.splitlines() if l.count(",") >= 3 and "MiB" in l), "unknown GPU, ?, unknown driver, ?"
+    )
     name, memory, driver, cap = [x.strip() for x in gpu_line.split(",")[:4]]
     date = next((l.split(": ", 1)[1] for l in env.splitlines() if l.startswith("date: ")), "unknown")
     timings: dict[str, dict[str, Any]] = {}
@@ -70,23 +87,46 @@ def main() -> int:
                 checks[k] = v
     failed = [k for k, v in parts.items() if not v.get("ok")] + [k for k, v in checks.items() if v.get("ok") is False]
     not_run = [k for k, v in checks.items() if v.get("ok") is None]
-    result = {"device": name, "memory": memory, "driver": driver, "compute_capability": cap, "date": date, "commit": args.commit,
-              "ok": not failed, "failed": failed, "not_run": not_run, "timings": timings, "suites": parts, "checks": checks}
+    result = {
+        "device": name,
+        "memory": memory,
+        "driver": driver,
+        "compute_capability": cap,
+        "date": date,
+        "commit": args.commit,
+        "ok": not failed,
+        "failed": failed,
+        "not_run": not_run,
+        "timings": timings,
+        "suites": parts,
+        "checks": checks,
+    }
     (out / "gpu-test-results.json").write_text(json.dumps(result, indent=2, default=str))
 
     total = sum(t["seconds"] for t in timings.values())
     durations = ", ".join(f"{k} {v['seconds']:.0f} s" for k, v in timings.items())
-    md = [f"# GPU test results — {name} ({memory}), driver {driver}, {date}", "",
-          f"Commit `{args.commit}`; `bash scripts/gpu/test.sh` in {total:.0f} s ({durations}).", "",
-          "| check | result |", "|---|---|"]
+    md = [
+        f"# GPU test results — {name} ({memory}), driver {driver}, {date}",
+        "",
+        f"Commit `{args.commit}`; `bash scripts/gpu/test.sh` in {total:.0f} s ({durations}).",
+        "",
+        "| check | result |",
+        "|---|---|",
+    ]
     for k, v in parts.items():
-        md.append(f"| {k} | {'ok' if v.get('ok') else 'FAILED'}: {v.get('passed', 0)}/{v.get('cases', 0)} passed{('; failed: ' + ', '.join(v['failed'])) if v.get('failed') else ''}{(' ' + v['error']) if v.get('error') else ''} |")
+        md.append(
+            f"| {k} | {'ok' if v.get('ok') else 'FAILED'}: {v.get('passed', 0)}/{v.get('cases', 0)} passed{('; failed: ' + ', '.join(v['failed'])) if v.get('failed') else ''}{(' ' + v['error']) if v.get('error') else ''} |"
+        )
     for k, v in checks.items():
         mark = "ok" if v.get("ok") else "not run" if v.get("ok") is None else "FAILED"
         detail = v.get("detail")
         brief = detail if isinstance(detail, str) else json.dumps(detail, default=str)
         md.append(f"| {k.replace('|', '/')} | {mark}{(': ' + brief[:160].replace('|', '/')) if mark != 'ok' else ''} |")
-    md += ["", f"**{'All passed' if not failed else 'FAILED: ' + '; '.join(failed)}**" + (f" (not run: {'; '.join(not_run)})" if not_run else "")]
+    md += [
+        "",
+        f"**{'All passed' if not failed else 'FAILED: ' + '; '.join(failed)}**"
+        + (f" (not run: {'; '.join(not_run)})" if not_run else ""),
+    ]
     (out / "gpu-test-results.md").write_text("\n".join(md) + "\n")
     print("\n".join(md[-1:]))
     return 1 if failed else 0

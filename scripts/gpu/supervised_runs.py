@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from check_runs import Checks
+
 from runs import config, events_of, of_type, write_tokens
 
 SMALL = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64, batch=8)
@@ -30,10 +31,31 @@ def supervised(root: Path, cli: Path, cfg: dict[str, Any], run_dir: Path) -> sub
     """The supervisor around the runtime, in a process group of its own, as the editor starts it."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(cfg, indent=2))
-    manifest = {"v": 1, "run_id": run_dir.name, "created": time.time(), "status": "starting", "config": cfg,
-                "world": {"size": 1}, "host": os.uname().nodename, "target": "local"}
-    argv = [sys.executable, str(root / "python" / "fsdp_studio" / "supervise.py"), "--run-dir", str(run_dir), "--native",
-            "--manifest", json.dumps(manifest), "--", str(cli), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir)]
+    manifest = {
+        "v": 1,
+        "run_id": run_dir.name,
+        "created": time.time(),
+        "status": "starting",
+        "config": cfg,
+        "world": {"size": 1},
+        "host": os.uname().nodename,
+        "target": "local",
+    }
+    argv = [
+        sys.executable,
+        str(root / "python" / "fsdp_studio" / "supervise.py"),
+        "--run-dir",
+        str(run_dir),
+        "--native",
+        "--manifest",
+        json.dumps(manifest),
+        "--",
+        str(cli),
+        "--config",
+        str(run_dir / "config.json"),
+        "--run-dir",
+        str(run_dir),
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -69,12 +91,27 @@ def completes(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, device
     events = events_of(run_dir)
     start = of_type(events, "run_start")
     ranks = (start[0].get("world") or {}).get("ranks", []) if start else []
-    ok = (p.returncode == 0 and m.get("status") == "completed" and m.get("step") == 20 and len(m.get("pids", [])) >= 2
-          and m["pids"][0] == p.pid and bool(ranks) and str(ranks[0].get("device", "")).startswith(device)
-          and len(of_type(events, "step")) == 20 and len(of_type(events, "run_end")) == 1)
-    c.check(f"the supervisor around the {device} runtime: the manifest says completed at step 20, naming its processes", ok,
-            {"code": p.returncode, "manifest": {k: m.get(k) for k in ("status", "step", "max_steps", "pids", "end_reason", "runtime_version")},
-             "device": ranks[0].get("device") if ranks else None, "stderr": err[-800:]})
+    ok = (
+        p.returncode == 0
+        and m.get("status") == "completed"
+        and m.get("step") == 20
+        and len(m.get("pids", [])) >= 2
+        and m["pids"][0] == p.pid
+        and bool(ranks)
+        and str(ranks[0].get("device", "")).startswith(device)
+        and len(of_type(events, "step")) == 20
+        and len(of_type(events, "run_end")) == 1
+    )
+    c.check(
+        f"the supervisor around the {device} runtime: the manifest says completed at step 20, naming its processes",
+        ok,
+        {
+            "code": p.returncode,
+            "manifest": {k: m.get(k) for k in ("status", "step", "max_steps", "pids", "end_reason", "runtime_version")},
+            "device": ranks[0].get("device") if ranks else None,
+            "stderr": err[-800:],
+        },
+    )
 
 
 def runtime_killed(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, device: str) -> None:
@@ -88,8 +125,11 @@ def runtime_killed(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, d
         time.sleep(0.2)
     if pid is None:
         p.kill()
-        c.check(f"the {device} runtime SIGKILLed under its supervisor: the manifest says failed, naming the signal", False,
-                {"manifest": run_json(run_dir), "stderr": (p.communicate()[1] or "")[-800:]})
+        c.check(
+            f"the {device} runtime SIGKILLed under its supervisor: the manifest says failed, naming the signal",
+            False,
+            {"manifest": run_json(run_dir), "stderr": (p.communicate()[1] or "")[-800:]},
+        )
         return
     os.kill(pid, signal.SIGKILL)
     try:
@@ -101,8 +141,11 @@ def runtime_killed(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, d
     reason = m.get("end_reason") or ""
     left = [q for q in m.get("pids", []) if alive(q)]
     ok = m.get("status") == "failed" and ("signal 9" in reason or "SIGKILL" in reason) and not left
-    c.check(f"the {device} runtime SIGKILLed under its supervisor: the manifest says failed, naming the signal", ok,
-            {"status": m.get("status"), "end_reason": reason, "left": left, "stderr": err[-800:]})
+    c.check(
+        f"the {device} runtime SIGKILLed under its supervisor: the manifest says failed, naming the signal",
+        ok,
+        {"status": m.get("status"), "end_reason": reason, "left": left, "stderr": err[-800:]},
+    )
 
 
 def main() -> int:
@@ -113,7 +156,9 @@ def main() -> int:
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = ap.parse_args()
     if not args.cli.is_file():
-        ap.error(f"--cli {args.cli}: no such file (native/build-gpu/Release/fsdp-train-native after first-run.sh's build part)")
+        ap.error(
+            f"--cli {args.cli}: no such file (native/build-gpu/Release/fsdp-train-native after first-run.sh's build part)"
+        )
     sys.path.insert(0, str(args.root.resolve() / "python"))
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "supervised-work"

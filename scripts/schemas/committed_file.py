@@ -1,4 +1,5 @@
 """One way for the schema generators to write their output or check it against the committed file."""
+
 import os
 import sys
 

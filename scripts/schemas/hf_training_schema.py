@@ -69,7 +69,16 @@ def schema_of_type(tp) -> dict:
             out["enum"] = enums + ([None] if "null" in kinds else [])
         return out
     if origin is typing.Literal:
-        kinds = {"string" if isinstance(a, str) else "boolean" if isinstance(a, bool) else "integer" if isinstance(a, int) else "number" for a in args}
+        kinds = {
+            "string"
+            if isinstance(a, str)
+            else "boolean"
+            if isinstance(a, bool)
+            else "integer"
+            if isinstance(a, int)
+            else "number"
+            for a in args
+        }
         return {"type": kinds.pop() if len(kinds) == 1 else sorted(kinds), "enum": list(args)}
     if origin in (list, tuple, typing.Sequence) or tp in (list, tuple):
         item = schema_of_type(args[0]) if args else {}
@@ -117,7 +126,11 @@ def dataclass_properties(cls) -> dict[str, dict]:
         if not f.init or f.name.startswith("_"):
             continue
         node = dict(FIELD_TYPES.get(f.name) or schema_of_type(hints.get(f.name, f.type)))
-        default = f.default if f.default is not dataclasses.MISSING else (f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        )
         d = json_default(default) if default is not dataclasses.MISSING else dataclasses.MISSING
         if d is not dataclasses.MISSING and d is not None:
             node["default"] = d
@@ -168,7 +181,11 @@ def build() -> dict:
 
     classes = [("TrainingArguments", transformers.TrainingArguments)]
     trainer_configs = sorted(
-        n for n in dir(trl) if n.endswith("Config") and isinstance(getattr(trl, n), type) and issubclass(getattr(trl, n), transformers.TrainingArguments)
+        n
+        for n in dir(trl)
+        if n.endswith("Config")
+        and isinstance(getattr(trl, n), type)
+        and issubclass(getattr(trl, n), transformers.TrainingArguments)
     )
     classes += [(n, getattr(trl, n)) for n in trainer_configs]
     classes += [(n, getattr(trl, n)) for n in ("ScriptArguments", "ModelConfig", "DatasetMixtureConfig")]
@@ -191,14 +208,21 @@ def build() -> dict:
 
     import importlib.resources as resources
 
-    bundled = sorted(p.name[: -len(".yaml")] for p in resources.files("trl.accelerate_configs").iterdir() if p.name.endswith(".yaml"))
+    bundled = sorted(
+        p.name[: -len(".yaml")] for p in resources.files("trl.accelerate_configs").iterdir() if p.name.endswith(".yaml")
+    )
     props["accelerate_config"] = {
         "type": "string",
         "examples": bundled,
         "description": f"`trl` CLI: an accelerate config file, or one bundled with trl ({', '.join(bundled)}), passed to accelerate launch as --config_file.",
         "x-defined-by": ["trl CLI"],
     }
-    props["env"] = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}, "description": "`trl` CLI: environment variables set before training.", "x-defined-by": ["trl CLI"]}
+    props["env"] = {
+        "type": "object",
+        "additionalProperties": {"type": ["string", "number", "boolean"]},
+        "description": "`trl` CLI: environment variables set before training.",
+        "x-defined-by": ["trl CLI"],
+    }
 
     # The keys of fsdp_config transformers reads (a leading "fsdp_" is stripped first), from its source:
     # TrainingArguments._process_fsdp_args and the Trainer's XLA checks. Others are ignored.
@@ -208,7 +232,9 @@ def build() -> dict:
         with open(path, encoding="utf-8") as f:
             keys.update(re.findall(r'(?<!xla_)fsdp_config(?:\.get\(|\[)"(\w+)"', f.read()))
     props["fsdp_config"]["x-known-keys"] = sorted(keys)
-    props["fsdp_config"]["x-known-keys-source"] = "transformers/training_args.py: TrainingArguments._process_fsdp_args; transformers/trainer.py"
+    props["fsdp_config"]["x-known-keys-source"] = (
+        "transformers/training_args.py: TrainingArguments._process_fsdp_args; transformers/trainer.py"
+    )
 
     versions = {p: importlib.metadata.version(p) for p in ("transformers", "trl", "accelerate")}
     return {
@@ -232,7 +258,15 @@ def main() -> None:
     schema = build()
     rendered = json.dumps(schema, indent=2, ensure_ascii=False, default=str) + "\n"
     versions = ", ".join(f"{k} {v}" for k, v in schema["x-generated-from"].items())
-    write_or_check(args.out, rendered, ROOT, f"the installed {versions}", ".venv/bin/python scripts/schemas/hf_training_schema.py", args.check)
+    write_or_check(
+        args.out,
+        rendered,
+        ROOT,
+        f"the installed {versions}",
+        ".venv/bin/python scripts/schemas/hf_training_schema.py",
+        args.check,
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -125,9 +125,13 @@ def type_schema(node: ast.expr) -> dict:
     if isinstance(node, ast.Constant) and node.value is None:
         return {"type": "null"}
     if isinstance(node, ast.Name):
-        return {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"}, "bool": {"type": "boolean"}, "dict": {"type": "object"}}.get(
-            node.id, {}
-        )
+        return {
+            "int": {"type": "integer"},
+            "float": {"type": "number"},
+            "str": {"type": "string"},
+            "bool": {"type": "boolean"},
+            "dict": {"type": "object"},
+        }.get(node.id, {})
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         if node.value.id == "Literal":
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -205,7 +209,10 @@ def build(source: str, version: str, origin_note: str) -> dict:
     exp = schema["properties"].get("experimental", {}).get("properties", {}).get("custom_args_module")
     if exp is not None:
         exp["deprecated"] = True
-        exp["description"] = (exp.get("description", "") + "\n\nDeprecated: torchtitan copies it to job.custom_config_module (ConfigManager._validate_config); set that instead.").strip()
+        exp["description"] = (
+            exp.get("description", "")
+            + "\n\nDeprecated: torchtitan copies it to job.custom_config_module (ConfigManager._validate_config); set that instead."
+        ).strip()
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": "https://fsdp-studio.dev/schemas/torchtitan-config.schema.json",
@@ -233,7 +240,15 @@ def main() -> None:
     else:
         text, origin = find_source(args.version)
     rendered = json.dumps(build(text, args.version, origin), indent=2, ensure_ascii=False) + "\n"
-    write_or_check(args.out, rendered, ROOT, f"torchtitan {args.version} ({origin})", "python scripts/schemas/torchtitan_schema.py", args.check)
+    write_or_check(
+        args.out,
+        rendered,
+        ROOT,
+        f"torchtitan {args.version} ({origin})",
+        "python scripts/schemas/torchtitan_schema.py",
+        args.check,
+    )
+
 
 if __name__ == "__main__":
     main()

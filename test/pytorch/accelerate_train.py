@@ -9,6 +9,7 @@ is saved with accelerator.save_state every --save-every steps and when a stop si
 (every process stops after the same step); a run started again in the same folder continues from
 the newest saved state.
 """
+
 import argparse
 import os
 import signal
@@ -18,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.utils import ProjectConfiguration
-
 from ddp_train import SEQ, VOCAB, TinyDecoder, batch
+
 from fsdp_studio.integrations.accelerate import FsdpStudioTracker
 
 
@@ -34,14 +35,24 @@ def main():
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    accelerator = Accelerator(cpu=True, log_with=[FsdpStudioTracker(), "tensorboard"], project_config=ProjectConfiguration(project_dir=".", logging_dir="tb"))
+    accelerator = Accelerator(
+        cpu=True,
+        log_with=[FsdpStudioTracker(), "tensorboard"],
+        project_config=ProjectConfiguration(project_dir=".", logging_dir="tb"),
+    )
     accelerator.init_trackers("accelerate-run")
-    print(f"rank {accelerator.process_index} of {accelerator.num_processes}: {accelerator.distributed_type}", flush=True)
+    print(
+        f"rank {accelerator.process_index} of {accelerator.num_processes}: {accelerator.distributed_type}", flush=True
+    )
     model = TinyDecoder()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     model, opt = accelerator.prepare(model, opt)
 
-    saved = sorted((int(n[5:]) for n in os.listdir(args.checkpoint) if n.startswith("step-")), reverse=True) if os.path.isdir(args.checkpoint) else []
+    saved = (
+        sorted((int(n[5:]) for n in os.listdir(args.checkpoint) if n.startswith("step-")), reverse=True)
+        if os.path.isdir(args.checkpoint)
+        else []
+    )
     start = saved[0] if saved else 0
     if start:
         accelerator.load_state(os.path.join(args.checkpoint, f"step-{start}"))
@@ -63,7 +74,14 @@ def main():
         mean_loss = accelerator.reduce(loss.detach(), reduction="mean")
         if args.step_sleep:
             time.sleep(args.step_sleep)
-        accelerator.log({"train/loss": mean_loss.item(), "train/grad_norm": float(grad_norm), "train/tokens_per_s": accelerator.num_processes * args.batch * SEQ / (time.time() - t0)}, step=step)
+        accelerator.log(
+            {
+                "train/loss": mean_loss.item(),
+                "train/grad_norm": float(grad_norm),
+                "train/tokens_per_s": accelerator.num_processes * args.batch * SEQ / (time.time() - t0),
+            },
+            step=step,
+        )
         flag = accelerator.reduce(torch.tensor([1.0 if stop else 0.0]), reduction="sum")
         if flag.item() > 0 or step % args.save_every == 0:
             accelerator.save_state(os.path.join(args.checkpoint, f"step-{step}"))

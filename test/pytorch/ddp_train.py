@@ -15,6 +15,7 @@ forward on one rank at one step, so that the NaN view can be checked to name tha
 --hold-at/--hold-while: after step N every rank waits while FILE exists (a stop signal ends the
 wait), so a test can act on a run that is certainly still running however loaded the machine is.
 """
+
 import argparse
 import math
 import os
@@ -191,7 +192,9 @@ def main():
         if args.step_sleep:
             time.sleep(args.step_sleep)
         elapsed = time.time() - t0
-        fsdp_studio.log(step, loss=mean_loss, lr=lr_at(step), grad_norm=grad_norm, tokens_per_s=world * args.batch * SEQ / elapsed)
+        fsdp_studio.log(
+            step, loss=mean_loss, lr=lr_at(step), grad_norm=grad_norm, tokens_per_s=world * args.batch * SEQ / elapsed
+        )
         if args.eval_every and step % args.eval_every == 0:
             with torch.no_grad():
                 model.eval()

@@ -10,15 +10,16 @@ JOBS.json: a list of
 Prints a list with one answer per job: {} for make; {"shape": [B, T, V], "logits": [...], "tied": bool} for logits.
 Nothing is read from a hub (HF_HUB_OFFLINE=1).
 """
+
 import json
 import os
 import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
-from transformers.utils import logging  # noqa: E402
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+from transformers.utils import logging
 
 logging.set_verbosity_error()
 
@@ -34,8 +35,17 @@ def logits(folder, tokens):
 
 def make(folder, m, seed):
     torch.manual_seed(int(seed))
-    config = GPT2Config(vocab_size=m["vocab_size"], n_positions=m["max_seq_len"], n_embd=m["d_model"], n_layer=m["n_layers"], n_head=m["n_heads"],
-                        n_inner=m.get("mlp_ratio", 4) * m["d_model"], tie_word_embeddings=m.get("tie_embeddings", True), bos_token_id=None, eos_token_id=None)
+    config = GPT2Config(
+        vocab_size=m["vocab_size"],
+        n_positions=m["max_seq_len"],
+        n_embd=m["d_model"],
+        n_layer=m["n_layers"],
+        n_head=m["n_heads"],
+        n_inner=m.get("mlp_ratio", 4) * m["d_model"],
+        tie_word_embeddings=m.get("tie_embeddings", True),
+        bos_token_id=None,
+        eos_token_id=None,
+    )
     model = GPT2LMHeadModel(config)
     with torch.no_grad():
         # Biases and LayerNorm parameters away from 0 and 1, so that a swapped tensor shows in the logits.
@@ -49,5 +59,7 @@ def make(folder, m, seed):
 if __name__ == "__main__":
     answers = []
     for job in json.load(sys.stdin):
-        answers.append(make(job["make"], job["model"], job["seed"]) if "make" in job else logits(job["logits"], job["tokens"]))
+        answers.append(
+            make(job["make"], job["model"], job["seed"]) if "make" in job else logits(job["logits"], job["tokens"])
+        )
     json.dump(answers, sys.stdout)

@@ -10,6 +10,7 @@ in the output of one module (by name) at one step. A stop signal (SIGTERM, SIGIN
 after the current step with a checkpoint; a run started again in the same folder resumes from the
 newest checkpoint (the Trainer's own resume_from_checkpoint).
 """
+
 import argparse
 import os
 import signal
@@ -80,17 +81,36 @@ def main():
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=SEQ, n_embd=32, n_layer=2, n_head=2, bos_token_id=None, eos_token_id=None))
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=VOCAB, n_positions=SEQ, n_embd=32, n_layer=2, n_head=2, bos_token_id=None, eos_token_id=None
+        )
+    )
     fsdp_studio.watch(model)
     training = TrainingArguments(
-        output_dir=args.out, max_steps=args.steps, per_device_train_batch_size=4, learning_rate=3e-3, warmup_steps=3,
-        logging_steps=1, save_steps=args.save_every, save_strategy="steps", report_to=["tensorboard"], use_cpu=True,
-        disable_tqdm=True, dataloader_num_workers=0, seed=0,
+        output_dir=args.out,
+        max_steps=args.steps,
+        per_device_train_batch_size=4,
+        learning_rate=3e-3,
+        warmup_steps=3,
+        logging_steps=1,
+        save_steps=args.save_every,
+        save_strategy="steps",
+        report_to=["tensorboard"],
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        seed=0,
     )
     stop = StopOnSignal(args.step_sleep)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = Trainer(model=model, args=training, train_dataset=synthetic(4 * args.steps, 1), callbacks=[FsdpStudioCallback(), stop])
+        trainer = Trainer(
+            model=model,
+            args=training,
+            train_dataset=synthetic(4 * args.steps, 1),
+            callbacks=[FsdpStudioCallback(), stop],
+        )
         if args.nan_step:
             plant_nan(model, args.nan_module, args.nan_step, lambda: trainer.state)
         last = transformers.trainer_utils.get_last_checkpoint(args.out) if os.path.isdir(args.out) else None

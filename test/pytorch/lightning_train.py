@@ -7,6 +7,7 @@ FsdpStudioLogger and Lightning's TensorBoardLogger (event files under OUT/tb/). 
 keeps the last checkpoint every --save-every steps; a stop signal ends the run after the current
 step with a checkpoint; a run started again in the same folder resumes from it (ckpt_path).
 """
+
 import argparse
 import os
 import signal
@@ -15,10 +16,10 @@ import time
 import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
+from ddp_train import VOCAB, TinyDecoder, batch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import TensorBoardLogger
 
-from ddp_train import SEQ, VOCAB, TinyDecoder, batch
 from fsdp_studio.integrations.lightning import FsdpStudioLogger
 
 
@@ -82,9 +83,17 @@ def main():
     torch.set_num_threads(1)
     checkpoints = os.path.join(args.out, "checkpoints")
     trainer = pl.Trainer(
-        max_steps=args.steps, accelerator="cpu", devices=1, log_every_n_steps=1, enable_progress_bar=False, enable_model_summary=False,
+        max_steps=args.steps,
+        accelerator="cpu",
+        devices=1,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         logger=[FsdpStudioLogger(), TensorBoardLogger(args.out, name="tb", version=0)],
-        callbacks=[ModelCheckpoint(dirpath=checkpoints, save_last=True, every_n_train_steps=args.save_every), StopOnSignal(checkpoints)],
+        callbacks=[
+            ModelCheckpoint(dirpath=checkpoints, save_last=True, every_n_train_steps=args.save_every),
+            StopOnSignal(checkpoints),
+        ],
         default_root_dir=args.out,
     )
     last = os.path.join(checkpoints, "last.ckpt")

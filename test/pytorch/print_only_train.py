@@ -8,6 +8,7 @@ dashboard's charts.
 
     python3 print_only_train.py --steps 30 [--step-sleep 0.1] [--eval-every 10]
 """
+
 import argparse
 import time
 
@@ -55,4 +56,4 @@ for iter_num in range(args.steps + 1):
     time.sleep(args.step_sleep)
     t1 = time.time()
     dt, t0 = t1 - t0, t1
-    print(f"iter {iter_num}: loss {loss.item():.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")
+    print(f"iter {iter_num}: loss {loss.item():.4f}, time {dt * 1000:.2f}ms, mfu {running_mfu * 100:.2f}%")

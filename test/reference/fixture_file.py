@@ -23,8 +23,15 @@ _DTYPES = {torch.float32: "float32", torch.float64: "float64"}
 
 def encode_array(t: torch.Tensor) -> dict[str, Any]:
     """A flat float32/float64 tensor as {dtype, count, crc32, base64}, bit-exact."""
-    data = t.detach().cpu().contiguous().reshape(-1).numpy().astype(np.dtype(_DTYPES[t.dtype]).newbyteorder("<")).tobytes()
-    return {"dtype": _DTYPES[t.dtype], "count": t.numel(), "crc32": zlib.crc32(data), "base64": base64.b64encode(data).decode("ascii")}
+    data = (
+        t.detach().cpu().contiguous().reshape(-1).numpy().astype(np.dtype(_DTYPES[t.dtype]).newbyteorder("<")).tobytes()
+    )
+    return {
+        "dtype": _DTYPES[t.dtype],
+        "count": t.numel(),
+        "crc32": zlib.crc32(data),
+        "base64": base64.b64encode(data).decode("ascii"),
+    }
 
 
 def decode_array(a: dict[str, Any]) -> torch.Tensor:
@@ -62,7 +69,7 @@ def provenance(command: list[str], device: str) -> dict[str, Any]:
     """Where, when and how a file was made: the exact command, versions, machine and load."""
     record: dict[str, Any] = {
         "command": " ".join(command),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "numpy": np.__version__,

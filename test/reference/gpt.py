@@ -19,8 +19,9 @@ every comparison runs with ``model.dropout: 0``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +47,7 @@ class GptShape:
     tie_embeddings: bool = True
 
     @staticmethod
-    def from_config(model: Mapping[str, Any]) -> "GptShape":
+    def from_config(model: Mapping[str, Any]) -> GptShape:
         """Reads a run config's ``model`` section; the optional keys take the schema's defaults."""
         shape = GptShape(
             vocab_size=int(model["vocab_size"]),
@@ -60,7 +61,9 @@ class GptShape:
         if shape.d_model % shape.n_heads:
             raise ValueError(f"model.d_model: {shape.d_model} is not divisible by model.n_heads ({shape.n_heads})")
         if float(model.get("dropout", 0)) != 0:
-            raise ValueError("model.dropout: the PyTorch reference has no dropout (the runtime's masks cannot be reproduced); use 0")
+            raise ValueError(
+                "model.dropout: the PyTorch reference has no dropout (the runtime's masks cannot be reproduced); use 0"
+            )
         return shape
 
     @property

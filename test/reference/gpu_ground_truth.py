@@ -36,8 +36,20 @@ def main(argv: list[str]) -> int:
     if not args.memory_only:
         failures += run("throughput.py", "--out", str(args.out / "throughput")) != 0
     left = args.seconds - (time.monotonic() - start) - 20  # the point in progress when time runs out
-    failures += run("measure_memory.py", "--grid", args.grid, "--only", args.memory_only, "--out", str(args.out / "measured"),
-                    "--max-seconds", str(max(left, 1))) != 0
+    failures += (
+        run(
+            "measure_memory.py",
+            "--grid",
+            args.grid,
+            "--only",
+            args.memory_only,
+            "--out",
+            str(args.out / "measured"),
+            "--max-seconds",
+            str(max(left, 1)),
+        )
+        != 0
+    )
     return 1 if failures else 0
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from fixture_file import encode_array, invocation, provenance, write_json
 from gpt import Gpt, GptShape, initialise, loss_of
 from optimizer import adamw, clip_gradients
@@ -33,24 +32,68 @@ LOGITS_SAMPLE = 16  # logits recorded per step at flat indices k * (count // 16)
 CONFIGS: dict[str, dict[str, Any]] = {
     # GPT-2 shaped: tied head, GPT-2 init, warmup then cosine, layer-wise LR decay, clipping active.
     "tied-warmup-cosine": {
-        "model": {"d_model": 32, "n_layers": 2, "n_heads": 4, "vocab_size": 64, "max_seq_len": 16, "mlp_ratio": 4,
-                  "tie_embeddings": True, "dropout": 0, "init_std": 0.02},
+        "model": {
+            "d_model": 32,
+            "n_layers": 2,
+            "n_heads": 4,
+            "vocab_size": 64,
+            "max_seq_len": 16,
+            "mlp_ratio": 4,
+            "tie_embeddings": True,
+            "dropout": 0,
+            "init_std": 0.02,
+        },
         "data": {"seq_len": 16},
-        "training": {"batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "max_steps": STEPS, "learning_rate": 3e-3,
-                     "schedule": "warmup_cosine", "warmup_steps": 3, "min_lr_ratio": 0.1, "decay_ratio": 0.2, "weight_decay": 0.1,
-                     "betas": [0.9, 0.95], "eps": 1e-8, "max_grad_norm": 0.5, "layer_lr_decay": 0.8, "seed": 1234},
+        "training": {
+            "batch_size_per_gpu": 4,
+            "gradient_accumulation_steps": 1,
+            "max_steps": STEPS,
+            "learning_rate": 3e-3,
+            "schedule": "warmup_cosine",
+            "warmup_steps": 3,
+            "min_lr_ratio": 0.1,
+            "decay_ratio": 0.2,
+            "weight_decay": 0.1,
+            "betas": [0.9, 0.95],
+            "eps": 1e-8,
+            "max_grad_norm": 0.5,
+            "layer_lr_decay": 0.8,
+            "seed": 1234,
+        },
         "perturb": 0.0,
     },
     # Odd sizes everywhere: untied head, 3 heads of 8, mlp_ratio 3, sequences shorter than the
     # position table, 2 micro-batches accumulated, a wide init and non-trivial LayerNorm parameters
     # and biases (perturbed), one_cycle, no clipping.
     "untied-accumulate-one-cycle": {
-        "model": {"d_model": 24, "n_layers": 3, "n_heads": 3, "vocab_size": 50, "max_seq_len": 16, "mlp_ratio": 3,
-                  "tie_embeddings": False, "dropout": 0, "init_std": 0.2},
+        "model": {
+            "d_model": 24,
+            "n_layers": 3,
+            "n_heads": 3,
+            "vocab_size": 50,
+            "max_seq_len": 16,
+            "mlp_ratio": 3,
+            "tie_embeddings": False,
+            "dropout": 0,
+            "init_std": 0.2,
+        },
         "data": {"seq_len": 12},
-        "training": {"batch_size_per_gpu": 3, "gradient_accumulation_steps": 2, "max_steps": STEPS, "learning_rate": 2e-3,
-                     "schedule": "one_cycle", "warmup_steps": 4, "min_lr_ratio": 0.05, "decay_ratio": 0.2, "weight_decay": 0.05,
-                     "betas": [0.85, 0.99], "eps": 1e-6, "max_grad_norm": 0, "layer_lr_decay": 0.9, "seed": 99},
+        "training": {
+            "batch_size_per_gpu": 3,
+            "gradient_accumulation_steps": 2,
+            "max_steps": STEPS,
+            "learning_rate": 2e-3,
+            "schedule": "one_cycle",
+            "warmup_steps": 4,
+            "min_lr_ratio": 0.05,
+            "decay_ratio": 0.2,
+            "weight_decay": 0.05,
+            "betas": [0.85, 0.99],
+            "eps": 1e-6,
+            "max_grad_norm": 0,
+            "layer_lr_decay": 0.9,
+            "seed": 99,
+        },
         "perturb": 0.1,
     },
 }
@@ -65,8 +108,13 @@ SCHEDULE_CASES: list[dict[str, Any]] = [
 
 def run_config(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The spec as a run config the runtime's parser accepts (data.train names no file: the batch is in the fixture)."""
-    return {"name": name, "model": spec["model"], "data": {"train": "fixture-batch.tok", **spec["data"]},
-            "training": spec["training"], "fsdp": {"sharding_strategy": "NO_SHARD"}}
+    return {
+        "name": name,
+        "model": spec["model"],
+        "data": {"train": "fixture-batch.tok", **spec["data"]},
+        "training": spec["training"],
+        "fsdp": {"sharding_strategy": "NO_SHARD"},
+    }
 
 
 def initial_model(shape: GptShape, spec: dict[str, Any]) -> Gpt:
@@ -87,7 +135,9 @@ def fixed_batch(spec: dict[str, Any], vocab: int) -> tuple[torch.Tensor, torch.T
     """inputs, targets: [micro-batches, B, T] token ids; targets are the inputs shifted by one."""
     t = spec["training"]
     g = torch.Generator().manual_seed(t["seed"] + 2)
-    seq = torch.randint(0, vocab, (t["gradient_accumulation_steps"], t["batch_size_per_gpu"], spec["data"]["seq_len"] + 1), generator=g)
+    seq = torch.randint(
+        0, vocab, (t["gradient_accumulation_steps"], t["batch_size_per_gpu"], spec["data"]["seq_len"] + 1), generator=g
+    )
     return seq[..., :-1].contiguous(), seq[..., 1:].contiguous()
 
 
@@ -95,11 +145,17 @@ def stats(t: torch.Tensor) -> dict[str, Any]:
     """Checksums of logits: sum, sum of |x|, L2 norm, and a fixed sample of values."""
     flat = t.detach().reshape(-1).double()
     stride = flat.numel() // LOGITS_SAMPLE
-    return {"sum": float(flat.sum()), "abs_sum": float(flat.abs().sum()), "norm": float(flat.norm()),
-            "sample": [float(flat[k * stride]) for k in range(LOGITS_SAMPLE)]}
+    return {
+        "sum": float(flat.sum()),
+        "abs_sum": float(flat.abs().sum()),
+        "norm": float(flat.norm()),
+        "sample": [float(flat[k * stride]) for k in range(LOGITS_SAMPLE)],
+    }
 
 
-def train(start: Gpt, spec: dict[str, Any], dtype: torch.dtype, inputs: torch.Tensor, targets: torch.Tensor) -> dict[str, Any]:
+def train(
+    start: Gpt, spec: dict[str, Any], dtype: torch.dtype, inputs: torch.Tensor, targets: torch.Tensor
+) -> dict[str, Any]:
     """10 optimizer steps on the fixed batch, recording what the runtime's test compares."""
     t = spec["training"]
     model = copy.deepcopy(start).to(dtype)
@@ -127,16 +183,33 @@ def train(start: Gpt, spec: dict[str, Any], dtype: torch.dtype, inputs: torch.Te
         grad_norm, clip = clip_gradients(model, float(t["max_grad_norm"]))
         lr = head_group["lr"]
         optimizer.step()
-        weights = {n: {"norm": float(p.detach().norm()), "delta_norm": float((p.detach() - before[n]).norm())}
-                   for n, p in model.named_parameters()}
-        steps.append({"step": step, "lr": lr, "loss": sum(losses) / micro, "micro_losses": losses, "grad_norm": grad_norm,
-                      "clip": clip, "logits": stats(logits), "grad_norms": grad_norms, "weights": weights})
+        weights = {
+            n: {"norm": float(p.detach().norm()), "delta_norm": float((p.detach() - before[n]).norm())}
+            for n, p in model.named_parameters()
+        }
+        steps.append(
+            {
+                "step": step,
+                "lr": lr,
+                "loss": sum(losses) / micro,
+                "micro_losses": losses,
+                "grad_norm": grad_norm,
+                "clip": clip,
+                "logits": stats(logits),
+                "grad_norms": grad_norms,
+                "weights": weights,
+            }
+        )
         if step < STEPS:
             lr_schedule.step()
     assert logits_step1 is not None
     final = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    return {"dtype": {torch.float64: "float64", torch.float32: "float32"}[dtype], "steps": steps,
-            "logits_step1": encode_array(logits_step1), "final_params": encode_array(final)}
+    return {
+        "dtype": {torch.float64: "float64", torch.float32: "float32"}[dtype],
+        "steps": steps,
+        "logits_step1": encode_array(logits_step1),
+        "final_params": encode_array(final),
+    }
 
 
 def make_fixture(name: str, spec: dict[str, Any], command: list[str]) -> dict[str, Any]:
@@ -153,14 +226,26 @@ def make_fixture(name: str, spec: dict[str, Any], command: list[str]) -> dict[st
         "name": name,
         "made_by": provenance(command, "cpu"),
         "config": run_config(name, spec),
-        "init": {"seed": spec["training"]["seed"], "init_std": spec["model"]["init_std"], "perturb_bias_and_layernorm_std": spec["perturb"]},
+        "init": {
+            "seed": spec["training"]["seed"],
+            "init_std": spec["model"]["init_std"],
+            "perturb_bias_and_layernorm_std": spec["perturb"],
+        },
         "parameters": layout,
         "n_params": offset,
-        "batch": {"micro_batches": inputs.shape[0], "B": inputs.shape[1], "T": inputs.shape[2],
-                  "inputs": inputs.tolist(), "targets": targets.tolist()},
+        "batch": {
+            "micro_batches": inputs.shape[0],
+            "B": inputs.shape[1],
+            "T": inputs.shape[2],
+            "inputs": inputs.tolist(),
+            "targets": targets.tolist(),
+        },
         "initial_params": encode_array(torch.cat([p.detach().reshape(-1) for p in start.parameters()])),
         "logits_sample_count": LOGITS_SAMPLE,
-        "runs": {"float64": train(start, spec, torch.float64, inputs, targets), "float32": train(start, spec, torch.float32, inputs, targets)},
+        "runs": {
+            "float64": train(start, spec, torch.float64, inputs, targets),
+            "float32": train(start, spec, torch.float32, inputs, targets),
+        },
     }
 
 

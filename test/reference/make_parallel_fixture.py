@@ -41,12 +41,33 @@ SAMPLE_TOKENS = ROOT / "samples" / "data" / "fortunes-byte-train.tok"
 
 CONFIG: dict[str, Any] = {
     "name": "parallel-reference",
-    "model": {"d_model": 32, "n_layers": 2, "n_heads": 4, "vocab_size": 256, "max_seq_len": SEQ, "mlp_ratio": 4,
-              "tie_embeddings": True, "dropout": 0, "init_std": 0.02},
+    "model": {
+        "d_model": 32,
+        "n_layers": 2,
+        "n_heads": 4,
+        "vocab_size": 256,
+        "max_seq_len": SEQ,
+        "mlp_ratio": 4,
+        "tie_embeddings": True,
+        "dropout": 0,
+        "init_std": 0.02,
+    },
     "data": {"seq_len": SEQ, "shuffle": False, "prefetch_batches": 0},
-    "training": {"gradient_accumulation_steps": 1, "max_steps": STEPS, "learning_rate": 3e-3, "schedule": "warmup_cosine",
-                 "warmup_steps": 3, "min_lr_ratio": 0.1, "decay_ratio": 0.2, "weight_decay": 0.1, "betas": [0.9, 0.95], "eps": 1e-8,
-                 "max_grad_norm": 1.0, "layer_lr_decay": 1.0, "seed": 2313},
+    "training": {
+        "gradient_accumulation_steps": 1,
+        "max_steps": STEPS,
+        "learning_rate": 3e-3,
+        "schedule": "warmup_cosine",
+        "warmup_steps": 3,
+        "min_lr_ratio": 0.1,
+        "decay_ratio": 0.2,
+        "weight_decay": 0.1,
+        "betas": [0.9, 0.95],
+        "eps": 1e-8,
+        "max_grad_norm": 1.0,
+        "layer_lr_decay": 1.0,
+        "seed": 2313,
+    },
     "mixed_precision": {"param_dtype": "float32", "reduce_dtype": "float32"},
     # rollback saves the step-0 checkpoint the PyTorch runs start from (and asks for checkpoints).
     "stability": {"on_nan": "rollback"},
@@ -67,7 +88,7 @@ def read_tokens(path: Path, count: int) -> list[int]:
     n = int.from_bytes(data[16:24], "little")
     if n < count:
         raise ValueError(f"{path}: {n} tokens, {count} needed")
-    return [int.from_bytes(data[64 + 2 * i: 66 + 2 * i], "little") for i in range(count)]
+    return [int.from_bytes(data[64 + 2 * i : 66 + 2 * i], "little") for i in range(count)]
 
 
 def run(argv: list[str], **kw: Any) -> None:
@@ -84,9 +105,23 @@ def native_start(work: Path, tokens_file: Path) -> tuple[Path, list[dict[str, An
     config["fsdp"] = {"sharding_strategy": "NO_SHARD"}
     (work / "config.json").write_text(json.dumps(config))
     node = shutil.which("node") or "node"
-    run([node, "bin/fsdp-train.mjs", str(work / "config.json"), "--run-dir", str(work / "run")], stdout=subprocess.DEVNULL)
-    run([node, "bin/fsdp-train.mjs", "export", str(work / "run" / "checkpoints" / "step-00000000"), "--hf", str(work / "hf")])
-    steps = [e for e in map(json.loads, (work / "run" / "metrics.jsonl").read_text().splitlines()) if e["type"] == "step"]
+    run(
+        [node, "bin/fsdp-train.mjs", str(work / "config.json"), "--run-dir", str(work / "run")],
+        stdout=subprocess.DEVNULL,
+    )
+    run(
+        [
+            node,
+            "bin/fsdp-train.mjs",
+            "export",
+            str(work / "run" / "checkpoints" / "step-00000000"),
+            "--hf",
+            str(work / "hf"),
+        ]
+    )
+    steps = [
+        e for e in map(json.loads, (work / "run" / "metrics.jsonl").read_text().splitlines()) if e["type"] == "step"
+    ]
     return work / "hf" / "model.safetensors", steps
 
 
@@ -97,8 +132,22 @@ def pytorch_run(work: Path, weights: Path, tokens: list[int], world: int, strate
     out = work / f"result-{world}-{strategy}.json"
     job.write_text(json.dumps({"config": config, "weights": str(weights), "tokens": tokens, "strategy": strategy}))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
-         str(Path(__file__).resolve().parent / "parallel_worker.py"), "--job", str(job), "--out", str(out)], env=env)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(world),
+            str(Path(__file__).resolve().parent / "parallel_worker.py"),
+            "--job",
+            str(job),
+            "--out",
+            str(out),
+        ],
+        env=env,
+    )
     return json.loads(out.read_text())
 
 
@@ -107,7 +156,9 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=ROOT / "test" / "fixtures" / "reference" / "parallel")
     args = p.parse_args()
     if not SAMPLE_TOKENS.exists():
-        raise SystemExit(f"{SAMPLE_TOKENS} is missing: run the set-up first (npm test or npm start prepares the sample data)")
+        raise SystemExit(
+            f"{SAMPLE_TOKENS} is missing: run the set-up first (npm test or npm start prepares the sample data)"
+        )
     tokens = read_tokens(SAMPLE_TOKENS, STEPS * GLOBAL_BATCH * SEQ + 1)
     with tempfile.TemporaryDirectory(prefix="fsdp-parallel-ref-") as tmp:
         work = Path(tmp)
@@ -117,18 +168,28 @@ def main() -> None:
         for world in (1, 2):
             for native, strategy in STRATEGIES.items():
                 result = pytorch_run(work, weights, tokens, world, strategy)
-                runs.append({"world_size": world, "sharding_strategy": native, "pytorch": strategy, "steps": result["steps"]})
+                runs.append(
+                    {"world_size": world, "sharding_strategy": native, "pytorch": strategy, "steps": result["steps"]}
+                )
                 worst = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(native_steps, result["steps"]))
-                print(f"{world} rank(s), {native} ↔ {strategy}: worst relative loss difference to the native 1-rank run {worst:.2e}", flush=True)
+                print(
+                    f"{world} rank(s), {native} ↔ {strategy}: worst relative loss difference to the native 1-rank run {worst:.2e}",
+                    flush=True,
+                )
         document = {
             "format": FORMAT,
             "version": VERSION,
             "made_by": provenance(["node", "scripts/reference.mjs", "parallel"], "cpu"),
             "config": CONFIG,
             "global_batch": GLOBAL_BATCH,
-            "tokens": {"source": "samples/data/fortunes-byte-train.tok (Debian's fortunes, byte tokens), the first ids", "ids": tokens},
-            "initial_weights": {"from": "the native trainer's step-0 checkpoint of this config, exported with fsdp-train export --hf",
-                                "safetensors_crc32": zlib.crc32(weights.read_bytes())},
+            "tokens": {
+                "source": "samples/data/fortunes-byte-train.tok (Debian's fortunes, byte tokens), the first ids",
+                "ids": tokens,
+            },
+            "initial_weights": {
+                "from": "the native trainer's step-0 checkpoint of this config, exported with fsdp-train export --hf",
+                "safetensors_crc32": zlib.crc32(weights.read_bytes()),
+            },
             "runs": runs,
         }
         size = write_json(args.out / "fp32.json", document)

@@ -20,11 +20,11 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any, ContextManager
 
 import torch
-
 from fixture_file import cpu_model, invocation, write_json
 from gpt import Gpt, initialise
 from memory_grid import GRIDS, Point
@@ -55,7 +55,9 @@ def main(argv: list[str]) -> int:
     cuda = torch.cuda.is_available()
     out_dir = args.out.resolve()
     if not cuda and (out_dir == MEASURED_FIXTURES or MEASURED_FIXTURES in out_dir.parents):
-        parser.error(f"--out {args.out}: no GPU here, so nothing is measured; a dry run never writes into {MEASURED_FIXTURES}")
+        parser.error(
+            f"--out {args.out}: no GPU here, so nothing is measured; a dry run never writes into {MEASURED_FIXTURES}"
+        )
     points = [p for p in GRIDS[args.grid] if args.only in p.id]
     if not points:
         parser.error(f"--only {args.only!r}: no point of grid {args.grid} matches")
@@ -66,7 +68,9 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     for i, point in enumerate(points):
         if args.max_seconds and time.monotonic() - start > args.max_seconds:
-            document["skipped"] += [{"id": p.id, "reason": f"time budget of {args.max_seconds:.0f} s spent"} for p in points[i:]]
+            document["skipped"] += [
+                {"id": p.id, "reason": f"time budget of {args.max_seconds:.0f} s spent"} for p in points[i:]
+            ]
             break
         result = run_point(point, counters, cuda)
         (document["points"] if "measured" in result else document["skipped"]).append(result)
@@ -81,7 +85,13 @@ def main(argv: list[str]) -> int:
 def header(cuda: bool) -> dict[str, Any]:
     """The file's top: device, versions, date, command, and the CUDA context's own memory."""
     today = datetime.date.today().isoformat()
-    doc: dict[str, Any] = {"format": FORMAT, "date": today, "command": " ".join(invocation()), "torch": torch.__version__, "notes": NOTES}
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "date": today,
+        "command": " ".join(invocation()),
+        "torch": torch.__version__,
+        "notes": NOTES,
+    }
     if cuda:
         torch.cuda.init()
         # The context and cuBLAS's handle and workspace exist once a matrix product has run.
@@ -90,19 +100,37 @@ def header(cuda: bool) -> dict[str, Any]:
         del a
         torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info()
-        doc.update({"device": torch.cuda.get_device_name(), "memory_total_bytes": total, "driver": nvidia_driver(),
-                    "cuda": torch.version.cuda, "cuda_context_bytes": total - free,
-                    "cuda_context_method": "mem_get_info() used after torch.cuda.init() and one 8x8 matmul, cache emptied"})
+        doc.update(
+            {
+                "device": torch.cuda.get_device_name(),
+                "memory_total_bytes": total,
+                "driver": nvidia_driver(),
+                "cuda": torch.version.cuda,
+                "cuda_context_bytes": total - free,
+                "cuda_context_method": "mem_get_info() used after torch.cuda.init() and one 8x8 matmul, cache emptied",
+            }
+        )
     else:
-        doc.update({"device": f"cpu ({cpu_model()})", "dry_run": True,
-                    "notes": "DRY RUN on a CPU: nothing measured (no allocator counters); the loop, wrappers and writer ran. " + NOTES})
+        doc.update(
+            {
+                "device": f"cpu ({cpu_model()})",
+                "dry_run": True,
+                "notes": "DRY RUN on a CPU: nothing measured (no allocator counters); the loop, wrappers and writer ran. "
+                + NOTES,
+            }
+        )
     doc["points"], doc["skipped"] = [], []
     return doc
 
 
 def nvidia_driver() -> str | None:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     except FileNotFoundError:
         return None
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
@@ -120,7 +148,10 @@ def run_point(point: Point, counters: MemoryCounters, cuda: bool) -> dict[str, A
     device = torch.device("cuda" if cuda else "cpu")
     model = optimizer = inputs = targets = None
     try:
-        model = Gpt(point.model.shape(), attention="sdpa" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "eager").to(device)
+        model = Gpt(
+            point.model.shape(),
+            attention="sdpa" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "eager",
+        ).to(device)
         initialise(model, 1234, 0.02)
         apply_checkpointing(model, point.checkpointing)
         bf16 = point.precision == "bf16"
@@ -131,7 +162,9 @@ def run_point(point: Point, counters: MemoryCounters, cuda: bool) -> dict[str, A
             autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16)  # noqa: E731
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
         g = torch.Generator(device=device).manual_seed(0)
-        tokens = torch.randint(0, point.model.vocab_size, (point.micro_batch, point.seq_len + 1), device=device, generator=g)
+        tokens = torch.randint(
+            0, point.model.vocab_size, (point.micro_batch, point.seq_len + 1), device=device, generator=g
+        )
         inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
         del tokens
         baseline = counters.allocated()

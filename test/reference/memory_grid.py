@@ -65,9 +65,20 @@ class Point:
         return {
             "framework": "pytorch",
             "device": "cuda",
-            "model": {"name": m.name, "vocabSize": m.vocab_size, "dModel": m.d_model, "nLayers": m.n_layers, "nHeads": m.n_heads,
-                      "nKvHeads": m.n_heads, "ffnHidden": 4 * m.d_model, "mlp": "gelu", "norm": "layernorm", "bias": True,
-                      "positionEmbeddings": m.max_seq_len, "tieEmbeddings": True},
+            "model": {
+                "name": m.name,
+                "vocabSize": m.vocab_size,
+                "dModel": m.d_model,
+                "nLayers": m.n_layers,
+                "nHeads": m.n_heads,
+                "nKvHeads": m.n_heads,
+                "ffnHidden": 4 * m.d_model,
+                "mlp": "gelu",
+                "norm": "layernorm",
+                "bias": True,
+                "positionEmbeddings": m.max_seq_len,
+                "tieEmbeddings": True,
+            },
             "seqLen": self.seq_len,
             "microBatch": self.micro_batch,
             "gradAccumSteps": 1,
@@ -76,14 +87,23 @@ class Point:
             "nnodes": 1,
             # bf16: FSDP2 MixedPrecisionPolicy(param bf16, reduce fp32) or autocast(bf16) for plain.
             "precision": {"param": low, "reduce": "float32", "activation": low},
-            "checkpointing": {"policy": {"none": "none", "every": "every_n", "selective": "selective"}[self.checkpointing], "everyN": 1},
+            "checkpointing": {
+                "policy": {"none": "none", "every": "every_n", "selective": "selective"}[self.checkpointing],
+                "everyN": 1,
+            },
             "offload": {"optimizer": False, "params": False},
             "attention": "flash",
             "dropout": 0,
             "fsdp": {"backwardPrefetch": "BACKWARD_PRE", "forwardPrefetch": False},
             "ddp": {"bucketCapMb": 25, "gradientAsBucketView": False},
-            "zero": {"reduceBucketSize": 5e8, "allgatherBucketSize": 5e8, "prefetchBucketSize": 5e7, "maxLiveParameters": 1e9,
-                     "paramPersistenceThreshold": 1e5, "contiguousGradients": True},
+            "zero": {
+                "reduceBucketSize": 5e8,
+                "allgatherBucketSize": 5e8,
+                "prefetchBucketSize": 5e7,
+                "maxLiveParameters": 1e9,
+                "paramPersistenceThreshold": 1e5,
+                "contiguousGradients": True,
+            },
         }
 
 
@@ -91,8 +111,10 @@ def _product(models: list[str], seqs: list[int], micro_batches: list[int]) -> li
     strategies: list[Strategy] = ["plain", "fsdp2"]
     precisions: list[Precision] = ["fp32", "bf16"]
     policies: list[Checkpointing] = ["none", "every", "selective"]
-    return [Point(PRESETS[m], s, p, c, t, b)
-            for m, s, p, c, t, b in itertools.product(models, strategies, precisions, policies, seqs, micro_batches)]
+    return [
+        Point(PRESETS[m], s, p, c, t, b)
+        for m, s, p, c, t, b in itertools.product(models, strategies, precisions, policies, seqs, micro_batches)
+    ]
 
 
 GRIDS: dict[str, list[Point]] = {

@@ -14,10 +14,10 @@ is None), which lets the same loop run — and be tested — where no GPU is.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, ContextManager, Protocol
+from collections.abc import Callable
+from typing import Any, ContextManager, Protocol
 
 import torch
-
 from gpt import loss_of
 
 PHASES = ("forward", "backward", "optimizer")
@@ -77,9 +77,15 @@ def _max(values: list[int | None]) -> int | None:
     return max(known) if len(known) == len(values) and known else None
 
 
-def measure_three_steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, targets: torch.Tensor,
-                        counters: MemoryCounters, autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
-                        on_phase: Callable[[int, str], None] | None = None) -> dict[str, Any]:
+def measure_three_steps(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    counters: MemoryCounters,
+    autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
+    on_phase: Callable[[int, str], None] | None = None,
+) -> dict[str, Any]:
     """Runs steps 1–3 on one micro-batch and returns the README's ``measured`` object, plus the
     three losses (``losses``) so a caller can see the steps trained. ``on_phase(step, phase)`` is
     called at the end of every phase of every step."""
@@ -105,8 +111,11 @@ def measure_three_steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             if step == 3:
-                phases[phase] = {"peak_allocated": counters.peak_allocated(), "end_allocated": counters.allocated(),
-                                 "peak_reserved": counters.peak_reserved()}
+                phases[phase] = {
+                    "peak_allocated": counters.peak_allocated(),
+                    "end_allocated": counters.allocated(),
+                    "peak_reserved": counters.peak_reserved(),
+                }
                 peaks_allocated.append(phases[phase]["peak_allocated"])
                 peaks_reserved.append(phases[phase]["peak_reserved"])
             if on_phase is not None:

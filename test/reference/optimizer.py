@@ -13,12 +13,12 @@ The update itself is torch.optim.AdamW's: this is the PyTorch side of the compar
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
-from torch import nn
-
 from gpt import Gpt
+from torch import nn
 
 
 def lr_scale(param_name: str, n_layers: int, layer_lr_decay: float) -> float:
@@ -51,7 +51,10 @@ def adamw(model: Gpt, training: Mapping[str, Any]) -> torch.optim.AdamW:
         groups.setdefault(key, []).append(p)
     betas = training.get("betas", [0.9, 0.95])
     return torch.optim.AdamW(
-        [{"params": ps, "lr": peak * scale, "weight_decay": decay if decays else 0.0} for (scale, decays), ps in groups.items()],
+        [
+            {"params": ps, "lr": peak * scale, "weight_decay": decay if decays else 0.0}
+            for (scale, decays), ps in groups.items()
+        ],
         lr=peak,
         betas=(float(betas[0]), float(betas[1])),
         eps=float(training.get("eps", 1e-8)),

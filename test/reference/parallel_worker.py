@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -26,13 +25,19 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpt import Gpt, GptShape, loss_of  # noqa: E402
-from optimizer import adamw  # noqa: E402
-from schedule import scheduler  # noqa: E402
+from gpt import Gpt, GptShape, loss_of
+from optimizer import adamw
+from schedule import scheduler
 
 # GPT-2 (Conv1D) name pieces of a block → gpt.py's, and whether the matrix is stored transposed.
-_BLOCK = {"ln_1": ("ln1", False), "ln_2": ("ln2", False), "attn.c_attn": ("attn.qkv", True), "attn.c_proj": ("attn.proj", True),
-          "mlp.c_fc": ("mlp.fc", True), "mlp.c_proj": ("mlp.fc2", True)}
+_BLOCK = {
+    "ln_1": ("ln1", False),
+    "ln_2": ("ln2", False),
+    "attn.c_attn": ("attn.qkv", True),
+    "attn.c_proj": ("attn.proj", True),
+    "mlp.c_fc": ("mlp.fc", True),
+    "mlp.c_proj": ("mlp.fc2", True),
+}
 
 
 def gpt_state_of_gpt2(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -105,7 +110,7 @@ def main() -> None:
     steps = []
     for step in range(1, training["max_steps"] + 1):
         first = ((step - 1) * world + rank) * B
-        seqs = torch.stack([tokens[j * T: j * T + T + 1] for j in range(first, first + B)])
+        seqs = torch.stack([tokens[j * T : j * T + T + 1] for j in range(first, first + B)])
         optimizer.zero_grad(set_to_none=True)
         loss = loss_of(model(seqs[:, :-1]), seqs[:, 1:])
         loss.backward()
@@ -119,7 +124,9 @@ def main() -> None:
         lr_schedule.step()
         steps.append({"step": step, "loss": float(mean) / world, "grad_norm": float(norm), "lr": lr})
     if rank == 0:
-        Path(args.out).write_text(json.dumps({"torch": torch.__version__, "world": world, "strategy": job["strategy"], "steps": steps}))
+        Path(args.out).write_text(
+            json.dumps({"torch": torch.__version__, "world": world, "strategy": job["strategy"], "steps": steps})
+        )
     dist.destroy_process_group()
 
 

@@ -5,13 +5,13 @@ of either. Each needs a PyTorch new enough; ``missing_feature`` says what this o
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.utils.checkpoint as activation_checkpoint
-from torch import nn
-
 from gpt import Gpt
+from torch import nn
 
 
 def missing_feature(checkpointing: str, strategy: str) -> str | None:
@@ -51,8 +51,14 @@ def _selective_context() -> Callable[[], Any]:
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts  # type: ignore[attr-defined]
 
     aten = torch.ops.aten
-    names = ["mm", "addmm", "bmm", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-             "_scaled_dot_product_cudnn_attention"]
+    names = [
+        "mm",
+        "addmm",
+        "bmm",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+    ]
     save = {getattr(aten, n).default for n in names if hasattr(aten, n)}
 
     def policy(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
@@ -82,13 +88,17 @@ def apply_fsdp2(model: Gpt, mesh: Any, param_dtype: torch.dtype | None) -> None:
     if found is None:
         raise RuntimeError(missing_feature("none", "fsdp2"))
     fully_shard, MixedPrecisionPolicy = found
-    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32) if param_dtype is not None else MixedPrecisionPolicy()
+    mp = (
+        MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+        if param_dtype is not None
+        else MixedPrecisionPolicy()
+    )
     for block in model.blocks:
         fully_shard(block, mesh=mesh, mp_policy=mp)
     fully_shard(model, mesh=mesh, mp_policy=mp)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def one_gpu_mesh() -> Any:
     """A one-rank process group (NCCL, loopback) and its device mesh, made once per process; on a
     machine without CUDA (the CPU dry run) gloo and a CPU mesh, which FSDP2 runs on too."""
@@ -101,5 +111,7 @@ def one_gpu_mesh() -> Any:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+        dist.init_process_group(
+            "nccl" if torch.cuda.is_available() else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1
+        )
     return init_device_mesh("cuda" if torch.cuda.is_available() else "cpu", (1,))

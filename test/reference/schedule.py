@@ -12,7 +12,8 @@ rate it uses is the group's rate when it runs.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, OneCycleLR
@@ -45,7 +46,9 @@ def lr_factor(training: Mapping[str, Any], step: int) -> float:
     if kind == "wsd":
         decay_steps = total * float(training.get("decay_ratio", 0.2))
         if decay_steps % 1 == 0.5:
-            raise ValueError("training.decay_ratio x max_steps ends in .5: C++ and Python round it differently; pick another")
+            raise ValueError(
+                "training.decay_ratio x max_steps ends in .5: C++ and Python round it differently; pick another"
+            )
         decay_start = max(warmup, total - round(decay_steps))
         return 1.0 if step <= decay_start else _linear(1.0, floor, (step - decay_start) / max(1, total - decay_start))
     if kind == "constant":

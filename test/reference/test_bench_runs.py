@@ -13,26 +13,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "gpu"))
 
-import bench_runs  # noqa: E402
-import throughput  # noqa: E402
-from memory_grid import PRESETS  # noqa: E402
+import bench_runs
+import throughput
+from memory_grid import PRESETS
 
-NCU = '''==PROF== Connected to process 4242
+NCU = """==PROF== Connected to process 4242
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","gpu__time_duration.sum"
 "","","","","","","","usecond"
 "0","4242","fsdp-train-native","127.0.0.1","void fsdp::cuda::flash_forward_kernel<__nv_bfloat16, 64>(T1 *, float *)","1","13","1,200.5"
 "1","4242","fsdp-train-native","127.0.0.1","nvjet_sm90_tst_256x128","1","13","300"
 "2","4242","fsdp-train-native","127.0.0.1","void fsdp::cuda::flash_forward_kernel<__nv_bfloat16, 64>(T1 *, float *)","1","13","799.5"
 ==PROF== Disconnected from process 4242
-'''
+"""
 
 
 def doc_with(native: float, eager: float, compiled: float) -> dict:
-    return {"date": "2026-11-24", "commit": "abc1234", "command": "scripts/gpu/bench.sh --all", "load_average": [0.1, 0.1, 0.1], "device": "NVIDIA H100 80GB HBM3",
-            "driver": "580.159.04", "torch": "2.11.0+cu130", "matmul_peak": {"tflops": 790.0}, "skipped": ["PyTorch compile at gpt2-124m/2048: time budget"],
-            "throughput": {"gpt2-124m/1024": {"native": {"micro_batch": 48, "tokens_per_s": native, "peak_flops": 989.4e12},
-                                              "pytorch": {"micro_batch": 48, "peak_flops": 989.4e12,
-                                                          "results": {"eager": {"tokens_per_s": eager}, "compile": {"tokens_per_s": compiled}}}}}}
+    return {
+        "date": "2026-11-24",
+        "commit": "abc1234",
+        "command": "scripts/gpu/bench.sh --all",
+        "load_average": [0.1, 0.1, 0.1],
+        "device": "NVIDIA H100 80GB HBM3",
+        "driver": "580.159.04",
+        "torch": "2.11.0+cu130",
+        "matmul_peak": {"tflops": 790.0},
+        "skipped": ["PyTorch compile at gpt2-124m/2048: time budget"],
+        "throughput": {
+            "gpt2-124m/1024": {
+                "native": {"micro_batch": 48, "tokens_per_s": native, "peak_flops": 989.4e12},
+                "pytorch": {
+                    "micro_batch": 48,
+                    "peak_flops": 989.4e12,
+                    "results": {"eager": {"tokens_per_s": eager}, "compile": {"tokens_per_s": compiled}},
+                },
+            }
+        },
+    }
 
 
 class BenchRunsTest(unittest.TestCase):
@@ -40,11 +56,17 @@ class BenchRunsTest(unittest.TestCase):
         for model in ("gpt2-124m", "gpt2-355m"):
             for seq in (1024, 2048):
                 shape = PRESETS[model].shape()
-                self.assertEqual(bench_runs.flops_per_token(model, seq), throughput.training_flops_per_token(shape, seq), (model, seq))
+                self.assertEqual(
+                    bench_runs.flops_per_token(model, seq),
+                    throughput.training_flops_per_token(shape, seq),
+                    (model, seq),
+                )
 
     def test_targets_compare_native_with_compile_and_eager_at_1024(self) -> None:
         met = bench_runs.targets_met(doc_with(400_000, 250_000, 330_000))
-        self.assertEqual(met, {"gpt2-124m/1024 native >= 1.2x compile": True, "gpt2-124m/1024 native >= 1.5x eager": True})
+        self.assertEqual(
+            met, {"gpt2-124m/1024 native >= 1.2x compile": True, "gpt2-124m/1024 native >= 1.5x eager": True}
+        )
         met = bench_runs.targets_met(doc_with(380_000, 250_000, 330_000))
         self.assertFalse(met["gpt2-124m/1024 native >= 1.2x compile"])
         self.assertTrue(met["gpt2-124m/1024 native >= 1.5x eager"])
@@ -70,7 +92,15 @@ class BenchRunsTest(unittest.TestCase):
             bench_runs.write(doc_with(400_000, 250_000, 330_000), Path(d))
             md = (Path(d) / "gpu-2026-11-24.md").read_text()
             doc = json.loads((Path(d) / "gpu-2026-11-24.json").read_text())
-        for part in ("NVIDIA H100 80GB HBM3", "580.159.04", "2.11.0+cu130", "abc1234", "2026-11-24", "790.0 TFLOP/s", "time budget"):
+        for part in (
+            "NVIDIA H100 80GB HBM3",
+            "580.159.04",
+            "2.11.0+cu130",
+            "abc1234",
+            "2026-11-24",
+            "790.0 TFLOP/s",
+            "time budget",
+        ):
             self.assertIn(part, md)
         self.assertIn("targets_met", doc)
 

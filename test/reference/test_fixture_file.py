@@ -8,7 +8,6 @@ import unittest
 from pathlib import Path
 
 import torch
-
 from fixture_file import decode_array, encode_array, provenance, write_json
 
 

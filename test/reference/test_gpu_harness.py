@@ -12,18 +12,34 @@ import unittest
 from pathlib import Path
 from typing import Any
 
-import torch
-
 import gpu_ground_truth
 import measure_memory
 import throughput
+import torch
 from gpt import Gpt, GptShape, initialise, loss_of
 from memory_grid import GRIDS, PRESETS
 from memory_phases import NoCounters, measure_three_steps
 from parallelize import apply_checkpointing, missing_feature
 
-ESTIMATOR_KEYS = {"framework", "device", "model", "seqLen", "microBatch", "gradAccumSteps", "strategy", "nprocPerNode", "nnodes",
-                  "precision", "checkpointing", "offload", "attention", "dropout", "fsdp", "ddp", "zero"}
+ESTIMATOR_KEYS = {
+    "framework",
+    "device",
+    "model",
+    "seqLen",
+    "microBatch",
+    "gradAccumSteps",
+    "strategy",
+    "nprocPerNode",
+    "nnodes",
+    "precision",
+    "checkpointing",
+    "offload",
+    "attention",
+    "dropout",
+    "fsdp",
+    "ddp",
+    "zero",
+}
 
 
 class StepCounters:
@@ -63,8 +79,13 @@ class GridTest(unittest.TestCase):
         points = GRIDS["default"]
         self.assertGreaterEqual(len(points), 40)
         self.assertEqual(len({p.id for p in points}), len(points))
-        for attribute, values in [("strategy", {"plain", "fsdp2"}), ("precision", {"fp32", "bf16"}),
-                                  ("checkpointing", {"none", "every", "selective"}), ("seq_len", {512, 1024}), ("micro_batch", {1, 2, 4})]:
+        for attribute, values in [
+            ("strategy", {"plain", "fsdp2"}),
+            ("precision", {"fp32", "bf16"}),
+            ("checkpointing", {"none", "every", "selective"}),
+            ("seq_len", {512, 1024}),
+            ("micro_batch", {1, 2, 4}),
+        ]:
             self.assertEqual({getattr(p, attribute) for p in points}, values, attribute)
         self.assertEqual(len({p.model.id for p in points}), 2)
 
@@ -73,17 +94,24 @@ class GridTest(unittest.TestCase):
         i = point.estimator_input()
         self.assertEqual(set(i), ESTIMATOR_KEYS)
         self.assertEqual(i["model"]["name"], "GPT-2 124M")
-        self.assertEqual((i["strategy"], i["precision"]["param"], i["checkpointing"]["policy"], i["seqLen"], i["microBatch"]),
-                         ("FULL_SHARD", "bfloat16", "selective", 1024, 4))
+        self.assertEqual(
+            (i["strategy"], i["precision"]["param"], i["checkpointing"]["policy"], i["seqLen"], i["microBatch"]),
+            ("FULL_SHARD", "bfloat16", "selective", 1024, 4),
+        )
         plain = next(p for p in GRIDS["default"] if p.id == "gpt-d512-l8/plain/fp32/ac-every/s512/b1").estimator_input()
-        self.assertEqual((plain["strategy"], plain["precision"]["activation"], plain["checkpointing"]), ("NO_SHARD", "float32", {"policy": "every_n", "everyN": 1}))
+        self.assertEqual(
+            (plain["strategy"], plain["precision"]["activation"], plain["checkpointing"]),
+            ("NO_SHARD", "float32", {"policy": "every_n", "everyN": 1}),
+        )
 
 
 class LoopTest(unittest.TestCase):
     def test_three_steps_in_phases_train_the_model(self) -> None:
         model, optimizer, inputs, targets = tiny_training()
         seen: list[tuple[int, str]] = []
-        measured = measure_three_steps(model, optimizer, inputs, targets, NoCounters(), on_phase=lambda s, p: seen.append((s, p)))
+        measured = measure_three_steps(
+            model, optimizer, inputs, targets, NoCounters(), on_phase=lambda s, p: seen.append((s, p))
+        )
         self.assertEqual(seen, [(s, p) for s in (1, 2, 3) for p in ("forward", "backward", "optimizer")])
         self.assertLess(measured["losses"][2], measured["losses"][0])
         self.assertIsNone(measured["max_memory_allocated"])
@@ -95,7 +123,9 @@ class LoopTest(unittest.TestCase):
         counters = StepCounters()
         measured = measure_three_steps(model, optimizer, inputs, targets, counters)
         # Reads: end of step 2 (100), then after each phase of step 3 (200, 300, 400).
-        self.assertEqual([measured["phases"][p]["peak_allocated"] for p in ("forward", "backward", "optimizer")], [200, 300, 400])
+        self.assertEqual(
+            [measured["phases"][p]["peak_allocated"] for p in ("forward", "backward", "optimizer")], [200, 300, 400]
+        )
         self.assertEqual(measured["max_memory_allocated"], 400)
         self.assertEqual(measured["max_memory_reserved"], 401)
         self.assertEqual(measured["memory_stats"], {"reads": 4})
@@ -129,7 +159,9 @@ class MeasureMemoryTest(unittest.TestCase):
             self.assertEqual(set(point["input"]), ESTIMATOR_KEYS)
             self.assertIsNone(point["measured"]["max_memory_allocated"])
         for skipped in doc["skipped"]:
-            self.assertEqual(skipped["reason"], missing_feature(skipped["id"].split("/")[3][3:], skipped["id"].split("/")[1]))
+            self.assertEqual(
+                skipped["reason"], missing_feature(skipped["id"].split("/")[3][3:], skipped["id"].split("/")[1])
+            )
         self.assertEqual(len(doc["points"]) + len(doc["skipped"]), 12)
 
 
@@ -147,7 +179,10 @@ class ThroughputTest(unittest.TestCase):
         s = PRESETS["gpt2-124m"].shape()
         model = Gpt(s)
         # N: every matrix-product weight, the tied head (= wte) included, wpe excluded.
-        n = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)) + model.embedding.wte.numel()
+        n = (
+            sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+            + model.embedding.wte.numel()
+        )
         self.assertEqual(throughput.training_flops_per_token(s, 1024), 6 * n + 6 * s.n_layers * 1024 * s.d_model)
         self.assertEqual(throughput.training_flops_per_token(s, 1024), 797_815_296)
 
@@ -168,7 +203,24 @@ class ThroughputTest(unittest.TestCase):
         if torch.cuda.is_available():
             self.skipTest("a GPU is here: this run would measure")
         with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
-            throughput.main(["--model", "tiny", "--seq", "16", "--micro-batches", "1,2", "--modes", "eager", "--warmup", "1", "--steps", "2", "--out", d])
+            throughput.main(
+                [
+                    "--model",
+                    "tiny",
+                    "--seq",
+                    "16",
+                    "--micro-batches",
+                    "1,2",
+                    "--modes",
+                    "eager",
+                    "--warmup",
+                    "1",
+                    "--steps",
+                    "2",
+                    "--out",
+                    d,
+                ]
+            )
             [path] = Path(d).iterdir()
             doc = json.loads(path.read_text())
         self.assertTrue(doc["dry_run"])
@@ -180,8 +232,24 @@ class ThroughputTest(unittest.TestCase):
         if torch.cuda.is_available():
             self.skipTest("a GPU is here: this run would measure")
         with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
-            throughput.main(["--model", "tiny", "--seq", str(2 * PRESETS["tiny"].max_seq_len), "--micro-batches", "1", "--modes", "eager", "--warmup", "1",
-                             "--steps", "1", "--out", d])
+            throughput.main(
+                [
+                    "--model",
+                    "tiny",
+                    "--seq",
+                    str(2 * PRESETS["tiny"].max_seq_len),
+                    "--micro-batches",
+                    "1",
+                    "--modes",
+                    "eager",
+                    "--warmup",
+                    "1",
+                    "--steps",
+                    "1",
+                    "--out",
+                    d,
+                ]
+            )
             [path] = Path(d).iterdir()
             doc = json.loads(path.read_text())
         self.assertEqual(doc["model"]["max_seq_len"], 2 * PRESETS["tiny"].max_seq_len)

@@ -6,11 +6,22 @@ import math
 import unittest
 
 import torch
-
 from gpt import Gpt, GptShape, initialise
 
-BLOCK = ["ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
-         "ln2.weight", "ln2.bias", "mlp.fc.weight", "mlp.fc.bias", "mlp.fc2.weight", "mlp.fc2.bias"]
+BLOCK = [
+    "ln1.weight",
+    "ln1.bias",
+    "attn.qkv.weight",
+    "attn.qkv.bias",
+    "attn.proj.weight",
+    "attn.proj.bias",
+    "ln2.weight",
+    "ln2.bias",
+    "mlp.fc.weight",
+    "mlp.fc.bias",
+    "mlp.fc2.weight",
+    "mlp.fc2.bias",
+]
 
 
 class ModelTest(unittest.TestCase):
@@ -18,7 +29,11 @@ class ModelTest(unittest.TestCase):
         # native/src/model/param_layout.cc: embedding unit, block units, head unit.
         for tied in (True, False):
             model = Gpt(GptShape(50, 24, 2, 3, 16, mlp_ratio=3, tie_embeddings=tied))
-            expected = ["embedding.wte", "embedding.wpe"] + [f"blocks.{i}.{n}" for i in range(2) for n in BLOCK] + ["final_ln.weight", "final_ln.bias"]
+            expected = (
+                ["embedding.wte", "embedding.wpe"]
+                + [f"blocks.{i}.{n}" for i in range(2) for n in BLOCK]
+                + ["final_ln.weight", "final_ln.bias"]
+            )
             expected += [] if tied else ["lm_head.weight"]
             self.assertEqual([n for n, _ in model.named_parameters()], expected)
             shapes = dict((n, tuple(p.shape)) for n, p in model.named_parameters())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import unittest
 
 import torch
-
 from gpt import Gpt, GptShape, initialise
 from optimizer import adamw, clip_gradients, decayed_names, lr_scale
 from schedule import scheduler
@@ -29,8 +28,16 @@ def rates(training: dict) -> list[float]:
 class OptimizerTest(unittest.TestCase):
     def test_decay_applies_to_matrix_weights_only(self) -> None:
         model = Gpt(GptShape(20, 8, 1, 2, 4, tie_embeddings=False))
-        self.assertEqual(decayed_names(model), {"blocks.0.attn.qkv.weight", "blocks.0.attn.proj.weight", "blocks.0.mlp.fc.weight",
-                                                "blocks.0.mlp.fc2.weight", "lm_head.weight"})
+        self.assertEqual(
+            decayed_names(model),
+            {
+                "blocks.0.attn.qkv.weight",
+                "blocks.0.attn.proj.weight",
+                "blocks.0.mlp.fc.weight",
+                "blocks.0.mlp.fc2.weight",
+                "lm_head.weight",
+            },
+        )
 
     def test_layer_rates_fall_towards_the_input(self) -> None:
         # The schema: block i of L gets decay^(L - i), embeddings decay^(L + 1), the head 1.
@@ -52,8 +59,8 @@ class OptimizerTest(unittest.TestCase):
             p.grad = torch.ones_like(p)
         n = sum(p.numel() for p in model.parameters())
         norm, factor = clip_gradients(model, 1.0)
-        self.assertAlmostEqual(norm, n ** 0.5, places=3)
-        self.assertAlmostEqual(factor, 1.0 / (n ** 0.5 + 1e-6), places=9)
+        self.assertAlmostEqual(norm, n**0.5, places=3)
+        self.assertAlmostEqual(factor, 1.0 / (n**0.5 + 1e-6), places=9)
         after = torch.stack([p.grad.norm() for p in model.parameters()]).norm()
         self.assertAlmostEqual(float(after), 1.0, places=5)
         self.assertEqual(clip_gradients(model, 0)[1], 1.0)
@@ -61,19 +68,32 @@ class OptimizerTest(unittest.TestCase):
 
 class ScheduleTest(unittest.TestCase):
     def test_warmup_rises_from_zero_and_cosine_ends_at_the_floor(self) -> None:
-        r = rates({"schedule": "warmup_cosine", "learning_rate": 2.0, "max_steps": 10, "warmup_steps": 4, "min_lr_ratio": 0.1})
+        r = rates(
+            {"schedule": "warmup_cosine", "learning_rate": 2.0, "max_steps": 10, "warmup_steps": 4, "min_lr_ratio": 0.1}
+        )
         self.assertEqual(r[:4], [0.5, 1.0, 1.5, 2.0])
         self.assertAlmostEqual(r[-1], 0.2)
         self.assertTrue(all(a > b for a, b in zip(r[3:], r[4:])))
 
     def test_wsd_holds_the_peak_then_decays_linearly(self) -> None:
-        r = rates({"schedule": "wsd", "learning_rate": 1.0, "max_steps": 10, "warmup_steps": 0, "min_lr_ratio": 0.0, "decay_ratio": 0.2})
+        r = rates(
+            {
+                "schedule": "wsd",
+                "learning_rate": 1.0,
+                "max_steps": 10,
+                "warmup_steps": 0,
+                "min_lr_ratio": 0.0,
+                "decay_ratio": 0.2,
+            }
+        )
         self.assertEqual(r[:8], [1.0] * 8)
         self.assertAlmostEqual(r[8], 0.5)
         self.assertAlmostEqual(r[9], 0.0)
 
     def test_one_cycle_is_pytorchs_starting_at_a_25th_of_the_peak(self) -> None:
-        r = rates({"schedule": "one_cycle", "learning_rate": 1.0, "max_steps": 10, "warmup_steps": 4, "min_lr_ratio": 0.1})
+        r = rates(
+            {"schedule": "one_cycle", "learning_rate": 1.0, "max_steps": 10, "warmup_steps": 4, "min_lr_ratio": 0.1}
+        )
         self.assertAlmostEqual(r[0], 0.04)
         self.assertAlmostEqual(r[3], 1.0)
         self.assertAlmostEqual(r[9], 0.1)

@@ -21,11 +21,11 @@ import gc
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any, ContextManager
 
 import torch
-
 from fixture_file import cpu_model, invocation, write_json
 from gpt import Gpt, GptShape, initialise, loss_of
 from measure_memory import nvidia_driver, slug
@@ -71,7 +71,7 @@ def measured_matmul_peak(device: torch.device, n: int = 8192, reps: int = 20) ->
         a @ b
     sync()
     seconds = (time.perf_counter() - t0) / reps
-    return {"n": n, "reps": reps, "seconds": seconds, "tflops": 2.0 * n ** 3 / seconds / 1e12}
+    return {"n": n, "reps": reps, "seconds": seconds, "tflops": 2.0 * n**3 / seconds / 1e12}
 
 
 def largest_fitting(candidates: list[int], fits: Callable[[int], bool]) -> tuple[int | None, dict[int, bool]]:
@@ -147,11 +147,20 @@ def fits(shape: GptShape, seq_len: int, device: torch.device) -> Callable[[int],
                 if "out of memory" not in str(e):
                     raise
                 return False
+
     return attempt
 
 
-def measure(shape: GptShape, seq_len: int, micro_batch: int, device: torch.device, compiled: bool, warmup: int, steps: int,
-            peak: tuple[float, str] | None) -> dict[str, Any]:
+def measure(
+    shape: GptShape,
+    seq_len: int,
+    micro_batch: int,
+    device: torch.device,
+    compiled: bool,
+    warmup: int,
+    steps: int,
+    peak: tuple[float, str] | None,
+) -> dict[str, Any]:
     with released(device):
         t = Trainer(shape, micro_batch, seq_len, device, compiled)
         first = t.step()  # compiles, when compiling
@@ -186,7 +195,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--measure-peak", action="store_true", help="only time a bf16 matrix product (the measured peak) and write it")
+    parser.add_argument(
+        "--measure-peak", action="store_true", help="only time a bf16 matrix product (the measured peak) and write it"
+    )
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
     if not set(modes) <= {"eager", "compile"}:
@@ -201,8 +212,14 @@ def main(argv: list[str]) -> int:
     device = torch.device("cuda" if cuda else "cpu")
     if args.measure_peak:
         name = torch.cuda.get_device_name() if cuda else f"cpu ({cpu_model()})"
-        peak_doc = {"format": "fsdp-studio/matmul-peak/v1", "device": name, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-                    "driver": nvidia_driver() if cuda else None, **measured_matmul_peak(device, 8192 if cuda else 512, 20 if cuda else 2)}
+        peak_doc = {
+            "format": "fsdp-studio/matmul-peak/v1",
+            "device": name,
+            "date": datetime.date.today().isoformat(),
+            "torch": torch.__version__,
+            "driver": nvidia_driver() if cuda else None,
+            **measured_matmul_peak(device, 8192 if cuda else 512, 20 if cuda else 2),
+        }
         if not cuda:
             peak_doc["dry_run"] = True
         write_json(out_dir / f"matmul-peak-{slug(name)}-{peak_doc['date']}{'' if cuda else '-dry-run'}.json", peak_doc)
@@ -210,18 +227,29 @@ def main(argv: list[str]) -> int:
         return 0
     shape = PRESETS[args.model].shape()
     if args.seq > shape.max_seq_len:
-        shape = dataclasses.replace(shape, max_seq_len=args.seq)  # longer sequences: a longer position table, as the runtime's config sets it
+        shape = dataclasses.replace(
+            shape, max_seq_len=args.seq
+        )  # longer sequences: a longer position table, as the runtime's config sets it
     name = torch.cuda.get_device_name() if cuda else f"cpu ({cpu_model()})"
     peak = peak_flops(name) if cuda else None
     doc: dict[str, Any] = {
-        "format": FORMAT, "device": name, "date": datetime.date.today().isoformat(), "command": " ".join(invocation()),
-        "torch": torch.__version__, "cuda": torch.version.cuda, "driver": nvidia_driver() if cuda else None,
-        "model": {"preset": args.model, **shape.__dict__}, "seq_len": args.seq,
+        "format": FORMAT,
+        "device": name,
+        "date": datetime.date.today().isoformat(),
+        "command": " ".join(invocation()),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "driver": nvidia_driver() if cuda else None,
+        "model": {"preset": args.model, **shape.__dict__},
+        "seq_len": args.seq,
         "precision": "torch.autocast(bfloat16), fp32 master weights, AdamW(fused=True) on CUDA",
-        "attention": "F.scaled_dot_product_attention restricted to the flash kernel" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "eager softmax(QK^T)V (no SDPA in this PyTorch)",
+        "attention": "F.scaled_dot_product_attention restricted to the flash kernel"
+        if hasattr(torch.nn.functional, "scaled_dot_product_attention")
+        else "eager softmax(QK^T)V (no SDPA in this PyTorch)",
         "flops_per_token": training_flops_per_token(shape, args.seq),
         "flops_formula": "3 (L (2 (4C^2 + 2CF) + 2CT) + 2VC), as native/src/model/flops.h",
-        "peak_flops": peak[0] if peak else None, "peak_flops_source": peak[1] if peak else None,
+        "peak_flops": peak[0] if peak else None,
+        "peak_flops_source": peak[1] if peak else None,
     }
     if not cuda:
         doc["dry_run"] = True

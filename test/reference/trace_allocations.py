@@ -34,8 +34,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpt import Gpt, GptShape, initialise, loss_of  # noqa: E402
-from parallelize import Checkpointed, apply_checkpointing  # noqa: E402
+from gpt import Gpt, GptShape, initialise, loss_of
+from parallelize import Checkpointed, apply_checkpointing
 
 
 class AllocationLog(TorchDispatchMode):
@@ -74,8 +74,15 @@ def selective_like_cuda() -> Any:
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts  # type: ignore[attr-defined]
 
     aten = torch.ops.aten
-    names = ["mm", "addmm", "bmm", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"]
+    names = [
+        "mm",
+        "addmm",
+        "bmm",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+    ]
     save = {getattr(aten, n).default for n in names if hasattr(aten, n)}
 
     def policy(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
@@ -102,7 +109,9 @@ def trace(a: argparse.Namespace) -> list[list[Any]]:
     del tokens
     for t in (inputs, targets):
         log.note(t, "batch")
-    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.precision == "bf16" else contextlib.nullcontext
+    autocast = (
+        (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.precision == "bf16" else contextlib.nullcontext
+    )
     with log:
         for step in (1, 2, 3):
             log.phase = f"{step}/forward"
@@ -133,7 +142,14 @@ def main(argv: list[str]) -> int:
             events = trace(a)
     else:
         events = trace(a)
-    json.dump({"command": " ".join(["python3", "test/reference/trace_allocations.py", *argv]), "torch": torch.__version__, "events": events}, sys.stdout)
+    json.dump(
+        {
+            "command": " ".join(["python3", "test/reference/trace_allocations.py", *argv]),
+            "torch": torch.__version__,
+            "events": events,
+        },
+        sys.stdout,
+    )
     sys.stdout.write("\n")
     return 0
 

@@ -1,12 +1,18 @@
 """accelerate's tracking API into FSDP Studio: Accelerator(log_with=[FsdpStudioTracker()]), then
 accelerator.log({"train/loss": loss}, step=step) as usual. Logs from the main process only.
 """
+
 from .. import log
 from . import require
 
+
 def log_values(values, step):
     """What the tracker does with accelerator.log(values, step=...): numbers only."""
-    numbers_only = {k: v for k, v in (values or {}).items() if (isinstance(v, (int, float)) and not isinstance(v, bool)) or hasattr(v, "item")}
+    numbers_only = {
+        k: v
+        for k, v in (values or {}).items()
+        if (isinstance(v, (int, float)) and not isinstance(v, bool)) or hasattr(v, "item")
+    }
     if numbers_only:
         log(int(step or 0), numbers_only)
 

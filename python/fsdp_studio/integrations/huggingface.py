@@ -3,6 +3,7 @@
 Tags as the Trainer's own TensorBoard callback names them (loss → train/loss, eval_loss →
 eval/loss), at the Trainer's global step; only the main process logs.
 """
+
 import numbers
 
 from .. import log
@@ -13,11 +14,11 @@ def scalars_of_logs(logs):
     """The Trainer's `logs` dict as tags: eval_*/test_* under eval/ and test/, the rest under train/."""
     out = {}
     for key, value in (logs or {}).items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Number) and not hasattr(value, "item"):
+        if isinstance(value, bool) or (not isinstance(value, numbers.Number) and not hasattr(value, "item")):
             continue
         for prefix in ("eval", "test"):
             if key.startswith(prefix + "_"):
-                out[f"{prefix}/{key[len(prefix) + 1:]}"] = value
+                out[f"{prefix}/{key[len(prefix) + 1 :]}"] = value
                 break
         else:
             out[key if "/" in key else f"train/{key}"] = value

@@ -3,6 +3,7 @@
 A Lightning logger: every self.log(...) value Lightning hands its loggers, at Lightning's step.
 Lightning calls loggers on rank 0 only.
 """
+
 from .. import log
 from . import require
 
