@@ -41,6 +41,7 @@ workers in sessions of their own (torchrun and accelerate do) pass the signal on
 workers' pids are added to run.json's pids as they appear, so that a Stop that has to kill the
 group kills them too, and any still alive when the command has ended are killed then.
 """
+
 import argparse
 import json
 import os
@@ -62,10 +63,20 @@ from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, lock_holder  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
 from fsdp_studio.run_start import starting_manifest, write_starting  # noqa: E402
-from fsdp_studio.runtime_run import RUNTIME_END_GRACE_S, ParentWatch, RuntimeRun, launcher_trampoline, run_end_in, runtime_reason, stderr_run_end  # noqa: E402
+from fsdp_studio.runtime_run import (  # noqa: E402
+    RUNTIME_END_GRACE_S,
+    ParentWatch,
+    RuntimeRun,
+    launcher_trampoline,
+    run_end_in,
+    runtime_reason,
+    stderr_run_end,
+)
 
 #: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
 PEERS_GRACE_S = 10.0
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [GUARD_FLAG]:
@@ -80,7 +91,10 @@ def main(argv=None):
         # One trainer per run folder: a folder in use is refused before anything of it is touched.
         holder = lock_holder(run_dir)
         if holder:
-            print(f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder", file=sys.stderr)
+            print(
+                f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder",
+                file=sys.stderr,
+            )
             return 1
     before = run_manifest.read_bytes(run_dir)
     log = EventLog(run_dir)
@@ -101,7 +115,18 @@ def main(argv=None):
     if world > 1:
         port = str(args.master_port or free_port())
         for r in range(world):
-            ranks.append(dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+            ranks.append(
+                dict(
+                    env,
+                    RANK=str(r),
+                    LOCAL_RANK=str(r),
+                    WORLD_SIZE=str(world),
+                    LOCAL_WORLD_SIZE=str(world),
+                    GROUP_RANK="0",
+                    MASTER_ADDR="127.0.0.1",
+                    MASTER_PORT=port,
+                )
+            )
     else:
         ranks.append(env)
     started = launcher_trampoline(args.command) if args.native else args.command
@@ -117,7 +142,12 @@ def main(argv=None):
         print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
         return 127
     last_words = [None] * len(children)
-    copiers = [threading.Thread(target=copy_stderr, args=(c.stderr, f"[rank {r}] " if world > 1 else "", last_words, r), daemon=True) for r, c in enumerate(children)]
+    copiers = [
+        threading.Thread(
+            target=copy_stderr, args=(c.stderr, f"[rank {r}] " if world > 1 else "", last_words, r), daemon=True
+        )
+        for r, c in enumerate(children)
+    ]
     for copier in copiers:
         copier.start()
     workers = WorkerPids(run_dir, [os.getpid()] + [c.pid for c in children])
@@ -142,13 +172,21 @@ def main(argv=None):
 
     else:
         run_manifest.update(run_dir, {"status": "running", "pids": workers.own})
-        log.write({
-            "type": "run_start",
-            "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
-            "config": (manifest or {}).get("config", {}),
-            "world": {"size": command_world(manifest, world), "ranks": [{"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid} for r, c in enumerate(children)]},
-            "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
-        })
+        log.write(
+            {
+                "type": "run_start",
+                "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
+                "config": (manifest or {}).get("config", {}),
+                "world": {
+                    "size": command_world(manifest, world),
+                    "ranks": [
+                        {"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid}
+                        for r, c in enumerate(children)
+                    ],
+                },
+                "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
+            }
+        )
         on_poll = workers.refresh
 
     codes, r = wait_all(children, on_poll=on_poll)
@@ -164,7 +202,10 @@ def main(argv=None):
         copier.join(timeout=5)
     if args.native:
         c = codes[0]
-        runtime.end(before if starting is not None else None, parent.reason if parent and parent.reason else runtime_reason(args.command, c, last_words[0]))
+        runtime.end(
+            before if starting is not None else None,
+            parent.reason if parent and parent.reason else runtime_reason(args.command, c, last_words[0]),
+        )
         code = 128 - c if c < 0 else c
     else:
         status, reason, code = command_end(args, env, stopped, codes, r, last_words)
@@ -193,7 +234,9 @@ def command_end(args, env, stopped, codes, failed, last_words):
     how = f"was killed by {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
     who = f"rank {failed}" if len(codes) > 1 else os.path.basename(args.command[0])
     last = last_words[failed]
-    reason = f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env, args.use_this_python)}"
+    reason = (
+        f"{who} {how}{': ' + last if last else ''}{missing_module_hint(last, args.command, env, args.use_this_python)}"
+    )
     return "failed", reason, 128 - c if c < 0 else c
 
 
@@ -208,7 +251,7 @@ def die_with_parent():
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))
-    except Exception:  # noqa: BLE001 - not Linux, or no prctl: the guard covers the group
+    except Exception:
         pass
 
 
@@ -224,7 +267,12 @@ def start_guard(run_dir):
         return None
     read_end, write_end = os.pipe()  # not inherited by the ranks (PEP 446)
     try:
-        guard = subprocess.Popen([sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid())], stdin=read_end, stdout=subprocess.DEVNULL, close_fds=True)
+        guard = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid())],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            close_fds=True,
+        )
     except OSError:
         os.close(write_end)
         return None
@@ -266,12 +314,29 @@ def guard_main(run_dir, supervisor_pid):
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="fsdp_studio.supervise", description=__doc__.split("\n\n")[0])
     p.add_argument("--run-dir", required=True)
-    p.add_argument("--nproc", type=int, default=1, help="ranks to start with the environment rendezvous (a plain python command)")
+    p.add_argument(
+        "--nproc", type=int, default=1, help="ranks to start with the environment rendezvous (a plain python command)"
+    )
     p.add_argument("--master-port", type=int, default=0)
-    p.add_argument("--native", action="store_true", help="the command is FSDP Studio's native runtime (fsdp-train, fsdp-train-native, or mpirun/srun around it): its own events in metrics.jsonl say how the run goes and ends, and the run folder's lock is its")
-    p.add_argument("--with-parent", action="store_true", help="the process that started this one is the run's launcher (fsdp-train in a terminal): if it is killed, the run ends with it")
-    p.add_argument("--manifest", help="the starting manifest (JSON) to write as run.json (default: $FSDP_RUN_MANIFEST; neither: keep the run.json there)")
-    p.add_argument("--use-this-python", action="store_true", help="run a bare python/python3 first word of the command with the Python running this supervisor, and put that Python's folder first on the command's PATH (as activating its environment would), so that torchrun, accelerate and deepspeed come from it too")
+    p.add_argument(
+        "--native",
+        action="store_true",
+        help="the command is FSDP Studio's native runtime (fsdp-train, fsdp-train-native, or mpirun/srun around it): its own events in metrics.jsonl say how the run goes and ends, and the run folder's lock is its",
+    )
+    p.add_argument(
+        "--with-parent",
+        action="store_true",
+        help="the process that started this one is the run's launcher (fsdp-train in a terminal): if it is killed, the run ends with it",
+    )
+    p.add_argument(
+        "--manifest",
+        help="the starting manifest (JSON) to write as run.json (default: $FSDP_RUN_MANIFEST; neither: keep the run.json there)",
+    )
+    p.add_argument(
+        "--use-this-python",
+        action="store_true",
+        help="run a bare python/python3 first word of the command with the Python running this supervisor, and put that Python's folder first on the command's PATH (as activating its environment would), so that torchrun, accelerate and deepspeed come from it too",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -354,10 +419,16 @@ def interpreter_of(command, env):
 
 
 def describe_python(python, env):
-    """"PATH (Python X.Y.Z)" as that interpreter says it (sys.executable, sys.version); the path alone
+    """ "PATH (Python X.Y.Z)" as that interpreter says it (sys.executable, sys.version); the path alone
     when it cannot be asked."""
     try:
-        out = subprocess.run([python, "-c", "import sys; print(sys.executable); print(sys.version.split()[0])"], env=env, capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [python, "-c", "import sys; print(sys.executable); print(sys.version.split()[0])"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         lines = out.stdout.split("\n")
         if out.returncode == 0 and len(lines) >= 2 and lines[1]:
             return f"{lines[0] or python} (Python {lines[1]})"
