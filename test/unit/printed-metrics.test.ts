@@ -2,6 +2,8 @@
 // program (the sources are named beside each sample), the decoder against lines that arrive in
 // pieces and progress bars that redraw with a carriage return, and a person's own pattern.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { compileMetricsPattern } from '../../core/config/metrics-pattern';
 import { printedMetricsDecoder } from '../../runs/watch/decoders/printed/printed-metrics-decoder';
 import { parsePrintedNumber, rankOfLine } from '../../runs/watch/decoders/printed/printed-values';
@@ -19,6 +21,12 @@ function flat(
     values: Object.fromEntries(s.values.map((v) => [v.tag, v.value])),
     metrics: Object.fromEntries(s.values.map((v) => [v.tag, v.metric])),
   };
+}
+
+/** Every step a fixture's output gives, read through the decoder as the watch reads it. */
+function decodeFixture(name: string): PrintedStep[] {
+  const bytes = readFileSync(path.join(__dirname, '..', 'fixtures', 'printed', name));
+  return printedMetricsDecoder()(0).push(bytes).entries;
 }
 
 describe('printed metrics', () => {
@@ -171,6 +179,72 @@ describe('printed metrics', () => {
     assert.equal(llmc.values['printed/tok/s'], 4364);
     assert.equal(r.read('Loading checkpoint shards: 100%'), undefined);
     assert.equal(r.read('step 5'), undefined);
+  });
+
+  it("reads build-nanogpt's train_gpt2.py output: lr without a colon, tok/sec as throughput, validation lines as validation", () => {
+    const steps = decodeFixture('build-nanogpt.stdout.log');
+    const train = steps.filter((s) => s.values.some((v) => v.metric === 'loss'));
+    assert.deepEqual(
+      train.map((s) => s.step),
+      [0, 1, 2, 3, 4, 5, 6],
+    );
+    const five = flat(train[5])!;
+    assert.deepEqual(five.values, {
+      'printed/loss': 10.170413,
+      'printed/norm': 3.1016,
+      'printed/dt_ms': 351.2,
+      'printed/tok/sec': 1492846.47,
+      'printed/lr': 5.035e-6,
+    });
+    assert.deepEqual(five.metrics, {
+      'printed/loss': 'loss',
+      'printed/norm': 'grad_norm',
+      'printed/dt_ms': 'step_ms',
+      'printed/tok/sec': 'tokens_per_s',
+      'printed/lr': 'lr',
+    });
+    // Its evaluation runs at the top of step s, before step s's line: the first before step 0, the next before step 5.
+    const validation = steps.filter((s) => s.values.some((v) => v.metric === 'val_loss'));
+    assert.deepEqual(
+      validation.map((s) => [s.step, flat(s)!.values['printed/validation_loss']]),
+      [
+        [0, 10.9834],
+        [5, 10.1207],
+      ],
+    );
+    assert.equal(steps.length, train.length + validation.length, 'HellaSwag, samples and start-up lines are no steps');
+  });
+
+  it("reads nanoGPT's train.py output: iter lines as training, step lines as validation", () => {
+    const steps = decodeFixture('nanogpt.stdout.log').map((s) => flat(s)!);
+    assert.deepEqual(
+      steps.map((s) => [s.step, Object.entries(s.metrics).find(([, m]) => m === 'loss' || m === 'val_loss')?.[1]]),
+      [
+        [0, 'val_loss'],
+        [0, 'loss'],
+        [10, 'loss'],
+        [20, 'loss'],
+        [30, 'val_loss'],
+        [30, 'loss'],
+        [40, 'loss'],
+      ],
+    );
+    assert.equal(steps[4].values['printed/val_loss'], 2.6043);
+    assert.equal(steps[6].values['printed/time_ms'], 143.88);
+  });
+
+  it("reads a validation loss printed on a line of its own as the next step's", () => {
+    const r = new PrintedMetricsReader();
+    assert.deepEqual(flat(r.read('val loss 2.5')), {
+      step: 0,
+      format: 'pairs',
+      values: { 'printed/val_loss': 2.5 },
+      metrics: { 'printed/val_loss': 'val_loss' },
+    });
+    r.read('step 7 | loss 2.1');
+    assert.equal(r.read('Validation loss: 2.25')!.step, 8);
+    assert.equal(r.read('validation loss: soon'), undefined);
+    assert.equal(r.read('the validation loss went down'), undefined);
   });
 
   it("reads only rank 0's lines where a launcher marks ranks", () => {

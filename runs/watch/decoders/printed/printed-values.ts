@@ -63,6 +63,10 @@ const NAMES: Record<string, RecognisedMetric> = {
   wps: 'tokens_per_s',
   'tok/s': 'tokens_per_s',
   'tokens/s': 'tokens_per_s',
+  // build-nanogpt's `tok/sec: 12345.67`
+  'tok/sec': 'tokens_per_s',
+  'tokens/sec': 'tokens_per_s',
+  tok_per_sec: 'tokens_per_s',
   tok_per_s: 'tokens_per_s',
   tokens_per_s: 'tokens_per_s',
   tokens_per_sec: 'tokens_per_s',

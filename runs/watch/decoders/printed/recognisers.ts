@@ -27,6 +27,8 @@ export interface PrintedStep {
    * training logs, 1, 2, 3…
    */
   counted?: boolean;
+  /** The line named no step (a validation line between steps): its step is inferred, not printed. */
+  between?: boolean;
 }
 
 /**
@@ -49,16 +51,38 @@ export class PrintedMetricsReader {
     if (!text || text.length > 4096) return undefined;
     for (const p of this.patterns) {
       const s = fromPattern(p, text);
-      if (s) return s;
+      if (s) return this.seen(s);
     }
-    return (
+    return this.seen(
       nanoGptIter(text) ??
-      nanoGptEval(text) ??
-      this.trainerDict(text) ??
-      lightningBar(text) ??
-      torchtitan(text) ??
-      pairsWithStep(text)
+        nanoGptEval(text) ??
+        this.trainerDict(text) ??
+        lightningBar(text) ??
+        torchtitan(text) ??
+        pairsWithStep(text) ??
+        this.validationLine(text),
     );
+  }
+
+  /** The last step a line named: a validation line that names none belongs next to it. */
+  private lastStep: number | undefined;
+
+  private seen(s: PrintedStep | undefined): PrintedStep | undefined {
+    if (s && !s.between) this.lastStep = s.step;
+    return s;
+  }
+
+  /**
+   * A validation loss printed on a line of its own, without a step: build-nanogpt's
+   * `validation loss: 3.0725`, or `val loss 2.31`. build-nanogpt evaluates at the top of step s,
+   * before it prints step s's line, so the value is the next step's: the last step seen + 1 (0
+   * before any). A script that evaluates after printing its step is drawn one step late.
+   */
+  private validationLine(text: string): PrintedStep | undefined {
+    const m = VALIDATION_LINE.exec(text);
+    const v = m ? printedValue(`${m[1]}_loss`, m[2]) : undefined;
+    if (!v) return undefined;
+    return { step: this.lastStep === undefined ? 0 : this.lastStep + 1, values: [v], format: 'pairs', between: true };
   }
 
   /**
@@ -181,12 +205,15 @@ function pairsWithStep(text: string): PrintedStep | undefined {
   const m = STEP_WORD.exec(text);
   if (!m) return undefined;
   const rest = `${text.slice(0, m.index)} | ${text.slice(m.index + m[0].length)}`;
-  const labelled = labelledPairs(rest);
-  const values = labelled.length
-    ? labelled
-    : segmentsOf(rest)
-        .map(pairOf)
-        .filter((v): v is PrintedValue => !!v);
+  const values = labelledPairs(rest);
+  // A `key value` part between separators beside labelled ones: build-nanogpt's
+  // `step 10 | loss: 9.12 | lr 6.0000e-05 | norm: 1.23`, whose learning rate has no colon.
+  const tags = new Set(values.map((v) => v.tag));
+  for (const segment of segmentsOf(rest)) {
+    if (/[:=]/.test(segment)) continue;
+    const v = pairOf(segment);
+    if (v && !tags.has(v.tag)) values.push(v);
+  }
   if (!values.length) return undefined;
   return { step: Number(m[1]), values, format: 'pairs' };
 }
@@ -215,6 +242,8 @@ const NUMBER = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf`;
 const NUMBER_WITH_COMMAS = String.raw`[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|${NUMBER}`;
 const NAME = String.raw`[A-Za-z][\w./]*(?:\s[A-Za-z][\w./]*){0,2}`;
 const KEY_VALUE = new RegExp(String.raw`^(${NAME})\s*(?:[:=]\s*|\s+)(${NUMBER})\s*(%|ms|s|[KMGT]i?B)?$`, 'i');
+/** A validation loss on a line of its own: `validation loss: 3.0725` (build-nanogpt), `val loss 2.31`, `eval_loss=2.3`. */
+const VALIDATION_LINE = new RegExp(String.raw`^(validation|valid|val|eval)[ _]loss\s*[:=]?\s*(${NUMBER})$`, 'i');
 /** A value before its unit: llm.c's `(234.67 ms, 4364 tok/s)`. */
 const VALUE_UNIT = new RegExp(String.raw`^(${NUMBER})\s*(ms|tok/s|tokens/s)$`, 'i');
 
