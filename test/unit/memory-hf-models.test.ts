@@ -199,4 +199,33 @@ describe('finding a Hugging Face model on this machine', () => {
       /model "meta-llama\/Llama-9" is not a preset .*, a folder with a config\.json, or a model in the local Hugging Face cache/,
     );
   });
+
+  it("a preset's Hugging Face id is its preset offline, from the comment or a script beside the config (issue 39)", () => {
+    const hub = path.join(dir, 'hub');
+    const file = path.join(dir, 'fsdp.yaml');
+    const yaml = 'distributed_type: FSDP\nnum_processes: 8\nmixed_precision: bf16\n';
+    const read = (text: string) => {
+      const r = readConfigForEstimate(
+        text,
+        file,
+        {},
+        'accelerate',
+        hfModelSource(file, { env: { HF_HUB_CACHE: hub }, home: dir }),
+      );
+      assert.ok(!isConfigInputError(r), isConfigInputError(r) ? r.error : '');
+      return r;
+    };
+    const commented = read(`# fsdp-studio: model=meta-llama/Llama-2-7b-hf\n${yaml}`);
+    assert.equal(modelWords(commented.model), 'for Llama 2 7B (6.74 B parameters, preset)');
+    writeFileSync(file, yaml);
+    writeFileSync(
+      path.join(dir, 'train.py'),
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")\n',
+    );
+    assert.equal(modelWords(read(yaml).model), 'for Llama 2 7B (6.74 B parameters, preset, named by train.py:1)');
+    // The model's own config.json, when the cache has it, is read before the preset.
+    const gpt2 = cache(hub, 'openai-community/gpt2', config('openai-community--gpt2'));
+    const cached = read(`# fsdp-studio: model=openai-community/gpt2\n${yaml}`);
+    assert.equal(cached.model?.from, gpt2);
+  });
 });

@@ -35,14 +35,17 @@ export interface ModelSource {
 export function modelFromOptions(options: EstimateOptions, source?: ModelSource): ModelChoice {
   if (options.layers !== undefined || options.dModel !== undefined) return withOrigin(customModel(options), 'custom');
   if (options.model) {
+    // The model's own config.json (a folder, the local cache) is exact; a preset, matched by its
+    // name or its Hugging Face id, answers offline when there is none.
+    const found = source?.resolve(options.model);
+    if (found && !('error' in found)) return { ...found, seqLen: options.seqLen ?? found.seqLen };
     const preset = findModelPreset(options.model);
     if (preset)
       return withOrigin(
         { shape: preset.shape, seqLen: options.seqLen ?? preset.seqLen, note: `model: preset ${preset.shape.name}` },
         'preset',
       );
-    const found = source?.resolve(options.model);
-    if (found) return 'error' in found ? found : { ...found, seqLen: options.seqLen ?? found.seqLen };
+    if (found) return found;
     return {
       error: `model "${options.model}" is not a preset (${MODEL_PRESETS.map((p) => p.id).join(', ')}), a folder with a config.json, or a model in the local Hugging Face cache`,
     };
