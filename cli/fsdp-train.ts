@@ -33,6 +33,7 @@ import { COMPANION_DIR, supervisorPath } from '../runs/runtime/remote-companion'
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
+import { RefusedFile } from '../core/protocol/regular-file';
 import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
 import { startingManifestFor, writeRunConfig } from './train/run-directory';
 import { exitWhenFlushed } from './exit-when-flushed';
@@ -366,6 +367,7 @@ function exitReason(code: number): string {
 
 /** Why the run folder cannot be made, naming the path and the setting that chose it. */
 function runFolderProblem(e: NodeJS.ErrnoException, runDir: string | undefined, setting: string): string {
+  if (e instanceof RefusedFile) return e.message; // a file of the folder that is not a regular file, by name
   const where = e.path ?? runDir ?? '';
   const why =
     e.code === 'ENOTDIR' || e.code === 'EEXIST'

@@ -2,10 +2,11 @@
 // resolved config (config.json, what the runtime reads), written atomically, and the starting
 // manifest it hands to the run's owner — the supervisor (python/fsdp_studio/supervise.py), which
 // writes it as run.json and keeps it current from then on.
-import { renameSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ResolvedRunConfig } from '../../core/config/run-config';
+import { openRegularFileForWriting } from '../../core/protocol/regular-file';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { runWorld, worldSizeOf } from '../../runs/launch/mpirun';
 import { readManifestFile, startingManifest } from '../../runs/folder/run-folder';
@@ -38,7 +39,13 @@ export function startingManifestFor(runDir: string, config: ResolvedRunConfig, f
 export function writeRunConfig(runDir: string, config: ResolvedRunConfig): string {
   const configFile = path.join(runDir, 'config.json');
   const tmp = `${configFile}.tmp-${process.pid}`;
-  writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`);
+  // The temporary name, not through a link planted there; the rename replaces a link at config.json.
+  const fd = openRegularFileForWriting(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
+  try {
+    writeFileSync(fd, `${JSON.stringify(config, null, 2)}\n`);
+  } finally {
+    closeSync(fd);
+  }
   renameSync(tmp, configFile);
   return configFile;
 }

@@ -1,11 +1,13 @@
-// Opening a file of a run folder for reading, and nothing else: a run folder is written by
+// Opening a file of a run folder: a run folder is written by
 // programs and people we do not control, and a FIFO named run.json blocks an ordinary open (in a
 // libuv thread, for ever), /dev/zero or /dev/urandom behind a symbolic link never ends, and a sparse
 // file claims terabytes. So every reader opens non-blocking, looks at what it opened (fstat, after
 // symlinks are followed), refuses what is not a regular file or is larger than the cap for its
 // kind, and reads at most what the file held when it was opened. The refusal names the file, what
-// it is and the cap, so the person sees why a run cannot be read.
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+// it is and the cap, so the person sees why a run cannot be read. Every writer opens a run folder's
+// files without following a link and only when they are regular files (openRegularFileForWriting):
+// a link put in the folder would otherwise carry the run's output to a file outside it.
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 /** run.json: a config and a few fields; the largest config the language server reads is 16 MiB. */
@@ -13,13 +15,14 @@ export const MANIFEST_MAX_BYTES = 32 * 1024 * 1024;
 /** metrics.jsonl and TensorBoard event files: a million steps of every rank fit many times over. */
 export const LOG_MAX_BYTES = 16 * 1024 * 1024 * 1024;
 
-/** Why a file of a run folder was not read. */
+/** Why a file of a run folder was not read (or, `written` true, not written). */
 export class RefusedFile extends Error {
   constructor(
     readonly file: string,
     readonly why: string,
+    written = false,
   ) {
-    super(`${file} ${why}: not read`);
+    super(`${file} ${why}: ${written ? 'not written' : 'not read'}`);
     this.name = 'RefusedFile';
   }
 }
@@ -29,6 +32,7 @@ const NON_BLOCKING_READ = constants.O_RDONLY | constants.O_NONBLOCK;
 /** What a file is, in words, when it is not a regular file. */
 export function notRegular(s: Stats): string | undefined {
   if (s.isFile()) return undefined;
+  if (s.isSymbolicLink()) return 'is a symbolic link, not a regular file';
   if (s.isFIFO()) return 'is a FIFO (named pipe), not a regular file';
   if (s.isCharacterDevice()) return 'is a character device (such as /dev/zero), not a regular file';
   if (s.isBlockDevice()) return 'is a block device, not a regular file';
@@ -104,6 +108,42 @@ export function readRegularFileSync(file: string, maxBytes: number): Buffer | un
     return buf.subarray(0, at);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Opens a file of a run folder for writing (`flags`: O_WRONLY or O_RDWR, with O_APPEND, O_CREAT…)
+ * as every writer of a run folder does: never through a symbolic link, which would carry the run's
+ * bytes to a file outside the folder, never blocking on a FIFO, and only when it is a regular file.
+ * Returns the descriptor; throws RefusedFile naming the file and what it is instead — never what it
+ * holds — or the open's own error (a missing folder, no permission).
+ */
+export function openRegularFileForWriting(file: string, flags: number, mode = 0o644): number {
+  let fd: number;
+  try {
+    fd = openSync(file, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+  } catch (e) {
+    // ELOOP: the name is a link; ENXIO: a FIFO nobody reads; EISDIR: a folder. lstat says which.
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ELOOP' || code === 'ENXIO' || code === 'EISDIR' ? lstatNotRegular(file) : undefined;
+    if (why) throw new RefusedFile(file, why, true);
+    throw e;
+  }
+  try {
+    const why = notRegular(fstatSync(fd));
+    if (why) throw new RefusedFile(file, why, true);
+    return fd;
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+function lstatNotRegular(file: string): string | undefined {
+  try {
+    return notRegular(lstatSync(file));
+  } catch {
+    return undefined;
   }
 }
 

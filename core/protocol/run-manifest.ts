@@ -14,8 +14,9 @@ export function parseRunManifest(text: string): { manifest: RunManifest } | { er
   let value: unknown;
   try {
     value = JSON.parse(text);
-  } catch (e) {
-    return { error: `run.json is not valid JSON: ${(e as Error).message}` };
+  } catch {
+    // Not JSON.parse's message: it quotes the text, and run.json may be a link to a person's file.
+    return { error: `run.json is not valid JSON (${text.length} characters; not shown)` };
   }
   if (!validateManifest(value)) {
     const err = validateManifest.errors?.[0];

@@ -6,13 +6,15 @@
 // Node has no flock, so the runtime locks a file this process opened (`--lock-run-folder 3 PID`);
 // the lock is let go as soon as the answer is in.
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, openSync } from 'node:fs';
+import { closeSync, constants } from 'node:fs';
 import path from 'node:path';
+import { openRegularFileForWriting } from '../../core/protocol/regular-file';
 
 /** Why runDir (which must exist) is in use by another trainer, or undefined when it is free now. */
 export function runFolderInUse(nativeTrainer: string, runDir: string): string | undefined {
   const file = path.join(runDir, 'run.lock');
-  const fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+  // A link, a FIFO or a folder named run.lock is refused by name, not locked through.
+  const fd = openRegularFileForWriting(file, constants.O_RDWR | constants.O_CREAT);
   try {
     const r = spawnSync(nativeTrainer, ['--lock-run-folder', '3', String(process.pid)], {
       stdio: ['ignore', 'pipe', 'pipe', fd],

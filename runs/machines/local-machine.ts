@@ -1,12 +1,18 @@
 // Runs on this machine: files read directly, growing files followed by watching their folder
 // (local-follower.ts), the trainer started in its own session and stopped through its process group.
 import { execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { DecoderFactory } from '../watch/decoders/record-decoder';
-import { LOG_MAX_BYTES, MANIFEST_MAX_BYTES, openRegularFile, readRegularFile } from '../../core/protocol/regular-file';
+import {
+  LOG_MAX_BYTES,
+  MANIFEST_MAX_BYTES,
+  openRegularFile,
+  openRegularFileForWriting,
+  readRegularFile,
+} from '../../core/protocol/regular-file';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
 import {
   parseRunGroupVerdict,
@@ -27,6 +33,9 @@ import {
   type StartedRun,
   type StopSignal,
 } from './run-machine';
+
+/** How stdout.log and stderr.log are opened: appended to (a resume continues them), created if absent. */
+const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
 
 export class LocalMachine implements RunMachine {
   readonly target = LOCAL;
@@ -109,8 +118,15 @@ export class LocalMachine implements RunMachine {
 
   async start(spec: DetachedStart): Promise<StartedRun> {
     mkdirSync(spec.runDir, { recursive: true });
-    const out = openSync(path.join(spec.runDir, 'stdout.log'), 'a');
-    const err = openSync(path.join(spec.runDir, 'stderr.log'), 'a');
+    // Not through a link put in the run folder: a resume would append to the file behind it.
+    const out = openRegularFileForWriting(path.join(spec.runDir, 'stdout.log'), APPEND);
+    let err: number;
+    try {
+      err = openRegularFileForWriting(path.join(spec.runDir, 'stderr.log'), APPEND);
+    } catch (e) {
+      closeSync(out);
+      throw e;
+    }
     try {
       // A resume appends: run.json says where this launch's output begins.
       const manifest = { ...spec.manifest, output_from: { stdout: fstatSync(out).size, stderr: fstatSync(err).size } };
