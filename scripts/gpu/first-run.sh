@@ -22,6 +22,10 @@
 #   mpi-tests          25 s  fsdp-mpi-tests at 2 and 4 ranks
 #                     435 s  (+ ~1 s of summary per part; FSDP_FIRST_RUN_BUDGET_S, default 465, is the
 #                            hard end: a part gets at most what is left, and none starts with < 5 s)
+#   Not in the default run, asked by --parts (issue 37, the tuned PyTorch baseline: loss inside the
+#   compiled graph, vocabulary padded to 50,304, fused AdamW, flash SDPA; test/reference/throughput.py):
+#   bench-tuned-compile          90 s  torch.compile(model + loss), default mode
+#   bench-tuned-max-autotune    240 s  the same with mode="max-autotune" (autotunes first: minutes)
 #
 # Options (the follow-up commands the summary prints use them, to re-check one thing at once on the
 # same warm machine, where native/build-gpu is kept and the build part is incremental):
@@ -43,8 +47,9 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 OUT="${OUT:-$ROOT/gpu-out}"
 
 ALL_PARTS=(build cuda-tests bench-native bench-eager bench-compile single-gpu-runs multi-rank cpu-tests mpi-tests)
+OPTIONAL_PARTS=(bench-tuned-compile bench-tuned-max-autotune)
 declare -A BUDGET=([build]=75 [cuda-tests]=65 [bench-native]=35 [bench-eager]=35 [bench-compile]=75 [single-gpu-runs]=60 [multi-rank]=40
-                   [cpu-tests]=25 [mpi-tests]=25)
+                   [cpu-tests]=25 [mpi-tests]=25 [bench-tuned-compile]=90 [bench-tuned-max-autotune]=240)
 declare -A PLANT=()
 PARTS=("${ALL_PARTS[@]}")
 GTEST_FILTER="*"
@@ -64,7 +69,7 @@ quoted() {  # its arguments as a command line to copy: plain words as they are, 
 COMMAND="$(quoted bash scripts/gpu/first-run.sh "$@")"
 
 die() { echo "first-run.sh: $*" >&2; exit 2; }
-known_part() { [[ " ${ALL_PARTS[*]} " == *" $1 "* ]] || die "unknown part '$1' (parts: ${ALL_PARTS[*]})"; }
+known_part() { [[ " ${ALL_PARTS[*]} ${OPTIONAL_PARTS[*]} " == *" $1 "* ]] || die "unknown part '$1' (parts: ${ALL_PARTS[*]} ${OPTIONAL_PARTS[*]})"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --parts) IFS=, read -ra PARTS <<< "$2"; for p in "${PARTS[@]}"; do known_part "$p"; done; shift 2 ;;
@@ -128,7 +133,7 @@ part_body() {  # part_body NAME BUDGET
       gtest mpi-tests-4 "$BUILD/Release/fsdp-mpi-tests" "${mpi[@]}" -n 4
       local four=$?
       return $((two != 0 || four != 0)) ;;
-    bench-native|bench-eager|bench-compile)
+    bench-native|bench-eager|bench-compile|bench-tuned-compile|bench-tuned-max-autotune)
       local batches=()
       [ -n "$MICRO_BATCH" ] && batches=(--micro-batches "$MICRO_BATCH")
       x env FSDP_BENCH_COMMAND="bash scripts/gpu/first-run.sh --parts $1 --model $MODEL" \

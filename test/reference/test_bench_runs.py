@@ -65,11 +65,30 @@ class BenchRunsTest(unittest.TestCase):
     def test_targets_compare_native_with_compile_and_eager_at_1024(self) -> None:
         met = bench_runs.targets_met(doc_with(400_000, 250_000, 330_000))
         self.assertEqual(
-            met, {"gpt2-124m/1024 native >= 1.2x compile": True, "gpt2-124m/1024 native >= 1.5x eager": True}
+            met,
+            {
+                "gpt2-124m/1024 native >= 1.2x compile": True,
+                "gpt2-124m/1024 native >= 1.5x eager": True,
+                "gpt2-124m/1024 native >= 1.1x llm.c per GPU (514,800 tokens/s)": False,
+            },
         )
         met = bench_runs.targets_met(doc_with(380_000, 250_000, 330_000))
         self.assertFalse(met["gpt2-124m/1024 native >= 1.2x compile"])
         self.assertTrue(met["gpt2-124m/1024 native >= 1.5x eager"])
+
+    def test_the_tuned_baseline_gets_its_own_row_and_target_beside_the_untuned_one(self) -> None:
+        doc = doc_with(530_000, 250_000, 330_000)
+        doc["throughput"]["gpt2-124m/1024"]["pytorch"]["results"]["tuned-compile"] = {"tokens_per_s": 450_000}
+        met = bench_runs.targets_met(doc)
+        self.assertFalse(met["gpt2-124m/1024 native >= 1.2x tuned-compile"])  # 530k < 1.2 x 450k
+        self.assertTrue(met["gpt2-124m/1024 native >= 1.2x compile"])
+        self.assertTrue(met["gpt2-124m/1024 native >= 1.1x llm.c per GPU (514,800 tokens/s)"])
+        tuned = next(r for r in bench_runs.summary_rows(doc) if "PyTorch tuned-compile" in r)
+        self.assertTrue(tuned.endswith(f"| {530_000 / 450_000:.2f}x |"), tuned)
+        with tempfile.TemporaryDirectory() as d:
+            bench_runs.write(doc, Path(d))
+            md = (Path(d) / "gpu-2026-11-24.md").read_text()
+        self.assertIn("llm.c GPT-2 124M on 8 x H100", md)
 
     def test_the_table_gives_mfu_and_the_fraction_of_the_measured_peak(self) -> None:
         rows = bench_runs.summary_rows(doc_with(400_000, 250_000, 330_000))

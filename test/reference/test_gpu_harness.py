@@ -228,6 +228,48 @@ class ThroughputTest(unittest.TestCase):
         self.assertGreater(doc["results"]["eager"]["tokens_per_s"], 0)
         self.assertIsNone(doc["results"]["eager"]["mfu"])
 
+    def test_the_tuned_baseline_pads_the_vocabulary_and_keeps_the_loss(self) -> None:
+        self.assertEqual(throughput.padded_vocab(50257), 50304)
+        self.assertEqual(throughput.padded_vocab(50304), 50304)
+        shape = PRESETS["tiny"].shape()
+        model = Gpt(shape)
+        initialise(model, 1, 0.02)
+        tokens = torch.randint(0, shape.vocab_size, (2, 9), generator=torch.Generator().manual_seed(3))
+        inputs, targets = tokens[:, :-1], tokens[:, 1:]
+        # In float32 the fused form is the same loss as the model's logits through loss_of.
+        torch.testing.assert_close(throughput.tuned_loss(model)(inputs, targets), loss_of(model(inputs), targets))
+        trainer = throughput.Trainer(shape, 2, 8, torch.device("cpu"), "tuned-compile")
+        self.assertEqual(trainer.model.embedding.wte.shape[0], throughput.padded_vocab(shape.vocab_size))
+        self.assertLess(int(trainer.targets.max()), shape.vocab_size)  # the padded rows are never a label
+
+    def test_a_tuned_dry_run_compiles_the_model_with_its_loss(self) -> None:
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is here: this run would measure")
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+            throughput.main(
+                [
+                    "--model",
+                    "tiny",
+                    "--seq",
+                    "16",
+                    "--micro-batches",
+                    "1",
+                    "--modes",
+                    "tuned-compile",
+                    "--warmup",
+                    "1",
+                    "--steps",
+                    "1",
+                    "--out",
+                    d,
+                ]
+            )
+            [path] = Path(d).iterdir()
+            doc = json.loads(path.read_text())
+        self.assertGreater(doc["results"]["tuned-compile"]["tokens_per_s"], 0)
+        self.assertEqual(doc["padded_vocab_size"], throughput.padded_vocab(PRESETS["tiny"].shape().vocab_size))
+        self.assertIn("vocabulary padded", doc["modes"]["tuned-compile"])
+
     def test_sequences_longer_than_the_presets_get_a_longer_position_table(self) -> None:
         if torch.cuda.is_available():
             self.skipTest("a GPU is here: this run would measure")

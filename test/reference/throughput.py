@@ -9,6 +9,15 @@ On a GPU machine:  python3 test/reference/throughput.py --out "$OUT/throughput" 
 denominator of "fraction of the measured peak" in scripts/gpu/bench_runs.py.)
 On a CPU it runs as a dry run (small shapes, eager only, ``"dry_run": true``) to exercise the code;
 its timings are a CPU's, not baselines, and it never writes into test/fixtures/throughput/.
+
+Modes (issue 37): ``eager`` and ``compile`` are the untuned baselines of earlier rounds (the model alone
+compiled; the loss outside it on a float32 copy of the logits; the vocabulary left at 50,257).
+``tuned-compile`` and ``tuned-max-autotune`` are PyTorch as its users tune it (nanoGPT, build-nanogpt):
+the vocabulary padded to a multiple of 64 (50,304: the LM head on aligned kernels; targets stay below
+the real vocabulary, so the padding is never a label), the loss inside the compiled graph on the bf16
+logits (the compiler fuses the float32 upcast into the log-softmax: no float32 copy is materialised),
+fused AdamW and flash SDPA, compiled with torch.compile's default mode and with ``max-autotune``.
+MFU counts the real vocabulary's FLOPs for every mode, as the native runtime's figure does.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from pathlib import Path
 from typing import Any, ContextManager
 
 import torch
+import torch.nn.functional as F
 from fixture_file import cpu_model, invocation, write_json
 from gpt import Gpt, GptShape, initialise, loss_of
 from measure_memory import nvidia_driver, slug
@@ -96,17 +106,63 @@ def flash_only() -> ContextManager[Any]:
     return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
 
 
+MODES = ("eager", "compile", "tuned-compile", "tuned-max-autotune")
+# What torch.compile is called with per mode; None: not compiled.
+COMPILE_MODE: dict[str, str | None] = {
+    "eager": None,
+    "compile": "default",
+    "tuned-compile": "default",
+    "tuned-max-autotune": "max-autotune",
+}
+MODE_DESCRIPTIONS = {
+    "eager": "untuned: eager, loss outside on a float32 copy of the logits, vocabulary unpadded",
+    "compile": "untuned: torch.compile(model) default mode, loss outside on a float32 copy, vocabulary unpadded",
+    "tuned-compile": "tuned: torch.compile(model + loss) default mode, bf16 logits, vocabulary padded to 64",
+    "tuned-max-autotune": (
+        "tuned: torch.compile(model + loss, mode='max-autotune'), bf16 logits, vocabulary padded to 64"
+    ),
+}
+VOCAB_ALIGNMENT = 64  # 50,257 -> 50,304, as nanoGPT and llm.c pad GPT-2's vocabulary
+
+
+def is_tuned(mode: str) -> bool:
+    return mode.startswith("tuned-")
+
+
+def padded_vocab(vocab_size: int) -> int:
+    return -(-vocab_size // VOCAB_ALIGNMENT) * VOCAB_ALIGNMENT
+
+
+def tuned_loss(model: Gpt) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The model and its cross-entropy as one function, so torch.compile sees the loss too: the logits
+    stay bf16 and the upcast happens inside the fused log-softmax."""
+
+    def loss(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = model(inputs)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return loss
+
+
 class Trainer:
     """A model, its AdamW and one random batch, stepping with bf16 autocast."""
 
-    def __init__(self, shape: GptShape, micro_batch: int, seq_len: int, device: torch.device, compiled: bool) -> None:
+    def __init__(self, shape: GptShape, micro_batch: int, seq_len: int, device: torch.device, mode: str) -> None:
         sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
-        self.model = Gpt(shape, attention="sdpa" if sdpa else "eager").to(device)
+        model_shape = dataclasses.replace(shape, vocab_size=padded_vocab(shape.vocab_size)) if is_tuned(mode) else shape
+        self.model = Gpt(model_shape, attention="sdpa" if sdpa else "eager").to(device)
         initialise(self.model, 1234, 0.02)
-        self.forward: Callable[[torch.Tensor], torch.Tensor] = torch.compile(self.model) if compiled else self.model  # type: ignore[attr-defined]
+        compile_mode = COMPILE_MODE[mode]
+        self.loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+        if is_tuned(mode):
+            self.loss = torch.compile(tuned_loss(self.model), mode=compile_mode)
+        else:
+            forward = torch.compile(self.model, mode=compile_mode) if compile_mode else self.model
+            self.loss = lambda inputs, targets: loss_of(forward(inputs), targets)
         fused = {"fused": True} if device.type == "cuda" else {}
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4, **fused)
         g = torch.Generator(device=device).manual_seed(0)
+        # Labels from the real vocabulary whatever the padding: the padded rows are never a target.
         tokens = torch.randint(0, shape.vocab_size, (micro_batch, seq_len + 1), device=device, generator=g)
         self.inputs, self.targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
         self.device = device
@@ -117,7 +173,7 @@ class Trainer:
         sync()
         t0 = time.perf_counter()
         with flash_only(), torch.autocast(self.device.type, dtype=torch.bfloat16):
-            loss = loss_of(self.forward(self.inputs), self.targets)
+            loss = self.loss(self.inputs, self.targets)
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -141,7 +197,7 @@ def fits(shape: GptShape, seq_len: int, device: torch.device) -> Callable[[int],
     def attempt(mb: int) -> bool:
         with released(device):
             try:
-                Trainer(shape, mb, seq_len, device, compiled=False).step()
+                Trainer(shape, mb, seq_len, device, mode="eager").step()
                 return True
             except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
                 if "out of memory" not in str(e):
@@ -156,13 +212,13 @@ def measure(
     seq_len: int,
     micro_batch: int,
     device: torch.device,
-    compiled: bool,
+    mode: str,
     warmup: int,
     steps: int,
     peak: tuple[float, str] | None,
 ) -> dict[str, Any]:
     with released(device):
-        t = Trainer(shape, micro_batch, seq_len, device, compiled)
+        t = Trainer(shape, micro_batch, seq_len, device, mode)
         first = t.step()  # compiles, when compiling
         for _ in range(warmup - 1):
             t.step()
@@ -191,7 +247,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", choices=sorted(PRESETS), default="gpt2-124m")
     parser.add_argument("--seq", type=int, default=1024)
     parser.add_argument("--micro-batches", default="4,8,12,16,24,32,40,48,56,64", help="candidates, comma-separated")
-    parser.add_argument("--modes", default="eager,compile", help="eager and/or compile")
+    parser.add_argument("--modes", default="eager,compile", help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", type=Path, required=True)
@@ -200,14 +256,15 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
-    if not set(modes) <= {"eager", "compile"}:
-        parser.error(f"--modes {args.modes}: each must be eager or compile")
+    if not set(modes) <= set(MODES):
+        parser.error(f"--modes {args.modes}: each must be one of {', '.join(MODES)}")
     cuda = torch.cuda.is_available()
     out_dir = args.out.resolve()
     if not cuda and (out_dir == THROUGHPUT_FIXTURES or THROUGHPUT_FIXTURES in out_dir.parents):
         parser.error(f"--out {args.out}: no GPU here; a dry run never writes into {THROUGHPUT_FIXTURES}")
-    if "compile" in modes and not hasattr(torch, "compile") and not args.measure_peak:
-        parser.error(f"--modes compile: torch.compile needs PyTorch >= 2.0; this is {torch.__version__}")
+    compiled = [m for m in modes if COMPILE_MODE[m]]
+    if compiled and not hasattr(torch, "compile") and not args.measure_peak:
+        parser.error(f"--modes {','.join(compiled)}: torch.compile needs PyTorch >= 2.0; this is {torch.__version__}")
 
     device = torch.device("cuda" if cuda else "cpu")
     if args.measure_peak:
@@ -243,6 +300,8 @@ def main(argv: list[str]) -> int:
         "model": {"preset": args.model, **shape.__dict__},
         "seq_len": args.seq,
         "precision": "torch.autocast(bfloat16), fp32 master weights, AdamW(fused=True) on CUDA",
+        "modes": {m: MODE_DESCRIPTIONS[m] for m in modes},
+        "padded_vocab_size": padded_vocab(shape.vocab_size),
         "attention": "F.scaled_dot_product_attention restricted to the flash kernel"
         if hasattr(torch.nn.functional, "scaled_dot_product_attention")
         else "eager softmax(QK^T)V (no SDPA in this PyTorch)",
@@ -261,7 +320,7 @@ def main(argv: list[str]) -> int:
     doc["results"] = {}
     path = out_dir / f"{slug(name)}-{doc['date']}{'' if cuda else '-dry-run'}.json"
     for mode in modes:
-        doc["results"][mode] = measure(shape, args.seq, best, device, mode == "compile", args.warmup, args.steps, peak)
+        doc["results"][mode] = measure(shape, args.seq, best, device, mode, args.warmup, args.steps, peak)
         print(f"{mode}: {doc['results'][mode]}", flush=True)
         write_json(path, doc)
     print(path)
