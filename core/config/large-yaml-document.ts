@@ -17,6 +17,7 @@ import {
   getScalarValue,
   parseEvents,
   SCALAR_STYLE,
+  YAML11_SCHEMA,
   type Event,
   type ScalarEvent,
 } from 'js-yaml';
@@ -40,16 +41,22 @@ interface Pair {
   value: PositionedNode;
 }
 
-/** The document, or undefined when js-yaml cannot read it cleanly (the `yaml` package then reads it). */
-export function readLargeYaml(text: string): LargeYamlDocument | undefined {
-  const tree = new TreeBuilder(text);
+/**
+ * The document, or undefined when js-yaml cannot read it cleanly (the `yaml` package then reads it).
+ * YAML 1.1 (accelerate's configs, read by PyYAML) is resolved with js-yaml's YAML 1.1 schema, so an
+ * unquoted `no` is false in both readers; the 1.1 forms where the two could still differ
+ * (merge keys, timestamps, sexagesimal and base-2/8 numbers) send the document back.
+ */
+export function readLargeYaml(text: string, version: '1.1' | '1.2' = '1.2'): LargeYamlDocument | undefined {
+  const schema = version === '1.1' ? YAML11_SCHEMA : CORE_SCHEMA;
+  const tree = new TreeBuilder(text, schema, version);
   let events: Event[];
   let values: unknown[];
   try {
     // The nesting limit was checked before (unread-document.ts); js-yaml's own default is lower.
     events = parseEvents(text, { maxDepth: MAX_NESTING + 1 });
     // json: duplicate keys keep the last value, as the `yaml` package's toJS does (they are reported below).
-    values = constructFromEvents(events, { source: text, schema: CORE_SCHEMA, json: true, maxAliases: 100 });
+    values = constructFromEvents(events, { source: text, schema, json: true, maxAliases: 100 });
   } catch {
     return undefined;
   }
@@ -62,11 +69,55 @@ export function readLargeYaml(text: string): LargeYamlDocument | undefined {
     // Block scalars (| and >): js-yaml's offsets are their content's, the yaml package's start at the indicator.
     if (e.type === EVENT_ID.SCALAR && (e.style === SCALAR_STYLE.LITERAL_BLOCK || e.style === SCALAR_STYLE.FOLDED_BLOCK))
       return undefined;
+    if (
+      version === '1.1' &&
+      e.type === EVENT_ID.SCALAR &&
+      e.style === SCALAR_STYLE.PLAIN &&
+      YAML11_AMBIGUOUS.test(text[e.valueStart] ?? '')
+    ) {
+      if (YAML11_UNSURE.test(getScalarValue(text, e))) return undefined;
+    }
   }
+  if (commentEndsBlock(text)) return undefined;
   const root = tree.build(events);
   if (tree.unsupported) return undefined;
-  return new LargeYamlDocument(text, root, values[0]);
+  return new LargeYamlDocument(text, root, values[0], version);
 }
+
+/**
+ * Whether an indented comment line is the last thing in a block collection (the next content line
+ * is less indented, or there is none): the `yaml` package then runs the enclosing collection's range
+ * over the comment lines after it, by rules of its lexer this tree does not copy (e.g. accelerate's
+ * fp8 template, which ends with `  #opt_level: O1`). Such documents are read by the `yaml` package.
+ */
+function commentEndsBlock(text: string): boolean {
+  // From the end, so each line is looked at once: `next` is the indentation of the next content line.
+  let next = -1;
+  let end = text.length;
+  while (end > 0) {
+    const start = text.lastIndexOf('\n', end - 1) + 1;
+    const line = text.slice(start, end);
+    const m = /^( *)(\S)/.exec(line);
+    if (m) {
+      const indent = m[1].length;
+      if (m[2] !== '#') next = indent;
+      else if (indent > 0 && indent > next) return true;
+    }
+    end = start - 1;
+  }
+  return false;
+}
+
+/** First characters of the plain scalars checked against YAML11_UNSURE (most keys and values start otherwise). */
+const YAML11_AMBIGUOUS = /[-+.0-9<]/;
+/**
+ * YAML 1.1 plain scalars whose reading is not settled between js-yaml and the `yaml` package (or
+ * PyYAML): the merge key, timestamps, sexagesimal numbers, base-2 and base-8 integers, numbers
+ * with underscores, and exponents (PyYAML reads `1e3` as a string, the `yaml` package as 1000).
+ * Rare in generated configs; such a document is read by the `yaml` package.
+ */
+const YAML11_UNSURE =
+  /^<<$|^\d{4}-\d\d?-\d\d?|^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$|^[-+]?0b|^[-+]?0[0-7_]+$|^[-+]?[0-9.]*_|^[-+]?[0-9.]+[eE]/;
 
 export class LargeYamlDocument extends TextPositions implements SourceDocument {
   readonly kind = 'yaml' as const;
@@ -74,7 +125,12 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
   readonly syntaxErrors: SyntaxProblem[] = [];
   private readonly root: PositionedNode | undefined;
 
-  constructor(text: string, root: PositionedNode | undefined, value: unknown) {
+  constructor(
+    text: string,
+    root: PositionedNode | undefined,
+    value: unknown,
+    private readonly version: '1.1' | '1.2' = '1.2',
+  ) {
     super(text);
     this.root = root;
     this.value = value ?? undefined;
@@ -169,8 +225,8 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
   }
 
   /**
-   * Keys given twice in one mapping: an error for YAML 1.2 readers (as yaml-document.ts reports
-   * them). Indexes each mapping's pairs by key on the way (the first of duplicates, as lookups find it).
+   * Keys given twice in one mapping: an error for YAML 1.2 readers, a warning for YAML 1.1 ones
+   * (PyYAML keeps the last), as yaml-document.ts reports them. Indexes each mapping's pairs by key on the way (the first of duplicates, as lookups find it).
    */
   private reportDuplicateKeys(): void {
     const stack: Array<PositionedNode | undefined> = [this.root];
@@ -180,9 +236,15 @@ export class LargeYamlDocument extends TextPositions implements SourceDocument {
         const byKey = new Map<string, Pair>();
         for (const p of node.pairs) {
           if (p.key !== undefined) {
-            if (byKey.has(p.key))
+            if (!byKey.has(p.key)) byKey.set(p.key, p);
+            else if (this.version === '1.1')
+              this.syntaxErrors.push({
+                message: 'Map keys must be unique: PyYAML keeps only the last value',
+                range: this.range(p.keyStart, p.keyEnd),
+                severity: 'warning',
+              });
+            else
               this.syntaxErrors.push({ message: 'Map keys must be unique', range: this.range(p.keyStart, p.keyEnd) });
-            else byKey.set(p.key, p);
           }
           stack.push(p.value);
         }
@@ -202,7 +264,11 @@ function pairOf(map: Extract<PositionedNode, { kind: 'map' }>, key: string): Pai
 class TreeBuilder {
   /** Set when the document holds what the two readers key differently (a null key): the `yaml` package reads it then. */
   unsupported = false;
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly schema: typeof CORE_SCHEMA,
+    private readonly version: '1.1' | '1.2',
+  ) {}
 
   build(events: Event[]): PositionedNode | undefined {
     if (events[0]?.type !== EVENT_ID.DOCUMENT) return undefined;
@@ -289,17 +355,21 @@ class TreeBuilder {
     };
   }
 
-  /** The key as the constructed object has it: plain keys resolved by the core schema (`1`, `true`, `null`), others as written. */
+  /**
+   * The key as the constructed object has it: plain keys resolved by the schema (`1`, `true`,
+   * `null`, and in YAML 1.1 `yes`, `on`, `off`), others as written.
+   */
   private keyText(e: ScalarEvent): string {
     const written = getScalarValue(this.text, e);
-    if (e.style !== SCALAR_STYLE.PLAIN || !/^[-+.0-9~nNtTfF]/.test(written)) return written;
+    const resolvable = this.version === '1.1' ? /^[-+.0-9~nNtTfFyYoO]/ : /^[-+.0-9~nNtTfF]/;
+    if (e.style !== SCALAR_STYLE.PLAIN || !resolvable.test(written)) return written;
     const [value] = constructFromEvents(
       [
         { type: EVENT_ID.DOCUMENT, explicitStart: false, explicitEnd: false, directives: [] },
         e,
         { type: EVENT_ID.POP },
       ],
-      { source: this.text, schema: CORE_SCHEMA },
+      { source: this.text, schema: this.schema },
     );
     // js-yaml keys a null key "null", the yaml package "" (and looks it up as "null").
     if (value === null) this.unsupported = true;

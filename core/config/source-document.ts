@@ -67,7 +67,7 @@ export interface ParseOptions {
 }
 
 /**
- * YAML 1.2 texts longer than this are read by js-yaml's event parser when it reads them cleanly
+ * YAML texts (1.2, and 1.1 as accelerate's) longer than this are read by js-yaml's event parser when it reads them cleanly
  * (large-yaml-document.ts): about 8 times faster than the `yaml` package's CST, which the editor
  * needs for the edits and the cursor of documents people write by hand, not generated ones.
  */
@@ -80,8 +80,8 @@ export function parseSourceDocument(text: string, kind: SourceKind, options: Par
   try {
     if (kind === 'toml') return new TomlSourceDocument(text);
     const version = options.yamlVersion ?? '1.2';
-    if (kind === 'yaml' && version === '1.2' && text.length > LARGE_YAML_CHARS) {
-      const large = readLargeYaml(text);
+    if (kind === 'yaml' && text.length > LARGE_YAML_CHARS) {
+      const large = readLargeYaml(text, version);
       if (large) return large;
     }
     return kind === 'yaml' ? new YamlSourceDocument(text, version) : new JsonSourceDocument(text);
