@@ -11,6 +11,7 @@ import { registerLaunchRun } from './commands/launch-run';
 import { remoteBase } from './runs/runs';
 import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
+import { registerChooseModel } from './commands/choose-model';
 import { registerOpenRun } from './commands/open-run';
 import { registerPrepareSampleData } from './commands/prepare-sample-data';
 import { registerExportHf } from './commands/export-hf';
@@ -90,6 +91,8 @@ export class StudioContext implements vscode.Disposable {
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
     this.configChecks = await startConfigLanguageClient(this);
     this.track(this.configChecks);
+    const checks = this.configChecks;
+    this.track(registerChooseModel(this.extension.workspaceState, (p) => checks.sendModelChoices(p)));
     this.output.info(`FSDP Studio ${this.extension.extension.packageJSON.version} activated`);
   }
 

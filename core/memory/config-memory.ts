@@ -8,7 +8,7 @@ import type { SourceRange } from '../config/source-document';
 import { estimateMemory } from './estimate';
 import { findGpu, hostTarget } from './gpu-presets';
 import { isConfigInputError, type ConfigAssignment, type ConfigMemoryInput } from './inputs/config-input';
-import type { ModelOrigin, ModelSource } from './inputs/model-from-options';
+import type { ModelFamily, ModelOrigin, ModelSource } from './inputs/model-from-options';
 import { readConfigForEstimate } from './inputs/read-config';
 import { knobEffects, maxMicroBatch } from './inverse-questions';
 import { fewestGpusAnyDegrees } from './parallel/nd-search';
@@ -24,7 +24,15 @@ export interface ConfigMemory {
   title: string;
   /** When the peak exceeds the target. */
   problem?: ConfigProblem;
+  /**
+   * Nothing names the model: the hint asks which ("which model? — choose") instead of answering for
+   * a stand-in; `estimate` is the stand-in's, for the panel, which says it is one.
+   */
+  askModel?: { why: string; family?: ModelFamily };
 }
+
+/** The hint's words when no model is named. */
+export const ASK_MODEL_TITLE = 'which model? — choose';
 
 export interface TargetDefaults {
   /** The GPU of configs that name none (setting fsdp.estimator.gpu). */
@@ -44,6 +52,15 @@ export function configMemory(
   if (isConfigInputError(read)) return { error: read.error, ...(read.range ? { range: read.range } : {}) };
   const input = withDefaultTarget(read.input, defaults);
   const estimate = estimateMemory(input);
+  if (read.kind !== 'run-config' && read.model?.assumed) {
+    const m = read.model;
+    return {
+      read,
+      estimate,
+      title: ASK_MODEL_TITLE,
+      askModel: { why: m.why ?? 'nothing names the model', ...(m.family ? { family: m.family } : {}) },
+    };
+  }
   const model = read.kind === 'run-config' ? undefined : modelWords(read.model);
   const title = `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`;
   return {

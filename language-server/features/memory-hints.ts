@@ -11,6 +11,13 @@ import type { ConfigProblem } from '../../core/config/schema-problems';
 import type { SourceRange } from '../../core/config/source-document';
 import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
 import { hfModelSource } from '../../core/memory/inputs/hf-model';
+import type { ModelSource } from '../../core/memory/inputs/model-from-options';
+import {
+  CHOOSE_MODEL_COMMAND,
+  MODEL_CHOICES_NOTIFICATION,
+  type ChooseModelArgs,
+  type ModelChoicesParams,
+} from '../../core/memory/model-choice';
 import { fileNameOf, type ConfigServer } from '../config-server';
 import type { ServerFeature } from './feature';
 
@@ -25,13 +32,24 @@ type Outcome = { memory: ConfigMemory } | { error: string; range?: SourceRange }
 export const memoryHints: ServerFeature = {
   capabilities: { codeLensProvider: { resolveProvider: false } },
   register(server) {
-    // An analysis is made once per document version and settings; so is its estimate.
-    const outcomes = new WeakMap<ConfigAnalysis, Outcome>();
+    // An analysis is made once per document version and settings; so is its estimate, per model chosen.
+    const outcomes = new WeakMap<ConfigAnalysis, { choice: string | undefined; outcome: Outcome }>();
+    // The models chosen in the editor's picker for configs that name none, by file (model-choice.ts).
+    let choices: Record<string, string> = {};
+    server.connection.onNotification(MODEL_CHOICES_NOTIFICATION, (params: ModelChoicesParams) => {
+      choices = { ...params.choices };
+      for (const doc of server.documents.all()) void server.refresh(doc.uri);
+      // The lenses are asked for by the editor; tell it they changed (a client without it asks again on edit).
+      void server.connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
+    });
     // The last estimate made for each document, shown (stale) while the config has an error.
     const lastGood = new Map<string, { title: string; range: SourceRange }>();
     const outcomeOf = (analysis: ConfigAnalysis, uri: string): Outcome => {
+      const choice = Object.prototype.hasOwnProperty.call(choices, analysis.fileName)
+        ? choices[analysis.fileName]
+        : undefined;
       const known = outcomes.get(analysis);
-      if (known) return known;
+      if (known && known.choice === choice) return known.outcome;
       let outcome: Outcome;
       // A config with errors gets its diagnostics, not a guess; a typo (an unknown key) is not such
       // an error here: the estimate reads the keys it knows, as for a ds_config (whose DeepSpeed
@@ -39,10 +57,11 @@ export const memoryHints: ServerFeature = {
       if (analysis.problems.some((p) => p.severity === 'error' && p.code !== 'schema.unknown-key'))
         outcome = { stale: true };
       else {
-        const source =
+        const files =
           analysis.fileName.startsWith('/') || /^[A-Za-z]:[\\/]/.test(analysis.fileName)
             ? hfModelSource(analysis.fileName)
             : undefined;
+        const source = choice ? withChoice(files, choice) : files;
         const m = configMemory(
           analysis.kind,
           analysis.doc.text,
@@ -53,7 +72,7 @@ export const memoryHints: ServerFeature = {
         outcome = 'error' in m ? m : { memory: m };
         if ('memory' in outcome) lastGood.set(uri, { title: outcome.memory.title, range: outcome.memory.read.anchor });
       }
-      outcomes.set(analysis, outcome);
+      outcomes.set(analysis, { choice, outcome });
       return outcome;
     };
     server.addProblemSource((analysis) => {
@@ -69,6 +88,25 @@ export const memoryHints: ServerFeature = {
       if (!analysis) return [];
       const outcome = outcomeOf(analysis, textDocument.uri);
       const command = (title: string) => ({ title, command: OPEN_ESTIMATOR_COMMAND, arguments: [textDocument.uri] });
+      if ('memory' in outcome && outcome.memory.askModel) {
+        const ask = outcome.memory.askModel;
+        const args: ChooseModelArgs = {
+          uri: textDocument.uri,
+          why: ask.why,
+          ...(ask.family ? { family: { name: ask.family.name, presets: ask.family.presets } } : {}),
+        };
+        return [
+          {
+            range: outcome.memory.read.anchor,
+            command: {
+              title: outcome.memory.title,
+              tooltip: `No estimate until the model is known: ${ask.why}. Choose it (kept for this file in the workspace, not written into it).`,
+              command: CHOOSE_MODEL_COMMAND,
+              arguments: [args],
+            },
+          },
+        ];
+      }
       if ('memory' in outcome) return [{ range: outcome.memory.read.anchor, command: command(outcome.memory.title) }];
       const last = lastGood.get(textDocument.uri);
       if ('stale' in outcome && last)
@@ -78,6 +116,15 @@ export const memoryHints: ServerFeature = {
     server.documents.onDidClose(({ document }) => lastGood.delete(document.uri));
   },
 };
+
+/** The files' model source, with the model chosen in the editor's picker named before what the files name. */
+function withChoice(files: ModelSource | undefined, choice: string): ModelSource {
+  return {
+    resolve: (ref) => files?.resolve(ref),
+    named: () => ({ ref: choice, where: 'your choice' }),
+    ...(files?.readFile ? { readFile: files.readFile } : {}),
+  };
+}
 
 /** A problem that keeps the estimate from being made, where it is (an unknown model, an impossible shape). */
 function noEstimate(error: string, range: SourceRange): ConfigProblem {

@@ -5,6 +5,8 @@ import path from 'node:path';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import { recogniseConfig } from '../../core/config/document-kind';
 import { configMemory, type TargetDefaults } from '../../core/memory/config-memory';
+import { findModelName, hfModelSource } from '../../core/memory/inputs/hf-model';
+import type { ModelSource } from '../../core/memory/inputs/model-from-options';
 import { launchConfigPath } from './launch-world';
 
 export interface LaunchMemoryNote {
@@ -23,8 +25,20 @@ export function launchMemoryNote(
   if (!named || text === undefined) return undefined;
   const kind = recogniseConfig(named, text);
   if (kind !== 'deepspeed' && kind !== 'accelerate' && kind !== 'run-config') return undefined;
-  const m = configMemory(kind, text, named, defaults);
+  const m = configMemory(kind, text, named, defaults, commandModelSource(spec, named));
   const name = path.basename(named);
   if ('error' in m) return { text: `${name}: no memory estimate (${m.error})`, doesNotFit: false };
+  if (m.askModel)
+    return {
+      text: `${name}: no memory estimate: which model? ${m.askModel.why} (name it with --model_name_or_path in the command, or choose it at the config's hint)`,
+      doesNotFit: false,
+    };
   return { text: m.problem ? `${name}: ${m.problem.message}` : `${name}: ${m.title}`, doesNotFit: !!m.problem };
+}
+
+/** Models found from the config's folder, with the one the launch command names (--model_name_or_path) first. */
+function commandModelSource(spec: ResolvedLaunchSpec, config: string): ModelSource {
+  const files = hfModelSource(config);
+  const inCommand = findModelName(spec.command.argv.join(' '));
+  return { ...files, named: () => (inCommand ? { ref: inCommand.ref, where: 'the launch command' } : files.named()) };
 }

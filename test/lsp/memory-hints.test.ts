@@ -186,15 +186,56 @@ num_processes: 2
     assert.equal((await server.codeLenses(ds))[0].command!.title, dsClean);
   });
 
-  it('shows no estimate for a config with errors, and says when the model is assumed', async () => {
+  it('shows no estimate for a config with errors, and asks which model when nothing names it', async () => {
     const bad = 'file:///w/bad.fsdp.yaml';
     await server.open(bad, sample.replace('n_heads: 4', 'n_heads: four'));
     assert.deepEqual(await server.codeLenses(bad), []);
     const ds = 'file:///w/ds_config.json';
-    await server.open(ds, '{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}');
-    assert.match(
-      (await server.codeLenses(ds))[0].command!.title,
-      /— for GPT-2 124M, assumed: add "fsdp-studio: model=…"$/,
+    // 64 sequences of 1024 tokens on an L4 would not fit any GPT-2: no verdict is given on a stand-in.
+    const diagnostics = await server.open(
+      ds,
+      '// fsdp-studio: gpu=L4\n{"train_micro_batch_size_per_gpu": 64, "zero_optimization": {"stage": 0}}',
     );
+    const [lens] = await server.codeLenses(ds);
+    assert.equal(lens.command!.title, 'which model? — choose');
+    assert.equal(lens.command!.command, 'fsdp.chooseModel');
+    assert.match(lens.command!.tooltip ?? '', /nothing names the model/);
+    assert.equal(memoryWarnings(diagnostics).length, 0, "no verdict on a stand-in's memory");
+  });
+
+  it('an accelerate FSDP config wrapping LlamaDecoderLayer is asked about as a Llama; the choice made is estimated', async () => {
+    const uri = 'file:///w/fsdp_llama.yaml';
+    const yaml = [
+      'compute_environment: LOCAL_MACHINE',
+      'distributed_type: FSDP',
+      'fsdp_config:',
+      '  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer',
+      '  fsdp_sharding_strategy: FULL_SHARD',
+      'mixed_precision: bf16',
+      'num_processes: 8',
+      '',
+    ].join('\n');
+    await server.open(uri, yaml);
+    const [ask] = await server.codeLenses(uri);
+    assert.equal(ask.command!.title, 'which model? — choose');
+    const args = ask.command!.arguments![0] as { uri: string; family?: { name: string; presets: string[] } };
+    assert.equal(args.uri, uri);
+    assert.equal(args.family?.name, 'Llama');
+    assert.ok(args.family?.presets.includes('llama-2-7b'), JSON.stringify(args.family));
+    assert.ok(!args.family?.presets.some((p) => p.startsWith('gpt2')));
+    assert.match(
+      ask.command!.tooltip ?? '',
+      /fsdp_config\.fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer says a Llama/,
+    );
+    // The editor sends the choice it keeps for the file; the estimate is then for that model.
+    await server.connection.sendNotification('fsdp/modelChoices', {
+      choices: { '/w/fsdp_llama.yaml': 'meta-llama/Llama-2-7b-hf' },
+    });
+    const [chosen] = await server.codeLenses(uri);
+    assert.match(
+      chosen.command!.title,
+      /^≈ [\d.]+ GiB \/ GPU .* — for Llama 2 7B \(6\.74 B parameters, preset, named by your choice\)$/,
+    );
+    assert.equal(chosen.command!.command, 'fsdp.openMemoryEstimator');
   });
 });

@@ -38,12 +38,25 @@ describe('memory estimate before launching a command', () => {
 
   it('the config a spec names: its estimate against the GPU, and whether it fits', () => {
     copyFileSync(ZERO3, path.join(dir, 'ds_config.json'));
-    const fits = launchMemoryNote(
+    // Nothing names the model: no estimate for a stand-in; the note asks which.
+    const unnamed = launchMemoryNote(
       specIn('command: deepspeed --num_gpus 1 train.py --deepspeed ds_config.json\nconfig: ds_config.json\n'),
       read,
       { gpu: 'A100-80GB' },
     );
-    assert.match(fits!.text, /^ds_config\.json: ≈ [\d.]+ GiB \/ GPU .* — fits A100 80GB/);
+    assert.match(unnamed!.text, /^ds_config\.json: no memory estimate: which model\? nothing names the model/);
+    // The command names it (a preset's Hugging Face id, found offline).
+    const fits = launchMemoryNote(
+      specIn(
+        'command: deepspeed --num_gpus 1 train.py --deepspeed ds_config.json --model_name_or_path openai-community/gpt2-medium\nconfig: ds_config.json\n',
+      ),
+      read,
+      { gpu: 'A100-80GB' },
+    );
+    assert.match(
+      fits!.text,
+      /^ds_config\.json: ≈ [\d.]+ GiB \/ GPU .* — fits A100 80GB — for GPT-2 355M \(.*, named by the launch command\)$/,
+    );
     assert.equal(fits!.doesNotFit, false);
     writeFileSync(
       path.join(dir, 'big.json'),

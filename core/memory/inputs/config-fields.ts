@@ -5,7 +5,13 @@ import type { ConfigPath, SourceDocument } from '../../config/source-document';
 import type { ModelShape } from '../model-shape';
 import { locate, type ConfigInputError, type ConfigKind } from './config-input';
 import type { EstimateOptions } from './estimate-options';
-import { modelFromOptions, type ModelOrigin, type ModelSource } from './model-from-options';
+import {
+  familyOfLayerClass,
+  modelFromOptions,
+  type ModelFamily,
+  type ModelOrigin,
+  type ModelSource,
+} from './model-from-options';
 
 /** The start of reading a config that does not describe its model: the model from the options. */
 export function beginReading(
@@ -15,9 +21,31 @@ export function beginReading(
   options: EstimateOptions,
   source?: ModelSource,
 ): { f: FieldReader; model: { shape: ModelShape; seqLen: number; source?: ModelOrigin } } | ConfigInputError {
-  const model = modelFromOptions(options, source);
+  const model = modelFromOptions(options, source, wrappedFamily(doc));
   if ('error' in model) return { kind, error: `${fileName}: ${model.error}` };
   return { f: new FieldReader(doc, fileName, [model.note]), model };
+}
+
+/** The layer classes FSDP wraps, where accelerate's and TrainingArguments' fsdp_config name them. */
+const WRAP_CLASS_PATHS: string[][] = [
+  ['fsdp_config', 'fsdp_transformer_layer_cls_to_wrap'],
+  ['fsdp_config', 'transformer_layer_cls_to_wrap'],
+];
+
+/** The model family the config's wrap class names (`LlamaDecoderLayer`: Llama), if it names one. */
+function wrappedFamily(doc: SourceDocument): ModelFamily | undefined {
+  for (const p of WRAP_CLASS_PATHS) {
+    let v: unknown = doc.value;
+    for (const k of p) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+    // accelerate takes a comma-separated string, TrainingArguments a list.
+    const classes =
+      typeof v === 'string' ? v.split(',') : Array.isArray(v) ? v.filter((c) => typeof c === 'string') : [];
+    for (const cls of classes) {
+      const family = familyOfLayerClass(cls, `${p.join('.')}: ${cls.trim()}`);
+      if (family) return family;
+    }
+  }
+  return undefined;
 }
 
 export class FieldReader {

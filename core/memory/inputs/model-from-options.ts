@@ -16,8 +16,34 @@ export interface ModelOrigin {
   parameters: number;
   /** Where the config or a script named it (model_name_or_path), if that is how it was found. */
   namedBy?: string;
-  /** The default, because nothing said which model. */
+  /** The default, because nothing said which model: the editor asks which instead of estimating it. */
   assumed?: boolean;
+  /** Why no model was found, in words ("train.py:3 names X, which is not in the local Hugging Face cache"). */
+  why?: string;
+  /** The family the config's wrap class names, when that is all it says (`LlamaDecoderLayer`: "Llama"). */
+  family?: ModelFamily;
+}
+
+/** A model family read from the layer class FSDP wraps, and where it was read. */
+export interface ModelFamily {
+  name: string;
+  /** The preset ids of the family (none when no preset is of it). */
+  presets: string[];
+  /** "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer". */
+  where: string;
+}
+
+/**
+ * The family a transformer layer class names (LlamaDecoderLayer → Llama, GPT2Block → GPT-2,
+ * MistralDecoderLayer → Mistral): the class name without its layer suffix; undefined for a class
+ * that names no model (a generic `Block`).
+ */
+export function familyOfLayerClass(cls: string, where: string): ModelFamily | undefined {
+  const stem = /^([A-Z][A-Za-z0-9]*?)(?:DecoderLayer|EncoderLayer|Block|Layer)$/.exec(cls.trim())?.[1];
+  if (!stem) return undefined;
+  const key = stem.toLowerCase();
+  const presets = MODEL_PRESETS.filter((p) => p.id.replace(/[^a-z0-9]/g, '').startsWith(key)).map((p) => p.id);
+  return { name: key === 'gpt2' ? 'GPT-2' : stem, presets, where };
 }
 
 export type ModelChoice = { shape: ModelShape; seqLen: number; note: string; source?: ModelOrigin } | { error: string };
@@ -32,7 +58,8 @@ export interface ModelSource {
   readFile?(absolutePath: string): string | undefined;
 }
 
-export function modelFromOptions(options: EstimateOptions, source?: ModelSource): ModelChoice {
+/** `family`: what the config's wrap class says of the model, when nothing names it. */
+export function modelFromOptions(options: EstimateOptions, source?: ModelSource, family?: ModelFamily): ModelChoice {
   if (options.layers !== undefined || options.dModel !== undefined) return withOrigin(customModel(options), 'custom');
   if (options.model) {
     // The model's own config.json (a folder, the local cache) is exact; a preset, matched by its
@@ -72,13 +99,26 @@ export function modelFromOptions(options: EstimateOptions, source?: ModelSource)
         named.where,
       );
   }
-  const preset = findModelPreset(DEFAULT_MODEL_PRESET)!;
-  const why = named ? `${named.where} names "${named.ref}", which is not in the local Hugging Face cache; ` : '';
+  // Nothing names the model: the estimate is made for a stand-in (of the family the wrap class
+  // names, when a preset is of it) and said to be one; the editor asks which model instead.
+  const preset = findModelPreset(family?.presets[0] ?? DEFAULT_MODEL_PRESET)!;
+  const why = named
+    ? `${named.where} names "${named.ref}", which is not a preset, a folder or in the local Hugging Face cache`
+    : family
+      ? `nothing names the model; ${family.where} says a ${family.name}`
+      : 'nothing names the model (model_name_or_path, from_pretrained("…") in a script beside the config)';
   return {
     shape: preset.shape,
     seqLen: options.seqLen ?? preset.seqLen,
-    note: `model: preset ${preset.shape.name} assumed (${why}say which with model=… in a "fsdp-studio:" comment or --model)`,
-    source: { name: preset.shape.name, from: 'preset', parameters: parameterCounts(preset.shape).total, assumed: true },
+    note: `model: preset ${preset.shape.name} assumed (${why}; say which with model=… in a "fsdp-studio:" comment or --model)`,
+    source: {
+      name: preset.shape.name,
+      from: 'preset',
+      parameters: parameterCounts(preset.shape).total,
+      assumed: true,
+      why,
+      ...(family ? { family } : {}),
+    },
   };
 }
 
