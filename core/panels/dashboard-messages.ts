@@ -53,8 +53,14 @@ export interface DashboardHeader {
   /** A long operation under way with nothing new on the charts: start-up, the first step, a checkpoint save. */
   phase?: RunPhase;
   connection: ConnectionSummary;
-  /** The loss has been NaN or Inf since this step (to its last): a "completed" run that is not a success. */
+  /**
+   * A metric has been NaN or Inf since this step (to its last): a "completed" run that is not a
+   * success. Usually the loss; the gradient norm where the loss is finite (the HF Trainer's
+   * logging_nan_inf_filter logs a stand-in loss), or any other tag.
+   */
   nanSince?: number;
+  /** What nanSince is, in words: "loss NaN since step 2", "the loss is hidden by logging_nan_inf_filter; …". */
+  nanText?: string;
   /** A person's command with no metrics read: what is read, and what to add so there are some. */
   metricsNote?: string;
   /** Label and value pairs: model, world, strategy, batch, learning rate. */

@@ -14,7 +14,8 @@ export interface DumpTable {
   highlightRow?: number;
 }
 
-export type FixId = 'lower_lr' | 'clip' | 'bf16' | 'check_data' | 'rollback_policy' | 'longer_warmup' | 'skip_spikes';
+export type FixId =
+  'lower_lr' | 'clip' | 'bf16' | 'check_data' | 'rollback_policy' | 'longer_warmup' | 'skip_spikes' | 'see_loss';
 
 export interface Fix {
   id: FixId;
@@ -36,6 +37,12 @@ export interface AnomalyView {
   /** Why the dump could not be shown, if it could not. */
   dumpError?: string;
   fixes: Fix[];
+  /**
+   * Set when the entry is a logged scalar that was NaN or Inf (core/runs/nonfinite-scalars.ts), not
+   * an anomaly the runtime or fsdp_studio.watch located: its tag, where it was read, and the word
+   * for its value ("NaN or Inf" where the writer logged null).
+   */
+  scalar?: { tag: string; source: string; value: string };
 }
 
 export interface DiagnosticsFrameMessage {

@@ -4,6 +4,7 @@
 // fixes that apply to this run's config, each with the config change that makes it.
 import type { AnomalyView, DumpTable, Fix, FixId } from '../panels/diagnostics-messages';
 import type { AnomalyEvent } from '../protocol/metrics';
+import { nonFiniteWord, type NonFiniteEnd, type NonFiniteScalar, type ScalarSource } from './nonfinite-scalars';
 import { describeAnomaly } from './run-history';
 import {
   bf16Advice,
@@ -11,6 +12,7 @@ import {
   learningRateAdvice,
   nativeAdvice,
   suggestedWarmup,
+  warmupAdvice,
   type AdviceContext,
 } from './run-advice';
 
@@ -41,6 +43,89 @@ export function anomalyView(
     ...(dumpError ? { dumpError } : {}),
     fixes: fixesFor(event, advice),
   };
+}
+
+/** Where a logged value was read, in the NaN view's words. */
+const SOURCE_WORDS: Record<ScalarSource, string> = {
+  runtime: "the runtime's step events",
+  companion: 'fsdp_studio.log (metrics.jsonl)',
+  tensorboard: 'TensorBoard event files',
+  printed: "the script's printed output",
+};
+
+/**
+ * The NaN view's entries for logged scalars that were NaN or Inf (one per tag and rank, at its first
+ * such step), after the anomalies the runtime or fsdp_studio.watch located: a series whose first
+ * non-finite step already has a located anomaly (of that rank) adds nothing to it. `end`: what the
+ * run ends with, whose wording (the Trainer's hidden loss) the gradient norm's entry takes.
+ */
+export function nonFiniteViews(
+  scalars: readonly NonFiniteScalar[],
+  located: readonly AnomalyEvent[],
+  advice: AdviceContext,
+  end?: NonFiniteEnd,
+): AnomalyView[] {
+  return uncoveredNonFinite(scalars, located).map((n) => {
+    const event: AnomalyEvent = {
+      v: 1,
+      type: 'anomaly',
+      time: n.time,
+      step: n.step,
+      kind: n.kind === 'inf' ? 'inf' : 'nan',
+      where: {
+        phase: n.metric === 'grad_norm' ? 'backward' : n.metric === 'lr' ? 'optimizer' : 'loss',
+        ...(n.rank !== null ? { rank: n.rank } : {}),
+      },
+      action: 'report',
+    };
+    const hidden = end?.lossHidden === true && end.tag === n.tag;
+    const value = nonFiniteWord(n.kind);
+    return {
+      event,
+      summary: hidden ? end.text : `${n.tag} ${value} from step ${n.step}`,
+      policy:
+        'Read from a logged value: what the run did next is up to its own code. `fsdp_studio.watch(model)` in the script finds the module and the phase where a NaN or Inf begins.',
+      tables: [],
+      fixes:
+        advice.framework === 'native'
+          ? fixesFor(event, advice)
+          : [
+              ...scriptFixes(event, advice),
+              {
+                id: 'longer_warmup',
+                title: 'Warm the learning rate up',
+                detail: `A full learning rate on the first steps can diverge before the weights settle. ${warmupAdvice(advice)}`,
+              },
+              ...(hidden
+                ? [
+                    {
+                      id: 'see_loss' as const,
+                      title: 'See the NaN loss itself',
+                      detail:
+                        'The Trainer logs a stand-in for a NaN or Inf loss while `logging_nan_inf_filter` is on (its default). Pass `logging_nan_inf_filter=False` to `TrainingArguments` to log the loss as it is.',
+                    },
+                  ]
+                : []),
+            ],
+      scalar: { tag: n.tag, source: SOURCE_WORDS[n.source], value },
+    };
+  });
+}
+
+/** The non-finite scalars no located anomaly (of the same step and rank) already stands for. */
+export function uncoveredNonFinite(
+  scalars: readonly NonFiniteScalar[],
+  located: readonly AnomalyEvent[],
+): NonFiniteScalar[] {
+  return scalars.filter(
+    (n) =>
+      !located.some(
+        (a) =>
+          (a.kind === 'nan' || a.kind === 'inf') &&
+          a.step === n.step &&
+          (n.rank === null || a.where.rank === undefined || a.where.rank === n.rank),
+      ),
+  );
 }
 
 function policyText(e: AnomalyEvent): string {

@@ -68,18 +68,26 @@ export function frameworkOf(launcher: LauncherKind, scriptText?: string): Exclud
     )
       return 'lightning';
     if (
-      /^\s*from\s+transformers(\.\S+)?\s+import\s+[^\n]*\b(Trainer|TrainingArguments|Seq2SeqTrainer)\b/m.test(
-        scriptText,
-      ) ||
-      /^\s*from\s+trl\s+import\b[^\n]*Trainer/m.test(scriptText)
+      imports(scriptText, 'transformers(?:\\.\\S+)?', /\b(Trainer|TrainingArguments|Seq2SeqTrainer)\b/) ||
+      imports(scriptText, 'trl', /Trainer/)
     )
       return 'hf-trainer';
-    if (/^\s*(from\s+accelerate\s+import\s+[^\n]*\bAccelerator\b)/m.test(scriptText) && launcher !== 'deepspeed')
-      return 'accelerate';
+    if (imports(scriptText, 'accelerate', /\bAccelerator\b/) && launcher !== 'deepspeed') return 'accelerate';
   }
   if (launcher === 'deepspeed') return 'deepspeed';
   if (launcher === 'accelerate') return 'accelerate';
   return 'pytorch';
+}
+
+/**
+ * Whether a script imports a name from a module: `from transformers import Trainer`, or across lines
+ * in parentheses as the Hugging Face examples do (run_clm.py: `from transformers import (\n …\n
+ * Trainer,\n TrainingArguments,\n …)`).
+ */
+function imports(scriptText: string, module: string, name: RegExp): boolean {
+  const re = new RegExp(String.raw`^\s*from\s+${module}\s+import\s+(\([^)]*\)|[^\n]*)`, 'gm');
+  for (const m of scriptText.matchAll(re)) if (name.test(m[1])) return true;
+  return false;
 }
 
 /** Words for the framework, for advice text: "your Hugging Face Trainer script". */

@@ -6,6 +6,7 @@
 // per tag in `scalars`; tags that mean what a native chart shows share that chart's series.
 import type { AnomalyEvent, LogEvent, MetricsEvent, RunEndEvent, RunStartEvent, StepEvent } from '../protocol/metrics';
 import { MfuPeak } from './mfu-peak';
+import { NonFiniteScalars, nonFiniteWord, type ScalarSource } from './nonfinite-scalars';
 import { ScalarHistory } from './scalar-history';
 import { NATIVE_TAGS, recogniseTag, type RecognisedMetric } from './scalar-tags';
 import { StepSeries } from './step-series';
@@ -51,6 +52,8 @@ export class RunHistory {
   private markerList: RunMarker[] = [];
   /** Every anomaly the run reported, including ones from work a resume replaced. */
   readonly anomalies: AnomalyEvent[] = [];
+  /** Every logged scalar that was NaN or Inf, by its first such step per tag and rank, from every source (kept across resumes, like anomalies). */
+  readonly nonFinite = new NonFiniteScalars();
   readonly logs: LogEvent[] = [];
   /** MFU's peak as the run states it (raised by later steps), and the MFU values shown at 100%. */
   readonly mfuPeak = new MfuPeak();
@@ -135,8 +138,12 @@ export class RunHistory {
         break;
       case 'scalars':
         this.loggedScalars = true;
+        // Only rank 0 logs scalars (the companion's log()), unless the event names its rank.
         for (const [tag, value] of Object.entries(event.values))
-          this.applyScalar(tag, event.step, value ?? null, event.time);
+          this.applyScalar(tag, event.step, value ?? null, event.time, undefined, {
+            rank: event.rank ?? 0,
+            source: 'companion',
+          });
         break;
       case 'checkpoint':
         this.addMarker({
@@ -216,7 +223,9 @@ export class RunHistory {
 
   /**
    * One scalar from any source. A tag seen for the first time that means a native chart's metric
-   * (and that metric has no tag yet) is drawn in that chart.
+   * (and that metric has no tag yet) is drawn in that chart. `value` as logged: a NaN or Inf (or
+   * null, the protocol's "not finite") is noted in `nonFinite` with `from`'s rank and source, and
+   * stored as not finite.
    */
   applyScalar(
     tag: string,
@@ -224,12 +233,24 @@ export class RunHistory {
     value: number | null,
     wallTime: number,
     metric: RecognisedMetric | null = recogniseTag(tag) ?? null,
+    from: { rank?: number | null; source?: ScalarSource } = {},
   ): void {
     this.eventCount++;
     const attempt = this.attempts[this.attempts.length - 1];
     if (attempt && attempt.end === undefined && wallTime > attempt.last) attempt.last = wallTime;
     if (!this.scalars.get(tag) && metric && !this.boundTags.has(metric)) this.bindTag(metric, tag);
-    this.scalars.add(tag, step, value, wallTime);
+    const began = this.nonFinite.note(
+      { tag, step, rank: from.rank ?? null, metric, source: from.source ?? 'tensorboard', time: wallTime },
+      value,
+    );
+    // The native runtime marks its own NaN with its anomaly event; any other writer's is marked here.
+    if (began && began.source !== 'runtime')
+      this.addMarker({
+        step,
+        kind: began.kind === 'inf' ? 'inf' : 'nan',
+        label: `${tag} ${nonFiniteWord(began.kind)}`,
+      });
+    this.scalars.add(tag, step, value !== null && Number.isFinite(value) ? value : null, wallTime);
   }
 
   /**
@@ -242,10 +263,11 @@ export class RunHistory {
     values: ReadonlyArray<{ tag: string; value: number; metric: RecognisedMetric | null }>,
     wallTime: number,
     source: PrintedSource,
+    rank?: number,
   ): void {
     this.printed = source;
     for (const v of values)
-      this.applyScalar(v.tag, step, Number.isFinite(v.value) ? v.value : null, wallTime, v.metric);
+      this.applyScalar(v.tag, step, v.value, wallTime, v.metric, { rank: rank ?? null, source: 'printed' });
   }
 
   /** Makes `tag` the source of a recognised metric: its values live in that chart's series. */
@@ -259,6 +281,19 @@ export class RunHistory {
   }
 
   private applyStep(event: StepEvent): void {
+    // Every rank's non-finite loss or grad norm is noted, not only the rank the charts draw.
+    for (const metric of ['loss', 'grad_norm'] as const)
+      this.nonFinite.note(
+        {
+          tag: NATIVE_TAGS[metric],
+          step: event.step,
+          rank: event.rank ?? null,
+          metric,
+          source: 'runtime',
+          time: event.time,
+        },
+        event[metric],
+      );
     const rank = event.rank ?? 0;
     const memory = this.memoryByRank.get(rank) ?? new StepSeries();
     this.memoryByRank.set(rank, memory);

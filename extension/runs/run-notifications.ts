@@ -9,6 +9,7 @@ import { describeAnomaly } from '../../core/runs/run-history';
 import type { Runs } from './runs';
 import type { RunWatch } from '../../runs/watch/run-watch';
 import { runTitle } from '../views/run-labels';
+import { runNonFinite } from '../webviews/run-advice-context';
 
 /** Events older than this when read are history, not news. */
 const FRESH_S = 30;
@@ -78,16 +79,16 @@ function showAnomaly(watch: RunWatch, name: string, event: AnomalyEvent): void {
 }
 
 function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
-  const nanSince = watch.history.nonFiniteLossSince();
-  if (event.status === 'completed' && nanSince !== undefined) {
-    // Not a success to continue from: its weights have been NaN since that step.
-    const actions = watch.history.anomalies.some((a) => a.kind !== 'spike')
-      ? ['Show diagnostics', 'Open dashboard']
-      : ['Open dashboard'];
+  // Any metric it ends with as NaN or Inf: the loss, or the grad norm beside the Trainer's stand-in loss.
+  const nonFinite = runNonFinite(watch);
+  if (event.status === 'completed' && nonFinite !== undefined) {
+    // Not a success to continue from: its weights have been NaN since that step. The NaN view
+    // lists logged NaNs as well as located ones.
     void vscode.window
       .showWarningMessage(
-        `${name} completed at step ${event.step}, but its loss has been NaN since step ${nanSince}.`,
-        ...actions,
+        `${name} completed at step ${event.step}, but not cleanly: ${nonFinite.text}.`,
+        'Show diagnostics',
+        'Open dashboard',
       )
       .then((pick) => {
         if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);

@@ -4,6 +4,7 @@ import { defaultStart, distinctNames } from '../../core/runs/run-names';
 import { jobSummary } from '../../runs/slurm/slurm-state';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunStatus, RunWatch } from '../../runs/watch/run-watch';
+import { runNonFinite } from '../webviews/run-advice-context';
 
 /** The name the person gave the run, else its config's name, else its id. */
 export function runTitle(record: RunRecord, watch?: RunWatch): string {
@@ -55,8 +56,9 @@ export function targetTitle(target: string): string {
 export function runSummary(watch: RunWatch | undefined): string {
   if (!watch) return 'not attached';
   const status = watch.status();
-  const nanSince = watch.history.nonFiniteLossSince();
-  const parts: string[] = [nanSince !== undefined ? `${status}, loss NaN since step ${nanSince}` : status];
+  // Any metric the run ends with as NaN or Inf (the loss, or a grad norm beside the Trainer's stand-in loss).
+  const nonFinite = runNonFinite(watch);
+  const parts: string[] = [nonFinite ? `${status}, ${nonFinite.text}` : status];
   // A SLURM run: its job, and while it waits, why and until when.
   if (watch.job && status !== 'unknown') parts.push(jobSummary(watch.job, status));
   const h = watch.history;
@@ -64,7 +66,8 @@ export function runSummary(watch: RunWatch | undefined): string {
     const max = watch.manifest?.max_steps ?? maxStepsOf(h.start?.config);
     parts.push(`step ${h.lastStep}${max ? `/${max}` : ''}`);
     const loss = h.step.loss.lastValue;
-    if (loss !== undefined) parts.push(`loss ${Number.isFinite(loss) ? loss.toFixed(3) : 'NaN'}`);
+    if (loss !== undefined && !nonFinite?.lossHidden)
+      parts.push(`loss ${Number.isFinite(loss) ? loss.toFixed(3) : 'NaN'}`);
   }
   const c = watch.connection;
   if (c.state === 'reconnecting')
@@ -82,8 +85,8 @@ export function statusIcon(status: RunStatus | undefined, watch?: RunWatch): vsc
     case 'starting':
       return new vscode.ThemeIcon('loading~spin');
     case 'completed':
-      // Completed with its loss NaN to the end: not a pass.
-      if (watch?.history.nonFiniteLossSince() !== undefined)
+      // Completed with a metric NaN to the end (the loss, the grad norm, any tag): not a pass.
+      if (watch && runNonFinite(watch) !== undefined)
         return new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'));
       return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
     case 'failed':

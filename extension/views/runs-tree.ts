@@ -6,6 +6,7 @@ import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { formatStart, runSummary, runTitle, startedAt, statusIcon, targetTitle } from './run-labels';
+import { runNonFinite } from '../webviews/run-advice-context';
 
 const REFRESH_MS = 300;
 
@@ -66,11 +67,11 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
     item.description = runSummary(watch);
     item.iconPath = statusIcon(watch?.status(), watch);
     // run.live, run.completed, run.failed, run.stopped, run.starting…: the menus offer what fits.
-    // A run completed with its loss NaN to the end is not offered "Continue training": run.completed-nan.
+    // A run completed with a metric NaN to the end is not offered "Continue training": run.completed-nan.
     item.contextValue = watch
       ? watch.isLive()
         ? 'run.live'
-        : `run.${watch.status()}${watch.status() === 'completed' && watch.history.nonFiniteLossSince() !== undefined ? '-nan' : ''}`
+        : `run.${watch.status()}${watch.status() === 'completed' && runNonFinite(watch, node.record) !== undefined ? '-nan' : ''}`
       : 'run.unknown';
     const tip = new vscode.MarkdownString();
     tip.appendMarkdown(`**${title}** — ${targetTitle(node.record.target)}\n\n`);

@@ -1,7 +1,9 @@
 // The NaN diagnostics view, host side: for each NaN or Inf a run reported, where it happened, the
 // dump's per-layer statistics and batch, what the policy did, and the usual fixes — applied to the
 // run's config file as an ordinary (undoable) edit when the person asks. Spikes have a view of
-// their own (spike-view.ts): they have no place in the network and no dump.
+// their own (spike-view.ts): they have no place in the network and no dump. A NaN or Inf in any
+// logged scalar (TensorBoard, printed lines, fsdp_studio.log) that no anomaly located is listed too,
+// by its tag, first step and rank, with the fixes in the run's framework's words.
 import * as vscode from 'vscode';
 import type {
   AnomalyView,
@@ -10,14 +12,14 @@ import type {
   DiagnosticsToWebview,
 } from '../../core/panels/diagnostics-messages';
 import type { AnomalyEvent } from '../../core/protocol/metrics';
-import { anomalyView } from '../../core/runs/anomaly-report';
+import { anomalyView, nonFiniteViews } from '../../core/runs/anomaly-report';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey, type RunWatch } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';
-import { runAdvice } from './run-advice-context';
+import { runAdvice, runNonFinite } from './run-advice-context';
 import { PanelHost } from './panel-host';
 
 export const DIAGNOSTICS_VIEW_TYPE = 'fsdp.nanDiagnostics';
@@ -50,7 +52,10 @@ export class NanDiagnostics implements vscode.Disposable {
   private async show(arg: RunArgument): Promise<void> {
     const record = await runFromArgument(this.runs, arg, {
       title: 'NaN diagnostics',
-      filter: (r) => this.runs.existingWatch(runKey(r))?.history.anomalies.some(isNanOrInf) ?? false,
+      filter: (r) => {
+        const h = this.runs.existingWatch(runKey(r))?.history;
+        return !!h && (h.anomalies.some(isNanOrInf) || h.nonFinite.size > 0);
+      },
       none: 'No run in this workspace has reported a NaN or Inf.',
     });
     if (!record) return;
@@ -90,7 +95,7 @@ class DiagnosticsPanel {
     private readonly record: RunRecord,
   ) {
     const sub = watch.onChange(() => {
-      if (watch.history.anomalies.length !== this.seen) void this.send();
+      if (this.count() !== this.seen) void this.send();
     });
     this.disposables.push(
       { dispose: () => sub.dispose() },
@@ -120,10 +125,15 @@ class DiagnosticsPanel {
     }
   }
 
+  /** What the view lists changes with: the anomalies, and the first non-finite step of each logged series. */
+  private count(): number {
+    const h = this.watch.history;
+    return h.anomalies.length + h.nonFinite.changes;
+  }
+
   private async send(): Promise<void> {
-    const all = this.watch.history.anomalies;
-    this.seen = all.length;
-    const anomalies = all.filter(isNanOrInf);
+    this.seen = this.count();
+    const anomalies = this.watch.history.anomalies.filter(isNanOrInf);
     const config = this.watch.history.start?.config ?? this.watch.manifest?.config;
     const advice = runAdvice(this.record, this.watch);
     const views: AnomalyView[] = [];
@@ -131,6 +141,10 @@ class DiagnosticsPanel {
       const d = a.dump ? await this.readDump(a.dump) : {};
       views.push(anomalyView(a, d.dump, d.error, config, advice));
     }
+    // NaN or Inf in a logged scalar (TensorBoard, printed lines, fsdp_studio.log) that nothing located.
+    views.push(
+      ...nonFiniteViews(this.watch.history.nonFinite.list(), anomalies, advice, runNonFinite(this.watch, this.record)),
+    );
     this.host.post({
       type: 'diagnostics',
       run: { target: this.record.target, runDir: this.record.runDir, name: runTitle(this.record, this.watch) },

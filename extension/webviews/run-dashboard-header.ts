@@ -5,10 +5,12 @@ import type { DashboardHeader } from '../../core/panels/dashboard-messages';
 import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
 import { formatCount } from '../../core/runs/number-format';
 import { runPhase, tokensSeen } from '../../core/runs/run-phase';
+import { uncoveredNonFinite } from '../../core/runs/anomaly-report';
 import type { Spike } from '../../core/runs/spikes';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunWatch } from '../../runs/watch/run-watch';
 import { maxStepsOf, runTitle } from '../views/run-labels';
+import { runNonFinite } from './run-advice-context';
 
 export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: readonly Spike[]): DashboardHeader {
   const h = watch.history;
@@ -24,7 +26,7 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
   const startedAt = h.firstStartTime ?? watch.manifest?.created;
   const endedAt = live ? undefined : (h.end?.time ?? h.step.time.lastValue ?? watch.manifest?.updated);
   const tokens = tokensSeen(h);
-  const nanSince = h.nonFiniteLossSince();
+  const nonFinite = runNonFinite(watch, record);
   const command = watch.manifest?.kind === 'command' || Array.isArray(config.command);
   const metrics = command ? commandMetrics(watch) : undefined;
   const phase = runPhase(h, {
@@ -58,7 +60,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     ...(reason && status !== 'completed' && status !== 'running' ? { reason } : {}),
     ...(h.lastStep !== undefined ? { step: h.lastStep } : {}),
     ...(maxSteps !== undefined ? { maxSteps } : {}),
-    ...(lastLoss !== undefined ? { loss: Number.isFinite(lastLoss) ? lastLoss : null } : {}),
+    // The Trainer's stand-in for a NaN loss (logging_nan_inf_filter) is not shown as the run's loss.
+    ...(lastLoss !== undefined && !nonFinite?.lossHidden ? { loss: Number.isFinite(lastLoss) ? lastLoss : null } : {}),
     ...(eta !== undefined ? { etaSeconds: eta } : {}),
     ...(startedAt !== undefined ? { startedAt } : {}),
     ...(endedAt !== undefined ? { endedAt } : {}),
@@ -74,9 +77,11 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
     connection: c.state === 'reconnecting' ? c : { state: c.state },
     summary,
     ...(metricsNote ? { metricsNote } : {}),
-    ...(nanSince !== undefined ? { nanSince } : {}),
+    ...(nonFinite ? { nanSince: nonFinite.step, nanText: nonFinite.text } : {}),
     problems: watch.problems.length,
-    anomalies: h.anomalies.filter((a) => a.kind !== 'spike').length,
+    // Located anomalies and the logged NaNs they do not stand for: the NaN view lists both.
+    anomalies:
+      h.anomalies.filter((a) => a.kind !== 'spike').length + uncoveredNonFinite(h.nonFinite.list(), h.anomalies).length,
     spikes: spikes.length,
     lossSpikes: spikes.filter((s) => s.metric === 'loss').length,
     canStop: live,

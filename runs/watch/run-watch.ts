@@ -226,11 +226,17 @@ export class RunWatch {
             this.printedFile = file;
             const times = this.printedTimes(batch.entries, backlog ? batch.offset : undefined);
             batch.entries.forEach((e, i) =>
-              this.history.applyPrinted(e.step, e.values, times[i], {
-                file,
-                format: FORMAT_NAMES[e.format],
-                counted: !!e.counted,
-              }),
+              this.history.applyPrinted(
+                e.step,
+                e.values,
+                times[i],
+                {
+                  file,
+                  format: FORMAT_NAMES[e.format],
+                  counted: !!e.counted,
+                },
+                e.rank,
+              ),
             );
             this.emit([]);
           },
@@ -269,8 +275,9 @@ export class RunWatch {
     if (logs && !this.logFolder) {
       this.logFolder = new LogFolderFollower(this.machine, logs.dir, logs.options, this.logProgress, {
         batch: (_file, batch) => {
+          // As logged: a NaN or Inf is noted as such (RunHistory.nonFinite), not only drawn as a gap.
           for (const s of batch.entries)
-            this.history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+            this.history.applyScalar(s.tag, s.step, s.value, s.wallTime, undefined, { source: 'tensorboard' });
           this.keepProblems(batch.problems);
           if (batch.entries.length || batch.problems.length) this.emit([]);
         },

@@ -58,8 +58,8 @@ describe('advice that fits the run', () => {
     assert.equal(frameworkOf('python', 'import pytorch_lightning as pl\n'), 'lightning');
     assert.equal(
       frameworkOf('torchrun', 'from transformers import (AutoModel,\n  Trainer)\n'),
-      'pytorch',
-      'a multi-line import is not read: the launcher decides',
+      'hf-trainer',
+      'a parenthesised import across lines is read (run_clm.py imports the Trainer so)',
     );
     assert.equal(frameworkOf('torchrun', 'from trl import SFTTrainer\n'), 'hf-trainer');
     assert.equal(frameworkOf('python', 'from accelerate import Accelerator\n'), 'accelerate');

@@ -51,7 +51,14 @@ function render(m: DiagnosticsFrameMessage): void {
 function renderAnomaly(a: AnomalyView, index: number): void {
   const e = a.event;
   const where = el('section', undefined, 'where');
-  where.append(el('h2', `${e.kind === 'nan' ? 'NaN' : 'Inf'} at step ${e.step}`));
+  where.append(
+    el(
+      'h2',
+      a.scalar
+        ? `${a.scalar.tag}: ${a.scalar.value} from step ${e.step}`
+        : `${e.kind === 'nan' ? 'NaN' : 'Inf'} at step ${e.step}`,
+    ),
+  );
   const dl = el('dl', undefined, 'facts');
   const fact = (k: string, v: string | number | null | undefined, id?: string) => {
     if (v === undefined || v === null) return;
@@ -59,12 +66,22 @@ function renderAnomaly(a: AnomalyView, index: number): void {
     if (id) dd.id = id;
     dl.append(el('dt', k), dd);
   };
-  fact('phase', e.where.phase, 'where-phase');
-  fact('layer', e.where.layer, 'where-layer');
-  fact('operation', e.where.op, 'where-op');
-  fact('parameter', e.where.param);
+  if (a.scalar) {
+    // A logged value: its tag and where it was read, no place in the network.
+    fact('metric', a.scalar.tag, 'where-tag');
+    fact('first step', e.step, 'where-step');
+    fact('read from', a.scalar.source, 'where-source');
+  } else {
+    fact('phase', e.where.phase, 'where-phase');
+    fact('layer', e.where.layer, 'where-layer');
+    fact('operation', e.where.op, 'where-op');
+    fact('parameter', e.where.param);
+  }
   fact('rank', e.where.rank, 'where-rank');
-  where.append(dl, el('p', a.policy, 'policy'));
+  const policy = codeParagraph(a.policy);
+  policy.classList.add('policy');
+  if (a.scalar) where.append(dl, el('p', a.summary, 'summary'), policy);
+  else where.append(dl, policy);
   app.append(where);
 
   const dump = el('section', undefined, 'dump');
@@ -76,6 +93,7 @@ function renderAnomaly(a: AnomalyView, index: number): void {
     dump.append(open);
   }
   if (a.dumpError) dump.append(el('p', a.dumpError, 'error'));
+  else if (a.scalar) dump.append(el('p', 'A logged value has no dump.', 'muted'));
   else if (!a.dumpPath) dump.append(el('p', 'The runtime wrote no dump for this anomaly.', 'muted'));
   for (const t of a.tables) dump.append(renderTable(t));
   app.append(dump);

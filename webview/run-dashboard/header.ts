@@ -44,9 +44,9 @@ export function renderHeader(h: DashboardHeader): void {
   receivedAt = Date.now();
   $('run-name').textContent = h.name;
   const status = $('run-status');
-  // A run whose loss ended NaN did not succeed, whatever it completed: the badge says so, not in green.
+  // A run whose loss (or any metric) ended NaN did not succeed, whatever it completed: the badge says so, not in green.
   const nan = h.nanSince !== undefined;
-  status.textContent = nan ? `${h.status} · loss NaN since step ${h.nanSince}` : h.status;
+  status.textContent = nan ? `${h.status} · ${h.nanText ?? `loss NaN since step ${h.nanSince}`}` : h.status;
   status.dataset.status = nan && h.status === 'completed' ? 'completed-nan' : h.status;
   // Two runs of one config share a name: when it started (and its id, on hover) tells them apart.
   const started =

@@ -29,6 +29,8 @@ export interface PrintedStep {
   counted?: boolean;
   /** The line named no step (a validation line between steps): its step is inferred, not printed. */
   between?: boolean;
+  /** The rank a launcher marked the line with ("[rank 0] "), where it did. */
+  rank?: number;
 }
 
 /**
@@ -49,6 +51,11 @@ export class PrintedMetricsReader {
     const { rank, text } = rankOfLine(plainLine(rawLine));
     if (rank !== undefined && rank !== 0) return undefined;
     if (!text || text.length > 4096) return undefined;
+    const step = this.stepOf(text);
+    return step && rank !== undefined ? { ...step, rank } : step;
+  }
+
+  private stepOf(text: string): PrintedStep | undefined {
     for (const p of this.patterns) {
       const s = fromPattern(p, text);
       if (s) return this.seen(s);
