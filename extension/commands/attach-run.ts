@@ -14,6 +14,7 @@ import type { SshMachine } from '../../runs/machines/ssh-machine';
 import type { StudioContext } from '../studio-context';
 import { pickSlurmJob } from './attach-slurm';
 import { runSummary, runTitle, targetTitle } from '../views/run-labels';
+import { requireTrust } from './launch-run';
 
 const ON_HOST = '$(remote) Runs on an SSH host…';
 const SLURM_JOBS = '$(server-process) Your jobs on a SLURM login host…';
@@ -27,6 +28,9 @@ export function registerAttachRun(studio: StudioContext): vscode.Disposable {
 }
 
 async function attachRun(studio: StudioContext): Promise<void> {
+  // Invoked by id the enablement does not apply: attaching reads the SSH config the settings name,
+  // connects to hosts and runs squeue on login hosts.
+  if (!requireTrust('Attaching to a run reads your SSH config and connects to hosts')) return;
   const runs = studio.runs;
   await runs.discover();
   const qp = vscode.window.createQuickPick<Item>();

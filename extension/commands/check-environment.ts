@@ -15,6 +15,7 @@ import type { StudioContext } from '../studio-context';
 import { pythonChecks, pythonInUse, type PythonInUse } from '../../runs/machines/python-check';
 import { loadLaunchSpec, withSelectedPython } from '../../core/config/launch-spec';
 import { selectedPython } from '../python-interpreter';
+import { requireTrust } from './launch-run';
 
 const execFileAsync = promisify(execFile);
 
@@ -30,6 +31,9 @@ export interface CheckResult {
 
 export function registerCheckEnvironment(studio: StudioContext): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.checkEnvironment', async () => {
+    // The enablement in package.json hides the command; this refuses it when invoked by id, since
+    // the checks run the Pythons the workspace's launch specs name and connect to its SSH hosts.
+    if (!requireTrust("Checking the environment runs the launch specs' Pythons and connects to SSH hosts")) return;
     const results = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'FSDP: checking the environment…' },
       () => checkEnvironment(studio),

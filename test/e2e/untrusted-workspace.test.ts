@@ -1,0 +1,133 @@
+// A hostile workspace opened untrusted in a real VS Code (Workspace Trust on, the folder not
+// trusted): a launch spec whose python: is a script that leaves a marker file, workspace settings
+// that hand ssh a config whose ProxyCommand is that script and name a host, and a run config that
+// targets that host. Every FSDP command the palette offers is run; none may start the script.
+// Without the trust enablement "Check environment" ran the spec's python for its version.
+import assert from 'node:assert/strict';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from '../../scripts/code-server';
+import { untilValue } from '../harness/until';
+import { VsCodeSession } from './harness/vscode-session';
+
+describe('e2e: an untrusted workspace runs nothing it names', function () {
+  this.timeout(600_000);
+  let vscode: VsCodeSession | undefined;
+  let dir: string;
+  let marker: string;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-untrusted-'));
+    const ws = path.join(dir, 'workspace');
+    mkdirSync(path.join(ws, '.vscode'), { recursive: true });
+    marker = path.join(dir, 'evil-ran');
+    const evil = path.join(ws, 'evil.sh');
+    // Appends what ran it, so a failure says which path reached it.
+    writeFileSync(evil, `#!/bin/sh\necho "$0 $*" >> '${marker}'\n`);
+    chmodSync(evil, 0o755);
+    writeFileSync(path.join(ws, 'job.fsdp-launch.yaml'), 'name: job\npython: ./evil.sh\ncommand: python train.py\n');
+    writeFileSync(path.join(ws, 'train.py'), 'print("never run")\n');
+    writeFileSync(path.join(ws, 'evil_ssh_config'), `Host evilhost\n  HostName 127.0.0.1\n  ProxyCommand ${evil}\n`);
+    writeFileSync(
+      path.join(ws, 'remote.yaml'),
+      'model: {d_model: 64, n_layers: 2, n_heads: 2, vocab_size: 256, max_seq_len: 32}\n' +
+        'data: {train: data/train.tok, seq_len: 32}\n' +
+        'training: {batch_size_per_gpu: 2, max_steps: 10, learning_rate: 0.001}\n' +
+        'launch: {target: evilhost, device: cpu, nproc_per_node: 1}\n',
+    );
+    writeFileSync(
+      path.join(ws, '.vscode', 'settings.json'),
+      JSON.stringify({
+        'fsdp.ssh.configFile': path.join(ws, 'evil_ssh_config'),
+        'fsdp.ssh.hosts': ['evilhost'],
+        'fsdp.remote.directory': path.join(ws, 'remote'),
+      }),
+    );
+    vscode = await VsCodeSession.open({ workspace: ws, untrusted: true });
+  });
+  afterEach(async function () {
+    await vscode?.reportFailure(this.currentTest);
+  });
+  after(async () => {
+    await vscode?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("offers only the commands that run nothing, and none of them starts the workspace's script", async () => {
+    const session = vscode!;
+    // The palette lists the FSDP commands once the workbench has read the extension's manifest;
+    // wait for one that works untrusted so the list is complete.
+    await untilValue(
+      'the FSDP commands in the palette',
+      () => session.paletteEntries('FSDP: Open memory estimator'),
+      (e) => e.some((l) => l.includes('FSDP: Open memory estimator')),
+      120_000,
+      1000,
+    );
+    // Each contributed command, looked up by its own title (the palette draws only the rows in view).
+    const offered: string[] = [];
+    for (const title of contributedTitles()) {
+      const entries = await session.paletteEntries(title, 3000);
+      if (entries.some((l) => l.includes(title))) offered.push(title);
+    }
+    await session.closePalette();
+    for (const refused of ['Check environment', 'Attach to run', 'Launch FSDP run', 'Build native runtime'])
+      assert.ok(
+        !offered.includes(`FSDP: ${refused}`),
+        `"${refused}" is offered in an untrusted workspace: ${offered.join(' | ')}`,
+      );
+    for (const title of offered) {
+      await session.runCommand(title);
+      // Whatever it opened (a quick pick, an input box, a panel) is closed before the next.
+      await session.page.waitForTimeout(1500);
+      await session.page.keyboard.press('Escape');
+      await session.page.keyboard.press('Escape');
+    }
+    // The extension is active (the commands ran in it) and has read the workspace's files: its
+    // output channel says so. Only then is the marker's absence meaningful.
+    await untilValue(
+      'FSDP Studio activated in the output log',
+      async () => findInLogs(session.saveLogs('untrusted-workspace-logs'), 'FSDP Studio'),
+      (text) => text.includes('activated'),
+      60_000,
+      1000,
+    );
+    assert.ok(offered.length >= 5, `the palette offered only ${offered.join(' | ')}`);
+    assert.ok(
+      !existsSync(marker),
+      `the workspace's script ran: ${existsSync(marker) ? readFileSync(marker, 'utf8') : ''} (commands run: ${offered.join(' | ')})`,
+    );
+  });
+});
+
+/** "FSDP: <title>" of every command package.json contributes. */
+function contributedTitles(): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    contributes: { commands: { title: string; category?: string }[] };
+  };
+  return pkg.contributes.commands.map((c) => `${c.category ?? 'FSDP'}: ${c.title}`);
+}
+
+/** The text of the log files whose names contain `name`, under a copy of VS Code's logs. */
+function findInLogs(dir: string, name: string): string {
+  let out = '';
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.includes(name)) out += readFileSync(p, 'utf8');
+    }
+  };
+  walk(dir);
+  return out;
+}
