@@ -56,7 +56,7 @@ TARGETS = {"vs_compile": 1.2, "vs_eager": 1.5, "vs_tuned_compile": 1.2}
 # then PyTorch as its users tune it (issue 37).
 PYTORCH_MODES = ("eager", "compile", "tuned-compile", "tuned-max-autotune")
 # The external anchor (issue 37): llm.c's own GPT-2 124M run on 8 x H100, 140 ms per 524,288-token step.
-LLMC_ANCHOR = {
+LLMC_ANCHOR: dict[str, Any] = {
     "tokens_per_s_per_gpu": 468_000,
     "source": "llm.c GPT-2 124M on 8 x H100: 140 ms per 524,288-token step (modded-nanogpt's records), "
     "about 468,000 tokens/s per GPU",
@@ -171,8 +171,8 @@ def pytorch_throughput(
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         log = p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
-        log = f"timed out after {timeout:.0f} s\n{e.stdout or ''}{e.stderr or ''}"
-    (out / f"pytorch-{model}-{seq}-{'-'.join(modes)}.log").write_text(log if isinstance(log, str) else str(log))
+        log = f"timed out after {timeout:.0f} s\n{text_of(e.stdout)}{text_of(e.stderr)}"
+    (out / f"pytorch-{model}-{seq}-{'-'.join(modes)}.log").write_text(log)
     files = sorted(glob.glob(str(ref_out / "*.json")))
     if not files:
         return {"error": log[-600:]}
@@ -286,15 +286,27 @@ def kernel_profile(cli: Path, tokens: Path, out: Path, work: Path, timeout: floa
     if p.returncode != 0 or not table:
         return {"error": (p.stdout + p.stderr)[-800:]}
     lines = [
-        f"kernels {sum(r['calls'] for r in table)}, total {sum(r['ms'] for r in table):.1f} ms over 2 steps (GPT-2 124M, B16, T1024, bf16)"
+        f"kernels {sum(r['calls'] for r in table)}, total {sum(r['ms'] for r in table):.1f} ms over 2 steps"
+        " (GPT-2 124M, B16, T1024, bf16)"
     ]
     lines += [f"{100 * r['share']:5.1f}%  {r['ms']:9.2f} ms  x {r['calls']:4d}  {r['kernel'][:110]}" for r in table]
     (out / "profile.md").write_text("\n".join(lines) + "\n")
     return {"kernels": table[:40]}
 
 
+def one_decimal(v: float | None) -> str:
+    """A table cell: one decimal, or "-" where nothing was measured."""
+    return f"{v:.1f}" if v else "-"
+
+
+def text_of(output: str | bytes | None) -> str:
+    """A timed-out child's output as text (TimeoutExpired may hold bytes even for a text-mode run)."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+
+
 def summary_rows(doc: dict[str, Any]) -> list[str]:
-    """The throughput table: per (model, seq), native beside eager and compile, MFU and the fraction of the measured peak."""
+    """The throughput table: per (model, seq), native beside eager and compile, MFU and the fraction of the
+    measured peak."""
     measured = (doc.get("matmul_peak") or {}).get("tflops")
     rows = [
         "| model, seq | runner | micro-batch | tokens/s | MFU | TFLOP/s | of measured peak | native / this |",
@@ -350,10 +362,10 @@ def kernel_rows(kernels: list[dict[str, Any]]) -> list[str]:
         "|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for k in kernels:
-        f = lambda v: f"{v:.1f}" if v else "-"
         rows.append(
-            f"| {k['kernel']} | {k['shape']} | {k['ms']:.3f} | {f(k['tflops'])} | {f(k['gbs'])} | {k['reference']} | {k['reference_ms']:.3f} | "
-            f"{f(k['reference_tflops'])} | {f(k['reference_gbs'])} |"
+            f"| {k['kernel']} | {k['shape']} | {k['ms']:.3f} | {one_decimal(k['tflops'])} | {one_decimal(k['gbs'])}"
+            f" | {k['reference']} | {k['reference_ms']:.3f}"
+            f" | {one_decimal(k['reference_tflops'])} | {one_decimal(k['reference_gbs'])} |"
         )
     return rows
 
@@ -362,7 +374,10 @@ def write(doc: dict[str, Any], out: Path) -> None:
     """gpu-<date>.json and .md (and bench-gpu.* for the older name), rewritten after every part."""
     doc["targets_met"] = targets_met(doc)
     out.mkdir(parents=True, exist_ok=True)
-    title = f"# Native vs PyTorch on {doc.get('device', '?')} — driver {doc.get('driver', '?')}, torch {doc.get('torch', '?')}, {doc['date']}, commit {doc['commit']}"
+    title = (
+        f"# Native vs PyTorch on {doc.get('device', '?')} — driver {doc.get('driver', '?')},"
+        f" torch {doc.get('torch', '?')}, {doc['date']}, commit {doc['commit']}"
+    )
     md = [title, "", f"Command: `{doc['command']}`; host load average {doc['load_average']}.", ""]
     if doc.get("matmul_peak"):
         md += [
@@ -568,7 +583,7 @@ def measure_all(args: argparse.Namespace, doc: dict[str, Any], budget: Budget, w
                 continue
             asked = args.pytorch_modes.split(",")
             # eager takes ~40 s, each compiled mode ~150 s (compiling first): take what the budget holds, in order.
-            modes = []
+            modes: list[str] = []
             for mode in asked:
                 if budget.allows(sum(40 if m == "eager" else 150 for m in [*modes, mode])):
                     modes.append(mode)

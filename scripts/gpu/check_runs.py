@@ -30,7 +30,7 @@ from runs import (
 )
 
 # A small GPT with head size 32 (one of the attention kernel's sizes).
-SMALL = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64, batch=8)
+SMALL: dict[str, Any] = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64, batch=8)
 
 
 class Checks:
@@ -63,7 +63,7 @@ class Checks:
 def memory(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     """Every category's measured peak equals the plan (in the one plan check, with the other runs');
     the total is at most the plan's; cuBLASLt's workspace is the one the plan reports outside the allocator."""
-    cases = [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("float32", {}),
         ("bfloat16", {}),
         ("float16", {}),
@@ -104,7 +104,8 @@ def memory(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
             },
             time.time() - t0,
         )
-    # Attention on tensor cores in 16 bits, on the CUDA cores in float32, as run_start names it (a silent fallback would pass everything else).
+    # Attention on tensor cores in 16 bits, on the CUDA cores in float32, as run_start names it (a silent
+    # fallback would pass everything else).
     if attention:
         want = {label: ("tensor cores" if "float32" not in label else "CUDA cores") for label in attention}
         c.check(
@@ -127,7 +128,9 @@ def float32_parity(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
         and len(losses["cpu"]) == len(losses["cuda"]) == 10
     )
     worst = (
-        max((abs(a - b) / abs(a) for a, b in zip(losses["cpu"], losses["cuda"])), default=math.inf) if ok else math.inf
+        max((abs(a - b) / abs(a) for a, b in zip(losses["cpu"], losses["cuda"], strict=True)), default=math.inf)
+        if ok
+        else math.inf
     )
     c.check(
         "float32 CLI losses within 1e-5 of the CPU", ok and worst <= 1e-5, {"worst_relative": worst, "losses": losses}
@@ -156,7 +159,8 @@ def loss_scaling(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
         and scale.get(2000) == 32768.0
         and scale.get(2004) == 65536.0
         and all(math.isfinite(s["loss"]) for s in steps.values())
-        # spike reports (the loss or grad-norm detector, on random tokens) are not the overflow: only a NaN/Inf anomaly fails it
+        # spike reports (the loss or grad-norm detector, on random tokens) are not the overflow: only a
+        # NaN/Inf anomaly fails it
         and not [a for a in of_type(events, "anomaly") if a.get("kind") != "spike"]
     )
     c.check(

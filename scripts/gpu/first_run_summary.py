@@ -92,7 +92,7 @@ def gtest_filter(failed: list[str]) -> str:
 
 def follow_up(part: str, args: list[str], budget: int | None = None, timed_out: bool = False) -> str:
     """The command that re-runs one part (after the build, incremental on a warm machine)."""
-    parts = part if part == "build" or part.startswith("bench-") and part != "bench-native" else f"build,{part}"
+    parts = part if part == "build" or (part.startswith("bench-") and part != "bench-native") else f"build,{part}"
     more = [f"--budget {part}={2 * budget}"] if timed_out and budget else []
     return " ".join([SCRIPT, "--parts", parts, *args, *more])
 
@@ -123,12 +123,12 @@ def found(part: str, work: Path, status: str) -> tuple[dict[str, Any], list[str]
         return bench(work, part[len("bench-") :])
     if part == "single-gpu-runs":
         checks = load(work / "runs.json") or {}
-        failed = {
-            v.get("group") for v in checks.values() if isinstance(v, dict) and v.get("ok") is False and v.get("group")
+        groups = {
+            v["group"] for v in checks.values() if isinstance(v, dict) and v.get("ok") is False and v.get("group")
         }
         ok = all(v.get("ok") is not False for v in checks.values() if isinstance(v, dict))
         return {"ok": ok, "checks": checks} if checks else {"error": "runs.json was not written"}, (
-            ["--checks", ",".join(sorted(failed))] if failed else []
+            ["--checks", ",".join(sorted(groups))] if groups else []
         )
     if part == "multi-rank":
         checks = load(work / "multirank.json") or {}
@@ -190,7 +190,8 @@ def bench(work: Path, runner: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def verdict_of(status: str, details: dict[str, Any]) -> str:
-    """A part passes when its command did and what it wrote says so (a report is read, not trusted from the exit code alone)."""
+    """A part passes when its command did and what it wrote says so (a report is read, not trusted from the exit
+    code alone)."""
     if status != "passed":
         return status
     if details.get("ok") is False or details.get("error"):
@@ -278,12 +279,16 @@ def main() -> int:
             parts.append({"part": name, "budget_s": budget, "verdict": "not reached", "follow_up": follow_up(name, [])})
             continue
         status = r["status"]
+        details: dict[str, Any]
+        narrow: list[str]
         if args.dry_run:
             out = args.work / f"{name}.out"
             details, narrow = (
                 {
                     "would_run": [
-                        l[len("would run: ") :] for l in out.read_text().splitlines() if l.startswith("would run: ")
+                        line[len("would run: ") :]
+                        for line in out.read_text().splitlines()
+                        if line.startswith("would run: ")
                     ]
                     if out.exists()
                     else []
@@ -327,11 +332,15 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_aside(args.out / "gpu-test-results.json", json.dumps(result, indent=2, default=str) + "\n")
 
-    title = f"# First GPU run — {dev['device']} ({dev['memory']}), driver {dev['driver']}, CUDA {dev['cuda']} ({dev['nvcc']}), {dev['date']}"
+    title = (
+        f"# First GPU run — {dev['device']} ({dev['memory']}), driver {dev['driver']},"
+        f" CUDA {dev['cuda']} ({dev['nvcc']}), {dev['date']}"
+    )
     md = [
         title,
         "",
-        f"Commit `{args.commit}`; `{result['command']}`; {args.elapsed} s of the run's {args.total_budget} s; torch {dev['torch']}.",
+        f"Commit `{args.commit}`; `{result['command']}`; {args.elapsed} s of the run's {args.total_budget} s;"
+        f" torch {dev['torch']}.",
         "",
         "| part | budget | time | verdict | found | follow-up |",
         "|---|---:|---:|---|---|---|",

@@ -32,7 +32,7 @@ from check_runs import Checks
 
 from runs import config, events_of, mpirun_argv, of_type, run, write_tokens
 
-SMALL = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64)
+SMALL: dict[str, Any] = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64)
 GLOBAL_BATCH = 8
 STRATEGIES = ("NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD")
 DEVICE = "cuda"  # --device
@@ -107,7 +107,7 @@ def strategies(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
 
 def memory_variants(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     """The comm buffers of 16-bit reductions and gathers, prefetching, and offload, each measured against its plan."""
-    variants = [
+    variants: list[tuple[str, int, str, dict[str, Any], dict[str, Any] | None]] = [
         ("FULL_SHARD", 2, "bfloat16", {"forward_prefetch": True}, None),
         ("FULL_SHARD", 4, "bfloat16", {"backward_prefetch": "BACKWARD_POST"}, None),
         ("SHARD_OPTIMIZER", 2, "bfloat16", {}, None),
@@ -142,7 +142,8 @@ def memory_variants(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
 
 
 def sigkill_resume(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
-    """2 ranks, bfloat16, FULL_SHARD, checkpoints every 4 steps: killed outright after step 9, resumed with --resume auto."""
+    """2 ranks, bfloat16, FULL_SHARD, checkpoints every 4 steps: killed outright after step 9, resumed with
+    --resume auto."""
     cfg = sharded(
         tokens,
         2,
@@ -173,7 +174,8 @@ def sigkill_resume(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
     while time.time() < deadline and max(losses(events_of(run_dir)), default=0) < 9 and p.poll() is None:
         time.sleep(0.05)
     killed_at = max(losses(events_of(run_dir)), default=0)
-    # Every process of the job: mpirun's group, and the ranks run_start names (mpirun may give them groups of their own).
+    # Every process of the job: mpirun's group, and the ranks run_start names (mpirun may give them groups
+    # of their own).
     pids = [
         r["pid"]
         for e in of_type(events_of(run_dir), "run_start")
@@ -228,7 +230,8 @@ def resharding(c: Checks, cli: Path, tokens: Path, work: Path) -> None:
         ok = code == 0 and sorted(got) == [5, 6, 7, 8]
         worst = max((abs(got[s] - want[s]) / abs(want[s]) for s in got), default=math.inf) if ok else math.inf
         c.check(
-            f"a 4-rank {DEVICE} checkpoint resumes on {ranks} rank{'s' if ranks > 1 else ''} ({device}) with the uninterrupted continuation",
+            f"a 4-rank {DEVICE} checkpoint resumes on {ranks} rank{'s' if ranks > 1 else ''} ({device})"
+            " with the uninterrupted continuation",
             ok and worst <= bound,
             {"worst_relative": worst, "bound": bound, "steps": sorted(got), "stderr": err if code else ""},
         )
@@ -274,7 +277,8 @@ def through_fsdp_train(c: Checks, cli: Path, root: Path, tokens: Path, work: Pat
     if not node or not (root / "dist" / "cli" / "fsdp-train.js").exists():
         c.results[f"fsdp-train --nproc 2 with launch.device {DEVICE}"] = {
             "ok": None,
-            "detail": "not run: no Node.js, or no dist/ (node scripts/build.mjs, then carry dist) on this machine; the runs above use runs/launch/mpirun.ts's mpirun argv",
+            "detail": "not run: no Node.js, or no dist/ (node scripts/build.mjs, then carry dist) on this machine;"
+            " the runs above use runs/launch/mpirun.ts's mpirun argv",
         }
         print("skip fsdp-train --nproc 2: no Node.js or no dist/ here", flush=True)
         return
@@ -356,7 +360,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "multirank.json").write_text(json.dumps(c.results, indent=2, default=str))
     print(
-        f"multi-rank runs: {sum(1 for r in c.results.values() if isinstance(r, dict) and r.get('ok'))} passed, {len(c.failures)} failed: {c.failures}"
+        f"multi-rank runs: {sum(1 for r in c.results.values() if isinstance(r, dict) and r.get('ok'))} passed,"
+        f" {len(c.failures)} failed: {c.failures}"
     )
     return 1 if c.failures else 0
 

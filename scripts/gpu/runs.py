@@ -138,7 +138,8 @@ def events_of(run_dir: Path) -> list[dict[str, Any]]:
 def run(
     cli: Path, cfg: dict[str, Any], run_dir: Path, timeout: float = 300, ranks: int = 1, extra: list[str] | None = None
 ) -> tuple[int, list[dict[str, Any]], str]:
-    """Runs the CLI on cfg (under mpirun with `ranks` > 1); returns its exit code, the events of metrics.jsonl and its stderr."""
+    """Runs the CLI on cfg (under mpirun with `ranks` > 1); returns its exit code, the events of metrics.jsonl and
+    its stderr."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir / "config.json"
     if ranks > 1:

@@ -61,10 +61,11 @@ def main() -> int:
     out = args.out
     env = (out / "environment.txt").read_text() if (out / "environment.txt").exists() else ""
     gpu_line = next(
-        (l for l in env.splitlines() if l.count(",") >= 3 and "MiB" in l), "unknown GPU, ?, unknown driver, ?"
+        (line for line in env.splitlines() if line.count(",") >= 3 and "MiB" in line),
+        "unknown GPU, ?, unknown driver, ?",
     )
     name, memory, driver, cap = [x.strip() for x in gpu_line.split(",")[:4]]
-    date = next((l.split(": ", 1)[1] for l in env.splitlines() if l.startswith("date: ")), "unknown")
+    date = next((line.split(": ", 1)[1] for line in env.splitlines() if line.startswith("date: ")), "unknown")
     timings: dict[str, dict[str, Any]] = {}
     for line in args.timings.read_text().splitlines() if args.timings.exists() else []:
         part, seconds, code = line.split()
@@ -114,8 +115,11 @@ def main() -> int:
         "|---|---|",
     ]
     for k, v in parts.items():
+        failures = ("; failed: " + ", ".join(v["failed"])) if v.get("failed") else ""
+        error = (" " + v["error"]) if v.get("error") else ""
         md.append(
-            f"| {k} | {'ok' if v.get('ok') else 'FAILED'}: {v.get('passed', 0)}/{v.get('cases', 0)} passed{('; failed: ' + ', '.join(v['failed'])) if v.get('failed') else ''}{(' ' + v['error']) if v.get('error') else ''} |"
+            f"| {k} | {'ok' if v.get('ok') else 'FAILED'}: {v.get('passed', 0)}/{v.get('cases', 0)} passed"
+            f"{failures}{error} |"
         )
     for k, v in checks.items():
         mark = "ok" if v.get("ok") else "not run" if v.get("ok") is None else "FAILED"

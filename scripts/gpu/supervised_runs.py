@@ -24,7 +24,7 @@ from check_runs import Checks
 
 from runs import config, events_of, of_type, write_tokens
 
-SMALL = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64, batch=8)
+SMALL: dict[str, Any] = dict(d_model=128, n_layers=2, n_heads=4, vocab=512, seq=64, batch=8)
 
 
 def supervised(root: Path, cli: Path, cfg: dict[str, Any], run_dir: Path) -> subprocess.Popen[str]:
@@ -86,7 +86,7 @@ def runtime_pid(run_dir: Path) -> int | None:
 def completes(c: Checks, root: Path, cli: Path, tokens: Path, work: Path, device: str) -> None:
     run_dir = work / "completes"
     p = supervised(root, cli, config(tokens, steps=20, device=device, **SMALL), run_dir)
-    out, err = p.communicate(timeout=300)
+    _, err = p.communicate(timeout=300)
     m = run_json(run_dir)
     events = events_of(run_dir)
     start = of_type(events, "run_start")
@@ -157,7 +157,8 @@ def main() -> int:
     args = ap.parse_args()
     if not args.cli.is_file():
         ap.error(
-            f"--cli {args.cli}: no such file (native/build-gpu/Release/fsdp-train-native after first-run.sh's build part)"
+            f"--cli {args.cli}: no such file"
+            " (native/build-gpu/Release/fsdp-train-native after first-run.sh's build part)"
         )
     sys.path.insert(0, str(args.root.resolve() / "python"))
     args.out.mkdir(parents=True, exist_ok=True)
