@@ -64,13 +64,14 @@ def profile(step) -> list[dict[str, object]]:
         for e in ops[:15]
     ]
     rest = sum(e.self_cpu_time_total for e in ops[15:])
-    return top + [
+    return [
+        *top,
         {
             "op": "(everything else)",
             "self_cpu_ms": rest / 1e3,
             "share": rest / total,
             "calls": sum(e.count for e in ops[15:]),
-        }
+        },
     ]
 
 
@@ -101,7 +102,8 @@ def main(argv: list[str]) -> int:
     initialise(model, 1234, 0.02)
     net: torch.nn.Module = CheckpointedGpt(model) if args.checkpointing == "every-1" else model
     forward = torch.compile(net) if args.mode == "compile" else net
-    # The runtime's AdamW (its schema's defaults): decay 0.1 on matrix weights only, not on biases, LayerNorm or embeddings.
+    # The runtime's AdamW (its schema's defaults): decay 0.1 on matrix weights only, not on biases, LayerNorm or
+    # embeddings.
     decayed = {n for n, q in model.named_parameters() if q.dim() >= 2 and not n.startswith("embedding.")}
     decay = [q for n, q in model.named_parameters() if n in decayed]
     no_decay = [q for n, q in model.named_parameters() if n not in decayed]

@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "core", "schemas", "torchtitan-config.schema.json")
 
 # What torchtitan enforces outside the dataclasses, with where: ranges the schema states too.
-CONSTRAINTS = {
+CONSTRAINTS: dict[tuple[str, ...], dict[str, int]] = {
     ("parallelism", "data_parallel_replicate_degree"): {"minimum": 1},
     ("parallelism", "tensor_parallel_degree"): {"minimum": 1},
     ("parallelism", "pipeline_parallel_degree"): {"minimum": 1},
@@ -65,9 +65,13 @@ def find_source(version: str) -> tuple[str, str]:
     if installed == version:
         # find_spec of the top-level package locates it without running its __init__ (which imports torch).
         spec = importlib.util.find_spec("torchtitan")
-        path = os.path.join(os.path.dirname(spec.origin), "config", "job_config.py")
-        with open(path, encoding="utf-8") as f:
-            return f.read(), f"torchtitan {version} installed at {os.path.dirname(spec.origin)}"
+        if spec is None or spec.origin is None:
+            raise SystemExit(
+                f"torchtitan {version} is installed but its package is not found (importlib.util.find_spec)"
+            )
+        package = os.path.dirname(spec.origin)
+        with open(os.path.join(package, "config", "job_config.py"), encoding="utf-8") as f:
+            return f.read(), f"torchtitan {version} installed at {package}"
     with tempfile.TemporaryDirectory() as tmp:
         r = subprocess.run(
             [sys.executable, "-m", "pip", "download", f"torchtitan=={version}", "--no-deps", "--quiet", "-d", tmp],
@@ -104,6 +108,13 @@ def clean_doc(text: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+def literal_value(node: ast.expr) -> object:
+    """One value of a Literal[...] annotation: a constant, or a refusal naming what torchtitan wrote instead."""
+    if not isinstance(node, ast.Constant):
+        raise SystemExit(f"job_config.py: Literal[...] holds {ast.unparse(node)}, not a constant")
+    return node.value
+
+
 def type_schema(node: ast.expr) -> dict:
     """The JSON Schema of a field's annotation."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -111,7 +122,7 @@ def type_schema(node: ast.expr) -> dict:
         parts = [p for p in parts if p.get("type") != "null"]  # TOML has no null: None means "not given"
         if len(parts) == 1:
             return parts[0]
-        types = []
+        types: list = []
         merged: dict = {}
         for p in parts:
             t = p.get("type")
@@ -135,7 +146,7 @@ def type_schema(node: ast.expr) -> dict:
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         if node.value.id == "Literal":
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            values = [e.value for e in elts]
+            values = [literal_value(e) for e in elts]
             kinds = {"string" if isinstance(v, str) else "integer" if isinstance(v, int) else "number" for v in values}
             return {"type": kinds.pop() if len(kinds) == 1 else sorted(kinds), "enum": values}
         if node.value.id == "list":
@@ -183,18 +194,19 @@ def build(source: str, version: str, origin_note: str) -> dict:
             default, nested = default_of(stmt.value, classes)
             doc = docstring_after(body, i)
             if nested:
-                node = section(nested, path + (key,))
+                node = section(nested, (*path, key))
             else:
                 node = type_schema(stmt.annotation)
                 if default is not None:
                     node["default"] = default
-                node.update(CONSTRAINTS.get(path + (key,), {}))
+                node.update(CONSTRAINTS.get((*path, key), {}))
             if doc:
                 node["description"] = doc
                 replaced = re.search(r"DEPRECATED:?\s*(?:Use|use)\s+([\w.]+)\s+instead", doc)
                 if replaced:
                     node["deprecated"] = True
-                    # Paths in torchtitan's docs are relative to the section (hf_assets_path) or dotted from the top.
+                    # Paths in torchtitan's docs are relative to the section (hf_assets_path) or dotted from
+                    # the top.
                     target = replaced.group(1)
                     node["x-replaced-by"] = target
             props[key] = node
@@ -211,15 +223,17 @@ def build(source: str, version: str, origin_note: str) -> dict:
         exp["deprecated"] = True
         exp["description"] = (
             exp.get("description", "")
-            + "\n\nDeprecated: torchtitan copies it to job.custom_config_module (ConfigManager._validate_config); set that instead."
+            + "\n\nDeprecated: torchtitan copies it to job.custom_config_module (ConfigManager._validate_config);"
+            " set that instead."
         ).strip()
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": "https://fsdp-studio.dev/schemas/torchtitan-config.schema.json",
         "title": f"torchtitan {version} job config (TOML)",
         "description": (
-            f"Generated by scripts/schemas/torchtitan_schema.py from torchtitan {version}'s torchtitan/config/job_config.py "
-            f"(JobConfig and its sections; unknown keys are refused by ConfigManager._dict_to_dataclass). Ranges from {CONSTRAINT_SOURCE}. "
+            f"Generated by scripts/schemas/torchtitan_schema.py from torchtitan {version}'s"
+            " torchtitan/config/job_config.py (JobConfig and its sections; unknown keys are refused by"
+            f" ConfigManager._dict_to_dataclass). Ranges from {CONSTRAINT_SOURCE}. "
             "Do not edit by hand."
         ),
         "x-generated-from": {"package": "torchtitan", "version": version},
