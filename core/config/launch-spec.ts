@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { LaunchSpec, SlurmLaunch } from '../generated/launch-spec';
 import { readCommand, slurmCommandProblem, splitCommand, worldSizeOfCommand, type UserCommand } from './user-command';
 import { compileMetricsPattern } from './metrics-pattern';
+import { directiveProblem } from './sbatch-options';
 import { worldSizeMismatch } from './launch-world-size';
 import { checkHostAlias } from '../remote/remote-command';
 import type { RuleContext } from '../rules/rule';
@@ -90,6 +91,12 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
   }
   const onSlurm = spec.slurm && slurmCommandProblem(command.launcher);
   if (onSlurm) problems.push(at(['command'], 'error', 'launch.slurm-command', `command: ${onSlurm}`));
+  // The same extra #SBATCH lines as a run config's (core/rules/run-config/cluster.ts).
+  for (const [i, line] of (spec.slurm?.extra_directives ?? []).entries()) {
+    const problem = directiveProblem(line);
+    if (problem)
+      problems.push(at(['slurm', 'extra_directives', i], problem.severity, 'run.slurm-directive', problem.message));
+  }
   if ((spec.nproc_per_node ?? 1) > 1 && command.launcher !== 'python') {
     problems.push(
       at(

@@ -140,6 +140,54 @@ export const SET_BY_THE_SCRIPT: Record<string, string> = {
   'no-requeue': 'launch.slurm.requeue',
 };
 
+/**
+ * Options that change how sbatch or the job behaves in ways the batch script and the editor rely
+ * on, and why each breaks the run. The editor submits the script held, records the job id sbatch
+ * prints in run.json, then releases it and follows that one job in the run folder.
+ */
+export const BREAKS_THE_RUN: Record<string, string> = {
+  wait: 'sbatch would not return until the job ends, and the job is submitted held: the launch would wait for ever',
+  array: "an array's tasks would all run in this one run folder, each writing its run.json and metrics",
+  dependency:
+    'the job would wait on other jobs after it is released, and every resume and requeue submits the same script again: a dependency on a job Slurm has forgotten holds it for ever',
+  hold: 'the editor holds the job itself until run.json names it, then releases it; a resubmission of the script by hand would stay held',
+  clusters: "the job would go to another cluster, where this login host's squeue, scontrol and scancel do not find it",
+  'test-only': 'sbatch would only estimate when the job would start, and submit nothing',
+  wrap: 'sbatch would run that command instead of the batch script',
+  help: 'sbatch would print its help and submit nothing',
+  usage: 'sbatch would print its usage and submit nothing',
+  version: 'sbatch would print its version and submit nothing',
+};
+
+/** A problem of one extra directive: one sbatch cannot read, one that sets what the script sets, or one that breaks the run. */
+export interface DirectiveProblem {
+  severity: 'error' | 'warning';
+  message: string;
+}
+
+/**
+ * What is wrong with an extra directive, if anything, in the person's terms; the config checks
+ * show it as you type and the batch script refuses it (runs/slurm/slurm-script.ts).
+ */
+export function directiveProblem(line: string): DirectiveProblem | undefined {
+  const reading = readDirective(line);
+  if ('problem' in reading) return { severity: 'warning', message: `${reading.problem}: sbatch would refuse the job` };
+  const shown = JSON.stringify(line.trim());
+  const breaking = reading.options.filter((o) => o in BREAKS_THE_RUN);
+  if (breaking.length)
+    return {
+      severity: 'error',
+      message: `${shown} sets ${breaking.map((o) => `--${o}`).join(' and ')}: ${breaking.map((o) => BREAKS_THE_RUN[o]).join('; ')}. Remove it`,
+    };
+  const owned = reading.options.filter((o) => o in SET_BY_THE_SCRIPT);
+  if (owned.length === 0) return undefined;
+  const what = owned.map((o) => `--${o} (from ${SET_BY_THE_SCRIPT[o]})`).join(' and ');
+  return {
+    severity: 'error',
+    message: `${shown} sets ${what}, which the batch script already sets; a later #SBATCH line wins, so this one would override it: remove it`,
+  };
+}
+
 /** What sbatch makes of one directive's words. */
 export type DirectiveReading =
   /** Options it sets, by long name (a group of short flags sets several). */

@@ -33,6 +33,10 @@ export interface PartitionInfo {
 
 export class SlurmError extends Error {}
 
+/** squeue's states of jobs that are over (it lists them for MinJobAge after they end). */
+const ENDED =
+  /^(COMPLETED|CANCELLED|FAILED|TIMEOUT|PREEMPTED|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|REVOKED|SPECIAL_EXIT)/;
+
 /** A job as squeue or sacct report it; undefined: neither knows it; 'unreachable': could not ask. */
 export type JobAnswer = SlurmJob | undefined | 'unreachable';
 
@@ -69,6 +73,19 @@ export class SlurmCluster {
 
   async cancel(jobId: string): Promise<void> {
     await this.checked(['scancel', jobId], `cancelling job ${jobId}`);
+  }
+
+  /**
+   * Cancels the user's jobs still queued or running in `workDir` (a run folder: the batch script's
+   * --chdir), but those in `known`; returns their ids. For a submission whose sbatch failed or was
+   * killed after it queued the job, so it does not wait in the queue unseen.
+   */
+  async cancelJobsIn(workDir: string, known: string[] = []): Promise<string[]> {
+    const strays = (await this.myJobs())
+      .filter((j) => j.workDir === workDir && !known.includes(j.id) && !ENDED.test(j.state))
+      .map((j) => j.id);
+    for (const id of strays) await this.cancel(id);
+    return strays;
   }
 
   /** The job's state; undefined when neither squeue nor sacct knows it (any more). */

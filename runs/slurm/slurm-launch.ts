@@ -117,8 +117,7 @@ export async function launchSlurm(
     const place = await target.place(req.config, progress);
     runDir = `${place.runsDir.replace(/\/+$/, '')}/${runId}`;
     config = { ...place.config, logging: { ...place.config.logging, runs_dir: place.runsDir } };
-    progress('writing the run folder and the batch script…');
-    await writeHostFile(host, `${runDir}/config.json`, `${JSON.stringify(config, null, 2)}\n`);
+    // The script first: one it refuses (an extra directive that breaks the run) leaves no run folder.
     const script = batchScript({
       shape: slurmJobShape(config),
       runDir,
@@ -130,6 +129,8 @@ export async function launchSlurm(
         `from ${req.configPath}${host.target === LOCAL ? '' : ` (submitted on ${host.target})`}`,
       ],
     });
+    progress('writing the run folder and the batch script…');
+    await writeHostFile(host, `${runDir}/config.json`, `${JSON.stringify(config, null, 2)}\n`);
     await writeHostFile(host, `${runDir}/${BATCH_SCRIPT}`, script);
   }
   const manifest = manifestFor({ ...req, config }, runId, [], host.target, previous);
@@ -186,9 +187,18 @@ export async function submitRun(
   try {
     jobId = await cluster.submitHeld(script, opts.resume);
   } catch (e) {
-    // No job, so nothing will ever write this run's end: say it here, with sbatch's own words,
-    // instead of leaving it "starting" for ever.
-    const reason = `sbatch refused the job: ${(e as Error).message}`;
+    // No job id, so nothing will ever write this run's end: say it here, with sbatch's own words,
+    // instead of leaving it "starting" for ever. sbatch may have queued the job (held) before it
+    // failed or was killed: such a job, found by its working directory (the run folder), is
+    // cancelled rather than left in the queue.
+    const left = await cluster.cancelJobsIn(runDir, jobs).catch((c: Error) => `finding it failed: ${c.message}`);
+    const cancelled =
+      typeof left === 'string'
+        ? `; a job it may have queued was not cancelled (${left})`
+        : left.length
+          ? `; the job it had queued (${left.join(', ')}) was cancelled`
+          : '';
+    const reason = `sbatch refused the job: ${(e as Error).message}${cancelled}`;
     await writeManifestOn(host, companionRoot, runDir, {
       ...manifest,
       status: 'failed',

@@ -14,6 +14,7 @@
 // person's own script or torchrun is stopped with SIGTERM instead, and requeued at the time limit
 // whatever it exits with (its own checkpoint is its business; slurm-ranks.ts starts it).
 import type { ResolvedRunConfig } from '../../core/config/run-config';
+import { directiveProblem } from '../../core/config/sbatch-options';
 import { commandLine, quoteWord, type RemoteWord } from '../../core/remote/remote-command';
 import { gracefulSignalOf, rankLines, type RankLaunch } from './slurm-ranks';
 
@@ -136,6 +137,12 @@ export function outputPattern(runDir: string, file: string): string {
 
 export function batchScript(spec: BatchScriptSpec): string {
   const s = spec.shape;
+  // Refused at launch whatever checked the config before: a directive that sets what this script
+  // sets, or changes how sbatch or the job behaves (--wait, --array, …: sbatch-options.ts).
+  for (const line of s.extraDirectives) {
+    const problem = directiveProblem(line);
+    if (problem?.severity === 'error') throw new Error(`launch.slurm.extra_directives: ${problem.message}`);
+  }
   const signal = gracefulSignalOf(spec.ranks);
   for (const name of Object.keys(spec.env ?? {}))
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))

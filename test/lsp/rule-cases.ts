@@ -233,6 +233,14 @@ export const RULE_CASES: RuleCase[] = [
     clean: run('launch:\n  slurm:\n    extra_directives: [--mail-type=END]\n'),
   },
   {
+    name: 'extra #SBATCH lines that change how sbatch or the job behaves (--wait, an array, a dependency)',
+    file: 'slurm-directive-behaviour.fsdp.yaml',
+    code: 'run.slurm-directive',
+    severity: 'error',
+    marked: run('launch:\n  slurm:\n    extra_directives: [⟪-W⟫, ⟪--array=0-1⟫, ⟪--dep afterok:12⟫, ⟪-H⟫]\n'),
+    clean: run('launch:\n  slurm:\n    extra_directives: [--begin=now+60, --mail-type=END]\n'),
+  },
+  {
     name: 'an extra #SBATCH option sbatch cannot read (ambiguous abbreviation)',
     file: 'slurm-directive-ambiguous.fsdp.yaml',
     code: 'run.slurm-directive',
@@ -510,6 +518,23 @@ export const RULE_CASES: RuleCase[] = [
       '{"train_micro_batch_size_per_gpu": 1, "activation_checkpointing": {"contiguous_memory_optimization": ⟪true⟫, "number_checkpoints": 4}}',
     clean:
       '{"train_micro_batch_size_per_gpu": 1, "activation_checkpointing": {"partition_activations": true, "contiguous_memory_optimization": true, "number_checkpoints": 4}}',
+  },
+  {
+    name: 'a comment in a .json config, the launcher unknown: DeepSpeed reads it, json.load would not',
+    file: 'ds_config_comment.json',
+    code: 'deepspeed.json-comments',
+    severity: 'information',
+    marked: '⟪// fsdp-studio: gpu=H100⟫\n{"train_micro_batch_size_per_gpu": 4, "note": "// not a comment"}',
+    clean: '{"train_micro_batch_size_per_gpu": 4, "note": "// not a comment"}',
+  },
+  {
+    name: 'a comment in a .json config launched through Hugging Face (json.load)',
+    file: 'ds_config_comment2.json',
+    code: 'deepspeed.json-comments',
+    severity: 'error',
+    settings: { deepspeed: { launchedWith: 'huggingface' } },
+    marked: '{"train_micro_batch_size_per_gpu": 4, ⟪/* tuned */⟫ "zero_optimization": {"stage": 2}}',
+    clean: '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}',
   },
   {
     name: 'top-level "auto" launched with deepspeed alone',

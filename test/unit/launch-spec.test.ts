@@ -120,6 +120,12 @@ describe('launch specs', () => {
       check('command: python3 train.py\ntarget: gpu-box\ncwd: ~/code\n'),
       [],
       'a remote script is not looked for here',
+    ); // A SLURM spec's extra #SBATCH lines: one that holds or multiplies the job is an error where it is.
+    assert.match(
+      check(
+        'command: python3 train.py\ntarget: login\ncwd: ~/code\nslurm: {extra_directives: [--exclusive, --array=0-1]}\n',
+      ).join('\n'),
+      /3:error:"--array=0-1" sets --array: an array's tasks would all run in this one run folder/,
     );
   });
   it('the PyTorch 2 sample (samples/fsdp2-torchrun.fsdp-launch.yaml) loads with no problem: torchrun from .venv, 2 ranks, its script and TensorBoard folder in samples/', () => {

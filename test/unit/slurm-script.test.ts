@@ -198,6 +198,30 @@ describe('SLURM batch script', () => {
     );
   });
 
+  it('refuses an extra directive that breaks the run, whatever checked the config before', () => {
+    for (const extra of ['--wait', '--array=0-1', '-d afterok:3', '--time=5'])
+      assert.throws(
+        () =>
+          batchScript({
+            shape: slurmJobShape(config({ slurm: { extra_directives: ['--exclusive', extra] } })),
+            runDir: '/r',
+            ranks: { kind: 'env', argv: ['t'] },
+            about: [],
+          }),
+        /launch\.slurm\.extra_directives: ".*" sets --/,
+        extra,
+      );
+    assert.match(
+      batchScript({
+        shape: slurmJobShape(config({ slurm: { extra_directives: ['--exclusive'] } })),
+        runDir: '/r',
+        ranks: { kind: 'env', argv: ['t'] },
+        about: [],
+      }),
+      /^#SBATCH --exclusive$/m,
+    );
+  });
+
   it("a person's command: the supervisor around srun, run in the command's folder, stopped through the batch shell (USR2) without signalling srun", () => {
     const script = batchScript({
       shape: slurmJobShape(config({ nproc_per_node: 2, slurm: {} })),

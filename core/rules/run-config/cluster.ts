@@ -1,6 +1,6 @@
 // Run config rules about launching beyond one machine: a SLURM job (launch.slurm) and one job
 // across several SSH hosts (launch.hosts) — what their shape asks of the other launch keys.
-import { readDirective, SET_BY_THE_SCRIPT, timeLimitSeconds } from '../../config/sbatch-options';
+import { directiveProblem, timeLimitSeconds } from '../../config/sbatch-options';
 import { asNumber, isObject, report, valueAt, type ConfigRule } from '../rule';
 
 export const slurmOrHosts: ConfigRule = {
@@ -107,33 +107,17 @@ export const slurmGpusPerTask: ConfigRule = {
 
 export const slurmDirectivesOwnKeys: ConfigRule = {
   code: 'run.slurm-directive',
-  why: "The batch script sets the job's shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again — in any spelling sbatch accepts: -t 5, --time=5, --ti 5, --no-requ — overrides it (the later line wins) and breaks what the editor relies on (the run folder gets no output, requeue is off). A directive sbatch cannot read makes the submission fail.",
+  why: "The batch script sets the job's shape, output, working directory, signal and requeue from the config; an extra #SBATCH line setting one of them again — in any spelling sbatch accepts: -t 5, --time=5, --ti 5, --no-requ — overrides it (the later line wins) and breaks what the editor relies on (the run folder gets no output, requeue is off). Options that change how sbatch or the job behaves (--wait, --array, --dependency, --hold, --clusters, --test-only, --wrap) break the one-job-per-run-folder the editor follows, and are refused at launch. A directive sbatch cannot read makes the submission fail.",
   source:
-    "core/config/sbatch-options.ts (readDirective: getopt_long's rules; SET_BY_THE_SCRIPT); runs/slurm/slurm-script.ts (batchScript)",
+    "core/config/sbatch-options.ts (readDirective: getopt_long's rules; SET_BY_THE_SCRIPT, BREAKS_THE_RUN); runs/slurm/slurm-script.ts (batchScript)",
   check(ctx) {
     const extra = valueAt(ctx.value, ['launch', 'slurm', 'extra_directives']);
     if (!Array.isArray(extra)) return [];
     const out = [];
     for (const [i, line] of extra.entries()) {
       if (typeof line !== 'string') continue;
-      const path = ['launch', 'slurm', 'extra_directives', i];
-      const reading = readDirective(line);
-      if ('problem' in reading) {
-        out.push(
-          report(ctx, this, { path, severity: 'warning', message: `${reading.problem}: sbatch would refuse the job` }),
-        );
-        continue;
-      }
-      const owned = reading.options.filter((o) => o in SET_BY_THE_SCRIPT);
-      if (owned.length === 0) continue;
-      const what = owned.map((o) => `--${o} (from ${SET_BY_THE_SCRIPT[o]})`).join(' and ');
-      out.push(
-        report(ctx, this, {
-          path,
-          severity: 'error',
-          message: `"${line.trim()}" sets ${what}, which the batch script already sets; a later #SBATCH line wins, so this one would override it: remove it`,
-        }),
-      );
+      const problem = directiveProblem(line);
+      if (problem) out.push(report(ctx, this, { path: ['launch', 'slurm', 'extra_directives', i], ...problem }));
     }
     return out;
   },
