@@ -12,6 +12,7 @@ import { remoteBase } from './runs/runs';
 import { registerNewRunConfig } from './commands/new-run-config';
 import { registerOpenMemoryEstimator } from './commands/open-memory-estimator';
 import { registerChooseModel } from './commands/choose-model';
+import { showDeepSpeedCommentsAsJsonc } from './deepspeed-json-comments';
 import { registerOpenRun } from './commands/open-run';
 import { registerPrepareSampleData } from './commands/prepare-sample-data';
 import { registerExportHf } from './commands/export-hf';
@@ -60,6 +61,7 @@ export class StudioContext implements vscode.Disposable {
       registerCheckEnvironment(this),
       registerOpenMemoryEstimator(this),
       registerNewRunConfig(this),
+      showDeepSpeedCommentsAsJsonc(),
     );
     this.track(
       registerAttachRun(this),

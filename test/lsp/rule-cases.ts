@@ -520,6 +520,23 @@ export const RULE_CASES: RuleCase[] = [
       '{"train_micro_batch_size_per_gpu": 1, "activation_checkpointing": {"partition_activations": true, "contiguous_memory_optimization": true, "number_checkpoints": 4}}',
   },
   {
+    name: 'a comment in a .json config, the launcher unknown: DeepSpeed reads it, json.load would not',
+    file: 'ds_config_comment.json',
+    code: 'deepspeed.json-comments',
+    severity: 'information',
+    marked: '⟪// fsdp-studio: gpu=H100⟫\n{"train_micro_batch_size_per_gpu": 4, "note": "// not a comment"}',
+    clean: '{"train_micro_batch_size_per_gpu": 4, "note": "// not a comment"}',
+  },
+  {
+    name: 'a comment in a .json config launched through Hugging Face (json.load)',
+    file: 'ds_config_comment2.json',
+    code: 'deepspeed.json-comments',
+    severity: 'error',
+    settings: { deepspeed: { launchedWith: 'huggingface' } },
+    marked: '{"train_micro_batch_size_per_gpu": 4, ⟪/* tuned */⟫ "zero_optimization": {"stage": 2}}',
+    clean: '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}',
+  },
+  {
     name: 'top-level "auto" launched with deepspeed alone',
     file: 'ds_config_auto.json',
     code: 'deepspeed.auto',

@@ -3,6 +3,7 @@ import type { ConfigRule } from '../rule';
 import { contiguousCheckpointing } from './activation-checkpointing';
 import { autoValues } from './auto-values';
 import { batchSizeProduct } from './batch-size';
+import { jsonCommentsRule } from './json-comments';
 import { lambNeedsDynamicScaling, oneBitWithZero } from './optimizer';
 import { ampConflicts, dynamicLossScale, fp16AndBf16, masterWeightsNeedZero } from './precision';
 import { schedulerParameters } from './scheduler';
@@ -32,4 +33,5 @@ export const deepspeedRules: ConfigRule[] = [
   schedulerParameters,
   contiguousCheckpointing,
   autoValues,
+  jsonCommentsRule,
 ];
