@@ -100,7 +100,7 @@ class CausalSelfAttention(nn.Module):
         hs = C // self.n_heads
         q, k, v = (t.view(B, T, self.n_heads, hs).transpose(1, 2) for t in self.qkv(x).split(C, dim=2))
         if self.attention == "sdpa":
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # type: ignore[attr-defined]
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
             future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)

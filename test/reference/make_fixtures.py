@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from fixture_file import encode_array, invocation, provenance, write_json
 from gpt import Gpt, GptShape, initialise, loss_of
-from optimizer import adamw, clip_gradients
+from optimizer import adamw, clip_gradients, gradient
 from schedule import scheduler
 
 FORMAT = "fsdp-studio/reference-fixture"
@@ -178,7 +178,7 @@ def train(
         logits = torch.cat(logits_all)
         if step == 1:
             logits_step1 = logits.reshape(-1).clone()
-        grad_norms = {n: float(p.grad.norm()) for n, p in model.named_parameters()}
+        grad_norms = {n: float(gradient(p).norm()) for n, p in model.named_parameters()}
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
         grad_norm, clip = clip_gradients(model, float(t["max_grad_norm"]))
         lr = head_group["lr"]

@@ -98,7 +98,8 @@ def run(argv: list[str], **kw: Any) -> None:
 
 
 def native_start(work: Path, tokens_file: Path) -> tuple[Path, list[dict[str, Any]]]:
-    """Runs the native trainer on one rank; returns the Hugging Face export of its step-0 checkpoint and its own steps."""
+    """Runs the native trainer on one rank; returns the Hugging Face export of its step-0 checkpoint and its own
+    steps."""
     config = json.loads(json.dumps(CONFIG))
     config["data"]["train"] = str(tokens_file)
     config["training"]["batch_size_per_gpu"] = GLOBAL_BATCH
@@ -171,9 +172,13 @@ def main() -> None:
                 runs.append(
                     {"world_size": world, "sharding_strategy": native, "pytorch": strategy, "steps": result["steps"]}
                 )
-                worst = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(native_steps, result["steps"]))
+                worst = max(
+                    abs(a["loss"] - b["loss"]) / abs(b["loss"])
+                    for a, b in zip(native_steps, result["steps"], strict=True)
+                )
                 print(
-                    f"{world} rank(s), {native} ↔ {strategy}: worst relative loss difference to the native 1-rank run {worst:.2e}",
+                    f"{world} rank(s), {native} ↔ {strategy}: worst relative loss difference to the native 1-rank"
+                    f" run {worst:.2e}",
                     flush=True,
                 )
         document = {

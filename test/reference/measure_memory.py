@@ -21,8 +21,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any
 
 import torch
 from fixture_file import cpu_model, invocation, write_json
@@ -35,12 +36,12 @@ FORMAT = "fsdp-studio/measured-memory/v1"
 MEASURED_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "measured"
 
 NOTES = (
-    "One GPU. FSDP2 points: fully_shard per block and at the root on a one-rank mesh (world size 1), so every unit is still "
-    "all-gathered before use and freed after, but nothing is divided; configurations sharded across several ranks "
-    "(nprocPerNode > 1, HYBRID_SHARD, DeepSpeed ZeRO) need several GPUs and are not measured here. Plain points: the bare "
-    "module, torch.autocast(bfloat16) for bf16. Attention: F.scaled_dot_product_attention with PyTorch's own kernel choice "
-    "(flash for bf16, memory-efficient for fp32). AdamW(foreach=True), zero_grad(set_to_none=True), random token ids, "
-    "dropout 0, no torch.compile."
+    "One GPU. FSDP2 points: fully_shard per block and at the root on a one-rank mesh (world size 1), so every "
+    "unit is still all-gathered before use and freed after, but nothing is divided; configurations sharded across "
+    "several ranks (nprocPerNode > 1, HYBRID_SHARD, DeepSpeed ZeRO) need several GPUs and are not measured here. "
+    "Plain points: the bare module, torch.autocast(bfloat16) for bf16. Attention: F.scaled_dot_product_attention "
+    "with PyTorch's own kernel choice (flash for bf16, memory-efficient for fp32). AdamW(foreach=True), "
+    "zero_grad(set_to_none=True), random token ids, dropout 0, no torch.compile."
 )
 
 
@@ -115,8 +116,8 @@ def header(cuda: bool) -> dict[str, Any]:
             {
                 "device": f"cpu ({cpu_model()})",
                 "dry_run": True,
-                "notes": "DRY RUN on a CPU: nothing measured (no allocator counters); the loop, wrappers and writer ran. "
-                + NOTES,
+                "notes": "DRY RUN on a CPU: nothing measured (no allocator counters); the loop, wrappers and"
+                " writer ran. " + NOTES,
             }
         )
     doc["points"], doc["skipped"] = [], []
@@ -155,7 +156,7 @@ def run_point(point: Point, counters: MemoryCounters, cuda: bool) -> dict[str, A
         initialise(model, 1234, 0.02)
         apply_checkpointing(model, point.checkpointing)
         bf16 = point.precision == "bf16"
-        autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext
+        autocast: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         if point.strategy == "fsdp2":
             apply_fsdp2(model, one_gpu_mesh(), torch.bfloat16 if bf16 else None)
         elif bf16:

@@ -56,7 +56,10 @@ class Point:
 
     @property
     def id(self) -> str:
-        return f"{self.model.id}/{self.strategy}/{self.precision}/ac-{self.checkpointing}/s{self.seq_len}/b{self.micro_batch}"
+        return (
+            f"{self.model.id}/{self.strategy}/{self.precision}/ac-{self.checkpointing}"
+            f"/s{self.seq_len}/b{self.micro_batch}"
+        )
 
     def estimator_input(self) -> dict[str, Any]:
         """The estimator's MemoryInput for this point, without ``gpu``."""

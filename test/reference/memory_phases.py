@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, ContextManager, Protocol
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import torch
 from gpt import loss_of
@@ -83,7 +84,7 @@ def measure_three_steps(
     inputs: torch.Tensor,
     targets: torch.Tensor,
     counters: MemoryCounters,
-    autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
+    autocast: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
     on_phase: Callable[[int, str], None] | None = None,
 ) -> dict[str, Any]:
     """Runs steps 1–3 on one micro-batch and returns the README's ``measured`` object, plus the

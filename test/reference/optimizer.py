@@ -61,6 +61,13 @@ def adamw(model: Gpt, training: Mapping[str, Any]) -> torch.optim.AdamW:
     )
 
 
+def gradient(param: torch.Tensor) -> torch.Tensor:
+    """A parameter's gradient after backward: every parameter of gpt.py's model takes part in the loss."""
+    if param.grad is None:
+        raise ValueError(f"a parameter of shape {tuple(param.shape)} has no gradient: was backward run?")
+    return param.grad
+
+
 def clip_gradients(model: nn.Module, max_grad_norm: float) -> tuple[float, float]:
     """Clips the global gradient norm in place; returns (the norm before clipping, the factor applied)."""
     params = [p for p in model.parameters() if p.grad is not None]

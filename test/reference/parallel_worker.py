@@ -61,7 +61,7 @@ def gpt_state_of_gpt2(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
     return out
 
 
-def wrap(model: torch.nn.Module, strategy: str) -> torch.nn.Module:
+def wrap(model: Gpt, strategy: str) -> torch.nn.Module:
     if strategy == "ddp":
         return torch.nn.parallel.DistributedDataParallel(model)
     from torch.distributed.fsdp import fully_shard
@@ -97,12 +97,13 @@ def main() -> None:
     with torch.no_grad():
         for name, param in model.named_parameters():
             param.copy_(state[name])
-    model = wrap(model, job["strategy"])
-    inner = model.module if job["strategy"] == "ddp" else model
+    # DDP wraps the model (its .module is this same object); fully_shard shards it in place. Either way
+    # `model` names the parameters the optimizer and the clipping see, `wrapped` runs the forward.
+    wrapped = wrap(model, job["strategy"])
     # Built after fully_shard: the optimizer holds the (sharded) parameters FSDP2 put in place.
-    optimizer = adamw(inner, training)
+    optimizer = adamw(model, training)
     lr_schedule = scheduler(optimizer, training)
-    head_group = next(g for g in optimizer.param_groups if any(q is inner.final_ln.weight for q in g["params"]))
+    head_group = next(g for g in optimizer.param_groups if any(q is model.final_ln.weight for q in g["params"]))
 
     tokens = torch.tensor(job["tokens"], dtype=torch.long)
     T = config["data"]["seq_len"]
@@ -112,9 +113,9 @@ def main() -> None:
         first = ((step - 1) * world + rank) * B
         seqs = torch.stack([tokens[j * T : j * T + T + 1] for j in range(first, first + B)])
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_of(model(seqs[:, :-1]), seqs[:, 1:])
+        loss = loss_of(wrapped(seqs[:, :-1]), seqs[:, 1:])
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(inner.parameters(), training["max_grad_norm"])
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), training["max_grad_norm"])
         if hasattr(norm, "full_tensor"):
             norm = norm.full_tensor()
         mean = loss.detach().clone()

@@ -17,7 +17,10 @@ from torch import nn
 def missing_feature(checkpointing: str, strategy: str) -> str | None:
     """Why this PyTorch cannot run the combination, or None when it can."""
     if checkpointing == "selective" and not hasattr(activation_checkpoint, "create_selective_checkpoint_contexts"):
-        return f"selective checkpointing needs torch.utils.checkpoint.create_selective_checkpoint_contexts (PyTorch >= 2.4); this is {torch.__version__}"
+        return (
+            "selective checkpointing needs torch.utils.checkpoint.create_selective_checkpoint_contexts"
+            f" (PyTorch >= 2.4); this is {torch.__version__}"
+        )
     if strategy == "fsdp2" and _fully_shard() is None:
         return f"FSDP2 needs torch.distributed.fsdp.fully_shard (PyTorch >= 2.6); this is {torch.__version__}"
     return None
@@ -25,7 +28,7 @@ def missing_feature(checkpointing: str, strategy: str) -> str | None:
 
 def _fully_shard() -> tuple[Callable[..., Any], type] | None:
     try:
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # type: ignore[attr-defined]
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     except Exception:  # ImportError; PyTorch 1.13 on Python 3.11 even raises ValueError importing its FSDP
         return None
     return fully_shard, MixedPrecisionPolicy
@@ -41,14 +44,14 @@ class Checkpointed(nn.Module):
         self.context_fn = context_fn
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kwargs = {"context_fn": self.context_fn} if self.context_fn is not None else {}
+        kwargs: dict[str, Any] = {"context_fn": self.context_fn} if self.context_fn is not None else {}
         return activation_checkpoint.checkpoint(self.block, x, use_reentrant=False, **kwargs)
 
 
 def _selective_context() -> Callable[[], Any]:
     """Save the outputs of matrix products and of SDPA; recompute norms, GELU and the rest
     (test/fixtures/measured/README.md; Korthikanti et al. 2022, selective recomputation)."""
-    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts  # type: ignore[attr-defined]
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
     aten = torch.ops.aten
     names = [

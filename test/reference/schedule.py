@@ -56,7 +56,7 @@ def lr_factor(training: Mapping[str, Any], step: int) -> float:
     raise ValueError(f"training.schedule: {kind!r} is not one of warmup_cosine, wsd, one_cycle, linear, constant")
 
 
-def scheduler(optimizer: torch.optim.Optimizer, training: Mapping[str, Any]) -> torch.optim.lr_scheduler._LRScheduler:
+def scheduler(optimizer: torch.optim.Optimizer, training: Mapping[str, Any]) -> torch.optim.lr_scheduler.LRScheduler:
     """A scheduler to step once after each optimizer step (never after the last)."""
     if training.get("schedule") != "one_cycle":
         return LambdaLR(optimizer, lambda index: lr_factor(training, index + 1))

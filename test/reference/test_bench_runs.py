@@ -24,7 +24,7 @@ NCU = """==PROF== Connected to process 4242
 "1","4242","fsdp-train-native","127.0.0.1","nvjet_sm90_tst_256x128","1","13","300"
 "2","4242","fsdp-train-native","127.0.0.1","void fsdp::cuda::flash_forward_kernel<__nv_bfloat16, 64>(T1 *, float *)","1","13","799.5"
 ==PROF== Disconnected from process 4242
-"""
+"""  # noqa: E501 (Nsight Compute's CSV as it prints it)
 
 
 def doc_with(native: float, eager: float, compiled: float) -> dict:

@@ -19,6 +19,7 @@ import torch
 from gpt import Gpt, GptShape, initialise, loss_of
 from memory_grid import GRIDS, PRESETS
 from memory_phases import NoCounters, measure_three_steps
+from optimizer import gradient
 from parallelize import apply_checkpointing, missing_feature
 
 ESTIMATOR_KEYS = {
@@ -136,7 +137,7 @@ class LoopTest(unittest.TestCase):
             model, _, inputs, targets = tiny_training()
             apply_checkpointing(model, policy)
             loss_of(model(inputs), targets).backward()
-            grads.append(torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
+            grads.append(torch.cat([gradient(p).reshape(-1) for p in model.parameters()]))
         self.assertEqual(type(model.blocks[0]).__name__, "Checkpointed")
         self.assertTrue(torch.allclose(grads[0], grads[1], rtol=1e-5, atol=1e-7))
 
@@ -188,15 +189,24 @@ class ThroughputTest(unittest.TestCase):
 
     def test_the_largest_micro_batch_stops_at_the_first_that_does_not_fit(self) -> None:
         tried: list[int] = []
-        best, result = throughput.largest_fitting([16, 4, 8, 32, 64], lambda mb: tried.append(mb) or mb <= 16)
+
+        def fits(micro_batch: int) -> bool:
+            tried.append(micro_batch)
+            return micro_batch <= 16
+
+        best, result = throughput.largest_fitting([16, 4, 8, 32, 64], fits)
         self.assertEqual((best, tried), (16, [4, 8, 16, 32]))
         self.assertEqual(result, {4: True, 8: True, 16: True, 32: False})
         self.assertEqual(throughput.largest_fitting([8], lambda mb: False)[0], None)
 
     def test_peak_flops_by_device(self) -> None:
-        self.assertEqual(throughput.peak_flops("NVIDIA H100 80GB HBM3")[0], 989.4e12)
-        self.assertEqual(throughput.peak_flops("NVIDIA H100 PCIe")[0], 756.5e12)
-        self.assertEqual(throughput.peak_flops("NVIDIA H200")[0], 989.4e12)
+        def peak(device: str) -> float | None:
+            found = throughput.peak_flops(device)
+            return found[0] if found else None
+
+        self.assertEqual(peak("NVIDIA H100 80GB HBM3"), 989.4e12)
+        self.assertEqual(peak("NVIDIA H100 PCIe"), 756.5e12)
+        self.assertEqual(peak("NVIDIA H200"), 989.4e12)
         self.assertIsNone(throughput.peak_flops("cpu (AMD EPYC)"))
 
     def test_a_cpu_run_is_a_dry_run(self) -> None:

@@ -36,19 +36,19 @@ class ModelTest(unittest.TestCase):
             )
             expected += [] if tied else ["lm_head.weight"]
             self.assertEqual([n for n, _ in model.named_parameters()], expected)
-            shapes = dict((n, tuple(p.shape)) for n, p in model.named_parameters())
+            shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
             self.assertEqual(shapes["blocks.0.attn.qkv.weight"], (72, 24))  # PyTorch's (out, in)
             self.assertEqual(shapes["blocks.1.mlp.fc.weight"], (72, 24))
 
     def test_initialisation_follows_gpt2(self) -> None:
         model = Gpt(GptShape(512, 256, 8, 4, 64))
         initialise(model, 7, 0.02)
-        block = model.blocks[3]
-        self.assertTrue(torch.equal(block.ln1.weight, torch.ones(256)))
-        self.assertTrue(torch.equal(block.attn.qkv.bias, torch.zeros(768)))
-        self.assertAlmostEqual(float(block.mlp.fc.weight.std()), 0.02, delta=0.001)
-        self.assertAlmostEqual(float(block.mlp.fc2.weight.std()), 0.02 / math.sqrt(16), delta=0.0003)
-        self.assertFalse(torch.equal(model.blocks[0].mlp.fc.weight, model.blocks[1].mlp.fc.weight))
+        params = dict(model.named_parameters())
+        self.assertTrue(torch.equal(params["blocks.3.ln1.weight"], torch.ones(256)))
+        self.assertTrue(torch.equal(params["blocks.3.attn.qkv.bias"], torch.zeros(768)))
+        self.assertAlmostEqual(float(params["blocks.3.mlp.fc.weight"].std()), 0.02, delta=0.001)
+        self.assertAlmostEqual(float(params["blocks.3.mlp.fc2.weight"].std()), 0.02 / math.sqrt(16), delta=0.0003)
+        self.assertFalse(torch.equal(params["blocks.0.mlp.fc.weight"], params["blocks.1.mlp.fc.weight"]))
         again = Gpt(GptShape(512, 256, 8, 4, 64))
         initialise(again, 7, 0.02)
         self.assertTrue(torch.equal(again.embedding.wte, model.embedding.wte))

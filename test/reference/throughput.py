@@ -31,8 +31,9 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -96,11 +97,11 @@ def largest_fitting(candidates: list[int], fits: Callable[[int], bool]) -> tuple
     return best, tried
 
 
-def flash_only() -> ContextManager[Any]:
+def flash_only() -> AbstractContextManager[Any]:
     """Restricts SDPA to the flash kernel where PyTorch can say so (2.3+), so a baseline is not
     silently measured with another kernel."""
     try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel  # type: ignore[import-not-found]
+        from torch.nn.attention import SDPBackend, sdpa_kernel
     except ImportError:
         return contextlib.nullcontext()
     return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
@@ -159,7 +160,7 @@ class Trainer:
         else:
             forward = torch.compile(self.model, mode=compile_mode) if compile_mode else self.model
             self.loss = lambda inputs, targets: loss_of(forward(inputs), targets)
-        fused = {"fused": True} if device.type == "cuda" else {}
+        fused: dict[str, Any] = {"fused": True} if device.type == "cuda" else {}
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4, **fused)
         g = torch.Generator(device=device).manual_seed(0)
         # Labels from the real vocabulary whatever the padding: the padded rows are never a target.

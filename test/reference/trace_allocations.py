@@ -59,7 +59,11 @@ class AllocationLog(TorchDispatchMode):
         i = self._next
         self._next += 1
         self.events.append(["a", i, storage.nbytes(), op, self.phase])
-        weakref.finalize(storage, lambda i=i: self.events.append(["f", i, 0, "", self.phase]))
+        weakref.finalize(storage, self.freed, i)
+
+    def freed(self, i: int) -> None:
+        # The phase when the storage dies, not when it was allocated.
+        self.events.append(["f", i, 0, "", self.phase])
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -71,7 +75,7 @@ class AllocationLog(TorchDispatchMode):
 
 def selective_like_cuda() -> Any:
     """The harness's selective policy, with the CPU attention kernel saved as the CUDA ones are."""
-    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts  # type: ignore[attr-defined]
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
     aten = torch.ops.aten
     names = [
