@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 #include "data/batch_stream.h"
 #include "file_fixtures.h"
@@ -179,8 +179,11 @@ TEST(TokenFile, AFileRewrittenInPlaceUnderARunIsAnErrorNamingItNotASignal) {
   // The same size, new content (the writer's second act): its modification time tells.
   test::write_bytes(path, test::token_file_bytes(counting(100'001)));
   auto reopened = std::make_shared<const TokenFile>(path, 256);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto opened_at = fs::last_write_time(path);
   test::write_bytes(path, test::token_file_bytes(counting(100'001, 100)));
+  // A rewrite within the file system's timestamp granularity would keep the time: set a later one
+  // as a slower writer's would be, rather than sleeping and hoping the clock ticks.
+  fs::last_write_time(path, opened_at + std::chrono::seconds(1));
   std::vector<std::int32_t> in(400), tg(400);
   try {
     BatchStream::read(*reopened, 4, 100, true, 1, 0, in.data(), tg.data());
@@ -206,6 +209,42 @@ TEST(TokenFile, AFileCutShortInsideItsHeaderIsReportedTruncatedNotBadMagic) {
   EXPECT_THROW(read_token_file_header(path), std::runtime_error);
   test::write_bytes(path, std::string(40, 'x'));
   EXPECT_EQ(open_error(path, 256), path + ": not a token file (bad magic)");
+}
+
+/** A token file of 32-bit ids (dtype 2), as `fsdp-train prepare` writes one for a vocabulary past 65,536. */
+std::string wide_token_file_bytes(const std::vector<std::uint32_t>& tokens, std::uint32_t vocab) {
+  std::vector<std::uint16_t> halves(2 * tokens.size());  // the same bytes, little-endian on the machines we build for
+  std::memcpy(halves.data(), tokens.data(), 4 * tokens.size());
+  return test::token_file_bytes(halves, {1, 2, vocab, tokens.size(), true});
+}
+
+TEST(TokenFile, ThirtyTwoBitIdsPastSixtyFiveThousandReachTheBatchAndAreCheckedLikeSixteenBitOnes) {
+  TempFolder dir;
+  std::vector<std::uint32_t> tokens(41);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::uint32_t>(65530 + 1000 * i);
+  const std::string path = (dir.path / "llama3.tok").string();
+  test::write_bytes(path, wide_token_file_bytes(tokens, 128256));  // Llama 3's vocabulary
+  TokenFile file(path, 128256);
+  EXPECT_EQ(file.size(), 41u);
+  std::vector<std::int32_t> in(40), tg(40);
+  BatchStream::read(file, 1, 40, false, 1, 0, in.data(), tg.data());
+  for (std::size_t t = 0; t < 40; ++t) {
+    EXPECT_EQ(in[t], static_cast<std::int32_t>(tokens[t])) << t;
+    EXPECT_EQ(tg[t], static_cast<std::int32_t>(tokens[t + 1])) << t;
+  }
+  // A model with a smaller vocabulary refuses the file by the first id it cannot embed.
+  const std::string e = open_error(path, 70000);
+  EXPECT_EQ(e.rfind(path + ": token 5 is id 70530, not below the vocabulary size 70000 (model.vocab_size)", 0), 0u)
+      << e;
+  // 16-bit ids cannot say a vocabulary past 65,536; the size check uses the dtype's width.
+  const std::string narrow = (dir.path / "narrow.tok").string();
+  test::write_bytes(narrow, test::token_file_bytes(counting(10), {1, 1, 70000}));
+  EXPECT_NE(open_error(narrow, 128256).find("exceeds what uint16 tokens hold (65536)"), std::string::npos);
+  std::string cut = wide_token_file_bytes(tokens, 128256);
+  cut.resize(cut.size() - 2);
+  test::write_bytes(narrow, cut);
+  EXPECT_NE(open_error(narrow, 128256).find("expected 228 for the 41 tokens"), std::string::npos)
+      << open_error(narrow, 128256);
 }
 
 TEST(TokenFileFuzz, TenThousandMutantsAreReadOrRefusedByNameNeverOutOfBounds) {

@@ -61,13 +61,14 @@ void BatchStream::read(const TokenFile& file, long B, long T, bool shuffle, std:
   const SequenceOrder order(n, shuffle, seed, epoch);
   // Every id indexes the embedding table and the logits: TokenFile::read checks them as it reads,
   // where every batch of either backend is built (and that the file is still the one opened).
-  std::vector<std::uint16_t> seq(static_cast<std::size_t>(T) + 1);
+  std::vector<std::uint32_t> seq(static_cast<std::size_t>(T) + 1);
   for (long b = 0; b < B; ++b) {
     const std::uint64_t start = order[first + static_cast<std::uint64_t>(b)] * static_cast<std::uint64_t>(T);
     file.read(start, static_cast<std::uint64_t>(T) + 1, seq.data());
     for (long t = 0; t < T; ++t) {
-      inputs[b * T + t] = seq[t];
-      targets[b * T + t] = seq[t + 1];
+      // Below id_limit() (checked by read), itself below model.vocab_size, which the schema keeps under 2^31.
+      inputs[b * T + t] = static_cast<std::int32_t>(seq[t]);
+      targets[b * T + t] = static_cast<std::int32_t>(seq[t + 1]);
     }
   }
 }

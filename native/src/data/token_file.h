@@ -1,7 +1,7 @@
-// Token files (native/FORMATS.md): a 64-byte self-describing header, then uint16 tokens. Read with
-// pread, so the OS page cache holds them (they are not runtime allocations; see MEMORY.md) and a
-// file changed under a running trainer is an error naming it, never a SIGBUS: a mapping of a file
-// another program truncates faults on the next page it touches.
+// Token files (native/FORMATS.md): a 64-byte self-describing header, then uint16 or uint32 tokens (the dtype field).
+// Read with pread, so the OS page cache holds them (they are not runtime allocations; see MEMORY.md) and a file changed
+// under a running trainer is an error naming it, never a SIGBUS: a mapping of a file another program truncates faults
+// on the next page it touches.
 //
 // Nothing in a token file is trusted: the header's fields are checked with arithmetic that cannot
 // overflow, only regular files are opened (a FIFO or a device would block or never end), and every
@@ -26,6 +26,7 @@ struct TokenFileHeader {
   std::uint32_t vocab_size = 0;
   std::uint32_t crc32 = 0;
   std::string tokenizer;
+  unsigned bytes_per_token = 2;  // the dtype field: 1 = uint16, 2 = uint32
 };
 
 /** Reads and checks the header only (cheap, never blocks): magic, version, dtype, vocabulary, and that the size
@@ -53,14 +54,14 @@ class TokenFile {
    * was opened any more (truncated or rewritten in place) or one of them is not below id_limit().
    * Safe to call from several threads.
    */
-  void read(std::uint64_t first, std::uint64_t n, std::uint16_t* dst) const;
+  void read(std::uint64_t first, std::uint64_t n, std::uint32_t* dst) const;
 
  private:
   /** Throws naming the file, its size and time then and now, when it changed since it was opened. */
   void check_unchanged() const;
   /** Throws naming the file, the position and the id when tokens[0, n), which are tokens [first, first + n) of the
    * file, hold an id not below id_limit(). */
-  void check_ids(std::uint64_t first, std::uint64_t n, const std::uint16_t* tokens) const;
+  void check_ids(std::uint64_t first, std::uint64_t n, const std::uint32_t* tokens) const;
 
   ReadOnlyFile file_;
   TokenFileHeader header_;
