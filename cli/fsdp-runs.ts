@@ -1,7 +1,8 @@
 // `npx fsdp-runs show PATH [--json] [--ssh-config FILE]`: what the editor would show of a run, from a
-// terminal — per scalar tag its count, first and last step, last value and wall time — for a run
-// folder or a TensorBoard log folder, on this machine or `host:path` on an SSH host, read through the
-// same decoders, history and machines as the editor's watch.
+// terminal — per scalar tag its count, first and last step, last value and wall time, and every
+// series that was NaN or Inf — for a run folder (metrics.jsonl, TensorBoard, a command's printed
+// output) or a TensorBoard log folder, on this machine or `host:path` on an SSH host, read through
+// the same decoders, history and machines as the editor's watch.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,14 +17,19 @@ import { exitWhenFlushed } from './exit-when-flushed';
 
 const USAGE = `usage: fsdp-runs show PATH [--json] [--ssh-config FILE]
 
-PATH is a run folder (runs/<run-id>/ with run.json and metrics.jsonl) or a TensorBoard log folder
+PATH is a run folder (runs/<run-id>/ with run.json and metrics.jsonl; a command's printed step lines
+in stdout.log and stderr.log are read as the dashboard reads them) or a TensorBoard log folder
 (events.out.tfevents.* files), on this machine or on an SSH host as host:path (host as in your ssh
 config; --ssh-config FILE passes ssh -F FILE). --json prints
-{"tags": {TAG: {"count", "first_step", "last_step", "last_value", "last_wall_time"}}, "problems": [...]}.
+{"tags": {TAG: {"count", "first_step", "last_step", "last_value", "last_wall_time"}},
+ "nonfinite": [{"tag", "step", "rank"}], "problems": [...]}: nonfinite has each series that was NaN
+or Inf, at its first such step (rank null where the writer does not say).
 Exit codes: 0 read (problems are listed), 1 nothing could be read there, 2 bad arguments.`;
 
 export interface ShowJson {
   tags: Record<string, TagSummary>;
+  /** Every series (tag, and rank where known) that was NaN or Inf, at its first such step. */
+  nonfinite: Array<{ tag: string; step: number; rank: number | null }>;
   problems: ReadProblem[];
 }
 
@@ -83,7 +89,8 @@ export function showJson(read: RunRead): ShowJson {
     const s = read.history.scalars.summary(tag);
     if (s) tags[tag] = s;
   }
-  return { tags, problems: read.problems };
+  const nonfinite = read.history.nonFinite.list().map(({ tag, step, rank }) => ({ tag, step, rank }));
+  return { tags, nonfinite, problems: read.problems };
 }
 
 function showText(where: string, read: RunRead, json: ShowJson): string {
@@ -116,6 +123,11 @@ function showText(where: string, read: RunRead, json: ShowJson): string {
   ];
   if (rows.length) out.push(line(header), ...rows.map(line));
   else out.push('no scalars yet');
+  if (json.nonfinite.length) {
+    out.push('', 'NaN or Inf (first step of each):');
+    for (const n of json.nonfinite)
+      out.push(`  ${terminalSafe(n.tag)} from step ${n.step}${n.rank !== null ? `, rank ${n.rank}` : ''}`);
+  }
   if (json.problems.length) {
     out.push('', `${json.problems.length} problem${json.problems.length === 1 ? '' : 's'}:`);
     for (const p of json.problems.slice(0, 50)) out.push(`  ${terminalSafe(`${p.file}:${p.offset}: ${p.message}`)}`);

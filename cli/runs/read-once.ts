@@ -1,6 +1,7 @@
 // A run read once, from its start to what is there now, through the readers the editor's watch
-// uses: a run folder (metrics.jsonl, and the TensorBoard folder its run.json names) or a TensorBoard
-// log folder (its event files), on this machine or on an SSH host.
+// uses: a run folder (metrics.jsonl, the TensorBoard folder its run.json names, and a command's
+// printed output in stdout.log / stderr.log, read as runs/watch/printed-output.ts says) or a
+// TensorBoard log folder (its event files), on this machine or on an SSH host.
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
@@ -11,6 +12,7 @@ import type { RunManifest } from '../../core/protocol/run-manifest';
 import { tensorBoardDecoder } from '../../runs/watch/decoders/tensorboard/tensorboard-decoder';
 import { RunHistory } from '../../core/runs/run-history';
 import { EVENT_FILE_PREFIX } from '../../runs/watch/log-folder-follower';
+import { PRINTED_FILES, printedDecoderOf, printedTimes, PrintedSteps } from '../../runs/watch/printed-output';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import type { RunMachine } from '../../runs/machines/run-machine';
 
@@ -63,8 +65,26 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
       files.push(f.path);
       const batch = await readAll(machine, f.path, tensorBoardDecoder());
       for (const s of batch.entries)
-        history.applyScalar(s.tag, s.step, Number.isFinite(s.value) ? s.value : null, s.wallTime);
+        history.applyScalar(s.tag, s.step, s.value, s.wallTime, undefined, { source: 'tensorboard' });
       problems.push(...batch.problems.map((p) => ({ file: f.path, ...p })));
+    }
+  }
+  const printed = printedDecoderOf(manifest);
+  if (manifest && printed) {
+    // What the dashboard charts of a command that only prints: its step lines, timed as the watch
+    // times output it finds already there (spread between the run's start and its last update).
+    const steps = new PrintedSteps(history);
+    const since = history.firstStartTime ?? manifest.created;
+    const until = history.end?.time ?? manifest.updated ?? Date.now() / 1000;
+    for (const name of PRINTED_FILES) {
+      const listed = await machine.listFiles(dir, `${name}.log`, 0);
+      const file = listed.find((l) => path.posix.basename(l.path) === `${name}.log`);
+      if (!file) continue;
+      files.push(file.path);
+      // A last line without its end is the output of a command still printing, not a problem.
+      const batch = await readAll(machine, file.path, printed, false);
+      steps.apply(name, batch.entries, printedTimes(batch.entries, batch.offset, since, until).times);
+      problems.push(...batch.problems.map((p) => ({ file: file.path, ...p })));
     }
   }
   return {
@@ -82,7 +102,12 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
  * record cut short by the end of the file is a problem too: the watch waits for the rest of it, a
  * reading made once would otherwise say nothing of it.
  */
-async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFactory<R>): Promise<DecodedBatch<R>> {
+async function readAll<R>(
+  machine: RunMachine,
+  file: string,
+  decoder: DecoderFactory<R>,
+  partialIsProblem = true,
+): Promise<DecodedBatch<R>> {
   let batch: DecodedBatch<R>;
   let size: number;
   try {
@@ -102,7 +127,7 @@ async function readAll<R>(machine: RunMachine, file: string, decoder: DecoderFac
     if (!(e instanceof RefusedFile)) throw e;
     return { entries: [], problems: [{ offset: 0, message: e.message, excerpt: '' }], offset: 0 };
   }
-  if (size > batch.offset) {
+  if (partialIsProblem && size > batch.offset) {
     const bytes = size - batch.offset;
     batch.problems.push({
       offset: batch.offset,

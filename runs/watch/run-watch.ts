@@ -6,12 +6,8 @@ import os from 'node:os';
 import { jobActive, jobReason, jobRunStatus, jobWaiting, type RunFacts, type SlurmJob } from '../slurm/slurm-state';
 import { metricsDecoder } from './decoders/metrics-decoder';
 import type { RecordProblem } from './decoders/record-decoder';
-import {
-  metricsPatternsOf,
-  printedMetricsDecoder,
-  type PrintedEntry,
-} from './decoders/printed/printed-metrics-decoder';
-import { FORMAT_NAMES } from './decoders/printed/recognisers';
+import type { PrintedEntry } from './decoders/printed/printed-metrics-decoder';
+import { PRINTED_FILES, printedDecoderOf, printedTimes, PrintedSteps, type PrintedFile } from './printed-output';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
 import { describeEndWithoutRunEnd, type MemoryAtEnd } from '../../core/runs/run-end';
@@ -67,9 +63,6 @@ const SINCE_SLACK_S = 60;
 /** How much of a file's end is read: stderr.log for a failure message, metrics.jsonl for its last line. */
 const TAIL_BYTES = 4096;
 const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
-/** Where a person's command prints: both are read for step lines (loggers and progress bars write to stderr). */
-const PRINTED_FILES = ['stdout', 'stderr'] as const;
-type PrintedFile = (typeof PRINTED_FILES)[number];
 
 export class RunWatch {
   readonly history = new RunHistory();
@@ -96,8 +89,8 @@ export class RunWatch {
   /** The run's stdout.log and stderr.log read for printed step lines (a person's command), and where each read got to. */
   private readonly printedFollowers = new Map<PrintedFile, Follower>();
   private readonly printedOffsets = new Map<PrintedFile, number>();
-  /** The file whose step lines the charts take: the first to give one (the other may repeat them later, or late). */
-  private printedFile: PrintedFile | undefined;
+  /** The printed steps into the history, from the file the charts take (printed-output.ts). */
+  private readonly printedSteps = new PrintedSteps(this.history);
   /** When the latest resume was asked for (seconds; see followResume()). */
   private resumedAt = -Infinity;
   private liveness: NodeJS.Timeout | undefined;
@@ -201,14 +194,8 @@ export class RunWatch {
    * native runtime's output is not: its metrics.jsonl says everything.
    */
   private followPrinted(): void {
-    if (this.ref.format === 'tensorboard' || this.manifest?.kind !== 'command') return;
-    const patterns = metricsPatternsOf(this.manifest.config);
-    // Printed lines are the metrics of a run that logs them nowhere else. A run that names its
-    // TensorBoard folder has its scalars there, and its printed lines would race them for the charts
-    // (the HF Trainer prints what it logs: whichever came first took the loss chart, and a resumed
-    // run's later event file went unread). A pattern the spec gives still asks for them.
-    if (this.manifest.logs?.tensorboard && patterns.length === 0) return;
-    const decoder = printedMetricsDecoder(patterns);
+    const decoder = this.ref.format === 'tensorboard' ? undefined : printedDecoderOf(this.manifest);
+    if (!decoder) return;
     for (const file of PRINTED_FILES) {
       if (this.printedFollowers.has(file)) continue;
       const from = this.printedOffsets.get(file) ?? 0;
@@ -222,21 +209,11 @@ export class RunWatch {
             this.printedOffsets.set(file, batch.offset);
             const backlog = first && from === 0;
             first = false;
-            if (!batch.entries.length || (this.printedFile && this.printedFile !== file)) return;
-            this.printedFile = file;
-            const times = this.printedTimes(batch.entries, backlog ? batch.offset : undefined);
-            batch.entries.forEach((e, i) =>
-              this.history.applyPrinted(
-                e.step,
-                e.values,
-                times[i],
-                {
-                  file,
-                  format: FORMAT_NAMES[e.format],
-                  counted: !!e.counted,
-                },
-                e.rank,
-              ),
+            if (!batch.entries.length || !this.printedSteps.takes(file)) return;
+            this.printedSteps.apply(
+              file,
+              batch.entries,
+              this.printedTimes(batch.entries, backlog ? batch.offset : undefined),
             );
             this.emit([]);
           },
@@ -254,16 +231,14 @@ export class RunWatch {
    * run, or the editor reloaded) spreads its lines by their place in the file between the run's
    * start and the time the read reached (now, or the run's end), an estimate the header states.
    */
-  private printedTimes(entries: PrintedEntry[], backlogBytes: number | undefined): number[] {
+  private printedTimes(entries: readonly PrintedEntry[], backlogBytes: number | undefined): number[] {
     const now = Date.now() / 1000;
     const endedAt =
       this.history.end?.time ?? (this.manifest && ENDED.has(this.manifest.status) ? this.manifest.updated : undefined);
-    const until = Math.min(now, endedAt ?? now);
     const since = this.history.firstStartTime ?? this.manifest?.created;
-    if (backlogBytes === undefined || since === undefined || backlogBytes <= 0 || until - since < 2)
-      return entries.map(() => until);
-    this.printedTimesEstimated = true;
-    return entries.map((e) => since + ((until - since) * e.offset) / backlogBytes);
+    const { times, estimated } = printedTimes(entries, backlogBytes, since, Math.min(now, endedAt ?? now));
+    if (estimated) this.printedTimesEstimated = true;
+    return times;
   }
 
   /** Some printed steps' times were estimated from their place in the output (printedTimes). */

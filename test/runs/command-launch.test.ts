@@ -18,6 +18,9 @@ import type { LaunchedRun } from '../../runs/launch/launcher';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import type { RunMachine } from '../../runs/machines/run-machine';
 import { RunWatch } from '../../runs/watch/run-watch';
+import { readRunOnce } from '../../cli/runs/read-once';
+import { nonFiniteAtEnd } from '../../core/runs/nonfinite-scalars';
+import type { RunHistory } from '../../core/runs/run-history';
 import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
@@ -274,6 +277,60 @@ describe("launching a person's own command (real PyTorch, real processes, real s
     assert.deepEqual(watch.history.printed, { file: 'stdout', format: 'Hugging Face Trainer', counted: true });
     // Its evals (at steps 4 and 6: eval_steps 4, and at the end) belong to the log printed before them.
     assert.deepEqual([...watch.history.valLoss.steps], [2, 3]);
+  });
+
+  it('the Hugging Face Trainer diverging (learning_rate 1e8): its NaN grad norm beside the stand-in loss of 0, read alike by the watch and fsdp-runs show', async () => {
+    const local = new LocalMachine();
+    const script = path.join(tmp, 'hf_diverge.py');
+    writeFileSync(
+      script,
+      HF_TRAINER_SCRIPT.replace('logging_steps=2', 'logging_steps=1, learning_rate=1e8')
+        .replace(', eval_strategy="steps", eval_steps=4', '')
+        .replace(', eval_dataset=Tokens()', ''),
+    );
+    const req = writeSpec(
+      tmp,
+      [`command: ${JSON.stringify([VENV_PYTHON, script])}`, `cwd: ${JSON.stringify(tmp)}`, ''].join('\n'),
+      'hf-nan.fsdp-launch.yaml',
+    );
+    const launched = (await launchRun(
+      { kind: 'command', request: req },
+      { kind: 'local' },
+      testLaunchEnvironment({ local }),
+    )) as LaunchedRun;
+    groups.push([local, launched.pgid]);
+    const watch = new RunWatch({ target: 'local', runDir: launched.runDir }, local);
+    watches.push(watch);
+    await watch.start();
+    await until('the run to end', () => !!watch.history.end, 300_000);
+    const out = readFileSync(path.join(launched.runDir, 'stdout.log'), 'utf8');
+    assert.equal(watch.history.end?.status, 'completed', out.slice(-2000));
+    await until('six logs', () => watch.history.step.loss.length === 6, 10_000);
+    // The Trainer's own output: a loss of 0 where the loss was NaN (logging_nan_inf_filter), the grad norm as it was.
+    const firstNan =
+      out
+        .split('\n')
+        .filter((l) => l.startsWith("{'loss'"))
+        .findIndex((l) => /'grad_norm': 'nan'/.test(l)) + 1;
+    assert.ok(firstNan > 0, out.slice(-2000));
+    assert.deepEqual(
+      watch.history.nonFinite.list().map(({ tag, step, rank, source }) => ({ tag, step, rank, source })),
+      [{ tag: 'printed/grad_norm', step: firstNan, rank: null, source: 'printed' }],
+    );
+    assert.equal(watch.history.nonFiniteLossSince(), undefined, 'the logged loss is finite');
+    assert.equal(
+      nonFiniteAtEnd(watch.history, true)?.text,
+      `the loss is hidden by logging_nan_inf_filter; the gradient norm is NaN since step ${firstNan}`,
+    );
+    // fsdp-runs show reads the run folder through the same printed-output reader.
+    const once = await readRunOnce(local, launched.runDir);
+    assert.deepEqual(
+      once.history.nonFinite.list().map(({ tag, step }) => [tag, step]),
+      [['printed/grad_norm', firstNan]],
+    );
+    const summary = (h: RunHistory) =>
+      h.scalars.tags().map((t) => [t, h.scalars.summary(t)?.count, h.scalars.summary(t)?.last_value]);
+    assert.deepEqual(summary(once.history), summary(watch.history));
   });
 
   describe('over ssh', () => {

@@ -3,7 +3,7 @@
 // whose scalars are in event files, and the same over a real sshd on 127.0.0.1 as host:path.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -39,13 +39,37 @@ describe('fsdp-runs show (command line)', function () {
   this.timeout(120_000);
   let dir: string;
   before(() => (dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-runs-cli-'))));
+  /** A launched command's run folder whose stdout.log is a fixture's real output (test/fixtures/printed/); `tensorboard`: the folder its run.json names. */
+  const commandRun = (id: string, fixture: string, tensorboard?: string): string => {
+    const runDir = path.join(dir, 'runs', id);
+    mkdirSync(runDir, { recursive: true });
+    const created = Date.now() / 1000 - 30;
+    const manifest = {
+      v: 1,
+      run_id: id,
+      created,
+      updated: created + 20,
+      status: 'completed',
+      config: { command: ['python', 'train.py'] },
+      world: { size: 1 },
+      host: 'h',
+      kind: 'command',
+      ...(tensorboard ? { logs: { tensorboard: path.join(dir, tensorboard) } } : {}),
+    };
+    if (tensorboard) mkdirSync(path.join(dir, tensorboard), { recursive: true });
+    writeFileSync(path.join(runDir, 'run.json'), JSON.stringify(manifest));
+    copyFileSync(path.join(repoRoot, 'test', 'fixtures', 'printed', fixture), path.join(runDir, 'stdout.log'));
+    writeFileSync(path.join(runDir, 'stderr.log'), '');
+    return runDir;
+  };
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('a TensorBoard log folder: per tag count, first and last step, last value and wall time (--json: the documented shape)', () => {
     const r = run('show', STRICT, '--json');
     assert.equal(r.code, 0, r.err);
     const json = JSON.parse(r.out);
-    assert.deepEqual(Object.keys(json), ['tags', 'problems']);
+    assert.deepEqual(Object.keys(json), ['tags', 'nonfinite', 'problems']);
+    assert.deepEqual(json.nonfinite, []);
     assert.deepEqual(json.tags['strict/foo'], {
       count: 100,
       first_step: 0,
@@ -112,6 +136,70 @@ describe('fsdp-runs show (command line)', function () {
       'train/loss': { count: 2, first_step: 1, last_step: 2, last_value: 2.25, last_wall_time: 4 },
       'eval/acc': { count: 1, first_step: 1, last_step: 1, last_value: 0.5, last_wall_time: 3 },
     });
+  });
+
+  it("a command that only prints: its printed step lines, as the dashboard charts them (nanoGPT's real output)", () => {
+    const runDir = commandRun('nanogpt', 'nanogpt.stdout.log');
+    const json = JSON.parse(run('show', runDir, '--json').out);
+    assert.deepEqual(
+      Object.fromEntries(
+        Object.entries(json.tags).map(([t, s]) => [
+          t,
+          [
+            (s as { count: number }).count,
+            (s as { last_step: number }).last_step,
+            (s as { last_value: number }).last_value,
+          ],
+        ]),
+      ),
+      {
+        'printed/eval_train_loss': [2, 30, 2.5921],
+        'printed/val_loss': [2, 30, 2.6043],
+        'printed/loss': [5, 40, 2.5107],
+        'printed/time_ms': [5, 40, 143.88],
+        'printed/mfu': [4, 40, 2.37 / 100],
+      },
+    );
+    assert.deepEqual(json.nonfinite, []);
+    assert.deepEqual(json.problems, []);
+    const text = run('show', runDir).out;
+    assert.match(text, /^3 files read$/m, 'metrics.jsonl, stdout.log and stderr.log');
+    assert.match(text, /^printed\/loss\s+5\s+0\s+40\s+2\.5107\s/m);
+  });
+
+  it('--json nonfinite: each NaN series at its first step, from printed lines and from TensorBoard', () => {
+    const printed = commandRun('nanogpt-nan', 'build-nanogpt-nan.stdout.log');
+    const fromPrinted = JSON.parse(run('show', printed, '--json').out);
+    assert.deepEqual(fromPrinted.nonfinite, [
+      { tag: 'printed/loss', step: 2, rank: null },
+      { tag: 'printed/norm', step: 2, rank: null },
+    ]);
+    assert.equal(fromPrinted.tags['printed/loss'].last_value, null);
+    assert.equal(fromPrinted.tags['printed/lr'].last_value, 0.06, "build-nanogpt's lr (no colon) is read");
+    assert.match(
+      run('show', printed).out,
+      /NaN or Inf \(first step of each\):\n {2}printed\/loss from step 2\n {2}printed\/norm from step 2/,
+    );
+    const hf = commandRun('hf-nan', 'hf-trainer-nan.stdout.log');
+    assert.deepEqual(JSON.parse(run('show', hf, '--json').out).nonfinite, [
+      { tag: 'printed/grad_norm', step: 2, rank: null },
+    ]);
+    // The Trainer's TensorBoard files (a run naming its folder: its printed lines are not read).
+    const tbRun = commandRun('hf-tb-nan', 'hf-trainer-nan.stdout.log', 'tb-nan');
+    writeFileSync(
+      path.join(dir, 'tb-nan', 'events.out.tfevents.1.h.1.0'),
+      Buffer.concat([
+        fileVersionRecord(1),
+        scalarRecord('train/loss', 1, 3.9, 2),
+        scalarRecord('train/grad_norm', 1, 1.4, 2),
+        scalarRecord('train/loss', 2, 0, 3),
+        scalarRecord('train/grad_norm', 2, Number.NaN, 3),
+        scalarRecord('train/grad_norm', 3, Number.POSITIVE_INFINITY, 4),
+      ]),
+    );
+    const fromTb = JSON.parse(run('show', tbRun, '--json').out);
+    assert.deepEqual(fromTb.nonfinite, [{ tag: 'train/grad_norm', step: 2, rank: null }]);
+    assert.deepEqual(Object.keys(fromTb.tags), ['train/loss', 'train/grad_norm']);
   });
 
   it('writes tag names as data: control characters escaped in text and JSON, a tag named __proto__ kept (issue 26, item 5)', () => {
