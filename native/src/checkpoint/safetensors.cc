@@ -71,8 +71,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   const std::uint64_t header_bytes = text.size();
 
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) io_failure(tmp, "cannot create");
+  const int fd = open_regular_for_writing(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   try {
     write_all(fd, tmp, &header_bytes, 8);
     write_all(fd, tmp, text.data(), text.size());

@@ -80,8 +80,7 @@ void check_state_file(const std::string& path) {
 }
 
 StateFileWriter::StateFileWriter(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(path, std::string("cannot create: ") + std::strerror(errno));
+  fd_ = open_regular_for_writing(path, O_WRONLY | O_CREAT | O_TRUNC);
   const char zeros[kStateHeaderBytes] = {};
   write_at(0, zeros, kStateHeaderBytes);
 }

@@ -34,8 +34,8 @@ nlohmann::json finite_or_null(double x) {
 
 MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : path_(path), echo_(echo_to_stdout) {
   if (path.empty()) return;
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path + ": cannot open for appending: " + std::strerror(errno));
+  // Not through a link, and only a regular file: a resume must not append to a file outside the folder.
+  fd_ = open_regular_for_writing(path, O_RDWR | O_CREAT | O_APPEND);
   // A writer killed mid-line (a full disk, a torn write) leaves an unterminated last line; ending
   // it keeps this run's first event a line of its own. Readers report the torn line as a bad line;
   // truncating it instead would make tail -F (the SSH watch) read the whole file again.

@@ -102,8 +102,7 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<long long>(now)) + "." +
                                          host_name_for_file() + "." + std::to_string(::getpid()) + ".0"))
               .string();
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open for appending: " + std::strerror(errno));
+  fd_ = open_regular_for_writing(path_, O_WRONLY | O_CREAT | O_APPEND);
   std::string e = event_head(now, 0);
   bytes_field(e, kEventFileVersion, "brain.Event:2");
   record(e);

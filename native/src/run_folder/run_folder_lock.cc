@@ -75,8 +75,8 @@ bool lock_run_folder_fd(int fd, int holder_pid, std::string* holder) {
 
 RunFolderLock::RunFolderLock(const std::string& dir) {
   const std::string path = path_in(dir);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open the run folder's lock: " + std::strerror(errno));
+  // A link or a FIFO named run.lock is refused by name (open_regular_for_writing), not locked through.
+  const int fd = open_regular_for_writing(path, O_RDWR | O_CREAT);
   std::string holder;
   bool taken = false;
   try {

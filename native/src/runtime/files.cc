@@ -53,7 +53,39 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
+/** The refusal of a file that is not a regular file: its name and what it is, never its bytes. */
+[[noreturn]] void refuse_not_regular(const std::string& path, const char* kind) {
+  throw FileError(path + ": is " + kind + ", not a regular file: not written", EINVAL);
+}
+
 }  // namespace
+
+int open_regular_for_writing(const std::string& path, int flags, unsigned mode) {
+  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, static_cast<mode_t>(mode));
+  if (fd < 0) {
+    // ELOOP: the last component is a link; ENXIO: a FIFO nobody reads; lstat says which, by name.
+    const int err = errno;
+    struct stat st {};
+    if ((err == ELOOP || err == ENXIO || err == EISDIR) && ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      refuse_not_regular(path, kind_of(st.st_mode));
+    errno = err;
+    fail(path, "cannot open for writing");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    fail(path, "cannot stat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    refuse_not_regular(path, kind_of(st.st_mode));
+  }
+  // Writes to a regular file never block; the flag is dropped so the writer sees ordinary writes.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
 ReadOnlyFile::ReadOnlyFile(const std::string& path, bool follow_links) : path_(path) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
@@ -115,8 +147,7 @@ void sync_path(const std::string& path) {
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(tmp, "cannot create");
+  const int fd = open_regular_for_writing(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   try {
     write_and_sync(fd, tmp, bytes);
     if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "rename failed");
@@ -128,8 +159,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 }
 
 void write_file_in_place(const std::string& path, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, "cannot open for writing");
+  const int fd = open_regular_for_writing(path, O_WRONLY | O_CREAT | O_TRUNC);
   write_and_sync(fd, path, bytes);
 }
 

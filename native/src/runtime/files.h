@@ -43,6 +43,16 @@ class ReadOnlyFile {
   std::uint64_t size_ = 0;
 };
 
+/**
+ * Opens a file for writing the way every writer of a run folder opens it: never through a symbolic
+ * link (O_NOFOLLOW: a link planted in the folder would carry the run's bytes to a file outside it),
+ * never blocking (a FIFO without a reader), and only when what it opened is a regular file (a
+ * device, a FIFO, a folder or a socket is refused). `flags` says how (O_WRONLY or O_RDWR, with
+ * O_APPEND, O_TRUNC, O_CREAT as the writer needs). Returns the descriptor, which the caller closes.
+ * A refusal throws FileError naming the file and what it is instead, never what it holds.
+ */
+int open_regular_for_writing(const std::string& path, int flags, unsigned mode = 0644);
+
 /** A file operation that failed: what, the path and the errno (ENOSPC: the disk is full). */
 class FileError : public std::runtime_error {
  public:

@@ -1,9 +1,12 @@
 #include "train/run_folder.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <string_view>
 
 #include "runtime/files.h"
 
@@ -89,17 +92,59 @@ void RunFolder::end(RunStatus status, long step, const std::string& reason) {
 }
 
 long RunFolder::last_logged_step() const {
-  std::ifstream in(std::filesystem::path(dir_) / "metrics.jsonl");
-  long last = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    // Only step events count; a line cut short or not JSON is passed over, as the readers do.
-    if (line.find("\"step\"") == std::string::npos) continue;
-    const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_object() && e.value("type", "") == "step" && e.contains("step") && e["step"].is_number_integer())
-      last = std::max(last, e["step"].get<long>());
+  return last_step_in_log((std::filesystem::path(dir_) / "metrics.jsonl").string());
+}
+
+long last_step_in_log(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return 0;
+  // As every reader of a run folder reads (core/protocol/regular-file.ts), and not through a link,
+  // as its writer opens it: a FIFO would block here deaf to SIGTERM, /dev/zero or /dev/urandom never
+  // end. A refusal throws, naming the file and what it is.
+  const ReadOnlyFile in(path, /*follow_links=*/false);
+  // From the end backwards, a chunk at a time: the last step event is near the end, and a file of
+  // any size costs a chunk of memory. A line longer than a chunk is no step event: passed over.
+  constexpr std::size_t kChunk = 1 << 20;
+  std::uint64_t end = in.size();
+  std::string tail;           // the end of a line that began before `end`, read with the chunk after it
+  bool in_long_line = false;  // the bytes just after `end` belong to a line longer than a chunk
+  while (end > 0) {
+    const std::uint64_t begin = end > kChunk ? end - kChunk : 0;
+    std::string text(static_cast<std::size_t>(end - begin), '\0');
+    text.resize(in.read_some(begin, text.data(), text.size()));
+    if (in_long_line) {
+      const std::size_t nl = text.rfind('\n');
+      end = begin;
+      if (nl == std::string::npos) continue;  // still inside it
+      text.resize(nl + 1);
+      in_long_line = false;
+    } else {
+      text += tail;
+    }
+    tail.clear();
+    std::size_t from = 0;
+    if (begin > 0) {  // the first line may have begun in the chunk before: kept for it
+      const std::size_t nl = text.find('\n');
+      from = nl == std::string::npos ? text.size() : nl + 1;
+      if (from > kChunk)
+        in_long_line = true;
+      else
+        tail = text.substr(0, from);
+    }
+    for (std::size_t stop = text.size(); stop > from;) {
+      const std::size_t nl = text.rfind('\n', stop - 1);
+      const std::size_t start = nl == std::string::npos || nl < from ? from : nl + 1;
+      const std::string_view line(text.data() + start, stop - start);
+      stop = start > from ? start - 1 : from;
+      // Only step events count; a line cut short or not JSON is passed over, as the readers do.
+      if (line.find("\"step\"") == std::string_view::npos) continue;
+      const nlohmann::json e = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+      if (e.is_object() && e.value("type", "") == "step" && e.contains("step") && e["step"].is_number_integer())
+        return e["step"].get<long>();
+    }
+    end = begin;
   }
-  return last;
+  return 0;
 }
 
 }  // namespace fsdp

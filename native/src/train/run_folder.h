@@ -44,7 +44,7 @@ class RunFolder {
   /** The run's end: the run_end event. Called once, by any thread. */
   void end(RunStatus status, long step, const std::string& reason);
 
-  /** The highest step a `step` event of metrics.jsonl names (0 when none): what the run has logged so far. */
+  /** The step of metrics.jsonl's last `step` event (0 when none): how far the run has logged. */
   long last_logged_step() const;
 
  private:
@@ -55,5 +55,12 @@ class RunFolder {
   std::unique_ptr<MetricsLog> log_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // writer only, unless logging.tensorboard is false
 };
+
+/**
+ * The step of the last `step` event of the event log at `path`, 0 when it has none or does not
+ * exist. Reads at most a chunk at a time from the end; throws, naming the file and what it is, when
+ * it is not a regular file (a link, a FIFO, a device).
+ */
+long last_step_in_log(const std::string& path);
 
 }  // namespace fsdp
