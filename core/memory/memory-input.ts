@@ -56,7 +56,12 @@ export interface MemoryInput {
   /** A fused (flash) attention kernel keeps no seq × seq matrices. */
   attention: 'eager' | 'flash';
   dropout: number;
-  fsdp: { backwardPrefetch: 'BACKWARD_PRE' | 'BACKWARD_POST' | 'NONE'; forwardPrefetch: boolean };
+  fsdp: {
+    backwardPrefetch: 'BACKWARD_PRE' | 'BACKWARD_POST' | 'NONE';
+    forwardPrefetch: boolean;
+    /** Which FSDP the config asks for (accelerate's fsdp_version); absent: FSDP2, as modelled. */
+    version?: 1 | 2;
+  };
   ddp: { bucketCapMb: number; gradientAsBucketView: boolean };
   zero: ZeroSettings;
   /** Our runtime: batches the data loader reads ahead (data.prefetch_batches, default 2). */

@@ -1,5 +1,5 @@
 // An estimate in a line of words, the same in the inline hint, the CLI and the panel:
-// "≈ 23.4 GiB / GPU (params 3.1 · grads 3.1 · optim 12.5 · act 4.2 · other 0.5) — fits H100 80GB".
+// "≈ 23.4 GiB / GPU (params 3.1 · grads 3.1 · optim 12.5 · act 4.2 · allocator reserve 1.9 · other 0.5) — fits H100 80GB".
 import type { MemoryEstimate } from './memory-estimate';
 
 const TiB = 1024 ** 4;
@@ -25,12 +25,24 @@ export function summaryLine(estimate: MemoryEstimate): string {
   const p = estimate.peak;
   const [unit, div] = p.total >= TiB ? ['TiB', TiB] : p.total >= GiB ? ['GiB', GiB] : ['MiB', MiB];
   const n = (b: number) => (b / div).toFixed(1);
-  const other = p.workspace + p.comm + p.other;
-  const parts = `params ${n(p.params)} · grads ${n(p.grads)} · optim ${n(p.optimizer)} · act ${n(p.activations)} · other ${n(other)}`;
+  // The caching allocator's reserve is named: on a GPU it is often most of what is not tensors.
+  const reserve = allocatorReserve(estimate);
+  const other = p.workspace + p.comm + p.other - reserve;
+  const parts = `params ${n(p.params)} · grads ${n(p.grads)} · optim ${n(p.optimizer)} · act ${n(p.activations)}${reserve > 0 ? ` · allocator reserve ${n(reserve)}` : ''} · other ${n(other)}`;
   const unsure = estimate.unsure
     ? ` — unsure, ${n(estimate.unsure.low)}–${n(estimate.unsure.high)} ${unit} (${estimate.unsure.why})`
     : '';
   return `≈ ${n(p.total)} ${unit} / ${unitOf(estimate)} (${parts})${unsure}${verdictSuffix(estimate)}`;
+}
+
+/** The terms that are the caching allocator's and not the tensors': cached free segments, block rounding, fragmentation. */
+const ALLOCATOR_RESERVE_TERMS = new Set(['other.allocator-cache', 'other.block-rounding', 'other.fragmentation']);
+
+/** What the caching allocator holds beyond the tensors at the peak, in bytes (0 where it is not modelled). */
+export function allocatorReserve(estimate: MemoryEstimate): number {
+  return estimate.terms
+    .filter((t) => ALLOCATOR_RESERVE_TERMS.has(t.id) && t.where === 'device')
+    .reduce((sum, t) => sum + (t.bytes?.[estimate.peakPhase] ?? 0), 0);
 }
 
 export function verdictText(estimate: MemoryEstimate): string | undefined {

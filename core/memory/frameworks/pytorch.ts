@@ -28,7 +28,9 @@ export function pytorchMoments(input: MemoryInput): FrameworkMoments {
   const notes: string[] = [];
   if (fsdp)
     notes.push(
-      'FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward',
+      input.fsdp.version === 1
+        ? "FSDP1 (FullyShardedDataParallel, the config's fsdp_version 1) estimated with one wrapped unit per block, as FSDP2's fully_shard lays them out (FSDP1's flat parameters add their padding); the root unit (embeddings, final norm, head) stays gathered between forward and backward"
+        : 'FSDP2 (fully_shard) with one unit per block; the root unit (embeddings, final norm, head) stays gathered between forward and backward',
     );
   if (input.offload.optimizer && !fsdp)
     notes.push('PyTorch DDP has no optimizer offload; the estimate assumes a CPU optimizer step');

@@ -58,6 +58,7 @@ export function accelerateInput(
   let checkpointing = options.checkpointing ?? 'none';
   let backwardPrefetch: MemoryInput['fsdp']['backwardPrefetch'] = 'BACKWARD_PRE';
   let forwardPrefetch = false;
+  let fsdpVersion: 1 | 2 | undefined;
   let gas = 1;
   if (type === 'FSDP') {
     const raw = f.get([FC, 'fsdp_sharding_strategy']);
@@ -80,6 +81,8 @@ export function accelerateInput(
     );
     backwardPrefetch = prefetch === 'NO_PREFETCH' ? 'NONE' : prefetch;
     forwardPrefetch = f.boolean([FC, 'fsdp_forward_prefetch'], false);
+    // accelerate's FullyShardedDataParallelPlugin: fsdp_version 1 (the default) is FullyShardedDataParallel.
+    fsdpVersion = f.oneOf<1 | 2>([FC, 'fsdp_version'], [1, 2], 1);
   } else if (type === 'DEEPSPEED') {
     framework = 'deepspeed';
     strategy = ZERO_STAGE_STRATEGY[f.oneOf([DC, 'zero_stage'], [0, 1, 2, 3], 2)];
@@ -110,7 +113,7 @@ export function accelerateInput(
     checkpointing: { policy: checkpointing, everyN: options.everyN ?? 1 },
     offload,
     attention: options.attention ?? 'flash',
-    fsdp: { backwardPrefetch, forwardPrefetch },
+    fsdp: { backwardPrefetch, forwardPrefetch, ...(fsdpVersion ? { version: fsdpVersion } : {}) },
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has(['distributed_type']) ? ['distributed_type'] : [];
