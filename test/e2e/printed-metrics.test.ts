@@ -2,7 +2,10 @@
 // companion, no TensorBoard) launched from the palette through a launch spec fills the dashboard's
 // loss, validation-loss and step-time charts, the "Starting …" notification closes at its first
 // step without ever claiming a first step runs, and the header names where the metrics come from.
-// A script that prints nothing the watch reads ends with the header saying so and what to add.
+// A script that prints nothing the watch reads ends with the header saying so and what to add. A
+// Hugging Face Trainer run that diverges (learning_rate 1e8: its grad norm NaN, its loss logged as 0
+// by logging_nan_inf_filter) is not shown green, and "Show NaN diagnostics" lists the NaN from the
+// printed logs with its step and the Trainer's own arguments to fix it.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -20,6 +23,9 @@ interface Header {
   phase?: { label: string; detail?: string };
   metricsNote?: string;
   summary: Array<[string, string]>;
+  loss?: number | null;
+  nanSince?: number;
+  nanText?: string;
 }
 interface ChartPoints {
   x: number[];
@@ -115,6 +121,75 @@ describe('e2e: a script that only prints gets charts', function () {
         .isVisible(),
     );
     await vscode.screenshotEditor('docs-dashboard-printed-metrics');
+  });
+
+  it("a diverging HF Trainer run (grad norm NaN, loss logged as 0) is not green, and the NaN view names the step and the Trainer's arguments", async () => {
+    // The Trainer as the issue's run_clm.py --learning_rate 1e8 runs it, small enough for the CPU; it prints its logs only.
+    writeFileSync(
+      path.join(workspace, 'hf_diverge.py'),
+      [
+        'import torch',
+        'from transformers import (',
+        '    GPT2Config,',
+        '    GPT2LMHeadModel,',
+        '    Trainer,',
+        '    TrainingArguments,',
+        ')',
+        'class Tokens(torch.utils.data.Dataset):',
+        '    def __len__(self): return 64',
+        '    def __getitem__(self, i):',
+        '        x = torch.randint(0, 64, (16,), generator=torch.Generator().manual_seed(i))',
+        '        return {"input_ids": x, "labels": x}',
+        'model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2))',
+        'args = TrainingArguments(output_dir="hf-out", max_steps=6, logging_steps=1, learning_rate=1e8, per_device_train_batch_size=4, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True)',
+        'Trainer(model=model, args=args, train_dataset=Tokens()).train()',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      path.join(workspace, 'hfnan.fsdp-launch.yaml'),
+      `name: hfnan\ncommand: ${JSON.stringify([VENV_PYTHON, 'hf_diverge.py'])}\n`,
+    );
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('hfnan.fsdp-launch.yaml');
+    const hidden = 'the loss is hidden by logging_nan_inf_filter; the gradient norm is NaN since step 2';
+    const h = await until(
+      'the diverging run to complete',
+      header,
+      (x) => x.status === 'completed' && x.runId.startsWith('hfnan') && x.step === 6,
+      300_000,
+    );
+    assert.equal(h.nanText, hidden, JSON.stringify(h));
+    assert.equal(h.nanSince, 2);
+    assert.equal(h.loss, undefined, "the Trainer's stand-in loss of 0 is not shown as the run's loss");
+    await vscode.waitForNotification(
+      /hfnan .*completed at step \d+, but not cleanly: the loss is hidden by logging_nan_inf_filter/,
+      60_000,
+    );
+    // The dashboard's badge: not the green "completed".
+    const badge = await (await vscode.webviewFrame(dashboardOf(h.runId, 'header()'))).locator('#run-status');
+    assert.equal(await badge.getAttribute('data-status'), 'completed-nan');
+    for (let attempt = 1; ; attempt++) {
+      await vscode.runCommand('FSDP: Show NaN diagnostics');
+      if (
+        await vscode.pickQuickItem('hfnan', 10_000).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (attempt === 3) throw new Error('the run picker of "Show NaN diagnostics" closed three times');
+    }
+    const view = await vscode.inWebview<{ tag: string; step: string; summary: string; fixes: string }>(
+      `document.getElementById('where-tag') ? { tag: document.getElementById('where-tag').textContent, step: document.getElementById('where-step').textContent, summary: document.querySelector('.where .summary')?.textContent ?? '', fixes: document.querySelector('.fixes')?.textContent ?? '' } : undefined`,
+      60_000,
+    );
+    assert.equal(view.tag, 'printed/grad_norm');
+    assert.equal(view.step, '2');
+    assert.equal(view.summary, hidden);
+    for (const arg of ['max_grad_norm', 'learning_rate', 'warmup_ratio', 'bf16=True', 'logging_nan_inf_filter=False'])
+      assert.ok(view.fixes.includes(arg), `the advice names ${arg}: ${view.fixes}`);
+    await vscode.screenshotEditor('docs-nan-diagnostics-hf-hidden-loss');
   });
 
   it('a script that prints nothing the watch reads: the header says so, and what to add to the launch spec', async () => {
