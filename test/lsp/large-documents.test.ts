@@ -1,12 +1,14 @@
-// Issue 19, item 2, through the real server over stdio: a 100,000-key document is checked on a
-// worker thread while the server answers about other documents; its diagnostics are the first
+// Issue 19, item 2, through the real server over stdio: a large document is checked on a worker
+// thread while the server answers about other documents; a 100,000-key one's diagnostics are the first
 // 1,000 problems and a count; a 10,000-deep JSON file gets a diagnostic instead of silence; and the
 // runtime's own check of a run config whose data.train is a FIFO answers instead of hanging.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { LARGE_DOCUMENT_CHARS } from '../../language-server/background-checks';
+import { recordDuration } from '../harness/durations';
 import { largeConfig } from '../harness/large-configs';
 import { fileUri, LanguageServerClient } from './harness/language-server-client';
 
@@ -31,13 +33,20 @@ describe('language server over stdio: large, deep and hostile documents', functi
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('answers about other documents while a 100,000-key document is checked, then shows its first 1,000 problems and a count', async () => {
-    const big = largeConfig('deepspeed-unknown-keys', 100_000);
-    let bigDoneAt = 0;
-    const bigDiagnostics = server
-      .open('file:///large/ds_config.json', big.text, 'json', 240_000)
-      .then((d) => ((bigDoneAt = Date.now()), d));
-    // The small document is opened after the big one, and answered before the big one's check ends.
+  it("answers about other documents while a large document's check is held up, then answers the large one", async () => {
+    // The large document's check is held by the test, not raced against: a launch spec over 64 KiB
+    // (the large lane) whose script is a FIFO nobody writes yet, a slow disk this test controls. Its
+    // check cannot end before the test writes the FIFO, so whatever the machine's load, the small
+    // document's answers below come while it is still under way: they do not wait on it.
+    const fifo = path.join(dir, 'held-train.py');
+    execFileSync('mkfifo', [fifo]);
+    const padding = '# a long launch spec\n'.repeat(Math.ceil((LARGE_DOCUMENT_CHARS + 1) / 21));
+    const held = `${padding}name: held\ncommand: python held-train.py\n`;
+    assert.ok(held.length > LARGE_DOCUMENT_CHARS);
+    let heldAnswered = false;
+    const heldDiagnostics = server
+      .open(fileUri(path.join(dir, 'held.fsdp-launch.yaml')), held, 'yaml', 240_000)
+      .then((d) => ((heldAnswered = true), d));
     const smallDiagnostics = await server.open('file:///large/small.fsdp.yaml', small);
     assert.ok(
       smallDiagnostics.some((d) => String(d.message).includes('did you mean "FULL_SHARD"')),
@@ -50,9 +59,30 @@ describe('language server over stdio: large, deep and hostile documents', functi
     );
     const hover = await server.hover('file:///large/small.fsdp.yaml', { line: 4, character: 5 });
     assert.match(JSON.stringify(hover), /fsdp\.sharding_strategy/);
-    const answeredAt = Date.now();
-    const d = await bigDiagnostics;
-    assert.ok(answeredAt < bigDoneAt, 'the small document was answered only after the large one was checked');
+    assert.equal(heldAnswered, false, 'the held check ended before its script could be read');
+    // Now the script can be read. The analysis reads it more than once (the launch check, then the
+    // memory estimate's look for TrainingArguments): this end of the FIFO lets the read under way
+    // finish, and a regular file in its place serves every later one.
+    const script = 'print("training")\n';
+    const writer = openSync(fifo, constants.O_RDWR); // Linux: never waits for a reader
+    writeFileSync(`${fifo}.tmp`, script);
+    renameSync(`${fifo}.tmp`, fifo);
+    writeSync(writer, script);
+    closeSync(writer);
+    const d = await heldDiagnostics;
+    assert.deepEqual(
+      d.filter((x) => x.code === 'launch.script'),
+      [],
+      'the script was read once written',
+    );
+    assert.ok(server.alive);
+  });
+
+  it("shows a 100,000-key document's first 1,000 problems and a count", async () => {
+    const big = largeConfig('deepspeed-unknown-keys', 100_000);
+    const started = Date.now();
+    const d = await server.open('file:///large/ds_config.json', big.text, 'json', 240_000);
+    recordDuration('large-documents: diagnostics of a 100,000-key DeepSpeed config', started);
     assert.equal(d.length, 1001);
     assert.match(String(d[0].message), /^unknown_key_0: unknown key "unknown_key_0" \(DeepSpeed/);
     assert.match(

@@ -43,6 +43,42 @@ describe("Stop signals only what is the run's (real processes)", function () {
   const groups: number[] = [];
   const local = new LocalMachine();
 
+  /**
+   * A stranger that says which signals reach it: it echoes the name of each one a stop could send.
+   * `signalsSeen()` sends it WINCH and waits for that echo: a signal sent before was pending by then
+   * at the latest, and the shell runs pending traps in signal-number order (WINCH, 28, is after all
+   * of them), and SIGKILL would end it silently. So what it returns is every signal it got, with no
+   * sleep to guess how long delivery takes.
+   */
+  async function witness(): Promise<{ pgid: number; signalsSeen: () => Promise<string[]> }> {
+    const child = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        'for s in TERM INT HUP QUIT USR1 USR2 WINCH; do trap "echo $s" $s; done; echo ready; while :; do sleep 0.05; done',
+      ],
+      { detached: true, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    strangers.push(child);
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+    // Its traps are set once it says so; a signal before that would not be echoed.
+    await until('the stranger to set its traps', () => /^ready$/m.test(out), 20_000);
+    return {
+      pgid: child.pid!,
+      signalsSeen: async () => {
+        process.kill(child.pid!, 'SIGWINCH');
+        await until(
+          'the stranger to echo WINCH',
+          () => /^WINCH$/m.test(out) || child.exitCode !== null || child.signalCode !== null,
+          20_000,
+        );
+        assert.equal(child.signalCode, null, `the stranger was killed by ${child.signalCode}`);
+        return out.split('\n').filter((l) => l && l !== 'WINCH' && l !== 'ready');
+      },
+    };
+  }
+
   /** A process group of someone else's: not started by FSDP Studio, no run mark. */
   function stranger(): number {
     const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
@@ -99,7 +135,8 @@ describe("Stop signals only what is the run's (real processes)", function () {
   });
 
   it("refuses a group that is not the run's (no run mark), and it lives on", async () => {
-    const other = stranger();
+    const witnessed = await witness();
+    const other = witnessed.pgid;
     const manifest: RunManifest = {
       v: 1,
       run_id: 'victim-test',
@@ -114,8 +151,8 @@ describe("Stop signals only what is the run's (real processes)", function () {
     const outcome = await stopRun(local, manifest, { graceMs: 2000 });
     assert.equal(outcome.stopped, false);
     assert.match('refused' in outcome ? outcome.refused : '', /does not carry the run's mark/);
-    await new Promise((r) => setTimeout(r, 300));
-    assert.ok(groupAlive(other), 'the unrelated group was signalled');
+    assert.deepEqual(await witnessed.signalsSeen(), [], 'the unrelated group was signalled');
+    assert.ok(groupAlive(other), 'the unrelated group lives on');
   });
 
   it("refuses the caller's own process group", async () => {

@@ -58,9 +58,10 @@ describe('run folders: one maker of run ids and starting manifests, one writer o
     try {
       const a = path.join(dir, 'a');
       const b = path.join(dir, 'b');
-      await writeManifestOn(host, companion, a, startingManifest(facts({ runId: 'a' })));
-      await new Promise((r) => setTimeout(r, 20));
-      await writeManifestOn(host, companion, b, startingManifest(facts({ runId: 'b' })));
+      // b is the later run by its created time, given rather than waited for.
+      const now = Date.now() / 1000;
+      await writeManifestOn(host, companion, a, startingManifest(facts({ runId: 'a' }), undefined, now - 1));
+      await writeManifestOn(host, companion, b, startingManifest(facts({ runId: 'b' }), undefined, now));
       const parsed = parseRunManifest(readFileSync(path.join(b, 'run.json'), 'utf8'));
       assert.ok('manifest' in parsed, JSON.stringify(parsed));
       assert.equal(parsed.manifest.status, 'starting');
