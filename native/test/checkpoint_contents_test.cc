@@ -245,7 +245,12 @@ TEST(CheckpointManifestFuzz, TenThousandMutantsAreLoadedOrRefusedByNameNeverACra
   }
   EXPECT_GT(loaded, 50);
   EXPECT_GT(refused, 5000);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 300.0);
+  // How long 10,000 mutants took is a figure (in the gtest report's properties), not a verdict: a
+  // loaded machine makes any loop slow. A mutant that hangs the reader never ends this loop at all.
+  RecordProperty(
+      "mutants_ms",
+      static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count()));
 }
 
 }  // namespace
