@@ -8,6 +8,8 @@
 // (runs/launch/mpirun.ts). The extension's launcher starts runs through this same command.
 // `npx fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR` writes a checkpoint as a Hugging Face
 // GPT-2 folder; `--from-hf DIR` starts a run from one (native/src/checkpoint/hf_gpt2.h).
+// `npx fsdp-train prepare --tokenizer DIR --out DIR INPUT...` turns a person's own text into token
+// files with their model's tokenizer (cli/train/prepare-command.ts).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -37,11 +39,13 @@ import { RefusedFile } from '../core/protocol/regular-file';
 import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
 import { startingManifestFor, writeRunConfig } from './train/run-directory';
 import { exitWhenFlushed } from './exit-when-flushed';
+import { prepareCommand } from './train/prepare-command';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|never|CHECKPOINT] [--from-hf HF_DIR] [--no-memory-check] [--plan]
        fsdp-train --export-checkpoint CHECKPOINT OUT_DIR
        fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]
+       fsdp-train prepare --tokenizer DIR|tokenizer.json --out DIR INPUT...   (fsdp-train prepare --help)
 
 CONFIG is a run config (YAML or JSON). --set overrides a key (--set training.max_steps=100).
 --nproc N: N ranks on this machine (launch.nproc_per_node), started with mpirun; with
@@ -65,7 +69,9 @@ export --hf OUT_DIR: write a checkpoint (saved by any number of ranks; a run fol
 as a Hugging Face GPT-2 folder, config.json + model.safetensors, that transformers loads with
 GPT2LMHeadModel.from_pretrained(OUT_DIR). The model is read from the run's config.json, or CONFIG.
 Under mpirun or srun (started by you) each rank runs this command; give --run-dir.
-Ctrl-C (or SIGTERM) stops after the current step and saves a checkpoint; a second one aborts.
+Ctrl-C (or SIGTERM, the editor's Stop) stops after the current step and saves a checkpoint. A second
+Ctrl-C aborts; a second SIGTERM (two Stops at once) is the same stop: the checkpoint is still saved.
+SIGKILL to the run's process group aborts without one (Stop's "kill now").
 Exit codes: 0 completed, 1 failed, 2 bad arguments or config, 128+N stopped by signal N.`;
 
 const EXIT_CONFIG = 2;
@@ -79,6 +85,7 @@ export function nativeTrainerPath(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'prepare') return prepareCommand(argv.slice(1));
   let args;
   try {
     args = parseArgs({
@@ -274,8 +281,8 @@ function companionRoot(): string {
  * (python/fsdp_studio/supervise.py --native), which writes `manifest` as run.json and keeps it; its
  * exit code is this command's. The supervisor leads a process group of its own, so that a
  * terminal's Ctrl-C reaches this process only: every SIGINT, SIGTERM and SIGHUP is passed on to that
- * group once (the first stops after the step, a second aborts, as fsdp-train under it decides). If
- * this process is killed outright, the supervisor ends the run (--with-parent).
+ * group once (the first stops after the step; what a second does fsdp-train under it decides:
+ * abortsWhileStopping). If this process is killed outright, the supervisor ends the run (--with-parent).
  */
 function runUnderSupervisor(runDir: string, manifest: RunManifest, argv: string[]): Promise<number> {
   const words = [
@@ -401,14 +408,32 @@ function launcherEnv(): Record<(typeof LAUNCHER_ENV)[number], string> {
   };
 }
 
-/** The signal that aborted the run (a second SIGINT or SIGTERM), for run.json's reason. */
+/** The signal that aborted the run (a second SIGINT), for run.json's reason. */
 let abortedBy: NodeJS.Signals | undefined;
+
+/**
+ * A stop signal while the run is already stopping: a second Ctrl-C (SIGINT) is a person at the
+ * terminal who will not wait, and aborts (true). A second SIGTERM is what two Stops at once send
+ * (two editors, a double click): the run keeps stopping and saves its checkpoint (false) — only
+ * Stop's explicit "kill now" (SIGKILL to the group, runs/stop/stop-run.ts) ends it without one.
+ */
+function abortsWhileStopping(signal: NodeJS.Signals, first: NodeJS.Signals): boolean {
+  if (signal === 'SIGINT') return true;
+  console.error(`fsdp-train: ${signal}: already stopping after ${first} (the checkpoint is being saved)`);
+  return false;
+}
+
+/** What a second signal would do, said with the first. */
+function abortHint(first: NodeJS.Signals): string {
+  return first === 'SIGINT' ? 'again to abort' : 'Ctrl-C to abort; another SIGTERM is the same stop';
+}
 
 /**
  * Runs the native binary with inherited output; resolves to its exit code (128 + N for signal N).
  * The first SIGINT or SIGTERM is passed on (the runtime stops after the step and saves a
- * checkpoint); a second one aborts it at once, as the usage text says. A terminal's Ctrl-C also
- * reaches the runtime itself (same process group), which takes any number of stops as one.
+ * checkpoint); a second Ctrl-C aborts it at once, a second SIGTERM does not (abortsWhileStopping).
+ * A terminal's Ctrl-C also reaches the runtime itself (same process group), which takes any number
+ * of stops as one.
  */
 function runNative(
   native: string,
@@ -426,9 +451,9 @@ function runNative(
     const onStop = (signal: NodeJS.Signals) => {
       if (!stopSignal) {
         stopSignal = signal;
-        console.error(`fsdp-train: ${signal}: stopping after the current step (again to abort)`);
+        console.error(`fsdp-train: ${signal}: stopping after the current step (${abortHint(signal)})`);
         child.kill(signal);
-      } else {
+      } else if (abortsWhileStopping(signal, stopSignal)) {
         abortedBy = signal;
         console.error(`fsdp-train: ${signal} again: aborting`);
         child.kill('SIGKILL');
@@ -452,7 +477,7 @@ function runNative(
 /**
  * The ranks through mpirun. mpirun gets a process group of its own, so that a signal to ours (a
  * terminal's Ctrl-C, the editor's Stop) reaches this process only: the first one is passed on as
- * the graceful stop (SIGUSR1, which mpirun forwards to every rank), a second one aborts the job.
+ * the graceful stop (SIGUSR1, which mpirun forwards to every rank); a second Ctrl-C aborts the job.
  * The ranks watch this process (FSDP_LAUNCHER_PID) and end the job if it is killed outright.
  */
 function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number> {
@@ -467,9 +492,9 @@ function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number
     const onStop = (signal: NodeJS.Signals) => {
       if (!stopSignal) {
         stopSignal = signal;
-        console.error(`fsdp-train: ${signal}: stopping after the current step (again to abort)`);
+        console.error(`fsdp-train: ${signal}: stopping after the current step (${abortHint(signal)})`);
         child.kill(GRACEFUL_STOP_SIGNAL);
-      } else {
+      } else if (abortsWhileStopping(signal, stopSignal)) {
         // Aborted: every process of mpirun's session, ranks included (each has its own group).
         abortedBy = signal;
         console.error(`fsdp-train: ${signal} again: aborting the job`);

@@ -152,7 +152,7 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
     }
   }
   error = first_failure(world, error);
-  if (!error.empty()) throw std::runtime_error(error);
+  if (!error.empty()) throw JobFailure(error);
   // From here a failure (a full disk) removes what this save wrote, so that the run can still
   // write its end and the disk is not left full.
   const auto abandon = [&](const std::string& why) {
@@ -160,7 +160,7 @@ SavedCheckpoint save_checkpoint(const std::string& dir, long step, const nlohman
       std::error_code ec;
       fs::remove_all(tmp_dir, ec);
     }
-    throw std::runtime_error(why);
+    throw JobFailure(why);
   };
 
   // This rank's file: what it owns of every unit (a replica that owns nothing writes none).

@@ -231,6 +231,33 @@ Job join_job(int* argc, char*** argv) {
 }
 
 /**
+ * A failure that reached this rank alone (RunResult::alone): the other ranks wait for it in a
+ * collective, and an ordinary exit would wait for them in MPI_Finalize — the job hung until another
+ * rank's watchdog gave up (twice the collective timeout when rank 0 had failed: issue 41). Rank 0 has
+ * written the run's end; another rank says its own on stderr, the line the supervisor reads an end
+ * the runtime could not log from (native/FORMATS.md). Then every process of the job ends at once.
+ */
+[[noreturn]] void end_job_of_failed_rank(Job& job, const fsdp::RunResult& r, int rank) {
+  if (rank != 0) {
+    const nlohmann::json end = {{"type", "run_end"},
+                                {"status", "failed"},
+                                {"step", r.step},
+                                {"reason", "rank " + std::to_string(rank) + ": " + r.reason}};
+    std::cerr << "fsdp-train-native: rank " << rank << ": " << r.reason << "\n";
+    std::cerr << "fsdp-train-native: run_end " << end.dump() << "\n";
+  }
+  std::cerr << "fsdp-train-native: rank " << rank << " failed alone: ending every rank of the job\n";
+  std::cerr.flush();
+  std::fflush(stderr);
+#ifdef FSDP_MPI_BUILT
+  if (job.session) job.session->abort_job(1);
+#else
+  (void)job;
+#endif
+  std::_Exit(1);
+}
+
+/**
  * The launcher that started this job, when it runs on this host and is not this process: fsdp-train,
  * or what the editor's detached start exec'd (mpirun on an SSH host or across hosts). Rank 0
  * watches it and ends the run, saying so, when it is killed (native/FORMATS.md, "the run's owner").
@@ -295,6 +322,7 @@ int train(int argc, char** argv) {
     const fsdp::RunResult r = trainer.run();
     if (r.status == fsdp::RunStatus::failed && rank0)
       std::cerr << "fsdp-train-native: run failed: " << r.reason << "\n";
+    if (r.alone) end_job_of_failed_rank(job, r, job.world->rank());
     switch (r.status) {
       case fsdp::RunStatus::completed:
         return 0;

@@ -96,6 +96,7 @@ RunResult Trainer::run() {
     // A fault the loop did not expect (a full disk under a save or an event, a bad token id):
     // the run still ends in run.json and metrics.jsonl, as failed, with the fault's words.
     RunResult r{RunStatus::failed, st_.step, failure_reason(e)};
+    r.alone = world_->size() > 1 && dynamic_cast<const JobFailure*>(&e) == nullptr;
     finish(r, /*together=*/false);
     return r;
   }
@@ -437,7 +438,7 @@ void Trainer::finish(const RunResult& r, bool together) {
   // written the end (mpirun stops the others as soon as one exits with a failure code).
   if (watch_) watch_->stop();
   // A fault may have reached this rank alone (rank 0's writes): the others may be in another
-  // collective, so a barrier could wait forever; this rank's failing exit ends the job instead.
+  // collective, so a barrier could wait forever; this rank ends the job instead (RunResult::alone).
   if (together) world_->barrier();
   if (watchdog_) watchdog_->stop();
 }

@@ -54,6 +54,9 @@ struct RunResult {
   RunStatus status = RunStatus::completed;
   long step = 0;
   std::string reason;
+  // The failure may have reached this rank alone (a write of rank 0's, a fault in one rank's step):
+  // the other ranks wait for it in a collective, so this rank ends the whole job (cli/main.cc).
+  bool alone = false;
 };
 
 class Trainer {

@@ -181,6 +181,11 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
+void MpiSession::abort_job(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; were it to, mpirun still sees this rank fail
+}
+
 std::unique_ptr<Collectives> MpiSession::world() {
   return std::make_unique<MpiCollectives>(MPI_COMM_WORLD);
 }

@@ -21,6 +21,9 @@ class MpiSession {
 
   /** Every process of the job (MPI_COMM_WORLD). */
   std::unique_ptr<Collectives> world();
+
+  /** Ends every process of the job now (MPI_Abort), this one with `code`: a rank that failed alone. */
+  [[noreturn]] void abort_job(int code);
 };
 
 }  // namespace fsdp
