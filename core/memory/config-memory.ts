@@ -15,13 +15,15 @@ import { fewestGpusAnyDegrees } from './parallel/nd-search';
 import { describeChange } from './memory-change';
 import type { MemoryEstimate } from './memory-estimate';
 import type { MemoryInput } from './memory-input';
-import { formatBytes, formatParameters, summaryLine, unitOf } from './summary';
+import { formatBytes, formatParameters, shortLine, summaryLine, unitOf } from './summary';
 
 export interface ConfigMemory {
   read: ConfigMemoryInput;
   estimate: MemoryEstimate;
-  /** "≈ 23.4 GiB / GPU (params 3.1 · …) — fits H100 80GB". */
+  /** The hint, short enough for the editor: "≈ 23.4 GiB / GPU — fits H100 80GB — Llama 2 7B". */
   title: string;
+  /** All of it, on hover: "≈ 23.4 GiB / GPU (params 3.1 · …) — fits H100 80GB — for Llama 2 7B (6.74 B parameters, preset)". */
+  detail: string;
   /** When the peak exceeds the target. */
   problem?: ConfigProblem;
   /**
@@ -58,15 +60,17 @@ export function configMemory(
       read,
       estimate,
       title: ASK_MODEL_TITLE,
+      detail: `No estimate until the model is known: ${m.why ?? 'nothing names the model'}. Choose it (kept for this file in the workspace, not written into it).`,
       askModel: { why: m.why ?? 'nothing names the model', ...(m.family ? { family: m.family } : {}) },
     };
   }
   const model = read.kind === 'run-config' ? undefined : modelWords(read.model);
-  const title = `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`;
+  const name = read.kind === 'run-config' ? undefined : read.model?.name;
   return {
     read,
     estimate,
-    title,
+    title: `${shortLine(estimate)}${name ? ` — ${name}` : ''}`,
+    detail: `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`,
     ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}),
   };
 }

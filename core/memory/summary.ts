@@ -45,6 +45,15 @@ export function allocatorReserve(estimate: MemoryEstimate): number {
     .reduce((sum, t) => sum + (t.bytes?.[estimate.peakPhase] ?? 0), 0);
 }
 
+/**
+ * The estimate in a few words, for the inline hint, which must fit the editor's width:
+ * "≈ 23.4 GiB / GPU — fits H100 80GB" (where unsure, "up to" the range's top); summaryLine has the rest.
+ */
+export function shortLine(estimate: MemoryEstimate): string {
+  const top = estimate.unsure ? ` (up to ${formatBytes(estimate.unsure.high)})` : '';
+  return `≈ ${formatBytes(estimate.peak.total)} / ${unitOf(estimate)}${top}${verdictSuffix(estimate)}`;
+}
+
 export function verdictText(estimate: MemoryEstimate): string | undefined {
   const fit = estimate.fit;
   if (!fit) return undefined;

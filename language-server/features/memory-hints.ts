@@ -43,7 +43,7 @@ export const memoryHints: ServerFeature = {
       void server.connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
     });
     // The last estimate made for each document, shown (stale) while the config has an error.
-    const lastGood = new Map<string, { title: string; range: SourceRange }>();
+    const lastGood = new Map<string, { title: string; detail: string; range: SourceRange }>();
     const outcomeOf = (analysis: ConfigAnalysis, uri: string): Outcome => {
       const choice = Object.prototype.hasOwnProperty.call(choices, analysis.fileName)
         ? choices[analysis.fileName]
@@ -70,7 +70,12 @@ export const memoryHints: ServerFeature = {
           source,
         );
         outcome = 'error' in m ? m : { memory: m };
-        if ('memory' in outcome) lastGood.set(uri, { title: outcome.memory.title, range: outcome.memory.read.anchor });
+        if ('memory' in outcome)
+          lastGood.set(uri, {
+            title: outcome.memory.title,
+            detail: outcome.memory.detail,
+            range: outcome.memory.read.anchor,
+          });
       }
       outcomes.set(analysis, { choice, outcome });
       return outcome;
@@ -87,7 +92,13 @@ export const memoryHints: ServerFeature = {
       const analysis = server.analysisOf(textDocument.uri);
       if (!analysis) return [];
       const outcome = outcomeOf(analysis, textDocument.uri);
-      const command = (title: string) => ({ title, command: OPEN_ESTIMATOR_COMMAND, arguments: [textDocument.uri] });
+      // The title fits the editor; the breakdown and the model's origin are its tooltip.
+      const command = (title: string, detail: string) => ({
+        title,
+        tooltip: `${detail}\n(click for the memory estimator)`,
+        command: OPEN_ESTIMATOR_COMMAND,
+        arguments: [textDocument.uri],
+      });
       if ('memory' in outcome && outcome.memory.askModel) {
         const ask = outcome.memory.askModel;
         const args: ChooseModelArgs = {
@@ -100,17 +111,23 @@ export const memoryHints: ServerFeature = {
             range: outcome.memory.read.anchor,
             command: {
               title: outcome.memory.title,
-              tooltip: `No estimate until the model is known: ${ask.why}. Choose it (kept for this file in the workspace, not written into it).`,
+              tooltip: outcome.memory.detail,
               command: CHOOSE_MODEL_COMMAND,
               arguments: [args],
             },
           },
         ];
       }
-      if ('memory' in outcome) return [{ range: outcome.memory.read.anchor, command: command(outcome.memory.title) }];
+      if ('memory' in outcome)
+        return [{ range: outcome.memory.read.anchor, command: command(outcome.memory.title, outcome.memory.detail) }];
       const last = lastGood.get(textDocument.uri);
       if ('stale' in outcome && last)
-        return [{ range: clamp(last.range, analysis.doc.text), command: command(`${STALE_PREFIX}${last.title}`) }];
+        return [
+          {
+            range: clamp(last.range, analysis.doc.text),
+            command: command(`${STALE_PREFIX}${last.title}`, last.detail),
+          },
+        ];
       return [];
     });
     server.documents.onDidClose(({ document }) => lastGood.delete(document.uri));

@@ -33,7 +33,7 @@ export function launchMemoryNote(
       text: `${name}: no memory estimate: which model? ${m.askModel.why} (name it with --model_name_or_path in the command, or choose it at the config's hint)`,
       doesNotFit: false,
     };
-  return { text: m.problem ? `${name}: ${m.problem.message}` : `${name}: ${m.title}`, doesNotFit: !!m.problem };
+  return { text: m.problem ? `${name}: ${m.problem.message}` : `${name}: ${m.detail}`, doesNotFit: !!m.problem };
 }
 
 /** Models found from the config's folder, with the one the launch command names (--model_name_or_path) first. */

@@ -146,7 +146,7 @@ describe('e2e: memory estimator details in a light theme', function () {
   it('says where the estimate is unsure: why, the range, and "may not fit" (its top) at ≥ 4.5:1 contrast', async () => {
     await vscode.openFile('accelerate_config.yaml');
     await vscode.page
-      .locator('.contentWidgets .codelens-decoration', { hasText: 'unsure' })
+      .locator('.contentWidgets .codelens-decoration', { hasText: 'up to' })
       .first()
       .waitFor({ timeout: 60_000 });
     await vscode.runCommand('FSDP: Open memory estimator');

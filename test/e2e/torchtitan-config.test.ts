@@ -64,10 +64,7 @@ describe('e2e: a torchtitan TOML config in a real VS Code', function () {
       (t) => / — fits /.test(t),
       60_000,
     );
-    assert.match(
-      text,
-      /^≈ [\d.]+ GiB \/ GPU \(params [\d.]+ · .*\) — fits H100 80GB .*for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)/,
-    );
+    assert.match(text, /^≈ [\d.]+ GiB \/ GPU .*— fits H100 80GB — Llama 3 70B/);
     await vscode.screenshot('torchtitan-memory-line');
   });
 

@@ -61,9 +61,10 @@ describe('language server over stdio: a Hugging Face model from the local cache'
     await server.open(uri, DS);
     const lenses = await server.codeLenses(uri);
     assert.equal(lenses.length, 1);
+    assert.match(lenses[0].command!.title, / — meta-llama\/Llama-3\.1-8B$/);
     assert.match(
-      lenses[0].command!.title,
-      / — for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache\)$/,
+      lenses[0].command!.tooltip ?? '',
+      / — for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache\)\n/,
     );
   });
 
@@ -76,10 +77,10 @@ describe('language server over stdio: a Hugging Face model from the local cache'
       'deepspeed train.py --deepspeed ds_config.json \\\n  --model_name_or_path meta-llama/Llama-3.1-8B\n',
     );
     await server.open(uri, text);
-    const title = (await server.codeLenses(uri))[0].command!.title;
+    const tooltip = (await server.codeLenses(uri))[0].command!.tooltip ?? '';
     assert.match(
-      title,
-      /for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache, named by train\.sh:2\)$/,
+      tooltip,
+      /for meta-llama\/Llama-3\.1-8B \(8\.03 B parameters, Hugging Face cache, named by train\.sh:2\)\n/,
     );
     rmSync(path.join(home, 'project', 'train.sh'));
   });

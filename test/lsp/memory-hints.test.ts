@@ -41,9 +41,11 @@ describe('language server over stdio: memory estimate inline', function () {
       end: { line: modelLine, character: 5 },
     });
     // samples/tiny-cpu.yaml's plan, native/MEMORY.md's worked example: backward 116 445 184 B = 111.1 MiB.
+    // The hint fits the editor; the breakdown is its tooltip.
+    assert.equal(lenses[0].command!.title, "≈ 111.1 MiB / rank — fits this machine's memory / 1 rank");
     assert.match(
-      lenses[0].command!.title,
-      /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory \/ 1 rank$/,
+      lenses[0].command!.tooltip ?? '',
+      /^≈ 111\.1 MiB \/ rank \(params 3\.2 · grads 3\.2 · optim 6\.4 · act 84\.1 · other 14\.0\) — fits this machine's memory \/ 1 rank\n/,
     );
     assert.deepEqual([lenses[0].command!.command, lenses[0].command!.arguments], ['fsdp.openMemoryEstimator', [uri]]);
   });
@@ -96,10 +98,9 @@ describe('language server over stdio: memory estimate inline', function () {
     const fixed = applyTextEdits(DS, preferred.edit!.changes![uri]);
     assert.ok(fixed.startsWith('// fsdp-studio: model=gpt2-355m gpu=L4\n{\n  "train_micro_batch_size_per_gpu": '));
     assert.deepEqual(memoryWarnings(await server.change(uri, fixed)), []);
-    assert.match(
-      (await server.codeLenses(uri))[0].command!.title,
-      /— fits L4 24GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/,
-    );
+    const [fits] = await server.codeLenses(uri);
+    assert.match(fits.command!.title, /^≈ [\d.]+ GiB \/ GPU — fits L4 24GB — GPT-2 355M$/);
+    assert.match(fits.command!.tooltip ?? '', /— fits L4 24GB — for GPT-2 355M \(354\.8 M parameters, preset\)\n/);
   });
 
   it('every quick fix it offers makes the warning go away', async () => {
@@ -120,8 +121,8 @@ describe('language server over stdio: memory estimate inline', function () {
     assert.doesNotMatch((await server.codeLenses(uri))[0].command!.title, /fits/);
     await server.setSettings({ estimator: { gpu: 'H200' } }, [{ uri, text }]);
     assert.match(
-      (await server.codeLenses(uri))[0].command!.title,
-      / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)$/,
+      (await server.codeLenses(uri))[0].command!.tooltip ?? '',
+      / — fits H200 141GB — for GPT-2 355M \(354\.8 M parameters, preset\)\n/,
     );
   });
 
@@ -139,12 +140,17 @@ num_processes: 1
     // 4 × 1024 tokens a micro-batch was measured on the H100: no range.
     assert.deepEqual(memoryWarnings(await server.open(uri, accelerate(4))), []);
     assert.match(
-      (await server.codeLenses(uri))[0].command!.title,
+      (await server.codeLenses(uri))[0].command!.tooltip ?? '',
       /^≈ [\d.]+ GiB \/ GPU \([^)]*\) — fits H100 80GB — for GPT-2 124M/,
     );
     // 44 × 1024 is 11 × the most measured: the estimate fits, the top of its range does not.
     const diagnostics = await server.change(uri, accelerate(44));
-    const title = (await server.codeLenses(uri))[0].command!.title;
+    const [unsure] = await server.codeLenses(uri);
+    assert.match(
+      unsure.command!.title,
+      /^≈ [\d.]+ GiB \/ GPU \(up to [\d.]+ GiB\) — may not fit H100 80GB \(the range's top is [\d.]+ GiB over\) — GPT-2 124M$/,
+    );
+    const title = unsure.command!.tooltip ?? '';
     assert.match(
       title,
       /^≈ ([\d.]+) GiB \/ GPU \([^)]*\) — unsure, ([\d.]+)–([\d.]+) GiB \(tokens per micro-batch 45056 is more than 2× outside the measured 512–4096\) — may not fit H100 80GB \(the range's top is [\d.]+ GiB over\)/,
@@ -232,9 +238,10 @@ num_processes: 2
       choices: { '/w/fsdp_llama.yaml': 'meta-llama/Llama-2-7b-hf' },
     });
     const [chosen] = await server.codeLenses(uri);
+    assert.match(chosen.command!.title, /^≈ [\d.]+ GiB \/ GPU .* — Llama 2 7B$/);
     assert.match(
-      chosen.command!.title,
-      /^≈ [\d.]+ GiB \/ GPU .* — for Llama 2 7B \(6\.74 B parameters, preset, named by your choice\)$/,
+      chosen.command!.tooltip ?? '',
+      / — for Llama 2 7B \(6\.74 B parameters, preset, named by your choice\)\n/,
     );
     assert.equal(chosen.command!.command, 'fsdp.openMemoryEstimator');
   });

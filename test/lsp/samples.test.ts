@@ -65,7 +65,7 @@ describe('samples/: every config is clean in the language server', function () {
       if (kind !== 'launch-spec') {
         const titles = (await server.codeLenses(uri)).map((l) => l.command?.title ?? '');
         assert.ok(
-          titles.some((t) => /^≈ [\d.]+ [KMG]iB \/ (rank|GPU) .* — fits /.test(t)),
+          titles.some((t) => /^≈ [\d.]+ [KMG]iB \/ (rank|GPU)\b.* — fits /.test(t)),
           `no memory estimate that fits: ${JSON.stringify(titles)}`,
         );
       }
