@@ -15,7 +15,8 @@ export const FORMAT_NAMES: Record<PrintedFormat, string> = {
   'hf-trainer': 'Hugging Face Trainer',
   lightning: 'Lightning progress bar',
   torchtitan: 'torchtitan',
-  pairs: 'key=value pairs with a step',
+  // Said as "<name> lines in stdout.log" (the dashboard's header): "key=value lines".
+  pairs: 'key=value',
 };
 
 export interface PrintedStep {
