@@ -4,6 +4,7 @@
 // progress, and says why when Stop refuses.
 import * as vscode from 'vscode';
 import { stopRun } from '../../runs/stop/stop-run';
+import { stoppingWords } from '../../core/runs/end-words';
 import type { StudioContext } from '../studio-context';
 import { stopSlurmRun } from './slurm-runs';
 import { runTitle } from '../views/run-labels';
@@ -63,19 +64,23 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
       ...(record.pgid !== undefined ? { launchedPgid: record.pgid } : {}),
       signalled: (signal, pgid) => {
         studio.output.info(`sent ${signal} to process group ${pgid} of ${record.runDir} (${record.target})`);
-        // The trainer finishes its step and saves a checkpoint (seconds for a big model): say so.
+        // Our trainer finishes its step and saves a checkpoint (seconds for a big model): say so; a
+        // person's command is only asked to end.
+        const words = stoppingWords(runTitle(record, watch), {
+          command: manifest.kind === 'command',
+          config: watch.history.start?.config ?? manifest.config,
+          history: watch.history,
+        });
         progress = vscode.window.withProgress(
           {
             location: vscode.ProgressLocation.Notification,
-            title: `Stopping ${runTitle(record, watch)}: finishing the step and saving a checkpoint…`,
+            title: words.title,
             cancellable: true,
           },
           (report, cancel) => {
             report.report({ message: `killed if still running after ${grace / 1000} s; Cancel kills it now` });
             cancel.onCancellationRequested(() => {
-              studio.output.warn(
-                `Stop ${record.runDir}: kill now asked for (SIGKILL without waiting for its checkpoint)`,
-              );
+              studio.output.warn(`Stop ${record.runDir}: kill now asked for (${words.killNow})`);
               killNow.abort();
             });
             return new Promise<void>((resolve) => (saved = resolve));

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { jobActive } from '../../runs/slurm/slurm-state';
 import type { AnomalyEvent, RunEndEvent } from '../../core/protocol/metrics';
 import { describeAnomaly } from '../../core/runs/run-history';
+import { completedWords, endStep } from '../../core/runs/end-words';
 import type { Runs } from './runs';
 import type { RunWatch } from '../../runs/watch/run-watch';
 import { runTitle } from '../views/run-labels';
@@ -86,7 +87,7 @@ function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
     // lists logged NaNs as well as located ones.
     void vscode.window
       .showWarningMessage(
-        `${name} completed at step ${event.step}, but not cleanly: ${nonFinite.text}.`,
+        `${name} completed at step ${endStep(event.step, watch.history)}, but not cleanly: ${nonFinite.text}.`,
         'Show diagnostics',
         'Open dashboard',
       )
@@ -95,20 +96,17 @@ function showEnd(watch: RunWatch, name: string, event: RunEndEvent): void {
         if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
       });
   } else if (event.status === 'completed') {
-    const loss = watch.history.step.loss.lastValue;
+    // The step and loss the dashboard shows (a command's run_end does not know the trainer's step).
     void vscode.window
-      .showInformationMessage(
-        `${name} completed at step ${event.step}${loss !== undefined ? `, loss ${loss.toFixed(3)}` : ''}.`,
-        'Open dashboard',
-        'Continue training…',
-      )
+      .showInformationMessage(completedWords(name, event.step, watch.history), 'Open dashboard', 'Continue training…')
       .then((pick) => {
         if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
         if (pick === 'Continue training…') void vscode.commands.executeCommand('fsdp.continueRun', watch.key);
       });
   } else if (event.status === 'failed') {
     // Step 0 is no step: a script that failed on its imports never trained.
-    const when = event.step > 0 ? `at step ${event.step}` : 'before its first step';
+    const step = endStep(event.step, watch.history);
+    const when = step > 0 ? `at step ${step}` : 'before its first step';
     showFailure(watch, `${name} failed ${when}: ${event.reason ?? 'no reason given'}.`);
   }
   // "stopped": the person stopped it (or a signal did, which they sent); the views say so quietly.
