@@ -2,13 +2,16 @@
 
 One JSON object per line, appended to <run folder>/metrics.jsonl, each line in one write() on a
 file opened for appending, so lines from several processes (the supervisor, rank 0's scalars,
-any rank's anomaly) never interleave within a line.
+any rank's anomaly) never interleave within a line. Never through a link, and only to a regular
+file (run_folder_file.py): a metrics.jsonl replaced by a link is refused, by name, not written through.
 """
 
 import json
 import math
 import os
 import time
+
+from .run_folder_file import open_for_writing
 
 PROTOCOL_VERSION = 1
 RUN_DIR_ENV = "FSDP_STUDIO_RUN_DIR"
@@ -35,7 +38,7 @@ class EventLog:
         line = {"v": PROTOCOL_VERSION, "type": event["type"], "time": time.time()}
         line.update((k, v) for k, v in event.items() if k != "type")
         data = (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_for_writing(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             done = 0
             while done < len(data):

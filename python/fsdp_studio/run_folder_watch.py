@@ -12,6 +12,8 @@ import json
 import os
 import stat
 
+from fsdp_studio.run_folder_file import RefusedFile, open_for_writing
+
 #: The most read from metrics.jsonl per look; the rest waits for the next one.
 READ_CAP = 1 << 20
 
@@ -62,10 +64,13 @@ class EventFollower:
 
 def lock_holder(run_dir):
     """Who holds run_dir/run.lock ("pid N on host H"), or None when nobody does now. The lock is
-    the native runtime's (native/src/run_folder/run_folder_lock.h); this look lets it go at once."""
+    the native runtime's (native/src/run_folder/run_folder_lock.h); this look lets it go at once.
+    Raises RefusedFile when run.lock is not a regular file (a link, a FIFO), naming it."""
     path = os.path.join(run_dir, "run.lock")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        fd = open_for_writing(path, os.O_RDWR | os.O_CREAT)
+    except RefusedFile:
+        raise
     except OSError as e:
         return f"{path} cannot be opened ({e.strerror})"
     try:

@@ -11,7 +11,8 @@ reported it after the job is gone — call it from the command line on the host 
 Reads are as every reader of a run folder reads (core/protocol/regular-file.ts): a regular file
 only, opened without blocking, within the size a manifest may have. Writes are atomic (a temporary
 file renamed over run.json), except on a full disk, where run.json is rewritten in place: the
-blocks it frees when truncated hold its new text, so a run's end is still recorded. Any Python
+blocks it frees when truncated hold its new text, so a run's end is still recorded. No write goes
+through a link (run_folder_file.py): a run.json replaced by one is replaced in its turn. Any Python
 >= 3.9, standard library only.
 """
 
@@ -22,11 +23,20 @@ import stat
 import sys
 import time
 
+if not __package__:  # run as a script (python3 .../fsdp_studio/run_manifest.py): its package is beside it
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fsdp_studio.run_folder_file import open_for_writing
+
 #: The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts).
 MAX_MANIFEST_BYTES = 32 * 1024 * 1024
 
 #: Statuses of a run that has not ended.
 LIVE = ("starting", "running")
+
+#: The manifest this process last wrote, by run folder: what an update starts from when run.json was
+#: replaced by something that is not a regular file (a link to a file of the person's, a FIFO), so
+#: the run's end is still recorded and the link replaced, neither followed nor read.
+_written: dict = {}
 
 
 def manifest_path(run_dir):
@@ -75,7 +85,8 @@ def write_bytes(run_dir, data):
     path = manifest_path(run_dir)
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as f:
+        # The temporary name is not written through a link planted there; the rename replaces one at run.json.
+        with os.fdopen(open_for_writing(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError as e:
@@ -102,12 +113,26 @@ def write(run_dir, doc):
     """Writes doc as run.json, stamped with the time of the write."""
     doc["updated"] = time.time()
     write_bytes(run_dir, text_of(doc).encode("utf-8"))
+    _written[os.path.abspath(run_dir)] = dict(doc)
+
+
+def current(run_dir):
+    """run.json as a dict to update: as read, or, when something that is not a regular file took its
+    place, what this process last wrote there; None when neither."""
+    try:
+        mode = os.lstat(manifest_path(run_dir)).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        last = _written.get(os.path.abspath(run_dir))
+        return dict(last) if last is not None else None
+    return read(run_dir)
 
 
 def update(run_dir, fields):
     """Merges fields into run.json and writes it; a live status drops the last end's reason. Does
     nothing without a run.json: the one who starts a run writes it first."""
-    doc = read(run_dir)
+    doc = current(run_dir)
     if doc is None:
         return None
     doc.update(fields)
@@ -119,7 +144,7 @@ def update(run_dir, fields):
 
 def mark_failed(run_dir, reason):
     """Marks a run that has not ended failed, with the reason; an ended run keeps its end."""
-    doc = read(run_dir)
+    doc = current(run_dir)
     if doc is None or doc.get("status") not in LIVE:
         return False
     doc.update(status="failed", end_reason=reason)

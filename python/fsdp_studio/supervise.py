@@ -60,6 +60,7 @@ if PACKAGE_ROOT not in sys.path:
 
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, lock_holder  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
 from fsdp_studio.run_start import starting_manifest, write_starting  # noqa: E402
@@ -87,17 +88,23 @@ def main(argv=None):
     starting = starting_manifest(args)
     if starting is False:
         return 2
-    if args.native:
+    try:
+        # A run.lock or metrics.jsonl that is not the folder's own regular file (a link out of it, a
+        # FIFO) is refused by name before anything is written (run_folder_file.py).
+        holder = lock_holder(run_dir) if args.native else None
+        log = EventLog(run_dir)
+        check_regular(log.path)
+    except RefusedFile as e:
+        print(f"fsdp_studio.supervise: {e}", file=sys.stderr)
+        return 1
+    if holder:
         # One trainer per run folder: a folder in use is refused before anything of it is touched.
-        holder = lock_holder(run_dir)
-        if holder:
-            print(
-                f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder",
-                file=sys.stderr,
-            )
-            return 1
+        print(
+            f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder",
+            file=sys.stderr,
+        )
+        return 1
     before = run_manifest.read_bytes(run_dir)
-    log = EventLog(run_dir)
     events = EventFollower(log.path, file_size(log.path))
     if starting is not None:
         write_starting(run_dir, starting)
@@ -499,19 +506,18 @@ def copy_stderr(pipe, prefix, last_words, r):
 def finish(log, run_dir, status, reason, step=None):
     """The run's end, as its owner says it: the run_end event, then run.json."""
     step = last_step(log.path) if step is None else step
-    log.write({"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})})
+    try:
+        log.write({"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})})
+    except RefusedFile as e:
+        # metrics.jsonl replaced by a link or a FIFO during the run: the end still reaches run.json.
+        print(f"fsdp_studio.supervise: the run_end event was not written: {e}", file=sys.stderr)
     run_manifest.update(run_dir, {"status": status, "step": step, **({"end_reason": reason} if reason else {})})
 
 
 def last_step(metrics_path, tail=1 << 16):
     """The last step logged (from the end of metrics.jsonl), 0 when none."""
-    try:
-        with open(metrics_path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - tail))
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return 0
+    # A regular file only, opened without blocking: a FIFO named metrics.jsonl would hang the supervisor.
+    lines = read_tail(metrics_path, tail).decode("utf-8", "replace").splitlines()
     for line in reversed(lines):
         try:
             e = json.loads(line)
