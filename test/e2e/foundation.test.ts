@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { untilValue } from '../harness/until';
 import { VsCodeSession } from './harness/vscode-session';
 
@@ -52,26 +53,36 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
     assert.deepEqual(failed, ['SSH to gpu-box', 'SSH to my-cluster'], message);
     assert.equal(passed, total - failed.length, `a check failed on a machine set up by npm test: ${message}`);
     // The output channel lists each check; the BLAS row names the kernels runs use (runtime/blas_kernels.h).
-    // Monaco draws spaces as no-break spaces, and a long line over several visual lines; it draws only
-    // the lines in view, so the panel is maximized to show every row of the check.
+    // Its rows are read from the channel's log file (a LogOutputChannel writes one line a row), not from
+    // the panel's rendered lines: Monaco wraps a long row over several visual lines, and rows joined
+    // from those once matched one row's start to the next's end ("ddp-python. fsdp-launch.yaml").
+    // The panel is still maximized for the screenshot of every row.
     await vscode.runCommand('View: Toggle Maximized Panel');
-    const outputText = async () =>
-      (await vscode.page.locator('.part.panel .view-lines').allInnerTexts())
-        .join(' ')
-        .replace(/\u00a0/g, ' ')
-        .replace(/\s+/g, ' ');
-    let text = '';
-    for (let tries = 0; tries < 60 && !/BLAS kernels: /.test(text); tries++) {
-      text = await outputText();
-      if (!/BLAS kernels: /.test(text)) await new Promise((r) => setTimeout(r, 500));
-    }
+    const outputRows = () => {
+      const logs = vscode.saveLogs('foundation-check-environment');
+      const files = readdirSync(logs, { recursive: true, encoding: 'utf8' })
+        .filter((f) => path.basename(f) === 'FSDP Studio.log')
+        .map((f) => path.join(logs, f))
+        .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+      return files.length ? readFileSync(files[0], 'utf8') : '';
+    };
+    let text = await untilValue(
+      "the BLAS row in the FSDP Studio output channel's log",
+      async () => outputRows(),
+      (t) => /BLAS kernels: /.test(t),
+      30_000,
+      500,
+    );
     assert.match(text, /✓ BLAS kernels: OpenBLAS's \w+ kernels.* for \w+ family 0x[0-9a-f]+ model/, text);
     // Python and torch, as the samples' launch specs run them (issue 28: which Python): .venv's, named
     // by the spec found first (both run it: one through torchrun's #! line).
-    for (let tries = 0; tries < 60 && !/PyTorch on this machine: /.test(text); tries++) {
-      text = await outputText();
-      if (!/PyTorch on this machine: /.test(text)) await new Promise((r) => setTimeout(r, 500));
-    }
+    text = await untilValue(
+      "the PyTorch row in the FSDP Studio output channel's log",
+      async () => outputRows(),
+      (t) => /PyTorch on this machine: /.test(t),
+      30_000,
+      500,
+    );
     assert.match(
       text,
       /✓ Python on this machine: \S+\/\.venv\/bin\/python3? \(Python 3\.\d+\.\d+\), what (fsdp2-torchrun|ddp-python)\.fsdp-launch\.yaml's \.\.\/\.venv\/bin\/(torchrun|python) runs/,
