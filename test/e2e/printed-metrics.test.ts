@@ -29,7 +29,8 @@ interface Header {
 }
 interface ChartPoints {
   x: number[];
-  series: Array<{ label: string; y: Array<number | null> }>;
+  /** null or undefined where a series has no value at that x. */
+  series: Array<{ label: string; y: Array<number | null | undefined> }>;
 }
 
 describe('e2e: a script that only prints gets charts', function () {
@@ -121,6 +122,46 @@ describe('e2e: a script that only prints gets charts', function () {
         .isVisible(),
     );
     await vscode.screenshotEditor('docs-dashboard-printed-metrics');
+  });
+
+  it("build-nanogpt's printed lines fill the learning-rate, throughput and validation-loss charts too", async () => {
+    const command = [VENV_PYTHON, 'train.py', '--format', 'build-nanogpt', '--steps', '20', '--eval-every', '5'];
+    writeFileSync(path.join(workspace, 'bng.fsdp-launch.yaml'), `name: bng\ncommand: ${JSON.stringify(command)}\n`);
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('bng.fsdp-launch.yaml');
+    const done = await until(
+      'the build-nanogpt-style run to complete',
+      header,
+      (h) => h.status === 'completed' && h.runId.startsWith('bng') && h.step === 20,
+      300_000,
+    );
+    const out = readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8');
+    const column = (re: RegExp) => [...out.matchAll(re)].map((m) => Number(m[1]));
+    const points = (id: string) =>
+      vscode.inWebview<ChartPoints>(dashboardOf(done.runId, `points(${JSON.stringify(id)})`));
+    const lr = await points('lr');
+    assert.deepEqual(
+      lr.x,
+      Array.from({ length: 21 }, (_, i) => i),
+    );
+    assert.deepEqual(
+      lr.series.find((s) => s.label === 'lr')!.y,
+      column(/\| lr ([\d.e+-]+) \|/g),
+      '`lr X` without a colon is read',
+    );
+    const throughput = await points('tokens_per_s');
+    assert.deepEqual(throughput.series.find((s) => s.label === 'tokens/s')!.y, column(/tok\/sec: ([\d.]+)/g));
+    const loss = await points('loss');
+    const val = loss.series.find((s) => s.label === 'val loss')!;
+    // Its `validation loss: X` line comes at the top of steps 0, 5, 10, 15, 20, before that step's line.
+    assert.deepEqual(
+      loss.x.filter((_, i) => typeof val.y[i] === 'number'),
+      [0, 5, 10, 15, 20],
+    );
+    assert.deepEqual(
+      val.y.filter((v) => typeof v === 'number'),
+      column(/^validation loss: ([\d.]+)$/gm),
+    );
   });
 
   it("a diverging HF Trainer run (grad norm NaN, loss logged as 0) is not green, and the NaN view names the step and the Trainer's arguments", async () => {
