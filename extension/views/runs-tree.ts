@@ -1,12 +1,14 @@
 // The runs view in the activity bar: runs grouped by host, a status icon each, live step and loss
 // in the description; runs of the same name are told apart by their start time, and the tooltip
-// has the run id. Refreshes at most a few times a second however fast events arrive.
+// (plain text: run-tooltip.ts) has the run id. Refreshes at most a few times a second however fast
+// events arrive.
 import * as vscode from 'vscode';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey } from '../../runs/watch/run-watch';
 import type { Runs } from '../runs/runs';
 import { formatStart, runSummary, runTitle, startedAt, statusIcon, targetTitle } from './run-labels';
 import { runNonFinite } from '../webviews/run-advice-context';
+import { runTooltip } from './run-tooltip';
 
 const REFRESH_MS = 300;
 
@@ -73,13 +75,16 @@ export class RunsTree implements vscode.TreeDataProvider<RunsTreeNode>, vscode.D
         ? 'run.live'
         : `run.${watch.status()}${watch.status() === 'completed' && runNonFinite(watch, node.record) !== undefined ? '-nan' : ''}`
       : 'run.unknown';
-    const tip = new vscode.MarkdownString();
-    tip.appendMarkdown(`**${title}** — ${targetTitle(node.record.target)}\n\n`);
-    tip.appendText(`id ${watch?.manifest?.run_id ?? node.record.runId}${started ? `, started ${started}` : ''}\n`);
-    tip.appendText(`${node.record.runDir}\n`);
+    // Plain text, never Markdown: the name is the person's or the run folder's (run-tooltip.ts).
     const reason = watch?.endReason();
-    if (reason) tip.appendText(`\n${reason}`);
-    item.tooltip = tip;
+    item.tooltip = runTooltip({
+      title,
+      target: targetTitle(node.record.target),
+      runId: watch?.manifest?.run_id ?? node.record.runId,
+      ...(started ? { started } : {}),
+      runDir: node.record.runDir,
+      ...(reason ? { reason } : {}),
+    });
     item.command = { command: 'fsdp.openDashboard', title: 'Open run dashboard', arguments: [node.key] };
     return item;
   }

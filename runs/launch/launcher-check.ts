@@ -4,22 +4,42 @@
 // otherwise the run would start only to fail with "No such file or directory". Run through the
 // host's argument-vector runner, so the words stay data over ssh too (runs/machines/login-host.ts);
 // /bin/sh by its path, since the command's own PATH (which may lack it) is the one searched.
+// The Python that runs the run's owner (the companion's supervisor, Python >= 3.9) is asked for its
+// version the same way: a Python 2 named python3 would otherwise fail with a raw SyntaxError.
 import path from 'node:path';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import type { LoginHost } from '../machines/login-host';
 import { LOCAL } from '../machines/run-machine';
 import { PYTHON_WORD } from '../machines/python-check';
 
-/** Exit 3: the folder is not there; 1/127: the program is not (not found, or not executable). */
+/**
+ * Exit 3: the folder is not there; 1/127: the program is not (not found, or not executable); 4:
+ * the supervisor's Python ($4) is older than 3.9 (its version printed); 5: it did not answer. A
+ * Python that is not found here is left to the start, which says so with what it printed
+ * (until-owned.ts).
+ */
 const FIND = [
   'case $1 in "~") d=$HOME ;; "~/"*) d=$HOME/${1#"~/"} ;; *) d=$1 ;; esac',
   'cd -- "$d" 2>/dev/null || exit 3',
   // $3: the chosen Python's folder, first on the command's PATH as the supervisor puts it.
   'case $3 in "") ;; "~/"*) PATH=$HOME/${3#"~/"}:$PATH ;; *) PATH=$3:$PATH ;; esac',
   'case $2 in "~/"*) p=$HOME/${2#"~/"} ;; *) p=$2 ;; esac',
-  'case $p in */*) test -f "$p" && test -x "$p" ;; *) command -v -- "$p" >/dev/null ;; esac',
+  'case $p in */*) test -f "$p" && test -x "$p" ;; *) command -v -- "$p" >/dev/null ;; esac || exit',
+  'case $4 in "~/"*) py=$HOME/${4#"~/"} ;; *) py=$4 ;; esac',
+  // Python 2 and 3 alike parse this; it prints the version and says whether it is too old. Under
+  // timeout(1): a Python that hangs is said to hang here (exit 124), not waited on.
+  'timeout "$5" "$py" -c \'import sys; v = sys.version_info; sys.stdout.write("%d.%d.%d" % (v[0], v[1], v[2])); sys.exit(4 if v < (3, 9) else 0)\' 2>/dev/null',
+  'case $? in 4) exit 4 ;; 124) exit 5 ;; esac',
+  'exit 0',
 ].join('\n');
 const NO_FOLDER = 3;
+const OLD_PYTHON = 4;
+const PYTHON_HANGS = 5;
+
+/** A value as a person wrote it: plain when it is a plain word, else quoted, never mangled. */
+function shown(value: string): string {
+  return /^[\w@%+=:,./~-]+$/.test(value) ? value : JSON.stringify(value);
+}
 
 /** How to get each launcher that is not found. */
 const INSTALL: Record<string, string> = {
@@ -33,6 +53,7 @@ export async function launcherProblem(
   host: LoginHost,
   spec: ResolvedLaunchSpec,
   cwd = spec.cwd,
+  pythonWithinS = 20,
 ): Promise<string | undefined> {
   // A chosen Python (the spec's python:, the Python extension's) runs a bare python word of the
   // command and comes first on its PATH (the supervisor's --use-this-python): look as it will.
@@ -40,16 +61,29 @@ export async function launcherProblem(
   const program = chosen && PYTHON_WORD.test(spec.command.argv[0]) ? chosen : spec.command.argv[0];
   const first = chosen?.includes('/') ? path.posix.dirname(chosen) : '';
   const where = host.target === LOCAL ? 'this machine' : host.target;
-  const r = await host.run(['/bin/sh', '-c', FIND, 'fsdp-find-launcher', cwd, program, first], {
-    env: spec.env,
-    timeoutMs: 30_000,
-  });
+  const r = await host.run(
+    ['/bin/sh', '-c', FIND, 'fsdp-find-launcher', cwd, program, first, spec.python, String(pythonWithinS)],
+    {
+      env: spec.env,
+      timeoutMs: 30_000,
+    },
+  );
   if (r.code === 0) return undefined;
-  if (r.code === NO_FOLDER) return `the command's folder ${cwd} is not on ${where}`;
+  if (r.code === NO_FOLDER) return `the command's folder ${shown(cwd)} is not on ${where}`;
+  if (r.code === OLD_PYTHON) {
+    const by = spec.pythonSource ? `chosen by the ${spec.pythonSource}` : 'the python3 on the PATH there';
+    return `FSDP Studio's supervisor needs Python >= 3.9, found ${r.stdout.trim() || 'an older one'}: ${shown(spec.python)} on ${where} (${by}). Name a Python 3.9 or newer in the launch spec's python: key.`;
+  }
+  if (r.code === PYTHON_HANGS)
+    return `${shown(spec.python)} on ${where}, the Python that runs FSDP Studio's supervisor, did not say its version within ${pythonWithinS} s: it hangs. Name another Python in the launch spec's python: key.`;
   const name = path.basename(program);
+  const plain = shown(program) === program;
   const how = INSTALL[name] ?? 'install it there';
   const sought = program.includes('/')
-    ? `${program} is not an executable file (from ${cwd})`
-    : `${program} is not on the PATH`;
-  return `cannot start ${name} on ${where}: ${sought}. ${how[0].toUpperCase()}${how.slice(1)}, or give its full path in the command (e.g. /path/to/venv/bin/${name}).`;
+    ? `${shown(program)} is not an executable file (from ${shown(cwd)})`
+    : `${shown(program)} is not on the PATH`;
+  // A hostile or odd value is quoted whole, not cut at its last slash.
+  const what = plain ? name : shown(program);
+  const example = plain ? ` (e.g. /path/to/venv/bin/${name})` : '';
+  return `cannot start ${what} on ${where}: ${sought}. ${how[0].toUpperCase()}${how.slice(1)}, or give its full path in the command${example}.`;
 }

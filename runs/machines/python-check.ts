@@ -158,6 +158,16 @@ export function pythonInUse(spec: ResolvedLaunchSpec, rel: string, localPath: st
   };
 }
 
+/** The oldest Python the companion (its supervisor, every run's owner) runs on: python/pyproject.toml. */
+export const MIN_PYTHON = [3, 9] as const;
+
+/** Whether a version ("2.7.18", "3.8.10") is older than MIN_PYTHON; false when it cannot be read. */
+export function olderThanNeeded(version: string): boolean {
+  const [major, minor] = version.split('.').map(Number);
+  if (!Number.isInteger(major) || !Number.isInteger(minor)) return false;
+  return major < MIN_PYTHON[0] || (major === MIN_PYTHON[0] && minor < MIN_PYTHON[1]);
+}
+
 /** Importing torch 2 takes seconds, many more on a loaded machine. */
 const PROBE_TIMEOUT_MS = 120_000;
 
@@ -235,7 +245,16 @@ export async function pythonChecks(
     ];
   }
   const interpreter = `${r.executable} (Python ${r.version})`;
-  const rows: PythonCheckRow[] = [{ name: `Python on ${on}`, ok: true, detail: `${interpreter}, ${chosenBy}` }];
+  const rows: PythonCheckRow[] = [
+    olderThanNeeded(r.version)
+      ? {
+          name: `Python on ${on}`,
+          ok: false,
+          detail: `${python} (${chosenBy}): FSDP Studio's supervisor needs Python >= ${MIN_PYTHON.join('.')}, found ${r.version} (${r.executable})`,
+          fix: `install Python ${MIN_PYTHON.join('.')} or newer, or ${choose}`,
+        }
+      : { name: `Python on ${on}`, ok: true, detail: `${interpreter}, ${chosenBy}` },
+  ];
   if (r.torch === undefined && !torchNeeded) {
     // No launch spec runs this Python: native runs need no torch; say so without failing the check.
     rows.push({

@@ -238,10 +238,10 @@ describe('one owner per run (real processes)', function () {
   it('a detached launch returns once its owner named itself in run.json; an owner that cannot start fails the launch with what it printed', async () => {
     const runDir = path.join(tmp, 'owned-20261126-000000-abcd');
     const manifest = startingManifest(path.basename(runDir));
-    const launched = async (argv: string[]) => {
-      const started = await local.start({ runDir, manifest, argv, cwd: tmp });
+    const launched = async (argv: string[], dir = runDir) => {
+      const started = await local.start({ runDir: dir, manifest, argv, cwd: tmp });
       cleanup.push(started.pgid);
-      return { ...started, target: 'local', runDir, runId: manifest.run_id, argv };
+      return { ...started, target: 'local', runDir: dir, runId: manifest.run_id, argv };
     };
     const ok = await launched(underOwner(runDir, ['sleep', '30']));
     await untilOwned(local, ok);
@@ -249,5 +249,26 @@ describe('one owner per run (real processes)', function () {
     // As on a host without python3: the start's exec fails and nothing writes run.json.
     const missing = await launched(['/nonexistent/python3', 'supervise.py', '--run-dir', runDir, '--', 'true']);
     await assert.rejects(untilOwned(local, missing), /ended before it wrote .*run\.json: .*nonexistent\/python3/);
+    // As with a Python too old for the companion: its own code does not parse (here a real
+    // SyntaxError of a real python3, in a file where the companion's supervisor would be).
+    const companion = path.join(tmp, 'old-python', 'fsdp_studio');
+    mkdirSync(companion, { recursive: true });
+    writeFileSync(path.join(companion, 'supervise.py'), 'print "a Python 2 statement"\n');
+    const old = await launched(['python3', path.join(companion, 'supervise.py'), '--run-dir', runDir, '--', 'true']);
+    await assert.rejects(
+      untilOwned(local, old),
+      /ended before it wrote .*run\.json: it printed ".*SyntaxError.*" \(python3 is older than the Python 3\.9 FSDP Studio's supervisor needs/,
+    );
+    // As with a python3 that hangs: alive, printing, never writing run.json. The launch fails saying
+    // so and what it printed (it reported success before), and the hung owner is stopped.
+    const hung = await launched(
+      ['/bin/sh', '-c', 'echo "importing fsdp_studio" >&2; exec sleep 600'],
+      path.join(tmp, 'hung-20261126-000000-abcd'),
+    );
+    await assert.rejects(
+      untilOwned(local, hung, 2_000),
+      /the run's owner \(\/bin\/sh, pid \d+\) did not start within 2 s \(no run\.json in .*\): it printed "importing fsdp_studio"; it was stopped/,
+    );
+    await until('the hung owner to be gone', async () => (await local.isAlive(hung.pgid)) === false, 30_000);
   });
 });

@@ -4,7 +4,8 @@
 // python word and puts its folder first on PATH, so torchrun comes from it too. And the environment
 // check's Python rows (runs/machines/python-check.ts) on this machine and over a real sshd.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadLaunchSpec, withSelectedPython, type ResolvedLaunchSpec } from '../../core/config/launch-spec';
@@ -185,6 +186,26 @@ describe("which Python runs a person's command (real interpreters, real processe
     assert.equal(gone.ok, false);
     assert.match(gone.detail, /nowhere\/python3 \(python3 on PATH\): .*not found/);
     assert.equal(notRun.notRun, true);
+  });
+
+  it('Check environment fails a Python older than 3.9 (a Python 2 named python3) and says which one ran', async () => {
+    const real = execFileSync('/bin/sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    const dir = mkdtempSync(path.join(tmp, 'py2-'));
+    const py2 = path.join(dir, 'python3');
+    // Stands in for a Python 2 named python3: the real python3 running the probe it is given, with
+    // sys.version_info saying 2.7.18 (the probe reads its version from there, as Python 2's would).
+    writeFileSync(
+      py2,
+      `#!/bin/sh\n[ "$1" = -c ] || exit 2\nexec ${real} -c 'import sys; sys.version_info = (2, 7, 18, "final", 0); sys.version = "2.7.18 (stand-in)"; exec(sys.argv[1])' "$2"\n`,
+    );
+    chmodSync(py2, 0o755);
+    const [py] = await pythonChecks(py2, { host: 'local' }, 'python: in x.fsdp-launch.yaml');
+    assert.equal(py.ok, false);
+    assert.match(
+      py.detail,
+      /python3 \(python: in x\.fsdp-launch\.yaml\): FSDP Studio's supervisor needs Python >= 3\.9, found 2\.7\.18 \(/,
+    );
+    assert.match(py.fix ?? '', /install Python 3\.9 or newer/);
   });
 
   it("the Python a spec's command runs, as Check environment asks it: the #! line of the sample's torchrun, a bare python3 on the spec's PATH, python:, a host's", () => {

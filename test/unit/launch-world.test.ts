@@ -2,6 +2,7 @@
 // ranks its command starts, the account of what will run shown for review, and the launcher looked
 // for on the host as the command will look for it (a real shell on this machine).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -248,5 +249,46 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
     // Hostile words stay words: nothing runs but the check.
     assert.match((await launcherProblem(host, spec(['$(touch pwned)', 'x']))) ?? '', /is not on the PATH/);
     assert.equal(read(path.join(dir, 'pwned')), undefined);
+    // A hostile python: value is quoted whole in the refusal (it read "cannot start py1 #").
+    const hostile = 'bin/py1 #$(touch pwned)';
+    assert.equal(
+      await launcherProblem(host, {
+        ...specFor('ds_config.json', '{}', ['python', 'train.py'], `python: ${JSON.stringify(hostile)}\n`),
+        env: {},
+      }),
+      // (resolved from the spec's folder, as the supervisor will run it)
+      `cannot start "${dir}/${hostile}" on this machine: "${dir}/${hostile}" is not an executable file (from ${dir}). Install it there, or give its full path in the command.`,
+    );
+    assert.equal(read(path.join(dir, 'pwned')), undefined);
+  });
+
+  it("asks the Python that runs the run's owner for its version: older than 3.9, or one that hangs, is refused saying so", async function () {
+    this.timeout(60_000);
+    const host = localLoginHost();
+    const py = path.join(dir, 'py');
+    mkdirSync(py, { recursive: true });
+    const real = execFileSync('/bin/sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    // Stands in for a Python 2 named python3: the real python3 running the code it is given, with
+    // sys.version_info saying 2.7.18 (the check's code is Python 2 and 3 alike).
+    writeFileSync(
+      path.join(py, 'python3'),
+      `#!/bin/sh\n[ "$1" = -c ] || exit 2\nexec ${real} -c 'import sys; sys.version_info = (2, 7, 18, "final", 0); exec(sys.argv[1])' "$2"\n`,
+    );
+    writeFileSync(path.join(py, 'hangs'), '#!/bin/sh\nexec sleep 600\n');
+    chmodSync(path.join(py, 'python3'), 0o755);
+    chmodSync(path.join(py, 'hangs'), 0o755);
+    const withPython = (python: string) => ({
+      ...specFor('ds_config.json', '{}', ['python', 'train.py'], `python: ${python}\n`),
+      env: {},
+    });
+    assert.equal(
+      await launcherProblem(host, withPython(path.join(py, 'python3'))),
+      `FSDP Studio's supervisor needs Python >= 3.9, found 2.7.18: ${path.join(py, 'python3')} on this machine (chosen by the launch spec). Name a Python 3.9 or newer in the launch spec's python: key.`,
+    );
+    assert.equal(await launcherProblem(host, withPython(real)), undefined, `${real} is Python >= 3.9`);
+    assert.equal(
+      await launcherProblem(host, withPython(path.join(py, 'hangs')), undefined, 1),
+      `${path.join(py, 'hangs')} on this machine, the Python that runs FSDP Studio's supervisor, did not say its version within 1 s: it hangs. Name another Python in the launch spec's python: key.`,
+    );
   });
 });
