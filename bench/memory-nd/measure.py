@@ -32,6 +32,7 @@ import argparse
 import json
 import sys
 import warnings
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -337,8 +338,9 @@ def main() -> None:
             parallelize_module(block, tp, plan)
         for block in model.layers.values():
             # Local heads after colwise sharding.
-            block.attention.heads //= args.tp
-            block.attention.kv_heads //= args.tp
+            attention: Any = block.attention
+            attention.heads //= args.tp
+            attention.kv_heads //= args.tp
 
     if dp > 1:
         # As torchtitan's apply_fsdp: the embedding, each block, then norm + output (kept gathered
@@ -346,12 +348,13 @@ def main() -> None:
         from torch.distributed.fsdp import MixedPrecisionPolicy
         from torch.distributed.tensor import Shard
 
+        # MixedPrecisionPolicy() is fully_shard's own default: parameters and reductions in their dtype.
         mp = (
-            {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)}
+            MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
             if args.bf16
-            else {}
+            else MixedPrecisionPolicy()
         )
-        fully_shard(model.tok_embeddings, mesh=mesh["dp"], **mp)
+        fully_shard(model.tok_embeddings, mesh=mesh["dp"], mp_policy=mp)
         for block in model.layers.values():
             moe = getattr(block, "moe", None) or getattr(
                 getattr(block, "_checkpoint_wrapped_module", None), "moe", None
@@ -359,13 +362,15 @@ def main() -> None:
             if moe is not None and dp > moe.experts:
                 # torchtitan's apply_fsdp: experts on dim 1 when the FSDP degree outnumbers them (no padding).
                 experts = {moe.w1, moe.w2, moe.w3}
-                fully_shard(
-                    block, mesh=mesh["dp"], shard_placement_fn=lambda p, e=experts: Shard(1) if p in e else None, **mp
-                )
+
+                def on_dim_1(p: nn.Parameter, experts: set[nn.Parameter] = experts) -> Shard | None:
+                    return Shard(1) if p in experts else None
+
+                fully_shard(block, mesh=mesh["dp"], shard_placement_fn=on_dim_1, mp_policy=mp)
             else:
-                fully_shard(block, mesh=mesh["dp"], **mp)
-        fully_shard([model.norm, model.output], mesh=mesh["dp"], reshard_after_forward=False, **mp)
-        fully_shard(model, mesh=mesh["dp"], **mp)
+                fully_shard(block, mesh=mesh["dp"], mp_policy=mp)
+        fully_shard([model.norm, model.output], mesh=mesh["dp"], reshard_after_forward=False, mp_policy=mp)
+        fully_shard(model, mesh=mesh["dp"], mp_policy=mp)
 
     # The for-loop AdamW: no multi-tensor temporaries, and it takes DTensor and plain parameters side by side.
     optim = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False, fused=False)
@@ -382,13 +387,13 @@ def main() -> None:
         optim.step()
         optim.zero_grad(set_to_none=True)
 
-    if args.tracker == "fsdp":
-        from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker
 
+    tracker: MemTracker
+    if args.tracker == "fsdp":
         tracker = FSDPMemTracker(model, optim)
     else:
-        from torch.distributed._tools.mem_tracker import MemTracker
-
         tracker = MemTracker()
         tracker.track_external(model, optim)
     peak = peak_of_steps(tracker, step)
@@ -434,4 +439,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

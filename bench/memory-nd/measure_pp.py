@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -58,7 +59,7 @@ class StageModel(nn.Module):
     def __init__(self, full: Transformer, layer_ids: list[int], first: bool, last: bool):
         super().__init__()
         self.tok_embeddings = full.tok_embeddings if first else None
-        self.register_buffer("freqs_cis", full.freqs_cis, persistent=False)
+        self.register_buffer("freqs_cis", full.get_buffer("freqs_cis"), persistent=False)
         self.layers = nn.ModuleDict({str(i): full.layers[str(i)] for i in layer_ids})
         self.norm = full.norm if last else None
         self.output = full.output if last else None
@@ -68,7 +69,9 @@ class StageModel(nn.Module):
             h = self.tok_embeddings(h)
         for layer in self.layers.values():
             h = layer(h, self.freqs_cis)
-        return self.output(self.norm(h)) if self.output is not None else h
+        if self.norm is None or self.output is None:
+            return h
+        return self.output(self.norm(h))
 
 
 def pipeline_mem_tracker():
@@ -105,6 +108,7 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
         ScheduleInterleaved1F1B,
         ScheduleLoopedBFS,
     )
+    from torch.distributed.pipelining.schedules import PipelineScheduleMulti, PipelineScheduleSingle
 
     mesh = init_device_mesh("cpu", (args.pp, args.dp), mesh_dim_names=("pp", "dp"))
     pp_rank, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
@@ -125,19 +129,19 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
         if args.dp > 1:
             # torchtitan's apply_fsdp with pipeline parallel: reshard_after_forward off ("default" policy);
             # --bf16: its mixed precision, bf16 parameters and fp32 gradient reduction.
-            fsdp = {
-                "mesh": mesh["dp"],
-                "mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+            dp_mesh = mesh["dp"]
+            mp_policy = (
+                MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
                 if args.bf16
-                else MixedPrecisionPolicy(),
-            }
+                else MixedPrecisionPolicy()
+            )
             if part.tok_embeddings is not None:
-                fully_shard(part.tok_embeddings, **fsdp, reshard_after_forward=False)
+                fully_shard(part.tok_embeddings, mesh=dp_mesh, mp_policy=mp_policy, reshard_after_forward=False)
             for block in part.layers.values():
-                fully_shard(block, **fsdp, reshard_after_forward=False)
-            if part.output is not None:
-                fully_shard([part.norm, part.output], **fsdp, reshard_after_forward=False)
-            fully_shard(part, **fsdp)
+                fully_shard(block, mesh=dp_mesh, mp_policy=mp_policy, reshard_after_forward=False)
+            if part.norm is not None and part.output is not None:
+                fully_shard([part.norm, part.output], mesh=dp_mesh, mp_policy=mp_policy, reshard_after_forward=False)
+            fully_shard(part, mesh=dp_mesh, mp_policy=mp_policy)
         # Static shapes (meta tensors): no metadata-inference forward and backward inside the tracked steps.
         # The float ones require grad: that is how the stage knows a gradient comes back for them.
         act = torch.bfloat16 if args.bf16 else torch.float32
@@ -161,16 +165,22 @@ def run(rank: int, args: argparse.Namespace, port: int) -> None:
 
     n = args.microbatches
     if per_rank == 1:
-        cls = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}[args.schedule]
-        schedule = cls(pipeline_stages[0], n_microbatches=n, loss_fn=loss_fn)
+        single: dict[str, Callable[..., PipelineScheduleSingle]] = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}
+        schedule: PipelineScheduleSingle | PipelineScheduleMulti = single[args.schedule](
+            pipeline_stages[0], n_microbatches=n, loss_fn=loss_fn
+        )
     else:
-        cls = {"Interleaved1F1B": ScheduleInterleaved1F1B, "LoopedBFS": ScheduleLoopedBFS}[args.schedule]
-        schedule = cls(pipeline_stages, n_microbatches=n, loss_fn=loss_fn)
+        multi: dict[str, Callable[..., PipelineScheduleMulti]] = {
+            "Interleaved1F1B": ScheduleInterleaved1F1B,
+            "LoopedBFS": ScheduleLoopedBFS,
+        }
+        schedule = multi[args.schedule](pipeline_stages, n_microbatches=n, loss_fn=loss_fn)
 
     # As measure.py: the for-loop AdamW, which takes DTensor and plain parameters side by side.
     params = [p for part in parts for p in part.parameters()]
     optim = torch.optim.AdamW(params, lr=1e-4, foreach=False, fused=False)
-    # Every data-parallel rank of a pipeline rank draws its own batch; the first stage holds the tokens, the last the targets.
+    # Every data-parallel rank of a pipeline rank draws its own batch; the first stage holds the tokens, the
+    # last the targets.
     g = torch.Generator().manual_seed(1000 + dp_rank)
     tokens = torch.randint(0, args.vocab, (n * mb, seq), generator=g)
     targets = torch.randint(0, args.vocab, (n * mb, seq), generator=g)
@@ -260,4 +270,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 try:
     import fsdp_studio  # on PYTHONPATH for runs the editor starts; elsewhere: pip install ./python
 except ImportError:
-    fsdp_studio = None
+    fsdp_studio = None  # type: ignore[assignment]  # the script runs without the companion too
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,7 +57,7 @@ def load_tokens(path):
         with open(path, "rb") as f:
             head = f.read(64)
     except FileNotFoundError:
-        raise SystemExit(f"{path}: no such file; make it with node --import tsx samples/prepare-data.ts")
+        raise SystemExit(f"{path}: no such file; make it with node --import tsx samples/prepare-data.ts") from None
     if len(head) < 64 or head[:8] != b"FSDPTOK\0":
         raise SystemExit(f"{path}: not a token file; make it with node --import tsx samples/prepare-data.ts")
     count = int.from_bytes(head[16:24], "little")
@@ -120,7 +120,7 @@ def main():
     torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
 
     tokens, vocab = load_tokens(args.data)
-    model = TinyGPT(vocab, args.seq).to(device)
+    model: nn.Module = TinyGPT(vocab, args.seq).to(device)
     if fsdp_studio:
         fsdp_studio.watch(model)
     if world > 1:

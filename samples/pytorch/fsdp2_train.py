@@ -20,6 +20,7 @@ import os
 import signal
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,6 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import DTensor
 from torch.utils.tensorboard import SummaryWriter
 
 
@@ -126,7 +128,7 @@ def main():
     start = newest_checkpoint(args.checkpoint)
     if start:
         model_state, opt_state = get_state_dict(model, opt)
-        state = {"model": model_state, "optim": opt_state}
+        state: dict[str, Any] = {"model": model_state, "optim": opt_state}
         dcp.load(state, checkpoint_id=os.path.join(args.checkpoint, f"step-{start}"))
         set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
         print(f"rank {rank}: resumed from {args.checkpoint}/step-{start}", flush=True)
@@ -153,7 +155,9 @@ def main():
         loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).full_tensor()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        # Over FSDP2's sharded parameters the norm is a DTensor: full_tensor() gives every rank its value.
+        grad_norm = norm.full_tensor() if isinstance(norm, DTensor) else norm
         opt.step()
         mean_loss = loss.detach().clone()
         dist.all_reduce(mean_loss)

@@ -4,10 +4,10 @@
 
 The decoder and synthetic language of ddp_train.py, prepared by an Accelerator on the CPU (two
 processes: DDP on gloo; accelerate's --cpu would start one, and several only through mpirun, so the
-processes are started by its elastic launcher and Accelerator(cpu=True) keeps them on the CPU) that logs with FsdpStudioTracker and TensorBoard (project_dir/tb). State
-is saved with accelerator.save_state every --save-every steps and when a stop signal arrives
-(every process stops after the same step); a run started again in the same folder continues from
-the newest saved state.
+processes are started by its elastic launcher and Accelerator(cpu=True) keeps them on the CPU) that
+logs with FsdpStudioTracker and TensorBoard (project_dir/tb). State is saved with
+accelerator.save_state every --save-every steps and when a stop signal arrives (every process stops
+after the same step); a run started again in the same folder continues from the newest saved state.
 """
 
 import argparse

@@ -42,7 +42,7 @@ class StopOnSignal(TrainerCallback):
     """A stop signal ends training after the current step, with a checkpoint."""
 
     def __init__(self, sleep):
-        self.stop = []
+        self.stop: list[bool] = []
         self.sleep = sleep
         signal.signal(signal.SIGTERM, lambda *_: self.stop.append(True))
         signal.signal(signal.SIGINT, lambda *_: self.stop.append(True))

@@ -59,7 +59,7 @@ class StopOnSignal(pl.Callback):
     """A stop signal ends training after the current step; the last checkpoint is saved then."""
 
     def __init__(self, checkpoint):
-        self.stop = []
+        self.stop: list[bool] = []
         self.checkpoint = checkpoint
         signal.signal(signal.SIGTERM, lambda *_: self.stop.append(True))
         signal.signal(signal.SIGINT, lambda *_: self.stop.append(True))
