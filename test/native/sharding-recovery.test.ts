@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { cpSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { recordDuration } from '../harness/durations';
 import { eventsOf, readRun, startTrain, tempDir, train, writeConfig } from './train-runs';
 import { maxRelativeDifference, outcomeOf, runSharded, shardedConfig, type ShardedRun } from './sharding-runs';
 
@@ -129,6 +130,8 @@ describe('sharded checkpoints: resharding on load, export, and a rank killed mid
     });
     const r = await done;
     assert.ok(killedAt, `the run ended before step 5: ${r.stderr}`);
+    // The condition is that the job ends naming the rank; how long it took is the benchmark's.
+    recordDuration('sharding-recovery: the job ended after rank 2 was SIGKILLed', killedAt);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, new RegExp(`rank 2 \\(pid ${victim} on [^)]+\\) is gone`));
     const { events, manifest } = await readRun(runDir);
