@@ -48,7 +48,7 @@ class NanWatch:
         self.handles.append(model.register_forward_hook(self._forward_ends))
         self.owner = {}
         for mname, module in model.named_modules():
-            for pname, p in module.named_parameters(recurse=False):
+            for p in module.parameters(recurse=False):
                 self.owner[id(p)] = mname or "model"
         for name, p in model.named_parameters():
             if p.requires_grad:
@@ -161,7 +161,10 @@ class NanWatch:
             target.write(
                 {"type": "anomaly", "step": step, "kind": kind, "where": where, "action": action, "dump": dump}
             )
-        message = f"{'NaN' if kind == 'nan' else 'Inf'} in {phase} of {layer} ({op}{', ' + param if param else ''}) at step {step}, rank {r}"
+        message = (
+            f"{'NaN' if kind == 'nan' else 'Inf'} in {phase} of {layer} ({op}{', ' + param if param else ''})"
+            f" at step {step}, rank {r}"
+        )
         if target is None:
             import sys
 

@@ -5,6 +5,7 @@ process)."""
 import os
 import signal
 import time
+from typing import Any
 
 from fsdp_studio import run_manifest
 
@@ -86,7 +87,8 @@ def process_table():
 def descendants(roots, table=None):
     """{pid: start time} of every process below `roots`."""
     table = process_table() if table is None else table
-    out, frontier = {}, set(roots)
+    out: dict[int, Any] = {}
+    frontier = set(roots)
     while frontier:
         below = [pid for pid, (ppid, _) in table.items() if ppid in frontier and pid not in out]
         out.update((pid, table[pid][1]) for pid in below)

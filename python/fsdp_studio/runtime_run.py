@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import time
+from typing import Any
 
 from fsdp_studio import run_manifest
 
@@ -70,7 +71,7 @@ class RuntimeRun:
 
     def follow(self, write=True):
         """Reads the runtime's new events; returns the fields of run.json they change (written unless write=False)."""
-        fields = {}
+        fields: dict[str, Any] = {}
         for e in self.events.read_new():
             kind = e.get("type")
             if kind == "run_start":
@@ -152,7 +153,10 @@ def runtime_reason(command, code, last):
 #: Execs its arguments with the launcher variables naming the process itself (the exec keeps the
 #: pid): the native runtime's rank 0 watches that process (fsdp-train, or mpirun whose ranks it is)
 #: and ends the run, saying so, if it is killed (native/src/train/job_watch.h).
-LAUNCHER_SCRIPT = 'FSDP_LAUNCHER_PID=$$ FSDP_LAUNCHER_HOST=$(uname -n) FSDP_LAUNCHER_NAME=${1##*/}; export FSDP_LAUNCHER_PID FSDP_LAUNCHER_HOST FSDP_LAUNCHER_NAME; exec "$@"'
+LAUNCHER_SCRIPT = (
+    "FSDP_LAUNCHER_PID=$$ FSDP_LAUNCHER_HOST=$(uname -n) FSDP_LAUNCHER_NAME=${1##*/};"
+    ' export FSDP_LAUNCHER_PID FSDP_LAUNCHER_HOST FSDP_LAUNCHER_NAME; exec "$@"'
+)
 
 
 def launcher_trampoline(command):

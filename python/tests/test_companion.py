@@ -64,7 +64,6 @@ def model():
 class RunFolder(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
-        _state.__init__  # noqa: B018 (module state is reset below)
         _state._explicit_step = None
         _state._last_logged = None
         _state._forwards = 0
@@ -80,7 +79,7 @@ class RunFolder(unittest.TestCase):
         if not os.path.exists(path):
             return []
         with open(path) as f:
-            es = [json.loads(l) for l in f]
+            es = [json.loads(line) for line in f]
         return [e for e in es if type_ is None or e["type"] == type_]
 
     def train(self, m, steps, before=None):

@@ -2,6 +2,8 @@
 accelerator.log({"train/loss": loss}, step=step) as usual. Logs from the main process only.
 """
 
+from typing import Any
+
 from .. import log
 from . import require
 
@@ -21,9 +23,10 @@ def __getattr__(name):
     # The class is made on first use, so the function above works (and is tested) without accelerate.
     if name != "FsdpStudioTracker":
         raise AttributeError(name)
-    tracking = require("accelerate.tracking", "accelerate")
+    # Any: the base comes from a module imported at run time, which mypy cannot follow.
+    base: Any = require("accelerate.tracking", "accelerate").GeneralTracker
 
-    class FsdpStudioTracker(tracking.GeneralTracker):
+    class FsdpStudioTracker(base):
         name = "fsdp_studio"
         requires_logging_directory = False
         main_process_only = True

@@ -5,6 +5,7 @@ eval/loss), at the Trainer's global step; only the main process logs.
 """
 
 import numbers
+from typing import Any
 
 from .. import log
 from . import require
@@ -37,9 +38,10 @@ def __getattr__(name):
     # The class is made on first use, so the functions above work (and are tested) without transformers.
     if name != "FsdpStudioCallback":
         raise AttributeError(name)
-    transformers = require("transformers", "huggingface")
+    # Any: the base comes from a module imported at run time, which mypy cannot follow.
+    base: Any = require("transformers", "huggingface").TrainerCallback
 
-    class FsdpStudioCallback(transformers.TrainerCallback):
+    class FsdpStudioCallback(base):
         def on_log(self, args, state, control, logs=None, **kwargs):
             on_log(state, logs)
 

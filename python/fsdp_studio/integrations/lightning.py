@@ -4,6 +4,8 @@ A Lightning logger: every self.log(...) value Lightning hands its loggers, at Li
 Lightning calls loggers on rank 0 only.
 """
 
+from typing import Any
+
 from .. import log
 from . import require
 
@@ -27,7 +29,10 @@ def __getattr__(name):
         except ImportError:
             raise first from None
 
-    class FsdpStudioLogger(loggers.Logger):
+    # Any: the base comes from a module imported at run time, which mypy cannot follow.
+    base: Any = loggers.Logger
+
+    class FsdpStudioLogger(base):
         @property
         def name(self):
             return "fsdp_studio"
