@@ -10,6 +10,7 @@ import { mpirunArgv } from '../../runs/launch/mpirun';
 import { checkHostAlias } from '../../core/remote/remote-command';
 import { findRunConfigs } from '../run-configs';
 import { runSsh } from '../../runs/machines/ssh';
+import { callsPlaceholder } from '../../core/config/placeholder-host';
 import type { BlasKernels } from '../../core/protocol/blas-kernels';
 import type { StudioContext } from '../studio-context';
 import { pythonChecks, pythonInUse, type PythonInUse } from '../../runs/machines/python-check';
@@ -48,7 +49,7 @@ export function registerCheckEnvironment(studio: StudioContext): vscode.Disposab
     const run = results.filter((r) => !r.notRun);
     const failed = run.filter((r) => !r.ok);
     const notRun = results.filter((r) => r.notRun);
-    const skipped = notRun.length ? `; not run: ${notRun.map((r) => `${r.name} (${r.detail})`).join(', ')}` : '';
+    const skipped = notRun.length ? `; not run: ${notRun.map((r) => `${r.name}: ${r.detail}`).join('; ')}` : '';
     const summary = `Environment: ${run.length - failed.length} of ${run.length} checks passed`;
     if (failed.length)
       void vscode.window.showWarningMessage(
@@ -109,8 +110,20 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
   results.push(
     await toolCheck('OpenSSH client', 'ssh', ['-V'], 'install OpenSSH: sudo apt-get install openssh-client'),
   );
-  const hosts = new Set([...(await sshHostsInUse()), ...[...pythons.keys()].filter((t) => t !== 'local')]);
+  const inUse = await sshHostsInUse();
+  const hosts = new Set([...inUse.keys(), ...[...pythons.keys()].filter((t) => t !== 'local')]);
   for (const host of hosts) {
+    // A sample's placeholder ("gpu-box") that nobody replaced yet: not set up, not a failure.
+    const placeholder = inUse.get(host);
+    if (placeholder && !pythons.has(host)) {
+      results.push({
+        name: `SSH to ${host}`,
+        ok: false,
+        notRun: true,
+        detail: `not set up yet (placeholder in ${placeholder})`,
+      });
+      continue;
+    }
     const reach = await sshCheck(studio, host);
     results.push(reach);
     if (!reach.ok) continue;
@@ -267,22 +280,27 @@ async function launchSpecPythons(): Promise<Map<string, PythonInUse[]>> {
   return byTarget;
 }
 
-/** Hosts people mean to use: the fsdp.ssh.hosts setting and the launch targets of the workspace's run configs. */
-async function sshHostsInUse(): Promise<string[]> {
-  const hosts = new Set(vscode.workspace.getConfiguration('fsdp.ssh').get<string[]>('hosts') ?? []);
+/**
+ * Hosts people mean to use: the fsdp.ssh.hosts setting and the launch targets of the workspace's run
+ * configs, each with the config that calls it a placeholder (a sample's "gpu-box"), if only that names it.
+ */
+async function sshHostsInUse(): Promise<Map<string, string | undefined>> {
+  const hosts = new Map<string, string | undefined>();
+  for (const h of vscode.workspace.getConfiguration('fsdp.ssh').get<string[]>('hosts') ?? []) hosts.set(h, undefined);
   for (const uri of await findRunConfigs()) {
     try {
-      const target = (
-        parse(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8')) as {
-          launch?: { target?: unknown };
-        }
-      )?.launch?.target;
-      if (typeof target === 'string' && target !== 'local') hosts.add(target);
+      const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
+      const target = (parse(text) as { launch?: { target?: unknown } })?.launch?.target;
+      if (typeof target !== 'string' || target === 'local') continue;
+      const placeholder = callsPlaceholder(text, target) ? vscode.workspace.asRelativePath(uri) : undefined;
+      // Named for real anywhere (the setting, another config): checked.
+      if (!hosts.has(target)) hosts.set(target, placeholder);
+      else if (!placeholder) hosts.set(target, undefined);
     } catch {
       /* an unreadable config is the language server's business */
     }
   }
-  return [...hosts];
+  return hosts;
 }
 
 async function sshCheck(studio: StudioContext, host: string): Promise<CheckResult> {

@@ -48,9 +48,11 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
     const [, passed, total] = /(\d+) of (\d+)/.exec(message)!.map(Number);
     assert.ok(total >= 5, message);
     // The samples' SSH and SLURM run configs name placeholder hosts, to be edited (gpu-box, my-cluster):
-    // reaching them fails, and says so; every other check passes on a machine set up by npm test.
+    // not set up yet, not failures; every check passes on a machine set up by npm test.
     const failed = (/passed; (.+?) failed/.exec(message)?.[1].split(', ') ?? []).sort();
-    assert.deepEqual(failed, ['SSH to gpu-box', 'SSH to my-cluster'], message);
+    assert.deepEqual(failed, [], message);
+    assert.match(message, /SSH to gpu-box: not set up yet \(placeholder in (samples\/)?tiny-ssh\.yaml\)/);
+    assert.match(message, /SSH to my-cluster: not set up yet \(placeholder in (samples\/)?tiny-slurm\.yaml\)/);
     assert.equal(passed, total - failed.length, `a check failed on a machine set up by npm test: ${message}`);
     // The output channel lists each check; the BLAS row names the kernels runs use (runtime/blas_kernels.h).
     // Its rows are read from the channel's log file (a LogOutputChannel writes one line a row), not from
