@@ -22,6 +22,7 @@ import os
 import stat
 import sys
 import time
+from typing import Optional
 
 if not __package__:  # run as a script (python3 .../fsdp_studio/run_manifest.py): its package is beside it
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,6 +47,7 @@ def manifest_path(run_dir):
 def read_bytes(run_dir):
     """run.json's bytes as every reader reads them; None when absent or refused (not a regular
     file, or larger than a manifest may be)."""
+    fd: Optional[int]  # None once the file object owns it
     try:
         fd = os.open(manifest_path(run_dir), os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
