@@ -6,7 +6,7 @@
 // deadline, so a reader that blocks fails the test instead of hanging it.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -169,6 +169,54 @@ describe('run folders holding files that are not files (real FIFOs and devices)'
       .map((l) => JSON.parse(l) as { type: string; run_id?: string })
       .find((e) => e.type === 'run_start');
     assert.equal(start?.run_id, 'direct', "the folder's name is the run's id");
+  });
+
+  it('the native trainer refuses a metrics.jsonl that is a link, a FIFO or a device by name, at once, writing nothing through it (issue 40, items 2 and 3)', async () => {
+    // The config a run of the CLI resolves, for the runtime started directly (as mpirun or srun would).
+    const first = path.join(tmp, 'first');
+    const made = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(repoRoot, 'cli', 'fsdp-train.ts'),
+        path.join(repoRoot, 'samples', 'tiny-cpu.yaml'),
+        '--run-dir',
+        first,
+        '--set',
+        'training.max_steps=1',
+      ],
+      { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, FSDP_TRAIN_NATIVE: NATIVE }, timeout: 120_000 },
+    );
+    assert.equal(made.status, 0, made.stderr);
+    const outside = path.join(tmp, 'outside.txt');
+    const theirs = "a file of the person's own, outside the run folder\n";
+    writeFileSync(outside, theirs);
+    for (const kind of [outside, 'fifo', '/dev/zero', '/dev/urandom'] as const) {
+      const runDir = path.join(tmp, `resumed-${path.basename(kind)}`);
+      mkdirSync(runDir);
+      const log = path.join(runDir, 'metrics.jsonl');
+      if (kind === 'fifo') mkfifo(log);
+      else symlinkSync(kind, log);
+      const child = spawn(
+        NATIVE,
+        ['--config', path.join(first, 'config.json'), '--run-dir', runDir, '--resume', 'auto'],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let err = '';
+      child.stderr.on('data', (b) => (err += b));
+      // Before: appended to the file behind the link; hung on the FIFO deaf to SIGTERM; read 1 GB of
+      // /dev/zero and trained from step 0; spun on /dev/urandom.
+      const code = await within(
+        `fsdp-train-native with metrics.jsonl as ${kind}`,
+        120_000,
+        new Promise<number | null>((resolve) => child.once('exit', resolve)),
+      ).finally(() => child.kill('SIGKILL'));
+      assert.notEqual(code, 0, err);
+      const what = kind === 'fifo' ? 'a FIFO' : 'a symbolic link';
+      assert.ok(err.includes(`${log}: is ${what}, not a regular file: not written`), err);
+      assert.equal(readFileSync(outside, 'utf8'), theirs, 'the runtime wrote through the link');
+    }
   });
 
   it('the Python supervisor does not block on a FIFO named run.json', async () => {
