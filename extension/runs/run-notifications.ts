@@ -1,10 +1,11 @@
-// Notifications for what needs a person's attention: a NaN or Inf, a failure, and completion
+// Notifications for what needs a person's attention: a NaN or Inf (reported, or in a logged value), a failure, and completion
 // (spikes: spike-notifications.ts) — one toast per event, each with the actions that follow from it. Only for events
 // written while the editor watches — attaching to an old run does not replay its history as a
 // burst of pop-ups.
 import * as vscode from 'vscode';
 import { jobActive } from '../../runs/slurm/slurm-state';
 import type { AnomalyEvent, RunEndEvent } from '../../core/protocol/metrics';
+import { nonFiniteWord, type NonFiniteScalar } from '../../core/runs/nonfinite-scalars';
 import { describeAnomaly } from '../../core/runs/run-history';
 import { completedWords, endStep } from '../../core/runs/end-words';
 import type { Runs } from './runs';
@@ -68,7 +69,33 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
       }
     }
   });
-  return vscode.Disposable.from(crashes, jobs, events);
+  // A NaN or Inf in a logged scalar (printed, TensorBoard, fsdp_studio.log) while the run goes on:
+  // one toast per run, for the first fresh one, when nothing located a NaN (that has its own toast).
+  // An ended run's says so in its end's toast instead.
+  const toldNonFinite = new Set<string>();
+  const loggedNaNs = runs.onDidChange((watch) => {
+    if (!watch || toldNonFinite.has(watch.key) || watch.history.nonFinite.size === 0 || !watch.isLive()) return;
+    const h = watch.history;
+    if (h.anomalies.some((a) => a.kind !== 'spike')) return;
+    const now = Date.now() / 1000;
+    const first = h.nonFinite.list().find((n) => n.source !== 'runtime' && now - n.time <= FRESH_S);
+    if (!first) return;
+    toldNonFinite.add(watch.key);
+    showLoggedNonFinite(watch, title(runs, watch), first);
+  });
+  return vscode.Disposable.from(crashes, jobs, events, loggedNaNs);
+}
+
+function showLoggedNonFinite(watch: RunWatch, name: string, n: NonFiniteScalar): void {
+  const end = runNonFinite(watch);
+  const what =
+    end?.lossHidden && end.tag === n.tag
+      ? end.text
+      : `${n.tag} ${nonFiniteWord(n.kind)} at step ${n.step}${n.rank !== null ? `, rank ${n.rank}` : ''}`;
+  void vscode.window.showWarningMessage(`${name}: ${what}.`, 'Show diagnostics', 'Open dashboard').then((pick) => {
+    if (pick === 'Show diagnostics') void vscode.commands.executeCommand('fsdp.showDiagnostics', watch.key);
+    if (pick === 'Open dashboard') void vscode.commands.executeCommand('fsdp.openDashboard', watch.key);
+  });
 }
 
 function showAnomaly(watch: RunWatch, name: string, event: AnomalyEvent): void {

@@ -164,6 +164,60 @@ describe('e2e: a script that only prints gets charts', function () {
     );
   });
 
+  it('a NaN printed while the run goes on: a toast at once, every NaN series in the NaN view, the end not green', async () => {
+    const command = [
+      VENV_PYTHON,
+      'train.py',
+      '--format',
+      'build-nanogpt',
+      '--steps',
+      '30',
+      '--step-sleep',
+      '0.3',
+      '--eval-every',
+      '10',
+      '--nan-step',
+      '5',
+    ];
+    writeFileSync(
+      path.join(workspace, 'bngnan.fsdp-launch.yaml'),
+      `name: bngnan\ncommand: ${JSON.stringify(command)}\n`,
+    );
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('bngnan.fsdp-launch.yaml');
+    // Told while it runs (about 8 s of steps remain), not only at its end.
+    await vscode.waitForNotification(/bngnan.*: printed\/loss NaN at step 5\./, 120_000);
+    const done = await until(
+      'the NaN run to complete',
+      header,
+      (h) => h.status === 'completed' && h.runId.startsWith('bngnan') && h.step === 30,
+      300_000,
+    );
+    assert.equal(done.nanText, 'loss NaN since step 5');
+    await vscode.waitForNotification(/bngnan.*completed at step 30, but not cleanly: loss NaN since step 5\./, 60_000);
+    for (let attempt = 1; ; attempt++) {
+      await vscode.runCommand('FSDP: Show NaN diagnostics');
+      if (
+        await vscode.pickQuickItem('bngnan', 10_000).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (attempt === 3) throw new Error('the run picker of "Show NaN diagnostics" closed three times');
+    }
+    // Each series at its first NaN step; the validation loss printed at the top of step 10.
+    const listed = await vscode.inWebview<string[]>(
+      `document.querySelectorAll('.anomaly-list button').length === 3 ? [...document.querySelectorAll('.anomaly-list button')].map((b) => b.textContent) : undefined`,
+      60_000,
+    );
+    assert.deepEqual(listed, [
+      'step 5: printed/loss NaN from step 5',
+      'step 5: printed/norm NaN from step 5',
+      'step 10: printed/validation_loss NaN from step 10',
+    ]);
+  });
+
   it("a diverging HF Trainer run (grad norm NaN, loss logged as 0) is not green, and the NaN view names the step and the Trainer's arguments", async () => {
     // The Trainer as the issue's run_clm.py --learning_rate 1e8 runs it, small enough for the CPU; it prints its logs only.
     writeFileSync(

@@ -9,6 +9,7 @@ train_gpt2.py (karpathy/build-nanogpt) does instead: `validation loss: X` at the
 FSDP Studio's tests check that these lines alone fill the dashboard's charts.
 
     python3 print_only_train.py --steps 30 [--step-sleep 0.1] [--eval-every 10] [--format nanogpt|build-nanogpt]
+        [--nan-step K]  (build-nanogpt's format: the loss NaN from step K, as a diverged run prints it)
 """
 
 import argparse
@@ -21,6 +22,7 @@ parser.add_argument("--steps", type=int, default=30)
 parser.add_argument("--step-sleep", type=float, default=0.0)
 parser.add_argument("--eval-every", type=int, default=10)
 parser.add_argument("--format", choices=("nanogpt", "build-nanogpt"), default="nanogpt")
+parser.add_argument("--nan-step", type=int, default=-1, help="from this step on the loss is NaN (a diverged run)")
 args = parser.parse_args()
 
 torch.manual_seed(0)
@@ -57,6 +59,8 @@ if args.format == "build-nanogpt":
             print(f"validation loss: {estimate_loss()['val']:.4f}")
         x, y = batch()
         loss = torch.nn.functional.mse_loss(model(x), y)
+        if step == args.nan_step:
+            loss = loss * float("nan")  # its gradients NaN too: every later step's loss follows
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
