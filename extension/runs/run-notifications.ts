@@ -1,5 +1,6 @@
-// Notifications for what needs a person's attention: a NaN or Inf (reported, or in a logged value), a failure, and completion
-// (spikes: spike-notifications.ts) — one toast per event, each with the actions that follow from it. Only for events
+// Notifications for what needs a person's attention: a NaN or Inf (reported, or in a logged value),
+// a failure, and completion (spikes: spike-notifications.ts) — one toast per event, each with the
+// actions that follow from it. Only for events
 // written while the editor watches — attaching to an old run does not replay its history as a
 // burst of pop-ups.
 import * as vscode from 'vscode';
