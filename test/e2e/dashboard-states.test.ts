@@ -182,6 +182,12 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
       2,
       'the loss legend names two runs',
     );
+    // The config differences: a table with its header only where there are rows (issue 39: an empty header).
+    const table = await vscode.inWebview<{ hidden: boolean; headers: string[]; rows: number }>(
+      'window.fsdpCompare?.configTable()',
+    );
+    if (table.rows === 0) assert.deepEqual([table.hidden, table.headers], [true, []], JSON.stringify(table));
+    else assert.equal(table.headers.length, 3, JSON.stringify(table));
     await until(
       'the Compare tab named apart',
       () => vscode.page.locator('.tabs-container .tab .label-name').allInnerTexts(),

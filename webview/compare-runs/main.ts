@@ -136,6 +136,12 @@ function renderConfigDiff(m: CompareFrameMessage): void {
   $('config-diff-count').textContent = m.configDiff.length
     ? `(${m.configDiff.length})`
     : '(none: the configs are the same)';
+  // No differences: no table at all (a header over no rows said nothing).
+  table.hidden = m.configDiff.length === 0;
+  if (table.hidden) {
+    table.replaceChildren();
+    return;
+  }
   const head = document.createElement('tr');
   const th = (text: string) => {
     const e = document.createElement('th');
@@ -173,6 +179,14 @@ Object.assign(window, {
     points: (id = 'loss') => cards.get(id)?.chart.points(),
     charts: () => last?.charts.map((c) => ({ id: c.id, title: c.title, series: c.series.map((s) => s.label) })),
     configDiff: () => last?.configDiff,
+    configTable: () => {
+      const t = $('config-diff');
+      return {
+        hidden: t.hidden,
+        headers: [...t.querySelectorAll('th')].map((e) => e.textContent),
+        rows: t.querySelectorAll('td.key').length,
+      };
+    },
     runs: () => last?.runs,
   },
 });
