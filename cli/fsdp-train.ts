@@ -204,8 +204,9 @@ export async function main(argv: string[]): Promise<number> {
     if (rank === undefined || rank === 0) {
       mkdirSync(runDir, { recursive: true });
       // Before anything is written into it: one trainer per run folder (runs/folder/run-folder-lock.ts).
-      // The trainer takes the lock itself as it starts and holds it for its life.
-      const busy = runFolderInUse(native, runDir);
+      // Under its supervisor the lock is the supervisor's already, held for the whole attempt
+      // (native/src/run_folder/run_folder_lock.h): only a command that is not supervised yet looks.
+      const busy = supervised ? undefined : runFolderInUse(native, runDir);
       if (busy) {
         console.error(`fsdp-train: ${busy}`);
         return 1;

@@ -1,5 +1,5 @@
 """What the supervisor reads of a run folder while the native runtime writes it: the runtime's
-events in metrics.jsonl, followed from where this launch began, and who holds run.lock.
+events in metrics.jsonl, followed from where this launch began, and run.lock, held for the attempt.
 
 The native runtime writes only its events (metrics.jsonl) and holds the lock; the supervisor that
 owns the run turns run_start, step and run_end into run.json (run_manifest.py). Reads follow the
@@ -10,7 +10,9 @@ without blocking, a bounded amount per look.
 import fcntl
 import json
 import os
+import socket
 import stat
+import time
 
 from fsdp_studio.run_folder_file import RefusedFile, open_for_writing
 
@@ -62,26 +64,33 @@ class EventFollower:
         return events
 
 
-def lock_holder(run_dir):
-    """Who holds run_dir/run.lock ("pid N on host H"), or None when nobody does now. The lock is
-    the native runtime's (native/src/run_folder/run_folder_lock.h); this look lets it go at once.
-    Raises RefusedFile when run.lock is not a regular file (a link, a FIFO), naming it."""
+def take_lock(run_dir):
+    """Takes run_dir/run.lock for this process, the run's owner, for as long as the descriptor it
+    returns stays open: (fd, None), or (None, "pid N on host H") when another process holds it. The
+    trainer this process starts finds this pid in the file and runs under the lock
+    (native/src/run_folder/run_folder_lock.h, FSDP_RUN_LOCK_OWNER), so the folder stays taken until
+    every process of the attempt is gone, not only until the trainer is. Raises RefusedFile when
+    run.lock is not a regular file (a link, a FIFO), naming it."""
     path = os.path.join(run_dir, "run.lock")
     try:
         fd = open_for_writing(path, os.O_RDWR | os.O_CREAT)
     except RefusedFile:
         raise
     except OSError as e:
-        return f"{path} cannot be opened ({e.strerror})"
+        return None, f"{path} cannot be opened ({e.strerror})"
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            words = os.pread(fd, 512, 0).decode("utf-8", "replace").split()
-            if words and words[0].isdigit():
-                return f"pid {words[0]} on host {words[1] if len(words) > 1 else '?'}"
-            return "another process (it left no name in the lock file)"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        words = os.pread(fd, 512, 0).decode("utf-8", "replace").split()
         os.close(fd)
+        if words and words[0].isdigit():
+            return None, f"pid {words[0]} on host {words[1] if len(words) > 1 else '?'}"
+        return None, "another process (it left no name in the lock file)"
+    # The holder's line as the runtime writes its own ("pid host unix-time"): a refusal names it.
+    line = f"{os.getpid()} {socket.gethostname()} {int(time.time())}\n".encode()
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, line, 0)
+    except OSError:
+        pass  # the lock is the flock; the line only names its holder (a full disk)
+    return fd, None

@@ -61,7 +61,7 @@ if PACKAGE_ROOT not in sys.path:
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
-from fsdp_studio.run_folder_watch import EventFollower, file_size, lock_holder  # noqa: E402
+from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
 from fsdp_studio.run_start import starting_manifest, write_starting  # noqa: E402
 from fsdp_studio.runtime_run import (  # noqa: E402
@@ -73,6 +73,9 @@ from fsdp_studio.runtime_run import (  # noqa: E402
     runtime_reason,
     stderr_run_end,
 )
+
+#: Names this process to the trainer as the holder of the run folder's lock (run_folder_lock.h).
+RUN_LOCK_OWNER_ENV = "FSDP_RUN_LOCK_OWNER"
 
 #: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
 PEERS_GRACE_S = 10.0
@@ -91,7 +94,9 @@ def main(argv=None):
     try:
         # A run.lock or metrics.jsonl that is not the folder's own regular file (a link out of it, a
         # FIFO) is refused by name before anything is written (run_folder_file.py).
-        holder = lock_holder(run_dir) if args.native else None
+        # The folder's lock is this owner's for the whole attempt, taken before anything is started
+        # and let go when this process ends, after every process of the attempt (run_folder_lock.h).
+        lock, holder = take_lock(run_dir) if args.native else (None, None)
         log = EventLog(run_dir)
         check_regular(log.path)
     except RefusedFile as e:
@@ -109,13 +114,15 @@ def main(argv=None):
     if starting is not None:
         write_starting(run_dir, starting)
     manifest = run_manifest.read(run_dir)
-    guard = start_guard(run_dir)
+    guard = start_guard(run_dir, lock)
     stopped = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
 
     world = 1 if args.native else args.nproc
     env = child_env(run_dir, own_python=args.use_this_python)
+    if lock is not None:
+        env[RUN_LOCK_OWNER_ENV] = str(os.getpid())
     if args.use_this_python:
         args.command = with_this_python(args.command)
     ranks = []
@@ -262,14 +269,15 @@ def die_with_parent():
         pass
 
 
-def start_guard(run_dir):
+def start_guard(run_dir, lock=None):
     """This supervisor owns the run: when it is killed (SIGKILL, the OOM killer), nothing of the run
     may go on without it. A guard process holds the read end of a pipe whose write end only this
     process has: when this process dies the pipe ends, and the guard writes the run's end
     (failed, with the reason) as this supervisor would have, then kills the whole process group —
     the ranks and whatever they started (torchrun's workers), which PR_SET_PDEATHSIG alone does not
     reach. Only when this process leads its own group (the editor's detached start makes it so):
-    a group shared with a caller (a SLURM batch shell) is not the run's to kill."""
+    a group shared with a caller (a SLURM batch shell) is not the run's to kill. The guard keeps the
+    run folder's lock (`lock`) until it has killed the group, so no resume starts beside what is left."""
     if os.getpgrp() != os.getpid():
         return None
     read_end, write_end = os.pipe()  # not inherited by the ranks (PEP 446)
@@ -279,6 +287,7 @@ def start_guard(run_dir):
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             close_fds=True,
+            pass_fds=() if lock is None else (lock,),
         )
     except OSError:
         os.close(write_end)

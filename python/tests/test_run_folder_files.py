@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from fsdp_studio import run_manifest
 from fsdp_studio._events import EventLog
 from fsdp_studio.run_folder_file import RefusedFile
-from fsdp_studio.run_folder_watch import lock_holder
+from fsdp_studio.run_folder_watch import take_lock
 
 SUPERVISOR = os.path.join(os.path.dirname(__file__), "..", "fsdp_studio", "supervise.py")
 SECRET = b"s3cr3t: a file of the person's own, outside the run folder\n"
@@ -99,7 +99,7 @@ class RunFolderFiles(unittest.TestCase):
         path = os.path.join(self.run_dir, "run.lock")
         os.symlink(self.outside, path)
         with self.assertRaises(RefusedFile) as refused:
-            lock_holder(self.run_dir)
+            take_lock(self.run_dir)
         self.assertEqual(str(refused.exception), f"{path} is a symbolic link, not a regular file: not written")
 
     def test_the_supervisor_reads_a_fifo_metrics_jsonl_as_no_steps_without_blocking(self):

@@ -84,7 +84,7 @@ describe('fsdp-train: the run folder stays consistent', function () {
     assert.ok(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').endsWith('\n'));
   });
 
-  it("refuses a second trainer on a run folder in use, naming the first one's pid and host, and touches nothing", async () => {
+  it("refuses a second trainer on a run folder in use, naming the pid and host of the first one's owner, and touches nothing", async () => {
     const runDir = path.join(dir, 'run');
     const config = writeConfig(
       dir,
@@ -97,9 +97,11 @@ describe('fsdp-train: the run folder stays consistent', function () {
       if (first || !line.includes('"type":"step"') || !line.includes('"step":7,')) return;
       // The first trainer pauses between checkpoints: its folder must not change while the others try.
       const runtime = rankPidsOf(runDir)[0];
-      // The lock is the trainer's own (the process that writes the checkpoints), not fsdp-train's.
-      first = { pid: runtime };
-      assert.notEqual(runtime, child.pid);
+      // The lock is the run's owner's, its supervisor's (the first of run.json's pids), held for the
+      // whole attempt (issue 41), not fsdp-train's.
+      first = { pid: (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pids: number[] }).pids[0] };
+      assert.notEqual(first.pid, child.pid);
+      assert.notEqual(first.pid, runtime);
       process.kill(runtime, 'SIGSTOP');
       // Its supervisor catches up with what it logged (run.json's step, at most once a second), then
       // the folder stays as it is while the trainer is held.

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import { stopRun } from '../../runs/stop/stop-run';
 import { until } from '../harness/until';
-import { eventsOf, readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
+import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 
 /** Steps of a second or more here, so that a stop is still finishing its step when the next signal comes. */
 function slowSteps(overrides: Record<string, Record<string, unknown>> = {}): Record<string, unknown> {
@@ -138,4 +138,54 @@ describe("a run's faults: two Stops, a rank that fails alone, the lock (issue 41
       /^disk full: .*metrics\.jsonl: cannot write: No space left on device/,
     );
   });
+
+  it('holds the run folder for the whole attempt: a resume is refused while a process of it lives, its trainer gone', async () => {
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(dir, smallConfig({ training: { max_steps: 100_000 } }));
+    let stepSeen: () => void = () => undefined;
+    const firstStep = new Promise<void>((resolve) => (stepSeen = resolve));
+    const { done } = startTrain(
+      [config, '--run-dir', runDir],
+      (line) => {
+        if (line.includes('"type":"step"')) stepSeen();
+      },
+      { detached: true },
+    );
+    await firstStep;
+    const { manifest } = await readRun(runDir);
+    const supervisor = manifest.pgid!; // the owner leads the run's process group
+    // The attempt outlives its trainer (as mpirun and the other ranks outlived rank 0 on a full
+    // disk): the fsdp-train its supervisor started is frozen, then the trainer is killed.
+    const launcher = childrenOf(supervisor).find((pid) => commandOf(pid).includes('--supervised'));
+    assert.ok(launcher, `the supervisor ${supervisor} runs fsdp-train --supervised`);
+    const trainer = rankPidsOf(runDir)[0];
+    process.kill(launcher, 'SIGSTOP');
+    try {
+      process.kill(trainer, 'SIGKILL');
+      await until('the trainer has ended', () => !alive(trainer), 20_000);
+      const resume = await train([config, '--run-dir', runDir, '--resume', 'never', '--set', 'training.max_steps=2']);
+      assert.equal(resume.code, 1, resume.stderr);
+      assert.match(resume.stderr, new RegExp(`is in use by another trainer: pid ${supervisor} on host `));
+    } finally {
+      process.kill(launcher, 'SIGCONT');
+    }
+    await done;
+    assert.equal((await readRun(runDir)).manifest.status, 'failed');
+    // Once every process of the attempt is gone the folder is free: a resume is accepted.
+    const resumed = await train([config, '--run-dir', runDir, '--resume', 'never', '--set', 'training.max_steps=2']);
+    assert.equal(resumed.code, 0, resumed.stderr);
+  });
 });
+
+/** The children of a process (Linux: /proc/PID/task/PID/children). */
+function childrenOf(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}

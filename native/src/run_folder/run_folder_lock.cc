@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -42,6 +43,16 @@ void write_holder(int fd, int pid) {
   // Best effort: the lock is the flock, the text only names its holder in a refusal.
   if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size()))
     ::fsync(fd);
+}
+
+/**
+ * The holder is the run's owner, the supervisor that started this trainer (FSDP_RUN_LOCK_OWNER, its
+ * pid, on this host): it took the lock before starting anything of the attempt and holds it until
+ * every process of it is gone (python/fsdp_studio/supervise.py), so this trainer runs under it.
+ */
+bool held_by_owner(const Holder& h) {
+  const char* owner = std::getenv(kRunLockOwnerEnv);
+  return owner && h.pid > 0 && std::to_string(h.pid) == owner && h.host == host_name();
 }
 
 std::string describe(const Holder& h) {
@@ -89,7 +100,9 @@ RunFolderLock::RunFolderLock(const std::string& dir) {
     fd_ = fd;
     return;
   }
+  const Holder h = read_holder(fd);
   ::close(fd);
+  if (held_by_owner(h)) return;
   throw std::runtime_error(dir + " is in use by another trainer: " + holder + " holds " + path +
                            ". Two trainers on one run folder destroy each other's checkpoints: wait for it to end, "
                            "stop it, or use another run folder");

@@ -9,10 +9,20 @@
 // only looks first (`fsdp-train-native --lock-run-folder FD PID` on a file it opened, let go at
 // once) so that it refuses a folder in use before it writes config.json and run.json; a killed
 // fsdp-train therefore never leaves a trainer running without the lock.
+//
+// Under its owner, the supervisor (python/fsdp_studio/supervise.py --native), the lock is the
+// owner's: it takes it before it starts anything of the attempt and holds it until every process
+// of the attempt is gone (a trainer that ended first, as rank 0 on a full disk did while the other
+// ranks and mpirun lived on, used to let it go, and a resume was accepted beside the old attempt).
+// The trainer then finds the lock held by the pid its environment names (FSDP_RUN_LOCK_OWNER) on
+// its own host, and runs under it.
 #pragma once
 #include <string>
 
 namespace fsdp {
+
+/** The environment variable naming the pid of the run's owner, which holds the lock for the trainer. */
+inline constexpr const char* kRunLockOwnerEnv = "FSDP_RUN_LOCK_OWNER";
 
 class RunFolderLock {
  public:
