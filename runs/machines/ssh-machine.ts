@@ -208,7 +208,9 @@ export class SshMachine implements RunMachine {
 
   async start(spec: DetachedStart): Promise<StartedRun> {
     // Remote paths in the argv are absolute (see home()): the argv's words are passed literally.
-    // The output files are started afresh on the host (`>`): this launch's output begins at 0.
+    // The output files are started afresh on the host: this launch's output begins at 0. They are
+    // removed first, so that `>` creates them and never writes through a link (or into a FIFO or a
+    // device) put in their place (issue 40, item 2).
     const argv = detachedStartArgv(spec.manifest.run_id, spec.argv);
     const env = Object.entries({
       ...spec.env,
@@ -222,6 +224,9 @@ export class SshMachine implements RunMachine {
     const words: RemoteWord[] = [
       { raw: 'mkdir -p --' },
       { path: spec.runDir },
+      { raw: '&& rm -f --' },
+      { path: `${spec.runDir}/stdout.log` },
+      { path: `${spec.runDir}/stderr.log` },
       { raw: '&& cd --' },
       { path: spec.cwd },
       { raw: '|| exit 1;' },

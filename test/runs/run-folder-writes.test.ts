@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import {
   closeSync,
   constants,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -23,6 +24,9 @@ import { openRegularFileForWriting, RefusedFile } from '../../core/protocol/regu
 import { parseRunManifest } from '../../core/protocol/run-manifest';
 import { runFolderInUse } from '../../runs/folder/run-folder-lock';
 import { LocalMachine } from '../../runs/machines/local-machine';
+import { SshMachine } from '../../runs/machines/ssh-machine';
+import { LoopbackSshd } from '../harness/sshd';
+import { until } from '../harness/until';
 import { startingManifest } from '../harness/run-owner-argv';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
@@ -148,5 +152,43 @@ describe('writes to a run folder never follow a link and only reach regular file
     const said = `${r.stdout}${r.stderr}`;
     assert.match(said, /run\.json is not valid JSON/);
     assert.ok(!said.includes('s3cr3t'), `the file's bytes were shown:\n${said}`);
+  });
+  describe('over ssh', () => {
+    let sshd: LoopbackSshd;
+    before(async () => {
+      sshd = await LoopbackSshd.start();
+    });
+    after(async () => {
+      await sshd?.stop();
+    });
+
+    it('a launch replaces stdout.log and stderr.log linked out of the run folder instead of writing through them', async () => {
+      const outsideErr = path.join(tmp, 'outside-err.txt');
+      writeFileSync(outsideErr, SECRET);
+      symlinkSync(outside, path.join(runDir, 'stdout.log'));
+      symlinkSync(outsideErr, path.join(runDir, 'stderr.log'));
+      const ssh = new SshMachine(sshd.alias, () => ({ configFile: sshd.clientConfig }));
+      await ssh.start({
+        runDir,
+        cwd: tmp,
+        argv: ['/bin/echo', 'launched'],
+        manifest: startingManifest('writes-ssh'),
+      });
+      const stdout = path.join(runDir, 'stdout.log');
+      await until(
+        'the launch writes its stdout.log',
+        () => {
+          try {
+            return readFileSync(stdout, 'utf8').includes('launched');
+          } catch {
+            return false;
+          }
+        },
+        60_000,
+      );
+      assert.ok(!lstatSync(stdout).isSymbolicLink() && !lstatSync(path.join(runDir, 'stderr.log')).isSymbolicLink());
+      assert.equal(readFileSync(outside, 'utf8'), SECRET, 'stdout went through the link');
+      assert.equal(readFileSync(outsideErr, 'utf8'), SECRET, 'stderr went through the link');
+    });
   });
 });
