@@ -112,7 +112,11 @@ export function nonFiniteViews(
   });
 }
 
-/** The non-finite scalars no located anomaly (of the same step and rank) already stands for. */
+/**
+ * The non-finite scalars no located anomaly (of the same step and rank) already stands for. The
+ * runtime's own step events are covered by its anomaly of that step whichever rank reported it:
+ * every rank's loss is NaN once one rank's is (the gradients are averaged).
+ */
 export function uncoveredNonFinite(
   scalars: readonly NonFiniteScalar[],
   located: readonly AnomalyEvent[],
@@ -123,7 +127,7 @@ export function uncoveredNonFinite(
         (a) =>
           (a.kind === 'nan' || a.kind === 'inf') &&
           a.step === n.step &&
-          (n.rank === null || a.where.rank === undefined || a.where.rank === n.rank),
+          (n.source === 'runtime' || n.rank === null || a.where.rank === undefined || a.where.rank === n.rank),
       ),
   );
 }

@@ -137,6 +137,27 @@ describe('non-finite scalars', () => {
       nonFiniteViews(h.nonFinite.list(), h.anomalies, advice).map((v) => v.scalar?.tag),
       ['train/grad_norm'],
     );
+    // The native runtime: rank 1 located it; rank 0's NaN loss of that step is the same NaN, averaged in.
+    const native = new RunHistory();
+    const step = (rank: number): MetricsEvent =>
+      ({
+        v: 1,
+        type: 'step',
+        time: 5,
+        step: 3,
+        rank,
+        loss: null,
+        lr: 1e-3,
+        grad_norm: null,
+        tokens_per_s: 1,
+        step_ms: 1,
+        mem_peak: 1,
+      }) as MetricsEvent;
+    native.apply(step(0));
+    native.apply(step(1));
+    native.apply({ ...located, step: 3, where: { phase: 'backward', layer: 1, op: 'mlp', rank: 1 } });
+    assert.equal(native.nonFinite.size, 4, 'loss and grad norm of both ranks');
+    assert.deepEqual(nonFiniteViews(native.nonFinite.list(), native.anomalies, advice), []);
   });
 
   it('finds the Trainer in a script that imports it across lines, as the HF examples do', () => {
