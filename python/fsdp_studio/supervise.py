@@ -493,23 +493,53 @@ def wait_all(children, on_poll=None):
     return codes, first
 
 
+#: The most of one stderr line kept to read it (a run_end event, a failure's last words), as the
+#: printed-metrics decoder caps a line: the rest of a longer line is passed on, not held.
+LINE_CAP = 64 * 1024
+
+
 def copy_stderr(pipe, prefix, last_words, r):
     """Passes a rank's stderr on (to the run's stderr.log), each line marked with its rank, and keeps
-    its last line: the words a failure is reported with."""
+    its last line: the words a failure is reported with. Read a chunk at a time, never a whole line,
+    so a line of any length (a 200 MB one took 441 MB) costs a chunk and LINE_CAP of memory."""
     out = sys.stderr.buffer
-    for line in iter(pipe.readline, b""):
-        out.write(prefix.encode() + line)
+    mark = prefix.encode()
+    head = bytearray()  # the start of the line being copied, at most LINE_CAP bytes
+    at_line_start = True
+    while True:
+        chunk = os.read(pipe.fileno(), 1 << 16)
+        if not chunk:
+            break
+        start = 0
+        while start < len(chunk):
+            newline = chunk.find(b"\n", start)
+            end = len(chunk) if newline < 0 else newline + 1
+            if at_line_start:
+                out.write(mark)
+            out.write(chunk[start:end])
+            head += chunk[start : min(end, start + LINE_CAP - len(head))]
+            at_line_start = newline >= 0
+            if at_line_start:
+                read_stderr_line(bytes(head), last_words, r)
+                head.clear()
+            start = end
         out.flush()
-        text = line.decode("utf-8", "replace").strip()
-        event = run_end_in(text)
-        if event is not None:
-            stderr_run_end[0] = event
-            continue
-        # PyTorch 2 marks a rank's uncaught error "[rank1]: ..."; the reason names the rank already.
-        text = re.sub(r"^\[rank\d+\]:\s*", "", text)
-        if text:
-            last_words[r] = text[:300]
+    if head:
+        read_stderr_line(bytes(head), last_words, r)
     pipe.close()
+
+
+def read_stderr_line(line, last_words, r):
+    """A run_end the runtime could not write to metrics.jsonl, or else the rank's last words."""
+    text = line.decode("utf-8", "replace").strip()
+    event = run_end_in(text)
+    if event is not None:
+        stderr_run_end[0] = event
+        return
+    # PyTorch 2 marks a rank's uncaught error "[rank1]: ..."; the reason names the rank already.
+    text = re.sub(r"^\[rank\d+\]:\s*", "", text)
+    if text:
+        last_words[r] = text[:300]
 
 
 def finish(log, run_dir, status, reason, step=None):
