@@ -16,7 +16,7 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
     const m = configMemory('torchtitan', text, '/w/llama3_70b.toml');
     assert.ok(!('error' in m), 'error' in m ? m.error : '');
     assert.match(
-      m.title,
+      m.detail,
       /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB — for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)$/,
     );
     const plan = m.read.input.parallel!;
@@ -73,7 +73,8 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
       [i.microBatch, i.precision.param, i.strategy, i.nprocPerNode, i.framework],
       [4, 'bfloat16', 'SHARD_GRAD_OP', 4, 'pytorch'],
     );
-    assert.match(m.title, /for Llama 3\.2 1B/);
+    assert.match(m.title, / — Llama 3\.2 1B$/);
+    assert.match(m.detail, /for Llama 3\.2 1B/);
   });
 
   it("follows TrainingArguments' deepspeed: to the DeepSpeed file for the ZeRO stage and offload, its name only when unreadable", () => {

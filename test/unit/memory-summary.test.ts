@@ -30,5 +30,14 @@ describe("the estimate's words", () => {
     assert.deepEqual(fsdp(accelerate('  fsdp_version: 1\n').notes), ['FSDP1']);
     assert.deepEqual(fsdp(accelerate('').notes), ['FSDP1']);
     assert.deepEqual(fsdp(accelerate('  fsdp_version: 2\n').notes), ['FSDP2']);
+    // TrainingArguments: fsdp_config's version, 1 by default (the Trainer goes through accelerate).
+    const trainer = (config: string) => {
+      const text = `# fsdp-studio: model=gpt2-124m gpu=H100\nper_device_train_batch_size: 2\nbf16: true\nfsdp: full_shard auto_wrap\n${config}`;
+      const read = readConfigForEstimate(text, '/w/training_args.yaml', {}, 'hf-training');
+      assert.ok(!isConfigInputError(read), isConfigInputError(read) ? read.error : '');
+      return fsdp(estimateMemory(read.input).notes);
+    };
+    assert.deepEqual(trainer(''), ['FSDP1']);
+    assert.deepEqual(trainer('fsdp_config:\n  version: 2\n'), ['FSDP2']);
   });
 });

@@ -1,7 +1,7 @@
 // Hugging Face TrainingArguments / TRL arguments as an estimate's input: the model from the
 // `fsdp-studio:` comment or model_name_or_path (a preset, a config.json, the local Hugging Face
 // cache), per_device_train_batch_size, max_length, bf16/fp16, activation checkpointing, and how the
-// Trainer distributes: FSDP2 through `fsdp` / `fsdp_config`, DeepSpeed through `deepspeed`, else DDP.
+// Trainer distributes: FSDP (1, or 2 with fsdp_config's version) through `fsdp` / `fsdp_config`, DeepSpeed through `deepspeed`, else DDP.
 import path from 'node:path';
 import { ZERO_STAGE_STRATEGY } from '../../config/run-config';
 import type { SourceDocument } from '../../config/source-document';
@@ -43,6 +43,7 @@ export function hfTrainingInput(
   let framework: MemoryInput['framework'] = 'pytorch';
   let strategy: ShardingStrategy = 'NO_SHARD';
   let offload = { optimizer: false, params: false };
+  let fsdpVersion: 1 | 2 | undefined;
   const fsdp = f.get(['fsdp']);
   const ds = f.get(['deepspeed']);
   if (fsdp !== undefined && fsdp !== null && fsdp !== false && fsdp !== '' && fsdp !== 'false') {
@@ -54,6 +55,9 @@ export function hfTrainingInput(
         : options_.includes('hybrid_shard')
           ? 'HYBRID_SHARD'
           : 'FULL_SHARD';
+    // fsdp_config's version (or fsdp_version): 2 is fully_shard; the Trainer's default, through accelerate, is 1.
+    const version = fsdpConfig(f.get(['fsdp_config']), 'version');
+    fsdpVersion = version === 2 || version === '2' ? 2 : 1;
     const cpu = options_.includes('offload') || fsdpConfig(f.get(['fsdp_config']), 'cpu_offload') === true;
     offload = { optimizer: cpu, params: cpu };
   } else if (ds !== undefined && ds !== null && ds !== '') {
@@ -87,6 +91,7 @@ export function hfTrainingInput(
     checkpointing: { policy: options.checkpointing ?? (ac ? 'every_n' : 'none'), everyN: options.everyN ?? 1 },
     offload,
     attention: options.attention ?? 'flash',
+    ...(fsdpVersion ? { fsdp: { ...defaultMemoryInput(model.shape, seqLen).fsdp, version: fsdpVersion } } : {}),
     ...(gpu ? { gpu } : {}),
   };
   const anchorPath = doc.has(['per_device_train_batch_size']) ? ['per_device_train_batch_size'] : [];
