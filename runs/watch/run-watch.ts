@@ -480,18 +480,32 @@ export class RunWatch {
       if (!this.follower && this.isLive()) this.follow();
       return;
     }
-    // Its last lines may still be on their way: read, wait a moment, then stop following. A job
-    // that ran and ended between two looks was never followed: read what it wrote first. (On the
-    // first look, start() follows from the beginning right after.)
-    const unread = this.offset > 0 && !this.follower && !this.disposed;
-    if (unread) this.follow();
-    this.follower?.poke();
-    await new Promise((r) => setTimeout(r, unread && this.machine.target !== 'local' ? 5000 : 1500));
+    // Its last lines may still be unread: read the log to its end, then stop following. A job that
+    // ran and ended between two looks was never followed: read what it wrote first. (On the first
+    // look, start() follows from the beginning right after.)
+    if (this.offset > 0 && !this.follower && !this.disposed) this.follow();
+    await this.readToTheEnd();
     if (this.disposed) return;
     this.stopFollowing();
     if (asked && !this.manifest?.slurm?.final_state) {
       await recordJobEnd(this.cluster!.host, this.ref.runDir, job).catch(() => undefined);
       await this.refreshManifest();
+    }
+  }
+
+  /**
+   * Once the job has ended its log grows no more: follows it until everything in it has been read
+   * (the follower's offset at the file's size), rather than for a fixed while that a loaded machine
+   * or a slow transport outlasts. The drain's limit only bounds a transport that stopped delivering,
+   * or a last line left unfinished (the decoder reads whole lines).
+   */
+  private async readToTheEnd(): Promise<void> {
+    const deadline = Date.now() + (this.machine.target === 'local' ? LOGS_DRAIN_MS.local : LOGS_DRAIN_MS.ssh);
+    while (this.follower && !this.disposed && Date.now() < deadline) {
+      const { size } = await this.machine.readFileFrom(this.metricsFile, 0, 0).catch(() => ({ size: 0 }));
+      if (this.offset >= size) return;
+      this.follower?.poke();
+      await new Promise((r) => setTimeout(r, 250));
     }
   }
 
