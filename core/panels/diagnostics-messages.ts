@@ -49,7 +49,7 @@ export interface DiagnosticsFrameMessage {
   type: 'diagnostics';
   run: { target: string; runDir: string; name: string };
   anomalies: AnomalyView[];
-  /** Index into anomalies of the one to show (the latest by default). */
+  /** Index into anomalies of the one to show (by default the latest located one, else the latest logged NaN). */
   selected: number;
 }
 

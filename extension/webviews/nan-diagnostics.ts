@@ -149,7 +149,11 @@ class DiagnosticsPanel {
       type: 'diagnostics',
       run: { target: this.record.target, runDir: this.record.runDir, name: runTitle(this.record, this.watch) },
       anomalies: views,
-      selected: Math.min(this.selected ?? views.length - 1, views.length - 1),
+      // The latest located anomaly first (it names the module); else the latest logged NaN.
+      selected: Math.min(
+        this.selected ?? (anomalies.length ? anomalies.length - 1 : views.length - 1),
+        views.length - 1,
+      ),
     });
   }
 
