@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Optional
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if PACKAGE_ROOT not in sys.path:
@@ -86,36 +87,70 @@ def main(argv=None):
     if argv[:1] == [GUARD_FLAG]:
         return guard_main(argv[1], int(argv[2]))
     args = parse_args(argv)
+    attempt = start(args)
+    if isinstance(attempt, int):
+        return attempt  # refused, or the command could not be started: its exit code
+    codes, failed = wait(attempt)
+    return end(attempt, codes, failed)
+
+
+class Attempt:
+    """One attempt at the run, as start() leaves it for wait() and end(): the command's processes,
+    copying their stderr from here on, and what the run's end is written from."""
+
+    def __init__(self, args, run_dir, log, guard, env, stopped, children):
+        self.args = args
+        self.run_dir = run_dir
+        self.log = log
+        self.guard = guard
+        #: The command's environment (a missing module's hint looks the command up on its PATH).
+        self.env = env
+        #: The stop signals that came (the handlers start() installs append them).
+        self.stopped = stopped
+        self.children = children
+        #: Each rank's last line on stderr: the words a failure is reported with.
+        self.last_words = [None] * len(children)
+        self.copiers = [
+            threading.Thread(
+                target=copy_stderr,
+                args=(c.stderr, f"[rank {r}] " if len(children) > 1 else "", self.last_words, r),
+                daemon=True,
+            )
+            for r, c in enumerate(children)
+        ]
+        for copier in self.copiers:
+            copier.start()
+        self.workers = WorkerPids(run_dir, [os.getpid(), *(c.pid for c in children)])
+        self.parent = ParentWatch(children) if args.with_parent else None
+        #: A native run's runtime, its events turned into run.json (None for a person's command).
+        self.runtime: Optional[RuntimeRun] = None
+        #: run.json's bytes before this attempt wrote its starting manifest (None when it wrote none):
+        #: put back when the runtime never started the run.
+        self.manifest_before: Optional[bytes] = None
+        #: What runs between looks at the processes while waiting.
+        self.on_poll = self.workers.refresh
+
+
+def start(args):
+    """Starting: the run folder taken (or refused), run.json's starting manifest, the guard, the stop
+    signals noted, and the command's processes. Returns the Attempt, or the exit code when nothing
+    was started."""
     run_dir = os.path.abspath(args.run_dir)
     os.makedirs(run_dir, exist_ok=True)
     starting = starting_manifest(args)
     if starting is False:
         return 2
-    try:
-        # A run.lock or metrics.jsonl that is not the folder's own regular file (a link out of it, a
-        # FIFO) is refused by name before anything is written (run_folder_file.py).
-        # The folder's lock is this owner's for the whole attempt, taken before anything is started
-        # and let go when this process ends, after every process of the attempt (run_folder_lock.h).
-        lock, holder = take_lock(run_dir) if args.native else (None, None)
-        log = EventLog(run_dir)
-        check_regular(log.path)
-    except RefusedFile as e:
-        print(f"fsdp_studio.supervise: {e}", file=sys.stderr)
-        return 1
-    if holder:
-        # One trainer per run folder: a folder in use is refused before anything of it is touched.
-        print(
-            f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's checkpoints: wait for it to end, stop it, or use another run folder",
-            file=sys.stderr,
-        )
-        return 1
+    opened = open_run_folder(run_dir, args.native)
+    if isinstance(opened, int):
+        return opened
+    lock, log = opened
     before = run_manifest.read_bytes(run_dir)
     events = EventFollower(log.path, file_size(log.path))
     if starting is not None:
         write_starting(run_dir, starting)
     manifest = run_manifest.read(run_dir)
     guard = start_guard(run_dir, lock)
-    stopped = []
+    stopped: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
 
@@ -125,106 +160,164 @@ def main(argv=None):
         env[RUN_LOCK_OWNER_ENV] = str(os.getpid())
     if args.use_this_python:
         args.command = with_this_python(args.command)
-    ranks = []
-    if world > 1:
-        port = str(args.master_port or free_port())
-        for r in range(world):
-            ranks.append(
-                dict(
-                    env,
-                    RANK=str(r),
-                    LOCAL_RANK=str(r),
-                    WORLD_SIZE=str(world),
-                    LOCAL_WORLD_SIZE=str(world),
-                    GROUP_RANK="0",
-                    MASTER_ADDR="127.0.0.1",
-                    MASTER_PORT=port,
-                )
-            )
-    else:
-        ranks.append(env)
     started = launcher_trampoline(args.command) if args.native else args.command
     try:
-        children = [subprocess.Popen(started, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent) for e in ranks]
+        children = [
+            subprocess.Popen(started, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
+            for e in rank_envs(env, world, args.master_port)
+        ]
     except OSError as e:
-        reason = f"cannot start {args.command[0]}: {e.strerror or e}"
-        if args.native:
-            run_manifest.mark_failed(run_dir, reason)
-        else:
-            finish(log, run_dir, "failed", reason)
-        dismiss_guard(guard)
-        print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
-        return 127
-    last_words = [None] * len(children)
-    copiers = [
-        threading.Thread(
-            target=copy_stderr, args=(c.stderr, f"[rank {r}] " if world > 1 else "", last_words, r), daemon=True
-        )
-        for r, c in enumerate(children)
-    ]
-    for copier in copiers:
-        copier.start()
-    workers = WorkerPids(run_dir, [os.getpid()] + [c.pid for c in children])
-    parent = ParentWatch(children) if args.with_parent else None
+        return not_started(args, run_dir, log, guard, e)
+    attempt = Attempt(args, run_dir, log, guard, env, stopped, children)
     if args.native:
-        runtime = RuntimeRun(run_dir, events)
-        run_manifest.update(run_dir, {"pids": workers.own})
-
-        def on_poll():
-            was_started = runtime.started
-            fields = runtime.follow(write=False)
-            if runtime.started and not was_started:
-                # The ranks are there once the runtime has started: run.json says "running" and names them at once.
-                pids = workers.refresh(force=True, write=False)
-                if pids is not None:
-                    fields["pids"] = pids
-            if fields:
-                run_manifest.update(run_dir, fields)
-            workers.refresh()
-            if parent:
-                parent.look()
-
+        follow_runtime(attempt, events, before if starting is not None else None)
     else:
-        run_manifest.update(run_dir, {"status": "running", "pids": workers.own})
-        log.write(
-            {
-                "type": "run_start",
-                "run_id": (manifest or {}).get("run_id", os.path.basename(run_dir)),
-                "config": (manifest or {}).get("config", {}),
-                "world": {
-                    "size": command_world(manifest, world),
-                    "ranks": [
-                        {"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid}
-                        for r, c in enumerate(children)
-                    ],
-                },
-                "runtime": {"name": "fsdp-studio supervisor", "command": args.command},
-            }
-        )
-        on_poll = workers.refresh
+        announce_command(attempt, manifest, world)
+    return attempt
 
-    codes, r = wait_all(children, on_poll=on_poll)
+
+def open_run_folder(run_dir, native):
+    """The run folder's lock (a native run's; None for a person's command) and its event log, or the
+    exit code when the folder is refused."""
+    try:
+        # A run.lock or metrics.jsonl that is not the folder's own regular file (a link out of it, a
+        # FIFO) is refused by name before anything is written (run_folder_file.py).
+        # The folder's lock is this owner's for the whole attempt, taken before anything is started
+        # and let go when this process ends, after every process of the attempt (run_folder_lock.h).
+        lock, holder = take_lock(run_dir) if native else (None, None)
+        log = EventLog(run_dir)
+        check_regular(log.path)
+    except RefusedFile as e:
+        print(f"fsdp_studio.supervise: {e}", file=sys.stderr)
+        return 1
+    if holder:
+        # One trainer per run folder: a folder in use is refused before anything of it is touched.
+        print(
+            f"fsdp_studio.supervise: {run_dir} is in use by another trainer: {holder} holds"
+            f" {os.path.join(run_dir, 'run.lock')}. Two trainers on one run folder destroy each other's"
+            " checkpoints: wait for it to end, stop it, or use another run folder",
+            file=sys.stderr,
+        )
+        return 1
+    return lock, log
+
+
+def rank_envs(env, world, master_port):
+    """The environment of each process started: one, or `world` ranks with the environment
+    rendezvous torch.distributed's env:// reads."""
+    if world <= 1:
+        return [env]
+    port = str(master_port or free_port())
+    return [
+        dict(
+            env,
+            RANK=str(r),
+            LOCAL_RANK=str(r),
+            WORLD_SIZE=str(world),
+            LOCAL_WORLD_SIZE=str(world),
+            GROUP_RANK="0",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=port,
+        )
+        for r in range(world)
+    ]
+
+
+def not_started(args, run_dir, log, guard, error):
+    """The command could not be started (no such file, not executable): the run ends failed, saying
+    why. Returns the exit code a shell gives a command it cannot run."""
+    reason = f"cannot start {args.command[0]}: {error.strerror or error}"
     if args.native:
+        run_manifest.mark_failed(run_dir, reason)
+    else:
+        finish(log, run_dir, "failed", reason)
+    dismiss_guard(guard)
+    print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
+    return 127
+
+
+def follow_runtime(attempt, events, manifest_before):
+    """A native run: the runtime writes its own events; each poll turns the new ones into run.json
+    (running, the step, the end) and names the ranks once the runtime has started them."""
+    runtime = attempt.runtime = RuntimeRun(attempt.run_dir, events)
+    attempt.manifest_before = manifest_before
+    run_dir, workers, parent = attempt.run_dir, attempt.workers, attempt.parent
+    run_manifest.update(run_dir, {"pids": workers.own})
+
+    def on_poll():
+        was_started = runtime.started
+        fields = runtime.follow(write=False)
+        if runtime.started and not was_started:
+            # The ranks are there once the runtime has started: run.json says "running" and names them at once.
+            pids = workers.refresh(force=True, write=False)
+            if pids is not None:
+                fields["pids"] = pids
+        if fields:
+            run_manifest.update(run_dir, fields)
+        workers.refresh()
+        if parent:
+            parent.look()
+
+    attempt.on_poll = on_poll
+
+
+def announce_command(attempt, manifest, world):
+    """A person's command: run.json says running, and metrics.jsonl gets the run_start the command
+    does not write itself."""
+    run_manifest.update(attempt.run_dir, {"status": "running", "pids": attempt.workers.own})
+    attempt.log.write(
+        {
+            "type": "run_start",
+            "run_id": (manifest or {}).get("run_id", os.path.basename(attempt.run_dir)),
+            "config": (manifest or {}).get("config", {}),
+            "world": {
+                "size": command_world(manifest, world),
+                "ranks": [
+                    {"rank": r, "host": socket.gethostname(), "device": "unknown", "pid": c.pid}
+                    for r, c in enumerate(attempt.children)
+                ],
+            },
+            "runtime": {"name": "fsdp-studio supervisor", "command": attempt.args.command},
+        }
+    )
+
+
+def wait(attempt):
+    """Waiting: until every process started has ended (one rank failing stops the others), then for
+    a native run until the runtime has written its end; what is left of the attempt is killed.
+    Returns the exit codes and the rank that failed first (wait_all)."""
+    codes, failed = wait_all(attempt.children, on_poll=attempt.on_poll)
+    runtime = attempt.runtime
+    if runtime is not None:
         # The runtime may outlive the process this one started (fsdp-train or mpirun killed): it
         # watches its launcher and writes its own end; it gets the peers' grace to, then is killed.
         deadline = time.monotonic() + RUNTIME_END_GRACE_S
-        while runtime.ended is None and workers.any_alive() and time.monotonic() < deadline:
-            on_poll()
+        while runtime.ended is None and attempt.workers.any_alive() and time.monotonic() < deadline:
+            attempt.on_poll()
             time.sleep(0.1)
-    workers.kill_left()
-    for copier in copiers:
+    attempt.workers.kill_left()
+    for copier in attempt.copiers:
         copier.join(timeout=5)
-    if args.native:
+    return codes, failed
+
+
+def end(attempt, codes, failed):
+    """Ending: run.json's end (the runtime's, from its events and how its process ended; a person's
+    command's, with run_end in metrics.jsonl), then the guard let go. Returns this process's exit
+    code: the command's."""
+    args, runtime = attempt.args, attempt.runtime
+    if runtime is not None:
         c = codes[0]
+        parent = attempt.parent
         runtime.end(
-            before if starting is not None else None,
-            parent.reason if parent and parent.reason else runtime_reason(args.command, c, last_words[0]),
+            attempt.manifest_before,
+            parent.reason if parent and parent.reason else runtime_reason(args.command, c, attempt.last_words[0]),
         )
         code = 128 - c if c < 0 else c
     else:
-        status, reason, code = command_end(args, env, stopped, codes, r, last_words)
-        finish(log, run_dir, status, reason)
-    dismiss_guard(guard)
+        status, reason, code = command_end(args, attempt.env, attempt.stopped, codes, failed, attempt.last_words)
+        finish(attempt.log, attempt.run_dir, status, reason)
+    dismiss_guard(attempt.guard)
     return code
 
 
@@ -337,21 +430,26 @@ def parse_args(argv):
     p.add_argument(
         "--native",
         action="store_true",
-        help="the command is FSDP Studio's native runtime (fsdp-train, fsdp-train-native, or mpirun/srun around it): its own events in metrics.jsonl say how the run goes and ends, and the run folder's lock is its",
+        help="the command is FSDP Studio's native runtime (fsdp-train, fsdp-train-native, or mpirun/srun around"
+        " it): its own events in metrics.jsonl say how the run goes and ends, and the run folder's lock is its",
     )
     p.add_argument(
         "--with-parent",
         action="store_true",
-        help="the process that started this one is the run's launcher (fsdp-train in a terminal): if it is killed, the run ends with it",
+        help="the process that started this one is the run's launcher (fsdp-train in a terminal): if it is"
+        " killed, the run ends with it",
     )
     p.add_argument(
         "--manifest",
-        help="the starting manifest (JSON) to write as run.json (default: $FSDP_RUN_MANIFEST; neither: keep the run.json there)",
+        help="the starting manifest (JSON) to write as run.json (default: $FSDP_RUN_MANIFEST; neither: keep"
+        " the run.json there)",
     )
     p.add_argument(
         "--use-this-python",
         action="store_true",
-        help="run a bare python/python3 first word of the command with the Python running this supervisor, and put that Python's folder first on the command's PATH (as activating its environment would), so that torchrun, accelerate and deepspeed come from it too",
+        help="run a bare python/python3 first word of the command with the Python running this supervisor, and"
+        " put that Python's folder first on the command's PATH (as activating its environment would), so that"
+        " torchrun, accelerate and deepspeed come from it too",
     )
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
@@ -382,7 +480,7 @@ def with_this_python(command):
     """The command with a bare Python word first replaced by this supervisor's own interpreter (the
     launch spec's python:, or the Python extension's choice); a path or another launcher is kept."""
     if PYTHON_WORD.match(command[0]):
-        return [sys.executable] + command[1:]
+        return [sys.executable, *command[1:]]
     return command
 
 
@@ -401,7 +499,10 @@ def missing_module_hint(last_words, command, env, chosen=False):
     if python is None:
         return f" (the Python that ran {command[0]} was not found on its PATH)"
     if chosen and os.path.dirname(python) == os.path.dirname(sys.executable):
-        fix = "it was chosen by the launch spec's python: key (or the Python extension's selection): name one that has it there"
+        fix = (
+            "it was chosen by the launch spec's python: key (or the Python extension's selection):"
+            " name one that has it there"
+        )
     elif os.sep in command[0]:
         fix = "name one that has it in the command"
     else:
@@ -478,7 +579,7 @@ def wait_all(children, on_poll=None):
                     ended.append(i)
         if ended and first is None:
             # Of the ranks found failed together, one that exited by itself, not by a signal.
-            first = sorted(ended, key=lambda i: codes[i] < 0)[0]
+            first = sorted(ended, key=lambda i: (codes[i] or 0) < 0)[0]
             failed_at = time.monotonic()
             for other in children:
                 if other.poll() is None:
