@@ -16,9 +16,10 @@ export const ALL_SUITES = [
   'test/unit/**/*.test.ts',
   'test/lsp/**/*.test.ts',
   'test/native/**/*.test.ts',
-  // First of the runs suite: its first-use test builds the runtime on the loopback "SSH host" (about
-  // 3 min on 2 cores) into the folder every later SSH test finds it in by content hash; after them,
-  // the first of those (hosts.test.ts) built it and this one rebuilt it (mocha runs a file once).
+  // First of the runs suite: its first-use test builds the runtime on the loopback "SSH host" (its
+  // objects from the set-up's compiler cache: test/harness/compiler-cache.ts) into the folder every
+  // later SSH test finds it in by content hash; after them, the first of those (hosts.test.ts) built
+  // it and this one rebuilt it (mocha runs a file once).
   'test/runs/remote-runtime.test.ts',
   'test/runs/**/*.test.ts',
   'test/e2e/**/*.test.ts',

@@ -14,6 +14,14 @@ const nativeDir = path.join(root, 'native');
 const buildDir = path.join(nativeDir, 'build');
 const stampFile = path.join(buildDir, 'source-hash');
 
+/**
+ * The compiler cache (ccache, wired in native/CMakeLists.txt) of this checkout: the set-up's build
+ * fills it, and the tests' builds of the same sources elsewhere (the runtime built on the loopback
+ * SSH host) read it — test/harness/compiler-cache.ts names the same folder. Inside the build
+ * folder, so removing native/build rebuilds from nothing.
+ */
+export const COMPILER_CACHE_DIR = path.join(buildDir, 'ccache');
+
 /** Where the build puts its outputs. */
 export const NATIVE_OUTPUTS = {
   addon: path.join(buildDir, 'Release', 'fsdp_native.node'),
@@ -39,6 +47,9 @@ export function buildNative({ log = console.log, force = false } = {}) {
     {
       cwd: root,
       stdio: 'inherit',
+      // Paths under native/ hashed relative to the build folder, as a build of a copy of native/
+      // elsewhere has them, so that build finds these objects.
+      env: { ...process.env, CCACHE_DIR: COMPILER_CACHE_DIR, CCACHE_BASEDIR: nativeDir },
     },
   );
   if (r.status !== 0) throw new Error(`native build failed (exit code ${r.status})`);

@@ -79,7 +79,14 @@ describe('e2e: the .vsix, installed into a clean code-server, launches a run', f
       }),
     );
     const runtimeCache = path.join(tmp, 'runtime-cache');
-    vscode = await VsCodeSession.open({ workspace, vsix, env: { FSDP_RUNTIME_CACHE: runtimeCache } });
+    // The suite's one real first-launch build from nothing: every object compiled here, none taken
+    // from the compiler cache (the SSH host's first-use build in test/runs/remote-runtime.test.ts
+    // takes the set-up's objects from it), as on a user's machine without ccache.
+    vscode = await VsCodeSession.open({
+      workspace,
+      vsix,
+      env: { FSDP_RUNTIME_CACHE: runtimeCache, CCACHE_DISABLE: '1' },
+    });
     const installed = readdirSync(vscode.extensionsDir).find((d) => d.startsWith('fsdp-studio.fsdp-studio-'));
     assert.ok(installed, `installed: ${readdirSync(vscode.extensionsDir).join(', ')}`);
     const extensionDir = path.join(vscode.extensionsDir, installed);

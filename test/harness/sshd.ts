@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../scripts/code-server';
+import { compilerCacheEnvironment } from './compiler-cache';
 
 const SSHD = '/usr/sbin/sshd';
 
@@ -153,11 +154,13 @@ export class LoopbackSshd {
  * shell sshd starts reads no start-up file of this machine's user. (Bash run by sshd reads
  * ~/.bashrc; a machine's own, with `pyenv init`, waits up to a minute on a lock that any killed
  * session leaves behind, and then every later remote command of the suite seems to hang.)
+ * And the set-up's compiler cache: the runtime a test builds on the host (under the temporary
+ * folder) takes the objects this checkout's build compiled (compiler-cache.ts).
  */
 export function remoteEnvironment(dir: string, extra: Record<string, string> = {}): Record<string, string> {
   const home = path.join(dir, 'home');
   mkdirSync(home, { recursive: true });
-  return { HOME: home, ...extra };
+  return { HOME: home, ...compilerCacheEnvironment(), ...extra };
 }
 
 export function keygen(file: string): void {
