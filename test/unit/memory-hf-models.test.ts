@@ -12,6 +12,7 @@ import { isConfigInputError } from '../../core/memory/inputs/config-input';
 import { findHfModel, findModelName, hfCacheDir, hfModelSource, namedModel } from '../../core/memory/inputs/hf-model';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 import { parameterCounts } from '../../core/memory/model-shape';
+import { familyOfLayerClass } from '../../core/memory/inputs/model-from-options';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'hf-models');
 const config = (folder: string) =>
@@ -227,5 +228,26 @@ describe('finding a Hugging Face model on this machine', () => {
     const gpt2 = cache(hub, 'openai-community/gpt2', config('openai-community--gpt2'));
     const cached = read(`# fsdp-studio: model=openai-community/gpt2\n${yaml}`);
     assert.equal(cached.model?.from, gpt2);
+  });
+
+  it('the wrap class names the family: its presets, or none, and never a model of another family (issue 39)', () => {
+    const family = (cls: string) => familyOfLayerClass(cls, 'x');
+    assert.equal(family('LlamaDecoderLayer')?.name, 'Llama');
+    assert.ok(family('LlamaDecoderLayer')!.presets.every((p) => p.startsWith('llama')));
+    assert.deepEqual(family('GPT2Block')?.presets, ['gpt2-124m', 'gpt2-355m', 'gpt2-774m', 'gpt2-1.5b']);
+    assert.deepEqual(family('MistralDecoderLayer'), { name: 'Mistral', presets: [], where: 'x' });
+    assert.equal(family('Block'), undefined, 'a generic block names no model');
+    // Nothing names the model: the stand-in is of the family, and said to be assumed.
+    const read = readConfigForEstimate(
+      'distributed_type: FSDP\nfsdp_config:\n  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer\n',
+      path.join(dir, 'fsdp.yaml'),
+      {},
+      'accelerate',
+      hfModelSource(path.join(dir, 'fsdp.yaml'), { env: { HF_HUB_CACHE: path.join(dir, 'hub') }, home: dir }),
+    );
+    assert.ok(!isConfigInputError(read));
+    assert.equal(read.model?.assumed, true);
+    assert.equal(read.model?.family?.name, 'Llama');
+    assert.match(read.model?.name ?? '', /^Llama/);
   });
 });
