@@ -8,6 +8,7 @@ import type { LogStream } from '../../core/panels/dashboard-messages';
 import { readableLine } from '../../core/runs/readable-events';
 import type { DecoderFactory, RecordDecoder } from '../../runs/watch/decoders/record-decoder';
 import type { Follower, RunMachine } from '../../runs/machines/run-machine';
+import { GrowingFileReader } from '../../runs/watch/transports/growing-file';
 
 /** What the tab shows of a long log's end when it opens; the middle is in the file. */
 const TAIL_BYTES = 64 * 1024;
@@ -15,6 +16,12 @@ const TAIL_BYTES = 64 * 1024;
 const HEAD_BYTES = 16 * 1024;
 /** A line longer than this without its end is shown in pieces rather than held back. */
 const LONGEST_LINE = 64 * 1024;
+/**
+ * The most read of a log per look: a burst (a 200 MB line, hundreds of MB of binary) is decoded and
+ * handed on a piece at a time, and of each piece the tab gets its last TAIL_BYTES only, so neither
+ * this process nor the webview holds the burst (issue 40, item 4).
+ */
+const READ_BYTES = 4 * 1024 * 1024;
 const STREAMS: LogStream[] = ['stdout', 'stderr'];
 
 export interface OutputChunk {
@@ -88,6 +95,13 @@ export class RunOutputTail {
             text = text.slice(text.indexOf('\n') + 1);
             skipPartial = false;
           }
+          if (text.length > TAIL_BYTES + HEAD_BYTES) {
+            // More than the tab shows when it opens arrived at once: its end, from a line start, the rest named.
+            // A line start in the tail, unless the tail holds none but the last line's end.
+            const lineStart = text.indexOf('\n', text.length - TAIL_BYTES) + 1;
+            const from = lineStart > 0 && lineStart < text.length ? lineStart : text.length - TAIL_BYTES;
+            text = `\n… ${formatKiB(Buffer.byteLength(text.slice(0, from)))} not shown here: the whole output is in ${file} …\n\n${text.slice(from)}`;
+          }
           if (text) this.send({ stream, text: readable(text), reset: false });
         },
         connection: () => undefined,
@@ -105,7 +119,14 @@ function readable(text: string): string {
 }
 
 /** A decoder of a text log: each push yields the complete lines that arrived, as one string. */
-export const textLines: DecoderFactory<string> = (offset: number): RecordDecoder<string> => {
+export const textLines: DecoderFactory<string> = Object.assign(
+  (offset: number): RecordDecoder<string> => decodeTextLines(offset),
+  {
+    localReader: (file: string, offset: number) => new GrowingFileReader(file, textLines, offset, READ_BYTES),
+  },
+);
+
+function decodeTextLines(offset: number): RecordDecoder<string> {
   let consumed = offset;
   let pending: Buffer = Buffer.alloc(0);
   return {
@@ -126,7 +147,7 @@ export const textLines: DecoderFactory<string> = (offset: number): RecordDecoder
       return { entries: cut ? [all.subarray(0, cut).toString('utf8')] : [], problems: [], offset: consumed };
     },
   };
-};
+}
 
 function formatKiB(bytes: number): string {
   return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`;

@@ -2,7 +2,19 @@
 // 127.0.0.1: the tail of a long log (from a line start), then what is appended, each byte once;
 // whole characters only.
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { randomFillSync } from 'node:crypto';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalMachine } from '../../runs/machines/local-machine';
@@ -10,6 +22,7 @@ import { SshMachine } from '../../runs/machines/ssh-machine';
 import { RunOutputTail, textLines, type OutputChunk } from '../../extension/webviews/run-output-tail';
 import { LoopbackSshd } from '../harness/sshd';
 import { until } from '../harness/until';
+import { repoRoot } from '../../scripts/code-server';
 
 describe('run output tail (the Log tab)', () => {
   let dir: string;
@@ -161,6 +174,62 @@ describe('run output tail (the Log tab)', () => {
       ]);
     } finally {
       tail.stop();
+    }
+  });
+
+  it('a burst of a 192 MiB line and 64 MiB of binary reaches the tab as a bounded tail, followed in a 96 MiB heap (issue 40, item 4)', async function () {
+    this.timeout(300_000);
+    const log = path.join(dir, 'stdout.log');
+    writeFileSync(log, 'started\n');
+    // The follower in a process of its own, its heap capped: holding the burst whole (as it did:
+    // 756 MB of binary took the watcher to 567 MB) ends it with an out-of-memory error.
+    const child = spawn(
+      process.execPath,
+      [
+        '--max-old-space-size=96',
+        '--import',
+        'tsx',
+        path.join(repoRoot, 'test', 'harness', 'output-tail-burst.ts'),
+        dir,
+      ],
+      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b) => (out += b));
+    child.stderr.on('data', (b) => (err += b));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await until('the follower starts', () => out.includes('following') || child.exitCode !== null, 60_000);
+      // Written a MiB at a time, so that this process does not hold the burst either.
+      const fd = openSync(log, 'a');
+      try {
+        const line = Buffer.alloc(1 << 20, 'x');
+        for (let i = 0; i < 192; i++) writeSync(fd, line);
+        writeSync(fd, '\n');
+        const binary = Buffer.alloc(1 << 20);
+        for (let i = 0; i < 64; i++) writeSync(fd, randomFillSync(binary));
+        writeSync(fd, '\nthe end\n');
+      } finally {
+        closeSync(fd);
+      }
+      const code = await exited;
+      assert.equal(code, 0, `the follower ended with ${code}:\n${err.slice(-2000)}`);
+      const result = JSON.parse(out.slice(out.indexOf('{'))) as {
+        sentChars: number;
+        largestChunk: number;
+        maxRssBytes: number;
+        shown: string;
+      };
+      assert.match(result.shown, /not shown here: the whole output is in .*stdout\.log/);
+      assert.ok(result.largestChunk < 200 * 1024, `a chunk of ${result.largestChunk} characters went to the webview`);
+      assert.ok(
+        result.sentChars < 16 << 20,
+        `${result.sentChars} characters went to the webview for 256 MiB of output`,
+      );
+      assert.ok(result.maxRssBytes < 400 << 20, `the follower's peak resident set was ${result.maxRssBytes >> 20} MiB`);
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 

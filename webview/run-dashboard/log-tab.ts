@@ -41,7 +41,8 @@ export function appendLog(stream: LogStream, text: string, reset: boolean, note:
     document.getElementById(`log-note-${stream}`)!.textContent = note ?? '';
   }
   let all = shown[stream] + text;
-  if (all.length > MAX_CHARS) all = all.slice(all.indexOf('\n', all.length - MAX_CHARS) + 1);
+  // From a line start, or, in a line longer than what is kept, its last MAX_CHARS.
+  if (all.length > MAX_CHARS) all = all.slice(all.indexOf('\n', all.length - MAX_CHARS) + 1 || all.length - MAX_CHARS);
   shown[stream] = all;
   pre.textContent = all || '(nothing yet)';
   if (atEnd || reset) pre.scrollTop = pre.scrollHeight;

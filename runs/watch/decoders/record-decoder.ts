@@ -42,6 +42,8 @@ export type DecoderFactory<R> = ((offset: number) => RecordDecoder<R>) & {
 
 export interface LocalRecordReader<R> {
   readonly offset: number;
-  /** What was appended since the last read. */
+  /** What was appended since the last read (at most what one read takes: see `behind`). */
   read(): Promise<DecodedBatch<R>>;
+  /** The last read stopped before the file's end (a reader that reads a bounded amount): read again. */
+  readonly behind?: boolean;
 }

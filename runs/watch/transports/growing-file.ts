@@ -13,14 +13,24 @@ import type {
 export class GrowingFileReader<R> implements LocalRecordReader<R> {
   private readonly decoder: RecordDecoder<R>;
   private position: number;
+  private stoppedShort = false;
 
+  /**
+   * maxBytesPerRead: the most one read() takes (the rest is `behind`, for the next one), so that a
+   * burst of output is decoded and handed on a bounded piece at a time instead of held whole.
+   */
   constructor(
     readonly path: string,
     decoder: DecoderFactory<R>,
     startOffset = 0,
+    private readonly maxBytesPerRead = Infinity,
   ) {
     this.decoder = decoder(startOffset);
     this.position = startOffset;
+  }
+
+  get behind(): boolean {
+    return this.stoppedShort;
   }
 
   /** Offset just past the last complete record returned. Persist it to resume later. */
@@ -31,6 +41,7 @@ export class GrowingFileReader<R> implements LocalRecordReader<R> {
   async read(chunkBytes = 1 << 20): Promise<DecodedBatch<R>> {
     const entries: R[] = [];
     const problems: RecordProblem[] = [];
+    this.stoppedShort = false;
     // Only a regular file, opened without blocking, and only what it held when opened: a FIFO or
     // a device behind the name is refused (core/protocol/regular-file.ts), never read for ever.
     const opened = await openRegularFile(this.path, LOG_MAX_BYTES);
@@ -46,8 +57,10 @@ export class GrowingFileReader<R> implements LocalRecordReader<R> {
         return { entries, problems, offset: this.offset };
       }
       const buf = Buffer.allocUnsafe(chunkBytes);
-      while (this.position < size) {
-        const { bytesRead } = await file.read(buf, 0, Math.min(chunkBytes, size - this.position), this.position);
+      const until = Math.min(size, this.position + this.maxBytesPerRead);
+      this.stoppedShort = until < size;
+      while (this.position < until) {
+        const { bytesRead } = await file.read(buf, 0, Math.min(chunkBytes, until - this.position), this.position);
         if (bytesRead === 0) break;
         this.position += bytesRead;
         const batch = this.decoder.push(buf.subarray(0, bytesRead));

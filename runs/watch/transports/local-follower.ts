@@ -63,7 +63,8 @@ export class LocalFollower<R> implements Follower {
       })
       .finally(() => {
         this.reading = false;
-        if (this.again) {
+        // A reader that takes a bounded amount per read and stopped short reads on at once.
+        if (this.again || this.reader.behind) {
           this.again = false;
           this.poke();
         }
