@@ -10,7 +10,7 @@ export const CHOOSE_MODEL_COMMAND = 'fsdp.chooseModel';
 export const MODEL_CHOICES_NOTIFICATION = 'fsdp/modelChoices';
 
 export interface ModelChoicesParams {
-  /** Config file path (as the server names files: fileNameOf(uri)) → a preset id, a folder or a Hugging Face id. */
+  /** The config's document URI, as the hint gave it (ChooseModelArgs.uri) → a preset id, a folder or a Hugging Face id. */
   choices: Record<string, string>;
 }
 

@@ -13,7 +13,7 @@ import { MODEL_PRESETS } from '../../core/memory/model-presets';
 import { formatParameters } from '../../core/memory/summary';
 import { parameterCounts } from '../../core/memory/model-shape';
 
-/** The workspace-state key of the choices: config file path → model. */
+/** The workspace-state key of the choices: config document URI → model. */
 const STATE_KEY = 'fsdp.modelChoices';
 const EXCLUDE = '{**/node_modules/**,**/runs/**,**/.git/**,**/dist/**,**/site-packages/**}';
 
@@ -29,12 +29,12 @@ export function registerChooseModel(
   send: (params: ModelChoicesParams) => Promise<void>,
 ): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.chooseModel', async (args?: ChooseModelArgs) => {
-    const uri = args ? vscode.Uri.parse(args.uri) : vscode.window.activeTextEditor?.document.uri;
-    if (!uri) return;
-    const file = uri.scheme === 'file' ? uri.fsPath : uri.toString();
-    const chosen = await pickModel(path.basename(uri.path), args);
+    // The document's URI as the language server named it in the hint (the key it looks choices up by).
+    const key = args?.uri ?? vscode.window.activeTextEditor?.document.uri.toString();
+    if (!key) return;
+    const chosen = await pickModel(path.basename(vscode.Uri.parse(key).path), args);
     if (!chosen) return;
-    const choices = { ...modelChoices(state), [file]: chosen };
+    const choices = { ...modelChoices(state), [key]: chosen };
     await state.update(STATE_KEY, choices);
     await send({ choices });
   });

@@ -45,9 +45,7 @@ export const memoryHints: ServerFeature = {
     // The last estimate made for each document, shown (stale) while the config has an error.
     const lastGood = new Map<string, { title: string; detail: string; range: SourceRange }>();
     const outcomeOf = (analysis: ConfigAnalysis, uri: string): Outcome => {
-      const choice = Object.prototype.hasOwnProperty.call(choices, analysis.fileName)
-        ? choices[analysis.fileName]
-        : undefined;
+      const choice = Object.prototype.hasOwnProperty.call(choices, uri) ? choices[uri] : undefined;
       const known = outcomes.get(analysis);
       if (known && known.choice === choice) return known.outcome;
       let outcome: Outcome;

@@ -235,7 +235,7 @@ num_processes: 2
     );
     // The editor sends the choice it keeps for the file; the estimate is then for that model.
     await server.connection.sendNotification('fsdp/modelChoices', {
-      choices: { '/w/fsdp_llama.yaml': 'meta-llama/Llama-2-7b-hf' },
+      choices: { [uri]: 'meta-llama/Llama-2-7b-hf' },
     });
     const [chosen] = await server.codeLenses(uri);
     assert.match(chosen.command!.title, /^≈ [\d.]+ GiB \/ GPU .* — Llama 2 7B$/);
