@@ -7,7 +7,7 @@
 // it is and the cap, so the person sees why a run cannot be read. Every writer opens a run folder's
 // files without following a link and only when they are regular files (openRegularFileForWriting):
 // a link put in the folder would otherwise carry the run's output to a file outside it.
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, writeFileSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 /** run.json: a config and a few fields; the largest config the language server reads is 16 MiB. */
@@ -136,6 +136,16 @@ export function openRegularFileForWriting(file: string, flags: number, mode = 0o
   } catch (e) {
     closeSync(fd);
     throw e;
+  }
+}
+
+/** Replaces the contents of `file` with `bytes` as a writer of a run folder does (openRegularFileForWriting). */
+export function writeRegularFileSync(file: string, bytes: Uint8Array): void {
+  const fd = openRegularFileForWriting(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
+  try {
+    writeFileSync(fd, bytes);
+  } finally {
+    closeSync(fd);
   }
 }
 

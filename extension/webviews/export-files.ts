@@ -1,6 +1,7 @@
 // Saving what a panel exports (a run's metrics as CSV, a chart as PNG): the editor's own save
 // dialog, so the webview never touches files and its CSP stays strict.
 import * as vscode from 'vscode';
+import { writeRegularFileSync } from '../../core/protocol/regular-file';
 import type { RunRecord } from '../../runs/watch/run-registry';
 
 const FILTERS: Record<string, string[]> = { CSV: ['csv'], PNG: ['png'] };
@@ -22,7 +23,9 @@ export async function saveExport(
   });
   if (!uri) return undefined;
   try {
-    await vscode.workspace.fs.writeFile(uri, bytes);
+    // A file on this machine (the run's folder is proposed) is not written through a link put there.
+    if (uri.scheme === 'file') writeRegularFileSync(uri.fsPath, bytes);
+    else await vscode.workspace.fs.writeFile(uri, bytes);
   } catch (e) {
     void vscode.window.showErrorMessage(`Could not save ${uri.fsPath}: ${(e as Error).message}`);
     return undefined;

@@ -20,7 +20,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
-import { openRegularFileForWriting, RefusedFile } from '../../core/protocol/regular-file';
+import { openRegularFileForWriting, RefusedFile, writeRegularFileSync } from '../../core/protocol/regular-file';
 import { parseRunManifest } from '../../core/protocol/run-manifest';
 import { runFolderInUse } from '../../runs/folder/run-folder-lock';
 import { LocalMachine } from '../../runs/machines/local-machine';
@@ -102,6 +102,20 @@ describe('writes to a run folder never follow a link and only reach regular file
     // A regular file, and a missing one, are opened as asked.
     const fd = openRegularFileForWriting(path.join(runDir, 'metrics.jsonl'), APPEND);
     closeSync(fd);
+  });
+
+  it('an export saved into the run folder replaces a regular file and refuses a link put in its place', () => {
+    const png = path.join(runDir, 'loss.png');
+    writeRegularFileSync(png, Buffer.from('first'));
+    writeRegularFileSync(png, Buffer.from('2nd'));
+    assert.equal(readFileSync(png, 'utf8'), '2nd');
+    const csv = path.join(runDir, 'metrics.csv');
+    symlinkSync(outside, csv);
+    assert.equal(
+      refusal(() => writeRegularFileSync(csv, Buffer.from('step,loss\n'))),
+      `${csv} is a symbolic link, not a regular file: not written`,
+    );
+    assert.equal(readFileSync(outside, 'utf8'), SECRET);
   });
 
   for (const name of ['stdout.log', 'stderr.log']) {
