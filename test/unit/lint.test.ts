@@ -56,4 +56,23 @@ describe('lint (eslint.config.mjs)', () => {
     });
     assert.equal(native.status, 0, `clang-format: ${native.stdout}${native.stderr}`);
   });
+
+  // The project's Python (issue 38) to the same standard: ruff's lint and format check (ruff.toml)
+  // and mypy (mypy.ini), with the versions pinned in the .venv. `node scripts/lint-python.mjs --fix`
+  // fixes what ruff can.
+  it('the Python passes ruff and mypy (npm run lint:python)', function () {
+    this.timeout(600_000);
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'lint-python.mjs')], {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
+    assert.equal(r.status, 0, `scripts/lint-python.mjs:\n${r.stdout}${r.stderr}`);
+    // Each mypy run prints its count: a folder checked with no file in it would say 0.
+    const checked = [...r.stdout.matchAll(/no issues found in (\d+) source files?/g)].map((m) => Number(m[1]));
+    assert.ok(
+      checked.reduce((a, b) => a + b, 0) >= 50,
+      `mypy checked only ${checked.join(' + ')} files: is ruff.toml's include too narrow?`,
+    );
+  });
 });
