@@ -234,6 +234,9 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     );
     assert.equal(watch.history.tagOf('loss'), 'train/loss');
     assert.equal(watch.history.tagOf('grad_norm'), 'train/grad_norm');
+    // The ranks torchrun starts, as run.json and run_start (what the header and the toasts read) say them.
+    assert.deepEqual(watch.manifest?.world, { size: 2, nproc_per_node: 2 });
+    assert.equal(watch.history.start?.world.size, 2);
     const shown = fsdpRunsShow(runDir).tags;
     assert.deepEqual(
       [shown['train/loss'].count, shown['train/loss'].first_step, shown['train/loss'].last_step],
