@@ -44,7 +44,8 @@ const builds = [
     // Prefer ES module builds: jsonc-parser's UMD main loads its parts with a dynamic require
     // that esbuild cannot follow.
     mainFields: ['module', 'main'],
-    external: ['vscode'],
+    // tokenizers: a native module (its .node binaries), loaded from node_modules when `prepare` runs.
+    external: ['vscode', 'tokenizers'],
   },
 ];
 if (Object.keys(webviewEntries).length) {
