@@ -15,6 +15,7 @@ import { registerChooseModel } from './commands/choose-model';
 import { showDeepSpeedCommentsAsJsonc } from './deepspeed-json-comments';
 import { registerOpenRun } from './commands/open-run';
 import { registerPrepareSampleData } from './commands/prepare-sample-data';
+import { registerPrepareTrainingData } from './commands/prepare-training-data';
 import { registerExportHf } from './commands/export-hf';
 import { registerRenameRun } from './commands/rename-run';
 import { registerResumeRun } from './commands/resume-run';
@@ -74,6 +75,7 @@ export class StudioContext implements vscode.Disposable {
       registerDeleteRun(this),
       registerRenameRun(this),
       registerPrepareSampleData(this),
+      registerPrepareTrainingData(this),
       registerBuildRuntime(this),
       registerExportHf(this),
     );

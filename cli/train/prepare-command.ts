@@ -12,7 +12,7 @@ import { loadHfTokenizer } from '../../core/data/prepare/hf-tokenizer';
 import { prepareData, type PrepareProgress } from '../../core/data/prepare/prepare-data';
 
 export const PREPARE_USAGE = `usage: fsdp-train prepare --tokenizer DIR|tokenizer.json --out DIR [--val-fraction F] [--field NAME]
-                          [--txt-unit file|paragraph|line] [--eos TOKEN] INPUT...
+                          [--txt-unit file|paragraph|line] [--eos TOKEN] [--progress json] INPUT...
 
 Tokenizes your own text with your model's Hugging Face tokenizer (its tokenizer.json) into
 OUT/train.tok and OUT/val.tok, the runtime's token files (32-bit ids when the vocabulary passes
@@ -20,7 +20,8 @@ OUT/train.tok and OUT/val.tok, the runtime's token files (32-bit ids when the vo
 holding them. A .txt file is one document (--txt-unit paragraph: blank-line separated paragraphs;
 line: each line); a .jsonl record is one document, its "text" field (--field NAME). The end-of-text
 token (the tokenizer folder's eos_token, or --eos) follows every document. --val-fraction (default
-0.005): every round(1/F)-th document goes to val.tok; 0 writes none.
+0.005): every round(1/F)-th document goes to val.tok; 0 writes none. --progress json: progress as
+JSON lines on stderr (for programs), instead of a line redrawn on a terminal.
 Exit codes: 0 done, 1 failed, 2 bad arguments, 130 / 143 stopped by Ctrl+C / SIGTERM.`;
 
 const EXIT_ARGS = 2;
@@ -39,6 +40,7 @@ export async function prepareCommand(argv: string[]): Promise<number> {
         field: { type: 'string', default: 'text' },
         'txt-unit': { type: 'string', default: 'file' },
         eos: { type: 'string' },
+        progress: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -63,7 +65,9 @@ export async function prepareCommand(argv: string[]): Promise<number> {
             ? `--val-fraction ${v['val-fraction']}: must be a number from 0 up to (not including) 1`
             : !TXT_UNITS.includes(v['txt-unit'] as TxtUnit)
               ? `--txt-unit ${v['txt-unit']}: must be one of ${TXT_UNITS.join(', ')}`
-              : undefined;
+              : v.progress !== undefined && v.progress !== 'json'
+                ? `--progress ${v.progress}: the one form is json`
+                : undefined;
   if (problem || v.tokenizer === undefined || v.out === undefined) {
     console.error(`fsdp-train prepare: ${problem}\n${PREPARE_USAGE}`);
     return EXIT_ARGS;
@@ -86,7 +90,8 @@ export async function prepareCommand(argv: string[]): Promise<number> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  const progress = process.stderr.isTTY ? progressLine() : undefined;
+  const progress = v.progress === 'json' ? progressJson() : process.stderr.isTTY ? progressLine() : undefined;
+  const redrawn = progress !== undefined && v.progress !== 'json';
   try {
     console.error(
       `preparing ${inputs.length} file${inputs.length === 1 ? '' : 's'} with ${tokenizer.name}'s tokenizer ` +
@@ -103,7 +108,7 @@ export async function prepareCommand(argv: string[]): Promise<number> {
       onProgress: progress,
       afterBatch: garbageCollector(),
     });
-    if (progress) process.stderr.write('\n');
+    if (redrawn) process.stderr.write('\n');
     const where = (f: string | null) => (f ? path.join(outDir, f) : 'not written');
     console.log(
       `train: ${stats.train.documents} documents, ${stats.train.tokens} tokens → ${where(stats.train.file)}\n` +
@@ -121,7 +126,7 @@ export async function prepareCommand(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (e) {
-    if (progress) process.stderr.write('\n');
+    if (redrawn) process.stderr.write('\n');
     if (stoppedBy) {
       console.error(`fsdp-train prepare: stopped by ${stoppedBy}; nothing was written to ${outDir}`);
       return stoppedBy === 'SIGINT' ? 130 : 143;
@@ -142,6 +147,11 @@ function garbageCollector(): () => void {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
   return () => gc();
+}
+
+/** Progress for a program (the editor's command): one JSON object a line on stderr. */
+function progressJson(): (p: PrepareProgress) => void {
+  return (p) => process.stderr.write(`${JSON.stringify({ progress: p })}\n`);
 }
 
 /** A progress line redrawn in place: share of the inputs read, tokens, tokens/s and the time left. */
