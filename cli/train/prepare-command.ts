@@ -1,5 +1,5 @@
 // `npx fsdp-train prepare --tokenizer DIR|tokenizer.json --out DIR INPUT...`: a person's own text
-// (.txt, .jsonl) into train.tok / val.tok and stats.json with the model's own Hugging Face tokenizer
+// (.txt, .jsonl, .parquet) into train.tok / val.tok and stats.json with the model's own Hugging Face tokenizer
 // (core/data/prepare/). A progress line with the time left goes to stderr on a terminal; Ctrl+C (or
 // SIGTERM) stops it and leaves no half-written file.
 import { existsSync } from 'node:fs';
@@ -16,12 +16,13 @@ export const PREPARE_USAGE = `usage: fsdp-train prepare --tokenizer DIR|tokenize
 
 Tokenizes your own text with your model's Hugging Face tokenizer (its tokenizer.json) into
 OUT/train.tok and OUT/val.tok, the runtime's token files (32-bit ids when the vocabulary passes
-65,536), and OUT/stats.json (documents, tokens, tokens/s). INPUT: .txt and .jsonl files, or folders
-holding them. A .txt file is one document (--txt-unit paragraph: blank-line separated paragraphs;
-line: each line); a .jsonl record is one document, its "text" field (--field NAME). The end-of-text
-token (the tokenizer folder's eos_token, or --eos) follows every document. --val-fraction (default
-0.005): every round(1/F)-th document goes to val.tok; 0 writes none. --progress json: progress as
-JSON lines on stderr (for programs), instead of a line redrawn on a terminal.
+65,536), and OUT/stats.json (documents, tokens, tokens/s). INPUT: .txt, .jsonl and .parquet files,
+or folders holding them. A .txt file is one document (--txt-unit paragraph: blank-line separated
+paragraphs; line: each line); a .jsonl record or a .parquet row is one document, its "text" field
+(--field NAME). The end-of-text token (the tokenizer folder's eos_token, or --eos) follows every
+document. --val-fraction (default 0.005): every round(1/F)-th document goes to val.tok; 0 writes
+none. --progress json: progress as JSON lines on stderr (for programs), instead of a line redrawn
+on a terminal.
 Exit codes: 0 done, 1 failed, 2 bad arguments, 130 / 143 stopped by Ctrl+C / SIGTERM.`;
 
 const EXIT_ARGS = 2;
@@ -60,7 +61,7 @@ export async function prepareCommand(argv: string[]): Promise<number> {
       : v.out === undefined
         ? '--out is required (the folder train.tok and val.tok go to)'
         : args.positionals.length === 0
-          ? 'name at least one INPUT (.txt, .jsonl, or a folder of them)'
+          ? 'name at least one INPUT (.txt, .jsonl, .parquet, or a folder of them)'
           : !(valFraction >= 0 && valFraction < 1)
             ? `--val-fraction ${v['val-fraction']}: must be a number from 0 up to (not including) 1`
             : !TXT_UNITS.includes(v['txt-unit'] as TxtUnit)

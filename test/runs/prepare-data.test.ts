@@ -23,20 +23,18 @@ const cli = path.join(root, 'cli', 'fsdp-train.ts');
 const FORTUNES = '/usr/share/games/fortunes';
 const native = path.join(root, 'native', 'build', 'Release', 'fsdp-train-native');
 
+/** The part of the tokenizers library's Tokenizer these tests use. */
+interface HfTokenizer {
+  setPreTokenizer(p: unknown): void;
+  train(files: string[]): void;
+  addSpecialTokens(tokens: string[]): void;
+  addTokens(tokens: string[]): number;
+  save(file: string): void;
+  encode(text: string, pair: null, options: { addSpecialTokens: boolean }): Promise<{ getIds(): number[] }>;
+}
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { Tokenizer, BPE, byteLevelPreTokenizer } = require('tokenizers') as {
-  Tokenizer: new (model: unknown) => {
-    setPreTokenizer(p: unknown): void;
-    train(files: string[]): void;
-    addSpecialTokens(tokens: string[]): void;
-    addTokens(tokens: string[]): number;
-    save(file: string): void;
-    getVocabSize(withAdded?: boolean): number;
-  } & {
-    fromFile(file: string): {
-      encode(t: string, p?: null, o?: { addSpecialTokens: boolean }): Promise<{ getIds(): number[] }>;
-    };
-  };
+  Tokenizer: { new (model: unknown): HfTokenizer; fromFile(file: string): HfTokenizer };
   BPE: { empty(): unknown };
   byteLevelPreTokenizer(): unknown;
 };
@@ -101,11 +99,7 @@ describe('fsdp-train prepare: your own text into token files', function () {
     assert.equal([...train.tokens].filter((t) => t === eos).length, 2);
     assert.equal(val.tokens[val.tokens.length - 1], eos);
     // val.tok is exactly the tokenizer's ids of science.txt, then the end of text.
-    const tok = (
-      Tokenizer as unknown as {
-        fromFile(f: string): { encode(t: string, p: null, o: object): Promise<{ getIds(): number[] }> };
-      }
-    ).fromFile(path.join(model, 'tokenizer.json'));
+    const tok = Tokenizer.fromFile(path.join(model, 'tokenizer.json'));
     const expected = (await tok.encode(readFileSync(corpus[2], 'utf8'), null, { addSpecialTokens: false })).getIds();
     assert.deepEqual([...val.tokens], [...expected, eos]);
     assert.equal(stats.train.tokens + stats.val.tokens, train.tokens.length + val.tokens.length);
@@ -152,6 +146,54 @@ describe('fsdp-train prepare: your own text into token files', function () {
     assert.match(r.stderr, /quotes\.jsonl:2: not a JSON record/);
     assert.ok(!existsSync(path.join(dir, 'out-bad', 'train.tok')), 'a failed preparation leaves no token file');
     assert.deepEqual(readdirSync(path.join(dir, 'out-bad')), [], 'nor a temporary one');
+  });
+
+  it('.parquet rows (written by pyarrow, Snappy, three row groups, a null row skipped) are documents of their text column', async () => {
+    const file = path.join(dir, 'quotes.parquet');
+    const quotes = readFileSync(corpus[1], 'utf8').split('\n%\n').slice(0, 300);
+    writeFileSync(path.join(dir, 'quotes.json'), JSON.stringify(quotes));
+    const py = spawnSync(
+      path.join(root, '.venv', 'bin', 'python'),
+      [
+        '-c',
+        [
+          'import json, sys, pyarrow as pa, pyarrow.parquet as pq',
+          'quotes = json.load(open(sys.argv[1]))',
+          'table = pa.table({"id": list(range(len(quotes) + 1)), "content": quotes + [None]})',
+          'pq.write_table(table, sys.argv[2], row_group_size=128, compression="snappy")',
+          'print(pq.ParquetFile(sys.argv[2]).metadata.num_row_groups)',
+        ].join('\n'),
+        path.join(dir, 'quotes.json'),
+        file,
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(py.status, 0, py.stderr);
+    assert.equal(py.stdout.trim(), '3'); // 301 rows in groups of 128
+    let r = prepare(['--tokenizer', model, '--out', path.join(dir, 'out-pq'), file]);
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr,
+      /quotes\.parquet: no column "text" \(its columns: id, content\); name the column with --field/,
+    );
+    r = prepare([
+      '--tokenizer',
+      model,
+      '--out',
+      path.join(dir, 'out-pq'),
+      '--field',
+      'content',
+      '--val-fraction',
+      '0',
+      file,
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    const stats = JSON.parse(readFileSync(path.join(dir, 'out-pq', 'stats.json'), 'utf8'));
+    assert.equal(stats.train.documents, 300);
+    const tok = Tokenizer.fromFile(path.join(model, 'tokenizer.json'));
+    const first = (await tok.encode(quotes[0], null, { addSpecialTokens: false })).getIds();
+    const train = decodeTokenFile(readFileSync(path.join(dir, 'out-pq', 'train.tok')));
+    assert.deepEqual([...train.tokens.subarray(0, first.length + 1)], [...first, stats.eos.id]);
   });
 
   it('a vocabulary past 65,536 is written as 32-bit ids, and the runtime trains on it', function () {

@@ -2,6 +2,9 @@
 // input in memory (a corpus may be larger than RAM), only a piece of one document at a time.
 //   .txt    one document per file, its text exactly (--txt-unit paragraph: blank-line separated; line: one per line)
 //   .jsonl  one document per record: its `text` field (or --field NAME)
+//   .parquet one document per row: its `text` column (or --field NAME), read a row group at a time
+//            (hyparquet, a Parquet reader in plain JavaScript: uncompressed and Snappy pages, which
+//            pyarrow, pandas and Hugging Face datasets write by default)
 // A document is yielded as one or more pieces of text; the tokenizer sees each piece whole, and the
 // end-of-text token goes after a document's last piece.
 import { createReadStream, lstatSync, readdirSync } from 'node:fs';
@@ -27,7 +30,7 @@ export interface TextPiece {
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
 /** A .txt document (file or paragraph) is tokenized in pieces of about this size, split at a line end. */
 const PIECE_BYTES = 256 * 1024;
-const EXTENSIONS = ['.txt', '.jsonl'];
+const EXTENSIONS = ['.txt', '.jsonl', '.parquet'];
 
 /** The input files of the arguments (files as given, folders walked for .txt / .jsonl, sorted). */
 export function inputFiles(args: string[]): string[] {
@@ -40,8 +43,7 @@ export function inputFiles(args: string[]): string[] {
     } else if (st.isFile()) {
       const ext = path.extname(p).toLowerCase();
       if (EXTENSIONS.includes(ext)) found.push(p);
-      else if (named)
-        throw new Error(`${p}: not a file prepare reads (${EXTENSIONS.join(', ')}; .parquet is not read yet)`);
+      else if (named) throw new Error(`${p}: not a file prepare reads (${EXTENSIONS.join(', ')})`);
     } else if (named) {
       throw new Error(`${p}: not a regular file or a folder`);
     }
@@ -53,7 +55,9 @@ export function inputFiles(args: string[]): string[] {
 
 /** The pieces of every document of `file`, in order. */
 export async function* documentPieces(file: string, opts: DocumentOptions): AsyncGenerator<TextPiece> {
-  if (path.extname(file).toLowerCase() === '.jsonl') yield* jsonlDocuments(file, opts.field);
+  const ext = path.extname(file).toLowerCase();
+  if (ext === '.jsonl') yield* jsonlDocuments(file, opts.field);
+  else if (ext === '.parquet') yield* parquetDocuments(file, opts.field);
   else yield* txtDocuments(file, opts.txtUnit);
 }
 
@@ -124,6 +128,45 @@ async function* jsonlDocuments(file: string, field: string): AsyncGenerator<Text
       );
     }
     yield { text, last: true, bytesRead: bytes };
+  }
+}
+
+async function* parquetDocuments(file: string, field: string): AsyncGenerator<TextPiece> {
+  const { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } = await import('hyparquet');
+  const buffer = await asyncBufferFromFile(file);
+  let metadata;
+  try {
+    metadata = await parquetMetadataAsync(buffer);
+  } catch (e) {
+    throw new Error(`${file}: not a Parquet file hyparquet reads (${(e as Error).message})`, { cause: e });
+  }
+  const columns = metadata.schema.slice(1).map((c) => c.name);
+  if (!columns.includes(field))
+    throw new Error(
+      `${file}: no column "${field}" (its columns: ${columns.slice(0, 8).join(', ')}); name the column with --field`,
+    );
+  const total = Number(metadata.num_rows);
+  let rowStart = 0;
+  for (const group of metadata.row_groups) {
+    const rowEnd = rowStart + Number(group.num_rows);
+    let rows: Record<string, unknown>[];
+    try {
+      rows = await parquetReadObjects({ file: buffer, metadata, columns: [field], rowStart, rowEnd });
+    } catch (e) {
+      throw new Error(`${file}: rows ${rowStart}–${rowEnd - 1} cannot be read (${(e as Error).message})`, {
+        cause: e,
+      });
+    }
+    for (const [i, row] of rows.entries()) {
+      const text = row[field];
+      if (typeof text !== 'string') {
+        if (text === null || text === undefined) continue; // a missing value is no document
+        throw new Error(`${file}: row ${rowStart + i}: column "${field}" holds ${typeof text}, not text`);
+      }
+      // Progress by rows, in the file's bytes.
+      yield { text, last: true, bytesRead: Math.round((buffer.byteLength * (rowStart + i + 1)) / Math.max(total, 1)) };
+    }
+    rowStart = rowEnd;
   }
 }
 
