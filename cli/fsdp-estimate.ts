@@ -14,7 +14,7 @@ import { fewestGpus, maxMicroBatch } from '../core/memory/inverse-questions';
 import { MEMORY_CATEGORIES, PHASES, type MemoryEstimate } from '../core/memory/memory-estimate';
 import { worldSize } from '../core/memory/memory-input';
 import { parameterCounts } from '../core/memory/model-shape';
-import { summaryLine, unitOf } from '../core/memory/summary';
+import { notModelledBound, summaryLine, unitOf } from '../core/memory/summary';
 
 const USAGE = `usage: fsdp-estimate CONFIG [--gpu NAME] [--nproc N] [--nnodes N] [--json]
                      [--model PRESET|PATH|HF-ID] [--seq-len N] [--micro-batch N] [--checkpointing none|selective|every_n[:N]]
@@ -148,6 +148,8 @@ function asJson(file: string, read: ConfigMemoryInput, e: MemoryEstimate) {
       ? { unsure: { why: e.unsure.why, low: Math.round(e.unsure.low), high: Math.round(e.unsure.high) } }
       : {}),
     host: { perRank: Math.round(e.host.perRank), perNode: Math.round(e.host.perNode) },
+    // What the config sets that the estimate leaves out; 'upper': the figures are an upper bound.
+    ...(i.notModelled?.length ? { notModelled: { bound: notModelledBound(i), settings: i.notModelled } } : {}),
     fit: e.fit
       ? {
           gpu: e.fit.gpu.id,
@@ -217,7 +219,7 @@ function table(file: string, read: ConfigMemoryInput, e: MemoryEstimate): string
       lines.push(
         n
           ? `fewest ${e.fit.gpu.name} GPUs that fit it (${i.strategy}): ${n.total} (${n.nprocPerNode} per node × ${n.nnodes})`
-          : `more ${e.fit.gpu.name} GPUs do not make it fit with ${i.strategy}`,
+          : `${notModelledBound(i) ? 'by this estimate (see what it leaves out above), ' : ''}more ${e.fit.gpu.name} GPUs do not make it fit with ${i.strategy}`,
       );
     }
   }

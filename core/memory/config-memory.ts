@@ -15,7 +15,15 @@ import { fewestGpusAnyDegrees } from './parallel/nd-search';
 import { describeChange } from './memory-change';
 import type { MemoryEstimate } from './memory-estimate';
 import type { MemoryInput } from './memory-input';
-import { formatBytes, formatParameters, shortLine, summaryLine, unitOf } from './summary';
+import {
+  formatBytes,
+  formatParameters,
+  notModelledBound,
+  notModelledLong,
+  shortLine,
+  summaryLine,
+  unitOf,
+} from './summary';
 
 export interface ConfigMemory {
   read: ConfigMemoryInput;
@@ -146,7 +154,8 @@ function doesNotFit(read: ConfigMemoryInput, e: MemoryEstimate): ConfigProblem {
     });
   }
   return {
-    severity: 'warning',
+    // An estimate that leaves out what the config sets (LoRA, 4-bit, …) is no ground for a warning.
+    severity: notModelledBound(input) ? 'information' : 'warning',
     path: [],
     code: 'memory.does-not-fit',
     message: `${needs(e)} per ${unitOf(e)} at its peak (${e.peakPhase}), ${formatBytes(-fit.headroomBytes)} more than ${fit.gpu.name} has; ${ideas.join('; ')}`,
@@ -157,6 +166,9 @@ function doesNotFit(read: ConfigMemoryInput, e: MemoryEstimate): ConfigProblem {
 
 /** "needs ≈ 23.4 GiB", or where the estimate is unsure "may need up to 27.1 GiB (≈ 23.4 GiB; unsure: why)". */
 function needs(e: MemoryEstimate): string {
+  const bound = notModelledBound(e.input);
+  if (bound)
+    return `may need ${bound === 'upper' ? 'up to' : 'about'} ${formatBytes(e.unsure?.high ?? e.peak.total)} (${bound === 'upper' ? 'an upper bound' : 'unsure'}: ${notModelledLong(e.input)} not modelled)`;
   if (!e.unsure) return `needs ≈ ${formatBytes(e.peak.total)}`;
   return `may need up to ${formatBytes(e.unsure.high)} (≈ ${formatBytes(e.peak.total)}; unsure: ${e.unsure.why})`;
 }

@@ -78,6 +78,21 @@ export interface MemoryInput {
   cublasHistory?: { forward: boolean; backward: boolean; backwardSegmentBytes?: number };
   /** N-D parallelism (framework 'torchtitan'): degrees, schedule, the model with its experts. */
   parallel?: ParallelPlan;
+  /**
+   * What the config sets that changes memory by more than 10 % and the estimate leaves out (LoRA,
+   * 4-bit weights, …): named on every line that gives the estimate, whose verdict then is not confident.
+   */
+  notModelled?: NotModelled[];
+}
+
+/** A setting the estimate reads but does not model (issue 36: never silently wrong). */
+export interface NotModelled {
+  /** Where the config says it, as written: "use_peft: true", "optim: paged_adamw_8bit". */
+  key: string;
+  /** In the person's words: "LoRA", "4-bit weights". */
+  what: string;
+  /** 'lowers': the real peak is lower, so the estimate is an upper bound; 'either': it may be lower or higher. */
+  effect: 'lowers' | 'either';
 }
 
 /** DeepSpeed ZeRO's buffer settings, in elements as DeepSpeed counts them. */

@@ -1,6 +1,7 @@
 // An estimate in a line of words, the same in the inline hint, the CLI and the panel:
 // "≈ 23.4 GiB / GPU (params 3.1 · grads 3.1 · optim 12.5 · act 4.2 · allocator reserve 1.9 · other 0.5) — fits H100 80GB".
 import type { MemoryEstimate } from './memory-estimate';
+import type { MemoryInput } from './memory-input';
 
 const TiB = 1024 ** 4;
 const GiB = 1024 ** 3;
@@ -32,7 +33,7 @@ export function summaryLine(estimate: MemoryEstimate): string {
   const unsure = estimate.unsure
     ? ` — unsure, ${n(estimate.unsure.low)}–${n(estimate.unsure.high)} ${unit} (${estimate.unsure.why})`
     : '';
-  return `≈ ${n(p.total)} ${unit} / ${unitOf(estimate)} (${parts})${unsure}${verdictSuffix(estimate)}`;
+  return `${approx(estimate)} ${n(p.total)} ${unit} / ${unitOf(estimate)} (${parts})${unsure}${notModelledSuffix(estimate.input)}${verdictSuffix(estimate)}`;
 }
 
 /** The terms that are the caching allocator's and not the tensors': cached free segments, block rounding, fragmentation. */
@@ -50,14 +51,60 @@ export function allocatorReserve(estimate: MemoryEstimate): number {
  * "≈ 23.4 GiB / GPU — fits H100 80GB" (where unsure, "up to" the range's top); summaryLine has the rest.
  */
 export function shortLine(estimate: MemoryEstimate): string {
-  const top = estimate.unsure ? ` (up to ${formatBytes(estimate.unsure.high)})` : '';
-  return `≈ ${formatBytes(estimate.peak.total)} / ${unitOf(estimate)}${top}${verdictSuffix(estimate)}`;
+  const bound = notModelledBound(estimate.input);
+  const left = bound ? `unsure: ${notModelledShort(estimate.input)} not modelled` : '';
+  const unit = unitOf(estimate);
+  // An upper bound's figure is the top of the allocator's range too, so one number says it.
+  if (bound === 'upper')
+    return `≤ ${formatBytes(estimate.unsure?.high ?? estimate.peak.total)} / ${unit} (${left})${verdictSuffix(estimate)}`;
+  const top = estimate.unsure ? `up to ${formatBytes(estimate.unsure.high)}` : '';
+  const aside = [top, left].filter(Boolean).join('; ');
+  return `≈ ${formatBytes(estimate.peak.total)} / ${unit}${aside ? ` (${aside})` : ''}${verdictSuffix(estimate)}`;
+}
+
+/**
+ * How sure the estimate is of what the config sets but the estimate leaves out: 'upper' where each
+ * such setting lowers memory (the estimate is an upper bound: "fits" holds, "does not fit" may not),
+ * 'unsure' where one may also raise it; undefined where nothing is left out.
+ */
+export function notModelledBound(input: MemoryInput): 'upper' | 'unsure' | undefined {
+  const left = input.notModelled ?? [];
+  if (left.length === 0) return undefined;
+  return left.every((n) => n.effect === 'lowers') ? 'upper' : 'unsure';
+}
+
+/** "LoRA, 4-bit, +2": what is left out, short enough for the inline hint (the hover has all of it). */
+export function notModelledShort(input: MemoryInput): string {
+  const names = (input.notModelled ?? []).map((n) => n.what);
+  return names.length > 3 ? `${names.slice(0, 2).join(', ')}, +${names.length - 2}` : names.join(', ');
+}
+
+/** "LoRA (use_peft: true), 4-bit (load_in_4bit: true)": what is left out and where the config says it. */
+export function notModelledLong(input: MemoryInput): string {
+  return (input.notModelled ?? []).map((n) => `${n.what} (${n.key})`).join(', ');
+}
+
+function notModelledSuffix(input: MemoryInput): string {
+  const bound = notModelledBound(input);
+  if (!bound) return '';
+  return bound === 'upper'
+    ? ` — an upper bound: not modelled, each lowering memory: ${notModelledLong(input)}`
+    : ` — unsure: not modelled, lowering or raising memory: ${notModelledLong(input)}`;
+}
+
+/** "≤" where the estimate is an upper bound (what it leaves out only lowers memory) with no range of its own, else "≈". */
+function approx(estimate: MemoryEstimate): string {
+  return notModelledBound(estimate.input) === 'upper' && !estimate.unsure ? '≤' : '≈';
 }
 
 export function verdictText(estimate: MemoryEstimate): string | undefined {
   const fit = estimate.fit;
   if (!fit) return undefined;
-  if (fit.fits) return `fits ${fit.gpu.name}`;
+  const bound = notModelledBound(estimate.input);
+  // An upper bound that fits is a sure "fits"; an estimate that may be low is not.
+  if (fit.fits) return bound === 'unsure' ? `may fit ${fit.gpu.name}` : `fits ${fit.gpu.name}`;
+  if (bound)
+    return `may not fit ${fit.gpu.name} (the ${bound === 'upper' ? 'upper bound' : 'estimate'} is ${formatBytes(-fit.headroomBytes)} over)`;
   // Unsure, and only the range's top is over: it may or may not fit.
   if (fit.atRangeTop && estimate.peak.total <= fit.gpu.memoryBytes)
     return `may not fit ${fit.gpu.name} (the range's top is ${formatBytes(-fit.headroomBytes)} over)`;

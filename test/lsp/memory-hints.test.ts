@@ -245,4 +245,38 @@ num_processes: 2
     );
     assert.equal(chosen.command!.command, 'fsdp.openMemoryEstimator');
   });
+
+  it('names what a TRL QLoRA config sets but the estimate leaves out, on the lens and in its tooltip, and gives no confident verdict', async () => {
+    // The issue's run (issue 36): people train it on one 24 GB card; the estimate models full fine-tuning.
+    const uri = 'file:///w/sft_qlora.yaml';
+    const text = `# fsdp-studio: model=llama-3-8b gpu=H100-80GB
+model_name_or_path: meta-llama/Meta-Llama-3-8B
+output_dir: out
+use_peft: true
+lora_r: 16
+lora_target_modules: [all-linear]
+load_in_4bit: true
+activation_checkpointing: true
+per_device_train_batch_size: 4
+max_length: 2048
+`;
+    const diagnostics = await server.open(uri, text);
+    const [lens] = await server.codeLenses(uri);
+    assert.match(
+      lens.command!.title,
+      /^≤ [\d.]+ GiB \/ GPU \(unsure: LoRA, 4-bit not modelled\) — may not fit H100 80GB \(the upper bound is [\d.]+ GiB over\) — Llama 3 8B$/,
+    );
+    assert.match(
+      lens.command!.tooltip ?? '',
+      / — an upper bound: not modelled, each lowering memory: LoRA \(use_peft: true\), 4-bit \(load_in_4bit: true\) — /,
+    );
+    // Not a warning: the run may well fit; the information still says by how much the bound is over.
+    const [fit] = memoryWarnings(diagnostics);
+    assert.equal(fit?.severity, 3, JSON.stringify(fit));
+    assert.match(String(fit.message), /^may need up to [\d.]+ GiB \(an upper bound: LoRA \(use_peft: true\)/);
+    // Without LoRA and 4-bit, the same config is the full fine-tuning the estimate models: a confident verdict.
+    const full = await server.change(uri, text.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', ''));
+    assert.match((await server.codeLenses(uri))[0].command!.title, /^≈ .* — does not fit H100 80GB/);
+    assert.equal(memoryWarnings(full)[0]?.severity, 2);
+  });
 });

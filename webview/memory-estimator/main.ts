@@ -11,7 +11,15 @@ import type { MemoryEstimate } from '../../core/memory/memory-estimate';
 import { parameterCounts } from '../../core/memory/model-shape';
 import { totalParameters } from '../../core/memory/parallel/nd-model';
 import { describePlan } from '../../core/memory/parallel/parallel-plan';
-import { formatBytes, formatParameters, summaryLine, unitOf, verdictText } from '../../core/memory/summary';
+import {
+  formatBytes,
+  formatParameters,
+  notModelledBound,
+  notModelledLong,
+  summaryLine,
+  unitOf,
+  verdictText,
+} from '../../core/memory/summary';
 import type {
   EstimatorConfigMessage,
   MemoryEstimatorFromWebview,
@@ -127,8 +135,11 @@ function render(): void {
   fill(title, `Memory estimator — ${config.fileName}`, el('span', { class: 'kind' }, config.kind));
   const fits = e.fit?.fits;
   // Unsure and only the range's top is over the GPU: neither "fits" nor "over".
-  const mayNotFit = !!e.fit?.atRangeTop && !fits && e.peak.total <= e.fit.gpu.memoryBytes;
-  verdict.className = fits === undefined ? '' : fits ? 'fits' : mayNotFit ? 'unsure' : 'over';
+  // So where the config sets what the estimate leaves out: an upper bound over the GPU, or an unsure estimate.
+  const bound = notModelledBound(input);
+  const mayNotFit = (!!e.fit?.atRangeTop && !fits && e.peak.total <= e.fit.gpu.memoryBytes) || (!fits && !!bound);
+  const mayFit = !!fits && bound === 'unsure';
+  verdict.className = fits === undefined ? '' : mayFit || mayNotFit ? 'unsure' : fits ? 'fits' : 'over';
   verdict.dataset.fits = String(fits);
   fill(verdict, verdictText(e) ?? 'no target');
   fill(scope, scopeText(e));
@@ -212,6 +223,17 @@ function extraLines(e: MemoryEstimate): HTMLElement[] {
         `Unsure: ${e.unsure.why}, so no GPU measurement vouches for this estimate. What nvidia-smi shows may be anywhere from ${formatBytes(e.unsure.low)} to ${formatBytes(e.unsure.high)} (two of the allocator's largest segments either way); the verdict is on ${formatBytes(e.unsure.high)}.`,
       ),
     );
+  const bound = notModelledBound(e.input);
+  if (bound)
+    lines.push(
+      el(
+        'div',
+        { id: 'not-modelled' },
+        bound === 'upper'
+          ? `Not modelled: ${notModelledLong(e.input)}. Each lowers memory, so ${formatBytes(e.peak.total)} is an upper bound: "fits" holds, "does not fit" may not.`
+          : `Not modelled: ${notModelledLong(e.input)}. They may lower or raise memory, so the verdict on ${formatBytes(e.peak.total)} is unsure either way.`,
+      ),
+    );
   if (e.host.perRank > 0)
     lines.push(
       el(
@@ -228,8 +250,10 @@ function extraLines(e: MemoryEstimate): HTMLElement[] {
         'div',
         { id: 'fewest-gpus' },
         n
-          ? `fits on ${n.nprocPerNode * n.nnodes} × ${e.fit.gpu.name} with ${e.input.strategy} (${n.nprocPerNode} per node × ${n.nnodes})`
-          : `more GPUs do not make it fit with ${e.input.strategy}`,
+          ? `${bound === 'unsure' ? 'by this unsure estimate, ' : ''}fits on ${n.nprocPerNode * n.nnodes} × ${e.fit.gpu.name} with ${e.input.strategy} (${n.nprocPerNode} per node × ${n.nnodes})`
+          : bound
+            ? `by this ${bound === 'upper' ? 'upper bound' : 'unsure estimate'}, more GPUs do not make it fit with ${e.input.strategy}; what is not modelled may`
+            : `more GPUs do not make it fit with ${e.input.strategy}`,
       ),
     );
   }

@@ -11,6 +11,7 @@ import { defaultMemoryInput, type Dtype, type MemoryInput, type ShardingStrategy
 import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
+import { hfNotModelled } from './hf-not-modelled';
 import type { ModelSource } from './model-from-options';
 
 export function hfTrainingInput(
@@ -79,6 +80,7 @@ export function hfTrainingInput(
       );
   }
   if (f.error) return { kind: 'hf-training', ...f.error };
+  const notModelled = hfNotModelled(f);
   const input: MemoryInput = {
     ...defaultMemoryInput(model.shape, seqLen),
     framework: options.framework ?? framework,
@@ -93,6 +95,7 @@ export function hfTrainingInput(
     attention: options.attention ?? 'flash',
     ...(fsdpVersion ? { fsdp: { ...defaultMemoryInput(model.shape, seqLen).fsdp, version: fsdpVersion } } : {}),
     ...(gpu ? { gpu } : {}),
+    ...(notModelled.length ? { notModelled } : {}),
   };
   const anchorPath = doc.has(['per_device_train_batch_size']) ? ['per_device_train_batch_size'] : [];
   return {

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { hfTrainingSchema } from '../../core/config/hf-training-config';
+import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
+import { estimateMemory } from '../../core/memory/estimate';
+import { findGpu } from '../../core/memory/gpu-presets';
+import { findModelPreset } from '../../core/memory/model-presets';
+import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
+import { notModelledBound, shortLine, summaryLine, verdictText } from '../../core/memory/summary';
+
+// The issue's QLoRA run (issue 36): people train it on one 24 GB card; the estimate models full fine-tuning.
+const QLORA = `# fsdp-studio: model=llama-3-8b gpu=H100-80GB
+model_name_or_path: meta-llama/Meta-Llama-3-8B
+use_peft: true
+lora_r: 16
+lora_target_modules: all-linear
+load_in_4bit: true
+gradient_checkpointing: true
+per_device_train_batch_size: 4
+max_length: 2048
+`;
+
+function hf(text: string): ConfigMemory {
+  const m = configMemory('hf-training', text, '/w/sft.yaml');
+  assert.ok(!('error' in m), 'error' in m ? m.error : '');
+  return m;
+}
+
+describe('an estimate that leaves out what the config sets is never shown as a confident figure', () => {
+  it('names LoRA and 4-bit on the inline hint of a TRL QLoRA config and gives its figure as an upper bound', () => {
+    const m = hf(QLORA);
+    assert.deepEqual(
+      m.read.input.notModelled?.map((n) => n.key),
+      ['use_peft: true', 'load_in_4bit: true'],
+    );
+    assert.match(m.title, /^≤ [\d.]+ GiB \/ GPU \(unsure: LoRA, 4-bit not modelled\) — may not fit H100 80GB/);
+    assert.doesNotMatch(m.title, /does not fit/);
+  });
+
+  it('names each setting left out with its key in the hover, and does not warn as if the run could not fit', () => {
+    const m = hf(QLORA);
+    assert.match(
+      m.detail,
+      /an upper bound: not modelled, each lowering memory: LoRA \(use_peft: true\), 4-bit \(load_in_4bit: true\)/,
+    );
+    assert.equal(m.problem?.code, 'memory.does-not-fit');
+    assert.equal(m.problem?.severity, 'information');
+    assert.match(m.problem!.message, /^may need up to [\d.]+ GiB \(an upper bound: LoRA \(use_peft: true\), 4-bit/);
+  });
+
+  it('keeps the estimate, its verdict and its warning as they were for a full fine-tuning config', () => {
+    const full = hf(QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', ''));
+    assert.equal(full.read.input.notModelled, undefined);
+    assert.match(full.title, /^≈ .* — does not fit H100 80GB/);
+    assert.equal(full.problem?.severity, 'warning');
+    // Leaving LoRA out changes no byte of the estimate: only its words.
+    assert.equal(full.estimate.peak.total, hf(QLORA).estimate.peak.total);
+  });
+
+  it('names bf16 weights, 8-bit and paged optimizers, Liger and activation offloading, each as lowering memory', () => {
+    const m = hf(
+      `${QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '')}model_init_kwargs:\n  dtype: bfloat16\noptim: paged_adamw_8bit\nuse_liger_kernel: true\nactivation_offloading: true\n`,
+    );
+    assert.deepEqual(
+      m.read.input.notModelled?.map((n) => [n.what, n.effect]),
+      [
+        ['bf16 weights', 'lowers'],
+        ['paged_adamw_8bit', 'lowers'],
+        ['Liger kernels', 'lowers'],
+        ['activation offloading', 'lowers'],
+      ],
+    );
+    // Four names do not fit the hint: two, and how many more (the hover has all).
+    assert.match(m.title, /\(unsure: bf16 weights, paged_adamw_8bit, \+2 not modelled\)/);
+  });
+
+  it('leaves the AdamW variants the estimate models, and fp32 weights, unnamed', () => {
+    const m = hf(
+      `${QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '')}optim: adamw_torch_fused\ndtype: float32\n`,
+    );
+    assert.equal(m.read.input.notModelled, undefined);
+  });
+
+  it('says a setting that may raise memory too (torch.compile, ademamix) makes even a "fits" unsure', () => {
+    const m = hf(
+      `# fsdp-studio: model=llama-3.2-1b gpu=H100-80GB\nper_device_train_batch_size: 1\nmax_length: 512\nbf16: true\ntorch_compile: true\noptim: ademamix\n`,
+    );
+    assert.equal(notModelledBound(m.read.input), 'unsure');
+    assert.equal(m.estimate.fit?.fits, true);
+    assert.match(
+      m.title,
+      /^≈ [\d.]+ GiB \/ GPU \((up to [\d.]+ GiB; )?unsure: ademamix, torch\.compile not modelled\) — may fit H100 80GB/,
+    );
+  });
+
+  it('gives "fits" as sure where an upper bound fits, and "may not fit" where it does not', () => {
+    const base: MemoryInput = {
+      ...defaultMemoryInput(findModelPreset('gpt2-124m')!.shape, 1024),
+      microBatch: 1,
+      notModelled: [{ key: 'use_peft: true', what: 'LoRA', effect: 'lowers' }],
+    };
+    const roomy = estimateMemory({ ...base, gpu: findGpu('H100-80GB')! });
+    assert.equal(verdictText(roomy), 'fits H100 80GB');
+    assert.match(summaryLine(roomy), /LoRA \(use_peft: true\)/);
+    const tight = estimateMemory({ ...base, gpu: { ...findGpu('H100-80GB')!, memoryBytes: roomy.peak.total / 2 } });
+    assert.match(verdictText(tight)!, /^may not fit H100 80GB \(the upper bound is [\d.]+ (GiB|MiB) over\)$/);
+    assert.match(shortLine(tight), /^≤ /);
+  });
+
+  it('names only keys the TrainingArguments / TRL schema has, so a renamed argument is caught here', () => {
+    const keys = Object.keys((hfTrainingSchema as { properties: Record<string, unknown> }).properties);
+    const m = hf(
+      `${QLORA}load_in_8bit: true\ndtype: bfloat16\noptim: adafactor\nuse_liger_kernel: true\nactivation_offloading: true\ntorch_compile: true\nmixed_precision: fp8\n`,
+    );
+    const named = m.read.input.notModelled!.map((n) => n.key.split(/[.:]/)[0]);
+    assert.ok(named.length >= 8, named.join(', '));
+    for (const k of named) assert.ok(keys.includes(k), `${k} is not in the TrainingArguments / TRL schema`);
+  });
+});
