@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { hfTrainingSchema } from '../../core/config/hf-training-config';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
 import { estimateMemory } from '../../core/memory/estimate';
 import { findGpu } from '../../core/memory/gpu-presets';
@@ -114,5 +118,66 @@ describe('an estimate that leaves out what the config sets is never shown as a c
     const named = m.read.input.notModelled!.map((n) => n.key.split(/[.:]/)[0]);
     assert.ok(named.length >= 8, named.join(', '));
     for (const k of named) assert.ok(keys.includes(k), `${k} is not in the TrainingArguments / TRL schema`);
+  });
+
+  it("names an accelerate config's FP8 and torch.compile as unsure either way", () => {
+    const text = `# fsdp-studio: model=llama-3.2-1b gpu=H100-80GB micro_batch=1 seq_len=1024\ndistributed_type: 'NO'\nmixed_precision: fp8\nnum_processes: 1\ndynamo_config:\n  dynamo_backend: INDUCTOR\n`;
+    const m = configMemory('accelerate', text, '/w/accelerate.yaml');
+    assert.ok(!('error' in m), 'error' in m ? m.error : '');
+    assert.deepEqual(
+      m.read.input.notModelled?.map((n) => n.key),
+      ['mixed_precision: fp8', 'dynamo_backend: INDUCTOR'],
+    );
+    assert.match(m.title, /unsure: FP8, torch\.compile not modelled\) — may fit H100 80GB/);
+    const plain = configMemory('accelerate', text.replace('fp8', 'bf16').replace('INDUCTOR', 'NO'), '/w/a.yaml');
+    assert.ok(!('error' in plain) && plain.read.input.notModelled === undefined);
+  });
+
+  it("names a DeepSpeed config's optimizer other than Adam, CPU activation checkpoints and ZeRO++ hpZ; Adam is modelled", () => {
+    const ds = (extra: string) =>
+      `// fsdp-studio: model=gpt2-355m gpu=L4\n{ "train_micro_batch_size_per_gpu": 2, "bf16": { "enabled": true }, "zero_optimization": { "stage": 3${extra} } }`;
+    const m = configMemory(
+      'deepspeed',
+      ds(
+        ', "zero_hpz_partition_size": 8 }, "optimizer": { "type": "OneBitAdam" }, "activation_checkpointing": { "cpu_checkpointing": true',
+      ),
+      '/w/ds_config.json',
+    );
+    assert.ok(!('error' in m), 'error' in m ? m.error : '');
+    assert.deepEqual(
+      m.read.input.notModelled?.map((n) => [n.what, n.effect]),
+      [
+        ['OneBitAdam', 'either'],
+        ['activations on the CPU', 'lowers'],
+        ['ZeRO++ hpZ', 'either'],
+      ],
+    );
+    const adam = configMemory('deepspeed', ds(' }, "optimizer": { "type": "AdamW"'), '/w/ds_config.json');
+    assert.ok(!('error' in adam) && adam.read.input.notModelled === undefined);
+  });
+
+  it('names what the DeepSpeed file a TrainingArguments config points to leaves out, with the file', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fsdp-not-modelled-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'ds.json'),
+        '{ "zero_optimization": { "stage": 2 }, "optimizer": { "type": "Adagrad" } }',
+      );
+      const file = path.join(dir, 'sft.yaml');
+      const m = configMemory(
+        'hf-training',
+        `# fsdp-studio: model=llama-3.2-1b gpu=H100-80GB\nper_device_train_batch_size: 1\ndeepspeed: ds.json\n`,
+        file,
+        {},
+        hfModelSource(file),
+      );
+      assert.ok(!('error' in m), 'error' in m ? m.error : '');
+      assert.deepEqual(
+        m.read.input.notModelled?.map((n) => n.key),
+        ['optimizer.type: Adagrad (in ds.json)'],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -11,6 +11,7 @@ import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import type { ModelSource } from './model-from-options';
+import { accelerateNotModelled } from './not-modelled';
 
 const DISTRIBUTED = [
   'NO',
@@ -96,6 +97,7 @@ export function accelerateInput(
     notes.push(`distributed_type ${type} estimated as data parallel on GPUs`);
   }
   if (f.error) return { kind: 'accelerate', ...f.error };
+  const notModelled = accelerateNotModelled((path) => f.get(path));
   if (options.microBatch === undefined)
     notes.push(
       'micro-batch 1 assumed (accelerate configs do not say; give micro_batch=… in a "fsdp-studio:" comment or --micro-batch)',
@@ -115,6 +117,7 @@ export function accelerateInput(
     attention: options.attention ?? 'flash',
     fsdp: { backwardPrefetch, forwardPrefetch, ...(fsdpVersion ? { version: fsdpVersion } : {}) },
     ...(gpu ? { gpu } : {}),
+    ...(notModelled.length ? { notModelled } : {}),
   };
   const anchorPath = doc.has(['distributed_type']) ? ['distributed_type'] : [];
   return {

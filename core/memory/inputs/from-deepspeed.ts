@@ -11,6 +11,7 @@ import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import type { ModelSource } from './model-from-options';
+import { deepspeedNotModelled } from './not-modelled';
 
 const ZO = 'zero_optimization';
 
@@ -94,6 +95,8 @@ export function deepspeedInput(
     ...(gpu ? { gpu } : {}),
   };
   if (f.error) return { kind: 'deepspeed', ...f.error };
+  const notModelled = deepspeedNotModelled((path) => f.get(path));
+  if (notModelled.length) input.notModelled = notModelled;
   if (options.nproc === undefined)
     notes.push(
       world > 1

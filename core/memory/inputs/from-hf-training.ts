@@ -7,11 +7,17 @@ import { ZERO_STAGE_STRATEGY } from '../../config/run-config';
 import type { SourceDocument } from '../../config/source-document';
 import { findGpu } from '../gpu-presets';
 import type { MemoryChange } from '../memory-change';
-import { defaultMemoryInput, type Dtype, type MemoryInput, type ShardingStrategy } from '../memory-input';
+import {
+  defaultMemoryInput,
+  type Dtype,
+  type MemoryInput,
+  type NotModelled,
+  type ShardingStrategy,
+} from '../memory-input';
 import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
-import { hfNotModelled } from './hf-not-modelled';
+import { deepspeedNotModelled, hfNotModelled } from './not-modelled';
 import type { ModelSource } from './model-from-options';
 
 export function hfTrainingInput(
@@ -45,6 +51,7 @@ export function hfTrainingInput(
   let strategy: ShardingStrategy = 'NO_SHARD';
   let offload = { optimizer: false, params: false };
   let fsdpVersion: 1 | 2 | undefined;
+  let dsLeftOut: NotModelled[] = [];
   const fsdp = f.get(['fsdp']);
   const ds = f.get(['deepspeed']);
   if (fsdp !== undefined && fsdp !== null && fsdp !== false && fsdp !== '' && fsdp !== 'false') {
@@ -67,7 +74,13 @@ export function hfTrainingInput(
     // as the hf.deepspeed rule reads it), or the mapping given inline.
     const file = typeof ds === 'string' ? path.resolve(path.dirname(fileName), ds) : undefined;
     const text = file ? source?.readFile?.(file) : undefined;
-    const settings = zeroSettings(typeof ds === 'object' ? ds : text !== undefined ? parseJson(text) : undefined);
+    const dsConfig: unknown = typeof ds === 'object' ? ds : text !== undefined ? parseJson(text) : undefined;
+    const settings = zeroSettings(dsConfig);
+    // What the DeepSpeed file sets and the estimate leaves out is named as the file's own estimate names it.
+    dsLeftOut = deepspeedNotModelled((p) => valueAt(dsConfig, p)).map((n) => ({
+      ...n,
+      key: `${n.key} (in ${typeof ds === 'string' ? ds : 'deepspeed'})`,
+    }));
     const stage =
       settings?.stage ?? (/zero_?3|stage_?3|z3/i.test(String(ds)) ? 3 : /zero_?1|stage_?1/i.test(String(ds)) ? 1 : 2);
     strategy = ZERO_STAGE_STRATEGY[stage];
@@ -80,7 +93,7 @@ export function hfTrainingInput(
       );
   }
   if (f.error) return { kind: 'hf-training', ...f.error };
-  const notModelled = hfNotModelled(f);
+  const notModelled = [...hfNotModelled((path) => f.get(path)), ...dsLeftOut];
   const input: MemoryInput = {
     ...defaultMemoryInput(model.shape, seqLen),
     framework: options.framework ?? framework,
@@ -125,6 +138,13 @@ function zeroSettings(
     return d === 'cpu' || d === 'nvme';
   };
   return { stage, offload: { optimizer: device('offload_optimizer'), params: stage === 3 && device('offload_param') } };
+}
+
+function valueAt(config: unknown, path: (string | number)[]): unknown {
+  let v = config;
+  for (const k of path)
+    v = v !== null && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined;
+  return v;
 }
 
 function parseJson(text: string): unknown {

@@ -1,0 +1,107 @@
+// The keys of each config kind that change memory by more than 10 % and that the estimate does not
+// model yet (issue 36): each one set is named on the estimate's line, so a QLoRA run is never shown
+// as a confident "does not fit". The estimate models full fine-tuning with the precision's weights
+// and AdamW's two fp32 states, every sequence at its full length.
+import type { NotModelled } from '../memory-input';
+
+/** A value of the config by its path (undefined where absent), as FieldReader.get reads it. */
+export type ConfigValue = (path: (string | number)[]) => unknown;
+
+/** AdamW variants that keep two fp32 states per parameter, as the estimate does. */
+const MODELLED_OPTIMIZERS = new Set([
+  'adamw_torch',
+  'adamw_torch_fused',
+  'adamw_torch_xla',
+  'adamw_torch_npu_fused',
+  'adamw_anyprecision',
+  'stable_adamw',
+]);
+
+/** Optimizers that keep less than AdamW's 8 bytes per parameter on the GPU (quantised, paged, one state, none, or low rank). */
+const SMALLER_OPTIMIZER = /8bit|4bit|paged|adafactor|sgd|lion|rmsprop|adagrad|galore|apollo|lomo/;
+
+/** A TrainingArguments / TRL config's keys set that the estimate does not model, with what they do in the person's words. */
+export function hfNotModelled(get: ConfigValue): NotModelled[] {
+  const on = (key: string) => get([key]) === true || get([key]) === 'true';
+  const out: NotModelled[] = [];
+  // TRL's ModelConfig: LoRA adapters train, the base weights are frozen (no gradients, no optimizer states).
+  if (on('use_peft')) out.push({ key: 'use_peft: true', what: 'LoRA', effect: 'lowers' });
+  if (on('load_in_4bit')) out.push({ key: 'load_in_4bit: true', what: '4-bit', effect: 'lowers' });
+  else if (on('load_in_8bit')) out.push({ key: 'load_in_8bit: true', what: '8-bit', effect: 'lowers' });
+  // The weights' dtype the trainer loads: the estimate keeps fp32 weights and states whatever it says.
+  const dtype = weightsDtype(get);
+  if (dtype) out.push({ key: dtype.key, what: `${dtype.value} weights`, effect: 'lowers' });
+  const optim = get(['optim']);
+  if (typeof optim === 'string' && !MODELLED_OPTIMIZERS.has(optim))
+    out.push({
+      key: `optim: ${optim}`,
+      what: optim,
+      // ademamix keeps three states, schedule-free and grokadamw their own: more or less than AdamW's two.
+      effect: SMALLER_OPTIMIZER.test(optim) ? 'lowers' : 'either',
+    });
+  // Liger's fused linear cross-entropy never holds the logits, the largest activation of a big vocabulary.
+  if (on('use_liger_kernel')) out.push({ key: 'use_liger_kernel: true', what: 'Liger kernels', effect: 'lowers' });
+  if (on('activation_offloading'))
+    out.push({ key: 'activation_offloading: true', what: 'activation offloading', effect: 'lowers' });
+  // Inductor's fusions keep fewer activations; its CUDA graphs (mode reduce-overhead) keep pools of their own.
+  if (on('torch_compile') || typeof get(['torch_compile_backend']) === 'string')
+    out.push({ key: 'torch_compile: true', what: 'torch.compile', effect: 'either' });
+  // accelerate launch's FP8 (torchao, TransformerEngine, MS-AMP): FP8 weights and activations in the matmuls.
+  if (get(['mixed_precision']) === 'fp8') out.push({ key: 'mixed_precision: fp8', what: 'FP8', effect: 'either' });
+  return out;
+}
+
+/** An accelerate config's: FP8 and torch.compile (dynamo_config, or the older top-level dynamo_backend). */
+export function accelerateNotModelled(get: ConfigValue): NotModelled[] {
+  const out: NotModelled[] = [];
+  if (get(['mixed_precision']) === 'fp8') out.push({ key: 'mixed_precision: fp8', what: 'FP8', effect: 'either' });
+  const backend = get(['dynamo_config', 'dynamo_backend']) ?? get(['dynamo_backend']);
+  if (typeof backend === 'string' && backend.toUpperCase() !== 'NO')
+    out.push({ key: `dynamo_backend: ${backend}`, what: 'torch.compile', effect: 'either' });
+  return out;
+}
+
+/** DeepSpeed's own optimizers and torch.optim's that keep AdamW's two fp32 states, as the estimate does (matched case-insensitively). */
+const DEEPSPEED_MODELLED_OPTIMIZERS = new Set(['adam', 'adamw', 'fusedadam', 'cpuadam', 'lamb', 'fusedlamb']);
+
+/** A DeepSpeed config's: other optimizers, activations offloaded by DeepSpeed's checkpointing, ZeRO++'s secondary partition, DeepCompile. */
+export function deepspeedNotModelled(get: ConfigValue): NotModelled[] {
+  const out: NotModelled[] = [];
+  const optim = get(['optimizer', 'type']);
+  if (typeof optim === 'string' && !DEEPSPEED_MODELLED_OPTIMIZERS.has(optim.toLowerCase()))
+    out.push({
+      key: `optimizer.type: ${optim}`,
+      what: optim,
+      // Adagrad and SGD keep one state or none; 1-bit Adam / LAMB add error-feedback buffers, Muon its own.
+      effect: /^(adagrad|sgd|lion)$/i.test(optim) ? 'lowers' : 'either',
+    });
+  if (get(['activation_checkpointing', 'cpu_checkpointing']) === true)
+    out.push({
+      key: 'activation_checkpointing.cpu_checkpointing: true',
+      what: 'activations on the CPU',
+      effect: 'lowers',
+    });
+  // hpZ keeps a second copy of the parameters' shards per node group: more memory, not less.
+  const hpz = get(['zero_optimization', 'zero_hpz_partition_size']);
+  if (typeof hpz === 'number' && hpz > 1)
+    out.push({ key: `zero_optimization.zero_hpz_partition_size: ${hpz}`, what: 'ZeRO++ hpZ', effect: 'either' });
+  const compile = get(['compile']);
+  if (compile && typeof compile === 'object' && (compile as Record<string, unknown>).deepcompile === true)
+    out.push({ key: 'compile.deepcompile: true', what: 'DeepCompile', effect: 'either' });
+  return out;
+}
+
+/** bfloat16 / float16 weights, where TRL's `dtype` (or the older `torch_dtype`) or `model_init_kwargs.dtype` asks for them. */
+function weightsDtype(get: ConfigValue): { key: string; value: string } | undefined {
+  for (const path of [
+    ['dtype'],
+    ['torch_dtype'],
+    ['model_init_kwargs', 'dtype'],
+    ['model_init_kwargs', 'torch_dtype'],
+  ]) {
+    const v = get(path);
+    if (v === 'bfloat16' || v === 'float16' || v === 'bf16' || v === 'fp16' || v === 'half')
+      return { key: `${path.join('.')}: ${v}`, value: v === 'bfloat16' || v === 'bf16' ? 'bf16' : 'fp16' };
+  }
+  return undefined;
+}
