@@ -40,7 +40,13 @@ NUMERIC_STRING = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 
 # TrainingArguments.fsdp is annotated `str | None`, but _process_fsdp_args takes True (the current
 # form), a space-separated string or a list of FSDPOption (both deprecated): say so.
-FIELD_TYPES = {"fsdp": {"type": ["boolean", "string", "array", "null"], "items": {"type": "string"}}}
+# ModelConfig.lora_target_modules is annotated `list[str] | None`, but its docstring says `str | list[str]`:
+# the YAML's value reaches the dataclass unchecked and PEFT's LoraConfig takes a string ("all-linear",
+# or a regex of module names), which is how TRL's own examples write it.
+FIELD_TYPES = {
+    "fsdp": {"type": ["boolean", "string", "array", "null"], "items": {"type": "string"}},
+    "lora_target_modules": {"type": ["string", "array", "null"], "items": {"type": "string"}},
+}
 
 
 def schema_of_type(tp) -> dict:

@@ -254,13 +254,18 @@ model_name_or_path: meta-llama/Meta-Llama-3-8B
 output_dir: out
 use_peft: true
 lora_r: 16
-lora_target_modules: [all-linear]
+lora_target_modules: all-linear
 load_in_4bit: true
-activation_checkpointing: true
+gradient_checkpointing: true
 per_device_train_batch_size: 4
 max_length: 2048
 `;
     const diagnostics = await server.open(uri, text);
+    // PEFT takes "all-linear" as a string, as TRL's examples write it: no error that would hide the estimate.
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity === 1),
+      [],
+    );
     const [lens] = await server.codeLenses(uri);
     assert.match(
       lens.command!.title,
