@@ -58,6 +58,11 @@ describe('e2e: memory estimator details in a light theme', function () {
         .replace(/d_model: \d+/, 'd_model: 2048')
         .replace(/n_layers: \d+/, 'n_layers: 48'),
     );
+    // The QLoRA run of issue 36, which people train on one 24 GB card: the estimate models full fine-tuning.
+    writeFileSync(
+      path.join(workspace, 'sft_qlora.yaml'),
+      '# fsdp-studio: model=llama-3-8b gpu=H100-80GB\nmodel_name_or_path: meta-llama/Meta-Llama-3-8B\noutput_dir: out\nuse_peft: true\nlora_r: 16\nlora_target_modules: all-linear\nload_in_4bit: true\ngradient_checkpointing: true\nper_device_train_batch_size: 4\nmax_length: 2048\n',
+    );
     vscode = await VsCodeSession.open({ workspace, settings: { 'workbench.colorTheme': 'Default Light Modern' } });
   });
   afterEach(async function () {
@@ -183,6 +188,31 @@ describe('e2e: memory estimator details in a light theme', function () {
     await web.locator('#micro-batch input').fill('4');
     await web.locator('#verdict.fits').waitFor({ timeout: 30_000 });
     assert.equal(await web.locator('#unsure').count(), 0);
+  });
+
+  it('names what a TRL QLoRA config sets but the estimate leaves out, and says neither "does not fit" nor "more GPUs do not" as sure', async () => {
+    await vscode.openFile('sft_qlora.yaml');
+    await vscode.page
+      .locator('.contentWidgets .codelens-decoration', { hasText: 'unsure: LoRA, 4-bit not modelled' })
+      .first()
+      .waitFor({ timeout: 60_000 });
+    await vscode.runCommand('FSDP: Open memory estimator');
+    const web = vscode.webview();
+    const left = web.locator('#not-modelled');
+    await left.waitFor({ timeout: 60_000 });
+    assert.match(
+      await left.innerText(),
+      /^Not modelled: LoRA \(use_peft: true\), 4-bit \(load_in_4bit: true\)\. Each lowers memory, so [\d.]+ GiB is an upper bound: "fits" holds, "does not fit" may not\.$/,
+    );
+    assert.match(
+      await web.locator('#verdict.unsure').innerText(),
+      /^may not fit H100 80GB \(the upper bound is [\d.]+ GiB over\)$/,
+    );
+    assert.equal(
+      await web.locator('#fewest-gpus').innerText(),
+      'by this upper bound, more GPUs do not make it fit with NO_SHARD; what is not modelled may',
+    );
+    await vscode.screenshot('memory-estimator-not-modelled');
   });
 
   it('asks before launching a config that does not fit this machine, with "Don\'t launch" as the default button', async () => {
