@@ -230,7 +230,7 @@ function extraLines(e: MemoryEstimate): HTMLElement[] {
         'div',
         { id: 'not-modelled' },
         bound === 'upper'
-          ? `Not modelled: ${notModelledLong(e.input)}. Each lowers memory, so ${formatBytes(e.peak.total)} is an upper bound: "fits" holds, "does not fit" may not.`
+          ? `Not modelled: ${notModelledLong(e.input)}. Each lowers memory, so ${formatBytes(e.unsure?.high ?? e.peak.total)} is an upper bound: "fits" holds, "does not fit" may not.`
           : `Not modelled: ${notModelledLong(e.input)}. They may lower or raise memory, so the verdict on ${formatBytes(e.peak.total)} is unsure either way.`,
       ),
     );
