@@ -211,15 +211,20 @@ function table(file: string, read: ConfigMemoryInput, e: MemoryEstimate): string
   lines.push('', summaryLine(e));
   if (e.fit) {
     const b = maxMicroBatch(i, e.fit.gpu.memoryBytes);
+    // An estimate that leaves out what the config sets says its inverse answers as its own, not as sure.
+    const byIt = notModelledBound(i) ? 'by this estimate (see what it leaves out above), ' : '';
     lines.push(
-      b > 0 ? `largest micro-batch that fits ${e.fit.gpu.name}: ${b}` : `not even micro-batch 1 fits ${e.fit.gpu.name}`,
+      byIt +
+        (b > 0
+          ? `largest micro-batch that fits ${e.fit.gpu.name}: ${b}`
+          : `not even micro-batch 1 fits ${e.fit.gpu.name}`),
     );
     if (!e.fit.fits && e.fit.gpu.kind === 'gpu') {
       const n = gpusNeeded(e);
       lines.push(
         n
           ? `fewest ${e.fit.gpu.name} GPUs that fit it (${i.strategy}): ${n.total} (${n.nprocPerNode} per node × ${n.nnodes})`
-          : `${notModelledBound(i) ? 'by this estimate (see what it leaves out above), ' : ''}more ${e.fit.gpu.name} GPUs do not make it fit with ${i.strategy}`,
+          : `${byIt}more ${e.fit.gpu.name} GPUs do not make it fit with ${i.strategy}`,
       );
     }
   }

@@ -141,6 +141,36 @@ describe('fsdp-estimate (command line)', function () {
     );
   });
 
+  it('names what a TRL QLoRA config sets but the estimate leaves out, in the table and in --json, and gives no sure "do not fit"', () => {
+    const file = path.join(dir, 'sft_qlora.yaml');
+    writeFileSync(
+      file,
+      '# fsdp-studio: model=llama-3-8b gpu=H100-80GB\nuse_peft: true\nlora_target_modules: all-linear\nload_in_4bit: true\ngradient_checkpointing: true\nper_device_train_batch_size: 4\nmax_length: 2048\n',
+    );
+    const table = run(file);
+    assert.equal(table.code, 0, table.err);
+    assert.match(
+      table.out,
+      /an upper bound: not modelled, each lowering memory: LoRA \(use_peft: true\), 4-bit \(load_in_4bit: true\) — may not fit H100 80GB/,
+    );
+    assert.match(
+      table.out,
+      /^by this estimate \(see what it leaves out above\), more H100 80GB GPUs do not make it fit with NO_SHARD$/m,
+    );
+    assert.match(
+      table.out,
+      /^by this estimate \(see what it leaves out above\), not even micro-batch 1 fits H100 80GB$/m,
+    );
+    assert.doesNotMatch(table.out, /does not fit/);
+    const json = run(file, '--json');
+    assert.equal(json.code, 0, json.err);
+    const out = JSON.parse(json.out) as { notModelled?: { bound: string; settings: { key: string }[] } };
+    assert.deepEqual(
+      [out.notModelled?.bound, out.notModelled?.settings.map((s) => s.key)],
+      ['upper', ['use_peft: true', 'load_in_4bit: true']],
+    );
+  });
+
   it('a bad config exits 2 with file, line and key; a bad flag exits 2 with usage', () => {
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, readFileSync(sample, 'utf8').replace('n_heads: 4', 'n_heads: many'));
