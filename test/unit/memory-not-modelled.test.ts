@@ -120,6 +120,15 @@ describe('an estimate that leaves out what the config sets is never shown as a c
     for (const k of named) assert.ok(keys.includes(k), `${k} is not in the TrainingArguments / TRL schema`);
   });
 
+  it('models attn_implementation: eager as attention that keeps its seq × seq scores, rather than naming it', () => {
+    const base = `# fsdp-studio: model=llama-3.2-1b gpu=H100-80GB\nper_device_train_batch_size: 1\nmax_length: 2048\nbf16: true\n`;
+    const sdpa = hf(`${base}model_init_kwargs:\n  attn_implementation: sdpa\n`);
+    const eager = hf(`${base}model_init_kwargs:\n  attn_implementation: eager\n`);
+    assert.deepEqual([sdpa.read.input.attention, eager.read.input.attention], ['flash', 'eager']);
+    assert.equal(eager.read.input.notModelled, undefined);
+    assert.ok(eager.estimate.categoryPeaks.activations > sdpa.estimate.categoryPeaks.activations);
+  });
+
   it("names an accelerate config's FP8 and torch.compile as unsure either way", () => {
     const text = `# fsdp-studio: model=llama-3.2-1b gpu=H100-80GB micro_batch=1 seq_len=1024\ndistributed_type: 'NO'\nmixed_precision: fp8\nnum_processes: 1\ndynamo_config:\n  dynamo_backend: INDUCTOR\n`;
     const m = configMemory('accelerate', text, '/w/accelerate.yaml');

@@ -105,7 +105,12 @@ export function hfTrainingInput(
     precision: { param: dtype, reduce: dtype === 'float32' ? 'float32' : dtype, activation: dtype },
     checkpointing: { policy: options.checkpointing ?? (ac ? 'every_n' : 'none'), everyN: options.everyN ?? 1 },
     offload,
-    attention: options.attention ?? 'flash',
+    // transformers' default (sdpa) and flash_attention_2 keep no seq × seq scores; eager keeps them.
+    attention:
+      options.attention ??
+      (f.get(['attn_implementation']) === 'eager' || f.get(['model_init_kwargs', 'attn_implementation']) === 'eager'
+        ? 'eager'
+        : 'flash'),
     ...(fsdpVersion ? { fsdp: { ...defaultMemoryInput(model.shape, seqLen).fsdp, version: fsdpVersion } } : {}),
     ...(gpu ? { gpu } : {}),
     ...(notModelled.length ? { notModelled } : {}),
