@@ -37,11 +37,18 @@ describe('fsdp-train: signals, non-finite numbers and a runs_dir in the way', fu
         if (sent > 0 || !line.includes('"type":"step"')) return;
         sent = 1;
         stepsAtFirst = Number(/"step":(\d+)/.exec(line)![1]);
-        process.kill(-c.pid!, 'SIGINT');
-        setTimeout(() => {
-          sent = 2;
+        // The runtime frozen, the graceful stop cannot finish the step before the second Ctrl-C, however
+        // fast the machine (a fixed 150 ms between the two lost that race on a quiet one); SIGKILL, the
+        // abort, ends a stopped process too.
+        process.kill(rankPidsOf(runDir)[0], 'SIGSTOP');
+        let said = '';
+        c.stderr!.on('data', (d: Buffer) => {
+          said += d;
+          if (sent !== 1 || !/SIGINT: stopping after the current step/.test(said)) return;
+          sent = 2; // the first Ctrl-C has been taken: the second is the abort
           process.kill(-c.pid!, 'SIGINT');
-        }, 150);
+        });
+        process.kill(-c.pid!, 'SIGINT');
       },
       { detached: true },
     );
