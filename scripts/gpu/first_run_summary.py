@@ -244,8 +244,11 @@ def pack(work: Path, out: Path) -> None:
     tmp = out / "first-run-details.tar.gz.partial"
     with tarfile.open(tmp, "w:gz") as tar:
         for f in sorted(work.rglob("*")):
-            if f.is_file() and f.stat().st_size < (64 << 20):
-                tar.add(f, arcname=str(Path("first-run") / f.relative_to(work)))
+            try:
+                if f.is_file() and f.stat().st_size < (64 << 20):
+                    tar.add(f, arcname=str(Path("first-run") / f.relative_to(work)))
+            except FileNotFoundError:
+                continue  # gone since it was listed (a part's temporary): not part of the record
     os.replace(tmp, out / "first-run-details.tar.gz")
 
 

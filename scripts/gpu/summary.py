@@ -37,7 +37,10 @@ def gtest(path: Path) -> dict[str, Any]:
             "cases": passed + len(failed) + (1 if running else 0),
             "error": f"{path.name} was not written: read from its log (the run ended before GoogleTest's report)",
         }
-    r = json.loads(path.read_text())
+    try:
+        r = json.loads(path.read_text(errors="replace"))
+    except ValueError as e:
+        return {"ok": False, "error": f"{path.name} is not a GoogleTest report ({e})"}
     cases = [
         (f"{t['classname']}.{t['name']}", t.get("failures"))
         for s in r.get("testsuites", [])
