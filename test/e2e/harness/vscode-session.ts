@@ -233,8 +233,19 @@ export class VsCodeSession {
    * with the keyboard as a person would (the menu's overlay takes mouse clicks meant for the page).
    */
   async applyQuickFix(title: string): Promise<void> {
-    await this.page.keyboard.press('Control+.');
-    await this.page.locator('.action-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20_000 });
+    // Ctrl+. pressed while a peek or widget is still closing can be taken by it, or open the menu before
+    // the fix is offered: open the menu again until it lists the fix (each look bounded, three looks).
+    const row = this.page.locator('.action-widget .monaco-list-row', { hasText: title }).first();
+    for (let look = 1; ; look++) {
+      await this.page.keyboard.press('Control+.');
+      const shown = await row.waitFor({ timeout: 10_000 }).then(
+        () => true,
+        () => false,
+      );
+      if (shown) break;
+      if (look === 3) throw new Error(`the quick-fix menu did not offer "${title}" in three looks`);
+      await this.page.keyboard.press('Escape');
+    }
     const rows = await this.page.locator('.action-widget .monaco-list-row').count();
     for (let i = 0; i <= rows; i++) {
       const focused = await this.page
@@ -365,14 +376,25 @@ export class VsCodeSession {
 
   private async openPalette(text: string): Promise<void> {
     const input = this.page.locator('.quick-input-widget input');
-    if (!(await input.isVisible())) {
-      await this.page
-        .locator('.monaco-workbench')
-        .click({ position: { x: 700, y: 400 } })
-        .catch(() => undefined);
-      await this.page.keyboard.press('Control+Shift+P');
-      await input.waitFor({ timeout: 20_000 });
+    // A quick input still closing (the last pick's) reads visible and then hides: open the palette
+    // until its input takes the text (each try bounded, four tries).
+    for (let attempt = 1; ; attempt++) {
+      if (!(await input.isVisible())) {
+        await this.page
+          .locator('.monaco-workbench')
+          .click({ position: { x: 700, y: 400 } })
+          .catch(() => undefined);
+        await this.page.keyboard.press('Control+Shift+P');
+        await input.waitFor({ timeout: 20_000 });
+      }
+      const filled = await input.fill(`>${text}`, { timeout: 5_000 }).then(
+        () => true,
+        (e: unknown) => {
+          if (attempt === 4) throw e;
+          return false;
+        },
+      );
+      if (filled) return;
     }
-    await input.fill(`>${text}`);
   }
 }
