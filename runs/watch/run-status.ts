@@ -2,21 +2,13 @@
 // run.json, whether its processes vanished, and when a resume was last asked for from this window.
 import { jobRunStatus, type RunFacts, type SlurmJob } from '../slurm/slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { DashboardHeader } from '../../core/panels/dashboard-messages';
 import type { RunHistory } from '../../core/runs/run-history';
 import { ENDED } from './watched-run';
 
-/** queued, cancelled, timed-out and preempted: runs submitted to SLURM (runs/slurm/slurm-state.ts). */
-export type RunStatus =
-  | 'queued'
-  | 'starting'
-  | 'running'
-  | 'completed'
-  | 'failed'
-  | 'stopped'
-  | 'cancelled'
-  | 'timed-out'
-  | 'preempted'
-  | 'unknown';
+/** queued, cancelled, timed-out and preempted: runs submitted to SLURM (runs/slurm/slurm-state.ts). The one list is the
+ * protocol's (core/panels/dashboard-messages.ts), which the dashboard's header carries. */
+export type RunStatus = DashboardHeader['status'];
 
 export interface StatusFacts {
   history: RunHistory;
