@@ -81,6 +81,11 @@ RUN_LOCK_OWNER_ENV = "FSDP_RUN_LOCK_OWNER"
 #: A rank that failed gets the others this long to end after SIGTERM, then SIGKILL.
 PEERS_GRACE_S = 10.0
 
+#: The most a new attempt waits for the run folder's lock while the last attempt's run.json says it
+#: ended: that owner wrote its end and lets the lock go only as it exits, a moment later, so a Resume
+#: or Continue pressed at the end is not refused. An owner that never exits is refused after it.
+ENDED_OWNER_EXIT_WAIT_S = 30.0
+
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
@@ -184,7 +189,7 @@ def open_run_folder(run_dir, native):
         # FIFO) is refused by name before anything is written (run_folder_file.py).
         # The folder's lock is this owner's for the whole attempt, taken before anything is started
         # and let go when this process ends, after every process of the attempt (run_folder_lock.h).
-        lock, holder = take_lock(run_dir) if native else (None, None)
+        lock, holder = take_lock_after_the_last_end(run_dir) if native else (None, None)
         log = EventLog(run_dir)
         check_regular(log.path)
     except RefusedFile as e:
@@ -200,6 +205,21 @@ def open_run_folder(run_dir, native):
         )
         return 1
     return lock, log
+
+
+def take_lock_after_the_last_end(run_dir):
+    """take_lock(), waiting for the lock while its holder is an owner whose attempt has ended
+    (run.json no longer live): the condition it waits on is the lock let go, bounded by
+    ENDED_OWNER_EXIT_WAIT_S; a holder whose attempt is live is refused at once."""
+    lock, holder = take_lock(run_dir)
+    deadline = time.monotonic() + ENDED_OWNER_EXIT_WAIT_S
+    while holder and time.monotonic() < deadline:
+        last = run_manifest.read(run_dir)
+        if last is None or last.get("status") in run_manifest.LIVE:
+            break
+        time.sleep(0.05)
+        lock, holder = take_lock(run_dir)
+    return lock, holder
 
 
 def rank_envs(env, world, master_port):

@@ -2,7 +2,7 @@
 // their own session, followed from byte offsets, stopped by process group, resumed, and watched
 // through ssh connections that are cut mid-run — every step arrives exactly once.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -173,7 +173,14 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
         () => w.history.lastStep === 50 && w.history.end?.status === 'completed',
         30_000,
       ).catch((e: Error) => {
-        throw new Error(`${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}`, { cause: e });
+        const files = readdirSync(runDir).map(
+          (f) =>
+            `${f}${f.endsWith('.log') || f === 'run.json' ? `: ${readFileSync(path.join(runDir, f), 'utf8').slice(-600)}` : ''}`,
+        );
+        throw new Error(
+          `${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}; the folder: ${files.join('\n')}`,
+          { cause: e },
+        );
       });
       assertEveryStepOnce(w, 50);
     });
