@@ -379,22 +379,36 @@ export class VsCodeSession {
     // A quick input still closing (the last pick's) reads visible and then hides: open the palette
     // until its input takes the text (each try bounded, four tries).
     for (let attempt = 1; ; attempt++) {
+      const last = attempt === 4;
+      const giveUpUnlessLast = (e: unknown): false => {
+        if (last) throw e;
+        return false;
+      };
       if (!(await input.isVisible())) {
-        await this.page
-          .locator('.monaco-workbench')
-          .click({ position: { x: 700, y: 400 } })
-          .catch(() => undefined);
+        await this.focusWorkbench();
         await this.page.keyboard.press('Control+Shift+P');
-        await input.waitFor({ timeout: 20_000 });
+        const shown = await input.waitFor({ timeout: 10_000 }).then(() => true, giveUpUnlessLast);
+        if (!shown) continue;
       }
-      const filled = await input.fill(`>${text}`, { timeout: 5_000 }).then(
-        () => true,
-        (e: unknown) => {
-          if (attempt === 4) throw e;
-          return false;
-        },
-      );
+      const filled = await input.fill(`>${text}`, { timeout: 5_000 }).then(() => true, giveUpUnlessLast);
       if (filled) return;
     }
+  }
+
+  /**
+   * Gives the keyboard to the workbench itself. A click into the editor area lands in a webview
+   * when one is open there (a dashboard, a comparison): its iframe keeps the focus, so the palette
+   * that Ctrl+Shift+P opens loses it at once and closes. So the click goes to the workbench and
+   * any focused webview frame is then blurred.
+   */
+  private async focusWorkbench(): Promise<void> {
+    await this.page
+      .locator('.monaco-workbench')
+      .click({ position: { x: 700, y: 400 } })
+      .catch(() => undefined);
+    await this.page.evaluate(`(() => {
+      const active = document.activeElement;
+      if (active instanceof HTMLElement && active.tagName === 'IFRAME') active.blur();
+    })()`);
   }
 }
