@@ -349,6 +349,38 @@ describe('Hugging Face config.json as the run config model section', () => {
   });
 });
 
+describe('config.json as transformers 5 writes it (test/fixtures/hf-decoder, saved by the pinned .venv)', () => {
+  const FIXTURES = path.join(__dirname, '..', 'fixtures', 'hf-decoder');
+
+  it('reads rope_parameters and layer_types of a Qwen3 folder saved by transformers 5.24', () => {
+    const r = readHfModelFolder(path.join(FIXTURES, 'qwen3-bf16-sharded'));
+    assert.ok(!('error' in r), JSON.stringify(r));
+    assert.deepEqual(r.model, {
+      architecture: 'qwen3',
+      vocab_size: 64,
+      d_model: 16,
+      n_layers: 2,
+      n_heads: 4,
+      n_kv_heads: 2,
+      head_dim: 8,
+      intermediate_size: 24,
+      max_seq_len: 128,
+      tie_embeddings: true,
+      rms_norm_eps: 1e-6,
+      rope_theta: 10000,
+    });
+  });
+
+  it('reads the biases of a Llama folder saved by transformers 5.24', () => {
+    const r = readHfModelFolder(path.join(FIXTURES, 'llama-biases'));
+    assert.ok(!('error' in r), JSON.stringify(r));
+    assert.equal(r.model.attention_bias, true);
+    assert.equal(r.model.mlp_bias, true);
+    assert.equal(r.model.tie_embeddings, false);
+    assert.equal(r.model.head_dim, 4);
+  });
+});
+
 describe('reading a Hugging Face folder', () => {
   let dir: string;
   before(() => {
