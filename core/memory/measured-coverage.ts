@@ -72,6 +72,14 @@ export function measuredPath(input: MemoryInput): { path: string } | { unmeasure
   if (input.framework !== 'pytorch' || input.device !== 'cuda')
     return { unmeasured: 'only PyTorch on a GPU is measured' };
   if (worldSize(input) > 1) return { unmeasured: 'several ranks are not measured (one GPU only)' };
+  // Issue 36: LoRA and bitsandbytes' weights are replayed from PEFT's and bitsandbytes' code, not yet held to a GPU.
+  const quant = input.weights?.quant;
+  if (input.lora)
+    return {
+      unmeasured: `LoRA (r ${input.lora.r}${quant ? `, ${quant.kind === 'int8' ? 'int8' : quant.kind.toUpperCase()} weights` : ''}) is not measured on a GPU`,
+    };
+  if (input.weights && input.weights.dtype !== 'float32')
+    return { unmeasured: `${input.weights.dtype} weights (no fp32 master copy) are not measured on a GPU` };
   const gpt =
     m.mlp === 'gelu' &&
     m.norm === 'layernorm' &&

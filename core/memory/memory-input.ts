@@ -83,6 +83,37 @@ export interface MemoryInput {
    * 4-bit weights, …): named on every line that gives the estimate, whose verdict then is not confident.
    */
   notModelled?: NotModelled[];
+  /**
+   * How the base model's weights are stored when that is not the fp32 master copy the precision
+   * implies: bf16/fp16 weights (TRL's model_init_kwargs.dtype) trained in their own dtype, or
+   * bitsandbytes' 4-bit / 8-bit linears (the rest of the model in `dtype`). Absent: fp32.
+   */
+  weights?: WeightStorage;
+  /** PEFT LoRA: the base model frozen, adapters trained (./lora.ts). Modelled for one process or DDP. */
+  lora?: LoraPlan;
+}
+
+/** bitsandbytes' quantised linears: NF4 / FP4 (4-bit, 64-element blocks) or LLM.int8. */
+export type QuantKind = 'nf4' | 'fp4' | 'int8';
+
+export interface WeightStorage {
+  /** The dtype the model is loaded in (every tensor that is not a quantised linear weight). */
+  dtype: Dtype;
+  /** bitsandbytes quantisation of the decoder blocks' linear weights (the output head stays in `dtype`). */
+  quant?: { kind: QuantKind; doubleQuant: boolean; computeDtype: Dtype };
+}
+
+/** A LoRA adapter set as PEFT builds it (LoraConfig). */
+export interface LoraPlan {
+  r: number;
+  alpha: number;
+  dropout: number;
+  /** Module names as PEFT matches them (suffixes: q_proj, c_attn, …), or every linear but the output head. */
+  targets: 'all-linear' | string[];
+  /** Modules trained whole (a trainable copy beside the frozen original): embed_tokens, lm_head, … */
+  modulesToSave: string[];
+  /** Adapter weights' dtype: fp32 (PEFT's autocast_adapter_dtype), bf16 where TRL casts them (QLoRA). */
+  adapterDtype: Dtype;
 }
 
 /** A setting the estimate reads but does not model (issue 36: never silently wrong). */

@@ -58,10 +58,11 @@ describe('e2e: memory estimator details in a light theme', function () {
         .replace(/d_model: \d+/, 'd_model: 2048')
         .replace(/n_layers: \d+/, 'n_layers: 48'),
     );
-    // The QLoRA run of issue 36, which people train on one 24 GB card: the estimate models full fine-tuning.
+    // The QLoRA run of issue 36 under DeepSpeed (ZeRO stage 0): LoRA is modelled for one process and
+    // DDP only, so here the estimate models full fine-tuning and names LoRA and 4-bit.
     writeFileSync(
       path.join(workspace, 'sft_qlora.yaml'),
-      '# fsdp-studio: model=llama-3-8b gpu=H100-80GB\nmodel_name_or_path: meta-llama/Meta-Llama-3-8B\noutput_dir: out\nuse_peft: true\nlora_r: 16\nlora_target_modules: all-linear\nload_in_4bit: true\ngradient_checkpointing: true\nper_device_train_batch_size: 4\nmax_length: 2048\n',
+      '# fsdp-studio: model=llama-3-8b gpu=H100-80GB\nmodel_name_or_path: meta-llama/Meta-Llama-3-8B\noutput_dir: out\nuse_peft: true\nlora_r: 16\nlora_target_modules: all-linear\nload_in_4bit: true\ngradient_checkpointing: true\nper_device_train_batch_size: 4\nmax_length: 2048\ndeepspeed:\n  zero_optimization:\n    stage: 0\n',
     );
     vscode = await VsCodeSession.open({ workspace, settings: { 'workbench.colorTheme': 'Default Light Modern' } });
   });

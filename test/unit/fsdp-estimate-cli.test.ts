@@ -141,11 +141,31 @@ describe('fsdp-estimate (command line)', function () {
     );
   });
 
-  it('names what a TRL QLoRA config sets but the estimate leaves out, in the table and in --json, and gives no sure "do not fit"', () => {
-    const file = path.join(dir, 'sft_qlora.yaml');
+  it("estimates the issue's TRL QLoRA config with LoRA and NF4 weights modelled: it fits an H100, nothing named", () => {
+    const file = path.join(dir, 'sft_qlora_one.yaml');
     writeFileSync(
       file,
       '# fsdp-studio: model=llama-3-8b gpu=H100-80GB\nuse_peft: true\nlora_target_modules: all-linear\nload_in_4bit: true\ngradient_checkpointing: true\nper_device_train_batch_size: 4\nmax_length: 2048\n',
+    );
+    const table = run(file);
+    assert.equal(table.code, 0, table.err);
+    assert.match(table.out, /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB$/m);
+    assert.match(
+      table.out,
+      /^note: LoRA r 16 on every linear but the output head; base weights frozen in NF4 \(the rest in float32\), adapters in bfloat16$/m,
+    );
+    assert.doesNotMatch(table.out, /not modelled|does not fit/);
+    const json = JSON.parse(run(file, '--json').out) as { notModelled?: unknown; bytes: { total: number } };
+    assert.equal(json.notModelled, undefined);
+    assert.ok(json.bytes.total < 48 * 2 ** 30, String(json.bytes.total));
+  });
+
+  it('names what a TRL QLoRA config under DeepSpeed sets but the estimate leaves out, in the table and in --json, and gives no sure "do not fit"', () => {
+    // LoRA is replayed for one process and DDP; under DeepSpeed (here ZeRO stage 0) it is named, not modelled.
+    const file = path.join(dir, 'sft_qlora.yaml');
+    writeFileSync(
+      file,
+      '# fsdp-studio: model=llama-3-8b gpu=H100-80GB\nuse_peft: true\nlora_target_modules: all-linear\nload_in_4bit: true\ngradient_checkpointing: true\nper_device_train_batch_size: 4\nmax_length: 2048\ndeepspeed:\n  zero_optimization:\n    stage: 0\n',
     );
     const table = run(file);
     assert.equal(table.code, 0, table.err);

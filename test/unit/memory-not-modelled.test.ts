@@ -11,7 +11,9 @@ import { findModelPreset } from '../../core/memory/model-presets';
 import { defaultMemoryInput, type MemoryInput } from '../../core/memory/memory-input';
 import { notModelledBound, shortLine, summaryLine, verdictText } from '../../core/memory/summary';
 
-// The issue's QLoRA run (issue 36): people train it on one 24 GB card; the estimate models full fine-tuning.
+// The issue's QLoRA run (issue 36): people train it on one 24 GB card. The estimate models LoRA and
+// 4-bit weights in one process (test/unit/memory-lora.test.ts); under FSDP it still models full
+// fine-tuning, and names them.
 const QLORA = `# fsdp-studio: model=llama-3-8b gpu=H100-80GB
 model_name_or_path: meta-llama/Meta-Llama-3-8B
 use_peft: true
@@ -23,6 +25,8 @@ per_device_train_batch_size: 4
 max_length: 2048
 `;
 
+const FSDP_QLORA = `${QLORA}fsdp: full_shard\n`;
+
 function hf(text: string): ConfigMemory {
   const m = configMemory('hf-training', text, '/w/sft.yaml');
   assert.ok(!('error' in m), 'error' in m ? m.error : '');
@@ -30,8 +34,17 @@ function hf(text: string): ConfigMemory {
 }
 
 describe('an estimate that leaves out what the config sets is never shown as a confident figure', () => {
-  it('names LoRA and 4-bit on the inline hint of a TRL QLoRA config and gives its figure as an upper bound', () => {
+  it('models LoRA and 4-bit weights of a one-GPU TRL QLoRA config: nothing named, no 192 GiB "does not fit"', () => {
     const m = hf(QLORA);
+    assert.equal(m.read.input.notModelled, undefined);
+    assert.equal(m.read.input.lora?.r, 16);
+    assert.equal(m.read.input.weights?.quant?.kind, 'nf4');
+    assert.match(m.title, /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB/);
+    assert.ok(m.estimate.peak.total < 48 * 2 ** 30, `${m.estimate.peak.total / 2 ** 30} GiB`);
+  });
+
+  it('names LoRA and 4-bit on the inline hint of a TRL QLoRA config under FSDP and gives its figure as an upper bound', () => {
+    const m = hf(FSDP_QLORA);
     assert.deepEqual(
       m.read.input.notModelled?.map((n) => n.key),
       ['use_peft: true', 'load_in_4bit: true'],
@@ -41,7 +54,7 @@ describe('an estimate that leaves out what the config sets is never shown as a c
   });
 
   it('names each setting left out with its key in the hover, and does not warn as if the run could not fit', () => {
-    const m = hf(QLORA);
+    const m = hf(FSDP_QLORA);
     assert.match(
       m.detail,
       /an upper bound: not modelled, each lowering memory: LoRA \(use_peft: true\), 4-bit \(load_in_4bit: true\)/,
@@ -52,29 +65,34 @@ describe('an estimate that leaves out what the config sets is never shown as a c
   });
 
   it('keeps the estimate, its verdict and its warning as they were for a full fine-tuning config', () => {
-    const full = hf(QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', ''));
+    const fsdpFull = FSDP_QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '');
+    const full = hf(fsdpFull);
     assert.equal(full.read.input.notModelled, undefined);
     assert.match(full.title, /^≈ .* — does not fit H100 80GB/);
     assert.equal(full.problem?.severity, 'warning');
-    // Leaving LoRA out changes no byte of the estimate: only its words.
-    assert.equal(full.estimate.peak.total, hf(QLORA).estimate.peak.total);
+    // Under FSDP, leaving LoRA out changes no byte of the estimate: only its words.
+    assert.equal(full.estimate.peak.total, hf(FSDP_QLORA).estimate.peak.total);
   });
 
-  it('names bf16 weights, 8-bit and paged optimizers, Liger and activation offloading, each as lowering memory', () => {
+  it('names 8-bit and paged optimizers, Liger and activation offloading, each as lowering memory; models bf16 weights', () => {
     const m = hf(
       `${QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '')}model_init_kwargs:\n  dtype: bfloat16\noptim: paged_adamw_8bit\nuse_liger_kernel: true\nactivation_offloading: true\n`,
     );
     assert.deepEqual(
       m.read.input.notModelled?.map((n) => [n.what, n.effect]),
       [
-        ['bf16 weights', 'lowers'],
         ['paged_adamw_8bit', 'lowers'],
         ['Liger kernels', 'lowers'],
         ['activation offloading', 'lowers'],
       ],
     );
+    assert.equal(m.read.input.weights?.dtype, 'bfloat16');
+    assert.match(m.title, /\(unsure: paged_adamw_8bit, Liger kernels, activation offloading not modelled\)/);
     // Four names do not fit the hint: two, and how many more (the hover has all).
-    assert.match(m.title, /\(unsure: bf16 weights, paged_adamw_8bit, \+2 not modelled\)/);
+    const four = hf(
+      `${QLORA.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '')}optim: paged_adamw_8bit\nuse_liger_kernel: true\nactivation_offloading: true\ntorch_compile: true\n`,
+    );
+    assert.match(four.title, /unsure: paged_adamw_8bit, Liger kernels, \+2 not modelled\)/);
   });
 
   it('leaves the AdamW variants the estimate models, and fp32 weights, unnamed', () => {
@@ -113,7 +131,7 @@ describe('an estimate that leaves out what the config sets is never shown as a c
   it('names only keys the TrainingArguments / TRL schema has, so a renamed argument is caught here', () => {
     const keys = Object.keys((hfTrainingSchema as { properties: Record<string, unknown> }).properties);
     const m = hf(
-      `${QLORA}load_in_8bit: true\ndtype: bfloat16\noptim: adafactor\nuse_liger_kernel: true\nactivation_offloading: true\ntorch_compile: true\nmixed_precision: fp8\n`,
+      `${FSDP_QLORA}use_dora: true\nload_in_8bit: true\noptim: adafactor\nuse_liger_kernel: true\nactivation_offloading: true\ntorch_compile: true\nmixed_precision: fp8\n`,
     );
     const named = m.read.input.notModelled!.map((n) => n.key.split(/[.:]/)[0]);
     assert.ok(named.length >= 8, named.join(', '));

@@ -29,6 +29,8 @@ import { headDimOf, type ModelShape } from '../model-shape';
 export type ComputeMode = 'fp32' | 'autocast' | 'low';
 
 export function computeMode(input: MemoryInput, sharded: boolean): ComputeMode {
+  // Weights loaded in bf16/fp16 (TRL's model_init_kwargs.dtype) run in that dtype, autocast or not.
+  if (input.weights && input.weights.dtype !== 'float32') return 'low';
   if (bytesOf(input.precision.param) === 4 && bytesOf(input.precision.activation) === 4) return 'fp32';
   return sharded || input.framework === 'deepspeed' ? 'low' : 'autocast';
 }
@@ -59,6 +61,24 @@ export interface BlockSizes {
   autocast: boolean;
   /** CUDA's attention kernels (their own gradient layout and temporaries) rather than the CPU's. */
   cuda: boolean;
+  /** LoRA: the base model frozen, adapters on some linears (absent: every parameter trains). */
+  lora?: BlockLora;
+}
+
+/**
+ * A block of a LoRA model. The frozen base linears save no input (their weight needs no gradient),
+ * so an input only an unadapted linear read dies in forward. Each adapter runs after its linear, as
+ * PEFT's Linear.forward does: `result + lora_B(lora_A(dropout(x.to(A.dtype)))) * scaling`.
+ */
+export interface BlockLora {
+  /** The adapted modules of each role (Llama's q, k and v are three modules of the role qkv). */
+  adapted: Partial<Record<LinearName, Array<{ in: number; out: number }>>>;
+  r: number;
+  dropout: boolean;
+  /** Bytes per element of the adapter weights; PEFT casts the adapter's input to their dtype. */
+  adapterBytes: number;
+  /** bitsandbytes: bytes of a role's weight dequantised for its matmul (forward and backward), 0 unquantised. */
+  dequant: Partial<Record<LinearName, number>>;
 }
 
 export function blockSizes(input: MemoryInput, mode: ComputeMode): BlockSizes {
@@ -115,6 +135,8 @@ export interface TensorLog {
   castGrads(linear: LinearName, low: number[]): void;
   /** A norm's weight (and bias) gradients; `first` is the block's first norm. */
   normGrads(first: boolean): void;
+  /** LoRA: the gradient of adapter `which` of the `index`-th adapted module of `linear`, kept as its .grad. */
+  adapterGrad(linear: LinearName, index: number, which: 'A' | 'B'): void;
 }
 
 /** How a block is checkpointed: not at all, every_n (whole block), selective (matmul and attention outputs kept). */
@@ -188,9 +210,16 @@ function run(
     if (w) kept.set(`${linear}W`, w);
     const cast = s.autocast && inFp32;
     if (cast) put(`${linear}In`, t * C * 2);
+    // bitsandbytes dequantises the weight for the product and drops it after.
+    const deq = s.lora?.dequant[linear] ? log.alloc('actGrads', s.lora.dequant[linear]!) : 0;
     if (!reuse) put(outName, outBytes, mmTerm);
-    if (cast && !saves) drop(`${linear}In`);
+    log.free(deq);
+    // A frozen linear keeps no input: its cast dies unless its adapter keeps it.
+    if (cast && (!saves || s.lora)) drop(`${linear}In`);
+    if (s.lora?.adapted[linear]) adapterForward(log, s, kept, linear, inFp32 ? xr : a, saves, term);
   };
+  /** Whether a frozen block still needs an input only some linears read: some of them carry an adapter. */
+  const readBy = (...roles: LinearName[]) => !s.lora || roles.some((r) => s.lora!.adapted[r]);
 
   // Attention: norm, projection(s), attention, output projection.
   norm('ln1');
@@ -237,7 +266,7 @@ function run(
   // attn.forward returns: its argument (the norm output) and, when nothing saved them, q/k/v and the attention output die.
   if (!saves && !sac)
     for (const n of ['qkv', 'q', 'k', 'v', 'qRot', 'kRot', 'attnOut', 'probs', 'probsMask', 'probsDropped']) drop(n);
-  if (!saves || s.autocast) drop('ln1Out');
+  if (!saves || s.autocast || !readBy('qkv')) drop('ln1Out');
   // x + proj(…): a new residual tensor; the projection's output dies unless selective checkpointing's forward keeps it.
   put('x1', t * C * xr);
   if (!sac || pass === 'recompute') drop('proj');
@@ -263,6 +292,8 @@ function run(
     // already cast its weight (saved) and bias, and its exit frees what nothing saved.
     const w = log.castLinear('down', 'recompute', true);
     if (w) kept.set('downW', w);
+    // Its adapter's saved tensors are needed too: the recompute runs on through lora_A.
+    if (s.lora?.adapted.down) adapterForward(log, s, kept, 'down', a, true, 'recompute');
     log.exitAutocast();
     if (s.autocast) drop('ln2Out');
     return 0;
@@ -270,7 +301,9 @@ function run(
   linear('down', 'down', t * C * a, false);
   if (s.dropout) put('downMask', t * C);
   if (!saves) for (const n of ['act', 'prod']) drop(n);
-  if (!saves || s.autocast) drop('ln2Out');
+  // An unadapted frozen down projection does not keep its input (the product; GELU's output).
+  if (!readBy('down')) drop(s.swiglu ? 'prod' : 'act');
+  if (!saves || s.autocast || !readBy('gate', 'up', 'fc')) drop('ln2Out');
   const out = log.alloc('saved', t * C * xr);
   if (!sac) drop('down');
   if (!saves) drop('x1');
@@ -306,7 +339,13 @@ export function blockBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, po
       if (savedInput) drop(savedInput);
       drop(`${linear}W`);
     };
+    // Autograd runs the adapter's nodes first (made after the base product); their input gradient is
+    // added into the base linear's.
+    const fromAdapters = s.lora?.adapted[linear] ? adapterBackward(log, s, kept, linear) : [];
+    const deq = s.lora?.dequant[linear] ? log.alloc('actGrads', s.lora.dequant[linear]!) : 0;
     const gIn = log.alloc('actGrads', inBytes);
+    log.free(deq);
+    for (const id of fromAdapters) log.free(id);
     const low = log.linearGrads(linear, recomputed ? release : undefined);
     consumed();
     release();
@@ -461,4 +500,91 @@ function normBackward(
   const drop = dropper(log, kept);
   for (const n of [`${name}Stat0`, `${name}Stat1`, ...also, input]) drop(n);
   return gIn;
+}
+
+/**
+ * The adapters of `role` after its frozen linear, as PEFT's Linear.forward runs them for each adapted
+ * module: `x.to(lora_A.weight.dtype)` (a copy when the dtypes differ), dropout (its mask and output),
+ * autocast's bf16 copy of an fp32 input to lora_A, lora_A's output (which lora_B saves), lora_B's
+ * output, its product with the scaling, and the sum with the base output (which then replaces it:
+ * the same size). lora_A keeps its input (the block's own tensor when nothing was copied, which the
+ * block then keeps); in a checkpointed forward nothing stays.
+ */
+function adapterForward(
+  log: TensorLog,
+  s: BlockSizes,
+  kept: BlockKept,
+  role: LinearName,
+  inBytes: number,
+  saves: boolean,
+  term: ActivationTerm,
+): void {
+  const L = s.lora!;
+  const { t } = s;
+  (L.adapted[role] ?? []).forEach((mod, i) => {
+    const key = `${role}.${i}`;
+    const temporaries: number[] = [];
+    const hold = (name: string, id: number) => {
+      if (saves) kept.set(`${key}.${name}`, id);
+      else temporaries.push(id);
+    };
+    let bytes = inBytes;
+    let input = 0;
+    if (L.adapterBytes !== inBytes) {
+      input = log.alloc(term, t * mod.in * L.adapterBytes);
+      bytes = L.adapterBytes;
+    }
+    if (L.dropout) {
+      hold('mask', log.alloc(term, t * mod.in));
+      const dropped = log.alloc(term, t * mod.in * bytes);
+      log.free(input);
+      input = dropped;
+    }
+    if (s.autocast && bytes === 4) {
+      const low = log.alloc(term, t * mod.in * 2);
+      log.free(input);
+      input = low;
+    }
+    if (input) hold('in', input);
+    const ab = s.autocast ? 2 : L.adapterBytes;
+    hold('aOut', log.alloc(term, t * L.r * ab));
+    const bOut = log.alloc('actGrads', t * mod.out * ab);
+    const scaled = log.alloc('actGrads', t * mod.out * ab);
+    log.free(bOut);
+    const sum = log.alloc('actGrads', t * mod.out * s.a);
+    log.free(scaled);
+    log.free(sum);
+    for (const id of temporaries) log.free(id);
+  });
+}
+
+/**
+ * Backward of the adapters of `role`: the scaling's, lora_B's (its input's gradient, then its
+ * weight's), lora_A's and dropout's; what forward kept for them goes. Returns the gradients of their
+ * inputs, which autograd then adds into the base linear's.
+ */
+function adapterBackward(log: TensorLog, s: BlockSizes, kept: BlockKept, role: LinearName): number[] {
+  const L = s.lora!;
+  const { t } = s;
+  const drop = dropper(log, kept);
+  const ab = s.autocast ? 2 : L.adapterBytes;
+  return (L.adapted[role] ?? []).map((mod, i) => {
+    const key = `${role}.${i}`;
+    const gScaled = log.alloc('actGrads', t * mod.out * ab);
+    const gA = log.alloc('actGrads', t * L.r * ab);
+    log.adapterGrad(role, i, 'B');
+    log.free(gScaled);
+    drop(`${key}.aOut`);
+    let g = log.alloc('actGrads', t * mod.in * ab);
+    log.adapterGrad(role, i, 'A');
+    log.free(gA);
+    drop(`${key}.in`);
+    if (L.dropout) {
+      const gIn = log.alloc('actGrads', t * mod.in * ab);
+      log.free(g);
+      drop(`${key}.mask`);
+      g = gIn;
+    }
+    return g;
+  });
 }

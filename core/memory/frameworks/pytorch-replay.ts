@@ -5,6 +5,7 @@
 // (./caching-allocator.ts) and the term bookkeeping (./pytorch.ts). The loop is the one
 // test/reference/measure_memory.py measures, so each choice below can be checked against a GPU.
 import { bytesOf, shardGroupSize, worldSize, type MemoryInput } from '../memory-input';
+import { adaptedModules, blockModules, quantizedTensors, storedBytes, type BlockModule } from '../lora';
 import { parameterTensors, type ParameterTensors } from '../model-shape';
 import {
   blockBackward,
@@ -12,6 +13,7 @@ import {
   blockSizes,
   computeMode,
   type BlockKept,
+  type BlockLora,
   type BlockPolicy,
   type BlockSizes,
   type ComputeMode,
@@ -79,7 +81,7 @@ interface Unit {
 class Replay implements TensorLog {
   private nextId = 1;
   private readonly mode: ComputeMode;
-  private readonly s: BlockSizes;
+  private s: BlockSizes;
   private readonly t: ParameterTensors;
   private readonly fsdp: boolean;
   private readonly G: number;
@@ -98,6 +100,17 @@ class Replay implements TensorLog {
   private readonly workspaces = new Set<'forward' | 'backward'>();
   private block = 0;
   private micro = 0;
+  /** Bytes per element of the parameters as loaded (and of their gradients and AdamW states): fp32, or the bf16/fp16 the config loads. */
+  private readonly wb: number;
+  /** LoRA (one process or DDP): the base frozen; only adapters and modules_to_save train. */
+  private readonly frozen: boolean;
+  private readonly adapted: BlockModule[] = [];
+  private readonly adapterBytes: number = 4;
+  /** modules_to_save: trainable copies of the token embedding and of the output head. */
+  private readonly embedTrainable: boolean = false;
+  private readonly headTrainable: boolean = false;
+  /** LoRA: the trainable tensors in the optimizer's order, elements and bytes per element. */
+  private readonly trainable: Array<{ numel: number; bytes: number }> = [];
 
   constructor(
     private readonly input: MemoryInput,
@@ -110,8 +123,34 @@ class Replay implements TensorLog {
     this.t = parameterTensors(input.model);
     this.G = this.fsdp ? shardGroupSize(input) : 1;
     this.L = input.model.nLayers;
-    this.p = this.mode === 'low' ? bytesOf(input.precision.param) : 4;
+    this.wb = storedBytes(input.weights);
+    this.p = this.mode === 'low' ? Math.min(bytesOf(input.precision.param), this.wb) : 4;
     this.r = this.fsdp ? bytesOf(input.precision.reduce) : 4;
+    // LoRA is replayed for one process and DDP; under FSDP the estimate stays full fine-tuning and the
+    // reader names LoRA as not modelled.
+    const lora = input.lora;
+    const modules = blockModules(input.model);
+    this.frozen = !!lora && !this.fsdp && !!modules;
+    if (this.frozen && lora) {
+      this.adapted = adaptedModules(input.model, lora);
+      this.adapterBytes = bytesOf(lora.adapterDtype);
+      const saved = new Set(lora.modulesToSave.map((n) => n.split('.').pop()));
+      this.embedTrainable = saved.has('embed_tokens') || saved.has('wte') || saved.has('embed_in');
+      this.headTrainable = saved.has('lm_head') || saved.has('embed_out');
+      const byRole: BlockLora['adapted'] = {};
+      for (const mod of this.adapted) (byRole[mod.role] ??= []).push({ in: mod.in, out: mod.out });
+      const quant = input.weights?.quant;
+      const dequant: BlockLora['dequant'] = {};
+      if (quant)
+        for (const mod of modules!) {
+          const bytes = mod.in * mod.out * bytesOf(quant.computeDtype);
+          dequant[mod.role] = Math.max(dequant[mod.role] ?? 0, bytes);
+        }
+      this.s = {
+        ...this.s,
+        lora: { adapted: byRole, r: lora.r, dropout: lora.dropout > 0, adapterBytes: this.adapterBytes, dequant },
+      };
+    }
   }
 
   // TensorLog
@@ -156,11 +195,18 @@ class Replay implements TensorLog {
     }
     // model.to(device): every parameter in module order (embeddings, blocks, final norm, head), fp32.
     const t = this.t;
-    const full = (ns: number[]) => ns.map((n) => this.alloc('params', n * 4));
+    const full = (ns: number[]) => ns.map((n) => this.alloc('params', n * this.wb));
     const embedding = full(t.embedding);
     for (let i = 0; i < this.L; i++)
-      this.units.push({ tensors: t.block, local: full(t.block), gathered: [], grads: [], rsState: 0 });
+      this.units.push({
+        tensors: t.block,
+        local: this.frozen ? this.frozenBlock() : full(t.block),
+        gathered: [],
+        grads: [],
+        rsState: 0,
+      });
     const tail = full([...t.finalNorm, ...t.head]);
+    if (this.frozen) this.loraParameters();
     this.units.push({
       tensors: [...t.embedding, ...t.finalNorm, ...t.head],
       local: [...embedding, ...tail],
@@ -172,7 +218,7 @@ class Replay implements TensorLog {
       // fully_shard per block, then at the root: each parameter becomes a 1/G shard (dim 0 padded to G).
       const offload = this.input.offload.params;
       for (const unit of this.units) {
-        const shards = unit.tensors.map((n) => this.alloc('params', Math.ceil(n / this.G) * 4, 0, offload));
+        const shards = unit.tensors.map((n) => this.alloc('params', Math.ceil(n / this.G) * this.wb, 0, offload));
         for (const id of unit.local) this.free(id);
         unit.local = shards;
       }
@@ -181,7 +227,9 @@ class Replay implements TensorLog {
     if (!this.fsdp && N > 1 && this.input.strategy === 'NO_SHARD') {
       // DDP's gradient buckets (bucket_cap_mb each) hold every gradient once more, unless gradients are views into them.
       if (!this.input.ddp.gradientAsBucketView) {
-        const total = this.units.reduce((s, u) => s + u.tensors.reduce((a, n) => a + n * 4, 0), 0);
+        const total = this.frozen
+          ? this.trainable.reduce((s, x) => s + x.numel * x.bytes, 0)
+          : this.units.reduce((s, u) => s + u.tensors.reduce((a, n) => a + n * this.wb, 0), 0);
         const cap = Math.max(1, this.input.ddp.bucketCapMb) * MiB;
         for (let left = total; left > 0; left -= cap) this.alloc('ddpBuckets', Math.min(cap, left));
       }
@@ -191,6 +239,39 @@ class Replay implements TensorLog {
     this.alloc('batch', this.s.t * 8);
     this.alloc('batch', this.s.t * 8);
     this.free(tokens);
+  }
+
+  /**
+   * A frozen block as loaded: its norms in the loading dtype, then each linear's weight — bitsandbytes'
+   * tensors (./lora.ts quantizedTensors) when quantised, else in the loading dtype — and biases.
+   */
+  private frozenBlock(): number[] {
+    const m = this.input.model;
+    const normTensors = (m.norm === 'layernorm' ? 2 : 1) * (m.normsPerBlock ?? 2);
+    const ids = this.t.block.slice(0, normTensors).map((n) => this.alloc('params', n * this.wb));
+    const quant = this.input.weights?.quant;
+    for (const mod of blockModules(m) ?? []) {
+      const numel = mod.in * mod.out;
+      const parts = quant ? quantizedTensors(numel, mod.out, quant.kind, quant.doubleQuant) : [numel * this.wb];
+      for (const bytes of parts) ids.push(this.alloc('params', bytes));
+    }
+    for (const l of this.t.blockLinears) if (l.bias) ids.push(this.alloc('params', l.bias * this.wb));
+    return ids;
+  }
+
+  /**
+   * get_peft_model: each adapted module's lora_A (r × in) and lora_B (out × r), block by block, then
+   * modules_to_save's trainable copies (in the loading dtype). They are what the optimizer steps.
+   */
+  private loraParameters(): void {
+    const r = this.input.lora!.r;
+    const m = this.input.model;
+    if (this.embedTrainable) this.trainable.push({ numel: m.vocabSize * m.dModel, bytes: this.wb });
+    for (let i = 0; i < this.L; i++)
+      for (const mod of this.adapted)
+        for (const numel of [r * mod.in, mod.out * r]) this.trainable.push({ numel, bytes: this.adapterBytes });
+    if (this.headTrainable) this.trainable.push({ numel: m.vocabSize * m.dModel, bytes: this.wb });
+    for (const x of this.trainable) this.alloc('params', x.numel * x.bytes);
   }
 
   /** cuBLAS's workspace of the thread doing `pass` (and, with the first, cuBLASLt's), made once. */
@@ -282,14 +363,19 @@ class Replay implements TensorLog {
     // LM head: mm's backward makes the weight's gradient (the tied embedding's first contribution) before the input's.
     const headWeight = V * m.dModel;
     const autocast = this.mode === 'autocast';
-    const headLow = autocast
-      ? this.alloc('grads', headWeight * 2)
-      : this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
-    const headBiasLow = m.headBias
-      ? autocast
-        ? this.alloc('grads', V * 2)
-        : this.paramGrad('head.bias', V, this.units[this.L])
-      : 0;
+    // A frozen head (LoRA) makes no weight gradient, only its input's.
+    const headTrains = !this.frozen || this.headTrainable || (m.tieEmbeddings && this.embedTrainable);
+    const headLow = !headTrains
+      ? 0
+      : autocast
+        ? this.alloc('grads', headWeight * 2)
+        : this.paramGrad(m.tieEmbeddings ? 'wte' : 'head', headWeight, this.units[this.L]);
+    const headBiasLow =
+      m.headBias && headTrains
+        ? autocast
+          ? this.alloc('grads', V * 2)
+          : this.paramGrad('head.bias', V, this.units[this.L])
+        : 0;
     const gHead = this.alloc('actGrads', s.t * s.C * s.a);
     this.free(gLogits);
     this.free(tail.headCast);
@@ -300,9 +386,11 @@ class Replay implements TensorLog {
       // ToCopyBackward of the input's, the weight's and the bias's copies, in that order.
       g = this.alloc('actGrads', s.t * s.C * 4);
       this.free(gHead);
-      headGrad = this.alloc('grads', headWeight * 4);
-      this.free(headLow);
-      if (!m.tieEmbeddings) this.grads.set('root.head', headGrad);
+      if (headLow) {
+        headGrad = this.alloc('grads', headWeight * 4);
+        this.free(headLow);
+        if (!m.tieEmbeddings) this.grads.set('root.head', headGrad);
+      }
       if (headBiasLow) {
         this.grads.set('root.head.bias', this.alloc('grads', V * 4));
         this.free(headBiasLow);
@@ -310,7 +398,8 @@ class Replay implements TensorLog {
     }
     // Final norm.
     const gX = this.alloc('actGrads', s.t * s.C * s.xr);
-    for (const [j, n] of this.t.finalNorm.entries()) this.paramGrad(`norm.${j}`, n, this.units[this.L]);
+    if (!this.frozen)
+      for (const [j, n] of this.t.finalNorm.entries()) this.paramGrad(`norm.${j}`, n, this.units[this.L]);
     this.free(g);
     this.free(tail.xL);
     for (const id of tail.stats) this.free(id);
@@ -346,6 +435,12 @@ class Replay implements TensorLog {
     const m = this.input.model;
     const s = this.s;
     const root = this.units[this.L];
+    if (this.frozen && !this.embedTrainable) {
+      // LoRA: the frozen embedding takes no gradient; a tied head's copy (modules_to_save) keeps its own.
+      this.free(gX);
+      if (headGrad) this.grads.set('root.wte', headGrad);
+      return;
+    }
     if (m.positionEmbeddings > 0) {
       const perPosition = this.alloc('actGrads', s.seq * m.dModel * s.xr);
       this.paramGrad('wpe', m.positionEmbeddings * m.dModel, root);
@@ -365,7 +460,7 @@ class Replay implements TensorLog {
       else if (headGrad) this.grads.set('root.wte', headGrad);
       return;
     }
-    const sum = this.fsdp ? this.alloc('gradsUnsharded', wte * this.p) : this.alloc('grads', wte * 4);
+    const sum = this.fsdp ? this.alloc('gradsUnsharded', wte * this.p) : this.alloc('grads', wte * this.wb);
     this.free(headGrad);
     this.free(dense);
     if (this.fsdp) root.grads = [...root.grads.filter((id) => id !== dense && id !== headGrad), sum];
@@ -406,13 +501,13 @@ class Replay implements TensorLog {
    * gradients are cast to it by castGrads). FSDP: the unsharded gradient in param_dtype, until the
    * unit's reduce-scatter.
    */
-  private paramGrad(key: string, numel: number, unit: Unit, asGrad = true): number {
+  private paramGrad(key: string, numel: number, unit: Unit, asGrad = true, bytes = this.wb): number {
     if (this.fsdp) {
       const id = this.alloc('gradsUnsharded', numel * this.p);
       unit.grads.push(id);
       return id;
     }
-    const id = this.alloc('grads', numel * 4);
+    const id = this.alloc('grads', numel * bytes);
     if (!asGrad) return id;
     const full = `${unit === this.units[this.L] ? 'root' : this.block}.${key}`;
     if (this.grads.has(full)) {
@@ -442,6 +537,8 @@ class Replay implements TensorLog {
   // TensorLog: autocast's copies and the parameters' gradients, for the block replay.
   castLinear(linear: LinearName, term: 'autocast' | 'recompute', saved: boolean): number {
     if (this.mode !== 'autocast') return 0;
+    // bitsandbytes' linears are no autocast ops: they dequantise their weight (BlockLora.dequant).
+    if (this.frozen && this.input.weights?.quant) return 0;
     let weights = 0;
     let biases = 0;
     for (const l of this.linearsOf(linear)) {
@@ -461,6 +558,10 @@ class Replay implements TensorLog {
   }
 
   linearGrads(linear: LinearName, betweenWeightAndBias?: () => void): number[] {
+    if (this.frozen) {
+      betweenWeightAndBias?.();
+      return [];
+    }
     const unit = this.units[this.block];
     const low: number[] = [];
     const grad = (key: string, numel: number) => {
@@ -492,7 +593,19 @@ class Replay implements TensorLog {
     }
   }
 
+  adapterGrad(linear: LinearName, index: number, which: 'A' | 'B'): void {
+    const mod = this.adapted.filter((a) => a.role === linear)[index];
+    const r = this.input.lora!.r;
+    const numel = which === 'A' ? r * mod.in : mod.out * r;
+    const key = `lora${LORA_ROLES.indexOf(linear) * 8 + index * 2 + (which === 'A' ? 0 : 1)}`;
+    // Under autocast the adapter's matmul makes a bf16 gradient, cast to the fp32 weight's.
+    const low = this.mode === 'autocast' && this.adapterBytes === 4 ? this.alloc('grads', numel * 2) : 0;
+    this.paramGrad(key, numel, this.units[this.block], true, this.adapterBytes);
+    this.free(low);
+  }
+
   normGrads(first: boolean): void {
+    if (this.frozen) return;
     const normTensors = this.input.model.norm === 'layernorm' ? 2 : 1;
     const two = (this.input.model.normsPerBlock ?? 2) === 2;
     if (!first && !two) return;
@@ -554,15 +667,15 @@ class Replay implements TensorLog {
     unit.grads = [];
     const host = this.input.offload.params;
     let out = this.alloc('grads', (padded / this.G) * this.r, RS_STREAM);
-    if (this.r !== 4) {
-      const fp32 = this.alloc('grads', (padded / this.G) * 4, RS_STREAM);
+    if (this.r !== this.wb) {
+      const fp32 = this.alloc('grads', (padded / this.G) * this.wb, RS_STREAM);
       this.free(out);
       out = fp32;
     }
     const key = `rs.${this.units.indexOf(unit)}`;
     if (host) {
       // CPU offload copies the shard's gradient to pinned host memory.
-      const onHost = this.alloc('grads', (numel / this.G) * 4, 0, true);
+      const onHost = this.alloc('grads', (numel / this.G) * this.wb, 0, true);
       this.free(out);
       out = onHost;
     }
@@ -578,11 +691,14 @@ class Replay implements TensorLog {
     const share = this.input.strategy === 'SHARD_OPTIMIZER' ? N : this.G;
     const t = this.t;
     const order = [...t.embedding, ...Array.from({ length: this.L }, () => t.block).flat(), ...t.finalNorm, ...t.head];
-    const locals = order.map((n) => Math.ceil(n / share));
+    // AdamW keeps its states in each parameter's dtype; LoRA steps only the trainable tensors.
+    const locals = this.frozen
+      ? this.trainable.map((x) => x.numel * x.bytes)
+      : order.map((n) => Math.ceil(n / share) * this.wb);
     if (first)
-      for (const n of locals)
-        this.optimizerState.push(this.alloc('optimizer', n * 4, 0, host), this.alloc('optimizer', n * 4, 0, host));
-    const step = locals.map((n) => this.alloc('optimizerStep', n * 4, 0, host));
+      for (const b of locals)
+        this.optimizerState.push(this.alloc('optimizer', b, 0, host), this.alloc('optimizer', b, 0, host));
+    const step = locals.map((b) => this.alloc('optimizerStep', b, 0, host));
     // The intermediates' Python list is dropped last item first; zero_grad then goes in parameter order.
     for (const id of step.reverse()) this.free(id);
     for (const id of [...this.grads.entries()].sort((a, b) => gradOrder(a[0]) - gradOrder(b[0])).map((e) => e[1]))
@@ -601,7 +717,8 @@ function gradOrder(key: string): number {
   if (where === 'root') return name === 'wte' ? -2 : name === 'wpe' ? -1 : 1e9;
   if (where === 'rs') return Number(name) * 1000;
   let within: number;
-  if (name === 'norm1') within = Number(part);
+  if (name.startsWith('lora')) within = 100 + Number(name.slice(4));
+  else if (name === 'norm1') within = Number(part);
   else if (name === 'norm2') within = 6 + Number(part);
   else {
     const i = Number(name.slice(1));
@@ -609,6 +726,9 @@ function gradOrder(key: string): number {
   }
   return Number(where) * 1000 + within;
 }
+
+/** Roles in the order a block runs them, for the adapters' place in parameter order. */
+const LORA_ROLES: LinearName[] = ['qkv', 'proj', 'fc', 'gate', 'up', 'down'];
 
 interface Tail {
   xL: number;

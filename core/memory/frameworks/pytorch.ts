@@ -59,8 +59,21 @@ export function pytorchMoments(input: MemoryInput): FrameworkMoments {
 
 function termInfo(t: ReplayTerm, input: MemoryInput, fsdp: boolean, G: number): TermInfo {
   const shard = fsdp ? ` (1/${G})` : '';
+  // The dtype the weights are loaded in (TRL's model_init_kwargs.dtype), and LoRA's frozen base where it is replayed.
+  const w = input.weights?.dtype === 'bfloat16' ? 'bf16' : input.weights?.dtype === 'float16' ? 'fp16' : 'fp32';
+  const quant = input.weights?.quant;
+  const lora = input.lora && !fsdp ? input.lora : undefined;
+  const adapters = lora ? (lora.adapterDtype === 'float32' ? 'fp32' : 'bf16') : w;
   const table: Record<ReplayTerm, [string, MemoryCategory, string]> = {
-    params: ['params.master', 'params', fsdp ? `fp32 parameter shard${shard}` : 'fp32 parameters'],
+    params: [
+      'params.master',
+      'params',
+      lora
+        ? `frozen base weights (${quant ? `${quant.kind === 'int8' ? 'int8' : quant.kind.toUpperCase()} linears, the rest ${w}` : w}) and LoRA adapters (${adapters})`
+        : fsdp
+          ? `${w} parameter shard${shard}`
+          : `${w} parameters`,
+    ],
     autocast: [
       'params.autocast-copies',
       'params',
@@ -69,9 +82,11 @@ function termInfo(t: ReplayTerm, input: MemoryInput, fsdp: boolean, G: number): 
     grads: [
       'grads.fp32',
       'grads',
-      fsdp
-        ? `fp32 gradient shard${shard}, written by the reduce-scatter`
-        : "fp32 gradients (.grad), and a tied embedding's two contributions and their sum",
+      lora
+        ? `LoRA adapter gradients (.grad, ${adapters})`
+        : fsdp
+          ? `${w} gradient shard${shard}, written by the reduce-scatter`
+          : `${w} gradients (.grad), and a tied embedding's two contributions and their sum`,
     ],
     gradsUnsharded: [
       'grads.unsharded',
@@ -81,7 +96,7 @@ function termInfo(t: ReplayTerm, input: MemoryInput, fsdp: boolean, G: number): 
     optimizer: [
       'optimizer.adamw',
       'optimizer',
-      `AdamW moments (exp_avg, exp_avg_sq), fp32${fsdp || input.strategy === 'SHARD_OPTIMIZER' ? ', sharded' : ''}`,
+      `AdamW moments (exp_avg, exp_avg_sq), ${lora ? `${adapters}, of the adapters` : w}${fsdp || input.strategy === 'SHARD_OPTIMIZER' ? ', sharded' : ''}`,
     ],
     optimizerStep: [
       'workspace.optimizer',

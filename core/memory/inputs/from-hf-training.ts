@@ -18,6 +18,8 @@ import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import { deepspeedNotModelled, hfNotModelled } from './not-modelled';
+import { blockModules, unmatchedTargets } from '../lora';
+import { peftFromHf } from './peft-settings';
 import type { ModelSource } from './model-from-options';
 
 export function hfTrainingInput(
@@ -93,10 +95,30 @@ export function hfTrainingInput(
       );
   }
   if (f.error) return { kind: 'hf-training', ...f.error };
-  const notModelled = [...hfNotModelled((path) => f.get(path)), ...dsLeftOut];
+  const chosenFramework = options.framework ?? framework;
+  const peft = peftFromHf((path) => f.get(path));
+  // The replay runs LoRA and bitsandbytes' weights in one process or under DDP; FSDP, ZeRO and MoE
+  // blocks keep the full fine-tuning estimate with LoRA named as not modelled.
+  const loraModelled =
+    !!peft.lora && chosenFramework === 'pytorch' && strategy === 'NO_SHARD' && !!blockModules(model.shape);
+  const dtypeModelled = chosenFramework === 'pytorch';
+  if (peft.lora && loraModelled) {
+    const q = peft.weights?.quant;
+    notes.push(
+      `LoRA r ${peft.lora.r} on ${peft.lora.targets === 'all-linear' ? 'every linear but the output head' : peft.lora.targets.length ? peft.lora.targets.join(', ') : "PEFT's default targets (q and v)"}` +
+        `${peft.lora.modulesToSave.length ? `, ${peft.lora.modulesToSave.join(', ')} trained whole` : ''}; base weights frozen in ${q ? `${q.kind === 'int8' ? 'int8' : q.kind.toUpperCase()}${q.doubleQuant ? ' with nested quantisation' : ''} (the rest in ${peft.weights!.dtype})` : (peft.weights?.dtype ?? 'float32')}, adapters in ${peft.lora.adapterDtype}`,
+    );
+    const unmatched = unmatchedTargets(model.shape, peft.lora);
+    if (unmatched.length) notes.push(`LoRA targets ${unmatched.join(', ')} match no linear of ${model.shape.name}`);
+  } else if (peft.weights && !peft.lora && dtypeModelled)
+    notes.push(`weights, gradients and AdamW states in ${peft.weights.dtype} (${peft.keys.dtype})`);
+  const notModelled = [
+    ...hfNotModelled((path) => f.get(path), { lora: loraModelled, dtype: dtypeModelled }),
+    ...dsLeftOut,
+  ];
   const input: MemoryInput = {
     ...defaultMemoryInput(model.shape, seqLen),
-    framework: options.framework ?? framework,
+    framework: chosenFramework,
     microBatch: micro,
     gradAccumSteps: gas,
     strategy,
@@ -114,6 +136,10 @@ export function hfTrainingInput(
     ...(fsdpVersion ? { fsdp: { ...defaultMemoryInput(model.shape, seqLen).fsdp, version: fsdpVersion } } : {}),
     ...(gpu ? { gpu } : {}),
     ...(notModelled.length ? { notModelled } : {}),
+    ...(peft.weights && dtypeModelled && (loraModelled || !peft.weights.quant)
+      ? { weights: loraModelled ? peft.weights : { dtype: peft.weights.dtype } }
+      : {}),
+    ...(loraModelled ? { lora: peft.lora } : {}),
   };
   const anchorPath = doc.has(['per_device_train_batch_size']) ? ['per_device_train_batch_size'] : [];
   return {

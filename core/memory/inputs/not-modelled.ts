@@ -20,16 +20,28 @@ const MODELLED_OPTIMIZERS = new Set([
 /** Optimizers that keep less than AdamW's 8 bytes per parameter on the GPU (quantised, paged, one state, none, or low rank). */
 const SMALLER_OPTIMIZER = /8bit|4bit|paged|adafactor|sgd|lion|rmsprop|adagrad|galore|apollo|lomo/;
 
-/** A TrainingArguments / TRL config's keys set that the estimate does not model, with what they do in the person's words. */
-export function hfNotModelled(get: ConfigValue): NotModelled[] {
+/**
+ * A TrainingArguments / TRL config's keys set that the estimate does not model, with what they do in
+ * the person's words. `modelled` says what the estimate models for this input (./peft-settings.ts):
+ * LoRA and bitsandbytes' weights where the replay runs them (one process or DDP), the weights' dtype
+ * for PyTorch; what it does not stays named.
+ */
+export function hfNotModelled(
+  get: ConfigValue,
+  modelled: { lora: boolean; dtype: boolean } = { lora: false, dtype: false },
+): NotModelled[] {
   const on = (key: string) => get([key]) === true || get([key]) === 'true';
   const out: NotModelled[] = [];
   // TRL's ModelConfig: LoRA adapters train, the base weights are frozen (no gradients, no optimizer states).
-  if (on('use_peft')) out.push({ key: 'use_peft: true', what: 'LoRA', effect: 'lowers' });
-  if (on('load_in_4bit')) out.push({ key: 'load_in_4bit: true', what: '4-bit', effect: 'lowers' });
-  else if (on('load_in_8bit')) out.push({ key: 'load_in_8bit: true', what: '8-bit', effect: 'lowers' });
-  // The weights' dtype the trainer loads: the estimate keeps fp32 weights and states whatever it says.
-  const dtype = weightsDtype(get);
+  if (!modelled.lora) {
+    if (on('use_peft')) out.push({ key: 'use_peft: true', what: 'LoRA', effect: 'lowers' });
+    if (on('load_in_4bit')) out.push({ key: 'load_in_4bit: true', what: '4-bit', effect: 'lowers' });
+    else if (on('load_in_8bit')) out.push({ key: 'load_in_8bit: true', what: '8-bit', effect: 'lowers' });
+  }
+  // DoRA adds a magnitude vector per output and a weight-norm computation per adapted linear.
+  if (on('use_peft') && on('use_dora')) out.push({ key: 'use_dora: true', what: 'DoRA', effect: 'either' });
+  // The weights' dtype the trainer loads, where the estimate does not model it (DeepSpeed keeps fp32 masters its own way).
+  const dtype = modelled.dtype ? undefined : weightsDtype(get);
   if (dtype) out.push({ key: dtype.key, what: `${dtype.value} weights`, effect: 'lowers' });
   const optim = get(['optim']);
   if (typeof optim === 'string' && !MODELLED_OPTIMIZERS.has(optim))

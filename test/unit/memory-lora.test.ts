@@ -1,0 +1,223 @@
+// LoRA, QLoRA and bf16 weights in the PyTorch replay (issue 36), against byte counts worked out by
+// hand from how PEFT, bitsandbytes and torch.optim.AdamW hold them. The replay runs on the CPU here
+// (no caching allocator), so each term is the plain sum of its tensors' bytes.
+import assert from 'node:assert/strict';
+import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
+import { estimateMemory } from '../../core/memory/estimate';
+import { loraFromAdapterConfig, peftFromHf } from '../../core/memory/inputs/peft-settings';
+import { adaptedModules, loraElementsPerBlock, quantizedBytes } from '../../core/memory/lora';
+import { defaultMemoryInput, type LoraPlan, type MemoryInput } from '../../core/memory/memory-input';
+import { findModelPreset } from '../../core/memory/model-presets';
+import type { ModelShape } from '../../core/memory/model-shape';
+
+// A Llama-shaped toy: vocabulary 1000, width 64, 2 blocks, 4 heads of 16 with 2 key/value heads,
+// SwiGLU of 128, RMSNorm, no biases, untied head.
+const TOY: ModelShape = {
+  name: 'toy-llama',
+  vocabSize: 1000,
+  dModel: 64,
+  nLayers: 2,
+  nHeads: 4,
+  nKvHeads: 2,
+  ffnHidden: 128,
+  mlp: 'swiglu',
+  norm: 'rmsnorm',
+  bias: false,
+  positionEmbeddings: 0,
+  tieEmbeddings: false,
+};
+
+const LORA: LoraPlan = {
+  r: 8,
+  alpha: 16,
+  dropout: 0,
+  targets: 'all-linear',
+  modulesToSave: [],
+  adapterDtype: 'float32',
+};
+
+function cpu(extra: Partial<MemoryInput>): MemoryInput {
+  return { ...defaultMemoryInput(TOY, 32), device: 'cpu', strategy: 'NO_SHARD', microBatch: 2, ...extra };
+}
+
+/** Each category's bytes in the optimizer step (parameters, gradients, AdamW states all live). */
+function atStep(input: MemoryInput) {
+  const e = estimateMemory(input);
+  const p = e.phases.find((x) => x.phase === 'optimizer')!.bytes;
+  return { params: p.params, grads: p.grads, optimizer: p.optimizer, estimate: e };
+}
+
+describe('LoRA and QLoRA memory, held to hand-computed byte counts', () => {
+  it('counts bitsandbytes 4-bit and 8-bit weights as bitsandbytes stores them', () => {
+    // A 4096 × 4096 linear (Llama-3-8B's q_proj): 16,777,216 elements.
+    // NF4: two codes a byte → 8,388,608; one fp32 absmax per 64 elements → 262,144 × 4 = 1,048,576;
+    // the 16-entry fp32 code → 64. Sum 9,437,248 (4.5 bits per element).
+    assert.equal(quantizedBytes(4096 * 4096, 4096, 'nf4', false), 8_388_608 + 1_048_576 + 64);
+    // Nested: the 262,144 absmax as uint8 → 262,144; their own fp32 absmax per 256 → 1,024 × 4 = 4,096;
+    // the 256-entry fp32 code → 1,024; the fp32 offset → 4; the 16-entry code → 64. Sum 8,655,940.
+    assert.equal(quantizedBytes(4096 * 4096, 4096, 'fp4', true), 8_388_608 + 262_144 + 4_096 + 1_024 + 4 + 64);
+    // int8: a byte per element and an fp32 scale per output row: 16,777,216 + 4,096 × 4 = 16,793,600.
+    assert.equal(quantizedBytes(4096 * 4096, 4096, 'int8', false), 16_793_600);
+  });
+
+  it('counts the adapters PEFT makes for Llama-3-8B: all-linear and q/v at r 16 (the figures PEFT prints)', () => {
+    const llama = findModelPreset('llama-3-8b')!.shape;
+    // Per block, r × (in + out) each: q 16·(4096+4096) = 131,072, k and v 16·(4096+1024) = 81,920,
+    // o 131,072, gate, up and down 16·(4096+14336) = 294,912 → 1,310,720; × 32 blocks = 41,943,040.
+    assert.equal(32 * loraElementsPerBlock(llama, { ...LORA, r: 16 }), 41_943_040);
+    // q and v only: 131,072 + 81,920 = 212,992 per block; × 32 = 6,815,744.
+    assert.equal(32 * loraElementsPerBlock(llama, { ...LORA, r: 16, targets: ['q_proj', 'v_proj'] }), 6_815_744);
+    // No targets named: PEFT's default for the family, q and v.
+    assert.deepEqual(
+      adaptedModules(llama, { ...LORA, targets: [] }).map((m) => m.names[0]),
+      ['q_proj', 'v_proj'],
+    );
+  });
+
+  it('holds frozen bf16 weights, fp32 adapters, their gradients and AdamW states, and nothing for the base', () => {
+    const got = atStep(cpu({ weights: { dtype: 'bfloat16' }, lora: LORA }));
+    // Base in bf16 (2 bytes): embedding 1000·64 = 64,000 → 128,000; per block the norms 2·64 = 128 and
+    // the linears q 64·64 = 4,096, k and v 64·32 = 2,048, o 4,096, gate, up, down 64·128 = 8,192 →
+    // 36,864; 36,992 elements → 73,984 bytes, × 2 blocks = 147,968; final norm 64 → 128; head 128,000.
+    // Base 404,096. Adapters at r 8 per block: q 8·128 = 1,024, k and v 8·96 = 768, o 1,024, gate,
+    // up, down 8·192 = 1,536 → 8,192, × 2 blocks = 16,384 elements, fp32 → 65,536. Sum 469,632.
+    assert.equal(got.params, 404_096 + 65_536);
+    // Gradients only for the adapters (fp32): 65,536; AdamW's exp_avg and exp_avg_sq: 2 × 65,536.
+    assert.equal(got.grads, 65_536);
+    assert.equal(got.optimizer, 131_072);
+  });
+
+  it("holds NF4 weights with their absmax and bf16 adapters (TRL casts a quantised model's adapters to bf16)", () => {
+    const got = atStep(
+      cpu({
+        weights: { dtype: 'bfloat16', quant: { kind: 'nf4', doubleQuant: false, computeDtype: 'bfloat16' } },
+        lora: { ...LORA, adapterDtype: 'bfloat16' },
+      }),
+    );
+    // Each linear: codes numel/2 + absmax ⌈numel/64⌉·4 + code 64: q and o 2,048 + 256 + 64 = 2,368,
+    // k and v 1,024 + 128 + 64 = 1,216, gate, up, down 4,096 + 512 + 64 = 4,672 → 21,184 a block;
+    // with the bf16 norms (256) 21,440, × 2 = 42,880. Embedding and head stay bf16 (bitsandbytes
+    // leaves lm_head): 128,000 each; final norm 128. Base 299,008. Adapters 16,384 × 2 = 32,768.
+    assert.equal(got.params, 299_008 + 32_768);
+    assert.equal(got.grads, 32_768);
+    assert.equal(got.optimizer, 65_536);
+  });
+
+  it('trains modules_to_save whole: a copy beside the frozen original, with its gradient and states', () => {
+    const got = atStep(cpu({ weights: { dtype: 'bfloat16' }, lora: { ...LORA, modulesToSave: ['lm_head'] } }));
+    // The head's trainable copy: 64,000 bf16 elements → 128,000 bytes, its gradient 128,000, states 256,000.
+    assert.equal(got.params, 404_096 + 65_536 + 128_000);
+    assert.equal(got.grads, 65_536 + 128_000);
+    assert.equal(got.optimizer, 131_072 + 256_000);
+  });
+
+  it('keeps full fine-tuning in the dtype the weights are loaded in: bf16 weights, gradients and states', () => {
+    const got = atStep(cpu({ weights: { dtype: 'bfloat16' } }));
+    // 202,048 parameters (404,096 bytes above / 2) at 2 bytes each, for each of the four.
+    assert.equal(got.params, 404_096);
+    assert.equal(got.grads, 404_096);
+    assert.equal(got.optimizer, 2 * 404_096);
+    const fp32 = atStep(cpu({}));
+    assert.equal(fp32.params, 2 * 404_096);
+  });
+
+  it('keeps fewer activations for q/v adapters than for every linear, and more again with dropout', () => {
+    const acts = (lora: LoraPlan) =>
+      estimateMemory(cpu({ weights: { dtype: 'bfloat16' }, lora })).categoryPeaks.activations;
+    const qv = acts({ ...LORA, targets: ['q_proj', 'v_proj'] });
+    const all = acts(LORA);
+    const dropout = acts({ ...LORA, dropout: 0.05 });
+    assert.ok(qv < all && all < dropout, `${qv} < ${all} < ${dropout}`);
+  });
+});
+
+describe('LoRA and quantisation read from a TRL config and a PEFT adapter_config.json', () => {
+  it("takes TRL's defaults for what a config leaves out, and its keys where set", () => {
+    const get = (values: Record<string, unknown>) => (p: (string | number)[]) => values[p.join('.')];
+    const plain = peftFromHf(get({ use_peft: true }));
+    assert.deepEqual(plain.lora, {
+      r: 16,
+      alpha: 32,
+      dropout: 0.05,
+      targets: [],
+      modulesToSave: [],
+      adapterDtype: 'float32',
+    });
+    assert.equal(plain.weights, undefined);
+    const q = peftFromHf(
+      get({
+        use_peft: true,
+        lora_r: 64,
+        lora_target_modules: 'all-linear',
+        lora_modules_to_save: ['lm_head'],
+        load_in_4bit: true,
+        bnb_4bit_quant_type: 'fp4',
+        use_bnb_nested_quant: true,
+        bnb_4bit_compute_dtype: 'bfloat16',
+        'model_init_kwargs.dtype': 'float16',
+      }),
+    );
+    assert.equal(q.lora?.r, 64);
+    assert.equal(q.lora?.targets, 'all-linear');
+    assert.equal(q.lora?.adapterDtype, 'bfloat16');
+    assert.deepEqual(q.weights, {
+      dtype: 'float16',
+      quant: { kind: 'fp4', doubleQuant: true, computeDtype: 'bfloat16' },
+    });
+    assert.equal(peftFromHf(get({ use_peft: true, load_in_8bit: true })).weights?.quant?.kind, 'int8');
+  });
+
+  it('reads a PEFT adapter_config.json and refuses what is not LoRA, by name', () => {
+    const lora = loraFromAdapterConfig({
+      peft_type: 'LORA',
+      r: 8,
+      lora_alpha: 16,
+      lora_dropout: 0.1,
+      target_modules: ['q_proj', 'v_proj'],
+      modules_to_save: null,
+    });
+    assert.deepEqual(lora, {
+      r: 8,
+      alpha: 16,
+      dropout: 0.1,
+      targets: ['q_proj', 'v_proj'],
+      modulesToSave: [],
+      adapterDtype: 'float32',
+    });
+    assert.equal(loraFromAdapterConfig({ peft_type: 'IA3', r: 8 }), 'peft_type IA3 is not LoRA');
+    assert.equal(loraFromAdapterConfig({ peft_type: 'LORA', r: 0 }), 'r 0 is not a positive integer');
+  });
+
+  it("estimates the issue's TRL QLoRA YAML far below its full fine-tuning, and names LoRA under FSDP", () => {
+    const yaml = `# fsdp-studio: model=llama-3-8b gpu=H100-80GB
+use_peft: true
+lora_r: 16
+lora_target_modules: all-linear
+load_in_4bit: true
+gradient_checkpointing: true
+per_device_train_batch_size: 4
+max_length: 2048
+`;
+    const read = (text: string): ConfigMemory => {
+      const m = configMemory('hf-training', text, '/w/sft.yaml');
+      assert.ok(!('error' in m), 'error' in m ? m.error : '');
+      return m;
+    };
+    const qlora = read(yaml);
+    // The frozen base: 32 blocks of NF4 linears (6,979,321,856 elements → 3,489,660,928 bytes of codes
+    // and 436,207,616 of absmax), fp32 embedding and head (2 × 525,336,576 × 4), fp32 norms.
+    const params = qlora.estimate.categoryPeaks.params;
+    const adapters = 41_943_040 * 2;
+    const base = 3_489_660_928 + 436_207_616 + 32 * 7 * 64 + 2 * 525_336_576 * 4 + 65 * 4096 * 4;
+    assert.equal(params, base + adapters);
+    const full = read(
+      yaml.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '').concat('fsdp: full_shard\n'),
+    );
+    assert.ok(qlora.estimate.peak.total < full.estimate.peak.total / 3);
+    const fsdp = read(`${yaml}fsdp: full_shard\n`);
+    assert.deepEqual(
+      fsdp.read.input.notModelled?.map((n) => n.what),
+      ['LoRA', '4-bit'],
+    );
+  });
+});
