@@ -198,6 +198,61 @@ class Backend {
   virtual void attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y,
                                   const float* state, long B, long T, long C, long H, AttentionTap* tap) = 0;
 
+  // --- the decoder family (Llama 3, Qwen3, Mistral, SmolLM2: issue 35), transformers' math -------
+  // x, out, qkv, y, gate_up, h and their gradients in compute dtype; rstd, inv_freq, the softmax
+  // state and the weights' gradients float32. A backend without them (CUDA, until issue 35 item 7)
+  // keeps these defaults, which throw std::runtime_error naming the op and the backend.
+
+  /**
+   * RMSNorm of N·G rows of C channels: out = x / sqrt(mean(x²) + eps) · w, rstd[N·G] = the rows'
+   * 1 / sqrt(mean(x²) + eps). Row (n, g) starts at n · stride + g · C in x and in out (out may
+   * alias x): G = 1, stride = C for the residual stream; G heads of C = D inside packed qkv rows of
+   * `stride` = (H + 2 KV) D for Qwen3's per-head q / k norms.
+   */
+  virtual void rmsnorm_forward(void* out, float* rstd, const void* x, const void* w, long N, long G, long C,
+                               long stride, float eps);
+  /**
+   * dx (same layout as x) from dout and the saved x, rstd: added when accumulate_dx, else
+   * overwritten (then dx may alias dout); dw[C] += the gradient of w (float32).
+   */
+  virtual void rmsnorm_backward(void* dx, bool accumulate_dx, float* dw, const void* dout, const void* x, const void* w,
+                                const float* rstd, long N, long G, long C, long stride);
+
+  /**
+   * Rotary position embedding of the q and k heads of packed qkv[B*T, (H + 2 KV) D], in place
+   * (v untouched): HF's rotate_half pairs (j, j + D/2) turn by the angle t · inv_freq[j] (float32,
+   * as transformers forms it), t = 0..T-1 the position in the sequence. inv_freq[D/2] is float32
+   * in this backend's memory, computed once by the model (rope_theta, llama3 scaling).
+   */
+  virtual void rope_forward(void* qkv, const float* inv_freq, long B, long T, long H, long KV, long D);
+  /** The gradient through rope_forward: dqkv's q and k parts turned back (the transpose), in place. */
+  virtual void rope_backward(void* dqkv, const float* inv_freq, long B, long T, long H, long KV, long D);
+
+  /** h[N, F] = silu(gate) · up, each row of gate_up[N, 2F] being gate (F) then up (F). */
+  virtual void swiglu_forward(void* h, const void* gate_up, long N, long F);
+  /** d(gate_up)[N, 2F] (overwritten) from dh[N, F] and the saved gate_up. */
+  virtual void swiglu_backward(void* dgate_up, const void* dh, const void* gate_up, long N, long F);
+
+  /** float32 elements of the softmax state one grouped-query attention keeps (see AttentionTap). */
+  virtual std::size_t gqa_attention_state_size(long B, long T, long H, long KV, long D) const;
+  /** float32 elements of scratch gqa_attention_backward needs. */
+  virtual std::size_t gqa_attention_scratch_size(long B, long T, long H, long KV, long D) const;
+  /**
+   * Causal grouped-query attention over packed qkv[B*T, (H + 2 KV) D] = q (H heads) | k (KV) | v
+   * (KV): y[B*T, H D] = softmax(q k^T / sqrt(D), causal) v, query head h reading kv head
+   * h / (H / KV); writes the softmax state.
+   */
+  virtual void gqa_attention_forward(void* y, float* state, const void* qkv, long B, long T, long H, long KV, long D,
+                                     AttentionTap* tap);
+  /** Only the softmax state of gqa_attention_forward, recomputed from a kept qkv (selective checkpointing). */
+  virtual void gqa_attention_state(float* state, const void* qkv, long B, long T, long H, long KV, long D);
+  /**
+   * dqkv[B*T, (H + 2 KV) D] (overwritten) from dy[B*T, H D], the saved qkv, y and state; a kv
+   * head's gradient sums its query heads' in head order. scratch as sized above.
+   */
+  virtual void gqa_attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y,
+                                      const float* state, long B, long T, long H, long KV, long D, AttentionTap* tap);
+
   // --- GELU (tanh approximation, as GPT-2), compute dtype --------------------------------------
   virtual void gelu_forward(void* out, const void* in, std::size_t n) = 0;
   /** d = d * gelu'(in), in place. */
@@ -257,6 +312,9 @@ class Backend {
   virtual void adamw_apply(const AdamWArgs& a) = 0;
 
  private:
+  /** Throws std::runtime_error: `op` is not on this backend (the decoder family's defaults). */
+  [[noreturn]] void missing_op(const char* op) const;
+
   HostAllocator host_memory_;
 };
 

@@ -8,26 +8,11 @@
 // (probabilities above the diagonal are zero), so the masked half contributes exact zeros.
 // With OpenBLAS's pthreads build (FSDP_BLAS_OPENMP 0) the pairs run one after another, each
 // product using OpenBLAS's own threads.
-#include <cblas.h>
-
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/small_gemm.h"
 #include "backend/cpu/softmax_row.h"
 
 namespace fsdp {
-
-namespace {
-
-constexpr bool kPairsInParallel = FSDP_BLAS_OPENMP != 0;
-
-/** C[m, n] = alpha op(A) op(B) + beta C, row-major, on the calling thread's share of OpenBLAS. */
-void small_gemm(bool ta, bool tb, long m, long n, long k, float alpha, const float* a, long lda, const float* b,
-                long ldb, float beta, float* c, long ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
-              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-
-}  // namespace
 
 void CpuBackend::attention_probs(float* probs, const float* qkv, long B, long T, long C, long H) {
   const long hs = C / H, C3 = 3 * C;

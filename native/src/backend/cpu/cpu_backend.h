@@ -2,7 +2,8 @@
 // Its primitives each live in their own file (forward and backward side by side): gemm.cc,
 // embedding.cc, layernorm.cc, attention.cc, gelu.cc, dropout.cc, loss.cc, reductions.cc, adamw.cc;
 // layers.cc composes the Backend interface's layer operations from them (attention keeps the
-// probabilities: the CPU path materialises the T×T matrix).
+// probabilities: the CPU path materialises the T×T matrix). The decoder family's ops implement
+// the interface directly, one file each: rmsnorm.cc, rope.cc, swiglu.cc, gqa_attention.cc.
 #pragma once
 #include "backend/backend.h"
 
@@ -46,6 +47,23 @@ class CpuBackend final : public Backend {
   void dropout_residual(void* out, const void* residual, const void* x, std::size_t n, float p,
                         std::uint64_t key) override;
   void dropout(void* out, const void* x, std::size_t n, float p, std::uint64_t key) override;
+
+  // --- the decoder family (rmsnorm.cc, rope.cc, swiglu.cc, gqa_attention.cc) ---
+  void rmsnorm_forward(void* out, float* rstd, const void* x, const void* w, long N, long G, long C, long stride,
+                       float eps) override;
+  void rmsnorm_backward(void* dx, bool accumulate_dx, float* dw, const void* dout, const void* x, const void* w,
+                        const float* rstd, long N, long G, long C, long stride) override;
+  void rope_forward(void* qkv, const float* inv_freq, long B, long T, long H, long KV, long D) override;
+  void rope_backward(void* dqkv, const float* inv_freq, long B, long T, long H, long KV, long D) override;
+  void swiglu_forward(void* h, const void* gate_up, long N, long F) override;
+  void swiglu_backward(void* dgate_up, const void* dh, const void* gate_up, long N, long F) override;
+  std::size_t gqa_attention_state_size(long B, long T, long H, long KV, long D) const override;
+  std::size_t gqa_attention_scratch_size(long B, long T, long H, long KV, long D) const override;
+  void gqa_attention_forward(void* y, float* state, const void* qkv, long B, long T, long H, long KV, long D,
+                             AttentionTap* tap) override;
+  void gqa_attention_state(float* state, const void* qkv, long B, long T, long H, long KV, long D) override;
+  void gqa_attention_backward(void* dqkv, float* scratch, const void* dy, const void* qkv, const void* y,
+                              const float* state, long B, long T, long H, long KV, long D, AttentionTap* tap) override;
 
   // --- float32 primitives (the files named above) ---
   void bias_fill(float* out, const float* b, long N, long O);
