@@ -5,6 +5,8 @@ import { parse as parseYamlScalar } from 'yaml';
 import runConfigSchema from '../schemas/run-config.schema.json';
 import type { RunConfig } from '../generated/run-config';
 import { compileSchema } from './compile-schema';
+import { conditionHolds, crossKeyProblems } from './schema-cross-keys';
+import type { SchemaNode } from './schema-walk';
 import { schemaProblems, type ConfigProblem } from './schema-problems';
 import { parseSourceDocument, sourceKindOf, type SourceDocument } from './source-document';
 
@@ -12,6 +14,7 @@ export * from '../generated/run-config';
 export { runConfigSchema };
 
 export const validateRunConfigSchema = compileSchema<RunConfig>(runConfigSchema);
+const SCHEMA = runConfigSchema as SchemaNode;
 
 /** DeepSpeed's stage numbers, accepted as `fsdp.zero_stage`. */
 export const ZERO_STAGE_STRATEGY = ['NO_SHARD', 'SHARD_OPTIMIZER', 'SHARD_GRAD_OP', 'FULL_SHARD'] as const;
@@ -67,6 +70,7 @@ export function checkRunConfigDocument(doc: SourceDocument): { doc: SourceDocume
       problems.push(...nonFinite);
       // A range check of the same number ("must be > 0, got null") adds nothing to "must be finite".
       problems.push(...schemaProblems(validateRunConfigSchema, doc).filter((p) => !at.has(p.path.join('.'))));
+      problems.push(...crossKeyProblems(SCHEMA, doc).filter((p) => !at.has(p.path.join('.'))));
       problems.push(...aliasProblems(doc));
     }
   }
@@ -101,6 +105,15 @@ export function loadRunConfig(text: string, fileName: string, overrides: string[
       });
     }
   }
+  for (const p of crossKeyProblems(SCHEMA, checked.doc, value)) {
+    problems.push({
+      ...p,
+      path: [],
+      message: `after --set: ${p.path.join('.') || 'config'}: ${p.message}`,
+      range: checked.doc.rangeOf([]),
+      fixes: undefined,
+    });
+  }
   return finish(checked.doc, problems, fileName, value);
 }
 
@@ -114,7 +127,7 @@ function finish(doc: SourceDocument, problems: ConfigProblem[], fileName: string
  * `data.seq_len` to `model.max_seq_len`, and makes data paths absolute against `baseDir`.
  */
 export function resolveRunConfig(config: RunConfig, baseDir: string): ResolvedRunConfig {
-  const resolved = applySchemaDefaults(runConfigSchema, structuredClone(config), runConfigSchema) as ResolvedRunConfig;
+  const resolved = applySchemaDefaults(SCHEMA, structuredClone(config), SCHEMA) as ResolvedRunConfig;
   const fsdp = resolved.fsdp;
   if (fsdp.zero_stage !== undefined && config.fsdp?.sharding_strategy === undefined) {
     fsdp.sharding_strategy = ZERO_STAGE_STRATEGY[fsdp.zero_stage];
@@ -242,23 +255,19 @@ function aliasProblems(doc: SourceDocument): ConfigProblem[] {
   ];
 }
 
-type SchemaNode = {
-  $ref?: string;
-  default?: unknown;
-  type?: string;
-  required?: string[];
-  properties?: Record<string, SchemaNode>;
-  'x-absent-means-off'?: boolean;
-};
-
-/** Fills `default`s of absent keys, and creates absent object sections whose keys have defaults. */
-function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitions: object }): unknown {
+/**
+ * Fills `default`s of absent keys, and creates absent object sections whose keys have defaults. A
+ * key that means nothing here (x-only-when: model.rms_norm_eps of a gpt2 model) gets no default.
+ */
+function applySchemaDefaults(node: SchemaNode, value: unknown, root: SchemaNode): unknown {
   const schema = deref(node, root);
   if (!schema.properties || value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   const obj = value as Record<string, unknown>;
   for (const [key, child] of Object.entries(schema.properties)) {
     const childSchema = deref(child, root);
     if (obj[key] === undefined) {
+      const only = child['x-only-when'] ?? childSchema['x-only-when'];
+      if (!conditionHolds(only, schema, obj, root)) continue;
       const def = child.default ?? childSchema.default;
       if (def !== undefined) obj[key] = structuredClone(def);
       // An absent section is created so its keys get their defaults, unless it has required keys
@@ -272,8 +281,8 @@ function applySchemaDefaults(node: SchemaNode, value: unknown, root: { definitio
   return obj;
 }
 
-function deref(node: SchemaNode, root: { definitions: object }): SchemaNode {
+function deref(node: SchemaNode, root: SchemaNode): SchemaNode {
   if (!node.$ref) return node;
   const name = node.$ref.replace('#/definitions/', '');
-  return (root.definitions as Record<string, SchemaNode>)[name];
+  return root.definitions![name];
 }

@@ -31,6 +31,28 @@ export interface SchemaNode {
   'x-replacement-value'?: unknown;
   /** A section whose absence means "not this way" (launch.slurm): not created to hold defaults. */
   'x-absent-means-off'?: boolean;
+  /** The key means something only where a sibling has one of these values (./schema-cross-keys.ts). */
+  'x-only-when'?: KeyCondition;
+  /** The key must be given where a sibling has one of these values. */
+  'x-required-when'?: KeyCondition;
+  /** Rules between keys of this object (./schema-cross-keys.ts). */
+  'x-checks'?: CrossKeyCheck[];
+}
+
+/** One sibling key and the values under which a key applies: `{ "architecture": ["llama", "qwen3"] }`. */
+export type KeyCondition = Record<string, unknown[]>;
+
+/** A rule between two number keys of one object: `key` divides `divides`, or is less than `lessThan`. */
+export interface CrossKeyCheck {
+  /** The diagnostic's code, for quick fixes, hover and tests. */
+  code: string;
+  key: string;
+  divides?: string;
+  lessThan?: string;
+  /** The rule does not apply where this key is given (d_model / n_heads, unless head_dim). */
+  unless?: string;
+  /** Why the rule exists, said after the problem and on hover. */
+  why: string;
 }
 
 /** Follows `$ref`s into the root schema's definitions, merging the referring node's own annotations. */

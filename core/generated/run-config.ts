@@ -29,48 +29,110 @@ export interface RunConfig {
   debug?: DebugConfig;
 }
 /**
- * GPT-style decoder: token and learned position embeddings, n_layers pre-LayerNorm blocks (causal multi-head attention, GELU MLP), a final LayerNorm and an LM head tied to the token embedding.
+ * The decoder. architecture gpt2: token and learned position embeddings, n_layers pre-LayerNorm blocks (causal multi-head attention, GELU MLP), a final LayerNorm and an LM head tied to the token embedding. llama / qwen3: the Llama family (Llama 3, Mistral, SmolLM2; Qwen3): rotary positions, pre-RMSNorm blocks with grouped-query attention and a SwiGLU MLP, a final RMSNorm.
  *
  * This interface was referenced by `RunConfig`'s JSON-Schema
  * via the `definition` "ModelConfig".
  */
 export interface ModelConfig {
   /**
-   * Hidden size (embedding width). Must be divisible by n_heads.
+   * The model family. gpt2: GPT-2's block (LayerNorm, GELU, learned positions, biases). llama: Llama 3, Mistral, SmolLM2 (HF LlamaForCausalLM / MistralForCausalLM): RMSNorm, rotary positions, grouped-query attention, SwiGLU. qwen3: Llama's block plus a per-head RMSNorm of q and k before the rotation (HF Qwen3ForCausalLM).
+   */
+  architecture?: 'gpt2' | 'llama' | 'qwen3';
+  /**
+   * A Hugging Face model folder (config.json, safetensors): the model's keys are read from its config.json. Relative to the config file.
+   */
+  from_hf?: string;
+  /**
+   * Hidden size (embedding width; HF hidden_size). Must be divisible by n_heads unless head_dim is given.
    */
   d_model: number;
   /**
-   * Number of transformer blocks.
+   * Number of transformer blocks (HF num_hidden_layers).
    */
   n_layers: number;
   /**
-   * Attention heads per block; head size is d_model / n_heads.
+   * Attention (query) heads per block (HF num_attention_heads); head size is d_model / n_heads unless head_dim is given.
    */
   n_heads: number;
   /**
-   * Vocabulary size; token ids in the data must be below it. 256 for byte-level data, 50257 for GPT-2 BPE.
+   * llama, qwen3: key-value heads (HF num_key_value_heads); fewer than n_heads is grouped-query attention, each serving n_heads / n_kv_heads query heads. Must divide n_heads. Default: n_heads (multi-head attention).
+   */
+  n_kv_heads?: number;
+  /**
+   * llama, qwen3: width of one attention head (HF head_dim). Default: d_model / n_heads. Qwen3 sets it apart from d_model (Qwen3-0.6B: d_model 1024, 16 heads of 128).
+   */
+  head_dim?: number;
+  /**
+   * Vocabulary size; token ids in the data must be below it. 256 for byte-level data, 50257 for GPT-2 BPE, 128256 for Llama 3.
    */
   vocab_size: number;
   /**
-   * Number of learned position embeddings: the longest sequence the model accepts.
+   * The longest sequence the model accepts: gpt2's number of learned position embeddings; llama's and qwen3's rotary positions (HF max_position_embeddings).
    */
   max_seq_len: number;
   /**
-   * MLP hidden size as a multiple of d_model.
+   * gpt2: MLP hidden size as a multiple of d_model (llama and qwen3 give intermediate_size).
    */
   mlp_ratio?: number;
   /**
-   * Share the LM head's weight with the token embedding (GPT-2 does).
+   * llama, qwen3: the SwiGLU MLP's hidden size (HF intermediate_size): gate and up project d_model to it, down back.
+   */
+  intermediate_size?: number;
+  /**
+   * Share the LM head's weight with the token embedding (GPT-2 does; HF tie_word_embeddings).
    */
   tie_embeddings?: boolean;
   /**
-   * Dropout probability after attention, after the MLP and on the embeddings. 0 disables dropout.
+   * llama, qwen3: epsilon of every RMSNorm (HF rms_norm_eps; Llama 3 1e-5, Qwen3 1e-6).
+   */
+  rms_norm_eps?: number;
+  /**
+   * llama, qwen3: base of the rotary frequencies, theta^(-2j / head_dim) (HF rope_theta; Llama 3 500000, Qwen3 1000000).
+   */
+  rope_theta?: number;
+  rope_scaling?: RopeScaling;
+  /**
+   * llama, qwen3: the q, k, v and output projections carry biases (HF attention_bias).
+   */
+  attention_bias?: boolean;
+  /**
+   * llama, qwen3: the gate, up and down projections carry biases (HF mlp_bias).
+   */
+  mlp_bias?: boolean;
+  /**
+   * gpt2: dropout probability after attention, after the MLP and on the embeddings. 0 disables dropout.
    */
   dropout?: number;
   /**
    * Standard deviation of the normal initialisation of weights; residual output projections are scaled by 1/sqrt(2 * n_layers) as in GPT-2.
    */
   init_std?: number;
+}
+/**
+ * llama, qwen3: how the rotary frequencies are rescaled for a longer context (HF rope_scaling). default: not rescaled. llama3: Llama 3.1's scaling, with every field below.
+ */
+export interface RopeScaling {
+  /**
+   * default: theta^(-2j / head_dim) as is. llama3: long wavelengths divided by factor, short ones kept, a smooth blend in between (transformers' _compute_llama3_parameters).
+   */
+  rope_type?: 'default' | 'llama3';
+  /**
+   * llama3: how much the long wavelengths are stretched (Llama 3.2: 32).
+   */
+  factor?: number;
+  /**
+   * llama3: wavelengths above original_max_position_embeddings / low_freq_factor are divided by factor (Llama 3.2: 1). Less than high_freq_factor.
+   */
+  low_freq_factor?: number;
+  /**
+   * llama3: wavelengths below original_max_position_embeddings / high_freq_factor are kept (Llama 3.2: 4).
+   */
+  high_freq_factor?: number;
+  /**
+   * llama3: the context the model was pre-trained with before scaling (Llama 3.2: 8192).
+   */
+  original_max_position_embeddings?: number;
 }
 /**
  * Token files in FSDP Studio's binary format (see native/FORMATS.md), made by samples/prepare-data.
@@ -518,4 +580,32 @@ export interface InjectNan {
    * Plant it only the first time the step runs (a rollback or resume then succeeds).
    */
   once?: boolean;
+}
+/**
+ * llama, qwen3: how the rotary frequencies are rescaled for a longer context (HF rope_scaling). default: not rescaled. llama3: Llama 3.1's scaling, with every field below.
+ *
+ * This interface was referenced by `RunConfig`'s JSON-Schema
+ * via the `definition` "RopeScaling".
+ */
+export interface RopeScaling1 {
+  /**
+   * default: theta^(-2j / head_dim) as is. llama3: long wavelengths divided by factor, short ones kept, a smooth blend in between (transformers' _compute_llama3_parameters).
+   */
+  rope_type?: 'default' | 'llama3';
+  /**
+   * llama3: how much the long wavelengths are stretched (Llama 3.2: 32).
+   */
+  factor?: number;
+  /**
+   * llama3: wavelengths above original_max_position_embeddings / low_freq_factor are divided by factor (Llama 3.2: 1). Less than high_freq_factor.
+   */
+  low_freq_factor?: number;
+  /**
+   * llama3: wavelengths below original_max_position_embeddings / high_freq_factor are kept (Llama 3.2: 4).
+   */
+  high_freq_factor?: number;
+  /**
+   * llama3: the context the model was pre-trained with before scaling (Llama 3.2: 8192).
+   */
+  original_max_position_embeddings?: number;
 }

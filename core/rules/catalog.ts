@@ -1,6 +1,9 @@
 // Every rule by its code, for hover ("the rule behind a diagnostic"): why it exists and its source.
 import { accelerateRules } from './accelerate';
 import { deepspeedRules } from './deepspeed';
+import { runConfigSchema } from '../config/run-config';
+import { crossKeyChecks } from '../config/schema-cross-keys';
+import type { SchemaNode } from '../config/schema-walk';
 import type { ConfigRule } from './rule';
 import { hfTrainingRules } from './hf-training';
 import { runConfigRules, validRunConfigRules } from './run-config';
@@ -42,6 +45,12 @@ const SCHEMA_RULES: RuleInfo[] = [
     source: 'core/schemas/*.schema.json (minimum, maximum)',
   },
   {
+    code: 'schema.only-when',
+    why: 'The key means something only for some values of another key (x-only-when: model.n_kv_heads is for architecture llama and qwen3); given elsewhere it would silently do nothing, so it is refused.',
+    source:
+      'core/schemas/run-config.schema.json (x-only-when), read by core/config/schema-cross-keys.ts and the runtime',
+  },
+  {
     code: 'schema.required',
     why: 'A key this section must have is missing.',
     source: 'core/schemas/*.schema.json (required)',
@@ -51,6 +60,13 @@ const SCHEMA_RULES: RuleInfo[] = [
 const ALL = new Map<string, RuleInfo>(
   [
     ...SCHEMA_RULES,
+    // Rules between keys stated in the schema (x-checks), read by the editor, fsdp-train and the runtime.
+    ...crossKeyChecks(runConfigSchema as SchemaNode).map((c) => ({
+      code: c.code,
+      why: `${c.key} ${c.divides ? `must divide ${c.divides}` : `must be less than ${c.lessThan}`}${c.unless ? ` unless ${c.unless} is given` : ''}: ${c.why}.`,
+      source:
+        'core/schemas/run-config.schema.json (x-checks), read by core/config/schema-cross-keys.ts and native/src/config/schema_reader.cc',
+    })),
     ...runConfigRules,
     ...validRunConfigRules,
     ...deepspeedRules,

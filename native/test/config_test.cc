@@ -1,6 +1,8 @@
 // Reading run configs: schema defaults, aliases, and errors that name the key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "memory/memory_plan.h"
 #include "validation/validate.h"
 #include "test_config.h"
@@ -99,13 +101,119 @@ TEST(Validate, RefusesSizesWhoseMemoryPlanExceeds64BitBytes) {
 }
 
 TEST(Validate, ChecksRelationsBetweenKeys) {
-  auto j = test::tiny_config_json(16, 2, 3);
+  auto j = test::tiny_config_json(16, 2, 2);
   j["data"]["seq_len"] = 9;
   j["mixed_precision"] = {{"param_dtype", "bfloat16"}};
   const auto problems = check_run_config(j, "", {false, false});
   std::vector<std::string> paths;
   for (const auto& p : problems) paths.push_back(p.path);
-  EXPECT_EQ(paths, (std::vector<std::string>{"model.n_heads", "data.seq_len", "mixed_precision.param_dtype"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"data.seq_len", "mixed_precision.param_dtype"}));
+}
+
+// Issue 35 item 2: the rules between model keys are the schema's (x-checks, x-only-when,
+// x-required-when), read generically by check_cross_keys as core/config/schema-cross-keys.ts
+// reads them for the editor (test/unit/run-config-family.test.ts holds the same cases there).
+nlohmann::json llama_json(const nlohmann::json& extra = nlohmann::json::object()) {
+  auto j = test::tiny_config_json(16, 2, 4);
+  j["model"]["architecture"] = "llama";
+  j["model"]["intermediate_size"] = 40;
+  for (const auto& [k, v] : extra.items()) j["model"][k] = v;
+  return j;
+}
+
+std::vector<std::string> parse_problems(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  for (const auto& p : parse_run_config(j).problems) out.push_back(p.path + ": " + p.message);
+  return out;
+}
+
+TEST(RunConfig, ReadsTheLlamaFamilyKeysWithTheirDefaultsAndResolvedHeads) {
+  const RunConfig l = test::parse_or_die(llama_json());
+  EXPECT_EQ(l.model.architecture, Architecture::llama);
+  EXPECT_EQ(l.model.n_kv_heads, 4);  // absent: n_heads
+  EXPECT_EQ(l.model.head_dim, 4);    // absent: d_model / n_heads
+  EXPECT_EQ(l.model.intermediate_size, 40);
+  EXPECT_DOUBLE_EQ(l.model.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(l.model.rope_theta, 10000);
+  EXPECT_EQ(l.model.rope_scaling.rope_type, "default");
+  EXPECT_FALSE(l.model.attention_bias);
+  // gpt2's keys get no default in a llama config, nor the family's in a gpt2 one.
+  EXPECT_FALSE(l.resolved["model"].contains("mlp_ratio"));
+  EXPECT_FALSE(l.resolved["model"].contains("dropout"));
+  const RunConfig g = test::parse_or_die(test::tiny_config_json());
+  EXPECT_EQ(g.model.architecture, Architecture::gpt2);
+  EXPECT_EQ(g.resolved["model"]["architecture"], "gpt2");
+  EXPECT_FALSE(g.resolved["model"].contains("rope_theta"));
+  EXPECT_FALSE(g.resolved["model"].contains("rope_scaling"));
+
+  const RunConfig q = test::parse_or_die(llama_json({{"architecture", "qwen3"},
+                                                     {"n_heads", 3},
+                                                     {"n_kv_heads", 1},
+                                                     {"head_dim", 8},
+                                                     {"rms_norm_eps", 1e-6},
+                                                     {"rope_theta", 1e6},
+                                                     {"rope_scaling",
+                                                      {{"rope_type", "llama3"},
+                                                       {"factor", 32},
+                                                       {"low_freq_factor", 1},
+                                                       {"high_freq_factor", 4},
+                                                       {"original_max_position_embeddings", 8192}}}}));
+  EXPECT_EQ(q.model.architecture, Architecture::qwen3);
+  EXPECT_EQ(q.model.head_dim, 8);  // 3 heads of 8 in a 16-wide model: stated, so no divisibility rule
+  EXPECT_EQ(q.model.n_kv_heads, 1);
+  EXPECT_DOUBLE_EQ(q.model.rope_scaling.factor, 32);
+  EXPECT_EQ(q.model.rope_scaling.original_max_position_embeddings, 8192);
+}
+
+TEST(RunConfig, StatesTheSchemasCrossKeyRulesAtTheKey) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(parse_problems(llama_json({{"n_kv_heads", 3}})),
+            V{"model.n_kv_heads: 3 does not divide model.n_heads (4): each key-value head serves n_heads / n_kv_heads "
+              "query heads (grouped-query attention)"});
+  const auto width = parse_problems(test::tiny_config_json(16, 2, 3));
+  ASSERT_EQ(width.size(), 1u);
+  EXPECT_EQ(width[0].rfind("model.n_heads: 3 does not divide model.d_model (16): ", 0), 0u) << width[0];
+  EXPECT_EQ(parse_problems(llama_json({{"n_heads", 3}})).size(), 1u);
+  EXPECT_EQ(parse_problems(llama_json({{"n_heads", 3}, {"head_dim", 8}})), V{});
+
+  auto gpt = test::tiny_config_json();
+  gpt["model"]["n_kv_heads"] = 2;
+  EXPECT_EQ(parse_problems(gpt),
+            V{"model.n_kv_heads: only for model.architecture llama or qwen3, not gpt2 (the default)"});
+  EXPECT_EQ(parse_problems(llama_json({{"mlp_ratio", 4}})),
+            V{"model.mlp_ratio: only for model.architecture gpt2, not llama"});
+  auto no_ffn = llama_json();
+  no_ffn["model"].erase("intermediate_size");
+  EXPECT_EQ(parse_problems(no_ffn), V{"model.intermediate_size: is missing (model.architecture llama or qwen3)"});
+
+  // Sorted: the schema's keys are visited in nlohmann::json's (alphabetical) order here.
+  auto missing = parse_problems(llama_json({{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8}}}}));
+  std::sort(missing.begin(), missing.end());
+  EXPECT_EQ(
+      missing,
+      (V{"model.rope_scaling.high_freq_factor: is missing (model.rope_scaling.rope_type llama3)",
+         "model.rope_scaling.low_freq_factor: is missing (model.rope_scaling.rope_type llama3)",
+         "model.rope_scaling.original_max_position_embeddings: is missing (model.rope_scaling.rope_type llama3)"}));
+  EXPECT_EQ(parse_problems(llama_json({{"rope_scaling", {{"factor", 8}}}})),
+            V{"model.rope_scaling.factor: only for model.rope_scaling.rope_type llama3, not default (the default)"});
+  const auto order = parse_problems(llama_json({{"rope_scaling",
+                                                 {{"rope_type", "llama3"},
+                                                  {"factor", 8},
+                                                  {"low_freq_factor", 4},
+                                                  {"high_freq_factor", 1},
+                                                  {"original_max_position_embeddings", 8192}}}}));
+  ASSERT_EQ(order.size(), 1u);
+  EXPECT_EQ(order[0].rfind(
+                "model.rope_scaling.low_freq_factor: 4 is not less than model.rope_scaling.high_freq_factor (1)", 0),
+            0u)
+      << order[0];
+}
+
+TEST(Validate, RefusesTheLlamaFamilyByItsArchitectureUntilItsModelExists) {
+  const auto problems = check_run_config(llama_json(), "", {false, false});
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0].path, "model.architecture");
+  EXPECT_NE(problems[0].message.find("llama: this runtime cannot train the Llama family yet"), std::string::npos);
 }
 
 TEST(Validate, ReportsAMissingDataFileWithItsPath) {

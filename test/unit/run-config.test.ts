@@ -120,6 +120,15 @@ describe('run config', () => {
       'debug.inject_nan.op',
       'mixed_precision.loss_scale',
       'launch.hosts',
+      // from_hf absent: the keys are the config's; n_kv_heads: n_heads; head_dim: d_model / n_heads.
+      'model.from_hf',
+      'model.n_kv_heads',
+      'model.head_dim',
+      // Required where they apply (x-required-when: llama and qwen3; rope_type llama3), unused elsewhere.
+      'model.intermediate_size',
+      ...['factor', 'low_freq_factor', 'high_freq_factor', 'original_max_position_embeddings'].map(
+        (k) => `model.rope_scaling.${k}`,
+      ),
       ...[
         'partition',
         'account',
@@ -133,6 +142,7 @@ describe('run config', () => {
     ]);
     const sections: Record<string, string> = {
       ModelConfig: 'model',
+      RopeScaling: 'model.rope_scaling',
       DataConfig: 'data',
       TrainingConfig: 'training',
       FsdpConfig: 'fsdp',

@@ -4,7 +4,6 @@ import {
   checkpointIntervalWithinRun,
   checkpointingPolicyNeedsEnabled,
   fp16NeedsLossScaling,
-  headsDivideWidth,
   sequenceFitsModel,
 } from './model-and-schedule';
 import {
@@ -20,7 +19,6 @@ import { runtimeRejects } from './runtime';
 
 /** Rules on the config as written (they tolerate schema errors). */
 export const runConfigRules: ConfigRule[] = [
-  headsDivideWidth,
   sequenceFitsModel,
   shardingWithOneRank,
   hybridShardOneNode,

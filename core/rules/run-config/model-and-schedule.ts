@@ -2,25 +2,6 @@
 import type { ConfigProblem } from '../../config/schema-problems';
 import { asNumber, isObject, report, valueAt, type ConfigRule } from '../rule';
 
-export const headsDivideWidth: ConfigRule = {
-  code: 'run.heads-divide-width',
-  why: 'Attention splits d_model into n_heads heads of d_model / n_heads dimensions each, so n_heads must divide d_model.',
-  source:
-    'core/schemas/run-config.schema.json (ModelConfig.d_model: "Must be divisible by n_heads"); native model: causal multi-head attention',
-  check(ctx) {
-    const d = asNumber(valueAt(ctx.value, ['model', 'd_model']));
-    const h = asNumber(valueAt(ctx.value, ['model', 'n_heads']));
-    if (d === undefined || h === undefined || h < 1 || d % h === 0) return [];
-    return [
-      report(ctx, this, {
-        path: ['model', 'n_heads'],
-        severity: 'error',
-        message: `n_heads ${h} does not divide d_model ${d}: each head needs d_model / n_heads dimensions`,
-      }),
-    ];
-  },
-};
-
 export const sequenceFitsModel: ConfigRule = {
   code: 'run.seq-len',
   why: 'The model has max_seq_len learned position embeddings; a training sequence longer than that has positions without an embedding.',

@@ -26,6 +26,18 @@ const char* dtype_name(Dtype d) {
   return "?";
 }
 
+const char* architecture_name(Architecture a) {
+  switch (a) {
+    case Architecture::gpt2:
+      return "gpt2";
+    case Architecture::llama:
+      return "llama";
+    case Architecture::qwen3:
+      return "qwen3";
+  }
+  return "?";
+}
+
 const char* strategy_name(ShardingStrategy s) {
   switch (s) {
     case ShardingStrategy::NO_SHARD:
@@ -51,14 +63,18 @@ const json& schema() {
 
 // Fills the defaults of absent keys, and creates absent sections whose keys have defaults unless
 // the section has required keys (debug.inject_nan: its absence means "off") or is marked
-// x-absent-means-off (launch.slurm) — as
-// core/config/run-config.ts applySchemaDefaults does.
+// x-absent-means-off (launch.slurm), and leaves out keys that mean nothing here (x-only-when:
+// model.rms_norm_eps of a gpt2 model) — as core/config/run-config.ts applySchemaDefaults does.
 void apply_defaults(const json& node, json& value) {
   const json& s = schema_deref(schema(), node);
   if (!s.contains("properties") || !value.is_object()) return;
   for (const auto& [key, child] : s["properties"].items()) {
     const json& cs = schema_deref(schema(), child);
     if (!value.contains(key)) {
+      const json* only = child.contains("x-only-when") ? &child["x-only-when"]
+                         : cs.contains("x-only-when")  ? &cs["x-only-when"]
+                                                       : nullptr;
+      if (!schema_condition_holds(schema(), s, value, only)) continue;
       if (child.contains("default"))
         value[key] = child["default"];
       else if (cs.contains("default"))
@@ -115,6 +131,8 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
     }
     value["fsdp"].erase("zero_stage");
   }
+  // The schema's rules between keys, on the config as given (a default is not "given").
+  check_cross_keys(schema(), value, problems);
   apply_defaults(schema(), value);
   if (!value["data"].contains("seq_len") && value["model"].contains("max_seq_len"))
     value["data"]["seq_len"] = value["model"]["max_seq_len"];
@@ -124,15 +142,41 @@ ParsedConfig parse_run_config(const json& input, const std::string& base_dir) {
   c.name = r.string("name", "run");
 
   auto& m = c.model;
+  const std::string arch = r.one_of("model.architecture", {"gpt2", "llama", "qwen3"});
+  m.architecture = arch == "llama" ? Architecture::llama : arch == "qwen3" ? Architecture::qwen3 : Architecture::gpt2;
   m.d_model = r.integer<int>("model.d_model");
   m.n_layers = r.integer<int>("model.n_layers");
   m.n_heads = r.integer<int>("model.n_heads");
   m.vocab_size = r.integer<int>("model.vocab_size");
   m.max_seq_len = r.integer<int>("model.max_seq_len");
-  m.mlp_ratio = r.integer<int>("model.mlp_ratio");
   m.tie_embeddings = r.boolean("model.tie_embeddings", true);
-  m.dropout = r.number("model.dropout");
   m.init_std = r.number("model.init_std", 0.02);
+  if (!m.llama_family()) {
+    m.mlp_ratio = r.integer<int>("model.mlp_ratio");
+    m.dropout = r.number("model.dropout");
+  } else {
+    // Absent n_kv_heads / head_dim have meanings of their own (the schema's descriptions);
+    // intermediate_size's absence is reported by check_cross_keys (x-required-when).
+    m.n_kv_heads = r.has("model.n_kv_heads") ? r.integer<int>("model.n_kv_heads") : m.n_heads;
+    m.head_dim = r.has("model.head_dim") ? r.integer<int>("model.head_dim") : m.n_heads > 0 ? m.d_model / m.n_heads : 0;
+    if (r.has("model.intermediate_size")) m.intermediate_size = r.integer<int>("model.intermediate_size");
+    m.rms_norm_eps = r.number("model.rms_norm_eps", 1e-5);
+    m.rope_theta = r.number("model.rope_theta", 10000);
+    auto& rs = m.rope_scaling;
+    rs.rope_type = r.one_of("model.rope_scaling.rope_type", {"default", "llama3"});
+    // Each of llama3's fields missing is reported once, by check_cross_keys (x-required-when).
+    if (rs.rope_type == "llama3") {
+      if (r.has("model.rope_scaling.factor")) rs.factor = r.number("model.rope_scaling.factor");
+      if (r.has("model.rope_scaling.low_freq_factor"))
+        rs.low_freq_factor = r.number("model.rope_scaling.low_freq_factor");
+      if (r.has("model.rope_scaling.high_freq_factor"))
+        rs.high_freq_factor = r.number("model.rope_scaling.high_freq_factor");
+      if (r.has("model.rope_scaling.original_max_position_embeddings"))
+        rs.original_max_position_embeddings = r.integer<int>("model.rope_scaling.original_max_position_embeddings");
+    }
+    m.attention_bias = r.boolean("model.attention_bias");
+    m.mlp_bias = r.boolean("model.mlp_bias");
+  }
 
   auto& d = c.data;
   d.train = resolve_path(base_dir, r.string("data.train"));

@@ -21,10 +21,31 @@ const char* strategy_name(ShardingStrategy s);
 
 enum class CheckpointPolicy { every_n, selective, automatic };
 
+enum class Architecture { gpt2, llama, qwen3 };
+const char* architecture_name(Architecture a);
+
+/** model.rope_scaling (llama, qwen3): HF's rope_scaling; the four numbers are read for llama3 only. */
+struct RopeScalingConfig {
+  std::string rope_type = "default";  // default | llama3
+  double factor = 0, low_freq_factor = 0, high_freq_factor = 0;
+  int original_max_position_embeddings = 0;
+};
+
 struct ModelConfig {
-  int d_model = 0, n_layers = 0, n_heads = 0, vocab_size = 0, max_seq_len = 0, mlp_ratio = 4;
+  Architecture architecture = Architecture::gpt2;
+  int d_model = 0, n_layers = 0, n_heads = 0, vocab_size = 0, max_seq_len = 0;
   bool tie_embeddings = true;
-  double dropout = 0, init_std = 0.02;
+  double init_std = 0.02;
+  // gpt2 only (the schema's x-only-when refuses them for the family).
+  int mlp_ratio = 4;
+  double dropout = 0;
+  // llama and qwen3 only; n_kv_heads and head_dim as resolved (n_heads, d_model / n_heads when absent).
+  int n_kv_heads = 0, head_dim = 0, intermediate_size = 0;
+  double rms_norm_eps = 1e-5, rope_theta = 10000;
+  RopeScalingConfig rope_scaling;
+  bool attention_bias = false, mlp_bias = false;
+
+  bool llama_family() const { return architecture != Architecture::gpt2; }
 };
 
 struct DataConfig {

@@ -67,6 +67,115 @@ SchemaBounds schema_bounds(const json& schema, const json* node) {
   return b;
 }
 
+namespace {
+
+/** A key's value in an object, or the schema's default for it; nullptr when neither. */
+const json* value_or_default(const json& schema, const json& object_schema, const json& value, const std::string& key) {
+  if (value.is_object() && value.contains(key)) return &value[key];
+  if (!object_schema.contains("properties") || !object_schema["properties"].contains(key)) return nullptr;
+  const json& prop = object_schema["properties"][key];
+  if (prop.contains("default")) return &prop["default"];
+  const json& target = schema_deref(schema, prop);
+  return target.contains("default") ? &target["default"] : nullptr;
+}
+
+/** A property's annotation, its own or its definition's (as core/config/schema-walk.ts resolve merges them). */
+const json* annotation(const json& schema, const json& prop, const char* name) {
+  if (prop.contains(name)) return &prop[name];
+  const json& target = schema_deref(schema, prop);
+  return target.contains(name) ? &target[name] : nullptr;
+}
+
+std::string join_path(const std::string& at, const std::string& key) {
+  return at.empty() ? key : at + "." + key;
+}
+
+/** "model.architecture llama or qwen3" */
+std::string describe_condition(const json& condition, const std::string& at) {
+  std::string out;
+  for (const auto& [key, values] : condition.items()) {
+    if (!out.empty()) out += " and ";
+    out += join_path(at, key) + " ";
+    bool first = true;
+    for (const json& v : values)
+      out += (first ? "" : " or ") + (v.is_string() ? v.get<std::string>() : v.dump()), first = false;
+  }
+  return out;
+}
+
+/** "gpt2" or "gpt2 (the default)" */
+std::string describe_actual(const json& schema, const json& object_schema, const json& value, const json& condition) {
+  std::string out;
+  for (const auto& [key, values] : condition.items()) {
+    const json* v = value_or_default(schema, object_schema, value, key);
+    if (!out.empty()) out += ", ";
+    out += v ? (v->is_string() ? v->get<std::string>() : v->dump()) : "absent";
+    if (!value.contains(key)) out += " (the default)";
+  }
+  return out;
+}
+
+/** An integer the JSON holds exactly, as the number it is (x-checks compare whole values). */
+bool exact_integer(const json& v, long double& out) {
+  if (!v.is_number()) return false;
+  out = exact(v);
+  return std::isfinite(static_cast<double>(out)) && out == std::floor(out);
+}
+
+void check_object(const json& schema, const json& node, const json& value, const std::string& at,
+                  std::vector<ConfigProblem>& problems) {
+  const json& s = schema_deref(schema, node);
+  if (!s.contains("properties") || !value.is_object()) return;
+  for (const auto& [key, prop] : s["properties"].items()) {
+    const std::string path = join_path(at, key);
+    const bool given = value.contains(key);
+    const json* only = annotation(schema, prop, "x-only-when");
+    const json* required = annotation(schema, prop, "x-required-when");
+    if (given && !schema_condition_holds(schema, s, value, only)) {
+      problems.push_back(
+          {path, "only for " + describe_condition(*only, at) + ", not " + describe_actual(schema, s, value, *only)});
+    } else if (!given && required && schema_condition_holds(schema, s, value, required)) {
+      problems.push_back({path, "is missing (" + describe_condition(*required, at) + ")"});
+    }
+    if (given) check_object(schema, prop, value[key], path, problems);
+  }
+  if (!s.contains("x-checks")) return;
+  for (const json& check : s["x-checks"]) {
+    const std::string key = check.at("key");
+    if (check.contains("unless") && value.contains(check["unless"].get<std::string>())) continue;
+    const bool divides = check.contains("divides");
+    const std::string other = check.value(divides ? "divides" : "lessThan", "");
+    const json* a = value_or_default(schema, s, value, key);
+    const json* b = value_or_default(schema, s, value, other);
+    if (!a || !b || !a->is_number() || !b->is_number()) continue;
+    const std::string where = join_path(at, other);
+    std::string broken;
+    long double x = 0, y = 0;
+    if (divides && exact_integer(*a, x) && exact_integer(*b, y) && x >= 1 && std::fmod(y, x) != 0)
+      broken = a->dump() + " does not divide " + where + " (" + b->dump() + ")";
+    else if (!divides && !(exact(*a) < exact(*b)))
+      broken = a->dump() + " is not less than " + where + " (" + b->dump() + ")";
+    if (!broken.empty()) problems.push_back({join_path(at, key), broken + ": " + check.value("why", "")});
+  }
+}
+
+}  // namespace
+
+bool schema_condition_holds(const json& schema, const json& object_schema, const json& value, const json* condition) {
+  if (!condition) return true;
+  for (const auto& [key, values] : condition->items()) {
+    const json* v = value_or_default(schema, object_schema, value, key);
+    bool listed = false;
+    for (const json& allowed : values) listed = listed || (v && *v == allowed);
+    if (!listed) return false;
+  }
+  return true;
+}
+
+void check_cross_keys(const json& schema, const json& value, std::vector<ConfigProblem>& problems) {
+  check_object(schema, schema, value, "", problems);
+}
+
 const json* SchemaReader::find(const std::string& path) const {
   const json* cur = &root_;
   std::size_t start = 0;

@@ -30,6 +30,23 @@ const nlohmann::json* schema_node(const nlohmann::json& schema, const std::strin
 /** The bounds of a schema node (its own, else those of the definition it refers to). */
 SchemaBounds schema_bounds(const nlohmann::json& schema, const nlohmann::json* node);
 
+/**
+ * Whether a key's condition (x-only-when / x-required-when: {"architecture": ["llama", "qwen3"]})
+ * holds in `value`, the object `object_schema` describes: the sibling's value, or its default where
+ * absent, is one of the listed values. No condition: true.
+ */
+bool schema_condition_holds(const nlohmann::json& schema, const nlohmann::json& object_schema,
+                            const nlohmann::json& value, const nlohmann::json* condition);
+
+/**
+ * The schema's rules between keys, as core/config/schema-cross-keys.ts reads them for the editor
+ * and fsdp-train (one statement, in the schema; see there why): a key given where its x-only-when
+ * does not hold, a key missing where its x-required-when holds, and each object's x-checks
+ * (`key` divides `divides`, or is less than `lessThan`, unless `unless` is given). Values of the
+ * wrong type are left to the typed reads.
+ */
+void check_cross_keys(const nlohmann::json& schema, const nlohmann::json& value, std::vector<ConfigProblem>& problems);
+
 /** Reads typed values, recording a problem (and returning a fallback) when a key is missing, mistyped or out of range.
  */
 class SchemaReader {

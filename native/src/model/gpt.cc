@@ -1,6 +1,7 @@
 #include "model/gpt.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "model/block.h"
 #include "model/embedding.h"
@@ -16,6 +17,11 @@ std::uint64_t dropout_site_key(std::uint64_t micro_batch_key, int site) {
 
 Gpt::Gpt(Backend& be, const ParamLayout& layout, UnitStorage& storage, float dropout, ActivationPolicy policy)
     : be_(be), layout_(layout), storage_(storage), dropout_(dropout), policy_(std::move(policy)) {
+  // A Llama-family layout has no LayerNorm biases or position table: GPT-2's forward would find no
+  // such segment. validate_run_config refuses the config first; this guards every other caller.
+  if (layout.shape.llama_family())
+    throw std::invalid_argument(std::string("model.architecture: ") + architecture_name(layout.shape.arch) +
+                                ": the runtime's model runs gpt2 only so far (the family's model is not assembled)");
   if (policy_.blocks.size() != static_cast<std::size_t>(layout.shape.L))
     throw std::invalid_argument("activation policy does not match the model's blocks");
 }

@@ -1,7 +1,9 @@
 // Where every parameter lives: the model's parameters are grouped in flat per-unit buffers, like
 // FSDP's flat parameters. Units, in execution order: the embeddings, each block, the head (final
-// LayerNorm, and the LM head weight when it is not tied). A parallelism layer shards, gathers and
-// reduces whole units; the optimizer steps flat ranges of them; checkpoints store them as is.
+// norm, and the LM head weight when it is not tied). GPT-2's layout is part of its checkpoint
+// format; the Llama family's (llama, qwen3) is the one /work/team/decoder-layout.md fixed (HF's
+// q/k/v stacked into attn.qkv, gate/up into mlp.gate_up) and native/test/param_layout_test.cc holds. A parallelism
+// layer shards, gathers and reduces whole units; the optimizer steps flat ranges of them; checkpoints store them as is.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -11,17 +13,24 @@
 
 namespace fsdp {
 
-/** The model's dimensions, named as in MEMORY.md. */
+/** The model's dimensions, named as in MEMORY.md and team's decoder-layout conventions. */
 struct ModelShape {
-  long long V = 0;  // vocabulary
-  long long C = 0;  // d_model
-  long long L = 0;  // blocks
-  long long H = 0;  // heads
-  long long F = 0;  // MLP hidden size, mlp_ratio * C
-  long long S = 0;  // max_seq_len: rows of the position embedding
+  Architecture arch = Architecture::gpt2;
+  long long V = 0;   // vocabulary
+  long long C = 0;   // d_model
+  long long L = 0;   // blocks
+  long long H = 0;   // query heads
+  long long KV = 0;  // key-value heads (H for gpt2; H % KV == 0)
+  long long D = 0;   // head_dim (C / H for gpt2; the family may set it apart)
+  long long F = 0;   // MLP hidden size: mlp_ratio * C (gpt2), intermediate_size (llama, qwen3)
+  long long S = 0;   // max_seq_len: gpt2's rows of the position embedding, the family's longest sequence
   bool tied = true;
+  bool attention_bias = false, mlp_bias = false;  // llama, qwen3 (gpt2's linears always have biases)
 
   static ModelShape of(const ModelConfig& m);
+  bool llama_family() const { return arch != Architecture::gpt2; }
+  /** Qwen3's per-head RMSNorm of q and k before the rotation. */
+  bool qk_norm() const { return arch == Architecture::qwen3; }
 };
 
 enum class ParamInit { normal, normal_residual, zeros, ones };

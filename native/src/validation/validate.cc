@@ -41,8 +41,13 @@ void check_data_file(const RunConfig& c, const std::string& key, const std::stri
 std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const ValidateOptions& o) {
   std::vector<ConfigProblem> out;
   const auto& m = c.model;
-  if (m.d_model % m.n_heads != 0)
-    out.push_back({"model.n_heads", str(m.n_heads) + " does not divide model.d_model (" + str(m.d_model) + ")"});
+  // n_heads dividing d_model (and n_kv_heads n_heads) is the schema's x-checks, read by
+  // parse_run_config: stated once for the editor, fsdp-train and the runtime.
+  if (m.llama_family())
+    out.push_back({"model.architecture",
+                   std::string(architecture_name(m.architecture)) +
+                       ": this runtime cannot train the Llama family yet: its parameter layout and ops are in, the "
+                       "model that runs them is not (issue 35 item 1); use architecture gpt2"});
   if (c.data.seq_len > m.max_seq_len)
     out.push_back({"data.seq_len", str(c.data.seq_len) + " exceeds model.max_seq_len (" + str(m.max_seq_len) + ")"});
 
@@ -66,12 +71,13 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
                                                        dtype_name(c.mixed_precision.param_dtype) +
                                                        "): the CUDA backend computes activations in param_dtype"});
   }
-  if (cuda && m.n_heads > 0 && m.d_model % m.n_heads == 0) {
-    const int hs = m.d_model / m.n_heads;
+  if (cuda && m.n_heads > 0 && (m.llama_family() || m.d_model % m.n_heads == 0)) {
+    const int hs = m.llama_family() ? m.head_dim : m.d_model / m.n_heads;
     if (hs != 32 && hs != 64 && hs != 128) {
-      out.push_back(
-          {"model.n_heads", "head size " + str(hs) +
-                                " (d_model / n_heads): the CUDA attention kernels are compiled for 32, 64 and 128"});
+      out.push_back({m.llama_family() && m.head_dim != m.d_model / m.n_heads ? "model.head_dim" : "model.n_heads",
+                     "head size " + str(hs) +
+                         (m.llama_family() ? " (model.head_dim or d_model / n_heads)" : " (d_model / n_heads)") +
+                         ": the CUDA attention kernels are compiled for 32, 64 and 128"});
     }
   }
 
