@@ -2,6 +2,10 @@
 // hand from how PEFT, bitsandbytes and torch.optim.AdamW hold them. The replay runs on the CPU here
 // (no caching allocator), so each term is the plain sum of its tensors' bytes.
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
 import { estimateMemory } from '../../core/memory/estimate';
 import { loraFromAdapterConfig, peftFromHf } from '../../core/memory/inputs/peft-settings';
@@ -219,5 +223,71 @@ max_length: 2048
       fsdp.read.input.notModelled?.map((n) => n.what),
       ['LoRA', '4-bit'],
     );
+  });
+
+  it('reads the adapter_config.json inside the model folder a TrainingArguments config trains, and names it under FSDP', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lora-adapter-'));
+    try {
+      const model = path.join(dir, 'model');
+      mkdirSync(model);
+      // SmolLM2-360M's shape (its config.json's keys).
+      writeFileSync(
+        path.join(model, 'config.json'),
+        JSON.stringify({
+          model_type: 'llama',
+          vocab_size: 49152,
+          hidden_size: 960,
+          intermediate_size: 2560,
+          num_hidden_layers: 32,
+          num_attention_heads: 15,
+          num_key_value_heads: 5,
+          max_position_embeddings: 8192,
+          tie_word_embeddings: true,
+          hidden_act: 'silu',
+          rms_norm_eps: 1e-5,
+        }),
+      );
+      writeFileSync(
+        path.join(model, 'adapter_config.json'),
+        JSON.stringify({
+          peft_type: 'LORA',
+          r: 8,
+          lora_alpha: 16,
+          lora_dropout: 0,
+          target_modules: ['q_proj', 'v_proj'],
+        }),
+      );
+      const file = path.join(dir, 'train.yaml');
+      const text = `model_name_or_path: ./model\nper_device_train_batch_size: 2\nmax_length: 256\n`;
+      // The reader finds model_name_or_path in the file on disk, as the language server's documents are.
+      writeFileSync(file, text);
+      const m = configMemory('hf-training', text, file, {}, hfModelSource(file));
+      assert.ok(!('error' in m), 'error' in m ? m.error : '');
+      assert.deepEqual(m.read.input.lora, {
+        r: 8,
+        alpha: 16,
+        dropout: 0,
+        targets: ['q_proj', 'v_proj'],
+        modulesToSave: [],
+        adapterDtype: 'float32',
+      });
+      // Adapters per block: q 8·(960+960) = 15,360 and v 8·(960+320) = 10,240 → 25,600; × 32 = 819,200
+      // fp32 elements: 3,276,800 bytes of gradients at the step, twice that of AdamW states.
+      const step = m.estimate.phases.find((p) => p.phase === 'optimizer')!.bytes;
+      assert.equal(step.optimizer, 2 * 3_276_800);
+      assert.ok(
+        m.read.notes.some((n) =>
+          n.startsWith(`LoRA from ${path.join(model, 'adapter_config.json')} r 8 on q_proj, v_proj`),
+        ),
+      );
+      const fsdp = configMemory('hf-training', `${text}fsdp: full_shard\n`, file, {}, hfModelSource(file));
+      assert.ok(!('error' in fsdp));
+      assert.deepEqual(
+        fsdp.read.input.notModelled?.map((n) => [n.what, n.key]),
+        [['LoRA', `adapter_config.json (${path.join(model, 'adapter_config.json')})`]],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -10,6 +10,7 @@ import type { MemoryChange } from '../memory-change';
 import {
   defaultMemoryInput,
   type Dtype,
+  type LoraPlan,
   type MemoryInput,
   type NotModelled,
   type ShardingStrategy,
@@ -19,7 +20,7 @@ import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import { deepspeedNotModelled, hfNotModelled } from './not-modelled';
 import { blockModules, unmatchedTargets } from '../lora';
-import { peftFromHf } from './peft-settings';
+import { loraFromAdapterConfig, peftFromHf } from './peft-settings';
 import type { ModelSource } from './model-from-options';
 
 export function hfTrainingInput(
@@ -97,6 +98,14 @@ export function hfTrainingInput(
   if (f.error) return { kind: 'hf-training', ...f.error };
   const chosenFramework = options.framework ?? framework;
   const peft = peftFromHf((path) => f.get(path));
+  // A PEFT adapter_config.json inside the model's folder or beside this config: the adapter trained on
+  // (the HF Trainer over a PeftModel), where the config does not make one itself (use_peft).
+  const adapter = peft.lora ? undefined : adapterConfig([model.source?.from, fileName], source);
+  if (adapter && typeof adapter.lora === 'string') notes.push(`${adapter.file}: ${adapter.lora}; LoRA left out`);
+  else if (adapter && typeof adapter.lora !== 'string') {
+    peft.lora = { ...adapter.lora, adapterDtype: peft.weights?.quant ? 'bfloat16' : 'float32' };
+    peft.keys.lora = adapter.file;
+  }
   // The replay runs LoRA and bitsandbytes' weights in one process or under DDP; FSDP, ZeRO and MoE
   // blocks keep the full fine-tuning estimate with LoRA named as not modelled.
   const loraModelled =
@@ -105,15 +114,18 @@ export function hfTrainingInput(
   if (peft.lora && loraModelled) {
     const q = peft.weights?.quant;
     notes.push(
-      `LoRA r ${peft.lora.r} on ${peft.lora.targets === 'all-linear' ? 'every linear but the output head' : peft.lora.targets.length ? peft.lora.targets.join(', ') : "PEFT's default targets (q and v)"}` +
+      `LoRA${peft.keys.lora === 'use_peft: true' ? '' : ` from ${peft.keys.lora}`} r ${peft.lora.r} on ${peft.lora.targets === 'all-linear' ? 'every linear but the output head' : peft.lora.targets.length ? peft.lora.targets.join(', ') : "PEFT's default targets (q and v)"}` +
         `${peft.lora.modulesToSave.length ? `, ${peft.lora.modulesToSave.join(', ')} trained whole` : ''}; base weights frozen in ${q ? `${q.kind === 'int8' ? 'int8' : q.kind.toUpperCase()}${q.doubleQuant ? ' with nested quantisation' : ''} (the rest in ${peft.weights!.dtype})` : (peft.weights?.dtype ?? 'float32')}, adapters in ${peft.lora.adapterDtype}`,
     );
     const unmatched = unmatchedTargets(model.shape, peft.lora);
     if (unmatched.length) notes.push(`LoRA targets ${unmatched.join(', ')} match no linear of ${model.shape.name}`);
-  } else if (peft.weights && !peft.lora && dtypeModelled)
+  } else if (peft.weights && peft.weights.dtype !== 'float32' && !peft.lora && dtypeModelled)
     notes.push(`weights, gradients and AdamW states in ${peft.weights.dtype} (${peft.keys.dtype})`);
   const notModelled = [
     ...hfNotModelled((path) => f.get(path), { lora: loraModelled, dtype: dtypeModelled }),
+    ...(adapter && peft.lora && !loraModelled
+      ? [{ key: `adapter_config.json (${adapter.file})`, what: 'LoRA', effect: 'lowers' as const }]
+      : []),
     ...dsLeftOut,
   ];
   const input: MemoryInput = {
@@ -136,7 +148,8 @@ export function hfTrainingInput(
     ...(fsdpVersion ? { fsdp: { ...defaultMemoryInput(model.shape, seqLen).fsdp, version: fsdpVersion } } : {}),
     ...(gpu ? { gpu } : {}),
     ...(notModelled.length ? { notModelled } : {}),
-    ...(peft.weights && dtypeModelled && (loraModelled || !peft.weights.quant)
+    // bitsandbytes' weights only with LoRA replayed (a quantised model trains adapters only).
+    ...(peft.weights && dtypeModelled && (loraModelled || peft.weights.dtype !== 'float32')
       ? { weights: loraModelled ? peft.weights : { dtype: peft.weights.dtype } }
       : {}),
     ...(loraModelled ? { lora: peft.lora } : {}),
@@ -152,6 +165,25 @@ export function hfTrainingInput(
     notes,
     assignmentsFor: (change) => hfAssignments(input, change),
   };
+}
+
+/**
+ * The first readable adapter_config.json in the folder of each of `places` (the model's config.json,
+ * the training config), with its LoRA or why it is not one.
+ */
+function adapterConfig(
+  places: Array<string | undefined>,
+  source: ModelSource | undefined,
+): { file: string; lora: LoraPlan | string } | undefined {
+  for (const place of places) {
+    if (!place || !path.isAbsolute(place)) continue;
+    const file = path.join(path.dirname(place), 'adapter_config.json');
+    const text = source?.readFile?.(file);
+    if (text === undefined) continue;
+    const json = parseJson(text);
+    return { file, lora: json === undefined ? 'not valid JSON' : loraFromAdapterConfig(json) };
+  }
+  return undefined;
 }
 
 /** ZeRO stage (0 when the config has no zero_optimization, as DeepSpeed reads it) and offloads, or undefined when the stage is not a number 0–3 ("auto"). */

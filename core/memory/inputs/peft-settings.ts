@@ -62,7 +62,7 @@ export function peftFromHf(get: ConfigValue): PeftSettings {
   }
   const weights: WeightStorage | undefined =
     dtype !== 'float32' || quant ? { dtype, ...(quant ? { quant } : {}) } : undefined;
-  if (!on(get(['use_peft']))) return { ...(weights && !quant ? { weights } : {}), keys };
+  if (!on(get(['use_peft']))) return { ...(weights ? { weights } : {}), keys };
   keys.lora = 'use_peft: true';
   const lora: LoraPlan = {
     r: positive(get(['lora_r'])) ?? 16,
