@@ -9,6 +9,8 @@ import type { StudioContext } from '../studio-context';
 import { stopSlurmRun } from './slurm-runs';
 import { runTitle } from '../views/run-labels';
 import { runFromArgument, type RunArgument } from './run-picks';
+import type { RunRecord } from '../../runs/watch/run-registry';
+import type { RunWatch } from '../../runs/watch/run-watch';
 
 /**
  * How long a run gets to stop by itself before it is killed (fsdp.stop.graceSeconds): a trainer
@@ -19,6 +21,13 @@ function graceMs(): number {
   const seconds = vscode.workspace.getConfiguration('fsdp').get<number>('stop.graceSeconds', 120);
   return Math.max(1, Number.isFinite(seconds) ? seconds : 120) * 1000;
 }
+
+/**
+ * The runs this window is stopping now. A second Stop of one of them (a double click, the dashboard's
+ * button and the palette) is told "already stopping" and sends nothing: the first Stop's
+ * notification already offers Kill now, and a second signal would only race the checkpoint.
+ */
+const stopping = new WeakSet<RunWatch>();
 
 export function registerStopRun(studio: StudioContext): vscode.Disposable {
   return vscode.commands.registerCommand('fsdp.stopRun', (arg?: RunArgument) => stopPickedRun(studio, arg));
@@ -37,6 +46,23 @@ async function stopPickedRun(studio: StudioContext, arg: RunArgument): Promise<v
   });
   if (!record) return;
   const watch = runs.watch(record);
+  if (stopping.has(watch)) {
+    void vscode.window.showInformationMessage(
+      `${runTitle(record, watch)} is already stopping. To end it at once, use Cancel (kill now) on its stopping notification.`,
+    );
+    return;
+  }
+  // Taken before the first await: two Stops arriving together both get this far in one turn.
+  stopping.add(watch);
+  try {
+    await stopWatchedRun(studio, record, watch);
+  } finally {
+    stopping.delete(watch);
+  }
+}
+
+async function stopWatchedRun(studio: StudioContext, record: RunRecord, watch: RunWatch): Promise<void> {
+  const runs = studio.runs;
   await watch.refreshManifest();
   if (watch.manifest?.slurm?.job_id) {
     await stopSlurmRun(studio, record, watch);

@@ -338,6 +338,14 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       cwd: repoRoot,
       manifest: startingManifest('nan-run'),
     });
+    // Attach lists the runs whose owner has written run.json: under load the supervisor takes a
+    // while to start, and a pick opened before that does not list the run.
+    await until(
+      "nan-run's owner to name itself in run.json",
+      async () => existsSync(path.join(runDir, 'run.json')) && (manifestOf(runDir).pids?.length ?? 0) > 0,
+      (named) => named,
+      60_000,
+    );
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('nan-run');
     await vscode.waitForNotification(/nan-run: NaN in forward/, 60_000);
@@ -396,11 +404,18 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       (h) => h.status === 'running' && (h.step ?? 0) >= 2,
       120_000,
     );
+    // Two Stops at once (a double click on the button): one stop; the second is told it is already stopping.
     await (
       await vscode.webviewFrame(`window.fsdpDashboard?.header()?.runId === ${JSON.stringify(second.runId)}`)
     )
       .locator('#action-stop')
-      .click();
+      .dblclick();
+    await until(
+      'the second Stop told the run is already stopping',
+      () => vscode!.notificationsText(),
+      (t) => /is already stopping/.test(t),
+      30_000,
+    );
     const stopped = await until(
       'the stop',
       () => header('long'),
