@@ -1,6 +1,7 @@
 """An accelerate run, written for FSDP Studio's tests as a person would write theirs.
 
     accelerate launch --multi_gpu --num_processes 2 accelerate_train.py --steps 30 --checkpoint ckpt [--step-sleep 0.1]
+        [--hold-at N --hold-while FILE]
 
 The decoder and synthetic language of ddp_train.py, prepared by an Accelerator on the CPU (two
 processes: DDP on gloo; accelerate's --cpu would start one, and several only through mpirun, so the
@@ -8,6 +9,8 @@ processes are started by its elastic launcher and Accelerator(cpu=True) keeps th
 logs with FsdpStudioTracker and TensorBoard (project_dir/tb). State is saved with
 accelerator.save_state every --save-every steps and when a stop signal arrives (every process stops
 after the same step); a run started again in the same folder continues from the newest saved state.
+--hold-at/--hold-while: after logging step N every process waits while FILE exists (a stop signal
+ends the wait), so a test can stop a run that is certainly still running however loaded the machine.
 """
 
 import argparse
@@ -31,6 +34,8 @@ def main():
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--checkpoint", default="ckpt")
     p.add_argument("--save-every", type=int, default=10)
+    p.add_argument("--hold-at", type=int, default=0)
+    p.add_argument("--hold-while", default=None)
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -82,6 +87,9 @@ def main():
             },
             step=step,
         )
+        if args.hold_while and step >= args.hold_at:
+            while not stop and os.path.exists(args.hold_while):
+                time.sleep(0.1)
         flag = accelerator.reduce(torch.tensor([1.0 if stop else 0.0]), reduction="sum")
         if flag.item() > 0 or step % args.save_every == 0:
             accelerator.save_state(os.path.join(args.checkpoint, f"step-{step}"))

@@ -1,6 +1,7 @@
 """A Hugging Face Trainer run, written for FSDP Studio's tests as a person would write theirs.
 
     python hf_train.py --out out --steps 30 [--step-sleep 0.1] [--nan-step K --nan-module transformer.h.1.mlp]
+        [--hold-at N --hold-while FILE]
 
 A small GPT-2 (transformers' GPT2LMHeadModel from a GPT2Config, random init: nothing is read from
 a hub) learns the synthetic language of ddp_train.py on the CPU. The Trainer logs every step to
@@ -8,7 +9,9 @@ TensorBoard (report_to=["tensorboard"]: event files under OUT/runs/) and to FSDP
 FsdpStudioCallback; fsdp_studio.watch(model) reports where a NaN appears. --nan-step plants a NaN
 in the output of one module (by name) at one step. A stop signal (SIGTERM, SIGINT) ends the run
 after the current step with a checkpoint; a run started again in the same folder resumes from the
-newest checkpoint (the Trainer's own resume_from_checkpoint).
+newest checkpoint (the Trainer's own resume_from_checkpoint). --hold-at/--hold-while: once step N is
+logged the run waits while FILE exists (a stop signal ends the wait), so a test can stop a run that
+is certainly still running however loaded the machine is.
 """
 
 import argparse
@@ -41,9 +44,11 @@ def synthetic(n, seed):
 class StopOnSignal(TrainerCallback):
     """A stop signal ends training after the current step, with a checkpoint."""
 
-    def __init__(self, sleep):
+    def __init__(self, sleep, hold_at=0, hold_while=None):
         self.stop: list[bool] = []
         self.sleep = sleep
+        self.hold_at = hold_at
+        self.hold_while = hold_while
         signal.signal(signal.SIGTERM, lambda *_: self.stop.append(True))
         signal.signal(signal.SIGINT, lambda *_: self.stop.append(True))
 
@@ -54,6 +59,12 @@ class StopOnSignal(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
             print(f"stopped after step {state.global_step}", flush=True)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        # After the TensorBoard and FSDP Studio callbacks (they come first) have logged the step.
+        if self.hold_while and state.global_step >= self.hold_at:
+            while not self.stop and os.path.exists(self.hold_while):
+                time.sleep(0.1)
 
 
 def plant_nan(model, module_name, step, trainer_state):
@@ -77,6 +88,8 @@ def main():
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--nan-step", type=int, default=0)
     p.add_argument("--nan-module", default="transformer.h.1.mlp")
+    p.add_argument("--hold-at", type=int, default=0)
+    p.add_argument("--hold-while", default=None)
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -102,7 +115,7 @@ def main():
         dataloader_num_workers=0,
         seed=0,
     )
-    stop = StopOnSignal(args.step_sleep)
+    stop = StopOnSignal(args.step_sleep, args.hold_at, args.hold_while)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer = Trainer(

@@ -1,11 +1,14 @@
 """A Lightning run, written for FSDP Studio's tests as a person would write theirs.
 
-    python lightning_train.py --steps 30 --out out [--step-sleep 0.1]
+    python lightning_train.py --steps 30 --out out [--step-sleep 0.1] [--hold-at N --hold-while FILE]
 
 The decoder and synthetic language of ddp_train.py as a LightningModule on the CPU, logged by
 FsdpStudioLogger and Lightning's TensorBoardLogger (event files under OUT/tb/). A ModelCheckpoint
 keeps the last checkpoint every --save-every steps; a stop signal ends the run after the current
 step with a checkpoint; a run started again in the same folder resumes from it (ckpt_path).
+--hold-at/--hold-while: once step N (Lightning counts from 0) is logged the run waits while FILE
+exists (a stop signal ends the wait), so a test can stop a run that is certainly still running
+however loaded the machine is.
 """
 
 import argparse
@@ -58,11 +61,19 @@ class Decoder(pl.LightningModule):
 class StopOnSignal(pl.Callback):
     """A stop signal ends training after the current step; the last checkpoint is saved then."""
 
-    def __init__(self, checkpoint):
+    def __init__(self, checkpoint, hold_at=0, hold_while=None):
         self.stop: list[bool] = []
         self.checkpoint = checkpoint
+        self.hold_at = hold_at
+        self.hold_while = hold_while
         signal.signal(signal.SIGTERM, lambda *_: self.stop.append(True))
         signal.signal(signal.SIGINT, lambda *_: self.stop.append(True))
+
+    def on_train_batch_start(self, trainer, module, b, index):
+        # At the next batch's start step N's metrics have gone to the loggers (global_step is N + 1).
+        if self.hold_while and trainer.global_step > self.hold_at:
+            while not self.stop and os.path.exists(self.hold_while):
+                time.sleep(0.1)
 
     def on_train_batch_end(self, trainer, module, outputs, b, index):
         if self.stop and not trainer.should_stop:
@@ -77,6 +88,8 @@ def main():
     p.add_argument("--out", default="out")
     p.add_argument("--save-every", type=int, default=10)
     p.add_argument("--step-sleep", type=float, default=0.0)
+    p.add_argument("--hold-at", type=int, default=0)
+    p.add_argument("--hold-while", default=None)
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -92,7 +105,7 @@ def main():
         logger=[FsdpStudioLogger(), TensorBoardLogger(args.out, name="tb", version=0)],
         callbacks=[
             ModelCheckpoint(dirpath=checkpoints, save_last=True, every_n_train_steps=args.save_every),
-            StopOnSignal(checkpoints),
+            StopOnSignal(checkpoints, args.hold_at, args.hold_while),
         ],
         default_root_dir=args.out,
     )

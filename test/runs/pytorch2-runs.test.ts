@@ -42,6 +42,13 @@ interface Case {
   firstStep?: number;
   /** Where the run says it stopped (each rank, for launchers with several). */
   stoppedLines: RegExp[];
+  /**
+   * The file the script's --hold-while names: while it exists the first start waits after the step
+   * the test stops at, so the Stop cannot race the run's end however loaded the machine is; removed
+   * before the resume. Without one (the FSDP2 sample, which has no such option) its steps' sleep
+   * stands in.
+   */
+  hold?: string;
 }
 
 function request(dir: string, c: Case): CommandLaunchRequest {
@@ -118,6 +125,7 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     stopAfter: number,
   ): Promise<{ watch: RunWatch; runDir: string; stoppedAt: number }> {
     const req = request(tmp, c);
+    if (c.hold) writeFileSync(c.hold, '');
     const launch = async (resume?: LaunchedRun) => {
       const manifest = resume && (await local.readManifest(resume.runDir));
       // Through the one door, as the editor launches and resumes (runs/launch/launch-run.ts).
@@ -153,6 +161,7 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     assert.ok(stoppedAt >= stopAfter && stoppedAt < c.steps, `stopped after step ${stoppedAt}: ${out}`);
     for (const line of c.stoppedLines)
       assert.equal(Number(line.exec(out)?.[1]), stoppedAt, `every rank stopped after the same step: ${out}`);
+    if (c.hold) rmSync(c.hold);
 
     // Resumed as the editor resumes (extension/commands/show-launched.ts): followed from when the
     // resume was asked for — an end older than that is the last attempt's.
@@ -245,8 +254,9 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
   });
 
   it('a Hugging Face Trainer (GPT-2 config, random init) with report_to tensorboard and FsdpStudioCallback: stopped, resumed from its checkpoint; a planted NaN named by module', async () => {
-    const steps = 14;
+    const steps = 8;
     const out = path.join(tmp, 'out');
+    const hold = path.join(tmp, 'hold');
     const { watch, runDir } = await launchStopResume(
       {
         name: 'hf-trainer',
@@ -257,18 +267,21 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
           out,
           '--steps',
           String(steps),
-          '--step-sleep',
-          '0.3',
           '--save-every',
           '100',
           '--nan-step',
-          '13',
+          '7',
           '--nan-module',
           'transformer.h.1.mlp',
+          '--hold-at',
+          '3',
+          '--hold-while',
+          hold,
         ],
         tensorboard: path.join(out, 'runs'),
         steps,
         stoppedLines: [/stopped after step (\d+)/],
+        hold,
       },
       3,
     );
@@ -281,13 +294,14 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
     assert.equal(watch.history.tagOf('loss'), 'train/loss');
     const nan = watch.history.anomalies.find((a) => a.kind === 'nan');
     assert.deepEqual(nan?.where, { phase: 'forward', layer: 'transformer.h.1.mlp', op: 'GPT2MLP' });
-    assert.equal(nan?.step, 13);
+    assert.equal(nan?.step, 7);
     const shown = fsdpRunsShow(runDir).tags;
     assert.equal(shown['train/loss'].last_step, steps);
   });
 
   it('accelerate launch with 2 CPU processes and FsdpStudioTracker: stopped on both ranks, resumed from its saved state', async () => {
-    const steps = 14;
+    const steps = 8;
+    const hold = path.join(tmp, 'hold');
     const { watch, runDir } = await launchStopResume(
       {
         name: 'accelerate',
@@ -310,16 +324,19 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
           path.join(SCRIPTS, 'accelerate_train.py'),
           '--steps',
           String(steps),
-          '--step-sleep',
-          '0.3',
           '--checkpoint',
           path.join(tmp, 'ckpt'),
           '--save-every',
           '100',
+          '--hold-at',
+          '3',
+          '--hold-while',
+          hold,
         ],
         tensorboard: path.join(tmp, 'tb'),
         steps,
         stoppedLines: [/rank 0: stopped after step (\d+)/, /rank 1: stopped after step (\d+)/],
+        hold,
       },
       3,
     );
@@ -331,8 +348,9 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
   });
 
   it('a Lightning Trainer with FsdpStudioLogger and its TensorBoardLogger: stopped, resumed from its last checkpoint', async () => {
-    const steps = 14;
+    const steps = 8;
     const out = path.join(tmp, 'out');
+    const hold = path.join(tmp, 'hold');
     const { runDir } = await launchStopResume(
       {
         name: 'lightning',
@@ -343,15 +361,18 @@ describe('PyTorch 2 runs launched from launch specs (torchrun + FSDP2, Hugging F
           out,
           '--steps',
           String(steps),
-          '--step-sleep',
-          '0.3',
           '--save-every',
           '100',
+          '--hold-at',
+          '3',
+          '--hold-while',
+          hold,
         ],
         tensorboard: path.join(out, 'tb'),
         steps,
         firstStep: 0,
         stoppedLines: [/stopped after step (\d+)/],
+        hold,
       },
       3,
     );
