@@ -4,6 +4,7 @@
 // Qwen2 (q/k/v biases), Gemma (GeGLU, head_dim ≠ d_model / heads), GPT-NeoX and Phi (parallel
 // attention and MLP, partial rotary, biased LayerNorm), Mixtral (experts with a router).
 // The tensor list is the one truth: counts, FSDP units and the memory replay all read it.
+import type { ModelConfig } from '../generated/run-config';
 
 export interface ModelShape {
   /** Shown in reports: a preset's or Hugging Face model's name, or "custom". */
@@ -25,6 +26,12 @@ export interface ModelShape {
   bias: boolean;
   /** Only the q, k and v projections carry biases (Qwen2). */
   qkvBias?: boolean;
+  /** The attention's output projection carries a bias (Llama's attention_bias: q, k, v and o). */
+  projBias?: boolean;
+  /** The MLP's linears carry biases (Llama's mlp_bias). */
+  mlpBias?: boolean;
+  /** A per-head RMSNorm of q and of k, headDim wide each (Qwen3). */
+  qkNorm?: boolean;
   /** The LM head carries a bias (Phi). */
   headBias?: boolean;
   /** Norms per block: 2 (before attention and before the MLP) or 1 (Phi's shared one). */
@@ -58,15 +65,20 @@ export function parameterTensors(m: ModelShape): ParameterTensors {
   const norm = m.norm === 'layernorm' ? [d, d] : [d];
   const linear = (out: number, inp: number, bias = m.bias) => ({ weight: out * inp, bias: bias ? out : 0 });
   const qkvBias = m.bias || !!m.qkvBias;
-  const attention = [linear(qDim + 2 * kvDim, d, qkvBias), linear(d, qDim)];
+  const attention = [linear(qDim + 2 * kvDim, d, qkvBias), linear(d, qDim, m.bias || !!m.projBias)];
   const f = m.ffnHidden;
-  const oneMlp = m.mlp === 'gelu' ? [linear(f, d), linear(d, f)] : [linear(f, d), linear(f, d), linear(d, f)];
+  const mb = m.bias || !!m.mlpBias;
+  const oneMlp =
+    m.mlp === 'gelu' ? [linear(f, d, mb), linear(d, f, mb)] : [linear(f, d, mb), linear(f, d, mb), linear(d, f, mb)];
   const experts = m.experts ? m.experts.count : 1;
   const mlp: Array<{ weight: number; bias: number }> = [];
   for (let e = 0; e < experts; e++) mlp.push(...oneMlp);
   if (m.experts) mlp.push(linear(m.experts.count, d, false)); // the router
   const blockLinears = [...attention, ...mlp];
-  const norms = (m.normsPerBlock ?? 2) === 2 ? [...norm, ...norm] : norm;
+  const norms = [
+    ...((m.normsPerBlock ?? 2) === 2 ? [...norm, ...norm] : norm),
+    ...(m.qkNorm ? [headDimOf(m), headDimOf(m)] : []),
+  ];
   const block = [...norms, ...blockLinears.flatMap((l) => (l.bias ? [l.weight, l.bias] : [l.weight]))];
   const embedding = [m.vocabSize * d, ...(m.positionEmbeddings > 0 ? [m.positionEmbeddings * d] : [])];
   const head = m.tieEmbeddings ? [] : [m.vocabSize * d, ...(m.headBias ? [m.vocabSize] : [])];
@@ -113,32 +125,42 @@ export function activeParameters(m: ModelShape): number {
   return c.total - m.nLayers * (m.experts.count - m.experts.perToken) * oneExpert;
 }
 
-/** The model of our own runtime, from a run config's `model:` section (GPT-2 style block). */
-export function gptShape(
-  model: {
-    d_model: number;
-    n_layers: number;
-    n_heads: number;
-    vocab_size: number;
-    max_seq_len: number;
-    mlp_ratio?: number;
-    tie_embeddings?: boolean;
-  },
-  name = 'custom',
-): ModelShape {
-  return {
+/**
+ * The model of our own runtime, from a run config's `model:` section: GPT-2's block, or the Llama
+ * family's (llama, qwen3) with the tensors native/src/model/param_layout.cc lays out (their total
+ * is held to ParamLayout's in test/native/param-count.test.ts).
+ */
+export function runConfigShape(model: ModelConfig, name = 'custom'): ModelShape {
+  const common = {
     name,
     vocabSize: model.vocab_size,
     dModel: model.d_model,
     nLayers: model.n_layers,
     nHeads: model.n_heads,
-    nKvHeads: model.n_heads,
-    ffnHidden: (model.mlp_ratio ?? 4) * model.d_model,
-    mlp: 'gelu',
-    norm: 'layernorm',
-    bias: true,
-    positionEmbeddings: model.max_seq_len,
     tieEmbeddings: model.tie_embeddings ?? true,
+  };
+  if ((model.architecture ?? 'gpt2') === 'gpt2')
+    return {
+      ...common,
+      nKvHeads: model.n_heads,
+      ffnHidden: (model.mlp_ratio ?? 4) * model.d_model,
+      mlp: 'gelu',
+      norm: 'layernorm',
+      bias: true,
+      positionEmbeddings: model.max_seq_len,
+    };
+  return {
+    ...common,
+    nKvHeads: model.n_kv_heads ?? model.n_heads,
+    ...(model.head_dim !== undefined ? { headDim: model.head_dim } : {}),
+    ffnHidden: model.intermediate_size ?? 0,
+    mlp: 'swiglu',
+    norm: 'rmsnorm',
+    bias: false,
+    ...(model.attention_bias ? { qkvBias: true, projBias: true } : {}),
+    ...(model.mlp_bias ? { mlpBias: true } : {}),
+    ...(model.architecture === 'qwen3' ? { qkNorm: true } : {}),
+    positionEmbeddings: 0,
   };
 }
 

@@ -8,7 +8,7 @@
 // one backward step. test/native/memory-plan-equivalence.test.ts holds it to the addon's memoryPlan().
 import type { MemoryInput } from '../memory-input';
 import { bytesOf, worldSize } from '../memory-input';
-import type { ModelShape } from '../model-shape';
+import { parameterTensors, type ModelShape } from '../model-shape';
 import type { FrameworkTerms, TermSpec } from './term-spec';
 
 const FP32 = 4;
@@ -24,14 +24,18 @@ function headVocab(input: MemoryInput): number {
     : input.model.vocabSize;
 }
 
-/** Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head]. */
+/**
+ * Numels of the runtime's units in execution order: [embedding, blocks.0 … blocks.L-1, head], from
+ * the shape's tensor list — GPT-2's and the Llama family's as native/src/model/param_layout.cc lays
+ * them out (test/native/param-count.test.ts holds the totals equal).
+ */
 function unitNumels(m: ModelShape): number[] {
-  const C = m.dModel;
-  const F = m.ffnHidden;
-  const block = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
-  const units = [m.vocabSize * C + m.positionEmbeddings * C];
+  const t = parameterTensors(m);
+  const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
+  const block = sum(t.block);
+  const units = [sum(t.embedding)];
   for (let i = 0; i < m.nLayers; i++) units.push(block);
-  units.push(2 * C + (m.tieEmbeddings ? 0 : m.vocabSize * C));
+  units.push(sum(t.finalNorm) + sum(t.head));
   return units;
 }
 

@@ -11,7 +11,7 @@ import type { SourceDocument } from '../../config/source-document';
 import { findGpu, gpuProblem } from '../gpu-presets';
 import type { MemoryChange } from '../memory-change';
 import { defaultMemoryInput, type MemoryInput } from '../memory-input';
-import { gptShape, parameterCounts, shapeProblem } from '../model-shape';
+import { parameterCounts, runConfigShape, shapeProblem } from '../model-shape';
 import { locate, type ConfigAssignment, type ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 
@@ -29,7 +29,7 @@ export function runConfigInput(
   if (error) return { kind: 'run-config', error: formatProblem(fileName, error), range: error.range };
   const config = resolveRunConfig(doc.value as ResolvedRunConfig, '/');
   // A shape the model cannot have (d_model not divisible by n_heads) gets no numbers, as custom models do.
-  const shapeWrong = shapeProblem(gptShape(config.model));
+  const shapeWrong = shapeProblem(runConfigShape(config.model));
   if (shapeWrong)
     return {
       kind: 'run-config',
@@ -60,7 +60,7 @@ export function runConfigInput(
 }
 
 function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: string[]): MemoryInput | string {
-  const base = defaultMemoryInput(gptShape(c.model), c.data.seq_len ?? c.model.max_seq_len);
+  const base = defaultMemoryInput(runConfigShape(c.model), c.data.seq_len ?? c.model.max_seq_len);
   const gpuName = options.gpu ?? c.launch.gpu;
   const gpuWrong = gpuName ? gpuProblem(gpuName) : undefined;
   if (gpuWrong) return `launch.gpu: ${gpuWrong}`;
