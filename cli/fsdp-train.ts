@@ -7,7 +7,8 @@
 // (launch.nproc_per_node x launch.nnodes, --nproc sets the first) it starts them with mpirun
 // (runs/launch/mpirun.ts). The extension's launcher starts runs through this same command.
 // `npx fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR` writes a checkpoint as a Hugging Face
-// GPT-2 folder; `--from-hf DIR` starts a run from one (native/src/checkpoint/hf_gpt2.h).
+// GPT-2 folder; `--from-hf DIR` (or model.from_hf) starts a run from one: its config.json gives the
+// model keys (core/config/run-config-hf.ts), its weights the step-0 checkpoint (native/src/checkpoint/hf_gpt2.h).
 // `npx fsdp-train prepare --tokenizer DIR --out DIR INPUT...` turns a person's own text into token
 // files with their model's tokenizer (cli/train/prepare-command.ts).
 import { spawn } from 'node:child_process';
@@ -60,9 +61,12 @@ are set aside in checkpoints/previous-TIME/, never deleted). --resume CHECKPOINT
 One trainer per run folder: a second one is refused with the first one's pid and host.
 A run whose memory plan does not fit this machine (MemAvailable, the memory cgroup's limit, GPU
 memory) is refused before it allocates; --no-memory-check (launch.check_memory: false) tries anyway.
---from-hf HF_DIR: start from the weights of a Hugging Face GPT-2 folder (config.json +
-model.safetensors) whose model is the config's (every difference is named), written first as the
-run's step-0 checkpoint; AdamW starts over.
+--from-hf HF_DIR: start from a Hugging Face model folder (config.json + model.safetensors), as
+model.from_hf in the config does: its config.json gives the model keys the config leaves out
+(LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel; what the runtime cannot
+train is refused by the key that says so), and its weights, held to the model (every difference is
+named), are written first as the run's step-0 checkpoint; AdamW starts over. A resumed run
+(--resume) of a config with model.from_hf continues from its checkpoint instead.
 --plan: print the runtime's memory plan (bytes per rank, native/MEMORY.md) and exit.
 --export-checkpoint: write a sharded checkpoint as one full checkpoint (OUT_DIR/step-N).
 export --hf OUT_DIR: write a checkpoint (saved by any number of ranks; a run folder: its newest)
@@ -161,7 +165,10 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT_CONFIG;
   }
   const shown = path.relative(process.cwd(), configPath) || configPath;
-  const loaded = loadRunConfig(text, configPath, overrides);
+  const fromHfFlag = args.values['from-hf'];
+  const loaded = loadRunConfig(text, configPath, overrides, {
+    ...(fromHfFlag !== undefined ? { fromHf: path.resolve(fromHfFlag) } : {}),
+  });
   for (const p of shownProblems(loaded.problems)) console.error(formatProblem(shown, p));
   if (!loaded.config) return EXIT_CONFIG;
   const config = loaded.config;
@@ -187,10 +194,22 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const resume = args.values.resume;
-  const fromHf = args.values['from-hf'];
-  if (fromHf !== undefined && (resume !== undefined || rank !== undefined)) {
+  if (fromHfFlag !== undefined && resume !== undefined) {
+    console.error('fsdp-train: --from-hf starts a new run: not with --resume');
+    return EXIT_CONFIG;
+  }
+  // The folder's weights start a new run (model.from_hf of a resumed run gave only its keys).
+  const fromHf = resume === undefined || resume === 'never' ? config.model.from_hf : undefined;
+  if (fromHf !== undefined && rank !== undefined) {
     console.error(
-      `fsdp-train: --from-hf starts a new run: ${resume !== undefined ? 'not with --resume' : 'run it as one command (it starts the ranks), not under mpirun or srun'}`,
+      `fsdp-train: ${fromHfFlag !== undefined ? '--from-hf' : 'model.from_hf'} starts a new run from the folder's weights: run it as one command (it starts the ranks), not under mpirun or srun, or --resume its run`,
+    );
+    return EXIT_CONFIG;
+  }
+  if (fromHf !== undefined && (config.model.architecture ?? 'gpt2') !== 'gpt2') {
+    // native/src/checkpoint/hf_decoder.h reads the family's tensors; no run imports them yet.
+    console.error(
+      `fsdp-train: ${fromHf}: the runtime imports the weights of GPT-2 folders only so far, not ${config.model.architecture}'s`,
     );
     return EXIT_CONFIG;
   }
@@ -232,14 +251,14 @@ export async function main(argv: string[]): Promise<number> {
   if (fromHf !== undefined) {
     // The folder's weights become the run's step-0 checkpoint, which the ranks load as a resume does (on any number of them).
     const checkpoints = checkpointsDirOf(runDir, config);
-    const imported = await runNative(native, ['--import-hf', configFile!, path.resolve(fromHf), checkpoints], {
+    const imported = await runNative(native, ['--import-hf', configFile!, fromHf, checkpoints], {
       quiet: true,
     });
     if (imported !== 0) {
-      runEnded(`the Hugging Face folder ${path.resolve(fromHf)} could not be imported`);
+      runEnded(`the Hugging Face folder ${fromHf} could not be imported`);
       return imported;
     }
-    console.error(`fsdp-train: starting from the Hugging Face model in ${path.resolve(fromHf)}`);
+    console.error(`fsdp-train: starting from the Hugging Face model in ${fromHf}`);
     resumeArgs = ['--resume', path.join(checkpoints, 'step-00000000')];
   }
 

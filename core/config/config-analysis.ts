@@ -62,9 +62,10 @@ export function analyseConfig(
 ): ConfigAnalysis {
   const schema = SCHEMAS[kind];
   if (kind === 'run-config') {
-    const { doc, problems } = checkRunConfigText(text, fileName);
-    if (isObject(doc.value) && !problems.some((p) => p.code === 'syntax')) {
-      const ctx: RuleContext = { doc, value: doc.value, fileName, env };
+    // The rules read the model keys model.from_hf's folder gives as if the file wrote them.
+    const { doc, problems, value } = checkRunConfigText(text, fileName);
+    if (isObject(value) && !problems.some((p) => p.code === 'syntax')) {
+      const ctx: RuleContext = { doc, value, fileName, env };
       problems.push(...runConfigRules.flatMap((r) => r.check(ctx)));
       if (!problems.some((p) => p.severity === 'error'))
         problems.push(...validRunConfigRules.flatMap((r) => r.check(ctx)));

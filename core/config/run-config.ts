@@ -5,6 +5,7 @@ import { parse as parseYamlScalar } from 'yaml';
 import runConfigSchema from '../schemas/run-config.schema.json';
 import type { RunConfig } from '../generated/run-config';
 import { compileSchema } from './compile-schema';
+import { expandHfModel, isMissingModelKey } from './run-config-hf';
 import { conditionHolds, crossKeyProblems } from './schema-cross-keys';
 import type { SchemaNode } from './schema-walk';
 import { schemaProblems, type ConfigProblem } from './schema-problems';
@@ -41,13 +42,33 @@ export interface LoadedRunConfig {
   config?: ResolvedRunConfig;
 }
 
-/** Parses and checks a run config's text. Syntax and schema errors come back as problems, never thrown. */
-export function checkRunConfigText(text: string, fileName: string): { doc: SourceDocument; problems: ConfigProblem[] } {
-  return checkRunConfigDocument(parseSourceDocument(text, sourceKindOf(fileName)));
+export interface RunConfigCheck {
+  doc: SourceDocument;
+  problems: ConfigProblem[];
+  /** What was checked: the parsed value, with the model keys of model.from_hf's folder filled in. */
+  value: unknown;
 }
 
-/** The same checks of a run config already parsed (each parse of a 100k-key file is most of its check). */
-export function checkRunConfigDocument(doc: SourceDocument): { doc: SourceDocument; problems: ConfigProblem[] } {
+export interface RunConfigSources {
+  /** `fsdp-train --from-hf DIR` (absolute): model.from_hf, whatever the file says. */
+  fromHf?: string;
+}
+
+/** Parses and checks a run config's text. Syntax and schema errors come back as problems, never thrown. */
+export function checkRunConfigText(text: string, fileName: string, sources: RunConfigSources = {}): RunConfigCheck {
+  return checkRunConfigDocument(parseSourceDocument(text, sourceKindOf(fileName)), fileName, sources);
+}
+
+/**
+ * The same checks of a run config already parsed (each parse of a 100k-key file is most of its
+ * check). `fileName` places a relative model.from_hf; without it the folder is not read.
+ */
+export function checkRunConfigDocument(
+  doc: SourceDocument,
+  fileName?: string,
+  sources: RunConfigSources = {},
+): RunConfigCheck {
+  let value = doc.value;
   const problems: ConfigProblem[] = doc.syntaxErrors.map((e) => ({
     severity: 'error' as const,
     path: [],
@@ -65,35 +86,57 @@ export function checkRunConfigDocument(doc: SourceDocument): { doc: SourceDocume
         range: doc.rangeOf([]),
       });
     } else {
+      const hf = fileName !== undefined ? expandHfModel(doc.value, fileName, doc, sources.fromHf) : { value };
+      value = hf.value;
       const nonFinite = nonFiniteProblems(doc);
       const at = new Set(nonFinite.map((p) => p.path.join('.')));
+      // A range check of the same number ("must be > 0, got null") adds nothing to "must be finite";
+      // the keys a folder that could not be read would have given are said missing by its problem.
+      const shown = (p: ConfigProblem) => !at.has(p.path.join('.')) && !(hf.problem && isMissingModelKey(p));
       problems.push(...nonFinite);
-      // A range check of the same number ("must be > 0, got null") adds nothing to "must be finite".
-      problems.push(...schemaProblems(validateRunConfigSchema, doc).filter((p) => !at.has(p.path.join('.'))));
-      problems.push(...crossKeyProblems(SCHEMA, doc).filter((p) => !at.has(p.path.join('.'))));
+      problems.push(...schemaProblems(validateRunConfigSchema, doc, { value }).filter(shown));
+      problems.push(...crossKeyProblems(SCHEMA, doc, value).filter(shown));
+      if (hf.problem) problems.push(hf.problem);
       problems.push(...aliasProblems(doc));
     }
   }
-  return { doc, problems };
+  return { doc, problems, value };
 }
 
 /**
  * Loads a run config for running: applies `--set key=value` overrides, validates, resolves.
  * `baseDir` is the folder relative data and run paths are resolved against (the config's folder).
  */
-export function loadRunConfig(text: string, fileName: string, overrides: string[] = []): LoadedRunConfig {
-  const checked = checkRunConfigText(text, fileName);
+export function loadRunConfig(
+  text: string,
+  fileName: string,
+  overrides: string[] = [],
+  sources: RunConfigSources = {},
+): LoadedRunConfig {
+  const checked = checkRunConfigText(text, fileName, sources);
   if (checked.problems.some((p) => p.severity === 'error') || overrides.length === 0) {
-    return finish(checked.doc, checked.problems, fileName, checked.doc.value);
+    return finish(checked.doc, checked.problems, fileName, checked.value);
   }
   // Overrides apply to the parsed value; problems they cause point at the override, not the file.
-  const value = structuredClone(checked.doc.value) as Record<string, unknown>;
+  const written = structuredClone(checked.doc.value) as Record<string, unknown>;
   const problems: ConfigProblem[] = [...checked.problems];
   for (const o of overrides) {
-    const err = applyOverride(value, o) ?? nonFiniteInOverride(value, o);
+    const err = applyOverride(written, o) ?? nonFiniteInOverride(written, o);
     if (err)
       problems.push({ severity: 'error', path: [], code: 'override', message: err, range: checked.doc.rangeOf([]) });
   }
+  // The folder is read again after them: --set model.from_hf=… names another one.
+  const hf = expandHfModel(written, fileName, checked.doc, sources.fromHf);
+  if (hf.problem)
+    problems.push({
+      ...hf.problem,
+      path: [],
+      message: `after --set: model.${hf.problem.message}`,
+      range: checked.doc.rangeOf([]),
+    });
+  const value = hf.value;
+  // Without the folder's keys, the schema would only list the ones it gives.
+  if (hf.problem) return finish(checked.doc, problems, fileName, value);
   if (!validateRunConfigSchema(value)) {
     for (const e of validateRunConfigSchema.errors ?? []) {
       problems.push({
@@ -134,6 +177,7 @@ export function resolveRunConfig(config: RunConfig, baseDir: string): ResolvedRu
   }
   delete fsdp.zero_stage;
   resolved.data.seq_len ??= resolved.model.max_seq_len;
+  if (resolved.model.from_hf) resolved.model.from_hf = path.resolve(baseDir, resolved.model.from_hf);
   resolved.data.train = path.resolve(baseDir, resolved.data.train);
   if (resolved.data.val) resolved.data.val = path.resolve(baseDir, resolved.data.val);
   resolved.logging.runs_dir = path.resolve(baseDir, resolved.logging.runs_dir ?? 'runs');

@@ -1,10 +1,11 @@
 // Checkpoints people can take elsewhere (issue 23): `fsdp-train export RUN --hf DIR` writes a native
 // checkpoint — here one saved by 2 ranks under FULL_SHARD — as a Hugging Face GPT-2 folder that
 // transformers (the project's .venv) loads with from_pretrained, its logits equal to the native
-// model's within 1e-5 (float32); `fsdp-train CONFIG --from-hf DIR` starts a native run on 2 ranks from
-// a folder transformers itself saved, the run's step-0 weights giving transformers' logits; a folder
-// of another model, or a damaged model.safetensors, is refused naming what is wrong. (The formats'
-// own cases, hostile files among them: native/test/hf_gpt2_test.cc.)
+// model's within 1e-5 (float32); a config whose model is `from_hf: DIR` starts a native run on 2
+// ranks from a folder transformers itself saved (its config.json giving every model key), the run's
+// step-0 weights giving transformers' logits; `--from-hf DIR` with a model of another shape, or a
+// damaged model.safetensors, is refused naming what is wrong. (The formats' own cases, hostile
+// files among them: native/test/hf_gpt2_test.cc.)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, truncateSync } from 'node:fs';
@@ -126,12 +127,20 @@ describe('checkpoints as Hugging Face GPT-2 folders, against transformers', func
     assert.ok(worst <= TOLERANCE, `logits differ by ${worst}`);
   });
 
-  it("a folder transformers saved starts a native run on 2 ranks (--from-hf): its step-0 weights give transformers' logits", async () => {
+  it("a folder transformers saved starts a native run on 2 ranks (model.from_hf alone): its step-0 weights give transformers' logits", async () => {
     const hf = fromTransformers();
     const runDir = path.join(dir, 'imported');
-    const r = await train([writeConfig(dir, config, 'imported.json'), '--run-dir', runDir, '--from-hf', hf]);
+    // The model section is the folder, relative to the config's own folder: its config.json gives every key.
+    const fromFolder = { ...config, model: { from_hf: path.basename(hf) } };
+    const r = await train([writeConfig(dir, fromFolder, 'imported.json'), '--run-dir', runDir]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /starting from the Hugging Face model in/);
+    const resolved = JSON.parse(readFileSync(path.join(runDir, 'config.json'), 'utf8')) as {
+      model: Record<string, unknown>;
+    };
+    const { init_std: _initStd, ...written } = config.model as Record<string, unknown>;
+    assert.deepEqual(Object.fromEntries(Object.keys(written).map((k) => [k, resolved.model[k]])), written);
+    assert.equal(resolved.model.from_hf, hf);
     const { events, manifest } = await readRun(runDir);
     assert.equal(manifest.status, 'completed');
     // The run's own step events (those with a rank are each rank's memory).
