@@ -73,6 +73,7 @@ export async function stopSlurmRun(studio: StudioContext, record: RunRecord, wat
           grace,
           (message) => progress.report({ message }),
           watch.manifest?.slurm?.stop_signal ?? 'USR1',
+          record.runDir,
         ),
     );
     studio.output.info(`stop ${record.runDir} (job ${jobId} on ${record.target}): ${outcome}`);

@@ -40,6 +40,11 @@ only notes that the run was stopped and waits for the command to end. Launchers 
 workers in sessions of their own (torchrun and accelerate do) pass the signal on themselves; the
 workers' pids are added to run.json's pids as they appear, so that a Stop that has to kill the
 group kills them too, and any still alive when the command has ended are killed then.
+
+In a SLURM job's batch step (the run.json it keeps names the job) this process also records the
+job's end when SLURM ends it — cancelled, timed out, preempted — from the SIGTERM SLURM sends before
+it kills the job (slurm_job_end.py), so that no editor watching the job has to write it; and a job
+requeued under the same id clears that record as it starts again.
 """
 
 import argparse
@@ -74,6 +79,7 @@ from fsdp_studio.runtime_run import (  # noqa: E402
     runtime_reason,
     stderr_run_end,
 )
+from fsdp_studio.slurm_job_end import SlurmJobEnd  # noqa: E402
 
 #: Names this process to the trainer as the holder of the run folder's lock (run_folder_lock.h).
 RUN_LOCK_OWNER_ENV = "FSDP_RUN_LOCK_OWNER"
@@ -103,7 +109,7 @@ class Attempt:
     """One attempt at the run, as start() leaves it for wait() and end(): the command's processes,
     copying their stderr from here on, and what the run's end is written from."""
 
-    def __init__(self, args, run_dir, log, guard, env, stopped, children):
+    def __init__(self, args, run_dir, log, guard, env, stopped, children, slurm_end):
         self.args = args
         self.run_dir = run_dir
         self.log = log
@@ -134,6 +140,12 @@ class Attempt:
         self.manifest_before: Optional[bytes] = None
         #: What runs between looks at the processes while waiting.
         self.on_poll = self.workers.refresh
+        #: A SLURM job's end, recorded here when SLURM ends the job (slurm_job_end.py).
+        self.slurm_end = slurm_end
+
+    def poll(self):
+        self.on_poll()
+        self.slurm_end.look()
 
 
 def start(args):
@@ -158,6 +170,8 @@ def start(args):
     stopped: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
+    slurm_end = SlurmJobEnd(run_dir, manifest, stopped)
+    slurm_end.started()
 
     world = 1 if args.native else args.nproc
     env = child_env(run_dir, own_python=args.use_this_python)
@@ -173,7 +187,7 @@ def start(args):
         ]
     except OSError as e:
         return not_started(args, run_dir, log, guard, e)
-    attempt = Attempt(args, run_dir, log, guard, env, stopped, children)
+    attempt = Attempt(args, run_dir, log, guard, env, stopped, children, slurm_end)
     if args.native:
         follow_runtime(attempt, events, before if starting is not None else None)
     else:
@@ -306,14 +320,14 @@ def wait(attempt):
     """Waiting: until every process started has ended (one rank failing stops the others), then for
     a native run until the runtime has written its end; what is left of the attempt is killed.
     Returns the exit codes and the rank that failed first (wait_all)."""
-    codes, failed = wait_all(attempt.children, on_poll=attempt.on_poll)
+    codes, failed = wait_all(attempt.children, on_poll=attempt.poll)
     runtime = attempt.runtime
     if runtime is not None:
         # The runtime may outlive the process this one started (fsdp-train or mpirun killed): it
         # watches its launcher and writes its own end; it gets the peers' grace to, then is killed.
         deadline = time.monotonic() + RUNTIME_END_GRACE_S
         while runtime.ended is None and attempt.workers.any_alive() and time.monotonic() < deadline:
-            attempt.on_poll()
+            attempt.poll()
             time.sleep(0.1)
     attempt.workers.kill_left()
     for copier in attempt.copiers:
@@ -326,6 +340,8 @@ def end(attempt, codes, failed):
     command's, with run_end in metrics.jsonl), then the guard let go. Returns this process's exit
     code: the command's."""
     args, runtime = attempt.args, attempt.runtime
+    # A stop signal that came as the command ended: SLURM may be ending the job.
+    attempt.slurm_end.look()
     if runtime is not None:
         c = codes[0]
         parent = attempt.parent

@@ -1,7 +1,9 @@
-// What the editor keeps of a SLURM run's job in run.json: the job's end as SLURM reported it, so
-// a cancelled, timed-out or preempted run still says so after the controller forgot the job
-// (MinJobAge, 300 s by default) on a cluster without accounting. Written once the job ended, when
-// no owner of the run is left to write run.json, through the one writer on the login host.
+// What run.json keeps of a SLURM run's job: the job's end as SLURM reported it, so a cancelled,
+// timed-out or preempted run still says so after the controller forgot the job (MinJobAge, 300 s
+// by default) on a cluster without accounting. The run's owner in the job writes it as SLURM ends
+// the job (python/fsdp_studio/slurm_job_end.py); a job cancelled before it ran had no owner, and
+// Stop, which cancelled it, writes it here through the one writer on the login host. Readers
+// (runs/watch/) only read it.
 import { GONE, jobReason, jobRunStatus, type SlurmJob } from './slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { readManifestOn, writeManifestOn } from '../folder/run-folder';
@@ -27,8 +29,8 @@ export function goneJob(jobId: string): SlurmJob {
 }
 
 /**
- * Records a finished job's end in the run's run.json (read again just before: the trainer may have
- * written it last). A run whose trainer never reported its end is marked failed with the job's reason.
+ * Records the end of a job that never ran (cancelled while queued) in the run's run.json, read
+ * again just before; a run still starting is marked failed with the job's reason.
  */
 export async function recordJobEnd(host: LoginHost, runDir: string, job: SlurmJob): Promise<void> {
   const m = await readManifestOn(host, runDir);

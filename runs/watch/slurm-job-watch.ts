@@ -1,9 +1,10 @@
 // A watched run submitted to SLURM: its job's state stands in for the process group. The run is
 // followed again when a job of it runs after the last run_end (a requeue), and no longer once the
-// job ended; the end is recorded in run.json, which outlives the controller's memory of the job.
+// job ended. This only reads: the job's end, for when the controller has forgotten the job, is
+// written into run.json by the run's owner in the job (python/fsdp_studio/slurm_job_end.py).
 import { jobActive, type SlurmJob } from '../slurm/slurm-state';
 import type { SlurmCluster } from '../slurm/slurm-cluster';
-import { goneJob, jobOfRecord, recordJobEnd } from '../slurm/slurm-run';
+import { goneJob, jobOfRecord } from '../slurm/slurm-run';
 import type { RunStream } from './run-stream';
 import type { Slot, WatchedRun } from './watched-run';
 
@@ -45,9 +46,7 @@ export class SlurmJobWatch {
     await stream.readToTheEnd();
     if (run.disposed()) return;
     run.stopFollowing();
-    if (asked && !run.manifest()?.slurm?.final_state) {
-      await recordJobEnd(this.cluster!.host, run.ref.runDir, job).catch(() => undefined);
-      await run.refreshManifest();
-    }
+    // The job has ended, so every process of it has: run.json holds what its owner wrote last.
+    if (asked) await run.refreshManifest();
   }
 }

@@ -289,6 +289,32 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
     }
   });
 
+  it('Stop on a queued job cancels it and records its end in run.json, which no owner in the job could (none ever ran)', async () => {
+    const cluster = new SlurmCluster(localLoginHost());
+    const dir = mkdtempSync(path.join(tmp, 'queued-'));
+    const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
+    const blocker = slurm.fillNode();
+    try {
+      await until('the blocker to run', () => slurm.jobState(blocker) === 'RUNNING');
+      const launched = (await launchRun(
+        { kind: 'native', request: slurmRunConfig(dir, { steps: 10 }) },
+        { kind: 'slurm', loginHost: 'local' },
+        env,
+      )) as LaunchedSlurmRun;
+      await until('queued behind the blocker', () => slurm.jobState(launched.jobId) === 'PENDING');
+      assert.equal(
+        await stopSlurmJob(cluster, launched.jobId, 60, () => undefined, 'USR1', launched.runDir),
+        'cancelled-while-queued',
+      );
+      const m = readManifest(launched.runDir);
+      assert.equal(m.slurm?.final_state, 'CANCELLED', JSON.stringify(m.slurm));
+      assert.equal(m.status, 'failed');
+      assert.match(m.end_reason ?? '', new RegExp(`^job ${launched.jobId} was cancelled`));
+    } finally {
+      slurm.run(['scancel', blocker]);
+    }
+  });
+
   it("a person's PyTorch script from a launch spec: one task per rank with the env:// rendezvous from SLURM under the companion's supervisor, stopped by job id with SIGTERM, both ranks after the same step", async () => {
     const cluster = new SlurmCluster(localLoginHost());
     const dir = mkdtempSync(path.join(tmp, 'script-'));
