@@ -9,6 +9,7 @@ import {
   type CompletionList,
 } from 'vscode-languageserver/node';
 import { yamlVersionOf, type ConfigAnalysis } from '../../core/config/config-analysis';
+import { conditionHolds } from '../../core/config/schema-cross-keys';
 import { describeAllowed, isSection, resolve, schemaAt, typesOf, type SchemaNode } from '../../core/config/schema-walk';
 import type { CursorLocation } from '../../core/config/source-document';
 import { renderToml } from '../../core/config/toml-edits';
@@ -43,9 +44,12 @@ function keyItems(analysis: ConfigAnalysis, loc: CursorLocation): CompletionItem
   // TOML: in a `[table.header]` only the name goes in; a sub-table as a key becomes a dotted key.
   const inHeader = doc.kind === 'toml' && /^\s*\[\[?[\w.\s-]*$/.test(doc.text.slice(lineStart, loc.word.start));
   const items: CompletionItem[] = [];
+  const siblings = present && typeof present === 'object' && !Array.isArray(present) ? (present as object) : {};
   for (const [key, raw] of Object.entries(section.properties)) {
     if (existing.has(key) && key !== typed) continue;
     const node = resolve(raw, analysis.schema) ?? raw;
+    // A key that means nothing here (x-only-when: model.n_kv_heads of a gpt2 model) would be refused.
+    if (!conditionHolds(node['x-only-when'], section, siblings as Record<string, unknown>, analysis.schema)) continue;
     const insert =
       doc.kind === 'json'
         ? quoted

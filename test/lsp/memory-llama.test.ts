@@ -48,6 +48,23 @@ describe('language server over stdio: a Llama-family run config (issue 35 item 2
     );
   });
 
+  it("completes only the keys that mean something for the model's architecture", async () => {
+    const labels = async (text: string) => {
+      const uri = `file:///w/complete-${text.length}.fsdp.yaml`;
+      await server.open(uri, text);
+      return (await server.completion(uri, { line: 1, character: 2 })).map((i) => String(i.label));
+    };
+    const llama = await labels(LLAMA.replace('  d_model: 256\n', '  \n'));
+    assert.ok(
+      llama.includes('d_model') && llama.includes('head_dim') && llama.includes('rope_scaling'),
+      llama.join(' '),
+    );
+    assert.ok(!llama.includes('mlp_ratio') && !llama.includes('dropout'), llama.join(' '));
+    const gpt2 = await labels('model:\n  \n  n_layers: 2\n');
+    assert.ok(gpt2.includes('mlp_ratio') && gpt2.includes('architecture'), gpt2.join(' '));
+    assert.ok(!gpt2.includes('n_kv_heads') && !gpt2.includes('rope_theta'), gpt2.join(' '));
+  });
+
   it('refuses a family key on a gpt2 model at the key, with a fix that removes it', async () => {
     const uri = 'file:///w/gpt.fsdp.yaml';
     // The llama config less its architecture (so gpt2) and intermediate_size / tie_embeddings.
