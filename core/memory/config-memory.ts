@@ -72,8 +72,10 @@ export function configMemory(
       askModel: { why: m.why ?? 'nothing names the model', ...(m.family ? { family: m.family } : {}) },
     };
   }
-  const model = read.kind === 'run-config' ? undefined : modelWords(read.model);
-  const name = read.kind === 'run-config' ? undefined : read.model?.name;
+  // A run config's model is its own model section, not worth naming, unless a folder gave it (model.from_hf).
+  const named = read.kind !== 'run-config' || read.model?.namedBy !== undefined;
+  const model = named ? modelWords(read.model) : undefined;
+  const name = named ? read.model?.name : undefined;
   return {
     read,
     estimate,

@@ -1,5 +1,6 @@
 // Our run config as an estimate's input: everything is in the file (model, batch, strategy,
 // precision, checkpointing, launch); options can only name the GPU or override the world size.
+import path from 'node:path';
 import {
   checkRunConfigDocument,
   checkRunConfigText,
@@ -24,10 +25,13 @@ export function runConfigInput(
   options: EstimateOptions,
   parsed?: SourceDocument,
 ): ConfigInputResult {
-  const { doc, problems } = parsed ? checkRunConfigDocument(parsed) : checkRunConfigText(text, fileName);
+  // The model keys of model.from_hf's folder are filled in: the estimate is the folder's model.
+  const { doc, problems, value } = parsed
+    ? checkRunConfigDocument(parsed, fileName)
+    : checkRunConfigText(text, fileName);
   const error = problems.find((p) => p.severity === 'error');
   if (error) return { kind: 'run-config', error: formatProblem(fileName, error), range: error.range };
-  const config = resolveRunConfig(doc.value as ResolvedRunConfig, '/');
+  const config = resolveRunConfig(value as ResolvedRunConfig, path.dirname(path.resolve(fileName)));
   // A shape the model cannot have (d_model not divisible by n_heads) gets no numbers, as custom models do.
   const shapeWrong = shapeProblem(runConfigShape(config.model));
   if (shapeWrong)
@@ -50,11 +54,18 @@ export function runConfigInput(
     anchor: doc.rangeOf(['model'], 'key'),
     fitAnchor: doc.rangeOf(['training', 'batch_size_per_gpu'], 'key'),
     notes,
-    model: {
-      name: input.model.name === 'custom' ? 'the model section' : input.model.name,
-      from: `${fileName} (model:)`,
-      parameters: parameterCounts(input.model).total,
-    },
+    model: config.model.from_hf
+      ? {
+          name: path.basename(config.model.from_hf),
+          from: path.join(config.model.from_hf, 'config.json'),
+          parameters: parameterCounts(input.model).total,
+          namedBy: 'model.from_hf',
+        }
+      : {
+          name: input.model.name === 'custom' ? 'the model section' : input.model.name,
+          from: `${fileName} (model:)`,
+          parameters: parameterCounts(input.model).total,
+        },
     assignmentsFor: (change) => runConfigAssignments(doc, change),
   };
 }
