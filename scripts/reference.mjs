@@ -2,7 +2,8 @@
 // environment (.venv: PyTorch 2.13 CPU, made here first if missing, scripts/setup/python-env.mjs).
 // npm test never regenerates fixtures: it reads the committed ones.
 //   node scripts/reference.mjs fixtures   regenerate test/fixtures/reference/ (npm run fixtures:reference):
-//                                         the single-process fixtures, then the parallel one
+//                                         the single-process fixtures (GPT, then the decoder family's),
+//                                         then the parallel one
 //   node scripts/reference.mjs parallel   only test/fixtures/reference/parallel/fp32.json (needs what
 //                                         the set-up makes: the native build, the bundles, the sample data)
 //   node scripts/reference.mjs test       the harness's own Python tests (npm run test:reference)
@@ -16,6 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const COMMANDS = {
   fixtures: [
     ['test/reference/make_fixtures.py', '--out', 'test/fixtures/reference'],
+    ['test/reference/make_decoder_fixtures.py', '--out', 'test/fixtures/reference/decoder'],
     ['test/reference/make_parallel_fixture.py'],
   ],
   parallel: [['test/reference/make_parallel_fixture.py']],
