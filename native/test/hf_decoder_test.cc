@@ -40,6 +40,23 @@ ModelShape qwen3_tied() {
   return s;
 }
 
+/** The run config's model for a fixture (what core/config/hf-model-folder.ts reads from its config.json). */
+ModelConfig model_of(const ModelShape& s) {
+  ModelConfig m;
+  m.architecture = s.arch;
+  m.vocab_size = static_cast<int>(s.V), m.d_model = static_cast<int>(s.C), m.n_layers = static_cast<int>(s.L);
+  m.n_heads = static_cast<int>(s.H), m.n_kv_heads = static_cast<int>(s.KV), m.head_dim = static_cast<int>(s.D);
+  m.intermediate_size = static_cast<int>(s.F), m.max_seq_len = static_cast<int>(s.S);
+  m.tie_embeddings = s.tied, m.attention_bias = s.attention_bias, m.mlp_bias = s.mlp_bias;
+  m.rms_norm_eps = 1e-6;
+  return m;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -114,6 +131,29 @@ TEST(HfDecoder, AnImportExportedAgainGivesBackEveryTensorBitForBit) {
     // And the export reads back as the same layout tensors.
     EXPECT_EQ(read_hf_decoder((out.path / "hf").string(), shape),
               read_hf_decoder((kFixtures / folder).string(), shape));
+  }
+}
+
+TEST(HfDecoder, AFolderImportedAsACheckpointExportsAsTheSameFolder) {
+  for (const auto& [folder, shape] : std::vector<std::pair<std::string, ModelShape>>{
+           {"llama-biases", llama_biases()}, {"qwen3-bf16-sharded", qwen3_tied()}}) {
+    SCOPED_TRACE(folder);
+    test::TempFolder dir;
+    const ModelConfig model = model_of(shape);
+    const SavedCheckpoint saved =
+        import_hf_decoder((kFixtures / folder).string(), model, {{"step", 0}}, (dir.path / "ckpt").string());
+    EXPECT_EQ(saved.step, 0);
+    export_hf_decoder(saved.path, model, (dir.path / "hf").string());
+    EXPECT_EQ(all_tensors(dir.path / "hf"), all_tensors(kFixtures / folder));
+    // config.json says the same model as the one transformers wrote.
+    const nlohmann::json ours = read_json(dir.path / "hf" / "config.json");
+    const nlohmann::json theirs = read_json(kFixtures / folder / "config.json");
+    for (const char* key : {"architectures", "model_type", "vocab_size", "hidden_size", "intermediate_size",
+                            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+                            "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings", "attention_bias"})
+      EXPECT_EQ(ours[key], theirs[key]) << key;
+    EXPECT_EQ(ours["rope_theta"], theirs["rope_parameters"]["rope_theta"]);
+    EXPECT_TRUE(ours["rope_scaling"].is_null());
   }
 }
 

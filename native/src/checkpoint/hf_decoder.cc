@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
 #include "checkpoint/safetensors.h"
+#include "parallel/replicated_state.h"
 #include "runtime/files.h"
 
 namespace fsdp {
@@ -213,6 +215,82 @@ void write_hf_decoder(const std::string& out_dir, const ModelShape& shape, const
   }
   fs::create_directories(out_dir);
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), parts, {{"format", "pt"}});
+}
+
+nlohmann::json hf_decoder_config(const ModelConfig& m) {
+  const bool qwen3 = m.architecture == Architecture::qwen3;
+  if (!m.llama_family()) throw std::runtime_error("a gpt2 model is exported as GPT2LMHeadModel, not a decoder folder");
+  // Qwen3's MLP has no biases in transformers: a model with them would load without them.
+  if (qwen3 && m.mlp_bias) throw std::runtime_error("Qwen3ForCausalLM has no MLP biases (model.mlp_bias is true)");
+  const ModelShape s = ModelShape::of(m);
+  nlohmann::json rope_scaling = nullptr;
+  if (m.rope_scaling.rope_type == "llama3")
+    rope_scaling = {{"rope_type", "llama3"},
+                    {"factor", m.rope_scaling.factor},
+                    {"low_freq_factor", m.rope_scaling.low_freq_factor},
+                    {"high_freq_factor", m.rope_scaling.high_freq_factor},
+                    {"original_max_position_embeddings", m.rope_scaling.original_max_position_embeddings}};
+  nlohmann::json c = {
+      {"architectures", {qwen3 ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", qwen3 ? "qwen3" : "llama"},
+      {"vocab_size", m.vocab_size},
+      {"hidden_size", m.d_model},
+      {"intermediate_size", s.F},
+      {"num_hidden_layers", m.n_layers},
+      {"num_attention_heads", m.n_heads},
+      {"num_key_value_heads", s.KV},
+      {"head_dim", s.D},
+      {"max_position_embeddings", m.max_seq_len},
+      {"hidden_act", "silu"},
+      {"rms_norm_eps", m.rms_norm_eps},
+      {"rope_theta", m.rope_theta},
+      {"rope_scaling", rope_scaling},
+      {"attention_bias", m.attention_bias},
+      {"attention_dropout", 0.0},
+      {"initializer_range", m.init_std},
+      {"tie_word_embeddings", m.tie_embeddings},
+      {"bos_token_id", nullptr},
+      {"eos_token_id", nullptr},
+      {"dtype", "float32"},
+  };
+  if (qwen3) {
+    c["use_sliding_window"] = false;
+    c["sliding_window"] = nullptr;
+  } else {
+    c["mlp_bias"] = m.mlp_bias;
+  }
+  return c;
+}
+
+void export_hf_decoder(const std::string& checkpoint, const ModelConfig& model, const std::string& out_dir) {
+  const nlohmann::json config = hf_decoder_config(model);
+  const ParamLayout layout = ParamLayout::of(ModelShape::of(model));
+  const std::unique_ptr<Backend> be = make_backend("cpu");
+  ReplicatedState whole(*be, layout);
+  // Checks the manifest, every file and that the units are this model's, then puts the ranges together.
+  load_checkpoint(checkpoint, layout, whole);
+  DecoderTensors tensors;
+  for (std::size_t u = 0; u < layout.units.size(); ++u)
+    for (const ParamSegment& seg : layout.units[u].segments) {
+      const float* src = whole.params(static_cast<int>(u)) + seg.offset;
+      tensors[seg.name].assign(src, src + seg.numel);
+    }
+  write_hf_decoder(out_dir, layout.shape, tensors);
+  write_file_atomically((fs::path(out_dir) / "config.json").string(), config.dump(2) + "\n");
+}
+
+SavedCheckpoint import_hf_decoder(const std::string& hf_dir, const ModelConfig& model,
+                                  const nlohmann::json& trainer_state, const std::string& checkpoint_dir) {
+  const ParamLayout layout = ParamLayout::of(ModelShape::of(model));
+  const DecoderTensors tensors = read_hf_decoder(hf_dir, layout.shape);
+  const std::unique_ptr<Backend> be = make_backend("cpu");
+  ReplicatedState whole(*be, layout);
+  for (std::size_t u = 0; u < layout.units.size(); ++u)
+    for (const ParamSegment& seg : layout.units[u].segments) {
+      const std::vector<float>& values = tensors.at(seg.name);
+      std::copy(values.begin(), values.end(), whole.params(static_cast<int>(u)) + seg.offset);
+    }
+  return save_checkpoint(checkpoint_dir, 0, trainer_state, layout, whole);
 }
 
 }  // namespace fsdp

@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "config/run_config.h"
 #include "model/param_layout.h"
 
 namespace fsdp {
@@ -47,5 +51,27 @@ DecoderTensors read_hf_decoder(const std::string& hf_dir, const ModelShape& shap
  * Face's names, float32, atomically. Throws naming the parameter when one is missing or mis-sized.
  */
 void write_hf_decoder(const std::string& out_dir, const ModelShape& shape, const DecoderTensors& tensors);
+
+/**
+ * The config.json of LlamaForCausalLM (llama) or Qwen3ForCausalLM (qwen3) for a run config's model,
+ * rope_theta and rope_scaling written as transformers 4.x reads them (5.x reads them too).
+ */
+nlohmann::json hf_decoder_config(const ModelConfig& model);
+
+/**
+ * Writes the checkpoint folder `checkpoint` (any world size) of a run with `model` (llama, qwen3) as
+ * a Hugging Face folder: out_dir/config.json and out_dir/model.safetensors (float32), each written
+ * atomically. Throws std::runtime_error naming the file when the checkpoint does not hold that model.
+ */
+void export_hf_decoder(const std::string& checkpoint, const ModelConfig& model, const std::string& out_dir);
+
+/**
+ * Reads the weights of the Hugging Face folder hf_dir (read_hf_decoder) as the step-0 checkpoint of
+ * a run with `model` under checkpoint_dir (AdamW's moments zero, `trainer_state` a run's that has
+ * not started). The model keys are the run config's, which its from_hf read from the folder's
+ * config.json: the tensors are held to them.
+ */
+SavedCheckpoint import_hf_decoder(const std::string& hf_dir, const ModelConfig& model,
+                                  const nlohmann::json& trainer_state, const std::string& checkpoint_dir);
 
 }  // namespace fsdp
