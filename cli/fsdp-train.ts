@@ -37,7 +37,7 @@ import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
 import { runFolderInUse } from '../runs/folder/run-folder-lock';
 import { RefusedFile } from '../core/protocol/regular-file';
-import { checkpointsDirOf, exportSource } from '../runs/folder/hf-export';
+import { checkpointsDirOf, copyTokenizerFiles, exportSource, fromHfOf } from '../runs/folder/hf-export';
 import { startingManifestFor, writeRunConfig } from './train/run-directory';
 import { exitWhenFlushed } from './exit-when-flushed';
 import { prepareCommand } from './train/prepare-command';
@@ -70,8 +70,9 @@ named), are written first as the run's step-0 checkpoint; AdamW starts over. A r
 --plan: print the runtime's memory plan (bytes per rank, native/MEMORY.md) and exit.
 --export-checkpoint: write a sharded checkpoint as one full checkpoint (OUT_DIR/step-N).
 export --hf OUT_DIR: write a checkpoint (saved by any number of ranks; a run folder: its newest)
-as a Hugging Face GPT-2 folder, config.json + model.safetensors, that transformers loads with
-GPT2LMHeadModel.from_pretrained(OUT_DIR). The model is read from the run's config.json, or CONFIG.
+as a Hugging Face folder, config.json + model.safetensors (GPT2LMHeadModel, LlamaForCausalLM or
+Qwen3ForCausalLM), that transformers loads with from_pretrained(OUT_DIR); the tokenizer's files of
+the folder the run started from (model.from_hf) are copied beside them. The model is read from the run's config.json, or CONFIG.
 Under mpirun or srun (started by you) each rank runs this command; give --run-dir.
 Ctrl-C (or SIGTERM, the editor's Stop) stops after the current step and saves a checkpoint. A second
 Ctrl-C aborts; a second SIGTERM (two Stops at once) is the same stop: the checkpoint is still saved.
@@ -357,6 +358,7 @@ async function exportHf(
   }
   let source;
   let stdin: string | undefined;
+  let fromHf: string | undefined;
   try {
     source = exportSource(positionals[0], configPath);
     if (configPath) {
@@ -365,6 +367,9 @@ async function exportHf(
       for (const p of shownProblems(loaded.problems)) console.error(formatProblem(configPath, p));
       if (!loaded.config) return EXIT_CONFIG;
       stdin = JSON.stringify(loaded.config);
+      fromHf = loaded.config.model.from_hf;
+    } else {
+      fromHf = fromHfOf(source.configFile);
     }
   } catch (e) {
     console.error(`fsdp-train export: ${(e as Error).message}`);
@@ -377,10 +382,19 @@ async function exportHf(
     ['--export-hf', stdin === undefined ? source.configFile : '-', source.checkpoint, out],
     { stdin, quiet: true },
   );
-  if (code === 0)
-    console.log(
-      `fsdp-train: ${source.checkpoint} written as a Hugging Face GPT-2 model in ${out} (config.json, model.safetensors)`,
-    );
+  if (code !== 0) return code;
+  let files: string[];
+  let architecture: unknown;
+  try {
+    files = ['config.json', 'model.safetensors', ...copyTokenizerFiles(fromHf, out)];
+    architecture = (JSON.parse(readFileSync(path.join(out, 'config.json'), 'utf8')) as { architectures?: unknown[] })
+      .architectures?.[0];
+  } catch (e) {
+    console.error(`fsdp-train export: ${(e as Error).message}`);
+    return 1;
+  }
+  const what = architecture === 'GPT2LMHeadModel' ? 'GPT-2 model' : `${String(architecture)} model`;
+  console.log(`fsdp-train: ${source.checkpoint} written as a Hugging Face ${what} in ${out} (${files.join(', ')})`);
   return code;
 }
 

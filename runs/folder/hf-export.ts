@@ -1,11 +1,13 @@
-// A native run's checkpoints as Hugging Face GPT-2 folders, for `fsdp-train export --hf` and the runs
+// A native run's checkpoints as Hugging Face folders (GPT-2, Llama, Qwen3), for `fsdp-train export --hf` and the runs
 // view's "Export checkpoint as Hugging Face model": which checkpoint (a checkpoint folder,
 // step-NNNNNNNN with manifest.json, or a run folder's newest complete one) and which model (the
 // run's resolved config.json: checkpoints hold the weights, not the model's shape), and the
-// runtime's command that writes the folder (fsdp-train-native --export-hf, by argument vector).
-// The files themselves are checked by the runtime (native/src/checkpoint/hf_gpt2.cc).
+// runtime's command that writes the folder (fsdp-train-native --export-hf, by argument vector),
+// then the tokenizer's files of the folder the run started from (model.from_hf), so that the export
+// loads with its tokenizer as the original did. The weights themselves are checked by the runtime
+// (native/src/checkpoint/hf_gpt2.cc, hf_decoder.cc).
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export interface ExportSource {
@@ -88,10 +90,59 @@ export function exportHuggingFace(binary: string, source: ExportSource, outDir: 
       ['--export-hf', source.configFile, source.checkpoint, path.resolve(outDir)],
       { maxBuffer: 1 << 20 },
       (error, _stdout, stderr) => {
-        if (!error) return resolve();
+        if (!error) {
+          try {
+            copyTokenizerFiles(fromHfOf(source.configFile), outDir);
+          } catch (e) {
+            return reject(e as Error);
+          }
+          return resolve();
+        }
         const said = stderr.trim().replace(/^fsdp-train-native: /, '');
         reject(new Error(said || error.message));
       },
     );
   });
+}
+
+/** A Hugging Face folder's tokenizer files, as save_pretrained of a tokenizer writes them (those present are copied). */
+export const TOKENIZER_FILES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'tokenizer.model',
+  'vocab.json',
+  'merges.txt',
+  'chat_template.jinja',
+  'generation_config.json',
+];
+
+/** model.from_hf of a run's resolved config.json (JSON, the folder absolute), if the run started from a folder. */
+export function fromHfOf(resolvedConfigFile: string): string | undefined {
+  const config = JSON.parse(readFileSync(resolvedConfigFile, 'utf8')) as { model?: { from_hf?: unknown } };
+  return typeof config.model?.from_hf === 'string' ? config.model.from_hf : undefined;
+}
+
+/**
+ * Copies the tokenizer files of `from` (the folder the run's model came from, model.from_hf) into
+ * outDir; returns the names copied (none without a folder). A link is followed (the Hugging Face
+ * cache links its snapshots' files) to a regular file only.
+ */
+export function copyTokenizerFiles(from: string | undefined, outDir: string): string[] {
+  if (from === undefined || !isDir(from)) return [];
+  const copied: string[] = [];
+  for (const name of TOKENIZER_FILES) {
+    const src = path.join(from, name);
+    let isFile: boolean;
+    try {
+      isFile = statSync(src).isFile();
+    } catch {
+      continue;
+    }
+    if (!isFile) throw new Error(`${src}: not a regular file, not copied as the tokenizer's`);
+    copyFileSync(src, path.join(path.resolve(outDir), name));
+    copied.push(name);
+  }
+  return copied;
 }
