@@ -89,7 +89,7 @@ export function crossKeyProblems(root: SchemaNode, doc: SourceDocument, value: u
       if (given) walk(child, v[key], path);
     }
     for (const check of schema['x-checks'] ?? []) {
-      const problem = checkProblem(check, schema, v, at, root);
+      const problem = checkProblem(check, v, at);
       if (problem) problems.push({ ...problem, range: doc.rangeOf(problem.path) });
     }
   };
@@ -97,18 +97,14 @@ export function crossKeyProblems(root: SchemaNode, doc: SourceDocument, value: u
   return problems;
 }
 
-function checkProblem(
-  check: CrossKeyCheck,
-  schema: SchemaNode,
-  obj: Obj,
-  at: ConfigPath,
-  root: SchemaNode,
-): Omit<ConfigProblem, 'range'> | undefined {
+function checkProblem(check: CrossKeyCheck, obj: Obj, at: ConfigPath): Omit<ConfigProblem, 'range'> | undefined {
   if (check.unless !== undefined && obj[check.unless] !== undefined) return undefined;
   const other = check.divides ?? check.lessThan;
   if (other === undefined) return undefined;
-  const a = valueOrDefault(schema, obj, check.key, root);
-  const b = valueOrDefault(schema, obj, other, root);
+  // Values as given: a required key's default (n_heads 4) must not be held to a rule while the key
+  // is missing, and the keys these rules relate have no default that could break one.
+  const a = obj[check.key];
+  const b = obj[other];
   if (typeof a !== 'number' || typeof b !== 'number' || !Number.isFinite(a) || !Number.isFinite(b)) return undefined;
   const where = [...at, other].join('.');
   let broken: string | undefined;

@@ -175,6 +175,12 @@ TEST(RunConfig, StatesTheSchemasCrossKeyRulesAtTheKey) {
   EXPECT_EQ(width[0].rfind("model.n_heads: 3 does not divide model.d_model (16): ", 0), 0u) << width[0];
   EXPECT_EQ(parse_problems(llama_json({{"n_heads", 3}})).size(), 1u);
   EXPECT_EQ(parse_problems(llama_json({{"n_heads", 3}, {"head_dim", 8}})), V{});
+  // A missing n_heads takes its default here (4), and that is held to the rule: it is what would run.
+  auto headless = test::tiny_config_json(6);
+  headless["model"].erase("n_heads");
+  const auto defaulted = parse_problems(headless);
+  ASSERT_EQ(defaulted.size(), 1u);
+  EXPECT_EQ(defaulted[0].rfind("model.n_heads: 4 does not divide model.d_model (6): ", 0), 0u) << defaulted[0];
 
   auto gpt = test::tiny_config_json();
   gpt["model"]["n_kv_heads"] = 2;
@@ -209,11 +215,17 @@ TEST(RunConfig, StatesTheSchemasCrossKeyRulesAtTheKey) {
       << order[0];
 }
 
-TEST(Validate, RefusesTheLlamaFamilyByItsArchitectureUntilItsModelExists) {
-  const auto problems = check_run_config(llama_json(), "", {false, false});
-  ASSERT_FALSE(problems.empty());
-  EXPECT_EQ(problems[0].path, "model.architecture");
-  EXPECT_NE(problems[0].message.find("llama: this runtime cannot train the Llama family yet"), std::string::npos);
+TEST(Validate, TakesTheLlamaFamilyOnTheCpuAndRefusesItOnCudaByTheDevice) {
+  EXPECT_TRUE(check_run_config(llama_json(), "", {false, false}).empty());
+  auto j = llama_json();
+  j["launch"]["device"] = "cuda";
+  const auto problems = check_run_config(j, "", {false, true});
+  // (The tiny head size is refused on CUDA too; the device's problem is the family's.)
+  bool named = false;
+  for (const auto& p : problems)
+    named |= p.path == "launch.device" &&
+             p.message.find("cuda: model.architecture llama: the Llama family's ops") != std::string::npos;
+  EXPECT_TRUE(named) << problems.size() << " problems, none names the family on launch.device";
 }
 
 TEST(Validate, ReportsAMissingDataFileWithItsPath) {

@@ -73,6 +73,15 @@ describe('run config: the Llama family (issue 35 item 2)', () => {
     const [gptWidth] = checkRunConfigText(gpt2('').replace('n_heads: 4', 'n_heads: 5'), 'c.yaml').problems;
     assert.equal(gptWidth.code, 'run.heads-divide-width');
 
+    // A missing n_heads is reported as missing, not also held to the rule by its default (4).
+    assert.deepEqual(
+      checkRunConfigText(
+        gpt2('').replace('d_model: 64', 'd_model: 6').replace(' n_heads: 4,', ''),
+        'c.yaml',
+      ).problems.map((p) => p.code),
+      ['schema.required'],
+    );
+
     const freq = problemsOf(
       llama(
         ', rope_scaling: {rope_type: llama3, factor: 8, low_freq_factor: 4, high_freq_factor: 4, original_max_position_embeddings: 8192}',

@@ -145,6 +145,8 @@ void check_object(const json& schema, const json& node, const json& value, const
     if (check.contains("unless") && value.contains(check["unless"].get<std::string>())) continue;
     const bool divides = check.contains("divides");
     const std::string other = check.value(divides ? "divides" : "lessThan", "");
+    // The runtime fills a missing key with its default, required or not (apply_defaults), so the
+    // rule holds for the values it will use; the editor reports a missing required key instead.
     const json* a = value_or_default(schema, s, value, key);
     const json* b = value_or_default(schema, s, value, other);
     if (!a || !b || !a->is_number() || !b->is_number()) continue;
