@@ -1,0 +1,154 @@
+"""LoRA with PEFT under PyTorch's MemTracker on the CPU, for the LoRA estimate to be held to (issue 36).
+
+A Hugging Face causal LM of a published model's shape (random init, nothing downloaded) is loaded in
+`--dtype`, wrapped by PEFT's get_peft_model (LoraConfig: r, alpha 2r, dropout, targets), optionally
+with gradient checkpointing as TRL turns it on (non-reentrant, enable_input_require_grads), and
+trained for steps of forward, the loss on fp32 logits, backward and AdamW (foreach), with
+zero_grad(set_to_none=True) — the loop the estimate replays. torch.distributed._tools.mem_tracker's
+MemTracker tracks every tensor; the peak of the steps after the first (the AdamW states exist) is
+printed as one JSON line.
+
+    .venv/bin/python bench/memory-lora/measure.py --shape smollm2-360m --targets all-linear --r 16 --gc
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+# The published configs' shapes (config.json of HuggingFaceTB/SmolLM2-360M, Qwen/Qwen3-0.6B,
+# meta-llama/Llama-3.2-1B).
+SHAPES: dict[str, dict] = {
+    "smollm2-360m": dict(
+        model_type="llama",
+        vocab_size=49152,
+        hidden_size=960,
+        intermediate_size=2560,
+        num_hidden_layers=32,
+        num_attention_heads=15,
+        num_key_value_heads=5,
+        tie_word_embeddings=True,
+    ),
+    "qwen3-0.6b": dict(
+        model_type="qwen3",
+        vocab_size=151936,
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=True,
+    ),
+    "llama-3.2-1b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        tie_word_embeddings=True,
+    ),
+}
+
+
+class _NoHook:
+    def remove(self) -> None:
+        pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
+    ap.add_argument("--layers", type=int, default=0, help="fewer blocks than the model has (0: all)")
+    ap.add_argument("--targets", choices=["all-linear", "qv"], default="all-linear")
+    ap.add_argument("--r", type=int, default=16)
+    ap.add_argument("--dropout", type=float, default=0.05)
+    ap.add_argument("--gc", action="store_true", help="gradient checkpointing (non-reentrant), as TRL enables it")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=2)
+    args = ap.parse_args()
+
+    from peft import LoraConfig, get_peft_model
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    shape = dict(SHAPES[args.shape])
+    if args.layers:
+        shape["num_hidden_layers"] = args.layers
+    model_type = shape.pop("model_type")
+    config = AutoConfig.for_model(model_type, **shape, attn_implementation="sdpa", use_cache=False)
+    dtype = getattr(torch, args.dtype)
+    model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    if args.gc:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    targets = "all-linear" if args.targets == "all-linear" else ["q_proj", "v_proj"]
+    lora = LoraConfig(
+        r=args.r, lora_alpha=2 * args.r, lora_dropout=args.dropout, target_modules=targets, task_type="CAUSAL_LM"
+    )
+    model = get_peft_model(model, lora)
+    if args.gc:
+        model.enable_input_require_grads()
+    model.train()
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optim = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
+    vocab = shape["vocab_size"]
+    tokens = torch.randint(0, vocab, (args.batch, args.seq + 1))
+    inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    def step() -> None:
+        logits = model(input_ids=inputs).logits
+        loss = F.cross_entropy(logits.float().view(-1, vocab), labels.view(-1))
+        loss.backward()
+        del logits, loss
+        optim.step()
+        optim.zero_grad(set_to_none=True)
+
+    step()  # AdamW's states exist from here on, as in the steps the estimate gives
+    tracker = MemTracker()
+    tracker.track_external(model, optim)
+    # MemTracker hooks every parameter's gradient, which a frozen one refuses: the frozen base gets a
+    # handle that does nothing, so the tracker passes it by (it still counts the tensor itself).
+    for p in model.parameters():
+        if not p.requires_grad:
+            tracker._param_to_grad_hook_handles[p] = (_NoHook(), _NoHook())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tracker:
+            for _ in range(args.steps):
+                step()
+                tracker.reset_mod_stats()
+    snap = tracker.get_tracker_snapshot("peak")
+    peak = {str(k): v for dev, cats in snap.items() for k, v in cats.items()}
+    print(
+        json.dumps(
+            {
+                "shape": args.shape,
+                "layers": shape["num_hidden_layers"],
+                "targets": args.targets,
+                "r": args.r,
+                "dropout": args.dropout,
+                "gc": args.gc,
+                "dtype": args.dtype,
+                "seq": args.seq,
+                "batch": args.batch,
+                "trainable": sum(p.numel() for p in trainable),
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "peak": peak,
+                "torch": torch.__version__,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
