@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "model/init.h"
 #include "parallel/replicated_state.h"
 #include "runtime/files.h"
@@ -31,10 +31,11 @@ nlohmann::json smoke_step(const RunConfig& config, long max_tokens) {
   for (long i = 0; i < 2 * T; ++i)
     ids[i] = static_cast<std::int32_t>(rng.bits(static_cast<std::uint64_t>(i)) %
                                        static_cast<std::uint64_t>(config.model.vocab_size));
-  Gpt model(*backend, layout, state, static_cast<float>(config.model.dropout), resolve_activation_policy(config));
+  const std::unique_ptr<Model> model =
+      make_model(*backend, layout, state, config.model, resolve_activation_policy(config));
   backend->allocator().reset_peak();
   const auto t1 = std::chrono::steady_clock::now();
-  const double loss = model.forward_backward({ids.data(), ids.data() + T, 1, T}, 1.0f, 0);
+  const double loss = model->forward_backward({ids.data(), ids.data() + T, 1, T}, 1.0f, 0);
   const double fb_ms = 1000.0 * seconds_since(t1);
   return {{"loss", std::isfinite(loss) ? nlohmann::json(loss) : nlohmann::json(nullptr)},
           {"expected_loss", std::log(static_cast<double>(config.model.vocab_size))},

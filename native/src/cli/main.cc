@@ -53,7 +53,7 @@
 #include "validation/validate.h"
 #include "backend/backend.h"
 #include "memory/memory_plan.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "parallel/replicated_state.h"
 #include "parallel/allreduce_check.h"
 #include "backend/device_probe.h"
@@ -419,9 +419,10 @@ int print_logits(const std::string& config_path, const std::string& checkpoint) 
     const std::unique_ptr<fsdp::Backend> be = fsdp::make_backend("cpu");
     fsdp::ReplicatedState state(*be, layout, /*with_optimizer_state=*/true);
     fsdp::load_checkpoint(checkpoint, layout, state);
-    fsdp::Gpt gpt(*be, layout, state, 0.0f, fsdp::ActivationPolicy::none(static_cast<int>(layout.shape.L)));
+    const std::unique_ptr<fsdp::Model> model = fsdp::make_model(
+        *be, layout, state, config.model, fsdp::ActivationPolicy::none(static_cast<int>(layout.shape.L)));
     std::vector<float> logits(static_cast<std::size_t>(B * T * layout.shape.V));
-    gpt.evaluate({inputs.data(), targets.data(), B, T}, logits.data());
+    model->evaluate({inputs.data(), targets.data(), B, T}, logits.data());
     std::cout << nlohmann::json{{"shape", {B, T, layout.shape.V}}, {"logits", logits}}.dump() << "\n";
     return 0;
   } catch (const std::exception& e) {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "data/token_file.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "runtime/allocator.h"
 
 namespace fsdp {

@@ -18,10 +18,10 @@ std::uint64_t dropout_site_key(std::uint64_t micro_batch_key, int site) {
 Gpt::Gpt(Backend& be, const ParamLayout& layout, UnitStorage& storage, float dropout, ActivationPolicy policy)
     : be_(be), layout_(layout), storage_(storage), dropout_(dropout), policy_(std::move(policy)) {
   // A Llama-family layout has no LayerNorm biases or position table: GPT-2's forward would find no
-  // such segment. validate_run_config refuses the config first; this guards every other caller.
+  // such segment. make_model builds the Decoder for those; this guards a caller that skips it.
   if (layout.shape.llama_family())
     throw std::invalid_argument(std::string("model.architecture: ") + architecture_name(layout.shape.arch) +
-                                ": the runtime's model runs gpt2 only so far (the family's model is not assembled)");
+                                ": GPT-2's model cannot run it (make_model builds the family's Decoder)");
   if (policy_.blocks.size() != static_cast<std::size_t>(layout.shape.L))
     throw std::invalid_argument("activation policy does not match the model's blocks");
 }
@@ -65,29 +65,6 @@ EmbeddingWeights embedding_weights(const ParamLayout& layout, UnitStorage& stora
   const void* p = storage.compute_params(layout.embedding_unit());
   return {offset_by(p, e.segment("embedding.wte").offset, t), offset_by(p, e.segment("embedding.wpe").offset, t)};
 }
-
-/** The micro-batch's token ids where the backend reads them: as given on the CPU, copied to the GPU. */
-class DeviceTokens {
- public:
-  DeviceTokens(Backend& be, const Batch& batch) {
-    const std::size_t n = static_cast<std::size_t>(batch.B * batch.T);
-    if (be.host_memory()) {
-      inputs_ = batch.inputs, targets_ = batch.targets;
-      return;
-    }
-    // One buffer for inputs then targets, like a slot of the data loader's ring (MEMORY.md "other").
-    ids_ = be.allocator().allocate(MemoryCategory::other, 2 * sizeof(std::int32_t) * n);
-    be.upload(ids_.i32(), batch.inputs, sizeof(std::int32_t) * n);
-    be.upload(ids_.i32() + n, batch.targets, sizeof(std::int32_t) * n);
-    inputs_ = ids_.i32(), targets_ = ids_.i32() + n;
-  }
-  const std::int32_t* inputs() const { return inputs_; }
-  const std::int32_t* targets() const { return targets_; }
-
- private:
-  Buffer ids_;
-  const std::int32_t *inputs_ = nullptr, *targets_ = nullptr;
-};
 
 }  // namespace
 

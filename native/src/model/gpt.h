@@ -1,7 +1,7 @@
-// The GPT model (DESIGN.md): embeddings, L pre-LN blocks, final LayerNorm, LM head, loss. It runs
-// one micro-batch forward and backward over parameters it reaches through UnitStorage, calling
-// the storage's hooks around each unit, and knows nothing of sharding. Activation lifetimes
-// follow the timeline of native/MEMORY.md exactly.
+// The GPT-2 implementation of Model (model.h; DESIGN.md): embeddings, L pre-LN blocks, final LayerNorm, LM head, loss.
+// It runs one micro-batch forward and backward over parameters it reaches through UnitStorage, calling the storage's
+// hooks around each unit, and knows nothing of sharding. Activation lifetimes follow the timeline of native/MEMORY.md
+// exactly.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -11,23 +11,11 @@
 #include "model/probe.h"
 #include "model/unit_storage.h"
 #include "model/activation_policy.h"
+#include "model/model.h"
 
 namespace fsdp {
 
-/** One micro-batch of token ids: inputs[B*T] and the next tokens, targets[B*T]. */
-struct Batch {
-  const std::int32_t* inputs = nullptr;
-  const std::int32_t* targets = nullptr;
-  long B = 0, T = 0;
-  /**
-   * Where the batch's first sequence sits in the global batch it is part of (rank x B with several
-   * ranks). Dropout masks are drawn by position in the global batch, so they do not depend on
-   * how a global batch is split across ranks.
-   */
-  long first_sequence = 0;
-};
-
-class Gpt {
+class Gpt final : public Model {
  public:
   Gpt(Backend& be, const ParamLayout& layout, UnitStorage& storage, float dropout, ActivationPolicy policy);
 
@@ -36,13 +24,14 @@ class Gpt {
    * into the storage's gradient buffers. Dropout masks are keyed by dropout_key (one per
    * micro-batch). Returns the micro-batch's mean loss.
    */
-  double forward_backward(const Batch& batch, float grad_scale, std::uint64_t dropout_key, StepProbe* probe = nullptr);
+  double forward_backward(const Batch& batch, float grad_scale, std::uint64_t dropout_key,
+                          StepProbe* probe = nullptr) override;
 
   /** Mean loss without gradients and without dropout (evaluation); copies logits[B*T, V] out when given. */
-  double evaluate(const Batch& batch, float* logits = nullptr);
+  double evaluate(const Batch& batch, float* logits = nullptr) override;
 
-  const ParamLayout& layout() const { return layout_; }
-  const ActivationPolicy& policy() const { return policy_; }
+  const ParamLayout& layout() const override { return layout_; }
+  const ActivationPolicy& policy() const override { return policy_; }
 
  private:
   Backend& be_;

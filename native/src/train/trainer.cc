@@ -181,8 +181,7 @@ std::string Trainer::set_up() {
     // Allocation in the order of MEMORY.md: model state, then the data ring; activations per step.
     state_ = make_model_state(*backend_, layout_, config_, plan_, *world_, *device_world_.world);
     checkpoints_ = std::make_unique<Checkpoints>(config_.checkpointing, *folder_, *world_, layout_, *state_);
-    model_ =
-        std::make_unique<Gpt>(*backend_, layout_, *state_, static_cast<float>(config_.model.dropout), plan_.policy);
+    model_ = make_model(*backend_, layout_, *state_, config_.model, plan_.policy);
     optimizer_ = std::make_unique<AdamW>(*backend_, layout_, config_.training);
     stream_ = std::make_unique<BatchStream>(
         backend_->batch_allocator(), train_file_, config_.training.batch_size_per_gpu, config_.data.seq_len,

@@ -22,7 +22,7 @@
 #include "data/batch_stream.h"
 #include "diagnostics/step_inspector.h"
 #include "memory/memory_plan.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "optim/adamw.h"
 #include "parallel/device_collectives.h"
 #include "parallel/model_state.h"
@@ -114,7 +114,7 @@ class Trainer {
   std::unique_ptr<JobWatch> watch_;               // rank 0
   std::unique_ptr<CollectiveWatchdog> watchdog_;  // every rank of a job of several
   std::atomic<long> completed_step_{0};           // for the run_end the watchdog may write
-  std::unique_ptr<Gpt> model_;
+  std::unique_ptr<Model> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::shared_ptr<const TokenFile> train_file_, val_file_;
   std::unique_ptr<BatchStream> stream_;

@@ -43,11 +43,6 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
   const auto& m = c.model;
   // n_heads dividing d_model (and n_kv_heads n_heads) is the schema's x-checks, read by
   // parse_run_config: stated once for the editor, fsdp-train and the runtime.
-  if (m.llama_family())
-    out.push_back({"model.architecture",
-                   std::string(architecture_name(m.architecture)) +
-                       ": this runtime cannot train the Llama family yet: its parameter layout and ops are in, the "
-                       "model that runs them is not (issue 35 item 1); use architecture gpt2"});
   if (c.data.seq_len > m.max_seq_len)
     out.push_back({"data.seq_len", str(c.data.seq_len) + " exceeds model.max_seq_len (" + str(m.max_seq_len) + ")"});
 
@@ -56,6 +51,11 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
     out.push_back({"launch.device",
                    "cuda: this build of the runtime has no CUDA backend (it is built only where a CUDA toolkit with "
                    "cuBLAS is found)"});
+  if (cuda && m.llama_family())
+    out.push_back({"launch.device",
+                   std::string("cuda: model.architecture ") + architecture_name(m.architecture) +
+                       ": the Llama family's ops (RMSNorm, RoPE, SwiGLU, grouped-query attention) are not in the CUDA "
+                       "backend yet (issue 35 item 7); train it on launch.device: cpu"});
   const std::pair<const char*, Dtype> dtypes[] = {{"mixed_precision.param_dtype", c.mixed_precision.param_dtype},
                                                   {"mixed_precision.reduce_dtype", c.mixed_precision.reduce_dtype},
                                                   {"mixed_precision.buffer_dtype", c.mixed_precision.buffer_dtype}};

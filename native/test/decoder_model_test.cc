@@ -1,0 +1,227 @@
+// The float32 decoder model (model/decoder.h) against the float64 reference decoder
+// (reference/reference_decoder.h) on tiny Llama and Qwen3 configs: loss, logits and every
+// parameter tensor's gradient under each activation-checkpointing policy, then AdamW steps' losses.
+// The two share decoder-layout.md's flat layout, so the runtime's units concatenated are the
+// reference's vector.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "fixtures.h"
+#include "model/decoder.h"
+#include "optim/adamw.h"
+#include "parallel/replicated_state.h"
+#include "reference/reference_decoder.h"
+
+namespace fsdp {
+namespace {
+
+using test::relative_error;
+
+/** A tiny config of the family: the runtime's shape and math, and the reference's spec of the same model. */
+struct TinyDecoder {
+  ModelShape shape;
+  DecoderMath math;
+
+  reference::DecoderSpec spec() const {
+    reference::DecoderSpec s;
+    s.V = shape.V, s.C = shape.C, s.L = shape.L, s.H = shape.H, s.KV = shape.KV, s.D = shape.D, s.F = shape.F;
+    s.tied = shape.tied, s.attention_bias = shape.attention_bias, s.mlp_bias = shape.mlp_bias;
+    s.qk_norm = shape.qk_norm(), s.eps = math.rms_norm_eps;
+    s.rope.theta = math.rope_theta;
+    s.rope.llama3 = math.rope_scaling.rope_type == "llama3";
+    s.rope.factor = math.rope_scaling.factor, s.rope.low_freq_factor = math.rope_scaling.low_freq_factor;
+    s.rope.high_freq_factor = math.rope_scaling.high_freq_factor;
+    s.rope.original_max_position_embeddings = math.rope_scaling.original_max_position_embeddings;
+    return s;
+  }
+};
+
+/** Llama: 4 query heads on 2 key-value heads, llama3 scaling whose bands the 4 frequencies all fall in. */
+TinyDecoder tiny_llama(bool tied, bool biases, long long KV = 2) {
+  TinyDecoder t;
+  ModelShape& s = t.shape;
+  s.arch = Architecture::llama;
+  s.V = 37, s.C = 32, s.L = 2, s.H = 4, s.KV = KV, s.D = 8, s.F = 40, s.S = 16, s.tied = tied;
+  s.attention_bias = s.mlp_bias = biases;
+  t.math.rms_norm_eps = 1e-5, t.math.rope_theta = 10000;
+  t.math.rope_scaling = {"llama3", 8, 1, 4, 16};
+  return t;
+}
+
+/** Qwen3: per-head q/k norms, head_dim 12 while C / H is 8. */
+TinyDecoder tiny_qwen3(bool tied) {
+  TinyDecoder t;
+  ModelShape& s = t.shape;
+  s.arch = Architecture::qwen3;
+  s.V = 41, s.C = 32, s.L = 2, s.H = 4, s.KV = 2, s.D = 12, s.F = 24, s.S = 16, s.tied = tied;
+  t.math.rms_norm_eps = 1e-6, t.math.rope_theta = 1000000;
+  return t;
+}
+
+/** The float32 model on one process over replicated units, from the given float64 parameters. */
+struct FastDecoder {
+  CpuBackend be;
+  ParamLayout layout;
+  std::unique_ptr<ReplicatedState> state;
+  std::unique_ptr<Decoder> model;
+
+  FastDecoder(const TinyDecoder& t, const std::vector<double>& params, const ActivationPolicy& policy)
+      : layout(ParamLayout::of(t.shape)) {
+    state = std::make_unique<ReplicatedState>(be, layout);
+    model = std::make_unique<Decoder>(be, layout, *state, t.math, policy);
+    std::size_t at = 0;
+    for (int u = 0; u < state->unit_count(); ++u)
+      for (std::size_t i = 0; i < layout.units[u].numel; ++i) state->params(u)[i] = static_cast<float>(params[at++]);
+  }
+  std::vector<double> flat_grads() const {
+    std::vector<double> g;
+    for (int u = 0; u < state->unit_count(); ++u)
+      g.insert(g.end(), state->grads(u), state->grads(u) + layout.units[u].numel);
+    return g;
+  }
+};
+
+/** Matrices N(0, 0.3²), norm weights around 1, biases around 0: every op matters. */
+std::vector<double> random_params(const reference::DecoderSpec& s, std::uint64_t seed) {
+  std::vector<double> p(reference::decoder_param_count(s));
+  const std::vector<double> r = test::random_vector(p.size(), seed);
+  for (const auto& seg : reference::decoder_params(s)) {
+    const bool norm = seg.name.find("norm") != std::string::npos || seg.name.find("ln") != std::string::npos;
+    for (std::size_t i = seg.offset; i < seg.offset + seg.numel; ++i)
+      p[i] = norm ? 1.0 + 0.2 * r[i] : seg.decay ? 0.3 * r[i] : 0.1 * r[i];
+  }
+  return p;
+}
+
+TEST(DecoderModel, LayoutIsTheReferenceVector) {
+  for (const TinyDecoder& t : {tiny_llama(true, false), tiny_llama(false, true), tiny_qwen3(false)}) {
+    const ParamLayout layout = ParamLayout::of(t.shape);
+    const auto ref = reference::decoder_params(t.spec());
+    std::size_t k = 0, base = 0;
+    for (const auto& u : layout.units) {
+      for (const auto& seg : u.segments) {
+        ASSERT_LT(k, ref.size());
+        EXPECT_EQ(seg.name, ref[k].name);
+        EXPECT_EQ(base + seg.offset, ref[k].offset) << seg.name;
+        EXPECT_EQ(seg.numel, ref[k].numel) << seg.name;
+        ++k;
+      }
+      base += u.numel;
+    }
+    EXPECT_EQ(k, ref.size());
+  }
+}
+
+/** Loss, logits and every tensor's gradient, under each activation policy. */
+void check_against_reference(const TinyDecoder& t) {
+  const reference::DecoderSpec spec = t.spec();
+  const std::vector<double> params = random_params(spec, 5);
+  const test::RandomTokens tok(3, 11, t.shape.V, 77);
+  std::vector<double> ref_grads(params.size(), 0.0), ref_logits;
+  const double ref_loss =
+      reference::decoder_forward_backward<double>(spec, params, tok.tokens(), &ref_grads, 0.5, &ref_logits);
+  const int L = static_cast<int>(t.shape.L);
+  for (const ActivationPolicy& policy :
+       {ActivationPolicy::none(L), ActivationPolicy::every_n(L, 1), ActivationPolicy::selective(L)}) {
+    SCOPED_TRACE(policy.describe());
+    FastDecoder fast(t, params, policy);
+    std::vector<float> logits(static_cast<std::size_t>(tok.B * tok.T * t.shape.V));
+    const double eval_loss = fast.model->evaluate(tok.batch(), logits.data());
+    EXPECT_LT(std::fabs(eval_loss - ref_loss) / ref_loss, 1e-5) << "evaluate's loss";
+    EXPECT_LT(relative_error(logits, ref_logits), 1e-5) << "logits";
+    fast.state->zero_grads();
+    const double loss = fast.model->forward_backward(tok.batch(), 0.5f, 0);
+    EXPECT_LT(std::fabs(loss - ref_loss) / ref_loss, 1e-5) << "loss";
+    const std::vector<double> grads = fast.flat_grads();
+    ASSERT_EQ(grads.size(), ref_grads.size());
+    for (const auto& seg : reference::decoder_params(spec)) {
+      const std::vector<double> a(grads.begin() + seg.offset, grads.begin() + seg.offset + seg.numel);
+      const std::vector<double> b(ref_grads.begin() + seg.offset, ref_grads.begin() + seg.offset + seg.numel);
+      EXPECT_LT(relative_error(a, b), 1e-4) << seg.name;
+    }
+  }
+}
+
+TEST(DecoderModel, LlamaGqaLlama3ScalingTiedMatchesTheReference) {
+  check_against_reference(tiny_llama(true, false));
+}
+TEST(DecoderModel, LlamaUntiedWithBiasesOneKvHeadMatchesTheReference) {
+  check_against_reference(tiny_llama(false, true, 1));
+}
+TEST(DecoderModel, Qwen3QkNormHeadDimApartUntiedMatchesTheReference) {
+  check_against_reference(tiny_qwen3(false));
+}
+TEST(DecoderModel, Qwen3TiedMatchesTheReference) {
+  check_against_reference(tiny_qwen3(true));
+}
+
+TEST(DecoderModel, InverseFrequenciesAreTheReferencesInFloat32) {
+  const TinyDecoder t = tiny_llama(true, false);
+  const std::vector<float> inv = rope_inv_freq(t.math, t.shape.D);
+  const std::vector<double> ref = reference::rope_inv_freq(t.spec().rope, t.shape.D);
+  ASSERT_EQ(inv.size(), ref.size());
+  for (std::size_t j = 0; j < inv.size(); ++j) EXPECT_EQ(inv[j], static_cast<float>(ref[j])) << j;
+  EXPECT_THROW(rope_inv_freq(t.math, 7), std::invalid_argument);
+}
+
+/**
+ * AdamW steps on both paths from the same start: each step's loss. The reference steps with the
+ * runtime layout's decay flags (decoder-layout.md: matrix weights; wte not, as GPT-2).
+ */
+void compare_training(const TinyDecoder& t, int steps) {
+  const reference::DecoderSpec spec = t.spec();
+  std::vector<double> params = random_params(spec, 9);
+  FastDecoder fast(t, params, ActivationPolicy::none(static_cast<int>(t.shape.L)));
+  std::vector<bool> decay;
+  for (const auto& u : fast.layout.units)
+    for (const auto& seg : u.segments) decay.insert(decay.end(), seg.numel, seg.decay);
+  std::vector<double> m(params.size(), 0.0), v(params.size(), 0.0);
+  TrainingConfig tc;
+  tc.weight_decay = 0.1;
+  AdamW adamw(fast.be, fast.layout, tc);
+  const double lr = 3e-3;
+  for (int step = 1; step <= steps; ++step) {
+    const test::RandomTokens tok(2, 9, t.shape.V, 300 + step);
+    fast.state->zero_grads();
+    const double fast_loss = fast.model->forward_backward(tok.batch(), 1.0f, 0);
+    std::vector<double> grads(params.size(), 0.0);
+    const double ref_loss = reference::decoder_forward_backward<double>(spec, params, tok.tokens(), &grads);
+    EXPECT_LT(std::fabs(fast_loss - ref_loss) / ref_loss, 1e-5) << "loss at step " << step;
+    ASSERT_FALSE(adamw.step(*fast.state, step, lr, 1.0f, 1.0).has_value());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      m[i] = tc.beta1 * m[i] + (1 - tc.beta1) * grads[i];
+      v[i] = tc.beta2 * v[i] + (1 - tc.beta2) * grads[i] * grads[i];
+      const double m_hat = m[i] / (1 - std::pow(tc.beta1, step)), v_hat = v[i] / (1 - std::pow(tc.beta2, step));
+      if (decay[i]) params[i] -= lr * tc.weight_decay * params[i];
+      params[i] -= lr * m_hat / (std::sqrt(v_hat) + tc.eps);
+    }
+  }
+}
+
+TEST(DecoderModel, FiveAdamWStepsLlamaMatchTheReference) {
+  compare_training(tiny_llama(false, true), 5);
+}
+TEST(DecoderModel, FiveAdamWStepsQwen3MatchTheReference) {
+  compare_training(tiny_qwen3(true), 5);
+}
+
+TEST(DecoderModel, MakeModelBuildsTheFamilysModelAndGptRefusesItsLayout) {
+  const TinyDecoder t = tiny_llama(true, false);
+  CpuBackend be;
+  const ParamLayout layout = ParamLayout::of(t.shape);
+  ReplicatedState state(be, layout);
+  ModelConfig m;
+  m.architecture = Architecture::llama;
+  m.rope_scaling = t.math.rope_scaling;
+  const auto model = make_model(be, layout, state, m, ActivationPolicy::none(2));
+  EXPECT_NE(dynamic_cast<Decoder*>(model.get()), nullptr);
+  EXPECT_THROW(Gpt(be, layout, state, 0.0f, ActivationPolicy::none(2)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fsdp
