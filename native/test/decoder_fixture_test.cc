@@ -138,6 +138,33 @@ TEST_P(DecoderFixtureTest, LayoutIsTransformersParametersInOurOrder) {
   EXPECT_EQ(reference::decoder_param_count(f.spec), f.doc.at("n_params").get<std::size_t>());
 }
 
+// The runtime's ParamLayout (model/param_layout.cc) lays the family out as the reference does: the
+// same names, order, sizes and decay groups, units end to end — so both match transformers' tensors.
+TEST_P(DecoderFixtureTest, RuntimeParamLayoutIsTheReferences) {
+  const DecoderFixture f = load(GetParam());
+  ModelShape shape;
+  shape.arch = f.doc.at("family") == "qwen3" ? Architecture::qwen3 : Architecture::llama;
+  shape.V = f.spec.V, shape.C = f.spec.C, shape.L = f.spec.L, shape.H = f.spec.H, shape.KV = f.spec.KV;
+  shape.D = f.spec.D, shape.F = f.spec.F, shape.S = f.T, shape.tied = f.spec.tied;
+  shape.attention_bias = f.spec.attention_bias, shape.mlp_bias = f.spec.mlp_bias;
+  const ParamLayout layout = ParamLayout::of(shape);
+  const auto ours = reference::decoder_params(f.spec);
+  std::size_t i = 0, unit_start = 0;
+  for (const auto& unit : layout.units) {
+    for (const auto& seg : unit.segments) {
+      ASSERT_LT(i, ours.size()) << "the runtime has more parameters, from " << seg.name;
+      EXPECT_EQ(seg.name, ours[i].name);
+      EXPECT_EQ(unit_start + seg.offset, ours[i].offset) << seg.name;
+      EXPECT_EQ(seg.numel, ours[i].numel) << seg.name;
+      EXPECT_EQ(seg.decay, ours[i].decay) << seg.name;
+      ++i;
+    }
+    unit_start += unit.numel;
+  }
+  EXPECT_EQ(i, ours.size());
+  EXPECT_EQ(layout.total, reference::decoder_param_count(f.spec));
+}
+
 TEST_P(DecoderFixtureTest, InverseFrequenciesMatchTransformersFloat32) {
   const DecoderFixture f = load(GetParam());
   const auto want = test::decode_array(f.doc.at("transformers_inv_freq"), f.name + " transformers_inv_freq");

@@ -263,9 +263,10 @@ def adamw_steps(
     inputs: torch.Tensor,
     targets: torch.Tensor,
 ) -> dict[str, Any]:
-    """ADAMW_STEPS of torch.optim.AdamW on the batch: decay on the matrix weights (the runtime's groups)."""
-    decay = [p for _, _, ts in layout for p in ts if p.dim() == 2]
-    no_decay = [p for _, _, ts in layout for p in ts if p.dim() == 1]
+    """ADAMW_STEPS of torch.optim.AdamW on the batch, in the runtime's groups: decay on the matrix weights but
+    the embedding (as GPT-2's; a tied head is the embedding)."""
+    decay = [p for ours, _, ts in layout for p in ts if p.dim() == 2 and ours != "embedding.wte"]
+    no_decay = [p for ours, _, ts in layout for p in ts if p.dim() == 1 or ours == "embedding.wte"]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": ADAMW["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}],
         lr=ADAMW["lr"],

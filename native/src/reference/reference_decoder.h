@@ -263,7 +263,7 @@ struct DecoderSpec {
 struct DecoderParam {
   std::string name;
   std::size_t offset = 0, numel = 0;
-  bool decay = false;  // AdamW weight decay: the matrix weights
+  bool decay = false;  // AdamW weight decay: the matrix weights but the embedding (decoder-layout.md)
 };
 
 /**
@@ -283,7 +283,7 @@ inline std::vector<DecoderParam> decoder_params(const DecoderSpec& s) {
     offset += static_cast<std::size_t>(numel);
   };
   const long W = (s.H + 2 * s.KV) * s.D;
-  add("embedding.wte", s.V * s.C, true);
+  add("embedding.wte", s.V * s.C, false);  // as GPT-2's: the embedding is not decayed
   for (long i = 0; i < s.L; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
     add(b + "ln1.weight", s.C, false);
@@ -317,7 +317,7 @@ template <class R>
 R decoder_forward_backward(const DecoderSpec& spec, const Vec<R>& params, const Tokens& tok, Vec<R>* grads,
                            R grad_scale = R(1), Vec<R>* logits_out = nullptr);
 
-/** AdamW on the flat vector, as optim/adamw.h defines it: decay on the matrix weights, one learning rate. */
+/** AdamW on the flat vector, as optim/adamw.h defines it: decay where DecoderParam::decay says, one learning rate. */
 template <class R>
 void decoder_adamw_step(const DecoderSpec& spec, Vec<R>& params, const Vec<R>& grads, Vec<R>& m, Vec<R>& v, long t,
                         double lr, double beta1, double beta2, double eps, double weight_decay, R grad_scale);
