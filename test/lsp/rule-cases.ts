@@ -74,6 +74,23 @@ export const RULE_CASES: RuleCase[] = [
     clean: RUN.replace('n_heads: 4', 'n_heads: 8'),
   },
   {
+    name: "n_kv_heads must divide n_heads (the schema's x-checks)",
+    file: 'kv-heads.fsdp.yaml',
+    code: 'run.kv-heads-divide-heads',
+    severity: 'error',
+    marked: RUN.replace('n_heads: 4', 'n_heads: 4, architecture: llama, intermediate_size: 172, n_kv_heads: ⟪3⟫'),
+    clean: RUN.replace('n_heads: 4', 'n_heads: 4, architecture: llama, intermediate_size: 172, n_kv_heads: 2'),
+  },
+  {
+    name: 'a Llama-family key on a gpt2 model (x-only-when)',
+    file: 'only-when.fsdp.yaml',
+    code: 'schema.only-when',
+    severity: 'error',
+    fixes: 1,
+    marked: RUN.replace('n_heads: 4', 'n_heads: 4, ⟪n_kv_heads⟫: 2'),
+    clean: RUN.replace('n_heads: 4', 'n_heads: 4, architecture: llama, intermediate_size: 172, n_kv_heads: 2'),
+  },
+  {
     name: 'a learning rate AdamW diverges with',
     file: 'lr.fsdp.yaml',
     code: 'run.learning-rate-high',
