@@ -2,9 +2,9 @@
 // gqa_attention.cc) against the float64 reference (reference/reference_decoder.h), forward and
 // backward, on shapes chosen to be awkward: T not a multiple of any tile, one kv head (multi-query),
 // as many kv heads as query heads (multi-head), groups of three, a head_dim unrelated to any hidden
-// size, several sequences. Tolerances are fast_vs_reference_test.cc's: float32 sums of a few dozen
-// terms keep a norm-wise relative error near 1e-7, so 1e-6 forward and 1e-5 for gradients (two
-// products deep). Measured (2026-12-07): 2e-7 at worst, a kv head's gradient in grouped attention.
+// size, several sequences, several query tiles. Tolerances are fast_vs_reference_test.cc's: float32
+// sums of a few dozen terms keep a norm-wise relative error near 1e-7, so 1e-6 forward and 1e-5
+// for gradients (two products deep). Measured (2026-12-07): 2e-7 at worst, a kv head's gradient.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -213,6 +213,13 @@ TEST(DecoderOps, GroupedQueryAttentionWithGroupsOfThreeAndAnOddHeadDim) {
 TEST(DecoderOps, GroupedQueryAttentionAtAQwen3LikeShape) {
   // head_dim 2·C/H as Qwen3 0.6B's (C 1024, H 16, D 128), scaled down: C 32, H 4, D 16; KV 2.
   check_gqa(2, 17, 4, 2, 16);
+}
+
+TEST(DecoderOps, GroupedQueryAttentionOverSeveralQueryTiles) {
+  // The CPU goes by tiles of 64 queries, each reading the keys up to its last: a ragged last tile
+  // (150 = 2 · 64 + 22) and an exact multiple.
+  check_gqa(1, 150, 4, 2, 8);
+  check_gqa(2, 128, 3, 1, 6);
 }
 
 TEST(DecoderOps, GroupedQueryAttentionRefusesHeadsThatDoNotGroup) {
