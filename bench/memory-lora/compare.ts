@@ -6,12 +6,12 @@
 // bytes at the highest moment: what MemTracker's "Total" peak counts.
 // `-- --layers N` (default 4) keeps N blocks of each model, so the grid runs on two shared cores;
 // `-- --only SHAPE` runs one shape, `-- --batch N` sequences of 256 tokens (default 1). Writes bench/results/memory-lora-<date>.{md,json}.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { estimateMemory } from '../../core/memory/estimate';
 import { defaultMemoryInput, type Dtype, type MemoryInput } from '../../core/memory/memory-input';
 import type { ModelShape } from '../../core/memory/model-shape';
-import { lastJsonLine } from '../memory-nd/bench-plan';
 import { benchContext } from '../run-context';
 
 const root = path.resolve(__dirname, '../..');
@@ -22,6 +22,8 @@ const arg = (name: string) => {
 };
 const layers = Number(arg('layers') ?? 4);
 const only = arg('only');
+// `-- --full`: full fine-tuning rows instead (no PEFT; the weights, gradients and AdamW states in --dtype).
+const full = process.argv.includes('--full');
 const dtype = (arg('dtype') ?? 'float32') as Dtype;
 const SEQ = 256;
 const BATCH = Number(arg('batch') ?? 1);
@@ -73,7 +75,7 @@ const SHAPES: Record<string, Omit<ModelShape, 'nLayers'>> = {
 
 interface Row {
   shape: string;
-  targets: 'all-linear' | 'qv';
+  targets: 'all-linear' | 'qv' | 'none';
   r: number;
   gc: boolean;
 }
@@ -88,8 +90,8 @@ interface Tracked {
 const rows: Row[] = [];
 for (const shape of Object.keys(SHAPES))
   for (const gc of [false, true])
-    for (const targets of ['all-linear', 'qv'] as const)
-      for (const r of [8, 64]) if (!only || only === shape) rows.push({ shape, targets, r, gc });
+    for (const targets of full ? (['none'] as const) : (['all-linear', 'qv'] as const))
+      for (const r of full ? [0] : [8, 64]) if (!only || only === shape) rows.push({ shape, targets, r, gc });
 
 function inputOf(row: Row): MemoryInput {
   const shape: ModelShape = { ...SHAPES[row.shape], nLayers: layers };
@@ -102,55 +104,73 @@ function inputOf(row: Row): MemoryInput {
     checkpointing: { policy: row.gc ? 'every_n' : 'none', everyN: 1 },
     dropout: 0,
     ...(dtype !== 'float32' ? { weights: { dtype } } : {}),
-    lora: {
-      r: row.r,
-      alpha: 2 * row.r,
-      dropout: DROPOUT,
-      targets: row.targets === 'all-linear' ? 'all-linear' : ['q_proj', 'v_proj'],
-      modulesToSave: [],
-      adapterDtype: 'float32',
-    },
+    ...(row.targets === 'none' ? {} : { lora: loraOf(row) }),
+  };
+}
+
+function loraOf(row: Row): NonNullable<MemoryInput['lora']> {
+  return {
+    r: row.r,
+    alpha: 2 * row.r,
+    dropout: DROPOUT,
+    targets: row.targets === 'all-linear' ? 'all-linear' : ['q_proj', 'v_proj'],
+    modulesToSave: [],
+    adapterDtype: 'float32',
   };
 }
 
 const MB = 1e6;
-const results = rows.map((row) => {
-  const args = [
-    '--shape',
-    row.shape,
-    '--layers',
-    String(layers),
-    '--targets',
-    row.targets,
-    '--r',
-    String(row.r),
-    '--dropout',
-    String(DROPOUT),
-    '--dtype',
-    dtype,
-    '--seq',
-    String(SEQ),
-    '--batch',
-    String(BATCH),
-    ...(row.gc ? ['--gc'] : []),
-  ];
-  const m = lastJsonLine<Tracked>(python, path.join(__dirname, 'measure.py'), args);
-  const e = estimateMemory(inputOf(row));
-  const measured = m.peak.Total;
-  const estimated = e.peak.total;
-  const error = (estimated - measured) / measured;
-  const line = `${row.shape} ${row.targets} r${row.r} ${row.gc ? 'gc' : 'no-gc'}: measured ${(measured / MB).toFixed(1)} MB, estimated ${(estimated / MB).toFixed(1)} MB, ${(100 * error).toFixed(1)} %`;
-  console.log(line);
-  return {
-    ...row,
-    measured,
-    estimated,
-    error,
-    trackedPeak: m.peak,
-    estimatePeak: e.peak,
-    trainable: m.trainable,
-    torch: m.torch,
-  };
+// One Python process per shape measures all its rows (the libraries are imported once: most of a
+// row's time on a loaded machine); one JSON line comes back per row, in order.
+const common = [
+  '--layers',
+  String(layers),
+  '--dropout',
+  String(DROPOUT),
+  '--dtype',
+  dtype,
+  '--seq',
+  String(SEQ),
+  '--batch',
+  String(BATCH),
+  '--steps',
+  '1',
+];
+const results = Object.keys(SHAPES).flatMap((shape) => {
+  const mine = rows.filter((r) => r.shape === shape);
+  if (!mine.length) return [];
+  const spec = mine.map((r) => ({ shape: r.shape, targets: r.targets, r: r.r, gc: r.gc }));
+  const out = execFileSync(python, [path.join(__dirname, 'measure.py'), ...common, '--rows', JSON.stringify(spec)], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+    maxBuffer: 1 << 26,
+  });
+  const lines = out
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'));
+  if (lines.length !== mine.length)
+    throw new Error(`measure.py gave ${lines.length} rows for ${mine.length} of ${shape}`);
+  return mine.map((row, i) => {
+    const m = JSON.parse(lines[i]) as Tracked;
+    const e = estimateMemory(inputOf(row));
+    const measured = m.peak.Total;
+    const estimated = e.peak.total;
+    const error = (estimated - measured) / measured;
+    console.log(
+      `${row.shape} ${row.targets} r${row.r} ${row.gc ? 'gc' : 'no-gc'}: measured ${(measured / MB).toFixed(1)} MB, estimated ${(estimated / MB).toFixed(1)} MB, ${(100 * error).toFixed(1)} %`,
+    );
+    return {
+      ...row,
+      measured,
+      estimated,
+      error,
+      trackedPeak: m.peak,
+      estimatePeak: e.peak,
+      trainable: m.trainable,
+      torch: m.torch,
+    };
+  });
 });
 
 const abs = results.map((r) => Math.abs(r.error)).sort((a, b) => a - b);
@@ -168,7 +188,7 @@ const md = [
   '|---|---|---:|---|---:|---:|---:|---:|---:|',
   ...results.map(
     (r) =>
-      `| ${r.shape} | ${r.targets === 'qv' ? 'q, v' : 'all-linear'} | ${r.r} | ${r.gc ? 'every block' : 'none'} | ${r.trainable.toLocaleString('en')} | ${(r.measured / MB).toFixed(1)} | ${(((r.trackedPeak['_MemRefType.ACT'] ?? 0) + (r.trackedPeak['_MemRefType.TEMP'] ?? 0)) / MB).toFixed(1)} | ${(r.estimated / MB).toFixed(1)} | ${(100 * r.error).toFixed(1)} % |`,
+      `| ${r.shape} | ${r.targets === 'qv' ? 'q, v' : r.targets === 'none' ? 'full fine-tuning' : 'all-linear'} | ${r.r} | ${r.gc ? 'every block' : 'none'} | ${r.trainable.toLocaleString('en')} | ${(r.measured / MB).toFixed(1)} | ${(((r.trackedPeak['_MemRefType.ACT'] ?? 0) + (r.trackedPeak['_MemRefType.TEMP'] ?? 0)) / MB).toFixed(1)} | ${(r.estimated / MB).toFixed(1)} | ${(100 * r.error).toFixed(1)} % |`,
   ),
   '',
   `Median |error| ${(100 * median).toFixed(1)} %, worst ${(100 * worst).toFixed(1)} % (issue 36's target: 5 % median, 10 % worst).`,
@@ -178,7 +198,7 @@ const base = path.join(
   root,
   'bench',
   'results',
-  `memory-lora-${date}${dtype !== 'float32' ? `-${dtype}` : ''}${BATCH !== 1 ? `-batch${BATCH}` : ''}${only ? `-${only}` : ''}`,
+  `memory-lora-${date}${dtype !== 'float32' ? `-${dtype}` : ''}${BATCH !== 1 ? `-batch${BATCH}` : ''}${full ? '-full' : ''}${only ? `-${only}` : ''}`,
 );
 writeFileSync(`${base}.md`, md.join('\n'));
 writeFileSync(

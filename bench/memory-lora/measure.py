@@ -65,9 +65,11 @@ class _NoHook:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="smollm2-360m")
     ap.add_argument("--layers", type=int, default=0, help="fewer blocks than the model has (0: all)")
-    ap.add_argument("--targets", choices=["all-linear", "qv"], default="all-linear")
+    ap.add_argument(
+        "--targets", choices=["all-linear", "qv", "none"], default="all-linear", help="none: full fine-tuning, no PEFT"
+    )
     ap.add_argument("--r", type=int, default=16)
     ap.add_argument("--dropout", type=float, default=0.05)
     ap.add_argument("--gc", action="store_true", help="gradient checkpointing (non-reentrant), as TRL enables it")
@@ -75,8 +77,21 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument(
+        "--rows",
+        default="",
+        help="a JSON list of rows, each overriding shape, targets, r, gc (one process imports the libraries once): "
+        "one JSON line per row",
+    )
     args = ap.parse_args()
+    rows = json.loads(args.rows) if args.rows else [{}]
+    for row in rows:
+        one = argparse.Namespace(**{**vars(args), **row})
+        print(json.dumps(measure(one)), flush=True)
 
+
+def measure(args: argparse.Namespace) -> dict:
+    """One row: the model built, PEFT applied, one step to make AdamW's states, then the tracked steps."""
     from peft import LoraConfig, get_peft_model
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -91,13 +106,14 @@ def main() -> None:
     model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     if args.gc:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    targets = "all-linear" if args.targets == "all-linear" else ["q_proj", "v_proj"]
-    lora = LoraConfig(
-        r=args.r, lora_alpha=2 * args.r, lora_dropout=args.dropout, target_modules=targets, task_type="CAUSAL_LM"
-    )
-    model = get_peft_model(model, lora)
-    if args.gc:
-        model.enable_input_require_grads()
+    if args.targets != "none":
+        targets = "all-linear" if args.targets == "all-linear" else ["q_proj", "v_proj"]
+        lora = LoraConfig(
+            r=args.r, lora_alpha=2 * args.r, lora_dropout=args.dropout, target_modules=targets, task_type="CAUSAL_LM"
+        )
+        model = get_peft_model(model, lora)
+        if args.gc:
+            model.enable_input_require_grads()
     model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
@@ -129,25 +145,21 @@ def main() -> None:
                 tracker.reset_mod_stats()
     snap = tracker.get_tracker_snapshot("peak")
     peak = {str(k): v for dev, cats in snap.items() for k, v in cats.items()}
-    print(
-        json.dumps(
-            {
-                "shape": args.shape,
-                "layers": shape["num_hidden_layers"],
-                "targets": args.targets,
-                "r": args.r,
-                "dropout": args.dropout,
-                "gc": args.gc,
-                "dtype": args.dtype,
-                "seq": args.seq,
-                "batch": args.batch,
-                "trainable": sum(p.numel() for p in trainable),
-                "parameters": sum(p.numel() for p in model.parameters()),
-                "peak": peak,
-                "torch": torch.__version__,
-            }
-        )
-    )
+    return {
+        "shape": args.shape,
+        "layers": shape["num_hidden_layers"],
+        "targets": args.targets,
+        "r": args.r,
+        "dropout": args.dropout,
+        "gc": args.gc,
+        "dtype": args.dtype,
+        "seq": args.seq,
+        "batch": args.batch,
+        "trainable": sum(p.numel() for p in trainable),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "peak": peak,
+        "torch": torch.__version__,
+    }
 
 
 if __name__ == "__main__":

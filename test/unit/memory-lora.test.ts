@@ -8,6 +8,8 @@ import path from 'node:path';
 import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { configMemory, type ConfigMemory } from '../../core/memory/config-memory';
 import { estimateMemory } from '../../core/memory/estimate';
+import { findGpu } from '../../core/memory/gpu-presets';
+import { maxMicroBatch } from '../../core/memory/inverse-questions';
 import { loraFromAdapterConfig, peftFromHf } from '../../core/memory/inputs/peft-settings';
 import { adaptedModules, loraElementsPerBlock, quantizedBytes } from '../../core/memory/lora';
 import { defaultMemoryInput, type LoraPlan, type MemoryInput } from '../../core/memory/memory-input';
@@ -218,6 +220,14 @@ max_length: 2048
       yaml.replace('use_peft: true\n', '').replace('load_in_4bit: true\n', '').concat('fsdp: full_shard\n'),
     );
     assert.ok(qlora.estimate.peak.total < full.estimate.peak.total / 3);
+    // The inverse questions run on the same replay: micro-batches of 2,048 tokens that fit 24 GB.
+    const rtx = findGpu('RTX4090-24GB')!.memoryBytes;
+    const bf16 = read(`${yaml}bf16: true\nmodel_init_kwargs:\n  dtype: bfloat16\n`);
+    const largest = maxMicroBatch(bf16.read.input, rtx);
+    assert.ok(largest >= 1, `${largest}`);
+    assert.ok(estimateMemory({ ...bf16.read.input, microBatch: largest }).peak.total <= rtx);
+    assert.ok(estimateMemory({ ...bf16.read.input, microBatch: largest + 1 }).peak.total > rtx);
+    assert.equal(maxMicroBatch(full.read.input, rtx), 0);
     const fsdp = read(`${yaml}fsdp: full_shard\n`);
     assert.deepEqual(
       fsdp.read.input.notModelled?.map((n) => n.what),
