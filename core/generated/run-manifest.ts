@@ -85,6 +85,7 @@ export interface RunManifest {
     stdout?: number;
     stderr?: number;
   };
+  attempt?: ManifestAttempt;
   end_reason?: string;
   runtime_version?: string;
   slurm?: ManifestSlurm;
@@ -104,7 +105,20 @@ export interface ManifestLogs {
   tensorboard?: string;
 }
 /**
- * A run submitted to SLURM: its batch script and jobs. Written on the login host before submission, then with the job id, and once the editor saw the last job end.
+ * The attempt at the run this file is the snapshot of (each launch, resume or requeued job is one), as its owner, the supervisor, wrote it when it took the run folder. log_from orders the attempt in the stream: a run_start or run_end at or after that byte of metrics.jsonl is this attempt's, one before it an earlier attempt's, whatever the clocks or pids say. Absent in run.json written before attempts were recorded, and in a SLURM run's before its job starts.
+ */
+export interface ManifestAttempt {
+  /**
+   * Unique among the run's attempts.
+   */
+  id: string;
+  /**
+   * metrics.jsonl's size (bytes) when the attempt took the run folder, before it started anything.
+   */
+  log_from: number;
+}
+/**
+ * A run submitted to SLURM: its batch script and jobs. Written on the login host before submission, then with the job id; the job's end by the run's owner in the job as SLURM ends it (or by Stop, for a job cancelled while queued).
  */
 export interface ManifestSlurm {
   /**

@@ -5,6 +5,7 @@ when its leader started (what Stop checks before it signals the group: runs/stop
 import json
 import os
 import sys
+import uuid
 
 from fsdp_studio import run_manifest
 from fsdp_studio.run_processes import stat_of
@@ -34,11 +35,20 @@ def starting_manifest(args):
     return doc
 
 
-def write_starting(run_dir, doc):
-    """run.json as the run starts: the launcher's manifest, this process as the run's first pid, and
-    when this process leads the run's own process group (the editor's detached start, fsdp-train's
-    new group), that group and when its leader started — what Stop checks before it signals it."""
-    doc = dict(doc, status="starting", pids=[os.getpid()])
+def new_attempt(log_from):
+    """This attempt at the run, as run.json names it (core/schemas/run-manifest.schema.json
+    attempt): an id of its own, and where its events begin in metrics.jsonl (`log_from`, the file's
+    size when this owner took the folder), which orders it among the run's attempts by the stream
+    itself, not by clocks or pids."""
+    return {"id": uuid.uuid4().hex[:16], "log_from": log_from}
+
+
+def write_starting(run_dir, doc, attempt):
+    """run.json as the run starts: the launcher's manifest, this attempt, this process as the run's
+    first pid, and when this process leads the run's own process group (the editor's detached start,
+    fsdp-train's new group), that group and when its leader started — what Stop checks before it
+    signals it."""
+    doc = dict(doc, status="starting", pids=[os.getpid()], attempt=attempt)
     for key in ("end_reason", "pgid", "leader_start", "boot_id"):
         doc.pop(key, None)
     if leads_run_group() and os.environ.get(RUN_MARK_ENV):

@@ -5,7 +5,8 @@ runtime (--native). The one process that writes the run's run.json (through run_
                                          [--nproc N] [--use-this-python] -- COMMAND...
 
 It writes DIR/run.json first (status "starting"): the manifest the launcher composed (--manifest,
-or $FSDP_RUN_MANIFEST), with this process as the run's first pid and, when it leads the run's
+or $FSDP_RUN_MANIFEST), with this process as the run's first pid, this attempt (an id, and where
+its events begin in metrics.jsonl: readers tell whose an end is by it) and, when it leads the run's
 process group, that group. Without one it keeps the run.json already there (a SLURM job's, written
 when the job was queued).
 
@@ -69,7 +70,7 @@ from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
-from fsdp_studio.run_start import starting_manifest, write_starting  # noqa: E402
+from fsdp_studio.run_start import new_attempt, starting_manifest, write_starting  # noqa: E402
 from fsdp_studio.runtime_run import (  # noqa: E402
     RUNTIME_END_GRACE_S,
     ParentWatch,
@@ -162,9 +163,11 @@ def start(args):
         return opened
     lock, log = opened
     before = run_manifest.read_bytes(run_dir)
-    events = EventFollower(log.path, file_size(log.path))
+    log_from = file_size(log.path)
+    events = EventFollower(log.path, log_from)
+    attempt_fields = new_attempt(log_from)
     if starting is not None:
-        write_starting(run_dir, starting)
+        write_starting(run_dir, starting, attempt_fields)
     manifest = run_manifest.read(run_dir)
     guard = start_guard(run_dir, lock)
     stopped: list[int] = []
@@ -172,6 +175,9 @@ def start(args):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
     slurm_end = SlurmJobEnd(run_dir, manifest, stopped)
     slurm_end.started()
+    if starting is None:
+        # The run.json kept (a SLURM job's, written when it was queued) becomes this attempt's.
+        run_manifest.update(run_dir, {"attempt": attempt_fields})
 
     world = 1 if args.native else args.nproc
     env = child_env(run_dir, own_python=args.use_this_python)

@@ -64,9 +64,11 @@ export interface RunFacts {
  * no longer the end.
  */
 export function startingManifest(facts: RunFacts, previous?: RunManifest, now = Date.now() / 1000): RunManifest {
-  // The last run's end, and its processes: a group or pids named now would be another's.
+  // The last run's end, its processes and its attempt: a group, pids or an attempt named now would be
+  // another's (the new attempt's owner names its own as it takes the folder).
   const {
     end_reason: _ended,
+    attempt: _attempt,
     pids: _pids,
     pgid: _pgid,
     leader_start: _start,

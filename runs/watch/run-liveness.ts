@@ -65,9 +65,10 @@ export class RunLiveness {
       }
       await this.noteCgroup();
       if ((run.isLive() && (await this.processesAlive()) === false) || this.endedWithoutRunEnd()) {
-        // Its last lines may still be on their way: read, wait a moment, then decide.
-        stream.pokeMetrics();
-        await new Promise((r) => setTimeout(r, 1500));
+        // Its last lines may still be unread: the processes are gone, or the owner wrote run.json's
+        // end after the run_end it took it from, so the log holds all it will: read it to its end
+        // (a condition, not a wait a loaded machine outlasts), then decide.
+        await stream.readToTheEnd();
         await run.refreshManifest();
         // A long log still being read may hold the end: only the file's last line tells.
         if (!run.disposed() && (run.isLive() || this.endedWithoutRunEnd()) && !(await this.logEndsWithRunEnd())) {

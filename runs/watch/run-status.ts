@@ -17,22 +17,27 @@ export interface StatusFacts {
   vanished: string | undefined;
   /** When the latest resume was asked for (seconds); -Infinity when none was. */
   resumedAt: number;
+  /** Where the history's end, its latest run_end, begins in metrics.jsonl (bytes). */
+  endOffset?: number;
 }
 
-export function runStatusOf({ history, manifest, job, vanished, resumedAt }: StatusFacts): RunStatus {
+export function runStatusOf({ history, manifest, job, vanished, resumedAt, endOffset }: StatusFacts): RunStatus {
   if (job) return jobRunStatus(job, runFactsOf(history));
   const end = history.end;
-  // run.json rewritten as live after the log's last end is a resume starting.
+  // run.json rewritten as live by another attempt than the one whose end the log holds is a resume
+  // starting: told by the attempt run.json names, else (run.json without one) by its time and pids.
+  const liveAfterEnd =
+    end !== undefined &&
+    manifest !== undefined &&
+    !ENDED.has(manifest.status) &&
+    !(
+      endOfAttempt(manifest, endOffset) ??
+      ((manifest.updated ?? 0) <= end.time || manifestOfEndedAttempt(history, manifest))
+    );
   // A resume asked for after the end (this window pressed Resume or "Continue training") is one
   // starting, even while run.json is not yet rewritten by the launch.
   const resumedHere = end !== undefined && resumedAt > end.time && !vanished;
-  const resuming =
-    end &&
-    ((manifest &&
-      !ENDED.has(manifest.status) &&
-      (manifest.updated ?? 0) > end.time &&
-      !manifestOfEndedAttempt(history, manifest)) ||
-      resumedHere);
+  const resuming = end && (liveAfterEnd || resumedHere);
   if (end && !resuming) return end.status;
   const m = manifest?.status;
   if (resumedHere && (manifest?.updated ?? 0) <= resumedAt) return 'starting';
@@ -52,6 +57,18 @@ export function runFactsOf(history: RunHistory): RunFacts {
     ...(start ? { startedAt: start.time } : {}),
     ...(end ? { end: { status: end.status, time: end.time } } : {}),
   };
+}
+
+/**
+ * Whether the log's end is the attempt run.json is the snapshot of: it begins at or after where
+ * that attempt's events begin (manifest.attempt.log_from), an order the stream itself gives, not the
+ * clocks of two hosts or the pids of two processes. Undefined where run.json names no attempt (one
+ * written before attempts were recorded, or a SLURM run's before its job starts): the caller then
+ * judges by the times and pids as before.
+ */
+function endOfAttempt(manifest: RunManifest | undefined, endOffset: number | undefined): boolean | undefined {
+  const from = manifest?.attempt?.log_from;
+  return from === undefined || endOffset === undefined ? undefined : endOffset >= from;
 }
 
 /**

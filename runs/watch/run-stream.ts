@@ -22,6 +22,7 @@ export class RunStream {
   private logConnection: ConnectionState = { state: 'closed' };
   private metricsConnection: ConnectionState = { state: 'closed' };
   private readOffset = 0;
+  private runEndOffset: number | undefined;
 
   constructor(
     private readonly run: WatchedRun,
@@ -49,6 +50,11 @@ export class RunStream {
     return this.readOffset;
   }
 
+  /** Where the latest run_end read begins in metrics.jsonl (the history's end, while it has one). */
+  get endOffset(): number | undefined {
+    return this.runEndOffset;
+  }
+
   /** Starts following metrics.jsonl (and the run's other outputs) from where this watch stopped reading. */
   follow(): void {
     const { run } = this;
@@ -60,7 +66,10 @@ export class RunStream {
         {
           batch: (batch) => {
             this.readOffset = batch.offset;
-            for (const e of batch.entries) run.history.apply(e.event);
+            for (const e of batch.entries) {
+              run.history.apply(e.event);
+              if (e.event.type === 'run_end') this.runEndOffset = e.offset;
+            }
             this.keepProblems(batch.problems);
             // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
             // lines — keeps following: its run_start comes after them.)
@@ -90,11 +99,6 @@ export class RunStream {
   poke(): void {
     this.follower?.poke();
     this.outputs.poke();
-  }
-
-  /** Reads what was appended to metrics.jsonl now. */
-  pokeMetrics(): void {
-    this.follower?.poke();
   }
 
   stop(): void {

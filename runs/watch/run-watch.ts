@@ -160,7 +160,7 @@ export class RunWatch {
 
   status(): RunStatus {
     const { history, manifest, job, vanished, resumedAt } = this;
-    return runStatusOf({ history, manifest, job, vanished, resumedAt });
+    return runStatusOf({ history, manifest, job, vanished, resumedAt, endOffset: this.stream.endOffset });
   }
 
   /** Why the run ended, in words, when it did not complete. */
