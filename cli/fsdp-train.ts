@@ -7,8 +7,9 @@
 // (launch.nproc_per_node x launch.nnodes, --nproc sets the first) it starts them with mpirun
 // (runs/launch/mpirun.ts). The extension's launcher starts runs through this same command.
 // `npx fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR` writes a checkpoint as a Hugging Face
-// GPT-2 folder; `--from-hf DIR` (or model.from_hf) starts a run from one: its config.json gives the
-// model keys (core/config/run-config-hf.ts), its weights the step-0 checkpoint (native/src/checkpoint/hf_gpt2.h).
+// folder (GPT-2, Llama, Qwen3); `--from-hf DIR` (or model.from_hf) starts a run from one: its config.json gives the
+// model keys (core/config/run-config-hf.ts), its weights the step-0 checkpoint (native/src/checkpoint/
+// hf_gpt2.h, hf_decoder.h).
 // `npx fsdp-train prepare --tokenizer DIR --out DIR INPUT...` turns a person's own text into token
 // files with their model's tokenizer (cli/train/prepare-command.ts).
 import { spawn } from 'node:child_process';
@@ -204,13 +205,6 @@ export async function main(argv: string[]): Promise<number> {
   if (fromHf !== undefined && rank !== undefined) {
     console.error(
       `fsdp-train: ${fromHfFlag !== undefined ? '--from-hf' : 'model.from_hf'} starts a new run from the folder's weights: run it as one command (it starts the ranks), not under mpirun or srun, or --resume its run`,
-    );
-    return EXIT_CONFIG;
-  }
-  if (fromHf !== undefined && (config.model.architecture ?? 'gpt2') !== 'gpt2') {
-    // native/src/checkpoint/hf_decoder.h reads the family's tensors; no run imports them yet.
-    console.error(
-      `fsdp-train: ${fromHf}: the runtime imports the weights of GPT-2 folders only so far, not ${config.model.architecture}'s`,
     );
     return EXIT_CONFIG;
   }

@@ -48,6 +48,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/hf_decoder.h"
 #include "checkpoint/hf_gpt2.h"
 #include "config/load.h"
 #include "validation/validate.h"
@@ -368,8 +369,15 @@ int export_hf(const std::string& config_path, const std::string& checkpoint, con
   fsdp::RunConfig config;
   if (!load_model_config(config_path, config)) return kExitConfig;
   try {
-    fsdp::export_hf_gpt2(checkpoint, config.model, out_dir);
-    std::cout << nlohmann::json{{"path", out_dir}, {"config", fsdp::hf_gpt2_config(config.model)}}.dump() << "\n";
+    // GPT2LMHeadModel, or the family's LlamaForCausalLM / Qwen3ForCausalLM.
+    const bool decoder = config.model.llama_family();
+    if (decoder)
+      fsdp::export_hf_decoder(checkpoint, config.model, out_dir);
+    else
+      fsdp::export_hf_gpt2(checkpoint, config.model, out_dir);
+    const nlohmann::json hf_config =
+        decoder ? fsdp::hf_decoder_config(config.model) : fsdp::hf_gpt2_config(config.model);
+    std::cout << nlohmann::json{{"path", out_dir}, {"config", hf_config}}.dump() << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "fsdp-train-native: " << e.what() << "\n";
@@ -383,7 +391,9 @@ int import_hf(const std::string& config_path, const std::string& hf_dir, const s
   try {
     // The state of a run before its first step: it starts from the imported weights.
     const fsdp::TrainerState fresh(config.stability.spike_zscore, config.stability.spike_window);
-    const fsdp::SavedCheckpoint c = fsdp::import_hf_gpt2(hf_dir, config.model, fresh.to_json(), checkpoint_dir);
+    const fsdp::SavedCheckpoint c = config.model.llama_family()
+                                        ? fsdp::import_hf_decoder(hf_dir, config.model, fresh.to_json(), checkpoint_dir)
+                                        : fsdp::import_hf_gpt2(hf_dir, config.model, fresh.to_json(), checkpoint_dir);
     std::cout << nlohmann::json{{"path", c.path}, {"step", c.step}, {"bytes", c.bytes}}.dump() << "\n";
     return 0;
   } catch (const std::exception& e) {

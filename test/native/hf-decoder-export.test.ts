@@ -1,0 +1,115 @@
+// Llama and Qwen3 Hugging Face folders in and out of the runtime, held to transformers (issue 35
+// item 3): a folder transformers saved (test/fixtures/hf-decoder: a Llama with GQA and biases in
+// float32, one file; a Qwen3 with q/k norm, tied, bfloat16, sharded) is imported as a run's step-0
+// checkpoint from a config whose model is only `from_hf`, then `fsdp-train export --hf` writes it
+// back; transformers loads the export as the same architecture, with its tokenizer files, and its
+// float32 logits equal the original folder's within 1e-4 with a KL divergence under 1e-6.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadRunConfig } from '../../core/config/run-config';
+import { VENV_PYTHON } from '../harness/pytorch';
+import { nativeCli, repoRoot } from './native-build';
+import { tempDir, train } from './train-runs';
+
+const FIXTURES = path.join(repoRoot, 'test', 'fixtures', 'hf-decoder');
+const LOGITS_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'hf_causal_lm_logits.py');
+
+interface Logits {
+  architecture: string;
+  shape: number[];
+  logits: number[];
+}
+
+function transformersLogits(folders: string[], tokens: number[][]): Logits[] {
+  const r = spawnSync(VENV_PYTHON, [LOGITS_SCRIPT], {
+    input: JSON.stringify(folders.map((folder) => ({ folder, tokens }))),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+    env: { ...process.env, HF_HUB_OFFLINE: '1' },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as Logits[];
+}
+
+/** The largest |a - b| and the largest KL(softmax a || softmax b) over the positions. */
+function compare(a: Logits, b: Logits): { worst: number; kl: number } {
+  assert.deepEqual(a.shape, b.shape);
+  const v = a.shape[2];
+  let worst = 0;
+  let kl = 0;
+  for (let at = 0; at < a.logits.length; at += v) {
+    const p = softmax(a.logits.slice(at, at + v));
+    const q = softmax(b.logits.slice(at, at + v));
+    let sum = 0;
+    for (let i = 0; i < v; i++) {
+      worst = Math.max(worst, Math.abs(a.logits[at + i] - b.logits[at + i]));
+      sum += p[i] * (Math.log(p[i]) - Math.log(q[i]));
+    }
+    kl = Math.max(kl, sum);
+  }
+  return { worst, kl };
+}
+
+function softmax(x: number[]): number[] {
+  const max = Math.max(...x);
+  const e = x.map((v) => Math.exp(v - max));
+  const total = e.reduce((s, v) => s + v, 0);
+  return e.map((v) => v / total);
+}
+
+describe('Llama and Qwen3 Hugging Face folders imported and exported, against transformers', function () {
+  this.timeout(300_000);
+  let dir: string;
+  before(() => {
+    dir = tempDir('hf-decoder');
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  for (const [fixture, architecture] of [
+    ['llama-biases', 'LlamaForCausalLM'],
+    ['qwen3-bf16-sharded', 'Qwen3ForCausalLM'],
+  ] as const) {
+    it(`${fixture}: transformers loads the export as ${architecture}, with its tokenizer, and its logits are the folder's`, async () => {
+      const work = path.join(dir, fixture);
+      const folder = path.join(work, 'model');
+      cpSync(path.join(FIXTURES, fixture), folder, { recursive: true });
+      const tokenizerConfig = '{"model_max_length": 128}';
+      writeFileSync(path.join(folder, 'tokenizer_config.json'), tokenizerConfig);
+      const configFile = path.join(work, 'run.yaml');
+      writeFileSync(
+        configFile,
+        `model:\n  from_hf: model\ndata:\n  train: train.tok\n  seq_len: 16\ntraining:\n  max_steps: 1\n  batch_size_per_gpu: 1\n  learning_rate: 0.001\n`,
+      );
+      // The resolved config, as fsdp-train writes it for the runtime: the folder's keys, read by TypeScript.
+      const loaded = loadRunConfig(readFileSync(configFile, 'utf8'), configFile);
+      assert.ok(loaded.config, JSON.stringify(loaded.problems));
+      const resolved = path.join(work, 'resolved.json');
+      writeFileSync(resolved, JSON.stringify(loaded.config));
+      const imported = spawnSync(nativeCli, ['--import-hf', resolved, folder, path.join(work, 'checkpoints')], {
+        encoding: 'utf8',
+      });
+      assert.equal(imported.status, 0, imported.stderr);
+      const checkpoint = path.join(work, 'checkpoints', 'step-00000000');
+      assert.ok(existsSync(path.join(checkpoint, 'manifest.json')));
+
+      const out = path.join(work, 'exported');
+      const exported = await train(['export', checkpoint, '--hf', out, '--config', configFile]);
+      assert.equal(exported.code, 0, exported.stderr);
+      assert.match(exported.stdout, new RegExp(`written as a Hugging Face ${architecture} model`));
+      assert.equal(readFileSync(path.join(out, 'tokenizer_config.json'), 'utf8'), tokenizerConfig);
+
+      const tokens = [
+        [1, 5, 9, 63, 0, 17, 42, 8],
+        [60, 2, 2, 31, 7, 11, 50, 3],
+      ];
+      const [theirs, ours] = transformersLogits([folder, out], tokens);
+      assert.equal(ours.architecture, architecture);
+      const { worst, kl } = compare(ours, theirs);
+      console.log(`      worst logit difference ${worst.toExponential(2)}, KL ${kl.toExponential(2)}`);
+      assert.ok(worst <= 1e-4, `logits differ by ${worst}`);
+      assert.ok(kl <= 1e-6, `KL ${kl}`);
+    });
+  }
+});
