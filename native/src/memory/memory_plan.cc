@@ -46,6 +46,25 @@ ActivationSizes activation_sizes(const RunConfig& c) {
   // CUDA the logits in the compute dtype, rows padded to a multiple of 128 (backend/cuda/classifier.cc).
   z.head = a * N * C + 12 * N + (plans_cuda(c) ? p : 4) * N * Vh;
   z.batch = 8 * N;  // int32 inputs and targets
+  if (s.llama_family() && !plans_cuda(c)) {
+    // The Llama family's decoder block (model/decoder_block.h), float32 on the CPU: ln1_out, res2,
+    // ln2_out (3NC); packed qkv (N W, W = (H + 2 KV) D), and for Qwen3 qkv before its q/k norms
+    // too with their rstd (4 N (H + KV)); attention's y (N H D) and probabilities (B H T^2);
+    // gate_up and h (3NF); the two RMSNorms' rstd (8N). Selective keeps qkv (both for Qwen3), y,
+    // res2 and gate_up. The head: ln_f's output, its rstd and the losses, the classifier's
+    // probabilities. (The family is refused on CUDA: no plan is made for it there.)
+    const u64 D = s.D, KV = s.KV, W = (H + 2 * KV) * D, HD = H * D;
+    const u64 qkv = (s.qk_norm() ? 2 : 1) * N * W, qk_rstd = s.qk_norm() ? 4 * N * (H + KV) : 0;
+    z.block = a * (3 * N * C + qkv + N * HD + 3 * N * F + B * H * T * T) + 8 * N + qk_rstd;
+    z.block_selective = a * (qkv + N * HD + N * C + 2 * N * F) + qk_rstd;
+    z.head = a * N * C + 8 * N + 4 * N * Vh;
+    // DecoderWorkspace (d_res, d_norm, dy, dqkv, dgate_up, dh, attention's scratch B H T^2) and,
+    // in the embedding's backward, the position gradient the family drops (float32 T C).
+    z.workspace = a * (2 * N * C + N * HD + N * W + 3 * N * F) + 4 * B * H * T * T + 4 * T * C;
+    z.batches = static_cast<u64>(c.data.prefetch_batches + 1) * z.batch;
+    z.tables = 4 * (D / 2);
+    return z;
+  }
   if (!plans_cuda(c)) {
     // ln1_out, qkv (3), atty, res2, ln2_out: 7NC; fch, fcg: 2NF; attention probabilities B H T^2;
     // LayerNorm means and reciprocal std devs of ln1 and ln2 in float32: 16N.
@@ -224,7 +243,7 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
     }
   }
 
-  const u64 other = z.batches;
+  const u64 other = z.batches + z.tables;
 
   plan.forward = params_persistent + gathered_fwd + grads_persistent + grads_unsynced + optimizer_device + act_fwd +
                  comm_fwd + other;

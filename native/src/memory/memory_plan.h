@@ -27,6 +27,7 @@ struct ActivationSizes {
   std::uint64_t batch = 0;            // one batch of input and target token ids
   std::uint64_t batches =
       0;  // the batches the device holds (other): the data loader's ring on the CPU, the staged one on a GPU
+  std::uint64_t tables = 0;  // what the model holds for its life (other): the Llama family's RoPE inv_freq
 };
 ActivationSizes activation_sizes(const RunConfig& c);
 
