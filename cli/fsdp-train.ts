@@ -42,12 +42,14 @@ import { checkpointsDirOf, copyTokenizerFiles, exportSource, fromHfOf } from '..
 import { startingManifestFor, writeRunConfig } from './train/run-directory';
 import { exitWhenFlushed } from './exit-when-flushed';
 import { prepareCommand } from './train/prepare-command';
+import { logitsCommand } from './train/logits-command';
 
 const USAGE = `usage: fsdp-train CONFIG [--nproc N] [--oversubscribe] [--ranks-per-node N] [--set key=value]... [--run-dir DIR]
                   [--resume auto|never|CHECKPOINT] [--from-hf HF_DIR] [--no-memory-check] [--plan]
        fsdp-train --export-checkpoint CHECKPOINT OUT_DIR
        fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]
        fsdp-train prepare --tokenizer DIR|tokenizer.json --out DIR INPUT...   (fsdp-train prepare --help)
+       fsdp-train logits RUN|CHECKPOINT|HF_DIR [--config CONFIG] < TOKENS       (fsdp-train logits --help)
 
 CONFIG is a run config (YAML or JSON). --set overrides a key (--set training.max_steps=100).
 --nproc N: N ranks on this machine (launch.nproc_per_node), started with mpirun; with
@@ -92,6 +94,7 @@ export function nativeTrainerPath(): string {
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'prepare') return prepareCommand(argv.slice(1));
+  if (argv[0] === 'logits') return logitsCommand(argv.slice(1), nativeTrainerPath());
   let args;
   try {
     args = parseArgs({

@@ -3,10 +3,12 @@
 // float32, one file; a Qwen3 with q/k norm, tied, bfloat16, sharded) is imported as a run's step-0
 // checkpoint from a config whose model is only `from_hf`, then `fsdp-train export --hf` writes it
 // back; transformers loads the export as the same architecture, with its tokenizer files, and its
-// float32 logits equal the original folder's within 1e-4 with a KL divergence under 1e-6.
+// float32 logits equal the original folder's within 1e-4 with a KL divergence under 1e-6. And
+// `fsdp-train logits FOLDER` — the runtime's own forward pass of the imported model — gives
+// transformers' logits within the same bounds, position by position.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadRunConfig } from '../../core/config/run-config';
 import { VENV_PYTHON } from '../harness/pytorch';
@@ -15,6 +17,7 @@ import { tempDir, train } from './train-runs';
 
 const FIXTURES = path.join(repoRoot, 'test', 'fixtures', 'hf-decoder');
 const LOGITS_SCRIPT = path.join(repoRoot, 'test', 'pytorch', 'hf_causal_lm_logits.py');
+const CLI = path.join(repoRoot, 'bin', 'fsdp-train.mjs');
 
 interface Logits {
   architecture: string;
@@ -111,5 +114,41 @@ describe('Llama and Qwen3 Hugging Face folders imported and exported, against tr
       assert.ok(worst <= 1e-4, `logits differ by ${worst}`);
       assert.ok(kl <= 1e-6, `KL ${kl}`);
     });
+
+    it(`${fixture}: fsdp-train logits FOLDER (the runtime's forward) gives transformers' logits`, () => {
+      const folder = path.join(FIXTURES, fixture);
+      const tokens = [3, 14, 15, 9, 26, 53, 58, 9, 7, 9, 32, 38];
+      const r = spawnSync(process.execPath, [CLI, 'logits', folder], {
+        input: `${tokens.join(' ')}\n`,
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const lines = r.stdout.trimEnd().split('\n');
+      assert.equal(lines.length, tokens.length);
+      const rows = lines.map((l) => JSON.parse(l) as number[]);
+      const ours: Logits = { architecture, shape: [1, tokens.length, rows[0].length], logits: rows.flat() };
+      const [theirs] = transformersLogits([folder], [tokens]);
+      const { worst, kl } = compare(ours, theirs);
+      console.log(
+        `      native against transformers: worst logit difference ${worst.toExponential(2)}, KL ${kl.toExponential(2)}`,
+      );
+      assert.ok(worst <= 1e-4, `logits differ by ${worst}`);
+      assert.ok(kl <= 1e-6, `KL ${kl}`);
+    });
   }
+
+  it('fsdp-train logits refuses what is not token ids, and a folder it cannot train by its key', () => {
+    const run = (args: string[], input: string) =>
+      spawnSync(process.execPath, [CLI, 'logits', ...args], { input, encoding: 'utf8' });
+    const notIds = run([path.join(FIXTURES, 'llama-biases')], '1 two 3');
+    assert.equal(notIds.status, 2);
+    assert.match(notIds.stderr, /standard input: "two" is not a token id/);
+    const gemma = path.join(dir, 'gemma');
+    mkdirSync(gemma);
+    writeFileSync(path.join(gemma, 'config.json'), '{"model_type": "gemma3_text"}');
+    const refused = run([gemma], '1 2 3');
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /gemma.config\.json: model_type "gemma3_text"/);
+  });
 });
