@@ -1,6 +1,7 @@
 // "FSDP: Export checkpoint as Hugging Face model": a checkpoint of a native run on this machine (any
-// world size; the newest unless the person picks another) written as a Hugging Face GPT-2 folder —
-// config.json and model.safetensors — that transformers loads with from_pretrained. The runtime
+// world size; the newest unless the person picks another) written as a Hugging Face folder of the
+// run's architecture (GPT-2, Llama, Qwen3) — config.json and model.safetensors, with the tokenizer
+// files of the folder the run started from — that transformers loads with from_pretrained. The runtime
 // writes it (fsdp-train-native --export-hf, runs/folder/hf-export.ts), so the files are checked
 // as a resume checks them.
 import * as vscode from 'vscode';
@@ -81,7 +82,7 @@ async function exportHf(studio: StudioContext, arg: RunArgument): Promise<void> 
     void vscode.window.showErrorMessage(`Cannot export step ${picked.step} of ${title}: ${(e as Error).message}`);
     return;
   }
-  studio.output.info(`exported ${picked.path} as a Hugging Face GPT-2 model in ${target.fsPath}`);
+  studio.output.info(`exported ${picked.path} as a Hugging Face model in ${target.fsPath}`);
   const open = await vscode.window.showInformationMessage(
     `Exported step ${picked.step} of ${title} as a Hugging Face model: ${target.fsPath}`,
     'Reveal folder',
