@@ -5,12 +5,14 @@
 // back; transformers loads the export as the same architecture, with its tokenizer files, and its
 // float32 logits equal the original folder's within 1e-4 with a KL divergence under 1e-6. And
 // `fsdp-train logits FOLDER` — the runtime's own forward pass of the imported model — gives
-// transformers' logits within the same bounds, position by position.
+// transformers' logits within the same bounds, position by position; a run started from the Llama
+// folder trains 3 steps and its export gives, in transformers, the trained run's native logits.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadRunConfig } from '../../core/config/run-config';
+import { writeTokenFile } from '../../core/data/token-file';
 import { VENV_PYTHON } from '../harness/pytorch';
 import { nativeCli, repoRoot } from './native-build';
 import { tempDir, train } from './train-runs';
@@ -137,6 +139,52 @@ describe('Llama and Qwen3 Hugging Face folders imported and exported, against tr
       assert.ok(kl <= 1e-6, `KL ${kl}`);
     });
   }
+
+  it('a run started from a Llama folder trains, exports with its tokenizer, and transformers gives its logits', async () => {
+    const work = path.join(dir, 'trained');
+    cpSync(path.join(FIXTURES, 'llama-biases'), path.join(work, 'model'), { recursive: true });
+    writeFileSync(path.join(work, 'model', 'tokenizer_config.json'), '{"model_max_length": 128}');
+    // Ids below the fixture's 64-token vocabulary.
+    const ids = Uint16Array.from({ length: 4096 }, (_, i) => (i * 7 + (i % 13)) % 64);
+    writeTokenFile(path.join(work, 'train.tok'), ids, 64, 'test');
+    const configFile = path.join(work, 'run.yaml');
+    writeFileSync(
+      configFile,
+      'name: from-llama\nmodel:\n  from_hf: model\ndata:\n  train: train.tok\n  seq_len: 16\n' +
+        'training:\n  max_steps: 3\n  batch_size_per_gpu: 2\n  learning_rate: 0.001\n' +
+        'launch:\n  threads_per_rank: 1\nlogging:\n  tensorboard: false\n',
+    );
+    const runDir = path.join(work, 'run');
+    const trained = await train([configFile, '--run-dir', runDir]);
+    assert.equal(trained.code, 0, trained.stderr);
+    assert.match(trained.stderr, /starting from the Hugging Face model in/);
+    assert.ok(existsSync(path.join(runDir, 'checkpoints', 'step-00000003', 'manifest.json')));
+
+    const out = path.join(work, 'exported');
+    const exported = await train(['export', runDir, '--hf', out]);
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.match(
+      exported.stdout,
+      /step-00000003 written as a Hugging Face LlamaForCausalLM model .*tokenizer_config\.json/,
+    );
+    const tokens = [3, 14, 15, 9, 26, 53, 58, 9];
+    const r = spawnSync(process.execPath, [CLI, 'logits', runDir], { input: tokens.join(' '), encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const rows = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as number[]);
+    const ours: Logits = { architecture: 'LlamaForCausalLM', shape: [1, tokens.length, 64], logits: rows.flat() };
+    const [theirs, original] = transformersLogits([out, path.join(work, 'model')], [tokens]);
+    const { worst, kl } = compare(ours, theirs);
+    console.log(
+      `      trained 3 steps, exported: worst logit difference ${worst.toExponential(2)}, KL ${kl.toExponential(2)}`,
+    );
+    assert.ok(worst <= 1e-4, `logits differ by ${worst}`);
+    assert.ok(kl <= 1e-6, `KL ${kl}`);
+    // And the 3 steps changed the model.
+    assert.ok(compare(theirs, original).worst > 1e-3);
+  });
 
   it('fsdp-train logits refuses what is not token ids, and a folder it cannot train by its key', () => {
     const run = (args: string[], input: string) =>
