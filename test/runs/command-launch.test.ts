@@ -28,7 +28,9 @@ import { LoopbackSshd } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
 import { DDP_SCRIPT, VENV_PYTHON } from '../harness/pytorch';
 
-const STEPS = 40;
+const STEPS = 12;
+/** The step the first start is held after (ddp_train.py's --hold-at) until the test has stopped it. */
+const HOLD_AT = 5;
 
 /** A 1-layer GPT-2 under the Hugging Face Trainer, on the CPU, logging nowhere but its printed dicts. */
 const HF_TRAINER_SCRIPT = `import torch
@@ -59,22 +61,31 @@ function writeSpec(
   return { specPath, spec };
 }
 
+/**
+ * While this file exists the run waits after step HOLD_AT (a stop signal ends the wait): the Stop
+ * cannot race the run's end however loaded the machine is. The SSH host is this machine, so its
+ * ranks see the file too.
+ */
+const holdFile = (dir: string) => path.join(dir, 'hold');
+
 function ddpSpec(dir: string, target = 'local'): CommandLaunchRequest {
   const command = [
     VENV_PYTHON,
     DDP_SCRIPT,
     '--steps',
     String(STEPS),
-    '--step-sleep',
-    '0.15',
     '--checkpoint',
     path.join(dir, 'ckpt'),
     '--save-every',
     '1000',
     '--nan-step',
-    '30',
+    '10',
     '--nan-rank',
     '1',
+    '--hold-at',
+    String(HOLD_AT),
+    '--hold-while',
+    holdFile(dir),
   ];
   return writeSpec(
     dir,
@@ -93,12 +104,14 @@ async function launchStopRelaunch(
   machine: RunMachine,
   launch: (resume?: LaunchedRun) => Promise<LaunchedRun>,
   watches: RunWatch[],
+  hold: string,
 ): Promise<RunWatch> {
+  writeFileSync(hold, '');
   const first = await launch();
   const watch = new RunWatch({ target: machine.target, runDir: first.runDir }, machine);
   watches.push(watch);
   await watch.start();
-  await until('step 5', () => (watch.history.lastStep ?? 0) >= 5);
+  await until(`step ${HOLD_AT}`, () => (watch.history.lastStep ?? 0) >= HOLD_AT);
   await watch.refreshManifest();
   assert.equal(watch.manifest?.kind, 'command');
   assert.equal(watch.manifest?.status, 'running');
@@ -114,6 +127,7 @@ async function launchStopRelaunch(
   const out = (await machine.readFile(`${first.runDir}/stdout.log`, 1 << 16)).toString();
   assert.match(out, new RegExp(`rank 0: stopped after step ${stoppedAt}`));
   assert.match(out, new RegExp(`rank 1: stopped after step ${stoppedAt}`));
+  rmSync(hold);
 
   await launch(first);
   watch.follow();
@@ -161,6 +175,7 @@ describe("launching a person's own command (real PyTorch, real processes, real s
         return launched;
       },
       watches,
+      holdFile(tmp),
     );
   });
 
@@ -368,6 +383,7 @@ describe("launching a person's own command (real PyTorch, real processes, real s
           return launched;
         },
         watches,
+        holdFile(tmp),
       );
       assert.equal(progress.filter((m) => m.includes('companion')).length, 1, `copied once: ${progress.join(' | ')}`);
       assert.ok(existsSync(path.join(base, 'runs')));
