@@ -50,7 +50,7 @@ async function writeSplit(base: string, tokens: Uint16Array, vocab: number, opts
 }
 
 /** The fortunes of every plain data file (not the .dat indexes, not the .u8 links), in name order. */
-async function readFortunes(dir: string): Promise<string[]> {
+export async function readFortunes(dir: string): Promise<string[]> {
   const names = (await readdir(dir)).filter((n) => !n.endsWith('.dat')).sort();
   const fortunes: string[] = [];
   for (const name of names) {

@@ -25,14 +25,19 @@ export async function setup(purpose, { codeServer = purpose === 'test', log = co
   buildNative({ log });
   ensureSampleData(log);
   const { ensurePythonEnv } = await import('./python-env.mjs');
-  if (purpose === 'test') ensurePythonEnv({ log });
-  else {
+  if (purpose === 'test') {
+    ensurePythonEnv({ log });
+    ensureLlamaSampleData(log);
+  } else {
     // npm start: the PyTorch sample (samples/fsdp2-torchrun.fsdp-launch.yaml) runs with it; the rest of
     // the editor does not need it, so a machine without Python 3.11 still starts.
     try {
       ensurePythonEnv({ log });
+      ensureLlamaSampleData(log);
     } catch (e) {
-      log(`note: ${e.message}; samples/fsdp2-torchrun.fsdp-launch.yaml will not run until .venv exists`);
+      log(
+        `note: ${e.message}; samples/fsdp2-torchrun.fsdp-launch.yaml and samples/smollm2-135m-cpu.yaml will not run until .venv exists`,
+      );
     }
   }
   if (codeServer) {
@@ -68,6 +73,16 @@ function ensureSampleData(log) {
       'sample data preparation',
     );
   }
+}
+
+/** The Llama sample's tokenizer and token files: its tokenizer is trained by .venv's Python `tokenizers`. */
+function ensureLlamaSampleData(log) {
+  if (existsSync(path.join(root, 'samples', 'data', 'fortunes-bpe', 'val.tok'))) return;
+  log("preparing the Llama sample's data (a BPE tokenizer trained on Debian's fortunes, then prepare)…");
+  run(
+    [process.execPath, '--import', 'tsx', path.join(root, 'samples', 'prepare-llama-data.ts')],
+    "the Llama sample's data preparation",
+  );
 }
 
 function run(argv, what) {

@@ -14,6 +14,7 @@ const SAMPLES = path.join(repoRoot, 'samples');
 /** The samples and the kind each must be recognised as; a config added to samples/ must be listed here. */
 const EXPECTED: Record<string, ConfigKind> = {
   'tiny-cpu.yaml': 'run-config',
+  'smollm2-135m-cpu.yaml': 'run-config',
   'tiny-ssh.yaml': 'run-config',
   'tiny-slurm.yaml': 'run-config',
   'ds_config.json': 'deepspeed',
