@@ -228,6 +228,27 @@ TEST(Validate, TakesTheLlamaFamilyOnTheCpuAndRefusesItOnCudaByTheDevice) {
   EXPECT_TRUE(named) << problems.size() << " problems, none names the family on launch.device";
 }
 
+TEST(Validate, NamesTheFamilysBlockOpsForInjectNan) {
+  auto with_op = [](nlohmann::json j, const std::string& phase, const std::string& op) {
+    j["debug"]["inject_nan"] = {{"step", 1}, {"layer", 0}, {"phase", phase}, {"op", op}};
+    std::vector<std::string> out;
+    for (const auto& p : check_run_config(j, "", {false, false})) out.push_back(p.path + ": " + p.message);
+    return out;
+  };
+  const auto qwen3 = llama_json({{"architecture", "qwen3"}});
+  EXPECT_TRUE(with_op(llama_json(), "backward", "mlp.down").empty());
+  EXPECT_TRUE(with_op(llama_json(), "forward", "attn.rope").empty());
+  EXPECT_TRUE(with_op(qwen3, "optimizer", "attn.q_norm").empty());
+  const auto gpt_op = with_op(llama_json(), "backward", "mlp.fc2");
+  ASSERT_EQ(gpt_op.size(), 1u);
+  EXPECT_NE(gpt_op[0].find("\"mlp.fc2\" is not an op of a block in the backward phase; one of ln1, attn.qkv, attn.rope"),
+            std::string::npos)
+      << gpt_op[0];
+  // Qwen3's q/k norms are not Llama's.
+  EXPECT_EQ(with_op(llama_json(), "optimizer", "attn.q_norm").size(), 1u);
+  EXPECT_EQ(with_op(test::tiny_config_json(), "forward", "mlp.swiglu").size(), 1u);
+}
+
 TEST(Validate, ReportsAMissingDataFileWithItsPath) {
   auto j = test::tiny_config_json();
   j["data"]["train"] = "/nonexistent/train.tok";

@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "fixtures.h"
 #include "model/decoder.h"
+#include "model/flops.h"
 #include "optim/adamw.h"
 #include "parallel/replicated_state.h"
 #include "reference/reference_decoder.h"
@@ -221,6 +222,25 @@ TEST(DecoderModel, MakeModelBuildsTheFamilysModelAndGptRefusesItsLayout) {
   const auto model = make_model(be, layout, state, m, ActivationPolicy::none(2));
   EXPECT_NE(dynamic_cast<Decoder*>(model.get()), nullptr);
   EXPECT_THROW(Gpt(be, layout, state, 0.0f, ActivationPolicy::none(2)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+// MFU's numerator for the family: a block's forward products are 2 FLOPs per multiply-add of each
+// matrix weight (qkv, proj, gate_up, down), whatever KV and D are.
+TEST(DecoderModel, BlockFlopsAreTwiceTheBlocksMatrixWeights) {
+  for (const TinyDecoder& t : {tiny_llama(true, true, 1), tiny_qwen3(false)}) {
+    const ParamLayout layout = ParamLayout::of(t.shape);
+    double weights = 0;
+    for (const auto& seg : layout.units[layout.block_unit(0)].segments)
+      if (seg.decay) weights += static_cast<double>(seg.numel);
+    EXPECT_EQ(block_matmul_flops_per_token(t.shape), 2 * weights);
+    EXPECT_EQ(attention_flops_per_token(t.shape, 10), 2.0 * t.shape.H * t.shape.D * 10);
+  }
 }
 
 }  // namespace

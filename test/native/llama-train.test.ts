@@ -162,4 +162,39 @@ describe('native runtime: the Llama family trained by fsdp-train on the CPU', fu
       assert.ok(peak(events) < peak(plain.events), `${policy}: ${peak(events)} bytes of activations, not fewer`);
     }
   });
+  // The NaN locator names the family's own ops: RoPE in forward, SwiGLU's down product by default in
+  // backward, Qwen3's q norm, an optimizer update of gate_up.
+  const planted: Array<[Record<string, unknown>, Record<string, unknown>]> = [
+    [
+      { step: 2, layer: 1, phase: 'forward', op: 'attn.rope' },
+      { phase: 'forward', layer: 1, op: 'attn.rope' },
+    ],
+    [
+      { step: 2, layer: 0, phase: 'backward' },
+      { phase: 'backward', layer: 0, op: 'mlp.down', param: 'blocks.0.mlp.down.weight' },
+    ],
+    [
+      { step: 2, layer: 1, phase: 'backward', op: 'attn.q_norm' },
+      { phase: 'backward', layer: 1, op: 'attn.q_norm', param: 'blocks.1.attn.q_norm.weight' },
+    ],
+    [
+      { step: 2, layer: 1, phase: 'optimizer', op: 'mlp.gate_up' },
+      { phase: 'optimizer', layer: 1, op: 'mlp.gate_up', param: 'blocks.1.mlp.gate_up.weight' },
+    ],
+  ];
+  for (const [inject, where] of planted) {
+    it(`locates a NaN planted in a Qwen3 ${String(inject.phase)} (${String(inject.op ?? 'default op')})`, async () => {
+      const name = `nan-${String(inject.phase)}-${String(inject.op ?? 'default')}`;
+      const runDir = path.join(dir, name);
+      const file = writeConfig(dir, familyConfig(QWEN3, 1, { debug: { inject_nan: inject } }), `${name}.json`);
+      const r = await train([file, '--run-dir', runDir]);
+      assert.equal(r.code, 1, r.stderr);
+      const { events } = await readEvents(runDir);
+      const [anomaly] = eventsOf(events, 'anomaly');
+      assert.ok(anomaly, 'no anomaly event');
+      assert.equal(anomaly.kind, 'nan');
+      assert.equal(anomaly.step, 2);
+      assert.deepEqual(anomaly.where, where);
+    });
+  }
 });

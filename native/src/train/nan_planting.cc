@@ -12,8 +12,8 @@ namespace fsdp {
 
 namespace fs = std::filesystem;
 
-NanPlanting::NanPlanting(const InjectNanConfig& config, const std::string& run_dir, bool writer)
-    : config_(config), run_dir_(run_dir), writer_(writer) {
+NanPlanting::NanPlanting(const InjectNanConfig& config, const std::string& run_dir, bool writer, Architecture arch)
+    : config_(config), run_dir_(run_dir), writer_(writer), arch_(arch) {
   std::ifstream in((fs::path(run_dir_) / "diagnostics" / "injected.json").string());
   if (!in) return;
   const nlohmann::json steps = nlohmann::json::parse(in, nullptr, false);
@@ -28,9 +28,9 @@ bool NanPlanting::due(long step) const {
 
 std::optional<Planting> NanPlanting::activations(long step) const {
   if (!due(step) || config_.phase == "optimizer") return std::nullopt;
-  const std::string op = !config_.op.empty()
-                             ? config_.op
-                             : std::string(config_.phase == "forward" ? ops::kDefaultForward : ops::kDefaultBackward);
+  const std::string op = !config_.op.empty() ? config_.op
+                                             : std::string(config_.phase == "forward" ? ops::kDefaultForward
+                                                                                      : ops::default_backward(arch_));
   return Planting{config_.phase, config_.layer, op};
 }
 

@@ -17,7 +17,8 @@ namespace fsdp {
 class NanPlanting {
  public:
   /** Reads the steps already planted from run_dir; writer: this rank records new ones (rank 0). */
-  NanPlanting(const InjectNanConfig& config, const std::string& run_dir, bool writer);
+  NanPlanting(const InjectNanConfig& config, const std::string& run_dir, bool writer,
+              Architecture arch = Architecture::gpt2);
 
   /** Where to plant in this step's forward or backward, if anywhere. */
   std::optional<Planting> activations(long step) const;
@@ -32,6 +33,7 @@ class NanPlanting {
   const InjectNanConfig& config_;
   std::string run_dir_;
   bool writer_;
+  Architecture arch_;  // which block op a backward planting names by default
   std::set<long> planted_;
 };
 

@@ -59,7 +59,8 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
   folder_ = std::make_unique<RunFolder>(options_.run_dir, config_, rank0(), options_.echo_metrics);
   events_ = std::make_unique<StepEvents>(*folder_, *world_, *backend_, config_, plan_,
                                          training_flops_per_token(layout_.shape, config_.data.seq_len));
-  planting_ = std::make_unique<NanPlanting>(config_.debug.inject_nan, options_.run_dir, rank0());
+  planting_ =
+      std::make_unique<NanPlanting>(config_.debug.inject_nan, options_.run_dir, rank0(), config_.model.architecture);
   scaler_ = LossScaler(backend_->compute_dtype() == DType::f16);
 }
 

@@ -138,14 +138,13 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
       out.push_back(
           {"debug.inject_nan.layer", str(inj.layer) + " is not a block (model.n_layers is " + str(m.n_layers) + ")"});
     if (!inj.op.empty()) {
-      const bool known =
-          inj.phase == "optimizer" ? ops::contains(ops::kParamOps, inj.op) : ops::contains(ops::kBlockOps, inj.op);
+      // The ops of this architecture's blocks (the Llama family's are named apart from GPT-2's).
+      const auto names = ops::block_ops(m.architecture, inj.phase == "optimizer");
+      bool known = false;
+      for (auto op : names) known |= op == inj.op;
       if (!known) {
         std::string list;
-        if (inj.phase == "optimizer")
-          for (auto op : ops::kParamOps) list += (list.empty() ? "" : ", ") + std::string(op);
-        else
-          for (auto op : ops::kBlockOps) list += (list.empty() ? "" : ", ") + std::string(op);
+        for (auto op : names) list += (list.empty() ? "" : ", ") + std::string(op);
         out.push_back({"debug.inject_nan.op",
                        "\"" + inj.op + "\" is not an op of a block in the " + inj.phase + " phase; one of " + list});
       }
