@@ -5,6 +5,7 @@
 // the folder. Keys the file writes beside from_hf win over the folder's (max_seq_len for a shorter
 // context, init_std); the weights' import holds the result to the folder's tensors.
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { readHfModelFolder } from './hf-model-folder';
 import type { ConfigProblem } from './schema-problems';
 import type { SourceDocument } from './source-document';
@@ -16,6 +17,8 @@ export interface HfModelExpansion {
   problem?: ConfigProblem;
   /** The folder's config.json read, when one was. */
   configFile?: string;
+  /** Keys written beside from_hf that say another model than the folder's, each at its key. */
+  warnings?: ConfigProblem[];
 }
 
 /**
@@ -49,7 +52,41 @@ export function expandHfModel(
       },
     };
   }
-  return { value: { ...value, model: { ...read.model, ...model } }, configFile: read.configFile };
+  return {
+    value: { ...value, model: { ...read.model, ...model } },
+    configFile: read.configFile,
+    warnings: differences(model!, read.model, read.configFile, doc),
+  };
+}
+
+/**
+ * Keys written beside from_hf whose values are not the folder's. They win, as the file says, but the
+ * weights were trained with the folder's (the import holds only the tensors' shapes to the keys):
+ * a rope_theta or an rms_norm_eps changed silently is a different model. A shorter max_seq_len is
+ * only a shorter context, and not said.
+ */
+function differences(
+  written: Record<string, unknown>,
+  folder: Record<string, unknown>,
+  configFile: string,
+  doc: SourceDocument,
+): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  for (const [key, value] of Object.entries(written)) {
+    const theirs = folder[key];
+    if (key === 'from_hf' || theirs === undefined || isDeepStrictEqual(value, theirs)) continue;
+    if (key === 'max_seq_len' && typeof value === 'number' && value <= (theirs as number)) continue;
+    const at = ['model', key];
+    if (!doc.has(at)) continue; // a --set override: said where it is set
+    out.push({
+      severity: 'warning',
+      path: at,
+      code: 'model.from-hf-differs',
+      message: `${key} ${JSON.stringify(value)} is not the folder's ${JSON.stringify(theirs)} (${configFile}): its weights were trained with the folder's`,
+      range: doc.rangeOf(at, 'key'),
+    });
+  }
+  return out;
 }
 
 /** The folder `from_hf` names: relative to the run config's own folder, as data paths are. */

@@ -97,6 +97,7 @@ export function checkRunConfigDocument(
       problems.push(...schemaProblems(validateRunConfigSchema, doc, { value }).filter(shown));
       problems.push(...crossKeyProblems(SCHEMA, doc, value).filter(shown));
       if (hf.problem) problems.push(hf.problem);
+      if ('warnings' in hf) problems.push(...(hf.warnings ?? []));
       problems.push(...aliasProblems(doc));
     }
   }

@@ -55,6 +55,16 @@ const SCHEMA_RULES: RuleInfo[] = [
     why: 'A key this section must have is missing.',
     source: 'core/schemas/*.schema.json (required)',
   },
+  {
+    code: 'model.from-hf',
+    why: "model.from_hf gives the model's keys from a Hugging Face folder's config.json; a folder that is missing, or whose model the runtime cannot train (another family, experts, a sliding window, a rope scaling it does not apply), gives none, and the run would not start.",
+    source: 'core/config/hf-model-folder.ts (config.json to the model keys), core/config/run-config-hf.ts',
+  },
+  {
+    code: 'model.from-hf-differs',
+    why: "A key written beside model.from_hf wins over the folder's, but the folder's weights were trained with the folder's value: the import checks only the tensors' shapes, so a changed rope_theta or rms_norm_eps is silently another model.",
+    source: 'core/config/run-config-hf.ts',
+  },
 ];
 
 const ALL = new Map<string, RuleInfo>(

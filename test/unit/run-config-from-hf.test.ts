@@ -75,6 +75,18 @@ describe('run config: the model from a Hugging Face folder', () => {
     assert.equal(loaded.config?.model.n_layers, 30);
   });
 
+  it('warns at a key written beside from_hf that says another model than the folder (a shorter context is not one)', () => {
+    const text = config('  from_hf: ../models/smollm2\n  rope_theta: 10000\n  max_seq_len: 2048\n  n_layers: 30');
+    const { problems, doc } = checkRunConfigText(text, file);
+    assert.deepEqual(
+      problems.map((p) => [p.severity, p.code, p.path.join('.')]),
+      [['warning', 'model.from-hf-differs', 'model.rope_theta']],
+    );
+    assert.match(problems[0].message, /^rope_theta 10000 is not the folder's 100000 \(.*smollm2.config\.json\)/);
+    assert.deepEqual(problems[0].range, doc.rangeOf(['model', 'rope_theta'], 'key'));
+    assert.equal(loadRunConfig(text, file).config?.model.rope_theta, 10000);
+  });
+
   it('--from-hf alone, with no model section in the file', () => {
     const text = config('').replace('model:\n\n', '');
     assert.ok(!text.includes('model'));
