@@ -1,11 +1,14 @@
 // The float32 decoder model (model/decoder.h) against the float64 reference decoder
 // (reference/reference_decoder.h) on tiny Llama and Qwen3 configs: loss, logits and every
-// parameter tensor's gradient under each activation-checkpointing policy, then AdamW steps' losses.
+// parameter tensor's gradient under each activation-checkpointing policy, then AdamW steps' losses;
+// and against transformers' own numbers (the decoder fixtures).
 // The two share decoder-layout.md's flat layout, so the runtime's units concatenated are the
 // reference's vector.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "optim/adamw.h"
 #include "parallel/replicated_state.h"
 #include "reference/reference_decoder.h"
+#include "reference_fixture.h"
 
 namespace fsdp {
 namespace {
@@ -240,6 +244,70 @@ TEST(DecoderModel, BlockFlopsAreTwiceTheBlocksMatrixWeights) {
       if (seg.decay) weights += static_cast<double>(seg.numel);
     EXPECT_EQ(block_matmul_flops_per_token(t.shape), 2 * weights);
     EXPECT_EQ(attention_flops_per_token(t.shape, 10), 2.0 * t.shape.H * t.shape.D * 10);
+  }
+}
+
+}  // namespace
+}  // namespace fsdp
+
+
+namespace fsdp {
+namespace {
+
+// The float32 model against transformers itself: each fixture of test/fixtures/reference/decoder/
+// (LlamaForCausalLM / Qwen3ForCausalLM in float64, from test/reference/make_decoder_fixtures.py)
+// loaded into the runtime's units; its logits, loss and every gradient within float32 tolerances.
+TEST(DecoderModel, Float32MatchesTransformersFixtures) {
+  const auto dir = test::reference_fixture_dir() / "decoder";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  ASSERT_GE(files.size(), 2u) << dir;
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    const nlohmann::json doc = test::read_reference_file(file, "fsdp-studio/decoder-reference-fixture");
+    const nlohmann::json& hf = doc.at("hf_config");
+    TinyDecoder t;
+    ModelShape& s = t.shape;
+    s.arch = doc.at("family") == "qwen3" ? Architecture::qwen3 : Architecture::llama;
+    s.V = hf.at("vocab_size"), s.C = hf.at("hidden_size"), s.L = hf.at("num_hidden_layers");
+    s.H = hf.at("num_attention_heads"), s.KV = hf.value("num_key_value_heads", s.H), s.F = hf.at("intermediate_size");
+    s.D = hf.contains("head_dim") ? hf.at("head_dim").get<long long>() : s.C / s.H;
+    s.tied = hf.at("tie_word_embeddings"), s.attention_bias = hf.value("attention_bias", false);
+    s.mlp_bias = hf.value("mlp_bias", false), s.S = hf.at("max_position_embeddings");
+    t.math.rms_norm_eps = hf.at("rms_norm_eps");
+    const nlohmann::json& rope = hf.at("rope_parameters");
+    t.math.rope_theta = rope.at("rope_theta");
+    if (rope.at("rope_type") == "llama3")
+      t.math.rope_scaling = {"llama3", rope.at("factor"), rope.at("low_freq_factor"), rope.at("high_freq_factor"),
+                             rope.at("original_max_position_embeddings")};
+    const nlohmann::json& batch = doc.at("batch");
+    test::RandomTokens tok(batch.at("B"), batch.at("T"), s.V, 0);
+    std::size_t k = 0;
+    for (const auto& row : batch.at("inputs"))
+      for (const auto& id : row) tok.inputs[k++] = id.get<std::int32_t>();
+    k = 0;
+    for (const auto& row : batch.at("targets"))
+      for (const auto& id : row) tok.targets[k++] = id.get<std::int32_t>();
+
+    FastDecoder fast(t, test::decode_array(doc.at("params"), "params"), ActivationPolicy::none(static_cast<int>(s.L)));
+    ASSERT_EQ(fast.layout.total, doc.at("n_params").get<std::size_t>());
+    std::vector<float> logits(static_cast<std::size_t>(tok.B * tok.T * s.V));
+    fast.model->evaluate(tok.batch(), logits.data());
+    const std::vector<double> want_logits = test::decode_array(doc.at("logits"), "logits");
+    double worst = 0;
+    for (std::size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::fabs(logits[i] - want_logits[i]));
+    EXPECT_LT(worst, 1e-4) << "logits, absolute";
+    fast.state->zero_grads();
+    const double loss = fast.model->forward_backward(tok.batch(), 1.0f, 0);
+    EXPECT_LT(std::fabs(loss - doc.at("loss").get<double>()) / doc.at("loss").get<double>(), 1e-5) << "loss";
+    const std::vector<double> grads = fast.flat_grads(), want = test::decode_array(doc.at("grads"), "grads");
+    for (const auto& p : doc.at("parameters")) {
+      const std::size_t off = p.at("offset"), n = p.at("numel");
+      const std::vector<double> a(grads.begin() + off, grads.begin() + off + n),
+          b(want.begin() + off, want.begin() + off + n);
+      EXPECT_LT(relative_error(a, b), 1e-4) << p.at("name").get<std::string>();
+    }
   }
 }
 
