@@ -1,14 +1,25 @@
 // The Llama family trained end to end by `npx fsdp-train` on the CPU (issue 35 item 1): a tiny
 // Llama (grouped-query attention, llama3 rope scaling) and a tiny Qwen3 (q/k norms, head_dim apart
 // from d_model / n_heads, untied head). The loss falls; FULL_SHARD over 2 ranks (mpirun, the global
-// batch split 4 + 4) gives the 1-rank losses; a resume from a checkpoint gives bitwise the losses
-// of the uninterrupted run; activation checkpointing (every_n, selective) changes no loss bit; and
-// every rank's peak memory is, category by category, what the memory plan says (native/MEMORY.md).
+// batch split 4 + 4) gives the 1-rank losses; a resume from a checkpoint, or after a SIGKILL, gives
+// bitwise the losses of the uninterrupted run; activation checkpointing (every_n, selective)
+// changes no loss bit; every rank's peak memory is, category by category, what the memory plan
+// says (native/MEMORY.md); a planted NaN is located at the family's own ops.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import type { MetricsEvent } from '../../core/protocol/metrics';
-import { eventsOf, lossHistory, readEvents, smallConfig, tempDir, train, writeConfig } from './train-runs';
+import {
+  eventsOf,
+  lossHistory,
+  rankPidsOf,
+  readEvents,
+  smallConfig,
+  startTrain,
+  tempDir,
+  train,
+  writeConfig,
+} from './train-runs';
 import { maxRelativeDifference, stepsByRank } from './sharding-runs';
 
 const STEPS = 8;
@@ -142,6 +153,29 @@ describe('native runtime: the Llama family trained by fsdp-train on the CPU', fu
     const restart = eventsOf(resumed.events, 'run_start').at(-1)!;
     assert.equal(restart.start_step, 3);
     assert.deepEqual(lossesOf(resumed.events), sharded);
+  });
+
+  it('resumes a Llama run SIGKILLed after a checkpoint to bitwise the uninterrupted losses', async () => {
+    assert.ok(llama1, 'the 1-rank run (the first case) did not finish');
+    const runDir = path.join(dir, 'llama-killed');
+    const file = writeConfig(dir, familyConfig(LLAMA, 1), 'llama-killed.json');
+    let checkpointed = false;
+    let killed = false;
+    const { done } = startTrain([file, '--run-dir', runDir], (line) => {
+      if (line.includes('"type":"checkpoint"')) checkpointed = true;
+      const step = /"type":"step".*?"step":(\d+),/.exec(line) ?? /"step":(\d+),.*?"type":"step"/.exec(line);
+      if (killed || !checkpointed || !step || Number(step[1]) < 4) return;
+      killed = true;
+      process.kill(rankPidsOf(runDir)[0], 'SIGKILL');
+    });
+    const first = await done;
+    assert.ok(killed, `the run ended before it could be killed: ${first.stderr}`);
+    assert.equal(first.code, 137, first.stderr);
+    const r = await train([file, '--run-dir', runDir, '--resume', 'auto']);
+    assert.equal(r.code, 0, r.stderr);
+    const { events } = await readEvents(runDir);
+    assert.ok(eventsOf(events, 'run_start').length >= 2, 'no restart');
+    assert.deepEqual(lossesOf(events), llama1);
   });
 
   it('trains a tiny Qwen3 (q/k norm, head_dim 12, untied); every_n and selective checkpointing change no bit', async () => {
