@@ -182,7 +182,7 @@ const md = [
   `# LoRA memory: the estimate against PyTorch's MemTracker on the CPU (${date})`,
   '',
   `Command: \`${command}\` (commit ${commit}; ${machine.cpu}, ${machine.cores} cores, load ${machine.loadAverage1m}; torch ${results[0]?.torch}, peft 0.21.2, transformers 5.24.0).`,
-  `Each row: a Hugging Face model of the shape (${layers} blocks, random init, ${dtype} weights), PEFT LoRA (alpha 2r, dropout ${DROPOUT}), micro-batch ${BATCH} × ${SEQ} tokens, steps 2–3 of forward, fp32 cross-entropy, backward, AdamW (foreach); MemTracker's peak "Total" against the replay's peak (device cpu: tensors' bytes, no allocator).`,
+  `Each row: a Hugging Face model of the shape (${layers} blocks, random init, ${dtype} weights), PEFT LoRA (alpha 2r, dropout ${DROPOUT}), micro-batch ${BATCH} × ${SEQ} tokens, step 2 (the first with AdamW's states; step 1 untracked) of forward, fp32 cross-entropy, backward, AdamW (foreach); MemTracker's peak "Total" against the replay's peak (device cpu: tensors' bytes, no allocator).`,
   '',
   '| shape | targets | r | checkpointing | trainable | measured MB | of it activations and temporaries | estimated MB | error |',
   '|---|---|---:|---|---:|---:|---:|---:|---:|',
