@@ -9,6 +9,10 @@
 //     T 128 micro-batch 8, and at T 512 micro-batch 2 with activation checkpointing none and every
 //     layer. Interleaved (native, eager, compile, repeat) so a shared machine's load falls on all
 //     three alike; medians of each one's steps after its warm-up.
+//     The Llama family's row (issue 35 item 6): SmolLM2-135M's shape (V 49152, d 576, 30 layers, 9
+//     heads, 3 key-value heads, intermediate 1536, rope_theta 100000, tied) at T 512 micro-batch 1,
+//     beside transformers' LlamaForCausalLM (random init, float32, SDPA, AdamW) eager and compiled;
+//     the native side reads the Llama sample's token files (samples/prepare-llama-data.ts; ids < 8192).
 //  4. Where the time goes: the native runtime's steps sampled by `perf` (cpu-clock) and grouped by
 //     what they do; PyTorch eager's ops from torch.profiler.
 // Writes bench/results/cpu-<date>.json and .md with the machine, the load and this command.
@@ -16,7 +20,7 @@
 // The machine is shared, so each speed is given twice: by the wall clock, and by the CPU time the
 // process used (the step event's cpu_ms; time.process_time() in PyTorch), which is what the same
 // work takes on cores nobody else uses. The targets (issue 24): native >= 1.5x eager and >= 1.3x
-// torch.compile at T 128. Both processes run with OMP_WAIT_POLICY=passive (the runtime's default).
+// torch.compile at T 128; the Llama row's (issue 35): >= 1.3x torch.compile by CPU time. Both processes run with OMP_WAIT_POLICY=passive (the runtime's default).
 // The load average (1, 5, 15 minutes) and this process's nice value are recorded with the figures.
 //
 //   npm run bench:cpu [-- --rounds N] [--steps N] [--only NAME-PART] [--tiny] [--no-profile]
@@ -117,6 +121,61 @@ function gpt2Config(name, seqLen, batch, steps, checkpointing) {
   });
 }
 
+// SmolLM2-135M's published shape (its config.json), random init.
+const smollm2Model = {
+  architecture: 'llama',
+  d_model: 576,
+  n_layers: 30,
+  n_heads: 9,
+  n_kv_heads: 3,
+  intermediate_size: 1536,
+  vocab_size: 49152,
+  max_seq_len: 8192,
+  rope_theta: 100000,
+  rms_norm_eps: 0.00001,
+  tie_embeddings: true,
+};
+function llamaConfig(name, seqLen, batch, steps, checkpointing) {
+  return writeConfig(name, {
+    model: smollm2Model,
+    data: { train: path.join(data, 'fortunes-bpe', 'train.tok'), seq_len: seqLen },
+    training: { batch_size_per_gpu: batch, max_steps: steps, learning_rate: 0.0006, warmup_steps: 2 },
+    fsdp: { sharding_strategy: 'NO_SHARD' },
+    checkpointing: { save_final: false },
+    activation_checkpointing:
+      checkpointing === 'every-1' ? { enabled: true, policy: 'every_n', every_n_layers: 1 } : { enabled: false },
+    launch: { threads_per_rank: THREADS },
+    logging: { tensorboard: false },
+  });
+}
+const modelConfig = (c, ...rest) => (c.arch === 'llama' ? llamaConfig : gpt2Config)(...rest);
+
+/** The model's arguments to cpu_pytorch.py. */
+function workerModelArgs(c) {
+  if (c.arch === 'llama') {
+    const m = smollm2Model;
+    return [
+      '--arch',
+      'llama',
+      '--d-model',
+      String(m.d_model),
+      '--layers',
+      String(m.n_layers),
+      '--heads',
+      String(m.n_heads),
+      '--kv-heads',
+      String(m.n_kv_heads),
+      '--intermediate',
+      String(m.intermediate_size),
+      '--rope-theta',
+      String(m.rope_theta),
+      '--vocab',
+      String(m.vocab_size),
+    ];
+  }
+  return ['--d-model', String(D_MODEL), '--layers', String(N_LAYERS), '--heads', String(N_HEADS), '--vocab', '50257'];
+}
+
 /** A PyTorch process kept alive across rounds (cpu_pytorch.py): it compiles once, then steps when asked. */
 class PyTorchWorker {
   constructor(mode, c) {
@@ -137,14 +196,7 @@ class PyTorchWorker {
         c.checkpointing,
         '--warmup',
         '1',
-        '--d-model',
-        String(D_MODEL),
-        '--layers',
-        String(N_LAYERS),
-        '--heads',
-        String(N_HEADS),
-        '--vocab',
-        '50257',
+        ...workerModelArgs(c),
       ],
       { stdio: ['pipe', 'pipe', 'pipe'], env: benchEnv },
     );
@@ -232,7 +284,7 @@ async function sideBySide(c) {
     for (let r = 0; r < c.rounds; r++) {
       roundLoads.push(load());
       log(`${c.name}: round ${r + 1}/${c.rounds}: native`);
-      const n = await train(gpt2Config(`${c.name}-${r}`, c.seq, c.batch, 1 + c.steps, c.checkpointing));
+      const n = await train(modelConfig(c, `${c.name}-${r}`, c.seq, c.batch, 1 + c.steps, c.checkpointing));
       start ??= n.events.find((e) => e.type === 'run_start');
       runs.native.push(...nativeSteps(n.events));
       log(`${c.name}: round ${r + 1}/${c.rounds}: eager`);
@@ -387,6 +439,15 @@ const CONFIGS = [
     steps: 1,
     rounds: Math.min(ROUNDS, 2),
   },
+  {
+    name: 'smollm2-135m-t512-b1',
+    arch: 'llama',
+    seq: 512,
+    batch: 1,
+    checkpointing: 'none',
+    steps: 1,
+    rounds: Math.min(ROUNDS, 2),
+  },
 ].filter((c) => !ONLY || c.name.includes(ONLY));
 const sideBySideResults = [];
 for (const c of CONFIGS) sideBySideResults.push(await sideBySide(STEPS ? { ...c, steps: STEPS } : c));
@@ -402,6 +463,7 @@ const result = {
   ...provenance({ blas: probe.blas, blas_kernels: probe.blas_kernels, torch: torchVersion }),
   threads: THREADS,
   model: { ...gpt2Model, shape: SHAPE },
+  llama_model: { ...smollm2Model, shape: "SmolLM2-135M's (random init); PyTorch: transformers' LlamaForCausalLM" },
   environment: {
     OMP_WAIT_POLICY: benchEnv.OMP_WAIT_POLICY,
     TORCHINDUCTOR_COMPILE_THREADS: benchEnv.TORCHINDUCTOR_COMPILE_THREADS,
@@ -441,6 +503,7 @@ const ratioRows = sideBySideResults.map(
     `| ${r.config.name} | ${vs(r.native_vs.eager.wall)} | ${vs(r.native_vs.eager.cpu)} | ${vs(r.native_vs.compile?.wall)} | ${vs(r.native_vs.compile?.cpu)} | ${f1(r.load_average_1min.median)} (${f1(r.load_average_1min.min)}–${f1(r.load_average_1min.max)}) |`,
 );
 const t128 = sideBySideResults.find((r) => r.config.name === 'gpt2-124m-t128-b8');
+const llama = sideBySideResults.find((r) => r.config.arch === 'llama');
 const met = (x, target) => (x === undefined ? 'not measured' : x >= target ? `met (${f2(x)}×)` : `NOT met (${f2(x)}×)`);
 const compileMd = (r) =>
   r.compile.not_measured
@@ -468,7 +531,7 @@ ${THREADS} threads everywhere; OMP_WAIT_POLICY=${benchEnv.OMP_WAIT_POLICY} for b
 
 OpenBLAS sgemm peak (2048³, best of ${PEAK_RUNS}, ${THREADS} threads), before / after: wall ${f1(peakBefore.wall / 1e9)} / ${f1(peakAfter.wall / 1e9)} GFLOP/s, by CPU time ${f1(peakBefore.cpu / 1e9)} / ${f1(peakAfter.cpu / 1e9)} GFLOP/s.
 
-## Native vs PyTorch 2 (${SHAPE}, fp32, AdamW)
+## Native vs PyTorch 2 (gpt2 rows: ${SHAPE}; smollm2 rows: SmolLM2-135M's shape, V 49152, against transformers' LlamaForCausalLM; fp32, AdamW)
 
 | config | runner | step s (wall) | step CPU s | tokens/s wall | tokens/s by CPU time | GFLOP/s by CPU time | steps |
 |---|---|---:|---:|---:|---:|---:|---:|
@@ -481,6 +544,8 @@ Native's speed-up (PyTorch's step time / native's):
 ${ratioRows.join('\n')}
 
 ${t128 ? `Targets at T 128: native ≥ 1.5× eager — by CPU time ${met(t128.native_vs.eager.cpu, 1.5)}, by wall ${met(t128.native_vs.eager.wall, 1.5)}; ≥ 1.3× torch.compile — by CPU time ${met(t128.native_vs.compile?.cpu, 1.3)}, by wall ${met(t128.native_vs.compile?.wall, 1.3)}. ${compileMd(t128)}` : ''}
+
+${llama ? `Target of the Llama row (issue 35, SmolLM2-135M's shape at T 512): ≥ 1.3× torch.compile by CPU time — ${met(llama.native_vs.compile?.cpu, 1.3)}; by wall ${met(llama.native_vs.compile?.wall, 1.3)}. ${compileMd(llama)}` : ''}
 
 ## Where the time goes
 

@@ -1,5 +1,6 @@
 """PyTorch 2's side of `npm run bench:cpu` (scripts/bench/cpu.mjs): the runtime's GPT in PyTorch
-(test/reference/gpt.py: same parameters, same ops), float32 on the CPU, SDPA attention, AdamW, one
+(test/reference/gpt.py: same parameters, same ops), or with --arch llama transformers'
+LlamaForCausalLM (random init, SDPA attention; the Llama-family row), float32 on the CPU, AdamW, one
 step = forward, backward, optimizer step, eager or torch.compile (inductor).
 
 It stays alive between rounds so the benchmark can interleave it with the native runtime and the
@@ -11,6 +12,7 @@ prints its ops by self CPU time. "quit" or the end of input ends it.
 
     .venv/bin/python scripts/bench/cpu_pytorch.py --mode eager|compile --batch 8 --seq 128 --threads 2
         [--checkpointing none|every-1] [--d-model 768 --layers 12 --heads 12 --vocab 50257]
+        [--arch llama --kv-heads 3 --intermediate 1536 --rope-theta 100000]
 """
 
 from __future__ import annotations
@@ -43,6 +45,47 @@ class CheckpointedGpt(torch.nn.Module):
             x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
         x = m.final_ln(x)
         return torch.nn.functional.linear(x, m.embedding.wte)
+
+
+class LlamaLogits(torch.nn.Module):
+    """LlamaForCausalLM's logits alone (the loss is taken outside, as for the GPT)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=tokens, use_cache=False).logits
+
+
+def llama_model(args: argparse.Namespace) -> tuple[torch.nn.Module, torch.nn.Module, set[str]]:
+    """transformers' LlamaForCausalLM of the given shape, random init, float32, tied embeddings (SmolLM2's
+    layout), no biases; AdamW decays the matrix weights but the embedding, as the runtime's decoder does
+    (decoder-layout.md)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=args.vocab,
+        hidden_size=args.d_model,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads or args.heads,
+        intermediate_size=args.intermediate,
+        max_position_embeddings=max(2048, args.seq),
+        rope_theta=args.rope_theta,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        initializer_range=0.02,
+    )
+    config._attn_implementation = "sdpa"
+    model = LlamaForCausalLM(config).float()
+    if args.checkpointing == "every-1":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    decayed = {n for n, q in model.named_parameters() if q.dim() >= 2 and "embed_tokens" not in n}
+    return model, LlamaLogits(model), decayed
 
 
 def profile(step) -> list[dict[str, object]]:
@@ -86,25 +129,32 @@ def main(argv: list[str]) -> int:
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--vocab", type=int, default=50257)
+    p.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
+    p.add_argument("--kv-heads", type=int, help="llama: key-value heads")
+    p.add_argument("--intermediate", type=int, help="llama: the MLP's intermediate size")
+    p.add_argument("--rope-theta", type=float, default=10000.0, help="llama: the rotary base")
     p.add_argument("--warmup", type=int, default=2, help="steps before the first measured one (the first compiles)")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    shape = GptShape(
-        vocab_size=args.vocab,
-        d_model=args.d_model,
-        n_layers=args.layers,
-        n_heads=args.heads,
-        max_seq_len=max(1024, args.seq),
-    )
-    model = Gpt(shape, attention="sdpa")
-    initialise(model, 1234, 0.02)
-    net: torch.nn.Module = CheckpointedGpt(model) if args.checkpointing == "every-1" else model
+    if args.arch == "llama":
+        model, net, decayed = llama_model(args)
+    else:
+        shape = GptShape(
+            vocab_size=args.vocab,
+            d_model=args.d_model,
+            n_layers=args.layers,
+            n_heads=args.heads,
+            max_seq_len=max(1024, args.seq),
+        )
+        model = Gpt(shape, attention="sdpa")
+        initialise(model, 1234, 0.02)
+        net = CheckpointedGpt(model) if args.checkpointing == "every-1" else model
+        # The runtime's AdamW (its schema's defaults): decay 0.1 on matrix weights only, not on biases, LayerNorm
+        # or embeddings.
+        decayed = {n for n, q in model.named_parameters() if q.dim() >= 2 and not n.startswith("embedding.")}
     forward = torch.compile(net) if args.mode == "compile" else net
-    # The runtime's AdamW (its schema's defaults): decay 0.1 on matrix weights only, not on biases, LayerNorm or
-    # embeddings.
-    decayed = {n for n, q in model.named_parameters() if q.dim() >= 2 and not n.startswith("embedding.")}
     decay = [q for n, q in model.named_parameters() if n in decayed]
     no_decay = [q for n, q in model.named_parameters() if n not in decayed]
     optimizer = torch.optim.AdamW(
