@@ -241,8 +241,9 @@ TEST(Validate, NamesTheFamilysBlockOpsForInjectNan) {
   EXPECT_TRUE(with_op(qwen3, "optimizer", "attn.q_norm").empty());
   const auto gpt_op = with_op(llama_json(), "backward", "mlp.fc2");
   ASSERT_EQ(gpt_op.size(), 1u);
-  EXPECT_NE(gpt_op[0].find("\"mlp.fc2\" is not an op of a block in the backward phase; one of ln1, attn.qkv, attn.rope"),
-            std::string::npos)
+  EXPECT_NE(
+      gpt_op[0].find("\"mlp.fc2\" is not an op of a block in the backward phase; one of ln1, attn.qkv, attn.rope"),
+      std::string::npos)
       << gpt_op[0];
   // Qwen3's q/k norms are not Llama's.
   EXPECT_EQ(with_op(llama_json(), "optimizer", "attn.q_norm").size(), 1u);

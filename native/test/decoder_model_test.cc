@@ -250,7 +250,6 @@ TEST(DecoderModel, BlockFlopsAreTwiceTheBlocksMatrixWeights) {
 }  // namespace
 }  // namespace fsdp
 
-
 namespace fsdp {
 namespace {
 
