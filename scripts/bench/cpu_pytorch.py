@@ -72,7 +72,7 @@ def llama_model(args: argparse.Namespace) -> tuple[torch.nn.Module, torch.nn.Mod
         num_key_value_heads=args.kv_heads or args.heads,
         intermediate_size=args.intermediate,
         max_position_embeddings=max(2048, args.seq),
-        rope_theta=args.rope_theta,
+        rope_parameters={"rope_type": "default", "rope_theta": args.rope_theta},
         rms_norm_eps=1e-5,
         tie_word_embeddings=True,
         attention_bias=False,
