@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig } from '../../core/config/run-config';
 import { exportSource } from '../../runs/folder/hf-export';
+import { holdsRunManifest } from '../../runs/folder/run-folder';
 
 export const LOGITS_USAGE = `usage: fsdp-train logits SOURCE [--config CONFIG] < TOKENS
 
@@ -109,7 +110,7 @@ function sourceOf(
   scratch: string,
 ): { configFile: string; checkpoint: string } | string {
   const isRunOrCheckpoint =
-    existsSync(path.join(at, 'manifest.json')) || existsSync(path.join(at, 'run.json')) || configFile !== undefined;
+    existsSync(path.join(at, 'manifest.json')) || holdsRunManifest(at) || configFile !== undefined;
   if (isRunOrCheckpoint) {
     try {
       const source = exportSource(at, configFile);
@@ -131,7 +132,7 @@ function sourceOf(
     data: { train: path.join(scratch, 'unused.tok') },
     training: { max_steps: 1, batch_size_per_gpu: 1, learning_rate: 0.001 },
   });
-  const loaded = loadRunConfig(text, path.join(scratch, 'run.json'));
+  const loaded = loadRunConfig(text, path.join(scratch, 'logits-source.json'));
   if (!loaded.config) return loaded.problems.find((p) => p.severity === 'error')?.message ?? `${at}: not readable`;
   const resolved = path.join(scratch, 'config.json');
   writeFileSync(resolved, JSON.stringify(loaded.config));

@@ -9,6 +9,7 @@
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { holdsRunManifest } from './run-folder';
 
 export interface ExportSource {
   /** The checkpoint folder (step-NNNNNNNN). */
@@ -45,7 +46,7 @@ export function listCheckpoints(dir: string): Array<{ step: number; path: string
 function runFolderAbove(checkpoint: string): string | undefined {
   let dir = path.dirname(checkpoint);
   for (let i = 0; i < 3; i++, dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'config.json')) && existsSync(path.join(dir, 'run.json'))) return dir;
+    if (existsSync(path.join(dir, 'config.json')) && holdsRunManifest(dir)) return dir;
   }
   return undefined;
 }

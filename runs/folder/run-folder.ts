@@ -95,6 +95,11 @@ export function startingManifest(facts: RunFacts, previous?: RunManifest, now = 
   };
 }
 
+/** Whether a folder on this machine is a run's: it holds the run's manifest (read-only probe). */
+export function holdsRunManifest(dir: string): boolean {
+  return existsSync(path.join(dir, 'run.json'));
+}
+
 /** run.json of a folder on this machine; undefined when absent or unreadable. */
 export function readManifestFile(runDir: string): RunManifest | undefined {
   let bytes: Buffer | undefined;
