@@ -55,8 +55,8 @@ describe('e2e: preparing your own text in a real VS Code', function () {
   it('picks the text and the tokenizer, prepares the token files, and opens a run config that uses them', async () => {
     await vscode.runCommand('FSDP: Prepare training data…');
     // The editor's own open dialogs (a path typed into the simple file dialog, as a person can).
-    await vscode.typeIntoQuickInput(text);
-    await vscode.typeIntoQuickInput(tokenizerJson);
+    await vscode.typeIntoQuickInput(text, { title: /your text/, fileDialog: true });
+    await vscode.typeIntoQuickInput(tokenizerJson, { title: /your model's folder/, fileDialog: true });
     const out = path.join(workspace, 'data', 'my-notes');
     const outBox = vscode.page.locator('.quick-input-widget input');
     await untilValue(

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Frame, type FrameLocator, type Page } from 'playwright-core';
 import { repoRoot, startCodeServer, type RunningCodeServer } from '../../../scripts/code-server';
+import { untilValue } from '../../harness/until';
 
 export const E2E_OUTPUT = path.join(repoRoot, 'test-output', 'e2e');
 const CHROMIUM = process.env.FSDP_STUDIO_CHROMIUM ?? '/usr/bin/chromium';
@@ -149,10 +150,34 @@ export class VsCodeSession {
   }
 
   /** Types into the open quick pick or input box and presses Enter. */
-  async typeIntoQuickInput(text: string): Promise<void> {
+  async typeIntoQuickInput(text: string, opts: { title?: RegExp; fileDialog?: boolean } = {}): Promise<void> {
     const input = this.page.locator('.quick-input-widget input');
     await input.waitFor({ timeout: 20_000 });
-    await input.fill(text);
+    if (opts.title) {
+      // Dialogs that follow one another share the widget: wait for this one, not the last one closing.
+      const title = this.page.locator('.quick-input-widget .quick-input-title');
+      await untilValue(
+        `a quick input titled ${opts.title}`,
+        () => title.innerText().catch(() => ''),
+        (t) => opts.title!.test(t),
+        20_000,
+      );
+    }
+    if (opts.fileDialog) {
+      // The simple file dialog fills in its folder once it has read it, and a path typed before that
+      // is joined to it ("<folder>//tmp/…", seen in CI): type over the folder, not before it.
+      await untilValue(
+        "the file dialog's folder in its box",
+        () => input.inputValue().catch(() => ''),
+        (v) => v.startsWith('/') || v.startsWith('~'),
+        20_000,
+      );
+    }
+    for (let fill = 1; ; fill++) {
+      await input.fill(text);
+      if ((await input.inputValue().catch(() => '')) === text) break;
+      if (fill === 3) throw new Error(`the quick input did not take ${JSON.stringify(text)}`);
+    }
     await input.press('Enter');
     // An Enter that reaches the box while it is still settling (a loaded machine, a toast arriving)
     // can be dropped, leaving the box open with the text typed (seen in CI on "Rename run"): while
