@@ -5,7 +5,7 @@
 // (./caching-allocator.ts) and the term bookkeeping (./pytorch.ts). The loop is the one
 // test/reference/measure_memory.py measures, so each choice below can be checked against a GPU.
 import { bytesOf, shardGroupSize, worldSize, type MemoryInput } from '../memory-input';
-import { adaptedModules, blockModules, quantizedTensors, storedBytes, type BlockModule } from '../lora';
+import { storedBytes } from '../lora';
 import { parameterTensors, type ParameterTensors } from '../model-shape';
 import {
   blockBackward,
@@ -13,13 +13,14 @@ import {
   blockSizes,
   computeMode,
   type BlockKept,
-  type BlockLora,
   type BlockPolicy,
   type BlockSizes,
   type ComputeMode,
   type LinearName,
   type TensorLog,
 } from './pytorch-block';
+import { Fsdp2Units, type Unit } from './pytorch-replay-fsdp';
+import { loraHoldings, type LoraHoldings } from './pytorch-replay-lora';
 
 export const REPLAY_TERMS = [
   'params',
@@ -49,7 +50,6 @@ export interface ReplaySink {
 }
 
 const MiB = 1024 * 1024;
-const RS_STREAM = 1;
 
 /** cuBLAS's workspace per handle: PyTorch's CUBLAS_WORKSPACE_CONFIG default, ":4096:8" on compute capability 9.x/10.x, else ":4096:2:16:8". */
 export function cublasWorkspaceBytes(computeCapability: number | undefined): number {
@@ -69,15 +69,6 @@ export function replayTraining(
   new Replay(input, sink).run(steps, settled);
 }
 
-interface Unit {
-  tensors: number[];
-  /** Local (sharded) fp32 parameters. */
-  local: number[];
-  gathered: number[];
-  grads: number[];
-  rsState: number;
-}
-
 class Replay implements TensorLog {
   private nextId = 1;
   private readonly mode: ComputeMode;
@@ -95,22 +86,15 @@ class Replay implements TensorLog {
   private readonly grads = new Map<string, number>();
   /** autocast's cache: bf16 copies of weights and biases nothing saved, freed when autocast exits. */
   private autocastCache: number[] = [];
-  /** FSDP over several ranks: the flat all-gather output kept for overlap (forward) or prefetched (backward). */
-  private flat = 0;
+  /** FSDP2's units (undefined without FSDP). */
+  private readonly fsdpUnits?: Fsdp2Units;
   private readonly workspaces = new Set<'forward' | 'backward'>();
   private block = 0;
   private micro = 0;
   /** Bytes per element of the parameters as loaded (and of their gradients and AdamW states): fp32, or the bf16/fp16 the config loads. */
   private readonly wb: number;
   /** LoRA (one process or DDP): the base frozen; only adapters and modules_to_save train. */
-  private readonly frozen: boolean;
-  private readonly adapted: BlockModule[] = [];
-  private readonly adapterBytes: number = 4;
-  /** modules_to_save: trainable copies of the token embedding and of the output head. */
-  private readonly embedTrainable: boolean = false;
-  private readonly headTrainable: boolean = false;
-  /** LoRA: the trainable tensors in the optimizer's order, elements and bytes per element. */
-  private readonly trainable: Array<{ numel: number; bytes: number }> = [];
+  private readonly lora?: LoraHoldings;
 
   constructor(
     private readonly input: MemoryInput,
@@ -128,29 +112,9 @@ class Replay implements TensorLog {
     this.r = this.fsdp ? bytesOf(input.precision.reduce) : 4;
     // LoRA is replayed for one process and DDP; under FSDP the estimate stays full fine-tuning and the
     // reader names LoRA as not modelled.
-    const lora = input.lora;
-    const modules = blockModules(input.model);
-    this.frozen = !!lora && !this.fsdp && !!modules;
-    if (this.frozen && lora) {
-      this.adapted = adaptedModules(input.model, lora);
-      this.adapterBytes = bytesOf(lora.adapterDtype);
-      const saved = new Set(lora.modulesToSave.map((n) => n.split('.').pop()));
-      this.embedTrainable = saved.has('embed_tokens') || saved.has('wte') || saved.has('embed_in');
-      this.headTrainable = saved.has('lm_head') || saved.has('embed_out');
-      const byRole: BlockLora['adapted'] = {};
-      for (const mod of this.adapted) (byRole[mod.role] ??= []).push({ in: mod.in, out: mod.out });
-      const quant = input.weights?.quant;
-      const dequant: BlockLora['dequant'] = {};
-      if (quant)
-        for (const mod of modules!) {
-          const bytes = mod.in * mod.out * bytesOf(quant.computeDtype);
-          dequant[mod.role] = Math.max(dequant[mod.role] ?? 0, bytes);
-        }
-      this.s = {
-        ...this.s,
-        lora: { adapted: byRole, r: lora.r, dropout: lora.dropout > 0, adapterBytes: this.adapterBytes, dequant },
-      };
-    }
+    this.lora = loraHoldings(input, this.t, this.wb, this.fsdp);
+    if (this.lora) this.s = { ...this.s, lora: this.lora.block };
+    if (this.fsdp) this.fsdpUnits = new Fsdp2Units(this, this.units, input, this.G, this.p, this.r, this.wb);
   }
 
   // TensorLog
@@ -195,18 +159,19 @@ class Replay implements TensorLog {
     }
     // model.to(device): every parameter in module order (embeddings, blocks, final norm, head), fp32.
     const t = this.t;
-    const full = (ns: number[]) => ns.map((n) => this.alloc('params', n * this.wb));
+    const params = (bytes: number) => this.alloc('params', bytes);
+    const full = (ns: number[]) => ns.map((n) => params(n * this.wb));
     const embedding = full(t.embedding);
     for (let i = 0; i < this.L; i++)
       this.units.push({
         tensors: t.block,
-        local: this.frozen ? this.frozenBlock() : full(t.block),
+        local: this.lora ? this.lora.frozenBlock(params) : full(t.block),
         gathered: [],
         grads: [],
         rsState: 0,
       });
     const tail = full([...t.finalNorm, ...t.head]);
-    if (this.frozen) this.loraParameters();
+    this.lora?.parameters(params);
     this.units.push({
       tensors: [...t.embedding, ...t.finalNorm, ...t.head],
       local: [...embedding, ...tail],
@@ -214,21 +179,13 @@ class Replay implements TensorLog {
       grads: [],
       rsState: 0,
     });
-    if (this.fsdp) {
-      // fully_shard per block, then at the root: each parameter becomes a 1/G shard (dim 0 padded to G).
-      const offload = this.input.offload.params;
-      for (const unit of this.units) {
-        const shards = unit.tensors.map((n) => this.alloc('params', Math.ceil(n / this.G) * this.wb, 0, offload));
-        for (const id of unit.local) this.free(id);
-        unit.local = shards;
-      }
-    }
+    this.fsdpUnits?.shard();
     const N = worldSize(this.input);
     if (!this.fsdp && N > 1 && this.input.strategy === 'NO_SHARD') {
       // DDP's gradient buckets (bucket_cap_mb each) hold every gradient once more, unless gradients are views into them.
       if (!this.input.ddp.gradientAsBucketView) {
-        const total = this.frozen
-          ? this.trainable.reduce((s, x) => s + x.numel * x.bytes, 0)
+        const total = this.lora
+          ? this.lora.trainableBytes()
           : this.units.reduce((s, u) => s + u.tensors.reduce((a, n) => a + n * this.wb, 0), 0);
         const cap = Math.max(1, this.input.ddp.bucketCapMb) * MiB;
         for (let left = total; left > 0; left -= cap) this.alloc('ddpBuckets', Math.min(cap, left));
@@ -239,39 +196,6 @@ class Replay implements TensorLog {
     this.alloc('batch', this.s.t * 8);
     this.alloc('batch', this.s.t * 8);
     this.free(tokens);
-  }
-
-  /**
-   * A frozen block as loaded: its norms in the loading dtype, then each linear's weight — bitsandbytes'
-   * tensors (./lora.ts quantizedTensors) when quantised, else in the loading dtype — and biases.
-   */
-  private frozenBlock(): number[] {
-    const m = this.input.model;
-    const normTensors = (m.norm === 'layernorm' ? 2 : 1) * (m.normsPerBlock ?? 2);
-    const ids = this.t.block.slice(0, normTensors).map((n) => this.alloc('params', n * this.wb));
-    const quant = this.input.weights?.quant;
-    for (const mod of blockModules(m) ?? []) {
-      const numel = mod.in * mod.out;
-      const parts = quant ? quantizedTensors(numel, mod.out, quant.kind, quant.doubleQuant) : [numel * this.wb];
-      for (const bytes of parts) ids.push(this.alloc('params', bytes));
-    }
-    for (const l of this.t.blockLinears) if (l.bias) ids.push(this.alloc('params', l.bias * this.wb));
-    return ids;
-  }
-
-  /**
-   * get_peft_model: each adapted module's lora_A (r × in) and lora_B (out × r), block by block, then
-   * modules_to_save's trainable copies (in the loading dtype). They are what the optimizer steps.
-   */
-  private loraParameters(): void {
-    const r = this.input.lora!.r;
-    const m = this.input.model;
-    if (this.embedTrainable) this.trainable.push({ numel: m.vocabSize * m.dModel, bytes: this.wb });
-    for (let i = 0; i < this.L; i++)
-      for (const mod of this.adapted)
-        for (const numel of [r * mod.in, mod.out * r]) this.trainable.push({ numel, bytes: this.adapterBytes });
-    if (this.headTrainable) this.trainable.push({ numel: m.vocabSize * m.dModel, bytes: this.wb });
-    for (const x of this.trainable) this.alloc('params', x.numel * x.bytes);
   }
 
   /** cuBLAS's workspace of the thread doing `pass` (and, with the first, cuBLASLt's), made once. */
@@ -285,7 +209,7 @@ class Replay implements TensorLog {
   private forward(): { blocks: Array<{ kept: BlockKept; policy: BlockPolicy }>; tail: Tail } {
     const s = this.s;
     const root = this.units[this.L];
-    if (this.fsdp) this.gather(root, 'forward');
+    this.fsdpUnits?.gather(root, 'forward');
     // Embedding (the weight's dtype: fp32 unless FSDP gathered it in param_dtype), plus learned positions.
     this.cublasWorkspaces('forward');
     const embBytes = this.mode === 'low' ? s.a : 4;
@@ -299,17 +223,15 @@ class Replay implements TensorLog {
     for (let i = 0; i < this.L; i++) {
       this.block = i;
       const unit = this.units[i];
-      if (this.fsdp) this.gather(unit, 'forward');
+      this.fsdpUnits?.gather(unit, 'forward');
       const policy = this.policyOf(i) ?? 'none';
       const { out, kept } = blockForward(this, s, x, policy);
       blocks.push({ kept, policy });
       x = out;
-      if (this.fsdp && this.input.strategy !== 'SHARD_GRAD_OP') this.reshard(unit);
+      if (this.input.strategy !== 'SHARD_GRAD_OP') this.fsdpUnits?.reshard(unit);
     }
     const tail = this.head(x);
-    // The root's post-forward frees the last all-gather output kept for overlap.
-    this.free(this.flat);
-    this.flat = 0;
+    this.fsdpUnits?.postForward();
     return { blocks, tail };
   }
 
@@ -345,9 +267,7 @@ class Replay implements TensorLog {
     const m = this.input.model;
     const V = m.vocabSize;
     const { tail } = fwd;
-    // The root's pre-backward prefetches the last block's all-gather.
-    if (this.fsdp && this.G > 1 && this.L > 0)
-      this.flat = this.alloc('gathered', this.units[this.L - 1].tensors.reduce((a, n) => a + n, 0) * this.p);
+    this.fsdpUnits?.preBackward();
     // Loss: nll_loss's and log_softmax's backward, in fp32; back to the logits' dtype.
     const gLogSoftmax = this.alloc('logits', s.t * V * 4);
     const gLogits32 = this.alloc('logits', s.t * V * 4);
@@ -364,7 +284,7 @@ class Replay implements TensorLog {
     const headWeight = V * m.dModel;
     const autocast = this.mode === 'autocast';
     // A frozen head (LoRA) makes no weight gradient, only its input's.
-    const headTrains = !this.frozen || this.headTrainable || (m.tieEmbeddings && this.embedTrainable);
+    const headTrains = !this.lora || this.lora.headTrains(m.tieEmbeddings);
     const headLow = !headTrains
       ? 0
       : autocast
@@ -398,8 +318,7 @@ class Replay implements TensorLog {
     }
     // Final norm.
     const gX = this.alloc('actGrads', s.t * s.C * s.xr);
-    if (!this.frozen)
-      for (const [j, n] of this.t.finalNorm.entries()) this.paramGrad(`norm.${j}`, n, this.units[this.L]);
+    if (!this.lora) for (const [j, n] of this.t.finalNorm.entries()) this.paramGrad(`norm.${j}`, n, this.units[this.L]);
     this.free(g);
     this.free(tail.xL);
     for (const id of tail.stats) this.free(id);
@@ -407,20 +326,14 @@ class Replay implements TensorLog {
     for (let i = this.L - 1; i >= 0; i--) {
       this.block = i;
       const unit = this.units[i];
-      if (this.fsdp) this.gather(unit, 'backward');
+      this.fsdpUnits?.gather(unit, 'backward');
       const b = fwd.blocks[i];
       grad = blockBackward(this, s, b.kept, b.policy, grad);
-      if (this.fsdp) this.reduceScatter(unit);
+      this.fsdpUnits?.reduceScatter(unit, this.grads);
     }
     this.embeddingBackward(grad, m.tieEmbeddings ? headGrad : 0);
-    if (this.fsdp) {
-      this.reduceScatter(this.units[this.L]);
-      // The root's final callback waits for the last reduce-scatter and frees its input.
-      for (const u of this.units) {
-        this.free(u.rsState);
-        u.rsState = 0;
-      }
-    }
+    this.fsdpUnits?.reduceScatter(this.units[this.L], this.grads);
+    this.fsdpUnits?.finalCallback();
     this.free(tail.logits); // `del logits, loss` after backward
   }
 
@@ -435,7 +348,7 @@ class Replay implements TensorLog {
     const m = this.input.model;
     const s = this.s;
     const root = this.units[this.L];
-    if (this.frozen && !this.embedTrainable) {
+    if (this.lora && !this.lora.embedTrainable) {
       // LoRA: the frozen embedding takes no gradient; a tied head's copy (modules_to_save) keeps its own.
       this.free(gX);
       if (headGrad) this.grads.set('root.wte', headGrad);
@@ -538,7 +451,7 @@ class Replay implements TensorLog {
   castLinear(linear: LinearName, term: 'autocast' | 'recompute', saved: boolean): number {
     if (this.mode !== 'autocast') return 0;
     // bitsandbytes' linears are no autocast ops: they dequantise their weight (BlockLora.dequant).
-    if (this.frozen && this.input.weights?.quant) return 0;
+    if (this.lora?.quantised) return 0;
     let weights = 0;
     let biases = 0;
     for (const l of this.linearsOf(linear)) {
@@ -558,7 +471,7 @@ class Replay implements TensorLog {
   }
 
   linearGrads(linear: LinearName, betweenWeightAndBias?: () => void): number[] {
-    if (this.frozen) {
+    if (this.lora) {
       betweenWeightAndBias?.();
       return [];
     }
@@ -594,18 +507,16 @@ class Replay implements TensorLog {
   }
 
   adapterGrad(linear: LinearName, index: number, which: 'A' | 'B'): void {
-    const mod = this.adapted.filter((a) => a.role === linear)[index];
-    const r = this.input.lora!.r;
-    const numel = which === 'A' ? r * mod.in : mod.out * r;
-    const key = `lora${LORA_ROLES.indexOf(linear) * 8 + index * 2 + (which === 'A' ? 0 : 1)}`;
+    const lora = this.lora!;
+    const { key, numel } = lora.adapter(linear, index, which);
     // Under autocast the adapter's matmul makes a bf16 gradient, cast to the fp32 weight's.
-    const low = this.mode === 'autocast' && this.adapterBytes === 4 ? this.alloc('grads', numel * 2) : 0;
-    this.paramGrad(key, numel, this.units[this.block], true, this.adapterBytes);
+    const low = this.mode === 'autocast' && lora.adapterBytes === 4 ? this.alloc('grads', numel * 2) : 0;
+    this.paramGrad(key, numel, this.units[this.block], true, lora.adapterBytes);
     this.free(low);
   }
 
   normGrads(first: boolean): void {
-    if (this.frozen) return;
+    if (this.lora) return;
     const normTensors = this.input.model.norm === 'layernorm' ? 2 : 1;
     const two = (this.input.model.normsPerBlock ?? 2) === 2;
     if (!first && !two) return;
@@ -620,70 +531,6 @@ class Replay implements TensorLog {
     return undefined;
   }
 
-  /**
-   * FSDP2 unshard: every parameter of the unit in param_dtype. One rank copies the shard; several
-   * all-gather into a flat buffer and copy out. In forward the flat buffer is kept until the next
-   * unit's copy-out (implicit prefetch); in backward it is freed at once and the next unit prefetched.
-   */
-  private gather(unit: Unit, phase: 'forward' | 'backward'): void {
-    if (unit.gathered.length) return;
-    const numel = unit.tensors.reduce((s, n) => s + n, 0);
-    let flat = 0;
-    if (this.G > 1) flat = phase === 'backward' && this.flat ? this.flat : this.alloc('gathered', numel * this.p);
-    if (phase === 'forward' && this.flat !== flat) this.free(this.flat);
-    unit.gathered = unit.tensors.map((n) => this.alloc('gathered', n * this.p));
-    if (phase === 'forward') {
-      this.flat = flat;
-      return;
-    }
-    this.free(flat);
-    this.flat = 0;
-    const i = this.units.indexOf(unit);
-    if (this.G > 1 && i > 0 && i < this.L)
-      this.flat = this.alloc('gathered', this.units[i - 1].tensors.reduce((s, n) => s + n, 0) * this.p);
-  }
-
-  private reshard(unit: Unit): void {
-    for (const id of unit.gathered) this.free(id);
-    unit.gathered = [];
-  }
-
-  /**
-   * FSDP2's post-backward for a unit: reshard, then reduce-scatter its gradients. The previous
-   * unit's reduce-scatter input is freed first; this one's is kept until the next unit's. The output
-   * (1/G, on the reduce-scatter stream) becomes the sharded fp32 gradients, or is added to them.
-   */
-  private reduceScatter(unit: Unit): void {
-    this.reshard(unit);
-    for (const u of this.units) {
-      if (!u.rsState) continue;
-      this.free(u.rsState);
-      u.rsState = 0;
-    }
-    const numel = unit.tensors.reduce((s, n) => s + n, 0);
-    const padded = unit.tensors.reduce((s, n) => s + Math.ceil(n / this.G) * this.G, 0);
-    unit.rsState = this.alloc('reduceScatter', padded * this.r);
-    for (const id of unit.grads) this.free(id);
-    unit.grads = [];
-    const host = this.input.offload.params;
-    let out = this.alloc('grads', (padded / this.G) * this.r, RS_STREAM);
-    if (this.r !== this.wb) {
-      const fp32 = this.alloc('grads', (padded / this.G) * this.wb, RS_STREAM);
-      this.free(out);
-      out = fp32;
-    }
-    const key = `rs.${this.units.indexOf(unit)}`;
-    if (host) {
-      // CPU offload copies the shard's gradient to pinned host memory.
-      const onHost = this.alloc('grads', (numel / this.G) * this.wb, 0, true);
-      this.free(out);
-      out = onHost;
-    }
-    if (this.grads.has(key))
-      this.free(out); // a later micro-step: added into the sharded gradient
-    else this.grads.set(key, out);
-  }
-
   /** AdamW(foreach): moments made on the first step; one intermediate per parameter (sqrt of exp_avg_sq); zero_grad frees the gradients. */
   private optimizerStep(first: boolean): void {
     const host = this.input.offload.optimizer || (this.fsdp && this.input.offload.params);
@@ -692,8 +539,8 @@ class Replay implements TensorLog {
     const t = this.t;
     const order = [...t.embedding, ...Array.from({ length: this.L }, () => t.block).flat(), ...t.finalNorm, ...t.head];
     // AdamW keeps its states in each parameter's dtype; LoRA steps only the trainable tensors.
-    const locals = this.frozen
-      ? this.trainable.map((x) => x.numel * x.bytes)
+    const locals = this.lora
+      ? this.lora.trainable.map((x) => x.numel * x.bytes)
       : order.map((n) => Math.ceil(n / share) * this.wb);
     if (first)
       for (const b of locals)
@@ -726,9 +573,6 @@ function gradOrder(key: string): number {
   }
   return Number(where) * 1000 + within;
 }
-
-/** Roles in the order a block runs them, for the adapters' place in parameter order. */
-const LORA_ROLES: LinearName[] = ['qkv', 'proj', 'fc', 'gate', 'up', 'down'];
 
 interface Tail {
   xL: number;
