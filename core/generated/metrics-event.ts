@@ -21,6 +21,10 @@ export type ProtocolVersion = 1;
  */
 export type Time = number;
 /**
+ * The attempt at the run (a launch, a resume, a requeued job) this run_start or run_end bounds: the id its owner, the supervisor, named it by in run.json's attempt.id and handed every process it started (FSDP_RUN_ATTEMPT). Every other event belongs to the attempt whose run_start comes before it in the stream. Absent in logs written before attempts were named, and from a runtime started without its supervisor.
+ */
+export type AttemptId = string;
+/**
  * A size in bytes.
  */
 export type Bytes = number;
@@ -36,6 +40,7 @@ export interface RunStartEvent {
   v: ProtocolVersion;
   type: 'run_start';
   time: Time;
+  attempt?: AttemptId;
   run_id: string;
   /**
    * The resolved run config (defaults filled in).
@@ -258,6 +263,7 @@ export interface RunEndEvent {
   status: 'completed' | 'failed' | 'stopped';
   step: number;
   reason?: string;
+  attempt?: AttemptId;
 }
 /**
  * Named scalars of one step, as a person's own training script logs them (fsdp_studio.log(step, loss=…, **scalars)): tags as they chose them (train/loss, lr, …); the dashboard recognises the usual names and shows every tag.

@@ -15,6 +15,12 @@ from .run_folder_file import open_for_writing
 
 PROTOCOL_VERSION = 1
 RUN_DIR_ENV = "FSDP_STUDIO_RUN_DIR"
+#: The attempt at the run a process belongs to, as the run's owner (supervise.py) names it for every
+#: process it starts: the native runtime and a person's command, with this package in it.
+RUN_ATTEMPT_ENV = "FSDP_RUN_ATTEMPT"
+#: The events that bound an attempt in the stream: each carries the attempt's id (`attempt`), so a
+#: reader tells whose start or end a line is by the line itself, not by its time.
+ATTEMPT_BOUNDS = ("run_start", "run_end")
 
 
 def finite_or_none(x):
@@ -27,16 +33,20 @@ def finite_or_none(x):
 
 
 class EventLog:
-    """Appends protocol events to one run folder's metrics.jsonl."""
+    """Appends protocol events to one run folder's metrics.jsonl. `attempt`: the attempt's id its
+    run_start and run_end carry (default: $FSDP_RUN_ATTEMPT; none when that is unset too)."""
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, attempt=None):
         self.run_dir = os.path.abspath(run_dir)
         os.makedirs(self.run_dir, exist_ok=True)
         self.path = os.path.join(self.run_dir, "metrics.jsonl")
+        self.attempt = attempt or os.environ.get(RUN_ATTEMPT_ENV) or None
 
     def write(self, event):
         line = {"v": PROTOCOL_VERSION, "type": event["type"], "time": time.time()}
         line.update((k, v) for k, v in event.items() if k != "type")
+        if self.attempt and event["type"] in ATTEMPT_BOUNDS:
+            line.setdefault("attempt", self.attempt)
         data = (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
         fd = open_for_writing(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:

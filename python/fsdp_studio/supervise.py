@@ -66,7 +66,7 @@ if PACKAGE_ROOT not in sys.path:
     sys.path.insert(0, PACKAGE_ROOT)
 
 from fsdp_studio import run_manifest  # noqa: E402
-from fsdp_studio._events import RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio._events import RUN_ATTEMPT_ENV, RUN_DIR_ENV, EventLog  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
@@ -97,7 +97,7 @@ ENDED_OWNER_EXIT_WAIT_S = 30.0
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [GUARD_FLAG]:
-        return guard_main(argv[1], int(argv[2]))
+        return guard_main(argv[1], int(argv[2]), argv[3])
     args = parse_args(argv)
     attempt = start(args)
     if isinstance(attempt, int):
@@ -166,10 +166,13 @@ def start(args):
     log_from = file_size(log.path)
     events = EventFollower(log.path, log_from)
     attempt_fields = new_attempt(log_from)
+    # This attempt's run_start and run_end carry its id, whoever writes them: this process, its
+    # guard, the runtime (RUN_ATTEMPT_ENV in child_env) — readers tell whose an event is by it.
+    log.attempt = attempt_fields["id"]
     if starting is not None:
         write_starting(run_dir, starting, attempt_fields)
     manifest = run_manifest.read(run_dir)
-    guard = start_guard(run_dir, lock)
+    guard = start_guard(run_dir, lock, log.attempt)
     stopped: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: stopped.append(signum))
@@ -181,6 +184,7 @@ def start(args):
 
     world = 1 if args.native else args.nproc
     env = child_env(run_dir, own_python=args.use_this_python)
+    env[RUN_ATTEMPT_ENV] = log.attempt
     if lock is not None:
         env[RUN_LOCK_OWNER_ENV] = str(os.getpid())
     if args.use_this_python:
@@ -404,7 +408,7 @@ def die_with_parent():
         pass
 
 
-def start_guard(run_dir, lock=None):
+def start_guard(run_dir, lock=None, attempt_id=""):
     """This supervisor owns the run: when it is killed (SIGKILL, the OOM killer), nothing of the run
     may go on without it. A guard process holds the read end of a pipe whose write end only this
     process has: when this process dies the pipe ends, and the guard writes the run's end
@@ -412,13 +416,14 @@ def start_guard(run_dir, lock=None):
     the ranks and whatever they started (torchrun's workers), which PR_SET_PDEATHSIG alone does not
     reach. Only when this process leads its own group (the editor's detached start makes it so):
     a group shared with a caller (a SLURM batch shell) is not the run's to kill. The guard keeps the
-    run folder's lock (`lock`) until it has killed the group, so no resume starts beside what is left."""
+    run folder's lock (`lock`) until it has killed the group, so no resume starts beside what is left.
+    The end it writes is this attempt's (`attempt_id`)."""
     if os.getpgrp() != os.getpid():
         return None
     read_end, write_end = os.pipe()  # not inherited by the ranks (PEP 446)
     try:
         guard = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid())],
+            [sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid()), attempt_id],
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             close_fds=True,
@@ -448,7 +453,7 @@ def dismiss_guard(guard):
         process.kill()
 
 
-def guard_main(run_dir, supervisor_pid):
+def guard_main(run_dir, supervisor_pid, attempt_id):
     # Stop's signals go to the whole group: the guard outlives them, to act if the supervisor does not.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
@@ -456,7 +461,7 @@ def guard_main(run_dir, supervisor_pid):
     if said.startswith(b"ended"):
         return 0
     reason = f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
-    finish(EventLog(run_dir), run_dir, "failed", reason)
+    finish(EventLog(run_dir, attempt_id), run_dir, "failed", reason)
     print(f"fsdp_studio.supervise: {reason}", file=sys.stderr, flush=True)
     os.killpg(0, signal.SIGKILL)
     return 1

@@ -48,6 +48,21 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * The attempt run.json names (its owner's), and that the attempt's run_start and run_end in
+ * metrics.jsonl name it too, whoever wrote them (the runtime, the supervisor, its guard): a reader
+ * tells whose start or end a line is by the line (issue 41 item 1).
+ */
+function assertEventsNameTheAttempt(runDir: string, m: RunManifest): void {
+  const id = m.attempt?.id;
+  assert.ok(id, `run.json names its attempt: ${JSON.stringify(m.attempt)}`);
+  const bounds = events(runDir).filter((e) => e.type === 'run_start' || e.type === 'run_end');
+  assert.deepEqual(
+    bounds.map((e) => `${e.type} ${e.attempt}`),
+    [`run_start ${id}`, `run_end ${id}`],
+  );
+}
+
 /** Processes (not zombies) whose environment carries the run's mark. */
 function markedProcesses(runId: string): number[] {
   const found: number[] = [];
@@ -69,7 +84,7 @@ function readdirNumeric(dir: string): string[] {
   return (spawnSync('ls', [dir], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((n) => /^\d+$/.test(n));
 }
 
-function events(runDir: string): Array<{ type: string; status?: string; reason?: string }> {
+function events(runDir: string): Array<{ type: string; status?: string; reason?: string; attempt?: string }> {
   const file = path.join(runDir, 'metrics.jsonl');
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
@@ -152,6 +167,8 @@ describe('one owner per run (real processes)', function () {
     assert.equal(ended.status, 'failed');
     assert.match(ended.end_reason ?? '', new RegExp(`launcher \\(pid ${fsdpTrain}, fsdp-train\\) is gone`));
     assert.deepEqual(events(runDir).filter((e) => e.type === 'run_start').length, 1, 'one trainer wrote this run');
+    // The trainer's end, written by its launcher watch, names the attempt its owner started it for.
+    assertEventsNameTheAttempt(runDir, ended);
     assert.deepEqual(markedProcesses(runId), [], 'nothing of the run is left');
   });
 
@@ -200,6 +217,7 @@ describe('one owner per run (real processes)', function () {
         .map((e) => e.status),
       ['failed'],
     );
+    assertEventsNameTheAttempt(runDir, ended);
   });
 
   for (const [what, command] of [
@@ -224,6 +242,8 @@ describe('one owner per run (real processes)', function () {
       const end = events(runDir).filter((e) => e.type === 'run_end');
       assert.equal(end.length, 1);
       assert.equal(end[0].status, 'failed');
+      // run_start by the supervisor, run_end by its guard: both the attempt's.
+      assertEventsNameTheAttempt(runDir, ended);
 
       const watch = new RunWatch({ target: 'local', runDir }, local);
       try {

@@ -64,6 +64,7 @@
 #include "runtime/process_start.h"
 #include "runtime/threads.h"
 #include "run_folder/run_folder_lock.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 #include "train/trainer_state.h"
 #ifdef FSDP_MPI_BUILT
@@ -240,10 +241,11 @@ Job join_job(int* argc, char*** argv) {
  */
 [[noreturn]] void end_job_of_failed_rank(Job& job, const fsdp::RunResult& r, int rank) {
   if (rank != 0) {
-    const nlohmann::json end = {{"type", "run_end"},
-                                {"status", "failed"},
-                                {"step", r.step},
-                                {"reason", "rank " + std::to_string(rank) + ": " + r.reason}};
+    nlohmann::json end = {{"type", "run_end"},
+                          {"status", "failed"},
+                          {"step", r.step},
+                          {"reason", "rank " + std::to_string(rank) + ": " + r.reason}};
+    if (const std::string attempt = fsdp::run_attempt_from_env(); !attempt.empty()) end["attempt"] = attempt;
     std::cerr << "fsdp-train-native: rank " << rank << ": " << r.reason << "\n";
     std::cerr << "fsdp-train-native: run_end " << end.dump() << "\n";
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string_view>
 
@@ -14,6 +15,11 @@ namespace fsdp {
 
 const char* status_name(RunStatus s) {
   return s == RunStatus::completed ? "completed" : s == RunStatus::failed ? "failed" : "stopped";
+}
+
+std::string run_attempt_from_env() {
+  const char* v = std::getenv(kRunAttemptEnv);
+  return v ? v : "";
 }
 
 namespace {
@@ -47,7 +53,7 @@ std::string run_id_of(const std::string& dir) {
 }  // namespace
 
 RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool writer, bool echo)
-    : dir_(dir), writer_(writer) {
+    : dir_(dir), attempt_(run_attempt_from_env()), writer_(writer) {
   if (!writer_) {
     log_ = std::make_unique<MetricsLog>("", false);
     return;
@@ -80,6 +86,7 @@ void RunFolder::log(const std::string& level, const std::string& msg) {
 void RunFolder::end(RunStatus status, long step, const std::string& reason) {
   nlohmann::json e = {{"type", "run_end"}, {"status", status_name(status)}, {"step", step}};
   if (!reason.empty()) e["reason"] = reason;
+  if (!attempt_.empty()) e["attempt"] = attempt_;
   std::lock_guard<std::mutex> lock(mu_);
   try {
     log_->write(e);

@@ -24,6 +24,11 @@ namespace fsdp {
 enum class RunStatus { completed, failed, stopped };
 const char* status_name(RunStatus s);
 
+/** Where the run's owner (python/fsdp_studio/supervise.py) names the attempt it started the runtime for. */
+inline constexpr const char* kRunAttemptEnv = "FSDP_RUN_ATTEMPT";
+/** This process's attempt: kRunAttemptEnv's value, empty when it is unset. */
+std::string run_attempt_from_env();
+
 class RunFolder {
  public:
   /** writer: this rank writes the folder (rank 0); echo: events also go to standard output. */
@@ -35,6 +40,12 @@ class RunFolder {
   bool writer() const { return writer_; }
   /** The run's id: run.json's, else the folder's name (empty on the ranks that do not write the folder). */
   const std::string& run_id() const { return run_id_; }
+  /**
+   * The attempt at the run this process is part of, as its owner named it (kRunAttemptEnv; empty when
+   * the runtime was started without one): run_start and run_end carry it, so a reader tells whose start
+   * or end a line is by the stream itself (native/FORMATS.md, "The run folder and its owner").
+   */
+  const std::string& attempt() const { return attempt_; }
 
   /** An event of the metrics protocol (core/schemas/metrics-event.schema.json). */
   void write(const nlohmann::json& event);
@@ -48,7 +59,7 @@ class RunFolder {
   long last_logged_step() const;
 
  private:
-  std::string dir_, run_id_;
+  std::string dir_, run_id_, attempt_;
   bool writer_;
   std::mutex mu_;
   std::unique_ptr<RunFolderLock> lock_;  // writer only: held for the run's life

@@ -87,6 +87,7 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                                                                  config_.model.d_model, config_.model.n_heads)}}}};
   if (peak_.measured > 0) e["peak_measured"] = peak_.measured;
   if (folder_.writer()) e["run_id"] = folder_.run_id();
+  if (!folder_.attempt().empty()) e["attempt"] = folder_.attempt();
   if (!resumed_from.empty()) e["resumed_from"] = resumed_from;
   folder_.write(e);
 }
