@@ -33,6 +33,8 @@ import { latestRunOf, newRunId } from '../runs/folder/run-folder';
 import { manifestEnv } from '../runs/machines/detached-start';
 import { RUN_MARK_ENV } from '../runs/stop/run-group';
 import { nativeSupervisor, SUPERVISOR_PYTHON } from '../runs/launch/supervised-native';
+import { supervisorPythonProblem } from '../runs/launch/launcher-check';
+import { localLoginHost } from '../runs/machines/login-host';
 import { COMPANION_DIR, supervisorPath } from '../runs/runtime/remote-companion';
 import { killSession } from './train/job-processes';
 import { rankCountProblem } from './train/rank-limits';
@@ -219,6 +221,14 @@ export async function main(argv: string[]): Promise<number> {
     if (!runDir && resume === 'auto') runDir = latestRunOf(runsDir, config.name ?? 'run');
     runDir ??= path.join(runsDir, newRunId(config.name ?? 'run'));
     if (rank === undefined || rank === 0) {
+      if (!supervised) {
+        // The supervisor this command runs again under needs Python >= 3.9: asked before the folder is made.
+        const oldPython = await supervisorPythonProblem(localLoginHost(), SUPERVISOR_PYTHON);
+        if (oldPython) {
+          console.error(`fsdp-train: ${oldPython}`);
+          return 1;
+        }
+      }
       mkdirSync(runDir, { recursive: true });
       // Before anything is written into it: one trainer per run folder (runs/folder/run-folder-lock.ts).
       // Under its supervisor the lock is the supervisor's already, held for the whole attempt

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
 import type { RunManifest } from '../../core/protocol/run-manifest';
+import { localLoginHost, sshLoginHost, type LoginHost } from '../machines/login-host';
 import { LOCAL, type RunMachine } from '../machines/run-machine';
 import type { SshMachine } from '../machines/ssh-machine';
 import type { SshSettings } from '../machines/ssh';
@@ -16,6 +17,8 @@ import { launchCommandOnSlurm, type CommandPlacement } from '../slurm/slurm-comm
 import { launchSlurm, placeHere, placeOverSsh, type LaunchedSlurmRun } from '../slurm/slurm-launch';
 import { launchCommandLocal, launchCommandRemote, type CommandLaunchRequest } from './command-launcher';
 import { launchHosts } from './hosts-launch';
+import { supervisorPythonProblem } from './launcher-check';
+import { SUPERVISOR_PYTHON } from './supervised-native';
 import { untilOwned } from './until-owned';
 import {
   launchLocal,
@@ -89,6 +92,11 @@ export async function launchRun(
   opts: LaunchOptions = {},
 ): Promise<Launched> {
   const progress = opts.progress ?? (() => undefined);
+  if (spec.kind === 'native') {
+    // A command's launch asks its supervisor's Python in launcherProblem; a native run's is the host's python3.
+    const problem = await supervisorPythonProblem(nativeOwnerHost(target, env), SUPERVISOR_PYTHON);
+    if (problem) throw new Error(problem);
+  }
   const launched =
     spec.kind === 'native'
       ? await NATIVE[target.kind](spec.request, target as never, env, progress, opts.previous)
@@ -174,6 +182,25 @@ const COMMAND: Strategies<CommandLaunchRequest> = {
       previous,
     ),
 };
+
+/**
+ * Where a native run's owner starts: this machine, the SSH host, the first of several hosts (mpirun
+ * runs from there), or for a SLURM job its login host — the batch step runs on a node of the
+ * cluster, whose python3 the login host's stands for (a cluster's nodes share their software).
+ */
+function nativeOwnerHost(target: LaunchTarget, env: LaunchEnvironment): LoginHost {
+  const settings = () => env.sshSettings();
+  switch (target.kind) {
+    case 'local':
+      return localLoginHost();
+    case 'ssh':
+      return sshLoginHost(target.host, settings);
+    case 'hosts':
+      return sshLoginHost(target.hosts[0], settings);
+    case 'slurm':
+      return env.cluster(target.loginHost).host;
+  }
+}
 
 async function remoteContext(env: LaunchEnvironment, host: string): Promise<RemoteContext> {
   const machine = env.sshMachine(host);
