@@ -4,7 +4,8 @@
 // launcher starts its own ranks, files that are not there) — and resolved for the launcher.
 import path from 'node:path';
 import type { LaunchSpec, SlurmLaunch } from '../generated/launch-spec';
-import { readCommand, slurmCommandProblem, splitCommand, worldSizeOfCommand, type UserCommand } from './user-command';
+import { readCommand, slurmCommandProblem, splitCommand, type UserCommand } from './user-command';
+import { commandWorld } from './command-world';
 import { compileMetricsPattern } from './metrics-pattern';
 import { directiveProblem } from './sbatch-options';
 import { worldSizeMismatch } from './launch-world-size';
@@ -34,6 +35,8 @@ export interface ResolvedLaunchSpec {
   nproc: number;
   /** Ranks of the whole command, when known. */
   worldSize?: number;
+  /** What decides the ranks where the command does not say (deepspeed without --num_gpus: "all GPUs of the host"). */
+  worldDecidedBy?: string;
   /** The Python that runs the supervisor; when chosen (pythonSource), also a bare `python`/`python3` first word of the command, its folder first on the command's PATH. */
   python: string;
   /** Who chose `python`: the spec's python: key, or the Python extension's interpreter for the workspace; absent: the default python3 on the target's PATH. */
@@ -137,12 +140,13 @@ export function checkLaunchSpec(ctx: RuleContext): ConfigProblem[] {
         ? path.resolve(dir, spec.cwd ?? '.', command.configFile)
         : undefined;
     const nproc = command.launcher === 'python' ? (spec.nproc_per_node ?? 1) : 1;
-    const mismatch = worldSizeMismatch(
-      configFile,
-      worldSizeOfCommand(command, nproc),
-      command.launcher,
-      ctx.env.readFile,
-    );
+    const world = commandWorld(command, {
+      nproc,
+      env: stringEnv(spec.env),
+      cwd: path.resolve(dir, spec.cwd ?? '.'),
+      readFile: ctx.env.readFile,
+    });
+    const mismatch = worldSizeMismatch(configFile, world.size, command.launcher, ctx.env.readFile);
     if (mismatch) {
       const where: ConfigPath =
         command.launcher === 'python' && spec.nproc_per_node !== undefined ? ['nproc_per_node'] : ['command'];
@@ -202,7 +206,9 @@ export function loadLaunchSpec(
   const target = spec.target ?? 'local';
   const cwd = target === 'local' ? path.resolve(dir, spec.cwd ?? '.') : spec.cwd!;
   const nproc = command.launcher === 'python' ? (spec.nproc_per_node ?? 1) : 1;
-  const worldSize = worldSizeOfCommand(command, nproc);
+  const env = stringEnv(spec.env);
+  // The machine's files (a hostfile) are read only where the command runs on this one.
+  const world = commandWorld(command, { nproc, env, cwd, ...(target === 'local' && readFile ? { readFile } : {}) });
   const tb = spec.logs?.tensorboard;
   return {
     problems,
@@ -210,10 +216,10 @@ export function loadLaunchSpec(
       name: spec.name ?? path.basename(file).replace(/\.fsdp-launch\.ya?ml$|\.ya?ml$/, ''),
       command,
       cwd,
-      env: Object.fromEntries(Object.entries(spec.env ?? {}).map(([k, v]) => [k, String(v)])),
+      env,
       target,
       nproc,
-      ...(worldSize !== undefined ? { worldSize } : {}),
+      ...(world.size !== undefined ? { worldSize: world.size } : { worldDecidedBy: world.decidedBy }),
       // A relative path (with a slash) on this machine is relative to cwd, as the command's script is.
       python:
         spec.python && target === 'local' && spec.python.includes('/') && !spec.python.startsWith('~')
@@ -257,4 +263,9 @@ function commandWords(command: LaunchSpec['command']): { argv: string[] } | { er
   if (Array.isArray(command))
     return command.length && command[0] ? { argv: [...command] } : { error: 'the command is empty' };
   return splitCommand(command);
+}
+
+/** The spec's env as the command gets it: every value a string. */
+function stringEnv(env: LaunchSpec['env']): Record<string, string> {
+  return Object.fromEntries(Object.entries(env ?? {}).map(([k, v]) => [k, String(v)]));
 }

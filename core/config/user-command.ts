@@ -17,6 +17,8 @@ export interface UserCommand {
   script?: string;
   /** The config file its options name (accelerate's --config_file, deepspeed's --deepspeed/--deepspeed_config). */
   configFile?: string;
+  /** deepspeed's resource options (-H/--hostfile, -i/--include, -e/--exclude), as written: core/config/command-world.ts counts them. */
+  resources?: { hostfile?: string; include?: string; exclude?: string };
 }
 
 /** Words of a command line: whitespace separates, '…' and "…" group (with \ escapes in "…" and outside). */
@@ -161,19 +163,28 @@ function accelerate(argv: string[], from: number): UserCommand {
   };
 }
 
-/** deepspeed [options] script [args]: --num_gpus, --num_nodes; the script's own --deepspeed[_config] names the config. */
+/** deepspeed [options] script [args]: --num_gpus (or --num_accelerators), --num_nodes, the resource options; the script's own --deepspeed[_config] names the config. */
 function deepspeed(argv: string[], from: number): UserCommand {
   const at = indexOfTarget(argv, from, DEEPSPEED_FLAGS);
   const opts = argv.slice(0, at);
-  const gpus = numberOpt(opts, ['--num_gpus', '--num-gpus']);
+  const gpus = numberOpt(opts, ['--num_gpus', '--num-gpus', '--num_accelerators']);
   const nodes = numberOpt(opts, ['--num_nodes', '--num-nodes']);
   const configFile = stringOpt(argv.slice(at), ['--deepspeed', '--deepspeed_config']);
+  const hostfile = stringOpt(opts, ['-H', '--hostfile']);
+  const include = stringOpt(opts, ['-i', '--include']);
+  const exclude = stringOpt(opts, ['-e', '--exclude']);
+  const resources = {
+    ...(hostfile !== undefined ? { hostfile } : {}),
+    ...(include ? { include } : {}),
+    ...(exclude ? { exclude } : {}),
+  };
   return {
     argv,
     launcher: 'deepspeed',
     ...(gpus !== undefined ? { nprocPerNode: gpus } : {}),
     ...(nodes !== undefined ? { nnodes: nodes } : {}),
     ...(configFile ? { configFile } : {}),
+    ...(Object.keys(resources).length ? { resources } : {}),
     ...scriptFrom(argv, from, DEEPSPEED_FLAGS),
   };
 }

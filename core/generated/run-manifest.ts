@@ -94,6 +94,14 @@ export interface ManifestWorld {
   size: number;
   nnodes?: number;
   nproc_per_node?: number;
+  /**
+   * Where size comes from: the launch command's options or the run config (absent or "command"); "launcher": the command does not say (deepspeed without --num_gpus takes every GPU of the host), size is 1 until the ranks start; "ranks": the supervisor counted the ranks that started (their RANK and WORLD_SIZE, or MPI's) and they disagreed with the command's count, kept in command_size.
+   */
+  counted?: 'command' | 'launcher' | 'ranks';
+  /**
+   * With counted "ranks": the count the command's options gave (absent where they gave none).
+   */
+  command_size?: number;
 }
 /**
  * Where the run writes logs besides metrics.jsonl, as absolute paths on its host.

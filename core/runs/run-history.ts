@@ -55,6 +55,8 @@ export class RunHistory {
   /** Every logged scalar that was NaN or Inf, by its first such step per tag and rank, from every source (kept across resumes, like anomalies). */
   readonly nonFinite = new NonFiniteScalars();
   readonly logs: LogEvent[] = [];
+  /** Every rank an event or a printed line named (step, scalars, anomaly, log events; launcher-marked lines): a floor of the world's size. */
+  readonly ranksReported = new Set<number>();
   /** MFU's peak as the run states it (raised by later steps), and the MFU values shown at 100%. */
   readonly mfuPeak = new MfuPeak();
   /** The latest run_start (a resumed run has several). */
@@ -114,6 +116,8 @@ export class RunHistory {
 
   apply(event: MetricsEvent): void {
     this.eventCount++;
+    const rank = event.type === 'anomaly' ? event.where.rank : 'rank' in event ? event.rank : undefined;
+    if (typeof rank === 'number') this.ranksReported.add(rank);
     const attempt = this.attempts[this.attempts.length - 1];
     if (attempt && event.type !== 'run_start' && event.time > attempt.last) attempt.last = event.time;
     switch (event.type) {
@@ -266,6 +270,7 @@ export class RunHistory {
     rank?: number,
   ): void {
     this.printed = source;
+    if (rank !== undefined) this.ranksReported.add(rank);
     for (const v of values)
       this.applyScalar(v.tag, step, v.value, wallTime, v.metric, { rank: rank ?? null, source: 'printed' });
   }

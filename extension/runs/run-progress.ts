@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import type { MetricsEvent } from '../../core/protocol/metrics';
 import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
+import { worldWords } from '../../core/runs/world-words';
 import type { Runs } from './runs';
 import type { RunWatch } from '../../runs/watch/run-watch';
 import { runTitle } from '../views/run-labels';
@@ -32,6 +33,7 @@ export function showStartProgress(watch: RunWatch, name: string): void {
     { location: vscode.ProgressLocation.Notification, title: `Starting ${name}` },
     async (progress) => {
       progress.report({ message: 'starting…' });
+      let shown = 'starting…';
       const done = await waitFor(
         watch,
         (events) => {
@@ -39,9 +41,16 @@ export function showStartProgress(watch: RunWatch, name: string): void {
             if (e.time < since) continue;
             if (e.type === 'run_start') {
               commandStarted = isCommand() ? Date.now() : undefined;
-              progress.report({ message: startMessage(e, isCommand()) });
+              shown = startMessage(e, isCommand() ? watch : undefined);
+              progress.report({ message: shown });
             }
             if (e.type === 'run_end') return true;
+          }
+          // A command's ranks are counted again as they start (the supervisor writes them into run.json).
+          const start = watch.history.start;
+          if (commandStarted !== undefined && start && startMessage(start, watch) !== shown) {
+            shown = startMessage(start, watch);
+            progress.report({ message: shown });
           }
           if (commandStarted !== undefined && Date.now() - commandStarted > COMMAND_WAIT_MS) return true;
           return (
@@ -70,10 +79,17 @@ const COMMAND_WAIT_MS = 60_000;
 /** How often a wait looks again without news (a command printing nothing sends none). */
 const COMMAND_CHECK_MS = 5_000;
 
-function startMessage(e: Extract<MetricsEvent, { type: 'run_start' }>, command: boolean): string {
+/** `command`: the watch of a person's command, whose world is run.json's (header and toast say the same). */
+function startMessage(e: Extract<MetricsEvent, { type: 'run_start' }>, command: RunWatch | undefined): string {
   // A command's run_start comes from the supervisor before Python has even imported torch: nothing is ready yet.
-  if (command)
-    return `the command is running (${e.world.size} rank${e.world.size > 1 ? 's' : ''}); waiting for its first step…`;
+  if (command) {
+    const world = worldWords(
+      command.manifest?.world ?? { size: e.world.size },
+      command.manifest?.command,
+      command.history.ranksReported.size,
+    );
+    return `the command is running (${world.count}${world.source ? `, ${world.source}` : ''}); waiting for its first step…`;
+  }
   const params = e.n_params !== undefined ? ` (${(e.n_params / 1e6).toFixed(1)}M parameters)` : '';
   return `model and data are ready${params}; running the first step…`;
 }

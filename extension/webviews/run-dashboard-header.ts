@@ -6,6 +6,7 @@ import { checkpointExpectedAfter } from '../../core/runs/checkpoint-schedule';
 import { formatCount } from '../../core/runs/number-format';
 import { runPhase, tokensSeen } from '../../core/runs/run-phase';
 import { uncoveredNonFinite } from '../../core/runs/anomaly-report';
+import { worldLine, worldWords, type WorldWords } from '../../core/runs/world-words';
 import type { Spike } from '../../core/runs/spikes';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunWatch } from '../../runs/watch/run-watch';
@@ -43,7 +44,12 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
             `TensorBoard log folder, ${watch.logFiles.length} event file${watch.logFiles.length === 1 ? '' : 's'}`,
           ],
         ]
-      : configSummary(config, h.start?.n_params, h.start?.world.size ?? watch.manifest?.world.size);
+      : configSummary(
+          config,
+          h.start?.n_params,
+          h.start?.world.size ?? watch.manifest?.world.size,
+          commandWorld(watch),
+        );
   if (metrics?.found) summary.push(['metrics', metrics.found]);
   // A command that has said nothing the watch can chart: say what is read, and what to add.
   const waitedLong = live && h.start !== undefined && Date.now() / 1000 - h.start.time > NO_METRICS_AFTER_S;
@@ -137,17 +143,27 @@ interface ConfigShape {
   launch?: { device?: string };
 }
 
+/**
+ * A person's command's world in words: run.json's (the supervisor's, which counts the ranks that
+ * start where they are not the command's count), else run_start's, with the ranks its events named.
+ */
+function commandWorld(watch: RunWatch): WorldWords | undefined {
+  const world = watch.manifest?.world ?? (watch.history.start ? { size: watch.history.start.world.size } : undefined);
+  return world && worldWords(world, watch.manifest?.command, watch.history.ranksReported.size);
+}
+
 function configSummary(
   c: ConfigShape,
   nParams: number | undefined,
   worldSize: number | undefined,
+  command: WorldWords | undefined,
 ): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   // A person's own command (a launch spec): what ran, and on how many ranks.
   if (Array.isArray(c.command))
     return [
       ['command', c.command.join(' ')],
-      ['world', `${worldSize ?? 1} rank${(worldSize ?? 1) > 1 ? 's' : ''}${c.launcher ? ` (${c.launcher})` : ''}`],
+      ['world', worldLine(command ?? worldWords({ size: worldSize ?? 1 }, c.command), c.launcher)],
     ];
   const m = c.model;
   if (m)

@@ -202,6 +202,7 @@ def start(args):
         follow_runtime(attempt, events, before if starting is not None else None)
     else:
         announce_command(attempt, manifest, world)
+        follow_command_world(attempt, manifest, world)
     return attempt
 
 
@@ -365,6 +366,48 @@ def end(attempt, codes, failed):
         finish(attempt.log, attempt.run_dir, status, reason)
     dismiss_guard(attempt.guard)
     return code
+
+
+def follow_command_world(attempt, manifest, started):
+    """A person's command: once its ranks start, what their launcher told them (WORLD_SIZE, or how
+    many distinct RANKs started) goes into run.json's world when it is not the command's count —
+    torchrun, deepspeed without --num_gpus or a launcher option this side never read. The world the
+    dashboard, its toasts and run.json show is then the ranks', with the command's count kept."""
+    workers = attempt.workers
+    world = dict((manifest or {}).get("world") or {})
+    world["size"] = command_world(manifest, started)
+
+    def on_poll():
+        nonlocal world
+        workers.refresh()
+        learned = world_from_ranks(world, workers.world_seen())
+        if learned is not None:
+            world = learned
+            run_manifest.update(attempt.run_dir, {"world": learned})
+
+    attempt.on_poll = on_poll
+
+
+def world_from_ranks(world, seen):
+    """run.json's world once the ranks seen (WorkerPids.world_seen) disagree with its size: a
+    WORLD_SIZE the ranks were given replaces it; a bare count of ranks started here only raises it
+    (another node's ranks are not seen). The command's own count is kept as command_size (none
+    where the command gave none: counted "launcher"). None when nothing changes."""
+    if seen is None:
+        return None
+    n, told = seen
+    size = world["size"]
+    if n == size or (not told and n < size):
+        return None
+    learned = dict(world, size=n, counted="ranks")
+    if world.get("counted", "command") == "command":
+        learned["command_size"] = size
+    # nproc_per_node and nnodes were the command's: kept only while they still multiply to the size.
+    if learned.get("nproc_per_node", 1) * learned.get("nnodes", 1) != n:
+        learned.pop("nproc_per_node", None)
+        if learned.get("nnodes", 1) == 1 and n > 1:
+            learned["nproc_per_node"] = n
+    return learned
 
 
 def command_world(manifest, started):

@@ -133,14 +133,17 @@ export function manifestFor(
 
 /**
  * The ranks the command starts, as run.json's world: the launcher's options (torchrun --nproc_per_node
- * and --nnodes, accelerate launch --num_processes, deepspeed --num_gpus, mpirun -np), or the spec's
- * nproc_per_node copies of a plain python command; one rank when neither says.
+ * and --nnodes, accelerate launch --num_processes, deepspeed --num_gpus or its resources), or the
+ * spec's nproc_per_node copies of a plain python command. Where the command does not say (deepspeed
+ * on every GPU of the host), counted "launcher" with size 1 until the supervisor counts the ranks
+ * that start.
  */
 export function manifestWorld(spec: ResolvedLaunchSpec): RunManifest['world'] {
   const c = spec.command;
   const perNode = c.launcher === 'python' ? spec.nproc : c.nprocPerNode;
+  if (spec.worldSize === undefined) return { size: 1, counted: 'launcher' };
   return {
-    size: spec.worldSize ?? 1,
+    size: spec.worldSize,
     ...(perNode !== undefined && perNode > 1 ? { nproc_per_node: perNode } : {}),
     ...(c.launcher !== 'python' && c.nnodes !== undefined && c.nnodes > 1 ? { nnodes: c.nnodes } : {}),
   };

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { ConfigWorldSize } from '../../core/config/config-world-size';
 import { configFileWorldSize, worldSizeMismatch } from '../../core/config/launch-world-size';
 import type { ResolvedLaunchSpec } from '../../core/config/launch-spec';
+import { decidedByWords } from '../../core/config/command-world';
 
 /** The config the spec names (`config:`), or that the command's own options name (--deepspeed, --config_file) on this machine. */
 export function launchConfigPath(spec: ResolvedLaunchSpec): string | undefined {
@@ -41,14 +42,14 @@ export function describeLaunch(spec: ResolvedLaunchSpec, readFile: (file: string
       ? 'on this machine'
       : `on ${spec.target}`;
   const count = (n: number) => `${n} rank${n === 1 ? '' : 's'}`;
-  // accelerate launch without --num_processes takes the config's count; deepspeed without --num_gpus every GPU it finds.
+  // accelerate launch without --num_processes takes the config's count; deepspeed without --num_gpus every GPU of the host.
   const fromConfig = spec.worldSize === undefined && spec.command.launcher === 'accelerate' && implied;
   const ranks =
     spec.worldSize !== undefined
       ? count(spec.worldSize)
       : fromConfig
         ? `${count(implied.size)} (the config's ${implied.why})`
-        : 'as many ranks as the launcher finds GPUs';
+        : decidedByWords(spec.worldDecidedBy ?? 'the launcher');
   const config =
     implied && !fromConfig ? `; ${path.basename(implied.config)} implies ${implied.size} (${implied.why})` : '';
   return `${spec.command.argv.join(' ')} — ${ranks} ${where}${config}`;

@@ -218,6 +218,71 @@ describe('Python companion with real PyTorch (CPU, gloo)', function () {
     assert.equal(JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')).world.size, 2);
   });
 
+  /** A rank's script: exits once run.json's world says `size`, or after 120 s (the test then fails on run.json). */
+  const RANK_WAITS_FOR_WORLD = [
+    'import json, os, sys, time',
+    'want, until = int(sys.argv[2]), time.monotonic() + 120',
+    'while time.monotonic() < until:',
+    '    with open(os.path.join(sys.argv[1], "run.json")) as f:',
+    '        if json.load(f)["world"]["size"] == want: break',
+    '    time.sleep(0.2)',
+  ].join('\n');
+
+  it("a launcher whose ranks are not the command's count: run.json's world becomes the ranks' (WORLD_SIZE), the command's count kept", () => {
+    // The editor wrote world.size 1 (a command it could not count); the "launcher" starts two ranks
+    // with RANK and WORLD_SIZE as torchrun and deepspeed do.
+    const runDir = runDirWithManifest(tmp, 'ranks-told');
+    const manifestFile = path.join(runDir, 'run.json');
+    writeFileSync(
+      manifestFile,
+      JSON.stringify({ ...JSON.parse(readFileSync(manifestFile, 'utf8')), world: { size: 1 } }),
+    );
+    const launcher = [
+      'import os, subprocess, sys',
+      'ranks = [subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], "2"], env=dict(os.environ, RANK=str(r), WORLD_SIZE="2")) for r in range(2)]',
+      'sys.exit(max(p.wait() for p in ranks))',
+    ].join('\n');
+    const r = spawnSync(
+      VENV_PYTHON,
+      [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', launcher, RANK_WAITS_FOR_WORLD, runDir],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const world = JSON.parse(readFileSync(manifestFile, 'utf8')).world;
+    assert.deepEqual(world, { size: 2, counted: 'ranks', command_size: 1, nproc_per_node: 2 });
+  });
+
+  it("a real torchrun --nproc_per_node auto (the command does not say how many): run.json's world is the ranks torchrun started", () => {
+    const runDir = runDirWithManifest(tmp, 'ranks-auto');
+    const manifestFile = path.join(runDir, 'run.json');
+    // What the editor writes for a command that does not count its ranks (runs/launch/command-launcher.ts).
+    writeFileSync(
+      manifestFile,
+      JSON.stringify({ ...JSON.parse(readFileSync(manifestFile, 'utf8')), world: { size: 1, counted: 'launcher' } }),
+    );
+    const script = path.join(tmp, 'rank_waits.py');
+    // Each rank waits for the world its own WORLD_SIZE names (torchrun's "auto" on a CPU: its core count).
+    writeFileSync(script, RANK_WAITS_FOR_WORLD.replace('int(sys.argv[2])', 'int(os.environ["WORLD_SIZE"])'));
+    const torchrun = path.join(path.dirname(VENV_PYTHON), 'torchrun');
+    const r = spawnSync(
+      VENV_PYTHON,
+      [SUPERVISOR, '--run-dir', runDir, '--', torchrun, '--standalone', '--nproc_per_node', 'auto', script, runDir],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const world = JSON.parse(readFileSync(manifestFile, 'utf8')).world;
+    assert.equal(world.counted, 'ranks');
+    assert.equal(world.command_size, undefined, 'the command gave no count');
+    assert.ok(world.size >= 1 && world.size === world.nproc_per_node, JSON.stringify(world));
+    // torchrun's "auto" without an accelerator starts one rank per CPU, as torch counts them.
+    const expected = Number(
+      spawnSync(VENV_PYTHON, ['-c', 'import torch._utils as u; print(u.cpu_count())'], {
+        encoding: 'utf8',
+      }).stdout.trim(),
+    );
+    assert.equal(world.size, expected);
+  });
+
   it("works on the oldest Python it supports (3.9), without PyTorch: log, the integrations' mappings, the supervisor", function () {
     const python = OLDEST_PYTHONS.find(
       (p) => spawnSync(p, ['-c', 'import sys; assert sys.version_info[:2] == (3, 9)']).status === 0,

@@ -199,7 +199,7 @@ describe('launching from a DeepSpeed or accelerate config: world size, review, l
         ),
         read,
       ),
-      'deepspeed /code/train.py --deepspeed /code/ds_config.json — as many ranks as the launcher finds GPUs on gpu-box; ds_config.json implies 4 (train_batch_size 64 ÷ (micro-batch 4 × accumulation 4))',
+      'deepspeed /code/train.py --deepspeed /code/ds_config.json — all GPUs of the host (counted when the ranks report) on gpu-box; ds_config.json implies 4 (train_batch_size 64 ÷ (micro-batch 4 × accumulation 4))',
     );
     const acc = readFileSync(path.join(SAMPLES, 'accelerate-fsdp.yaml'), 'utf8');
     assert.equal(
