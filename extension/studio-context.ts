@@ -93,6 +93,12 @@ export class StudioContext implements vscode.Disposable {
       new SpikeViews(this.extension.extensionUri, this.runs),
     );
     void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`));
+    // Untrusted, discover() lists remote runs without watching them (watching connects over SSH).
+    this.track(
+      vscode.workspace.onDidGrantWorkspaceTrust(
+        () => void this.runs.discover().catch((e: Error) => this.output.warn(`finding runs failed: ${e.message}`)),
+      ),
+    );
     this.configChecks = await startConfigLanguageClient(this);
     this.track(this.configChecks);
     const checks = this.configChecks;

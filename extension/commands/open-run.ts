@@ -3,6 +3,7 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { mayReach } from '../runs/runs';
 import type { StudioContext } from '../studio-context';
 import { runFromArgument, type RunArgument } from './run-picks';
 
@@ -22,6 +23,9 @@ export function registerOpenRun(studio: StudioContext): vscode.Disposable[] {
         none: 'No runs in this workspace yet.',
       });
       if (!record) return;
+      // Without a recorded config path the run's run.json says it, which for a remote run is read over SSH.
+      if (!record.configPath && !mayReach([record.target], `Reading which config ${record.runId} was launched from`))
+        return;
       const configPath = record.configPath ?? runs.watch(record).manifest?.config_path;
       if (!configPath) {
         void vscode.window.showInformationMessage(`${record.runId} does not say which config it was launched from.`);
@@ -79,6 +83,7 @@ async function openRunLog(studio: StudioContext, target: string, runDir: string)
     editor.revealRange(new vscode.Range(last, 0, last, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     return;
   }
+  if (!mayReach([target], `Opening the log of ${path.basename(runDir)}`)) return;
   const machine = studio.runs.machine(target);
   for (const name of LOG_FILES) {
     const text = (

@@ -43,9 +43,11 @@ export class Runs implements vscode.Disposable {
     };
   }
 
+  /** The run machine of `target`; one on another host only in a trusted workspace (see remoteRefusal). */
   machine(target: TargetName): RunMachine {
     let m = this.machines.get(target);
     if (!m) {
+      refuseRemote(target);
       m = target === LOCAL ? new LocalMachine() : new SshMachine(target, () => this.sshSettings());
       this.machines.set(target, m);
     }
@@ -56,6 +58,7 @@ export class Runs implements vscode.Disposable {
   cluster(target: TargetName): SlurmCluster {
     let c = this.clusters.get(target);
     if (!c) {
+      refuseRemote(target);
       c = new SlurmCluster(target === LOCAL ? localLoginHost() : sshLoginHost(target, () => this.sshSettings()));
       this.clusters.set(target, c);
     }
@@ -122,7 +125,8 @@ export class Runs implements vscode.Disposable {
   /**
    * Finds run folders in the workspace (`runs/<id>/run.json`), registers them and starts watching
    * every local run and every remote run that was live when last seen, so notifications and the
-   * view are current after a reload.
+   * view are current after a reload. In an untrusted workspace remote runs are listed, not watched
+   * (watching connects); trust granted later calls this again.
    */
   async discover(): Promise<void> {
     const found = await vscode.workspace.findFiles('**/runs/*/run.json', '{**/node_modules/**,**/.git/**}', 1000);
@@ -132,7 +136,7 @@ export class Runs implements vscode.Disposable {
         this.registry.put({ target: LOCAL, runDir, runId: path.basename(runDir) });
     }
     for (const r of this.records()) {
-      if (r.target === LOCAL || r.launchedAt !== undefined) this.watch(r);
+      if (r.target === LOCAL || (r.launchedAt !== undefined && vscode.workspace.isTrusted)) this.watch(r);
     }
     this.changed.fire(undefined);
   }
@@ -144,6 +148,36 @@ export class Runs implements vscode.Disposable {
     this.focusChanged.dispose();
     this.appended.dispose();
   }
+}
+
+/**
+ * Why `what` (a dashboard, a log, …) of runs on `targets` is refused now, or undefined. A run on
+ * another host is reached over SSH: ssh reads the person's SSH config, which may run a
+ * ProxyCommand or a Match exec, and connects. Issue 40 item 1: nothing connects anywhere before the
+ * workspace is trusted — not even for runs recorded earlier from the person's own settings. Runs on
+ * this machine are files read here and stay visible.
+ */
+export function remoteRefusal(targets: TargetName[], what: string): string | undefined {
+  const remote = [...new Set(targets.filter((t) => t !== LOCAL))];
+  if (remote.length === 0 || vscode.workspace.isTrusted) return undefined;
+  return (
+    `${what} on ${remote.join(', ')} connects to ${remote.length > 1 ? 'them' : 'it'} over SSH, which an untrusted ` +
+    'workspace does not allow: trust this workspace first (Workspaces: Manage Workspace Trust). Runs on this ' +
+    'machine can be looked at untrusted.'
+  );
+}
+
+/** Shows remoteRefusal's message, if any; true when `what` may go on. */
+export function mayReach(targets: TargetName[], what: string): boolean {
+  const refusal = remoteRefusal(targets, what);
+  if (refusal) void vscode.window.showWarningMessage(refusal);
+  return !refusal;
+}
+
+/** The last guard under the commands' own: a machine on another host is never made untrusted. */
+function refuseRemote(target: TargetName): void {
+  const refusal = remoteRefusal([target], 'Reaching a run');
+  if (refusal) throw new Error(refusal);
 }
 
 function expandHome(p: string): string {

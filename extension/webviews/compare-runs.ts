@@ -11,7 +11,7 @@ import { clampSmoothing } from '../../core/runs/smoothing';
 import { isXAxisMode } from '../../core/runs/x-axis';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey, type RunWatch } from '../../runs/watch/run-watch';
-import type { Runs } from '../runs/runs';
+import { mayReach, type Runs } from '../runs/runs';
 import { distinctTitles, runSummary, targetTitle } from '../views/run-labels';
 import { fileStem, pngFromDataUrl, saveExport } from './export-files';
 import { PanelHost } from './panel-host';
@@ -48,6 +48,11 @@ export class CompareRuns implements vscode.Disposable {
               "<!DOCTYPE html><html><body><p>These runs are no longer in the workspace's runs list.</p></body></html>";
             return;
           }
+          const targets = records.map((r) => r.target);
+          if (!mayReach(targets, 'Restoring a comparison of runs')) {
+            panel.dispose();
+            return;
+          }
           this.track(
             records,
             new PanelHost(panel, this.extensionUri, { ...SPEC, title: compareTitle(records, this.runs) }),
@@ -70,8 +75,9 @@ export class CompareRuns implements vscode.Disposable {
       return;
     }
     const existing = this.open.get(comparisonKey(records));
+    const targets = records.map((r) => r.target);
     if (existing) existing.reveal();
-    else
+    else if (mayReach(targets, 'Comparing runs'))
       this.track(
         records,
         PanelHost.create(this.extensionUri, { ...SPEC, title: compareTitle(records, this.runs) }),

@@ -16,7 +16,7 @@ import { anomalyView, nonFiniteViews } from '../../core/runs/anomaly-report';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey, type RunWatch } from '../../runs/watch/run-watch';
-import type { Runs } from '../runs/runs';
+import { mayReach, type Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';
 import { runAdvice, runNonFinite } from './run-advice-context';
@@ -39,7 +39,7 @@ export class NanDiagnostics implements vscode.Disposable {
       vscode.window.registerWebviewPanelSerializer(DIAGNOSTICS_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state: DiagnosticsState | undefined) => {
           const record = state && this.runs.registry.get(runKey(state));
-          if (!record) {
+          if (!record || !mayReach([record.target], `Restoring the NaN diagnostics of ${record.runId}`)) {
             panel.dispose();
             return;
           }
@@ -61,7 +61,7 @@ export class NanDiagnostics implements vscode.Disposable {
     if (!record) return;
     const existing = this.open.get(runKey(record));
     if (existing) existing.reveal();
-    else
+    else if (mayReach([record.target], `Showing the NaN diagnostics of ${record.runId}`))
       this.track(
         record,
         PanelHost.create(this.extensionUri, { ...SPEC, title: `NaN diagnostics: ${runTitle(record)}` }),

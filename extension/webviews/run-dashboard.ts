@@ -12,7 +12,7 @@ import { clampSmoothing } from '../../core/runs/smoothing';
 import { isXAxisMode } from '../../core/runs/x-axis';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import type { RunWatch } from '../../runs/watch/run-watch';
-import type { Runs } from '../runs/runs';
+import { mayReach, type Runs } from '../runs/runs';
 import { runTitle, titleAmong } from '../views/run-labels';
 import { fileStem, pngFromDataUrl, saveExport } from './export-files';
 import { PanelHost, type PanelSpec } from './panel-host';
@@ -51,6 +51,10 @@ export class RunDashboards implements vscode.Disposable {
             "<!DOCTYPE html><html><body><p>This run is no longer in the workspace's runs list.</p></body></html>";
           return;
         }
+        if (!mayReach([record.target], `Restoring the dashboard of ${record.runId}`)) {
+          panel.dispose();
+          return;
+        }
         this.adopt(panel, record, state);
       },
     });
@@ -64,6 +68,8 @@ export class RunDashboards implements vscode.Disposable {
       existing.reveal();
       return;
     }
+    // Every way a dashboard opens comes here (the runs view, the palette, Attach, a launch).
+    if (!mayReach([record.target], `Opening the dashboard of ${record.runId}`)) return;
     const host = PanelHost.create<DashboardToWebview, DashboardFromWebview>(this.extensionUri, spec(runTitle(record)));
     this.track(key, new RunDashboard(host, this.runs.watch(record), record, this.runs, undefined));
   }

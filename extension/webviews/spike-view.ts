@@ -9,7 +9,7 @@ import { SpikeFinder, type Spike } from '../../core/runs/spikes';
 import { runFromArgument, type RunArgument } from '../commands/run-picks';
 import type { RunRecord } from '../../runs/watch/run-registry';
 import { runKey, type RunWatch } from '../../runs/watch/run-watch';
-import type { Runs } from '../runs/runs';
+import { mayReach, type Runs } from '../runs/runs';
 import { runTitle } from '../views/run-labels';
 import { applyConfigFix } from './config-fix';
 import { runAdvice } from './run-advice-context';
@@ -36,7 +36,7 @@ export class SpikeViews implements vscode.Disposable {
       vscode.window.registerWebviewPanelSerializer(SPIKES_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state: SpikeState | undefined) => {
           const record = state && this.runs.registry.get(runKey(state));
-          if (!record) {
+          if (!record || !mayReach([record.target], `Restoring the spikes of ${record.runId}`)) {
             panel.dispose();
             return;
           }
@@ -65,6 +65,7 @@ export class SpikeViews implements vscode.Disposable {
       existing.reveal(step);
       return;
     }
+    if (!mayReach([record.target], `Showing the spikes of ${record.runId}`)) return;
     this.track(record, PanelHost.create(this.extensionUri, { ...SPEC, title: `Spikes: ${runTitle(record)}` }), step);
   }
 

@@ -3,6 +3,10 @@
 // that hand ssh a config whose ProxyCommand is that script and name a host, and a run config that
 // targets that host. Every FSDP command the palette offers is run; none may start the script.
 // Without the trust enablement "Check environment" ran the spec's python for its version.
+// The person's own SSH config (user settings, which apply untrusted) has a ProxyCommand that
+// leaves the same marker, so any SSH connection shows: a remote run recorded earlier (seeded in
+// the workspace's runs list) must not be connected to untrusted, neither at start-up nor when its
+// dashboard or log is opened — both are refused with a message.
 import assert from 'node:assert/strict';
 import {
   chmodSync,
@@ -37,6 +41,9 @@ describe('e2e: an untrusted workspace runs nothing it names', function () {
     chmodSync(evil, 0o755);
     writeFileSync(path.join(ws, 'job.fsdp-launch.yaml'), 'name: job\npython: ./evil.sh\ncommand: python train.py\n');
     writeFileSync(path.join(ws, 'train.py'), 'print("never run")\n');
+    // A run folder of this machine: the extension lists it, which writes its runs list to its storage.
+    mkdirSync(path.join(ws, 'runs', 'local-1'), { recursive: true });
+    writeFileSync(path.join(ws, 'runs', 'local-1', 'run.json'), '{}\n');
     writeFileSync(path.join(ws, 'evil_ssh_config'), `Host evilhost\n  HostName 127.0.0.1\n  ProxyCommand ${evil}\n`);
     writeFileSync(
       path.join(ws, 'remote.yaml'),
@@ -53,7 +60,12 @@ describe('e2e: an untrusted workspace runs nothing it names', function () {
         'fsdp.remote.directory': path.join(ws, 'remote'),
       }),
     );
-    vscode = await VsCodeSession.open({ workspace: ws, untrusted: true });
+    writeFileSync(path.join(dir, 'user_ssh_config'), `Host userhost\n  HostName 127.0.0.1\n  ProxyCommand ${evil}\n`);
+    vscode = await VsCodeSession.open({
+      workspace: ws,
+      untrusted: true,
+      settings: { 'fsdp.ssh.configFile': path.join(dir, 'user_ssh_config') },
+    });
   });
   afterEach(async function () {
     await vscode?.reportFailure(this.currentTest);
@@ -108,7 +120,60 @@ describe('e2e: an untrusted workspace runs nothing it names', function () {
       `the workspace's script ran: ${existsSync(marker) ? readFileSync(marker, 'utf8') : ''} (commands run: ${offered.join(' | ')})`,
     );
   });
+
+  it('a remote run recorded earlier is not connected to: its dashboard and log are refused with why', async () => {
+    const session = vscode!;
+    const registry = await untilValue(
+      "the extension's runs list in its workspace storage",
+      async () => runsList(session),
+      (file) => file !== undefined,
+      120_000,
+      1000,
+    );
+    // A run launched from here on an SSH host while the folder was trusted (launchedAt: watched at start-up).
+    const run = { target: 'userhost', runDir: '/srv/runs/remote-1', runId: 'remote-1', launchedAt: Date.now() };
+    const listed = JSON.parse(readFileSync(registry!, 'utf8')) as { v: 1; runs: unknown[] };
+    writeFileSync(registry!, JSON.stringify({ v: 1, runs: [...listed.runs, run] }));
+    await session.reload();
+    for (const [title, refusal] of [
+      ['FSDP: Open run dashboard', 'Opening the dashboard of remote-1'],
+      ['FSDP: Open run log', 'Opening the log of remote-1'],
+    ]) {
+      await session.runCommand(title);
+      await session.pickQuickItem('remote-1');
+      const message = await session.waitForNotification(refusal, 60_000);
+      assert.match(message, /connects to it over SSH/);
+      assert.match(message, /userhost/);
+      assert.match(message, /trust this workspace first/);
+      await session.page.keyboard.press('Escape');
+    }
+    assert.ok(
+      !existsSync(marker),
+      `ssh connected (its ProxyCommand ran): ${existsSync(marker) ? readFileSync(marker, 'utf8') : ''}`,
+    );
+  });
 });
+
+/** The runs list (runs.json) the extension keeps in its workspace storage, once written. */
+function runsList(session: VsCodeSession): string | undefined {
+  const args = session.server.process.spawnargs;
+  const userData = args[args.indexOf('--user-data-dir') + 1];
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    publisher: string;
+    name: string;
+  };
+  const find = (d: string): string | undefined => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory() && e.name === `${pkg.publisher}.${pkg.name}` && existsSync(path.join(p, 'runs.json')))
+        return path.join(p, 'runs.json');
+      const below = e.isDirectory() ? find(p) : undefined;
+      if (below) return below;
+    }
+    return undefined;
+  };
+  return find(userData);
+}
 
 /** "FSDP: <title>" of every command package.json contributes. */
 function contributedTitles(): string[] {

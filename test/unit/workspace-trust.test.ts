@@ -39,6 +39,13 @@ const WORKS_UNTRUSTED: Record<string, string> = {
   'fsdp.newRunConfig': 'writes a config file from a template',
 };
 
+/** Files that register a safe command and reach runs only through a guard checked elsewhere here. */
+const REACHES_THROUGH_A_GUARD: Record<string, string> = {
+  'extension/studio-context.ts':
+    'fsdp.refreshRuns calls runs.discover(), which watches remote runs only when trusted; ' +
+    'remoteRunsDir serves Attach and launches, which need trust',
+};
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = path.join(dir, name);
@@ -128,5 +135,44 @@ describe('Workspace Trust: package.json and the command guards', () => {
     assert.equal(supported, 'limited');
     assert.match(description, /config checks/);
     assert.match(description, /memory estimates/);
+    assert.match(description, /runs on this machine/, 'it says which dashboards still open');
+    assert.match(description, /a run on an SSH host/, 'it says that remote runs are refused');
+  });
+
+  // The commands that work untrusted show runs; a run on an SSH host is reached over ssh, which
+  // reads the person's SSH config (a ProxyCommand runs) and connects. Each such path is refused
+  // before it starts a watch or a machine, with a message (mayReach), and Runs itself never makes
+  // a remote machine untrusted (remoteRefusal under machine() and cluster()).
+  it('every safe command or restored panel that reaches a run asks mayReach first', () => {
+    const reaching = /\.watch\(|\.machine\(|\.cluster\(/;
+    const files = new Set(Object.keys(WORKS_UNTRUSTED).map((id) => registeringSource(id).file));
+    for (const f of sourceFiles(path.join(root, 'extension'))) {
+      if (readFileSync(f, 'utf8').includes('registerWebviewPanelSerializer(')) files.add(f);
+    }
+    const unguarded = [...files]
+      .map((file) => ({ file, text: readFileSync(file, 'utf8') }))
+      .filter(({ file }) => !(path.relative(root, file) in REACHES_THROUGH_A_GUARD))
+      .filter(({ text }) => reaching.test(text) && !/\bmayReach\(/.test(text))
+      .map(({ file }) => path.relative(root, file));
+    assert.deepEqual(unguarded, [], "these files reach a run's watch or machine without mayReach");
+    // The dashboard every command opens through (studio.dashboards.show) guards inside.
+    const dashboard = readFileSync(path.join(root, 'extension/webviews/run-dashboard.ts'), 'utf8');
+    const show = dashboard.slice(dashboard.indexOf('  show(record: RunRecord)'));
+    assert.ok(show.indexOf('mayReach(') >= 0 && show.indexOf('mayReach(') < show.indexOf('this.runs.watch('));
+  });
+
+  it("Runs refuses to make a remote run's machine or SLURM login host in an untrusted workspace", () => {
+    const text = readFileSync(path.join(root, 'extension/runs/runs.ts'), 'utf8');
+    for (const method of ['machine(target: TargetName)', 'cluster(target: TargetName)']) {
+      const body = text.slice(text.indexOf(method), text.indexOf('\n  }\n', text.indexOf(method)));
+      const guard = body.indexOf('refuseRemote(target)');
+      assert.ok(guard >= 0, `Runs.${method} has no refuseRemote(target)`);
+      assert.ok(guard < body.indexOf('new '), `Runs.${method} guards after it makes one`);
+    }
+    assert.match(text, /remote\.length === 0 \|\| vscode\.workspace\.isTrusted/);
+    // Watching at start-up (discover) skips remote runs untrusted, and trust granted later rediscovers.
+    assert.match(text, /r\.launchedAt !== undefined && vscode\.workspace\.isTrusted/);
+    const context = readFileSync(path.join(root, 'extension/studio-context.ts'), 'utf8');
+    assert.match(context, /onDidGrantWorkspaceTrust\([^]*?this\.runs\.discover\(\)/);
   });
 });
