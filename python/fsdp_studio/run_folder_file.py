@@ -5,11 +5,16 @@ Writes never follow a symbolic link — one put in the folder in place of metric
 would carry the run's events to a file outside it — never block on a FIFO, and reach only a regular
 file. Reads open without blocking and read only a regular file. A refusal names the file and what it
 is instead, never what it holds. Any Python >= 3.9, standard library only.
+
+From the command line, for a file another program opens by name (slurmstepd opens a SLURM job's
+output following links): `python3 run_folder_file.py create PATH` makes PATH a regular file, never
+through a link, or says what it is instead (exit 1).
 """
 
 import errno
 import os
 import stat
+import sys
 
 
 class RefusedFile(OSError):
@@ -91,3 +96,20 @@ def read_tail(path, limit):
         return b""
     finally:
         os.close(fd)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "create":
+        print("usage: python3 run_folder_file.py create PATH", file=sys.stderr)
+        return 2
+    try:
+        os.close(open_for_writing(argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND))
+    except OSError as e:
+        print(f"{e}" if isinstance(e, RefusedFile) else f"{argv[1]}: {e.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

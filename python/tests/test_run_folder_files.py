@@ -49,6 +49,20 @@ class RunFolderFiles(unittest.TestCase):
         self.assertEqual(str(refused.exception), f"{path} is a symbolic link, not a regular file: not written")
         self.assertEqual(self.outside_bytes(), SECRET)
 
+    def test_create_from_the_command_line_makes_a_regular_file_and_refuses_a_link_by_name(self):
+        # As the SLURM launch makes a job's output before slurmstepd opens it following links.
+        script = os.path.join(os.path.dirname(__file__), "..", "fsdp_studio", "run_folder_file.py")
+        made = os.path.join(self.run_dir, "slurm-7.out")
+        ok = subprocess.run([sys.executable, script, "create", made], capture_output=True, text=True)
+        self.assertEqual((ok.returncode, ok.stderr), (0, ""))
+        self.assertTrue(os.path.isfile(made) and not os.path.islink(made))
+        link = os.path.join(self.run_dir, "slurm-8.out")
+        os.symlink(self.outside, link)
+        refused = subprocess.run([sys.executable, script, "create", link], capture_output=True, text=True)
+        self.assertEqual(refused.returncode, 1)
+        self.assertEqual(refused.stderr.strip(), f"{link} is a symbolic link, not a regular file: not written")
+        self.assertEqual(self.outside_bytes(), SECRET)
+
     def test_metrics_jsonl_as_a_fifo_is_refused_with_or_without_a_reader(self):
         path = os.path.join(self.run_dir, "metrics.jsonl")
         os.mkfifo(path)

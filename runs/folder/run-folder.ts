@@ -156,6 +156,21 @@ export function manifestWriterPath(companionRoot: string): string {
 }
 
 /**
+ * Makes `file` of a run folder on a login host a regular file, never through a link, as the
+ * companion's writers open theirs (python/fsdp_studio/run_folder_file.py create): for a file
+ * another program then opens by name, following links (slurmstepd, a SLURM job's output). Refused
+ * with the file's name and what it is instead.
+ */
+export async function createRegularFileOn(host: LoginHost, companionRoot: string, file: string): Promise<void> {
+  const maker = `${companionRoot.replace(/\/+$/, '')}/${COMPANION_PACKAGE}/run_folder_file.py`;
+  const r = await host.run([SUPERVISOR_PYTHON, maker, 'create', file]);
+  if (r.code !== 0)
+    throw new Error(
+      `${r.stderr.trim() || `making ${file} failed (exit ${r.code})`}${host.target === LOCAL ? '' : ` (on ${host.target})`}`,
+    );
+}
+
+/**
  * Writes run.json into a run folder on a login host, through the one writer there (atomically):
  * a SLURM run's before its job starts, and after the job is gone (when no owner is there to).
  */

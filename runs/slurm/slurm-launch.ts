@@ -4,10 +4,10 @@
 // names it, so the trainer never starts before the run knows its job (it reads run.json as it
 // starts and keeps what it finds). Resume submits the same script again with --resume auto.
 import { applyOverride, type ResolvedRunConfig } from '../../core/config/run-config';
-import { BATCH_SCRIPT, batchScript, sbatchArgv, slurmJobShape } from './slurm-script';
+import { BATCH_SCRIPT, batchScript, JOB_OUTPUT, sbatchArgv, slurmJobShape } from './slurm-script';
 import { jobActive } from './slurm-state';
 import type { RunManifest } from '../../core/protocol/run-manifest';
-import { newRunId, writeManifestOn } from '../folder/run-folder';
+import { createRegularFileOn, newRunId, writeManifestOn } from '../folder/run-folder';
 import { nativeSupervisor } from '../launch/supervised-native';
 import { manifestFor, type LaunchRequest } from '../launch/launcher';
 import { writeHostFile, type LoginHost } from '../machines/login-host';
@@ -210,10 +210,14 @@ export async function submitRun(
   try {
     manifest.slurm = { ...manifest.slurm!, job_id: jobId, jobs: [...jobs, jobId] };
     await writeManifestOn(host, companionRoot, runDir, manifest);
+    // slurmstepd opens the job's output (--output, appended to) by name as the job's user, following
+    // a link: one put in the run folder in its place would carry the job's output to a file outside
+    // it. Made here first while the job is held, a regular file that way; a link there refuses the job.
+    await createRegularFileOn(host, companionRoot, `${runDir}/${JOB_OUTPUT.replace('%j', jobId)}`);
     await cluster.release(jobId);
   } catch (e) {
     await cluster.cancel(jobId).catch(() => undefined);
-    const reason = `job ${jobId} was submitted but could not be recorded in run.json or released, so it was cancelled: ${(e as Error).message}`;
+    const reason = `job ${jobId} was submitted held but not released, so it was cancelled: ${(e as Error).message}`;
     await writeManifestOn(host, companionRoot, runDir, {
       ...manifest,
       status: 'failed',
