@@ -23,6 +23,7 @@ export async function showLaunched(
   studio.runs.remember(record);
   const watch = studio.runs.watch(record);
   showStartProgress(watch, record.name);
-  if (facts.resumedAt !== undefined) await watch.followResume(facts.resumedAt);
+  // The launch returned once its owner named itself in run.json: the attempt there is the resume's.
+  if (facts.resumedAt !== undefined) await watch.followResume(facts.resumedAt, launched.pid);
   studio.dashboards.show(record);
 }

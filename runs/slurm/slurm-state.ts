@@ -135,6 +135,13 @@ export interface RunFacts {
   startedAt?: number;
   /** The latest run_end (after the latest run_start), if any. */
   end?: { status: 'completed' | 'failed' | 'stopped'; time: number };
+  /**
+   * Whether the latest run_start / run_end is the attempt the job's owner named in run.json as the job
+   * started (the id both carry): told by the stream, it decides instead of the clocks below. Absent
+   * where either side names no attempt (a log or run.json from before attempts, a job not yet started).
+   */
+  startOfThisJob?: boolean;
+  endOfThisJob?: boolean;
 }
 
 /**
@@ -156,15 +163,18 @@ export function jobRunStatus(job: SlurmJob, run: RunFacts): JobRunStatus {
     t !== undefined && (job.startTime === undefined || t >= job.startTime - CLOCK_SLACK_S);
   // An end is this job's only when the start before it is too: a job resumed within seconds of
   // the last one's end (squeue's times are whole seconds) would otherwise inherit that end.
-  const startOfThisJob = run.startedAt === undefined || ofThisJob(run.startedAt);
-  const end =
-    run.end && ofThisJob(run.end.time) && startOfThisJob && run.end.time >= (run.startedAt ?? -Infinity)
-      ? run.end
-      : undefined;
+  const startOfThisJob = run.startOfThisJob ?? (run.startedAt === undefined || ofThisJob(run.startedAt));
+  const endOfThisJob =
+    run.endOfThisJob ??
+    (run.end !== undefined &&
+      ofThisJob(run.end.time) &&
+      startOfThisJob &&
+      run.end.time >= (run.startedAt ?? -Infinity));
+  const end = endOfThisJob ? run.end : undefined;
   if (RUNNING.has(job.state)) {
     if (job.state === 'CONFIGURING') return 'starting';
     if (end) return end.status;
-    return ofThisJob(run.startedAt) ? 'running' : 'starting';
+    return (run.startOfThisJob ?? ofThisJob(run.startedAt)) ? 'running' : 'starting';
   }
   switch (job.state) {
     case 'CANCELLED':

@@ -6,6 +6,7 @@ import os from 'node:os';
 import { describeEndWithoutRunEnd, type MemoryAtEnd } from '../../core/runs/run-end';
 import { cgroupMemoryOf, readCgroupMemory, type CgroupMemory } from './cgroup-memory';
 import { runGroupMarkOf } from '../stop/run-group';
+import type { RunMachine } from '../machines/run-machine';
 import type { RunStream } from './run-stream';
 import type { SlurmJobWatch } from './slurm-job-watch';
 import { ENDED, type Slot, type WatchedRun } from './watched-run';
@@ -89,15 +90,22 @@ export class RunLiveness {
     return !!m && ENDED.has(m.status) && !this.run.history.end && !this.vanished.get();
   }
 
+  /**
+   * The log's last line is the current attempt's run_end. Where run.json names its attempt, whose
+   * the end is is told by the stream: the attempt the end names, else where it lies against where the
+   * attempt's events begin. A run.json from before attempts: a launch's run.json ("starting") written
+   * after the end's time makes the end the last run's (the relaunched trainer died before a line).
+   */
   private async logEndsWithRunEnd(): Promise<boolean> {
-    const tail = await this.run.machine.readFile(this.run.metricsFile, TAIL_BYTES, true).catch(() => Buffer.alloc(0));
-    const last = tail.toString('utf8').trimEnd().split('\n').pop() ?? '';
+    const { machine, metricsFile } = this.run;
+    const last = await lastLineOf(machine, metricsFile).catch(() => undefined);
+    if (!last) return false;
     try {
-      const event = JSON.parse(last) as { type?: unknown; time?: unknown };
+      const event = JSON.parse(last.text) as { type?: unknown; time?: unknown; attempt?: unknown };
       if (event.type !== 'run_end') return false;
-      // run.json rewritten by a launch (status "starting") after that end: the end is the last
-      // run's, and the relaunched trainer died before it wrote a line.
       const m = this.run.manifest();
+      if (m?.attempt)
+        return typeof event.attempt === 'string' ? event.attempt === m.attempt.id : last.offset >= m.attempt.log_from;
       return !(
         m?.status === 'starting' &&
         m.updated !== undefined &&
@@ -177,4 +185,16 @@ export class RunLiveness {
         : {}),
     };
   }
+}
+
+/** A file's last line (trailing newlines aside) and where it begins, read from one size of the file. */
+async function lastLineOf(machine: RunMachine, file: string): Promise<{ text: string; offset: number } | undefined> {
+  const { size } = await machine.readFileFrom(file, 0, 0);
+  const from = Math.max(0, size - TAIL_BYTES);
+  const { data } = await machine.readFileFrom(file, from, size - from);
+  let end = data.length;
+  while (end > 0 && data[end - 1] === 0x0a) end--;
+  if (end === 0) return undefined;
+  const start = data.lastIndexOf(0x0a, end - 1) + 1;
+  return { text: data.subarray(start, end).toString('utf8'), offset: from + start };
 }

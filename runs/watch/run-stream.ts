@@ -23,6 +23,7 @@ export class RunStream {
   private metricsConnection: ConnectionState = { state: 'closed' };
   private readOffset = 0;
   private runEndOffset: number | undefined;
+  private runStartOffset: number | undefined;
 
   constructor(
     private readonly run: WatchedRun,
@@ -55,6 +56,11 @@ export class RunStream {
     return this.runEndOffset;
   }
 
+  /** Where the latest run_start read begins in metrics.jsonl. */
+  get startOffset(): number | undefined {
+    return this.runStartOffset;
+  }
+
   /** Starts following metrics.jsonl (and the run's other outputs) from where this watch stopped reading. */
   follow(): void {
     const { run } = this;
@@ -69,13 +75,13 @@ export class RunStream {
             for (const e of batch.entries) {
               run.history.apply(e.event);
               if (e.event.type === 'run_end') this.runEndOffset = e.offset;
+              if (e.event.type === 'run_start') this.runStartOffset = e.offset;
             }
             this.keepProblems(batch.problems);
             // Stop at the end the run just wrote. (A batch after an older end — a resumed run's first
             // lines — keeps following: its run_start comes after them.)
             const end = run.history.end;
-            if (end && end.time >= run.resumedAt() && batch.entries.some((e) => e.event === end))
-              void this.followToTheEnd();
+            if (end && !run.endBeforeResume() && batch.entries.some((e) => e.event === end)) void this.followToTheEnd();
             if (batch.entries.some((e) => e.event.type === 'run_start')) this.listener.runStarted();
             if (batch.entries.length || batch.problems.length) run.emit(batch.entries);
           },
@@ -130,7 +136,7 @@ export class RunStream {
     const { run } = this;
     if (!this.outputs.followingLogs && run.ref.format !== 'tensorboard') await run.refreshManifest();
     // Resumed while run.json was read: the end is the last run's; its successor's lines come next.
-    if ((run.history.end?.time ?? -Infinity) < run.resumedAt()) return;
+    if (run.endBeforeResume()) return;
     // Or run.json, rewritten by a launch after that end, says so (a watch made after the resume).
     if (run.isLive()) return;
     run.stopFollowing();

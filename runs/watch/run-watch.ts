@@ -15,8 +15,8 @@ import type { SlurmCluster } from '../slurm/slurm-cluster';
 import { RunStream } from './run-stream';
 import { RunLiveness } from './run-liveness';
 import { SlurmJobWatch } from './slurm-job-watch';
-import { runFactsOf, runStatusOf, type RunStatus } from './run-status';
-import { runKey, type RunRef, type WatchedRun } from './watched-run';
+import { endBeforeResume, runFactsOf, runStatusOf, type RunStatus } from './run-status';
+import { NO_RESUME, runKey, type ResumeMark, type RunRef, type WatchedRun } from './watched-run';
 
 export { runKey, type RunRef } from './watched-run';
 export type { RunStatus } from './run-status';
@@ -42,8 +42,8 @@ export class RunWatch {
   manifestError: string | undefined;
   /** The SLURM job behind the run (run.json's slurm.job_id) as last reported; undefined for other runs. */
   job: SlurmJob | undefined;
-  /** When the latest resume was asked for (seconds; see followResume()). */
-  private resumedAt = -Infinity;
+  /** The latest resume asked for from this window (see followResume()). */
+  private resume: ResumeMark = NO_RESUME;
   private disposed = false;
   private readonly listeners = new Set<(change: RunWatchChange) => void>();
   /** What the parts below may read of and ask of this watch. */
@@ -65,7 +65,10 @@ export class RunWatch {
       metricsFile: this.metricsFile,
       manifest: () => this.manifest,
       disposed: () => this.disposed,
-      resumedAt: () => this.resumedAt,
+      endBeforeResume: () => {
+        const end = this.history.end;
+        return end ? endBeforeResume(end, this.stream.endOffset, this.resume) : this.resume !== NO_RESUME;
+      },
       isLive: () => this.isLive(),
       refreshManifest: () => this.refreshManifest(),
       follow: () => this.follow(),
@@ -139,13 +142,18 @@ export class RunWatch {
 
   /**
    * After a resume or relaunch in this run's folder: run.json read again (the launch rewrote it),
-   * then followed on. `resumedAt` (seconds): when the resume was asked for; an end written before it
-   * is the last run's, not this one's, even when it is read only now (Resume pressed as the stop's
-   * last lines arrive, or while the watch still settles that end).
+   * then followed on. An end before the resume's attempt in metrics.jsonl is the last run's, not this
+   * one's, even when it is read only now (Resume pressed as the stop's last lines arrive, or while the
+   * watch still settles that end). `owner`: the resume's owner's pid — run.json naming it first is its
+   * own (the launch returned once it was), so the attempt run.json names is the resume's, and the
+   * stream's order decides; without it (or a run.json naming no attempt), `askedAt` (seconds: when
+   * the resume was asked for) against the end's time.
    */
-  async followResume(resumedAt: number): Promise<void> {
-    this.resumedAt = resumedAt;
+  async followResume(askedAt: number, owner?: number): Promise<void> {
+    this.resume = { askedAt };
     await this.refreshManifest();
+    const m = this.manifest;
+    if (owner !== undefined && m?.pids?.[0] === owner && m.attempt) this.resume = { askedAt, attempt: m.attempt };
     this.follow();
   }
 
@@ -159,15 +167,16 @@ export class RunWatch {
   }
 
   status(): RunStatus {
-    const { history, manifest, job, vanished, resumedAt } = this;
-    return runStatusOf({ history, manifest, job, vanished, resumedAt, endOffset: this.stream.endOffset });
+    const { history, manifest, job, vanished, resume } = this;
+    const { endOffset, startOffset } = this.stream;
+    return runStatusOf({ history, manifest, job, vanished, resume, endOffset, startOffset });
   }
 
   /** Why the run ended, in words, when it did not complete. */
   endReason(): string | undefined {
     if (this.stopRequested && this.status() === 'stopped')
       return `stopped with Stop at step ${this.history.lastStep ?? 0}`;
-    const fromJob = this.job && jobReason(this.job, jobRunStatus(this.job, runFactsOf(this.history)));
+    const fromJob = this.job && jobReason(this.job, jobRunStatus(this.job, runFactsOf(this.history, this.manifest)));
     if (fromJob) return fromJob;
     return this.vanished ?? this.history.end?.reason ?? this.manifest?.end_reason;
   }

@@ -1,6 +1,6 @@
 // What the parts of a run's watch share (runs/watch/run-watch.ts composes them): the run it
 // watches, the state the watch keeps for everyone, and what each part may ask of the whole.
-import type { RunManifest } from '../../core/protocol/run-manifest';
+import type { ManifestAttempt, RunManifest } from '../../core/protocol/run-manifest';
 import type { RunLogEntry } from '../../core/protocol/run-log-reader';
 import type { RunHistory } from '../../core/runs/run-history';
 import type { RunMachine, TargetName } from '../machines/run-machine';
@@ -21,6 +21,19 @@ export function runKey(ref: RunRef): string {
 /** Run statuses that mean the run ended (run.json's, and run_end's). */
 export const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
+/**
+ * A resume or relaunch in the run's folder asked for from this window (RunWatch.followResume()): when
+ * it was asked for (seconds), and the attempt its owner named in run.json once the launch returned —
+ * an end before that attempt's first byte in metrics.jsonl is the last attempt's, whatever the clocks.
+ */
+export interface ResumeMark {
+  askedAt: number;
+  attempt?: ManifestAttempt;
+}
+
+/** No resume asked for from this window. */
+export const NO_RESUME: ResumeMark = { askedAt: -Infinity };
+
 /** A value one part of the watch keeps and another reads or sets. */
 export interface Slot<T> {
   get(): T;
@@ -34,8 +47,11 @@ export interface WatchedRun {
   readonly metricsFile: string;
   manifest(): RunManifest | undefined;
   disposed(): boolean;
-  /** When the latest resume was asked for (seconds; RunWatch.followResume()). */
-  resumedAt(): number;
+  /**
+   * The log's end (its latest run_end) came before the resume last asked for from this window: it is
+   * the last attempt's, and the resume's lines come after it. With no end read: whether one was asked.
+   */
+  endBeforeResume(): boolean;
   isLive(): boolean;
   refreshManifest(): Promise<void>;
   /** Follows the run's files from where the watch stopped reading (RunWatch.follow()). */

@@ -131,59 +131,70 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       assertEveryStepOnce(w, 100);
     });
 
-    it("a resume followed before the last run's end was read (Resume pressed at once) is followed on to its own end", async () => {
-      const runDir = path.join(tmp, 'runs', 'r5');
-      await startSynthetic(local, runDir, ['--steps', '30', '--rate', '0', '--every-ckpt', '10']);
-      const manifest = path.join(runDir, 'run.json');
-      await until(
-        'the first run to end',
-        () =>
-          existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as RunManifest).status === 'completed',
-      );
-      // As the editor does (showLaunched): ask, start the resume, then follow with the time asked.
-      // The resumed trainer writes its first line a moment later (Node starting), so the watch
-      // reads the old end first — and, until the resume's start script runs, the old run.json.
-      const askedAt = Date.now() / 1000;
-      const argv = [
-        process.execPath,
-        '--import',
-        'tsx',
-        SYNTHETIC,
-        '--run-dir',
-        runDir,
-        '--steps',
-        '50',
-        '--rate',
-        '0',
-        '--every-ckpt',
-        '10',
-        '--resume',
-      ];
-      await local.start({
-        runDir,
-        manifest: manifestFor(runDir, 'local'),
-        argv: underOwner(runDir, argv, 'native'),
-        cwd: repoRoot,
-      });
-      const w = watch(local, runDir);
-      void w.start();
-      void w.followResume(askedAt);
-      await until(
-        'the resumed run_end',
-        () => w.history.lastStep === 50 && w.history.end?.status === 'completed',
-        30_000,
-      ).catch((e: Error) => {
-        const files = readdirSync(runDir).map(
-          (f) =>
-            `${f}${f.endsWith('.log') || f === 'run.json' ? `: ${readFileSync(path.join(runDir, f), 'utf8').slice(-600)}` : ''}`,
+    for (const byAttempt of [false, true])
+      it(`a resume followed before the last run's end was read (Resume pressed at once) is followed on to its own end, ${byAttempt ? 'told by the attempt its owner named (the stream)' : 'told by the time asked (no owner named)'}`, async () => {
+        const runDir = path.join(tmp, 'runs', byAttempt ? 'r5-attempt' : 'r5');
+        await startSynthetic(local, runDir, ['--steps', '30', '--rate', '0', '--every-ckpt', '10']);
+        const manifest = path.join(runDir, 'run.json');
+        await until(
+          'the first run to end',
+          () =>
+            existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as RunManifest).status === 'completed',
         );
-        throw new Error(
-          `${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}; the folder: ${files.join('\n')}`,
-          { cause: e },
-        );
+        // As the editor does (showLaunched): ask, start the resume, then follow with the time asked.
+        // The resumed trainer writes its first line a moment later (Node starting), so the watch
+        // reads the old end first — and, until the resume's start script runs, the old run.json.
+        const askedAt = Date.now() / 1000;
+        const argv = [
+          process.execPath,
+          '--import',
+          'tsx',
+          SYNTHETIC,
+          '--run-dir',
+          runDir,
+          '--steps',
+          '50',
+          '--rate',
+          '0',
+          '--every-ckpt',
+          '10',
+          '--resume',
+        ];
+        const resumed = await local.start({
+          runDir,
+          manifest: manifestFor(runDir, 'local'),
+          argv: underOwner(runDir, argv, 'native'),
+          cwd: repoRoot,
+        });
+        const w = watch(local, runDir);
+        void w.start();
+        if (byAttempt) {
+          // As launchRun returns (untilOwned): once the resume's owner named itself, and its attempt, in run.json.
+          await until(
+            "the resume's owner in run.json",
+            async () => (await local.readManifest(runDir))?.pids?.[0] === resumed.pid,
+          );
+          // Asked by a clock a minute ahead of the run's: the stream, not the time, says whose the ends are.
+          void w.followResume(askedAt + 60, resumed.pid);
+        } else void w.followResume(askedAt);
+        await until(
+          'the resumed run_end',
+          () => w.history.lastStep === 50 && w.history.end?.status === 'completed',
+          30_000,
+        ).catch((e: Error) => {
+          const files = readdirSync(runDir).map(
+            (f) =>
+              `${f}${f.endsWith('.log') || f === 'run.json' ? `: ${readFileSync(path.join(runDir, f), 'utf8').slice(-600)}` : ''}`,
+          );
+          throw new Error(
+            `${e.message}: the watch is at step ${w.history.lastStep}, ${w.status()}; the folder: ${files.join('\n')}`,
+            { cause: e },
+          );
+        });
+        assertEveryStepOnce(w, 50);
+        // The resume's own end is its end (by the clock asked a minute ahead, it would be the last run's: "starting").
+        await until('the watch to say completed', () => w.status() === 'completed', 10_000);
       });
-      assertEveryStepOnce(w, 50);
-    });
 
     it('a run.json its owner wrote a poll after the log\'s end (still "running") is not read as a resume; one a resume wrote is', async () => {
       const runDir = path.join(tmp, 'runs', 'behind');

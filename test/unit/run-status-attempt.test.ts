@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import type { MetricsEvent } from '../../core/protocol/metrics';
 import type { RunManifest } from '../../core/protocol/run-manifest';
 import { RunHistory } from '../../core/runs/run-history';
-import { runStatusOf } from '../../runs/watch/run-status';
+import { runFactsOf, runStatusOf } from '../../runs/watch/run-status';
+import { jobRunStatus } from '../../runs/slurm/slurm-state';
 
 // Issue 41 item 1, in part: run.json names the attempt it is the snapshot of, with where that
 // attempt's events begin in metrics.jsonl (attempt.log_from, written by the supervisor as it takes
@@ -12,8 +13,11 @@ import { runStatusOf } from '../../runs/watch/run-status';
 
 const T = 1_800_000_000;
 
-/** A log of one attempt that completed: run_start, a step, run_end, as the history reads them. */
-function endedHistory(): RunHistory {
+/**
+ * A log of one attempt that completed: run_start, a step, run_end, as the history reads them; with
+ * `attempt`, its start and end name it (as the runtime and the supervisor write them now).
+ */
+function endedHistory(attempt?: string, opts: { end?: boolean } = {}): RunHistory {
   const history = new RunHistory();
   const events: MetricsEvent[] = [
     {
@@ -23,6 +27,7 @@ function endedHistory(): RunHistory {
       run_id: 'r',
       config: {},
       world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu', pid: 4_000_001 }] },
+      ...(attempt ? { attempt } : {}),
     },
     {
       v: 1,
@@ -36,7 +41,18 @@ function endedHistory(): RunHistory {
       step_ms: 1,
       mem_peak: 1,
     },
-    { v: 1, type: 'run_end', time: T + 2, status: 'completed', step: 1 },
+    ...(opts.end === false
+      ? []
+      : [
+          {
+            v: 1,
+            type: 'run_end',
+            time: T + 2,
+            status: 'completed',
+            step: 1,
+            ...(attempt ? { attempt } : {}),
+          } as const,
+        ]),
   ];
   for (const e of events) history.apply(e);
   return history;
@@ -63,7 +79,6 @@ const facts = (m: RunManifest) => ({
   manifest: m,
   job: undefined,
   vanished: undefined,
-  resumedAt: -Infinity,
   endOffset: END_OFFSET,
 });
 
@@ -104,5 +119,57 @@ describe('whose end the log holds, by the attempt run.json names (runs/watch/run
       runStatusOf(facts(manifest({ status: 'running', attempt: { id: 'b', log_from: END_OFFSET + 1 } }))),
       'running',
     );
+  });
+});
+
+// Issue 41 item 1: readers decide by the stream, not the clock — a resume asked for from this
+// window, a start after run.json's end, and a SLURM job's start and end, each by the attempt.
+describe('the stream, not the clock, across a resume and a SLURM job (runs/watch/run-status.ts)', () => {
+  it("a resume's own end, timed by a host whose clock is behind the editor's, is the resume's end, not the last run's", () => {
+    // The resume (attempt "a", its first byte before the end) ended at T + 2 by its host's clock; the
+    // editor asked for it at T + 60 by its own. Read by the clock the end would be the last run's, and
+    // the run would say "starting" for ever.
+    const ended = manifest({ status: 'completed', updated: T + 2, attempt: { id: 'a', log_from: 0 } });
+    const asked = { askedAt: T + 60 };
+    const byStream = { ...facts(ended), resume: { ...asked, attempt: { id: 'a', log_from: 0 } } };
+    assert.equal(runStatusOf(byStream), 'completed');
+    assert.equal(runStatusOf({ ...facts(ended), resume: asked }), 'starting', 'the clock alone misreads it');
+  });
+
+  it("the last run's end, read after a resume asked for by a clock behind it, is the last run's: the resume is starting", () => {
+    // run.json still the last run's (the watch read it a poll ago): the resume's attempt begins after the end.
+    const last = manifest({ status: 'completed', updated: T + 2, attempt: { id: 'a', log_from: 0 } });
+    const resume = { askedAt: T - 30, attempt: { id: 'b', log_from: END_OFFSET + 100 } };
+    assert.equal(runStatusOf({ ...facts(last), resume }), 'starting');
+    assert.equal(
+      runStatusOf({ ...facts(last), resume: { askedAt: T - 30 } }),
+      'completed',
+      'the clock alone misreads it',
+    );
+  });
+
+  it("a start naming another attempt than run.json's ended one is a resume running, whatever the clocks say", () => {
+    const history = endedHistory('b', { end: false });
+    // run.json says the last attempt ("a") completed, written by a clock ahead of the start's.
+    const m = manifest({ status: 'completed', updated: T + 50, attempt: { id: 'a', log_from: 0 } });
+    const at = { history, manifest: m, job: undefined, vanished: undefined, startOffset: 300 };
+    assert.equal(runStatusOf(at), 'running');
+    assert.equal(runStatusOf({ ...at, history: endedHistory('a', { end: false }) }), 'completed');
+    // Without ids on the start, the clock decides, as it did before attempts were named.
+    assert.equal(runStatusOf({ ...at, history: endedHistory(undefined, { end: false }) }), 'completed');
+  });
+
+  it("a SLURM job's start and end are its own by the attempt its owner named, not by the controller's clock", () => {
+    const m = manifest({ status: 'running', attempt: { id: 'a', log_from: 0 } });
+    // The controller's clock 100 s ahead of the node's: by the clock neither the start nor the end is this job's.
+    const job = { id: '7', state: 'RUNNING', startTime: T + 100, from: 'squeue' } as const;
+    assert.equal(jobRunStatus(job, runFactsOf(endedHistory('a', { end: false }), m)), 'running');
+    assert.equal(jobRunStatus(job, runFactsOf(endedHistory('a'), m)), 'completed');
+    assert.equal(jobRunStatus(job, runFactsOf(endedHistory('a'))), 'starting', 'the clock alone misreads it');
+    // Requeued: the new job's owner named attempt "b"; the log's start and end are the last job's.
+    const requeued = manifest({ status: 'starting', attempt: { id: 'b', log_from: END_OFFSET + 100 } });
+    const early = { id: '7', state: 'RUNNING', startTime: T - 100, from: 'squeue' } as const;
+    assert.equal(jobRunStatus(early, runFactsOf(endedHistory('a'), requeued)), 'starting');
+    assert.equal(jobRunStatus(early, runFactsOf(endedHistory('a'))), 'completed', 'the clock alone misreads it');
   });
 });
