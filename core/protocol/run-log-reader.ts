@@ -3,7 +3,10 @@
 // partial last line waits for its newline, and a bad line is reported, never thrown. A line longer
 // than MAX_LINE_BYTES is reported and skipped however the bytes arrive (one rule for any chunk
 // size); a file that shrank or was rewritten under the reader is read again from its start, and
-// what was returned already is not returned twice.
+// what was returned already is not returned twice. Whatever the file holds, the reader holds a
+// bounded window: at most one line's MAX_LINE_BYTES, the bytes one read takes (maxBytesPerRead),
+// and PROBLEMS_PER_PUSH problems a chunk, the rest counted in one note (a flood of binary or of
+// bad lines made one problem object each, 666 MiB for 128 MiB of binary).
 import type { FileHandle } from 'node:fs/promises';
 import { LOG_MAX_BYTES, openRegularFile } from './regular-file';
 import { checkMetricsEvent, type MetricsEvent } from './metrics';
@@ -31,9 +34,12 @@ export interface RunLogBatch {
 }
 
 const NEWLINE = 0x0a;
+const OPEN_BRACE = 0x7b;
 const EXCERPT_CHARS = 120;
 /** A line longer than this is reported and skipped instead of being held in memory. */
 export const MAX_LINE_BYTES = 8 * 1024 * 1024;
+/** Problems reported one by one per chunk pushed; those after them are counted in one note. */
+export const PROBLEMS_PER_PUSH = 20;
 
 /**
  * Turns a byte stream into events. Feed it consecutive chunks (from a file, or from `tail` over ssh);
@@ -67,7 +73,7 @@ export class RunLogParser {
 
   push(chunk: Uint8Array): RunLogBatch {
     const entries: RunLogEntry[] = [];
-    const problems: RunLogProblem[] = [];
+    const problems = new CountedProblems();
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let start = 0;
     for (let nl = buf.indexOf(NEWLINE, start); nl !== -1; nl = buf.indexOf(NEWLINE, start)) {
@@ -108,10 +114,16 @@ export class RunLogParser {
     } else if (rest.length > 0) {
       this.pendingBytes += rest.length;
     }
-    return { entries, problems, offset: this.consumed };
+    return { entries, problems: problems.list(), offset: this.consumed };
   }
 
-  private parseLine(line: Buffer, offset: number, entries: RunLogEntry[], problems: RunLogProblem[]): void {
+  private parseLine(line: Buffer, offset: number, entries: RunLogEntry[], problems: CountedProblems): void {
+    // Once the chunk's problems are only counted, a line that cannot be an event (one starts with
+    // `{`) is counted without parsing it: a flood of binary or of text costs a byte look a line.
+    if (problems.full && cannotBeEvent(line)) {
+      problems.count(offset);
+      return;
+    }
     const text = line.toString('utf8').trim();
     if (text.length === 0) return; // blank lines carry nothing and are not an error
     let value: unknown;
@@ -130,6 +142,34 @@ export class RunLogParser {
   }
 }
 
+/** The problems of one chunk: the first PROBLEMS_PER_PUSH as they are, then one note counting the rest. */
+class CountedProblems {
+  private readonly kept: RunLogProblem[] = [];
+  private more = 0;
+  private firstMore = 0;
+
+  /** Further problems are only counted: their messages need not be made. */
+  get full(): boolean {
+    return this.kept.length >= PROBLEMS_PER_PUSH;
+  }
+
+  push(problem: RunLogProblem): void {
+    if (this.full) this.count(problem.offset);
+    else this.kept.push(problem);
+  }
+
+  count(offset: number): void {
+    if (this.more++ === 0) this.firstMore = offset;
+  }
+
+  list(): RunLogProblem[] {
+    if (this.more === 0) return this.kept;
+    const lines = `${this.more} more line${this.more === 1 ? '' : 's'}`;
+    const message = `${lines} not read (not valid JSON, not an event, or too long), from byte ${this.firstMore}; skipped`;
+    return [...this.kept, { offset: this.firstMore, message, excerpt: '' }];
+  }
+}
+
 /**
  * Reads a metrics.jsonl file from a byte offset to its current end. Call `read()` again (on a file
  * watcher event or a timer) to get what was appended since; nothing is returned twice.
@@ -143,9 +183,16 @@ export class RunLogReader {
   /** While reading a rewritten file again up to this offset, events already returned are dropped. */
   private rereadUntil = -1;
 
+  private stoppedShort = false;
+
+  /**
+   * maxBytesPerRead: the most one read() takes (the rest is `behind`, for the next one), so that a
+   * follower decodes and hands on a burst a bounded piece at a time; a reading made once takes all.
+   */
   constructor(
     readonly path: string,
     startOffset = 0,
+    private readonly maxBytesPerRead = Infinity,
   ) {
     this.parser = new RunLogParser(startOffset);
     this.position = startOffset;
@@ -156,9 +203,15 @@ export class RunLogReader {
     return this.parser.offset;
   }
 
+  /** The last read stopped before the file's end (maxBytesPerRead): read again. */
+  get behind(): boolean {
+    return this.stoppedShort;
+  }
+
   async read(chunkBytes = 1 << 20): Promise<RunLogBatch> {
     const entries: RunLogEntry[] = [];
     const problems: RunLogProblem[] = [];
+    this.stoppedShort = false;
     // A regular file only, opened without blocking (regular-file.ts): a FIFO or a device named
     // metrics.jsonl is refused, and the read stops at what the file held when opened.
     const opened = await openRegularFile(this.path, LOG_MAX_BYTES);
@@ -187,8 +240,10 @@ export class RunLogReader {
         this.position = 0;
       }
       const buf = Buffer.allocUnsafe(chunkBytes);
-      while (this.position < size) {
-        const { bytesRead } = await file.read(buf, 0, Math.min(chunkBytes, size - this.position), this.position);
+      const until = Math.min(size, this.position + this.maxBytesPerRead);
+      this.stoppedShort = until < size;
+      while (this.position < until) {
+        const { bytesRead } = await file.read(buf, 0, Math.min(chunkBytes, until - this.position), this.position);
         if (bytesRead === 0) break;
         this.position += bytesRead;
         const batch = this.parser.push(buf.subarray(0, bytesRead));
@@ -234,6 +289,20 @@ async function bytesAt(file: FileHandle, offset: number, length: number): Promis
   const buf = Buffer.alloc(length);
   const { bytesRead } = await file.read(buf, 0, length, offset);
   return buf.subarray(0, bytesRead);
+}
+
+/**
+ * Bytes a line may start with that String.trim might remove (a vertical tab, a form feed, and the
+ * UTF-8 lead bytes of U+00A0, U+1680, U+2000–U+205F, U+3000 and the BOM): such a line is left to
+ * the parser, which trims them.
+ */
+const MAYBE_TRIMMED = new Set([0x0b, 0x0c, 0xc2, 0xe1, 0xe2, 0xe3, 0xef]);
+
+/** Whether a line is surely not an event without decoding it: its first byte after spaces and tabs can start no `{`. */
+function cannotBeEvent(line: Buffer): boolean {
+  let i = 0;
+  while (i < line.length && (line[i] === 0x20 || line[i] === 0x09 || line[i] === 0x0d)) i++;
+  return i < line.length && line[i] !== OPEN_BRACE && !MAYBE_TRIMMED.has(line[i]);
 }
 
 function excerptOf(line: Buffer): string {

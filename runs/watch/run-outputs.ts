@@ -72,6 +72,8 @@ export class RunOutputs {
         {
           batch: (batch) => {
             this.printedOffsets.set(file, batch.offset);
+            // A line too long to be a step line was dropped: said, as an unreadable line of the file.
+            this.listener.problems(batch.problems.map((p) => ({ ...p, message: `${file}.log: ${p.message}` })));
             const backlog = first && from === 0;
             first = false;
             if (!batch.entries.length || !this.printedSteps.takes(file)) return;

@@ -295,4 +295,28 @@ describe('printed metrics', () => {
       assert.equal(decoder.offset, bytes.length - Buffer.byteLength('iter 2: loss 3.'));
     }
   });
+
+  it('drops a line longer than 64 KiB as it arrives, with one note a push counting the lines dropped (issue 40 item 4)', () => {
+    const long = 'x'.repeat(200 * 1024);
+    const text = `iter 1: loss 2.0\n${long}\n${long}\r${long}\niter 2: loss 1.5\n`;
+    const bytes = Buffer.from(text);
+    for (const size of [4096, 65536, bytes.length]) {
+      const decoder = printedMetricsDecoder()(0);
+      const steps: number[] = [];
+      let dropped = 0;
+      for (let i = 0; i < bytes.length; i += size) {
+        const batch = decoder.push(bytes.subarray(i, i + size));
+        steps.push(...batch.entries.map((e) => e.step));
+        for (const p of batch.problems) {
+          const m = /^(\d+) lines? longer than 64 KiB not read for step lines, from byte (\d+)$/.exec(p.message);
+          assert.ok(m, p.message);
+          assert.equal(Number(m[2]), p.offset);
+          dropped += Number(m[1]);
+        }
+      }
+      assert.deepEqual(steps, [1, 2], `chunks of ${size}`);
+      assert.equal(dropped, 3, `chunks of ${size}`);
+      assert.equal(decoder.offset, bytes.length);
+    }
+  });
 });

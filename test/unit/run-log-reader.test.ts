@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { RunLogParser, RunLogReader, MAX_LINE_BYTES } from '../../core/protocol/run-log-reader';
+import { RunLogParser, RunLogReader, MAX_LINE_BYTES, PROBLEMS_PER_PUSH } from '../../core/protocol/run-log-reader';
 import type { MetricsEvent } from '../../core/protocol/metrics';
 
 function stepEvent(step: number, extra: Record<string, unknown> = {}): MetricsEvent {
@@ -86,6 +86,32 @@ describe('RunLogParser', () => {
     );
   });
 
+  it('counts the problems of a flood past PROBLEMS_PER_PUSH in one note, still returning every event among them (issue 40 item 4)', () => {
+    const p = new RunLogParser();
+    const lines: string[] = [];
+    const events: number[] = [];
+    for (let i = 0; i < 3000; i++) {
+      if (i % 100 === 0) {
+        events.push(i);
+        // A byte-order mark before an event: trimmed by the parser, so still read once problems are only counted.
+        lines.push(`${i % 200 === 0 ? '\ufeff' : ''}${JSON.stringify(stepEvent(i))}`);
+      } else lines.push(i % 3 === 0 ? '' : i % 3 === 1 ? `epoch 0 | ${i}/400 batches` : '\u0000\u00ff{"binary":');
+    }
+    const batch = p.push(Buffer.from(lines.join('\n') + '\n'));
+    assert.deepEqual(
+      batch.entries.map((e) => (e.event as { step: number }).step),
+      events,
+    );
+    const bad = lines.filter((l, i) => l !== '' && i % 100 !== 0).length;
+    assert.equal(batch.problems.length, PROBLEMS_PER_PUSH + 1);
+    const note = batch.problems[PROBLEMS_PER_PUSH];
+    assert.match(
+      note.message,
+      new RegExp(`^${bad - PROBLEMS_PER_PUSH} more lines not read .* from byte ${note.offset}; skipped$`),
+    );
+    assert.ok(note.offset > batch.problems[PROBLEMS_PER_PUSH - 1].offset);
+  });
+
   it('survives 10,000 randomly corrupted lines: never throws, never returns an event twice, keeps every intact one', () => {
     let seed = 12345;
     const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
@@ -160,6 +186,30 @@ describe('RunLogReader', () => {
       (await resumed.read()).entries.map((e) => (e.event as { step: number }).step),
       [3, 4],
     );
+  });
+
+  it('reads at most maxBytesPerRead a read and says it is behind, so a follower takes a burst in pieces (issue 40 item 4)', async () => {
+    const file = path.join(dir, 'metrics.jsonl');
+    const text = Array.from({ length: 50 }, (_, i) => line(stepEvent(i))).join('');
+    await writeFile(file, text);
+    const reader = new RunLogReader(file, 0, 1000);
+    const steps: number[] = [];
+    let reads = 0;
+    do {
+      const before = reader.offset;
+      const batch = await reader.read(64);
+      reads++;
+      assert.ok(batch.offset <= reads * 1000, `${reads} reads reached byte ${batch.offset}`);
+      assert.ok(batch.offset >= before);
+      steps.push(...batch.entries.map((e) => (e.event as { step: number }).step));
+    } while (reader.behind);
+    assert.deepEqual(
+      steps,
+      Array.from({ length: 50 }, (_, i) => i),
+    );
+    assert.ok(reads >= Buffer.byteLength(text) / 1000, `${reads} reads`);
+    assert.equal(reader.offset, Buffer.byteLength(text));
+    assert.equal(new RunLogReader(file).behind, false);
   });
 
   it('treats a missing file as empty and reports a file that shrank', async () => {

@@ -5,5 +5,6 @@ import type { DecoderFactory } from './record-decoder';
 import { RunLogParser, RunLogReader, type RunLogEntry } from '../../../core/protocol/run-log-reader';
 
 export const metricsDecoder: DecoderFactory<RunLogEntry> = Object.assign((offset: number) => new RunLogParser(offset), {
-  localReader: (file: string, offset: number) => new RunLogReader(file, offset),
+  localReader: (file: string, offset: number, maxBytesPerRead?: number) =>
+    new RunLogReader(file, offset, maxBytesPerRead),
 });

@@ -35,9 +35,10 @@ export type DecoderFactory<R> = ((offset: number) => RecordDecoder<R>) & {
   /**
    * A reader of the file on this machine with recovery only this format can do (metrics.jsonl:
    * a file rewritten under the reader is read again without returning any event twice); without
-   * one, the file is read through the decoder from the offset.
+   * one, the file is read through the decoder from the offset. maxBytesPerRead: the most one read()
+   * takes (a follower's bound; a reading made once takes the whole file).
    */
-  localReader?: (file: string, offset: number) => LocalRecordReader<R>;
+  localReader?: (file: string, offset: number, maxBytesPerRead?: number) => LocalRecordReader<R>;
 };
 
 export interface LocalRecordReader<R> {

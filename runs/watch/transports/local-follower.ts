@@ -9,6 +9,11 @@ import type { Follower, FollowHandlers } from '../../machines/run-machine';
 
 /** Poll interval when file watching says nothing; watching normally reports within milliseconds. */
 const POLL_MS = 1000;
+/**
+ * The most one look reads (it reads on at once while behind): a burst of output — a run printing a
+ * gigabyte — is decoded and handed on 4 MiB at a time instead of in one batch of the whole file.
+ */
+export const READ_BYTES = 4 * 1024 * 1024;
 
 export class LocalFollower<R> implements Follower {
   private readonly reader: LocalRecordReader<R>;
@@ -25,7 +30,8 @@ export class LocalFollower<R> implements Follower {
     offset: number,
     private readonly handlers: FollowHandlers<R>,
   ) {
-    this.reader = decoder.localReader?.(file, offset) ?? new GrowingFileReader(file, decoder, offset);
+    this.reader =
+      decoder.localReader?.(file, offset, READ_BYTES) ?? new GrowingFileReader(file, decoder, offset, READ_BYTES);
     this.delivered = offset;
     this.timer = setInterval(() => this.poke(), POLL_MS);
     handlers.connection({ state: 'live' });

@@ -2,6 +2,8 @@
 // ended by a newline, or by a carriage return as progress bars redraw themselves — go through the
 // recognisers (recognisers.ts) and come out as the scalars of one step each. Like every decoder it
 // never throws, holds back a line whose end has not arrived, and says where the next read starts.
+// It holds at most LONGEST_LINE of a line and a chunk: a longer line (a 1 GiB line, binary with no
+// newline) is dropped as it arrives, and each push says in one note how many it dropped.
 import type { DecoderFactory, RecordDecoder } from '../record-decoder';
 import { PrintedMetricsReader, type PrintedStep } from './recognisers';
 
@@ -28,12 +30,17 @@ export function printedMetricsDecoder(patterns: readonly string[] = []): Decoder
       },
       push(chunk: Uint8Array) {
         const entries: PrintedEntry[] = [];
+        let dropped = 0;
+        let firstDropped = 0;
         const all = pending.length ? Buffer.concat([pending, chunk]) : Buffer.from(chunk);
         let start = 0;
         for (let i = 0; i < all.length; i++) {
           const b = all[i];
           if (b !== LF && b !== CR) continue;
-          if (!dropping && i > start) {
+          if (!dropping && i - start > LONGEST_LINE) {
+            // Whole in this chunk: the same rule as a line that arrives in pieces.
+            if (dropped++ === 0) firstDropped = consumed + start;
+          } else if (!dropping && i > start) {
             const step = reader.read(all.subarray(start, i).toString('utf8'));
             if (step) entries.push({ ...step, offset: consumed + start });
           }
@@ -43,11 +50,21 @@ export function printedMetricsDecoder(patterns: readonly string[] = []): Decoder
         consumed += start;
         pending = Buffer.from(all.subarray(start));
         if (pending.length > LONGEST_LINE) {
+          if (!dropping && dropped++ === 0) firstDropped = consumed;
           consumed += pending.length;
           pending = Buffer.alloc(0);
           dropping = true;
         }
-        return { entries, problems: [], offset: consumed };
+        const problems = dropped
+          ? [
+              {
+                offset: firstDropped,
+                message: `${dropped} line${dropped === 1 ? '' : 's'} longer than ${LONGEST_LINE / 1024} KiB not read for step lines, from byte ${firstDropped}`,
+                excerpt: '',
+              },
+            ]
+          : [];
+        return { entries, problems, offset: consumed };
       },
     };
   };
