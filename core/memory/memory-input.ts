@@ -134,6 +134,8 @@ export interface ZeroSettings {
   maxLiveParameters: number;
   paramPersistenceThreshold: number;
   contiguousGradients: boolean;
+  /** Stages 1–2: overlap_comm double-buffers the contiguous reduce bucket (two of reduce_bucket_size). Absent: off, DeepSpeed's default. */
+  overlapComm?: boolean;
 }
 
 /** DeepSpeed's documented defaults (deepspeed/runtime/zero/config.py). */

@@ -82,14 +82,17 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
 
   // Buffers sized in elements by the config, never larger than the model.
   const reduceBucket = Math.min(zero.reduceBucketSize, P) * p;
+  // Stages 1–2 with contiguous gradients reduce through an ipg buffer; overlap_comm keeps a second one
+  // so one bucket fills while the other is reduced (stage_1_and_2.py's ipg_buffer).
+  const buckets = (stage === 1 || stage === 2) && zero.overlapComm && zero.contiguousGradients ? 2 : 1;
   if (stage >= 1 && N > 1) {
     terms.push({
       id: 'comm.reduce-bucket',
       category: 'comm',
-      label: `reduce bucket (reduce_bucket_size ${zero.reduceBucketSize.toExponential(0)})`,
+      label: `reduce bucket${buckets > 1 ? 's (two: overlap_comm)' : ''} (reduce_bucket_size ${zero.reduceBucketSize.toExponential(0)})`,
       where: 'device',
       forward: 0,
-      backward: reduceBucket,
+      backward: buckets * reduceBucket,
       optimizer: 0,
     });
   }

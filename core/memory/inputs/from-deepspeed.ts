@@ -60,7 +60,12 @@ export function deepspeedInput(
     ['cpu', 'nvme', 'none'],
     f.boolean([ZO, 'cpu_offload'], false) ? 'cpu' : 'none',
   );
-  const offloadParam = f.oneOf([ZO, 'offload_param', 'device'], ['cpu', 'nvme', 'none'], 'none');
+  // cpu_offload_param: the old spelling of offload_param.device cpu (DeepSpeed still reads it).
+  const offloadParam = f.oneOf(
+    [ZO, 'offload_param', 'device'],
+    ['cpu', 'nvme', 'none'],
+    f.boolean([ZO, 'cpu_offload_param'], false) ? 'cpu' : 'none',
+  );
   const gpuName = options.gpu;
   const gpu = gpuName ? findGpu(gpuName) : undefined;
   if (gpuName && !gpu) return { kind: 'deepspeed', error: `${fileName}: GPU "${gpuName}" is not known` };
@@ -84,13 +89,21 @@ export function deepspeedInput(
     zero: {
       reduceBucketSize: f.number([ZO, 'reduce_bucket_size'], ZERO_DEFAULTS.reduceBucketSize),
       allgatherBucketSize: f.number([ZO, 'allgather_bucket_size'], ZERO_DEFAULTS.allgatherBucketSize),
-      prefetchBucketSize: f.number([ZO, 'stage3_prefetch_bucket_size'], ZERO_DEFAULTS.prefetchBucketSize),
-      maxLiveParameters: f.number([ZO, 'stage3_max_live_parameters'], ZERO_DEFAULTS.maxLiveParameters),
+      // DeepSpeed takes each stage-3 key with or without its stage3_ prefix (the prefixed one wins).
+      prefetchBucketSize: f.number(
+        [ZO, 'stage3_prefetch_bucket_size'],
+        f.number([ZO, 'prefetch_bucket_size'], ZERO_DEFAULTS.prefetchBucketSize),
+      ),
+      maxLiveParameters: f.number(
+        [ZO, 'stage3_max_live_parameters'],
+        f.number([ZO, 'max_live_parameters'], ZERO_DEFAULTS.maxLiveParameters),
+      ),
       paramPersistenceThreshold: f.number(
         [ZO, 'stage3_param_persistence_threshold'],
-        ZERO_DEFAULTS.paramPersistenceThreshold,
+        f.number([ZO, 'param_persistence_threshold'], ZERO_DEFAULTS.paramPersistenceThreshold),
       ),
       contiguousGradients: f.boolean([ZO, 'contiguous_gradients'], ZERO_DEFAULTS.contiguousGradients),
+      overlapComm: f.boolean([ZO, 'overlap_comm'], false),
     },
     ...(gpu ? { gpu } : {}),
   };

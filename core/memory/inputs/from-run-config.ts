@@ -70,7 +70,7 @@ export function runConfigInput(
   };
 }
 
-function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: string[]): MemoryInput | string {
+export function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, notes: string[]): MemoryInput | string {
   const base = defaultMemoryInput(runConfigShape(c.model), c.data.seq_len ?? c.model.max_seq_len);
   const gpuName = options.gpu ?? c.launch.gpu;
   const gpuWrong = gpuName ? gpuProblem(gpuName) : undefined;

@@ -17,6 +17,7 @@ import { FieldReader } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
 import type { EstimateOptions } from './estimate-options';
 import { modelFromOptions, type ModelOrigin, type ModelSource } from './model-from-options';
+import { torchtitanNotModelled } from './not-modelled';
 
 const P = 'parallelism';
 
@@ -118,6 +119,9 @@ export function torchtitanInput(
     parallel: plan,
     ...(gpu ? { gpu } : {}),
   };
+  // What the job sets and the estimate leaves out (./torchtitan-keys.ts), named on the estimate's line.
+  const notModelled = torchtitanNotModelled((path) => f.get(path));
+  if (notModelled.length) input.notModelled = notModelled;
   const anchorPath = doc.has([P]) ? [P] : doc.has(['training']) ? ['training'] : [];
   const fitPath =
     pp > 1 && doc.has([P, 'pipeline_parallel_microbatch_size'])

@@ -3,6 +3,11 @@
 // as a confident "does not fit". The estimate models full fine-tuning with the precision's weights
 // and AdamW's two fp32 states, every sequence at its full length.
 import type { NotModelled } from '../memory-input';
+import { ACCELERATE_KEYS } from './accelerate-keys';
+import { DEEPSPEED_KEYS } from './deepspeed-keys';
+import { HF_TRAINING_KEYS } from './hf-training-keys';
+import { withNamedByTable } from './key-effects';
+import { TORCHTITAN_KEYS } from './torchtitan-keys';
 
 /** A value of the config by its path (undefined where absent), as FieldReader.get reads it. */
 export type ConfigValue = (path: (string | number)[]) => unknown;
@@ -56,11 +61,20 @@ export function hfNotModelled(
   if (on('activation_offloading'))
     out.push({ key: 'activation_offloading: true', what: 'activation offloading', effect: 'lowers' });
   // Inductor's fusions keep fewer activations; its CUDA graphs (mode reduce-overhead) keep pools of their own.
-  if (on('torch_compile') || typeof get(['torch_compile_backend']) === 'string')
-    out.push({ key: 'torch_compile: true', what: 'torch.compile', effect: 'either' });
+  const backend = get(['torch_compile_backend']);
+  if (on('torch_compile')) out.push({ key: 'torch_compile: true', what: 'torch.compile', effect: 'either' });
+  else if (typeof backend === 'string')
+    out.push({ key: `torch_compile_backend: ${backend}`, what: 'torch.compile', effect: 'either' });
   // accelerate launch's FP8 (torchao, TransformerEngine, MS-AMP): FP8 weights and activations in the matmuls.
   if (get(['mixed_precision']) === 'fp8') out.push({ key: 'mixed_precision: fp8', what: 'FP8', effect: 'either' });
-  return out;
+  // accelerate launch's autocast, where the Trainer's own bf16 / fp16 (the modelled keys) are not set.
+  const mp = get(['mixed_precision']);
+  if ((mp === 'bf16' || mp === 'fp16') && !on('bf16') && !on('fp16'))
+    out.push({ key: `mixed_precision: ${mp}`, what: `${mp} autocast through accelerate launch`, effect: 'lowers' });
+  // split_batches divides the batch over the processes: per_device_train_batch_size is then not the per-GPU batch.
+  if (get(['accelerator_config', 'split_batches']) === true)
+    out.push({ key: 'accelerator_config.split_batches: true', what: 'split batches', effect: 'lowers' });
+  return withNamedByTable(out, HF_TRAINING_KEYS, get);
 }
 
 /** An accelerate config's: FP8 and torch.compile (dynamo_config, or the older top-level dynamo_backend). */
@@ -70,7 +84,7 @@ export function accelerateNotModelled(get: ConfigValue): NotModelled[] {
   const backend = get(['dynamo_config', 'dynamo_backend']) ?? get(['dynamo_backend']);
   if (typeof backend === 'string' && backend.toUpperCase() !== 'NO')
     out.push({ key: `dynamo_backend: ${backend}`, what: 'torch.compile', effect: 'either' });
-  return out;
+  return withNamedByTable(out, ACCELERATE_KEYS, get);
 }
 
 /** DeepSpeed's own optimizers and torch.optim's that keep AdamW's two fp32 states, as the estimate does (matched case-insensitively). */
@@ -98,9 +112,31 @@ export function deepspeedNotModelled(get: ConfigValue): NotModelled[] {
   if (typeof hpz === 'number' && hpz > 1)
     out.push({ key: `zero_optimization.zero_hpz_partition_size: ${hpz}`, what: 'ZeRO++ hpZ', effect: 'either' });
   const compile = get(['compile']);
-  if (compile && typeof compile === 'object' && (compile as Record<string, unknown>).deepcompile === true)
-    out.push({ key: 'compile.deepcompile: true', what: 'DeepCompile', effect: 'either' });
-  return out;
+  const c = compile && typeof compile === 'object' ? (compile as Record<string, unknown>) : {};
+  if (c.deepcompile === true) out.push({ key: 'compile.deepcompile: true', what: 'DeepCompile', effect: 'either' });
+  else if (c.enabled === true) out.push({ key: 'compile.enabled: true', what: 'torch.compile', effect: 'either' });
+  // ZeRO-3's memory-efficient linear (on by default) keeps no gathered weight for backward; off keeps it.
+  if (get(['zero_optimization', 'memory_efficient_linear']) === false)
+    out.push({
+      key: 'zero_optimization.memory_efficient_linear: false',
+      what: 'memory_efficient_linear off',
+      effect: 'either',
+    });
+  return withNamedByTable(out, DEEPSPEED_KEYS, get);
+}
+
+/** A torchtitan job config's: converters other than float8 (estimated as bf16), and the keys ./torchtitan-keys.ts names. */
+export function torchtitanNotModelled(get: ConfigValue): NotModelled[] {
+  const out: NotModelled[] = [];
+  const converters = get(['model', 'converters']);
+  const others = Array.isArray(converters) ? converters.filter((c) => c !== 'float8') : [];
+  if (others.length)
+    out.push({
+      key: `model.converters: ${others.join(', ')}`,
+      what: `${others.join(', ')} converters`,
+      effect: 'either',
+    });
+  return withNamedByTable(out, TORCHTITAN_KEYS, get);
 }
 
 /** bfloat16 / float16 weights, where TRL's `dtype` (or the older `torch_dtype`) or `model_init_kwargs.dtype` asks for them. */
