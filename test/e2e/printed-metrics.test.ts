@@ -135,6 +135,10 @@ describe('e2e: a script that only prints gets charts', function () {
       (h) => h.status === 'completed' && h.runId.startsWith('bng') && h.step === 20,
       300_000,
     );
+    // The completion toast says the step and loss the dashboard shows (issue 39 item 5).
+    const toast = await vscode.waitForNotification(/bng completed at step \d+/, 60_000);
+    assert.match(toast, new RegExp(`bng completed at step 20, loss ${done.loss!.toFixed(3).replace('.', '\\.')}\\.`));
+    await vscode.screenshot('docs-notification-completed-step-loss');
     const out = readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8');
     const column = (re: RegExp) => [...out.matchAll(re)].map((m) => Number(m[1]));
     const points = (id: string) =>
