@@ -23,6 +23,7 @@ import { registerStopRun } from './commands/stop-run';
 import { startConfigLanguageClient, type ConfigChecks } from './language-client';
 import { NativeRuntime } from './native-runtime';
 import { registerLaunchLens } from './run-config-lens';
+import { registerTorchtitanPythonLens } from './torchtitan-python-lens';
 import { LocalRuntime } from '../runs/runtime/local-runtime';
 import { notifyRunEvents } from './runs/run-notifications';
 import { showCheckpointProgress } from './runs/run-progress';
@@ -70,6 +71,7 @@ export class StudioContext implements vscode.Disposable {
       ...registerResumeRun(this),
       ...registerOpenRun(this),
       registerLaunchLens(),
+      registerTorchtitanPythonLens(this.extension.extensionPath),
     );
     this.track(
       registerDeleteRun(this),

@@ -141,8 +141,10 @@ describe('torchtitan 0.3 Python configurations', () => {
     const ok = torchtitanPythonLens({ function: 'f', line: 3, config: llama3_8b() }, { gpu: 'H100-80GB' });
     assert.match(ok.title, /^≈ [\d.]+ GiB \/ GPU .*— fits H100 80GB — torchtitan llama3 8B$/);
     assert.match(ok.detail, /^f\(\): ≈ .* torchtitan 0\.3 config/);
-    const raised = torchtitanPythonLens({ function: 'g', line: 9, error: 'ValueError: bad (at x.py:10)' });
+    const error = 'ValueError: bad (at /home/me/w/x.py:10)';
+    const raised = torchtitanPythonLens({ function: 'g', line: 9, error });
     assert.equal(raised.title, 'no estimate: ValueError: bad (at x.py:10)');
+    assert.equal(raised.detail, `g(): ${error}`);
     const zero = torchtitanPythonLens({ function: 'h', line: 1, config: llama3_8b({ tp: 0 }) });
     assert.match(zero.title, /^no estimate: parallelism\.tensor_parallel_degree is 0/);
   });

@@ -167,7 +167,11 @@ export function torchtitanPythonLens(
   f: ProbedFunction,
   options: { gpu?: string } = {},
 ): { title: string; detail: string; estimate?: MemoryEstimate } {
-  if (f.error || !f.config) return { title: `no estimate: ${f.error ?? 'no config'}`, detail: f.error ?? '' };
+  if (f.error || !f.config) {
+    // The editor's line is short: the file's name where it raised; the tooltip has the whole path.
+    const short = (f.error ?? 'no config').replace(/\(at (?:[^()]*[\\/])?([^\\/()]+:\d+)\)$/, '(at $1)');
+    return { title: `no estimate: ${short}`, detail: `${f.function}(): ${f.error ?? 'no config'}` };
+  }
   const read = torchtitanPythonInput(f.config, options);
   if ('error' in read) return { title: `no estimate: ${read.error}`, detail: `${f.function}(): ${read.error}` };
   const estimate = estimateMemory(read.input);
