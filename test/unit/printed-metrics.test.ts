@@ -319,4 +319,18 @@ describe('printed metrics', () => {
       assert.equal(decoder.offset, bytes.length);
     }
   });
+
+  it('passes over binary lines (a control byte no text has) without reading them; tabs and colour escapes are text', () => {
+    const text =
+      'iter 1: loss 2.0\u0000\x01\n\titer 2: loss 1.5\t\n\x1b[32miter 3: loss 1.25\x1b[0m\n\x7fiter 4: loss 1.0\n';
+    for (const size of [1, 5, text.length]) {
+      const bytes = Buffer.from(text);
+      const decoder = printedMetricsDecoder()(0);
+      const steps: number[] = [];
+      for (let i = 0; i < bytes.length; i += size)
+        steps.push(...decoder.push(bytes.subarray(i, i + size)).entries.map((e) => e.step));
+      assert.deepEqual(steps, [2, 3], `chunks of ${size}`);
+      assert.equal(decoder.offset, bytes.length);
+    }
+  });
 });

@@ -16,6 +16,10 @@ export interface PrintedEntry extends PrintedStep {
 const LONGEST_LINE = 64 * 1024;
 const LF = 0x0a;
 const CR = 0x0d;
+const TAB = 0x09;
+const BACKSPACE = 0x08;
+const ESC = 0x1b;
+const DEL = 0x7f;
 
 /** A decoder factory reading with a person's own patterns first (the launch spec's metrics.pattern). */
 export function printedMetricsDecoder(patterns: readonly string[] = []): DecoderFactory<PrintedEntry> {
@@ -34,16 +38,25 @@ export function printedMetricsDecoder(patterns: readonly string[] = []): Decoder
         let firstDropped = 0;
         const all = pending.length ? Buffer.concat([pending, chunk]) : Buffer.from(chunk);
         let start = 0;
+        // A line with a control byte no terminal text has (a NUL, …; tabs, backspaces and colour
+        // escapes are text) is binary, never a step line: not decoded nor matched, which makes a
+        // gigabyte of binary cheap to pass over.
+        let binary = false;
         for (let i = 0; i < all.length; i++) {
           const b = all[i];
-          if (b !== LF && b !== CR) continue;
+          if (b >= 0x20 && b !== DEL) continue;
+          if (b !== LF && b !== CR) {
+            if (b !== TAB && b !== BACKSPACE && b !== ESC) binary = true;
+            continue;
+          }
           if (!dropping && i - start > LONGEST_LINE) {
             // Whole in this chunk: the same rule as a line that arrives in pieces.
             if (dropped++ === 0) firstDropped = consumed + start;
-          } else if (!dropping && i > start) {
+          } else if (!dropping && !binary && i > start) {
             const step = reader.read(all.subarray(start, i).toString('utf8'));
             if (step) entries.push({ ...step, offset: consumed + start });
           }
+          binary = false;
           dropping = false;
           start = i + 1;
         }
