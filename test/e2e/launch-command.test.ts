@@ -100,8 +100,6 @@ function spec(workspace: string, name: string, lines: string[]): void {
     'train.py',
     '--steps',
     String(STEPS),
-    '--step-sleep',
-    '0.3',
     '--checkpoint',
     `ckpt-${name}`,
     '--save-every',
@@ -427,9 +425,11 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
   });
 
   it('on an SSH host (loopback sshd): the same script launched there, watched across a reload, its NaN named, stopped on every rank', async () => {
-    // A run long enough to be stopped by hand.
-
-    spec(workspace, 'ddp-ssh', ['--nan-step', '6', '--nan-rank', '1', '--steps', '200']);
+    // The run waits after step 8 while this file exists (the host sees this machine's files), so it
+    // is still running when stopped by hand, however long the reload takes.
+    const hold = path.join(workspace, 'hold-ddp-ssh');
+    writeFileSync(hold, '');
+    spec(workspace, 'ddp-ssh', ['--nan-step', '6', '--nan-rank', '1', '--hold-at', '8', '--hold-while', hold]);
     const specFile = path.join(workspace, 'ddp-ssh.fsdp-launch.yaml');
     writeFileSync(specFile, `${readFileSync(specFile, 'utf8')}target: gpu-box\ncwd: ${JSON.stringify(workspace)}\n`);
     await vscode.runCommand('FSDP: Launch FSDP run');
