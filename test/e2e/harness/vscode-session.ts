@@ -114,6 +114,53 @@ export class VsCodeSession {
     return labels;
   }
 
+  /**
+   * Whether the palette offers the command titled `title`, looked up once in a freshly opened
+   * palette: yes when a row reads the title; no once the list is the title's and has no such row —
+   * it says it has no matching command, or begins with "similar commands" or with a command whose
+   * matched letters are highlighted (the list the palette opens with, for the empty query, has
+   * neither). For a workbench that has read the extension's manifest (its contributed commands
+   * appear all at once).
+   */
+  async paletteOffers(title: string, timeoutMs = 30_000): Promise<boolean> {
+    await this.closeQuickInput();
+    await this.openPalette(title);
+    const input = this.page.locator('.quick-input-widget input');
+    const rows = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+    const seen = await untilValue(
+      `the palette's rows for "${title}"`,
+      async () => ({
+        value: await input.inputValue().catch(() => ''),
+        rows: await rows.evaluateAll((els) =>
+          els.map((e) => ({
+            label: (e.getAttribute('aria-label') ?? e.textContent ?? '').trim(),
+            highlighted: !!e.querySelector('.highlight'),
+          })),
+        ),
+      }),
+      ({ value, rows }) =>
+        value === `>${title}` &&
+        rows.length > 0 &&
+        (rows.some((r) => r.label.includes(title)) ||
+          rows[0].highlighted ||
+          /^No matching commands|, similar commands$/.test(rows[0].label)),
+      timeoutMs,
+      100,
+    );
+    await this.closeQuickInput();
+    return seen.rows.some((r) => r.label.includes(title));
+  }
+
+  /** Closes whatever quick input is open (the palette, a command's pick or input box) and waits until it is gone. */
+  async closeQuickInput(): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input');
+    for (let attempt = 1; await input.isVisible(); attempt++) {
+      if (attempt > 3) throw new Error('the quick input did not close on Escape (three presses)');
+      await this.page.keyboard.press('Escape');
+      await input.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => undefined);
+    }
+  }
+
   /** Runs a command by its palette title, "Category: Title". */
   async runCommand(title: string): Promise<void> {
     const labels = await this.paletteEntries(title);
