@@ -88,6 +88,10 @@ void RunFolder::end(RunStatus status, long step, const std::string& reason) {
   if (!reason.empty()) e["reason"] = reason;
   if (!attempt_.empty()) e["attempt"] = attempt_;
   std::lock_guard<std::mutex> lock(mu_);
+  // One end per attempt: a watchdog's thread (train/job_watch.h, the collective watchdog) and the
+  // main thread may both reach an end as the job ends; the first is the run's, a later one is dropped.
+  if (ended_) return;
+  ended_ = true;
   try {
     log_->write(e);
   } catch (const std::exception& x) {

@@ -52,7 +52,7 @@ class RunFolder {
   /** A `log` event. */
   void log(const std::string& level, const std::string& msg);
 
-  /** The run's end: the run_end event. Called once, by any thread. */
+  /** The run's end: the run_end event, by any thread; only the first call's is written (one end per attempt). */
   void end(RunStatus status, long step, const std::string& reason);
 
   /** The step of metrics.jsonl's last `step` event (0 when none): how far the run has logged. */
@@ -62,6 +62,7 @@ class RunFolder {
   std::string dir_, run_id_, attempt_;
   bool writer_;
   std::mutex mu_;
+  bool ended_ = false;                   // under mu_: the run's end was written (or tried)
   std::unique_ptr<RunFolderLock> lock_;  // writer only: held for the run's life
   std::unique_ptr<MetricsLog> log_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // writer only, unless logging.tensorboard is false
