@@ -28,6 +28,8 @@ const dtype = (arg('dtype') ?? 'float32') as Dtype;
 const SEQ = 256;
 const BATCH = Number(arg('batch') ?? 1);
 const DROPOUT = 0.05;
+// `-- --world N`: N ranks under DDP, each a real gloo process (measure.py --world), against the replay's DDP.
+const WORLD = Number(arg('world') ?? 1);
 
 /** The shapes measure.py builds (their config.json), as the estimator's ModelShape. */
 const SHAPES: Record<string, Omit<ModelShape, 'nLayers'>> = {
@@ -85,6 +87,8 @@ interface Tracked {
   parameters: number;
   peak: Record<string, number>;
   torch: string;
+  /** --world > 1: each rank's peak "Total". */
+  rank_peaks?: number[];
 }
 
 const rows: Row[] = [];
@@ -99,6 +103,7 @@ function inputOf(row: Row): MemoryInput {
     ...defaultMemoryInput(shape, SEQ),
     device: 'cpu',
     strategy: 'NO_SHARD',
+    nprocPerNode: WORLD,
     microBatch: BATCH,
     precision: { param: dtype, reduce: dtype, activation: dtype },
     checkpointing: { policy: row.gc ? 'every_n' : 'none', everyN: 1 },
@@ -135,6 +140,8 @@ const common = [
   String(BATCH),
   '--steps',
   '1',
+  '--world',
+  String(WORLD),
 ];
 const results = Object.keys(SHAPES).flatMap((shape) => {
   const mine = rows.filter((r) => r.shape === shape);
@@ -169,6 +176,7 @@ const results = Object.keys(SHAPES).flatMap((shape) => {
       estimatePeak: e.peak,
       trainable: m.trainable,
       torch: m.torch,
+      ...(m.rank_peaks ? { rankPeaks: m.rank_peaks } : {}),
     };
   });
 });
@@ -182,7 +190,7 @@ const md = [
   `# LoRA memory: the estimate against PyTorch's MemTracker on the CPU (${date})`,
   '',
   `Command: \`${command}\` (commit ${commit}; ${machine.cpu}, ${machine.cores} cores, load ${machine.loadAverage1m}; torch ${results[0]?.torch}, peft 0.21.2, transformers 5.24.0).`,
-  `Each row: a Hugging Face model of the shape (${layers} blocks, random init, ${dtype} weights), PEFT LoRA (alpha 2r, dropout ${DROPOUT}), micro-batch ${BATCH} × ${SEQ} tokens, step 2 (the first with AdamW's states; step 1 untracked) of forward, fp32 cross-entropy, backward, AdamW (foreach); MemTracker's peak "Total" against the replay's peak (device cpu: tensors' bytes, no allocator).`,
+  `Each row: a Hugging Face model of the shape (${layers} blocks, random init, ${dtype} weights), PEFT LoRA (alpha 2r, dropout ${DROPOUT}), micro-batch ${BATCH} × ${SEQ} tokens, step 2 (the first with AdamW's states; step 1 untracked) of forward, fp32 cross-entropy, backward, AdamW (foreach); MemTracker's peak "Total" against the replay's peak (device cpu: tensors' bytes, no allocator).${WORLD > 1 ? ` ${WORLD} ranks: DistributedDataParallel over the PEFT model (bucket_cap_mb 25, gradient_as_bucket_view off), each rank a real gloo process with its own batch; the measured figure is the highest rank's peak (DDP rebuilds its buckets at step 2's forward, inside the tracked step), the estimate the replay's DDP (the gradients' buckets once more).` : ''}`,
   '',
   '| shape | targets | r | checkpointing | trainable | measured MB | of it activations and temporaries | estimated MB | error |',
   '|---|---|---:|---|---:|---:|---:|---:|---:|',
@@ -198,11 +206,11 @@ const base = path.join(
   root,
   'bench',
   'results',
-  `memory-lora-${date}${dtype !== 'float32' ? `-${dtype}` : ''}${BATCH !== 1 ? `-batch${BATCH}` : ''}${full ? '-full' : ''}${only ? `-${only}` : ''}`,
+  `memory-lora-${date}${dtype !== 'float32' ? `-${dtype}` : ''}${BATCH !== 1 ? `-batch${BATCH}` : ''}${WORLD > 1 ? `-ddp${WORLD}` : ''}${full ? '-full' : ''}${only ? `-${only}` : ''}`,
 );
 writeFileSync(`${base}.md`, md.join('\n'));
 writeFileSync(
   `${base}.json`,
-  `${JSON.stringify({ command, commit, date, machine, layers, seq: SEQ, batch: BATCH, dtype, median, worst, results }, null, 2)}\n`,
+  `${JSON.stringify({ command, commit, date, machine, layers, seq: SEQ, batch: BATCH, world: WORLD, dtype, median, worst, results }, null, 2)}\n`,
 );
 console.log(md.slice(-2).join('\n'));

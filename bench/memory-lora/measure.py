@@ -8,16 +8,27 @@ zero_grad(set_to_none=True) — the loop the estimate replays. torch.distributed
 MemTracker tracks every tensor; the peak of the steps after the first (the AdamW states exist) is
 printed as one JSON line.
 
+With `--world N` (N > 1) each row runs in N real processes (gloo, spawned by torch.multiprocessing) as
+DDP trains a PEFT model: DistributedDataParallel over the PeftModel with its defaults (bucket_cap_mb
+25, gradient_as_bucket_view off), each rank its own batch; every rank tracks itself and rank 0 prints
+the row with each rank's peak. DDP rebuilds its buckets at the second step's forward, inside the
+tracked step, so MemTracker counts them.
+
     .venv/bin/python bench/memory-lora/measure.py --shape smollm2-360m --targets all-linear --r 16 --gc
+    .venv/bin/python bench/memory-lora/measure.py --world 2 --shape qwen3-0.6b --layers 4 --targets qv --r 8
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import warnings
 
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 # The published configs' shapes (config.json of HuggingFaceTB/SmolLM2-360M, Qwen/Qwen3-0.6B,
@@ -83,15 +94,43 @@ def main() -> None:
         help="a JSON list of rows, each overriding shape, targets, r, gc (one process imports the libraries once): "
         "one JSON line per row",
     )
+    ap.add_argument("--world", type=int, default=1, help="ranks: more than 1 runs DDP in that many gloo processes")
     args = ap.parse_args()
     rows = json.loads(args.rows) if args.rows else [{}]
+    if args.world > 1:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        mp.spawn(ddp_rank, args=(args, rows, port), nprocs=args.world, join=True)
+        return
     for row in rows:
         one = argparse.Namespace(**{**vars(args), **row})
         print(json.dumps(measure(one)), flush=True)
 
 
-def measure(args: argparse.Namespace) -> dict:
-    """One row: the model built, PEFT applied, one step to make AdamW's states, then the tracked steps."""
+def ddp_rank(rank: int, args: argparse.Namespace, rows: list[dict], port: int) -> None:
+    """One rank of a DDP world: every row measured in turn; rank 0 prints each row with all ranks' peaks."""
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // args.world))
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world)
+    for row in rows:
+        one = argparse.Namespace(**{**vars(args), **row})
+        out = measure(one, rank)
+        peaks: list[dict] | None = [{}] * args.world if rank == 0 else None
+        dist.gather_object(out["peak"], peaks, dst=0)
+        if rank == 0:
+            assert peaks is not None
+            # The row's peak is the highest rank's (the ranks differ only by their batch's tokens).
+            out["rank_peaks"] = [p["Total"] for p in peaks]
+            out["peak"] = max(peaks, key=lambda p: p["Total"])
+            out["world"] = args.world
+            print(json.dumps(out), flush=True)
+    dist.destroy_process_group()
+
+
+def measure(args: argparse.Namespace, rank: int = 0) -> dict:
+    """One row: the model built, PEFT applied (DDP over it in a world of ranks), one step to make AdamW's states,
+    then the tracked steps."""
     from peft import LoraConfig, get_peft_model
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -115,10 +154,16 @@ def measure(args: argparse.Namespace) -> dict:
         if args.gc:
             model.enable_input_require_grads()
     model.train()
+    if dist.is_initialized():
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
     vocab = shape["vocab_size"]
-    tokens = torch.randint(0, vocab, (args.batch, args.seq + 1))
+    # Each rank its own batch (the same shapes), as a DistributedSampler gives.
+    generator = torch.Generator().manual_seed(rank) if dist.is_initialized() else None
+    tokens = torch.randint(0, vocab, (args.batch, args.seq + 1), generator=generator)
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
     def step() -> None:
