@@ -3,6 +3,7 @@
 // language server (language-server/features/memory-hints.ts); pure, so it is tested without one.
 import type { ConfigEdit, ConfigFix } from '../config/config-edits';
 import type { ConfigKind } from '../config/document-kind';
+import { TORCHTITAN_RELEASE } from '../config/torchtitan-config';
 import type { ConfigProblem } from '../config/schema-problems';
 import type { SourceRange } from '../config/source-document';
 import { estimateMemory } from './estimate';
@@ -76,11 +77,13 @@ export function configMemory(
   const named = read.kind !== 'run-config' || read.model?.namedBy !== undefined;
   const model = named ? modelWords(read.model) : undefined;
   const name = named ? read.model?.name : undefined;
+  // The TOML job files are torchtitan 0.2.x's (0.3 configures runs in Python: ./inputs/from-torchtitan-python.ts).
+  const release = read.kind === 'torchtitan' ? ` (torchtitan ${TORCHTITAN_RELEASE} TOML)` : '';
   return {
     read,
     estimate,
-    title: `${shortLine(estimate)}${name ? ` — ${name}` : ''}`,
-    detail: `${summaryLine(estimate)}${model ? ` — ${model}` : ''}`,
+    title: `${shortLine(estimate)}${name ? ` — ${name}` : ''}${release}`,
+    detail: `${summaryLine(estimate)}${model ? ` — ${model}` : ''}${release}`,
     ...(estimate.fit && !estimate.fit.fits ? { problem: doesNotFit(read, estimate) } : {}),
   };
 }

@@ -3,6 +3,7 @@
 import type { Hover, Position } from 'vscode-languageserver/node';
 import { describeAllowed, schemaAt } from '../../core/config/schema-walk';
 import type { SourceRange } from '../../core/config/source-document';
+import { TORCHTITAN_RELEASE } from '../../core/config/torchtitan-config';
 import { ruleInfo } from '../../core/rules/catalog';
 import type { ServerFeature } from './feature';
 
@@ -24,6 +25,11 @@ export const hover: ServerFeature = {
         const allowed = describeAllowed(node);
         if (allowed) lines.push(`Allowed: ${allowed}`);
         if (node.default !== undefined) lines.push(`Default: \`${JSON.stringify(node.default)}\``);
+        // The TOML job files ended with torchtitan 0.2.x: say which release a key is read as.
+        if (analysis.kind === 'torchtitan')
+          lines.push(
+            `As torchtitan ${TORCHTITAN_RELEASE} reads its TOML job config. torchtitan 0.3 configures runs with Python functions returning \`Trainer.Config\`: their memory shows above each function in the .py file.`,
+          );
         sections.push(lines.join('\n\n'));
       }
       for (const p of server

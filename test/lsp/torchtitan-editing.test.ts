@@ -49,5 +49,9 @@ describe('language server over stdio: a torchtitan TOML config being written', f
     assert.match(text, /\*\*parallelism\.data_parallel_shard_degree\*\*/);
     assert.match(text, /-1 means leftover ranks will be used/);
     assert.match(text, /Default: `-1`/);
+    assert.match(
+      text,
+      /As torchtitan 0\.2\.2 reads its TOML job config\. torchtitan 0\.3 configures runs with Python functions/,
+    );
   });
 });

@@ -17,7 +17,7 @@ describe('the inline memory estimate of torchtitan and TrainingArguments configs
     assert.ok(!('error' in m), 'error' in m ? m.error : '');
     assert.match(
       m.detail,
-      /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB — for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\)$/,
+      /^≈ [\d.]+ GiB \/ GPU .* — fits H100 80GB — for Llama 3 70B \(70\.55 B parameters, torchtitan llama3\/70B\) \(torchtitan 0\.2\.2 TOML\)$/,
     );
     const plan = m.read.input.parallel!;
     assert.deepEqual([plan.shard, plan.tp, plan.pp, plan.cp], [8, 8, 1, 1]);

@@ -123,6 +123,8 @@ describe('torchtitan 0.3 Python configurations', () => {
     const read = torchtitanPythonInput(llama3_8b(), { gpu: 'H100-80GB' });
     assert.ok(!('error' in read));
     assert.equal(estimateMemory(read.input).peak.total, fromToml.estimate.peak.total);
+    // The TOML's own hint says which release its files are.
+    assert.match(fromToml.title, / — Llama 3 8B \(torchtitan 0\.2\.2 TOML\)$/);
   });
 
   it('takes data_parallel_shard_degree -1 as 1 and says so; names float8 and compile as not modelled', () => {
