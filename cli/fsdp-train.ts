@@ -407,6 +407,7 @@ async function exportHf(
 
 function exitReason(code: number): string {
   if (abortedBy) return `aborted by a second ${abortedBy}`;
+  if (launcherKilled) return launcherKilled;
   if (code > 128) return `the runtime ended by signal ${code - 128}`;
   if (code === EXIT_CONFIG) return `the runtime refused the config before the first step (exit ${code})`;
   if (code === 1) return 'the job ended with a failure before the runtime said why';
@@ -451,6 +452,9 @@ function launcherEnv(): Record<(typeof LAUNCHER_ENV)[number], string> {
 
 /** The signal that aborted the run (a second SIGINT), for run.json's reason. */
 let abortedBy: NodeJS.Signals | undefined;
+
+/** mpirun killed by a signal no stop sent (kill -9, the OOM killer): what the run's reason names, not the ranks it took along. */
+let launcherKilled: string | undefined;
 
 /**
  * A stop signal while the run is already stopping: a second Ctrl-C (SIGINT) is a person at the
@@ -552,6 +556,8 @@ function runJob(config: ResolvedRunConfig, nativeArgv: string[]): Promise<number
       process.off('SIGINT', onStop);
       process.off('SIGTERM', onStop);
       const status = code ?? 128 + (signal ? os.constants.signals[signal] : 0);
+      if (signal && !stopSignal)
+        launcherKilled = `mpirun (pid ${child.pid}, the job's launcher) was killed by ${signal}`;
       // Ranks left behind by an mpirun that ended (killed, or failed before it could end them).
       if (child.pid !== undefined) killSession(child.pid);
       // The ranks report the forwarded SIGUSR1; say the signal that was sent to the run.
