@@ -61,12 +61,14 @@ def main(argv: list[str]) -> int:
 def probe(target: str, only: str | None = None) -> dict[str, Any]:
     """What ``target`` (a .py file or a module name) defines, as the JSON printed."""
     out: dict[str, Any] = {"target": target, "python": sys.executable}
-    if importlib.util.find_spec("triton") is None:
+    no_triton = importlib.util.find_spec("triton") is None
+    if no_triton:
         sys.meta_path.insert(0, _KernelStandIns())
-        out["notes"] = ["triton is not installed: torchtitan's Triton kernel modules were stood in for (none runs)"]
     try:
         trainer = importlib.import_module("torchtitan.trainer")
         out["torchtitan"] = _version()
+        if no_triton:
+            out["notes"] = ["triton is not installed: torchtitan's Triton kernel modules were stood in for (none runs)"]
     except Exception as e:  # ImportError, or torchtitan failing in its own import
         out["error"] = f"torchtitan cannot be imported in {sys.executable}: {type(e).__name__}: {e}"
         return out
@@ -275,7 +277,8 @@ def _shape(model: Any) -> dict[str, Any] | None:
         "ffn_hidden": getattr(w1, "out_features", None),
         "qk_norm": getattr(attention, "qk_norm", None) is not None,
         "moe": moe,
-        "tied": lm_head is None and embeddings is not None,
+        # Decoder.Config.enable_weight_tying (Qwen3's small flavours); a model without lm_head ties too.
+        "tied": bool(getattr(model, "enable_weight_tying", False)) or (lm_head is None and embeddings is not None),
     }
 
 

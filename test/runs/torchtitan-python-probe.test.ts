@@ -69,6 +69,17 @@ describe('the torchtitan 0.3 configuration probe with the real torchtitan', func
     assert.equal(c.activation_checkpoint, 'full');
   });
 
+  it("reads a config_registry.py by its path as its package's module: Qwen3's, with its tied embeddings", async () => {
+    const a = await probe(path.join(SITE, 'torchtitan', 'models', 'qwen3', 'config_registry.py'));
+    assert.equal(a.module, 'torchtitan.models.qwen3.config_registry');
+    const small = byName(a, 'qwen3_0_6b').config!.model.shape!;
+    assert.deepEqual(
+      [small.dim, small.n_layers, small.n_kv_heads, small.head_dim, small.vocab_size, small.tied, small.qk_norm],
+      [1024, 28, 8, 128, 151936, true, true],
+    );
+    assert.equal(byName(a, 'qwen3_32b').config!.model.shape!.tied, false);
+  });
+
   it("reads a person's own module: the figure of its config, and where the other raised", async () => {
     const a = await probe(MINE);
     assert.deepEqual(
@@ -97,6 +108,7 @@ describe('the torchtitan 0.3 configuration probe with the real torchtitan', func
       const a = await probe(MINE, bare);
       assert.match(a.error ?? '', /^torchtitan cannot be imported in .*: ModuleNotFoundError: No module named 'torch/);
       assert.equal(a.configs, undefined);
+      assert.equal(a.notes, undefined, 'no note about triton when torchtitan itself is missing');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
