@@ -31,9 +31,12 @@ it never started the run (no run_start) in a folder that had one: then run.json 
 was, so that run keeps the end it had (a refused --resume).
 
 This process owns the run (native/FORMATS.md, "The run folder and its owner"): nothing of the run
-outlives it. Its ranks die with it (PR_SET_PDEATHSIG); when it leads the run's process group, a
-guard process ends the whole group and writes the run's end, failed with the reason, if this
-process is killed (start_guard). Any Python >= 3.9, standard library only.
+outlives it. When it leads the run's process group, a guard process ends every process of the run
+and writes the run's end, failed with the reason, if this process is killed or stays stopped
+(SIGSTOP) for FSDP_STUDIO_FROZEN_AFTER_S seconds (default 60; start_guard, frozen.py); without a
+guard its ranks die with it (PR_SET_PDEATHSIG). A launcher or rank of the run stopped that long is
+killed with every other process of the run by this process, and the run's end names it. Any
+Python >= 3.9, standard library only.
 
 Stop signals go to the whole process group (the editor's Stop, a terminal's Ctrl-C): every rank,
 torchrun, accelerate and deepspeed get them directly, so this process does not forward them; it
@@ -67,6 +70,7 @@ if PACKAGE_ROOT not in sys.path:
 
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_ATTEMPT_ENV, RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio.frozen import FrozenWatch, end_in_log, group_of, kill_tree, wait_for_owner, wait_gone  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
@@ -143,10 +147,29 @@ class Attempt:
         self.on_poll = self.workers.refresh
         #: A SLURM job's end, recorded here when SLURM ends the job (slurm_job_end.py).
         self.slurm_end = slurm_end
+        #: A process of the attempt stopped (SIGSTOP) for FSDP_STUDIO_FROZEN_AFTER_S (frozen.py), and
+        #: the run's end that names it once every process of the attempt was killed for it.
+        self.frozen = FrozenWatch()
+        self.frozen_reason: Optional[str] = None
 
     def poll(self):
         self.on_poll()
         self.slurm_end.look()
+        self.look_frozen()
+
+    def look_frozen(self):
+        """A stopped launcher (mpirun, fsdp-train) or rank answers nothing and stalls the run: once one
+        has been stopped for the stated time, every process of the attempt is killed and the run's end
+        names it (a runtime's own end, written before, stands)."""
+        if self.frozen_reason is not None:
+            return
+        roots = [c.pid for c in self.children]
+        pid = self.frozen.look(roots + [p for p in self.workers.seen if p not in roots])
+        if pid is None:
+            return
+        self.frozen_reason = self.frozen.reason(pid)
+        print(f"fsdp_studio.supervise: {self.frozen_reason}", file=sys.stderr, flush=True)
+        kill_tree(roots)
 
 
 def start(args):
@@ -192,7 +215,9 @@ def start(args):
     started = launcher_trampoline(args.command) if args.native else args.command
     try:
         children = [
-            subprocess.Popen(started, env=e, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
+            # With a guard, the guard ends them (the ranks before their launcher, so that the run has
+            # one end: its); without one, each dies with this process.
+            subprocess.Popen(started, env=e, stderr=subprocess.PIPE, preexec_fn=None if guard else die_with_parent)
             for e in rank_envs(env, world, args.master_port)
         ]
     except OSError as e:
@@ -358,11 +383,14 @@ def end(attempt, codes, failed):
         parent = attempt.parent
         runtime.end(
             attempt.manifest_before,
-            parent.reason if parent and parent.reason else runtime_reason(args.command, c, attempt.last_words[0]),
+            attempt.frozen_reason
+            or (parent.reason if parent and parent.reason else runtime_reason(args.command, c, attempt.last_words[0])),
         )
         code = 128 - c if c < 0 else c
     else:
         status, reason, code = command_end(args, attempt.env, attempt.stopped, codes, failed, attempt.last_words)
+        if attempt.frozen_reason:
+            status, reason = "failed", attempt.frozen_reason
         finish(attempt.log, attempt.run_dir, status, reason)
     dismiss_guard(attempt.guard)
     return code
@@ -454,12 +482,13 @@ def die_with_parent():
 def start_guard(run_dir, lock=None, attempt_id=""):
     """This supervisor owns the run: when it is killed (SIGKILL, the OOM killer), nothing of the run
     may go on without it. A guard process holds the read end of a pipe whose write end only this
-    process has: when this process dies the pipe ends, and the guard writes the run's end
-    (failed, with the reason) as this supervisor would have, then kills the whole process group —
-    the ranks and whatever they started (torchrun's workers), which PR_SET_PDEATHSIG alone does not
-    reach. Only when this process leads its own group (the editor's detached start makes it so):
-    a group shared with a caller (a SLURM batch shell) is not the run's to kill. The guard keeps the
-    run folder's lock (`lock`) until it has killed the group, so no resume starts beside what is left.
+    process has: when this process dies the pipe ends (or once this process has been stopped for
+    FSDP_STUDIO_FROZEN_AFTER_S), and the guard kills the whole process group and everything below it
+    — the ranks and whatever they started (torchrun's workers, mpirun's ranks) — then writes the
+    run's end (failed, with the reason) as this supervisor would have, unless the runtime wrote one.
+    Only when this process leads its own group (the editor's detached start makes it so): a group
+    shared with a caller (a SLURM batch shell) is not the run's to kill. The guard keeps the run
+    folder's lock (`lock`) until it has killed the group, so no resume starts beside what is left.
     The end it writes is this attempt's (`attempt_id`)."""
     if os.getpgrp() != os.getpid():
         return None
@@ -500,12 +529,26 @@ def guard_main(run_dir, supervisor_pid, attempt_id):
     # Stop's signals go to the whole group: the guard outlives them, to act if the supervisor does not.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    said = sys.stdin.buffer.read()
-    if said.startswith(b"ended"):
+    # A stopped supervisor says nothing and ends nothing: the guard also watches whether it is stopped.
+    frozen = FrozenWatch()
+    said = wait_for_owner(sys.stdin.fileno(), supervisor_pid, frozen)
+    if said is not None and said.startswith(b"ended"):
         return 0
-    reason = f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
-    finish(EventLog(run_dir, attempt_id), run_dir, "failed", reason)
+    if said is None:
+        reason = frozen.reason(supervisor_pid, "its supervisor")
+    else:
+        reason = f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
+    # Every process of the run first, the ranks before their launchers (mpirun and its ranks are in
+    # sessions of their own, below the group): none of them is left to write an end of its own.
+    wait_gone(kill_tree(group_of(os.getpgrp()), spare=(os.getpid(),)))
     print(f"fsdp_studio.supervise: {reason}", file=sys.stderr, flush=True)
+    # One end per attempt: one the runtime wrote before it was killed (it completed while its
+    # supervisor was stopped) stands, and run.json takes it.
+    runtime_end = end_in_log(run_dir, attempt_id)
+    if runtime_end is None:
+        finish(EventLog(run_dir, attempt_id), run_dir, "failed", reason)
+    else:
+        run_manifest.update(run_dir, RuntimeRun(run_dir, None).take_end(runtime_end))
     os.killpg(0, signal.SIGKILL)
     return 1
 

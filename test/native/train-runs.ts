@@ -51,15 +51,17 @@ export interface TrainResult {
 /**
  * Starts `fsdp-train ARGS`; `onLine` sees each stdout line as it arrives (it may kill the run).
  * `detached`: in a process group of its own, as a terminal's foreground job or the editor's launch.
+ * `env`: added to this process's environment for the run.
  */
 export function startTrain(
   args: string[],
   onLine?: (line: string, child: ChildProcess) => void,
-  opts: { detached?: boolean } = {},
+  opts: { detached?: boolean; env?: Record<string, string> } = {},
 ): { child: ChildProcess; done: Promise<TrainResult> } {
   const child = spawn(process.execPath, [cliShim, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: opts.detached ?? false,
+    env: { ...process.env, ...opts.env },
   });
   let stdout = '';
   let stderr = '';

@@ -1,0 +1,160 @@
+// Issue 41's frozen owners and two ends, on real processes: a process of the run stopped (SIGSTOP)
+// — mpirun, the supervisor, the fsdp-train under it — is noticed once it has been stopped for
+// FSDP_STUDIO_FROZEN_AFTER_S (short here), and the run ends naming it, nothing of it left; the
+// supervisor or mpirun killed outright ends the run once, naming what died.
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { until } from '../harness/until';
+import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
+
+/** Short, so that the test is quick; the default is stated in supervise.py (frozen.py). */
+const FROZEN_AFTER_S = '2';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A zombie has ended; only its parent has not reaped it yet.
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Every process of a run: its supervisor (the group's leader) and everything below it, mpirun's ranks included. */
+function processesOf(supervisor: number): number[] {
+  const out = [supervisor];
+  for (let i = 0; i < out.length; i++) out.push(...childrenOf(out[i]));
+  return out;
+}
+
+interface Started {
+  runDir: string;
+  supervisor: number;
+  /** fsdp-train --supervised, the process the supervisor started. */
+  launcher: number;
+  /** mpirun, for a job of several ranks. */
+  mpirun?: number;
+  everything: number[];
+  done: Promise<{ code: number | null; stderr: string }>;
+}
+
+describe("a run's frozen or killed owners (issue 41)", function () {
+  this.timeout(240_000);
+  let dir: string;
+  let left: number[] = [];
+  beforeEach(() => (dir = tempDir('run-frozen')));
+  afterEach(() => {
+    // Whatever a failed test left: thawed and killed.
+    for (const pid of left.splice(0))
+      for (const sig of ['SIGCONT', 'SIGKILL'] as const)
+        try {
+          process.kill(pid, sig);
+        } catch {
+          // gone
+        }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A run that goes on until it is ended, started as the editor starts one; once it has taken a step. */
+  async function startRun(nproc: number): Promise<Started> {
+    const runDir = path.join(dir, 'run');
+    const config = writeConfig(
+      dir,
+      smallConfig({
+        training: { max_steps: 100_000 },
+        fsdp: { sharding_strategy: nproc > 1 ? 'FULL_SHARD' : 'NO_SHARD' },
+        launch: { threads_per_rank: 1 },
+      }),
+    );
+    let stepSeen: () => void = () => undefined;
+    const firstStep = new Promise<void>((resolve) => (stepSeen = resolve));
+    const { done } = startTrain(
+      [config, '--nproc', String(nproc), '--run-dir', runDir],
+      (line) => {
+        if (line.includes('"type":"step"')) stepSeen();
+      },
+      { detached: true, env: { FSDP_STUDIO_FROZEN_AFTER_S: FROZEN_AFTER_S } },
+    );
+    await firstStep;
+    const { manifest } = await readRun(runDir);
+    const supervisor = manifest.pgid!; // the owner leads the run's process group
+    const launcher = childrenOf(supervisor).find((pid) => commandOf(pid).includes('--supervised'));
+    assert.ok(launcher, `the supervisor ${supervisor} runs fsdp-train --supervised`);
+    const mpirun = nproc > 1 ? childrenOf(launcher).find((pid) => /^\S*mpirun /.test(commandOf(pid))) : undefined;
+    if (nproc > 1) assert.ok(mpirun, `fsdp-train ${launcher} runs mpirun: ${childrenOf(launcher).map(commandOf)}`);
+    const ranks = rankPidsOf(runDir);
+    assert.equal(ranks.length, nproc, JSON.stringify(ranks));
+    const everything = [...new Set([...processesOf(supervisor), ...ranks])];
+    left = everything;
+    return { runDir, supervisor, launcher, mpirun, everything, done };
+  }
+
+  /** The run's one end (metrics.jsonl and run.json agree), once every process of it is gone. */
+  async function endOf(run: Started): Promise<string> {
+    await until('every process of the run has ended', () => run.everything.every((pid) => !alive(pid)), 120_000);
+    const { events, manifest } = await readRun(run.runDir);
+    const ends = eventsOf(events, 'run_end');
+    assert.ok(ends.length <= 1, `one end per attempt: ${JSON.stringify(ends)}`);
+    assert.equal(manifest.status, 'failed', JSON.stringify(manifest));
+    const reason = (manifest as { end_reason?: string }).end_reason ?? '';
+    if (ends.length === 1) assert.equal(ends[0].reason, reason, 'run.json says the end metrics.jsonl says');
+    return reason;
+  }
+
+  it('ends a 2-rank job whose mpirun is stopped, naming mpirun, with nothing left', async () => {
+    const run = await startRun(2);
+    process.kill(run.mpirun!, 'SIGSTOP');
+    assert.match(await endOf(run), new RegExp(`^mpirun \\(pid ${run.mpirun}\\) was stopped \\(SIGSTOP\\) for`));
+  });
+
+  it('ends a run whose supervisor is stopped, naming the supervisor, with nothing left', async () => {
+    const run = await startRun(1);
+    process.kill(run.supervisor, 'SIGSTOP');
+    assert.match(await endOf(run), new RegExp(`its supervisor \\(pid ${run.supervisor}\\) was stopped \\(SIGSTOP\\)`));
+  });
+
+  it('ends a run whose fsdp-train is stopped, naming it, with nothing left', async () => {
+    const run = await startRun(1);
+    process.kill(run.launcher, 'SIGSTOP');
+    assert.match(await endOf(run), new RegExp(`^fsdp-train \\(pid ${run.launcher}\\) was stopped \\(SIGSTOP\\) for`));
+  });
+
+  for (const nproc of [1, 2])
+    it(`ends a run of ${nproc} rank${nproc > 1 ? 's' : ''} whose supervisor is killed once, naming the supervisor`, async () => {
+      const run = await startRun(nproc);
+      process.kill(run.supervisor, 'SIGKILL');
+      const reason = await endOf(run);
+      assert.match(reason, new RegExp(`its supervisor \\(pid ${run.supervisor}\\) was killed`));
+      assert.equal(eventsOf((await readRun(run.runDir)).events, 'run_end').length, 1);
+    });
+
+  it('ends a 2-rank job whose mpirun is killed, naming mpirun', async () => {
+    const run = await startRun(2);
+    process.kill(run.mpirun!, 'SIGKILL');
+    assert.match(
+      await endOf(run),
+      new RegExp(`mpirun \\(pid ${run.mpirun}, the job's launcher\\) was killed by SIGKILL`),
+    );
+  });
+});
