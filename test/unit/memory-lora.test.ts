@@ -93,6 +93,19 @@ describe('LoRA and QLoRA memory, held to hand-computed byte counts', () => {
     assert.equal(got.optimizer, 131_072);
   });
 
+  it("adds DDP's buckets for the adapters' gradients only, once more, at 2 ranks (measured: bench:memory-lora -- --world 2)", () => {
+    const one = estimateMemory(cpu({ weights: { dtype: 'bfloat16' }, lora: LORA }));
+    const two = estimateMemory(cpu({ weights: { dtype: 'bfloat16' }, lora: LORA, nprocPerNode: 2 }));
+    // The 16,384 fp32 adapter elements above (65,536 bytes) in one 25 MB bucket; the frozen base has none.
+    const buckets = two.terms.find((t) => t.id === 'comm.ddp-buckets')!;
+    assert.equal(buckets.bytes.optimizer, 65_536);
+    assert.equal(two.peak.total - one.peak.total, 65_536);
+    // gradient_as_bucket_view: the gradients are views into the buckets, no second copy.
+    const view = cpu({ weights: { dtype: 'bfloat16' }, lora: LORA, nprocPerNode: 2 });
+    view.ddp = { ...view.ddp, gradientAsBucketView: true };
+    assert.equal(estimateMemory(view).peak.total, one.peak.total);
+  });
+
   it("holds NF4 weights with their absmax and bf16 adapters (TRL casts a quantised model's adapters to bf16)", () => {
     const got = atStep(
       cpu({
