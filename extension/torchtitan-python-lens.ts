@@ -6,7 +6,11 @@
 // as saved is what runs: a save runs it again.
 import * as vscode from 'vscode';
 import { torchtitanConfigFunctions } from '../core/config/torchtitan-python';
-import { torchtitanPythonLens, type ProbeAnswer } from '../core/memory/inputs/from-torchtitan-python';
+import {
+  torchtitanPythonLens,
+  torchtitanPythonOptions,
+  type ProbeAnswer,
+} from '../core/memory/inputs/from-torchtitan-python';
 import { probeScript, probeTorchtitanConfigs, pythonForConfig } from '../runs/torchtitan/python-configs';
 import { selectedPython } from './python-interpreter';
 
@@ -50,7 +54,8 @@ export function registerTorchtitanPythonLens(extensionRoot: string): vscode.Disp
       if (state === undefined) void run(document.uri);
       if (state === undefined || 'running' in state)
         return functions.map((f) => lens(f.line, 'memory: running the config…', `Calling ${f.name}()`));
-      const gpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
+      const panelGpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
+      const options = torchtitanPythonOptions(document.getText(), panelGpu);
       const where = `Python: ${state.python} (${state.chosenBy})`;
       const answer = state.answer;
       if ('error' in answer && answer.error !== undefined)
@@ -59,7 +64,7 @@ export function registerTorchtitanPythonLens(extensionRoot: string): vscode.Disp
       return functions.map((f) => {
         const found = configs.find((c) => c.function === f.name);
         if (!found) return lens(f.line, `no estimate: ${f.name} was not found when the file ran`, where);
-        const shown = torchtitanPythonLens(found, gpu ? { gpu } : {});
+        const shown = torchtitanPythonLens(found, options);
         return lens(
           f.line,
           shown.title,

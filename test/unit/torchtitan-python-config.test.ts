@@ -10,6 +10,7 @@ import { estimateMemory } from '../../core/memory/estimate';
 import {
   torchtitanPythonInput,
   torchtitanPythonLens,
+  torchtitanPythonOptions,
   type ProbedTrainerConfig,
 } from '../../core/memory/inputs/from-torchtitan-python';
 
@@ -137,6 +138,22 @@ describe('torchtitan 0.3 Python configurations', () => {
       read.input.notModelled?.map((n) => n.what),
       ['float8 matmuls', 'torch.compile'],
     );
+  });
+
+  it("takes the world size for data_parallel_shard_degree -1 from the file's fsdp-studio comment, its GPU over the panel's", () => {
+    const text = '# fsdp-studio: nproc=8 nnodes=8 gpu=A100-80GB\nfrom torchtitan.trainer import Trainer\n';
+    const options = torchtitanPythonOptions(text, 'H100-80GB');
+    assert.deepEqual(options, { gpu: 'A100-80GB', nproc: 8, nnodes: 8 });
+    assert.deepEqual(torchtitanPythonOptions('import torchtitan\n', 'H100-80GB'), { gpu: 'H100-80GB' });
+    const read = torchtitanPythonInput(llama3_8b({ dp_shard: -1, tp: 8 }), options);
+    assert.ok(!('error' in read));
+    assert.deepEqual([read.input.parallel!.shard, read.input.nprocPerNode, read.input.nnodes], [8, 8, 8]);
+    assert.equal(read.input.gpu?.name, 'A100 80GB');
+    assert.deepEqual(read.notes, []);
+    const uneven = torchtitanPythonInput(llama3_8b({ dp_shard: -1, tp: 8 }), { nproc: 12 });
+    assert.ok(!('error' in uneven));
+    assert.equal(uneven.input.parallel!.shard, 1);
+    assert.match(uneven.notes.join('\n'), /the degrees \(8\) do not divide the world size 12/);
   });
 
   it('puts the figure on the lens, and a function that raised or a bad degree on the lens as why', () => {

@@ -12,6 +12,7 @@ import { parallelWorld, type ParallelPlan } from '../parallel/parallel-plan';
 import { PIPELINE_SCHEDULES, stagesPerRankOf, type PipelineSchedule } from '../parallel/pipeline';
 import { torchtitanFlavour } from '../parallel/torchtitan-flavours';
 import { formatParameters, shortLine, summaryLine } from '../summary';
+import { findOptionComment } from './estimate-options';
 import { shapeOfNdModel } from './from-torchtitan';
 
 /** The probe's JSON of one Trainer.Config (torchtitan_configs.py `_fields`). */
@@ -84,10 +85,31 @@ export interface TorchtitanPythonInput {
   notes: string[];
 }
 
+/** What the file says beyond its configs: a `# fsdp-studio: nproc=8 nnodes=8 gpu=H100-80GB` comment, as a TOML's. */
+export interface TorchtitanPythonOptions {
+  gpu?: string;
+  nproc?: number;
+  nnodes?: number;
+}
+
+/**
+ * The options for a file's lenses: its `fsdp-studio:` comment's world size and GPU, the GPU chosen in
+ * the panel (fsdp.estimator.gpu) where the comment names none.
+ */
+export function torchtitanPythonOptions(text: string, panelGpu: string | undefined): TorchtitanPythonOptions {
+  const comment = findOptionComment(text)?.options ?? {};
+  const gpu = comment.gpu ?? panelGpu;
+  return {
+    ...(gpu ? { gpu } : {}),
+    ...(comment.nproc !== undefined ? { nproc: comment.nproc } : {}),
+    ...(comment.nnodes !== undefined ? { nnodes: comment.nnodes } : {}),
+  };
+}
+
 /** The estimator's input for one probed config, with the GPU chosen in the panel (fsdp.estimator.gpu). */
 export function torchtitanPythonInput(
   c: ProbedTrainerConfig,
-  options: { gpu?: string } = {},
+  options: TorchtitanPythonOptions = {},
 ): TorchtitanPythonInput | { error: string } {
   const notes: string[] = [];
   const model = ndModelOf(c.model, notes);
@@ -108,11 +130,20 @@ export function torchtitanPythonInput(
   } catch (e) {
     return { error: (e as Error).message };
   }
-  // -1 is "the ranks left over", which only the launch's world size decides: the config states none.
-  const shard = p.dp_shard > 0 ? Math.floor(p.dp_shard) : 1;
-  if (p.dp_shard <= 0)
+  // -1 is "the ranks left over", which only the launch's world size decides: the config states none,
+  // the file's fsdp-studio comment may (nproc × nnodes).
+  const others = replicate * tp * cp * pp;
+  const world =
+    options.nproc !== undefined || options.nnodes !== undefined
+      ? (options.nproc ?? 1) * (options.nnodes ?? 1)
+      : undefined;
+  let shard = p.dp_shard > 0 ? Math.floor(p.dp_shard) : 1;
+  if (p.dp_shard <= 0 && world !== undefined && world % others === 0) shard = world / others;
+  else if (p.dp_shard <= 0 && world !== undefined)
+    notes.push(`the degrees (${others}) do not divide the world size ${world}; data_parallel_shard_degree taken as 1`);
+  else if (p.dp_shard <= 0)
     notes.push(
-      'data_parallel_shard_degree -1 (the GPUs left over) taken as 1: the config does not state the world size',
+      'data_parallel_shard_degree -1 (the GPUs left over) taken as 1: the config does not state the world size; give it in a "# fsdp-studio: nproc=8 nnodes=…" comment',
     );
   const schedule = (PIPELINE_SCHEDULES.find((s) => s.toLowerCase() === p.pp_schedule.toLowerCase()) ??
     '1F1B') as PipelineSchedule;
@@ -139,8 +170,8 @@ export function torchtitanPythonInput(
   };
   const gpu = options.gpu ? findGpu(options.gpu) : undefined;
   if (options.gpu && !gpu) return { error: `GPU "${options.gpu}" is not known` };
-  const world = parallelWorld(plan);
-  const perNode = Math.min(world, 8);
+  const planWorld = parallelWorld(plan);
+  const perNode = Math.min(planWorld, options.nproc ?? 8);
   const input: MemoryInput = {
     ...defaultMemoryInput(shapeOfNdModel(model.nd), t.seq_len),
     framework: 'torchtitan',
@@ -148,7 +179,7 @@ export function torchtitanPythonInput(
     gradAccumSteps: 1,
     strategy: shard * cp > 1 ? (replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD') : 'NO_SHARD',
     nprocPerNode: perNode,
-    nnodes: Math.max(1, Math.ceil(world / perNode)),
+    nnodes: Math.max(1, Math.ceil(planWorld / perNode)),
     precision: {
       param: master === 'bfloat16' ? 'bfloat16' : compute,
       reduce: 'float32',
@@ -165,7 +196,7 @@ export function torchtitanPythonInput(
 /** The lens's words for one probed function: the figure, or why there is none. */
 export function torchtitanPythonLens(
   f: ProbedFunction,
-  options: { gpu?: string } = {},
+  options: TorchtitanPythonOptions = {},
 ): { title: string; detail: string; estimate?: MemoryEstimate } {
   if (f.error || !f.config) {
     // The editor's line is short: the file's name where it raised; the tooltip has the whole path.
