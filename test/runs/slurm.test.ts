@@ -146,6 +146,11 @@ async function queueRunStopResume(
     await until('the resumed run completes', () => watch.status() === 'completed', 600_000);
     assertEveryStepOnce(watch, steps);
     assert.equal(watch.history.start?.start_step, stoppedAt, 'the resumed job continued from the checkpoint');
+    // The job's start and end name the attempt its owner wrote as the job started (srun hands the ranks
+    // FSDP_RUN_ATTEMPT): the watch told them this job's by that, not by the controller's clock.
+    const attempt = readManifest(runDir).attempt?.id;
+    assert.ok(attempt, "the job's owner named its attempt in run.json");
+    assert.deepEqual([watch.history.start?.attempt, watch.history.end?.attempt], [attempt, attempt]);
 
     // "Continue training" for 20 more steps: a third job, from the final checkpoint.
     const third = await submit(
