@@ -187,6 +187,7 @@ export class RunWatch {
   }
 
   async refreshManifest(): Promise<void> {
+    const before = this.status();
     try {
       this.manifest = await this.machine.readManifest(this.ref.runDir);
       this.manifestError = undefined;
@@ -194,6 +195,10 @@ export class RunWatch {
     } catch (e) {
       this.manifestError = (e as Error).message;
     }
+    // A status that run.json alone changed is told like one an event changed: the end's last read
+    // (followToTheEnd) stops following without an event after it, and the status bar, which redraws
+    // only on events, kept "running" while the dashboard (redrawn on its own timer) said completed.
+    if (this.status() !== before) this.run.emit([]);
   }
 
   /** Reads what was appended now (local runs; ssh tails deliver by themselves). */

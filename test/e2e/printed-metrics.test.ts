@@ -138,6 +138,15 @@ describe('e2e: a script that only prints gets charts', function () {
     // The completion toast says the step and loss the dashboard shows (issue 39 item 5).
     const toast = await vscode.waitForNotification(/bng completed at step \d+/, 60_000);
     assert.match(toast, new RegExp(`bng completed at step 20, loss ${done.loss!.toFixed(3).replace('.', '\\.')}\\.`));
+    // The status bar says what the header says (issue 39 item 5: it kept "bng: running · step 20"
+    // beside a completed header, because run.json's end changed the status without an event).
+    const statusBar = vscode.page.locator('.statusbar-item', { hasText: 'bng:' }).first();
+    await until(
+      'the status bar to agree with the header',
+      () => statusBar.innerText(),
+      (t) => t.includes(`bng: ${done.status} · step ${done.step} · loss ${done.loss!.toFixed(3)}`),
+      30_000,
+    );
     await vscode.screenshot('docs-notification-completed-step-loss');
     const out = readFileSync(path.join(workspace, 'runs', done.runId, 'stdout.log'), 'utf8');
     const column = (re: RegExp) => [...out.matchAll(re)].map((m) => Number(m[1]));

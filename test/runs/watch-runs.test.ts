@@ -240,6 +240,34 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       assert.equal(w.isLive(), true);
     });
 
+    it('a status that run.json alone changes is told to listeners, as one an event changes (the status bar redraws on them)', async () => {
+      // Issue 39 item 5: a command's run (its run_start names no pids) read its run_end while its
+      // owner's run.json still said "running"; the end's run.json came next and stopped the watch
+      // without an event, so the status bar kept "running" beside a completed dashboard header.
+      const runDir = path.join(tmp, 'runs', 'told');
+      mkdirSync(runDir, { recursive: true });
+      const t = Date.now() / 1000 - 10;
+      const events = [
+        { v: 1, type: 'run_start', time: t, run_id: 'told', config: {}, world: { size: 1, ranks: [] } },
+        { v: 1, type: 'run_end', time: t + 2, status: 'completed', step: 0 },
+      ];
+      writeFileSync(path.join(runDir, 'metrics.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+      const writeManifest = (fields: Partial<RunManifest>) =>
+        writeFileSync(path.join(runDir, 'run.json'), JSON.stringify({ ...manifestFor(runDir, 'local'), ...fields }));
+      writeManifest({ status: 'running', updated: t + 2.05, pids: [4_000_010] });
+      const w = watch(local, runDir);
+      const told: string[] = [];
+      w.onChange(() => told.push(w.status()));
+      await w.start();
+      await until('the end read', () => w.history.end !== undefined, 10_000);
+      // The case this is about: run.json alone keeps the run "running" for now.
+      assert.equal(w.status(), 'running');
+      writeManifest({ status: 'completed', updated: t + 2.1, pids: [4_000_010] });
+      await w.refreshManifest();
+      assert.equal(w.status(), 'completed');
+      assert.equal(told.at(-1), 'completed', `statuses told: ${told.join(', ')}`);
+    });
+
     it('reports a run whose processes died without a run_end as failed', async () => {
       const runDir = path.join(tmp, 'runs', 'r3');
       const started = await startSynthetic(local, runDir, ['--steps', '1000', '--rate', '50']);
