@@ -3,7 +3,10 @@
 // Two sources. The runtime reports spikes as anomaly events (a z-score over a full window of
 // `stability.spike_window` steps, so nothing early in a run). The watch also reads the loss series
 // itself with a rule that needs only a few steps and holds for any trainer that logs a loss: a
-// value at least LOSS_RATIO times its recent level and far above its step-to-step noise.
+// value at least LOSS_RATIO times its recent level and far above its step-to-step noise. The same
+// rule reads the gradient norm with GRAD_NORM_RATIO: the runtime's window is never full early in a
+// run, so without it tiny-cpu's first run, whose norm jumps to 84 at step 14 (42× its recent level), showed
+// nothing in "Show spikes" while its sample's comment told of that step (issue 39 item 5).
 // A grad-norm excursion while gradient clipping is on is what clipping is for: it is a marker on
 // the chart, not an alert (issue 18: a healthy run raised three toasts for norms of ~2.5 clipped
 // at 1.0, while a 2.2× loss jump at step 15 went unflagged).
@@ -44,6 +47,13 @@ export const LOSS_LEVEL_STEPS = 5;
 /** Preceding finite losses looked at, and the fewest that allow a judgement. */
 export const LOSS_WINDOW = 20;
 export const LOSS_MIN_HISTORY = 5;
+/**
+ * A gradient norm is a spike at this many times its recent level (with LOSS_NOISES as for the loss).
+ * Higher than the loss's: a healthy norm wanders by 2-4× from step to step (tiny-cpu's first run has
+ * 1.4 → 5.0 at step 22; a clipped run of ~2.5 against a norm of 1 is issue 18's healthy one), while the
+ * excursions worth a line are an order of magnitude and more (tiny-cpu's step 14: 42×).
+ */
+export const GRAD_NORM_RATIO = 10;
 
 type Config = { training?: { max_grad_norm?: unknown } } | undefined;
 
@@ -89,25 +99,42 @@ export function spikeFromAnomaly(event: AnomalyEvent, config: unknown): Spike {
  * million on attach), so it allocates nothing and looks at the noise only after the cheap test.
  */
 export function judgeLoss(step: number, value: number, before: ArrayLike<number>): Spike | undefined {
+  return judge('loss', step, value, before);
+}
+
+/**
+ * The watch's rule for either metric. A grad-norm spike above the config's clipping threshold is
+ * what clipping is for: a marker (as the runtime's is, anomalyAlert), clipped to the threshold.
+ */
+function judge(
+  metric: SpikeMetric,
+  step: number,
+  value: number,
+  before: ArrayLike<number>,
+  config?: unknown,
+): Spike | undefined {
   const n = before.length;
   if (!Number.isFinite(value) || n < LOSS_MIN_HISTORY) return undefined;
   const k = Math.min(LOSS_LEVEL_STEPS, n);
   for (let i = 0; i < k; i++) levelScratch[i] = before[n - 1 - i];
   const baseline = sortedMedian(levelScratch, k);
-  if (!(baseline > 0) || value < LOSS_RATIO * baseline) return undefined;
+  if (!(baseline > 0) || value < (metric === 'loss' ? LOSS_RATIO : GRAD_NORM_RATIO) * baseline) return undefined;
   const diffs = n - 1 <= diffScratch.length ? diffScratch : new Float64Array(n - 1);
   for (let i = 0; i < n - 1; i++) diffs[i] = Math.abs(before[i + 1] - before[i]);
   const noise = sortedMedian(diffs, n - 1);
   if (value - baseline < LOSS_NOISES * noise) return undefined;
+  const clip = metric === 'grad_norm' ? clippingOf(config) : undefined;
+  const clipped = clip !== undefined && value > clip;
   return {
     step,
-    metric: 'loss',
+    metric,
     value,
     baseline,
     ratio: value / baseline,
     source: 'watch',
     action: 'report',
-    alert: 'warning',
+    ...(clipped ? { clippedTo: clip } : {}),
+    alert: clipped ? 'marker' : 'warning',
   };
 }
 
@@ -133,10 +160,12 @@ function sortedMedian(a: Float64Array, k: number): number {
 export class SpikeFinder {
   private found: Spike[] = [];
   private readonly reported = new Set<string>();
-  private lossDone = 0;
-  private lossRewrites = -1;
   private anomaliesDone = 0;
-  private watchSpikes: Spike[] = [];
+  /** The watch rule's progress over each series: how far it read, at which rewrite, what it found. */
+  private readonly watched = {
+    loss: { done: 0, rewrites: -1, spikes: [] as Spike[] },
+    grad_norm: { done: 0, rewrites: -1, spikes: [] as Spike[] },
+  };
 
   constructor(private readonly history: RunHistory) {}
 
@@ -158,26 +187,29 @@ export class SpikeFinder {
   }
 
   private update(): void {
-    const loss = this.history.step.loss;
     const anomalies = this.history.anomalies;
+    const config = this.history.start?.config;
     let changed = false;
-    if (loss.rewrites !== this.lossRewrites || loss.length < this.lossDone) {
-      this.lossRewrites = loss.rewrites;
-      this.lossDone = 0;
-      this.watchSpikes = [];
-      changed = true;
-    }
-    if (loss.length > this.lossDone) {
-      this.watchSpikes.push(...lossSpikes(loss, this.lossDone, this.watchSpikes));
-      this.lossDone = loss.length;
-      changed = true;
+    for (const metric of ['loss', 'grad_norm'] as const) {
+      const series = this.history.step[metric];
+      const w = this.watched[metric];
+      if (series.rewrites !== w.rewrites || series.length < w.done) {
+        w.rewrites = series.rewrites;
+        w.done = 0;
+        w.spikes = [];
+        changed = true;
+      }
+      if (series.length > w.done) {
+        w.spikes.push(...seriesSpikes(metric, series, w.done, w.spikes, config));
+        w.done = series.length;
+        changed = true;
+      }
     }
     if (anomalies.length !== this.anomaliesDone) changed = true;
     if (!changed) return;
     this.anomaliesDone = anomalies.length;
-    const config = this.history.start?.config;
     const byKey = new Map<string, Spike>();
-    for (const s of this.watchSpikes) byKey.set(keyOf(s), s);
+    for (const s of [...this.watched.loss.spikes, ...this.watched.grad_norm.spikes]) byKey.set(keyOf(s), s);
     for (const a of anomalies) {
       if (a.kind !== 'spike') continue;
       const s = spikeFromAnomaly(a, config);
@@ -199,8 +231,19 @@ function keyOf(s: Spike): string {
  * `earlier` are the spikes already found before `from`.
  */
 export function lossSpikes(loss: StepSeries, from = 0, earlier: readonly Spike[] = []): Spike[] {
-  const steps = loss.steps;
-  const values = loss.values;
+  return seriesSpikes('loss', loss, from, earlier);
+}
+
+/** The watch rule over a loss or grad-norm series (lossSpikes); `config` gives the clipping threshold. */
+function seriesSpikes(
+  metric: SpikeMetric,
+  series: StepSeries,
+  from: number,
+  earlier: readonly Spike[],
+  config?: unknown,
+): Spike[] {
+  const steps = series.steps;
+  const values = series.values;
   const out: Spike[] = [];
   const window: number[] = [];
   // Finite values seen since the last spike (a spike within the last few: judge nothing yet).
@@ -215,7 +258,7 @@ export function lossSpikes(loss: StepSeries, from = 0, earlier: readonly Spike[]
   for (let i = from; i < values.length; i++) {
     const v = values[i];
     if (!Number.isFinite(v)) continue;
-    const spike = sinceSpike < LOSS_LEVEL_STEPS ? undefined : judgeLoss(steps[i], v, window);
+    const spike = sinceSpike < LOSS_LEVEL_STEPS ? undefined : judge(metric, steps[i], v, window, config);
     if (spike) out.push(spike);
     sinceSpike = spike ? 0 : sinceSpike + 1;
     window.push(v);
@@ -235,5 +278,9 @@ export function describeSpike(s: Spike): string {
     return `loss ${jump}${s.action === 'skip' ? '; update skipped' : ''}`;
   }
   const clipped = s.clippedTo !== undefined ? `, clipped to ${roundForDisplay(s.clippedTo)}` : '';
-  return `gradient norm ${v}${s.zscore !== undefined ? ` (z = ${s.zscore.toFixed(1)})` : ''}${clipped}${s.action === 'skip' ? '; update skipped' : ''}`;
+  const jump =
+    s.baseline !== undefined && s.ratio !== undefined
+      ? `, ${s.ratio.toFixed(0)}× its recent level (${roundForDisplay(s.baseline)})`
+      : '';
+  return `gradient norm ${v}${s.zscore !== undefined ? ` (z = ${s.zscore.toFixed(1)})` : ''}${jump}${clipped}${s.action === 'skip' ? '; update skipped' : ''}`;
 }

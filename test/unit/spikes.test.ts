@@ -110,6 +110,29 @@ describe('spikes', () => {
     assert.equal(describeSpike(spikes[0]), 'gradient norm 2.493 (z = 7.3), clipped to 1');
   });
 
+  it('reads the gradient norm too: an order-of-magnitude jump before the runtime has a window; a norm wandering 4× is none', () => {
+    // tiny-cpu's first run's norms around its step 14 (samples/tiny-cpu.yaml), then a wandering tail.
+    const r = noise(3);
+    const norms = [6.3, 5.86, 3.64, 2.64, 2.41, 2.31, 2.31, 2.38, 2.25, 2.13, 2.02, 1.93, 1.78, 84.39, 1.68];
+    for (let i = norms.length; i < 300; i++) norms.push(1.2 * (1 + 0.6 * r()) * (i % 37 === 0 ? 4 : 1));
+    const losses = healthyLoss(300);
+    const clipped = new SpikeFinder(run(losses, { gradNorms: norms, config: { training: { max_grad_norm: 1 } } }));
+    const [spike, ...rest] = clipped.spikes();
+    assert.deepEqual(rest, [], 'the 4× excursions every 37 steps are not spikes');
+    assert.deepEqual(
+      [spike.step, spike.metric, spike.source, spike.alert, spike.clippedTo],
+      [14, 'grad_norm', 'watch', 'marker', 1],
+    );
+    assert.ok(spike.ratio! > 40 && spike.ratio! < 50, `ratio ${spike.ratio}`);
+    assert.equal(
+      describeSpike(spike),
+      `gradient norm 84.39, ${spike.ratio!.toFixed(0)}× its recent level (2.02), clipped to 1`,
+    );
+    // Without clipping the same jump is a warning.
+    const [unclipped] = new SpikeFinder(run(losses, { gradNorms: norms })).spikes();
+    assert.deepEqual([unclipped.step, unclipped.alert, unclipped.clippedTo], [14, 'warning', undefined]);
+  });
+
   it("a loss spike both the runtime and the watch saw is one spike, with the runtime's action and the watch's baseline", () => {
     const losses = healthyLoss(80);
     losses[59] = 3 * losses[58];
