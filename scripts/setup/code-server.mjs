@@ -24,13 +24,17 @@ const pkgDir = path.join(CODE_SERVER_DIR, 'node_modules', 'code-server');
 export const CODE_SERVER_ENTRY = path.join(pkgDir, 'out', 'node', 'entry.js');
 const stamp = path.join(CODE_SERVER_DIR, 'installed-version');
 
-export async function ensureCodeServer({ log = console.log } = {}) {
-  if (
+/** Whether this version of code-server is installed for this Node. */
+export function codeServerReady() {
+  return (
     existsSync(stamp) &&
     readFileSync(stamp, 'utf8') === `${CODE_SERVER_VERSION} ${process.version}` &&
     existsSync(CODE_SERVER_ENTRY)
-  )
-    return;
+  );
+}
+
+export async function ensureCodeServer({ log = console.log } = {}) {
+  if (codeServerReady()) return;
   log(`installing code-server ${CODE_SERVER_VERSION} into .tools/code-server (about 3 minutes, once)…`);
   rmSync(CODE_SERVER_DIR, { recursive: true, force: true });
   mkdirSync(CODE_SERVER_DIR, { recursive: true });

@@ -78,6 +78,8 @@ function sourceHash() {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  // npm ci run by the set-up (scripts/setup/index.mjs, SETUP_BUILDS_NATIVE): it builds next itself.
+  if (process.env.FSDP_STUDIO_SETUP_BUILDS_NATIVE) process.exit(0);
   try {
     buildNative({ force: process.argv.includes('--force') });
   } catch (e) {

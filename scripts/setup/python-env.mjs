@@ -21,12 +21,8 @@ const PYTHON_VERSION = '3.11';
 
 export function ensurePythonEnv({ log = console.log } = {}) {
   const base = findBasePython();
-  const hash = createHash('sha256')
-    .update(readFileSync(REQUIREMENTS))
-    .update(readFileSync(CONSTRAINTS))
-    .update(base.version)
-    .digest('hex');
-  if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === hash && existsSync(VENV_PYTHON)) return;
+  const hash = requirementsHash(base);
+  if (pythonEnvMatches(hash)) return;
   log(`making the Python environment .venv (PyTorch 2 CPU build and the pinned libraries; a few minutes, once)…`);
   rmSync(VENV_DIR, { recursive: true, force: true });
   run([base.path, '-m', 'venv', VENV_DIR], 'python -m venv');
@@ -50,6 +46,27 @@ export function ensurePythonEnv({ log = console.log } = {}) {
     'pip install of python/requirements-dev.txt',
   );
   writeFileSync(STAMP, hash);
+}
+
+/** Whether .venv is made from the current pins (false too where no Python 3.11 is found). */
+export function pythonEnvReady() {
+  try {
+    return pythonEnvMatches(requirementsHash(findBasePython()));
+  } catch {
+    return false;
+  }
+}
+
+function requirementsHash(base) {
+  return createHash('sha256')
+    .update(readFileSync(REQUIREMENTS))
+    .update(readFileSync(CONSTRAINTS))
+    .update(base.version)
+    .digest('hex');
+}
+
+function pythonEnvMatches(hash) {
+  return existsSync(STAMP) && readFileSync(STAMP, 'utf8') === hash && existsSync(VENV_PYTHON);
 }
 
 /** A Python 3.11 with the venv module: the first of python3.11 and python3 on PATH that is one. */
@@ -77,4 +94,14 @@ function findBasePython() {
 function run(argv, what) {
   const r = spawnSync(argv[0], argv.slice(1), { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   if (r.status !== 0) throw new Error(`${what} failed (exit code ${r.status ?? r.signal})`);
+}
+
+// `node scripts/setup/python-env.mjs`: the set-up runs it as a process of its own, beside the native build.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    ensurePythonEnv();
+  } catch (e) {
+    console.error(`fsdp-studio: ${e.message}`);
+    process.exit(1);
+  }
 }
