@@ -305,6 +305,19 @@ describe('every key of every config kind is modelled, named as not modelled, or 
     assert.equal(ds({ stage: 3, cpu_offload_param: true }).offload.params, true);
   });
 
+  it("puts what a torchtitan job sets and leaves out on the estimate's input, as the other kinds do", () => {
+    const text =
+      '[model]\nname = "llama3"\nflavor = "debugmodel"\n[compile]\nenable = true\n[training]\nenable_cpu_offload = true\n';
+    const read = torchtitanInput(parseSourceDocument(text, 'toml'), '/w/job.toml', {});
+    assert.ok('input' in read, 'error' in read ? read.error : '');
+    assert.deepEqual(
+      read.input.notModelled?.map((n) => n.key),
+      ['compile.enable: true', 'training.enable_cpu_offload: true'],
+    );
+    const plain = torchtitanInput(parseSourceDocument('[model]\nname = "llama3"\n', 'toml'), '/w/job.toml', {});
+    assert.ok('input' in plain && plain.input.notModelled === undefined);
+  });
+
   it('fails on a key the schema gains that no table classifies', () => {
     const schema = schemaOf('deepspeed-config.schema.json');
     const grown: Node = { ...schema, properties: { ...schema.properties, zero_new_buffer_size: {} } };
