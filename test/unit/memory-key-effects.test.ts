@@ -305,6 +305,15 @@ describe('every key of every config kind is modelled, named as not modelled, or 
     assert.equal(ds({ stage: 3, cpu_offload_param: true }).offload.params, true);
   });
 
+  it('names an evaluation batch only when it is larger than the training batch', () => {
+    const keys = (config: Record<string, unknown>) => hfNotModelled(getter(config)).map((n) => n.key);
+    assert.deepEqual(keys({ per_device_train_batch_size: 4, per_device_eval_batch_size: 4 }), []);
+    assert.deepEqual(keys({ per_device_eval_batch_size: 8 }), []);
+    assert.deepEqual(keys({ per_device_train_batch_size: 4, per_device_eval_batch_size: 16 }), [
+      'per_device_eval_batch_size: 16',
+    ]);
+  });
+
   it("puts what a torchtitan job sets and leaves out on the estimate's input, as the other kinds do", () => {
     const text =
       '[model]\nname = "llama3"\nflavor = "debugmodel"\n[compile]\nenable = true\n[training]\nenable_cpu_offload = true\n';

@@ -154,8 +154,8 @@ export const HF_TRAINING_KEYS: KeyTable = {
     accelerator_config: { example: { split_batches: true } },
     // TrainingArguments turns torch_compile on when a mode is given.
     torch_compile_mode: named('torch.compile', 'either', 'max-autotune'),
-    // Evaluation's forward pass (no gradients) at its own batch, between training steps.
-    per_device_eval_batch_size: named('the evaluation batch (its forward pass is not estimated)', 'either', 32),
+    // Evaluation's forward pass (no gradients) between training steps: named when its batch is larger than training's.
+    per_device_eval_batch_size: { example: 32 },
     // The Trainer's label smoother takes log_softmax of the logits once more, a vocabulary-wide tensor.
     label_smoothing_factor: named('label smoothing', 'either', 0.1),
     parallelism_config: named('tensor / context parallelism', 'lowers', { tp_size: 2 }),

@@ -71,6 +71,15 @@ export function hfNotModelled(
   const mp = get(['mixed_precision']);
   if ((mp === 'bf16' || mp === 'fp16') && !on('bf16') && !on('fp16'))
     out.push({ key: `mixed_precision: ${mp}`, what: `${mp} autocast through accelerate launch`, effect: 'lowers' });
+  // Evaluation runs without gradients, below the training step's peak at the same batch; a larger batch may not be.
+  const evalBatch = Number(get(['per_device_eval_batch_size']));
+  const trainBatch = Number(get(['per_device_train_batch_size']) ?? 8);
+  if (Number.isFinite(evalBatch) && evalBatch > trainBatch)
+    out.push({
+      key: `per_device_eval_batch_size: ${evalBatch}`,
+      what: 'an evaluation batch larger than the training one',
+      effect: 'either',
+    });
   // split_batches divides the batch over the processes: per_device_train_batch_size is then not the per-GPU batch.
   if (get(['accelerator_config', 'split_batches']) === true)
     out.push({ key: 'accelerator_config.split_batches: true', what: 'split batches', effect: 'lowers' });
