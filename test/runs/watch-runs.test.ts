@@ -41,11 +41,12 @@ async function startSynthetic(machine: RunMachine, runDir: string, args: string[
   return machine.start({ runDir, manifest: manifestFor(runDir, machine.target), argv, cwd: repoRoot });
 }
 
-/** Steps the run has written so far (read from its file directly, not through a watch). */
+/** Steps the run has written so far, whole lines only (read from its file directly, not through a watch). */
 function stepsWritten(runDir: string): number {
   try {
     return readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
       .split('\n')
+      .slice(0, -1)
       .filter((l) => l.includes('"type":"step"')).length;
   } catch {
     return 0;
@@ -304,27 +305,33 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
         if (states[states.length - 1] !== w.connection.state) states.push(w.connection.state);
       });
       await w.start();
+      const reconnects = () => states.filter((s) => s === 'reconnecting').length;
       let cuts = 0;
       for (const at of [40, 110, 180]) {
         // The run is held at each cut's step until its watch has caught up and is connected: on a
-        // loaded machine the run (5 s long) would otherwise end, and its tail with it, before the
-        // watch had read that far, and there would be no connection left to cut.
+        // loaded machine the run (5 s long) would otherwise end, and the watch let its files go,
+        // before the watch had read that far, and there would be no connection left to cut. Its
+        // whole process group is held: the run is its owner's child, and stopping the owner alone
+        // (as this did) held nothing — the run ended under a cut (2 reconnects told for 3 cuts).
         await until(`step ${at} written`, () => stepsWritten(runDir) >= at);
-        process.kill(started.pid, 'SIGSTOP');
+        process.kill(-started.pgid, 'SIGSTOP');
         try {
           await until(
             `step ${at} read, connected`,
             () => (w.history.lastStep ?? 0) >= at && w.connection.state === 'live',
           );
+          const before = reconnects();
           assert.ok(sshd.killConnections() > 0, 'there was a connection to cut');
+          cuts++;
+          // Each cut is told as a reconnect before the next one: two cuts never hit one connection.
+          await until(`cut ${cuts} told as a reconnect`, () => reconnects() > before);
         } finally {
-          process.kill(started.pid, 'SIGCONT');
+          process.kill(-started.pgid, 'SIGCONT');
         }
-        cuts++;
       }
       await until('run_end', () => !!w.history.end, 90_000);
       assert.equal(cuts, 3);
-      assert.ok(states.filter((s) => s === 'reconnecting').length >= 3, `connection states: ${states.join(' → ')}`);
+      assert.ok(reconnects() >= 3, `connection states: ${states.join(' → ')}`);
       assertEveryStepOnce(w, 300);
       assert.equal(w.problems.length, 0, JSON.stringify(w.problems));
       assert.ok(
@@ -332,6 +339,9 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
         'nothing in the path was executed',
       );
       assert.equal((await ssh.readManifest(runDir))?.pgid, started.pgid);
+      // The run's owner writes run.json after the run_end the watch read: the folder is removed
+      // (afterEach) only once every process of the run has ended, not while it still writes.
+      await until('the run ended', async () => (await ssh.isAlive(started.pgid)) === false);
     });
 
     it('attaches to a finished remote run from the start and stops a live one by its group', async () => {

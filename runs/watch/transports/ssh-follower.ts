@@ -102,7 +102,10 @@ export class SshFollower<R> implements Follower {
       stderr += b.toString();
       if (stderr.includes(READY)) {
         stderr = stderr.replace(`${READY}\n`, '');
-        this.handlers.connection({ state: 'live' });
+        // Not once stopped: a stopped follower's ssh, killed, still hands over the marker it had
+        // buffered, and a watch that had let its files go (the run's end read) said "live" again
+        // with no connection left (watch-runs.test.ts, cut connections: a cut that found nothing).
+        if (!this.stopped && child === this.child) this.handlers.connection({ state: 'live' });
       }
       if (stderr.length > 8000) stderr = stderr.slice(-4000);
     });
