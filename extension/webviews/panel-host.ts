@@ -71,13 +71,21 @@ export class PanelHost<ToWebview extends PanelMessage, FromWebview extends Panel
 
   /** Sends now if the webview can receive, otherwise queues for replay on its next ready. */
   post(message: ToWebview): void {
-    if (this.ready && this.panel.visible) {
-      void this.panel.webview.postMessage(message).then((delivered) => {
-        if (!delivered) this.queue.push(message);
-      });
-    } else {
+    void this.postSettled(message);
+  }
+
+  /**
+   * As post, and settles once the webview took the message (or it was queued for the next ready):
+   * a sender of a stream can hold what comes next until then, and merge it (run-output-tail.ts).
+   */
+  postSettled(message: ToWebview): Promise<void> {
+    if (!this.ready || !this.panel.visible) {
       this.queue.push(message);
+      return Promise.resolve();
     }
+    return Promise.resolve(this.panel.webview.postMessage(message)).then((delivered) => {
+      if (!delivered) this.queue.push(message);
+    });
   }
 
   /** Drops queued messages, e.g. when a full snapshot will be sent on ready instead. */

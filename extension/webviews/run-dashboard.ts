@@ -127,7 +127,9 @@ class RunDashboard implements vscode.Disposable {
       smoothing: clampSmoothing(state?.smoothing ?? DEFAULT_SMOOTHING),
       xAxis: isXAxisMode(state?.xAxis) ? state.xAxis : 'step',
     };
-    this.output = new RunOutputTail(watch.machine, record.runDir, (chunk) => host.post({ type: 'log', ...chunk }));
+    this.output = new RunOutputTail(watch.machine, record.runDir, (chunk) =>
+      host.postSettled({ type: 'log', ...chunk }),
+    );
     this.closedTagGroups = new Set(state?.closedTagGroups ?? []);
     const subscription = watch.onChange(() => this.schedule());
     this.disposables.push(

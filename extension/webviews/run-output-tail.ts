@@ -40,7 +40,8 @@ export class RunOutputTail {
   constructor(
     private readonly machine: RunMachine,
     private readonly runDir: string,
-    private readonly send: (chunk: OutputChunk) => void,
+    /** Hands a chunk to the webview; a promise returned holds the stream's next chunk until it settles. */
+    private readonly send: (chunk: OutputChunk) => unknown,
   ) {}
 
   /** Starts (or restarts, from the tail again: the webview was reloaded) following both files. */
@@ -86,6 +87,9 @@ export class RunOutputTail {
     });
     // A tail that starts mid-line starts at the next line (unless the head ends just where it starts).
     let skipPartial = skipped > 0;
+    const posts = new MergedPosts(file, (text) =>
+      generation === this.generation ? this.send({ stream, text, reset: false }) : undefined,
+    );
     this.followers.push(
       this.machine.follow(file, textLines, from, {
         batch: ({ entries }) => {
@@ -95,19 +99,69 @@ export class RunOutputTail {
             text = text.slice(text.indexOf('\n') + 1);
             skipPartial = false;
           }
-          if (text.length > TAIL_BYTES + HEAD_BYTES) {
-            // More than the tab shows when it opens arrived at once: its end, from a line start, the rest named.
-            // A line start in the tail, unless the tail holds none but the last line's end.
-            const lineStart = text.indexOf('\n', text.length - TAIL_BYTES) + 1;
-            const from = lineStart > 0 && lineStart < text.length ? lineStart : text.length - TAIL_BYTES;
-            text = `\n… ${formatKiB(Buffer.byteLength(text.slice(0, from)))} not shown here: the whole output is in ${file} …\n\n${text.slice(from)}`;
-          }
-          if (text) this.send({ stream, text: readable(text), reset: false });
+          posts.add(text);
         },
         connection: () => undefined,
       }),
     );
   }
+}
+
+/**
+ * A stream's text on its way to the webview, one post at a time: what arrives while a post is in
+ * flight (not yet taken by the webview) waits, merged with what comes after it and bounded to its
+ * tail, and goes as one post once the previous one settled. Over ssh a burst arrives in 64 KiB
+ * reads: a 1 GiB line was some 16,000 posts, each queued for the webview; now it is one post per
+ * delivery, each at most the tail the tab shows. A send that returns no promise is not waited for.
+ */
+export class MergedPosts {
+  private pending = '';
+  /** Bytes dropped from the front of what is pending: named in the next post. */
+  private skipped = 0;
+  private inFlight = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly post: (text: string) => unknown,
+  ) {}
+
+  /** Complete lines read (or a piece of an over-long line): posted now, or with the next post. */
+  add(text: string): void {
+    if (!text) return;
+    this.pending += text;
+    if (this.pending.length > TAIL_BYTES + HEAD_BYTES) {
+      // More than the tab shows when it opens: its end, from a line start, the rest named.
+      // A line start in the tail, unless the tail holds none but the last line's end.
+      const all = this.pending;
+      const lineStart = all.indexOf('\n', all.length - TAIL_BYTES) + 1;
+      const from = lineStart > 0 && lineStart < all.length ? lineStart : all.length - TAIL_BYTES;
+      this.skipped += Buffer.byteLength(all.slice(0, from));
+      this.pending = all.slice(from);
+    }
+    if (!this.inFlight) this.flush();
+  }
+
+  private flush(): void {
+    if (!this.pending) return;
+    const gap = this.skipped
+      ? `\n… ${formatKiB(this.skipped)} not shown here: the whole output is in ${this.file} …\n\n`
+      : '';
+    const text = gap + this.pending;
+    this.pending = '';
+    this.skipped = 0;
+    const sent = this.post(readable(text));
+    if (!isThenable(sent)) return;
+    this.inFlight = true;
+    const settled = () => {
+      this.inFlight = false;
+      this.flush();
+    };
+    sent.then(settled, settled);
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
 }
 
 /** Complete lines with the protocol's JSON events made readable (a line cut by LONGEST_LINE is left as it is). */

@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LocalMachine } from '../../runs/machines/local-machine';
 import { SshMachine } from '../../runs/machines/ssh-machine';
-import { RunOutputTail, textLines, type OutputChunk } from '../../extension/webviews/run-output-tail';
+import { MergedPosts, RunOutputTail, textLines, type OutputChunk } from '../../extension/webviews/run-output-tail';
 import { LoopbackSshd } from '../harness/sshd';
 import { until } from '../harness/until';
 import { repoRoot } from '../../scripts/code-server';
@@ -243,6 +243,50 @@ describe('run output tail (the Log tab)', () => {
     const out = e.push(long.subarray(0, 70_001)).entries.join('');
     assert.ok(out.length > 0 && !out.includes('\ufffd'), 'whole characters');
     assert.equal(Buffer.byteLength(out) % 2, 0);
+  });
+
+  it('merges what arrives while a post is in flight into one post of the bounded tail, sent when that post settles', async () => {
+    const posted: string[] = [];
+    const settle: (() => void)[] = [];
+    const inFlight: Promise<void>[] = [];
+    const posts = new MergedPosts('/runs/r/stdout.log', (text) => {
+      posted.push(text);
+      const p = new Promise<void>((resolve) => settle.push(resolve));
+      inFlight.push(p);
+      return p;
+    });
+    posts.add('first\n');
+    assert.deepEqual(posted, ['first\n'], 'nothing in flight: posted at once');
+    // A burst as ssh delivers it, 64 KiB reads of 1 MiB of lines, while the first post is in flight.
+    const line = `${'x'.repeat(1023)}\n`;
+    for (let i = 0; i < 16; i++) posts.add(line.repeat(64));
+    posts.add('last\n');
+    assert.equal(posted.length, 1, 'held while the first post is in flight');
+    settle[0]();
+    await inFlight[0];
+    assert.equal(posted.length, 2, 'one post for the whole burst');
+    const merged = posted[1];
+    assert.ok(merged.endsWith(`${line}last\n`), 'its end, whole lines');
+    assert.ok(merged.length < 65 * 1024, `${merged.length} characters posted`);
+    // What was left out is named, in KiB: the burst and 'last' less the tail that was kept.
+    const kept = merged.slice(merged.indexOf('…\n\n') + 3);
+    const skipped = 16 * 64 * 1024 + 'last\n'.length - kept.length;
+    assert.match(
+      merged,
+      new RegExp(`^\\n… ${Math.ceil(skipped / 1024)} KiB not shown here: the whole output is in /runs/r/stdout\\.log`),
+    );
+    assert.ok(kept.startsWith(line), 'the kept tail starts at a line start');
+    settle[1]();
+    await inFlight[1];
+    assert.equal(posted.length, 2, 'nothing pending: no post');
+    posts.add('after\n');
+    assert.deepEqual(posted.slice(2), ['after\n'], 'posted at once again');
+    // A send that returns nothing is not waited for: each piece goes on its own.
+    const unwaited: string[] = [];
+    const direct = new MergedPosts('/f', (text) => void unwaited.push(text));
+    direct.add('a\n');
+    direct.add('b\n');
+    assert.deepEqual(unwaited, ['a\n', 'b\n']);
   });
 
   describe('over ssh', function () {
