@@ -102,6 +102,11 @@ export class SlurmCluster {
   async jobs(ids: string[]): Promise<Map<string, SlurmJob>> {
     const found = new Map<string, SlurmJob>();
     if (ids.length === 0) return found;
+    // Allowed in an untrusted workspace for this machine's runs (extension/runs/runs.ts refuses a
+    // remote login host there): squeue and sacct are the system's own, found on the PATH the editor
+    // started with; no setting, run config or run.json names them, their cluster (SLURM_CONF comes
+    // from the editor's environment too) or adds to their environment (SLURM_TIME_ENV is fixed).
+    // What the workspace gives is the job ids from run.json, inside one --jobs= word: data, not options.
     const q = await this.host.run(squeueArgv(ids), { env: SLURM_TIME_ENV });
     // squeue fails outright ("Invalid job id specified") when it knows none of the ids.
     if (q.code !== 0 && !/invalid job id/i.test(q.stderr)) throw this.failure(q, 'asking squeue about jobs');
