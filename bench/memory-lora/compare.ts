@@ -30,6 +30,11 @@ const BATCH = Number(arg('batch') ?? 1);
 const DROPOUT = 0.05;
 // `-- --world N`: N ranks under DDP, each a real gloo process (measure.py --world), against the replay's DDP.
 const WORLD = Number(arg('world') ?? 1);
+// `-- --world N --fsdp`: FSDP2 over the PEFT model instead (fully_shard per decoder block and at the root,
+// as accelerate's FSDP2 plugin wraps it), against the replay's FULL_SHARD.
+const FSDP = WORLD > 1 && process.argv.includes('--fsdp');
+// `-- --r 8`: one rank instead of 8 and 64.
+const RANKS = arg('r') ? [Number(arg('r'))] : [8, 64];
 
 /** The shapes measure.py builds (their config.json), as the estimator's ModelShape. */
 const SHAPES: Record<string, Omit<ModelShape, 'nLayers'>> = {
@@ -95,14 +100,14 @@ const rows: Row[] = [];
 for (const shape of Object.keys(SHAPES))
   for (const gc of [false, true])
     for (const targets of full ? (['none'] as const) : (['all-linear', 'qv'] as const))
-      for (const r of full ? [0] : [8, 64]) if (!only || only === shape) rows.push({ shape, targets, r, gc });
+      for (const r of full ? [0] : RANKS) if (!only || only === shape) rows.push({ shape, targets, r, gc });
 
 function inputOf(row: Row): MemoryInput {
   const shape: ModelShape = { ...SHAPES[row.shape], nLayers: layers };
   return {
     ...defaultMemoryInput(shape, SEQ),
     device: 'cpu',
-    strategy: 'NO_SHARD',
+    strategy: FSDP ? 'FULL_SHARD' : 'NO_SHARD',
     nprocPerNode: WORLD,
     microBatch: BATCH,
     precision: { param: dtype, reduce: dtype, activation: dtype },
@@ -142,6 +147,7 @@ const common = [
   '1',
   '--world',
   String(WORLD),
+  ...(FSDP ? ['--fsdp'] : []),
 ];
 const results = Object.keys(SHAPES).flatMap((shape) => {
   const mine = rows.filter((r) => r.shape === shape);
@@ -190,7 +196,12 @@ const md = [
   `# LoRA memory: the estimate against PyTorch's MemTracker on the CPU (${date})`,
   '',
   `Command: \`${command}\` (commit ${commit}; ${machine.cpu}, ${machine.cores} cores, load ${machine.loadAverage1m}; torch ${results[0]?.torch}, peft 0.21.2, transformers 5.24.0).`,
-  `Each row: a Hugging Face model of the shape (${layers} blocks, random init, ${dtype} weights), PEFT LoRA (alpha 2r, dropout ${DROPOUT}), micro-batch ${BATCH} × ${SEQ} tokens, step 2 (the first with AdamW's states; step 1 untracked) of forward, fp32 cross-entropy, backward, AdamW (foreach); MemTracker's peak "Total" against the replay's peak (device cpu: tensors' bytes, no allocator).${WORLD > 1 ? ` ${WORLD} ranks: DistributedDataParallel over the PEFT model (bucket_cap_mb 25, gradient_as_bucket_view off), each rank a real gloo process with its own batch; the measured figure is the highest rank's peak (DDP rebuilds its buckets at step 2's forward, inside the tracked step), the estimate the replay's DDP (the gradients' buckets once more).` : ''}`,
+  `Each row: a Hugging Face model of the shape (${layers} blocks, random init, ${dtype} weights), PEFT LoRA (alpha 2r, dropout ${DROPOUT}), micro-batch ${BATCH} × ${SEQ} tokens, step 2 (the first with AdamW's states; step 1 untracked) of forward, fp32 cross-entropy, backward, AdamW (foreach); MemTracker's peak "Total" against the replay's peak (device cpu: tensors' bytes, no allocator).${WORLD > 1 ? ` ${WORLD} ranks: DistributedDataParallel over the PEFT model (bucket_cap_mb 25, gradient_as_bucket_view off), each rank a real gloo process with its own batch; the measured figure is the highest rank's peak (DDP rebuilds its buckets at step 2's forward, inside the tracked step), the estimate the replay's DDP (the gradients' buckets once more).` : ''}`.replace(
+    /DistributedDataParallel over the PEFT model.*$/,
+    FSDP
+      ? "FSDP2 over the PEFT model (fully_shard per decoder layer, then the PeftModel, MixedPrecisionPolicy() — accelerate's FSDP2 plugin's wrapping), each rank a real gloo process with its own batch; the measured figure is the highest rank's peak, the estimate the replay's FULL_SHARD with LoRA (frozen base and adapters sharded and all-gathered per unit, only the adapters reduce-scattered and stepped)."
+      : '$&',
+  ),
   '',
   '| shape | targets | r | checkpointing | trainable | measured MB | of it activations and temporaries | estimated MB | error |',
   '|---|---|---:|---|---:|---:|---:|---:|---:|',
@@ -206,11 +217,11 @@ const base = path.join(
   root,
   'bench',
   'results',
-  `memory-lora-${date}${dtype !== 'float32' ? `-${dtype}` : ''}${BATCH !== 1 ? `-batch${BATCH}` : ''}${WORLD > 1 ? `-ddp${WORLD}` : ''}${full ? '-full' : ''}${only ? `-${only}` : ''}`,
+  `memory-lora-${date}${dtype !== 'float32' ? `-${dtype}` : ''}${BATCH !== 1 ? `-batch${BATCH}` : ''}${WORLD > 1 ? `-${FSDP ? 'fsdp' : 'ddp'}${WORLD}` : ''}${arg('r') ? `-r${arg('r')}` : ''}${full ? '-full' : ''}${only ? `-${only}` : ''}`,
 );
 writeFileSync(`${base}.md`, md.join('\n'));
 writeFileSync(
   `${base}.json`,
-  `${JSON.stringify({ command, commit, date, machine, layers, seq: SEQ, batch: BATCH, world: WORLD, dtype, median, worst, results }, null, 2)}\n`,
+  `${JSON.stringify({ command, commit, date, machine, layers, seq: SEQ, batch: BATCH, world: WORLD, fsdp: FSDP, dtype, median, worst, results }, null, 2)}\n`,
 );
 console.log(md.slice(-2).join('\n'));

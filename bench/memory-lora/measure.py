@@ -25,11 +25,13 @@ import json
 import os
 import socket
 import warnings
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
+from torch.utils.weak import WeakIdKeyDictionary
 
 # The published configs' shapes (config.json of HuggingFaceTB/SmolLM2-360M, Qwen/Qwen3-0.6B,
 # meta-llama/Llama-3.2-1B).
@@ -74,6 +76,15 @@ class _NoHook:
         pass
 
 
+class _FrozenPassed(WeakIdKeyDictionary):
+    """MemTracker's parameter -> grad-hook handles, with a do-nothing handle for every frozen parameter."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if isinstance(key, torch.Tensor) and not key.requires_grad:
+            return (_NoHook(), _NoHook())
+        return super().get(key, default)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", choices=sorted(SHAPES), default="smollm2-360m")
@@ -95,6 +106,9 @@ def main() -> None:
         "one JSON line per row",
     )
     ap.add_argument("--world", type=int, default=1, help="ranks: more than 1 runs DDP in that many gloo processes")
+    ap.add_argument(
+        "--fsdp", action="store_true", help="with --world: FSDP2 (fully_shard per block and root) instead of DDP"
+    )
     args = ap.parse_args()
     rows = json.loads(args.rows) if args.rows else [{}]
     if args.world > 1:
@@ -124,6 +138,7 @@ def ddp_rank(rank: int, args: argparse.Namespace, rows: list[dict], port: int) -
             out["rank_peaks"] = [p["Total"] for p in peaks]
             out["peak"] = max(peaks, key=lambda p: p["Total"])
             out["world"] = args.world
+            out["fsdp"] = args.fsdp
             print(json.dumps(out), flush=True)
     dist.destroy_process_group()
 
@@ -154,7 +169,18 @@ def measure(args: argparse.Namespace, rank: int = 0) -> dict:
         if args.gc:
             model.enable_input_require_grads()
     model.train()
-    if dist.is_initialized():
+    if dist.is_initialized() and args.fsdp:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        # accelerate 1.x's FSDP2 plugin (TRANSFORMER_BASED_WRAP, the model's _no_split_modules): fully_shard on
+        # each decoder layer, then on the root (the PeftModel), MixedPrecisionPolicy() (parameters and
+        # reductions in their own dtype). Frozen and trainable parameters are sharded alike.
+        mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+        for layer in model.get_base_model().model.layers if args.targets != "none" else model.model.layers:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+    elif dist.is_initialized():
         from torch.nn.parallel import DistributedDataParallel
 
         model = DistributedDataParallel(model)
@@ -179,9 +205,8 @@ def measure(args: argparse.Namespace, rank: int = 0) -> dict:
     tracker.track_external(model, optim)
     # MemTracker hooks every parameter's gradient, which a frozen one refuses: the frozen base gets a
     # handle that does nothing, so the tracker passes it by (it still counts the tensor itself).
-    for p in model.parameters():
-        if not p.requires_grad:
-            tracker._param_to_grad_hook_handles[p] = (_NoHook(), _NoHook())
+    # FSDP2 swaps in new unsharded parameters at each all-gather, so the handle is given for any frozen one.
+    tracker._param_to_grad_hook_handles = _FrozenPassed(tracker._param_to_grad_hook_handles)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with tracker:
