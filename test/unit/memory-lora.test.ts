@@ -106,6 +106,25 @@ describe('LoRA and QLoRA memory, held to hand-computed byte counts', () => {
     assert.equal(estimateMemory(view).peak.total, one.peak.total);
   });
 
+  it('shards the frozen base and the adapters under FSDP2 at 2 ranks; only the adapters get gradients and states (measured: bench:memory-lora -- --world 2 --fsdp)', () => {
+    const input = cpu({ lora: LORA, strategy: 'FULL_SHARD', nprocPerNode: 2 });
+    const got = atStep(input);
+    // fp32 base: the 202,048 elements above (every tensor even) in halves → 101,024 × 4 = 404,096 a rank;
+    // the 16,384 adapter elements (each tensor even) → 8,192 × 4 = 32,768. Nothing stays gathered at the step.
+    assert.equal(got.params, 404_096 + 32_768);
+    // Only the adapters were reduce-scattered: their shards' gradients, 32,768; AdamW's two states of them, 65,536.
+    assert.equal(got.grads, 32_768);
+    assert.equal(got.optimizer, 65_536);
+    // In forward a block's unit gathers its frozen base and its adapters alike: (36,992 + 8,192) × 4 = 180,736,
+    // beside the root's (embedding 64,000 + final norm 64 + head 64,000) × 4 = 512,256, gathered until backward.
+    const gathered = got.estimate.terms.find((t) => t.id === 'comm.gathered')!;
+    assert.equal(gathered.bytes.forward, 512_256 + 180_736);
+    // Full fine-tuning under FSDP2 shards gradients and states of every parameter: 404,096 and 808,192.
+    const fullFt = atStep(cpu({ strategy: 'FULL_SHARD', nprocPerNode: 2 }));
+    assert.equal(fullFt.grads, 404_096);
+    assert.equal(fullFt.optimizer, 808_192);
+  });
+
   it("holds NF4 weights with their absmax and bf16 adapters (TRL casts a quantised model's adapters to bf16)", () => {
     const got = atStep(
       cpu({
@@ -245,6 +264,43 @@ max_length: 2048
     assert.deepEqual(
       fsdp.read.input.notModelled?.map((n) => n.what),
       ['LoRA', '4-bit'],
+    );
+  });
+
+  it('models LoRA under FSDP2 from a TRL config (fsdp_config version 2), and names it under FSDP1, over 4-bit or with modules_to_save', () => {
+    const yaml = `# fsdp-studio: model=llama-3-8b gpu=H100-80GB
+use_peft: true
+lora_r: 16
+lora_target_modules: all-linear
+gradient_checkpointing: true
+per_device_train_batch_size: 1
+max_length: 2048
+num_processes: 8
+fsdp: full_shard
+`;
+    const read = (text: string): ConfigMemory => {
+      const m = configMemory('hf-training', text, '/w/sft.yaml');
+      assert.ok(!('error' in m), 'error' in m ? m.error : '');
+      return m;
+    };
+    const fsdp2 = read(`${yaml}fsdp_config:\n  version: 2\n`);
+    assert.equal(fsdp2.read.input.notModelled, undefined);
+    assert.equal(fsdp2.read.input.lora?.r, 16);
+    // The optimizer's states are AdamW's two of each rank's 1/8 of the adapters: 41,943,040 fp32 elements.
+    assert.equal(fsdp2.estimate.categoryPeaks.optimizer, (2 * 41_943_040 * 4) / 8);
+    assert.deepEqual(
+      read(yaml).read.input.notModelled?.map((n) => n.what),
+      ['LoRA'],
+    );
+    assert.deepEqual(
+      read(`${yaml}fsdp_config:\n  version: 2\nload_in_4bit: true\n`).read.input.notModelled?.map((n) => n.what),
+      ['LoRA', '4-bit'],
+    );
+    assert.deepEqual(
+      read(`${yaml}fsdp_config:\n  version: 2\nlora_modules_to_save: [lm_head]\n`).read.input.notModelled?.map(
+        (n) => n.what,
+      ),
+      ['LoRA'],
     );
   });
 

@@ -1,4 +1,4 @@
-// What a PEFT LoRA model (one process or DDP) holds, for the PyTorch replay (./pytorch-replay.ts):
+// What a PEFT LoRA model (one process, DDP or FSDP2) holds, for the PyTorch replay (./pytorch-replay.ts):
 // the frozen base as loaded — bitsandbytes' quantised linears or the loading dtype — the adapters and
 // modules_to_save's trainable copies in the optimizer's order, and the per-block description the
 // block replay (./pytorch-block.ts) runs the adapters' paths from. The sizes are ../lora.ts's.
@@ -15,8 +15,8 @@ const LORA_ROLES: LinearName[] = ['qkv', 'proj', 'fc', 'gate', 'up', 'down'];
 
 /**
  * The LoRA holdings of `input`, or undefined when the replay trains the whole model: no LoRA, an
- * architecture whose linears ../lora.ts does not list, or FSDP (there the estimate stays full
- * fine-tuning and the reader names LoRA as not modelled).
+ * architecture whose linears ../lora.ts does not list, or FSDP over a quantised base or with
+ * modules_to_save (there the estimate stays full fine-tuning and the reader names LoRA as not modelled).
  */
 export function loraHoldings(
   input: MemoryInput,
@@ -25,7 +25,8 @@ export function loraHoldings(
   fsdp: boolean,
 ): LoraHoldings | undefined {
   const modules = blockModules(input.model);
-  if (!input.lora || fsdp || !modules) return undefined;
+  if (!input.lora || !modules) return undefined;
+  if (fsdp && (input.weights?.quant || input.lora.modulesToSave.length)) return undefined;
   return new LoraHoldings(input, t, wb, modules);
 }
 
@@ -104,6 +105,11 @@ export class LoraHoldings {
           this.trainable.push({ numel, bytes: this.adapterBytes });
     if (this.headTrainable) this.trainable.push({ numel: m.vocabSize * m.dModel, bytes: this.wb });
     for (const x of this.trainable) alloc(x.numel * x.bytes);
+  }
+
+  /** Elements of one block's adapters in parameter order (lora_A, lora_B per adapted module): FSDP2 shards them with the block. */
+  blockAdapters(): number[] {
+    return this.adapted.flatMap((mod) => [this.r * mod.in, mod.out * this.r]);
   }
 
   /** Bytes of every trainable tensor: what DDP's buckets hold once more. */

@@ -110,8 +110,8 @@ class Replay implements TensorLog {
     this.wb = storedBytes(input.weights);
     this.p = this.mode === 'low' ? Math.min(bytesOf(input.precision.param), this.wb) : 4;
     this.r = this.fsdp ? bytesOf(input.precision.reduce) : 4;
-    // LoRA is replayed for one process and DDP; under FSDP the estimate stays full fine-tuning and the
-    // reader names LoRA as not modelled.
+    // LoRA is replayed for one process, DDP and FSDP2 (not over a quantised base or modules_to_save:
+    // there the estimate stays full fine-tuning and the reader names LoRA as not modelled).
     this.lora = loraHoldings(input, this.t, this.wb, this.fsdp);
     if (this.lora) this.s = { ...this.s, lora: this.lora.block };
     if (this.fsdp) this.fsdpUnits = new Fsdp2Units(this, this.units, input, this.G, this.p, this.r, this.wb);
@@ -162,22 +162,37 @@ class Replay implements TensorLog {
     const params = (bytes: number) => this.alloc('params', bytes);
     const full = (ns: number[]) => ns.map((n) => params(n * this.wb));
     const embedding = full(t.embedding);
-    for (let i = 0; i < this.L; i++)
-      this.units.push({
+    const lora = this.lora;
+    for (let i = 0; i < this.L; i++) {
+      const unit: Unit = {
         tensors: t.block,
-        local: this.lora ? this.lora.frozenBlock(params) : full(t.block),
+        local: lora ? lora.frozenBlock(params) : full(t.block),
         gathered: [],
         grads: [],
         rsState: 0,
-      });
+      };
+      if (lora && this.fsdp) {
+        // FSDP2 over the PEFT model: the block's unit holds its frozen base and its adapters (the trainable ones).
+        const adapters = lora.blockAdapters();
+        unit.local.push(...adapters.map((n) => params(n * lora.adapterBytes)));
+        unit.tensors = [...t.block, ...adapters];
+        unit.bytes = [...t.block.map(() => this.wb), ...adapters.map(() => lora.adapterBytes)];
+        unit.trainable = [...t.block.map(() => false), ...adapters.map(() => true)];
+      }
+      this.units.push(unit);
+    }
     const tail = full([...t.finalNorm, ...t.head]);
-    this.lora?.parameters(params);
+    // Under FSDP2 the adapters were made with their blocks' units; the optimizer's list is the same.
+    lora?.parameters(this.fsdp ? () => 0 : params);
+    const rootTensors = [...t.embedding, ...t.finalNorm, ...t.head];
     this.units.push({
-      tensors: [...t.embedding, ...t.finalNorm, ...t.head],
+      tensors: rootTensors,
       local: [...embedding, ...tail],
       gathered: [],
       grads: [],
       rsState: 0,
+      // LoRA under FSDP2 (no modules_to_save): the root's embedding, final norm and head are frozen.
+      ...(lora && this.fsdp ? { trainable: rootTensors.map(() => false) } : {}),
     });
     this.fsdpUnits?.shard();
     const N = worldSize(this.input);
@@ -267,7 +282,6 @@ class Replay implements TensorLog {
     const m = this.input.model;
     const V = m.vocabSize;
     const { tail } = fwd;
-    this.fsdpUnits?.preBackward();
     // Loss: nll_loss's and log_softmax's backward, in fp32; back to the logits' dtype.
     const gLogSoftmax = this.alloc('logits', s.t * V * 4);
     const gLogits32 = this.alloc('logits', s.t * V * 4);
@@ -278,6 +292,8 @@ class Replay implements TensorLog {
       gLogits = this.alloc('logits', s.t * V * s.a);
       this.free(gLogits32);
     }
+    // FSDP2's root pre-backward is a hook on its output, the logits: it runs once their gradient is made.
+    this.fsdpUnits?.preBackward();
     // Autograd's device thread gets its own cuBLAS handle and workspace at its first matrix product.
     this.cublasWorkspaces('backward');
     // LM head: mm's backward makes the weight's gradient (the tied embedding's first contribution) before the input's.
@@ -539,8 +555,9 @@ class Replay implements TensorLog {
     const t = this.t;
     const order = [...t.embedding, ...Array.from({ length: this.L }, () => t.block).flat(), ...t.finalNorm, ...t.head];
     // AdamW keeps its states in each parameter's dtype; LoRA steps only the trainable tensors.
+    // Under FSDP2 each rank steps its 1/G shard of each adapter.
     const locals = this.lora
-      ? this.lora.trainable.map((x) => x.numel * x.bytes)
+      ? this.lora.trainable.map((x) => Math.ceil(x.numel / this.G) * x.bytes)
       : order.map((n) => Math.ceil(n / share) * this.wb);
     if (first)
       for (const b of locals)

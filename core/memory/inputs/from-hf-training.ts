@@ -106,10 +106,21 @@ export function hfTrainingInput(
     peft.lora = { ...adapter.lora, adapterDtype: peft.weights?.quant ? 'bfloat16' : 'float32' };
     peft.keys.lora = adapter.file;
   }
-  // The replay runs LoRA and bitsandbytes' weights in one process or under DDP; FSDP, ZeRO and MoE
-  // blocks keep the full fine-tuning estimate with LoRA named as not modelled.
+  // The replay runs LoRA and bitsandbytes' weights in one process or under DDP, and LoRA over an
+  // unquantised base under FSDP2 (fully_shard per block and at the root, as accelerate's FSDP2 plugin
+  // wraps a PEFT model; measured: bench:memory-lora -- --world 2 --fsdp). FSDP1, ZeRO, a quantised base
+  // or modules_to_save under FSDP, and MoE blocks keep the full fine-tuning estimate with LoRA named.
+  const fsdp2Lora =
+    strategy !== 'NO_SHARD' &&
+    framework === 'pytorch' &&
+    fsdpVersion === 2 &&
+    !peft.weights?.quant &&
+    !peft.lora?.modulesToSave.length;
   const loraModelled =
-    !!peft.lora && chosenFramework === 'pytorch' && strategy === 'NO_SHARD' && !!blockModules(model.shape);
+    !!peft.lora &&
+    chosenFramework === 'pytorch' &&
+    (strategy === 'NO_SHARD' || fsdp2Lora) &&
+    !!blockModules(model.shape);
   const dtypeModelled = chosenFramework === 'pytorch';
   if (peft.lora && loraModelled) {
     const q = peft.weights?.quant;

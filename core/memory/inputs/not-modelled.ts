@@ -28,7 +28,7 @@ const SMALLER_OPTIMIZER = /8bit|4bit|paged|adafactor|sgd|lion|rmsprop|adagrad|ga
 /**
  * A TrainingArguments / TRL config's keys set that the estimate does not model, with what they do in
  * the person's words. `modelled` says what the estimate models for this input (./peft-settings.ts):
- * LoRA and bitsandbytes' weights where the replay runs them (one process or DDP), the weights' dtype
+ * LoRA and bitsandbytes' weights where the replay runs them (one process, DDP; LoRA alone under FSDP2), the weights' dtype
  * for PyTorch; what it does not stays named.
  */
 export function hfNotModelled(
