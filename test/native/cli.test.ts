@@ -65,17 +65,26 @@ describe('fsdp-train: the command line', function () {
   });
 
   it('saves checkpoints by time with checkpointing.save_every_minutes', async () => {
-    const runDir = path.join(dir, 'run');
-    // 0.0001 minutes is 6 ms: more than one step of this model takes, so nearly every step saves.
-    const config = writeConfig(
-      dir,
-      smallConfig({ checkpointing: { save_every_minutes: 0.0001, save_final: false, keep_last_n: 2 } }),
-    );
-    const r = await train([config, '--run-dir', runDir]);
-    assert.equal(r.code, 0, r.stderr);
-    const saved = eventsOf((await readRun(runDir)).events, 'checkpoint');
-    assert.ok(saved.length >= 3, `only ${saved.length} checkpoints in 12 steps`);
-    assert.ok(saved.every((c, i) => i === 0 || c.step > saved[i - 1].step));
+    // Verdicts on the rule, not on how long a step takes here: 1e-9 minutes (60 ns) has passed by the end
+    // of any step, so every step saves; 60 minutes never passes in a run of 12 steps, so only the run's end
+    // saves (Checkpoints::final_due: a run with any checkpointing on saves its last step).
+    const savedWith = async (minutes: number, name: string) => {
+      const runDir = path.join(dir, name);
+      const config = writeConfig(
+        dir,
+        smallConfig({ checkpointing: { save_every_minutes: minutes, save_final: false, keep_last_n: 2 } }),
+      );
+      const r = await train([config, '--run-dir', runDir]);
+      assert.equal(r.code, 0, r.stderr);
+      const { events } = await readRun(runDir);
+      const steps = eventsOf(events, 'step').map((s) => s.step);
+      return { steps, saved: eventsOf(events, 'checkpoint').map((c) => c.step) };
+    };
+    const often = await savedWith(1e-9, 'often');
+    assert.ok(often.steps.length >= 3, `only ${often.steps.length} steps`);
+    assert.deepEqual(often.saved, often.steps, 'every step saves when the interval is 60 ns');
+    const never = await savedWith(60, 'never');
+    assert.deepEqual(never.saved, [never.steps.at(-1)], 'no step saves by the clock before 60 minutes have passed');
   });
 
   it('stops after the current step on SIGTERM, saving a checkpoint, exit code 143', async () => {
