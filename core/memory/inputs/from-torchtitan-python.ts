@@ -6,14 +6,14 @@
 import { estimateMemory } from '../estimate';
 import { findGpu } from '../gpu-presets';
 import type { MemoryEstimate } from '../memory-estimate';
-import { defaultMemoryInput, type CheckpointPolicy, type MemoryInput, type NotModelled } from '../memory-input';
+import { type CheckpointPolicy, type MemoryInput, type NotModelled } from '../memory-input';
 import { totalParameters, type NdModel } from '../parallel/nd-model';
-import { parallelWorld, type ParallelPlan } from '../parallel/parallel-plan';
+import { type ParallelPlan } from '../parallel/parallel-plan';
 import { PIPELINE_SCHEDULES, stagesPerRankOf, type PipelineSchedule } from '../parallel/pipeline';
 import { torchtitanFlavour } from '../parallel/torchtitan-flavours';
 import { formatParameters, shortLine, summaryLine } from '../summary';
 import { findOptionComment } from './estimate-options';
-import { shapeOfNdModel } from './from-torchtitan';
+import { shapeOfNdModel, torchtitanMemoryInput } from './from-torchtitan';
 
 /** The probe's JSON of one Trainer.Config (torchtitan_configs.py `_fields`). */
 export interface ProbedTrainerConfig {
@@ -170,24 +170,17 @@ export function torchtitanPythonInput(
   };
   const gpu = options.gpu ? findGpu(options.gpu) : undefined;
   if (options.gpu && !gpu) return { error: `GPU "${options.gpu}" is not known` };
-  const planWorld = parallelWorld(plan);
-  const perNode = Math.min(planWorld, options.nproc ?? 8);
   const input: MemoryInput = {
-    ...defaultMemoryInput(shapeOfNdModel(model.nd), t.seq_len),
-    framework: 'torchtitan',
-    microBatch: mbs,
-    gradAccumSteps: 1,
-    strategy: shard * cp > 1 ? (replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD') : 'NO_SHARD',
-    nprocPerNode: perNode,
-    nnodes: Math.max(1, Math.ceil(planWorld / perNode)),
-    precision: {
-      param: master === 'bfloat16' ? 'bfloat16' : compute,
-      reduce: 'float32',
-      activation: master === 'bfloat16' ? 'bfloat16' : compute,
-    },
-    checkpointing: checkpointingOf(c.activation_checkpoint, notes),
-    parallel: plan,
-    ...(gpu ? { gpu } : {}),
+    ...torchtitanMemoryInput({
+      shape: shapeOfNdModel(model.nd),
+      seqLen: t.seq_len,
+      microBatch: mbs,
+      plan,
+      compute,
+      checkpointing: checkpointingOf(c.activation_checkpoint, notes),
+      nproc: options.nproc,
+      gpu,
+    }),
     ...notModelledOf(c),
   };
   return { input, model: model.words, notes };

@@ -100,25 +100,16 @@ export function torchtitanInput(
     reshardAfterForward: reshard === 'always' || (reshard === 'default' && pp === 1),
     masterDtype: master,
   };
-  const world = parallelWorld(plan);
-  const perNode = Math.min(world, options.nproc ?? 8);
-  const input: MemoryInput = {
-    ...defaultMemoryInput(model.shape, seqLen),
-    framework: 'torchtitan',
+  const input = torchtitanMemoryInput({
+    shape: model.shape,
+    seqLen,
     microBatch: mbs,
-    gradAccumSteps: 1,
-    strategy: shard * cp > 1 ? (replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD') : 'NO_SHARD',
-    nprocPerNode: perNode,
-    nnodes: Math.max(1, Math.ceil(world / perNode)),
-    precision: {
-      param: master === 'bfloat16' ? 'bfloat16' : compute,
-      reduce: 'float32',
-      activation: master === 'bfloat16' ? 'bfloat16' : compute,
-    },
+    plan,
+    compute,
     checkpointing: ac,
-    parallel: plan,
-    ...(gpu ? { gpu } : {}),
-  };
+    nproc: options.nproc,
+    gpu,
+  });
   // What the job sets and the estimate leaves out (./torchtitan-keys.ts), named on the estimate's line.
   const notModelled = torchtitanNotModelled((path) => f.get(path));
   if (notModelled.length) input.notModelled = notModelled;
@@ -174,6 +165,40 @@ function readModel(
 }
 
 /** A model shape standing for an N-D model where the rest of the estimator wants one (names, counts shown). */
+/**
+ * The estimator's input for a torchtitan job, from what its TOML (0.2.x) or Python (0.3) config states:
+ * one place for how torchtitan's degrees, dtypes and world become our strategy, nodes and precision.
+ */
+export function torchtitanMemoryInput(c: {
+  shape: ModelShape;
+  seqLen: number;
+  microBatch: number;
+  plan: ParallelPlan;
+  compute: 'bfloat16' | 'float32';
+  checkpointing: MemoryInput['checkpointing'];
+  nproc: number | undefined;
+  gpu: ReturnType<typeof findGpu>;
+}): MemoryInput {
+  const { plan } = c;
+  const world = parallelWorld(plan);
+  const perNode = Math.min(world, c.nproc ?? 8);
+  // bf16 master weights compute in bf16 whatever mixed_precision_param says.
+  const working = plan.masterDtype === 'bfloat16' ? 'bfloat16' : c.compute;
+  return {
+    ...defaultMemoryInput(c.shape, c.seqLen),
+    framework: 'torchtitan',
+    microBatch: c.microBatch,
+    gradAccumSteps: 1,
+    strategy: plan.shard * plan.cp > 1 ? (plan.replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD') : 'NO_SHARD',
+    nprocPerNode: perNode,
+    nnodes: Math.max(1, Math.ceil(world / perNode)),
+    precision: { param: working, reduce: 'float32', activation: working },
+    checkpointing: c.checkpointing,
+    parallel: plan,
+    ...(c.gpu ? { gpu: c.gpu } : {}),
+  };
+}
+
 export function shapeOfNdModel(m: NdModel): ModelShape {
   return {
     name: m.name,
