@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,49 @@ TEST(RunFolderEnd, ARuntimeStartedWithoutItsOwnerNamesNoAttempt) {
   const auto ends = run_ends_in(dir.path / "metrics.jsonl");
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_FALSE(ends[0].contains("attempt"));
+}
+
+/** FSDP_RUN_OWNER_MERGES set for one scope: the owner that merges a folder's events. */
+class OwnerEnv {
+ public:
+  explicit OwnerEnv(const std::string& dir) { ::setenv(kRunOwnerMergesEnv, dir.c_str(), 1); }
+  ~OwnerEnv() { ::unsetenv(kRunOwnerMergesEnv); }
+};
+
+TEST(RunFolderEnd, UnderTheOwnerThatMergesTheFolderTheRuntimeWritesAFileOfItsOwn) {
+  test::TempFolder dir;
+  AttemptEnv attempt("3f2a9c0d11e4b7a2");
+  OwnerEnv owner(dir.path.string());
+  {
+    RunFolder folder(dir.path.string(), without_tensorboard(), /*writer=*/true, /*echo=*/false);
+    folder.end(RunStatus::completed, 3, "");
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "metrics.jsonl")) << "metrics.jsonl is the owner's alone";
+  const auto ends = run_ends_in(dir.path / "events" / "3f2a9c0d11e4b7a2" / "runtime.jsonl");
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0]["attempt"], "3f2a9c0d11e4b7a2");
+}
+
+TEST(RunFolderEnd, AnOwnerOfAnotherFolderLeavesTheRuntimeItsMetricsFile) {
+  test::TempFolder dir, other;
+  AttemptEnv attempt("3f2a9c0d11e4b7a2");
+  OwnerEnv owner(other.path.string());
+  EXPECT_EQ(event_log_path(dir.path.string(), "3f2a9c0d11e4b7a2"), (dir.path / "metrics.jsonl").string());
+  EXPECT_FALSE(fs::exists(dir.path / "events"));
+}
+
+TEST(RunFolderEnd, AnAttemptIdThatWouldLeaveTheRunFolderIsRefusedByName) {
+  test::TempFolder dir;
+  OwnerEnv owner(dir.path.string());
+  for (const char* id : {"../../etc", "a/b", ".", "x y"}) {
+    try {
+      event_log_path(dir.path.string(), id);
+      ADD_FAILURE() << "accepted the attempt id \"" << id << "\"";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not an attempt id"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "events"));
 }
 
 }  // namespace

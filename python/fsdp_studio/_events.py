@@ -1,9 +1,11 @@
 """The metrics protocol as this package writes it (core/schemas/metrics-event.schema.json).
 
-One JSON object per line, appended to <run folder>/metrics.jsonl, each line in one write() on a
-file opened for appending, so lines from several processes (the supervisor, rank 0's scalars,
-any rank's anomaly) never interleave within a line. Never through a link, and only to a regular
-file (run_folder_file.py): a metrics.jsonl replaced by a link is refused, by name, not written through.
+One JSON object per line, each line in one write() on a file opened for appending. Under the run's
+owner (supervise.py) each writer appends to a file of its own, events/<attempt>/rank<N>.jsonl,
+which the owner alone merges into <run folder>/metrics.jsonl (event_merge.py); started without one
+(fsdp_studio.init(run_dir=...) by hand) the companion appends to metrics.jsonl itself, its only
+writer. Never through a link, and only to a regular file (run_folder_file.py): a metrics.jsonl
+replaced by a link is refused, by name, not written through.
 """
 
 import json
@@ -32,23 +34,41 @@ def finite_or_none(x):
     return x if math.isfinite(x) else None
 
 
-class EventLog:
-    """Appends protocol events to one run folder's metrics.jsonl. `attempt`: the attempt's id its
-    run_start and run_end carry (default: $FSDP_RUN_ATTEMPT; none when that is unset too)."""
+def event_line(event, attempt=None):
+    """One event as its line in the stream: the protocol's version and the time added, and the
+    attempt's id on the events that bound an attempt."""
+    line = {"v": PROTOCOL_VERSION, "type": event["type"], "time": time.time()}
+    line.update((k, v) for k, v in event.items() if k != "type")
+    if attempt and event["type"] in ATTEMPT_BOUNDS:
+        line.setdefault("attempt", attempt)
+    return (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
 
-    def __init__(self, run_dir, attempt=None):
+
+class EventLog:
+    """Appends protocol events to one run folder's stream. `attempt`: the attempt's id its run_start
+    and run_end carry (default: $FSDP_RUN_ATTEMPT; none when that is unset too). `own_file`: the name
+    of this writer's own file, events/<attempt>/<own_file>, which the run's owner merges, when there
+    is an owner that merges this folder (event_merge.writer_file); a callable is asked at the first
+    write (a rank is known once the process group is)."""
+
+    def __init__(self, run_dir, attempt=None, own_file=None):
+        from .event_merge import stream_path  # it imports this module
+
         self.run_dir = os.path.abspath(run_dir)
         os.makedirs(self.run_dir, exist_ok=True)
-        self.path = os.path.join(self.run_dir, "metrics.jsonl")
+        self.path = stream_path(self.run_dir)
         self.attempt = attempt or os.environ.get(RUN_ATTEMPT_ENV) or None
+        self.own_file = own_file
+        self.target = None if own_file else self.path
 
     def write(self, event):
-        line = {"v": PROTOCOL_VERSION, "type": event["type"], "time": time.time()}
-        line.update((k, v) for k, v in event.items() if k != "type")
-        if self.attempt and event["type"] in ATTEMPT_BOUNDS:
-            line.setdefault("attempt", self.attempt)
-        data = (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = open_for_writing(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        data = event_line(event, self.attempt)
+        if self.target is None:
+            from .event_merge import writer_file
+
+            name = self.own_file() if callable(self.own_file) else self.own_file
+            self.target = writer_file(self.run_dir, self.attempt, name)
+        fd = open_for_writing(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             done = 0
             while done < len(data):

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from ._events import RUN_DIR_ENV, EventLog
+from ._events import RUN_DIR_ENV, EventLog, rank
 
 _log = None
 _warned = False
@@ -16,7 +16,8 @@ def init(run_dir=None):
     """Logs to `run_dir` (default: the run folder FSDP Studio launched this script in)."""
     global _log
     run_dir = run_dir or os.environ.get(RUN_DIR_ENV)
-    _log = EventLog(run_dir) if run_dir else None
+    # Under the run's owner this rank's events go to a file of its own, which the owner merges.
+    _log = EventLog(run_dir, own_file=lambda: f"rank{rank()}.jsonl") if run_dir else None
     return _log
 
 

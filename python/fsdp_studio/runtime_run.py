@@ -116,15 +116,19 @@ class RuntimeRun:
             fields["end_reason"] = e["reason"]
         return fields
 
-    def end(self, before, reason):
+    def end(self, before, reason, stream):
         """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
         never started the run (no run_start: a refused --resume, a config the runtime refused) in a
         folder that had a run, run.json is put back as it was, so that run keeps the end it had;
         otherwise the run failed, with the reason: a runtime that stops writes its run_end "stopped"
-        (a stop signal this process noted is no end of the run by itself)."""
+        (a stop signal this process noted is no end of the run by itself). An end the runtime did not
+        write in its events goes into the stream (`stream`, event_merge.EventMerge) too, as this
+        owner's: one end per attempt."""
         self.follow()
         if self.ended is None and stderr_run_end[0] is not None:
-            # The runtime's own end, which it could not append to metrics.jsonl (a full disk).
+            # The runtime's own end, which it could not append to its events (a full disk): the
+            # stream takes it unless the disk stopped the merge too.
+            stream.write(stderr_run_end[0])
             run_manifest.update(self.run_dir, self.take_end(stderr_run_end[0]))
             return
         if self.ended is not None:
@@ -135,8 +139,9 @@ class RuntimeRun:
             else:
                 run_manifest.update(self.run_dir, {"status": "failed", "step": 0, "end_reason": reason})
             return
-        # run_end is the runtime's to write: run.json alone says how it ended without one, and the
+        # The runtime ended without its run_end (killed, its launcher killed): the owner writes it, and
         # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
+        stream.write({"type": "run_end", "status": "failed", "step": self.step, "reason": reason})
         run_manifest.update(self.run_dir, {"status": "failed", "step": self.step, "end_reason": reason})
 
 

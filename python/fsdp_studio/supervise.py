@@ -25,7 +25,11 @@ command's PATH.
 The native runtime (--native): COMMAND is fsdp-train, fsdp-train-native, or mpirun/srun around it.
 A folder whose run.lock another trainer holds is refused before anything is written. The runtime
 writes its own events (run_start, steps, run_end) and holds the lock; this process turns them into
-run.json — running, the step at most once a second, the end. A runtime that ended without its
+run.json — running, the step at most once a second, the end.
+
+This process alone writes metrics.jsonl (event_merge.py): the runtime's rank 0 and the companion in
+a person's command append to files of their own, events/<attempt>/, which it merges into it as it
+polls, with its own events in the same sequence; one end per attempt, the first. A runtime that ended without its
 run_end leaves the run failed with how its process ended and the last line it printed, except when
 it never started the run (no run_start) in a folder that had one: then run.json is put back as it
 was, so that run keeps the end it had (a refused --resume).
@@ -70,6 +74,7 @@ if PACKAGE_ROOT not in sys.path:
 
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_ATTEMPT_ENV, RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio.event_merge import OWNER_MERGES_ENV, EventMerge  # noqa: E402
 from fsdp_studio.frozen import FrozenWatch, end_in_log, group_of, kill_tree, wait_for_owner, wait_gone  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
@@ -117,7 +122,8 @@ class Attempt:
     def __init__(self, args, run_dir, log, guard, env, stopped, children, slurm_end):
         self.args = args
         self.run_dir = run_dir
-        self.log = log
+        #: The run's stream as this owner writes it: the writers' files merged, and its own events.
+        self.log: EventMerge = log
         self.guard = guard
         #: The command's environment (a missing module's hint looks the command up on its PATH).
         self.env = env
@@ -153,6 +159,7 @@ class Attempt:
         self.frozen_reason: Optional[str] = None
 
     def poll(self):
+        self.log.merge()
         self.on_poll()
         self.slurm_end.look()
         self.look_frozen()
@@ -184,14 +191,15 @@ def start(args):
     opened = open_run_folder(run_dir, args.native)
     if isinstance(opened, int):
         return opened
-    lock, log = opened
+    lock, folder_log = opened
     before = run_manifest.read_bytes(run_dir)
-    log_from = file_size(log.path)
-    events = EventFollower(log.path, log_from)
+    log_from = file_size(folder_log.path)
+    events = EventFollower(folder_log.path, log_from)
     attempt_fields = new_attempt(log_from)
     # This attempt's run_start and run_end carry its id, whoever writes them: this process, its
     # guard, the runtime (RUN_ATTEMPT_ENV in child_env) — readers tell whose an event is by it.
-    log.attempt = attempt_fields["id"]
+    # This process alone writes metrics.jsonl: the others' events reach it through files it merges.
+    log = EventMerge(run_dir, attempt_fields["id"])
     if starting is not None:
         write_starting(run_dir, starting, attempt_fields)
     manifest = run_manifest.read(run_dir)
@@ -208,6 +216,7 @@ def start(args):
     world = 1 if args.native else args.nproc
     env = child_env(run_dir, own_python=args.use_this_python)
     env[RUN_ATTEMPT_ENV] = log.attempt
+    env[OWNER_MERGES_ENV] = run_dir
     if lock is not None:
         env[RUN_LOCK_OWNER_ENV] = str(os.getpid())
     if args.use_this_python:
@@ -301,6 +310,7 @@ def not_started(args, run_dir, log, guard, error):
         run_manifest.mark_failed(run_dir, reason)
     else:
         finish(log, run_dir, "failed", reason)
+    log.close()
     dismiss_guard(guard)
     print(f"fsdp_studio.supervise: {reason}", file=sys.stderr)
     return 127
@@ -381,10 +391,12 @@ def end(attempt, codes, failed):
     if runtime is not None:
         c = codes[0]
         parent = attempt.parent
+        attempt.log.merge()
         runtime.end(
             attempt.manifest_before,
             attempt.frozen_reason
             or (parent.reason if parent and parent.reason else runtime_reason(args.command, c, attempt.last_words[0])),
+            attempt.log,
         )
         code = 128 - c if c < 0 else c
     else:
@@ -392,6 +404,8 @@ def end(attempt, codes, failed):
         if attempt.frozen_reason:
             status, reason = "failed", attempt.frozen_reason
         finish(attempt.log, attempt.run_dir, status, reason)
+    # Merged to the end; the writers' files go (the guard, if it must act, finds nothing left to merge).
+    attempt.log.close()
     dismiss_guard(attempt.guard)
     return code
 
@@ -542,13 +556,18 @@ def guard_main(run_dir, supervisor_pid, attempt_id):
     # sessions of their own, below the group): none of them is left to write an end of its own.
     wait_gone(kill_tree(group_of(os.getpgrp()), spare=(os.getpid(),)))
     print(f"fsdp_studio.supervise: {reason}", file=sys.stderr, flush=True)
+    # The stream's writer now: what the writers wrote that the supervisor had not merged yet, first.
+    log = EventMerge(run_dir, attempt_id)
+    log.resume()
+    log.merge()
     # One end per attempt: one the runtime wrote before it was killed (it completed while its
     # supervisor was stopped) stands, and run.json takes it.
     runtime_end = end_in_log(run_dir, attempt_id)
     if runtime_end is None:
-        finish(EventLog(run_dir, attempt_id), run_dir, "failed", reason)
+        finish(log, run_dir, "failed", reason)
     else:
         run_manifest.update(run_dir, RuntimeRun(run_dir, None).take_end(runtime_end))
+    log.close()
     os.killpg(0, signal.SIGKILL)
     return 1
 
@@ -777,7 +796,9 @@ def read_stderr_line(line, last_words, r):
 
 
 def finish(log, run_dir, status, reason, step=None):
-    """The run's end, as its owner says it: the run_end event, then run.json."""
+    """The run's end, as its owner says it: the run_end event (`log`: the stream, an EventMerge),
+    then run.json."""
+    log.merge()
     step = last_step(log.path) if step is None else step
     try:
         log.write({"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})})

@@ -1,7 +1,7 @@
 // Runs `fsdp-train` (the real CLI and the real native trainer) on small configs over the sample
 // corpus, and reads back what a run leaves: metrics.jsonl through RunLogReader, run.json.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseRunManifest, type RunManifest } from '../../core/protocol/run-manifest';
@@ -92,15 +92,29 @@ export interface RunRecord {
   manifest: RunManifest;
 }
 
-/** The pids of the ranks the runtime's last run_start names: its own word (run.json names them a poll of its supervisor later). */
+/**
+ * The pids of the ranks the runtime's last run_start names: its own word, as soon as it has printed
+ * it (run.json names them a poll of its supervisor later). Under its owner the runtime appends to
+ * events/<attempt>/runtime.jsonl, merged into metrics.jsonl a poll later: that file is read first
+ * while the attempt lives, so that a step the runtime printed finds the start it wrote before it.
+ */
 export function rankPidsOf(runDir: string): number[] {
-  const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
-    .filter((e) => e.type === 'run_start')
-    .at(-1);
-  return (start?.world?.ranks ?? []).map((r) => r.pid);
+  const attempts = path.join(runDir, 'events');
+  const own = existsSync(attempts)
+    ? readdirSync(attempts)
+        .map((a) => path.join(attempts, a, 'runtime.jsonl'))
+        .filter(existsSync)
+    : [];
+  for (const file of [...own, path.join(runDir, 'metrics.jsonl')]) {
+    const start = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.endsWith('}'))
+      .map((l) => JSON.parse(l) as { type: string; world?: { ranks: { pid: number }[] } })
+      .filter((e) => e.type === 'run_start')
+      .at(-1);
+    if (start) return (start.world?.ranks ?? []).map((r) => r.pid);
+  }
+  return [];
 }
 
 /** The native runtime among `pids` (run.json names its supervisor and launchers too), by its command line. */

@@ -102,3 +102,38 @@ describe('one writer of run.json', () => {
     assert.ok(runJsonWriters().includes(THE_WRITER), `the scan does not see ${THE_WRITER} write run.json`);
   });
 });
+
+// One writer of metrics.jsonl under a run's owner (issue 41 item 1): the owner merges every other
+// writer's file into it (python/fsdp_studio/event_merge.py). The two writers started without an
+// owner — the runtime by hand (native/src/train/run_folder.cc event_log_path), the companion with
+// fsdp_studio.init(run_dir=…) (event_merge.py writer_file, which python/fsdp_studio/_events.py
+// asks) — write metrics.jsonl only when no owner merges their folder;
+// test/runs/one-stream-writer.test.ts runs both under an owner.
+const STREAM_WRITERS = ['native/src/train/run_folder.cc', 'python/fsdp_studio/event_merge.py'];
+/** A run folder made up for the watch's benchmark: no runtime, no owner, one writer. */
+const MADE_UP_RUNS = ['bench/watch/big-run.ts'];
+/** Ways a C++ or Python file opens a file for writing. */
+const OPENS_FOR_WRITING = [
+  /\b(open_for_writing|open_regular_for_writing)\s*\(/,
+  /\bmake_unique<MetricsLog>|\bMetricsLog\s*\(|\bstd::ofstream\b|\bfopen\s*\([^)]*"[wa]/,
+  /\bopen\s*\([^)]*["'][wa]b?["']|\bO_APPEND\b/,
+  /(^|[^<>2&])>>?\s*"?\$/m,
+];
+/** A TypeScript or JavaScript call that writes a file named in its arguments as metrics.jsonl. */
+const TS_WRITES_STREAM =
+  /\b(appendFileSync|appendFile|createWriteStream|writeFileSync|writeFile|openRegularFileForWriting|writeRegularFileSync)\s*\([^;]*metrics\.jsonl/;
+
+/** Product files that name metrics.jsonl in their code and open a file for writing. */
+function streamWriters(): string[] {
+  return PRODUCT.flatMap(sources).filter((file) => {
+    const text = code(file, readFileSync(path.join(root, file), 'utf8'));
+    if (/\.(ts|mts|mjs|js)$/.test(file)) return TS_WRITES_STREAM.test(text);
+    return /metrics\.jsonl/.test(text) && OPENS_FOR_WRITING.some((w) => w.test(text));
+  });
+}
+
+describe("one writer of a run's stream, metrics.jsonl, under its owner", () => {
+  it('only the owner’s merge and the runtime’s choice of its own file open metrics.jsonl for writing', () => {
+    assert.deepEqual(streamWriters().sort(), [...STREAM_WRITERS, ...MADE_UP_RUNS].sort());
+  });
+});

@@ -32,7 +32,8 @@ nlohmann::json finite_or_null(double x) {
   return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
 }
 
-MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : path_(path), echo_(echo_to_stdout) {
+MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout, const std::string& label)
+    : path_(path), label_(label.empty() ? path : label), echo_(echo_to_stdout) {
   if (path.empty()) return;
   // Not through a link, and only a regular file: a resume must not append to a file outside the folder.
   fd_ = open_regular_for_writing(path, O_RDWR | O_CREAT | O_APPEND);
@@ -46,7 +47,7 @@ MetricsLog::MetricsLog(const std::string& path, bool echo_to_stdout) : path_(pat
       write_all(fd_, "\n");
     } catch (const std::exception& e) {
       ::close(fd_);
-      throw std::runtime_error(path + ": " + e.what());
+      throw std::runtime_error(label_ + ": " + e.what());
     }
   }
 }
@@ -66,7 +67,7 @@ void MetricsLog::write(nlohmann::json event) {
     try {
       write_all(fd_, text);
     } catch (const std::exception& e) {
-      throw std::runtime_error(path_ + ": " + e.what());
+      throw std::runtime_error(label_ + ": " + e.what());
     }
   }
   if (echo_) {

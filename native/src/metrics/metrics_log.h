@@ -1,5 +1,6 @@
 // The run's event log: one JSON object per line (core/schemas/metrics-event.schema.json), appended
-// to runs/<run-id>/metrics.jsonl and echoed to standard output. Each line goes out in one write()
+// to runs/<run-id>/metrics.jsonl — or, under the run's owner, to the runtime's own file the owner
+// merges into it (train/run_folder.h) — and echoed to standard output. Each line goes out in one write()
 // on a file opened for appending, so a reader never sees half a line from this writer; a line an
 // earlier writer left unterminated is ended first. Write errors name the file and the errno.
 #pragma once
@@ -11,8 +12,8 @@ namespace fsdp {
 
 class MetricsLog {
  public:
-  /** path empty: standard output only. */
-  MetricsLog(const std::string& path, bool echo_to_stdout);
+  /** path empty: standard output only. label: how write errors name the file (default: path). */
+  MetricsLog(const std::string& path, bool echo_to_stdout, const std::string& label = "");
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -22,7 +23,7 @@ class MetricsLog {
   void log(const std::string& level, const std::string& msg);
 
  private:
-  std::string path_;
+  std::string path_, label_;
   int fd_ = -1;
   bool echo_;
 };

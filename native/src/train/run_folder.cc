@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string_view>
+#include <system_error>
 
 #include "runtime/files.h"
 
@@ -23,6 +25,24 @@ std::string run_attempt_from_env() {
 }
 
 namespace {
+
+bool is_attempt_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+/** A folder of the run folder, made when missing; never a link (it would carry the events out of the folder). */
+void make_own_folder(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directory(path, ec);
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || st.type() != std::filesystem::file_type::directory)
+    throw std::runtime_error(path.string() +
+                             " is not a folder of the run folder (a link, a file, or it cannot be made" +
+                             (ec ? ": " + ec.message() : std::string()) + "): the runtime's events are not written");
+}
 
 /** The most a run.json may hold (MANIFEST_MAX_BYTES in core/protocol/regular-file.ts). */
 constexpr std::uint64_t kMaxManifestBytes = 32ull * 1024 * 1024;
@@ -52,6 +72,23 @@ std::string run_id_of(const std::string& dir) {
 
 }  // namespace
 
+std::string event_log_path(const std::string& dir, const std::string& attempt) {
+  const std::filesystem::path folder(dir);
+  const char* owner = std::getenv(kRunOwnerMergesEnv);
+  std::error_code ec;
+  // An owner of another folder (a run_dir of the runtime's own, not its owner's) merges nothing of this one.
+  if (!owner || !*owner || attempt.empty() || !std::filesystem::equivalent(owner, folder, ec) || ec)
+    return (folder / "metrics.jsonl").string();
+  if (!is_attempt_id(attempt))
+    throw std::runtime_error(std::string(kRunAttemptEnv) + " \"" + attempt +
+                             "\" is not an attempt id (1 to 64 letters, digits, '-' or '_'): the runtime's events file "
+                             "under " +
+                             (folder / "events").string() + " would not stay inside the run folder");
+  make_own_folder(folder / "events");
+  make_own_folder(folder / "events" / attempt);
+  return (folder / "events" / attempt / "runtime.jsonl").string();
+}
+
 RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool writer, bool echo)
     : dir_(dir), attempt_(run_attempt_from_env()), writer_(writer) {
   if (!writer_) {
@@ -61,7 +98,11 @@ RunFolder::RunFolder(const std::string& dir, const RunConfig& config, bool write
   std::filesystem::create_directories(dir_);
   // Before anything is written: a second trainer on this folder stops here (run_folder_lock.h).
   lock_ = std::make_unique<RunFolderLock>(dir_);
-  log_ = std::make_unique<MetricsLog>((std::filesystem::path(dir_) / "metrics.jsonl").string(), echo);
+  const std::string metrics = (std::filesystem::path(dir_) / "metrics.jsonl").string();
+  const std::string events = event_log_path(dir_, attempt_);
+  // Errors name the file the person knows: a full disk reads "…runtime.jsonl, the runtime's part of …/metrics.jsonl".
+  log_ = std::make_unique<MetricsLog>(events, echo,
+                                      events == metrics ? metrics : events + ", the runtime's part of " + metrics);
   run_id_ = run_id_of(dir_);
   if (config.logging.tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(dir_);
 }

@@ -1,4 +1,5 @@
-// The run folder as the runtime writes it (runs/<run-id>/): the event log metrics.jsonl and the same
+// The run folder as the runtime writes it (runs/<run-id>/): the event log (metrics.jsonl, or under the
+// run's owner events/<attempt>/runtime.jsonl, which the owner merges into it) and the same
 // scalars as TensorBoard event files (logging.tensorboard), under the folder's lock. Rank 0 alone writes them; on the
 // other ranks a RunFolder writes nothing, so the loop calls it the same way everywhere. run.json is not the runtime's:
 // the supervisor that owns the run (python/fsdp_studio/supervise.py) keeps it from these events (native/FORMATS.md,
@@ -28,6 +29,20 @@ const char* status_name(RunStatus s);
 inline constexpr const char* kRunAttemptEnv = "FSDP_RUN_ATTEMPT";
 /** This process's attempt: kRunAttemptEnv's value, empty when it is unset. */
 std::string run_attempt_from_env();
+/**
+ * Set by the run's owner to the run folder whose metrics.jsonl it alone writes: each writer of the
+ * run appends to a file of its own, events/<attempt>/, which the owner merges into metrics.jsonl
+ * in the order it reads them (native/FORMATS.md, "The run folder and its owner").
+ */
+inline constexpr const char* kRunOwnerMergesEnv = "FSDP_RUN_OWNER_MERGES";
+
+/**
+ * Where rank 0 appends its events: <dir>/events/<attempt>/runtime.jsonl when the run's owner merges
+ * this folder's events (kRunOwnerMergesEnv names it, and an attempt is named), else <dir>/metrics.jsonl
+ * (started by hand, the runtime is that file's only writer). Throws when the attempt's id is not one
+ * (1 to 64 letters, digits, '-' or '_'): a path built from it must stay inside the run folder.
+ */
+std::string event_log_path(const std::string& dir, const std::string& attempt);
 
 class RunFolder {
  public:

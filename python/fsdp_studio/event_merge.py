@@ -1,0 +1,294 @@
+"""A run's one stream, metrics.jsonl, as its owner writes it (native/FORMATS.md, "The run folder and
+its owner"): the one writer of that file.
+
+Under the owner (supervise.py), every other writer of the run — the native runtime's rank 0, the
+companion in a person's command on each rank — appends its events to a file of its own,
+events/<attempt>/runtime.jsonl or rank<N>.jsonl (writer_file). The owner follows those files, whole
+lines only (a partial last line waits for its end), and appends each line to metrics.jsonl in the
+order it reads them, with its own events (a command's start, the attempt's processes, stop requests,
+the end nobody else wrote) in the same sequence: one end per attempt, the first; a later one is
+dropped. Files, not pipes: rank 0 is mpirun's or srun's child, on another node under SLURM, and no
+descriptor crosses them while the shared run folder does. Its guard, the owner's successor once the
+owner is gone, takes up the merge where the owner left it (resume), then writes the end. The
+per-writer files are removed once merged at the attempt's end. A write that fails (a full disk)
+stops the merge, as it stopped the runtime's own write before: the end then reaches run.json
+through the runtime's stderr.
+
+Any Python >= 3.9, standard library only.
+"""
+
+import errno
+import json
+import os
+import re
+import stat
+import sys
+
+from fsdp_studio._events import RUN_ATTEMPT_ENV, event_line
+from fsdp_studio.run_folder_file import RefusedFile, open_for_writing
+
+#: Set by the run's owner, for every process it starts, to the run folder whose metrics.jsonl it
+#: alone writes (native/src/train/run_folder.h kRunOwnerMergesEnv reads the same).
+OWNER_MERGES_ENV = "FSDP_RUN_OWNER_MERGES"
+#: An attempt's id as a writer accepts it for a path: a file built from it stays in the run folder.
+ATTEMPT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: The folder of the per-writer files, one folder per attempt.
+EVENTS_DIR = "events"
+#: The most read of one writer's file per look; the rest waits for the next one.
+READ_CAP = 1 << 20
+
+
+def stream_path(run_dir):
+    """The run's stream: run_dir/metrics.jsonl."""
+    return os.path.join(run_dir, "metrics.jsonl")
+
+
+def attempt_dir(run_dir, attempt):
+    """run_dir/events/<attempt>; ValueError when `attempt` is not an id (it would leave the folder)."""
+    if not isinstance(attempt, str) or not ATTEMPT_ID.match(attempt):
+        raise ValueError(
+            f"{RUN_ATTEMPT_ENV} {attempt!r} is not an attempt id (1 to 64 letters, digits, '-' or '_'):"
+            f" its events file under {os.path.join(run_dir, EVENTS_DIR)} would not stay inside the run folder"
+        )
+    return os.path.join(run_dir, EVENTS_DIR, attempt)
+
+
+def writer_file(run_dir, attempt, name):
+    """Where a writer of the run appends its events: run_dir/events/<attempt>/<name> when the run's
+    owner merges this folder's events (OWNER_MERGES_ENV names it), else run_dir/metrics.jsonl (no
+    owner: the writer is that file's only writer). Raises ValueError for an attempt that is no id."""
+    metrics = stream_path(run_dir)
+    owner = os.environ.get(OWNER_MERGES_ENV, "")
+    try:
+        merged_here = bool(owner) and bool(attempt) and os.path.samefile(owner, run_dir)
+    except OSError:
+        merged_here = False
+    if not merged_here:
+        return metrics
+    folder = attempt_dir(run_dir, attempt)
+    for path in (os.path.dirname(folder), folder):
+        own_folder(path)
+    return os.path.join(folder, name)
+
+
+def own_folder(path):
+    """A folder of the run folder, made when missing; never a link (it would carry events out of it)."""
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise RefusedFile(f"{path} is not a folder of the run folder (a link or a file): no events are written there")
+
+
+class EventMerge:
+    """The owner's writing of metrics.jsonl for one attempt: the per-writer files merged into it, and
+    the owner's own events (write). `path` and `write` as _events.EventLog has them."""
+
+    def __init__(self, run_dir, attempt):
+        self.run_dir = run_dir
+        self.attempt = attempt
+        self.folder = attempt_dir(run_dir, attempt)
+        self.path = stream_path(run_dir)
+        #: Per writer's file name: how far it has been read, and its partial last line.
+        self.read_to: dict[str, int] = {}
+        self.partial: dict[str, bytes] = {}
+        #: This attempt's end is in the stream: a later one is dropped.
+        self.ended = False
+        #: Why the merge stopped (a full disk), or None.
+        self.stopped_by = None
+        self.fd = None
+
+    def write(self, event):
+        """One of the owner's own events, after every whole line the writers have written so far."""
+        self.merge()
+        self.append([event_line(event, self.attempt)])
+
+    def merge(self):
+        """Appends the writers' new whole lines to metrics.jsonl; the runtime's first, then the ranks'."""
+        for name in self.writers():
+            for _ in range(8):  # a writer faster than this reads waits for the next look
+                lines = self.read_lines(name)
+                if not lines:
+                    break
+                self.append(lines)
+
+    def writers(self):
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return []
+        found = [n for n in names if n == "runtime.jsonl" or re.match(r"^rank\d+\.jsonl$", n)]
+        return sorted(found, key=lambda n: (n != "runtime.jsonl", len(n), n))
+
+    def read_lines(self, name):
+        path = os.path.join(self.folder, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            return []
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return []
+            data = os.pread(fd, READ_CAP, self.read_to.get(name, 0))
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+        self.read_to[name] = self.read_to.get(name, 0) + len(data)
+        lines = (self.partial.get(name, b"") + data).split(b"\n")
+        self.partial[name] = lines.pop()
+        return [line + b"\n" for line in lines if line.strip()]
+
+    def append(self, lines):
+        kept = []
+        for line in lines:
+            if is_run_end(line):
+                if self.ended:
+                    continue  # one end per attempt: the first
+                self.ended = True
+            kept.append(line)
+        if not kept or self.stopped_by is not None:
+            return
+        try:
+            if self.fd is None:
+                self.fd = open_log(self.path)
+            data = b"".join(kept)
+            done = 0
+            while done < len(data):
+                done += os.write(self.fd, data[done:])
+        except OSError as e:
+            self.stopped_by = f"{self.path}: cannot write: {e.strerror or e}"
+            print(f"fsdp_studio.supervise: the run's events are merged no further: {self.stopped_by}", file=sys.stderr)
+
+    def resume(self):
+        """The guard's start: where the owner's merge stopped, found in metrics.jsonl itself. Each
+        writer's lines reached the stream in its own order, byte for byte, so each writer's file is
+        matched, line by line, against the stream from the attempt's start (run.json's log_from);
+        its lines not found there are what is left to merge. An end the owner dropped is passed over."""
+        readers = {name: LineReader(os.path.join(self.folder, name)) for name in self.writers()}
+        stream = LineReader(self.path, attempt_start(self.run_dir))
+        for line in iter(stream.next, None):
+            if is_run_end(line) and attempt_of(line) in (None, self.attempt):
+                self.ended = True
+            for reader in readers.values():
+                while self.ended and reader.peek() is not None and is_run_end(reader.peek()):
+                    reader.next()
+                if reader.peek() == line:
+                    reader.next()
+                    break
+        for name, reader in readers.items():
+            self.read_to[name] = reader.offset
+
+    def close(self, remove=True):
+        """The attempt's end: what is left merged (a partial last line, a writer killed mid-line, is
+        not an event), the descriptor closed, and the per-writer files removed."""
+        self.merge()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if remove:
+            remove_attempt_files(self.folder)
+
+
+def open_log(path):
+    """metrics.jsonl for appending, never through a link; a last line a killed writer left
+    unterminated is ended first, so the next event is a line of its own (as the runtime's MetricsLog)."""
+    fd = open_for_writing(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    size = os.fstat(fd).st_size
+    if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+        os.write(fd, b"\n")
+    return fd
+
+
+def remove_attempt_files(folder):
+    """events/<attempt>/ and what it holds (its writers' files), then events/ when no attempt is left."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+    for path in (folder, os.path.dirname(folder)):
+        try:
+            os.rmdir(path)
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                raise
+
+
+def is_run_end(line):
+    if b'"run_end"' not in line:
+        return False
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("type") == "run_end"
+
+
+def attempt_of(line):
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event.get("attempt") if isinstance(event, dict) else None
+
+
+def attempt_start(run_dir):
+    """Where the attempt run.json names began in metrics.jsonl (its log_from), 0 when unknown."""
+    from fsdp_studio import run_manifest
+
+    attempt = (run_manifest.read(run_dir) or {}).get("attempt")
+    log_from = attempt.get("log_from") if isinstance(attempt, dict) else 0
+    return log_from if isinstance(log_from, int) and log_from >= 0 else 0
+
+
+class LineReader:
+    """A file's whole lines from `offset`, one at a time, a chunk of memory at a time."""
+
+    def __init__(self, path, offset=0):
+        self.path = path
+        self.offset = offset  # where the next line not yet returned begins
+        self.buffer = b""
+        self.ahead = None
+        self.at_end = False
+
+    def peek(self):
+        if self.ahead is None:
+            self.ahead = self.read_line()
+        return self.ahead
+
+    def next(self):
+        line = self.peek()
+        self.ahead = None
+        if line is not None:
+            self.offset += len(line)
+        return line
+
+    def read_line(self):
+        while b"\n" not in self.buffer and not self.at_end:
+            chunk = self.read_chunk(self.offset + len(self.buffer))
+            if not chunk:
+                self.at_end = True
+            self.buffer += chunk
+        newline = self.buffer.find(b"\n")
+        if newline < 0:
+            return None  # a partial last line is no line yet
+        line, self.buffer = self.buffer[: newline + 1], self.buffer[newline + 1 :]
+        return line
+
+    def read_chunk(self, at):
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            return b""
+        try:
+            return os.pread(fd, READ_CAP, at) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        except OSError:
+            return b""
+        finally:
+            os.close(fd)
