@@ -13,6 +13,7 @@ import { estimateMemory } from '../../core/memory/estimate';
 import { defaultMemoryInput, type Dtype, type MemoryInput } from '../../core/memory/memory-input';
 import type { ModelShape } from '../../core/memory/model-shape';
 import { benchContext } from '../run-context';
+import { SHAPES } from './shapes';
 
 const root = path.resolve(__dirname, '../..');
 const python = path.join(root, '.venv', 'bin', 'python');
@@ -35,50 +36,6 @@ const WORLD = Number(arg('world') ?? 1);
 const FSDP = WORLD > 1 && process.argv.includes('--fsdp');
 // `-- --r 8`: one rank instead of 8 and 64.
 const RANKS = arg('r') ? [Number(arg('r'))] : [8, 64];
-
-/** The shapes measure.py builds (their config.json), as the estimator's ModelShape. */
-const SHAPES: Record<string, Omit<ModelShape, 'nLayers'>> = {
-  'smollm2-360m': {
-    name: 'SmolLM2-360M',
-    vocabSize: 49152,
-    dModel: 960,
-    nHeads: 15,
-    nKvHeads: 5,
-    ffnHidden: 2560,
-    mlp: 'swiglu',
-    norm: 'rmsnorm',
-    bias: false,
-    positionEmbeddings: 0,
-    tieEmbeddings: true,
-  },
-  'qwen3-0.6b': {
-    name: 'Qwen3-0.6B',
-    vocabSize: 151936,
-    dModel: 1024,
-    nHeads: 16,
-    nKvHeads: 8,
-    headDim: 128,
-    ffnHidden: 3072,
-    mlp: 'swiglu',
-    norm: 'rmsnorm',
-    bias: false,
-    positionEmbeddings: 0,
-    tieEmbeddings: true,
-  },
-  'llama-3.2-1b': {
-    name: 'Llama-3.2-1B',
-    vocabSize: 128256,
-    dModel: 2048,
-    nHeads: 32,
-    nKvHeads: 8,
-    ffnHidden: 8192,
-    mlp: 'swiglu',
-    norm: 'rmsnorm',
-    bias: false,
-    positionEmbeddings: 0,
-    tieEmbeddings: true,
-  },
-};
 
 interface Row {
   shape: string;

@@ -5,7 +5,7 @@ import { deepspeedTerms } from './frameworks/deepspeed';
 import { fsdpStudioTerms } from './frameworks/fsdp-studio';
 import { pytorchMoments } from './frameworks/pytorch';
 import { ndTerms } from './parallel/nd-memory';
-import type { FrameworkMoments, FrameworkTerms, TermSpec } from './frameworks/term-spec';
+import type { FrameworkMoments, FrameworkTerms, FrameworkUnsure, TermSpec } from './frameworks/term-spec';
 import {
   emptyCategoryBytes,
   MEMORY_CATEGORIES,
@@ -184,7 +184,12 @@ function estimateFixed(input: MemoryInput): MemoryEstimate {
       low: estimate.peak.total - Math.min(band, Math.max(0, cached)),
       high: estimate.peak.total + band,
     };
-  }
+  } else if (fw.unsure)
+    estimate.unsure = {
+      why: fw.unsure.why,
+      low: Math.max(0, estimate.peak.total - fw.unsure.below),
+      high: estimate.peak.total + fw.unsure.above,
+    };
   if (input.gpu) {
     const top = estimate.unsure?.high ?? estimate.peak.total;
     const headroomBytes = input.gpu.memoryBytes - top;
@@ -260,7 +265,14 @@ function fromTermSpecs(fw: FrameworkTerms): FrameworkMoments {
     momentTotals: [forward, ...backward, optimizer].map((v) => total(v).total),
     hostPeak: host,
     notes: fw.notes,
+    ...(fw.unsure ? { unsure: termsUnsure(fw, phasePeaks) } : {}),
   };
+}
+
+/** FrameworkTerms.unsure as bytes below and above the peak: the fragmentation margin (at the largest allocation) either way, and `above` more. */
+function termsUnsure(fw: FrameworkTerms, phasePeaks: FrameworkMoments['phasePeaks']): FrameworkUnsure {
+  const margin = fw.fragmentation * Math.max(...PHASES.map((p) => phasePeaks[p].allocated));
+  return { why: fw.unsure!.why, below: margin, above: margin + fw.unsure!.above };
 }
 
 export function describePolicy(c: { policy: CheckpointPolicy; everyN: number }): string {

@@ -2,10 +2,22 @@
 // mixed-precision Adam) plus the buffers DeepSpeed's config sizes: the reduce (ipg) bucket, the
 // all-gather bucket of stages 1–2, and stage 3's prefetch bucket, live-parameter cap and
 // persistence threshold. Stage from the strategy: 0 NO_SHARD … 3 FULL_SHARD.
+//
+// Over a PEFT LoRA model (issue 36) ZeRO holds what DeepSpeed's source does with frozen parameters:
+// the engine casts every parameter to the bf16/fp16 dtype (engine.py _configure_distributed_model);
+// stages 1–2 flatten, partition and step only parameters with requires_grad (stage_1_and_2.py: the
+// bit16 groups are the trainable parameters; frozen ones stay whole on every rank); stage 3
+// partitions every parameter, frozen ones included (parameter_offload.py _convert_to_zero_parameters
+// over module.parameters()), but makes gradient partitions, fp32 masters and optimizer states for the
+// trainable ones only (stage3.py _get_trainable_parameter_groups). The reduce (ipg) buckets are
+// allocated at reduce_bucket_size whatever the trainable size (stage_1_and_2.py setup_buckets,
+// stage3.py _setup_for_real_optimizer: torch.empty(reduce_bucket_size)) — for LoRA often larger than
+// every gradient they reduce. Activations are the PyTorch replay's of the PEFT model (./pytorch-replay-lora.ts).
 import { parameterCounts, type ModelShape } from '../model-shape';
 import { bytesOf, worldSize, type MemoryInput } from '../memory-input';
 import { activationTerms } from './activation-terms';
 import { CACHING_ALLOCATOR_FRAGMENTATION, pytorchProcessTerms } from './gpu-overheads';
+import { loraActivations, zeroLora } from './deepspeed-lora';
 import { pytorchActivations } from './pytorch-activations';
 import { constantTerm, type FrameworkTerms, type TermSpec } from './term-spec';
 
@@ -15,7 +27,11 @@ const STAGE = { NO_SHARD: 0, SHARD_OPTIMIZER: 1, SHARD_GRAD_OP: 2, FULL_SHARD: 3
 export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   const counts = parameterCounts(input.model);
   const L = input.model.nLayers;
-  const P = counts.total;
+  const lora = zeroLora(input);
+  // P: every parameter a rank holds (with LoRA the frozen base, the adapters and modules_to_save's copies);
+  // T: those with requires_grad, the only ones with gradients, fp32 masters and optimizer states.
+  const P = counts.total + (lora?.trainable ?? 0);
+  const T = lora?.trainable ?? P;
   const N = worldSize(input);
   const stage = STAGE[input.strategy];
   const p = bytesOf(input.precision.param); // model weights and gradients live in the training dtype
@@ -24,10 +40,18 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   const notes: string[] = [];
   if (input.strategy === 'HYBRID_SHARD')
     notes.push('DeepSpeed has no HYBRID_SHARD; estimated as ZeRO stage 3 over all ranks');
+  if (lora)
+    notes.push(
+      `ZeRO over the LoRA model: ${fmtCount(T)} trainable of ${fmtCount(P)} parameters; ${stage === 3 ? 'every parameter partitioned' : 'the frozen base whole on every rank'}, gradients and optimizer states for the trainable ones only`,
+    );
   const terms: TermSpec[] = [];
 
   // Stage 3 partitions the weights, except parameters below the persistence threshold.
-  const persistent = stage === 3 ? smallParameters(input.model, zero.paramPersistenceThreshold) : 0;
+  const persistent =
+    stage === 3
+      ? smallParameters(input.model, zero.paramPersistenceThreshold) +
+        (lora?.tensors ?? []).filter((n) => n < zero.paramPersistenceThreshold).reduce((a, n) => a + n, 0)
+      : 0;
   const localParams = stage === 3 ? (P - persistent) / N + persistent : P;
   const paramsOnHost = stage === 3 && input.offload.params;
   terms.push(
@@ -43,7 +67,7 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   );
 
   // Gradients in the training dtype: whole at stages 0–1, partitioned from stage 2.
-  const localGrads = stage >= 2 ? P / N : P;
+  const localGrads = stage >= 2 ? T / N : T;
   terms.push(
     constantTerm(
       'grads.model',
@@ -54,7 +78,7 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   );
 
   // Optimizer: fp32 master copy (mixed precision) and Adam moments, partitioned from stage 1.
-  const localOptim = stage >= 1 ? P / N : P;
+  const localOptim = stage >= 1 ? T / N : T;
   const optimOnHost = input.offload.optimizer;
   const optimBytes = localOptim * ((mixed ? FP32 : 0) + 2 * FP32);
   terms.push(
@@ -80,8 +104,10 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   }
   if (stage < 3 && input.offload.params) notes.push('offload_param does nothing below ZeRO stage 3');
 
-  // Buffers sized in elements by the config, never larger than the model.
-  const reduceBucket = Math.min(zero.reduceBucketSize, P) * p;
+  // The reduce (ipg) buffer is allocated at reduce_bucket_size elements whatever the gradients' size
+  // (stage_1_and_2.py setup_buckets; stage3.py at set-up, kept for the run). For full fine-tuning it
+  // stays capped at the model's size, as the formulas had it (not measured either way).
+  const reduceBucket = (lora ? zero.reduceBucketSize : Math.min(zero.reduceBucketSize, P)) * p;
   // Stages 1–2 with contiguous gradients reduce through an ipg buffer; overlap_comm keeps a second one
   // so one bucket fills while the other is reduced (stage_1_and_2.py's ipg_buffer).
   const buckets = (stage === 1 || stage === 2) && zero.overlapComm && zero.contiguousGradients ? 2 : 1;
@@ -91,9 +117,11 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
       category: 'comm',
       label: `reduce bucket${buckets > 1 ? 's (two: overlap_comm)' : ''} (reduce_bucket_size ${zero.reduceBucketSize.toExponential(0)})`,
       where: 'device',
-      forward: 0,
-      backward: buckets * reduceBucket,
-      optimizer: 0,
+      // Stage 3 makes its buffer at set-up and keeps it; stages 1–2 at the first gradient, released after the step.
+      // With LoRA, stages 1–2 make theirs at the first trainable gradient (a block's, after the loss and the frozen head).
+      forward: stage === 3 && lora ? reduceBucket : 0,
+      backward: lora && stage < 3 ? (step) => (step === 0 ? 0 : buckets * reduceBucket) : buckets * reduceBucket,
+      optimizer: stage === 3 && lora ? reduceBucket : 0,
     });
   }
   if (stage === 1 || stage === 2) {
@@ -105,12 +133,13 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
         where: 'device',
         forward: 0,
         backward: 0,
-        optimizer: Math.min(zero.allgatherBucketSize, P) * p,
+        // All-gathered into the flat trainable group in place (utils.py all_gather_dp_groups): at most its size.
+        optimizer: Math.min(zero.allgatherBucketSize, T) * p,
       });
   } else if (stage === 3) {
     // Gathered at once: the module being computed plus what the prefetch bucket fetches ahead,
     // never more than max_live_parameters nor the partitioned remainder of the model.
-    const largestModule = Math.max(counts.block, input.model.vocabSize * input.model.dModel);
+    const largestModule = Math.max(counts.block + (lora?.perBlock ?? 0), input.model.vocabSize * input.model.dModel);
     const live = Math.min(
       largestModule + zero.prefetchBucketSize,
       Math.max(zero.maxLiveParameters, largestModule),
@@ -129,14 +158,42 @@ export function deepspeedTerms(input: MemoryInput): FrameworkTerms {
   if (stage === 0 && N > 1)
     terms.push(constantTerm('comm.allreduce-bucket', 'comm', 'gradient all-reduce bucket', reduceBucket));
 
-  terms.push(...activationTerms(input, pytorchActivations(input)));
+  if (lora) {
+    const acts = loraActivations(input);
+    terms.push({
+      id: 'activations.lora',
+      category: 'activations',
+      label: "the LoRA model's activations (frozen base, adapters' paths), as the PyTorch replay holds them",
+      where: 'device',
+      forward: acts.forward,
+      // Step 0 is the loss and the head: with a frozen head no trainable gradient exists yet.
+      backward: (step) => (step === 0 ? acts.beforeFirstGrad : acts.afterFirstGrad),
+      optimizer: 0,
+    });
+  } else terms.push(...activationTerms(input, pytorchActivations(input)));
   terms.push(...pytorchProcessTerms(input, 1));
   return {
     terms,
     backwardSteps: L + 1,
     fragmentation: input.device === 'cuda' ? CACHING_ALLOCATOR_FRAGMENTATION : 0,
     notes,
+    // Stages 1–2 allocate and free their reduce buckets every step: a GPU's allocator may keep one more such segment.
+    ...(lora
+      ? {
+          unsure: {
+            why: ZERO_LORA_UNSURE,
+            above: stage === 1 || stage === 2 ? reduceBucket : 0,
+          },
+        }
+      : {}),
   };
+}
+
+/** Why a ZeRO estimate over a LoRA model is shown as a range. */
+export const ZERO_LORA_UNSURE = 'ZeRO over a LoRA model is not measured on a GPU';
+
+function fmtCount(n: number): string {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : `${(n / 1e6).toFixed(1)} M`;
 }
 
 /** Parameters of tensors with fewer elements than the threshold (norms, biases): kept whole at stage 3. */

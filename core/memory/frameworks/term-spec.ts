@@ -31,6 +31,18 @@ export interface FrameworkTerms {
   /** Caching-allocator fragmentation as a fraction of allocated bytes (0 for exact plans). */
   fragmentation: number;
   notes: string[];
+  /**
+   * Where the terms are not held to a GPU measurement: why, and bytes the peak may exceed them by beyond the
+   * fragmentation margin. The range runs from the tensors alone (no margin) to the peak plus the margin once
+   * more and `above` (estimate.ts fromTermSpecs).
+   */
+  unsure?: { why: string; above: number };
+}
+
+export interface FrameworkUnsure {
+  why: string;
+  below: number;
+  above: number;
 }
 
 export interface FrameworkMoments {
@@ -44,6 +56,8 @@ export interface FrameworkMoments {
   /** Offloaded bytes in host memory at their highest. */
   hostPeak: number;
   notes: string[];
+  /** As FrameworkTerms.unsure, for a framework without an allocator replay. */
+  unsure?: FrameworkUnsure;
 }
 
 /** A term with the same bytes in every phase. */

@@ -14,6 +14,8 @@ import {
   type MemoryInput,
   type NotModelled,
   type ShardingStrategy,
+  type ZeroSettings,
+  ZERO_DEFAULTS,
 } from '../memory-input';
 import { beginReading } from './config-fields';
 import type { ConfigAssignment, ConfigInputResult } from './config-input';
@@ -55,6 +57,7 @@ export function hfTrainingInput(
   let offload = { optimizer: false, params: false };
   let fsdpVersion: 1 | 2 | undefined;
   let dsLeftOut: NotModelled[] = [];
+  let zero: ZeroSettings | undefined;
   const fsdp = f.get(['fsdp']);
   const ds = f.get(['deepspeed']);
   if (fsdp !== undefined && fsdp !== null && fsdp !== false && fsdp !== '' && fsdp !== 'false') {
@@ -88,6 +91,7 @@ export function hfTrainingInput(
       settings?.stage ?? (/zero_?3|stage_?3|z3/i.test(String(ds)) ? 3 : /zero_?1|stage_?1/i.test(String(ds)) ? 1 : 2);
     strategy = ZERO_STAGE_STRATEGY[stage];
     if (settings) offload = settings.offload;
+    zero = zeroBuffers(dsConfig, model.shape.dModel);
     if (typeof ds === 'string')
       notes.push(
         settings
@@ -108,25 +112,27 @@ export function hfTrainingInput(
   }
   // The replay runs LoRA and bitsandbytes' weights in one process or under DDP, and LoRA over an
   // unquantised base under FSDP2 (fully_shard per block and at the root, as accelerate's FSDP2 plugin
-  // wraps a PEFT model; measured: bench:memory-lora -- --world 2 --fsdp). FSDP1, ZeRO, a quantised base
-  // or modules_to_save under FSDP, and MoE blocks keep the full fine-tuning estimate with LoRA named.
+  // wraps a PEFT model; measured: bench:memory-lora -- --world 2 --fsdp). FSDP1, ZeRO or FSDP over a
+  // quantised base, modules_to_save under FSDP, and MoE blocks keep the full fine-tuning estimate with LoRA named.
   const fsdp2Lora =
     strategy !== 'NO_SHARD' &&
     framework === 'pytorch' &&
     fsdpVersion === 2 &&
     !peft.weights?.quant &&
     !peft.lora?.modulesToSave.length;
+  // ZeRO (0–3) over an unquantised LoRA model: frameworks/deepspeed.ts holds the frozen base and the trainable
+  // adapters as DeepSpeed's stages do (held to DeepSpeed on the CPU: npm run bench:memory-lora-zero).
+  const zeroLora = chosenFramework === 'deepspeed' && framework === 'deepspeed' && !peft.weights?.quant;
   const loraModelled =
     !!peft.lora &&
-    chosenFramework === 'pytorch' &&
-    (strategy === 'NO_SHARD' || fsdp2Lora) &&
+    ((chosenFramework === 'pytorch' && (strategy === 'NO_SHARD' || fsdp2Lora)) || zeroLora) &&
     !!blockModules(model.shape);
   const dtypeModelled = chosenFramework === 'pytorch';
   if (peft.lora && loraModelled) {
     const q = peft.weights?.quant;
     notes.push(
       `LoRA${peft.keys.lora === 'use_peft: true' ? '' : ` from ${peft.keys.lora}`} r ${peft.lora.r} on ${peft.lora.targets === 'all-linear' ? 'every linear but the output head' : peft.lora.targets.length ? peft.lora.targets.join(', ') : "PEFT's default targets (q and v)"}` +
-        `${peft.lora.modulesToSave.length ? `, ${peft.lora.modulesToSave.join(', ')} trained whole` : ''}; base weights frozen in ${q ? `${q.kind === 'int8' ? 'int8' : q.kind.toUpperCase()}${q.doubleQuant ? ' with nested quantisation' : ''} (the rest in ${peft.weights!.dtype})` : (peft.weights?.dtype ?? 'float32')}, adapters in ${peft.lora.adapterDtype}`,
+        `${peft.lora.modulesToSave.length ? `, ${peft.lora.modulesToSave.join(', ')} trained whole` : ''}; base weights frozen in ${q ? `${q.kind === 'int8' ? 'int8' : q.kind.toUpperCase()}${q.doubleQuant ? ' with nested quantisation' : ''} (the rest in ${peft.weights!.dtype}), adapters in ${peft.lora.adapterDtype}` : zeroLora ? `${dtype}, adapters too (DeepSpeed's engine casts every parameter)` : `${peft.weights?.dtype ?? 'float32'}, adapters in ${peft.lora.adapterDtype}`}`,
     );
     const unmatched = unmatchedTargets(model.shape, peft.lora);
     if (unmatched.length) notes.push(`LoRA targets ${unmatched.join(', ')} match no linear of ${model.shape.name}`);
@@ -157,6 +163,7 @@ export function hfTrainingInput(
         ? 'eager'
         : 'flash'),
     ...(fsdpVersion ? { fsdp: { ...defaultMemoryInput(model.shape, seqLen).fsdp, version: fsdpVersion } } : {}),
+    ...(zero ? { zero } : {}),
     ...(gpu ? { gpu } : {}),
     ...(notModelled.length ? { notModelled } : {}),
     // bitsandbytes' weights only with LoRA replayed (a quantised model trains adapters only).
@@ -212,6 +219,54 @@ function zeroSettings(
     return d === 'cpu' || d === 'nvme';
   };
   return { stage, offload: { optimizer: device('offload_optimizer'), params: stage === 3 && device('offload_param') } };
+}
+
+/**
+ * The DeepSpeed file's bucket sizes as the Trainer hands them to DeepSpeed: numbers as given, DeepSpeed's
+ * defaults where absent, and "auto" filled from the model's width as transformers' HfTrainerDeepSpeedConfig
+ * does (reduce_bucket_size d², stage3_prefetch_bucket_size 0.9 d², stage3_param_persistence_threshold 10 d).
+ */
+function zeroBuffers(config: unknown, d: number): ZeroSettings {
+  const z = valueAt(config, ['zero_optimization']);
+  const get = (key: string) => (z && typeof z === 'object' ? (z as Record<string, unknown>)[key] : undefined);
+  const size = (keys: string[], auto: number, fallback: number) => {
+    for (const key of keys) {
+      const v = get(key);
+      if (v === 'auto') return auto;
+      if (typeof v === 'number' && v > 0) return v;
+    }
+    return fallback;
+  };
+  const flag = (key: string, fallback: boolean | undefined) => {
+    const v = get(key);
+    return typeof v === 'boolean' ? v : fallback;
+  };
+  const overlapComm = flag('overlap_comm', ZERO_DEFAULTS.overlapComm);
+  return {
+    reduceBucketSize: size(['reduce_bucket_size'], d * d, ZERO_DEFAULTS.reduceBucketSize),
+    allgatherBucketSize: size(
+      ['allgather_bucket_size'],
+      ZERO_DEFAULTS.allgatherBucketSize,
+      ZERO_DEFAULTS.allgatherBucketSize,
+    ),
+    prefetchBucketSize: size(
+      ['stage3_prefetch_bucket_size', 'prefetch_bucket_size'],
+      Math.floor(0.9 * d * d),
+      ZERO_DEFAULTS.prefetchBucketSize,
+    ),
+    maxLiveParameters: size(
+      ['stage3_max_live_parameters', 'max_live_parameters'],
+      ZERO_DEFAULTS.maxLiveParameters,
+      ZERO_DEFAULTS.maxLiveParameters,
+    ),
+    paramPersistenceThreshold: size(
+      ['stage3_param_persistence_threshold', 'param_persistence_threshold'],
+      10 * d,
+      ZERO_DEFAULTS.paramPersistenceThreshold,
+    ),
+    contiguousGradients: flag('contiguous_gradients', ZERO_DEFAULTS.contiguousGradients)!,
+    ...(overlapComm !== undefined ? { overlapComm } : {}),
+  };
 }
 
 function valueAt(config: unknown, path: (string | number)[]): unknown {
