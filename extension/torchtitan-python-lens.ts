@@ -3,16 +3,22 @@
 // degrees the config states, on the GPU chosen in the memory panel (fsdp.estimator.gpu). The figures
 // need the function run (runs/torchtitan/python-configs.ts runs the companion's probe in the
 // workspace's Python), so an untrusted workspace gets a lens that says so and nothing runs. The file
-// as saved is what runs: a save runs it again.
+// as saved is what runs: a save runs it again. Clicking a figure opens the memory panel with that
+// config's input, as a TOML's lens opens it for the TOML (the panel cannot write a change into Python).
 import * as vscode from 'vscode';
 import { torchtitanConfigFunctions } from '../core/config/torchtitan-python';
 import {
+  torchtitanPythonInput,
   torchtitanPythonLens,
   torchtitanPythonOptions,
   type ProbeAnswer,
 } from '../core/memory/inputs/from-torchtitan-python';
 import { probeScript, probeTorchtitanConfigs, pythonForConfig } from '../runs/torchtitan/python-configs';
 import { selectedPython } from './python-interpreter';
+import { MemoryEstimatorPanel } from './webviews/memory-estimator-panel';
+
+/** The lens's command: the memory panel for one function of a file, from its probed config. */
+export const OPEN_TORCHTITAN_PYTHON_ESTIMATE = 'fsdp.openTorchtitanPythonEstimate';
 
 type Probed = { answer: ProbeAnswer | { error: string }; python: string; chosenBy: string };
 
@@ -65,16 +71,47 @@ export function registerTorchtitanPythonLens(extensionRoot: string): vscode.Disp
         const found = configs.find((c) => c.function === f.name);
         if (!found) return lens(f.line, `no estimate: ${f.name} was not found when the file ran`, where);
         const shown = torchtitanPythonLens(found, options);
-        return lens(
+        const lensed = lens(
           f.line,
           shown.title,
-          `${shown.detail}\n${where}, torchtitan ${'torchtitan' in answer ? answer.torchtitan : '?'}`,
+          `${shown.detail}\n${where}, torchtitan ${'torchtitan' in answer ? answer.torchtitan : '?'}\n(click for the memory estimator)`,
+          shown.estimate ? OPEN_TORCHTITAN_PYTHON_ESTIMATE : '',
         );
+        if (shown.estimate && lensed.command) lensed.command.arguments = [document.uri.toString(), f.name];
+        return lensed;
       });
     },
   };
+  /** The panel for `name`() of the file at `uriText`, from the probe's last answer (what the lens shows). */
+  const openEstimate = async (uriText: string, name: string) => {
+    const uri = vscode.Uri.parse(uriText);
+    const state = probed.get(uri.toString());
+    const answer = state && 'answer' in state ? state.answer : undefined;
+    const found = answer && 'configs' in answer ? answer.configs?.find((c) => c.function === name) : undefined;
+    if (!found?.config) {
+      void vscode.window.showErrorMessage(
+        `FSDP: ${name}() of ${uri.fsPath} has no estimate (run it again by saving the file).`,
+      );
+      return;
+    }
+    const document = await vscode.workspace.openTextDocument(uri);
+    const panelGpu = vscode.workspace.getConfiguration('fsdp.estimator').get<string | null>('gpu') ?? undefined;
+    const read = torchtitanPythonInput(found.config, torchtitanPythonOptions(document.getText(), panelGpu));
+    if ('error' in read) {
+      void vscode.window.showErrorMessage(`FSDP: ${name}() of ${uri.fsPath}: ${read.error}`);
+      return;
+    }
+    MemoryEstimatorPanel.show(vscode.Uri.file(extensionRoot), uri, {
+      fileName: `${vscode.workspace.asRelativePath(uri)}: ${name}()`,
+      kind: 'torchtitan',
+      input: read.input,
+      notes: [`model: ${read.model}`, ...read.notes],
+      readOnly: `${name}() is a torchtitan 0.3 Python config: change it in the function (the panel writes TOML and YAML configs only)`,
+    });
+  };
   return vscode.Disposable.from(
     changed,
+    vscode.commands.registerCommand(OPEN_TORCHTITAN_PYTHON_ESTIMATE, openEstimate),
     vscode.languages.registerCodeLensProvider({ language: 'python', scheme: 'file' }, provider),
     vscode.workspace.onDidSaveTextDocument((d) => {
       if (probed.delete(d.uri.toString())) changed.fire();

@@ -1,6 +1,8 @@
 // Hosts the "Memory estimator" panel for one config document: sends the config's estimate input
 // whenever the document changes, and applies the changes the panel asks for as a WorkspaceEdit at
 // the exact range. The estimating itself happens in the webview (core/memory is pure and fast).
+// A config whose input cannot be read from its text (a torchtitan 0.3 Python function: it has to run)
+// comes as a computed input instead: shown as given, its changes not written back.
 import os from 'node:os';
 import * as vscode from 'vscode';
 import { changeEdit } from '../../core/memory/apply-change';
@@ -8,18 +10,27 @@ import { isConfigInputError } from '../../core/memory/inputs/config-input';
 import { hfModelSource } from '../../core/memory/inputs/hf-model';
 import { readConfigForEstimate } from '../../core/memory/inputs/read-config';
 import { describeChange, type MemoryChange } from '../../core/memory/memory-change';
-import type { MemoryEstimatorFromWebview, MemoryEstimatorToWebview } from '../../core/panels/memory-estimator-messages';
+import type {
+  EstimatorConfigMessage,
+  MemoryEstimatorFromWebview,
+  MemoryEstimatorToWebview,
+} from '../../core/panels/memory-estimator-messages';
 import { PanelHost } from './panel-host';
+
+/** A config's input computed outside the panel, and why the panel cannot write a change back into it. */
+export interface ComputedConfig extends Pick<EstimatorConfigMessage, 'fileName' | 'kind' | 'input' | 'notes'> {
+  readOnly: string;
+}
 
 export class MemoryEstimatorPanel implements vscode.Disposable {
   private static current: MemoryEstimatorPanel | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private pending: NodeJS.Timeout | undefined;
 
-  /** Shows the panel for `uri`, reusing the open one. */
-  static show(extensionUri: vscode.Uri, uri: vscode.Uri): MemoryEstimatorPanel {
+  /** Shows the panel for `uri` (with `computed`, that input instead of the document's text), reusing the open one. */
+  static show(extensionUri: vscode.Uri, uri: vscode.Uri, computed?: ComputedConfig): MemoryEstimatorPanel {
     if (MemoryEstimatorPanel.current) {
-      MemoryEstimatorPanel.current.setDocument(uri);
+      MemoryEstimatorPanel.current.setDocument(uri, computed);
       MemoryEstimatorPanel.current.host.reveal();
       return MemoryEstimatorPanel.current;
     }
@@ -28,13 +39,14 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
       { viewType: 'fsdp.memoryEstimator', title: 'Memory estimator', bundle: 'memory-estimator' },
       vscode.ViewColumn.Beside,
     );
-    MemoryEstimatorPanel.current = new MemoryEstimatorPanel(host, uri);
+    MemoryEstimatorPanel.current = new MemoryEstimatorPanel(host, uri, computed);
     return MemoryEstimatorPanel.current;
   }
 
   private constructor(
     private readonly host: PanelHost<MemoryEstimatorToWebview, MemoryEstimatorFromWebview>,
     private uri: vscode.Uri,
+    private computed: ComputedConfig | undefined,
   ) {
     this.disposables.push(
       host,
@@ -44,20 +56,21 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
       }),
       host.onDidDispose(() => this.dispose()),
       vscode.workspace.onDidChangeTextDocument((e) => {
-        if (e.document.uri.toString() === this.uri.toString()) this.scheduleSend();
+        if (!this.computed && e.document.uri.toString() === this.uri.toString()) this.scheduleSend();
       }),
     );
     this.updateTitle();
   }
 
-  private setDocument(uri: vscode.Uri): void {
+  private setDocument(uri: vscode.Uri, computed: ComputedConfig | undefined): void {
     this.uri = uri;
+    this.computed = computed;
     this.updateTitle();
     void this.sendConfig();
   }
 
   private updateTitle(): void {
-    this.host.panel.title = `Memory: ${this.uri.path.split('/').pop()}`;
+    this.host.panel.title = `Memory: ${this.computed?.fileName ?? this.uri.path.split('/').pop()}`;
   }
 
   /** Typing produces a burst of changes; estimate once it pauses. */
@@ -67,6 +80,12 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
   }
 
   private async sendConfig(): Promise<void> {
+    if (this.computed) {
+      const { readOnly: _, ...config } = this.computed;
+      this.host.clearQueue();
+      this.host.post({ type: 'config', ...config, hostMemoryBytes: os.totalmem() });
+      return;
+    }
     const doc = await vscode.workspace.openTextDocument(this.uri);
     const fileName = vscode.workspace.asRelativePath(this.uri);
     const read = readConfigForEstimate(
@@ -94,6 +113,14 @@ export class MemoryEstimatorPanel implements vscode.Disposable {
   }
 
   private async apply(change: MemoryChange): Promise<void> {
+    if (this.computed) {
+      this.host.post({
+        type: 'applied',
+        ok: false,
+        message: `Cannot apply ${describeChange(change)}: ${this.computed.readOnly}`,
+      });
+      return;
+    }
     const doc = await vscode.workspace.openTextDocument(this.uri);
     const result = changeEdit(doc.getText(), vscode.workspace.asRelativePath(this.uri), change);
     if ('error' in result) {

@@ -1,8 +1,9 @@
 // torchtitan 0.3's Python configurations in a real VS Code, with the real torchtitan 0.3.0 of the
 // project's .venv: a person's module of functions returning Trainer.Config shows, above each, its
 // per-GPU memory on the GPU of fsdp.estimator.gpu (computed by running the function in the Python a
-// launch spec's python: names), or why there is none (the function raised); in an untrusted
-// workspace the lens asks for trust and runs nothing.
+// launch spec's python: names), or why there is none (the function raised); clicking a figure opens
+// the memory panel for that function's config; in an untrusted workspace the lens asks for trust and
+// runs nothing.
 import assert from 'node:assert/strict';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -66,6 +67,21 @@ describe('e2e: a torchtitan 0.3 Python config in a real VS Code', function () {
       /^no estimate: AttributeError: 'ParallelismConfig' object has no attribute 'tensor_parallel_degre' \(at my_configs\.py:24\)$/,
     );
     await vscode!.screenshot('torchtitan-python-lens');
+  });
+
+  it("opens the memory panel for the function's config from its figure, with the figure the lens shows", async () => {
+    const figure = await lensText(vscode!, '≈', 60_000);
+    await vscode!.page.locator('.contentWidgets .codelens-decoration a', { hasText: '≈' }).first().click();
+    const web = vscode!.webview();
+    await web.locator('#verdict').waitFor({ timeout: 60_000 });
+    assert.match(await web.locator('#title').innerText(), /^Memory estimator — my_configs\.py: llama3_8b_fsdp8\(\)/);
+    // llama3_8b_fsdp8 sets data_parallel_shard_degree 8: FSDP over 8 GPUs, nothing else.
+    assert.match(await web.locator('#scope').innerText(), /^per GPU — 8 GPUs, .*dp 8.*, torchtitan$/);
+    // The panel estimates the same input the lens did: its figure is the lens's.
+    const gib = /^≈ ([\d.]+) GiB/.exec(figure)![1];
+    const summary = await web.locator('#summary').innerText();
+    assert.ok(summary.startsWith(`≈ ${gib} GiB / GPU`), `${figure} → ${summary}`);
+    await vscode!.screenshot('torchtitan-python-panel');
   });
 });
 
