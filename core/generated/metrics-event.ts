@@ -11,7 +11,9 @@ export type MetricsEvent =
   | AnomalyEvent
   | LogEvent
   | RunEndEvent
-  | ScalarsEvent;
+  | ScalarsEvent
+  | ProcessesEvent
+  | StopRequestedEvent;
 /**
  * Metrics protocol version.
  */
@@ -280,4 +282,41 @@ export interface ScalarsEvent {
     [k: string]: number | null | undefined;
   };
   rank?: number;
+}
+/**
+ * The attempt's processes as its owner, the supervisor, knows them once they are started (a person's command: as it starts it; a native run: once the runtime's run_start names its ranks). Written by the owner alone, after the attempt's run_start (native/FORMATS.md, "The run folder and its owner").
+ */
+export interface ProcessesEvent {
+  v: ProtocolVersion;
+  type: 'processes';
+  time: Time;
+  processes: {
+    pid: number;
+    /**
+     * owner: the supervisor; guard: its guard, which ends the run if the owner dies or freezes; launcher: what the owner started for a native run (fsdp-train, mpirun, srun); command: a person's command as the owner started it (one copy, or the launcher it names); rank: a rank of the job.
+     */
+    role: 'owner' | 'guard' | 'launcher' | 'command' | 'rank';
+    /**
+     * The program, as a person knows it (mpirun, fsdp-train, python3).
+     */
+    name?: string;
+    rank?: number;
+    host?: string;
+  }[];
+}
+/**
+ * A stop signal reached the run's owner (the editor's Stop, a terminal's Ctrl-C, SLURM ending the job), written by the owner as it notes it; the run then ends with its run_end. A second one while the run is stopping is the same stop (already_stopping): only Stop's explicit Kill now kills.
+ */
+export interface StopRequestedEvent {
+  v: ProtocolVersion;
+  type: 'stop_requested';
+  time: Time;
+  /**
+   * The signal's name: SIGTERM, SIGINT, SIGUSR1, SIGHUP.
+   */
+  signal: string;
+  /**
+   * True when the run was already stopping: an earlier stop signal came.
+   */
+  already_stopping?: boolean;
 }

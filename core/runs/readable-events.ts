@@ -59,6 +59,14 @@ export function describeEvent(e: MetricsEvent): string {
       return `${e.level}: ${e.msg}`;
     case 'run_end':
       return `run ${e.status} at step ${e.step}${e.reason ? `: ${e.reason}` : ''}`;
+    case 'processes':
+      return `processes: ${e.processes
+        .map((p) => `${p.role}${p.rank !== undefined ? ` ${p.rank}` : ''} ${p.name ? `${p.name} ` : ''}(pid ${p.pid})`)
+        .join(', ')}`;
+    case 'stop_requested':
+      return e.already_stopping
+        ? `stop requested again (${e.signal}): already stopping`
+        : `stop requested (${e.signal})`;
     default:
       return JSON.stringify(e);
   }

@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import sys
+from typing import Callable, Optional
 
 from fsdp_studio._events import RUN_ATTEMPT_ENV, event_line
 from fsdp_studio.run_folder_file import RefusedFile, open_for_writing
@@ -97,11 +98,17 @@ class EventMerge:
         self.ended = False
         #: Why the merge stopped (a full disk), or None.
         self.stopped_by = None
+        #: Called with the first run_start a writer wrote: an event of the owner's to follow it at
+        #: once (the attempt's processes, which that start names), or None.
+        self.after_start: Optional[Callable[[dict], Optional[dict]]] = None
         self.fd = None
 
-    def write(self, event):
-        """One of the owner's own events, after every whole line the writers have written so far."""
-        self.merge()
+    def write(self, event, merge_first=True):
+        """One of the owner's own events, after every whole line the writers have written so far
+        (merge_first=False: after the lines merged at the last look, for an event the owner noted
+        before this look's lines)."""
+        if merge_first:
+            self.merge()
         self.append([event_line(event, self.attempt)])
 
     def merge(self):
@@ -148,6 +155,13 @@ class EventMerge:
                     continue  # one end per attempt: the first
                 self.ended = True
             kept.append(line)
+            follow = self.after_start
+            start = event_of(line) if follow is not None and b'"run_start"' in line else None
+            if follow is not None and start is not None and start.get("type") == "run_start":
+                self.after_start = None
+                event = follow(start)
+                if event is not None:
+                    kept.append(event_line(event, self.attempt))
         if not kept or self.stopped_by is not None:
             return
         try:
@@ -230,12 +244,18 @@ def is_run_end(line):
     return isinstance(event, dict) and event.get("type") == "run_end"
 
 
-def attempt_of(line):
+def event_of(line):
+    """The event a line holds, or None (a line that is not a JSON object)."""
     try:
         event = json.loads(line)
     except ValueError:
         return None
-    return event.get("attempt") if isinstance(event, dict) else None
+    return event if isinstance(event, dict) else None
+
+
+def attempt_of(line):
+    event = event_of(line)
+    return event.get("attempt") if event else None
 
 
 def attempt_start(run_dir):

@@ -68,6 +68,11 @@ def name_of(pid):
             words = [w.decode("utf-8", "replace") for w in f.read().split(b"\0") if w]
     except OSError:
         return "a process"
+    return program_of(words)
+
+
+def program_of(words):
+    """name_of() for a command line given as its words."""
     if not words:
         return "a process"
     program = os.path.basename(words[0])

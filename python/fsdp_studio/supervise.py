@@ -66,7 +66,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Any, Optional
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if PACKAGE_ROOT not in sys.path:
@@ -75,7 +75,15 @@ if PACKAGE_ROOT not in sys.path:
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_ATTEMPT_ENV, RUN_DIR_ENV, EventLog  # noqa: E402
 from fsdp_studio.event_merge import OWNER_MERGES_ENV, EventMerge  # noqa: E402
-from fsdp_studio.frozen import FrozenWatch, end_in_log, group_of, kill_tree, wait_for_owner, wait_gone  # noqa: E402
+from fsdp_studio.frozen import (  # noqa: E402
+    FrozenWatch,
+    end_in_log,
+    group_of,
+    kill_tree,
+    program_of,
+    wait_for_owner,
+    wait_gone,
+)
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
@@ -157,12 +165,42 @@ class Attempt:
         #: the run's end that names it once every process of the attempt was killed for it.
         self.frozen = FrozenWatch()
         self.frozen_reason: Optional[str] = None
+        #: How many of the stop signals that came the stream has been told of.
+        self.stops_told = 0
 
     def poll(self):
+        self.tell_stops()
         self.log.merge()
         self.on_poll()
         self.slurm_end.look()
         self.look_frozen()
+
+    def tell_stops(self):
+        """Each stop signal that came, in the stream as this owner noted it (the handler only notes
+        it), before the lines the writers wrote since the last look: a second one while the run is
+        stopping is the same stop, "already stopping". One that came once the stream held the
+        attempt's end is no request to an attempt that still runs: not told."""
+        while self.stops_told < len(self.stopped):
+            if self.log.ended:
+                self.stops_told = len(self.stopped)
+                return
+            event: dict[str, Any] = {
+                "type": "stop_requested",
+                "signal": signal.Signals(self.stopped[self.stops_told]).name,
+            }
+            if self.stops_told > 0:
+                event["already_stopping"] = True
+            self.log.write(event, merge_first=False)
+            self.stops_told += 1
+
+    def processes(self, others):
+        """The attempt's processes as an event of the stream: this owner, its guard, then `others`
+        (each a dict with pid, role and what else is known)."""
+        host = socket.gethostname()
+        own = [{"pid": os.getpid(), "role": "owner", "name": "supervise.py", "host": host}]
+        if self.guard is not None:
+            own.append({"pid": self.guard[1].pid, "role": "guard", "name": "supervise.py", "host": host})
+        return {"type": "processes", "processes": own + others}
 
     def look_frozen(self):
         """A stopped launcher (mpirun, fsdp-train) or rank answers nothing and stalls the run: once one
@@ -323,6 +361,8 @@ def follow_runtime(attempt, events, manifest_before):
     attempt.manifest_before = manifest_before
     run_dir, workers, parent = attempt.run_dir, attempt.workers, attempt.parent
     run_manifest.update(run_dir, {"pids": workers.own})
+    # The attempt's processes follow the runtime's start in the stream at once: it names the ranks.
+    attempt.log.after_start = lambda start: attempt.processes(runtime_processes(attempt, start))
 
     def on_poll():
         was_started = runtime.started
@@ -339,6 +379,30 @@ def follow_runtime(attempt, events, manifest_before):
             parent.look()
 
     attempt.on_poll = on_poll
+
+
+def runtime_processes(attempt, start):
+    """A native run's processes past its owner: what it started (fsdp-train, mpirun, srun), and the
+    ranks the runtime's run_start names."""
+    child = attempt.children[0]
+    launched = [
+        {
+            "pid": child.pid,
+            "role": "launcher",
+            "name": program_of(attempt.args.command),
+            "host": socket.gethostname(),
+        }
+    ]
+    ranks = ((start or {}).get("world") or {}).get("ranks") if isinstance((start or {}).get("world"), dict) else None
+    for r in ranks if isinstance(ranks, list) else []:
+        if isinstance(r, dict) and isinstance(r.get("pid"), int) and r["pid"] > 0:
+            rank = {"pid": r["pid"], "role": "rank"}
+            if isinstance(r.get("rank"), int) and r["rank"] >= 0:
+                rank["rank"] = r["rank"]
+            if isinstance(r.get("host"), str):
+                rank["host"] = r["host"]
+            launched.append(rank)
+    return launched
 
 
 def announce_command(attempt, manifest, world):
@@ -359,6 +423,16 @@ def announce_command(attempt, manifest, world):
             },
             "runtime": {"name": "fsdp-studio supervisor", "command": attempt.args.command},
         }
+    )
+    host = socket.gethostname()
+    name = program_of(attempt.args.command)
+    attempt.log.write(
+        attempt.processes(
+            [
+                {"pid": c.pid, "role": "command", "name": name, "host": host, **({"rank": r} if world > 1 else {})}
+                for r, c in enumerate(attempt.children)
+            ]
+        )
     )
 
 
@@ -388,6 +462,7 @@ def end(attempt, codes, failed):
     args, runtime = attempt.args, attempt.runtime
     # A stop signal that came as the command ended: SLURM may be ending the job.
     attempt.slurm_end.look()
+    attempt.tell_stops()
     if runtime is not None:
         c = codes[0]
         parent = attempt.parent

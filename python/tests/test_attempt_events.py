@@ -60,10 +60,13 @@ class AttemptEvents(unittest.TestCase):
         self.assertEqual(
             named,
             [
+                # The owner names the attempt's processes right after its start (issue 41 item 1).
                 ("run_start", first),
+                ("processes", None),
                 ("scalars", None),
                 ("run_end", first),
                 ("run_start", second),
+                ("processes", None),
                 ("scalars", None),
                 ("run_end", second),
             ],

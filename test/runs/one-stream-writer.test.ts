@@ -99,6 +99,65 @@ describe("one writer of a run's stream under its owner (issue 41 item 1)", funct
       [4, 8, 12],
     );
     assert.equal(eventsOf(events, 'run_end')[0].status, 'completed');
+    // The owner names the attempt's processes once the runtime's start named its ranks, after that start.
+    const processes = eventsOf(events, 'processes');
+    assert.equal(processes.length, 1, JSON.stringify(processes));
+    assert.ok(events.indexOf(processes[0]) > 0, 'after the start it names');
+    const roles = processes[0].processes.map((p) => [p.role, p.name ?? p.rank]);
+    assert.deepEqual(roles, [
+      ['owner', 'supervise.py'],
+      ['guard', 'supervise.py'],
+      ['launcher', 'fsdp-train'],
+      ['rank', 0],
+      ['rank', 1],
+    ]);
+    assert.deepEqual(
+      processes[0].processes.filter((p) => p.role === 'rank').map((p) => p.pid),
+      eventsOf(events, 'run_start')[0].world.ranks.map((r) => r.pid),
+    );
+  });
+
+  it('a Stop, and a second one while the run is stopping, are in the stream as its owner noted them, before the one end', async () => {
+    const runDir = path.join(dir, 'run');
+    // Steps long enough that a second Stop comes while the run finishes the step the first stopped after.
+    const config = writeConfig(
+      dir,
+      smallConfig({
+        model: { d_model: 256, n_layers: 6, n_heads: 4, max_seq_len: 128 },
+        data: { seq_len: 128 },
+        training: { max_steps: 100_000, batch_size_per_gpu: 8 },
+        checkpointing: { save_every_n_steps: 0, save_final: true },
+      }),
+    );
+    let stepSeen: () => void = () => undefined;
+    const firstStep = new Promise<void>((resolve) => (stepSeen = resolve));
+    const { child, done } = startTrain(
+      [config, '--run-dir', runDir],
+      (line) => {
+        if (line.includes('"type":"step"')) stepSeen();
+      },
+      { detached: true },
+    );
+    groups.push(child.pid!);
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d));
+    await firstStep;
+    const pgid = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pgid: number }).pgid;
+    // As the editor's Stop signals the run's group: the second once the first is acted on.
+    process.kill(-pgid, 'SIGTERM');
+    await until('the first Stop is acted on', () => /stopping after the current step/.test(stderr), 60_000);
+    process.kill(-pgid, 'SIGTERM');
+    const r = await done;
+    assert.match(r.stderr, /already stopping/, 'the second Stop came while the run was stopping');
+    const { events } = await oneStream(runDir);
+    assert.deepEqual(
+      eventsOf(events, 'stop_requested').map((e) => [e.signal, e.already_stopping ?? false]),
+      [
+        ['SIGTERM', false],
+        ['SIGTERM', true],
+      ],
+    );
+    assert.equal(eventsOf(events, 'run_end')[0].status, 'stopped');
   });
 
   it('a 2-rank native job whose mpirun is killed: the owner writes the end in the stream too, once', async () => {
@@ -199,6 +258,15 @@ describe("one writer of a run's stream under its owner (issue 41 item 1)", funct
     const ranks = new Set(eventsOf(events, 'anomaly').map((e) => e.where.rank));
     assert.deepEqual([...ranks].sort(), [0, 1], 'both ranks’ anomalies reached the stream');
     assert.equal(eventsOf(events, 'run_end')[0].status, 'completed');
+    assert.deepEqual(
+      eventsOf(events, 'processes')[0].processes.map((p) => [p.role, p.rank]),
+      [
+        ['owner', undefined],
+        ['guard', undefined],
+        ['command', 0],
+        ['command', 1],
+      ],
+    );
     assert.deepEqual(
       readdirSync(runDir).filter((n) => n === 'events'),
       [],
