@@ -8,9 +8,10 @@
 // transformers' logits within the same bounds, position by position; a run started from the Llama
 // folder trains 3 steps and its export gives, in transformers, the trained run's native logits.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import { loadRunConfig } from '../../core/config/run-config';
 import { writeTokenFile } from '../../core/data/token-file';
 import { VENV_PYTHON } from '../harness/pytorch';
@@ -27,15 +28,46 @@ interface Logits {
   logits: number[];
 }
 
-function transformersLogits(folders: string[], tokens: number[][]): Logits[] {
-  const r = spawnSync(VENV_PYTHON, [LOGITS_SCRIPT], {
-    input: JSON.stringify(folders.map((folder) => ({ folder, tokens }))),
-    encoding: 'utf8',
-    maxBuffer: 1 << 28,
-    env: { ...process.env, HF_HUB_OFFLINE: '1' },
-  });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout) as Logits[];
+/**
+ * transformers' logits, from one Python process for the whole file (hf_causal_lm_logits.py answers a
+ * line per request): importing torch and transformers is ~5 s of CPU, each request a fraction of
+ * that, and every request still loads its folders afresh with from_pretrained.
+ */
+class TransformersLogits {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly answers: Array<(line: string | undefined) => void> = [];
+  private stderr = '';
+
+  constructor() {
+    this.child = spawn(VENV_PYTHON, [LOGITS_SCRIPT], { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+    readline.createInterface({ input: this.child.stdout }).on('line', (line) => this.answers.shift()?.(line));
+    this.child.stderr.on('data', (b: Buffer) => (this.stderr = (this.stderr + b.toString()).slice(-8000)));
+    // A process that did not start or has ended answers nothing: `of` then fails with what it printed.
+    this.child.on('error', (e) => (this.stderr += `\n${e.message}`));
+    this.child.stdin.on('error', (e) => (this.stderr += `\n${e.message}`));
+    this.child.on('close', () => {
+      for (const answer of this.answers.splice(0)) answer(undefined);
+    });
+  }
+
+  async of(folders: string[], tokens: number[][]): Promise<Logits[]> {
+    const line = await new Promise<string | undefined>((resolve) => {
+      this.answers.push(resolve);
+      this.child.stdin.write(`${JSON.stringify(folders.map((folder) => ({ folder, tokens })))}\n`);
+    });
+    assert.ok(line !== undefined, `${LOGITS_SCRIPT} ended without answering:\n${this.stderr}`);
+    const answer = JSON.parse(line) as Logits[] | { error: string };
+    if (!Array.isArray(answer)) assert.fail(`${LOGITS_SCRIPT}: ${answer.error}`);
+    return answer;
+  }
+
+  /** Ends the process (its input ends) and waits for it to exit. */
+  async close(): Promise<void> {
+    if (this.child.pid === undefined || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('close', resolve));
+    this.child.stdin.end();
+    await exited;
+  }
 }
 
 /** The largest |a - b| and the largest KL(softmax a || softmax b) over the positions. */
@@ -67,10 +99,15 @@ function softmax(x: number[]): number[] {
 describe('Llama and Qwen3 Hugging Face folders imported and exported, against transformers', function () {
   this.timeout(300_000);
   let dir: string;
+  let transformers: TransformersLogits;
   before(() => {
     dir = tempDir('hf-decoder');
+    transformers = new TransformersLogits();
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(async () => {
+    await transformers.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   for (const [fixture, architecture] of [
     ['llama-biases', 'LlamaForCausalLM'],
@@ -109,7 +146,7 @@ describe('Llama and Qwen3 Hugging Face folders imported and exported, against tr
         [1, 5, 9, 63, 0, 17, 42, 8],
         [60, 2, 2, 31, 7, 11, 50, 3],
       ];
-      const [theirs, ours] = transformersLogits([folder, out], tokens);
+      const [theirs, ours] = await transformers.of([folder, out], tokens);
       assert.equal(ours.architecture, architecture);
       const { worst, kl } = compare(ours, theirs);
       console.log(`      worst logit difference ${worst.toExponential(2)}, KL ${kl.toExponential(2)}`);
@@ -117,7 +154,7 @@ describe('Llama and Qwen3 Hugging Face folders imported and exported, against tr
       assert.ok(kl <= 1e-6, `KL ${kl}`);
     });
 
-    it(`${fixture}: fsdp-train logits FOLDER (the runtime's forward) gives transformers' logits`, () => {
+    it(`${fixture}: fsdp-train logits FOLDER (the runtime's forward) gives transformers' logits`, async () => {
       const folder = path.join(FIXTURES, fixture);
       const tokens = [3, 14, 15, 9, 26, 53, 58, 9, 7, 9, 32, 38];
       const r = spawnSync(process.execPath, [CLI, 'logits', folder], {
@@ -130,7 +167,7 @@ describe('Llama and Qwen3 Hugging Face folders imported and exported, against tr
       assert.equal(lines.length, tokens.length);
       const rows = lines.map((l) => JSON.parse(l) as number[]);
       const ours: Logits = { architecture, shape: [1, tokens.length, rows[0].length], logits: rows.flat() };
-      const [theirs] = transformersLogits([folder], [tokens]);
+      const [theirs] = await transformers.of([folder], [tokens]);
       const { worst, kl } = compare(ours, theirs);
       console.log(
         `      native against transformers: worst logit difference ${worst.toExponential(2)}, KL ${kl.toExponential(2)}`,
@@ -175,7 +212,7 @@ describe('Llama and Qwen3 Hugging Face folders imported and exported, against tr
       .split('\n')
       .map((l) => JSON.parse(l) as number[]);
     const ours: Logits = { architecture: 'LlamaForCausalLM', shape: [1, tokens.length, 64], logits: rows.flat() };
-    const [theirs, original] = transformersLogits([out, path.join(work, 'model')], [tokens]);
+    const [theirs, original] = await transformers.of([out, path.join(work, 'model')], [tokens]);
     const { worst, kl } = compare(ours, theirs);
     console.log(
       `      trained 3 steps, exported: worst logit difference ${worst.toExponential(2)}, KL ${kl.toExponential(2)}`,
