@@ -123,6 +123,10 @@ describe('ZeRO over a LoRA model, held to hand-computed byte counts', () => {
     assert.deepEqual([bucket.forward, backwardAt(bucket, 0), bucket.optimizer], [2_000_000, 2_000_000, 2_000_000]);
     // Gathered: the largest module (the 64,000-element head; a block is 36,992 + 8,192) and the prefetch bucket.
     assert.equal(term(terms, 'comm.gathered').forward, (64_000 + 10_000) * 2);
+    // stage3_max_reuse_distance keeps reused parameters gathered (not modelled): the range reaches all 207,872
+    // partitioned elements gathered (below max_live_parameters), 415,744 bytes, less the 148,000 counted.
+    const e = estimateMemory(input);
+    assert.deepEqual([e.unsure?.low, e.unsure?.high], [e.peak.total, e.peak.total + 415_744 - 148_000]);
   });
 
   it("takes the PEFT model's activations from the replay, split at the first trainable gradient", () => {
