@@ -1,6 +1,8 @@
 // The CUDA compile check (native/cmake/cuda.cmake, target fsdp_cuda_kernels_check): on a machine
 // with nvcc, every .cu file of the backend compiles for every architecture of
-// FSDP_CUDA_ARCHITECTURES (sm_80 and sm_90); every host file of the backend and of the GPU
+// FSDP_CUDA_ARCHITECTURES (sm_80 and sm_90) — for sm_80 alone while no source branches on
+// __CUDA_ARCH__, since PTX that compiles for compute_80 compiles for every later architecture, for
+// each of them once one does; every host file of the backend and of the GPU
 // collectives (parallel/cuda/), every runtime file with an FSDP_WITH_CUDA branch (with it on) and
 // every GPU test compiles — except the ones that need a library this machine lacks (cuBLASLt,
 // NCCL), which the report names with the reason; those files are then still syntax-checked against
@@ -24,10 +26,23 @@ interface CheckReport {
   nvcc: string;
   cuda_version: string;
   architectures: string[];
+  compiled_for: string[];
+  arch_branches: string[];
   backend_built: boolean;
   compiled: string[];
   skipped: Array<{ file: string; reason: string }>;
   stub_checked?: string[];
+}
+
+/** The C++ and CUDA sources under `dir`, at any depth. */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sourceFiles(path.join(dir, e.name))
+      : /\.(cc|cu|cuh|h)$/.test(e.name)
+        ? [path.join(dir, e.name)]
+        : [],
+  );
 }
 
 function nvccPresent(): boolean {
@@ -35,7 +50,7 @@ function nvccPresent(): boolean {
 }
 
 describe('native runtime: CUDA backend compile check', function () {
-  // nvcc compiles the attention kernels for two architectures: minutes on two busy cores.
+  // nvcc compiles the attention kernels: minutes on two busy cores.
   this.timeout(1_800_000);
 
   before(function () {
@@ -45,13 +60,28 @@ describe('native runtime: CUDA backend compile check', function () {
     }
   });
 
-  it('compiles every kernel for sm_80 and sm_90, and every host file, CUDA branch and GPU test whose libraries are here', () => {
+  it('compiles every kernel for sm_80 and sm_90 (for sm_80 while no source branches on the architecture), and every host file, CUDA branch and GPU test whose libraries are here', () => {
     const r = spawnSync('cmake', ['--build', cmakeBuild, '--target', 'fsdp_cuda_kernels_check', '--parallel', '2'], {
       encoding: 'utf8',
     });
     assert.equal(r.status, 0, `the compile check failed:\n${(r.stdout + r.stderr).slice(-8000)}`);
     const check = JSON.parse(readFileSync(report, 'utf8')) as CheckReport;
     assert.deepEqual(check.architectures, ['80', '90']);
+    // Read here as well as by CMake: a source that asks which architecture it is compiled for
+    // (__CUDA_ARCH__ and its feature macros) has code only some architectures see, and then every
+    // architecture must be compiled; otherwise the lowest proves them all.
+    const branching = sourceFiles(path.join(nativeDir, 'src'))
+      .filter((f) => /\.(cu|cuh|h)$/.test(f) && readFileSync(f, 'utf8').includes('__CUDA_ARCH'))
+      .map((f) => path.relative(nativeDir, f))
+      .sort();
+    // CMake reads the sources when it configures: a build configured before a file began (or
+    // stopped) branching compiles for the architectures of then, so configure it again.
+    assert.deepEqual(
+      [...check.arch_branches].sort(),
+      branching,
+      `${cmakeBuild} was configured before the sources' __CUDA_ARCH__ branches changed: run its CMake configure again`,
+    );
+    assert.deepEqual(check.compiled_for, branching.length > 0 ? ['80', '90'] : ['80'], branching.join(', '));
 
     const kernels = [
       ...readdirSync(path.join(cudaSources, 'kernels'))
@@ -103,7 +133,9 @@ describe('native runtime: CUDA backend compile check', function () {
     assert.ok(
       hosts.has('test/cuda/attention_kernel_test.cc') && check.compiled.includes('test/cuda/attention_kernel_test.cc'),
     );
-    console.log(`    compiled with nvcc ${check.cuda_version}: ${check.compiled.join(', ')}`);
+    console.log(
+      `    compiled with nvcc ${check.cuda_version} for sm_${check.compiled_for.join(', sm_')}: ${check.compiled.join(', ')}`,
+    );
     if (check.stub_checked?.length)
       console.log(`    checked against a stub header (cmake/stubs/): ${check.stub_checked.join(', ')}`);
     for (const s of check.skipped) console.log(`    not compiled here: ${s.file}: ${s.reason}`);
@@ -116,15 +148,7 @@ describe('native runtime: CUDA sources order every copy on a stream', () => {
   // overtaken by, the work queued on them (the NCCL host-scalar path did, sharing a buffer with
   // queued copies). Read on any machine, nvcc or not.
   it('no runtime file copies or sets memory on the legacy stream', () => {
-    const files = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-        e.isDirectory()
-          ? files(path.join(dir, e.name))
-          : /\.(cc|cu|cuh|h)$/.test(e.name)
-            ? [path.join(dir, e.name)]
-            : [],
-      );
-    const sources = files(path.join(nativeDir, 'src'));
+    const sources = sourceFiles(path.join(nativeDir, 'src'));
     const streams = sources.filter((f) => /cudaStreamNonBlocking/.test(readFileSync(f, 'utf8')));
     assert.ok(
       streams.some((f) => f.endsWith('nccl_collectives.cc')) && streams.some((f) => f.endsWith('cuda_backend.cc')),
