@@ -102,6 +102,10 @@ export function accelerateInput(
     notes.push(
       'micro-batch 1 assumed (accelerate configs do not say; give micro_batch=… in a "fsdp-studio:" comment or --micro-batch)',
     );
+  // Issue 36: an accelerate config names no script, so a PEFT model made in it (get_peft_model) cannot be known here.
+  notes.push(
+    'LoRA / PEFT in the training script is not seen (an accelerate config names no script): estimated as full fine-tuning; a TRL or TrainingArguments config with use_peft is estimated with LoRA',
+  );
 
   const input: MemoryInput = {
     ...defaultMemoryInput(model.shape, model.seqLen),
