@@ -266,6 +266,10 @@ export interface RunEndEvent {
   step: number;
   reason?: string;
   attempt?: AttemptId;
+  /**
+   * Written by the run's owner in place of the native runtime's own run_end, which it never wrote (its process, or its launcher, was killed): readers describe how its processes ended (exit signal, memory, the last stderr lines: core/runs/run-end.ts) as for a run that ended without a run_end.
+   */
+  stand_in?: boolean;
 }
 /**
  * Named scalars of one step, as a person's own training script logs them (fsdp_studio.log(step, loss=…, **scalars)): tags as they chose them (train/loss, lr, …); the dashboard recognises the usual names and shows every tag.

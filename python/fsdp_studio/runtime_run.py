@@ -141,7 +141,7 @@ class RuntimeRun:
             return
         # The runtime ended without its run_end (killed, its launcher killed): the owner writes it, and
         # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
-        stream.write({"type": "run_end", "status": "failed", "step": self.step, "reason": reason})
+        stream.write({"type": "run_end", "status": "failed", "step": self.step, "reason": reason, "stand_in": True})
         run_manifest.update(self.run_dir, {"status": "failed", "step": self.step, "end_reason": reason})
 
 

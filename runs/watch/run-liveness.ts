@@ -84,10 +84,11 @@ export class RunLiveness {
     }
   }
 
-  /** run.json says the run ended, but the log has no run_end for it. */
+  /** run.json says the run ended, but the log has no run_end for it (or only its owner's stand-in for one). */
   private endedWithoutRunEnd(): boolean {
     const m = this.run.manifest();
-    return !!m && ENDED.has(m.status) && !this.run.history.end && !this.vanished.get();
+    const end = this.run.history.end;
+    return !!m && ENDED.has(m.status) && (!end || end.stand_in === true) && !this.vanished.get();
   }
 
   /**
@@ -101,8 +102,9 @@ export class RunLiveness {
     const last = await lastLineOf(machine, metricsFile).catch(() => undefined);
     if (!last) return false;
     try {
-      const event = JSON.parse(last.text) as { type?: unknown; time?: unknown; attempt?: unknown };
-      if (event.type !== 'run_end') return false;
+      const event = JSON.parse(last.text) as { type?: unknown; time?: unknown; attempt?: unknown; stand_in?: unknown };
+      // The owner's stand-in for an end the runtime never wrote: how it ended is still to be described.
+      if (event.type !== 'run_end' || event.stand_in === true) return false;
       const m = this.run.manifest();
       if (m?.attempt)
         return typeof event.attempt === 'string' ? event.attempt === m.attempt.id : last.offset >= m.attempt.log_from;

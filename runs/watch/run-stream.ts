@@ -139,6 +139,9 @@ export class RunStream {
     if (run.endBeforeResume()) return;
     // Or run.json, rewritten by a launch after that end, says so (a watch made after the resume).
     if (run.isLive()) return;
+    // The owner's stand-in for an end the runtime never wrote: the liveness check describes how
+    // its processes ended (run-liveness.ts), then lets go.
+    if (run.history.end?.stand_in === true) return;
     run.stopFollowing();
   }
 
