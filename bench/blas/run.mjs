@@ -15,6 +15,9 @@
 // --end-to-end: whole training steps of the runtime on OpenBLAS and on MKL (mkl_preload.c),
 // interleaved; --configs: of CONFIGS below (default gpt2-124m-t128-b8); --steps: per run, the first
 // left out. Writes bench/results/blas-end-to-end-<cpu kind>-<date>.md and .json.
+// Candidates whose library is missing are left out and named: the Debian ones come with
+// `apt-get install libblis4-openmp libdnnl2` (neither changes the libblas.so.3 alternative), the PyPI
+// ones are installed by this script into a venv of its own under ~/.cache/fsdp-studio/blas-candidates.
 // --only: candidates by name (openblas-debian, openblas-pypi, mkl, mkl-cnr-off, blis, onednn). --tag: a suffix
 // of the result files' names (e.g. "screen" for a one-round look at every candidate).
 import { execFileSync, spawnSync } from 'node:child_process';
