@@ -66,6 +66,27 @@ describe('LoRA and QLoRA memory, held to hand-computed byte counts', () => {
     assert.equal(quantizedBytes(4096 * 4096, 4096, 'int8', false), 16_793_600);
   });
 
+  it("counts a SmolLM2-360M block's seven NF4 linears with nested absmax as bitsandbytes 0.50.2 held them on the CPU", () => {
+    // q, o 960 × 960; k, v 320 × 960; gate, up 2,560 × 960; down 960 × 2,560: 9,830,400 elements a block.
+    // Codes ½ byte: 4,915,200. uint8 absmax per 64: 153,600. Nested fp32 absmax per 256 blocks, rounded up per
+    // weight: 14,400 → 57, 4,800 → 19 (twice), 14,400 → 57, 38,400 → 150 (three times): 602 × 4 = 2,408.
+    // Per weight the 256-entry code, the offset and the 16-entry code: 7 × 1,092 = 7,644.
+    // The QuantState tensors of 4 blocks, counted storage by storage in bench/memory-lora/measure_qlora.py's
+    // first run (SmolLM2-360M, 4 blocks): 654,608 = 4 × (153,600 + 2,408 + 7,644).
+    const linears: Array<[number, number]> = [
+      [960, 960],
+      [960, 320],
+      [960, 320],
+      [960, 960],
+      [960, 2560],
+      [960, 2560],
+      [2560, 960],
+    ];
+    const block = linears.reduce((s, [i, o]) => s + quantizedBytes(i * o, o, 'nf4', true), 0);
+    assert.equal(block, 4_915_200 + 153_600 + 2_408 + 7_644);
+    assert.equal(4 * (block - 4_915_200), 654_608);
+  });
+
   it('counts the adapters PEFT makes for Llama-3-8B: all-linear and q/v at r 16 (the figures PEFT prints)', () => {
     const llama = findModelPreset('llama-3-8b')!.shape;
     // Per block, r × (in + out) each: q 16·(4096+4096) = 131,072, k and v 16·(4096+1024) = 81,920,
