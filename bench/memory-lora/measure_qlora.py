@@ -23,10 +23,10 @@ Params4bit's QuantState (absmax codes, the nested absmax, codebooks, offset) is 
 load, so its tensors are counted here (deduplicated by storage) and added to the peak as "QuantState".
 What bitsandbytes' CPU path holds that its CUDA path does not: the forward of a Linear4bit whose input needs no
 gradient (the first block's q/k/v before any adapter, without checkpointing) dequantises the weight then
-multiplies (the default gemm_4bit) where CUDA, for up to 1536 tokens, runs a fused kernel without the
-dequantised temporary; MatMul4Bit's forward and backward dequantise the whole weight into a bf16 temporary on
-both (plus an fp32 absmax of numel / 64 with double quantisation). The printed row says how large the largest
-dequantised weight is, so a peak set by that moment can be told apart.
+multiplies (the default gemm_4bit) where CUDA may, by a per-architecture choice for 5-1536 tokens, run a fused
+kernel without the dequantised temporary; MatMul4Bit's forward and backward dequantise the whole weight into a
+bf16 temporary on both (plus an fp32 absmax of numel / 64 with double quantisation). The printed row says how
+large the largest dequantised weight is, so a peak set by that moment can be told apart.
 """
 
 from __future__ import annotations
