@@ -7,7 +7,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { recordDuration, recordMs } from '../harness/durations';
 import { until } from '../harness/until';
-import { readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
+import { rankPid, readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
 
 describe('fsdp-train: a frozen rank ends the job, named', function () {
   this.timeout(240_000);
@@ -43,13 +43,7 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
     const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
       if (stopped || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
       stoppedAt = Date.now();
-      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-        .split('\n')
-        .map((l) =>
-          l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined,
-        )
-        .find((e) => e?.type === 'run_start');
-      stopped = start!.world!.ranks.find((r) => r.rank === 2)!.pid;
+      stopped = rankPid(runDir, 2);
       process.kill(stopped, 'SIGSTOP');
     });
     const r = await done;
@@ -88,13 +82,7 @@ describe('fsdp-train: a frozen rank ends the job, named', function () {
     const { done } = startTrain([config, '--nproc', '4', '--oversubscribe', '--run-dir', runDir], (line) => {
       if (stopped || !line.includes('"type":"step"') || !line.includes('"step":3,')) return;
       stoppedAt = Date.now();
-      const start = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-        .split('\n')
-        .map((l) =>
-          l ? (JSON.parse(l) as { type: string; world?: { ranks: Array<{ rank: number; pid: number }> } }) : undefined,
-        )
-        .find((e) => e?.type === 'run_start');
-      stopped = start!.world!.ranks.find((r) => r.rank === 2)!.pid;
+      stopped = rankPid(runDir, 2);
       process.kill(stopped, 'SIGSTOP');
     });
     const r = await done;

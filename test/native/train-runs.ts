@@ -117,6 +117,13 @@ export function rankPidsOf(runDir: string): number[] {
   return [];
 }
 
+/** Rank `rank`'s pid from the run's start, read where the runtime wrote it (rankPidsOf). */
+export function rankPid(runDir: string, rank: number): number {
+  const pid = rankPidsOf(runDir)[rank];
+  if (pid === undefined) throw new Error(`no run_start naming rank ${rank} in ${runDir} yet`);
+  return pid;
+}
+
 /** The native runtime among `pids` (run.json names its supervisor and launchers too), by its command line. */
 export function runtimeAmong(pids: readonly number[]): number | undefined {
   return pids.find((p) => {
