@@ -28,6 +28,9 @@ const only = arg('only');
 const R = Number(arg('r') ?? 16);
 const SEQ = 256;
 const DROPOUT = 0.05;
+// `-- --quant fp4`: FP4 instead of NF4; `-- --no-double-quant`: the absmax kept in fp32 (no nested quantisation).
+const QUANT = (arg('quant') ?? 'nf4') as 'nf4' | 'fp4';
+const DOUBLE = !process.argv.includes('--no-double-quant');
 
 interface Row {
   shape: string;
@@ -60,7 +63,7 @@ function qloraInput(row: Row, nLayers: number, r: number): MemoryInput {
     precision: { param: 'bfloat16', reduce: 'bfloat16', activation: 'bfloat16' },
     checkpointing: { policy: row.gc ? 'every_n' : 'none', everyN: 1 },
     dropout: 0,
-    weights: { dtype: 'bfloat16', quant: { kind: 'nf4', doubleQuant: true, computeDtype: 'bfloat16' } },
+    weights: { dtype: 'bfloat16', quant: { kind: QUANT, doubleQuant: DOUBLE, computeDtype: 'bfloat16' } },
     lora: {
       r,
       alpha: 2 * r,
@@ -77,7 +80,10 @@ const results = Object.keys(SHAPES).flatMap((shape) => {
   const mine = rows.filter((r) => r.shape === shape);
   if (!mine.length) return [];
   const spec = mine.map((r) => ({ shape: r.shape, targets: r.targets, gc: r.gc }));
-  const args = ['--layers', String(layers), '--r', String(R), '--dropout', String(DROPOUT), '--seq', String(SEQ)];
+  const args = [
+    ...['--layers', String(layers), '--r', String(R), '--dropout', String(DROPOUT), '--seq', String(SEQ)],
+    ...['--quant', QUANT, ...(DOUBLE ? [] : ['--no-double-quant'])],
+  ];
   const out = execFileSync(
     python,
     [path.join(__dirname, 'measure_qlora.py'), ...args, '--rows', JSON.stringify(spec)],
@@ -129,7 +135,7 @@ const md = [
   `# QLoRA memory: the estimate against PyTorch's MemTracker on the CPU (${date})`,
   '',
   `Command: \`${command}\` (commit ${commit}; ${machine.cpu}, ${machine.cores} cores, load ${machine.loadAverage1m}; torch ${v.torch}, transformers ${v.transformers}, peft ${v.peft}, bitsandbytes ${v.bitsandbytes} — its CPU backend, libbitsandbytes_cpu.so).`,
-  `Each row as TRL's SFTTrainer runs QLoRA: a model of the shape (${layers} blocks, random init saved in bf16) loaded by from_pretrained with BitsAndBytesConfig(load_in_4bit, nf4, double quantisation, compute dtype bf16) and dtype bf16 (every decoder linear a Linear4bit; embedding / tied head bf16), PEFT LoRA r ${R} (alpha 2r, dropout ${DROPOUT}), adapters cast to bf16 as SFTTrainer does, micro-batch 1 × ${SEQ} tokens, one tracked step after an untracked one (AdamW's states exist) of forward, fp32 cross-entropy, backward, AdamW (foreach). Measured: MemTracker's peak "Total" plus the Params4bit QuantState tensors (absmax codes, nested absmax, codebooks, offset: made at load, neither parameter nor buffer, so MemTracker does not see them); estimated: the replay's peak (device cpu: tensors' bytes, no allocator).`,
+  `Each row as TRL's SFTTrainer runs QLoRA: a model of the shape (${layers} blocks, random init saved in bf16) loaded by from_pretrained with BitsAndBytesConfig(load_in_4bit, ${QUANT}, ${DOUBLE ? 'double quantisation' : 'no double quantisation'}, compute dtype bf16) and dtype bf16 (every decoder linear a Linear4bit; embedding / tied head bf16), PEFT LoRA r ${R} (alpha 2r, dropout ${DROPOUT}), adapters cast to bf16 as SFTTrainer does, micro-batch 1 × ${SEQ} tokens, one tracked step after an untracked one (AdamW's states exist) of forward, fp32 cross-entropy, backward, AdamW (foreach). Measured: MemTracker's peak "Total" plus the Params4bit QuantState tensors (absmax codes, nested absmax, codebooks, offset: made at load, neither parameter nor buffer, so MemTracker does not see them); estimated: the replay's peak (device cpu: tensors' bytes, no allocator).`,
   '',
   "What differs from a GPU: MatMul4Bit dequantises the whole weight into a bf16 temporary (and the nested absmax into fp32, numel / 64 × 4 bytes) for its forward and its backward on both backends, and the estimate counts that weight; where a Linear4bit's input needs no gradient (the first block's q/k/v before any adapter, without checkpointing) the CPU's gemm_4bit dequantises too, while CUDA's gemm_4bit may run a fused kernel without that temporary (a per-architecture choice for 5–1536 tokens; dequantise-and-multiply beyond) — a peak there would be one weight's bf16 copy above a GPU's. The estimate counts the dequantised weight there too, so it is at most that much above a GPU where CUDA fuses. No caching allocator (the GPU's reserved memory, block rounding, cuBLAS workspaces) is in these figures.",
   '',
@@ -147,11 +153,11 @@ const base = path.join(
   root,
   'bench',
   'results',
-  `memory-qlora-${date}${arg('r') ? `-r${R}` : ''}${arg('layers') ? `-layers${layers}` : ''}${only ? `-${only}` : ''}`,
+  `memory-qlora-${date}${QUANT !== 'nf4' ? `-${QUANT}` : ''}${DOUBLE ? '' : '-no-double-quant'}${arg('r') ? `-r${R}` : ''}${arg('layers') ? `-layers${layers}` : ''}${only ? `-${only}` : ''}`,
 );
 writeFileSync(`${base}.md`, md.join('\n'));
 writeFileSync(
   `${base}.json`,
-  `${JSON.stringify({ command, commit, date, machine, layers, seq: SEQ, r: R, median, worst, results }, null, 2)}\n`,
+  `${JSON.stringify({ command, commit, date, machine, layers, seq: SEQ, r: R, quant: QUANT, doubleQuant: DOUBLE, median, worst, results }, null, 2)}\n`,
 );
 console.log(md.slice(-2).join('\n'));

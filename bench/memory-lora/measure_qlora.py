@@ -12,7 +12,8 @@ Linear4bit forward and backward: libbitsandbytes_cpu.so; the optional `kernels` 
     cd bench/memory-lora && /tmp/bnb-venv/bin/python measure_qlora.py --shape smollm2-360m --targets qv --gc
 
 Each row as TRL's SFTTrainer runs QLoRA: a model of measure.py's shapes (random init, saved once in bf16, then
-from_pretrained with BitsAndBytesConfig(load_in_4bit, nf4, double quantisation, compute dtype bf16), dtype
+from_pretrained with BitsAndBytesConfig(load_in_4bit, nf4 or --quant fp4, double quantisation unless
+--no-double-quant, compute dtype bf16), dtype
 bf16 — every decoder linear becomes a Linear4bit, the tied embedding / head stays bf16), optionally gradient
 checkpointing (non-reentrant, enable_input_require_grads), get_peft_model, the adapters cast to bf16 (SFTTrainer
 does so for a quantised model), then measure.py's loop: forward, the loss on fp32 logits, backward, AdamW
@@ -53,6 +54,8 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--quant", choices=["nf4", "fp4"], default="nf4", help="bnb_4bit_quant_type")
+    ap.add_argument("--no-double-quant", action="store_true", help="bnb_4bit_use_double_quant off")
     ap.add_argument("--rows", default="", help="a JSON list of rows overriding the arguments above, one line each")
     args = ap.parse_args()
     rows = json.loads(args.rows) if args.rows else [{}]
@@ -96,7 +99,7 @@ def quant_state_bytes(model: torch.nn.Module) -> int:
             continue
         for t in (qs.absmax, qs.code, qs.offset):
             add(t)
-        if qs.state2 is not None:
+        if getattr(qs, "state2", None) is not None:
             add(qs.state2.absmax)
             add(qs.state2.code)
     return sum(seen.values())
@@ -113,8 +116,8 @@ def measure(args: argparse.Namespace, folder: str) -> dict:
     torch.manual_seed(0)
     bnb = BitsAndBytesConfig(
         load_in_4bit=True,
-        bnb_4bit_quant_type="nf4",
-        bnb_4bit_use_double_quant=True,
+        bnb_4bit_quant_type=args.quant,
+        bnb_4bit_use_double_quant=not args.no_double_quant,
         bnb_4bit_compute_dtype=torch.bfloat16,
     )
     model: torch.nn.Module = AutoModelForCausalLM.from_pretrained(folder, quantization_config=bnb, dtype=torch.bfloat16)
@@ -167,6 +170,8 @@ def measure(args: argparse.Namespace, folder: str) -> dict:
         "targets": args.targets,
         "r": args.r,
         "gc": args.gc,
+        "quant": args.quant,
+        "double_quant": not args.no_double_quant,
         "seq": args.seq,
         "batch": args.batch,
         "linear4bit": len(quantised),
