@@ -66,6 +66,9 @@ export function notifyRunEvents(runs: Runs): vscode.Disposable {
         showAnomaly(watch, title(runs, watch), event);
       } else if (event.type === 'run_end') {
         if (event.status === 'failed' && stoppedByAnomaly.delete(watch.key)) continue;
+        // The owner's stand-in for a runtime that wrote no end of its own: the watch tells that
+        // end from how the processes ended (signal, memory, last stderr lines), as a crash above.
+        if (event.stand_in === true) continue;
         showEnd(watch, title(runs, watch), event);
       }
     }

@@ -80,7 +80,8 @@ export function dashboardHeader(watch: RunWatch, record: RunRecord, spikes: read
       : {}),
     ...(tokens !== undefined ? { tokensSeen: tokens } : {}),
     ...(phase ? { phase } : {}),
-    connection: c.state === 'reconnecting' ? c : { state: c.state },
+    // The follower may watch an ended run's file a poll longer: nothing of an ended run is "live".
+    connection: c.state === 'reconnecting' ? c : { state: c.state === 'live' && !live ? 'closed' : c.state },
     summary,
     ...(metricsNote ? { metricsNote } : {}),
     ...(nonFinite ? { nanSince: nonFinite.step, nanText: nonFinite.text } : {}),
