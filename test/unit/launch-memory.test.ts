@@ -55,7 +55,8 @@ describe('memory estimate before launching a command', () => {
     );
     assert.match(
       fits!.text,
-      /^ds_config\.json: ≈ [\d.]+ GiB \/ GPU .* — fits A100 80GB — for GPT-2 355M \(.*, named by the launch command\)$/,
+      // The sample sets stage3_max_reuse_distance, which ZeRO 3's estimate does not model: a range.
+      /^ds_config\.json: ≈ [\d.]+ GiB \/ GPU .* — unsure: not modelled, .*stage3_max_reuse_distance.* — may fit A100 80GB — for GPT-2 355M \(.*, named by the launch command\)$/,
     );
     assert.equal(fits!.doesNotFit, false);
     writeFileSync(
@@ -64,7 +65,10 @@ describe('memory estimate before launching a command', () => {
     );
     const tight = launchMemoryNote(specIn('command: deepspeed train.py --deepspeed big.json\n'), read, {});
     assert.equal(tight!.doesNotFit, true, "the command's own --deepspeed names the config");
-    assert.match(tight!.text, /^big\.json: needs ≈ [\d.]+ GiB per GPU at its peak .* more than L4 24GB has/);
+    assert.match(
+      tight!.text,
+      /^big\.json: may need about [\d.]+ GiB \(unsure: .*stage3_max_reuse_distance.* not modelled\) per GPU at its peak .* more than L4 24GB has/,
+    );
   });
 
   it('nothing to show without a config, or when it is not there', () => {
