@@ -18,6 +18,7 @@ Any Python >= 3.9, standard library only.
 """
 
 import errno
+import heapq
 import json
 import os
 import re
@@ -112,13 +113,22 @@ class EventMerge:
         self.append([event_line(event, self.attempt)])
 
     def merge(self):
-        """Appends the writers' new whole lines to metrics.jsonl; the runtime's first, then the ranks'."""
+        """Appends the writers' new whole lines to metrics.jsonl, in the order they were written:
+        the lines of one look are interleaved by their events' times, each writer's own order kept
+        (rank 1's NaN in forward comes before rank 0's NaN in the update it caused, whichever file
+        is read first)."""
+        batches = []
         for name in self.writers():
+            lines: list[bytes] = []
             for _ in range(8):  # a writer faster than this reads waits for the next look
-                lines = self.read_lines(name)
-                if not lines:
+                more = self.read_lines(name)
+                if not more:
                     break
-                self.append(lines)
+                lines.extend(more)
+            if lines:
+                batches.append(timed(lines))
+        if batches:
+            self.append([line for _, line in heapq.merge(*batches, key=lambda timed_line: timed_line[0])])
 
     def writers(self):
         try:
@@ -232,6 +242,20 @@ def remove_attempt_files(folder):
         except OSError as e:
             if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                 raise
+
+
+def timed(lines):
+    """(time, line) for one writer's lines, in its order: a line without a time takes the one
+    before it, so that it stays where its writer put it."""
+    out = []
+    last = float("-inf")
+    for line in lines:
+        event = event_of(line)
+        when = event.get("time") if event else None
+        if isinstance(when, (int, float)) and not isinstance(when, bool) and when > last:
+            last = float(when)
+        out.append((last, line))
+    return out
 
 
 def is_run_end(line):
