@@ -135,6 +135,8 @@ export async function launchConfigWithScript(
     {
       title: `Launch ${path.basename(uri.fsPath)} with ${launcher}`,
       placeHolder: `Your training script (${launcher} runs it with this config)`,
+      // The second step of a launch: a toast or a run ending beside it must not close it unanswered.
+      ignoreFocusOut: true,
     },
   );
   if (!script) return;

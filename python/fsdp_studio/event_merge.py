@@ -206,12 +206,13 @@ class EventMerge:
 
     def close(self, remove=True):
         """The attempt's end: what is left merged (a partial last line, a writer killed mid-line, is
-        not an event), the descriptor closed, and the per-writer files removed."""
+        not an event), the descriptor closed, and the per-writer files removed — unless the merge
+        stopped (a full disk): then they hold the only copy of the events it could not append."""
         self.merge()
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-        if remove:
+        if remove and self.stopped_by is None:
             remove_attempt_files(self.folder)
 
 

@@ -189,7 +189,9 @@ describe("one writer of a run's stream under its owner (issue 41 item 1)", funct
     assert.match(readFileSync(own, 'utf8'), /"type":"run_start"/);
     await until(
       'the owner merged the runtime’s start into metrics.jsonl',
-      () => readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').includes('"type":"run_start"'),
+      () =>
+        existsSync(path.join(runDir, 'metrics.jsonl')) &&
+        readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').includes('"type":"run_start"'),
       60_000,
     );
     const supervisor = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { pgid: number }).pgid;
