@@ -268,7 +268,22 @@ export class VsCodeSession {
           () => true,
           () => false,
         );
-      if (gone || (await input.inputValue().catch(() => '')) !== text) return;
+      if (gone) return;
+      if ((await input.inputValue().catch(() => '')) !== text) {
+        // The simple file dialog can put its folder back in the box after the path was typed (it read
+        // the folder late, on a loaded machine; seen in a fresh-clone run: Enter then opened the
+        // folder and the box stayed on "<workspace>/"): while the same dialog is open, type it again.
+        const same =
+          opts.fileDialog &&
+          opts.title?.test(
+            await this.page
+              .locator('.quick-input-widget .quick-input-title')
+              .innerText()
+              .catch(() => ''),
+          );
+        if (!same) return;
+        await input.fill(text);
+      }
       await input.press('Enter');
     }
   }
