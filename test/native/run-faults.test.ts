@@ -11,6 +11,7 @@ import { LocalMachine } from '../../runs/machines/local-machine';
 import { stopRun } from '../../runs/stop/stop-run';
 import { until } from '../harness/until';
 import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
+import { childrenOf, commandOf } from '../harness/proc';
 
 /** Steps of a second or more here, so that a stop is still finishing its step when the next signal comes. */
 function slowSteps(overrides: Record<string, Record<string, unknown>> = {}): Record<string, unknown> {
@@ -179,16 +180,3 @@ describe("a run's faults: two Stops, a rank that fails alone, the lock (issue 41
     assert.equal(resumed.code, 0, resumed.stderr);
   });
 });
-
-/** The children of a process (Linux: /proc/PID/task/PID/children). */
-function childrenOf(pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-}
-
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ');
-  } catch {
-    return '';
-  }
-}

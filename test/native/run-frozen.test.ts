@@ -7,6 +7,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { until } from '../harness/until';
 import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
+import { childrenOf, commandOf } from '../harness/proc';
 
 /** Short, so that the test is quick; the default is stated in supervise.py (frozen.py). */
 const FROZEN_AFTER_S = '2';
@@ -22,22 +23,6 @@ function alive(pid: number): boolean {
     return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
-  }
-}
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ');
-  } catch {
-    return '';
   }
 }
 

@@ -16,22 +16,7 @@ import type { MetricsEvent } from '../../core/protocol/metrics';
 import { DDP_SCRIPT, SUPERVISOR, VENV_PYTHON } from '../harness/pytorch';
 import { until } from '../harness/until';
 import { eventsOf, readRun, smallConfig, startTrain, tempDir, writeConfig } from '../native/train-runs';
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ');
-  } catch {
-    return '';
-  }
-}
+import { childrenOf, commandOf } from '../harness/proc';
 
 /** The one stream of a finished attempt: read as the extension reads it, and checked whole. */
 async function oneStream(runDir: string): Promise<{ events: MetricsEvent[]; attempt: string; reason?: string }> {
