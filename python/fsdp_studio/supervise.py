@@ -74,6 +74,7 @@ if PACKAGE_ROOT not in sys.path:
 
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_ATTEMPT_ENV, RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio.dead_attempt import take_up as take_up_dead_attempt  # noqa: E402
 from fsdp_studio.event_merge import OWNER_MERGES_ENV, EventMerge  # noqa: E402
 from fsdp_studio.frozen import (  # noqa: E402
     FrozenWatch,
@@ -230,6 +231,10 @@ def start(args):
     if isinstance(opened, int):
         return opened
     lock, folder_log = opened
+    if lock is not None:
+        # The lock was free: the last attempt's owner and guard are gone. One killed with its guard
+        # left that attempt unmerged and without an end: taken up before this attempt writes a line.
+        take_up_dead_attempt(run_dir)
     before = run_manifest.read_bytes(run_dir)
     log_from = file_size(folder_log.path)
     events = EventFollower(folder_log.path, log_from)

@@ -3,10 +3,10 @@
 // FSDP_STUDIO_FROZEN_AFTER_S (short here), and the run ends naming it, nothing of it left; the
 // supervisor or mpirun killed outright ends the run once, naming what died.
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { until } from '../harness/until';
-import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, writeConfig } from './train-runs';
+import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 import { childrenOf, commandOf } from '../harness/proc';
 
 /** Short, so that the test is quick; the default is stated in supervise.py (frozen.py). */
@@ -35,6 +35,8 @@ function processesOf(supervisor: number): number[] {
 
 interface Started {
   runDir: string;
+  /** The run's config (a resume starts from it). */
+  config: string;
   supervisor: number;
   /** fsdp-train --supervised, the process the supervisor started. */
   launcher: number;
@@ -92,7 +94,7 @@ describe("a run's frozen or killed owners (issue 41)", function () {
     assert.equal(ranks.length, nproc, JSON.stringify(ranks));
     const everything = [...new Set([...processesOf(supervisor), ...ranks])];
     left = everything;
-    return { runDir, supervisor, launcher, mpirun, everything, done };
+    return { runDir, config, supervisor, launcher, mpirun, everything, done };
   }
 
   /** The run's one end (metrics.jsonl and run.json agree), once every process of it is gone. */
@@ -141,5 +143,67 @@ describe("a run's frozen or killed owners (issue 41)", function () {
       await endOf(run),
       new RegExp(`mpirun \\(pid ${run.mpirun}, the job's launcher\\) was killed by SIGKILL`),
     );
+  });
+  it("a run whose supervisor and guard are both killed: the next attempt merges what the dead one's writers left, ends it once, then starts", async () => {
+    const run = await startRun(2);
+    const guard = childrenOf(run.supervisor).find((pid) => commandOf(pid).includes('--guard-of-supervisor'));
+    assert.ok(guard, `the supervisor ${run.supervisor} has a guard: ${childrenOf(run.supervisor).map(commandOf)}`);
+    const dead = (await readRun(run.runDir)).manifest.attempt!.id;
+    const deadFile = path.join(run.runDir, 'events', dead, 'runtime.jsonl');
+    const metrics = path.join(run.runDir, 'metrics.jsonl');
+    await until(
+      'the owner has named the attempt’s processes in the stream',
+      () => existsSync(metrics) && readFileSync(metrics, 'utf8').includes('"type":"processes"'),
+      60_000,
+    );
+    process.kill(run.supervisor, 'SIGKILL');
+    process.kill(guard, 'SIGKILL');
+    await until('the supervisor and its guard are gone', () => !alive(run.supervisor) && !alive(guard), 60_000);
+    // Nobody merges the runtime's file any more: what it holds now must still reach the stream.
+    const written = readFileSync(deadFile, 'utf8');
+    const whole = written.slice(0, written.lastIndexOf('\n') + 1);
+    const lastWritten = whole.slice(whole.lastIndexOf('\n', whole.length - 2) + 1);
+    assert.match(lastWritten, /^\{.*\}\n$/, 'a whole line the runtime wrote');
+    assert.ok(!readFileSync(metrics, 'utf8').includes(lastWritten));
+    const resumeConfig = writeConfig(
+      dir,
+      smallConfig({
+        training: { max_steps: 3 },
+        fsdp: { sharding_strategy: 'FULL_SHARD' },
+        launch: { threads_per_rank: 1 },
+      }),
+      'resume.json',
+    );
+    const r = await train([resumeConfig, '--nproc', '2', '--run-dir', run.runDir, '--resume', 'never']);
+    assert.equal(r.code, 0, r.stderr);
+    await until('nothing of the dead attempt still runs', () => run.everything.every((pid) => !alive(pid)), 60_000);
+    const { events, problems, manifest } = await readRun(run.runDir);
+    assert.deepEqual(problems, [], 'every line of metrics.jsonl is a whole event');
+    const bounds = events
+      .filter((e) => e.type === 'run_start' || e.type === 'run_end')
+      .map((e) => [e.type, (e as { attempt?: string }).attempt]);
+    const now = manifest.attempt!.id;
+    assert.notEqual(now, dead);
+    assert.deepEqual(bounds, [
+      ['run_start', dead],
+      ['run_end', dead],
+      ['run_start', now],
+      ['run_end', now],
+    ]);
+    const [deadEnd, end] = eventsOf(events, 'run_end');
+    assert.equal(deadEnd.stand_in, true, JSON.stringify(deadEnd));
+    assert.match(
+      deadEnd.reason ?? '',
+      new RegExp(`its supervisor \\(pid ${run.supervisor}\\) and its guard \\(pid ${guard}\\) were killed`),
+    );
+    assert.equal(end.status, 'completed');
+    assert.equal(manifest.status, 'completed');
+    const text = readFileSync(metrics, 'utf8');
+    const endAt = text.indexOf('"type":"run_end"');
+    assert.ok(
+      text.indexOf(lastWritten) >= 0 && text.indexOf(lastWritten) < endAt,
+      'the dead runtime’s lines before its end',
+    );
+    assert.equal(existsSync(path.join(run.runDir, 'events')), false, 'no per-writer file left');
   });
 });

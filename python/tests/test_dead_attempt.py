@@ -1,0 +1,98 @@
+"""dead_attempt.py: the next owner of a run folder takes up the last attempt whose owner and guard
+were killed — what of it still runs killed, its writers' lines merged, its one end written."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from fsdp_studio import run_manifest
+from fsdp_studio.dead_attempt import take_up
+from fsdp_studio.event_merge import OWNER_MERGES_ENV, stream_path
+from fsdp_studio.frozen import state_of
+
+ATTEMPT = "dead0attempt1"
+
+
+def line(**event):
+    return json.dumps(event, separators=(",", ":")) + "\n"
+
+
+class DeadAttemptTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.run_dir = self.dir.name
+        self.events = os.path.join(self.run_dir, "events", ATTEMPT)
+        os.makedirs(self.events)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write_dead_run(self, status="running"):
+        """A run whose owner (pid 4242) and guard (4243) died after the runtime's start and one step
+        were merged; the runtime wrote two steps more."""
+        start = line(type="run_start", attempt=ATTEMPT, time=1.0)
+        steps = [line(type="step", step=s, time=1.0 + s) for s in (1, 2, 3)]
+        processes = line(
+            type="processes",
+            time=1.05,
+            processes=[{"pid": 4242, "role": "owner"}, {"pid": 4243, "role": "guard"}],
+        )
+        with open(stream_path(self.run_dir), "w") as f:
+            f.write(line(type="run_end", status="completed", attempt="an-earlier-one"))
+            log_from = f.tell()
+            f.write(start + processes + steps[0])
+        with open(os.path.join(self.events, "runtime.jsonl"), "w") as f:
+            f.write(start + "".join(steps) + '{"type":"step","st')  # killed mid-line
+        run_manifest.write(
+            self.run_dir, {"status": status, "pids": [4242], "attempt": {"id": ATTEMPT, "log_from": log_from}}
+        )
+
+    def stream(self):
+        with open(stream_path(self.run_dir)) as f:
+            return [json.loads(text) for text in f]
+
+    def test_kills_what_still_runs_merges_the_rest_and_writes_one_end(self):
+        self.write_dead_run()
+        env = dict(os.environ, FSDP_RUN_ATTEMPT=ATTEMPT, **{OWNER_MERGES_ENV: self.run_dir})
+        left = subprocess.Popen(["sleep", "600"], env=env)
+        try:
+            reason = take_up(self.run_dir)
+            self.assertIn(state_of(left.pid), (None, "Z"), "the attempt's process left running is killed")
+        finally:
+            left.kill()
+            left.wait()
+        got = self.stream()
+        self.assertEqual([e["type"] for e in got[1:]], ["run_start", "processes", "step", "step", "step", "run_end"])
+        end = got[-1]
+        self.assertEqual((end["status"], end["step"], end["stand_in"], end["attempt"]), ("failed", 3, True, ATTEMPT))
+        assert reason is not None
+        self.assertEqual(end["reason"], reason)
+        self.assertRegex(reason, r"its supervisor \(pid 4242\) and its guard \(pid 4243\) were killed")
+        self.assertIn(f"sleep (pid {left.pid})", reason)
+        manifest = run_manifest.read(self.run_dir)
+        self.assertEqual((manifest["status"], manifest["end_reason"]), ("failed", reason))
+        self.assertFalse(os.path.exists(os.path.join(self.run_dir, "events")), "the writers' files are removed")
+
+    def test_an_ended_attempt_keeps_its_end_and_gets_its_lines(self):
+        # The owner wrote run.json's end but its merge had stopped (a full disk): its files are kept.
+        self.write_dead_run(status="stopped")
+        run_manifest.update(self.run_dir, {"end_reason": "stopped by SIGTERM"})
+        take_up(self.run_dir)
+        end = self.stream()[-1]
+        self.assertEqual((end["type"], end["status"], end.get("reason")), ("run_end", "stopped", "stopped by SIGTERM"))
+        self.assertEqual(run_manifest.read(self.run_dir)["status"], "stopped")
+
+    def test_nothing_to_take_up_after_an_attempt_that_ended(self):
+        os.rmdir(self.events)
+        run_manifest.write(self.run_dir, {"status": "completed", "attempt": {"id": ATTEMPT, "log_from": 0}})
+        self.assertIsNone(take_up(self.run_dir))
+        self.assertFalse(os.path.exists(stream_path(self.run_dir)))
+
+
+if __name__ == "__main__":
+    unittest.main()
