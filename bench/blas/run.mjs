@@ -11,6 +11,8 @@
 //
 //   npm run bench:blas [-- --rounds N] [--min-seconds S] [--threads 2,1] [--only NAME,...] [--tag T] [--record]
 //   npm run bench:blas -- --end-to-end [--rounds N] [--steps N] [--configs NAME,...]
+//   npm run bench:blas -- --bf16 [--rounds N] [--min-seconds S] [--threads 2] [--only NAME,...]
+//   npm run bench:blas -- --fusion [--rounds N] [--min-seconds S] [--only NAME,...]
 // --record: record shapes.json again from the runtime (needs native/build and samples/data).
 // --end-to-end: whole training steps of the runtime on OpenBLAS and on MKL (mkl_preload.c),
 // interleaved; --configs: of CONFIGS below (default gpt2-124m-t128-b8); --steps: per run, the first
@@ -20,6 +22,20 @@
 // ones are installed by this script into a venv of its own under ~/.cache/fsdp-studio/blas-candidates.
 // --only: candidates by name (openblas-debian, openblas-pypi, mkl, mkl-cnr-off, blis, onednn). --tag: a suffix
 // of the result files' names (e.g. "screen" for a one-round look at every candidate).
+// --bf16 (issue 42 item 2): the same shapes with bfloat16 operands and float32 accumulation and output
+// (mixed precision's products) in the libraries that have such a GEMM — MKL's cblas_gemm_bf16bf16f32
+// (AMX where the CPU has it, and once more held to AVX512-BF16 by MKL_ENABLE_INSTRUCTIONS=AVX512_E3, to
+// show what AMX gives), oneDNN's matmul primitive and its dnnl_gemm_bf16bf16f32 — beside fp32 Debian
+// OpenBLAS, interleaved. Each bf16 product's figure comes with the time to round its two fp32 operands to
+// bf16 (the runtime keeps fp32 master weights and fp32 activations), so the gain is given with and without
+// it. Whether an OpenBLAS candidate exports sbgemm (OpenBLAS's bf16 GEMM) is looked up with nm and
+// recorded. Writes bench/results/blas-bf16-<cpu kind>-<date>[-tag].md/.json.
+// --fusion (issue 42 item 3): fewer, larger products. For each recorded configuration, the products
+// that are one product in the runtime (q | k | v, and the Llama MLP's gate | up: forward, input and
+// weight gradients) against the separate products an unfused model multiplies, and the causal
+// attention's row blocks (the runtime's, at T 512) against one full-width product per head; each
+// group's BLAS time per step both ways, with the step's whole BLAS time beside it (2 threads;
+// openblas-debian and mkl-bf16 unless --only). Writes bench/results/blas-fusion-<cpu kind>-<date>.md/.json.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -35,7 +51,10 @@ const argValue = (name, fallback) => {
 };
 const ROUNDS = Number(argValue('--rounds', '3'));
 const MIN_SECONDS = Number(argValue('--min-seconds', '0.06'));
-const THREADS = argValue('--threads', '2,1').split(',').map(Number);
+const BF16 = args.includes('--bf16');
+const THREADS = argValue('--threads', BF16 ? '2' : '2,1')
+  .split(',')
+  .map(Number);
 const ONLY = argValue('--only', '');
 const TAG = argValue('--tag', '');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`bench:blas: --rounds wants a whole number ≥ 1`);
@@ -131,7 +150,55 @@ function candidates() {
       source: 'Debian libdnnl2 (dnnl_sgemm)',
       env: {},
     },
-  ].filter((c) => !ONLY || ONLY.split(',').includes(c.name));
+    // bf16 × bf16 → fp32 (--bf16).
+    {
+      name: 'mkl-bf16',
+      kind: 'mkl-bf16',
+      bf16: true,
+      file: path.join(pyLib, 'libmkl_rt.so.3'),
+      source: `PyPI mkl==${PYPI.mkl} (cblas_gemm_bf16bf16f32, GNU OpenMP threading layer)`,
+      env: { MKL_CBWR: 'AUTO' },
+    },
+    {
+      // The same without AMX: what AVX512-BF16's dot products alone give.
+      name: 'mkl-bf16-avx512',
+      kind: 'mkl-bf16',
+      bf16: true,
+      file: path.join(pyLib, 'libmkl_rt.so.3'),
+      source: `PyPI mkl==${PYPI.mkl} (cblas_gemm_bf16bf16f32, held to AVX512-BF16: no AMX)`,
+      env: { MKL_CBWR: 'AUTO', MKL_ENABLE_INSTRUCTIONS: 'AVX512_E3' },
+    },
+    {
+      name: 'onednn-bf16',
+      kind: 'onednn-bf16',
+      bf16: true,
+      file: debianLib('libdnnl.so.2'),
+      source: 'Debian libdnnl2 (matmul primitive, bf16 source and weights, f32 destination, sum post-op for C +=)',
+      env: {},
+    },
+    {
+      name: 'onednn-bf16-avx512',
+      kind: 'onednn-bf16',
+      bf16: true,
+      file: debianLib('libdnnl.so.2'),
+      source: 'Debian libdnnl2 (matmul primitive, held to AVX512-BF16 by DNNL_MAX_CPU_ISA: no AMX)',
+      env: { DNNL_MAX_CPU_ISA: 'AVX512_CORE_BF16' },
+    },
+    {
+      name: 'onednn-gemm-bf16',
+      kind: 'onednn-gemm-bf16',
+      bf16: true,
+      file: debianLib('libdnnl.so.2'),
+      source: 'Debian libdnnl2 (dnnl_gemm_bf16bf16f32: exported, not in the public header)',
+      env: {},
+    },
+  ].filter((c) =>
+    ONLY
+      ? ONLY.split(',').includes(c.name)
+      : BF16
+        ? c.name === 'openblas-debian' || (c.bf16 && !c.name.startsWith('onednn-bf16-'))
+        : !c.bf16,
+  );
 }
 
 function readdirPython(dir) {
@@ -355,12 +422,231 @@ function measure(bench, cand, threads, keys) {
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l));
-  return { library: lines[0].library, byKey: new Map(lines.slice(1).map((s) => [shapeKey(s), s])) };
+  return {
+    library: lines[0].library,
+    convert: lines[0].convert,
+    byKey: new Map(lines.slice(1).map((s) => [shapeKey(s), s])),
+  };
+}
+
+// ---- fewer, larger products (--fusion) -----------------------------------------------------------
+
+/** A row-major product's description as shapes.json holds it; leading dimensions those of dense operands. */
+const product = (ta, tb, m, n, k, betaZero, inParallel = 0, ld = {}) => ({
+  ta,
+  tb,
+  m,
+  n,
+  k,
+  lda: ld.lda ?? (ta ? m : k),
+  ldb: ld.ldb ?? (tb ? k : n),
+  ldc: ld.ldc ?? n,
+  beta_zero: betaZero,
+  in_parallel: inParallel,
+});
+
+/** Per recorded configuration: groups of one step's products that are one product in the runtime, or could be,
+ * each as the fused shape(s) and the separate ones, with the calls per step. */
+function fusionGroups(shapes) {
+  const groups = [];
+  for (const c of shapes.configs) {
+    const model = MODELS[c.arch];
+    const n = c.seq * c.batch;
+    const d = model.d_model;
+    const headDim = d / model.n_heads;
+    const kv = (model.n_kv_heads ?? model.n_heads) * headDim;
+    const recorded = shapes.shapes[c.name];
+    const find = (ta, tb, m, nn, k, inParallel = 0) =>
+      recorded.filter(
+        (s) => s.ta === ta && s.tb === tb && s.m === m && s.n === nn && s.k === k && s.in_parallel === inParallel,
+      );
+    const one = (what, dims) => {
+      const found = find(...dims);
+      if (found.length !== 1)
+        throw new Error(
+          `bench:blas: ${c.name}: ${found.length} recorded products ${dims.join(' ')} (${what}), expected one: shapes.json is not this runtime's (record it again: --record)`,
+        );
+      return found[0];
+    };
+    const add = (what, fused, separate, now) => groups.push({ config: c.name, what, now, fused, separate });
+    const widths = [d, kv, kv]; // q, k, v
+    const w = d + 2 * kv;
+    let f = one('q | k | v forward', [0, 1, n, w, d]);
+    add(
+      'q, k, v projections (forward)',
+      [f],
+      widths.map((x) => ({ ...product(0, 1, n, x, d, f.beta_zero), calls: f.calls })),
+      'fused',
+    );
+    f = one('q | k | v input gradient', [0, 0, n, d, w]);
+    add(
+      'q, k, v: input gradient (the three summed)',
+      [f],
+      widths.map((x, i) => ({ ...product(0, 0, n, d, x, i === 0 ? f.beta_zero : 0), calls: f.calls })),
+      'fused',
+    );
+    f = one('q | k | v weight gradient', [1, 0, w, d, n]);
+    add(
+      'q, k, v: weight gradients',
+      [f],
+      widths.map((x) => ({ ...product(1, 0, x, d, n, f.beta_zero), calls: f.calls })),
+      'fused',
+    );
+    if (c.arch === 'llama') {
+      const ff = model.intermediate_size;
+      f = one('gate | up forward', [0, 1, n, 2 * ff, d]);
+      add(
+        'MLP gate, up (forward)',
+        [f],
+        [0, 1].map(() => ({ ...product(0, 1, n, ff, d, f.beta_zero), calls: f.calls })),
+        'fused',
+      );
+      f = one('gate | up input gradient', [0, 0, n, d, 2 * ff]);
+      add(
+        'MLP gate, up: input gradient (the two summed)',
+        [f],
+        [0, 1].map((i) => ({ ...product(0, 0, n, d, ff, i === 0 ? f.beta_zero : 0), calls: f.calls })),
+        'fused',
+      );
+      f = one('gate | up weight gradient', [1, 0, 2 * ff, d, n]);
+      add(
+        'MLP gate, up: weight gradients',
+        [f],
+        [0, 1].map(() => ({ ...product(1, 0, ff, d, n, f.beta_zero), calls: f.calls })),
+        'fused',
+      );
+    }
+    // Causal attention in row blocks (what the runtime does at T 512: the masked upper triangle skipped) against one
+    // T × T product per (sequence, head) that computes it too.
+    const scores = recorded.filter((s) => s.in_parallel && s.ta === 0 && s.tb === 1 && s.k === headDim && s.lda === w);
+    if (scores.length > 1) {
+      const t = c.seq;
+      add(
+        `attention scores q kᵀ per (sequence, head): one ${t}×${t} product instead of ${scores.length} row blocks`,
+        [
+          {
+            ...product(0, 1, t, t, headDim, 1, 1, { lda: w, ldb: w, ldc: t }),
+            calls: scores[0].calls,
+          },
+        ],
+        scores,
+        'separate',
+      );
+      const pv = recorded.filter(
+        (s) => s.in_parallel && s.ta === 0 && s.tb === 0 && s.m === scores[0].m && s.n === headDim && s.ldc === d,
+      );
+      add(
+        `attention p v per (sequence, head): one ${t}×${headDim}×${t} product instead of ${pv.length} row blocks`,
+        [{ ...product(0, 0, t, headDim, t, 1, 1, { lda: t, ldb: w, ldc: d }), calls: pv[0].calls }],
+        pv,
+        'separate',
+      );
+    }
+  }
+  return groups;
+}
+
+function fusion() {
+  const shapes = JSON.parse(readFileSync(SHAPES_FILE, 'utf8'));
+  const groups = fusionGroups(shapes);
+  const cands = candidates().filter((c) => (ONLY ? true : ['openblas-debian', 'mkl-bf16'].includes(c.name)));
+  if (cands.some((c) => c.source.startsWith('PyPI'))) ensurePypiCandidates();
+  const bench = compile('gemm_bench.c', path.join(work, 'gemm_bench'), []);
+  const stepKeys = Object.values(shapes.shapes).flatMap((list) => list.map(shapeKey));
+  const groupKeys = groups.flatMap((g) => [...g.fused, ...g.separate].map(shapeKey));
+  const keys = [...new Set([...stepKeys, ...groupKeys])];
+  const threads = THREADS[0];
+  const loadStart = os.loadavg();
+  const started = new Date();
+  const perCall = Object.fromEntries(cands.map((c) => [c.name, {}])); // [candidate][key] -> cpu s per call, rounds
+  const libraries = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of cands) {
+      log(`--fusion, round ${round + 1}/${ROUNDS}: ${c.name} (load ${os.loadavg()[0].toFixed(1)})`);
+      const m = measure(bench, c, threads, keys);
+      libraries[c.name] = m.library;
+      for (const [key, s] of m.byKey) (perCall[c.name][key] ??= []).push(s.cpu_s_per_call);
+    }
+  }
+  const loadEnd = os.loadavg();
+  const time = (cand, list) => list.reduce((sum, s) => sum + s.calls * median(perCall[cand][shapeKey(s)]), 0);
+  const rows = groups.map((g) => ({
+    config: g.config,
+    what: g.what,
+    runtime_now: g.now,
+    fused: g.fused.map(shapeKey),
+    separate: g.separate.map(shapeKey),
+    calls_per_step: g.fused[0].calls,
+    cpu_s_per_step: Object.fromEntries(
+      cands.map((c) => [c.name, { fused: time(c.name, g.fused), separate: time(c.name, g.separate) }]),
+    ),
+  }));
+  const stepBlas = Object.fromEntries(
+    Object.entries(shapes.shapes).map(([config, list]) => [
+      config,
+      Object.fromEntries(cands.map((c) => [c.name, time(c.name, list)])),
+    ]),
+  );
+  const result = {
+    date: started.toISOString(),
+    command: `npm run bench:blas -- ${args.join(' ')}`.trim(),
+    commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim(),
+    cpu: cpuKind(),
+    threads,
+    load_average: { start: loadStart, end: loadEnd },
+    rounds: ROUNDS,
+    candidates: cands.map((c) => ({ name: c.name, source: c.source, env: c.env, library: libraries[c.name] })),
+    step_blas_cpu_s: stepBlas,
+    groups: rows,
+  };
+  const fmt3 = (x) => x.toFixed(3);
+  const loadMd = (l) => l.map((x) => x.toFixed(1)).join(' / ');
+  const table = rows
+    .map((r) => {
+      const cells = cands.map((c) => {
+        const t = r.cpu_s_per_step[c.name];
+        const saved = t.separate - t.fused;
+        return `${fmt3(t.separate)} | ${fmt3(t.fused)} | ${(t.separate / t.fused).toFixed(2)}× | ${((100 * saved) / stepBlas[r.config][c.name]).toFixed(1)} %`;
+      });
+      return `| ${r.config} | ${r.what} | ${r.runtime_now} | ${r.calls_per_step} × (${r.separate.length} → ${r.fused.length}) | ${cells.join(' | ')} |`;
+    })
+    .join('\n');
+  const md = `# Fewer, larger products: fused against separate at the runtime's shapes — ${result.cpu.kind} (${result.date.slice(0, 10)})
+
+Command: \`${result.command}\` at ${result.commit}. CPU: ${result.cpu.model} (family ${result.cpu.family}, model ${result.cpu.model_number}), ${threads} threads, shared.
+Load average (1 / 5 / 15 min): ${loadMd(loadStart)} at the start, ${loadMd(loadEnd)} at the end.
+
+Each group is products of one training step (bench/blas/shapes.json) that are one product or could be:
+"separate" is what an unfused model multiplies (q, k and v, or gate and up, one product each, dense
+operands), "fused" one product over the concatenated weight. "now" says which the runtime runs. Timed by
+bench/blas/gemm_bench.c as \`npm run bench:blas\` times them (OMP_WAIT_POLICY=passive, attention's
+products inside an OpenMP loop), ${ROUNDS} rounds interleaved, medians of CPU seconds per call × calls
+per step. "of the step" = (separate − fused) / the step's whole BLAS CPU time with that library (same run).
+
+Candidates:
+${result.candidates.map((c) => `- **${c.name}**: ${c.source} — ${c.library}`).join('\n')}
+
+Step's BLAS CPU s: ${Object.entries(stepBlas)
+    .map(([config, t]) => `${config} ${cands.map((c) => `${c.name} ${fmt3(t[c.name])}`).join(', ')}`)
+    .join('; ')}.
+
+| config | products | runtime now | calls/step × (separate → fused) | ${cands.map((c) => `${c.name}: separate CPU s | fused CPU s | separate / fused | saved, of the step`).join(' | ')} |
+|---|---|---|---|${cands.map(() => '---|---|---|---').join('|')}|
+${table}
+`;
+  const stem = path.join(root, 'bench', 'results', `blas-fusion-${result.cpu.kind}-${result.date.slice(0, 10)}`);
+  writeFileSync(`${stem}.json`, JSON.stringify(result, null, 1) + '\n');
+  writeFileSync(`${stem}.md`, md);
+  log(`wrote ${stem}.md and .json`);
 }
 
 if (args.includes('--record') || !existsSync(SHAPES_FILE)) recordShapes();
 if (args.includes('--end-to-end')) {
   endToEnd();
+  process.exit(0);
+}
+if (args.includes('--fusion')) {
+  fusion();
   process.exit(0);
 }
 const shapes = JSON.parse(readFileSync(SHAPES_FILE, 'utf8'));
@@ -373,6 +659,19 @@ const cands = candidates().filter((c) => {
 const bench = compile('gemm_bench.c', path.join(work, 'gemm_bench'), []);
 const allKeys = [...new Set(Object.values(shapes.shapes).flatMap((list) => list.map(shapeKey)))];
 const cpu = cpuKind();
+// Whether an OpenBLAS candidate has a bf16 GEMM (sbgemm, built only with BUILD_BFLOAT16).
+const sbgemm = BF16
+  ? candidates()
+      .filter((c) => c.kind === 'openblas' || c.kind === 'scipy-openblas')
+      .filter((c) => existsSync(c.file))
+      .map((c) => ({
+        name: c.name,
+        file: c.file,
+        sbgemm: execFileSync('nm', ['-D', '--defined-only', c.file], { encoding: 'utf8', maxBuffer: 64 << 20 })
+          .split('\n')
+          .some((l) => /\bsbgemm/.test(l)),
+      }))
+  : [];
 const loadStart = os.loadavg();
 const started = new Date();
 
@@ -384,11 +683,14 @@ for (const threads of THREADS) {
     for (const c of cands) {
       log(`${threads} thread(s), round ${round + 1}/${ROUNDS}: ${c.name} (load ${os.loadavg()[0].toFixed(1)})`);
       const m = measure(bench, c, threads, allKeys);
-      libraries[c.name] = m.library;
+      libraries[c.name] = m.library + (c.bf16 ? `; operands rounded to bf16 by ${m.convert}` : '');
       for (const [key, s] of m.byKey) {
-        const slot = (samples[threads][c.name][key] ??= { cpu: [], wall: [], error: 0 });
+        const slot = (samples[threads][c.name][key] ??= { cpu: [], wall: [], convert: [], error: 0 });
         slot.cpu.push(s.cpu_s_per_call);
         slot.wall.push(s.wall_s_per_call);
+        // Rounding both fp32 operands to bf16, per product (0 for the fp32 candidates).
+        slot.convert.push((s.convert_a_cpu_s_per_call ?? 0) + (s.convert_b_cpu_s_per_call ?? 0));
+        if (s.impl) slot.impl = s.impl === s.impl_beta1 ? s.impl : `${s.impl} / ${s.impl_beta1}`;
         slot.error = Math.max(slot.error, s.max_rel_error);
       }
     }
@@ -403,6 +705,7 @@ for (const threads of THREADS) {
     const rows = cands.map((c) => {
       let cpuS = 0,
         wallS = 0,
+        convertS = 0,
         worstError = 0;
       const perShape = list.map((s) => {
         const m = samples[threads][c.name][shapeKey(s)];
@@ -410,23 +713,30 @@ for (const threads of THREADS) {
           wallPer = median(m.wall);
         cpuS += s.calls * cpuPer;
         wallS += s.calls * wallPer;
+        convertS += s.calls * median(m.convert);
         worstError = Math.max(worstError, m.error);
         return {
           shape: shapeKey(s),
           calls: s.calls,
           cpu_s_per_call: cpuPer,
           gflops_per_cpu_s: flops(s) / cpuPer / 1e9,
+          ...(c.bf16 ? { convert_cpu_s_per_call: median(m.convert) } : {}),
+          ...(m.impl ? { impl: m.impl } : {}),
         };
       });
       // Per round (the candidates run one after another within a round): the step's BLAS CPU time.
       const roundsCpuS = Array.from({ length: ROUNDS }, (_, r) =>
         list.reduce((sum, s) => sum + s.calls * samples[threads][c.name][shapeKey(s)].cpu[r], 0),
       );
+      const roundsConvertS = Array.from({ length: ROUNDS }, (_, r) =>
+        list.reduce((sum, s) => sum + s.calls * samples[threads][c.name][shapeKey(s)].convert[r], 0),
+      );
       return {
         candidate: c.name,
         step_blas_cpu_s: cpuS,
         step_blas_wall_s: wallS,
         rounds_cpu_s: roundsCpuS,
+        ...(c.bf16 ? { step_convert_cpu_s: convertS, rounds_convert_cpu_s: roundsConvertS } : {}),
         max_rel_error: worstError,
         per_shape: perShape,
       };
@@ -451,6 +761,7 @@ const result = {
     env: c.env,
     library: libraries[c.name],
   })),
+  ...(BF16 ? { sbgemm } : {}),
   results,
 };
 
@@ -488,6 +799,96 @@ const tables = results
   .join('\n\n');
 
 const loadMd = (l) => l.map((x) => x.toFixed(1)).join(' / ');
+const candidatesMd = result.candidates
+  .map(
+    (c) =>
+      `- **${c.name}**: ${c.source} — ${c.library}${
+        Object.keys(c.env).length
+          ? ` (${Object.entries(c.env)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')})`
+          : ''
+      }`,
+  )
+  .join('\n');
+
+/** --bf16's tables: per configuration, each candidate's products alone and with the rounding of their operands. */
+function bf16Tables() {
+  return results
+    .map(({ config, threads, rows }) => {
+      const ref = rows.find((r) => r.candidate === base) ?? rows[0];
+      const total = (r) => r.step_blas_cpu_s + (r.step_convert_cpu_s ?? 0);
+      const roundsTotal = (r) => r.rounds_cpu_s.map((v, i) => v + (r.rounds_convert_cpu_s?.[i] ?? 0));
+      const paired = (r) => {
+        const x = roundsTotal(r).map((v, i) => ref.rounds_cpu_s[i] / v);
+        return `${fmt(median(x), 2)}× (${fmt(Math.min(...x), 2)}–${fmt(Math.max(...x), 2)})`;
+      };
+      const head = `### ${config}, ${threads} thread${threads > 1 ? 's' : ''}\n\n| GEMM | products CPU s / step | wall s / step | rounding operands to bf16, CPU s / step | products + rounding | vs ${ref.candidate} fp32: products alone | with rounding | same-round ratios with rounding: median (min–max) | worst rel. error vs fp32 operands |\n|---|---|---|---|---|---|---|---|---|`;
+      const body = rows
+        .map(
+          (r) =>
+            `| ${r.candidate} | ${fmt(r.step_blas_cpu_s)} | ${fmt(r.step_blas_wall_s)} | ${r.step_convert_cpu_s === undefined ? '—' : fmt(r.step_convert_cpu_s)} | ${fmt(total(r))} | ${fmt(ref.step_blas_cpu_s / r.step_blas_cpu_s, 2)}× | ${fmt(ref.step_blas_cpu_s / total(r), 2)}× | ${paired(r)} | ${r.max_rel_error.toExponential(1)} |`,
+        )
+        .join('\n');
+      const big = [...ref.per_shape]
+        .map((s, i) => ({ ...s, i, t: s.calls * s.cpu_s_per_call }))
+        .sort((a, b) => b.t - a.t)
+        .slice(0, 6);
+      const shapeHead = `\n\nLargest shapes by ${ref.candidate}'s time (ta tb m n k lda ldb ldc beta0 in_parallel; calls/step), GFLOP/s per CPU-second of the product alone:\n\n| shape | calls | ${rows.map((r) => r.candidate).join(' | ')} |\n|---|---|${rows.map(() => '---').join('|')}|`;
+      const shapeRows = big
+        .map(
+          (s) =>
+            `| ${s.shape} | ${s.calls} | ${rows.map((r) => fmt(r.per_shape[s.i].gflops_per_cpu_s, 0)).join(' | ')} |`,
+        )
+        .join('\n');
+      // oneDNN names the implementation it picked per shape: whether AMX ran.
+      const impls = rows
+        .filter((r) => r.per_shape.some((s) => s.impl))
+        .map((r) => {
+          const byImpl = {};
+          for (const s of r.per_shape) {
+            const t = (byImpl[s.impl] ??= { shapes: 0, cpu: 0 });
+            t.shapes += 1;
+            t.cpu += s.calls * s.cpu_s_per_call;
+          }
+          return `- ${r.candidate}'s implementations: ${Object.entries(byImpl)
+            .map(
+              ([impl, t]) =>
+                `\`${impl}\` ${t.shapes} shapes, ${fmt((100 * t.cpu) / r.step_blas_cpu_s, 0)} % of its time`,
+            )
+            .join('; ')}`;
+        })
+        .join('\n');
+      return `${head}\n${body}${shapeHead}\n${shapeRows}${impls ? `\n\n${impls}` : ''}`;
+    })
+    .join('\n\n');
+}
+
+const bf16Md =
+  () => `# bf16 GEMM (bf16 operands, fp32 accumulation and output) at the runtime's shapes — ${cpu.kind} (${result.date.slice(0, 10)})
+
+Command: \`${result.command}\` at ${result.commit}. CPU: ${cpu.model} (family ${cpu.family}, model ${cpu.model_number}${cpu.bf16 ? ', AVX512-BF16' : ''}${cpu.amx ? ', AMX' : ''}), ${result.cores} cores, shared.
+Load average (1 / 5 / 15 min): ${loadMd(loadStart)} at the start, ${loadMd(loadEnd)} at the end.
+
+Every product of one training step (bench/blas/shapes.json, recorded from the runtime's cblas_sgemm
+calls) with bfloat16 A and B and float32 C (C = or C +=, as recorded), what mixed precision's matrix
+products are, beside the fp32 products of Debian's OpenBLAS (the runtime's BLAS) as the baseline. One
+program (bench/blas/gemm_bench.c) loads each library with dlopen; OMP_WAIT_POLICY=passive; attention's
+products from inside an OpenMP loop as the runtime calls them. Candidates interleaved, ${ROUNDS} rounds,
+medians. "products CPU s / step" = Σ calls × median CPU s per call (all threads). "rounding operands"
+= rounding both fp32 operands of every product to bf16 (AVX512-BF16's vcvtneps2bf16 on the OpenMP
+threads), what a runtime with fp32 master weights and fp32 activations would pay at most: a bf16 copy
+of each weight made once per step, or activations written in bf16 by the kernel before, would pay less.
+The error is the largest of 16 entries' |C − exact| / Σ|a·b| against the fp32 operands.
+
+Candidates:
+${candidatesMd}
+
+OpenBLAS's bf16 GEMM (sbgemm): ${sbgemm.map((x) => `${x.name} ${x.sbgemm ? 'exports it' : 'does not export it'} (\`nm -D ${x.file}\`)`).join('; ') || 'no OpenBLAS candidate found'}.
+
+${bf16Tables()}
+`;
+
 const md = `# BLAS candidates at the runtime's GEMM shapes — ${cpu.kind} (${result.date.slice(0, 10)})
 
 Command: \`${result.command}\` at ${result.commit}. CPU: ${cpu.model} (family ${cpu.family}, model ${cpu.model_number}${cpu.bf16 ? ', AVX512-BF16' : ''}${cpu.amx ? ', AMX' : ''}), ${result.cores} cores, shared.
@@ -501,25 +902,17 @@ inside an OpenMP loop as the runtime calls them. Candidates interleaved, ${ROUND
 products' share of one training step, as on cores nobody else uses.
 
 Candidates:
-${result.candidates
-  .map(
-    (c) =>
-      `- **${c.name}**: ${c.source} — ${c.library}${
-        Object.keys(c.env).length
-          ? ` (${Object.entries(c.env)
-              .map(([k, v]) => `${k}=${v}`)
-              .join(' ')})`
-          : ''
-      }`,
-  )
-  .join('\n')}
+${candidatesMd}
 
 ${tables}
 `;
 
 const out = path.join(root, 'bench', 'results');
 mkdirSync(out, { recursive: true });
-const stem = path.join(out, `blas-${cpu.kind}-${result.date.slice(0, 10)}${TAG ? `-${TAG}` : ''}`);
+const stem = path.join(
+  out,
+  `blas-${BF16 ? 'bf16-' : ''}${cpu.kind}-${result.date.slice(0, 10)}${TAG ? `-${TAG}` : ''}`,
+);
 writeFileSync(`${stem}.json`, JSON.stringify(result, null, 1) + '\n');
-writeFileSync(`${stem}.md`, md);
+writeFileSync(`${stem}.md`, BF16 ? bf16Md() : md);
 log(`wrote ${stem}.md and .json`);
