@@ -8,7 +8,6 @@ A process stopped by a debugger (gdb, strace: state 't', "tracing stop") is not 
 looking at it. Linux only; elsewhere nothing is ever found frozen."""
 
 import os
-import select
 import signal
 import sys
 import time
@@ -25,20 +24,22 @@ DEFAULT_FROZEN_AFTER_S = 60.0
 def frozen_after_s(env=None):
     """FSDP_STUDIO_FROZEN_AFTER_S, or the default when it is unset; a value that is not a positive
     number is named on stderr and the default used."""
-    text = (os.environ if env is None else env).get(FROZEN_AFTER_ENV, "").strip()
+    return seconds_setting(FROZEN_AFTER_ENV, DEFAULT_FROZEN_AFTER_S, env)
+
+
+def seconds_setting(name, default, env=None):
+    """A number of seconds from the environment variable `name`, or `default` when it is unset; a
+    value that is not a positive number is named on stderr and the default used."""
+    text = (os.environ if env is None else env).get(name, "").strip()
     if not text:
-        return DEFAULT_FROZEN_AFTER_S
+        return default
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
-        print(
-            f"fsdp_studio: {FROZEN_AFTER_ENV}={text!r} is not a positive number of seconds:"
-            f" using {DEFAULT_FROZEN_AFTER_S:g}",
-            file=sys.stderr,
-        )
-        return DEFAULT_FROZEN_AFTER_S
+        print(f"fsdp_studio: {name}={text!r} is not a positive number of seconds: using {default:g}", file=sys.stderr)
+        return default
     return value
 
 
@@ -157,17 +158,6 @@ def group_of(pgid):
         except (OSError, ValueError, IndexError):
             continue
     return out
-
-
-def wait_for_owner(fd, owner, watch):
-    """The guard's wait (supervise.py guard_main): what the owner says on the pipe `fd` (b"" when it
-    died), or None once the owner has been stopped for watch.after_s — it will say nothing then."""
-    while True:
-        readable, _, _ = select.select([fd], [], [], 0.2)
-        if readable:
-            return os.read(fd, 64)
-        if watch.look([owner]) is not None:
-            return None
 
 
 def end_in_log(run_dir, attempt_id):

@@ -36,8 +36,10 @@ was, so that run keeps the end it had (a refused --resume).
 
 This process owns the run (native/FORMATS.md, "The run folder and its owner"): nothing of the run
 outlives it. When it leads the run's process group, a guard process ends every process of the run
-and writes the run's end, failed with the reason, if this process is killed or stays stopped
-(SIGSTOP) for FSDP_STUDIO_FROZEN_AFTER_S seconds (default 60; start_guard, frozen.py); without a
+and writes the run's end, failed with the reason, if this process is killed, stays stopped
+(SIGSTOP) for FSDP_STUDIO_FROZEN_AFTER_S seconds (default 60; start_guard, frozen.py), or runs
+without polling (blocked) for FSDP_STUDIO_HUNG_AFTER_S (default 60: it beats to the guard as it
+polls, heartbeat.py); without a
 guard its ranks die with it (PR_SET_PDEATHSIG). A launcher or rank of the run stopped that long is
 killed with every other process of the run by this process, and the run's end names it. Any
 Python >= 3.9, standard library only.
@@ -82,9 +84,9 @@ from fsdp_studio.frozen import (  # noqa: E402
     group_of,
     kill_tree,
     program_of,
-    wait_for_owner,
     wait_gone,
 )
+from fsdp_studio.heartbeat import Heartbeat, hung_reason, say, wait_for_owner  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
 from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
@@ -166,10 +168,13 @@ class Attempt:
         #: the run's end that names it once every process of the attempt was killed for it.
         self.frozen = FrozenWatch()
         self.frozen_reason: Optional[str] = None
+        #: This process's beat to its guard as it polls: a supervisor that stops polling is hung (heartbeat.py).
+        self.heartbeat = Heartbeat(guard[0] if guard else None)
         #: How many of the stop signals that came the stream has been told of.
         self.stops_told = 0
 
     def poll(self):
+        self.heartbeat.beat()
         self.tell_stops()
         self.log.merge()
         self.on_poll()
@@ -457,6 +462,7 @@ def wait(attempt):
     attempt.workers.kill_left()
     for copier in attempt.copiers:
         copier.join(timeout=5)
+        attempt.heartbeat.beat()  # a copier blocked on an output nobody reads: this process still polls
     return codes, failed
 
 
@@ -623,19 +629,15 @@ def guard_main(run_dir, supervisor_pid, attempt_id):
     # Stop's signals go to the whole group: the guard outlives them, to act if the supervisor does not.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    # A stopped supervisor says nothing and ends nothing: the guard also watches whether it is stopped.
-    frozen = FrozenWatch()
-    said = wait_for_owner(sys.stdin.fileno(), supervisor_pid, frozen)
-    if said is not None and said.startswith(b"ended"):
+    # A stopped or hung supervisor says nothing and ends nothing: the guard also watches whether it
+    # is stopped, and whether it still beats as it polls (heartbeat.py).
+    how, detail = wait_for_owner(sys.stdin.fileno(), supervisor_pid)
+    if how == "ended":
         return 0
-    if said is None:
-        reason = frozen.reason(supervisor_pid, "its supervisor")
-    else:
-        reason = f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
+    reason = guard_reason(supervisor_pid, how, detail)
     # Every process of the run first, the ranks before their launchers (mpirun and its ranks are in
     # sessions of their own, below the group): none of them is left to write an end of its own.
     wait_gone(kill_tree(group_of(os.getpgrp()), spare=(os.getpid(),)))
-    print(f"fsdp_studio.supervise: {reason}", file=sys.stderr, flush=True)
     # The stream's writer now: what the writers wrote that the supervisor had not merged yet, first.
     log = EventMerge(run_dir, attempt_id)
     log.resume()
@@ -648,8 +650,19 @@ def guard_main(run_dir, supervisor_pid, attempt_id):
     else:
         run_manifest.update(run_dir, RuntimeRun(run_dir, None).take_end(runtime_end))
     log.close()
+    # Last, and never waiting: the stderr a hung supervisor blocked on may be this one's too.
+    say(f"fsdp_studio.supervise: {reason}")
     os.killpg(0, signal.SIGKILL)
     return 1
+
+
+def guard_reason(supervisor_pid, how, detail):
+    """The run's end the guard writes, naming the supervisor and what became of it."""
+    if how == "stopped":
+        return detail.reason(supervisor_pid, "its supervisor")
+    if how == "hung":
+        return hung_reason(supervisor_pid, detail)
+    return f"its supervisor (pid {supervisor_pid}) was killed; every process of the run was stopped with it"
 
 
 def parse_args(argv):

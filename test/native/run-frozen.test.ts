@@ -3,11 +3,14 @@
 // FSDP_STUDIO_FROZEN_AFTER_S (short here), and the run ends naming it, nothing of it left; the
 // supervisor or mpirun killed outright ends the run once, naming what died.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { until } from '../harness/until';
 import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 import { childrenOf, commandOf } from '../harness/proc';
+import { SUPERVISOR, VENV_PYTHON } from '../harness/pytorch';
 
 /** Short, so that the test is quick; the default is stated in supervise.py (frozen.py). */
 const FROZEN_AFTER_S = '2';
@@ -205,5 +208,60 @@ describe("a run's frozen or killed owners (issue 41)", function () {
       'the dead runtime’s lines before its end',
     );
     assert.equal(existsSync(path.join(run.runDir, 'events')), false, 'no per-writer file left');
+  });
+  it('ends a run whose supervisor hangs (alive, not stopped) writing to an output its launcher stopped reading, naming it', async () => {
+    // The launcher (this test) reads none of the supervisor's stderr. The command writes more to
+    // stderr than the pipes hold, so the supervisor's copy of it blocks; once the command is stopped
+    // (SIGSTOP), the supervisor's own line naming it blocks too, before it kills it: it never polls again.
+    const runDir = path.join(dir, 'hung');
+    mkdirSync(runDir, { recursive: true });
+    writeFileSync(
+      path.join(runDir, 'run.json'),
+      JSON.stringify({
+        v: 1,
+        run_id: 'hung',
+        created: Date.now() / 1000,
+        status: 'starting',
+        config: {},
+        world: { size: 1 },
+        host: os.hostname(),
+        kind: 'command',
+      }),
+    );
+    const chatty =
+      "import sys, time\nsys.stderr.write('a warning nobody reads\\n' * 50000)\nsys.stderr.flush()\ntime.sleep(600)\n";
+    const owner = spawn(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', chatty], {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, FSDP_STUDIO_FROZEN_AFTER_S: '1', FSDP_STUDIO_HUNG_AFTER_S: '3' },
+    });
+    owner.stderr!.pause();
+    const supervisor = owner.pid!;
+    const exited = new Promise<void>((resolve) => owner.on('exit', () => resolve()));
+    left = [supervisor];
+    let command = 0;
+    await until(
+      'the command is blocked writing to its stderr',
+      () => {
+        command = childrenOf(supervisor).find((pid) => commandOf(pid).includes('nobody reads')) ?? 0;
+        return command > 0 && /pipe_write/.test(readFileSync(`/proc/${command}/wchan`, 'utf8'));
+      },
+      60_000,
+    );
+    const guard = childrenOf(supervisor).find((pid) => commandOf(pid).includes('--guard-of-supervisor'));
+    assert.ok(guard, 'the supervisor has a guard');
+    left = [supervisor, command, guard];
+    process.kill(command, 'SIGSTOP');
+    await exited;
+    await until('nothing of the run is left', () => left.every((pid) => !alive(pid)), 60_000);
+    const { events, manifest } = await readRun(runDir);
+    const ends = eventsOf(events, 'run_end');
+    assert.equal(ends.length, 1, JSON.stringify(ends));
+    assert.equal(manifest.status, 'failed');
+    assert.match(
+      ends[0].reason ?? '',
+      new RegExp(`^its supervisor \\(pid ${supervisor}\\) ran but did not poll for 3 s \\(FSDP_STUDIO_HUNG_AFTER_S\\)`),
+    );
+    assert.equal((manifest as { end_reason?: string }).end_reason, ends[0].reason);
   });
 });
