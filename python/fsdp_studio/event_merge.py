@@ -102,6 +102,9 @@ class EventMerge:
         #: Called with the first run_start a writer wrote: an event of the owner's to follow it at
         #: once (the attempt's processes, which that start names), or None.
         self.after_start: Optional[Callable[[dict], Optional[dict]]] = None
+        #: Called with each event once its line is in metrics.jsonl, in the stream's order: what
+        #: run.json is a snapshot of (runtime_run.RuntimeRun.take), or None.
+        self.appended: Optional[Callable[[dict], None]] = None
         self.fd = None
 
     def write(self, event, merge_first=True):
@@ -184,6 +187,12 @@ class EventMerge:
         except OSError as e:
             self.stopped_by = f"{self.path}: cannot write: {e.strerror or e}"
             print(f"fsdp_studio.supervise: the run's events are merged no further: {self.stopped_by}", file=sys.stderr)
+            return
+        if self.appended is not None:
+            for line in kept:
+                event = event_of(line)
+                if event is not None:
+                    self.appended(event)
 
     def resume(self):
         """The guard's start: where the owner's merge stopped, found in metrics.jsonl itself. Each

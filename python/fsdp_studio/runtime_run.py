@@ -1,6 +1,7 @@
 """The native runtime under its run's supervisor (supervise.py --native): the runtime writes its
-events and holds the run folder's lock; this turns its run_start, steps and run_end into run.json,
-and says how the run ended when the runtime could not (native/FORMATS.md, "The run folder and its
+events, which the supervisor merges into the run's stream, and holds the run folder's lock; run.json
+is a snapshot of that stream (RuntimeRun: what it took of the run_start, steps and run_end), and
+this says how the run ended when the runtime could not (native/FORMATS.md, "The run folder and its
 owner")."""
 
 import json
@@ -57,43 +58,49 @@ class ParentWatch:
 
 
 class RuntimeRun:
-    """A native runtime's run as its events tell it, kept in run.json: running from its run_start,
-    its step at most once a second, its end from its run_end."""
+    """run.json's running, step and end as a snapshot of the run's stream: fed each event its owner's
+    merge appended to metrics.jsonl (event_merge.EventMerge.appended), in that order, and nothing
+    else, so run.json never says what the stream has not said first — running from the attempt's
+    run_start, its step at most once a second, its end from its run_end (native/FORMATS.md, "The run
+    folder and its owner")."""
 
-    def __init__(self, run_dir, events):
+    def __init__(self, run_dir):
         self.run_dir = run_dir
-        self.events = events
+        #: The events the stream took since the last follow().
+        self.fresh: list[dict[str, Any]] = []
         self.started = False
         self.ended = None
         self.step = 0
         self.step_written = 0.0  # when run.json's step was last written
         self.step_in_manifest = None
 
+    def take(self, event):
+        """One event as the stream took it (the merge calls this once the line is in metrics.jsonl)."""
+        self.fresh.append(event)
+
     def follow(self, write=True):
-        """Reads the runtime's new events; returns the fields of run.json they change (written unless write=False)."""
+        """The stream's new events; returns the fields of run.json they change (written unless write=False)."""
         fields: dict[str, Any] = {}
-        for e in self.events.read_new():
+        events, self.fresh = self.fresh, []
+        for e in events:
             kind = e.get("type")
             if kind == "run_start":
                 self.started = True
                 self.step = e.get("start_step", 0) if isinstance(e.get("start_step"), int) else 0
                 fields.update(status="running", step=self.step)
-                config = e.get("config") if isinstance(e.get("config"), dict) else {}
-                steps = (
-                    (config.get("training") or {}).get("max_steps")
-                    if isinstance(config.get("training"), dict)
-                    else None
-                )
+                config, runtime = e.get("config"), e.get("runtime")
+                training = config.get("training") if isinstance(config, dict) else None
+                steps = training.get("max_steps") if isinstance(training, dict) else None
                 if isinstance(steps, int):
                     fields["max_steps"] = steps
-                version = (e.get("runtime") or {}).get("version") if isinstance(e.get("runtime"), dict) else None
+                version = runtime.get("version") if isinstance(runtime, dict) else None
                 if version:
                     fields["runtime_version"] = version
                 if e.get("resumed_from"):
                     fields["resumed_from"] = e["resumed_from"]
             elif kind == "step" and isinstance(e.get("step"), int):
                 self.step = max(self.step, e["step"])
-            elif kind == "run_end":
+            elif kind == "run_end" and self.ended is None:
                 fields.update(self.take_end(e))
         now = time.monotonic()
         # The step at most once a second, and only when it moved (a paused run leaves run.json alone).
@@ -107,7 +114,7 @@ class RuntimeRun:
         return fields
 
     def take_end(self, e):
-        """The runtime's run_end event as the run's end: the fields of run.json it sets."""
+        """A run_end event as the run's end: the fields of run.json it sets."""
         self.ended = e
         if isinstance(e.get("step"), int):
             self.step = e["step"]
@@ -116,33 +123,48 @@ class RuntimeRun:
             fields["end_reason"] = e["reason"]
         return fields
 
+    def end_with(self, stream, event):
+        """An end this owner (or its guard) writes: into the stream (`stream`, an EventMerge), then
+        run.json from what the stream took. Where the stream could not take it — a full disk stopped
+        the merge, metrics.jsonl is no regular file — run.json still gets the end: the one thing it
+        says that the stream does not."""
+        stream.appended = self.take
+        stream.write(event)
+        self.follow()
+        if self.ended is None:
+            run_manifest.update(self.run_dir, self.take_end(event))
+
     def end(self, before, reason, stream):
-        """After the runtime's process ended: its run_end, if it wrote one, is the run's end. When it
-        never started the run (no run_start: a refused --resume, a config the runtime refused) in a
-        folder that had a run, run.json is put back as it was, so that run keeps the end it had;
-        otherwise the run failed, with the reason: a runtime that stops writes its run_end "stopped"
+        """After the runtime's process ended: its run_end, if the stream took one, is the run's end.
+        When it never started the run (no run_start: a refused --resume, a config the runtime refused),
+        the stream holds nothing of this attempt: in a folder that had a run, run.json is put back as
+        it was, so that run keeps the end it had; in a new one it says failed, with the reason.
+        Otherwise the run failed, with the reason: a runtime that stops writes its run_end "stopped"
         (a stop signal this process noted is no end of the run by itself). An end the runtime did not
-        write in its events goes into the stream (`stream`, event_merge.EventMerge) too, as this
-        owner's: one end per attempt."""
+        write in its events goes into the stream (`stream`, event_merge.EventMerge) as this owner's,
+        marked stand_in, before run.json: one end per attempt."""
         self.follow()
         if self.ended is None and stderr_run_end[0] is not None:
             # The runtime's own end, which it could not append to its events (a full disk): the
             # stream takes it unless the disk stopped the merge too.
-            stream.write(stderr_run_end[0])
-            run_manifest.update(self.run_dir, self.take_end(stderr_run_end[0]))
+            self.end_with(stream, stderr_run_end[0])
             return
         if self.ended is not None:
             return
         if not self.started:
+            # The stream holds nothing of an attempt that never started (issue 26: a refused resume
+            # writes no run_start or run_end), so run.json alone says it.
             if before is not None:
                 run_manifest.write_bytes(self.run_dir, before)
             else:
                 run_manifest.update(self.run_dir, {"status": "failed", "step": 0, "end_reason": reason})
             return
-        # The runtime ended without its run_end (killed, its launcher killed): the owner writes it, and
-        # readers add what they know (the exit signal, memory, the last stderr lines: core/runs/run-end.ts).
-        stream.write({"type": "run_end", "status": "failed", "step": self.step, "reason": reason, "stand_in": True})
-        run_manifest.update(self.run_dir, {"status": "failed", "step": self.step, "end_reason": reason})
+        # The runtime ended without its run_end (killed, its launcher killed): the owner writes it,
+        # and readers add what they know (the exit signal, memory, the last stderr lines:
+        # core/runs/run-end.ts).
+        self.end_with(
+            stream, {"type": "run_end", "status": "failed", "step": self.step, "reason": reason, "stand_in": True}
+        )
 
 
 def runtime_reason(command, code, last):

@@ -24,8 +24,9 @@ command's PATH.
 
 The native runtime (--native): COMMAND is fsdp-train, fsdp-train-native, or mpirun/srun around it.
 A folder whose run.lock another trainer holds is refused before anything is written. The runtime
-writes its own events (run_start, steps, run_end) and holds the lock; this process turns them into
-run.json — running, the step at most once a second, the end.
+writes its own events (run_start, steps, run_end) and holds the lock; this process merges them
+into the stream and turns what the stream took into run.json — running, the step at most once a
+second, the end: run.json says nothing the stream has not said first (runtime_run.RuntimeRun).
 
 This process alone writes metrics.jsonl (event_merge.py): the runtime's rank 0 and the companion in
 a person's command append to files of their own, events/<attempt>/, which it merges into it as it
@@ -35,12 +36,12 @@ it never started the run (no run_start) in a folder that had one: then run.json 
 was, so that run keeps the end it had (a refused --resume).
 
 This process owns the run (native/FORMATS.md, "The run folder and its owner"): nothing of the run
-outlives it. When it leads the run's process group, a guard process ends every process of the run
-and writes the run's end, failed with the reason, if this process is killed, stays stopped
-(SIGSTOP) for FSDP_STUDIO_FROZEN_AFTER_S seconds (default 60; start_guard, frozen.py), or runs
-without polling (blocked) for FSDP_STUDIO_HUNG_AFTER_S (default 60: it beats to the guard as it
-polls, heartbeat.py); without a
-guard its ranks die with it (PR_SET_PDEATHSIG). A launcher or rank of the run stopped that long is
+outlives it. A guard process ends every process of the run (the group this process leads; in a
+SLURM batch shell's group, this process and everything below it) and writes the run's end, failed
+with the reason, if this process is killed, stays stopped (SIGSTOP) for FSDP_STUDIO_FROZEN_AFTER_S
+seconds (default 60; start_guard, frozen.py), or runs without polling (blocked) for
+FSDP_STUDIO_HUNG_AFTER_S (default 60: it beats to the guard as it polls, heartbeat.py); in a batch
+shell's group its children also die with it (PR_SET_PDEATHSIG). A launcher or rank of the run stopped that long is
 killed with every other process of the run by this process, and the run's end names it. Any
 Python >= 3.9, standard library only.
 
@@ -88,9 +89,9 @@ from fsdp_studio.frozen import (  # noqa: E402
 )
 from fsdp_studio.heartbeat import Heartbeat, hung_reason, say, wait_for_owner  # noqa: E402
 from fsdp_studio.run_folder_file import RefusedFile, check_regular, read_tail  # noqa: E402
-from fsdp_studio.run_folder_watch import EventFollower, file_size, take_lock  # noqa: E402
+from fsdp_studio.run_folder_watch import file_size, take_lock  # noqa: E402
 from fsdp_studio.run_processes import WorkerPids  # noqa: E402
-from fsdp_studio.run_start import new_attempt, starting_manifest, write_starting  # noqa: E402
+from fsdp_studio.run_start import leads_run_group, new_attempt, starting_manifest, write_starting  # noqa: E402
 from fsdp_studio.runtime_run import (  # noqa: E402
     RUNTIME_END_GRACE_S,
     ParentWatch,
@@ -117,7 +118,7 @@ ENDED_OWNER_EXIT_WAIT_S = 30.0
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [GUARD_FLAG]:
-        return guard_main(argv[1], int(argv[2]), argv[3])
+        return guard_main(argv[1], int(argv[2]), argv[3], argv[4] if len(argv) > 4 else GROUP)
     args = parse_args(argv)
     attempt = start(args)
     if isinstance(attempt, int):
@@ -242,7 +243,6 @@ def start(args):
         take_up_dead_attempt(run_dir)
     before = run_manifest.read_bytes(run_dir)
     log_from = file_size(folder_log.path)
-    events = EventFollower(folder_log.path, log_from)
     attempt_fields = new_attempt(log_from)
     # This attempt's run_start and run_end carry its id, whoever writes them: this process, its
     # guard, the runtime (RUN_ATTEMPT_ENV in child_env) — readers tell whose an event is by it.
@@ -272,16 +272,21 @@ def start(args):
     started = launcher_trampoline(args.command) if args.native else args.command
     try:
         children = [
-            # With a guard, the guard ends them (the ranks before their launcher, so that the run has
-            # one end: its); without one, each dies with this process.
-            subprocess.Popen(started, env=e, stderr=subprocess.PIPE, preexec_fn=None if guard else die_with_parent)
+            # A guard of the group ends them (the ranks before their launcher, so that the run has
+            # one end: its); in a group that is not the run's (a SLURM batch step) each dies with this process.
+            subprocess.Popen(
+                started,
+                env=e,
+                stderr=subprocess.PIPE,
+                preexec_fn=None if guard and leads_run_group() else die_with_parent,
+            )
             for e in rank_envs(env, world, args.master_port)
         ]
     except OSError as e:
         return not_started(args, run_dir, log, guard, e)
     attempt = Attempt(args, run_dir, log, guard, env, stopped, children, slurm_end)
     if args.native:
-        follow_runtime(attempt, events, before if starting is not None else None)
+        follow_runtime(attempt, before if starting is not None else None)
     else:
         announce_command(attempt, manifest, world)
         follow_command_world(attempt, manifest, world)
@@ -364,10 +369,12 @@ def not_started(args, run_dir, log, guard, error):
     return 127
 
 
-def follow_runtime(attempt, events, manifest_before):
-    """A native run: the runtime writes its own events; each poll turns the new ones into run.json
-    (running, the step, the end) and names the ranks once the runtime has started them."""
-    runtime = attempt.runtime = RuntimeRun(attempt.run_dir, events)
+def follow_runtime(attempt, manifest_before):
+    """A native run: the runtime writes its own events, which this process merges into the stream;
+    each poll turns what the stream took into run.json (running, the step, the end) and names the
+    ranks once the runtime has started them."""
+    runtime = attempt.runtime = RuntimeRun(attempt.run_dir)
+    attempt.log.appended = runtime.take
     attempt.manifest_before = manifest_before
     run_dir, workers, parent = attempt.run_dir, attempt.workers, attempt.parent
     run_manifest.update(run_dir, {"pids": workers.own})
@@ -416,9 +423,10 @@ def runtime_processes(attempt, start):
 
 
 def announce_command(attempt, manifest, world):
-    """A person's command: run.json says running, and metrics.jsonl gets the run_start the command
-    does not write itself."""
-    run_manifest.update(attempt.run_dir, {"status": "running", "pids": attempt.workers.own})
+    """A person's command: metrics.jsonl gets the run_start the command does not write itself and
+    the attempt's processes, then run.json says what the stream took: running."""
+    snapshot = RuntimeRun(attempt.run_dir)
+    attempt.log.appended = snapshot.take
     attempt.log.write(
         {
             "type": "run_start",
@@ -444,6 +452,8 @@ def announce_command(attempt, manifest, world):
             ]
         )
     )
+    attempt.log.appended = None  # the command's end reaches run.json through finish()
+    run_manifest.update(attempt.run_dir, {**snapshot.follow(write=False), "pids": attempt.workers.own})
 
 
 def wait(attempt):
@@ -566,6 +576,9 @@ def command_end(args, env, stopped, codes, failed, last_words):
 
 #: The hidden first argument of the guard process (see start_guard).
 GUARD_FLAG = "--guard-of-supervisor"
+#: What the guard kills: the process group this supervisor leads, or (in a group that is not the
+#: run's: a SLURM batch shell's) this supervisor and everything below it.
+GROUP, TREE = "group", "tree"
 
 
 def die_with_parent():
@@ -586,16 +599,16 @@ def start_guard(run_dir, lock=None, attempt_id=""):
     FSDP_STUDIO_FROZEN_AFTER_S), and the guard kills the whole process group and everything below it
     — the ranks and whatever they started (torchrun's workers, mpirun's ranks) — then writes the
     run's end (failed, with the reason) as this supervisor would have, unless the runtime wrote one.
-    Only when this process leads its own group (the editor's detached start makes it so): a group
-    shared with a caller (a SLURM batch shell) is not the run's to kill. The guard keeps the run
-    folder's lock (`lock`) until it has killed the group, so no resume starts beside what is left.
+    The group, when this process leads its own (the editor's detached start makes it so); a group
+    shared with a caller (a SLURM batch shell) is not the run's to kill: there the guard kills this
+    process and everything below it (srun, whose job step's tasks SLURM then ends). The guard keeps
+    the run folder's lock (`lock`) until it has killed them, so no resume starts beside what is left.
     The end it writes is this attempt's (`attempt_id`)."""
-    if os.getpgrp() != os.getpid():
-        return None
+    scope = GROUP if leads_run_group() else TREE
     read_end, write_end = os.pipe()  # not inherited by the ranks (PEP 446)
     try:
         guard = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid()), attempt_id],
+            [sys.executable, os.path.abspath(__file__), GUARD_FLAG, run_dir, str(os.getpid()), attempt_id, scope],
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             close_fds=True,
@@ -625,7 +638,7 @@ def dismiss_guard(guard):
         process.kill()
 
 
-def guard_main(run_dir, supervisor_pid, attempt_id):
+def guard_main(run_dir, supervisor_pid, attempt_id, scope=GROUP):
     # Stop's signals go to the whole group: the guard outlives them, to act if the supervisor does not.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
@@ -637,7 +650,7 @@ def guard_main(run_dir, supervisor_pid, attempt_id):
     reason = guard_reason(supervisor_pid, how, detail)
     # Every process of the run first, the ranks before their launchers (mpirun and its ranks are in
     # sessions of their own, below the group): none of them is left to write an end of its own.
-    wait_gone(kill_tree(group_of(os.getpgrp()), spare=(os.getpid(),)))
+    wait_gone(kill_tree(group_of(os.getpgrp()) if scope == GROUP else [supervisor_pid], spare=(os.getpid(),)))
     # The stream's writer now: what the writers wrote that the supervisor had not merged yet, first.
     log = EventMerge(run_dir, attempt_id)
     log.resume()
@@ -648,11 +661,12 @@ def guard_main(run_dir, supervisor_pid, attempt_id):
     if runtime_end is None:
         finish(log, run_dir, "failed", reason)
     else:
-        run_manifest.update(run_dir, RuntimeRun(run_dir, None).take_end(runtime_end))
+        run_manifest.update(run_dir, RuntimeRun(run_dir).take_end(runtime_end))
     log.close()
     # Last, and never waiting: the stderr a hung supervisor blocked on may be this one's too.
     say(f"fsdp_studio.supervise: {reason}")
-    os.killpg(0, signal.SIGKILL)
+    if scope == GROUP:
+        os.killpg(0, signal.SIGKILL)
     return 1
 
 
@@ -889,16 +903,13 @@ def read_stderr_line(line, last_words, r):
 
 
 def finish(log, run_dir, status, reason, step=None):
-    """The run's end, as its owner says it: the run_end event (`log`: the stream, an EventMerge),
-    then run.json."""
+    """The run's end, as its owner says it: the run_end event into the stream (`log`, an
+    EventMerge), then run.json from what the stream took (RuntimeRun.end_with: metrics.jsonl
+    replaced by a link or a FIFO during the run, or a full disk, and the end still reaches run.json)."""
     log.merge()
     step = last_step(log.path) if step is None else step
-    try:
-        log.write({"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})})
-    except RefusedFile as e:
-        # metrics.jsonl replaced by a link or a FIFO during the run: the end still reaches run.json.
-        print(f"fsdp_studio.supervise: the run_end event was not written: {e}", file=sys.stderr)
-    run_manifest.update(run_dir, {"status": status, "step": step, **({"end_reason": reason} if reason else {})})
+    event = {"type": "run_end", "status": status, "step": step, **({"reason": reason} if reason else {})}
+    RuntimeRun(run_dir).end_with(log, event)
 
 
 def last_step(metrics_path, tail=1 << 16):

@@ -1,5 +1,6 @@
 // Test data: a process that writes a run directory the way the trainer does (run.json kept up to
-// date, metrics.jsonl appended event by event, to the protocol's schema) at a chosen pace, without
+// date, metrics.jsonl appended event by event — under an owner, its own file the owner merges
+// into it — to the protocol's schema) at a chosen pace, without
 // training anything. Used where the subject under test is watching, not training: the watch layer
 // over a real sshd, and the benchmarks that need an exact event rate (100 events/s) or a million
 // points. Run: node --import tsx test/harness/synthetic-run.ts --run-dir DIR --steps N [--rate HZ]
@@ -8,7 +9,7 @@
 //   parameters, peak FLOP/s and its source, MFU, resident memory, every event echoed to stdout and words on stderr),
 //   --loss-spike-at STEP (the loss 2.2× its level), --grad-spike-every N (a grad-norm spike the
 //   runtime reports, clipped at 1.0), --first-step-after S, --save-ms MS, --lr X, --eval-every N.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { MetricsEvent } from '../../core/protocol/metrics';
 
@@ -76,11 +77,12 @@ export function parseArgs(argv: string[]): SyntheticRunOptions {
 export async function writeSyntheticRun(o: SyntheticRunOptions): Promise<void> {
   mkdirSync(o.runDir, { recursive: true });
   const metrics = path.join(o.runDir, 'metrics.jsonl');
+  const events = eventFile(o.runDir);
   const runId = path.basename(o.runDir);
   const now = () => Date.now() / 1000;
   const emit = (e: Record<string, unknown>) => {
     const line = `${JSON.stringify({ v: 1, time: now(), ...e } as MetricsEvent)}\n`;
-    appendFileSync(metrics, line);
+    appendFileSync(events, line);
     // The runtime echoes every event to its stdout too (native/src/metrics/metrics_log.cc).
     if (o.rich) process.stdout.write(line);
   };
@@ -240,6 +242,33 @@ function richConfig(o: SyntheticRunOptions): Record<string, unknown> {
     checkpointing: { save_every_n_steps: o.checkpointEvery, save_final: false },
     launch: { device: 'cpu' },
   };
+}
+
+/**
+ * Where this process writes its events, as the runtime chooses (native/src/train/run_folder.cc
+ * event_log_path): under an owner that merges this folder's stream (FSDP_RUN_OWNER_MERGES names it,
+ * FSDP_RUN_ATTEMPT names the attempt) its own file, events/<attempt>/runtime.jsonl, which the owner
+ * merges into metrics.jsonl and takes run.json's running, step and end from; else metrics.jsonl,
+ * being its only writer.
+ */
+function eventFile(runDir: string): string {
+  const owner = process.env.FSDP_RUN_OWNER_MERGES;
+  const attempt = process.env.FSDP_RUN_ATTEMPT;
+  if (owner && attempt && /^[A-Za-z0-9_-]{1,64}$/.test(attempt) && sameFolder(owner, runDir)) {
+    const folder = path.join(runDir, 'events', attempt);
+    mkdirSync(folder, { recursive: true });
+    return path.join(folder, 'runtime.jsonl');
+  }
+  return path.join(runDir, 'metrics.jsonl');
+}
+
+function sameFolder(a: string, b: string): boolean {
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
 }
 
 /**
