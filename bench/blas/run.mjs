@@ -98,7 +98,7 @@ function ensurePypiCandidates() {
 const debianLib = (...p) =>
   path.join('/usr/lib', execFileSync('gcc', ['-print-multiarch'], { encoding: 'utf8' }).trim(), ...p);
 /** The candidates: name, how gemm_bench finds its entry points, where the library file is, how it is got. */
-function candidates() {
+function candidates(all = false) {
   const pyLib = path.join(pypiVenv, 'lib');
   const sitePackages = existsSync(pyLib)
     ? path.join(pyLib, readdirPython(pyLib), 'site-packages')
@@ -193,11 +193,13 @@ function candidates() {
       env: {},
     },
   ].filter((c) =>
-    ONLY
-      ? ONLY.split(',').includes(c.name)
-      : BF16
-        ? c.name === 'openblas-debian' || (c.bf16 && !c.name.startsWith('onednn-bf16-'))
-        : !c.bf16,
+    all
+      ? true
+      : ONLY
+        ? ONLY.split(',').includes(c.name)
+        : BF16
+          ? c.name === 'openblas-debian' || (c.bf16 && !c.name.startsWith('onednn-bf16-'))
+          : !c.bf16,
   );
 }
 
@@ -549,7 +551,7 @@ function fusionGroups(shapes) {
 function fusion() {
   const shapes = JSON.parse(readFileSync(SHAPES_FILE, 'utf8'));
   const groups = fusionGroups(shapes);
-  const cands = candidates().filter((c) => (ONLY ? true : ['openblas-debian', 'mkl-bf16'].includes(c.name)));
+  const cands = ONLY ? candidates() : candidates(true).filter((c) => ['openblas-debian', 'mkl-bf16'].includes(c.name));
   if (cands.some((c) => c.source.startsWith('PyPI'))) ensurePypiCandidates();
   const bench = compile('gemm_bench.c', path.join(work, 'gemm_bench'), []);
   const stepKeys = Object.values(shapes.shapes).flatMap((list) => list.map(shapeKey));
@@ -634,7 +636,12 @@ Step's BLAS CPU s: ${Object.entries(stepBlas)
 |---|---|---|---|${cands.map(() => '---|---|---|---').join('|')}|
 ${table}
 `;
-  const stem = path.join(root, 'bench', 'results', `blas-fusion-${result.cpu.kind}-${result.date.slice(0, 10)}`);
+  const stem = path.join(
+    root,
+    'bench',
+    'results',
+    `blas-fusion-${result.cpu.kind}-${result.date.slice(0, 10)}${TAG ? `-${TAG}` : ''}`,
+  );
   writeFileSync(`${stem}.json`, JSON.stringify(result, null, 1) + '\n');
   writeFileSync(`${stem}.md`, md);
   log(`wrote ${stem}.md and .json`);
@@ -661,7 +668,7 @@ const allKeys = [...new Set(Object.values(shapes.shapes).flatMap((list) => list.
 const cpu = cpuKind();
 // Whether an OpenBLAS candidate has a bf16 GEMM (sbgemm, built only with BUILD_BFLOAT16).
 const sbgemm = BF16
-  ? candidates()
+  ? candidates(true)
       .filter((c) => c.kind === 'openblas' || c.kind === 'scipy-openblas')
       .filter((c) => existsSync(c.file))
       .map((c) => ({
