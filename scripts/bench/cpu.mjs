@@ -24,13 +24,17 @@
 // The load average (1, 5, 15 minutes) and this process's nice value are recorded with the figures.
 //
 //   npm run bench:cpu [-- --rounds N] [--steps N] [--only NAME-PART] [--tiny] [--no-profile]
-//                     [--no-compile | --compile-timeout SECONDS] [--peak-runs N]
+//                     [--no-compile | --compile-timeout SECONDS] [--peak-runs N] [--bf16-autocast]
 // --rounds: rounds at T 128 (default 3; the T 512 ones take at most 2). --steps: measured steps per
 // round (default 2 at T 128, 1 at T 512). --only: the configurations whose name holds it (e.g. t128).
 // --tiny adds samples/tiny-cpu.yaml. --no-profile leaves out perf and torch.profiler. torch.compile
 // is given --compile-timeout seconds (default 1800) for its compile and warm-up: past that, on a
 // loaded machine, it is recorded as not measured (and why) instead of holding up the rest.
 // --peak-runs: the sgemm peak is the best of N runs (default 3), before and after.
+// --bf16-autocast (issue 42 item 2): a fourth runner in every round, PyTorch eager with its forward
+// and loss under torch.autocast('cpu', dtype=torch.bfloat16) — PyTorch's CPU mixed precision (bf16
+// products through oneDNN, AMX where the CPU has it; fp32 weights and AdamW) — beside the fp32 ones.
+// Its results go to bench/results/cpu-bf16-<date>.md and .json.
 // --model-shape D,LAYERS,HEADS: another width and depth (vocabulary 50257, the data's), to check the
 // benchmark itself in a minute; its results are not GPT-2 124M's.
 // A short run on a loaded machine: npm run bench:cpu -- --rounds 1 --steps 1 --only t128 --no-profile
@@ -61,6 +65,7 @@ const PROFILE = !args.includes('--no-profile');
 const COMPILE = !args.includes('--no-compile');
 const COMPILE_TIMEOUT_S = positiveInt('--compile-timeout', 1800);
 const PEAK_RUNS = positiveInt('--peak-runs', 3);
+const AUTOCAST = args.includes('--bf16-autocast');
 const THREADS = 2;
 const [D_MODEL, N_LAYERS, N_HEADS] = argValue('--model-shape', '768,12,12').split(',').map(Number);
 if (![D_MODEL, N_LAYERS, N_HEADS].every((x) => Number.isInteger(x) && x >= 1) || D_MODEL % N_HEADS) {
@@ -178,8 +183,8 @@ function workerModelArgs(c) {
 
 /** A PyTorch process kept alive across rounds (cpu_pytorch.py): it compiles once, then steps when asked. */
 class PyTorchWorker {
-  constructor(mode, c) {
-    this.mode = mode;
+  constructor(mode, c, extraArgs = []) {
+    this.mode = [mode, ...extraArgs].join(' '); // for its errors
     this.child = spawn(
       python,
       [
@@ -197,6 +202,7 @@ class PyTorchWorker {
         '--warmup',
         '1',
         ...workerModelArgs(c),
+        ...extraArgs,
       ],
       { stdio: ['pipe', 'pipe', 'pipe'], env: benchEnv },
     );
@@ -265,9 +271,11 @@ async function sideBySide(c) {
     `${c.name}: starting PyTorch eager${COMPILE ? ` and torch.compile (compiling, at most ${COMPILE_TIMEOUT_S} s)` : ''}…`,
   );
   const eager = new PyTorchWorker('eager', c);
+  const eagerBf16 = AUTOCAST ? new PyTorchWorker('eager', c, ['--autocast', 'bf16']) : undefined;
   const compiled = COMPILE ? new PyTorchWorker('compile', c) : undefined;
   const compileStarted = Date.now();
   const eagerInfo = await eager.ready();
+  const eagerBf16Info = eagerBf16 ? await eagerBf16.ready() : undefined;
   const compileInfo = compiled
     ? await compiled.ready(Math.max(1, COMPILE_TIMEOUT_S - (Date.now() - compileStarted) / 1000))
     : undefined;
@@ -277,7 +285,7 @@ async function sideBySide(c) {
       ? `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`
       : undefined;
   if (compileNotMeasured) log(`${c.name}: torch.compile ${compileNotMeasured}`);
-  const runs = { native: [], eager: [], compile: [] };
+  const runs = { native: [], eager: [], compile: [], eager_bf16: [] };
   const roundLoads = [];
   let start;
   try {
@@ -289,6 +297,10 @@ async function sideBySide(c) {
       runs.native.push(...nativeSteps(n.events));
       log(`${c.name}: round ${r + 1}/${c.rounds}: eager`);
       runs.eager.push(...(await eager.steps(c.steps)));
+      if (eagerBf16) {
+        log(`${c.name}: round ${r + 1}/${c.rounds}: eager bf16 autocast`);
+        runs.eager_bf16.push(...(await eagerBf16.steps(c.steps)));
+      }
       if (compileInfo) {
         log(`${c.name}: round ${r + 1}/${c.rounds}: compile`);
         runs.compile.push(...(await compiled.steps(c.steps)));
@@ -314,15 +326,35 @@ async function sideBySide(c) {
             compile_and_warmup_s: compileInfo.warmup_s,
           }
         : { not_measured: compileNotMeasured },
+      ...(eagerBf16Info
+        ? {
+            eager_bf16: {
+              ...summary(runs.eager_bf16, tokens, fpt),
+              torch: eagerBf16Info.torch,
+              first_step_s: eagerBf16Info.first_step_s,
+              autocast: 'torch.autocast("cpu", dtype=torch.bfloat16)',
+            },
+          }
+        : {}),
       steps: runs,
       ...(eagerProfile ? { eager_profile: eagerProfile } : {}),
     };
     const ratio = (other, key) => result[other][key] / result.native[key];
     const ratios = (other) => ({ wall: ratio(other, 'step_s_median'), cpu: ratio(other, 'step_cpu_s_median') });
-    result.native_vs = { eager: ratios('eager'), ...(compileInfo ? { compile: ratios('compile') } : {}) };
+    result.native_vs = {
+      eager: ratios('eager'),
+      ...(compileInfo ? { compile: ratios('compile') } : {}),
+      ...(eagerBf16Info ? { eager_bf16: ratios('eager_bf16') } : {}),
+    };
+    if (eagerBf16Info)
+      result.eager_bf16_speedup_over_fp32 = {
+        wall: result.eager.step_s_median / result.eager_bf16.step_s_median,
+        cpu: result.eager.step_cpu_s_median / result.eager_bf16.step_cpu_s_median,
+      };
     return result;
   } finally {
     eager.quit();
+    eagerBf16?.quit();
     if (compileInfo) compiled.quit();
   }
 }
@@ -488,6 +520,7 @@ const rows = sideBySideResults.flatMap((r) =>
     ['native', r.native],
     ['PyTorch eager', r.eager],
     ['torch.compile', r.compile],
+    ...(r.eager_bf16 ? [['PyTorch eager, bf16 autocast', r.eager_bf16]] : []),
   ].map(
     ([who, s]) =>
       `| ${r.config.name} (B ${r.config.batch}, T ${r.config.seq}, ${ac(r.config)}) | ${who} | ${
@@ -543,6 +576,22 @@ Native's speed-up (PyTorch's step time / native's):
 |---|---:|---:|---:|---:|---:|
 ${ratioRows.join('\n')}
 
+${
+  sideBySideResults.some((r) => r.eager_bf16)
+    ? `PyTorch's bf16 autocast (forward and loss under torch.autocast('cpu', dtype=torch.bfloat16); fp32 weights, gradients and AdamW) against fp32:
+
+| config | native fp32 vs eager bf16, wall | CPU | eager bf16's speed-up over eager fp32, wall | CPU |
+|---|---:|---:|---:|---:|
+${sideBySideResults
+  .filter((r) => r.eager_bf16)
+  .map(
+    (r) =>
+      `| ${r.config.name} | ${vs(r.native_vs.eager_bf16.wall)} | ${vs(r.native_vs.eager_bf16.cpu)} | ${vs(r.eager_bf16_speedup_over_fp32.wall)} | ${vs(r.eager_bf16_speedup_over_fp32.cpu)} |`,
+  )
+  .join('\n')}
+`
+    : ''
+}
 ${t128 ? `Targets at T 128: native ≥ 1.5× eager — by CPU time ${met(t128.native_vs.eager.cpu, 1.5)}, by wall ${met(t128.native_vs.eager.wall, 1.5)}; ≥ 1.3× torch.compile — by CPU time ${met(t128.native_vs.compile?.cpu, 1.3)}, by wall ${met(t128.native_vs.compile?.wall, 1.3)}. ${compileMd(t128)}` : ''}
 
 ${llama ? `Target of the Llama row (issue 35, SmolLM2-135M's shape at T 512): ≥ 1.3× torch.compile by CPU time — ${met(llama.native_vs.compile?.cpu, 1.3)}; by wall ${met(llama.native_vs.compile?.wall, 1.3)}. ${compileMd(llama)}` : ''}
@@ -561,5 +610,5 @@ ${tiny.steps} steps; ${tiny.tokens_per_s.toFixed(0)} tokens/s (wall), MFU ${pct(
 `
     : ''
 }`;
-writeResults('cpu', result, md);
+writeResults(AUTOCAST ? 'cpu-bf16' : 'cpu', result, md);
 console.log(md);

@@ -1,7 +1,9 @@
 """PyTorch 2's side of `npm run bench:cpu` (scripts/bench/cpu.mjs): the runtime's GPT in PyTorch
 (test/reference/gpt.py: same parameters, same ops), or with --arch llama transformers'
 LlamaForCausalLM (random init, SDPA attention; the Llama-family row), float32 on the CPU, AdamW, one
-step = forward, backward, optimizer step, eager or torch.compile (inductor).
+step = forward, backward, optimizer step, eager or torch.compile (inductor). --autocast bf16 runs the
+forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16): PyTorch's mixed precision on
+the CPU (bf16 matrix products through oneDNN, fp32 parameters, gradients and AdamW), issue 42 item 2.
 
 It stays alive between rounds so the benchmark can interleave it with the native runtime and the
 other mode (a shared machine's load then falls on all three alike) and so torch.compile compiles
@@ -12,7 +14,7 @@ prints its ops by self CPU time. "quit" or the end of input ends it.
 
     .venv/bin/python scripts/bench/cpu_pytorch.py --mode eager|compile --batch 8 --seq 128 --threads 2
         [--checkpointing none|every-1] [--d-model 768 --layers 12 --heads 12 --vocab 50257]
-        [--arch llama --kv-heads 3 --intermediate 1536 --rope-theta 100000]
+        [--arch llama --kv-heads 3 --intermediate 1536 --rope-theta 100000] [--autocast none|bf16]
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kv-heads", type=int, help="llama: key-value heads")
     p.add_argument("--intermediate", type=int, help="llama: the MLP's intermediate size")
     p.add_argument("--rope-theta", type=float, default=10000.0, help="llama: the rotary base")
+    p.add_argument("--autocast", choices=["none", "bf16"], default="none", help="bf16: torch.autocast on the CPU")
     p.add_argument("--warmup", type=int, default=2, help="steps before the first measured one (the first compiles)")
     args = p.parse_args(argv)
 
@@ -166,7 +169,8 @@ def main(argv: list[str]) -> int:
 
     def step() -> dict[str, float]:
         w0, c0 = time.perf_counter(), time.process_time()
-        loss = loss_of(forward(inputs), targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bf16"):
+            loss = loss_of(forward(inputs), targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -186,6 +190,7 @@ def main(argv: list[str]) -> int:
                 "first_step_s": first["wall_s"],
                 "warmup_s": time.perf_counter() - t0,
                 "mode": args.mode,
+                "autocast": args.autocast,
                 "checkpointing": args.checkpointing,
                 "n_params": sum(q.numel() for q in model.parameters()),
             }
