@@ -18,7 +18,6 @@
 // from inside an OpenMP loop over (batch, head) pairs, one product per thread at a time.
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -27,13 +26,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bf16_round.h"
+
 enum { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
 typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
                                int);
 typedef int (*dnnl_sgemm_fn)(char, char, long, long, long, float, const float*, long, const float*, long, float, float*,
                              long);
 
-typedef uint16_t bf16;
 typedef void (*cblas_gemm_bf16_fn)(int, int, int, int, int, int, float, const bf16*, int, const bf16*, int, float,
                                    float*, int);
 typedef int (*dnnl_gemm_bf16_fn)(char, char, long, long, long, float, const bf16*, long, const bf16*, long, float,
@@ -321,42 +321,6 @@ static double check(int ta, int tb, int m, int n, int k, const float* a, int lda
   return worst;
 }
 
-// ---- rounding fp32 to bf16 (round to nearest even), as a mixed-precision runtime would per operand ----
-
-static inline bf16 to_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16)((u >> 16) | 0x40);  // NaN stays NaN
-  return (bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-/** One row of `cols` floats to bf16: AVX512-BF16's vcvtneps2bf16 where the CPU has it (the same rounding). */
-__attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_avx512(const float* src, bf16* dst, int cols) {
-  int j = 0;
-  for (; j + 16 <= cols; j += 16) {
-    __m256bh v = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + j));
-    _mm256_storeu_si256((__m256i*)(dst + j), (__m256i)v);
-  }
-  for (; j < cols; ++j) dst[j] = to_bf16(src[j]);
-}
-
-static int have_avx512bf16;
-
-static void row_to_bf16(const float* src, bf16* dst, int cols) {
-  if (have_avx512bf16) {
-    row_to_bf16_avx512(src, dst, cols);
-    return;
-  }
-  for (int j = 0; j < cols; ++j) dst[j] = to_bf16(src[j]);
-}
-
-/** rows × cols of a matrix with leading dimension ld, fp32 to bf16; on the OpenMP threads unless already in a
- * parallel region (attention's products: then each thread converts its own operands). */
-static void to_bf16_matrix(const float* src, bf16* dst, int rows, int cols, int ld) {
-#pragma omp parallel for schedule(static) if (!omp_in_parallel() && (long)rows * cols > 16384)
-  for (int i = 0; i < rows; ++i) row_to_bf16(src + (size_t)i * ld, dst + (size_t)i * ld, cols);
-}
-
 static bf16* bf16_copy(const float* src, size_t n) {
   bf16* p = malloc(n * sizeof(bf16));
   if (!p) {
@@ -418,10 +382,8 @@ int main(int argc, char** argv) {
   char about[512];
   load(argv[1], argv[2], threads, about, sizeof about);
   const int bf16_mode = cblas_gemm_bf16_p || dnnl_gemm_bf16_p || matmul_bf16;
-  __builtin_cpu_init();
-  have_avx512bf16 = __builtin_cpu_supports("avx512bf16");
-  printf("{\"library\":\"%s\",\"bf16\":%d,\"convert\":\"%s\"}\n", about, bf16_mode,
-         have_avx512bf16 ? "avx512bf16 vcvtneps2bf16" : "scalar");
+  const char* rounding = bf16_round_init();
+  printf("{\"library\":\"%s\",\"bf16\":%d,\"convert\":\"%s\"}\n", about, bf16_mode, rounding);
   int ta, tb, m, n, k, lda, ldb, ldc, beta_zero, in_parallel;
   while (scanf("%d %d %d %d %d %d %d %d %d %d", &ta, &tb, &m, &n, &k, &lda, &ldb, &ldc, &beta_zero, &in_parallel) ==
          10) {

@@ -10,13 +10,15 @@
 // Writes bench/results/blas-<cpu kind>-<date>.json and .md.
 //
 //   npm run bench:blas [-- --rounds N] [--min-seconds S] [--threads 2,1] [--only NAME,...] [--tag T] [--record]
-//   npm run bench:blas -- --end-to-end [--rounds N] [--steps N] [--configs NAME,...]
+//   npm run bench:blas -- --end-to-end [--bf16] [--rounds N] [--steps N] [--configs NAME,...]
 //   npm run bench:blas -- --bf16 [--rounds N] [--min-seconds S] [--threads 2] [--only NAME,...]
 //   npm run bench:blas -- --fusion [--rounds N] [--min-seconds S] [--only NAME,...]
 // --record: record shapes.json again from the runtime (needs native/build and samples/data).
 // --end-to-end: whole training steps of the runtime on OpenBLAS and on MKL (mkl_preload.c),
 // interleaved; --configs: of CONFIGS below (default gpt2-124m-t128-b8); --steps: per run, the first
-// left out. Writes bench/results/blas-end-to-end-<cpu kind>-<date>.md and .json.
+// left out. Writes bench/results/blas-end-to-end-<cpu kind>-<date>.md and .json. With --bf16 a third
+// run per round, every product in bf16 through MKL (mkl_preload.c, FSDP_BLAS_PRELOAD_BF16=1), with the
+// steps' losses beside fp32's: blas-end-to-end-bf16-<cpu kind>-<date>.md.
 // Candidates whose library is missing are left out and named: the Debian ones come with
 // `apt-get install libblis4-openmp libdnnl2` (neither changes the libblas.so.3 alternative), the PyPI
 // ones are installed by this script into a venv of its own under ~/.cache/fsdp-studio/blas-candidates.
@@ -324,7 +326,7 @@ function recordShapes() {
 
 function endToEnd() {
   ensurePypiCandidates();
-  const mkl = candidates().find((c) => c.name === 'mkl');
+  const mkl = candidates(true).find((c) => c.name === 'mkl');
   const shim = compile('mkl_preload.c', path.join(work, 'mkl_preload.so'), ['-shared', '-fPIC']);
   const steps = Number(argValue('--steps', '3'));
   const names = argValue('--configs', 'gpt2-124m-t128-b8').split(',');
@@ -332,6 +334,10 @@ function endToEnd() {
   const variants = [
     { name: 'openblas-debian', env: runtimeCoreType() },
     { name: 'mkl', env: { LD_PRELOAD: shim, FSDP_BLAS_PRELOAD_MKL: mkl.file } },
+    // --bf16: every product in bf16 through MKL, its operands rounded per product (mkl_preload.c).
+    ...(BF16
+      ? [{ name: 'mkl-bf16', env: { LD_PRELOAD: shim, FSDP_BLAS_PRELOAD_MKL: mkl.file, FSDP_BLAS_PRELOAD_BF16: '1' } }]
+      : []),
   ];
   const loadStart = os.loadavg();
   const started = new Date();
@@ -339,6 +345,7 @@ function endToEnd() {
   for (const c of chosen) {
     const config = runConfig(c, steps);
     const cpu = Object.fromEntries(variants.map((v) => [v.name, []]));
+    const losses = Object.fromEntries(variants.map((v) => [v.name, []]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of variants) {
         log(`${c.name}, round ${round + 1}/${ROUNDS}: the runtime on ${v.name} (load ${os.loadavg()[0].toFixed(1)})`);
@@ -356,6 +363,7 @@ function endToEnd() {
         // The first step is the warm-up (allocation, packing buffers, the OS's page faults).
         const measured = events.filter((e) => e.type === 'step' && e.step > 1);
         cpu[v.name].push(...measured.map((e) => e.cpu_ms / 1000));
+        if (round === 0) losses[v.name] = events.filter((e) => e.type === 'step').map((e) => e.loss);
       }
     }
     const base = median(cpu['openblas-debian']);
@@ -364,6 +372,9 @@ function endToEnd() {
       steps_measured: cpu['openblas-debian'].length,
       step_cpu_s: Object.fromEntries(variants.map((v) => [v.name, median(cpu[v.name])])),
       all_step_cpu_s: cpu,
+      // The first round's losses, every step: the same data and initialisation under each library.
+      losses,
+      speedup_cpu: Object.fromEntries(variants.map((v) => [v.name, base / median(cpu[v.name])])),
       mkl_speedup_cpu: base / median(cpu.mkl),
     });
   }
@@ -391,11 +402,30 @@ same binary with its cblas_sgemm and openblas_set_num_threads taken by bench/bla
 steps a run, the first left out; 2 threads, fp32, AdamW. Step CPU time is the step event's cpu_ms
 (all the process's threads), medians.
 
-| configuration | steps | OpenBLAS CPU s / step | MKL CPU s / step | MKL speed-up (CPU) |
-|---|---|---|---|---|
-${rows.map((r) => `| ${r.config} | ${r.steps_measured} each | ${r.step_cpu_s['openblas-debian'].toFixed(2)} | ${r.step_cpu_s.mkl.toFixed(2)} | ${r.mkl_speedup_cpu.toFixed(2)}× |`).join('\n')}
-`;
-  const stem = path.join(root, 'bench', 'results', `blas-end-to-end-${result.cpu.kind}-${result.date.slice(0, 10)}`);
+| configuration | steps | ${variants.map((v) => `${v.name} CPU s / step | speed-up (CPU)`).join(' | ')} |
+|---|---|${variants.map(() => '---|---').join('|')}|
+${rows.map((r) => `| ${r.config} | ${r.steps_measured} each | ${variants.map((v) => `${r.step_cpu_s[v.name].toFixed(2)} | ${r.speedup_cpu[v.name].toFixed(2)}×`).join(' | ')} |`).join('\n')}
+${
+  BF16
+    ? `
+mkl-bf16: ${mkl.source} with FSDP_BLAS_PRELOAD_BF16=1 — every product's two fp32 operands rounded to bf16
+(vcvtneps2bf16, per product: no bf16 weight copy kept) and multiplied by cblas_gemm_bf16bf16f32 into
+fp32; everything else in the step (parameters, gradients, AdamW, the other layers) fp32 as before.
+
+Losses of each step (first round; the same data and initialisation):
+
+| configuration | ${variants.map((v) => v.name).join(' | ')} |
+|---|${variants.map(() => '---').join('|')}|
+${rows.map((r) => `| ${r.config} | ${variants.map((v) => r.losses[v.name].map((l) => l.toFixed(4)).join(', ')).join(' | ')} |`).join('\n')}
+`
+    : ''
+}`;
+  const stem = path.join(
+    root,
+    'bench',
+    'results',
+    `blas-end-to-end-${BF16 ? 'bf16-' : ''}${result.cpu.kind}-${result.date.slice(0, 10)}${TAG ? `-${TAG}` : ''}`,
+  );
   writeFileSync(`${stem}.json`, JSON.stringify(result, null, 1) + '\n');
   writeFileSync(`${stem}.md`, md);
   log(`wrote ${stem}.md and .json`);
