@@ -11,6 +11,7 @@ import type { TagSummary } from '../core/runs/scalar-history';
 import { LocalMachine } from '../runs/machines/local-machine';
 import type { RunMachine } from '../runs/machines/run-machine';
 import { SshMachine } from '../runs/machines/ssh-machine';
+import { runStatusOf } from '../runs/watch/run-status';
 import { readRunOnce, type ReadProblem, type RunRead } from './runs/read-once';
 import { terminalSafe, terminalSafeJson } from './runs/terminal-safe';
 import { exitWhenFlushed } from './exit-when-flushed';
@@ -95,7 +96,7 @@ export function showJson(read: RunRead): ShowJson {
 
 function showText(where: string, read: RunRead, json: ShowJson): string {
   const m = read.manifest;
-  const status = read.history.end?.status ?? m?.status;
+  const status = statusOf(read);
   const head =
     read.kind === 'run'
       ? `run ${m?.run_id ?? path.basename(where)}${status ? ` (${status})` : ''}`
@@ -133,6 +134,18 @@ function showText(where: string, read: RunRead, json: ShowJson): string {
     for (const p of json.problems.slice(0, 50)) out.push(`  ${terminalSafe(`${p.file}:${p.offset}: ${p.message}`)}`);
   }
   return out.join('\n');
+}
+
+/**
+ * The run's status as the editor's watch tells it (runs/watch/run-status.ts): from the stream — the
+ * latest start and end, whose they are told by the attempt they name and their place against the
+ * attempt run.json names — and run.json only where the stream has nothing of that attempt yet (a
+ * resume starting). Read once: no liveness or SLURM asked. A folder without run.json: its end.
+ */
+function statusOf(read: RunRead): string | undefined {
+  const { history, manifest, endOffset, startOffset } = read;
+  if (!manifest) return history.end?.status;
+  return runStatusOf({ history, manifest, job: undefined, vanished: undefined, endOffset, startOffset });
 }
 
 function formatValue(v: number): string {

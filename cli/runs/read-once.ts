@@ -28,6 +28,9 @@ export interface RunRead {
   history: RunHistory;
   files: string[];
   problems: ReadProblem[];
+  /** Where the latest run_end and run_start begin in metrics.jsonl (bytes): whose they are is told by their place. */
+  endOffset?: number;
+  startOffset?: number;
 }
 
 /** A launched command's event files are those changed from a little before it was created (as the watch reads them). */
@@ -37,6 +40,8 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
   const history = new RunHistory();
   const problems: ReadProblem[] = [];
   const files: string[] = [];
+  let endOffset: number | undefined;
+  let startOffset: number | undefined;
   const join = (a: string, b: string) =>
     machine instanceof LocalMachine ? path.join(a, b) : `${a.replace(/\/+$/, '')}/${b}`;
   const manifest = await machine.readManifest(dir).catch((e: Error) => {
@@ -54,7 +59,11 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
   if (manifest || ownFiles.length) {
     files.push(metrics);
     const batch = await readAll(machine, metrics, metricsDecoder);
-    for (const e of batch.entries) history.apply(e.event);
+    for (const e of batch.entries) {
+      history.apply(e.event);
+      if (e.event.type === 'run_end') endOffset = e.offset;
+      if (e.event.type === 'run_start') startOffset = e.offset;
+    }
     problems.push(...batch.problems.map((p) => ({ file: metrics, ...p })));
   }
   const tbDir = manifest?.logs?.tensorboard ?? (!manifest && !ownFiles.length ? dir : undefined);
@@ -93,6 +102,8 @@ export async function readRunOnce(machine: RunMachine, dir: string): Promise<Run
     history,
     files,
     problems,
+    ...(endOffset !== undefined ? { endOffset } : {}),
+    ...(startOffset !== undefined ? { startOffset } : {}),
   };
 }
 

@@ -53,9 +53,28 @@ export function runStatusOf(facts: StatusFacts): RunStatus {
   if ((m === 'completed' || m === 'failed' || m === 'stopped') && !startedSince(history, manifest, facts.startOffset))
     return m;
   if (vanished) return 'failed';
+  // The stream holds nothing yet of the attempt run.json names (its latest start is an earlier
+  // attempt's): that attempt is what run.json says of it — starting — not the last one running.
+  if (m && !ENDED.has(m) && history.start && startOfAttempt(manifest, history.start, facts.startOffset) === false)
+    return m;
   if (history.start) return 'running';
   if (m) return m;
   return 'unknown';
+}
+
+/**
+ * Whether the log's latest start is the attempt run.json names: by the attempt it names, else by
+ * its place against where that attempt begins. Undefined where neither says (no attempts).
+ */
+function startOfAttempt(
+  manifest: RunManifest | undefined,
+  start: RunStartEvent,
+  startOffset: number | undefined,
+): boolean | undefined {
+  const attempt = manifest?.attempt;
+  if (!attempt) return undefined;
+  if (start.attempt !== undefined) return start.attempt === attempt.id;
+  return startOffset === undefined ? undefined : startOffset >= attempt.log_from;
 }
 
 /**

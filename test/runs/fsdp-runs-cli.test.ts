@@ -3,7 +3,7 @@
 // whose scalars are in event files, and the same over a real sshd on 127.0.0.1 as host:path.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../../scripts/code-server';
@@ -102,6 +102,47 @@ describe('fsdp-runs show (command line)', function () {
     assert.equal(json.problems[0].file, path.join(runDir, 'metrics.jsonl'));
     assert.match(json.problems[0].message, /step event: .*must have required property 'step'/);
     assert.match(run('show', runDir).out, /^run native-like \(completed\)/);
+  });
+
+  it("a run's status from its stream: a resume's owner took the folder (run.json names its attempt) — starting, not the last attempt's end; then running, then its own end (issue 41)", () => {
+    const runDir = path.join(dir, 'runs', 'resuming');
+    mkdirSync(runDir, { recursive: true });
+    const metrics = path.join(runDir, 'metrics.jsonl');
+    const now = Date.now() / 1000;
+    const start = (attempt: string, time: number) => ({
+      v: 1,
+      type: 'run_start',
+      time,
+      run_id: 'resuming',
+      config: {},
+      world: { size: 1, ranks: [{ rank: 0, host: 'h', device: 'cpu', pid: 4242 }] },
+      attempt,
+    });
+    const append = (...events: object[]) =>
+      writeFileSync(metrics, events.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'a' });
+    append(start('a1', now - 60), { v: 1, type: 'run_end', time: now - 50, status: 'stopped', step: 4, attempt: 'a1' });
+    // The resume's owner wrote run.json (its attempt begins where the stream ends now); its clock
+    // is behind the last end's, which no reader may go by.
+    const manifest = {
+      v: 1,
+      run_id: 'resuming',
+      created: now - 70,
+      updated: now - 55,
+      status: 'starting',
+      config: {},
+      world: { size: 1 },
+      host: 'h',
+      pids: [4242],
+      attempt: { id: 'a2', log_from: statSync(metrics).size },
+    };
+    writeFileSync(path.join(runDir, 'run.json'), JSON.stringify(manifest));
+    const head = () => run('show', runDir).out.split('\n')[0];
+    assert.match(head(), /^run resuming \(starting\)/);
+    // Its start is in the stream; run.json, a poll behind, still says starting.
+    append(start('a2', now - 40));
+    assert.match(head(), /^run resuming \(running\)/);
+    append({ v: 1, type: 'run_end', time: now - 30, status: 'completed', step: 8, attempt: 'a2' });
+    assert.match(head(), /^run resuming \(completed\)/);
   });
 
   it("a launched command's run folder reads the TensorBoard folder its run.json names", () => {

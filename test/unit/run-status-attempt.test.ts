@@ -104,10 +104,27 @@ describe('whose end the log holds, by the attempt run.json names (runs/watch/run
       pids: [4_000_002],
       attempt: { id: 'b', log_from: 900 },
     });
-    // Live, as a resume read by its time is: "running" while the log's latest start is the last attempt's.
+    // Live, as a resume read by its time is: "running" where the place of the log's latest start is
+    // not known (the next case: where it is, the stream has nothing of the resume yet: "starting").
     assert.equal(runStatusOf(facts(resumed)), 'running');
     const { attempt: _b, ...bare } = resumed;
     assert.equal(runStatusOf(facts(bare)), 'completed');
+  });
+
+  it('a resume whose start is not in the stream yet is what run.json says of it, starting — not the last attempt running — until its start is', () => {
+    const resumed = manifest({ status: 'starting', attempt: { id: 'b', log_from: 900 } });
+    // The log's latest start is the last attempt's: by its place (before log_from), or by the id it names.
+    assert.equal(runStatusOf({ ...facts(resumed), startOffset: 0 }), 'starting');
+    assert.equal(runStatusOf({ ...facts(resumed), history: endedHistory('a') }), 'starting');
+    // The resume's start read (run.json, a poll behind, still says starting): running.
+    const started = { ...facts(resumed), history: endedHistory('b', { end: false }), endOffset: undefined };
+    assert.equal(runStatusOf(started), 'running');
+    assert.equal(
+      runStatusOf({ ...started, history: endedHistory(undefined, { end: false }), startOffset: 950 }),
+      'running',
+    );
+    // The last attempt's start, no end, and no attempt of its own in the stream: still starting.
+    assert.equal(runStatusOf({ ...started, history: endedHistory('a', { end: false }) }), 'starting');
   });
 
   it('an end at the very byte where the attempt begins is that attempt’s; one byte before it an earlier one’s', () => {
