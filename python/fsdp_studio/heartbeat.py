@@ -26,6 +26,8 @@ DEFAULT_HUNG_AFTER_S = 60.0
 #: What the supervisor writes to its guard as it polls, at most once per BEAT_EVERY_S.
 BEAT = b"."
 BEAT_EVERY_S = 0.5
+#: A gap in the guard's own looking (it looks every 0.2 s) longer than this restarts the count.
+LOOK_GAP_S = 5.0
 
 
 class Heartbeat:
@@ -56,10 +58,16 @@ def wait_for_owner(fd, owner):
     once it has run without a beat for FSDP_STUDIO_HUNG_AFTER_S."""
     frozen = FrozenWatch()
     hung_after_s = seconds_setting(HUNG_AFTER_ENV, DEFAULT_HUNG_AFTER_S)
-    last_beat = time.monotonic()
+    last_beat = last_look = time.monotonic()
     said = b""
     while True:
         readable, _, _ = select.select([fd], [], [], 0.2)
+        now = time.monotonic()
+        if now - last_look > LOOK_GAP_S:
+            # The guard itself did not look (stopped with the whole job by a SLURM suspend, or starved):
+            # that silence is not the supervisor's, which gets the whole time again.
+            last_beat = now
+        last_look = now
         if readable:
             more = os.read(fd, 4096)
             if not more:
@@ -67,10 +75,10 @@ def wait_for_owner(fd, owner):
             said = (said + more).replace(BEAT, b"")
             if said.startswith(b"ended"):
                 return "ended", None
-            last_beat = time.monotonic()
+            last_beat = now
         if frozen.look([owner]) is not None:
             return "stopped", frozen
-        if time.monotonic() - last_beat >= hung_after_s and state_of(owner) in ("R", "S", "D"):
+        if now - last_beat >= hung_after_s and state_of(owner) in ("R", "S", "D"):
             return "hung", hung_after_s
 
 

@@ -27,6 +27,7 @@ import { LocalSlurm } from '../harness/slurm';
 import { slurmRunConfig } from '../harness/slurm-run-config';
 import { LoopbackSshd, SHARED_REMOTE_BASE } from '../harness/sshd';
 import { until as untilHeld } from '../harness/until';
+import { commandOf } from '../harness/proc';
 
 const NATIVE = path.join(repoRoot, 'native', 'build', 'Release', 'fsdp-train-native');
 const HOSTILE = `it's "q" $(touch /tmp/fsdp-slurm-pwned) #c`;
@@ -317,6 +318,62 @@ describe('SLURM runs (real slurmctld, slurmd and munged on this machine; srun --
       assert.match(m.end_reason ?? '', new RegExp(`^job ${launched.jobId} was cancelled`));
     } finally {
       slurm.run(['scancel', blocker]);
+    }
+  });
+
+  it("a job whose supervisor is stopped (SIGSTOP) in the batch step: its guard ends the run, naming it, and the batch shell's group lives on to end the job", async () => {
+    const cluster = new SlurmCluster(localLoginHost());
+    const dir = mkdtempSync(path.join(tmp, 'frozen-'));
+    const req = slurmRunConfig(dir, { steps: 100_000, timeLimit: 10 });
+    const env = testLaunchEnvironment({ clusters: new Map([['local', cluster]]), localNative: NATIVE });
+    // sbatch hands the job the submitting environment: a short stop is enough to call the owner frozen.
+    const saved = process.env.FSDP_STUDIO_FROZEN_AFTER_S;
+    process.env.FSDP_STUDIO_FROZEN_AFTER_S = '2';
+    let launched: LaunchedSlurmRun;
+    try {
+      launched = (await launchRun(
+        { kind: 'native', request: req },
+        { kind: 'slurm', loginHost: 'local' },
+        env,
+      )) as LaunchedSlurmRun;
+    } finally {
+      if (saved === undefined) delete process.env.FSDP_STUDIO_FROZEN_AFTER_S;
+      else process.env.FSDP_STUDIO_FROZEN_AFTER_S = saved;
+    }
+    const { runDir, jobId } = launched;
+    const machine = new LocalMachine();
+    const watch = new RunWatch({ target: machine.target, runDir }, machine, cluster);
+    let supervisor = 0;
+    try {
+      await watch.start();
+      await until('running, with steps', () => watch.status() === 'running' && (watch.history.lastStep ?? 0) >= 3);
+      supervisor = readManifest(runDir).pids?.[0] ?? 0;
+      assert.match(commandOf(supervisor), /supervise\.py/, "run.json names the job's owner first");
+      process.kill(supervisor, 'SIGSTOP');
+      await until('the run ends', async () => {
+        await watch.refreshJob();
+        return !watch.isLive();
+      });
+      const manifest = readManifest(runDir);
+      assert.equal(manifest.status, 'failed', JSON.stringify(manifest));
+      assert.match(
+        manifest.end_reason ?? '',
+        new RegExp(`^its supervisor \\(pid ${supervisor}\\) was stopped \\(SIGSTOP\\) for 2 s`),
+      );
+      const ends = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"type":"run_end"'));
+      assert.equal(ends.length, 1, ends.join('\n'));
+      assert.equal(watch.status(), 'failed', watch.endReason());
+    } finally {
+      watch.dispose();
+      if (supervisor > 0)
+        try {
+          process.kill(supervisor, 'SIGCONT');
+        } catch {
+          // ended
+        }
+      slurm.run(['scancel', jobId]);
     }
   });
 
