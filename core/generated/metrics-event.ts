@@ -82,7 +82,7 @@ export interface RunStartEvent {
    */
   host_memory?: number;
   /**
-   * Runtime build facts: version, backend, compute dtype, BLAS, threads, collectives, and the kernels attention runs on (on CUDA: tensor cores, or the CUDA cores and why).
+   * Runtime build facts: version, backend, compute dtype, BLAS, threads, collectives, the kernels attention runs on (on CUDA: tensor cores, or the CUDA cores and why), and on the CPU the GEMM its matrix products run (gemm: OpenBLAS float32, or oneDNN bf16 and its ISA; core/protocol/blas-kernels.ts CpuGemm).
    */
   runtime?: {
     [k: string]: unknown | undefined;

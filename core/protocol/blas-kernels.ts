@@ -17,3 +17,20 @@ export interface BlasKernels {
   /** One sentence for people. */
   note: string;
 }
+
+/**
+ * Which GEMM the CPU backend's matrix products run (--probe's cpu_gemm.float32 / .bfloat16, and
+ * run_start's runtime.gemm: native/src/backend/cpu/bf16_gemm.h): OpenBLAS in float32, or oneDNN's
+ * bf16 GEMM (bf16 operands, float32 accumulation and output) on mixed_precision.param_dtype bfloat16.
+ */
+export interface CpuGemm {
+  /** "OpenBLAS", or "oneDNN 2.6.3". */
+  library: string;
+  dtype: 'float32' | 'bfloat16';
+  /** oneDNN's instruction set on this CPU, e.g. "avx512_core_amx" (bf16 only). */
+  isa?: string;
+  note: string;
+  /** Whether bf16 products run with this build on this CPU; else bf16_refusal says why. */
+  bf16_available: boolean;
+  bf16_refusal?: string;
+}

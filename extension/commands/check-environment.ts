@@ -11,7 +11,7 @@ import { checkHostAlias } from '../../core/remote/remote-command';
 import { findRunConfigs } from '../run-configs';
 import { runSsh } from '../../runs/machines/ssh';
 import { callsPlaceholder } from '../../core/config/placeholder-host';
-import type { BlasKernels } from '../../core/protocol/blas-kernels';
+import type { BlasKernels, CpuGemm } from '../../core/protocol/blas-kernels';
 import type { StudioContext } from '../studio-context';
 import { pythonChecks, pythonInUse, type PythonInUse } from '../../runs/machines/python-check';
 import { loadLaunchSpec, withSelectedPython } from '../../core/config/launch-spec';
@@ -96,6 +96,7 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
     });
   }
   results.push(await blasKernelsCheck(studio));
+  results.push(await cpuGemmCheck(studio));
   results.push(
     await toolCheck(
       'MPI (mpirun)',
@@ -197,6 +198,33 @@ async function blasKernelsCheck(studio: StudioContext): Promise<CheckResult> {
           ? 'unset OPENBLAS_CORETYPE'
           : "install Debian's libopenblas0-openmp (an OpenBLAS built with DYNAMIC_ARCH)",
     };
+  } catch (e) {
+    return {
+      name,
+      ok: false,
+      detail: `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`,
+      fix: 'rebuild the runtime ("FSDP: Build native runtime")',
+    };
+  }
+}
+
+/**
+ * Which GEMM the CPU backend's products run: OpenBLAS in float32, and whether mixed_precision
+ * param_dtype bfloat16 runs here on oneDNN's bf16 GEMM (and on which instructions), or why not.
+ */
+async function cpuGemmCheck(studio: StudioContext): Promise<CheckResult> {
+  const name = 'CPU matrix products';
+  const cli = studio.runtime.cliPath;
+  if (!existsSync(cli)) return { name, ok: false, notRun: true, detail: 'the native runtime is not built' };
+  try {
+    const { stdout } = await execFileAsync(cli, ['--probe'], { timeout: 60_000 });
+    const g = (JSON.parse(stdout) as { cpu_gemm?: { float32: CpuGemm; bfloat16: CpuGemm } }).cpu_gemm;
+    if (!g) return { name, ok: false, notRun: true, detail: 'this build of the runtime does not say (rebuild it)' };
+    const bf16 = g.bfloat16.bf16_available
+      ? `bfloat16: ${g.bfloat16.note}`
+      : `bfloat16 not available: ${g.bfloat16.bf16_refusal ?? 'no reason given'}`;
+    // float32 always runs: a CPU without bf16 is not a problem, only said.
+    return { name, ok: true, detail: `float32: ${g.float32.note}; ${bf16}` };
   } catch (e) {
     return {
       name,

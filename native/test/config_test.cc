@@ -103,11 +103,14 @@ TEST(Validate, RefusesSizesWhoseMemoryPlanExceeds64BitBytes) {
 TEST(Validate, ChecksRelationsBetweenKeys) {
   auto j = test::tiny_config_json(16, 2, 2);
   j["data"]["seq_len"] = 9;
-  j["mixed_precision"] = {{"param_dtype", "bfloat16"}};
+  // float16 is never the CPU's (bf16 is, for its matrix products, where oneDNN and AMX-BF16 are:
+  // CpuBf16 tests), nor is a bf16 reduce_dtype.
+  j["mixed_precision"] = {{"param_dtype", "float16"}, {"reduce_dtype", "bfloat16"}};
   const auto problems = check_run_config(j, "", {false, false});
   std::vector<std::string> paths;
   for (const auto& p : problems) paths.push_back(p.path);
-  EXPECT_EQ(paths, (std::vector<std::string>{"data.seq_len", "mixed_precision.param_dtype"}));
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"data.seq_len", "mixed_precision.param_dtype", "mixed_precision.reduce_dtype"}));
 }
 
 // Issue 35 item 2: the rules between model keys are the schema's (x-checks, x-only-when,

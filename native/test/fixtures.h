@@ -46,9 +46,10 @@ struct FastModel {
   std::unique_ptr<ReplicatedState> state;
   std::unique_ptr<Gpt> gpt;
 
+  /** With `bf16_gemm`, every matrix product takes bf16 operands (backend/cpu/bf16_gemm.h). */
   FastModel(const ModelShape& s, float dropout = 0, ActivationPolicy policy = {}, std::uint32_t seed = 7,
-            double init_std = 0.2)
-      : layout(ParamLayout::of(s)) {
+            double init_std = 0.2, bool bf16_gemm = false)
+      : be(bf16_gemm), layout(ParamLayout::of(s)) {
     state = std::make_unique<ReplicatedState>(be, layout);
     if (policy.blocks.empty()) policy = ActivationPolicy::none(static_cast<int>(s.L));
     gpt = std::make_unique<Gpt>(be, layout, *state, dropout, policy);

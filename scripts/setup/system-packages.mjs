@@ -19,6 +19,9 @@ export const PACKAGES = {
     'openmpi-bin',
     'libopenmpi-dev',
     'libgtest-dev',
+    // oneDNN: the CPU backend's bf16 matrix products (mixed_precision on launch.device: cpu; AMX
+    // tiles where the CPU has them). Optional to the build, which refuses bf16 on the CPU without it.
+    'libdnnl-dev',
     // A compiler cache: the tests build the runtime's sources again on the loopback SSH host, and
     // take the set-up's objects from it instead of compiling them twice (native/CMakeLists.txt).
     'ccache',

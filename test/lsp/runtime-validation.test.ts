@@ -36,15 +36,16 @@ describe("language server over stdio: the runtime's own config check", function 
   });
 
   it('reports what the runtime refuses as an error at the key it names', async () => {
-    const text = runnable('mixed_precision:\n  param_dtype: bfloat16\nlaunch:\n  device: cpu\n');
-    const d = await server.open('file:///rt/bf16-on-cpu.fsdp.yaml', text);
+    // float16 is never the CPU backend's (bfloat16 is, for its matrix products, where this build and CPU run it).
+    const text = runnable('mixed_precision:\n  param_dtype: float16\nlaunch:\n  device: cpu\n');
+    const d = await server.open('file:///rt/f16-on-cpu.fsdp.yaml', text);
     assert.deepEqual(
       d.map((x) => [x.code, x.severity, x.range.start.line, x.range.start.character]),
       [['run.runtime', 1, 4, 15]],
     );
     assert.match(
       String(d[0].message),
-      /the runtime rejects this config: mixed_precision\.param_dtype: bfloat16 needs launch\.device: cuda/,
+      /the runtime rejects this config: mixed_precision\.param_dtype: float16 needs launch\.device: cuda/,
     );
   });
 

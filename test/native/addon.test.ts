@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadRunConfig } from '../../core/config/run-config';
-import { loadAddon, repoRoot } from './native-build';
+import { loadAddon, nativeCli, repoRoot } from './native-build';
 
 const addon = loadAddon();
 
@@ -42,13 +43,31 @@ describe('native addon: validateConfig and memoryPlan', () => {
     assert.match(result.errors[0].message, /^3 does not divide model.d_model \(128\): attention splits d_model/);
   });
 
-  it('refuses bfloat16 on the CPU backend but still plans it for cuda', () => {
-    const config = tinyCpu(['mixed_precision.param_dtype=bfloat16']);
-    assert.equal(addon.validateConfig(config).errors[0].path, 'mixed_precision.param_dtype');
+  it('takes bfloat16 on the CPU only for the matrix products, where oneDNN and AMX-BF16 are, and still plans it for cuda', () => {
+    // The CLI's probe says whether this build and CPU run bf16 products (backend/cpu/bf16_gemm.h).
+    const probe = JSON.parse(execFileSync(nativeCli, ['--probe'], { encoding: 'utf8' })) as {
+      cpu_gemm: { bfloat16: { bf16_available: boolean; bf16_refusal?: string } };
+    };
+    const bf16 = probe.cpu_gemm.bfloat16;
+    const errors = addon.validateConfig(tinyCpu(['mixed_precision.param_dtype=bfloat16'])).errors;
+    if (bf16.bf16_available) assert.deepEqual(errors, []);
+    else
+      assert.deepEqual(errors, [
+        { path: 'mixed_precision.param_dtype', message: `bfloat16 on launch.device: cpu: ${bf16.bf16_refusal}` },
+      ]);
+    // Gradients reduced and activations kept in bf16 stay refused on the CPU, with the reason.
+    for (const key of ['reduce_dtype', 'buffer_dtype']) {
+      const refused = addon.validateConfig(tinyCpu([`mixed_precision.${key}=bfloat16`])).errors;
+      assert.deepEqual(
+        refused.map((e) => e.path),
+        [`mixed_precision.${key}`],
+      );
+      assert.match(refused[0].message, /only param_dtype may be bfloat16/);
+    }
     const fp32 = addon.memoryPlan(tinyCpu());
-    const bf16 = addon.memoryPlan(tinyCpu(['mixed_precision.param_dtype=bfloat16', 'launch.device=cuda']));
+    const cuda = addon.memoryPlan(tinyCpu(['mixed_precision.param_dtype=bfloat16', 'launch.device=cuda']));
     // A bfloat16 compute copy of every parameter joins the float32 masters: 4P + 2P.
-    assert.equal(bf16.params, fp32.params * 1.5);
+    assert.equal(cuda.params, fp32.params * 1.5);
   });
 
   it('plans the categories of native/MEMORY.md for tiny-cpu', () => {

@@ -78,11 +78,12 @@ export function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, not
   const gpu = gpuName ? findGpu(gpuName) : undefined;
   const ac = c.activation_checkpointing;
   const strategy = c.fsdp.sharding_strategy ?? 'FULL_SHARD';
+  // PyTorch and DeepSpeed estimates are for GPUs, whatever device our runtime would use.
+  const device = options.framework && options.framework !== 'fsdp-studio' ? 'cuda' : (c.launch.device ?? 'cpu');
   const input: MemoryInput = {
     ...base,
     framework: options.framework ?? 'fsdp-studio',
-    // PyTorch and DeepSpeed estimates are for GPUs, whatever device our runtime would use.
-    device: options.framework && options.framework !== 'fsdp-studio' ? 'cuda' : (c.launch.device ?? 'cpu'),
+    device,
     microBatch: options.microBatch ?? c.training.batch_size_per_gpu,
     gradAccumSteps: c.training.gradient_accumulation_steps ?? 1,
     strategy,
@@ -90,7 +91,9 @@ export function fromResolved(c: ResolvedRunConfig, options: EstimateOptions, not
     nnodes: options.nnodes ?? c.launch.nnodes ?? 1,
     ...(c.fsdp.ranks_per_node ? { ranksPerNode: c.fsdp.ranks_per_node } : {}),
     precision: {
-      param: c.mixed_precision.param_dtype ?? 'float32',
+      // Our runtime's CPU backend keeps float32 weights in bf16 too: only each matrix product's
+      // operands are rounded (native/src/backend/cpu/bf16_gemm.h), so there is no bf16 copy to count.
+      param: device === 'cpu' ? 'float32' : (c.mixed_precision.param_dtype ?? 'float32'),
       reduce: c.mixed_precision.reduce_dtype ?? 'float32',
       activation: c.mixed_precision.buffer_dtype ?? 'float32',
     },

@@ -93,10 +93,10 @@ bool cuda_backend_built() {
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
   if (device == "cpu") {
-    if (options.compute != DType::f32)
-      throw std::runtime_error(std::string("launch.device: cpu computes in float32, not ") +
-                               dtype_name(options.compute));
-    return std::make_unique<CpuBackend>();
+    // bf16 on the CPU is bf16 matrix products over float32 everything else (cpu/bf16_gemm.h).
+    if (options.compute == DType::f16)
+      throw std::runtime_error("launch.device: cpu computes in float32, or bf16 for its matrix products, not float16");
+    return std::make_unique<CpuBackend>(options.compute == DType::bf16);
   }
 #ifdef FSDP_WITH_CUDA
   if (device == "cuda") return make_cuda_backend(options);

@@ -57,6 +57,7 @@
 #include "model/model.h"
 #include "parallel/replicated_state.h"
 #include "parallel/allreduce_check.h"
+#include "backend/cpu/bf16_gemm.h"
 #include "backend/device_probe.h"
 #include "backend/peak_flops.h"
 #include "runtime/blas_kernels.h"
@@ -123,6 +124,9 @@ int print_probe() {
       {"cuda_built", p.cuda_built},
       {"blas", p.blas},
       {"blas_kernels", p.blas_kernels.to_json()},
+      // The CPU backend's matrix products in float32 and in bf16 (mixed_precision.param_dtype), and
+      // whether bf16 runs here (backend/cpu/bf16_gemm.h).
+      {"cpu_gemm", {{"float32", fsdp::cpu_gemm_json(false)}, {"bfloat16", fsdp::cpu_gemm_json(true)}}},
   };
   std::cout << out.dump(2) << "\n";
   return 0;

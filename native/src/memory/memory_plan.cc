@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "backend/cpu/bf16_gemm.h"
 #include "backend/cuda/padded_vocab.h"
 #include "memory/activation_choice.h"
 #include "model/param_layout.h"
@@ -135,13 +136,23 @@ MemoryPlan plan_memory(const RunConfig& c, const ActivationPolicy& policy) {
   const int L = c.model.n_layers;
   const u64 W = c.world_size();
   const u64 D = std::max(1, shard_degree(c));
-  const u64 p = dtype_bytes(c.mixed_precision.param_dtype);
+  // The CPU keeps its weights in float32 whatever param_dtype says: bf16 there is only the rounded
+  // operands of each matrix product (backend/cpu/bf16_gemm.h), held outside the allocator below.
+  const u64 p = plans_cuda(c) ? dtype_bytes(c.mixed_precision.param_dtype) : 4;
   const u64 r = dtype_bytes(c.mixed_precision.reduce_dtype);
   plan.world_size = static_cast<int>(W);
   plan.shard_degree = static_cast<int>(D);
   plan.n_params = layout.total;
   plan.backend = plans_cuda(c) ? "cuda" : "cpu";
   plan.library_workspace = plans_cuda(c) ? kCublasLtWorkspace : 0;
+  if (!plans_cuda(c) && c.mixed_precision.param_dtype == Dtype::bfloat16) {
+    // The CPU's bf16 operands: the calling thread's, capped per product, and each (batch, head)
+    // pair's in the attention loop (T x T probabilities and a T x D operand), on its own thread.
+    const ModelShape s = ModelShape::of(c.model);
+    const u64 B = c.training.batch_size_per_gpu, T = c.data.seq_len;
+    const u64 pair = std::min<u64>(2 * (T * T + T * s.D), kBf16OperandBytesPerThread);
+    plan.library_workspace = kBf16OperandBytesPerThread + B * static_cast<u64>(s.H) * pair;
+  }
 
   // With one shard there is nothing to shard: every strategy behaves as NO_SHARD (as PyTorch does).
   const ShardingStrategy st = D == 1 ? ShardingStrategy::NO_SHARD : c.fsdp.sharding_strategy;

@@ -48,8 +48,9 @@ struct MemoryPlan {
   int world_size = 1, shard_degree = 1;
   std::uint64_t n_params = 0;
   std::string backend = "cpu";  // launch.device the plan is for
-  std::uint64_t library_workspace =
-      0;  // device memory a library holds outside the allocator (cuBLASLt's workspace); not in total
+  // Memory held outside the allocator, not in total: cuBLASLt's workspace on CUDA; on the CPU in
+  // bf16, the matrix products' rounded operands (backend/cpu/bf16_gemm.h).
+  std::uint64_t library_workspace = 0;
 
   /** The MemoryPlan object of core/schemas/metrics-event.schema.json (plus the policy and world). */
   nlohmann::json to_json() const;

@@ -4,6 +4,8 @@
 
 #include "metrics/metrics_log.h"
 #include "parallel/agreement.h"
+#include "backend/cpu/bf16_gemm.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/device_probe.h"
 #include "runtime/files.h"
 #include "runtime/threads.h"
@@ -85,6 +87,9 @@ void StepEvents::run_start(const std::vector<JobRank>& ranks, long start_step, s
                         {"collectives", collectives},
                         {"attention", backend_.attention_kernels(config_.training.batch_size_per_gpu,
                                                                  config_.model.d_model, config_.model.n_heads)}}}};
+  // Which GEMM the CPU backend's products run: OpenBLAS in float32, or oneDNN's bf16 GEMM and its ISA.
+  if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend_))
+    e["runtime"]["gemm"] = cpu_gemm_json(cpu->bf16_gemm());
   if (peak_.measured > 0) e["peak_measured"] = peak_.measured;
   if (folder_.writer()) e["run_id"] = folder_.run_id();
   if (!folder_.attempt().empty()) e["attempt"] = folder_.attempt();

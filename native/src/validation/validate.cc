@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "backend/cpu/bf16_gemm.h"
 #include "data/token_file.h"
 #include "model/ops.h"
 #include "memory/activation_choice.h"
@@ -60,9 +61,20 @@ std::vector<ConfigProblem> validate_run_config(const RunConfig& c, const Validat
                                                   {"mixed_precision.reduce_dtype", c.mixed_precision.reduce_dtype},
                                                   {"mixed_precision.buffer_dtype", c.mixed_precision.buffer_dtype}};
   for (const auto& [key, d] : dtypes) {
-    if (d != Dtype::float32 && !cuda)
-      out.push_back(
-          {key, std::string(dtype_name(d)) + " needs launch.device: cuda (the CPU backend computes in float32)"});
+    if (d == Dtype::float32 || cuda) continue;
+    // The CPU's one mixed precision: bf16 operands for every matrix product, float32 for the rest
+    // (backend/cpu/bf16_gemm.h) — so gradients are reduced and activations kept in float32.
+    if (d == Dtype::bfloat16 && key == std::string("mixed_precision.param_dtype")) {
+      if (const std::string refusal = cpu_bf16_refusal(); !refusal.empty())
+        out.push_back({key, "bfloat16 on launch.device: cpu: " + refusal});
+      continue;
+    }
+    out.push_back({key, std::string(dtype_name(d)) +
+                            (d == Dtype::bfloat16
+                                 ? " needs launch.device: cuda (the CPU backend keeps this in float32: on the CPU "
+                                   "only param_dtype may be bfloat16, for the matrix products)"
+                                 : " needs launch.device: cuda (the CPU backend computes in float32, or bfloat16 "
+                                   "for its matrix products)")});
   }
   if (cuda && c.mixed_precision.buffer_dtype != c.mixed_precision.param_dtype) {
     // The CUDA backend keeps activations in the compute dtype, as the memory plan's buffer_dtype counts them.

@@ -22,7 +22,7 @@ void CpuBackend::attention_probs(float* probs, const float* qkv, long B, long T,
     for (long h = 0; h < H; ++h) {
       const float* q = qkv + b * T * C3 + h * hs;
       float* p = probs + (b * H + h) * T * T;
-      small_gemm(false, true, T, T, hs, scale, q, C3, q + C, C3, 0.0f, p, T);
+      small_gemm(bf16_gemm_, false, true, T, T, hs, scale, q, C3, q + C, C3, 0.0f, p, T);
       for (long t = 0; t < T; ++t) {
         float* row = p + t * T;
         softmax_in_place(row, t + 1);
@@ -37,8 +37,8 @@ void CpuBackend::attention_values(float* out, const float* probs, const float* q
 #pragma omp parallel for collapse(2) schedule(static) if (kPairsInParallel)
   for (long b = 0; b < B; ++b) {
     for (long h = 0; h < H; ++h) {
-      small_gemm(false, false, T, hs, T, 1.0f, probs + (b * H + h) * T * T, T, qkv + b * T * C3 + 2 * C + h * hs, C3,
-                 0.0f, out + b * T * C + h * hs, C);
+      small_gemm(bf16_gemm_, false, false, T, hs, T, 1.0f, probs + (b * H + h) * T * T, T,
+                 qkv + b * T * C3 + 2 * C + h * hs, C3, 0.0f, out + b * T * C + h * hs, C);
     }
   }
 }
@@ -52,9 +52,9 @@ void CpuBackend::attention_values_backward(float* dprobs, float* dqkv, const flo
       const float* d = dout + b * T * C + h * hs;
       const float* p = probs + (b * H + h) * T * T;
       // dprobs = dout v^T; dv = probs^T dout.
-      small_gemm(false, true, T, T, hs, 1.0f, d, C, qkv + b * T * C3 + 2 * C + h * hs, C3, 0.0f,
+      small_gemm(bf16_gemm_, false, true, T, T, hs, 1.0f, d, C, qkv + b * T * C3 + 2 * C + h * hs, C3, 0.0f,
                  dprobs + (b * H + h) * T * T, T);
-      small_gemm(true, false, T, hs, T, 1.0f, p, T, d, C, 0.0f, dqkv + b * T * C3 + 2 * C + h * hs, C3);
+      small_gemm(bf16_gemm_, true, false, T, hs, T, 1.0f, p, T, d, C, 0.0f, dqkv + b * T * C3 + 2 * C + h * hs, C3);
     }
   }
 }
@@ -82,8 +82,8 @@ void CpuBackend::attention_probs_backward(float* dqkv, float* dprobs, const floa
       }
       // Through q k^T / sqrt(hs): dq = ds k / sqrt(hs), dk = ds^T q / sqrt(hs).
       const float* q = qkv + b * T * C3 + h * hs;
-      small_gemm(false, false, T, hs, T, scale, ds, T, q + C, C3, 0.0f, dqkv + b * T * C3 + h * hs, C3);
-      small_gemm(true, false, T, hs, T, scale, ds, T, q, C3, 0.0f, dqkv + b * T * C3 + C + h * hs, C3);
+      small_gemm(bf16_gemm_, false, false, T, hs, T, scale, ds, T, q + C, C3, 0.0f, dqkv + b * T * C3 + h * hs, C3);
+      small_gemm(bf16_gemm_, true, false, T, hs, T, scale, ds, T, q, C3, 0.0f, dqkv + b * T * C3 + C + h * hs, C3);
     }
   }
 }

@@ -1,4 +1,6 @@
-// The CPU backend: OpenBLAS for matrix products, OpenMP loops for everything else, float32 only.
+// The CPU backend: OpenBLAS for matrix products, OpenMP loops for everything else, float32 only —
+// but for mixed precision's matrix products, whose operands it rounds to bf16 for oneDNN's bf16
+// GEMM (bf16_gemm.h) while everything else, the weights included, stays float32.
 // Its primitives each live in their own file (forward and backward side by side): gemm.cc,
 // embedding.cc, layernorm.cc, attention.cc, gelu.cc, dropout.cc, loss.cc, reductions.cc, adamw.cc;
 // layers.cc composes the Backend interface's layer operations from them (attention keeps the
@@ -11,6 +13,10 @@ namespace fsdp {
 
 class CpuBackend final : public Backend {
  public:
+  /** With `bf16_gemm`, every matrix product rounds its operands to bf16 (bf16_gemm.h); throws where it cannot run. */
+  explicit CpuBackend(bool bf16_gemm = false);
+  /** Whether the matrix products take bf16 operands (mixed_precision.param_dtype: bfloat16). */
+  bool bf16_gemm() const { return bf16_gemm_; }
   std::string name() const override { return "cpu"; }
   Allocator& allocator() override { return allocator_; }
   void cast_from_f32(void* dst, const float* src, std::size_t n) override;
@@ -109,6 +115,7 @@ class CpuBackend final : public Backend {
 
  private:
   HostAllocator allocator_;
+  bool bf16_gemm_ = false;
 };
 
 /** Finite test on the bits, so it holds under any floating-point compile flags. */

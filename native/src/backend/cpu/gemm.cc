@@ -1,12 +1,22 @@
-// Matrix products through OpenBLAS, and the bias parts of linear layers.
+// Matrix products through OpenBLAS (or oneDNN's bf16 GEMM: bf16_gemm.h), and the bias parts of linear layers.
 #include <cblas.h>
 
+#include <stdexcept>
+
+#include "backend/cpu/bf16_gemm.h"
 #include "backend/cpu/cpu_backend.h"
 
 namespace fsdp {
 
+CpuBackend::CpuBackend(bool bf16_gemm) : bf16_gemm_(bf16_gemm) {
+  if (!bf16_gemm) return;
+  if (const std::string refusal = cpu_bf16_refusal(); !refusal.empty())
+    throw std::runtime_error("mixed_precision.param_dtype: bfloat16 on launch.device: cpu: " + refusal);
+}
+
 void CpuBackend::gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, long lda,
                       const float* b, long ldb, float beta, float* c, long ldc) {
+  if (bf16_gemm_) return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));

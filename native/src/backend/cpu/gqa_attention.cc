@@ -52,7 +52,7 @@ void check_heads(long H, long KV, const char* op) {
 }
 
 /** probs[B, H, T, T] = softmax(q k^T / sqrt(D)) over the positions up to each query (zero above). */
-void probabilities(float* probs, const float* qkv, const Heads& s, long B) {
+void probabilities(bool bf16, float* probs, const float* qkv, const Heads& s, long B) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.D));
   const long T = s.T, W = s.width();
 #pragma omp parallel for collapse(2) schedule(static) if (kPairsInParallel)
@@ -61,7 +61,7 @@ void probabilities(float* probs, const float* qkv, const Heads& s, long B) {
       float* p = probs + s.probs(b, h);
       for (long i = 0; i < s.tiles(); ++i) {
         const Tile tile(i, T);
-        small_gemm(false, true, tile.rows(), tile.t1, s.D, scale, qkv + s.q(b, h) + tile.t0 * W, W,
+        small_gemm(bf16, false, true, tile.rows(), tile.t1, s.D, scale, qkv + s.q(b, h) + tile.t0 * W, W,
                    qkv + s.k(b, h / s.group()), W, 0.0f, p + tile.t0 * T, T);
         for (long t = tile.t0; t < tile.t1; ++t) {
           float* row = p + t * T;
@@ -88,14 +88,14 @@ void CpuBackend::gqa_attention_forward(void* y, float* probs, const void* qkv, l
   const Heads s{T, H, KV, D};
   const float* in = static_cast<const float*>(qkv);
   float* out = static_cast<float*>(y);
-  probabilities(probs, in, s, B);
+  probabilities(bf16_gemm_, probs, in, s, B);
   if (tap) tap->softmax_state(probs, gqa_attention_state_size(B, T, H, KV, D));
 #pragma omp parallel for collapse(2) schedule(static) if (kPairsInParallel)
   for (long b = 0; b < B; ++b) {
     for (long h = 0; h < H; ++h) {
       for (long i = 0; i < s.tiles(); ++i) {
         const Tile tile(i, T);
-        small_gemm(false, false, tile.rows(), D, tile.t1, 1.0f, probs + s.probs(b, h) + tile.t0 * T, T,
+        small_gemm(bf16_gemm_, false, false, tile.rows(), D, tile.t1, 1.0f, probs + s.probs(b, h) + tile.t0 * T, T,
                    in + s.v(b, h / s.group()), s.width(), 0.0f, out + s.y(b, h) + tile.t0 * H * D, H * D);
       }
     }
@@ -104,7 +104,7 @@ void CpuBackend::gqa_attention_forward(void* y, float* probs, const void* qkv, l
 
 void CpuBackend::gqa_attention_state(float* probs, const void* qkv, long B, long T, long H, long KV, long D) {
   check_heads(H, KV, "gqa_attention_state");
-  probabilities(probs, static_cast<const float*>(qkv), Heads{T, H, KV, D}, B);
+  probabilities(bf16_gemm_, probs, static_cast<const float*>(qkv), Heads{T, H, KV, D}, B);
 }
 
 void CpuBackend::gqa_attention_backward(void* dqkv, float* dprobs, const void* dy, const void* qkv, const void* /*y*/,
@@ -124,8 +124,8 @@ void CpuBackend::gqa_attention_backward(void* dqkv, float* dprobs, const void* d
       float* dp = dprobs + s.probs(b, h);
       for (long i = 0; i < s.tiles(); ++i) {
         const Tile tile(i, T);
-        small_gemm(false, true, tile.rows(), tile.t1, D, 1.0f, d + s.y(b, h) + tile.t0 * Y, Y, in + s.v(b, h / G), W,
-                   0.0f, dp + tile.t0 * T, T);
+        small_gemm(bf16_gemm_, false, true, tile.rows(), tile.t1, D, 1.0f, d + s.y(b, h) + tile.t0 * Y, Y,
+                   in + s.v(b, h / G), W, 0.0f, dp + tile.t0 * T, T);
         for (long t = tile.t0; t < tile.t1; ++t)
           for (long u = tile.t1; u < T; ++u) dp[t * T + u] = 0.0f;
       }
@@ -140,7 +140,7 @@ void CpuBackend::gqa_attention_backward(void* dqkv, float* dprobs, const void* d
         for (long i = s.tiles() - 1; i >= 0; --i) {
           const Tile tile(i, T);
           const bool first = h == g * G && i == s.tiles() - 1;
-          small_gemm(true, false, tile.t1, D, tile.rows(), 1.0f, probs + s.probs(b, h) + tile.t0 * T, T,
+          small_gemm(bf16_gemm_, true, false, tile.t1, D, tile.rows(), 1.0f, probs + s.probs(b, h) + tile.t0 * T, T,
                      d + s.y(b, h) + tile.t0 * Y, Y, first ? 0.0f : 1.0f, dx + s.v(b, g), W);
         }
       }
@@ -167,8 +167,8 @@ void CpuBackend::gqa_attention_backward(void* dqkv, float* dprobs, const void* d
       }
       for (long i = 0; i < s.tiles(); ++i) {
         const Tile tile(i, T);
-        small_gemm(false, false, tile.rows(), D, tile.t1, scale, ds + tile.t0 * T, T, in + s.k(b, h / G), W, 0.0f,
-                   dx + s.q(b, h) + tile.t0 * W, W);
+        small_gemm(bf16_gemm_, false, false, tile.rows(), D, tile.t1, scale, ds + tile.t0 * T, T, in + s.k(b, h / G), W,
+                   0.0f, dx + s.q(b, h) + tile.t0 * W, W);
       }
     }
   }
@@ -180,7 +180,7 @@ void CpuBackend::gqa_attention_backward(void* dqkv, float* dprobs, const void* d
         for (long i = s.tiles() - 1; i >= 0; --i) {
           const Tile tile(i, T);
           const bool first = h == g * G && i == s.tiles() - 1;
-          small_gemm(true, false, tile.t1, D, tile.rows(), scale, dprobs + s.probs(b, h) + tile.t0 * T, T,
+          small_gemm(bf16_gemm_, true, false, tile.t1, D, tile.rows(), scale, dprobs + s.probs(b, h) + tile.t0 * T, T,
                      in + s.q(b, h) + tile.t0 * W, W, first ? 0.0f : 1.0f, dx + s.k(b, g), W);
         }
       }

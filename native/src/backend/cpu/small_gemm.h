@@ -3,6 +3,8 @@
 #pragma once
 #include <cblas.h>
 
+#include "backend/cpu/bf16_gemm.h"
+
 namespace fsdp {
 
 /**
@@ -12,9 +14,10 @@ namespace fsdp {
  */
 constexpr bool kPairsInParallel = FSDP_BLAS_OPENMP != 0;
 
-/** C[m, n] = alpha op(A) op(B) + beta C. */
-inline void small_gemm(bool ta, bool tb, long m, long n, long k, float alpha, const float* a, long lda, const float* b,
-                       long ldb, float beta, float* c, long ldc) {
+/** C[m, n] = alpha op(A) op(B) + beta C; with `bf16`, A and B rounded to bf16 first (bf16_gemm.h). */
+inline void small_gemm(bool bf16, bool ta, bool tb, long m, long n, long k, float alpha, const float* a, long lda,
+                       const float* b, long ldb, float beta, float* c, long ldc) {
+  if (bf16) return gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
               static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
               static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
