@@ -24,7 +24,7 @@
 // The load average (1, 5, 15 minutes) and this process's nice value are recorded with the figures.
 //
 //   npm run bench:cpu [-- --rounds N] [--steps N] [--only NAME-PART] [--tiny] [--no-profile]
-//                     [--no-compile | --compile-timeout SECONDS] [--peak-runs N] [--bf16-autocast]
+//                     [--no-compile | --compile-timeout SECONDS] [--peak-runs N] [--bf16-autocast | --bf16]
 // --rounds: rounds at T 128 (default 3; the T 512 ones take at most 2). --steps: measured steps per
 // round (default 2 at T 128, 1 at T 512). --only: the configurations whose name holds it (e.g. t128).
 // --tiny adds samples/tiny-cpu.yaml. --no-profile leaves out perf and torch.profiler. torch.compile
@@ -35,6 +35,12 @@
 // and loss under torch.autocast('cpu', dtype=torch.bfloat16) — PyTorch's CPU mixed precision (bf16
 // products through oneDNN, AMX where the CPU has it; fp32 weights and AdamW) — beside the fp32 ones.
 // Its results go to bench/results/cpu-bf16-<date>.md and .json.
+// --bf16 (issue 42 item 2's side by side): --bf16-autocast plus the native runtime in bf16 (the same
+// config with mixed_precision.param_dtype bfloat16: bf16 products, fp32 weights and AdamW), so each
+// round runs native fp32, native bf16, eager fp32 and eager bf16; each runner's GEMM is named (the
+// native run_start's runtime.gemm). Where the runtime refuses bf16 on this CPU (no oneDNN, no AMX),
+// its row gives the runtime's reason (--probe's cpu_gemm.bfloat16.bf16_refusal) and the rest runs.
+// Its results go to bench/results/cpu-bf16-native-<date>.md and .json.
 // --model-shape D,LAYERS,HEADS: another width and depth (vocabulary 50257, the data's), to check the
 // benchmark itself in a minute; its results are not GPT-2 124M's.
 // A short run on a loaded machine: npm run bench:cpu -- --rounds 1 --steps 1 --only t128 --no-profile
@@ -65,7 +71,8 @@ const PROFILE = !args.includes('--no-profile');
 const COMPILE = !args.includes('--no-compile');
 const COMPILE_TIMEOUT_S = positiveInt('--compile-timeout', 1800);
 const PEAK_RUNS = positiveInt('--peak-runs', 3);
-const AUTOCAST = args.includes('--bf16-autocast');
+const NATIVE_BF16 = args.includes('--bf16');
+const AUTOCAST = NATIVE_BF16 || args.includes('--bf16-autocast');
 const THREADS = 2;
 const [D_MODEL, N_LAYERS, N_HEADS] = argValue('--model-shape', '768,12,12').split(',').map(Number);
 if (![D_MODEL, N_LAYERS, N_HEADS].every((x) => Number.isInteger(x) && x >= 1) || D_MODEL % N_HEADS) {
@@ -112,7 +119,8 @@ function writeConfig(name, config) {
 }
 
 const gpt2Model = { d_model: D_MODEL, n_layers: N_LAYERS, n_heads: N_HEADS, vocab_size: 50257, max_seq_len: 1024 };
-function gpt2Config(name, seqLen, batch, steps, checkpointing) {
+/** extra: more top-level keys (the native bf16 runner's mixed_precision). */
+function gpt2Config(name, seqLen, batch, steps, checkpointing, extra = {}) {
   return writeConfig(name, {
     model: gpt2Model,
     data: { train: path.join(data, 'fortunes-gpt2-train.tok'), seq_len: seqLen },
@@ -123,6 +131,7 @@ function gpt2Config(name, seqLen, batch, steps, checkpointing) {
       checkpointing === 'every-1' ? { enabled: true, policy: 'every_n', every_n_layers: 1 } : { enabled: false },
     launch: { threads_per_rank: THREADS },
     logging: { tensorboard: false },
+    ...extra,
   });
 }
 
@@ -140,7 +149,7 @@ const smollm2Model = {
   rms_norm_eps: 0.00001,
   tie_embeddings: true,
 };
-function llamaConfig(name, seqLen, batch, steps, checkpointing) {
+function llamaConfig(name, seqLen, batch, steps, checkpointing, extra = {}) {
   return writeConfig(name, {
     model: smollm2Model,
     data: { train: path.join(data, 'fortunes-bpe', 'train.tok'), seq_len: seqLen },
@@ -151,9 +160,17 @@ function llamaConfig(name, seqLen, batch, steps, checkpointing) {
       checkpointing === 'every-1' ? { enabled: true, policy: 'every_n', every_n_layers: 1 } : { enabled: false },
     launch: { threads_per_rank: THREADS },
     logging: { tensorboard: false },
+    ...extra,
   });
 }
 const modelConfig = (c, ...rest) => (c.arch === 'llama' ? llamaConfig : gpt2Config)(...rest);
+const BF16_CONFIG = { mixed_precision: { param_dtype: 'bfloat16' } };
+/** Why the native runtime will not run bf16 products on this CPU (its --probe), or undefined when it will. */
+function nativeBf16Refusal(probe) {
+  const bf16 = probe.cpu_gemm?.bfloat16;
+  if (!bf16) return 'this runtime build reports no cpu_gemm in --probe (it predates CPU bf16)';
+  return bf16.bf16_available ? undefined : `the runtime refuses bf16 on this CPU: ${bf16.bf16_refusal}`;
+}
 
 /** The model's arguments to cpu_pytorch.py. */
 function workerModelArgs(c) {
@@ -285,7 +302,10 @@ async function sideBySide(c) {
       ? `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`
       : undefined;
   if (compileNotMeasured) log(`${c.name}: torch.compile ${compileNotMeasured}`);
-  const runs = { native: [], eager: [], compile: [], eager_bf16: [] };
+  const runs = { native: [], eager: [], compile: [], eager_bf16: [], native_bf16: [] };
+  let nativeBf16NotMeasured = NATIVE_BF16 ? nativeBf16Refusal(probe) : 'not run (no --bf16)';
+  if (NATIVE_BF16 && nativeBf16NotMeasured) log(`${c.name}: native bf16 ${nativeBf16NotMeasured}`);
+  let startBf16;
   const roundLoads = [];
   let start;
   try {
@@ -295,6 +315,19 @@ async function sideBySide(c) {
       const n = await train(modelConfig(c, `${c.name}-${r}`, c.seq, c.batch, 1 + c.steps, c.checkpointing));
       start ??= n.events.find((e) => e.type === 'run_start');
       runs.native.push(...nativeSteps(n.events));
+      if (!nativeBf16NotMeasured) {
+        log(`${c.name}: round ${r + 1}/${c.rounds}: native bf16`);
+        const config = modelConfig(c, `${c.name}-bf16-${r}`, c.seq, c.batch, 1 + c.steps, c.checkpointing, BF16_CONFIG);
+        try {
+          const b = await train(config);
+          startBf16 ??= b.events.find((e) => e.type === 'run_start');
+          runs.native_bf16.push(...nativeSteps(b.events));
+        } catch (e) {
+          // The probe said yes but the run failed: its stderr is above; the other runners go on.
+          nativeBf16NotMeasured = `not measured: ${e.message}`;
+          log(`${c.name}: native bf16 ${nativeBf16NotMeasured}`);
+        }
+      }
       log(`${c.name}: round ${r + 1}/${c.rounds}: eager`);
       runs.eager.push(...(await eager.steps(c.steps)));
       if (eagerBf16) {
@@ -310,14 +343,20 @@ async function sideBySide(c) {
     const eagerProfile = c.profile && PROFILE ? await eager.profile() : undefined;
     const tokens = c.batch * c.seq;
     const fpt = start.flops_per_token;
+    if (!nativeBf16NotMeasured && runs.native_bf16.length === 0) nativeBf16NotMeasured = 'not measured: no steps';
     const result = {
       config: c,
       flops_per_token: fpt,
       n_params: start.n_params,
       mem_peak_native: start.memory_plan.total,
       load_average_1min: { median: median(roundLoads), min: Math.min(...roundLoads), max: Math.max(...roundLoads) },
-      native: summary(runs.native, tokens, fpt),
-      eager: { ...summary(runs.eager, tokens, fpt), torch: eagerInfo.torch, first_step_s: eagerInfo.first_step_s },
+      native: { ...summary(runs.native, tokens, fpt), gemm: start.runtime?.gemm },
+      eager: {
+        ...summary(runs.eager, tokens, fpt),
+        torch: eagerInfo.torch,
+        first_step_s: eagerInfo.first_step_s,
+        gemm: eagerInfo.gemm,
+      },
       compile: compileInfo
         ? {
             ...summary(runs.compile, tokens, fpt),
@@ -333,7 +372,19 @@ async function sideBySide(c) {
               torch: eagerBf16Info.torch,
               first_step_s: eagerBf16Info.first_step_s,
               autocast: 'torch.autocast("cpu", dtype=torch.bfloat16)',
+              gemm: eagerBf16Info.gemm,
             },
+          }
+        : {}),
+      ...(NATIVE_BF16
+        ? {
+            native_bf16: nativeBf16NotMeasured
+              ? { not_measured: nativeBf16NotMeasured }
+              : {
+                  ...summary(runs.native_bf16, tokens, fpt),
+                  mixed_precision: BF16_CONFIG.mixed_precision,
+                  gemm: startBf16?.runtime?.gemm,
+                },
           }
         : {}),
       steps: runs,
@@ -346,6 +397,18 @@ async function sideBySide(c) {
       ...(compileInfo ? { compile: ratios('compile') } : {}),
       ...(eagerBf16Info ? { eager_bf16: ratios('eager_bf16') } : {}),
     };
+    if (NATIVE_BF16 && !nativeBf16NotMeasured) {
+      // By CPU time first: the score on a shared machine (wall beside it).
+      const over = (a, b) => ({
+        cpu: result[a].step_cpu_s_median / result[b].step_cpu_s_median,
+        wall: result[a].step_s_median / result[b].step_s_median,
+      });
+      result.native_bf16_vs = {
+        native_fp32: over('native', 'native_bf16'),
+        eager_bf16: over('eager_bf16', 'native_bf16'),
+        eager_fp32: over('eager', 'native_bf16'),
+      };
+    }
     if (eagerBf16Info)
       result.eager_bf16_speedup_over_fp32 = {
         wall: result.eager.step_s_median / result.eager_bf16.step_s_median,
@@ -518,6 +581,7 @@ const ac = (c) => (c.checkpointing === 'every-1' ? 'checkpointing every layer' :
 const rows = sideBySideResults.flatMap((r) =>
   [
     ['native', r.native],
+    ...(r.native_bf16 ? [['native, bf16 products', r.native_bf16]] : []),
     ['PyTorch eager', r.eager],
     ['torch.compile', r.compile],
     ...(r.eager_bf16 ? [['PyTorch eager, bf16 autocast', r.eager_bf16]] : []),
@@ -592,6 +656,43 @@ ${sideBySideResults
 `
     : ''
 }
+${
+  sideBySideResults.some((r) => r.native_bf16)
+    ? `The native runtime in bf16 (the same config plus \`mixed_precision: { param_dtype: bfloat16 }\`: bf16 products, fp32 weights, gradients and AdamW), speed-up (other's step time / native bf16's), **by CPU time** (wall beside it):
+
+| config | over native fp32, CPU | wall | over eager bf16 autocast, CPU | wall | over eager fp32, CPU | wall |
+|---|---:|---:|---:|---:|---:|---:|
+${sideBySideResults
+  .filter((r) => r.native_bf16)
+  .map((r) =>
+    r.native_bf16_vs
+      ? `| ${r.config.name} | ${vs(r.native_bf16_vs.native_fp32.cpu)} | ${vs(r.native_bf16_vs.native_fp32.wall)} | ${vs(r.native_bf16_vs.eager_bf16.cpu)} | ${vs(r.native_bf16_vs.eager_bf16.wall)} | ${vs(r.native_bf16_vs.eager_fp32.cpu)} | ${vs(r.native_bf16_vs.eager_fp32.wall)} |`
+      : `| ${r.config.name} | ${r.native_bf16.not_measured} | | | | | |`,
+  )
+  .join('\n')}
+
+Each runner's matrix products (native: its run_start's runtime.gemm; PyTorch: its build report, torch.__config__):
+
+| config | runner | GEMM |
+|---|---|---|
+${sideBySideResults
+  .flatMap((r) =>
+    [
+      ['native', r.native],
+      ['native, bf16 products', r.native_bf16],
+      ['PyTorch eager', r.eager],
+      ['PyTorch eager, bf16 autocast', r.eager_bf16],
+    ]
+      .filter(([, s]) => s)
+      .map(
+        ([who, s]) =>
+          `| ${r.config.name} | ${who} | ${s.not_measured ?? (typeof s.gemm === 'object' ? s.gemm.note : (s.gemm ?? 'not reported'))} |`,
+      ),
+  )
+  .join('\n')}
+`
+    : ''
+}
 ${t128 ? `Targets at T 128: native ≥ 1.5× eager — by CPU time ${met(t128.native_vs.eager.cpu, 1.5)}, by wall ${met(t128.native_vs.eager.wall, 1.5)}; ≥ 1.3× torch.compile — by CPU time ${met(t128.native_vs.compile?.cpu, 1.3)}, by wall ${met(t128.native_vs.compile?.wall, 1.3)}. ${compileMd(t128)}` : ''}
 
 ${llama ? `Target of the Llama row (issue 35, SmolLM2-135M's shape at T 512): ≥ 1.3× torch.compile by CPU time — ${met(llama.native_vs.compile?.cpu, 1.3)}; by wall ${met(llama.native_vs.compile?.wall, 1.3)}. ${compileMd(llama)}` : ''}
@@ -610,5 +711,5 @@ ${tiny.steps} steps; ${tiny.tokens_per_s.toFixed(0)} tokens/s (wall), MFU ${pct(
 `
     : ''
 }`;
-writeResults(AUTOCAST ? 'cpu-bf16' : 'cpu', result, md);
+writeResults(NATIVE_BF16 ? 'cpu-bf16-native' : AUTOCAST ? 'cpu-bf16' : 'cpu', result, md);
 console.log(md);

@@ -32,6 +32,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "reference
 from gpt import Gpt, GptShape, initialise, loss_of
 
 
+def gemm_of(autocast: str) -> str:
+    """Which library this torch build multiplies with, from its build report (torch.__config__):
+    fp32 linear layers go to its BLAS (BLAS_INFO), bf16 under autocast to its oneDNN (MKL-DNN).
+    The results file names it beside the native runtime's run_start runtime.gemm."""
+    report = torch.__config__.show()
+    lines = [line.strip(" -") for line in report.splitlines()]
+    onednn = next((line for line in lines if "MKL-DNN" in line or "oneDNN" in line), "oneDNN (version not reported)")
+    blas = next((line for line in lines if "Math Kernel Library" in line), None)
+    info = next((w for w in report.replace(",", " ").split() if w.startswith("BLAS_INFO=")), "BLAS_INFO unknown")
+    if autocast == "bf16":
+        return f"{onednn.split(' (Git')[0]}: bf16 operands (torch.autocast), float32 accumulation"
+    return f"{info}: {blas or 'BLAS not named in torch.__config__'}, float32"
+
+
 class CheckpointedGpt(torch.nn.Module):
     """The model with each block's activations recomputed in backward (activation checkpointing
     every 1 layer, as the runtime's activation_checkpointing.every_n_layers 1)."""
@@ -191,6 +205,7 @@ def main(argv: list[str]) -> int:
                 "warmup_s": time.perf_counter() - t0,
                 "mode": args.mode,
                 "autocast": args.autocast,
+                "gemm": gemm_of(args.autocast),
                 "checkpointing": args.checkpointing,
                 "n_params": sum(q.numel() for q in model.parameters()),
             }
