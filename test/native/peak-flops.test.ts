@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { CpuGemm } from '../../core/protocol/blas-kernels';
 import { nativeCli } from './native-build';
 import { eventsOf, readRun, smallConfig, tempDir, train, writeConfig } from './train-runs';
 
@@ -62,10 +63,14 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
   }
   const stored = () => JSON.parse(readFileSync(cache, 'utf8')) as PeakCache;
 
-  async function run(name: string, steps = 1, threads = 2) {
+  async function run(name: string, steps = 1, threads = 2, paramDtype = 'float32') {
     const config = writeConfig(
       tmp,
-      smallConfig({ training: { max_steps: steps }, launch: { threads_per_rank: threads } }),
+      smallConfig({
+        training: { max_steps: steps },
+        launch: { threads_per_rank: threads },
+        mixed_precision: { param_dtype: paramDtype },
+      }),
       `${name}.json`,
     );
     const result = await train([config, '--run-dir', path.join(tmp, name)]);
@@ -156,6 +161,30 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
     const next = await run('after');
     assert.equal(next.start.peak_flops, entry.flops);
     assert.match(next.start.peak_source ?? '', /, raised by run \S+ at step \d+, cached in /);
+  });
+
+  it("a CPU run with bf16 products has its own peak: it neither raises float32's nor is held to it", async function () {
+    const probe = JSON.parse(execFileSync(nativeCli, ['--probe'], { encoding: 'utf8' })) as {
+      cpu_gemm: { bfloat16: CpuGemm };
+    };
+    // Where bf16 cannot run (no oneDNN, no AMX-BF16) there is no bf16 peak to keep apart:
+    // test/native/cpu-bf16.test.ts checks the refusal.
+    if (!probe.cpu_gemm.bfloat16.bf16_available) this.skip();
+    const key = keyFor(2);
+    const measured = Math.floor(now() - DAY);
+    // A float32 peak far below what bf16 products reach: a bf16 run held to it would raise it.
+    plant({ [key]: { flops: 1000, measured } });
+    const { start, steps } = await run('bf16', 2, 2, 'bfloat16');
+    assert.match(
+      start.peak_source ?? '',
+      /^this machine's bf16 GEMM peak \(oneDNN \w+, 2048³, 2 threads\), measured now, cached in /,
+    );
+    for (const s of steps) assert.ok(s.mfu! <= 1, `step ${s.step}: MFU ${s.mfu}`);
+    const after = stored().machines;
+    assert.deepEqual(after[key], { flops: 1000, measured }, "float32's entry is neither used nor raised");
+    const own = Object.keys(after).filter((k) => k !== key);
+    assert.deepEqual(own, [`${key} | bf16 products on oneDNN ${probe.cpu_gemm.bfloat16.isa}`]);
+    assert.equal(after[own[0]].flops, start.peak_flops);
   });
 
   it('measures again for other kernels, another thread count or library, after a week, and for a date in the future', async () => {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/bf16_gemm.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/device_probe.h"
 #include "runtime/files.h"
 #include "runtime/threads.h"
@@ -92,8 +94,20 @@ PeakFlops datasheet_peak(Backend& be) {
           0, ""};
 }
 
-std::string sgemm_words(int threads) {
-  return "this machine's sgemm peak (" + std::to_string(kPeakSgemmN) + "³, " + std::to_string(threads) + " threads)";
+/**
+ * What the backend's matrix products run on where that is not float32 sgemm: a CPU run with
+ * bf16 products (mixed_precision.param_dtype bfloat16) goes through oneDNN's bf16 GEMM, whose peak
+ * is some 3x sgemm's — its own entry, so that neither raises nor lowers the other's MFU.
+ */
+std::string products_of(Backend& be) {
+  const auto* cpu = dynamic_cast<const CpuBackend*>(&be);
+  return cpu && cpu->bf16_gemm() ? "bf16 products on oneDNN " + onednn_isa() : "";
+}
+
+std::string sgemm_words(int threads, const std::string& products) {
+  return "this machine's " + std::string(products.empty() ? "sgemm" : "bf16 GEMM") + " peak (" +
+         (products.empty() ? "" : "oneDNN " + onednn_isa() + ", ") + std::to_string(kPeakSgemmN) + "³, " +
+         std::to_string(threads) + " threads)";
 }
 
 }  // namespace
@@ -111,12 +125,13 @@ std::string peak_cache_path() {
   return std::string(home && *home ? home : "/tmp") + "/.cache/fsdp-studio/peak-flops.json";
 }
 
-std::string peak_cache_key(int threads) {
+std::string peak_cache_key(int threads, const std::string& products) {
   const DeviceProbe probe = probe_devices();
   std::ostringstream key;
   key << host_name() << " | " << probe.cpu.model_name << " | " << probe.cpu.logical_cores << " cores | " << threads
       << " threads | " << probe.blas_kernels.library << " | " << probe.blas_kernels.library_file << " | "
       << probe.blas_kernels.core << " kernels";
+  if (!products.empty()) key << " | " << products;
   return key.str();
 }
 
@@ -125,7 +140,8 @@ PeakFlops machine_peak_flops(Backend& be, double given) {
   if (be.nominal_peak_flops() > 0) return datasheet_peak(be);
   const std::string path = peak_cache_path();
   const int threads = current_threads();
-  const std::string key = peak_cache_key(threads);
+  const std::string products = products_of(be);
+  const std::string key = peak_cache_key(threads, products);
   nlohmann::json cache = read_cache(path);
   const double now = unix_time();
   auto& machines = cache["machines"];
@@ -136,27 +152,27 @@ PeakFlops machine_peak_flops(Backend& be, double given) {
     if (e.contains("raised_by") && e["raised_by"].is_string())
       raised = ", raised by " + e["raised_by"].get<std::string>();
     return {flops,
-            sgemm_words(threads) + ", measured " + day_of(measured) + raised + ", cached in " + path + ": " +
+            sgemm_words(threads, products) + ", measured " + day_of(measured) + raised + ", cached in " + path + ": " +
                 format_gflops(flops),
             measured, key};
   }
   const SgemmSpeed s = measure_sgemm(be, kPeakSgemmN, kPeakSgemmRepeats);
-  const std::string stored = record_sgemm_peak(s, threads);
+  const std::string stored = record_sgemm_peak(s, threads, products);
   double flops = std::max(s.flops, s.cpu_flops);
   // Another process may have cached more in the meantime: the best reached counts.
   if (const nlohmann::json after = read_cache(path);
       after["machines"].contains(key) && fresh(after["machines"][key], now))
     flops = std::max(flops, after["machines"][key]["flops"].get<double>());
   const bool cached = stored.rfind("not cached", 0) != 0;
-  return {flops, sgemm_words(threads) + ", measured now, " + stored + ": " + format_gflops(flops), now,
+  return {flops, sgemm_words(threads, products) + ", measured now, " + stored + ": " + format_gflops(flops), now,
           cached ? key : ""};
 }
 
-std::string record_sgemm_peak(const SgemmSpeed& s, int threads) {
+std::string record_sgemm_peak(const SgemmSpeed& s, int threads, const std::string& products) {
   // By CPU time too: on a loaded machine the wall clock alone would understate the peak.
   const double flops = std::max(s.flops, s.cpu_flops);
   const std::string path = peak_cache_path();
-  const std::string key = peak_cache_key(threads);
+  const std::string key = peak_cache_key(threads, products);
   try {
     nlohmann::json cache = read_cache(path);
     auto& machines = cache["machines"];

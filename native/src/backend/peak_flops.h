@@ -6,7 +6,9 @@
 //
 // The rules that keep MFU at or below 100% (issue 24), each checked by test/native/peak-flops.test.ts:
 //  - The cache entry is keyed by host, CPU, cores, threads, the BLAS library (its build, its file)
-//    and the kernels it runs: a change in any is a new entry, measured afresh.
+//    and the kernels it runs: a change in any is a new entry, measured afresh. A CPU run whose
+//    products are bf16 (oneDNN's GEMM, ~3x sgemm on AMX) has its own entry, measured with those
+//    products, so that it neither raises float32 runs' peak nor is held to it.
 //  - An entry is measured again a week after its measurement (kPeakCacheMaxAgeDays).
 //  - Anything that goes faster than the cached peak on the same key raises it: a run's step (the
 //    model's FLOP/s) or a new sgemm measurement. The run says so (a log event, and the step event
@@ -58,17 +60,20 @@ PeakFlops machine_peak_flops(Backend& be, double given);
 bool raise_cached_peak(const std::string& key, double flops, const std::string& by);
 
 /**
- * Stores an sgemm measurement (kPeakSgemmN³ with `threads` threads) in the cache: a new entry when
- * there is no fresh one for this machine, else it raises the entry when faster. Says what it did:
+ * Stores an sgemm measurement (kPeakSgemmN³ with `threads` threads; `products` as in peak_cache_key) in the cache: a
+ * new entry when there is no fresh one for this machine, else it raises the entry when faster. Says what it did:
  * "cached in PATH", "raised the cached peak in PATH", "below the cached peak in PATH (…)" or "not cached: why".
  */
-std::string record_sgemm_peak(const SgemmSpeed& s, int threads);
+std::string record_sgemm_peak(const SgemmSpeed& s, int threads, const std::string& products = "");
 
 /** $FSDP_PEAK_CACHE, else $XDG_CACHE_HOME/fsdp-studio/peak-flops.json, else ~/.cache/fsdp-studio/peak-flops.json. */
 std::string peak_cache_path();
 
-/** What identifies the machine's sgemm peak: a change in any part invalidates the cached value. */
-std::string peak_cache_key(int threads);
+/**
+ * What identifies the machine's sgemm peak: a change in any part invalidates the cached value.
+ * `products` names matrix products other than float32 sgemm ("bf16 products on oneDNN ISA"), "" for sgemm.
+ */
+std::string peak_cache_key(int threads, const std::string& products = "");
 
 /** "123.4 GFLOP/s". */
 std::string format_gflops(double flops);
