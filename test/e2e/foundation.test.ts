@@ -76,6 +76,13 @@ describe('e2e: the extension in a real VS Code (code-server + Chromium)', functi
       500,
     );
     assert.match(text, /✓ BLAS kernels: OpenBLAS's \w+ kernels.* for \w+ family 0x[0-9a-f]+ model/, text);
+    // The CPU's matrix products: float32 on OpenBLAS, and bf16 (mixed_precision.param_dtype bfloat16)
+    // on oneDNN where this build and CPU run it, else why not (backend/cpu/bf16_gemm.h).
+    assert.match(
+      text,
+      /✓ CPU matrix products: float32: OpenBLAS sgemm, float32; bfloat16(: oneDNN \d+\.\d+\.\d+ \S+ on \w+: bf16 operands| not available: \S.*)/,
+      text,
+    );
     // Python and torch, as the samples' launch specs run them (issue 28: which Python): .venv's, named
     // by the spec found first (both run it: one through torchrun's #! line).
     text = await untilValue(
