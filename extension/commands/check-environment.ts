@@ -95,8 +95,7 @@ export async function checkEnvironment(studio: StudioContext): Promise<CheckResu
       detail: `${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
     });
   }
-  results.push(await blasKernelsCheck(studio));
-  results.push(await cpuGemmCheck(studio));
+  results.push(...(await runtimeProbeChecks(studio)));
   results.push(
     await toolCheck(
       'MPI (mpirun)',
@@ -176,63 +175,70 @@ async function allReduceCheck(studio: StudioContext): Promise<CheckResult> {
   }
 }
 
+/** What the runtime's --probe says of the CPU's matrix products (native/src/cli/main.cc). */
+interface RuntimeProbe {
+  blas_kernels?: BlasKernels;
+  cpu_gemm?: { float32: CpuGemm; bfloat16: CpuGemm };
+}
+
+/**
+ * The rows read from the runtime's --probe, run once for them all: which OpenBLAS kernels runs use
+ * and which GEMM the CPU backend's products run. Where the runtime is not built or its probe fails,
+ * each row says so.
+ */
+async function runtimeProbeChecks(studio: StudioContext): Promise<CheckResult[]> {
+  const names = ['BLAS kernels', 'CPU matrix products'];
+  const cli = studio.runtime.cliPath;
+  if (!existsSync(cli))
+    return names.map((name) => ({ name, ok: false, notRun: true, detail: 'the native runtime is not built' }));
+  let probe: RuntimeProbe;
+  try {
+    probe = JSON.parse((await execFileAsync(cli, ['--probe'], { timeout: 60_000 })).stdout) as RuntimeProbe;
+  } catch (e) {
+    const detail = `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`;
+    return names.map((name) => ({
+      name,
+      ok: false,
+      detail,
+      fix: 'rebuild the runtime ("FSDP: Build native runtime")',
+    }));
+  }
+  return [blasKernelsCheck(probe.blas_kernels), cpuGemmCheck(probe.cpu_gemm)];
+}
+
+const NOT_SAID = 'this build of the runtime does not say (rebuild it)';
+
 /**
  * Which OpenBLAS kernels runs use, as the runtime's CLI chooses them at its start (from the CPU's
  * own features: native/src/runtime/blas_kernels.h), and whether that is a known-slow path.
  */
-async function blasKernelsCheck(studio: StudioContext): Promise<CheckResult> {
+function blasKernelsCheck(k: BlasKernels | undefined): CheckResult {
   const name = 'BLAS kernels';
-  const cli = studio.runtime.cliPath;
-  if (!existsSync(cli)) return { name, ok: false, notRun: true, detail: 'the native runtime is not built' };
-  try {
-    const { stdout } = await execFileAsync(cli, ['--probe'], { timeout: 60_000 });
-    const k = (JSON.parse(stdout) as { blas_kernels?: BlasKernels }).blas_kernels;
-    if (!k) return { name, ok: false, notRun: true, detail: 'this build of the runtime does not say (rebuild it)' };
-    if (!k.slow) return { name, ok: true, detail: k.note };
-    return {
-      name,
-      ok: false,
-      detail: k.note,
-      fix:
-        k.set_by === 'environment'
-          ? 'unset OPENBLAS_CORETYPE'
-          : "install Debian's libopenblas0-openmp (an OpenBLAS built with DYNAMIC_ARCH)",
-    };
-  } catch (e) {
-    return {
-      name,
-      ok: false,
-      detail: `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`,
-      fix: 'rebuild the runtime ("FSDP: Build native runtime")',
-    };
-  }
+  if (!k) return { name, ok: false, notRun: true, detail: NOT_SAID };
+  if (!k.slow) return { name, ok: true, detail: k.note };
+  return {
+    name,
+    ok: false,
+    detail: k.note,
+    fix:
+      k.set_by === 'environment'
+        ? 'unset OPENBLAS_CORETYPE'
+        : "install Debian's libopenblas0-openmp (an OpenBLAS built with DYNAMIC_ARCH)",
+  };
 }
 
 /**
  * Which GEMM the CPU backend's products run: OpenBLAS in float32, and whether mixed_precision
  * param_dtype bfloat16 runs here on oneDNN's bf16 GEMM (and on which instructions), or why not.
  */
-async function cpuGemmCheck(studio: StudioContext): Promise<CheckResult> {
+function cpuGemmCheck(g: RuntimeProbe['cpu_gemm']): CheckResult {
   const name = 'CPU matrix products';
-  const cli = studio.runtime.cliPath;
-  if (!existsSync(cli)) return { name, ok: false, notRun: true, detail: 'the native runtime is not built' };
-  try {
-    const { stdout } = await execFileAsync(cli, ['--probe'], { timeout: 60_000 });
-    const g = (JSON.parse(stdout) as { cpu_gemm?: { float32: CpuGemm; bfloat16: CpuGemm } }).cpu_gemm;
-    if (!g) return { name, ok: false, notRun: true, detail: 'this build of the runtime does not say (rebuild it)' };
-    const bf16 = g.bfloat16.bf16_available
-      ? `bfloat16: ${g.bfloat16.note}`
-      : `bfloat16 not available: ${g.bfloat16.bf16_refusal ?? 'no reason given'}`;
-    // float32 always runs: a CPU without bf16 is not a problem, only said.
-    return { name, ok: true, detail: `float32: ${g.float32.note}; ${bf16}` };
-  } catch (e) {
-    return {
-      name,
-      ok: false,
-      detail: `fsdp-train-native --probe failed: ${(e as Error).message.split('\n')[0]}`,
-      fix: 'rebuild the runtime ("FSDP: Build native runtime")',
-    };
-  }
+  if (!g) return { name, ok: false, notRun: true, detail: NOT_SAID };
+  const bf16 = g.bfloat16.bf16_available
+    ? `bfloat16: ${g.bfloat16.note}`
+    : `bfloat16 not available: ${g.bfloat16.bf16_refusal ?? 'no reason given'}`;
+  // float32 always runs: a CPU without bf16 is not a problem, only said.
+  return { name, ok: true, detail: `float32: ${g.float32.note}; ${bf16}` };
 }
 
 /** NCCL matters only with GPUs: found by the dynamic linker's cache, as the runtime would load it. */

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { until } from '../harness/until';
 import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 import { childrenOf, commandOf } from '../harness/proc';
 import { SUPERVISOR, VENV_PYTHON } from '../harness/pytorch';
+import { startingManifest } from '../harness/run-owner-argv';
 
 /** Short, so that the test is quick; the default is stated in supervise.py (frozen.py). */
 const FROZEN_AFTER_S = '2';
@@ -215,19 +215,7 @@ describe("a run's frozen or killed owners (issue 41)", function () {
     // (SIGSTOP), the supervisor's own line naming it blocks too, before it kills it: it never polls again.
     const runDir = path.join(dir, 'hung');
     mkdirSync(runDir, { recursive: true });
-    writeFileSync(
-      path.join(runDir, 'run.json'),
-      JSON.stringify({
-        v: 1,
-        run_id: 'hung',
-        created: Date.now() / 1000,
-        status: 'starting',
-        config: {},
-        world: { size: 1 },
-        host: os.hostname(),
-        kind: 'command',
-      }),
-    );
+    writeFileSync(path.join(runDir, 'run.json'), JSON.stringify(startingManifest('hung', { kind: 'command' })));
     const chatty =
       "import sys, time\nsys.stderr.write('a warning nobody reads\\n' * 50000)\nsys.stderr.flush()\ntime.sleep(600)\n";
     const owner = spawn(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', chatty], {
