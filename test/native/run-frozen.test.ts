@@ -217,7 +217,7 @@ describe("a run's frozen or killed owners (issue 41)", function () {
     mkdirSync(runDir, { recursive: true });
     writeFileSync(path.join(runDir, 'run.json'), JSON.stringify(startingManifest('hung', { kind: 'command' })));
     const chatty =
-      "import sys, time\nsys.stderr.write('a warning nobody reads\\n' * 50000)\nsys.stderr.flush()\ntime.sleep(600)\n";
+      "import signal, sys\nsys.stderr.write('a warning nobody reads\\n' * 50000)\nsys.stderr.flush()\nsignal.pause()\n";
     const owner = spawn(VENV_PYTHON, [SUPERVISOR, '--run-dir', runDir, '--', VENV_PYTHON, '-c', chatty], {
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe'],
