@@ -45,15 +45,18 @@ static cblas_gemm_bf16_fn cblas_gemm_bf16_p;
 static dnnl_gemm_bf16_fn dnnl_gemm_bf16_p;
 static int matmul_bf16;  // onednn-bf16: oneDNN's matmul primitive (below)
 
+static void dnnl_ok(int status, const char* what) {
+  if (status != 0) {
+    fprintf(stderr, "gemm_bench: oneDNN %s failed with status %d\n", what, status);
+    exit(1);
+  }
+}
+
 static void sgemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
                   float* c, int ldc) {
   if (dnnl_sgemm_p) {
     // oneDNN's sgemm is row-major already.
-    int status = dnnl_sgemm_p(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-    if (status != 0) {
-      fprintf(stderr, "gemm_bench: dnnl_sgemm failed with status %d\n", status);
-      exit(1);
-    }
+    dnnl_ok(dnnl_sgemm_p(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc), "dnnl_sgemm");
   } else {
     cblas_sgemm_p(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                   ldc);
@@ -102,13 +105,6 @@ static struct {
   int (*effective_cpu_isa)(void);
   void* engine;
 } dnnl;
-
-static void dnnl_ok(int status, const char* what) {
-  if (status != 0) {
-    fprintf(stderr, "gemm_bench: oneDNN %s failed with status %d\n", what, status);
-    exit(1);
-  }
-}
 
 /** A 2-D memory descriptor of rows × cols with the given strides. */
 static void dnnl_md(dnnl_desc_buffer* md, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
@@ -339,11 +335,8 @@ static void gemm_bf16(int slot, int ta, int tb, int m, int n, int k, const bf16*
   if (matmul_bf16) {
     matmul_run(current_matmul, slot, beta != 0.0f);
   } else if (dnnl_gemm_bf16_p) {
-    int status = dnnl_gemm_bf16_p(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-    if (status != 0) {
-      fprintf(stderr, "gemm_bench: dnnl_gemm_bf16bf16f32 failed with status %d\n", status);
-      exit(1);
-    }
+    dnnl_ok(dnnl_gemm_bf16_p(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc),
+            "dnnl_gemm_bf16bf16f32");
   } else {
     cblas_gemm_bf16_p(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                       ldc);
