@@ -145,8 +145,7 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
       60_000,
     );
   const attach = async (runId: string) => {
-    await vscode.runCommand('FSDP: Attach to run');
-    await vscode.pickQuickItem(runId);
+    await vscode.runCommandAndPick('FSDP: Attach to run', runId);
     return headerOf(runId);
   };
 

@@ -27,7 +27,13 @@ int main(int argc, char** argv) {
   if (fsdp::test::g_world->rank() != 0) ::testing::GTEST_FLAG(brief) = true;
   ::testing::InitGoogleTest(&argc, argv);
   // One report (--gtest_output) for the job: rank 0's (a failure elsewhere fails the exit code).
-  if (fsdp::test::g_world->rank() != 0) ::testing::GTEST_FLAG(output) = "";
+  // InitGoogleTest has already installed the report's writer from the flag, so clearing the flag here
+  // would change nothing: every rank would write the same file at the same time, and the reader found
+  // it garbled (CI: a 2-rank run that passed read as 0 of 0). The other ranks drop the writer itself.
+  if (fsdp::test::g_world->rank() != 0) {
+    ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    std::unique_ptr<::testing::TestEventListener> writer(listeners.Release(listeners.default_xml_generator()));
+  }
   const int failed = RUN_ALL_TESTS();
   // A failure on one rank is a failure of every rank's binary.
   double any = failed ? 1.0 : 0.0;
