@@ -15,5 +15,17 @@ export const COMPILER_CACHE_DIR = path.join(repoRoot, 'native', 'build', 'ccache
  * the set-up's native/ built in native/build (system headers outside it stay absolute, as they must).
  */
 export function compilerCacheEnvironment(baseDir: string = os.tmpdir()): Record<string, string> {
-  return { CCACHE_DIR: COMPILER_CACHE_DIR, CCACHE_BASEDIR: baseDir };
+  return { CCACHE_DIR: COMPILER_CACHE_DIR, CCACHE_BASEDIR: baseDir, ...localeEnvironment() };
+}
+
+/**
+ * The locale variables ccache hashes with every object (they change the compiler's messages), as
+ * this process has them: the set-up built with them, and a remote session without them (sshd gives
+ * it none unless the client sends them, as Debian's ssh_config does with `SendEnv LANG LC_*`) missed
+ * every object — the SSH host's first use compiled all 87 in a fresh clone (ccache's debug input:
+ * `### LANG C.UTF-8` was the one difference).
+ */
+function localeEnvironment(): Record<string, string> {
+  const names = ['LANG', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES'];
+  return Object.fromEntries(names.flatMap((n) => (process.env[n] ? [[n, process.env[n]!]] : [])));
 }

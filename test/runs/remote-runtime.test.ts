@@ -38,6 +38,18 @@ function hostTools(real: string[], scripts: Record<string, string>): string {
   return bin;
 }
 
+/** Compilations ccache could not serve, from the stats log it wrote (`ccache --show-log-stats`). */
+function compilerMisses(statsLog: string): number {
+  assert.ok(existsSync(statsLog), `ccache wrote no stats log (${statsLog}): did the build use ccache?`);
+  const r = spawnSync('ccache', ['--show-log-stats', '-v'], {
+    encoding: 'utf8',
+    env: { ...process.env, CCACHE_STATSLOG: statsLog },
+  });
+  const misses = /^\s*Misses:\s*(\d+)/m.exec(r.stdout);
+  assert.ok(r.status === 0 && misses, `ccache --show-log-stats: ${r.stdout}${r.stderr}`);
+  return Number(misses[1]);
+}
+
 /** What a remote command sees as the host's GPU: an H100's compute capability. */
 const NVIDIA_SMI = 'case "$*" in *compute_cap*) echo 8.6;; *) exit 9;; esac';
 
@@ -48,10 +60,17 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
   let gpuTools: string;
   const log: string[] = [];
 
+  // ccache's record of each compilation the host's build makes (its own file: other builds share
+  // the cache's counters).
+  const compilerStats = path.join(os.tmpdir(), `fsdp-host-ccache-${process.pid}.log`);
+
   before(async () => {
     // The host reports a GPU (a stand-in nvidia-smi ahead of its own tools): the build targets it.
     gpuTools = hostTools([], { 'nvidia-smi': NVIDIA_SMI });
-    sshd = await LoopbackSshd.start({ setEnv: { PATH: `${gpuTools}:${process.env.PATH}` } });
+    rmSync(compilerStats, { force: true });
+    sshd = await LoopbackSshd.start({
+      setEnv: { PATH: `${gpuTools}:${process.env.PATH}`, CCACHE_STATSLOG: compilerStats },
+    });
     base = SHARED_REMOTE_BASE;
     // First use: no runtime of these sources on the host yet (the launch tests reuse this build).
     rmSync(path.join(base, 'runtime'), { recursive: true, force: true });
@@ -59,6 +78,7 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
   });
   after(async () => {
     await sshd?.stop();
+    rmSync(compilerStats, { force: true });
     if (gpuTools) rmSync(gpuTools, { recursive: true, force: true });
   });
 
@@ -83,6 +103,14 @@ describe('the runtime on an SSH host (real sshd on 127.0.0.1)', function () {
       };
       assert.deepEqual(report.architectures, ['86'], "the kernels are configured for the host GPU's architecture");
     }
+    // The suite's one from-nothing build is the .vsix's first launch (install-vsix.test.ts); this one
+    // takes every object from the set-up's compiler cache. In a fresh clone (CI) the set-up compiled
+    // every source, so a miss means the two builds' compilations differ (a flag, the locale: see
+    // compiler-cache.ts); in a working tree, objects built outside the set-up may be missing.
+    const misses = compilerMisses(compilerStats);
+    if (process.env.CI)
+      assert.equal(misses, 0, `the host's build compiled ${misses} objects the set-up's cache lacked`);
+    else if (misses > 0) console.log(`      (the host's build compiled ${misses} objects the set-up's cache lacked)`);
     const version = JSON.parse(sshd.exec(`'${first.binary}' --version`)) as { capabilities: string[] };
     assert.ok(version.capabilities.includes('probe'));
     // "Not rebuilt" is the binary's identity (inode, size, modification time) unchanged, not how
