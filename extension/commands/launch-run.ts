@@ -176,6 +176,10 @@ async function pickLaunchable(): Promise<{ uri: vscode.Uri; kind: ConfigKind } |
       title: 'Launch FSDP run',
       placeHolder: 'Run config, launch spec, or DeepSpeed / accelerate config to launch',
       matchOnDescription: true,
+      // A toast, or a run ending beside it and its dashboard taking the focus, must not close it
+      // unanswered as it opens (seen in fresh-clone runs: the pick rendered, then hidden); Escape
+      // still closes it.
+      ignoreFocusOut: true,
     },
   );
   return pick && { uri: pick.uri, kind: pick.configKind };

@@ -19,6 +19,7 @@ from fsdp_studio._events import RUN_ATTEMPT_ENV
 from fsdp_studio.event_merge import ATTEMPT_ID, OWNER_MERGES_ENV, EventMerge, attempt_dir
 from fsdp_studio.frozen import kill_tree, name_of, wait_gone
 from fsdp_studio.run_folder_watch import EventFollower
+from fsdp_studio.runtime_run import RuntimeRun
 
 
 def take_up(run_dir) -> Optional[str]:
@@ -50,9 +51,12 @@ def write_end(log, manifest, killed):
     reason = dead_reason(log.run_dir, manifest, log.attempt, killed) if live else manifest.get("end_reason")
     status = "failed" if live else manifest.get("status", "failed")
     end = {"type": "run_end", "status": status, "step": last_step(log.path), "stand_in": True}
-    log.write({**end, **({"reason": reason} if reason else {})})
+    end.update({"reason": reason} if reason else {})
     if live:
-        run_manifest.update(log.run_dir, {"status": status, "step": end["step"], "end_reason": reason})
+        # As every end an owner writes: the stream first, then run.json from what the stream took.
+        RuntimeRun(log.run_dir).end_with(log, end)
+    else:
+        log.write(end)  # run.json has said this end already
     print(
         f"fsdp_studio.supervise: the last attempt ({log.attempt}) had no end in the stream: {reason}", file=sys.stderr
     )

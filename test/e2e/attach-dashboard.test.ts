@@ -93,7 +93,8 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     // Long enough to be still running after a slow reload on a loaded machine; killed in after().
     await startSynthetic('live-run', ['--steps', '5000', '--rate', '12']);
     vscode = await VsCodeSession.open({ workspace });
-    await vscode.runCommandAndPick('FSDP: Attach to run', 'live-run');
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('live-run');
     const early = await waitForPoints(vscode, 20);
     assertExactHistory(early, 'while filling');
     const later = await waitForPoints(vscode, early.x.length + 15);
@@ -112,12 +113,14 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
 
   it('shows a planted NaN in the NaN diagnostics view with its layer, phase and operation', async () => {
     await startSynthetic('nan-run', ['--steps', '200', '--rate', '50', '--nan-at', '40']);
-    await vscode!.runCommandAndPick('FSDP: Attach to run', 'nan-run');
+    await vscode!.runCommand('FSDP: Attach to run');
+    await vscode!.pickQuickItem('nan-run');
     await vscode!.waitForNotification(/NaN in forward, layer 1 \(attn\.softmax\)/, 60_000);
     // The dashboard's webview takes focus when it has loaded, which would close a quick pick opened
     // before that: wait for it first.
     await vscode!.inWebview<boolean>(`window.fsdpDashboard?.header()?.runId === 'nan-run' || undefined`, 60_000);
-    await vscode!.runCommandAndPick('FSDP: Show NaN diagnostics', 'nan-run');
+    await vscode!.runCommand('FSDP: Show NaN diagnostics');
+    await vscode!.pickQuickItem('nan-run');
     const where = await vscode!.inWebview<Record<string, string>>(
       `document.getElementById('where-layer') ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
       60_000,
@@ -149,7 +152,8 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     vscode ??= await VsCodeSession.open({ workspace });
     // Whatever webview is still loading must not take the focus from the pick; and the pick
     // itself stays open when focus moves (ignoreFocusOut), so a late load cannot close it.
-    await vscode.runCommandAndPick('FSDP: Compare runs', 'cmp-short');
+    await vscode.runCommand('FSDP: Compare runs');
+    await vscode.pickQuickItem('cmp-short');
     // One run is not a comparison: the pick stays open and says so.
     await vscode.page.keyboard.press('Enter');
     await vscode.page
@@ -235,12 +239,14 @@ describe('e2e: attach to a run, watch it, reload mid-run, diagnose a NaN', funct
     // The same set again shows its tab; another set opens another.
     const compareTabs = () => vscode!.page.locator('.tabs-container .tab', { hasText: 'Compare' }).count();
     assert.equal(await compareTabs(), 1);
-    await vscode.runCommandAndPick('FSDP: Compare runs', 'cmp-long');
+    await vscode.runCommand('FSDP: Compare runs');
+    await vscode.pickQuickItem('cmp-long');
     await vscode.pickQuickItem('cmp-short');
     await vscode.page.keyboard.press('Enter');
     await vscode.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 20_000 });
     assert.equal(await compareTabs(), 1, 'the same runs: the same tab');
-    await vscode.runCommandAndPick('FSDP: Compare runs', 'cmp-third');
+    await vscode.runCommand('FSDP: Compare runs');
+    await vscode.pickQuickItem('cmp-third');
     await vscode.pickQuickItem('cmp-short');
     await vscode.page.keyboard.press('Enter');
     await until('a second comparison tab', compareTabs, (n) => n === 2, 30_000);

@@ -69,7 +69,8 @@ describe("e2e: a command's ranks counted from the ranks that started", function 
     const torchrun = path.join(path.dirname(VENV_PYTHON), 'torchrun');
     const command = [torchrun, '--standalone', '--nproc_per_node', 'auto', 'ranks.py', hold];
     writeFileSync(path.join(workspace, 'auto.fsdp-launch.yaml'), `name: auto\ncommand: ${JSON.stringify(command)}\n`);
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'auto.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('auto.fsdp-launch.yaml');
     const ranks = `${cpus} rank${cpus === 1 ? '' : 's'}`;
     const counted = `${ranks} (torchrun; counted from the ranks that started)`;
     const running = await until(

@@ -65,7 +65,8 @@ describe('e2e: config checks (language server) in a real VS Code', function () {
   });
 
   it('"FSDP: New run config" writes a commented config for a model size and target that passes the checks', async () => {
-    await vscode.runCommandAndPick('FSDP: New run config', 'tiny');
+    await vscode.runCommand('FSDP: New run config');
+    await vscode.pickQuickItem('tiny');
     await vscode.pickQuickItem('CPU (this machine)');
     await vscode.pickQuickItem('1');
     const file = path.join(workspace, 'tiny-cpu.fsdp.yaml');

@@ -145,7 +145,8 @@ describe('e2e: runs told apart, a NaN run marked, badges legible in every defaul
       60_000,
     );
   const attach = async (runId: string) => {
-    await vscode.runCommandAndPick('FSDP: Attach to run', runId);
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem(runId);
     return headerOf(runId);
   };
 

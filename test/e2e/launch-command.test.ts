@@ -191,7 +191,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     const hold = path.join(workspace, 'hold-ddp');
     writeFileSync(hold, '');
     spec(workspace, 'ddp', ['--nan-step', '36', '--nan-rank', '1', '--hold-at', '10', '--hold-while', hold]);
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'ddp.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ddp.fsdp-launch.yaml');
     const first = await until('the run to report steps', header, (h) => !!h.runId && (h.step ?? 0) >= 3, 180_000);
     const runDir = path.join(workspace, 'runs', first.runId);
     const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as {
@@ -308,7 +309,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
         '',
       ].join('\n'),
     );
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'fsdp2.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('fsdp2.fsdp-launch.yaml');
     const first = await until(
       'the FSDP2 run to report steps',
       header,
@@ -395,7 +397,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
         '',
       ].join('\n'),
     );
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'hf.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('hf.fsdp-launch.yaml');
     await vscode.waitForNotification(/NaN in forward, layer transformer\.h\.1\.mlp/, 300_000);
     const done = await until(
       'the Hugging Face run to complete',
@@ -429,7 +432,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     spec(workspace, 'ddp-ssh', ['--nan-step', '6', '--nan-rank', '1', '--hold-at', '8', '--hold-while', hold]);
     const specFile = path.join(workspace, 'ddp-ssh.fsdp-launch.yaml');
     writeFileSync(specFile, `${readFileSync(specFile, 'utf8')}target: gpu-box\ncwd: ${JSON.stringify(workspace)}\n`);
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'ddp-ssh.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ddp-ssh.fsdp-launch.yaml');
     const h = await until(
       'the run on gpu-box to report steps',
       header,
@@ -456,7 +460,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
 
     assert.deepEqual(await nanWhere('ddp-ssh'), { layer: 'blocks.1.mlp', phase: 'forward', op: 'Mlp' });
 
-    await vscode.runCommandAndPick('FSDP: Stop run', 'ddp-ssh');
+    await vscode.runCommand('FSDP: Stop run');
+    await vscode.pickQuickItem('ddp-ssh');
     const status = async () =>
       (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { status: string }).status;
     await until('the remote run to stop', status, (s) => s === 'stopped', 120_000);
@@ -483,7 +488,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
 
   it('a DeepSpeed config: a spec with the ranks the config implies, opened for review first; launched when asked, its memory estimate shown, refused before anything starts since deepspeed is not installed here', async () => {
     copyFileSync(SAMPLE_DS_CONFIG, path.join(workspace, 'ds_config.json'));
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'ds_config.json');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('ds_config.json');
     await vscode.pickQuickItem(/^train\.py/); // not hf_train.py, which the workspace also holds
     // The review: what will run, with its ranks and the config's own count; nothing has started.
     const review = vscode.page
@@ -523,7 +529,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
     const dir = path.join(workspace, 'tb_logs', 'Nov23_host');
     mkdirSync(dir, { recursive: true });
     await writeTensorBoardRun(dir, 60, 0, syntheticLoss);
-    await vscode.runCommandAndPick('FSDP: Attach to run', 'tb_logs/Nov23_host');
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('tb_logs/Nov23_host');
     const p = await until(
       "the folder's loss",
       () => lossOf('Nov23_host'),
@@ -553,7 +560,8 @@ describe('e2e: your own PyTorch script launched, watched, stopped, resumed and d
       path.join(workspace, 'notorch.fsdp-launch.yaml'),
       ['name: notorch', 'command: python3 train.py --steps 5', `python: ${JSON.stringify(bare)}`, ''].join('\n'),
     );
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'notorch.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('notorch.fsdp-launch.yaml');
     const said = await vscode.waitForNotification(/notorch failed before its first step: /, 120_000);
     assert.ok(said.includes(`No module named 'torch' — the Python that ran it, ${bare} (Python 3.`), said);
     assert.match(said, /launch spec's python: key/);

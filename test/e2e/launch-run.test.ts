@@ -80,7 +80,8 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     // Auto-save off, as desktop VS Code has it (a web build's default is after a delay): the NaN
     // case checks that a fix waits for Save.
     vscode = await VsCodeSession.open({ workspace: SAMPLES, settings: { 'files.autoSave': 'off' } });
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'tiny-cpu.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('tiny-cpu.yaml');
     const first = await until(
       'a run to start',
       () => header(vscode!),
@@ -148,11 +149,13 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     const file = path.join(SAMPLES, 'tiny-cpu-nan.e2e.yaml');
     writeFileSync(file, stringify(config));
     try {
-      await vscode!.runCommandAndPick('FSDP: Launch FSDP run', 'tiny-cpu-nan.e2e.yaml');
+      await vscode!.runCommand('FSDP: Launch FSDP run');
+      await vscode!.pickQuickItem('tiny-cpu-nan.e2e.yaml');
       await vscode!.waitForNotification(/NaN in forward, layer 2/, 300_000);
       const h = await header(vscode!);
       created.push(runDirOf(path.join(SAMPLES, 'runs'), h.runId));
-      await vscode!.runCommandAndPick('FSDP: Show NaN diagnostics', 'tiny-cpu-nan');
+      await vscode!.runCommand('FSDP: Show NaN diagnostics');
+      await vscode!.pickQuickItem('tiny-cpu-nan');
       const where = await vscode!.inWebview<Record<string, string>>(
         `document.getElementById('where-layer') ? Object.fromEntries(['layer', 'phase', 'op'].map((k) => [k, document.getElementById('where-' + k).textContent])) : undefined`,
         60_000,
@@ -290,9 +293,11 @@ describe('e2e: launch, watch, stop, resume and diagnose real training runs', fun
     );
     try {
       vscode = await VsCodeSession.open({ workspace });
-      await vscode.runCommandAndPick('FSDP: Launch FSDP run', "'x'.yaml");
+      await vscode.runCommand('FSDP: Launch FSDP run');
+      await vscode.pickQuickItem("'x'.yaml");
       await vscode.waitForNotification(/hostile completed at step 3/, 300_000);
-      await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'evil-host.yaml');
+      await vscode.runCommand('FSDP: Launch FSDP run');
+      await vscode.pickQuickItem('evil-host.yaml');
       await vscode.waitForNotification(/SSH host .* has characters a host alias cannot have/, 60_000);
       const leftovers = [workspace, folder, repoRoot, SAMPLES, os.homedir()].flatMap((d) =>
         readdirSync(d).filter((n) => n.startsWith('PWNED')),

@@ -218,7 +218,8 @@ describe('e2e: memory estimator details in a light theme', function () {
 
   it('asks before launching a config that does not fit this machine, with "Don\'t launch" as the default button', async () => {
     await vscode.openFile('too-big.yaml');
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'too-big.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('too-big.yaml');
     const dialog = vscode.page.locator('.monaco-dialog-box');
     await dialog.waitFor({ timeout: 60_000 });
     assert.match(

@@ -60,7 +60,8 @@ describe('e2e: a script that only prints gets charts', function () {
   it("nanoGPT's printed lines fill the loss, validation-loss and step-time charts; the Starting notification closes at the first step", async () => {
     const command = [VENV_PYTHON, 'train.py', '--steps', '40', '--step-sleep', '0.25', '--eval-every', '10'];
     writeFileSync(path.join(workspace, 'print.fsdp-launch.yaml'), `name: print\ncommand: ${JSON.stringify(command)}\n`);
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'print.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('print.fsdp-launch.yaml');
     await vscode.waitForNotification(/Starting print/, 60_000);
     const phases = new Set<string>();
     const first = await until(
@@ -126,7 +127,8 @@ describe('e2e: a script that only prints gets charts', function () {
   it("build-nanogpt's printed lines fill the learning-rate, throughput and validation-loss charts too", async () => {
     const command = [VENV_PYTHON, 'train.py', '--format', 'build-nanogpt', '--steps', '20', '--eval-every', '5'];
     writeFileSync(path.join(workspace, 'bng.fsdp-launch.yaml'), `name: bng\ncommand: ${JSON.stringify(command)}\n`);
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'bng.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('bng.fsdp-launch.yaml');
     const done = await until(
       'the build-nanogpt-style run to complete',
       header,
@@ -194,7 +196,8 @@ describe('e2e: a script that only prints gets charts', function () {
       path.join(workspace, 'bngnan.fsdp-launch.yaml'),
       `name: bngnan\ncommand: ${JSON.stringify(command)}\n`,
     );
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'bngnan.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('bngnan.fsdp-launch.yaml');
     // Told while it runs (about 8 s of steps remain), not only at its end.
     await vscode.waitForNotification(/bngnan.*: printed\/loss NaN at step 5\./, 120_000);
     const done = await until(
@@ -255,7 +258,8 @@ describe('e2e: a script that only prints gets charts', function () {
       path.join(workspace, 'hfnan.fsdp-launch.yaml'),
       `name: hfnan\ncommand: ${JSON.stringify([VENV_PYTHON, 'hf_diverge.py'])}\n`,
     );
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'hfnan.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('hfnan.fsdp-launch.yaml');
     const hidden = 'the loss is hidden by logging_nan_inf_filter; the gradient norm is NaN since step 2';
     const h = await until(
       'the diverging run to complete',
@@ -305,7 +309,8 @@ describe('e2e: a script that only prints gets charts', function () {
       path.join(workspace, 'quiet.fsdp-launch.yaml'),
       `name: quiet\ncommand: ${JSON.stringify([VENV_PYTHON, 'quiet.py'])}\n`,
     );
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'quiet.fsdp-launch.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('quiet.fsdp-launch.yaml');
     const h = await until(
       'the quiet run to complete',
       header,

@@ -296,7 +296,8 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       cwd: repoRoot,
       manifest: startingManifest('slow-save'),
     });
-    await vscode.runCommandAndPick('FSDP: Attach to run', 'slow-save');
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('slow-save');
     await vscode.waitForNotification(/slow-save: saving the checkpoint of step 20/, 60_000);
     const checkpoints = () =>
       readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
@@ -345,7 +346,8 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       (named) => named,
       60_000,
     );
-    await vscode.runCommandAndPick('FSDP: Attach to run', 'nan-run');
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('nan-run');
     await vscode.waitForNotification(/nan-run: NaN in forward/, 60_000);
     await until(
       'the run to end',

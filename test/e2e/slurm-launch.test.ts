@@ -70,7 +70,8 @@ describe('e2e: a run submitted to SLURM from the palette (real slurmctld and slu
     );
 
     vscode = await VsCodeSession.open({ workspace, env: { SLURM_CONF: slurm.conf } });
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'tiny-slurm.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('tiny-slurm.yaml');
     const header = () => vscode!.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
     const queued = await until(
       'the dashboard to show the run queued',

@@ -68,7 +68,8 @@ describe('e2e: a run on an SSH host (real sshd on 127.0.0.1), connections cut mi
       workspace,
       settings: { 'fsdp.ssh.configFile': sshd.clientConfig, 'fsdp.remote.directory': SHARED_REMOTE_BASE },
     });
-    await vscode.runCommandAndPick('FSDP: Launch FSDP run', 'tiny-ssh.yaml');
+    await vscode.runCommand('FSDP: Launch FSDP run');
+    await vscode.pickQuickItem('tiny-ssh.yaml');
     // A first launch on this host may build the runtime there (minutes); later ones find it.
     const header = () => vscode!.inWebview<Header>('window.fsdpDashboard?.header()', 60_000);
     const started = await until(

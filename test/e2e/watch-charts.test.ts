@@ -153,7 +153,8 @@ describe('e2e: the watch UI — charts, axes, export, log, spikes, progress', fu
   });
 
   it('shows measured memory apart from the plan, MFU against a named peak, smoothing on every measured series, elapsed time and tokens in the header', async () => {
-    await vscode.runCommandAndPick('FSDP: Attach to run', 'rich-run');
+    await vscode.runCommand('FSDP: Attach to run');
+    await vscode.pickQuickItem('rich-run');
     await until(
       '60 steps on the loss chart',
       () => inDashboard<{ x: number[] }>('rich-run', `window.fsdpDashboard.points('loss')`),

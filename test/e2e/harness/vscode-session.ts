@@ -196,36 +196,6 @@ export class VsCodeSession {
     await row.click({ timeout: timeoutMs });
   }
 
-  /**
-   * Runs a command that opens a quick pick and picks the item whose label contains `item`. A quick pick
-   * closes when the focus leaves it; in a fresh-clone run the launch pick closed as it opened (its row
-   * stayed rendered but hidden for 30 s) after the previous test's run had ended beside it. Then the
-   * command is run again, at most three times; each time the pick must offer the item.
-   */
-  async runCommandAndPick(title: string, item: string | RegExp, timeoutMs = 30_000): Promise<void> {
-    const widget = this.page.locator('.quick-input-widget');
-    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: item }).first();
-    for (let attempt = 1; ; attempt++) {
-      await this.runCommand(title);
-      const deadline = Date.now() + timeoutMs;
-      let closed = false;
-      while (Date.now() < deadline) {
-        if (await row.isVisible()) {
-          await row.click({ timeout: timeoutMs });
-          return;
-        }
-        // The pick was shown with the item and has closed again: nothing more will come of this run.
-        closed = (await row.count()) > 0 && !(await widget.isVisible());
-        if (closed) break;
-        await this.page.waitForTimeout(200);
-      }
-      if (!closed || attempt >= 3)
-        throw new Error(
-          `"${title}" did not offer ${String(item)} in a quick pick (${closed ? 'it closed as it opened, three times' : `not shown within ${timeoutMs} ms`})`,
-        );
-    }
-  }
-
   /** Types into the open quick pick or input box and presses Enter. */
   async typeIntoQuickInput(text: string, opts: { title?: RegExp; fileDialog?: boolean } = {}): Promise<void> {
     const input = this.page.locator('.quick-input-widget input');
