@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { until } from '../harness/until';
+import { until, untilValue } from '../harness/until';
 import { eventsOf, rankPidsOf, readRun, smallConfig, startTrain, tempDir, train, writeConfig } from './train-runs';
 import { childrenOf, commandOf } from '../harness/proc';
 import { SUPERVISOR, VENV_PYTHON } from '../harness/pytorch';
@@ -162,12 +162,25 @@ describe("a run's frozen or killed owners (issue 41)", function () {
     process.kill(run.supervisor, 'SIGKILL');
     process.kill(guard, 'SIGKILL');
     await until('the supervisor and its guard are gone', () => !alive(run.supervisor) && !alive(guard), 60_000);
-    // Nobody merges the runtime's file any more: what it holds now must still reach the stream.
-    const written = readFileSync(deadFile, 'utf8');
-    const whole = written.slice(0, written.lastIndexOf('\n') + 1);
-    const lastWritten = whole.slice(whole.lastIndexOf('\n', whole.length - 2) + 1);
+    // Nobody merges the runtime's file any more: a line it writes from now on must still reach the
+    // stream. (The supervisor may have merged the last line there before it was killed: wait for the
+    // runtime, which goes on training, to write one the stream lacks — seen under load.)
+    const lastWholeLine = () => {
+      const written = readFileSync(deadFile, 'utf8');
+      const whole = written.slice(0, written.lastIndexOf('\n') + 1);
+      return whole.slice(whole.lastIndexOf('\n', whole.length - 2) + 1);
+    };
+    const lastWritten = await untilValue(
+      'the runtime to write a line nobody merged',
+      async () => {
+        const line = lastWholeLine();
+        return line && !readFileSync(metrics, 'utf8').includes(line) ? line : '';
+      },
+      (line) => line !== '',
+      60_000,
+      50,
+    );
     assert.match(lastWritten, /^\{.*\}\n$/, 'a whole line the runtime wrote');
-    assert.ok(!readFileSync(metrics, 'utf8').includes(lastWritten));
     const resumeConfig = writeConfig(
       dir,
       smallConfig({
