@@ -177,10 +177,13 @@ class EventMerge:
                     kept.append(event_line(event, self.attempt))
         if not kept or self.stopped_by is not None:
             return
+        self.append_bytes(b"".join(kept), kept)
+
+    def append_bytes(self, data, lines):
+        """`data` written at the stream's end, then each of `lines` (what the data ends) handed on."""
         try:
             if self.fd is None:
                 self.fd = open_log(self.path)
-            data = b"".join(kept)
             done = 0
             while done < len(data):
                 done += os.write(self.fd, data[done:])
@@ -189,7 +192,7 @@ class EventMerge:
             print(f"fsdp_studio.supervise: the run's events are merged no further: {self.stopped_by}", file=sys.stderr)
             return
         if self.appended is not None:
-            for line in kept:
+            for line in lines:
                 event = event_of(line)
                 if event is not None:
                     self.appended(event)
@@ -210,8 +213,31 @@ class EventMerge:
                 if reader.peek() == line:
                     reader.next()
                     break
+        self.complete_torn_line(stream.buffer if stream.at_end else b"", readers)
         for name, reader in readers.items():
             self.read_to[name] = reader.offset
+
+    def complete_torn_line(self, tail, readers):
+        """The stream's unterminated last line, `tail`, ended with the rest of the writer's line it
+        begins. A write the killed owner was in the middle of stops at a page's end (the kernel
+        checks for a fatal signal between pages), so the stream can end in the first bytes of a line
+        its writer's file still holds whole. Those bytes stay where they are — a reader has read
+        them already — and the rest follows, so that the stream holds the line whole, once. A tail
+        no writer's next line begins (the owner's own event, torn) is ended as it is (open_log)."""
+        if not tail:
+            return
+        candidates = [r for r in readers.values() if r.peek() is not None and r.peek().startswith(tail)]
+        if not candidates:
+            return
+        # Several lines may begin so (a tail of a few bytes): the merge wrote the earliest first.
+        reader = min(candidates, key=lambda r: timed([r.peek()])[0][0])
+        if is_run_end(reader.peek()):
+            if self.ended:
+                return  # a second end is dropped: its first bytes stay a line that is no event
+            self.ended = True
+        line = reader.next()
+        self.fd = open_for_writing(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        self.append_bytes(line[len(tail) :], [line])
 
     def close(self, remove=True):
         """The attempt's end: what is left merged (a partial last line, a writer killed mid-line, is

@@ -45,5 +45,45 @@ class EventMergeOrderTest(unittest.TestCase):
             )
 
 
+class TornLineTest(unittest.TestCase):
+    """The owner killed in the middle of a write leaves the stream ending in part of a line; the
+    guard or the next owner (resume) completes it from the writer's file."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.merge = EventMerge(self.dir.name, "a1")
+        os.makedirs(self.merge.folder)
+        self.lines = [line(type="step", step=n, loss=3.5 - n / 10, time=10.0 + n) for n in range(4)]
+        with open(os.path.join(self.merge.folder, "runtime.jsonl"), "w") as f:
+            f.writelines(self.lines)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def take_up(self, stream):
+        with open(self.merge.path, "w") as f:
+            f.write(stream)
+        self.merge.resume()
+        self.merge.merge()
+        self.merge.close(remove=False)
+        with open(self.merge.path) as f:
+            return f.read()
+
+    def test_a_line_torn_by_the_kill_is_completed_in_place_and_merged_once(self):
+        torn = self.lines[2][:17]
+        got = self.take_up(self.lines[0] + self.lines[1] + torn)
+        self.assertEqual(got, "".join(self.lines))
+
+    def test_a_tail_no_writer_begins_is_ended_as_a_line_of_its_own(self):
+        # The owner's own event, torn: nothing holds the rest of it.
+        torn = '{"type":"processes","pi'
+        got = self.take_up(self.lines[0] + torn)
+        self.assertEqual(got, self.lines[0] + torn + "\n" + "".join(self.lines[1:]))
+
+    def test_a_whole_stream_takes_nothing_twice(self):
+        got = self.take_up(self.lines[0] + self.lines[1])
+        self.assertEqual(got, "".join(self.lines))
+
+
 if __name__ == "__main__":
     unittest.main()
