@@ -290,19 +290,27 @@ async function sideBySide(c) {
   const eager = new PyTorchWorker('eager', c);
   const eagerBf16 = AUTOCAST ? new PyTorchWorker('eager', c, ['--autocast', 'bf16']) : undefined;
   const compiled = COMPILE ? new PyTorchWorker('compile', c) : undefined;
+  // torch.compile under the same autocast: PyTorch's fastest bf16 on a CPU, beside native bf16.
+  const compiledBf16 = COMPILE && AUTOCAST ? new PyTorchWorker('compile', c, ['--autocast', 'bf16']) : undefined;
   const compileStarted = Date.now();
   const eagerInfo = await eager.ready();
   const eagerBf16Info = eagerBf16 ? await eagerBf16.ready() : undefined;
-  const compileInfo = compiled
-    ? await compiled.ready(Math.max(1, COMPILE_TIMEOUT_S - (Date.now() - compileStarted) / 1000))
-    : undefined;
+  const compileLeft = () => Math.max(1, COMPILE_TIMEOUT_S - (Date.now() - compileStarted) / 1000);
+  const compileInfo = compiled ? await compiled.ready(compileLeft()) : undefined;
+  const compileBf16Info = compiledBf16 ? await compiledBf16.ready(compileLeft()) : undefined;
   const compileNotMeasured = !COMPILE
     ? 'not run (--no-compile)'
     : !compileInfo
       ? `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`
       : undefined;
   if (compileNotMeasured) log(`${c.name}: torch.compile ${compileNotMeasured}`);
-  const runs = { native: [], eager: [], compile: [], eager_bf16: [], native_bf16: [] };
+  const compileBf16NotMeasured = !compiledBf16
+    ? undefined
+    : !compileBf16Info
+      ? `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout, shared with fp32's) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`
+      : undefined;
+  if (compileBf16NotMeasured) log(`${c.name}: torch.compile bf16 autocast ${compileBf16NotMeasured}`);
+  const runs = { native: [], eager: [], compile: [], eager_bf16: [], native_bf16: [], compile_bf16: [] };
   let nativeBf16NotMeasured = NATIVE_BF16 ? nativeBf16Refusal(probe) : 'not run (no --bf16)';
   if (NATIVE_BF16 && nativeBf16NotMeasured) log(`${c.name}: native bf16 ${nativeBf16NotMeasured}`);
   let startBf16;
@@ -337,6 +345,10 @@ async function sideBySide(c) {
       if (compileInfo) {
         log(`${c.name}: round ${r + 1}/${c.rounds}: compile`);
         runs.compile.push(...(await compiled.steps(c.steps)));
+      }
+      if (compileBf16Info) {
+        log(`${c.name}: round ${r + 1}/${c.rounds}: compile bf16 autocast`);
+        runs.compile_bf16.push(...(await compiledBf16.steps(c.steps)));
       }
     }
     roundLoads.push(load());
@@ -376,6 +388,20 @@ async function sideBySide(c) {
             },
           }
         : {}),
+      ...(compiledBf16
+        ? {
+            compile_bf16: compileBf16Info
+              ? {
+                  ...summary(runs.compile_bf16, tokens, fpt),
+                  torch: compileBf16Info.torch,
+                  first_step_s: compileBf16Info.first_step_s,
+                  compile_and_warmup_s: compileBf16Info.warmup_s,
+                  autocast: 'torch.autocast("cpu", dtype=torch.bfloat16)',
+                  gemm: compileBf16Info.gemm,
+                }
+              : { not_measured: compileBf16NotMeasured },
+          }
+        : {}),
       ...(NATIVE_BF16
         ? {
             native_bf16: nativeBf16NotMeasured
@@ -407,6 +433,7 @@ async function sideBySide(c) {
         native_fp32: over('native', 'native_bf16'),
         eager_bf16: over('eager_bf16', 'native_bf16'),
         eager_fp32: over('eager', 'native_bf16'),
+        ...(compileBf16Info ? { compile_bf16: over('compile_bf16', 'native_bf16') } : {}),
       };
     }
     if (eagerBf16Info)
@@ -419,6 +446,7 @@ async function sideBySide(c) {
     eager.quit();
     eagerBf16?.quit();
     if (compileInfo) compiled.quit();
+    if (compileBf16Info) compiledBf16.quit();
   }
 }
 
@@ -585,6 +613,7 @@ const rows = sideBySideResults.flatMap((r) =>
     ['PyTorch eager', r.eager],
     ['torch.compile', r.compile],
     ...(r.eager_bf16 ? [['PyTorch eager, bf16 autocast', r.eager_bf16]] : []),
+    ...(r.compile_bf16 ? [['torch.compile, bf16 autocast', r.compile_bf16]] : []),
   ].map(
     ([who, s]) =>
       `| ${r.config.name} (B ${r.config.batch}, T ${r.config.seq}, ${ac(r.config)}) | ${who} | ${
@@ -624,7 +653,7 @@ ${t128.eager_profile.map((o) => `| ${o.op} | ${pct(o.share)} | ${o.calls} |`).jo
 const md = `# Native runtime on the CPU beside PyTorch 2, ${day}
 
 Command: \`${result.command}\` (commit ${result.commit}). Machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${result.machine.memory_gib} GiB; ${probe.blas_kernels.note}; PyTorch ${torchVersion ?? '(not run)'}.
-${THREADS} threads everywhere; OMP_WAIT_POLICY=${benchEnv.OMP_WAIT_POLICY} for both; the benchmark ran at nice ${result.environment.nice}. The machine is shared: load average (1 / 5 / 15 minutes) ${loadMd(result.load_average.start)} at the start, ${loadMd(result.load_average.end)} at the end (1-minute, per configuration, below). So every speed is given twice: by the **wall** clock (under that load), and by the **CPU** time the process used (all its threads: the work, as on cores nobody else uses; tokens per CPU-second × ${THREADS} threads). The runs are interleaved (${['native', NATIVE_BF16 && 'native bf16', 'eager', AUTOCAST && 'eager bf16 autocast', COMPILE && 'compile'].filter(Boolean).join(', ')}; ${sideBySideResults.map(({ config: c }) => `${c.rounds} round${c.rounds > 1 ? 's' : ''} of ${c.steps} step${c.steps > 1 ? 's' : ''} at ${c.name}`).join(', ')}) and the figures are medians of the steps after each one's warm-up.
+${THREADS} threads everywhere; OMP_WAIT_POLICY=${benchEnv.OMP_WAIT_POLICY} for both; the benchmark ran at nice ${result.environment.nice}. The machine is shared: load average (1 / 5 / 15 minutes) ${loadMd(result.load_average.start)} at the start, ${loadMd(result.load_average.end)} at the end (1-minute, per configuration, below). So every speed is given twice: by the **wall** clock (under that load), and by the **CPU** time the process used (all its threads: the work, as on cores nobody else uses; tokens per CPU-second × ${THREADS} threads). The runs are interleaved (${['native', NATIVE_BF16 && 'native bf16', 'eager', AUTOCAST && 'eager bf16 autocast', COMPILE && 'compile', COMPILE && AUTOCAST && 'compile bf16 autocast'].filter(Boolean).join(', ')}; ${sideBySideResults.map(({ config: c }) => `${c.rounds} round${c.rounds > 1 ? 's' : ''} of ${c.steps} step${c.steps > 1 ? 's' : ''} at ${c.name}`).join(', ')}) and the figures are medians of the steps after each one's warm-up.
 
 OpenBLAS sgemm peak (2048³, best of ${PEAK_RUNS}, ${THREADS} threads), before / after: wall ${f1(peakBefore.wall / 1e9)} / ${f1(peakAfter.wall / 1e9)} GFLOP/s, by CPU time ${f1(peakBefore.cpu / 1e9)} / ${f1(peakAfter.cpu / 1e9)} GFLOP/s.
 
@@ -660,14 +689,14 @@ ${
   sideBySideResults.some((r) => r.native_bf16)
     ? `The native runtime in bf16 (the same config plus \`mixed_precision: { param_dtype: bfloat16 }\`: bf16 products, fp32 weights, gradients and AdamW), speed-up (other's step time / native bf16's), **by CPU time** (wall beside it):
 
-| config | over native fp32, CPU | wall | over eager bf16 autocast, CPU | wall | over eager fp32, CPU | wall |
-|---|---:|---:|---:|---:|---:|---:|
+| config | over native fp32, CPU | wall | over eager bf16 autocast, CPU | wall | over eager fp32, CPU | wall | over torch.compile bf16 autocast, CPU | wall |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${sideBySideResults
   .filter((r) => r.native_bf16)
   .map((r) =>
     r.native_bf16_vs
-      ? `| ${r.config.name} | ${vs(r.native_bf16_vs.native_fp32.cpu)} | ${vs(r.native_bf16_vs.native_fp32.wall)} | ${vs(r.native_bf16_vs.eager_bf16.cpu)} | ${vs(r.native_bf16_vs.eager_bf16.wall)} | ${vs(r.native_bf16_vs.eager_fp32.cpu)} | ${vs(r.native_bf16_vs.eager_fp32.wall)} |`
-      : `| ${r.config.name} | ${r.native_bf16.not_measured} | | | | | |`,
+      ? `| ${r.config.name} | ${vs(r.native_bf16_vs.native_fp32.cpu)} | ${vs(r.native_bf16_vs.native_fp32.wall)} | ${vs(r.native_bf16_vs.eager_bf16.cpu)} | ${vs(r.native_bf16_vs.eager_bf16.wall)} | ${vs(r.native_bf16_vs.eager_fp32.cpu)} | ${vs(r.native_bf16_vs.eager_fp32.wall)} | ${vs(r.native_bf16_vs.compile_bf16?.cpu)} | ${vs(r.native_bf16_vs.compile_bf16?.wall)} |`
+      : `| ${r.config.name} | ${r.native_bf16.not_measured} | | | | | | | |`,
   )
   .join('\n')}
 
@@ -682,6 +711,7 @@ ${sideBySideResults
       ['native, bf16 products', r.native_bf16],
       ['PyTorch eager', r.eager],
       ['PyTorch eager, bf16 autocast', r.eager_bf16],
+      ['torch.compile, bf16 autocast', r.compile_bf16],
     ]
       .filter(([, s]) => s)
       .map(
@@ -694,6 +724,14 @@ ${sideBySideResults
     : ''
 }
 ${t128 ? `Targets at T 128: native ≥ 1.5× eager — by CPU time ${met(t128.native_vs.eager.cpu, 1.5)}, by wall ${met(t128.native_vs.eager.wall, 1.5)}; ≥ 1.3× torch.compile — by CPU time ${met(t128.native_vs.compile?.cpu, 1.3)}, by wall ${met(t128.native_vs.compile?.wall, 1.3)}. ${compileMd(t128)}` : ''}
+
+${sideBySideResults
+  .filter((r) => r.native_bf16_vs)
+  .map(
+    (r) =>
+      `Targets in bf16 at ${r.config.name} (native bf16 against PyTorch's bf16 autocast), by CPU time: ≥ 1.5× eager — ${met(r.native_bf16_vs.eager_bf16.cpu, 1.5)}; ≥ 1.3× torch.compile — ${met(r.native_bf16_vs.compile_bf16?.cpu, 1.3)}.${r.compile_bf16?.not_measured ? ` torch.compile bf16 autocast ${r.compile_bf16.not_measured}.` : ''}`,
+  )
+  .join('\n\n')}
 
 ${llama ? `Target of the Llama row (issue 35, SmolLM2-135M's shape at T 512): ≥ 1.3× torch.compile by CPU time — ${met(llama.native_vs.compile?.cpu, 1.3)}; by wall ${met(llama.native_vs.compile?.wall, 1.3)}. ${compileMd(llama)}` : ''}
 
