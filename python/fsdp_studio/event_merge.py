@@ -179,11 +179,12 @@ class EventMerge:
             return
         self.append_bytes(b"".join(kept), kept)
 
-    def append_bytes(self, data, lines):
-        """`data` written at the stream's end, then each of `lines` (what the data ends) handed on."""
+    def append_bytes(self, data, lines, after_torn_line=False):
+        """`data` written at the stream's end, then each of `lines` (what the data ends) handed on.
+        after_torn_line: `data` is the rest of the stream's unterminated last line, not a line of its own."""
         try:
             if self.fd is None:
-                self.fd = open_log(self.path)
+                self.fd = open_log(self.path, end_last_line=not after_torn_line)
             done = 0
             while done < len(data):
                 done += os.write(self.fd, data[done:])
@@ -236,8 +237,7 @@ class EventMerge:
                 return  # a second end is dropped: its first bytes stay a line that is no event
             self.ended = True
         line = reader.next()
-        self.fd = open_for_writing(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-        self.append_bytes(line[len(tail) :], [line])
+        self.append_bytes(line[len(tail) :], [line], after_torn_line=True)
 
     def close(self, remove=True):
         """The attempt's end: what is left merged (a partial last line, a writer killed mid-line, is
@@ -251,12 +251,13 @@ class EventMerge:
             remove_attempt_files(self.folder)
 
 
-def open_log(path):
+def open_log(path, end_last_line=True):
     """metrics.jsonl for appending, never through a link; a last line a killed writer left
-    unterminated is ended first, so the next event is a line of its own (as the runtime's MetricsLog)."""
+    unterminated is ended first (unless end_last_line is False), so the next event is a line of its
+    own (as the runtime's MetricsLog)."""
     fd = open_for_writing(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     size = os.fstat(fd).st_size
-    if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+    if end_last_line and size > 0 and os.pread(fd, 1, size - 1) != b"\n":
         os.write(fd, b"\n")
     return fd
 
