@@ -29,7 +29,7 @@ import {
   runWorld,
   worldSizeOf,
 } from '../runs/launch/mpirun';
-import { latestRunOf, newRunId } from '../runs/folder/run-folder';
+import { latestRunOf, newRunId, readManifestFile } from '../runs/folder/run-folder';
 import { manifestEnv } from '../runs/machines/detached-start';
 import { RUN_MARK_ENV } from '../runs/stop/run-group';
 import { nativeSupervisor, SUPERVISOR_PYTHON } from '../runs/launch/supervised-native';
@@ -347,9 +347,28 @@ function runUnderSupervisor(runDir: string, manifest: RunManifest, argv: string[
       process.off('SIGINT', onStop);
       process.off('SIGTERM', onStop);
       process.off('SIGHUP', onStop);
-      resolve(code ?? 128 + (signal ? os.constants.signals[signal] : 0));
+      const status = code ?? 128 + (signal ? os.constants.signals[signal] : 0);
+      if (status !== 0) tellRecordedEnd(runDir);
+      resolve(status);
     });
   });
+}
+
+/**
+ * The last line of a run that did not complete: its end as run.json records it, whoever wrote it.
+ * The runtime's own line saying why (a rank gone, a full disk) comes through mpirun, which drops a
+ * rank's last output when it aborts the job at the same moment; the record is the run's word.
+ * Nothing is said while run.json still says the run lives (its supervisor's guard ends it later).
+ */
+function tellRecordedEnd(runDir: string): void {
+  let manifest: RunManifest | undefined;
+  try {
+    manifest = readManifestFile(runDir);
+  } catch {
+    return; // unreadable: the lines above are all there is to say
+  }
+  if (!manifest?.end_reason || manifest.status === 'starting' || manifest.status === 'running') return;
+  console.error(`fsdp-train: run ${path.basename(runDir)} ${manifest.status}: ${manifest.end_reason}`);
 }
 
 /** `fsdp-train export CHECKPOINT|RUN_DIR --hf OUT_DIR [--config CONFIG]`. */
