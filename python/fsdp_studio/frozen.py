@@ -111,10 +111,7 @@ class FrozenWatch:
 
 
 def process_tree(roots):
-    """`roots` and every process below them, deepest first (Linux /proc; the roots alone elsewhere).
-    Deepest in the whole process tree, not only below the roots: roots that are each other's
-    ancestors (an attempt's launcher, mpirun and ranks, found by their environment) come out ranks
-    first. Processes of one depth come in pid order (rank 0, started first, before the other ranks)."""
+    """`roots` and every process below them, deepest first (Linux /proc; the roots alone elsewhere)."""
     table = process_table()
     levels = [[pid for pid in roots if pid in table or not table]]
     seen = set(levels[0])
@@ -122,18 +119,7 @@ def process_tree(roots):
         below = [pid for pid, (ppid, _) in table.items() if ppid in levels[-1] and pid not in seen]
         seen.update(below)
         levels.append(below)
-    found = [pid for level in levels for pid in level]
-    return sorted(found, key=lambda pid: (-depth_of(pid, table), pid))
-
-
-def depth_of(pid, table):
-    """How many ancestors `pid` has in `table` (pid -> (ppid, ...)); 0 for one it does not hold."""
-    depth, seen = 0, {pid}
-    while pid in table and table[pid][0] not in seen:
-        pid = table[pid][0]
-        seen.add(pid)
-        depth += 1
-    return depth
+    return [pid for level in reversed(levels) for pid in level]
 
 
 def kill_tree(roots, spare=()):

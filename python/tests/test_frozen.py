@@ -80,18 +80,6 @@ class FrozenTest(unittest.TestCase):
         frozen.wait_gone(below)
         self.assertTrue(all(frozen.state_of(pid) in (None, "Z") for pid in below))
 
-    def test_kill_tree_kills_descendants_first_when_they_are_roots_too(self):
-        # A dead attempt's processes are found by their environment, launcher and ranks alike: the
-        # ranks must die before their launcher (a rank that sees its launcher gone writes the end).
-        p = self.start("/bin/sh", "-c", "sleep 60 & wait")
-        until(lambda: len(frozen.process_tree([p.pid])) == 2)
-        child = next(pid for pid in frozen.process_tree([p.pid]) if pid != p.pid)
-        self.assertEqual(frozen.process_tree([p.pid, child]), [child, p.pid])
-        self.assertEqual(frozen.process_tree([child, p.pid]), [child, p.pid])
-        killed = frozen.kill_tree([p.pid, child])
-        self.assertEqual(killed, [child, p.pid])
-        p.wait()
-
     def test_the_timeout_from_the_environment(self):
         self.assertEqual(frozen.frozen_after_s({}), frozen.DEFAULT_FROZEN_AFTER_S)
         self.assertEqual(frozen.frozen_after_s({frozen.FROZEN_AFTER_ENV: "2.5"}), 2.5)
