@@ -298,17 +298,11 @@ async function sideBySide(c) {
   const compileLeft = () => Math.max(1, COMPILE_TIMEOUT_S - (Date.now() - compileStarted) / 1000);
   const compileInfo = compiled ? await compiled.ready(compileLeft()) : undefined;
   const compileBf16Info = compiledBf16 ? await compiledBf16.ready(compileLeft()) : undefined;
-  const compileNotMeasured = !COMPILE
-    ? 'not run (--no-compile)'
-    : !compileInfo
-      ? `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`
-      : undefined;
+  const timedOut = (shared) =>
+    `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout${shared}) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`;
+  const compileNotMeasured = !COMPILE ? 'not run (--no-compile)' : !compileInfo ? timedOut('') : undefined;
   if (compileNotMeasured) log(`${c.name}: torch.compile ${compileNotMeasured}`);
-  const compileBf16NotMeasured = !compiledBf16
-    ? undefined
-    : !compileBf16Info
-      ? `not measured: its compile and warm-up step had not finished after ${COMPILE_TIMEOUT_S} s (--compile-timeout, shared with fp32's) at a 1-minute load of ${load().toFixed(1)}; the worker was stopped`
-      : undefined;
+  const compileBf16NotMeasured = compiledBf16 && !compileBf16Info ? timedOut(", shared with fp32's") : undefined;
   if (compileBf16NotMeasured) log(`${c.name}: torch.compile bf16 autocast ${compileBf16NotMeasured}`);
   const runs = { native: [], eager: [], compile: [], eager_bf16: [], native_bf16: [], compile_bf16: [] };
   let nativeBf16NotMeasured = NATIVE_BF16 ? nativeBf16Refusal(probe) : 'not run (no --bf16)';
