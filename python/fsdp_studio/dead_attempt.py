@@ -15,9 +15,9 @@ import sys
 from typing import Optional
 
 from fsdp_studio import run_manifest
-from fsdp_studio._events import RUN_ATTEMPT_ENV
-from fsdp_studio.event_merge import ATTEMPT_ID, OWNER_MERGES_ENV, EventMerge, attempt_dir
-from fsdp_studio.frozen import kill_tree, name_of, wait_gone
+from fsdp_studio.attempt_processes import kill_attempt, processes_of
+from fsdp_studio.event_merge import ATTEMPT_ID, EventMerge, attempt_dir
+from fsdp_studio.frozen import name_of, wait_gone
 from fsdp_studio.run_folder_watch import EventFollower
 from fsdp_studio.runtime_run import RuntimeRun
 
@@ -80,40 +80,14 @@ def merge_all(log):
 
 
 def kill_left(run_dir, attempt_id):
-    """Every process of the attempt still running on this host — each carries its attempt's id and
-    its owner's folder in its environment (supervise.py child_env) — killed, the ranks before their
+    """Every process of the attempt still running on this host killed, the ranks before their
     launchers, and waited for: none writes after its files are merged. Returns what was killed, as
     (pid, name) pairs."""
     found = processes_of(run_dir, attempt_id)
-    named = [(pid, name_of(pid)) for pid in found]
-    killed = kill_tree(found)
+    named = {pid: name_of(pid) for pid in found}
+    killed = kill_attempt(run_dir, attempt_id)
     wait_gone(killed)
-    return [(pid, name) for pid, name in named if pid in killed]
-
-
-def processes_of(run_dir, attempt_id):
-    """The pids whose environment names this attempt of this run folder (Linux /proc; none elsewhere)."""
-    want = (f"{RUN_ATTEMPT_ENV}={attempt_id}".encode(), f"{OWNER_MERGES_ENV}=".encode())
-    found = []
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read(1 << 20).split(b"\0")
-        except OSError:
-            continue  # gone, or not ours to read (then not ours to kill either)
-        owner = next((item[len(want[1]) :] for item in env if item.startswith(want[1])), None)
-        if want[0] in env and owner is not None and same_folder(owner.decode("utf-8", "replace"), run_dir):
-            found.append(int(name))
-    return found
-
-
-def same_folder(a, b):
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+    return [(pid, named[pid]) for pid in killed if pid in named]
 
 
 def dead_reason(run_dir, manifest, attempt_id, killed):

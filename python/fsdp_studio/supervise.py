@@ -77,13 +77,13 @@ if PACKAGE_ROOT not in sys.path:
 
 from fsdp_studio import run_manifest  # noqa: E402
 from fsdp_studio._events import RUN_ATTEMPT_ENV, RUN_DIR_ENV, EventLog  # noqa: E402
+from fsdp_studio.attempt_processes import kill_attempt  # noqa: E402
 from fsdp_studio.dead_attempt import take_up as take_up_dead_attempt  # noqa: E402
 from fsdp_studio.event_merge import OWNER_MERGES_ENV, EventMerge  # noqa: E402
 from fsdp_studio.frozen import (  # noqa: E402
     FrozenWatch,
     end_in_log,
     group_of,
-    kill_tree,
     program_of,
     wait_gone,
 )
@@ -221,7 +221,7 @@ class Attempt:
             return
         self.frozen_reason = self.frozen.reason(pid)
         print(f"fsdp_studio.supervise: {self.frozen_reason}", file=sys.stderr, flush=True)
-        kill_tree(roots)
+        kill_attempt(self.run_dir, self.log.attempt, roots, spare=(os.getpid(),))
 
 
 def start(args):
@@ -649,8 +649,10 @@ def guard_main(run_dir, supervisor_pid, attempt_id, scope=GROUP):
         return 0
     reason = guard_reason(supervisor_pid, how, detail)
     # Every process of the run first, the ranks before their launchers (mpirun and its ranks are in
-    # sessions of their own, below the group): none of them is left to write an end of its own.
-    wait_gone(kill_tree(group_of(os.getpgrp()) if scope == GROUP else [supervisor_pid], spare=(os.getpid(),)))
+    # sessions of their own, below the group; a SLURM step's are not below srun at all): none of
+    # them is left to write an end of its own.
+    roots = group_of(os.getpgrp()) if scope == GROUP else [supervisor_pid]
+    wait_gone(kill_attempt(run_dir, attempt_id, roots, spare=(os.getpid(),)))
     # The stream's writer now: what the writers wrote that the supervisor had not merged yet, first.
     log = EventMerge(run_dir, attempt_id)
     log.resume()

@@ -3,6 +3,7 @@ were killed — what of it still runs killed, its writers' lines merged, its one
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -11,9 +12,11 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from fsdp_studio import run_manifest
+from fsdp_studio.attempt_processes import Found, processes_of, ranks_first
 from fsdp_studio.dead_attempt import take_up
 from fsdp_studio.event_merge import OWNER_MERGES_ENV, stream_path
 from fsdp_studio.frozen import state_of
+from fsdp_studio.run_processes import process_table
 
 ATTEMPT = "dead0attempt1"
 
@@ -77,6 +80,40 @@ class DeadAttemptTest(unittest.TestCase):
         manifest = run_manifest.read(self.run_dir)
         self.assertEqual((manifest["status"], manifest["end_reason"]), ("failed", reason))
         self.assertFalse(os.path.exists(os.path.join(self.run_dir, "events")), "the writers' files are removed")
+
+    def test_the_ranks_die_before_the_launchers_they_watch(self):
+        # Rank 0 watches the launcher its environment names: killed first, the launcher would be seen
+        # gone and rank 0 would write an end of its own before the stand-in (run-frozen's take-up).
+        env = dict(os.environ, FSDP_RUN_ATTEMPT=ATTEMPT, **{OWNER_MERGES_ENV: self.run_dir})
+        launcher = subprocess.Popen(["sleep", "600"], env=env)  # fsdp-train: the lowest pid of them
+        ranks_env = dict(env, FSDP_LAUNCHER_PID=str(launcher.pid))
+        script = "sleep 600 & sleep 600 & echo ready; wait"  # mpirun and its two ranks
+        job = subprocess.Popen(["sh", "-c", script], env=ranks_env, stdout=subprocess.PIPE)
+        ranks: list[int] = []
+        try:
+            assert job.stdout is not None
+            self.assertEqual(job.stdout.readline(), b"ready\n")
+            table = process_table()
+            ranks = sorted(pid for pid, (ppid, _) in table.items() if ppid == job.pid)
+            self.assertEqual(len(ranks), 2)
+            found = processes_of(self.run_dir, ATTEMPT)
+            self.assertEqual(set(found), {launcher.pid, job.pid, *ranks})
+            self.assertEqual(ranks_first(found, table), [*ranks, job.pid, launcher.pid])
+        finally:
+            for pid in ranks:
+                os.kill(pid, signal.SIGKILL)
+            for p in (job, launcher):
+                p.kill()
+                p.wait()
+            if job.stdout is not None:
+                job.stdout.close()
+
+    def test_a_slurm_steps_ranks_die_before_srun_rank_0_first(self):
+        # A step's ranks are below slurmstepd (9), not below srun (50), whose owner was killed (init adopts it).
+        # Rank 0 (401 here) first: it watches the other ranks too.
+        found = {50: Found(None, None), 400: Found(50, 1), 401: Found(50, 0)}
+        table = {1: (0, 0), 9: (1, 0), 50: (1, 0), 400: (9, 0), 401: (9, 0)}
+        self.assertEqual(ranks_first(found, table), [401, 400, 50])
 
     def test_an_ended_attempt_keeps_its_end_and_gets_its_lines(self):
         # The owner wrote run.json's end but its merge had stopped (a full disk): its files are kept.
