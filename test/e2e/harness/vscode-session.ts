@@ -199,6 +199,7 @@ export class VsCodeSession {
   /** Types into the open quick pick or input box and presses Enter. */
   async typeIntoQuickInput(text: string, opts: { title?: RegExp; fileDialog?: boolean } = {}): Promise<void> {
     const input = this.page.locator('.quick-input-widget input');
+    const rows = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
     await input.waitFor({ timeout: 20_000 });
     if (opts.title) {
       // Dialogs that follow one another share the widget: wait for this one, not the last one closing.
@@ -219,9 +220,22 @@ export class VsCodeSession {
         (v) => v.startsWith('/') || v.startsWith('~'),
         20_000,
       );
+      // It puts the folder in the box before it has read it, and again once it has listed it (its
+      // rows): a path typed in between is overwritten, and Enter then takes the folder itself where
+      // folders may be picked (seen in a fresh-clone run: "Prepare training data" got the workspace
+      // as the text). So wait for the listing too.
+      await rows.first().waitFor({ timeout: 20_000 });
     }
     for (let fill = 1; ; fill++) {
       await input.fill(text);
+      if (opts.fileDialog) {
+        // The dialog lists the typed path's folder, its entry among the rows: then it has caught up.
+        await rows
+          .filter({ hasText: path.basename(text) })
+          .first()
+          .waitFor({ timeout: 10_000 })
+          .catch(() => undefined); // checked below: the box still holds the text, or it is typed again
+      }
       if ((await input.inputValue().catch(() => '')) === text) break;
       if (fill === 3) throw new Error(`the quick input did not take ${JSON.stringify(text)}`);
     }
