@@ -3,7 +3,8 @@ short still returns it: $OUT/gpu-test-results.json and gpu-test-results.md (devi
 date, commit; every planned part with its budget, time, verdict, what it found and the follow-up
 command that re-checks it alone on the same warm machine), and $OUT/first-run-details.tar.gz (the
 parts' logs, GoogleTest reports and JSON). Files are replaced whole (written aside, then renamed),
-so a kill mid-write leaves the previous summary. Reads only what the parts left in --work."""
+so a kill mid-write leaves the previous summary; the JSON is written last, so the table and the
+archive are never behind it. Reads only what the parts left in --work."""
 
 from __future__ import annotations
 
@@ -333,7 +334,6 @@ def main() -> int:
         "parts": parts,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    write_aside(args.out / "gpu-test-results.json", json.dumps(result, indent=2, default=str) + "\n")
 
     title = (
         f"# First GPU run — {dev['device']} ({dev['memory']}), driver {dev['driver']},"
@@ -381,6 +381,10 @@ def main() -> int:
     md += ["", f"**{state}**", "", "Details (logs, GoogleTest reports, the parts' JSON): first-run-details.tar.gz."]
     write_aside(args.out / "gpu-test-results.md", "\n".join(md) + "\n")
     pack(args.work, args.out)
+    # The JSON last: a reader that finds a state in it finds the table and the archive at that state
+    # too (a kill between two writes left the JSON at "running" and the table one part behind:
+    # test/native/gpu-scripts.test.ts, under load).
+    write_aside(args.out / "gpu-test-results.json", json.dumps(result, indent=2, default=str) + "\n")
     return 0
 
 
