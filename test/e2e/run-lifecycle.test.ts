@@ -296,6 +296,14 @@ describe("e2e: a run's life — launch, failure, continue, rename, delete", func
       cwd: repoRoot,
       manifest: startingManifest('slow-save'),
     });
+    // As for nan-run below: a pick opened before the owner has written run.json does not list the run
+    // (a fresh clone on the AMD EPYC missed it so, and the tests after it found the pick still open).
+    await until(
+      "slow-save's owner to name itself in run.json",
+      async () => existsSync(path.join(runDir, 'run.json')) && (manifestOf(runDir).pids?.length ?? 0) > 0,
+      (named) => named,
+      60_000,
+    );
     await vscode.runCommand('FSDP: Attach to run');
     await vscode.pickQuickItem('slow-save');
     await vscode.waitForNotification(/slow-save: saving the checkpoint of step 20/, 60_000);
