@@ -26,13 +26,15 @@ class Found(NamedTuple):
     rank: Optional[int]
 
 
-def kill_attempt(run_dir, attempt_id, roots=(), spare=()):
+def kill_attempt(run_dir, attempt_id, roots=(), spare=(), found=None):
     """SIGKILL to every process of the attempt on this host and to `roots` and all below them, but
     `spare`: the attempt's ranks first and the launchers they watch last, then what is left below
     `roots`. Rank 0 watches its launcher and ends the job when it is gone: killed after it, rank 0
     would write an end of its own ("the job's launcher is gone") in place of the one whoever kills
-    them writes. Returns the pids killed."""
-    found = {pid: seen for pid, seen in processes_of(run_dir, attempt_id).items() if pid not in spare}
+    them writes. `found`: the attempt's processes as processes_of gave them, where the caller has
+    looked already (each look reads every process's environment). Returns the pids killed."""
+    found = processes_of(run_dir, attempt_id) if found is None else found
+    found = {pid: seen for pid, seen in found.items() if pid not in spare}
     killed = kill_tree(ranks_first(found), spare)
     return killed + [pid for pid in kill_tree(roots, spare) if pid not in killed]
 

@@ -85,7 +85,7 @@ def kill_left(run_dir, attempt_id):
     (pid, name) pairs."""
     found = processes_of(run_dir, attempt_id)
     named = {pid: name_of(pid) for pid in found}
-    killed = kill_attempt(run_dir, attempt_id)
+    killed = kill_attempt(run_dir, attempt_id, found=found)
     wait_gone(killed)
     return [(pid, named[pid]) for pid in killed if pid in named]
 
