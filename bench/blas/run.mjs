@@ -43,6 +43,7 @@ import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuKind } from '../../scripts/bench/cpu-kind.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -217,26 +218,6 @@ function runtimeCoreType() {
   const probe = JSON.parse(execFileSync(native, ['--probe'], { encoding: 'utf8' }));
   const chosen = probe.blas_kernels?.chosen;
   return chosen ? { OPENBLAS_CORETYPE: chosen } : {};
-}
-
-/** The CPU as the runtime's BLAS table names it: vendor and widest vector unit ("intel-avx512"). */
-function cpuKind() {
-  const info = readFileSync('/proc/cpuinfo', 'utf8');
-  const flags = new Set((info.match(/^flags\s*:(.*)$/m)?.[1] ?? '').trim().split(/\s+/));
-  const vendor = info.match(/^vendor_id\s*:\s*(\S+)/m)?.[1] ?? 'unknown';
-  const v = vendor === 'GenuineIntel' ? 'intel' : vendor === 'AuthenticAMD' ? 'amd' : vendor.toLowerCase();
-  const tier = flags.has('avx512f') ? 'avx512' : flags.has('avx2') && flags.has('fma') ? 'avx2' : 'sse';
-  const model = (info.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? '').trim();
-  const family = info.match(/^cpu family\s*:\s*(\d+)/m)?.[1];
-  const modelNo = info.match(/^model\s*:\s*(\d+)/m)?.[1];
-  return {
-    kind: `${v}-${tier}`,
-    model,
-    family: Number(family),
-    model_number: `0x${Number(modelNo).toString(16)}`,
-    bf16: flags.has('avx512_bf16'),
-    amx: flags.has('amx_tile'),
-  };
 }
 
 // ---- recording the runtime's shapes ------------------------------------------------------------

@@ -15,7 +15,8 @@
 //     the native side reads the Llama sample's token files (samples/prepare-llama-data.ts; ids < 8192).
 //  4. Where the time goes: the native runtime's steps sampled by `perf` (cpu-clock) and grouped by
 //     what they do; PyTorch eager's ops from torch.profiler.
-// Writes bench/results/cpu-<date>.json and .md with the machine, the load and this command.
+// Writes bench/results/cpu-<cpu kind>-<date>.json and .md (kind: scripts/bench/cpu-kind.mjs, e.g.
+// amd-avx512) with the machine, the load and this command: one file per CPU kind (issue 42 item 4).
 //
 // The machine is shared, so each speed is given twice: by the wall clock, and by the CPU time the
 // process used (the step event's cpu_ms; time.process_time() in PyTorch), which is what the same
@@ -34,13 +35,13 @@
 // --bf16-autocast (issue 42 item 2): a fourth runner in every round, PyTorch eager with its forward
 // and loss under torch.autocast('cpu', dtype=torch.bfloat16) — PyTorch's CPU mixed precision (bf16
 // products through oneDNN, AMX where the CPU has it; fp32 weights and AdamW) — beside the fp32 ones.
-// Its results go to bench/results/cpu-bf16-<date>.md and .json.
+// Its results go to bench/results/cpu-bf16-<cpu kind>-<date>.md and .json.
 // --bf16 (issue 42 item 2's side by side): --bf16-autocast plus the native runtime in bf16 (the same
 // config with mixed_precision.param_dtype bfloat16: bf16 products, fp32 weights and AdamW), so each
 // round runs native fp32, native bf16, eager fp32 and eager bf16; each runner's GEMM is named (the
 // native run_start's runtime.gemm). Where the runtime refuses bf16 on this CPU (no oneDNN, no AMX),
 // its row gives the runtime's reason (--probe's cpu_gemm.bfloat16.bf16_refusal) and the rest runs.
-// Its results go to bench/results/cpu-bf16-native-<date>.md and .json.
+// Its results go to bench/results/cpu-bf16-native-<cpu kind>-<date>.md and .json.
 // --model-shape D,LAYERS,HEADS: another width and depth (vocabulary 50257, the data's), to check the
 // benchmark itself in a minute; its results are not GPT-2 124M's.
 // A short run on a loaded machine: npm run bench:cpu -- --rounds 1 --steps 1 --only t128 --no-profile
@@ -50,6 +51,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { setup, root } from '../setup/index.mjs';
+import { cpuKind } from './cpu-kind.mjs';
 import { load, median, provenance, scratchFolder, train as trainIn, writeResults } from './native-bench.mjs';
 
 const args = process.argv.slice(2);
@@ -577,7 +579,7 @@ const torchVersion = sideBySideResults[0]?.eager.torch;
 const result = {
   date: new Date().toISOString(),
   command: `npm run bench:cpu${args.length ? ` -- ${args.join(' ')}` : ''}`,
-  ...provenance({ blas: probe.blas, blas_kernels: probe.blas_kernels, torch: torchVersion }),
+  ...provenance({ cpu_kind: cpuKind(), blas: probe.blas, blas_kernels: probe.blas_kernels, torch: torchVersion }),
   threads: THREADS,
   model: { ...gpt2Model, shape: SHAPE },
   llama_model: { ...smollm2Model, shape: "SmolLM2-135M's (random init); PyTorch: transformers' LlamaForCausalLM" },
@@ -596,6 +598,8 @@ const result = {
 rmSync(work, { recursive: true, force: true });
 
 const day = result.date.slice(0, 10);
+const cpuMd = (k) =>
+  `${k.kind}, family 0x${k.family.toString(16)} model ${k.model_number}${k.bf16 ? ', AVX512_BF16' : ''}${k.amx ? ', AMX' : ', no AMX'}`;
 const f1 = (x) => x.toFixed(1);
 const f2 = (x) => x.toFixed(2);
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
@@ -646,7 +650,7 @@ ${t128.eager_profile.map((o) => `| ${o.op} | ${pct(o.share)} | ${o.calls} |`).jo
   : '';
 const md = `# Native runtime on the CPU beside PyTorch 2, ${day}
 
-Command: \`${result.command}\` (commit ${result.commit}). Machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${result.machine.memory_gib} GiB; ${probe.blas_kernels.note}; PyTorch ${torchVersion ?? '(not run)'}.
+Command: \`${result.command}\` (commit ${result.commit}). Machine: ${result.machine.cpu} (${cpuMd(result.machine.cpu_kind)}), ${result.machine.cores} cores, ${result.machine.memory_gib} GiB; ${probe.blas_kernels.note}; PyTorch ${torchVersion ?? '(not run)'}.
 ${THREADS} threads everywhere; OMP_WAIT_POLICY=${benchEnv.OMP_WAIT_POLICY} for both; the benchmark ran at nice ${result.environment.nice}. The machine is shared: load average (1 / 5 / 15 minutes) ${loadMd(result.load_average.start)} at the start, ${loadMd(result.load_average.end)} at the end (1-minute, per configuration, below). So every speed is given twice: by the **wall** clock (under that load), and by the **CPU** time the process used (all its threads: the work, as on cores nobody else uses; tokens per CPU-second × ${THREADS} threads). The runs are interleaved (${['native', NATIVE_BF16 && 'native bf16', 'eager', AUTOCAST && 'eager bf16 autocast', COMPILE && 'compile', COMPILE && AUTOCAST && 'compile bf16 autocast'].filter(Boolean).join(', ')}; ${sideBySideResults.map(({ config: c }) => `${c.rounds} round${c.rounds > 1 ? 's' : ''} of ${c.steps} step${c.steps > 1 ? 's' : ''} at ${c.name}`).join(', ')}) and the figures are medians of the steps after each one's warm-up.
 
 OpenBLAS sgemm peak (2048³, best of ${PEAK_RUNS}, ${THREADS} threads), before / after: wall ${f1(peakBefore.wall / 1e9)} / ${f1(peakAfter.wall / 1e9)} GFLOP/s, by CPU time ${f1(peakBefore.cpu / 1e9)} / ${f1(peakAfter.cpu / 1e9)} GFLOP/s.
@@ -743,5 +747,9 @@ ${tiny.steps} steps; ${tiny.tokens_per_s.toFixed(0)} tokens/s (wall), MFU ${pct(
 `
     : ''
 }`;
-writeResults(NATIVE_BF16 ? 'cpu-bf16-native' : AUTOCAST ? 'cpu-bf16' : 'cpu', result, md);
+writeResults(
+  `${NATIVE_BF16 ? 'cpu-bf16-native' : AUTOCAST ? 'cpu-bf16' : 'cpu'}-${result.machine.cpu_kind.kind}`,
+  result,
+  md,
+);
 console.log(md);
