@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.utils import ProjectConfiguration
-from ddp_train import SEQ, VOCAB, TinyDecoder, batch
+from ddp_train import SEQ, VOCAB, TinyDecoder, batch, end_process
 
 from fsdp_studio.integrations.accelerate import FsdpStudioTracker
 
@@ -100,4 +100,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    end_process(main())  # not the interpreter's shutdown, where PyTorch's gloo threads can abort it (ddp_train.py)

@@ -220,5 +220,18 @@ def main():
     return 0
 
 
+def end_process(code):
+    """Ends this process with `code` (None: 0), skipping the interpreter's shutdown."""
+    # The process ends here without the interpreter's shutdown. PyTorch's gloo worker threads may still
+    # hold the last collective's tensors (destroy_process_group does not join them), and dropping those
+    # needs the GIL, which a finalizing interpreter no longer gives: the thread then aborts the whole
+    # process (SIGABRT, "terminate called without an active exception") after a run that completed
+    # (seen in PyTorch 2.13: ProcessGroupGloo::runLoop destroying an AsyncWork in Py_FinalizeEx; the
+    # class of pytorch/pytorch#179291). Everything this script writes is written, closed or flushed by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())
