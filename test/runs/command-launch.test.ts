@@ -25,7 +25,7 @@ import { SshMachine } from '../../runs/machines/ssh-machine';
 import { repoRoot } from '../../scripts/code-server';
 import { syntheticLoss } from '../harness/synthetic-run';
 import { LoopbackSshd } from '../harness/sshd';
-import { until as untilHeld } from '../harness/until';
+import { until as untilHeld, untilValue } from '../harness/until';
 import { DDP_SCRIPT, VENV_PYTHON } from '../harness/pytorch';
 
 const STEPS = 12;
@@ -131,7 +131,18 @@ async function launchStopRelaunch(
 
   await launch(first);
   watch.follow();
-  await until('the relaunched run completes', () => watch.history.end?.status === 'completed', 300_000);
+  // Any end but the first start's stop, then completed: a failed relaunch fails now, with its words.
+  const end = await untilValue(
+    'the relaunched run to end',
+    async () => watch.history.end,
+    (e) => !!e && e.status !== 'stopped',
+    300_000,
+    100,
+  );
+  if (end?.status !== 'completed') {
+    const stderr = (await machine.readFile(`${first.runDir}/stderr.log`, 1 << 20)).toString();
+    assert.fail(`relaunched run: ${JSON.stringify(end)}; stderr ends: ${stderr.slice(-3000)}`);
+  }
   assert.deepEqual(
     [...watch.history.step.loss.steps],
     Array.from({ length: STEPS }, (_, i) => i + 1),
