@@ -131,18 +131,21 @@ async function launchStopRelaunch(
 
   await launch(first);
   watch.follow();
-  // Any end but the first start's stop, then completed: a failed relaunch fails now, with its words.
+  // Any end but the first start's stop, then completed: a failed relaunch fails at once, and one that
+  // never ends fails with what its folder says.
+  const said = async () => {
+    const stderr = (await machine.readFile(`${first.runDir}/stderr.log`, 1 << 20)).toString();
+    const manifest = await machine.readManifest(first.runDir).catch(() => undefined);
+    return `run.json: ${manifest?.status} (pids ${manifest?.pids?.join(', ')}); stderr ends: ${stderr.slice(-3000)}`;
+  };
   const end = await untilValue(
     'the relaunched run to end',
     async () => watch.history.end,
     (e) => !!e && e.status !== 'stopped',
     300_000,
     100,
-  );
-  if (end?.status !== 'completed') {
-    const stderr = (await machine.readFile(`${first.runDir}/stderr.log`, 1 << 20)).toString();
-    assert.fail(`relaunched run: ${JSON.stringify(end)}; stderr ends: ${stderr.slice(-3000)}`);
-  }
+  ).catch(async (e: Error) => assert.fail(`${e.message}; ${await said()}`));
+  if (end?.status !== 'completed') assert.fail(`relaunched run: ${JSON.stringify(end)}; ${await said()}`);
   assert.deepEqual(
     [...watch.history.step.loss.steps],
     Array.from({ length: STEPS }, (_, i) => i + 1),
