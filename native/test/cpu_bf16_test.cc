@@ -17,8 +17,8 @@ namespace fsdp {
 namespace {
 
 /**
- * Whether bf16 runs here, on AVX512-BF16 without AMX too (FSDP_CPU_BF16_WITHOUT_AMX: slower, but
- * its numbers are what is tested). Where not even that runs, the refusal must say why.
+ * Whether bf16 runs here, on any AVX512-BF16 without AMX too (FSDP_CPU_BF16_WITHOUT_AMX: slower on
+ * an Intel CPU, but its numbers are what is tested). Where not even that runs, the refusal must say why.
  */
 bool bf16_runs_here() {
   setenv(kCpuBf16WithoutAmxVar, "1", 1);
@@ -47,6 +47,36 @@ TEST(CpuBf16, RefusedWithItsReasonWhereItCannotRun) {
                 (onednn_built() && why.find("AMX-BF16") != std::string::npos && why.find("0.66x") != std::string::npos))
         << why;
   }
+}
+
+TEST(CpuBf16, WithoutAmxOnlyWhereMeasuredFasterThanFloat32) {
+  CpuFeatures zen4;
+  zen4.vendor = "AuthenticAMD";
+  zen4.family = 0x19;
+  zen4.model = 0x11;
+  zen4.avx2 = zen4.fma = zen4.avx = zen4.sse3 = true;
+  zen4.avx512f = zen4.avx512dq = zen4.avx512cd = zen4.avx512bw = zen4.avx512vl = zen4.avx512_bf16 = true;
+  zen4.os_saves_ymm = zen4.os_saves_zmm = true;
+  EXPECT_TRUE(bf16_without_amx_measured_faster(zen4));
+  // An Intel CPU with AVX512-BF16 (its AMX not used): 0.66x float32's speed there.
+  CpuFeatures intel = zen4;
+  intel.vendor = "GenuineIntel";
+  intel.family = 6;
+  intel.model = 0x8f;
+  EXPECT_FALSE(bf16_without_amx_measured_faster(intel));
+  // Zen 3 (family 0x19 too) has no AVX-512; Zen 5 was never measured; a Zen 4 whose OS does not save
+  // the AVX-512 registers, or whose AVX512-BF16 is hidden ($FSDP_CPU_FEATURES_HIDE), runs no such kernel.
+  CpuFeatures zen3 = zen4;
+  zen3.model = 0x01;
+  zen3.avx512f = zen3.avx512dq = zen3.avx512cd = zen3.avx512bw = zen3.avx512vl = zen3.avx512_bf16 = false;
+  EXPECT_FALSE(bf16_without_amx_measured_faster(zen3));
+  CpuFeatures zen5 = zen4;
+  zen5.family = 0x1a;
+  EXPECT_FALSE(bf16_without_amx_measured_faster(zen5));
+  CpuFeatures no_zmm = zen4;
+  no_zmm.os_saves_zmm = false;
+  EXPECT_FALSE(bf16_without_amx_measured_faster(no_zmm));
+  EXPECT_FALSE(bf16_without_amx_measured_faster(hide_cpu_features(zen4, "avx512_bf16")));
 }
 
 TEST(CpuBf16, RoundingIsNearestEvenAsTheScalarPath) {

@@ -43,7 +43,7 @@ describe('native addon: validateConfig and memoryPlan', () => {
     assert.match(result.errors[0].message, /^3 does not divide model.d_model \(128\): attention splits d_model/);
   });
 
-  it('takes bfloat16 on the CPU only for the matrix products, where oneDNN and AMX-BF16 are, and still plans it for cuda', () => {
+  it('takes bfloat16 on the CPU only for the matrix products, where oneDNN runs it faster than float32 (AMX-BF16, or Zen 4 AVX512-BF16), and still plans it for cuda', () => {
     // The CLI's probe says whether this build and CPU run bf16 products (backend/cpu/bf16_gemm.h).
     const probe = JSON.parse(execFileSync(nativeCli, ['--probe'], { encoding: 'utf8' })) as {
       cpu_gemm: { bfloat16: { bf16_available: boolean; bf16_refusal?: string } };

@@ -169,8 +169,8 @@ describe('MFU against a true peak (backend/peak_flops)', function () {
     };
     // Where bf16 cannot run at all (no oneDNN, no bf16 instructions) there is no bf16 peak to keep
     // apart: test/native/cpu-bf16.test.ts checks the refusal. Where it is refused only for want of
-    // AMX-BF16 tiles (slower than float32 there: a benchmark's matter), the override runs it, as the
-    // keeping of the peaks is what this tests.
+    // AMX-BF16 tiles (slower than float32 on such a CPU: a benchmark's matter), the override runs it,
+    // as the keeping of the peaks is what this tests.
     const bf16 = probe.cpu_gemm.bfloat16;
     const overridable = !bf16.bf16_available && (bf16.bf16_refusal ?? '').includes('FSDP_CPU_BF16_WITHOUT_AMX=1');
     if (!bf16.bf16_available && !overridable) this.skip();

@@ -5,9 +5,11 @@
 // loss and AdamW all stay float32: the CPU keeps no bf16 copy of the weights, only each product's
 // rounded operands, in buffers each thread reuses (bf16_operand_bytes).
 //
-// Why oneDNN, and only with AMX: at this model's GEMM shapes oneDNN 2.6's bf16 GEMM on AMX tiles
-// took 3-3.5x less CPU time than float32 OpenBLAS, rounding included; on AVX512-BF16 alone it
-// took 1.5x more (bench/results/blas-bf16-intel-avx512-2026-12-07.md). A CPU without AMX-BF16 is
+// Why oneDNN, and only where measured faster than float32: at this model's GEMM shapes oneDNN 2.6's
+// bf16 GEMM on AMX tiles took 3-3.5x less CPU time than float32 OpenBLAS, rounding included; on an
+// Intel CPU's AVX512-BF16 alone it took 1.5x more (bench/results/blas-bf16-intel-avx512-2026-12-07.md);
+// on AMD Zen 4's AVX512-BF16 (no AMX) 1.7-1.9x less, and a whole GPT-2 T 128 step 1.89x less
+// (blas-bf16-amd-avx512-2026-12-08.md, cpu-bf16-native-amd-avx512-2026-12-08.md). Any other CPU is
 // refused unless FSDP_CPU_BF16_WITHOUT_AMX=1 says to run anyway.
 #pragma once
 #include <cstddef>
@@ -16,9 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/cpu_features.h"
+
 namespace fsdp {
 
-/** The environment variable that runs bf16 on a CPU without AMX-BF16 (slower than float32). */
+/** The environment variable that runs bf16 on a CPU without AMX-BF16 where it was not measured faster than float32. */
 constexpr const char* kCpuBf16WithoutAmxVar = "FSDP_CPU_BF16_WITHOUT_AMX";
 
 /** Whether this build links oneDNN (CMake found Debian's libdnnl-dev). */
@@ -26,6 +30,13 @@ bool onednn_built();
 
 /** oneDNN's best instruction set on this CPU ("avx512_core_amx", ...); "" without oneDNN. */
 std::string onednn_isa();
+
+/**
+ * Whether this CPU's AVX512-BF16, without AMX tiles, was measured faster than float32 OpenBLAS at
+ * this model's products (above): AMD Zen 4, family 0x19 with AVX512-BF16 and usable AVX-512. Not an
+ * Intel CPU (0.66x), nor one never measured (Zen 5, family 0x1a, included).
+ */
+bool bf16_without_amx_measured_faster(const CpuFeatures& f);
 
 /** Why bf16 products cannot run on this CPU with this build ("" when they can). */
 std::string cpu_bf16_refusal();
