@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -19,6 +20,15 @@ from fsdp_studio.frozen import state_of
 from fsdp_studio.run_processes import process_table
 
 ATTEMPT = "dead0attempt1"
+
+
+def comm_of(pid):
+    """A process's command name (what it exec'd last), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def line(**event):
@@ -96,6 +106,11 @@ class DeadAttemptTest(unittest.TestCase):
             table = process_table()
             ranks = sorted(pid for pid, (ppid, _) in table.items() if ppid == job.pid)
             self.assertEqual(len(ranks), 2)
+            # sh says "ready" once it has forked them, not once they run sleep: a process in the middle
+            # of its exec may show no environment (seen under load), so look once both have.
+            deadline = time.monotonic() + 30
+            while not all(comm_of(pid) == "sleep" for pid in ranks) and time.monotonic() < deadline:
+                time.sleep(0.01)
             found = processes_of(self.run_dir, ATTEMPT)
             self.assertEqual(set(found), {launcher.pid, job.pid, *ranks})
             self.assertEqual(ranks_first(found, table), [*ranks, job.pid, launcher.pid])
