@@ -24,6 +24,8 @@ export class RunStream {
   private readOffset = 0;
   private runEndOffset: number | undefined;
   private runStartOffset: number | undefined;
+  /** Counts the asks to follow: one made while an end was being settled outlives that settling. */
+  private followsAsked = 0;
 
   constructor(
     private readonly run: WatchedRun,
@@ -64,6 +66,7 @@ export class RunStream {
   /** Starts following metrics.jsonl (and the run's other outputs) from where this watch stopped reading. */
   follow(): void {
     const { run } = this;
+    this.followsAsked++;
     if (run.ref.format !== 'tensorboard') {
       this.follower = run.machine.follow(
         run.metricsFile,
@@ -107,6 +110,15 @@ export class RunStream {
     this.outputs.poke();
   }
 
+  /**
+   * Asked to follow while still following: a relaunch in the folder, say, while the last run's end
+   * is being settled (followToTheEnd awaiting run.json). That settling then lets nothing go: the
+   * relaunch's lines come next, and the next end read settles again.
+   */
+  followOn(): void {
+    this.followsAsked++;
+  }
+
   stop(): void {
     const f = this.follower;
     this.follower = undefined;
@@ -134,7 +146,10 @@ export class RunStream {
   /** The run wrote its end: its event files (run.json may name them only now) are read to their end, then let go. */
   private async followToTheEnd(): Promise<void> {
     const { run } = this;
+    const asked = this.followsAsked;
     if (!this.outputs.followingLogs && run.ref.format !== 'tensorboard') await run.refreshManifest();
+    // Followed again while run.json was read (a relaunch): what that read said may predate it.
+    if (this.followsAsked !== asked) return;
     // Resumed while run.json was read: the end is the last run's; its successor's lines come next.
     if (run.endBeforeResume()) return;
     // Or run.json, rewritten by a launch after that end, says so (a watch made after the resume).

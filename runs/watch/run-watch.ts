@@ -157,9 +157,13 @@ export class RunWatch {
     this.follow();
   }
 
-  /** Starts following metrics.jsonl (and the run's logs) from where this watch stopped reading. */
+  /**
+   * Starts following metrics.jsonl (and the run's logs) from where this watch stopped reading; asked
+   * while still following (a relaunch as the last end is settled), follows on past that end.
+   */
   follow(): void {
-    if (this.disposed || this.stream.following) return;
+    if (this.disposed) return;
+    if (this.stream.following) return this.stream.followOn();
     this.vanished = undefined;
     this.stream.follow();
     void this.liveness.noteCgroup();

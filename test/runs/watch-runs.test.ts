@@ -132,6 +132,41 @@ describe('watching runs (real processes, real sshd on 127.0.0.1)', function () {
       assertEveryStepOnce(w, 100);
     });
 
+    it("a relaunch followed while the last run's end is still being settled (run.json read before it, told after) is followed to its own end", async () => {
+      // The window, held open: the watch reads run.json after reading an end (followToTheEnd); here
+      // that read is held, and then told what run.json said before the relaunch ("stopped"), as a read
+      // made before it and slow to return (over ssh, under load) tells it.
+      let held: { until: Promise<void>; said?: RunManifest } | undefined;
+      class HeldManifestMachine extends LocalMachine {
+        override async readManifest(runDir: string): Promise<RunManifest | undefined> {
+          const h = held;
+          if (!h) return super.readManifest(runDir);
+          await h.until;
+          return h.said;
+        }
+      }
+      const machine = new HeldManifestMachine(); // the watch's; the run is started and stopped through `local`
+      const runDir = path.join(tmp, 'runs', 'r-held');
+      const started = await startSynthetic(local, runDir, ['--steps', '100', '--rate', '100', '--every-ckpt', '10']);
+      const w = watch(machine, runDir);
+      await w.start();
+      await until('step 35', () => (w.history.lastStep ?? 0) >= 35);
+      let release = () => {};
+      const h: { until: Promise<void>; said?: RunManifest } = { until: new Promise<void>((r) => (release = r)) };
+      held = h;
+      await local.signal(started.pgid, 'SIGTERM');
+      await until('run_end', () => !!w.history.end);
+      await until('process group gone', async () => !(await local.isAlive(started.pgid)));
+      h.said = await local.readManifest(runDir);
+      assert.equal(h.said?.status, 'stopped');
+      await startSynthetic(local, runDir, ['--steps', '100', '--rate', '400', '--every-ckpt', '10', '--resume']);
+      w.follow();
+      held = undefined;
+      release();
+      await until('resumed run_end', () => w.history.end?.status === 'completed', 60_000);
+      assertEveryStepOnce(w, 100);
+    });
+
     for (const byAttempt of [false, true])
       it(`a resume followed before the last run's end was read (Resume pressed at once) is followed on to its own end, ${byAttempt ? 'told by the attempt its owner named (the stream)' : 'told by the time asked (no owner named)'}`, async () => {
         const runDir = path.join(tmp, 'runs', byAttempt ? 'r5-attempt' : 'r5');
