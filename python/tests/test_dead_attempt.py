@@ -3,11 +3,11 @@ were killed — what of it still runs killed, its writers' lines merged, its one
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -20,15 +20,6 @@ from fsdp_studio.frozen import state_of
 from fsdp_studio.run_processes import process_table
 
 ATTEMPT = "dead0attempt1"
-
-
-def comm_of(pid):
-    """A process's command name (what it exec'd last), or None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def line(**event):
@@ -97,20 +88,18 @@ class DeadAttemptTest(unittest.TestCase):
         env = dict(os.environ, FSDP_RUN_ATTEMPT=ATTEMPT, **{OWNER_MERGES_ENV: self.run_dir})
         launcher = subprocess.Popen(["sleep", "600"], env=env)  # fsdp-train: the lowest pid of them
         ranks_env = dict(env, FSDP_LAUNCHER_PID=str(launcher.pid))
-        script = "sleep 600 & sleep 600 & echo ready; wait"  # mpirun and its two ranks
-        job = subprocess.Popen(["sh", "-c", script], env=ranks_env, stdout=subprocess.PIPE)
+        # mpirun and its two ranks; each rank says "up" from its own program, once its exec is done (a
+        # process in the middle of its exec shows no environment), so the look below finds it. One
+        # write each: a pipe keeps a write this short whole.
+        rank = f"{shlex.quote(sys.executable)} -c 'import os, time; os.write(1, b\"up\\n\"); time.sleep(600)'"
+        job = subprocess.Popen(["sh", "-c", f"{rank} & {rank} & wait"], env=ranks_env, stdout=subprocess.PIPE)
         ranks: list[int] = []
         try:
             assert job.stdout is not None
-            self.assertEqual(job.stdout.readline(), b"ready\n")
+            self.assertEqual([job.stdout.readline(), job.stdout.readline()], [b"up\n", b"up\n"])
             table = process_table()
             ranks = sorted(pid for pid, (ppid, _) in table.items() if ppid == job.pid)
             self.assertEqual(len(ranks), 2)
-            # sh says "ready" once it has forked them, not once they run sleep: a process in the middle
-            # of its exec may show no environment (seen under load), so look once both have.
-            deadline = time.monotonic() + 30
-            while not all(comm_of(pid) == "sleep" for pid in ranks) and time.monotonic() < deadline:
-                time.sleep(0.01)
             found = processes_of(self.run_dir, ATTEMPT)
             self.assertEqual(set(found), {launcher.pid, job.pid, *ranks})
             self.assertEqual(ranks_first(found, table), [*ranks, job.pid, launcher.pid])
